@@ -1,0 +1,57 @@
+# Kiln: `make demo` and `make test` are the two commands (see README.md).
+# Both install what is missing (LLVM 22 from Debian's packages), build, and run.
+
+SHELL := /bin/bash
+LLVM_PREFIX := /usr/lib/llvm-22
+LLVM_BIN := $(LLVM_PREFIX)/bin
+CARGO ?= cargo
+# Tests use the dev profile (dependencies optimised, see Cargo.toml);
+# the demo and the benchmarks use release builds.
+DEBUG_BIN := $(CURDIR)/target/debug
+RELEASE_BIN := $(CURDIR)/target/release
+
+.PHONY: all deps build build-release test test-cargo test-lit demo bench clean
+
+all: build
+
+# Installs LLVM 22 (which brings lit, FileCheck and not) when it is missing.
+# As root it runs apt-get; otherwise it prints the exact command and fails.
+deps:
+	@if [ ! -x $(LLVM_BIN)/llvm-config ] || [ ! -x $(LLVM_BIN)/lit ] || [ ! -x $(LLVM_BIN)/FileCheck ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "make: installing llvm-22-dev (LLVM 22, lit, FileCheck)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends llvm-22-dev >/dev/null || exit 1; \
+	  else \
+	    echo "make: LLVM 22 is missing; run as root:"; \
+	    echo "  apt-get update && apt-get install -y --no-install-recommends llvm-22-dev"; \
+	    exit 1; \
+	  fi; \
+	fi
+	@command -v $(CARGO) >/dev/null || { echo "make: cargo is missing; install Rust (https://rustup.rs)"; exit 1; }
+
+build: deps
+	$(CARGO) build --bins
+
+build-release: deps
+	$(CARGO) build --release --bins
+
+test: deps
+	$(MAKE) --no-print-directory test-cargo
+	$(MAKE) --no-print-directory test-lit
+
+# insta: a stale or missing snapshot fails (nothing is written).
+test-cargo:
+	INSTA_UPDATE=no INSTA_FORCE_PASS=0 $(CARGO) test --all-targets
+
+test-lit:
+	$(CARGO) build --bins
+	KILN_BIN_DIR=$(DEBUG_BIN) $(LLVM_BIN)/lit -sv lit-tests
+
+demo: build-release
+	@bash scripts/demo.sh $(RELEASE_BIN)
+
+bench: build-release
+	@bash scripts/bench.sh $(RELEASE_BIN)
+
+clean:
+	$(CARGO) clean

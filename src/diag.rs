@@ -1,0 +1,204 @@
+//! Diagnostics: errors with spans, and their rendering in LLVM's style.
+//!
+//! Owns: the [`Diagnostic`] value every library layer returns for bad user
+//! input, and [`SourceFile`] + [`render`], which print
+//! `FILE:LINE:COL: error: MESSAGE`, the source line and a caret under the
+//! span (the way LLVM's `SMDiagnostic` prints). Line and column arithmetic
+//! and the header come from `codespan-reporting`.
+//!
+//! Must never: print or exit. Only a tool's `main` writes what it renders.
+
+use crate::ir::Span;
+use codespan_reporting::diagnostic as cs;
+use codespan_reporting::files::{Files, SimpleFile};
+use codespan_reporting::term;
+use std::fmt;
+
+/// How bad a diagnostic is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    Error,
+    Warning,
+    Note,
+}
+
+/// One message about the input, optionally located by a span.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub message: String,
+    /// Where in the source; `None` for whole-input problems.
+    pub span: Option<Span>,
+    /// Extra lines printed after the source excerpt (`note: ...`).
+    pub notes: Vec<String>,
+}
+
+impl Diagnostic {
+    pub fn error(message: impl Into<String>, span: Span) -> Diagnostic {
+        Diagnostic { severity: Severity::Error, message: message.into(), span: Some(span), notes: Vec::new() }
+    }
+    /// An error about the input as a whole (no location in it).
+    pub fn error_nospan(message: impl Into<String>) -> Diagnostic {
+        Diagnostic { severity: Severity::Error, message: message.into(), span: None, notes: Vec::new() }
+    }
+    pub fn with_note(mut self, note: impl Into<String>) -> Diagnostic {
+        self.notes.push(note.into());
+        self
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
+/// A list of diagnostics returned by a phase that reports all it finds.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Diagnostics(pub Vec<Diagnostic>);
+
+impl Diagnostics {
+    pub fn push(&mut self, d: Diagnostic) {
+        self.0.push(d)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn has_errors(&self) -> bool {
+        self.0.iter().any(|d| d.severity == Severity::Error)
+    }
+    /// `Ok(())` when there is no error, else `Err(self)`.
+    pub fn into_result(self) -> Result<(), Diagnostics> {
+        if self.has_errors() {
+            Err(self)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl From<Diagnostic> for Diagnostics {
+    fn from(d: Diagnostic) -> Diagnostics {
+        Diagnostics(vec![d])
+    }
+}
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Diagnostics {}
+
+/// A named source text (`<stdin>` for piped input).
+pub struct SourceFile {
+    file: SimpleFile<String, String>,
+}
+
+impl SourceFile {
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> SourceFile {
+        SourceFile { file: SimpleFile::new(name.into(), text.into()) }
+    }
+    pub fn name(&self) -> &str {
+        self.file.name()
+    }
+    pub fn text(&self) -> &str {
+        self.file.source()
+    }
+    /// 1-based line and column (in characters) of a byte offset.
+    pub fn line_col(&self, byte: usize) -> (usize, usize) {
+        let byte = byte.min(self.text().len());
+        match self.file.location((), byte) {
+            Ok(loc) => (loc.line_number, loc.column_number),
+            Err(_) => (1, 1),
+        }
+    }
+
+    /// Renders one diagnostic as LLVM does:
+    ///
+    /// ```text
+    /// FILE:LINE:COL: error: MESSAGE
+    ///   %x = add %a, %b
+    ///        ^~~~~~~~~~
+    /// ```
+    pub fn render(&self, d: &Diagnostic) -> String {
+        let severity = match d.severity {
+            Severity::Error => cs::Severity::Error,
+            Severity::Warning => cs::Severity::Warning,
+            Severity::Note => cs::Severity::Note,
+        };
+        let mut diag = cs::Diagnostic::new(severity).with_message(&d.message);
+        if let Some(span) = d.span {
+            let r = clamp(span, self.text().len());
+            diag = diag.with_labels(vec![cs::Label::primary((), r)]);
+        }
+        let config = term::Config { display_style: term::DisplayStyle::Short, ..Default::default() };
+        let mut out = term::emit_into_string(&config, &self.file, &diag)
+            .unwrap_or_else(|_| format!("{}: error: {}\n", self.name(), d.message));
+        if let Some(span) = d.span {
+            out.push_str(&self.excerpt(span));
+        }
+        for n in &d.notes {
+            out.push_str("note: ");
+            out.push_str(n);
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Renders every diagnostic, in order.
+    pub fn render_all(&self, ds: &Diagnostics) -> String {
+        ds.0.iter().map(|d| self.render(d)).collect()
+    }
+
+    /// The source line of `span`'s start, and a caret line under the span
+    /// (`^` then `~` to the span's end on that line).
+    fn excerpt(&self, span: Span) -> String {
+        let r = clamp(span, self.text().len());
+        let Ok(line_idx) = self.file.line_index((), r.start) else { return String::new() };
+        let Ok(line_range) = self.file.line_range((), line_idx) else { return String::new() };
+        let line = self.text()[line_range.clone()].trim_end_matches(['\n', '\r']);
+        let col = self.text()[line_range.start..r.start].chars().count();
+        let end_on_line = r.end.min(line_range.start + line.len()).max(r.start);
+        let width = self.text()[r.start..end_on_line].chars().count().max(1);
+        let pad: String = line.chars().take(col).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+        format!("{line}\n{pad}^{}\n", "~".repeat(width - 1))
+    }
+}
+
+fn clamp(span: Span, len: usize) -> std::ops::Range<usize> {
+    let s = (span.start as usize).min(len);
+    let e = (span.end as usize).clamp(s, len);
+    s..e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_llvm_style() {
+        let src = SourceFile::new("t.kir", "kernel @k() {\n  %x = add %a, %b\n}\n");
+        let d = Diagnostic::error("use of undefined value %a", Span::new(25, 27));
+        assert_eq!(
+            src.render(&d),
+            "t.kir:2:12: error: use of undefined value %a\n  %x = add %a, %b\n           ^~\n"
+        );
+    }
+
+    #[test]
+    fn span_past_end_is_clamped() {
+        let src = SourceFile::new("<stdin>", "field");
+        let d = Diagnostic::error("unexpected end of input", Span::new(5, 9));
+        assert_eq!(src.render(&d), "<stdin>:1:6: error: unexpected end of input\nfield\n     ^\n");
+    }
+}

@@ -1,0 +1,396 @@
+//! The printer: the canonical KIR text of a module is its `Display`.
+//!
+//! Owns: the one text form every tool writes. Two spaces of indentation, one
+//! blank line between items and between modules, operands separated by
+//! `, `, floats printed so that they parse back to the same bits (see
+//! [`fmt_const`]). `parse(print(m)) == m` for every module, and printing
+//! what was parsed from printed text gives the same text.
+//!
+//! Must never: change the module, or depend on spans or source layout.
+
+use crate::ir::*;
+use std::fmt::{self, Write};
+
+impl fmt::Display for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, m) in self.modules.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{m}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Module {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut p = Printer { out: f, indent: 0 };
+        p.module(self)
+    }
+}
+
+impl fmt::Display for Item {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut p = Printer { out: f, indent: 0 };
+        p.item(self)
+    }
+}
+
+/// Prints a constant's literal (without its type): integers in signed
+/// decimal, `i1` as `true`/`false`, floats in the shortest decimal form that
+/// reads back to the same bits (`1.0`, `-2.5e-3`, `1e20`), `inf`, `-inf`,
+/// `nan` for the canonical quiet NaN, and any other NaN as its raw bits in
+/// hex (`0x7fc00001`), which the parser reads as bits for a float type.
+pub fn fmt_const(c: Const) -> String {
+    match c.ty {
+        Scalar::I1 => if c.bits & 1 != 0 { "true" } else { "false" }.to_string(),
+        Scalar::I32 | Scalar::I64 => c.as_i64().unwrap_or_default().to_string(),
+        Scalar::F32 => {
+            let v = f32::from_bits(c.bits as u32);
+            if v.is_nan() {
+                if c.bits as u32 == f32::NAN.to_bits() {
+                    "nan".into()
+                } else {
+                    format!("0x{:08x}", c.bits as u32)
+                }
+            } else {
+                fmt_finite_or_inf(v.is_infinite(), v.is_sign_negative(), || format!("{v:?}"))
+            }
+        }
+        Scalar::F64 => {
+            let v = f64::from_bits(c.bits);
+            if v.is_nan() {
+                if c.bits == f64::NAN.to_bits() {
+                    "nan".into()
+                } else {
+                    format!("0x{:016x}", c.bits)
+                }
+            } else {
+                fmt_finite_or_inf(v.is_infinite(), v.is_sign_negative(), || format!("{v:?}"))
+            }
+        }
+    }
+}
+
+fn fmt_finite_or_inf(inf: bool, neg: bool, finite: impl FnOnce() -> String) -> String {
+    match (inf, neg) {
+        (true, false) => "inf".into(),
+        (true, true) => "-inf".into(),
+        // Rust's `{:?}` for floats is the shortest text that round-trips and
+        // always has a `.` or an exponent, so it never reads as an integer.
+        _ => finite(),
+    }
+}
+
+struct Printer<'a, 'b> {
+    out: &'a mut fmt::Formatter<'b>,
+    indent: usize,
+}
+
+impl Printer<'_, '_> {
+    fn line_start(&mut self) -> fmt::Result {
+        for _ in 0..self.indent {
+            self.out.write_str("  ")?;
+        }
+        Ok(())
+    }
+
+    fn module(&mut self, m: &Module) -> fmt::Result {
+        if let Some(name) = &m.name {
+            writeln!(self.out, "module @{name} {{")?;
+            self.indent += 1;
+            self.items(&m.items)?;
+            self.indent -= 1;
+            writeln!(self.out, "}}")
+        } else {
+            self.items(&m.items)
+        }
+    }
+
+    fn items(&mut self, items: &[Item]) -> fmt::Result {
+        let mut prev_field = false;
+        for (i, it) in items.iter().enumerate() {
+            let is_field = matches!(it, Item::Field(_));
+            // Consecutive fields stay together; everything else is set apart
+            // by one blank line.
+            if i > 0 && !(is_field && prev_field) {
+                writeln!(self.out)?;
+            }
+            self.item(it)?;
+            prev_field = is_field;
+        }
+        Ok(())
+    }
+
+    fn item(&mut self, it: &Item) -> fmt::Result {
+        self.line_start()?;
+        match it {
+            Item::Field(fl) => {
+                write!(self.out, "field @{} : {}", fl.name, fl.elem)?;
+                if !fl.shape.is_empty() {
+                    self.out.write_char('[')?;
+                    for (i, d) in fl.shape.iter().enumerate() {
+                        if i > 0 {
+                            self.out.write_str(", ")?;
+                        }
+                        write!(self.out, "{d}")?;
+                    }
+                    self.out.write_char(']')?;
+                }
+                writeln!(self.out)
+            }
+            Item::Func(func) => {
+                write!(self.out, "func @{}", func.name)?;
+                self.params(&func.body, &func.params)?;
+                if let Some(r) = func.ret {
+                    write!(self.out, " -> {r}")?;
+                }
+                self.block_braced(&func.body, func.body.entry)?;
+                writeln!(self.out)
+            }
+            Item::Kernel(k) => {
+                write!(self.out, "kernel @{}", k.name)?;
+                self.params(&k.body, &k.params)?;
+                self.block_braced(&k.body, k.body.entry)?;
+                writeln!(self.out)
+            }
+            Item::Task(t) => {
+                write!(self.out, "task @{} of @{}", t.name, t.kernel)?;
+                self.params(&t.body, &t.params)?;
+                self.out.write_char(' ')?;
+                self.task_kind(&t.body, &t.kind)?;
+                self.block_braced(&t.body, t.body.entry)?;
+                writeln!(self.out)
+            }
+        }
+    }
+
+    fn params(&mut self, body: &Body, params: &[Param]) -> fmt::Result {
+        self.out.write_char('(')?;
+        for (i, p) in params.iter().enumerate() {
+            if i > 0 {
+                self.out.write_str(", ")?;
+            }
+            let name = body.params.get(i).map(|v| body.name(*v)).unwrap_or("?");
+            write!(self.out, "%{name}: {}", p.ty)?;
+            if let Some(d) = p.default {
+                write!(self.out, " = {}", fmt_const(d))?;
+            }
+        }
+        self.out.write_char(')')
+    }
+
+    /// ` {`, the block's statements one level deeper, then the closing
+    /// brace at the current level (no newline after it).
+    fn block_braced(&mut self, body: &Body, b: Block) -> fmt::Result {
+        writeln!(self.out, " {{")?;
+        self.indent += 1;
+        for &s in body.block(b) {
+            self.stmt(body, s)?;
+        }
+        self.indent -= 1;
+        self.line_start()?;
+        self.out.write_char('}')
+    }
+
+    fn v(&mut self, body: &Body, v: Value) -> fmt::Result {
+        write!(self.out, "%{}", body.name(v))
+    }
+
+    fn vals(&mut self, body: &Body, vs: &[Value]) -> fmt::Result {
+        for (i, &v) in vs.iter().enumerate() {
+            if i > 0 {
+                self.out.write_str(", ")?;
+            }
+            self.v(body, v)?;
+        }
+        Ok(())
+    }
+
+    fn field_ref(&mut self, body: &Body, r: &FieldRef) -> fmt::Result {
+        write!(self.out, "@{}[", r.field)?;
+        self.vals(body, &r.indices)?;
+        self.out.write_char(']')
+    }
+
+    fn bound(&mut self, body: &Body, b: &Bound) -> fmt::Result {
+        match b {
+            Bound::Const(c) => write!(self.out, "{c}"),
+            Bound::Value(v) => self.v(body, *v),
+            Bound::Field(name, _) => write!(self.out, "@{name}[]"),
+        }
+    }
+
+    /// `%i in LO .. HI`, with `: TYPE` after the variable when the type
+    /// cannot be inferred from the bounds (no bound is a value, and the type
+    /// is not `i32`).
+    fn range(&mut self, body: &Body, var: Value, lo: &Bound, hi: &Bound) -> fmt::Result {
+        self.v(body, var)?;
+        let ty = body.ty(var);
+        let inferable = matches!(lo, Bound::Value(_)) || matches!(hi, Bound::Value(_));
+        if !inferable && ty != Type::Scalar(Scalar::I32) {
+            write!(self.out, " : {ty}")?;
+        }
+        self.out.write_str(" in ")?;
+        self.bound(body, lo)?;
+        self.out.write_str(" .. ")?;
+        self.bound(body, hi)
+    }
+
+    fn task_kind(&mut self, body: &Body, k: &TaskKind) -> fmt::Result {
+        match k {
+            TaskKind::Serial => self.out.write_str("serial"),
+            TaskKind::RangeFor { var, lo, hi, block_dim } => {
+                self.out.write_str("range_for ")?;
+                self.range(body, *var, lo, hi)?;
+                write!(self.out, " block_dim {block_dim}")
+            }
+            TaskKind::StructFor { vars, field, block_dim, .. } => {
+                self.out.write_str("struct_for ")?;
+                self.vals(body, vars)?;
+                write!(self.out, " in @{field} block_dim {block_dim}")
+            }
+        }
+    }
+
+    fn stmt(&mut self, body: &Body, s: Stmt) -> fmt::Result {
+        let data = body.stmt(s);
+        self.line_start()?;
+        if let Some(r) = data.result {
+            self.v(body, r)?;
+            self.out.write_str(" = ")?;
+        }
+        match &data.kind {
+            StmtKind::Const(c) => write!(self.out, "const {} : {}", fmt_const(*c), c.ty)?,
+            StmtKind::Binary(op, a, b) => {
+                write!(self.out, "{} ", op.keyword())?;
+                self.vals(body, &[*a, *b])?
+            }
+            StmtKind::Unary(op, a) => {
+                write!(self.out, "{} ", op.keyword())?;
+                self.v(body, *a)?
+            }
+            StmtKind::Cmp(op, a, b) => {
+                write!(self.out, "cmp {} ", op.keyword())?;
+                self.vals(body, &[*a, *b])?
+            }
+            StmtKind::Cast(a, ty) => {
+                self.out.write_str("cast ")?;
+                self.v(body, *a)?;
+                write!(self.out, " to {ty}")?
+            }
+            StmtKind::Select(c, a, b) => {
+                self.out.write_str("select ")?;
+                self.vals(body, &[*c, *a, *b])?
+            }
+            StmtKind::Load(r) => {
+                self.out.write_str("load ")?;
+                self.field_ref(body, r)?
+            }
+            StmtKind::Store(r, v) => {
+                self.out.write_str("store ")?;
+                self.field_ref(body, r)?;
+                self.out.write_str(", ")?;
+                self.v(body, *v)?
+            }
+            StmtKind::Atomic(op, r, v) => {
+                write!(self.out, "atomic {} ", op.keyword())?;
+                self.field_ref(body, r)?;
+                self.out.write_str(", ")?;
+                self.v(body, *v)?
+            }
+            StmtKind::Alloca(ty) => write!(self.out, "alloca {ty}")?,
+            StmtKind::LoadSlot(p) => {
+                self.out.write_str("load ")?;
+                self.v(body, *p)?
+            }
+            StmtKind::StoreSlot(p, v) => {
+                self.out.write_str("store ")?;
+                self.vals(body, &[*p, *v])?
+            }
+            StmtKind::Call(name, args, _) => {
+                write!(self.out, "call @{name}(")?;
+                self.vals(body, args)?;
+                self.out.write_char(')')?
+            }
+            StmtKind::Ret(v) => {
+                self.out.write_str("ret")?;
+                if let Some(v) = v {
+                    self.out.write_char(' ')?;
+                    self.v(body, *v)?
+                }
+            }
+            StmtKind::If { cond, then_blk, else_blk } => {
+                self.out.write_str("if ")?;
+                self.v(body, *cond)?;
+                self.block_braced(body, *then_blk)?;
+                if let Some(e) = else_blk {
+                    self.out.write_str(" else")?;
+                    self.block_braced(body, *e)?;
+                }
+            }
+            StmtKind::For { var, lo, hi, body: b } => {
+                self.out.write_str("for ")?;
+                self.range(body, *var, lo, hi)?;
+                self.block_braced(body, *b)?
+            }
+            StmtKind::While { body: b } => {
+                self.out.write_str("while")?;
+                self.block_braced(body, *b)?
+            }
+            StmtKind::Break => self.out.write_str("break")?,
+            StmtKind::Continue => self.out.write_str("continue")?,
+            StmtKind::Task { name, kind, body: b } => {
+                write!(self.out, "task @{name} ")?;
+                self.task_kind(body, kind)?;
+                self.block_braced(body, *b)?
+            }
+            StmtKind::Launch(name) => write!(self.out, "launch @{name}")?,
+        }
+        writeln!(self.out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_print_to_round_trip() {
+        assert_eq!(fmt_const(Const::f32(1.0)), "1.0");
+        assert_eq!(fmt_const(Const::f32(-0.0)), "-0.0");
+        assert_eq!(fmt_const(Const::f32(f32::INFINITY)), "inf");
+        assert_eq!(fmt_const(Const::f64(f64::NEG_INFINITY)), "-inf");
+        assert_eq!(fmt_const(Const::f32(f32::NAN)), "nan");
+        assert_eq!(fmt_const(Const { ty: Scalar::F32, bits: 0x7fc0_0001 }), "0x7fc00001");
+        assert_eq!(fmt_const(Const::f64(1e300)), "1e300");
+        assert_eq!(fmt_const(Const::f32(0.1)), "0.1");
+        assert_eq!(fmt_const(Const::i32(-7)), "-7");
+        assert_eq!(fmt_const(Const::bool(true)), "true");
+    }
+
+    #[test]
+    fn prints_a_function() {
+        let mut body = Body::new();
+        let a = body.add_param("a", Scalar::I32, Span::DUMMY);
+        let (s, r) = body.new_stmt_with_result(
+            StmtKind::Binary(BinOp::Add, a, a),
+            "r",
+            Type::Scalar(Scalar::I32),
+            Span::DUMMY,
+        );
+        body.push(body.entry, s);
+        let ret = body.new_stmt(StmtKind::Ret(Some(r)), Span::DUMMY);
+        body.push(body.entry, ret);
+        let f = Func {
+            name: "double".into(),
+            params: vec![Param { ty: Scalar::I32, default: None, span: Span::DUMMY }],
+            ret: Some(Scalar::I32),
+            body,
+            span: Span::DUMMY,
+        };
+        let m = Module { name: None, items: vec![Item::Func(f)], span: Span::DUMMY };
+        assert_eq!(m.to_string(), "func @double(%a: i32) -> i32 {\n  %r = add %a, %a\n  ret %r\n}\n");
+    }
+}

@@ -1,0 +1,134 @@
+//! What every tool's `main` shares: reading input (`-` is stdin), writing
+//! output only on success, rendering errors, and exit codes.
+//!
+//! Owns: the process-facing conventions of the binaries in `tools/`. Exit
+//! codes: 0 success, 1 bad input or failed verification, 2 bad usage
+//! (clap's own exit code for argument errors); anything else is a bug. A
+//! closed pipe ends a tool quietly with 0.
+//!
+//! Must never: be used by the library's other modules; they return errors,
+//! this module turns them into process behaviour.
+
+use crate::diag::{Diagnostics, SourceFile};
+use std::io::{self, Read, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Why a tool stops without success.
+#[derive(Debug)]
+pub enum ToolError {
+    /// Bad input: the text is already rendered (diagnostics with source
+    /// excerpts, or `FILE: error: ...`). Exit code 1.
+    Input(String),
+    /// Bad usage that clap cannot see (flags that contradict each other).
+    /// Exit code 2.
+    Usage(String),
+    /// A closed stdout: the reader went away; exit quietly with 0.
+    BrokenPipe,
+}
+
+impl ToolError {
+    /// An input error with one line of text; `error: ` is prefixed.
+    pub fn msg(text: impl std::fmt::Display) -> ToolError {
+        ToolError::Input(format!("error: {text}\n"))
+    }
+    /// An input error located at a path: `PATH: error: TEXT`.
+    pub fn at(path: impl std::fmt::Display, text: impl std::fmt::Display) -> ToolError {
+        ToolError::Input(format!("{path}: error: {text}\n"))
+    }
+    /// Diagnostics rendered against their source.
+    pub fn diags(src: &SourceFile, ds: &Diagnostics) -> ToolError {
+        ToolError::Input(src.render_all(ds))
+    }
+    /// An I/O error on writing to stdout: a closed pipe is quiet.
+    pub fn stdout(e: io::Error) -> ToolError {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            ToolError::BrokenPipe
+        } else {
+            ToolError::msg(format!("cannot write to standard output: {e}"))
+        }
+    }
+}
+
+/// Runs a tool's body and maps its result to an exit code, printing the
+/// error (if any) on stderr prefixed by the tool's name where it has no
+/// location of its own.
+pub fn main_with(tool: &str, body: impl FnOnce() -> Result<(), ToolError>) -> ExitCode {
+    // A panic is a bug: keep Rust's message, but make sure the exit code is
+    // not mistaken for a user error.
+    match body() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(ToolError::BrokenPipe) => ExitCode::SUCCESS,
+        Err(ToolError::Input(text)) => {
+            let mut err = io::stderr().lock();
+            let _ = if text.starts_with("error:") {
+                write!(err, "{tool}: {text}")
+            } else {
+                err.write_all(text.as_bytes())
+            };
+            ExitCode::from(1)
+        }
+        Err(ToolError::Usage(text)) => {
+            let _ = writeln!(io::stderr().lock(), "{tool}: error: {text}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Reads a whole input: a path, or `-` for stdin (named `<stdin>`).
+pub fn read_source(path: &str) -> Result<SourceFile, ToolError> {
+    let mut bytes = Vec::new();
+    let name = if path == "-" {
+        io::stdin().lock().read_to_end(&mut bytes).map_err(|e| ToolError::at("<stdin>", e))?;
+        "<stdin>".to_string()
+    } else {
+        bytes = std::fs::read(path).map_err(|e| ToolError::at(path, io_reason(&e)))?;
+        path.to_string()
+    };
+    let text = String::from_utf8(bytes).map_err(|e| {
+        ToolError::at(&name, format!("input is not valid UTF-8 (at byte {})", e.utf8_error().valid_up_to()))
+    })?;
+    Ok(SourceFile::new(name, text))
+}
+
+/// A short reason for an I/O error, without Rust's `(os error N)` noise.
+pub fn io_reason(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => "no such file or directory".into(),
+        io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => {
+            let s = e.to_string();
+            match s.find(" (os error") {
+                Some(i) => s[..i].to_string(),
+                None => s,
+            }
+        }
+    }
+}
+
+/// Writes a tool's output: to stdout when `path` is `None` or `-`, else to
+/// the file, through a temporary in the same directory renamed into place,
+/// so the file appears only whole and only when the tool succeeds.
+pub fn write_output(path: Option<&str>, bytes: &[u8]) -> Result<(), ToolError> {
+    match path {
+        None | Some("-") => {
+            let mut out = io::stdout().lock();
+            out.write_all(bytes).and_then(|_| out.flush()).map_err(ToolError::stdout)
+        }
+        Some(p) => write_file_atomic(Path::new(p), bytes).map_err(|e| ToolError::at(p, io_reason(&e))),
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same
+/// directory, synced, then renamed over the target.
+pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new().prefix(".kiln-out-").tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
