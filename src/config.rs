@@ -118,7 +118,7 @@ impl LaunchMeta {
             match b {
                 Bound::Const(c) => MetaBound::Const(*c),
                 Bound::Value(v) => MetaBound::Param(task.body.params.iter().position(|p| p == v).unwrap_or(0) as u32),
-                Bound::Field(n, _) => MetaBound::Field(n.clone()),
+                Bound::Field(n, _) => MetaBound::Field(n.to_string()),
             }
         };
         let kind = match &task.kind {
@@ -127,11 +127,11 @@ impl LaunchMeta {
                 MetaKind::RangeFor { lo: param_index(lo), hi: param_index(hi), block_dim: *block_dim }
             }
             TaskKind::StructFor { vars, field, block_dim, .. } => {
-                MetaKind::StructFor { field: field.clone(), rank: vars.len() as u32, block_dim: *block_dim }
+                MetaKind::StructFor { field: field.to_string(), rank: vars.len() as u32, block_dim: *block_dim }
             }
         };
         LaunchMeta {
-            task: task.name.clone(),
+            task: task.name.to_string(),
             entry_symbol: entry_symbol.to_string(),
             kind,
             params: task
@@ -142,7 +142,7 @@ impl LaunchMeta {
                 .collect(),
             fields: fields
                 .iter()
-                .map(|f| MetaField { name: f.name.clone(), elem: f.elem.keyword().to_string(), shape: f.shape.clone() })
+                .map(|f| MetaField { name: f.name.to_string(), elem: f.elem.keyword().to_string(), shape: f.shape.clone() })
                 .collect(),
         }
     }

@@ -48,8 +48,9 @@ impl PartialEq for Span {
     }
 }
 
-/// A global name: a field, function, kernel, task or module, without `@`.
-pub type Name = String;
+/// A name (global, without `@`, or local, without `%`). Names of up to 24
+/// bytes live inline, so the common case allocates nothing.
+pub type Name = compact_str::CompactString;
 
 /// A scalar type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -234,7 +235,7 @@ pub enum ValueDef {
 pub struct ValueData {
     /// The textual name, without `%` (user names are kept; passes make new
     /// ones that do not clash).
-    pub name: String,
+    pub name: Name,
     pub ty: Type,
     pub def: ValueDef,
     pub span: Span,
@@ -593,13 +594,13 @@ impl Body {
         &self.values[v.index()].name
     }
 
-    pub fn new_value(&mut self, name: impl Into<String>, ty: Type, def: ValueDef, span: Span) -> Value {
+    pub fn new_value(&mut self, name: impl Into<Name>, ty: Type, def: ValueDef, span: Span) -> Value {
         let v = Value(self.values.len() as u32);
         self.values.push(ValueData { name: name.into(), ty, def, span });
         v
     }
     /// Adds a parameter value.
-    pub fn add_param(&mut self, name: impl Into<String>, ty: Scalar, span: Span) -> Value {
+    pub fn add_param(&mut self, name: impl Into<Name>, ty: Scalar, span: Span) -> Value {
         let idx = self.params.len() as u32;
         let v = self.new_value(name, Type::Scalar(ty), ValueDef::Param(idx), span);
         self.params.push(v);
@@ -621,7 +622,7 @@ impl Body {
     pub fn new_stmt_with_result(
         &mut self,
         kind: StmtKind,
-        name: impl Into<String>,
+        name: impl Into<Name>,
         ty: Type,
         span: Span,
     ) -> (Stmt, Value) {
