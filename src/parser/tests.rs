@@ -388,3 +388,25 @@ fn nesting_is_bounded() {
     let ok = format!("kernel @k() {{\n{}{}}}\n", "while {\n".repeat(100), "}\n".repeat(100));
     assert!(parse(&ok).is_ok());
 }
+
+#[test]
+fn tricky_modules_round_trip() {
+    let cases = [
+        // An explicit loop type that differs from the value bound's.
+        "kernel @k(%n: i32) {\n  for %j : i64 in 0 .. %n {\n  }\n}\n",
+        "kernel @k(%n: i64) {\n  for %j : i32 in %n .. 4 {\n  }\n}\n",
+        // Floats that must keep their bits.
+        "kernel @k() {\n  %a = const -0.0 : f32\n  %b = const 0x7fc00001 : f32\n  %c = const 0xfff8000000000000 : f64\n  \
+         %d = const 1e-45 : f32\n  %e = const 5e-324 : f64\n  %f = const 3.4028235e38 : f32\n  %g = const nan : f64\n}\n",
+        // Undefined and forward names, and a bare `ret` before an assignment.
+        "kernel @k() {\n  %y = add %x, %nope\n  ret\n  %x = const 1 : i32\n}\n",
+        // Integer extremes.
+        "kernel @k() {\n  %a = const -9223372036854775808 : i64\n  %b = const -2147483648 : i32\n  %c = const false : i1\n}\n",
+    ];
+    for text in cases {
+        let m = parse(text).unwrap_or_else(|ds| panic!("{ds}\n{text}"));
+        let printed = m.to_string();
+        assert_eq!(printed, text);
+        assert_eq!(parse(&printed).unwrap(), m, "{text}");
+    }
+}
