@@ -673,8 +673,10 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         let body = self.body;
         let top = body.block(body.entry);
         let is_task = |s: &Stmt| matches!(body.stmt(*s).kind, StmtKind::Task { .. });
+        // One error per kernel, at the first stray statement: the rest are
+        // the same mistake.
         if top.iter().any(is_task) {
-            for s in top.iter().filter(|s| !is_task(s)) {
+            if let Some(s) = top.iter().find(|s| !is_task(s)) {
                 self.err(
                     format!("statement outside a task in kernel @{}, whose body holds tasks", k.name),
                     body.stmt(*s).span,

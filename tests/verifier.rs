@@ -71,11 +71,11 @@ fn use_before_definition() {
 
 #[test]
 fn value_is_visible_in_nested_blocks_but_not_after_them() {
-    ok("kernel @k(%c: i1) {\n  %t = const 1 : i32\n  if %c {\n    %u = add %t, %t\n  }\n}\n");
+    ok("kernel @k(%c: i1) {\n  %t = const 1 : i32\n  if %c {\n    %u = neg %t\n  }\n}\n");
     bad(
-        "kernel @k(%c: i1) {\n  if %c {\n    %t = const 1 : i32\n  }\n  %u = add %t, %t\n}\n",
+        "kernel @k(%c: i1) {\n  if %c {\n    %t = const 1 : i32\n  }\n  %u = neg %t\n}\n",
         "value %t used outside the block that defines it",
-        "add |%t",
+        "neg |%t",
     );
 }
 
@@ -83,9 +83,9 @@ fn value_is_visible_in_nested_blocks_but_not_after_them() {
 fn loop_variable_only_in_its_body() {
     ok("field @x : i32[4]\nkernel @k() {\n  for %i in 0 .. 4 {\n    store @x[%i], %i\n  }\n}\n");
     bad(
-        "kernel @k() {\n  for %i in 0 .. 4 {\n  }\n  %j = add %i, %i\n}\n",
+        "kernel @k() {\n  for %i in 0 .. 4 {\n  }\n  %j = neg %i\n}\n",
         "loop variable %i used outside its loop",
-        "add |%i",
+        "neg |%i",
     );
 }
 
