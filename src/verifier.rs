@@ -565,6 +565,19 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             self.err(format!("malformed IR: parameter value {} of {owner} is out of range", p.0), span);
             return false;
         }
+        if let Owner::TaskItem(t) = self.owner {
+            let mut bad = None;
+            let header = StmtData { kind: StmtKind::Task { name: t.name.clone(), kind: t.kind.clone(), body: body.entry }, result: None, span };
+            visit_values(&header, &mut |v| {
+                if v.index() >= nv {
+                    bad = Some(v)
+                }
+            });
+            if let Some(v) = bad {
+                self.err(format!("malformed IR: value {} in the header of {owner} is out of range", v.0), span);
+                return false;
+            }
+        }
         let mut block_seen = vec![false; nb];
         block_seen[body.entry.index()] = true;
         // (block, next statement index, depth, enclosing task)

@@ -517,3 +517,132 @@ fn every_testdata_file_verifies() {
     }
     assert!(n >= 8, "expected at least eight testdata files, found {n}");
 }
+
+/// A small deterministic generator (xorshift), so the damage test needs no
+/// dependency and always runs the same cases.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % (n.max(1) as u64)) as usize
+    }
+}
+
+fn body_mut(it: &mut Item) -> Option<&mut Body> {
+    match it {
+        Item::Field(_) => None,
+        Item::Func(f) => Some(&mut f.body),
+        Item::Kernel(k) => Some(&mut k.body),
+        Item::Task(t) => Some(&mut t.body),
+    }
+}
+
+/// One random change of the kind a buggy pass could make: indices out of
+/// range, statements placed twice or in a cycle, values with wrong
+/// definitions or types, statements copied from another body.
+fn damage(s: &mut Stream, rng: &mut Rng, donor: &StmtKind, task_donor: &TaskKind) {
+    let m = rng.below(s.modules.len());
+    let items = &mut s.modules[m].items;
+    if items.is_empty() {
+        return;
+    }
+    let i = rng.below(items.len());
+    if let Item::Field(f) = &mut items[i] {
+        let dims = rng.below(11);
+        f.shape = (0..dims).map(|_| [0, 1, 7, 1 << 20, u64::MAX][rng.below(5)]).collect();
+        return;
+    }
+    if let Item::Task(t) = &mut items[i] {
+        if rng.below(2) == 0 {
+            t.kind = task_donor.clone();
+            return;
+        }
+    }
+    let Some(body) = body_mut(&mut items[i]) else { return };
+    let (nv, ns, nb) = (body.values.len(), body.stmts.len(), body.blocks.len());
+    let types = [Type::Scalar(Scalar::I1), Type::Scalar(Scalar::I32), Type::Scalar(Scalar::F64), Type::Slot(Scalar::F32)];
+    match rng.below(9) {
+        0 if ns > 0 => body.stmts[rng.below(ns)].result = Some(Value(rng.below(nv + 2) as u32)),
+        1 if nv > 0 => body.values[rng.below(nv)].ty = types[rng.below(4)],
+        2 if nv > 0 => {
+            body.values[rng.below(nv)].def = match rng.below(4) {
+                0 => ValueDef::Param(rng.below(3) as u32),
+                1 => ValueDef::Result(Stmt(rng.below(ns + 2) as u32)),
+                2 => ValueDef::LoopVar(Stmt(rng.below(ns + 2) as u32), rng.below(2) as u32),
+                _ => ValueDef::Undefined,
+            }
+        }
+        3 if nb > 0 => body.blocks[rng.below(nb)].push(Stmt(rng.below(ns + 2) as u32)),
+        4 if nb > 0 => {
+            let b = rng.below(nb);
+            if !body.blocks[b].is_empty() {
+                let k = rng.below(body.blocks[b].len());
+                body.blocks[b].remove(k);
+            }
+        }
+        5 if ns > 0 => body.stmts[rng.below(ns)].kind = donor.clone(),
+        6 => body.entry = Block(rng.below(nb + 1) as u32),
+        7 => body.params.push(Value(rng.below(nv + 2) as u32)),
+        8 if ns > 1 => {
+            let (a, b) = (rng.below(ns), rng.below(ns));
+            let k = body.stmts[a].kind.clone();
+            body.stmts[b].kind = k;
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn damaged_ir_never_panics_the_verifier() {
+    let mut seeds: Vec<Stream> = vec![
+        parse(SPLIT_OK),
+        parse("field @g : f32[4, 4]\nfield @n : i32\n\nfunc @f(%a: f32) -> f32 {\n  %p = alloca f32\n  store %p, %a\n  %w = load %p\n  ret %w\n}\n\nkernel @k(%m: i32 = 4) {\n  task @k.0 serial {\n    %c = const 3 : i32\n    store @n[], %c\n  }\n  task @k.1 range_for %i in 0 .. @n[] block_dim 2 {\n    %v = load @g[%i, %i]\n    %r = call @f(%v)\n    store @g[%i, %i], %r\n  }\n  task @k.2 struct_for %i, %j in @g block_dim 4 {\n    while {\n      break\n    }\n  }\n}\n"),
+    ];
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+    if let Ok(rd) = std::fs::read_dir(&dir) {
+        let mut paths: Vec<_> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for p in paths.iter().filter(|p| p.extension().is_some_and(|e| e == "kir")) {
+            seeds.push(parse(&std::fs::read_to_string(p).expect("readable")));
+        }
+    }
+    // Statement kinds to transplant from one body into another.
+    let donors: Vec<StmtKind> = seeds
+        .iter()
+        .flat_map(|s| &s.modules)
+        .flat_map(|m| &m.items)
+        .filter_map(|it| match it {
+            Item::Func(f) => Some(&f.body),
+            Item::Kernel(k) => Some(&k.body),
+            Item::Task(t) => Some(&t.body),
+            Item::Field(_) => None,
+        })
+        .flat_map(|b| b.stmts.iter().map(|s| s.kind.clone()))
+        .collect();
+    let task_donors: Vec<TaskKind> = donors
+        .iter()
+        .filter_map(|k| if let StmtKind::Task { kind, .. } = k { Some(kind.clone()) } else { None })
+        .collect();
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut rejected = 0;
+    for round in 0..4000 {
+        let mut s = seeds[round % seeds.len()].clone();
+        for _ in 0..1 + rng.below(3) {
+            let donor = &donors[rng.below(donors.len())];
+            let task_donor = &task_donors[rng.below(task_donors.len())];
+            damage(&mut s, &mut rng, donor, task_donor);
+        }
+        rejected += verify(&s).is_err() as usize;
+        for m in &s.modules {
+            let _ = verify_module(m);
+        }
+    }
+    // Most damage must be caught (some, like removing a store, is benign).
+    assert!(rejected > 2000, "only {rejected} of 4000 damaged streams were rejected");
+}
