@@ -159,12 +159,8 @@ fn renumber(body: &mut Body, header: &[Value]) {
         }
     });
     for (i, v) in order.into_iter().enumerate() {
-        body.values[v.index()].name = Name::from(itoa(i));
+        body.values[v.index()].name = compact_str::format_compact!("{i}");
     }
-}
-
-fn itoa(i: usize) -> String {
-    i.to_string()
 }
 
 /// The key of a canonical text under a configuration.
@@ -265,4 +261,129 @@ pub fn config_fields(json: &str) -> Vec<(String, serde_json::Value)> {
         }
     }
     serde_json::from_str::<Ordered>(json).map(|o| o.0).unwrap_or_default()
+}
+
+/// Makes a stream ready for keying: a stream that is already split (it
+/// holds task items and no kernel with plain statements or tasks) is kept
+/// as it is; anything else goes through
+/// [`default_pipeline`](crate::passes::default_pipeline), exactly as
+/// `kiln-run` and `kiln-compile` do, so all three see the same tasks.
+pub fn task_stream(mut stream: Stream) -> Result<Stream, crate::diag::Diagnostics> {
+    let unsplit = stream.modules.iter().flat_map(|m| m.kernels()).any(|k| {
+        k.body.block(k.body.entry).iter().any(|&s| !matches!(k.body.stmt(s).kind, StmtKind::Launch(_)))
+    });
+    let has_items = stream.modules.iter().any(|m| m.tasks().next().is_some());
+    if unsplit || !has_items {
+        crate::passes::run_passes(&crate::passes::default_pipeline(), &mut stream)?;
+    }
+    Ok(stream)
+}
+
+/// The keys of a stream's tasks under one configuration, in the form
+/// `kiln-key --json` prints and `--diff` reads back.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct KeySet {
+    pub format_version: u32,
+    pub config: CompileConfig,
+    pub tasks: Vec<KeyEntry>,
+}
+
+/// One task of a [`KeySet`].
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct KeyEntry {
+    pub task: String,
+    pub kernel: String,
+    pub key: Key,
+    /// blake3 of the canonical text alone, so that a diff can tell a change
+    /// of text from a change of configuration.
+    pub text_digest: Key,
+    /// The canonical text (not written to JSON: the digest stands for it).
+    #[serde(skip)]
+    pub text: Option<String>,
+}
+
+impl KeySet {
+    /// The keys of a split stream's tasks.
+    pub fn of_stream(stream: &Stream, config: &CompileConfig) -> KeySet {
+        let tasks = stream_keys(stream, config)
+            .into_iter()
+            .map(|t| KeyEntry {
+                task: t.task.to_string(),
+                kernel: t.kernel.to_string(),
+                key: t.key,
+                text_digest: Key(*blake3::hash(t.text.as_bytes()).as_bytes()),
+                text: Some(t.text),
+            })
+            .collect();
+        KeySet { format_version: KEY_FORMAT_VERSION, config: config.clone(), tasks }
+    }
+}
+
+/// How one task's key differs between two key sets.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    Unchanged,
+    Added,
+    Removed,
+    Changed {
+        /// The canonical text changed; with both texts at hand, the first
+        /// line that differs (1-based) and its old and new contents.
+        text: Option<Option<(usize, String, String)>>,
+        /// Configuration fields that changed: name, old and new value.
+        config: Vec<(String, serde_json::Value, serde_json::Value)>,
+        /// The key format version changed.
+        format: bool,
+    },
+}
+
+/// Compares two key sets task by task (matched by name): the new set's
+/// tasks in order, then the tasks only the old set has.
+pub fn diff(old: &KeySet, new: &KeySet) -> Vec<(String, Change)> {
+    let old_cfg = config_fields(&config_json(&old.config));
+    let new_cfg = config_fields(&config_json(&new.config));
+    let config: Vec<(String, serde_json::Value, serde_json::Value)> = new_cfg
+        .iter()
+        .filter_map(|(name, nv)| {
+            let ov = old_cfg.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).unwrap_or(serde_json::Value::Null);
+            (ov != *nv).then(|| (name.clone(), ov, nv.clone()))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for n in &new.tasks {
+        let Some(o) = old.tasks.iter().find(|o| o.task == n.task) else {
+            out.push((n.task.clone(), Change::Added));
+            continue;
+        };
+        if o.key == n.key {
+            out.push((n.task.clone(), Change::Unchanged));
+            continue;
+        }
+        let text = (o.text_digest != n.text_digest).then(|| match (&o.text, &n.text) {
+            (Some(a), Some(b)) => first_difference(a, b),
+            _ => None,
+        });
+        out.push((
+            n.task.clone(),
+            Change::Changed { text, config: config.clone(), format: old.format_version != new.format_version },
+        ));
+    }
+    for o in &old.tasks {
+        if !new.tasks.iter().any(|n| n.task == o.task) {
+            out.push((o.task.clone(), Change::Removed));
+        }
+    }
+    out
+}
+
+fn first_difference(a: &str, b: &str) -> Option<(usize, String, String)> {
+    let (mut la, mut lb) = (a.lines(), b.lines());
+    let mut n = 0;
+    loop {
+        n += 1;
+        match (la.next(), lb.next()) {
+            (None, None) => return None,
+            (x, y) if x == y => continue,
+            (x, y) => return Some((n, x.unwrap_or("").to_string(), y.unwrap_or("").to_string())),
+        }
+    }
 }

@@ -54,13 +54,23 @@ pub static REGISTRY: &[&dyn Pass] = &[
 ];
 
 /// The pipeline that turns a kernel file into keyed, compilable per-task
-/// modules: `offload, simplify, cse, dce, split-tasks`. `kiln-key`,
-/// `kiln-compile` and `kiln-run` all use it, so they agree on every task's
-/// text and therefore on its key. `simplify` runs after `offload` so that
-/// it folds the loads and stores offload adds; `cse` before `dce` so that
-/// the duplicates it leaves unused are removed.
-pub fn default_pipeline() -> [&'static dyn Pass; 5] {
-    [&offload::Offload, &simplify::Simplify, &cse::Cse, &dce::Dce, &split::SplitTasks]
+/// modules: the `-O2` preset (`simplify, dce, offload, simplify, cse, dce`)
+/// then `split-tasks`. `kiln-key`, `kiln-compile` and `kiln-run` all use
+/// it, so they agree on every task's text and therefore on its key; and
+/// `kiln-opt -O2 | kiln-opt --passes=split-tasks` gives the same stream.
+/// Simplifying before `offload` turns constant loop bounds into literals
+/// (so loop nests over a field's shape become `struct_for` tasks) and
+/// removes dead top-level code that would otherwise become tasks.
+pub fn default_pipeline() -> [&'static dyn Pass; 7] {
+    [
+        &simplify::Simplify,
+        &dce::Dce,
+        &offload::Offload,
+        &simplify::Simplify,
+        &cse::Cse,
+        &dce::Dce,
+        &split::SplitTasks,
+    ]
 }
 
 /// Runs passes in order, stopping at the first that fails.

@@ -179,7 +179,19 @@ pub fn offload_kernel(
         top.iter().position(|&t| t == s).unwrap_or(usize::MAX)
     });
 
-    // One temporary field per carried value.
+    // A carried constant is copied into each task that reads it rather
+    // than passed through memory.
+    let const_of = |v: Value| match body.value(v).def {
+        ValueDef::Result(s) => match body.stmt(s).kind {
+            StmtKind::Const(c) => Some(c),
+            _ => None,
+        },
+        _ => None,
+    };
+    let consts: HashMap<Value, Const> = carried_any.iter().filter_map(|&v| Some((v, const_of(v)?))).collect();
+    carried_any.retain(|v| !consts.contains_key(v));
+
+    // One temporary field per other carried value.
     let mut temps = Vec::new();
     let mut temp_of: HashMap<Value, Name> = HashMap::new();
     let mut tmp_n = 0u32;
@@ -260,7 +272,8 @@ pub fn offload_kernel(
         let mut subst = HashMap::new();
         let mut loads = Vec::new();
         let mut header_fields: HashMap<Value, Name> = HashMap::new();
-        let header_only: HashSet<Value> = match g.kind {
+        let mut header_consts: HashMap<Value, Const> = HashMap::new();
+        let header_vals: HashSet<Value> = match g.kind {
             GroupKind::Range => header_values(body, g.stmts[0]),
             _ => HashSet::new(),
         };
@@ -278,7 +291,20 @@ pub fn offload_kernel(
             if matches!(body.ty(v), Type::Slot(_)) {
                 continue;
             }
-            if header_only.contains(&v) {
+            if let Some(&c) = consts.get(&v) {
+                if header_vals.contains(&v) {
+                    header_consts.insert(v, c);
+                }
+                if body_uses.contains(&v) {
+                    let span = body.value(v).span;
+                    let cname = names.fresh(body.name(v));
+                    let (st, cv) = body.new_stmt_with_result(StmtKind::Const(c), cname, Type::Scalar(c.ty), span);
+                    loads.push(st);
+                    subst.insert(v, cv);
+                }
+                continue;
+            }
+            if header_vals.contains(&v) {
                 header_fields.insert(v, temp_of[&v].clone());
             }
             if body_uses.contains(&v) {
@@ -306,6 +332,9 @@ pub fn offload_kernel(
                 let bound = |b: Bound| match b {
                     Bound::Value(v) if header_fields.contains_key(&v) => {
                         Bound::Field(header_fields[&v].clone(), body.value(v).span)
+                    }
+                    Bound::Value(v) if header_consts.contains_key(&v) => {
+                        Bound::Const(header_consts[&v].as_i64().unwrap_or_default())
                     }
                     b => b,
                 };
