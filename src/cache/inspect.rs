@@ -595,20 +595,7 @@ impl Cache {
                 before.add_record(r.file.size, r.file.mtime);
             }
         }
-        let mut removed = Vec::new();
-        let mut kept_dirs = Vec::new();
-        let mut remove = |f: &FileEntry, kind: &'static str, reason: PruneReason, last_use: bool| -> Result<(), CacheError> {
-            if plan.dry_run || remove_entry(&f.path)? {
-                removed.push(Removal {
-                    path: f.path.clone(),
-                    kind,
-                    size: f.size,
-                    reason,
-                    last_use_unix: last_use.then(|| unix_secs(f.mtime)),
-                });
-            }
-            Ok(())
-        };
+        let mut pruner = Pruner { dry_run: plan.dry_run, removed: Vec::new(), kept_dirs: Vec::new() };
 
         // Surviving records, for the age and size criteria.
         let mut live: Vec<&RecordEntry> = Vec::new();
@@ -616,35 +603,25 @@ impl Cache {
             let foreign = plan.foreign_scopes && !self.is_this_host(&s.name);
             if foreign {
                 for r in &s.records {
-                    remove(&r.file, "record", PruneReason::ForeignScope, true)?;
+                    pruner.file(&r.file, "record", PruneReason::ForeignScope, true)?;
                 }
                 for f in s.temps.iter().chain(&s.layout_files) {
                     let kind = if is_temp_name(&file_name(&f.path)) { "temp" } else { "host-file" };
-                    remove(f, kind, PruneReason::ForeignScope, false)?;
+                    pruner.file(f, kind, PruneReason::ForeignScope, false)?;
                 }
                 for dir in s.shards.iter().chain(std::iter::once(&s.dir)) {
-                    let entry = FileEntry { path: dir.clone(), size: 0, mtime: UNIX_EPOCH };
-                    if plan.dry_run {
-                        remove(&entry, "directory", PruneReason::ForeignScope, false)?;
-                    } else {
-                        match fs::remove_dir(dir) {
-                            Ok(()) => remove(&entry, "directory", PruneReason::ForeignScope, false)?,
-                            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                            // Not empty: it holds something that is not Kiln's.
-                            Err(_) => kept_dirs.push(dir.clone()),
-                        }
-                    }
+                    pruner.dir(dir, PruneReason::ForeignScope);
                 }
                 continue;
             }
             if let Some(age) = plan.temp_older_than {
                 for f in s.temps.iter().filter(|f| older(f, age)) {
-                    remove(f, "temp", PruneReason::StaleTemp, false)?;
+                    pruner.file(f, "temp", PruneReason::StaleTemp, false)?;
                 }
             }
             for r in &s.records {
                 if plan.older_than.is_some_and(|d| older(&r.file, d)) {
-                    remove(&r.file, "record", PruneReason::OlderThan, true)?;
+                    pruner.file(&r.file, "record", PruneReason::OlderThan, true)?;
                 } else {
                     live.push(r);
                 }
@@ -652,7 +629,7 @@ impl Cache {
         }
         if let Some(age) = plan.temp_older_than {
             for f in scan.root_temps.iter().filter(|f| older(f, age)) {
-                remove(f, "temp", PruneReason::StaleTemp, false)?;
+                pruner.file(f, "temp", PruneReason::StaleTemp, false)?;
             }
         }
         if let Some(max) = plan.max_size {
@@ -662,7 +639,7 @@ impl Cache {
             let mut total: u64 = live.iter().map(|r| r.file.size).sum();
             let mut cut = 0;
             while total > max && cut < live.len() {
-                remove(&live[cut].file, "record", PruneReason::MaxSize, true)?;
+                pruner.file(&live[cut].file, "record", PruneReason::MaxSize, true)?;
                 total -= live[cut].file.size;
                 cut += 1;
             }
@@ -672,7 +649,35 @@ impl Cache {
         for r in &live {
             after.add_record(r.file.size, r.file.mtime);
         }
-        Ok(PruneReport { dry_run: plan.dry_run, removed, before, after, kept_dirs })
+        Ok(PruneReport { dry_run: plan.dry_run, removed: pruner.removed, before, after, kept_dirs: pruner.kept_dirs })
+    }
+}
+
+/// Removes what a prune selects, or on a dry run only notes it.
+struct Pruner {
+    dry_run: bool,
+    removed: Vec<Removal>,
+    kept_dirs: Vec<PathBuf>,
+}
+
+impl Pruner {
+    fn file(&mut self, f: &FileEntry, kind: &'static str, reason: PruneReason, last_use: bool) -> Result<(), CacheError> {
+        if self.dry_run || remove_entry(&f.path)? {
+            let last_use_unix = last_use.then(|| unix_secs(f.mtime));
+            self.removed.push(Removal { path: f.path.clone(), kind, size: f.size, reason, last_use_unix });
+        }
+        Ok(())
+    }
+
+    /// Removes a directory whose Kiln files are gone; one that still holds
+    /// something else is kept and reported.
+    fn dir(&mut self, dir: &Path, reason: PruneReason) {
+        let result = if self.dry_run { Ok(()) } else { fs::remove_dir(dir) };
+        match result {
+            Ok(()) => self.removed.push(Removal { path: dir.into(), kind: "directory", size: 0, reason, last_use_unix: None }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(_) => self.kept_dirs.push(dir.into()),
+        }
     }
 }
 
@@ -858,8 +863,16 @@ mod tests {
         assert_eq!(r.removed.len(), 2);
         let r = cache.prune(&PrunePlan { foreign_scopes: true, dry_run: true, ..Default::default() }).unwrap();
         assert!(r.removed.iter().any(|x| x.kind == "directory") && foreign_dir.exists());
+        // A file that is not Kiln's keeps its directory (and itself).
+        let foreign_note = foreign_dir.join("README");
+        fs::write(&foreign_note, "someone's").unwrap();
         let r = cache.prune(&PrunePlan { foreign_scopes: true, ..Default::default() }).unwrap();
-        assert!(r.kept_dirs.is_empty());
+        assert_eq!(r.kept_dirs, vec![foreign_dir.clone()]);
+        assert!(r.removed.iter().filter(|x| x.kind == "directory").count() == 2, "{:?}", r.removed);
+        assert_eq!(fs::read_dir(&foreign_dir).unwrap().count(), 1);
+        fs::remove_file(&foreign_note).unwrap();
+        let r = cache.prune(&PrunePlan { foreign_scopes: true, ..Default::default() }).unwrap();
+        assert!(r.kept_dirs.is_empty() && r.removed.len() == 1);
         assert!(!foreign_dir.exists());
         assert_eq!(cache.stats().unwrap().total.records, 3);
         assert_eq!(fs::read_to_string(&stray).unwrap(), "mine");

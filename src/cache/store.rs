@@ -21,7 +21,7 @@ use std::ffi::CString;
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -641,6 +641,7 @@ pub fn key_of(shard: &str, name: &str) -> Option<Key> {
 mod tests {
     use super::*;
     use crate::config::{MetaBound, MetaKind};
+    use std::os::unix::fs::PermissionsExt;
 
     pub(crate) fn meta(task: &str) -> LaunchMeta {
         LaunchMeta {
