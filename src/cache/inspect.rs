@@ -599,6 +599,7 @@ impl Cache {
 
         // Surviving records, for the age and size criteria.
         let mut live: Vec<&RecordEntry> = Vec::new();
+        let mut stale: Vec<&RecordEntry> = Vec::new();
         for s in &scan.scopes {
             let foreign = plan.foreign_scopes && !self.is_this_host(&s.name);
             if foreign {
@@ -621,11 +622,18 @@ impl Cache {
             }
             for r in &s.records {
                 if plan.older_than.is_some_and(|d| older(&r.file, d)) {
-                    pruner.file(&r.file, "record", PruneReason::OlderThan, true)?;
+                    stale.push(r);
                 } else {
                     live.push(r);
                 }
             }
+        }
+        // Least recently used first, ties by path: reports read in the
+        // order records go, and a run is reproducible.
+        let lru = |a: &&RecordEntry, b: &&RecordEntry| (a.file.mtime, &a.file.path).cmp(&(b.file.mtime, &b.file.path));
+        stale.sort_by(lru);
+        for r in stale {
+            pruner.file(&r.file, "record", PruneReason::OlderThan, true)?;
         }
         if let Some(age) = plan.temp_older_than {
             for f in scan.root_temps.iter().filter(|f| older(f, age)) {
@@ -633,9 +641,7 @@ impl Cache {
             }
         }
         if let Some(max) = plan.max_size {
-            // Least recently used first; ties by path, so a run is
-            // reproducible.
-            live.sort_by(|a, b| (a.file.mtime, &a.file.path).cmp(&(b.file.mtime, &b.file.path)));
+            live.sort_by(lru);
             let mut total: u64 = live.iter().map(|r| r.file.size).sum();
             let mut cut = 0;
             while total > max && cut < live.len() {
