@@ -185,7 +185,7 @@ pub fn format_timings(timings: &[PassTiming]) -> String {
     use std::fmt::Write;
     let total: Duration = timings.iter().map(|t| t.pass + t.verify).sum();
     let mut rows: Vec<&PassTiming> = timings.iter().collect();
-    rows.sort_by(|a, b| (b.pass + b.verify).cmp(&(a.pass + a.verify)));
+    rows.sort_by_key(|t| std::cmp::Reverse(t.pass + t.verify));
     let mut out = String::new();
     let _ = writeln!(out, "===-------------------------------------------------------------------------===");
     let _ = writeln!(out, "                      ... Pass execution timing report ...");

@@ -44,11 +44,10 @@ pub fn verify(stream: &Stream) -> Result<(), Diagnostics> {
     let mut module_names: HashMap<&str, ()> = HashMap::new();
     for m in &stream.modules {
         match &m.name {
-            Some(n) => {
-                if module_names.insert(n.as_str(), ()).is_some() {
-                    diags.push(Diagnostic::error(format!("duplicate module @{n}"), m.span));
-                }
+            Some(n) if module_names.insert(n.as_str(), ()).is_some() => {
+                diags.push(Diagnostic::error(format!("duplicate module @{n}"), m.span));
             }
+            Some(_) => {}
             None if multi => {
                 diags.push(Diagnostic::error("module without a name in a stream of named modules", m.span))
             }
@@ -1009,11 +1008,11 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             StmtKind::Task { name, kind, body: b } => {
                 let ok_place = matches!(self.owner, Owner::Kernel(_)) && cx.depth == 0;
                 if !ok_place {
-                    let why = match self.owner {
-                        Owner::Kernel(_) => "task @{} is nested in a statement; tasks only stand at the top level of a kernel",
-                        _ => "task @{} outside a kernel; tasks only stand at the top level of a kernel",
+                    let place = match self.owner {
+                        Owner::Kernel(_) => "is nested in a statement",
+                        _ => "outside a kernel",
                     };
-                    self.err(why.replace("{}", name), span);
+                    self.err(format!("task @{name} {place}; tasks only stand at the top level of a kernel"), span);
                 }
                 let parallel = self.task_header(kind, Some(s), span);
                 let loop_cx = if parallel { LoopCx::Parallel } else { LoopCx::None };
@@ -1169,11 +1168,13 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 }
                 (None, None) => {}
             },
+            // A plain `ret` ends the kernel early.
             Owner::Kernel(_) => {
                 if v.is_some() {
                     self.err("ret with a value in a kernel", span);
                 }
             }
+            // Reported above: a task runs to its end.
             Owner::TaskItem(_) => {}
         }
     }
@@ -1410,8 +1411,8 @@ fn item_kind(it: &Item) -> &'static str {
 /// This simple rule is the documented one: a function that returns a value
 /// from inside a loop must still end with `ret`.
 fn ends_with_ret(body: &Body, b: Block) -> bool {
-    // Iterative over the else chain depth is unnecessary: nesting is
-    // bounded by MAX_NESTING, checked before this runs.
+    // Recursion is bounded: `structure` rejected nesting deeper than
+    // MAX_NESTING before this runs.
     match body.block(b).last().map(|&s| &body.stmt(s).kind) {
         Some(StmtKind::Ret(_)) => true,
         Some(StmtKind::If { then_blk, else_blk: Some(e), .. }) => ends_with_ret(body, *then_blk) && ends_with_ret(body, *e),
