@@ -112,6 +112,19 @@ fn duplicate_value_name() {
         "duplicate value name %n",
         "for |%n",
     );
+    // Each task of a kernel names its values on its own; parameters are
+    // shared by all tasks, so their names are taken in every task.
+    ok("field @x : i32[4]\nkernel @k() {\n  task @k.0 serial {\n    %i = const 0 : i32\n    store @x[%i], %i\n  }\n  task @k.1 range_for %i in 0 .. 4 block_dim 4 {\n    store @x[%i], %i\n  }\n}\n");
+    bad(
+        "kernel @k(%i: i32) {\n  task @k.0 range_for %i in 0 .. 4 block_dim 4 {\n  }\n}\n",
+        "duplicate value name %i",
+        "range_for |%i",
+    );
+    bad(
+        "kernel @k() {\n  task @k.0 serial {\n    %a = const 0 : i32\n    %a = const 1 : i32\n  }\n}\n",
+        "duplicate value name %a",
+        "    |%a = const 1",
+    );
 }
 
 // ---------------------------------------------------------------- types
