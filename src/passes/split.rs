@@ -38,10 +38,6 @@ impl super::Pass for SplitTasks {
     }
 }
 
-/// How a task item's header binds its loop variables: a task item's header
-/// is not a statement of its body (the parser's `Stmt::HEADER`).
-pub const HEADER: Stmt = Stmt(u32::MAX);
-
 /// Splits every module of a stream that holds offloaded kernels.
 pub fn split_stream(stream: &Stream) -> Result<Stream, Diagnostics> {
     let mut out = Stream::default();
@@ -222,7 +218,7 @@ pub fn extract_task(k: &Kernel, s: Stmt) -> TaskItem {
             params.push(decl.unwrap_or(Param { ty: Scalar::I32, default: None, span: vd.span }));
         }
     }
-    let kind = cp.kind(kind, HEADER);
+    let kind = cp.kind(kind, Stmt::HEADER);
     let entry = cp.dst.entry;
     cp.fill(*root, entry);
     TaskItem {
