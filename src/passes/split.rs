@@ -115,11 +115,25 @@ pub fn split_module(m: &Module) -> Result<Vec<Module>, Diagnostic> {
         }
     }
 
+    // The launch module keeps the functions no task calls, and what they
+    // call (which may also be called by a task).
+    let mut keep: BTreeSet<Name> = BTreeSet::new();
+    let mut pending: Vec<&Func> = m.funcs().filter(|f| !called_by_tasks.contains(&f.name)).collect();
+    while let Some(f) = pending.pop() {
+        if !keep.insert(f.name.clone()) {
+            continue;
+        }
+        f.body.walk(f.body.entry, &mut |s| {
+            if let StmtKind::Call(callee, ..) = &f.body.stmt(s).kind {
+                pending.extend(m.func(callee));
+            }
+        });
+    }
     let mut items = Vec::with_capacity(m.items.len());
     for it in &m.items {
         match it {
             Item::Field(_) => items.push(it.clone()),
-            Item::Func(f) if !called_by_tasks.contains(&f.name) => items.push(it.clone()),
+            Item::Func(f) if keep.contains(&f.name) => items.push(it.clone()),
             Item::Func(_) | Item::Task(_) => {}
             Item::Kernel(k) => items.push(Item::Kernel(launch_kernel(k))),
         }
