@@ -193,8 +193,12 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         fv.add_attribute(AttributeLoc::Function, self.enum_attr("nounwind"));
     }
 
+    /// An enum attribute by name. Only names LLVM 22 knows are used; an
+    /// unknown one (kind 0) would crash LLVM's verifier.
     fn enum_attr(&self, name: &str) -> Attribute {
-        self.cx.create_enum_attribute(Attribute::get_named_enum_kind_id(name), 0)
+        let kind = Attribute::get_named_enum_kind_id(name);
+        debug_assert!(kind != 0, "LLVM has no attribute `{name}`");
+        self.cx.create_enum_attribute(kind, 0)
     }
 
     fn reg_ty(&self, t: Scalar) -> BasicTypeEnum<'ctx> {
@@ -308,7 +312,6 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         let ptr = cx.ptr_type(AddressSpace::default());
         let fv = self.module.add_function(symbol, cx.void_type().fn_type(&[ptr.into()], false), Some(Linkage::External));
         self.set_fn_attrs(fv);
-        fv.add_attribute(AttributeLoc::Param(0), self.enum_attr("nocapture"));
         fv.add_attribute(AttributeLoc::Param(0), self.enum_attr("noalias"));
         let mut fx = FnCx::new(self, fv, task.body, Exit::Func(None))?;
         let exit = cx.append_basic_block(fv, "exit");
