@@ -14,6 +14,7 @@
 
 pub mod lower;
 
+use crate::diag::Diagnostics;
 use crate::config::{CodeModel, CompileConfig, LaunchMeta, OptLevel};
 use crate::ir::{Field, Module, Stmt, StmtKind, Stream, TaskItem};
 use inkwell::context::Context;
@@ -400,4 +401,38 @@ pub fn launched_tasks<'s>(stream: &'s Stream, kernel: &str) -> Result<Vec<(&'s M
         Some(e) => Err(e),
         None => Ok(out),
     }
+}
+
+/// Why a stream could not be brought into per-task form.
+#[derive(Debug)]
+pub enum SplitError {
+    /// A pass reported errors.
+    Diags(Diagnostics),
+    /// The passes that split a kernel file are not available.
+    Unavailable(String),
+}
+
+/// The passes that turn a verified kernel file into a split stream.
+pub const SPLIT_PIPELINE: [&str; 2] = ["offload", "split-tasks"];
+
+/// Brings a verified stream into the per-task form codegen compiles: a
+/// split stream is left alone; a kernel file is offloaded and split.
+pub fn split_for_codegen(stream: &mut Stream) -> Result<(), SplitError> {
+    let has_kernels = stream.modules.iter().any(|m| m.kernels().next().is_some());
+    if task_modules(stream).next().is_some() || !has_kernels {
+        return Ok(());
+    }
+    let pipeline = crate::passes::resolve(&SPLIT_PIPELINE).map_err(|n| {
+        SplitError::Unavailable(format!(
+            "this is a kernel file, but the `{n}` pass is not available in this build; give a split stream"
+        ))
+    })?;
+    let opts = crate::passes::PipelineOptions::default();
+    crate::passes::run_pipeline(stream, &pipeline, &opts, &mut crate::passes::NoObserver).map_err(|e| match e {
+        crate::passes::PipelineError::Pass { diags, .. } | crate::passes::PipelineError::Invalid { diags, .. } => {
+            SplitError::Diags(diags)
+        }
+        crate::passes::PipelineError::Observer(e) => SplitError::Unavailable(e.to_string()),
+    })?;
+    Ok(())
 }
