@@ -144,3 +144,90 @@ fn host_target_uses_detected_features() {
     assert!(ir.contains(&format!("\"target-cpu\"=\"{}\"", t.cpu)));
 }
 
+
+/// A per-task module `@name` whose range_for task stores `@f(x[i])` into
+/// `out[i]`, where `@f(v) = v * factor`. Every such module defines the
+/// same symbols (`kiln_task`, `kiln_fn.f`) with different code.
+fn helper_module(name: &str, out: &str, factor: f32, n: u64) -> Module {
+    let mut fb = Body::new();
+    let v = fb.add_param("v", Scalar::F32, Span::DUMMY);
+    let fe = fb.entry;
+    let (s, c) = fb.new_stmt_with_result(StmtKind::Const(Const::f32(factor)), "c", Type::Scalar(Scalar::F32), Span::DUMMY);
+    fb.push(fe, s);
+    let (s, r) = fb.new_stmt_with_result(StmtKind::Binary(BinOp::Mul, v, c), "r", Type::Scalar(Scalar::F32), Span::DUMMY);
+    fb.push(fe, s);
+    let s = fb.new_stmt(StmtKind::Ret(Some(r)), Span::DUMMY);
+    fb.push(fe, s);
+    let func = Func {
+        name: "f".into(),
+        params: vec![Param { ty: Scalar::F32, default: None, span: Span::DUMMY }],
+        ret: Some(Scalar::F32),
+        body: fb,
+        span: Span::DUMMY,
+    };
+    let mut body = Body::new();
+    let i = body.new_value("i", Type::Scalar(Scalar::I32), ValueDef::Undefined, Span::DUMMY);
+    let e = body.entry;
+    let fref = |f: &str| FieldRef { field: f.into(), indices: vec![i], span: Span::DUMMY };
+    let (s, xi) = body.new_stmt_with_result(StmtKind::Load(fref("x")), "xi", Type::Scalar(Scalar::F32), Span::DUMMY);
+    body.push(e, s);
+    let (s, r) = body.new_stmt_with_result(StmtKind::Call("f".into(), vec![xi], Span::DUMMY), "r", Type::Scalar(Scalar::F32), Span::DUMMY);
+    body.push(e, s);
+    let s = body.new_stmt(StmtKind::Store(fref(out), r), Span::DUMMY);
+    body.push(e, s);
+    let task = TaskItem {
+        name: name.into(),
+        kernel: "k".into(),
+        params: vec![],
+        kind: TaskKind::RangeFor { var: i, lo: Bound::Const(0), hi: Bound::Const(n as i64), block_dim: 16 },
+        body,
+        span: Span::DUMMY,
+    };
+    Module {
+        name: Some(name.into()),
+        items: vec![
+            Item::Field(field("x", Scalar::F32, &[n])),
+            Item::Field(field(out, Scalar::F32, &[n])),
+            Item::Func(func),
+            Item::Task(task),
+        ],
+        span: Span::DUMMY,
+    }
+}
+
+#[test]
+fn tasks_defining_the_same_helper_symbol_load_and_run_side_by_side() {
+    let n = 100;
+    let m1 = helper_module("k.0", "y", 2.0, n);
+    let m2 = helper_module("k.1", "z", 3.0, n);
+    let c = compiler();
+    let jit = Jit::new().unwrap();
+    let t1 = c.compile_task(&m1).unwrap();
+    let t2 = c.compile_task(&m2).unwrap();
+    // Same symbols, different code.
+    assert_ne!(t1.object, t2.object);
+    let l1 = jit.load_task("k.0", &t1.object, &t1.meta).unwrap();
+    let l2 = jit.load_task("k.1", &t2.object, &t2.meta).unwrap();
+    assert_ne!(l1.entry as usize, l2.entry as usize);
+    let stream = Stream { modules: vec![m1, m2] };
+    let mut fields = Fields::zeroed(&stream);
+    fill(&mut fields, "x", |k| k as f32);
+    for l in [&l2, &l1, &l2] {
+        let names = kiln::jit::runtime::LaunchNames { kernel: "k", task: &l.meta.task };
+        kiln::jit::runtime::launch(l.entry, &l.meta, names, &[], &mut fields, None).unwrap();
+    }
+    for (k, (y, z)) in floats(&fields, "y").iter().zip(floats(&fields, "z")).enumerate() {
+        assert_eq!(*y, 2.0 * k as f32);
+        assert_eq!(z, 3.0 * k as f32);
+    }
+}
+
+#[test]
+fn identical_tasks_of_different_kernels_compile_to_identical_objects() {
+    let c = compiler();
+    let a = c.compile_task(&helper_module("k.0", "y", 2.0, 64)).unwrap();
+    let b = c.compile_task(&helper_module("other.7", "y", 2.0, 64)).unwrap();
+    assert_eq!(a.object, b.object);
+    assert_eq!(a.meta.entry_symbol, "kiln_task");
+    assert!(!a.object.windows(3).any(|w| w == b"k.0"));
+}
