@@ -196,7 +196,7 @@ impl Compiler {
     pub fn new(config: CompileConfig, target: HostTarget) -> Result<Compiler, CodegenError> {
         init_llvm()?;
         let c = Compiler { config, target };
-        c.target_machine()?;
+        c.make_target_machine()?;
         Ok(c)
     }
 
@@ -205,7 +205,36 @@ impl Compiler {
         Compiler::new(config, HostTarget::detect()?)
     }
 
-    fn target_machine(&self) -> Result<TargetMachine, CodegenError> {
+    /// Runs `f` with this thread's target machine for this compiler's
+    /// target and configuration (made once per thread: a target machine
+    /// is not shared between threads, and making one costs about 0.3 ms).
+    fn with_target_machine<R>(&self, f: impl FnOnce(&TargetMachine) -> Result<R, CodegenError>) -> Result<R, CodegenError> {
+        type Machines = Vec<((HostTarget, OptLevel, CodeModel), TargetMachine)>;
+        thread_local! {
+            static MACHINES: std::cell::RefCell<Machines> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let key = (self.target.clone(), self.config.opt_level, self.config.code_model);
+        let cached = MACHINES.with(|m| {
+            let mut m = m.borrow_mut();
+            m.iter().position(|(k, _)| *k == key).map(|i| m.swap_remove(i).1)
+        });
+        let tm = match cached {
+            Some(tm) => tm,
+            None => self.make_target_machine()?,
+        };
+        let r = f(&tm);
+        MACHINES.with(|m| {
+            let mut m = m.borrow_mut();
+            // A few targets per thread at most (tests switch -O levels).
+            if m.len() >= 8 {
+                m.remove(0);
+            }
+            m.push((key, tm));
+        });
+        r
+    }
+
+    fn make_target_machine(&self) -> Result<TargetMachine, CodegenError> {
         let triple = TargetTriple::create(&self.target.triple);
         let target = Target::from_triple(&triple)
             .map_err(|e| CodegenError::new(format!("unknown target triple `{}`: {e}", self.target.triple)))?;
@@ -288,17 +317,19 @@ impl Compiler {
         let task = single_task(module)?;
         let fields: Vec<&Field> = module.fields().collect();
         let meta = LaunchMeta::of_task(task, &fields, ENTRY_SYMBOL);
-        let tm = self.target_machine()?;
-        let cx = Context::create();
-        // The LLVM module is named neutrally: a per-task object must not
-        // carry the task's name.
-        let mut l = self.prepare(&cx, "kiln.task", &tm, fields);
-        l.add_funcs(module.funcs())?;
-        l.add_task(
-            ENTRY_SYMBOL,
-            &TaskSource { body: &task.body, block: task.body.entry, kind: &task.kind, params: &task.body.params },
-        )?;
-        Ok((self.finish(&l, &tm, emit)?, meta))
+        let bytes = self.with_target_machine(|tm| {
+            let cx = Context::create();
+            // The LLVM module is named neutrally: a per-task object must
+            // not carry the task's name.
+            let mut l = self.prepare(&cx, "kiln.task", tm, fields);
+            l.add_funcs(module.funcs())?;
+            l.add_task(
+                ENTRY_SYMBOL,
+                &TaskSource { body: &task.body, block: task.body.entry, kind: &task.kind, params: &task.body.params },
+            )?;
+            self.finish(&l, tm, emit)
+        })?;
+        Ok((bytes, meta))
     }
 
     /// Compiles every task a kernel of a split stream launches into one
@@ -329,34 +360,35 @@ impl Compiler {
                 }
             }
         }
-        let tm = self.target_machine()?;
-        let cx = Context::create();
-        let mut l = self.prepare(&cx, "kiln.kernel", &tm, fields.clone());
-        l.add_funcs(launched.iter().flat_map(|(m, _)| m.funcs()))?;
-        let mut metas = Vec::new();
-        let mut done: Vec<(&str, String)> = Vec::new();
-        for (_, task) in &launched {
-            // A kernel that launches one task twice gets one entry for it.
-            let sym = match done.iter().find(|(n, _)| *n == task.name.as_str()) {
-                Some((_, s)) => s.clone(),
-                None => {
-                    let s = kernel_entry_symbol(done.len());
-                    l.add_task(
-                        &s,
-                        &TaskSource {
-                            body: &task.body,
-                            block: task.body.entry,
-                            kind: &task.kind,
-                            params: &task.body.params,
-                        },
-                    )?;
-                    done.push((task.name.as_str(), s.clone()));
-                    s
-                }
-            };
-            metas.push(LaunchMeta::of_task(task, &fields, &sym));
-        }
-        Ok((self.finish(&l, &tm, emit)?, metas))
+        self.with_target_machine(|tm| {
+            let cx = Context::create();
+            let mut l = self.prepare(&cx, "kiln.kernel", tm, fields.clone());
+            l.add_funcs(launched.iter().flat_map(|(m, _)| m.funcs()))?;
+            let mut metas = Vec::new();
+            let mut done: Vec<(&str, String)> = Vec::new();
+            for (_, task) in &launched {
+                // A kernel that launches one task twice gets one entry for it.
+                let sym = match done.iter().find(|(n, _)| *n == task.name.as_str()) {
+                    Some((_, s)) => s.clone(),
+                    None => {
+                        let s = kernel_entry_symbol(done.len());
+                        l.add_task(
+                            &s,
+                            &TaskSource {
+                                body: &task.body,
+                                block: task.body.entry,
+                                kind: &task.kind,
+                                params: &task.body.params,
+                            },
+                        )?;
+                        done.push((task.name.as_str(), s.clone()));
+                        s
+                    }
+                };
+                metas.push(LaunchMeta::of_task(task, &fields, &sym));
+            }
+            Ok((self.finish(&l, tm, emit)?, metas))
+        })
     }
 }
 
