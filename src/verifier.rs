@@ -483,8 +483,11 @@ struct BodyChecker<'a, 'd> {
     visible: Vec<bool>,
     /// Values made visible, in order; blocks truncate it on exit.
     scope: Vec<Value>,
-    /// The first definition of each name in pre-order (params first).
-    defs: HashMap<&'a str, Value>,
+    /// Every definition with its name, in pre-order (params first); after
+    /// `names`, sorted by name (stably, so the first of a name comes
+    /// first). Sorting short names beats hashing them for bodies of the
+    /// usual size, and needs no hasher.
+    defs: Vec<(&'a str, Value)>,
     /// Calls to functions: callee and span, for the recursion check.
     calls: Vec<(Name, Span)>,
 }
@@ -503,7 +506,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             order: Vec::with_capacity(body.stmts.len()),
             visible: vec![false; body.values.len()],
             scope: Vec::new(),
-            defs: HashMap::new(),
+            defs: Vec::with_capacity(body.values.len()),
             calls: Vec::new(),
         };
         if !ck.structure() {
@@ -564,6 +567,19 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         if let Some(p) = body.params.iter().find(|p| p.index() >= nv) {
             self.err(format!("malformed IR: parameter value {} of {owner} is out of range", p.0), span);
             return false;
+        }
+        if let Owner::TaskItem(t) = self.owner {
+            let mut bad = None;
+            let header = StmtData { kind: StmtKind::Task { name: t.name.clone(), kind: t.kind.clone(), body: body.entry }, result: None, span };
+            visit_values(&header, &mut |v| {
+                if v.index() >= nv {
+                    bad = Some(v)
+                }
+            });
+            if let Some(v) = bad {
+                self.err(format!("malformed IR: value {} in the header of {owner} is out of range", v.0), span);
+                return false;
+            }
         }
         let mut block_seen = vec![false; nb];
         block_seen[body.entry.index()] = true;
@@ -655,17 +671,28 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 self.define_name(v);
             }
         }
+        self.duplicate_names();
     }
 
     fn define_name(&mut self, v: Value) {
-        let vd = self.body.value(v);
-        if let Some(&first) = self.defs.get(vd.name.as_str()) {
-            if first != v {
-                self.err(format!("duplicate value name %{}", vd.name), vd.span);
+        self.defs.push((self.body.value(v).name.as_str(), v));
+    }
+
+    /// Reports every definition of a name after its first.
+    fn duplicate_names(&mut self) {
+        self.defs.sort_by(|a, b| a.0.cmp(b.0));
+        for i in 1..self.defs.len() {
+            let ((prev, pv), (name, v)) = (self.defs[i - 1], self.defs[i]);
+            if prev == name && pv != v {
+                self.err(format!("duplicate value name %{name}"), self.body.value(v).span);
             }
-        } else {
-            self.defs.insert(vd.name.as_str(), v);
         }
+    }
+
+    /// The first definition of `name` in pre-order.
+    fn first_def(&self, name: &str) -> Option<Value> {
+        let i = self.defs.partition_point(|d| d.0 < name);
+        self.defs.get(i).filter(|d| d.0 == name).map(|d| d.1)
     }
 
     /// A kernel's top level holds tasks only, or no task at all.
@@ -673,8 +700,10 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         let body = self.body;
         let top = body.block(body.entry);
         let is_task = |s: &Stmt| matches!(body.stmt(*s).kind, StmtKind::Task { .. });
+        // One error per kernel, at the first stray statement: the rest are
+        // the same mistake.
         if top.iter().any(is_task) {
-            for s in top.iter().filter(|s| !is_task(s)) {
+            if let Some(s) = top.iter().find(|s| !is_task(s)) {
                 self.err(
                     format!("statement outside a task in kernel @{}, whose body holds tasks", k.name),
                     body.stmt(*s).span,
@@ -717,9 +746,9 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             ValueDef::Undefined => {
                 // The parser keeps a use of a name it could not resolve; say
                 // why if the name is defined somewhere else in the body.
-                let msg = match self.defs.get(name.as_str()) {
+                let msg = match self.first_def(name) {
                     None => format!("use of undefined value %{name}"),
-                    Some(&d) => self.out_of_scope(d, s),
+                    Some(d) => self.out_of_scope(d, s),
                 };
                 self.err(msg, vd.span);
                 return None;
@@ -1038,13 +1067,10 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     /// The element type of a field reference, after checking the field,
     /// the rank and the index types.
     fn field_ref(&mut self, r: &FieldRef, s: Stmt) -> Option<Scalar> {
-        let mut index_types = Vec::with_capacity(r.indices.len());
         for &i in &r.indices {
-            index_types.push(self.scalar(i, s));
-        }
-        for t in index_types.into_iter().flatten() {
-            if t != Scalar::I32 && t != Scalar::I64 {
-                self.err(format!("field index must be i32 or i64, found {t}"), r.span);
+            match self.scalar(i, s) {
+                Some(Scalar::I32 | Scalar::I64) | None => {}
+                Some(t) => self.err(format!("field index must be i32 or i64, found {t}"), r.span),
             }
         }
         let Some(f) = self.cx.field(&r.field) else {
