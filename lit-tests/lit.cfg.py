@@ -33,6 +33,10 @@ for tool in ["FileCheck", "not", "llvm-readelf", "llvm-objdump"]:
     config.substitutions.append((whole_word(tool), os.path.join(llvm_bin, tool)))
 config.substitutions.append(("%testdata", os.path.join(repo, "testdata")))
 
+# The host architecture (`REQUIRES: x86_64` for tests of the x86-64 code model).
+import platform
+config.available_features.add(platform.machine())
+
 # Keep the environment predictable: no user cache directory leaks in.
 config.environment["KILN_CACHE_DIR"] = "/nonexistent-kiln-cache-dir"
 for var in ["HOME", "TMPDIR"]:
