@@ -10,6 +10,13 @@
 use crate::diag::Diagnostics;
 use crate::ir::Stream;
 
+pub mod cse;
+pub mod dce;
+pub mod offload;
+pub mod simplify;
+pub mod split;
+mod util;
+
 /// A transformation (or check) of a whole stream of modules.
 pub trait Pass: Sync {
     /// The name used in `--passes=`.
@@ -37,7 +44,39 @@ impl Pass for Verify {
 }
 
 /// Every pass, in the order `--print-passes` lists them.
-pub static REGISTRY: &[&dyn Pass] = &[&Verify];
+pub static REGISTRY: &[&dyn Pass] = &[
+    &Verify,
+    &offload::Offload,
+    &simplify::Simplify,
+    &cse::Cse,
+    &dce::Dce,
+    &split::SplitTasks,
+];
+
+/// The pipeline that turns a kernel file into keyed, compilable per-task
+/// modules: the `-O2` preset (`simplify, dce, offload, simplify, cse, dce`)
+/// then `split-tasks`. `kiln-key`, `kiln-compile` and `kiln-run` all use
+/// it, so they agree on every task's text and therefore on its key; and
+/// `kiln-opt -O2 | kiln-opt --passes=split-tasks` gives the same stream.
+/// Simplifying before `offload` turns constant loop bounds into literals
+/// (so loop nests over a field's shape become `struct_for` tasks) and
+/// removes dead top-level code that would otherwise become tasks.
+pub fn default_pipeline() -> [&'static dyn Pass; 7] {
+    [
+        &simplify::Simplify,
+        &dce::Dce,
+        &offload::Offload,
+        &simplify::Simplify,
+        &cse::Cse,
+        &dce::Dce,
+        &split::SplitTasks,
+    ]
+}
+
+/// Runs passes in order, stopping at the first that fails.
+pub fn run_passes(passes: &[&dyn Pass], stream: &mut Stream) -> Result<(), Diagnostics> {
+    passes.iter().try_for_each(|p| p.run(stream))
+}
 
 /// Looks a pass up by name.
 pub fn lookup(name: &str) -> Option<&'static dyn Pass> {
