@@ -670,10 +670,16 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                     (AtomicOp::Or, false) => LLVMAtomicRMWBinOpOr,
                     (AtomicOp::Xor, false) => LLVMAtomicRMWBinOpXor,
                     (AtomicOp::Add, true) => LLVMAtomicRMWBinOpFAdd,
-                    // atomicrmw fmin/fmax have minnum/maxnum semantics,
-                    // like the `min`/`max` operators.
-                    (AtomicOp::Min, true) => LLVMAtomicRMWBinOpFMin,
-                    (AtomicOp::Max, true) => LLVMAtomicRMWBinOpFMax,
+                    // No atomicrmw has the minimumNumber semantics of the
+                    // `min`/`max` operators: a compare-and-swap loop.
+                    (AtomicOp::Min | AtomicOp::Max, true) => {
+                        let name = if *op == AtomicOp::Min { "llvm.minimumnum" } else { "llvm.maximumnum" };
+                        let old = self.float_cas_loop(l, ptr, elem, val.into_float_value(), name)?;
+                        if let Some(rv) = data.result {
+                            self.vals[rv.index()] = Some(old);
+                        }
+                        return Ok(());
+                    }
                     (op, true) => {
                         return Err(CodegenError::new(format!("atomic {} on a float field", op.keyword())))
                     }
@@ -966,8 +972,11 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 BinOp::Div => self.b.build_float_div(x, y, "")?.into(),
                 // frem is C's fmod, as is Rust's `%` on floats.
                 BinOp::Rem => self.b.build_float_rem(x, y, "")?.into(),
-                BinOp::Min => return self.call_intrinsic(l, "llvm.minnum", ty, &[x.into(), y.into()]),
-                BinOp::Max => return self.call_intrinsic(l, "llvm.maxnum", ty, &[x.into(), y.into()]),
+                // IEEE 754-2019 minimumNumber: a NaN operand gives the
+                // other one, and -0.0 < +0.0, so the result never depends
+                // on operand order (unlike minnum).
+                BinOp::Min => return self.call_intrinsic(l, "llvm.minimumnum", ty, &[x.into(), y.into()]),
+                BinOp::Max => return self.call_intrinsic(l, "llvm.maximumnum", ty, &[x.into(), y.into()]),
                 BinOp::Pow => return self.call_libm(l, "pow", ty, &[x.into(), y.into()]),
                 BinOp::Atan2 => return self.call_libm(l, "atan2", ty, &[x.into(), y.into()]),
                 _ => return Err(CodegenError::new(format!("`{}` on {ty}", op.keyword()))),
@@ -1147,6 +1156,42 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 }
             }
         })
+    }
+
+    /// `old = *ptr; *ptr = f(old, v)` atomically, for a float intrinsic
+    /// `f`, as a compare-and-swap loop on the bits; returns `old`.
+    fn float_cas_loop(
+        &mut self,
+        l: &Lowering<'a, 'ctx>,
+        ptr: PointerValue<'ctx>,
+        elem: Scalar,
+        v: FloatValue<'ctx>,
+        intrinsic: &str,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let ity = fx_int_ty(self.cx, if elem == Scalar::F32 { Scalar::I32 } else { Scalar::I64 });
+        let fty = l.reg_ty(elem);
+        let pre = self.b.get_insert_block().ok_or_else(|| bug("no insert block"))?;
+        let first = self.b.build_load(ity, ptr, "cas.first")?;
+        let first_i = first.as_instruction_value().ok_or_else(|| bug("load is not an instruction"))?;
+        first_i.set_atomic_ordering(AtomicOrdering::Monotonic).map_err(|e| bug(format!("{e:?}")))?;
+        first_i.set_alignment(elem.size_bytes() as u32).map_err(|e| bug(format!("{e:?}")))?;
+        let head = self.cx.append_basic_block(self.func, "cas.loop");
+        let done = self.cx.append_basic_block(self.func, "cas.done");
+        self.b.build_unconditional_branch(head)?;
+        self.b.position_at_end(head);
+        let phi = self.b.build_phi(ity, "cas.old")?;
+        let old = phi.as_basic_value().into_int_value();
+        let oldf = self.b.build_bit_cast(old, fty, "")?;
+        let f = self.intrinsic(l, intrinsic, fty)?;
+        let newf = self.b.build_call(f, &[oldf.into(), v.into()], "")?.try_as_basic_value().basic().ok_or_else(|| bug("no result"))?;
+        let new = self.b.build_bit_cast(newf, ity, "")?.into_int_value();
+        let pair = self.b.build_cmpxchg(ptr, old, new, AtomicOrdering::Monotonic, AtomicOrdering::Monotonic)?;
+        let seen = self.b.build_extract_value(pair, 0, "")?.into_int_value();
+        let ok = self.b.build_extract_value(pair, 1, "")?.into_int_value();
+        self.b.build_conditional_branch(ok, done, head)?;
+        phi.add_incoming(&[(&first.into_int_value(), pre), (&seen, head)]);
+        self.b.position_at_end(done);
+        Ok(self.b.build_bit_cast(old, fty, "")?)
     }
 
     /// The loop of a parallel task entry over linear indices

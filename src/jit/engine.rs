@@ -11,9 +11,11 @@
 use super::runtime::{self, LaunchNames};
 use super::{Jit, JitError, LoadedTask};
 use crate::codegen::{self, CodegenError, Compiler};
-use crate::exec::{Engine, Fields, RunError};
-use crate::ir::{Const, Module, Scalar, Stream};
+use crate::config::LaunchMeta;
+use crate::exec::{Engine, FieldData, Fields, RunError};
+use crate::ir::{Const, Module, Scalar, StmtKind, Stream};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Which compiled form a kernel runs from.
@@ -111,6 +113,9 @@ pub struct JitEngine {
     tasks: HashMap<String, LoadedTask>,
     /// Loaded kernels by the canonical text of their launched modules.
     kernels: HashMap<String, Vec<LoadedTask>>,
+    /// The last kernel file split by the default pipeline: its text and
+    /// the split stream.
+    split: Option<(String, Arc<Stream>)>,
 }
 
 impl JitEngine {
@@ -118,17 +123,7 @@ impl JitEngine {
     /// the calling thread).
     pub fn new(compiler: Compiler, path: JitPath, threads: usize) -> Result<JitEngine, RunError> {
         let jit = Jit::new().map_err(|e| RunError::new(e.to_string()))?;
-        let pool = if threads > 1 {
-            Some(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .thread_name(|i| format!("kiln-worker-{i}"))
-                    .build()
-                    .map_err(|e| RunError::new(format!("cannot start {threads} threads: {e}")))?,
-            )
-        } else {
-            None
-        };
+        let pool = make_pool(threads)?;
         Ok(JitEngine {
             jit,
             compiler,
@@ -138,7 +133,44 @@ impl JitEngine {
             pool,
             tasks: HashMap::new(),
             kernels: HashMap::new(),
+            split: None,
         })
+    }
+
+    /// Runs parallel tasks on `threads` threads from now on (loaded tasks
+    /// stay loaded).
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), RunError> {
+        self.pool = make_pool(threads)?;
+        Ok(())
+    }
+
+    /// The split form of `stream` for `kernel`: `None` when the kernel is
+    /// already a sequence of launches, else the result of the default
+    /// pipeline (cached for the last stream seen).
+    pub fn split(&mut self, stream: &Stream, kernel: &str) -> Result<Option<Arc<Stream>>, RunError> {
+        let k = stream
+            .modules
+            .iter()
+            .find_map(|m| m.kernel(kernel))
+            .ok_or_else(|| RunError::new(format!("no kernel @{kernel}")))?;
+        let launches_only = k.body.block(k.body.entry).iter().all(|&s| matches!(k.body.stmt(s).kind, StmtKind::Launch(_)));
+        if launches_only {
+            return Ok(None);
+        }
+        let text = stream.to_string();
+        if let Some((t, s)) = &self.split {
+            if *t == text {
+                return Ok(Some(s.clone()));
+            }
+        }
+        let mut s = stream.clone();
+        crate::passes::run_passes(&crate::passes::default_pipeline(), &mut s).map_err(|ds| {
+            let msgs: Vec<String> = ds.0.iter().map(|d| d.message.clone()).collect();
+            RunError::new(format!("cannot split the kernels into tasks: {}", msgs.join("; ")))
+        })?;
+        let s = Arc::new(s);
+        self.split = Some((text, s.clone()));
+        Ok(Some(s))
     }
 
     /// Replaces where the per-task path gets its tasks from (the cache).
@@ -197,8 +229,24 @@ impl JitEngine {
     }
 }
 
+/// A pool of `threads` threads; none for one thread (chunks then run on
+/// the calling thread).
+fn make_pool(threads: usize) -> Result<Option<rayon::ThreadPool>, RunError> {
+    if threads <= 1 {
+        return Ok(None);
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("kiln-worker-{i}"))
+        .build()
+        .map(Some)
+        .map_err(|e| RunError::new(format!("cannot start {threads} threads: {e}")))
+}
+
 impl Engine for JitEngine {
     fn run_kernel(&mut self, stream: &Stream, kernel: &str, args: &[Const], fields: &mut Fields) -> Result<(), RunError> {
+        let split = self.split(stream, kernel)?;
+        let stream = split.as_deref().unwrap_or(stream);
         let k = stream
             .modules
             .iter()
@@ -214,6 +262,21 @@ impl Engine for JitEngine {
         let kparams: Vec<(&str, Scalar)> =
             k.params.iter().zip(&k.body.params).map(|(p, v)| (k.body.name(*v), p.ty)).collect();
         let tasks = self.prepare(stream, kernel)?;
+        // Fields the caller does not have are the kernel-scoped temporaries
+        // offload made: zeroed for this run, dropped after it.
+        let mut temps = Vec::new();
+        for t in &tasks {
+            for f in &t.meta.fields {
+                if fields.get(&f.name).is_none() {
+                    let elem = LaunchMeta::field_elem(f)
+                        .ok_or_else(|| RunError::new(format!("field @{} has unknown type {}", f.name, f.elem)))?;
+                    let len: u64 = f.shape.iter().product();
+                    let data = FieldData { elem, shape: f.shape.clone(), bytes: vec![0; len as usize * elem.size_bytes()] };
+                    fields.map.insert(f.name.as_str().into(), data);
+                    temps.push(f.name.clone());
+                }
+            }
+        }
         let t0 = Instant::now();
         let result = (|| {
             for t in &tasks {
@@ -225,6 +288,9 @@ impl Engine for JitEngine {
             Ok(())
         })();
         self.stats.run_time += t0.elapsed();
+        for n in temps {
+            fields.map.remove(n.as_str());
+        }
         result
     }
 }

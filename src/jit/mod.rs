@@ -171,11 +171,15 @@ impl fmt::Debug for LoadedTask {
     }
 }
 
+/// What a lookup's callback sends back: (interned name, address) pairs,
+/// in the map's order (not the request's).
+type LookupResult = Result<Vec<(usize, u64)>, String>;
+
 extern "C" fn lookup_done(err: LLVMErrorRef, result: LLVMOrcCSymbolMapPairs, n: usize, ctx: *mut c_void) {
-    let tx = unsafe { Box::from_raw(ctx as *mut mpsc::SyncSender<Result<Vec<u64>, String>>) };
+    let tx = unsafe { Box::from_raw(ctx as *mut mpsc::SyncSender<LookupResult>) };
     let r = if err.is_null() {
-        let pairs = unsafe { std::slice::from_raw_parts(result, n) };
-        Ok(pairs.iter().map(|p| p.Sym.Address).collect())
+        let pairs = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(result, n) } };
+        Ok(pairs.iter().map(|p| (p.Name as usize, p.Sym.Address)).collect())
     } else {
         Err(take_error(err))
     };
@@ -289,7 +293,7 @@ impl Jit {
             JD: jd,
             JDLookupFlags: LLVMOrcJITDylibLookupFlags::LLVMOrcJITDylibLookupFlagsMatchAllSymbols,
         }];
-        let (tx, rx) = mpsc::sync_channel::<Result<Vec<u64>, String>>(1);
+        let (tx, rx) = mpsc::sync_channel::<LookupResult>(1);
         let ctx = Box::into_raw(Box::new(tx)) as *mut c_void;
         unsafe {
             LLVMOrcExecutionSessionLookup(
@@ -304,11 +308,21 @@ impl Jit {
             );
         }
         let r = rx.recv();
+        // The result is a map: match it to the request by interned name
+        // (one pool entry per string, so equal names are equal pointers).
+        let r = r.map(|r| {
+            r.map(|pairs| {
+                names
+                    .iter()
+                    .map(|&n| pairs.iter().find(|(p, _)| *p == n as usize).map_or(0, |&(_, a)| a))
+                    .collect::<Vec<u64>>()
+            })
+        });
         for n in names {
             unsafe { LLVMOrcReleaseSymbolStringPoolEntry(n) };
         }
         match r {
-            Ok(Ok(addrs)) if addrs.len() == symbols.len() && addrs.iter().all(|&a| a != 0) => Ok(addrs),
+            Ok(Ok(addrs)) if addrs.iter().all(|&a| a != 0) => Ok(addrs),
             Ok(Ok(_)) => Err(JitError::new(JitErrorKind::Link, "a looked-up symbol has no address")),
             Ok(Err(m)) => {
                 let mut msg = m;

@@ -154,13 +154,14 @@ fn read_int_field(fields: &Fields, name: &str, names: LaunchNames) -> Result<i64
     })
 }
 
-/// The text of an out-of-bounds error (the interpreter reports the same).
+/// The text of an out-of-bounds error: the first dimension whose index is
+/// out of range, worded as the interpreter words it.
 pub fn oob_message(kernel: &str, task: &str, field: &str, index: &[i64], shape: &[u64]) -> String {
-    let idx: Vec<String> = index.iter().map(|i| i.to_string()).collect();
+    let dim = index.iter().zip(shape).position(|(&i, &e)| i < 0 || i as u64 >= e).unwrap_or(0);
     let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
     format!(
-        "kernel @{kernel}, task @{task}: index [{}] is out of bounds for field @{field} of shape [{}]",
-        idx.join(", "),
+        "kernel @{kernel}, task @{task}: index {} out of bounds for field @{field} of shape [{}] (dimension {dim})",
+        index.get(dim).copied().unwrap_or(0),
         dims.join(", ")
     )
 }
