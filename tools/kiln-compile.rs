@@ -8,9 +8,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use kiln::codegen::{self, Compiler, Emit, HostTarget};
 use kiln::config::{CompileConfig, OptLevel};
 use kiln::ir::Module;
+use kiln::jit::cached::{self, FillTimes, Filled, RunCounters};
 use kiln::tool::{self, ToolError};
 use rayon::prelude::*;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -81,6 +82,28 @@ struct Cli {
     /// Print the target (triple, CPU, features) and exit
     #[arg(long)]
     print_target: bool,
+
+    /// Fill this per-task cache with the objects (in the target's scope); write files only with -o
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+
+    /// Accept a cache directory that another user owns or that is group- or world-writable
+    #[arg(long, requires = "cache_dir")]
+    allow_insecure_cache: bool,
+
+    /// With --cache-dir: print the cache counters on standard error (`--stats=json`: one JSON object)
+    #[arg(long, value_enum, value_name = "FORMAT", num_args = 0..=1, require_equals = true,
+          default_missing_value = "text", requires = "cache_dir")]
+    stats: Option<StatsFormat>,
+}
+
+/// How `--stats` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum StatsFormat {
+    /// Aligned text
+    Text,
+    /// One JSON object on one line
+    Json,
 }
 
 fn main() -> ExitCode {
@@ -120,13 +143,18 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         EmitArg::Llvm => Emit::LlvmIr,
         EmitArg::Asm => Emit::Assembly,
     };
+    if let Some(dir) = &cli.cache_dir {
+        if emit != Emit::Object {
+            return Err(ToolError::Usage("--cache-dir stores objects; it cannot be combined with --emit llvm or asm".into()));
+        }
+        fill_cache(cli, dir, &compiler, &tasks, src.name())?;
+        if cli.output.is_none() {
+            return Ok(());
+        }
+    }
     let dest = destination(cli.output.as_deref(), tasks.len(), emit)?;
 
-    let threads = cli.threads.map(|n| n as usize).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| ToolError::msg(format!("cannot start {threads} threads: {e}")))?;
+    let pool = thread_pool(cli)?;
     let bar = progress_bar(tasks.len());
     let results: Vec<Result<Vec<u8>, String>> = pool.install(|| {
         tasks
@@ -155,6 +183,77 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         return Err(ToolError::Input(errors));
     }
     write_all(&dest, emit, &outputs)
+}
+
+/// Fills the cache under `dir` with every task's object (in parallel):
+/// a good record is kept, a missing or damaged one is compiled and stored.
+/// Prints one summary line (and `--stats`) on standard error.
+fn fill_cache(cli: &Cli, dir: &Path, compiler: &Compiler, tasks: &[(&Module, String)], file: &str) -> Result<(), ToolError> {
+    let store = cached::open_store(dir, &compiler.target, cli.allow_insecure_cache).map_err(ToolError::msg)?;
+    let pool = thread_pool(cli)?;
+    let bar = progress_bar(tasks.len());
+    let results: Vec<Result<(Filled, FillTimes), String>> = pool.install(|| {
+        tasks
+            .par_iter()
+            .map(|(m, name)| {
+                let r = cached::fill(&store, compiler, m).map_err(|e| format!("task @{name}: {e}"));
+                if let Some(b) = &bar {
+                    b.inc(1);
+                }
+                r
+            })
+            .collect()
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let mut counters = RunCounters {
+        cache_dir: Some(store.root().display().to_string()),
+        scope: Some(store.scope_name().to_string()),
+        ..RunCounters::default()
+    };
+    let mut errors = String::new();
+    for r in results {
+        match r {
+            Ok((filled, times)) => counters.add_fill(filled, times),
+            Err(e) => errors.push_str(&format!("{file}: error: {e}\n")),
+        }
+    }
+    let s = store.stats();
+    (counters.bytes_read, counters.bytes_written) = (s.bytes_read, s.bytes_written);
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "kiln-compile: {} tasks: {} hits, {} misses, {} corrupt replaced ({} in {})",
+        counters.tasks,
+        counters.hits,
+        counters.misses,
+        counters.corrupt_replaced,
+        counters.scope.as_deref().unwrap_or(""),
+        counters.cache_dir.as_deref().unwrap_or("")
+    );
+    match cli.stats {
+        Some(StatsFormat::Text) => {
+            let _ = write!(err, "{}", counters.to_text("kiln-compile"));
+        }
+        Some(StatsFormat::Json) => {
+            let _ = writeln!(err, "{}", counters.to_json());
+        }
+        None => {}
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ToolError::Input(errors))
+    }
+}
+
+fn thread_pool(cli: &Cli) -> Result<rayon::ThreadPool, ToolError> {
+    let threads = cli.threads.map(|n| n as usize).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| ToolError::msg(format!("cannot start {threads} threads: {e}")))
 }
 
 /// Where the outputs go.

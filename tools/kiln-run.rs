@@ -5,9 +5,11 @@
 
 use clap::{Parser, ValueEnum};
 use kiln::exec::{self, Engine, Fields};
+use kiln::jit::cached::RunCounters;
 use kiln::ir::{Const, Kernel, Stream};
 use kiln::tool::{self, ToolError};
 use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 const ABOUT: &str = "Run KIR kernels and show or save their fields";
@@ -25,6 +27,15 @@ const AFTER_HELP: &str = "\
 Exit status: 0 on success; 1 when the input is invalid, an argument or \
 input file does not fit the kernel, or a kernel fails at run time (such as \
 an out-of-bounds index); 2 on bad usage.";
+
+/// How `--stats` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum StatsFormat {
+    /// Aligned text
+    Text,
+    /// One JSON object on one line
+    Json,
+}
 
 /// The engine that runs kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -59,8 +70,32 @@ struct Cli {
     threads: Option<u32>,
 
     /// Compile each kernel whole, in-process, into one module and one JIT dylib; read and write no cache
-    #[arg(long)]
+    #[arg(long, conflicts_with = "cache_dir")]
     no_cache: bool,
+
+    /// The per-task cache root [default: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln]
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+
+    /// Accept a cache directory that another user owns or that is group- or world-writable
+    #[arg(long)]
+    allow_insecure_cache: bool,
+
+    /// Print where the tasks came from and where the time went, on standard error (`--stats=json`: one JSON object)
+    #[arg(long, value_enum, value_name = "FORMAT", num_args = 0..=1, require_equals = true, default_missing_value = "text")]
+    stats: Option<StatsFormat>,
+
+    /// Optimisation level of the LLVM pipeline (part of every task's key)
+    #[arg(short = 'O', value_name = "LEVEL", default_value = "2", value_parser = ["0", "1", "2", "3"])]
+    opt: String,
+
+    /// Compile for this CPU instead of the detected one (a simulated host; env KILN_TARGET_CPU)
+    #[arg(long, value_name = "NAME")]
+    target_cpu: Option<String>,
+
+    /// Compile for these CPU features (`+sse2,-avx,...`) instead of the detected ones (env KILN_TARGET_FEATURES)
+    #[arg(long, value_name = "FEATURES", allow_hyphen_values = true)]
+    target_features: Option<String>,
 
     /// Load field @X from a numpy .npy file before running (dtype and shape must match)
     #[arg(long = "input", value_name = "@X=FILE", value_parser = parse_pair)]
@@ -96,20 +131,71 @@ fn main() -> ExitCode {
     tool::main_with("kiln-run", || run(&cli))
 }
 
-fn make_engine(cli: &Cli) -> Result<Box<dyn Engine>, ToolError> {
-    Ok(match cli.engine {
-        EngineKind::Interp => Box::new(kiln::interp::Interpreter::new()),
-        EngineKind::Jit => {
-            use kiln::jit::engine::{JitEngine, JitPath};
-            let compiler = kiln::codegen::Compiler::host(kiln::config::CompileConfig::default()).map_err(ToolError::msg)?;
-            let path = if cli.no_cache { JitPath::WholeKernel } else { JitPath::PerTask };
-            let threads = cli
-                .threads
-                .map(|n| n as usize)
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-            Box::new(JitEngine::new(compiler, path, threads).map_err(|e| ToolError::msg(e.message))?)
+/// The engine of a run: the JIT keeps its store for the counters.
+enum Runner {
+    Interp(kiln::interp::Interpreter),
+    /// The engine, and the cache root and scope it uses (if any).
+    Jit(Box<kiln::jit::engine::JitEngine>, Option<(String, String)>),
+}
+
+/// `--target-cpu` / `--target-features`, else their environment variables
+/// (an empty variable counts as unset).
+fn target_override(flag: &Option<String>, var: &str) -> Option<String> {
+    flag.clone().or_else(|| std::env::var(var).ok().filter(|v| !v.is_empty()))
+}
+
+/// The engine for `cli`, and a warning to show (no cache directory could
+/// be derived).
+fn make_engine(cli: &Cli) -> Result<(Runner, Option<String>), ToolError> {
+    use kiln::codegen::{Compiler, HostTarget};
+    use kiln::jit::cached::{self, CachedTasks};
+    use kiln::jit::engine::{JitEngine, JitPath};
+    let cpu = target_override(&cli.target_cpu, "KILN_TARGET_CPU");
+    let features = target_override(&cli.target_features, "KILN_TARGET_FEATURES");
+    if cli.engine == EngineKind::Interp {
+        return Ok((Runner::Interp(kiln::interp::Interpreter::new()), None));
+    }
+    let target = HostTarget::detect_with(cpu.as_deref(), features.as_deref()).map_err(ToolError::msg)?;
+    let mut config = kiln::config::CompileConfig::default();
+    config.opt_level = opt_level(&cli.opt);
+    let compiler = Compiler::new(config, target.clone()).map_err(ToolError::msg)?;
+    let threads =
+        cli.threads.map(|n| n as usize).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let path = if cli.no_cache { JitPath::WholeKernel } else { JitPath::PerTask };
+    let mut engine = JitEngine::new(compiler, path, threads).map_err(|e| ToolError::msg(e.message))?;
+    let mut store_root = None;
+    let mut warning = None;
+    if !cli.no_cache {
+        match kiln::cache::resolve_cache_dir(cli.cache_dir.as_deref()) {
+            Ok(dir) => {
+                let store = cached::open_store(&dir, &target, cli.allow_insecure_cache).map_err(ToolError::msg)?;
+                store_root = Some((store.root().display().to_string(), store.scope_name().to_string()));
+                engine.set_provider(Box::new(CachedTasks::new(store)));
+            }
+            // Nowhere to keep a cache: run without one, and say so.
+            Err(e) => {
+                warning = Some(format!("{e}; running without a cache"));
+                engine.path = JitPath::WholeKernel;
+            }
         }
-    })
+    }
+    Ok((Runner::Jit(Box::new(engine), store_root), warning))
+}
+
+/// Writes to standard error; a closed one is not worth failing for.
+fn note(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+fn opt_level(text: &str) -> kiln::config::OptLevel {
+    use kiln::config::OptLevel;
+    match text {
+        "0" => OptLevel::O0,
+        "1" => OptLevel::O1,
+        "3" => OptLevel::O3,
+        _ => OptLevel::O2,
+    }
 }
 
 fn strip<'a>(s: &'a str, sigil: char) -> &'a str {
@@ -151,10 +237,38 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         data.load_npy(&name, &bytes).map_err(|m| ToolError::at(&file, m))?;
     }
 
-    let mut engine = make_engine(cli)?;
-    for (k, a) in kernels.iter().zip(&args) {
-        engine.run_kernel(&stream, &k.name, a, &mut fields).map_err(|e| ToolError::msg(e.message))?;
+    let (mut runner, warning) = make_engine(cli)?;
+    if let Some(w) = warning {
+        note(&format!("kiln-run: warning: {w}\n"));
     }
+    let t0 = std::time::Instant::now();
+    let engine: &mut dyn Engine = match &mut runner {
+        Runner::Interp(i) => i,
+        Runner::Jit(j, _) => &mut **j,
+    };
+    let mut result = Ok(());
+    for (k, a) in kernels.iter().zip(&args) {
+        result = engine.run_kernel(&stream, &k.name, a, &mut fields);
+        if result.is_err() {
+            break;
+        }
+    }
+    // The counters are shown whether or not the run succeeded.
+    let counters = match &runner {
+        Runner::Interp(_) => RunCounters { run_ms: t0.elapsed().as_secs_f64() * 1e3, ..RunCounters::default() },
+        Runner::Jit(j, cache) => {
+            for w in &j.stats.warnings {
+                note(&format!("kiln-run: warning: {w}\n"));
+            }
+            RunCounters::of_jit(&j.stats, cache.as_ref().map(|(d, s)| (d.as_str(), s.as_str())))
+        }
+    };
+    match cli.stats {
+        Some(StatsFormat::Text) => note(&counters.to_text("kiln-run")),
+        Some(StatsFormat::Json) => note(&format!("{}\n", counters.to_json())),
+        None => {}
+    }
+    result.map_err(|e| ToolError::msg(e.message))?;
 
     // Everything below happens only after every kernel succeeded.
     let mut out = String::new();

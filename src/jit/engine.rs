@@ -38,9 +38,34 @@ pub struct JitStats {
     pub tasks_loaded: u64,
     /// Tasks that took the whole-kernel path.
     pub whole_kernel_tasks: u64,
+    /// Tasks loaded from a cache record (cached per-task path).
+    pub cache_hits: u64,
+    /// Tasks compiled because the cache held no record for them.
+    pub cache_misses: u64,
+    /// Tasks compiled because their record was damaged or its object would
+    /// not add or link (the record was removed and written afresh).
+    pub corrupt_replaced: u64,
+    /// Records written to the cache.
+    pub records_stored: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Computing task keys (canonical text and hash).
+    pub key_time: Duration,
     pub compile_time: Duration,
+    /// Reading and verifying records, adding objects, linking and looking
+    /// entries up.
     pub load_time: Duration,
     pub run_time: Duration,
+    /// Cache problems the run survived (a record that could not be
+    /// written, a shard that could not be read): the tool shows them.
+    pub warnings: Vec<String>,
+}
+
+impl JitStats {
+    /// Tasks made ready to launch, on either path.
+    pub fn tasks(&self) -> u64 {
+        self.tasks_loaded + self.whole_kernel_tasks
+    }
 }
 
 /// Where the per-task path gets a loaded task from. The default,

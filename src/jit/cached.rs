@@ -1,0 +1,334 @@
+//! The cached per-task path: each task's object comes from the per-task
+//! artifact cache when a good record is there, and is compiled, loaded and
+//! stored when not.
+//!
+//! Owns: [`CachedTasks`] (the [`TaskProvider`] `kiln-run` uses whenever a
+//! cache is enabled), [`host_scope`] (the one mapping from the target
+//! codegen compiles for to the cache scope it reads and writes),
+//! [`open_store`], [`fill`] (what `kiln-compile --cache-dir` does for one
+//! task) and [`RunCounters`], the counters both tools report.
+//!
+//! Must never: compute a key any other way than [`crate::key::task_key`]
+//! (what `kiln-key` prints), load an object from a scope other than the
+//! target's, store an object that failed to load, reuse a failed dylib
+//! (every load is a fresh one, see [`Jit::load_task`]), print, or fail a
+//! run because of anything found in the cache: a damaged or unloadable
+//! record is erased, counted, compiled afresh and stored again.
+
+use super::engine::{JitStats, ProvideError, TaskProvider};
+use super::{Jit, LoadedTask};
+use crate::cache::{CacheError, HostScope, Key, Lookup, Store, StoreOptions};
+use crate::codegen::{self, Compiler, HostTarget};
+use crate::config::{CompileConfig, LaunchMeta, LLVM_VERSION};
+use crate::ir::{Field, Module};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The cache scope of objects compiled for `target`: its triple, CPU name
+/// and feature list, named by [`crate::cache::host::scope_name`]. The only
+/// place a [`HostTarget`] becomes a [`HostScope`].
+pub fn host_scope(target: &HostTarget) -> HostScope {
+    HostScope::from_feature_string(&target.triple, &target.cpu, &target.features)
+}
+
+/// Opens the store of `root` for objects compiled for `target`. The scope
+/// is recorded as this machine's own only when `target` is the detected
+/// host (not one simulated with `--target-cpu` / `--target-features`).
+pub fn open_store(root: &Path, target: &HostTarget, allow_insecure: bool) -> Result<Store, CacheError> {
+    let native = HostTarget::detect().is_ok_and(|h| h == *target);
+    let options = StoreOptions { allow_insecure, native, llvm_version: LLVM_VERSION.to_string(), fsync: true };
+    Store::open(root, host_scope(target), options)
+}
+
+/// A per-task module's key (exactly `kiln-key`'s) and the launch metadata
+/// of its task under the names it has in this module.
+pub fn key_and_meta(module: &Module, config: &CompileConfig) -> Result<(Key, LaunchMeta), codegen::CodegenError> {
+    let task = codegen::single_task(module)?;
+    let key = crate::key::task_key(module, task, config);
+    let fields: Vec<&Field> = module.fields().collect();
+    Ok((key, LaunchMeta::of_task(task, &fields, codegen::ENTRY_SYMBOL)))
+}
+
+/// Whether a record's metadata launches the same way as `expected`. Names
+/// of the task and of the kernel parameters may differ (they are not in
+/// the key: identical tasks of two kernels share a record); the launch
+/// uses `expected`'s names.
+fn same_launch(stored: &LaunchMeta, expected: &LaunchMeta) -> bool {
+    stored.entry_symbol == expected.entry_symbol
+        && stored.kind == expected.kind
+        && stored.fields == expected.fields
+        && stored.params.len() == expected.params.len()
+        && stored.params.iter().zip(&expected.params).all(|(a, b)| a.1 == b.1)
+}
+
+/// How a lookup ended before any compile.
+enum Found {
+    /// A record whose object loaded.
+    Loaded(LoadedTask),
+    /// A record that decoded but whose metadata or object was rejected
+    /// (the record has been erased).
+    Rejected,
+    /// A damaged record (the store erased it).
+    Damaged,
+    Missing,
+}
+
+/// The cache's [`TaskProvider`]: key, look up, load; or compile, load and
+/// store.
+pub struct CachedTasks {
+    store: Store,
+}
+
+/// At most this many warnings are kept per run (the first ones explain).
+const MAX_WARNINGS: usize = 16;
+
+fn warn(stats: &mut JitStats, text: String) {
+    if stats.warnings.len() < MAX_WARNINGS {
+        stats.warnings.push(text);
+    }
+}
+
+impl CachedTasks {
+    /// A provider over an open store (see [`open_store`]).
+    pub fn new(store: Store) -> CachedTasks {
+        CachedTasks { store }
+    }
+
+    /// The store it reads and writes.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    fn lookup(&self, jit: &Jit, key: &Key, meta: &LaunchMeta, hint: &str, stats: &mut JitStats) -> Found {
+        let t0 = Instant::now();
+        let got = self.store.get(key);
+        stats.load_time += t0.elapsed();
+        let record = match got {
+            Ok(Lookup::Hit(r)) => r,
+            Ok(Lookup::Miss) => return Found::Missing,
+            Ok(Lookup::Corrupt(_)) => return Found::Damaged,
+            Err(e) => {
+                // Neither a record nor damage (a shard the process may not
+                // read): compile, and say so.
+                warn(stats, format!("cache lookup of task @{hint} failed, compiling it: {e}"));
+                return Found::Missing;
+            }
+        };
+        if same_launch(&record.meta, meta) {
+            // A fresh dylib per attempt: a failed one's name is never
+            // reused, and the add or link error is an ordinary value.
+            if let Ok(t) = jit.load_task(hint, &record.object, meta) {
+                stats.load_time += t.times.add + t.times.link;
+                return Found::Loaded(t);
+            }
+        }
+        if let Err(e) = self.store.discard(key) {
+            warn(stats, format!("cannot remove the rejected record of task @{hint}: {e}"));
+        }
+        Found::Rejected
+    }
+}
+
+impl TaskProvider for CachedTasks {
+    fn provide(
+        &mut self,
+        jit: &Jit,
+        compiler: &Compiler,
+        module: &Module,
+        task: &str,
+        stats: &mut JitStats,
+    ) -> Result<LoadedTask, ProvideError> {
+        let before = self.store.stats();
+        let t0 = Instant::now();
+        let (key, meta) = key_and_meta(module, &compiler.config).map_err(ProvideError::Codegen)?;
+        stats.key_time += t0.elapsed();
+        let found = self.lookup(jit, &key, &meta, task, stats);
+        let result = match found {
+            Found::Loaded(t) => {
+                stats.cache_hits += 1;
+                stats.tasks_loaded += 1;
+                Ok(t)
+            }
+            other => {
+                match other {
+                    Found::Missing => stats.cache_misses += 1,
+                    _ => stats.corrupt_replaced += 1,
+                }
+                let c = compiler.compile_task(module).map_err(ProvideError::Codegen)?;
+                stats.tasks_compiled += 1;
+                stats.compile_time += c.compile_time;
+                let t1 = Instant::now();
+                // Loaded before it is stored: a failed artifact is never stored.
+                let loaded = jit.load_task(task, &c.object, &meta).map_err(ProvideError::Jit)?;
+                stats.load_time += t1.elapsed();
+                stats.tasks_loaded += 1;
+                match self.store.put(&key, &c.meta, &c.object) {
+                    Ok(()) => stats.records_stored += 1,
+                    Err(e) => warn(stats, format!("cannot store task @{task} in the cache: {e}")),
+                }
+                Ok(loaded)
+            }
+        };
+        let after = self.store.stats();
+        stats.bytes_read += after.bytes_read - before.bytes_read;
+        stats.bytes_written += after.bytes_written - before.bytes_written;
+        result
+    }
+}
+
+/// What [`fill`] did for one task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Filled {
+    /// A good record was already there.
+    Hit,
+    /// No record: compiled and stored.
+    Stored,
+    /// A damaged record: removed, compiled and stored afresh.
+    Replaced,
+}
+
+/// What [`fill`] measured for one task.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FillTimes {
+    pub key: Duration,
+    pub read: Duration,
+    pub compile: Duration,
+}
+
+/// Makes sure the store holds a good record for a per-task module
+/// (`kiln-compile --cache-dir`): a hit is checked (checksum, key,
+/// metadata) but not loaded, since the objects may be for another host.
+pub fn fill(store: &Store, compiler: &Compiler, module: &Module) -> Result<(Filled, FillTimes), ProvideError> {
+    let mut times = FillTimes::default();
+    let t0 = Instant::now();
+    let (key, meta) = key_and_meta(module, &compiler.config).map_err(ProvideError::Codegen)?;
+    times.key = t0.elapsed();
+    let t1 = Instant::now();
+    let got = store.get(&key).map_err(|e| ProvideError::Other(e.to_string()))?;
+    times.read = t1.elapsed();
+    let outcome = match got {
+        Lookup::Hit(r) if same_launch(&r.meta, &meta) => return Ok((Filled::Hit, times)),
+        Lookup::Hit(_) => {
+            store.discard(&key).map_err(|e| ProvideError::Other(e.to_string()))?;
+            Filled::Replaced
+        }
+        Lookup::Corrupt(_) => Filled::Replaced,
+        Lookup::Miss => Filled::Stored,
+    };
+    let c = compiler.compile_task(module).map_err(ProvideError::Codegen)?;
+    times.compile = c.compile_time;
+    store.put(&key, &c.meta, &c.object).map_err(|e| ProvideError::Other(e.to_string()))?;
+    Ok((outcome, times))
+}
+
+/// Where a run's tasks came from: the counters `kiln-run --stats` and
+/// `kiln-compile --stats` print (as text or as one JSON object).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RunCounters {
+    /// The cache root, or `None` when no cache was used.
+    pub cache_dir: Option<String>,
+    /// The scope directory of the target.
+    pub scope: Option<String>,
+    /// Tasks made ready (loaded, or compiled and stored by kiln-compile).
+    pub tasks: u64,
+    pub hits: u64,
+    /// Tasks compiled because no record was there.
+    pub misses: u64,
+    /// Damaged or unloadable records erased, compiled afresh and stored.
+    pub corrupt_replaced: u64,
+    /// Task modules compiled (misses plus replacements, per-task path).
+    pub compiled: u64,
+    /// Records written.
+    pub stored: u64,
+    /// Tasks that took the whole-kernel path (no cache).
+    pub whole_kernel_tasks: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub key_ms: f64,
+    pub compile_ms: f64,
+    pub load_ms: f64,
+    pub run_ms: f64,
+}
+
+fn ms(d: Duration) -> f64 {
+    // Three decimals: microseconds, enough for a per-task load.
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+impl RunCounters {
+    /// The counters of a JIT engine's run; `cache` is the root and scope
+    /// of its store, if it had one.
+    pub fn of_jit(stats: &JitStats, cache: Option<(&str, &str)>) -> RunCounters {
+        RunCounters {
+            cache_dir: cache.map(|c| c.0.to_string()),
+            scope: cache.map(|c| c.1.to_string()),
+            tasks: stats.tasks(),
+            hits: stats.cache_hits,
+            misses: stats.cache_misses,
+            corrupt_replaced: stats.corrupt_replaced,
+            compiled: stats.tasks_compiled,
+            stored: stats.records_stored,
+            whole_kernel_tasks: stats.whole_kernel_tasks,
+            bytes_read: stats.bytes_read,
+            bytes_written: stats.bytes_written,
+            key_ms: ms(stats.key_time),
+            compile_ms: ms(stats.compile_time),
+            load_ms: ms(stats.load_time),
+            run_ms: ms(stats.run_time),
+        }
+    }
+
+    /// Adds the outcome of one [`fill`].
+    pub fn add_fill(&mut self, filled: Filled, times: FillTimes) {
+        self.tasks += 1;
+        match filled {
+            Filled::Hit => self.hits += 1,
+            Filled::Stored => self.misses += 1,
+            Filled::Replaced => self.corrupt_replaced += 1,
+        }
+        if filled != Filled::Hit {
+            self.compiled += 1;
+            self.stored += 1;
+        }
+        self.key_ms += ms(times.key);
+        self.load_ms += ms(times.read);
+        self.compile_ms += ms(times.compile);
+    }
+
+    /// The counters as one JSON object on one line.
+    pub fn to_json(&self) -> String {
+        // Plain data: serialising cannot fail.
+        serde_json::to_string(self).expect("counters serialise")
+    }
+
+    /// The counters as aligned text, one per line, headed by `tool`.
+    pub fn to_text(&self, tool: &str) -> String {
+        let mut out = format!("{tool}: stats\n");
+        let mut line = |name: &str, value: String| {
+            let _ = writeln!(out, "  {name:<18} {value}");
+        };
+        match (&self.cache_dir, &self.scope) {
+            (Some(d), Some(s)) => {
+                line("cache", d.clone());
+                line("scope", s.clone());
+            }
+            _ => line("cache", "off".into()),
+        }
+        line("tasks", self.tasks.to_string());
+        line("hits", self.hits.to_string());
+        line("misses", self.misses.to_string());
+        line("corrupt replaced", self.corrupt_replaced.to_string());
+        line("compiled", self.compiled.to_string());
+        line("stored", self.stored.to_string());
+        line("whole-kernel tasks", self.whole_kernel_tasks.to_string());
+        line("bytes read", self.bytes_read.to_string());
+        line("bytes written", self.bytes_written.to_string());
+        line("keying", format!("{:.3} ms", self.key_ms));
+        line("compiling", format!("{:.3} ms", self.compile_ms));
+        line("loading", format!("{:.3} ms", self.load_ms));
+        line("running", format!("{:.3} ms", self.run_ms));
+        out
+    }
+}
