@@ -2,14 +2,22 @@
 //! cached.
 //!
 //! Owns: the canonical per-task text and the [`Key`]. The canonical text of
-//! a task is its per-task module as [`crate::passes::split::task_needs`]
-//! defines it (the fields it touches, sorted by name; the functions it
-//! calls transitively, sorted by name; the task item), printed with every
-//! value renamed `%0, %1, ...` in definition order (parameters first) in
-//! each body, the task named `@task` and its kernel `@kernel`, and no
-//! module name. So value names, comments, layout, the order of items, items
-//! the task does not use, and the names of the task and its kernel never
-//! change a key; any change to what the task computes or touches does.
+//! a task is its per-task module — its fields and functions in module
+//! order, then the task item — printed with every value renamed `%0, %1,
+//! ...` in definition order (parameters first) in each body, the task
+//! named `@task` and its kernel `@kernel`, and no module name.
+//!
+//! The fields and functions are exactly the module's, in its order,
+//! because that is what codegen compiles: the object takes the fields'
+//! base pointers in module order, so two modules listing the same fields in
+//! another order, or one more field, must not share an object. What makes
+//! keys insensitive to unused items and to item order is `split-tasks`
+//! (`crate::passes::split`), which gives every task module exactly the
+//! fields it touches and the functions it calls, each sorted by name. So,
+//! for a kernel file keyed through [`task_stream`], value names, comments,
+//! layout, the order of items, items a task does not use, other tasks, and
+//! the names of the task and its kernel never change a key; any change to
+//! what the task computes or touches does.
 //!
 //! The key is blake3 over, in order: the domain tag `kiln task key\0`, the
 //! key format version ([`KEY_FORMAT_VERSION`], 4 bytes little-endian), the
@@ -25,7 +33,6 @@
 
 use crate::config::CompileConfig;
 use crate::ir::*;
-use crate::passes::split::task_needs;
 use std::fmt;
 
 /// The version of the key's format: bump it when the canonical text or the
@@ -44,9 +51,10 @@ const DOMAIN: &[u8] = b"kiln task key\0";
 pub use crate::cache::Key;
 
 /// The canonical per-task module of `task`, a task item of module `m`:
-/// what it needs from `m`, values renumbered, placeholder names.
+/// `m`'s fields and functions, the task, values renumbered, placeholder
+/// names.
 pub fn canonical_module(m: &Module, task: &TaskItem) -> Module {
-    let (fields, funcs) = task_needs(m, &task.body, task.body.entry, &task.kind);
+    let (fields, funcs) = module_items(m);
     let mut items: Vec<Item> = Vec::with_capacity(fields.len() + funcs.len() + 1);
     items.extend(fields.into_iter().map(|f| Item::Field(Field { span: Span::DUMMY, ..f.clone() })));
     for f in funcs {
@@ -63,6 +71,12 @@ pub fn canonical_module(m: &Module, task: &TaskItem) -> Module {
     Module { name: None, items, span: Span::DUMMY }
 }
 
+/// The fields and functions of a task's module that its text includes:
+/// all of them, in module order (see the module doc for why).
+fn module_items(m: &Module) -> (Vec<&Field>, Vec<&Func>) {
+    (m.fields().collect(), m.funcs().collect())
+}
+
 /// The canonical text of a task (see the module doc): exactly
 /// `canonical_module(m, task).to_string()`, written directly, without
 /// copying the task or going through `fmt` (keying runs at hundreds of MB/s
@@ -75,7 +89,7 @@ pub fn canonical_text(m: &Module, task: &TaskItem) -> String {
 
 /// Appends the canonical text of a task to `out`.
 pub fn write_canonical(out: &mut String, m: &Module, task: &TaskItem) {
-    let (fields, funcs) = task_needs(m, &task.body, task.body.entry, &task.kind);
+    let (fields, funcs) = module_items(m);
     let mut first = true;
     for f in &fields {
         out.push_str("field @");

@@ -278,3 +278,17 @@ fn canonical_text_is_the_printed_canonical_module() {
     }
     assert!(tasks > 300, "only {tasks} tasks compared");
 }
+
+/// A task module of a split stream is keyed as codegen compiles it: its
+/// fields, in order, are the object's field arguments, so an extra field
+/// there is another object (a kernel file never gets one: split-tasks gives
+/// each task module exactly the fields it touches).
+#[test]
+fn a_split_task_modules_own_fields_are_part_of_its_key() {
+    let split = key::task_stream(kiln::parser::parse(BASE).expect("parses")).expect("splits").to_string();
+    let extra = split.replacen("module @k.0 {\n", "module @k.0 {\n  field @zzz : i32\n", 1);
+    assert_ne!(extra, split);
+    let (k, base) = (keys(&extra), base());
+    assert_ne!(k["k.0"], base["k.0"]);
+    assert_eq!(k["k.1"], base["k.1"]);
+}

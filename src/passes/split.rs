@@ -10,8 +10,9 @@
 //! as a sequence of `launch` statements.
 //!
 //! Also owns [`task_needs`], the one definition of what a task needs from
-//! its module, which the key (`crate::key`) uses too, so that the text that
-//! is hashed and the module that is compiled can never disagree.
+//! its module. Because every task module holds exactly that, sorted, keys
+//! (`crate::key`, which hashes the module as codegen compiles it) do not
+//! depend on unused items or on item order.
 //!
 //! Must never: offload. A kernel that still holds plain statements is an
 //! error (run `offload` first); the default pipeline does. A stream that is
