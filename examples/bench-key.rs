@@ -3,6 +3,9 @@
 //! the canonical text's size, the time per round and the throughput.
 //!
 //! `cargo run --release --example bench-key -- tasks.kir [ROUNDS]`
+//!
+//! With `KILN_BENCH_PHASES` set, it also times the reference route (build
+//! the canonical module, print it through `Display`, hash) phase by phase.
 
 use kiln::config::CompileConfig;
 use std::time::Instant;
