@@ -92,7 +92,7 @@ fn make_engine(kind: EngineKind) -> Box<dyn Engine> {
     }
 }
 
-fn strip<'a>(s: &'a str, sigil: char) -> &'a str {
+fn strip(s: &str, sigil: char) -> &str {
     s.strip_prefix(sigil).unwrap_or(s)
 }
 
