@@ -44,7 +44,7 @@ test-cargo:
 	INSTA_UPDATE=no INSTA_FORCE_PASS=0 $(CARGO) test --all-targets
 
 test-lit:
-	$(CARGO) build --bins
+	$(CARGO) build --bins --examples
 	KILN_BIN_DIR=$(DEBUG_BIN) $(LLVM_BIN)/lit -sv lit-tests
 
 demo: build-release

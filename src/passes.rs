@@ -10,6 +10,13 @@
 use crate::diag::Diagnostics;
 use crate::ir::Stream;
 
+pub mod cse;
+pub mod dce;
+pub mod offload;
+pub mod simplify;
+pub mod split;
+mod util;
+
 /// A transformation (or check) of a whole stream of modules.
 pub trait Pass: Sync {
     /// The name used in `--passes=`.
@@ -37,7 +44,39 @@ impl Pass for Verify {
 }
 
 /// Every pass, in the order `--print-passes` lists them.
-pub static REGISTRY: &[&dyn Pass] = &[&Verify];
+pub static REGISTRY: &[&dyn Pass] = &[
+    &Verify,
+    &offload::Offload,
+    &simplify::Simplify,
+    &cse::Cse,
+    &dce::Dce,
+    &split::SplitTasks,
+];
+
+/// The pipeline that turns a kernel file into keyed, compilable per-task
+/// modules: the `-O2` preset (`simplify, dce, offload, simplify, cse, dce`)
+/// then `split-tasks`. `kiln-key`, `kiln-compile` and `kiln-run` all use
+/// it, so they agree on every task's text and therefore on its key; and
+/// `kiln-opt -O2 | kiln-opt --passes=split-tasks` gives the same stream.
+/// Simplifying before `offload` turns constant loop bounds into literals
+/// (so loop nests over a field's shape become `struct_for` tasks) and
+/// removes dead top-level code that would otherwise become tasks.
+pub fn default_pipeline() -> [&'static dyn Pass; 7] {
+    [
+        &simplify::Simplify,
+        &dce::Dce,
+        &offload::Offload,
+        &simplify::Simplify,
+        &cse::Cse,
+        &dce::Dce,
+        &split::SplitTasks,
+    ]
+}
+
+/// Runs passes in order, stopping at the first that fails.
+pub fn run_passes(passes: &[&dyn Pass], stream: &mut Stream) -> Result<(), Diagnostics> {
+    passes.iter().try_for_each(|p| p.run(stream))
+}
 
 /// Looks a pass up by name.
 pub fn lookup(name: &str) -> Option<&'static dyn Pass> {
@@ -185,7 +224,7 @@ pub fn format_timings(timings: &[PassTiming]) -> String {
     use std::fmt::Write;
     let total: Duration = timings.iter().map(|t| t.pass + t.verify).sum();
     let mut rows: Vec<&PassTiming> = timings.iter().collect();
-    rows.sort_by(|a, b| (b.pass + b.verify).cmp(&(a.pass + a.verify)));
+    rows.sort_by_key(|t| std::cmp::Reverse(t.pass + t.verify));
     let mut out = String::new();
     let _ = writeln!(out, "===-------------------------------------------------------------------------===");
     let _ = writeln!(out, "                      ... Pass execution timing report ...");
@@ -272,6 +311,42 @@ mod pipeline_tests {
             rec.0,
             vec![("verify".into(), Some(false)), ("add-module".into(), Some(true)), ("verify".into(), Some(false))]
         );
+    }
+
+    /// A pass that makes invalid IR: a kernel whose body is `break`.
+    struct Breaks;
+    impl Pass for Breaks {
+        fn name(&self) -> &'static str {
+            "breaks"
+        }
+        fn description(&self) -> &'static str {
+            "test pass"
+        }
+        fn run(&self, stream: &mut Stream) -> Result<(), Diagnostics> {
+            use crate::ir::*;
+            let mut body = Body::new();
+            let s = body.new_stmt(StmtKind::Break, Span::DUMMY);
+            body.push(body.entry, s);
+            let k = Kernel { name: "k".into(), params: Vec::new(), body, span: Span::DUMMY };
+            stream.modules.push(Module { name: None, items: vec![Item::Kernel(k)], span: Span::DUMMY });
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn verify_each_names_the_pass_that_broke_the_ir() {
+        let mut s = Stream::default();
+        let opts = PipelineOptions { verify_each: true, ..Default::default() };
+        match run_pipeline(&mut s, &[lookup("verify").expect("registered"), &Breaks], &opts, &mut NoObserver) {
+            Err(PipelineError::Invalid { pass, diags }) => {
+                assert_eq!(pass, "breaks");
+                assert_eq!(diags.0[0].message, "break outside a loop");
+            }
+            other => panic!("expected the verifier to reject the pass's output, got {other:?}"),
+        }
+        // Without --verify-each the pipeline does not look.
+        let mut s = Stream::default();
+        assert!(run_pipeline(&mut s, &[&Breaks], &PipelineOptions::default(), &mut NoObserver).is_ok());
     }
 
     #[test]

@@ -44,11 +44,10 @@ pub fn verify(stream: &Stream) -> Result<(), Diagnostics> {
     let mut module_names: HashMap<&str, ()> = HashMap::new();
     for m in &stream.modules {
         match &m.name {
-            Some(n) => {
-                if module_names.insert(n.as_str(), ()).is_some() {
-                    diags.push(Diagnostic::error(format!("duplicate module @{n}"), m.span));
-                }
+            Some(n) if module_names.insert(n.as_str(), ()).is_some() => {
+                diags.push(Diagnostic::error(format!("duplicate module @{n}"), m.span));
             }
+            Some(_) => {}
             None if multi => {
                 diags.push(Diagnostic::error("module without a name in a stream of named modules", m.span))
             }
@@ -483,8 +482,10 @@ struct BodyChecker<'a, 'd> {
     visible: Vec<bool>,
     /// Values made visible, in order; blocks truncate it on exit.
     scope: Vec<Value>,
-    /// The first definition of each name in pre-order (params first).
-    defs: HashMap<&'a str, Value>,
+    /// Every definition: its name, its naming scope (see [`Self::scope`])
+    /// and its pre-order rank; after `names`, sorted. Sorting short names
+    /// beats hashing them for bodies of the usual size.
+    defs: Vec<(&'a str, u32, u32, Value)>,
     /// Calls to functions: callee and span, for the recursion check.
     calls: Vec<(Name, Span)>,
 }
@@ -503,7 +504,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             order: Vec::with_capacity(body.stmts.len()),
             visible: vec![false; body.values.len()],
             scope: Vec::new(),
-            defs: HashMap::new(),
+            defs: Vec::with_capacity(body.values.len()),
             calls: Vec::new(),
         };
         if !ck.structure() {
@@ -565,6 +566,19 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             self.err(format!("malformed IR: parameter value {} of {owner} is out of range", p.0), span);
             return false;
         }
+        if let Owner::TaskItem(t) = self.owner {
+            let mut bad = None;
+            let header = StmtData { kind: StmtKind::Task { name: t.name.clone(), kind: t.kind.clone(), body: body.entry }, result: None, span };
+            visit_values(&header, &mut |v| {
+                if v.index() >= nv {
+                    bad = Some(v)
+                }
+            });
+            if let Some(v) = bad {
+                self.err(format!("malformed IR: value {} in the header of {owner} is out of range", v.0), span);
+                return false;
+            }
+        }
         let mut block_seen = vec![false; nb];
         block_seen[body.entry.index()] = true;
         // (block, next statement index, depth, enclosing task)
@@ -623,11 +637,12 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     fn names(&mut self) {
         let body = self.body;
         for &p in &body.params {
-            self.define_name(p);
+            self.define_name(p, 0);
         }
         for i in 0..self.order.len() {
             let s = self.order[i];
             let sd = body.stmt(s);
+            let scope = self.scope_of(s);
             if let Some(r) = sd.result {
                 if body.value(r).def != ValueDef::Result(s) {
                     self.err(
@@ -635,8 +650,10 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                         sd.span,
                     );
                 }
-                self.define_name(r);
+                self.define_name(r, scope);
             }
+            // A task's variables belong to the task.
+            let var_scope = if matches!(sd.kind, StmtKind::Task { .. }) { s.0 + 1 } else { scope };
             for (k, v) in loop_vars(&sd.kind).iter().enumerate() {
                 if body.value(*v).def != ValueDef::LoopVar(s, k as u32) {
                     self.err(
@@ -644,7 +661,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                         sd.span,
                     );
                 }
-                self.define_name(*v);
+                self.define_name(*v, var_scope);
             }
         }
         if let Owner::TaskItem(t) = self.owner {
@@ -652,20 +669,53 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 if !matches!(body.value(v).def, ValueDef::LoopVar(_, i) if i == k as u32) {
                     self.err(format!("malformed IR: %{} is not a loop variable of task @{}", body.name(v), t.name), t.span);
                 }
-                self.define_name(v);
+                self.define_name(v, 0);
+            }
+        }
+        self.duplicate_names();
+    }
+
+    /// The naming scope of the values a statement defines. Names are
+    /// unique within a body, except that each task of a kernel is a scope
+    /// of its own (tasks see no value of another task, and each becomes a
+    /// body of its own in `split-tasks`): 0 for the body, `t + 1` inside
+    /// task statement `t`. Scope 0 (parameters above all) clashes with
+    /// every scope.
+    fn scope_of(&self, s: Stmt) -> u32 {
+        self.task_of[s.index()].map_or(0, |t| t.0 + 1)
+    }
+
+    fn define_name(&mut self, v: Value, scope: u32) {
+        let rank = self.defs.len() as u32;
+        self.defs.push((self.body.value(v).name.as_str(), scope, rank, v));
+    }
+
+    /// Reports every definition of a name after the first that it clashes
+    /// with: any other in its scope, and any at all when the name is
+    /// defined in scope 0.
+    fn duplicate_names(&mut self) {
+        self.defs.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+        let mut group_has_scope0 = false;
+        for i in 0..self.defs.len() {
+            let (name, scope, _, v) = self.defs[i];
+            let prev = i.checked_sub(1).map(|j| self.defs[j]);
+            let same_name = prev.is_some_and(|p| p.0 == name);
+            if !same_name {
+                group_has_scope0 = scope == 0;
+                continue;
+            }
+            let clash = group_has_scope0 || prev.is_some_and(|p| p.1 == scope);
+            if clash && prev.is_some_and(|p| p.3 != v) {
+                self.err(format!("duplicate value name %{name}"), self.body.value(v).span);
             }
         }
     }
 
-    fn define_name(&mut self, v: Value) {
-        let vd = self.body.value(v);
-        if let Some(&first) = self.defs.get(vd.name.as_str()) {
-            if first != v {
-                self.err(format!("duplicate value name %{}", vd.name), vd.span);
-            }
-        } else {
-            self.defs.insert(vd.name.as_str(), v);
-        }
+    /// A definition of `name`: the first in pre-order of the body scope if
+    /// there is one, else of the first task that defines it.
+    fn first_def(&self, name: &str) -> Option<Value> {
+        let i = self.defs.partition_point(|d| d.0 < name);
+        self.defs.get(i).filter(|d| d.0 == name).map(|d| d.3)
     }
 
     /// A kernel's top level holds tasks only, or no task at all.
@@ -673,8 +723,10 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         let body = self.body;
         let top = body.block(body.entry);
         let is_task = |s: &Stmt| matches!(body.stmt(*s).kind, StmtKind::Task { .. });
+        // One error per kernel, at the first stray statement: the rest are
+        // the same mistake.
         if top.iter().any(is_task) {
-            for s in top.iter().filter(|s| !is_task(s)) {
+            if let Some(s) = top.iter().find(|s| !is_task(s)) {
                 self.err(
                     format!("statement outside a task in kernel @{}, whose body holds tasks", k.name),
                     body.stmt(*s).span,
@@ -717,9 +769,9 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             ValueDef::Undefined => {
                 // The parser keeps a use of a name it could not resolve; say
                 // why if the name is defined somewhere else in the body.
-                let msg = match self.defs.get(name.as_str()) {
+                let msg = match self.first_def(name) {
                     None => format!("use of undefined value %{name}"),
-                    Some(&d) => self.out_of_scope(d, s),
+                    Some(d) => self.out_of_scope(d, s),
                 };
                 self.err(msg, vd.span);
                 return None;
@@ -980,11 +1032,11 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             StmtKind::Task { name, kind, body: b } => {
                 let ok_place = matches!(self.owner, Owner::Kernel(_)) && cx.depth == 0;
                 if !ok_place {
-                    let why = match self.owner {
-                        Owner::Kernel(_) => "task @{} is nested in a statement; tasks only stand at the top level of a kernel",
-                        _ => "task @{} outside a kernel; tasks only stand at the top level of a kernel",
+                    let place = match self.owner {
+                        Owner::Kernel(_) => "is nested in a statement",
+                        _ => "outside a kernel",
                     };
-                    self.err(why.replace("{}", name), span);
+                    self.err(format!("task @{name} {place}; tasks only stand at the top level of a kernel"), span);
                 }
                 let parallel = self.task_header(kind, Some(s), span);
                 let loop_cx = if parallel { LoopCx::Parallel } else { LoopCx::None };
@@ -1038,13 +1090,10 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     /// The element type of a field reference, after checking the field,
     /// the rank and the index types.
     fn field_ref(&mut self, r: &FieldRef, s: Stmt) -> Option<Scalar> {
-        let mut index_types = Vec::with_capacity(r.indices.len());
         for &i in &r.indices {
-            index_types.push(self.scalar(i, s));
-        }
-        for t in index_types.into_iter().flatten() {
-            if t != Scalar::I32 && t != Scalar::I64 {
-                self.err(format!("field index must be i32 or i64, found {t}"), r.span);
+            match self.scalar(i, s) {
+                Some(Scalar::I32 | Scalar::I64) | None => {}
+                Some(t) => self.err(format!("field index must be i32 or i64, found {t}"), r.span),
             }
         }
         let Some(f) = self.cx.field(&r.field) else {
@@ -1143,11 +1192,13 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 }
                 (None, None) => {}
             },
+            // A plain `ret` ends the kernel early.
             Owner::Kernel(_) => {
                 if v.is_some() {
                     self.err("ret with a value in a kernel", span);
                 }
             }
+            // Reported above: a task runs to its end.
             Owner::TaskItem(_) => {}
         }
     }
@@ -1384,8 +1435,8 @@ fn item_kind(it: &Item) -> &'static str {
 /// This simple rule is the documented one: a function that returns a value
 /// from inside a loop must still end with `ret`.
 fn ends_with_ret(body: &Body, b: Block) -> bool {
-    // Iterative over the else chain depth is unnecessary: nesting is
-    // bounded by MAX_NESTING, checked before this runs.
+    // Recursion is bounded: `structure` rejected nesting deeper than
+    // MAX_NESTING before this runs.
     match body.block(b).last().map(|&s| &body.stmt(s).kind) {
         Some(StmtKind::Ret(_)) => true,
         Some(StmtKind::If { then_blk, else_blk: Some(e), .. }) => ends_with_ret(body, *then_blk) && ends_with_ret(body, *e),

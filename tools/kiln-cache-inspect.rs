@@ -1,1 +1,319 @@
-fn main() {}
+//! `kiln-cache-inspect`: list, count, show, verify and prune Kiln's
+//! per-task artifact cache. A thin `main` over `kiln::cache::inspect`:
+//! argument parsing and formatting only. See
+//! `docs/tools/kiln-cache-inspect.md`.
+
+use clap::{Parser, Subcommand};
+use kiln::cache::inspect::{self, Cache, InspectOptions, PrunePlan, Totals};
+use kiln::cache::size::{format_duration, format_size, parse_duration, parse_size};
+use kiln::config::{MetaBound, MetaKind};
+use kiln::tool::{main_with, write_output, ToolError};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+const TOOL: &str = "kiln-cache-inspect";
+
+#[derive(Parser)]
+#[command(name = TOOL, version, about = "List, verify and prune Kiln's per-task artifact cache")]
+struct Cli {
+    /// The cache root [default: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln]
+    #[arg(long, global = true, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Accept a cache directory that another user owns or that is group- or world-writable
+    #[arg(long, global = true)]
+    allow_insecure_cache: bool,
+    /// Take SCOPE as this host's scope (by default: the scope a Kiln process with LLVM recorded for this machine)
+    #[arg(long, global = true, value_name = "SCOPE")]
+    host_scope: Option<String>,
+    /// Print JSON for scripts
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List scopes (marking this host's) and their records
+    List,
+    /// Totals per scope and overall: records, bytes, oldest and newest use, temporary leftovers
+    Stats,
+    /// Show the full metadata of one record, by key or unique key prefix
+    Show {
+        /// A key, or a prefix of one (hex)
+        key: String,
+    },
+    /// Check every record; report each damaged one and why
+    Verify {
+        /// Remove the damaged records
+        #[arg(long)]
+        fix: bool,
+    },
+    /// Remove records and leftovers; criteria add up
+    Prune {
+        /// Remove least recently used records until all records fit in SIZE (e.g. 500M, 2G)
+        #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+        max_size: Option<u64>,
+        /// Remove records not used for DURATION (e.g. 30d, 12h)
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        older_than: Option<Duration>,
+        /// Remove the scopes of other hosts
+        #[arg(long)]
+        foreign_scopes: bool,
+        /// Remove temporary files older than AGE [default AGE: 1h], left by killed writers
+        #[arg(long, value_name = "AGE", num_args = 0..=1, require_equals = true,
+              default_missing_value = "1h", value_parser = parse_duration)]
+        temp: Option<Duration>,
+        /// Print what would be removed; remove nothing
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    main_with(TOOL, || run(cli))
+}
+
+fn cache_err(e: kiln::cache::CacheError) -> ToolError {
+    ToolError::msg(e)
+}
+
+fn run(cli: Cli) -> Result<(), ToolError> {
+    if let Command::Prune { max_size: None, older_than: None, foreign_scopes: false, temp: None, .. } = cli.command {
+        return Err(ToolError::Usage(
+            "prune needs at least one of --max-size, --older-than, --foreign-scopes, --temp".into(),
+        ));
+    }
+    let root = kiln::cache::resolve_cache_dir(cli.cache_dir.as_deref()).map_err(cache_err)?;
+    let options = InspectOptions { allow_insecure: cli.allow_insecure_cache, host_scope: cli.host_scope.clone() };
+    let cache = Cache::open(&root, &options).map_err(cache_err)?;
+    let now = kiln::cache::record::unix_now();
+    let json = cli.json;
+    match cli.command {
+        Command::List => {
+            let listing = cache.list().map_err(cache_err)?;
+            emit(json, &listing, || text_list(&listing, now))
+        }
+        Command::Stats => {
+            let stats = cache.stats().map_err(cache_err)?;
+            emit(json, &stats, || text_stats(&stats, now))
+        }
+        Command::Show { key } => {
+            let shown = cache.show(&key).map_err(cache_err)?;
+            emit(json, &shown, || text_show(&shown, now))
+        }
+        Command::Verify { fix } => {
+            let report = cache.verify(fix).map_err(cache_err)?;
+            emit(json, &report, || text_verify(&report, cache.root()))?;
+            let left = report.bad.iter().filter(|b| !b.removed).count();
+            if left > 0 {
+                return Err(ToolError::msg(if fix {
+                    format!("{left} damaged record(s) could not be removed")
+                } else {
+                    format!("{left} damaged record(s); `{TOOL} verify --fix` removes them")
+                }));
+            }
+            Ok(())
+        }
+        Command::Prune { max_size, older_than, foreign_scopes, temp, dry_run } => {
+            let plan = PrunePlan { max_size, older_than, foreign_scopes, temp_older_than: temp, dry_run };
+            let report = cache.prune(&plan).map_err(cache_err)?;
+            emit(json, &report, || text_prune(&report, cache.root(), now))
+        }
+    }
+}
+
+/// Writes `value` as JSON or the text `text` makes, to stdout.
+fn emit(json: bool, value: &impl Serialize, text: impl FnOnce() -> String) -> Result<(), ToolError> {
+    let out = if json {
+        let mut s = serde_json::to_string_pretty(value).map_err(|e| ToolError::msg(format!("cannot write JSON: {e}")))?;
+        s.push('\n');
+        s
+    } else {
+        text()
+    };
+    write_output(None, out.as_bytes())
+}
+
+fn ago(now: u64, then: u64) -> String {
+    format!("{} ago", format_duration(Duration::from_secs(now.saturating_sub(then))))
+}
+
+fn rel(root: &Path, p: &Path) -> String {
+    p.strip_prefix(root).unwrap_or(p).display().to_string()
+}
+
+fn text_list(l: &inspect::Listing, now: u64) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "cache {}", l.root.display());
+    if l.this_host.is_none() {
+        let _ = writeln!(out, "this host's scope: unknown (no Kiln process with LLVM has recorded it)");
+    }
+    if l.scopes.is_empty() {
+        let _ = writeln!(out, "no scopes");
+    }
+    for s in &l.scopes {
+        let bytes: u64 = s.records.iter().map(|r| r.size).sum();
+        let _ = writeln!(
+            out,
+            "\nscope {}{}: {} record{}, {}{}",
+            s.name,
+            if s.this_host { " (this host)" } else { "" },
+            s.records.len(),
+            if s.records.len() == 1 { "" } else { "s" },
+            format_size(bytes),
+            if s.temp_files > 0 { format!(", {} temporary file(s)", s.temp_files) } else { String::new() }
+        );
+        if s.records.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "  {:<16}  {:<24}  {:<10}  {:>7}  {:>9}  LAST USE", "KEY", "TASK", "KIND", "SIZE", "AGE");
+        for r in &s.records {
+            let hex = r.key.to_hex();
+            let task = match (&r.task, &r.problem) {
+                (Some(t), _) => t.clone(),
+                (None, Some(p)) => format!("<damaged: {p}>"),
+                (None, None) => "?".into(),
+            };
+            let _ = writeln!(
+                out,
+                "  {:<16}  {:<24}  {:<10}  {:>7}  {:>9}  {}",
+                &hex[..16],
+                task,
+                r.kind.unwrap_or("?"),
+                format_size(r.size),
+                r.created_unix.map_or("?".into(), |c| format_duration(Duration::from_secs(now.saturating_sub(c)))),
+                ago(now, r.last_use_unix)
+            );
+        }
+    }
+    out
+}
+
+fn totals_text(out: &mut String, t: &Totals, now: u64) {
+    let _ = writeln!(out, "  records      {}", t.records);
+    let _ = writeln!(out, "  size         {} ({} bytes)", format_size(t.bytes), t.bytes);
+    if let (Some(o), Some(n)) = (t.oldest_unix, t.newest_unix) {
+        let _ = writeln!(out, "  oldest use   {}", ago(now, o));
+        let _ = writeln!(out, "  newest use   {}", ago(now, n));
+    }
+    let _ = writeln!(out, "  temporaries  {} ({})", t.temp_files, format_size(t.temp_bytes));
+}
+
+fn text_stats(s: &inspect::Stats, now: u64) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "cache {}", s.root.display());
+    for sc in &s.scopes {
+        let _ = writeln!(out, "scope {}{}", sc.name, if sc.this_host { " (this host)" } else { "" });
+        totals_text(&mut out, &sc.totals, now);
+    }
+    let _ = writeln!(out, "total ({} scope{})", s.scopes.len(), if s.scopes.len() == 1 { "" } else { "s" });
+    totals_text(&mut out, &s.total, now);
+    out
+}
+
+fn bound(b: &MetaBound, params: &[(String, String)]) -> String {
+    match b {
+        MetaBound::Const(c) => c.to_string(),
+        MetaBound::Param(i) => params.get(*i as usize).map_or(format!("param #{i}"), |p| p.0.clone()),
+        MetaBound::Field(f) => format!("{f}[]"),
+    }
+}
+
+fn text_show(s: &inspect::Shown, now: u64) -> String {
+    let mut out = String::new();
+    let m = &s.meta;
+    let created = std::time::UNIX_EPOCH + Duration::from_secs(s.producer.created_unix);
+    let last_use = std::time::UNIX_EPOCH + Duration::from_secs(s.last_use_unix);
+    let kind = match &m.kind {
+        MetaKind::Serial => "serial".to_string(),
+        MetaKind::RangeFor { lo, hi, block_dim } => {
+            format!("range_for {} .. {} block_dim {block_dim}", bound(lo, &m.params), bound(hi, &m.params))
+        }
+        MetaKind::StructFor { field, rank, block_dim } => format!("struct_for over {field} (rank {rank}) block_dim {block_dim}"),
+    };
+    let params: Vec<String> = m.params.iter().map(|(n, t)| format!("{n}: {t}")).collect();
+    let fields: Vec<String> = m
+        .fields
+        .iter()
+        .map(|f| {
+            let dims: Vec<String> = f.shape.iter().map(u64::to_string).collect();
+            format!("{}: {}[{}]", f.name, f.elem, dims.join(", "))
+        })
+        .collect();
+    let rows: [(&str, String); 14] = [
+        ("key", s.key.to_hex()),
+        ("scope", s.scope.clone()),
+        ("path", s.path.display().to_string()),
+        ("status", "verified (magic, version, lengths, checksum, metadata)".into()),
+        ("size", format!("{} ({} bytes)", format_size(s.size), s.size)),
+        ("created", format!("{} ({})", humantime::format_rfc3339_seconds(created), ago(now, s.producer.created_unix))),
+        ("last use", format!("{} ({})", humantime::format_rfc3339_seconds(last_use), ago(now, s.last_use_unix))),
+        ("producer", format!("kiln {}, llvm {}", s.producer.kiln_version, s.producer.llvm_version)),
+        ("task", m.task.clone()),
+        ("entry", m.entry_symbol.clone()),
+        ("kind", kind),
+        ("params", if params.is_empty() { "(none)".into() } else { params.join(", ") }),
+        ("fields", if fields.is_empty() { "(none)".into() } else { fields.join(", ") }),
+        ("object", format!("{} bytes, blake3 {}", s.object_size, s.object_blake3)),
+    ];
+    for (k, v) in rows {
+        let _ = writeln!(out, "{k:<9} {v}");
+    }
+    out
+}
+
+fn text_verify(r: &inspect::VerifyReport, root: &Path) -> String {
+    let mut out = String::new();
+    for b in &r.bad {
+        let _ = writeln!(
+            out,
+            "bad {}: {}{}",
+            rel(root, &b.path),
+            b.reason,
+            if b.removed { " (removed)" } else { "" }
+        );
+    }
+    let removed = r.bad.iter().filter(|b| b.removed).count();
+    let _ = writeln!(
+        out,
+        "checked {} record{}: {} healthy, {} damaged{}",
+        r.checked,
+        if r.checked == 1 { "" } else { "s" },
+        r.healthy,
+        r.bad.len(),
+        if r.fixed { format!(", {removed} removed") } else { String::new() }
+    );
+    out
+}
+
+fn text_prune(r: &inspect::PruneReport, root: &Path, now: u64) -> String {
+    let mut out = String::new();
+    let verb = if r.dry_run { "would remove" } else { "removed" };
+    for x in &r.removed {
+        let used = x.last_use_unix.map_or(String::new(), |t| format!(", last used {}", ago(now, t)));
+        let size = if x.kind == "directory" { String::new() } else { format!("{}, ", format_size(x.size)) };
+        let _ = writeln!(out, "{verb} {} {} ({size}{}{used})", x.kind, rel(root, &x.path), x.reason.as_str());
+    }
+    for d in &r.kept_dirs {
+        let _ = writeln!(out, "kept directory {}: it holds files that are not Kiln's", rel(root, d));
+    }
+    let records = r.removed.iter().filter(|x| x.kind == "record").count();
+    let others = r.removed.iter().filter(|x| x.kind != "record" && x.kind != "directory").count();
+    let freed: u64 = r.removed.iter().map(|x| x.size).sum();
+    let _ = writeln!(
+        out,
+        "{}{verb} {records} record(s) and {others} other file(s), {}; records: {} ({}) -> {} ({})",
+        if r.dry_run { "dry run: " } else { "" },
+        format_size(freed),
+        r.before.records,
+        format_size(r.before.bytes),
+        r.after.records,
+        format_size(r.after.bytes)
+    );
+    out
+}

@@ -1,0 +1,916 @@
+//! Looking inside a cache and cleaning it: the logic of
+//! `kiln-cache-inspect`'s `list`, `stats`, `show`, `verify` and `prune`,
+//! returning plain data that the tool formats as text or JSON.
+//!
+//! Owns: the scan of a cache root (scopes, records, temporary files, by
+//! Kiln's name patterns only), which scope is this host's, and the prune
+//! policy (foreign scopes, stale temporaries, age, then least recently
+//! used down to a size).
+//!
+//! Must never: touch a directory that is not a Kiln cache (`CACHEDIR.TAG`
+//! and Kiln's marker), follow a symbolic link (every walk lists
+//! directories without following links, and only names that match Kiln's
+//! patterns are considered), remove anything outside the root or anything
+//! that does not match a Kiln pattern, or remove anything on a dry run.
+
+use super::host::{self, HostFile, HOST_FILE};
+use super::record::{self, Corrupt, Header, Key, Producer, MAX_RECORD_LEN};
+use super::store::{check_markers, check_trusted, is_shard_name, is_temp_name, key_of};
+use super::CacheError;
+use crate::config::{LaunchMeta, MetaKind};
+use rayon::prelude::*;
+use serde::Serialize;
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How to open a cache for inspection.
+#[derive(Clone, Debug, Default)]
+pub struct InspectOptions {
+    /// Accept a root another user owns or others may write to.
+    pub allow_insecure: bool,
+    /// This host's scope, when the caller knows better than the record
+    /// under `hosts/` (`--host-scope`).
+    pub host_scope: Option<String>,
+}
+
+/// A cache root open for inspection.
+pub struct Cache {
+    root: PathBuf,
+    native: Option<String>,
+}
+
+/// A regular file found in the cache.
+#[derive(Clone, Debug)]
+struct FileEntry {
+    path: PathBuf,
+    size: u64,
+    mtime: SystemTime,
+}
+
+/// A record found in a shard (by name; its bytes are not read yet).
+#[derive(Clone, Debug)]
+struct RecordEntry {
+    key: Key,
+    file: FileEntry,
+    /// Something other than a regular file sits under the record's name.
+    not_a_file: bool,
+}
+
+/// One scope directory as found on disk.
+#[derive(Debug)]
+struct ScopeScan {
+    name: String,
+    dir: PathBuf,
+    host: Option<HostFile>,
+    records: Vec<RecordEntry>,
+    /// Temporary files in shards and next to `host.json`.
+    temps: Vec<FileEntry>,
+    /// Files of the layout other than records (`host.json`).
+    layout_files: Vec<FileEntry>,
+    shards: Vec<PathBuf>,
+}
+
+#[derive(Debug)]
+struct Scan {
+    scopes: Vec<ScopeScan>,
+    root_temps: Vec<FileEntry>,
+}
+
+fn unix_secs(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+fn file_entry(path: PathBuf, meta: &fs::Metadata) -> FileEntry {
+    FileEntry { path, size: meta.len(), mtime: meta.modified().unwrap_or(UNIX_EPOCH) }
+}
+
+/// Lists a directory without following links: (name, lstat) of each entry
+/// whose name is UTF-8. A directory that vanished lists as empty.
+fn list_dir(dir: &Path) -> Result<Vec<(String, fs::Metadata)>, CacheError> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(CacheError::io(dir, "read", e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| CacheError::io(dir, "read", e))?;
+        let Ok(name) = entry.file_name().into_string() else { continue };
+        // `DirEntry::metadata` does not traverse a symlink.
+        match entry.metadata() {
+            Ok(meta) => out.push((name, meta)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(CacheError::io(dir.join(&name), "inspect", e)),
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// Reads at most `limit` bytes from the start of a record file, never
+/// following a link or blocking on a FIFO.
+fn read_prefix(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let file = File::options().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)?;
+    let mut buf = Vec::with_capacity(limit.min(1 << 20) as usize);
+    file.take(limit).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// The header, metadata and producer of a record file, unverified.
+fn peek_file(path: &Path, size: u64) -> Result<(Header, LaunchMeta, Producer), Corrupt> {
+    let first = read_prefix(path, 4096.min(size)).map_err(|_| Corrupt::TooShort { len: 0 })?;
+    let header = record::decode_header(&first, size)?;
+    let need = record::peek_len(Some(&header)) as u64;
+    let bytes = if need as usize <= first.len() { first } else { read_prefix(path, need).map_err(|_| Corrupt::TooShort { len: 0 })? };
+    record::peek(&bytes, size)
+}
+
+/// Reads and fully verifies the record file of `key`.
+fn verify_file(path: &Path, key: &Key) -> Result<record::Record, Corrupt> {
+    let bytes = match read_prefix(path, MAX_RECORD_LEN + 1) {
+        Ok(b) => b,
+        // A link (ELOOP), or unreadable: either way not a record here.
+        Err(_) => return Err(Corrupt::NotAFile),
+    };
+    if bytes.len() as u64 > MAX_RECORD_LEN {
+        return Err(Corrupt::TooLarge { len: bytes.len() as u64 });
+    }
+    let r = record::decode(&bytes)?;
+    if r.key != *key {
+        return Err(Corrupt::KeyMismatch { found: r.key.to_hex() });
+    }
+    Ok(r)
+}
+
+/// The short name of a task kind.
+pub fn kind_name(kind: &MetaKind) -> &'static str {
+    match kind {
+        MetaKind::Serial => "serial",
+        MetaKind::RangeFor { .. } => "range_for",
+        MetaKind::StructFor { .. } => "struct_for",
+    }
+}
+
+/// One record in a listing.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecordSummary {
+    pub key: Key,
+    /// The task name, unless the record's header is damaged.
+    pub task: Option<String>,
+    pub kind: Option<&'static str>,
+    pub size: u64,
+    pub created_unix: Option<u64>,
+    /// Last use: the record's mtime, refreshed on every hit.
+    pub last_use_unix: u64,
+    /// Why the header could not be read, if it could not (the checksum is
+    /// not checked by a listing; `verify` does that).
+    pub problem: Option<String>,
+}
+
+/// One scope in a listing.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScopeListing {
+    pub name: String,
+    pub this_host: bool,
+    pub host: Option<HostFile>,
+    pub records: Vec<RecordSummary>,
+    pub temp_files: u64,
+}
+
+/// `list`: every scope and its records, by key.
+#[derive(Clone, Debug, Serialize)]
+pub struct Listing {
+    pub root: PathBuf,
+    /// This host's scope, when known.
+    pub this_host: Option<String>,
+    pub scopes: Vec<ScopeListing>,
+}
+
+/// Counts over some records and temporary files.
+#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct Totals {
+    pub records: u64,
+    pub bytes: u64,
+    /// The least recently used record's last use.
+    pub oldest_unix: Option<u64>,
+    /// The most recently used record's last use.
+    pub newest_unix: Option<u64>,
+    pub temp_files: u64,
+    pub temp_bytes: u64,
+}
+
+impl Totals {
+    fn add_record(&mut self, size: u64, mtime: SystemTime) {
+        let t = unix_secs(mtime);
+        self.records += 1;
+        self.bytes += size;
+        self.oldest_unix = Some(self.oldest_unix.map_or(t, |o| o.min(t)));
+        self.newest_unix = Some(self.newest_unix.map_or(t, |n| n.max(t)));
+    }
+
+    fn add_temp(&mut self, size: u64) {
+        self.temp_files += 1;
+        self.temp_bytes += size;
+    }
+
+    fn merge(&mut self, o: &Totals) {
+        self.records += o.records;
+        self.bytes += o.bytes;
+        self.oldest_unix = match (self.oldest_unix, o.oldest_unix) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.newest_unix = match (self.newest_unix, o.newest_unix) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        self.temp_files += o.temp_files;
+        self.temp_bytes += o.temp_bytes;
+    }
+}
+
+/// Totals of one scope.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScopeStats {
+    pub name: String,
+    pub this_host: bool,
+    #[serde(flatten)]
+    pub totals: Totals,
+}
+
+/// `stats`: totals per scope and overall.
+#[derive(Clone, Debug, Serialize)]
+pub struct Stats {
+    pub root: PathBuf,
+    pub this_host: Option<String>,
+    pub scopes: Vec<ScopeStats>,
+    /// Everything, including temporary files at the root.
+    pub total: Totals,
+}
+
+/// `show`: one record in full.
+#[derive(Clone, Debug, Serialize)]
+pub struct Shown {
+    pub key: Key,
+    pub scope: String,
+    pub path: PathBuf,
+    pub size: u64,
+    pub last_use_unix: u64,
+    pub producer: Producer,
+    pub meta: LaunchMeta,
+    pub object_size: u64,
+    /// blake3 of the object bytes alone.
+    pub object_blake3: String,
+}
+
+/// A record `verify` found damaged.
+#[derive(Clone, Debug, Serialize)]
+pub struct BadRecord {
+    pub scope: String,
+    pub key: Key,
+    pub path: PathBuf,
+    pub reason: Corrupt,
+    /// Removed by `--fix`.
+    pub removed: bool,
+}
+
+/// `verify`: every record checked in full.
+#[derive(Clone, Debug, Serialize)]
+pub struct VerifyReport {
+    pub checked: u64,
+    pub healthy: u64,
+    pub bad: Vec<BadRecord>,
+    pub fixed: bool,
+}
+
+/// What `prune` removes (each criterion adds to the others).
+#[derive(Clone, Debug, Default)]
+pub struct PrunePlan {
+    /// Remove least recently used records until all records fit.
+    pub max_size: Option<u64>,
+    /// Remove records not used for this long.
+    pub older_than: Option<Duration>,
+    /// Remove the scopes of other hosts, whole.
+    pub foreign_scopes: bool,
+    /// Remove temporary files older than this (a live writer's are
+    /// younger).
+    pub temp_older_than: Option<Duration>,
+    /// Report, remove nothing.
+    pub dry_run: bool,
+}
+
+/// Why `prune` removed something.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PruneReason {
+    ForeignScope,
+    StaleTemp,
+    OlderThan,
+    MaxSize,
+}
+
+impl PruneReason {
+    /// The name printed in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PruneReason::ForeignScope => "foreign-scope",
+            PruneReason::StaleTemp => "stale-temp",
+            PruneReason::OlderThan => "older-than",
+            PruneReason::MaxSize => "max-size",
+        }
+    }
+}
+
+/// One thing `prune` removed (or would remove).
+#[derive(Clone, Debug, Serialize)]
+pub struct Removal {
+    pub path: PathBuf,
+    /// `record`, `temp`, `host-file` or `directory`.
+    pub kind: &'static str,
+    pub size: u64,
+    pub reason: PruneReason,
+    /// The record's last use (records only).
+    pub last_use_unix: Option<u64>,
+}
+
+/// What `prune` did.
+#[derive(Clone, Debug, Serialize)]
+pub struct PruneReport {
+    pub dry_run: bool,
+    pub removed: Vec<Removal>,
+    /// Records and bytes of records before and after.
+    pub before: Totals,
+    pub after: Totals,
+    /// Directories kept because they hold files that are not Kiln's.
+    pub kept_dirs: Vec<PathBuf>,
+}
+
+impl Cache {
+    /// Opens an existing cache root: it must exist, carry `CACHEDIR.TAG`
+    /// and Kiln's marker, and pass the trust checks.
+    pub fn open(root: &Path, options: &InspectOptions) -> Result<Cache, CacheError> {
+        match fs::symlink_metadata(root) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(CacheError::NoCache { path: root.into() }),
+            Err(e) => return Err(CacheError::io(root, "inspect", e)),
+        }
+        let canonical = fs::canonicalize(root).map_err(|e| CacheError::io(root, "resolve", e))?;
+        let meta = fs::symlink_metadata(&canonical).map_err(|e| CacheError::io(&canonical, "inspect", e))?;
+        if !meta.is_dir() {
+            return Err(CacheError::NotACache { path: root.into(), reason: "not a directory".into() });
+        }
+        check_markers(&canonical).map_err(|reason| CacheError::NotACache { path: root.into(), reason })?;
+        if !options.allow_insecure {
+            check_trusted(&canonical, &meta)?;
+        }
+        let native = options.host_scope.clone().or_else(|| host::native_scope(&canonical));
+        Ok(Cache { root: canonical, native })
+    }
+
+    /// The canonical root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// This host's scope, when known (see [`host::native_scope`]).
+    pub fn this_host(&self) -> Option<&str> {
+        self.native.as_deref()
+    }
+
+    fn is_this_host(&self, scope: &str) -> bool {
+        self.native.as_deref() == Some(scope)
+    }
+
+    /// Scans scopes, shards (only those named in `only_shard` if given),
+    /// records and temporaries; shards in parallel.
+    fn scan(&self, only_shard: Option<&str>) -> Result<Scan, CacheError> {
+        let mut scopes = Vec::new();
+        let mut root_temps = Vec::new();
+        for (name, meta) in list_dir(&self.root)? {
+            let path = self.root.join(&name);
+            if meta.is_dir() && host::is_scope_name(&name) {
+                scopes.push(self.scan_scope(name, path, only_shard)?);
+            } else if meta.is_file() && is_temp_name(&name) {
+                root_temps.push(file_entry(path, &meta));
+            }
+        }
+        Ok(Scan { scopes, root_temps })
+    }
+
+    fn scan_scope(&self, name: String, dir: PathBuf, only_shard: Option<&str>) -> Result<ScopeScan, CacheError> {
+        let mut scope =
+            ScopeScan { name, dir, host: None, records: vec![], temps: vec![], layout_files: vec![], shards: vec![] };
+        for (entry, meta) in list_dir(&scope.dir)? {
+            let path = scope.dir.join(&entry);
+            if meta.is_dir() && is_shard_name(&entry) {
+                if only_shard.is_none_or(|s| s == entry) {
+                    scope.shards.push(path);
+                }
+            } else if meta.is_file() && entry == HOST_FILE {
+                scope.host = fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok());
+                scope.layout_files.push(file_entry(path, &meta));
+            } else if meta.is_file() && is_temp_name(&entry) {
+                scope.temps.push(file_entry(path, &meta));
+            }
+        }
+        let per_shard: Vec<Result<(Vec<RecordEntry>, Vec<FileEntry>), CacheError>> = scope
+            .shards
+            .par_iter()
+            .map(|shard| {
+                let shard_name = shard.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+                let mut records = Vec::new();
+                let mut temps = Vec::new();
+                for (entry, meta) in list_dir(shard)? {
+                    let path = shard.join(&entry);
+                    if let Some(key) = key_of(&shard_name, &entry) {
+                        records.push(RecordEntry { key, not_a_file: !meta.is_file(), file: file_entry(path, &meta) });
+                    } else if meta.is_file() && is_temp_name(&entry) {
+                        temps.push(file_entry(path, &meta));
+                    }
+                }
+                Ok((records, temps))
+            })
+            .collect();
+        for r in per_shard {
+            let (records, temps) = r?;
+            scope.records.extend(records);
+            scope.temps.extend(temps);
+        }
+        Ok(scope)
+    }
+
+    /// `list`: scopes (marking this host's) and their records.
+    pub fn list(&self) -> Result<Listing, CacheError> {
+        let scan = self.scan(None)?;
+        let scopes = scan
+            .scopes
+            .into_iter()
+            .map(|s| {
+                let records = s
+                    .records
+                    .par_iter()
+                    .map(|r| {
+                        let mut summary = RecordSummary {
+                            key: r.key,
+                            task: None,
+                            kind: None,
+                            size: r.file.size,
+                            created_unix: None,
+                            last_use_unix: unix_secs(r.file.mtime),
+                            problem: None,
+                        };
+                        let peeked = if r.not_a_file { Err(Corrupt::NotAFile) } else { peek_file(&r.file.path, r.file.size) };
+                        match peeked {
+                            Ok((_, meta, producer)) => {
+                                summary.kind = Some(kind_name(&meta.kind));
+                                summary.task = Some(meta.task);
+                                summary.created_unix = Some(producer.created_unix);
+                            }
+                            Err(c) => summary.problem = Some(c.to_string()),
+                        }
+                        summary
+                    })
+                    .collect();
+                ScopeListing {
+                    this_host: self.is_this_host(&s.name),
+                    name: s.name,
+                    host: s.host,
+                    records,
+                    temp_files: s.temps.len() as u64,
+                }
+            })
+            .collect();
+        Ok(Listing { root: self.root.clone(), this_host: self.native.clone(), scopes })
+    }
+
+    /// `stats`: totals per scope and overall, from file sizes and times
+    /// alone (no record is read).
+    pub fn stats(&self) -> Result<Stats, CacheError> {
+        let scan = self.scan(None)?;
+        let mut total = Totals::default();
+        let mut scopes = Vec::new();
+        for s in &scan.scopes {
+            let mut t = Totals::default();
+            for r in &s.records {
+                t.add_record(r.file.size, r.file.mtime);
+            }
+            for f in &s.temps {
+                t.add_temp(f.size);
+            }
+            total.merge(&t);
+            scopes.push(ScopeStats { name: s.name.clone(), this_host: self.is_this_host(&s.name), totals: t });
+        }
+        for f in &scan.root_temps {
+            total.add_temp(f.size);
+        }
+        Ok(Stats { root: self.root.clone(), this_host: self.native.clone(), scopes, total })
+    }
+
+    /// `show`: the one record whose key starts with `prefix` (hex, any
+    /// case), verified, with its full metadata.
+    pub fn show(&self, prefix: &str) -> Result<Shown, CacheError> {
+        let prefix = prefix.to_ascii_lowercase();
+        if prefix.is_empty() || prefix.len() > 64 || !prefix.bytes().all(|c| c.is_ascii_hexdigit()) {
+            return Err(CacheError::Lookup(format!("'{prefix}' is not a key or a prefix of one (hex digits)")));
+        }
+        let scan = self.scan(prefix.get(..2))?;
+        let mut matches: Vec<(&ScopeScan, &RecordEntry)> = Vec::new();
+        for s in &scan.scopes {
+            for r in &s.records {
+                if r.key.to_hex().starts_with(&prefix) {
+                    matches.push((s, r));
+                }
+            }
+        }
+        match matches.as_slice() {
+            [] => Err(CacheError::Lookup(format!("no record has a key starting with {prefix}"))),
+            [(scope, r)] => {
+                let record = verify_file(&r.file.path, &r.key)
+                    .map_err(|c| CacheError::Lookup(format!("record {} is damaged: {c}", r.key)))?;
+                Ok(Shown {
+                    key: r.key,
+                    scope: scope.name.clone(),
+                    path: r.file.path.clone(),
+                    size: r.file.size,
+                    last_use_unix: unix_secs(r.file.mtime),
+                    object_size: record.object.len() as u64,
+                    object_blake3: blake3::hash(&record.object).to_hex().to_string(),
+                    producer: record.producer,
+                    meta: record.meta,
+                })
+            }
+            many => {
+                let names: Vec<String> = many.iter().take(8).map(|(s, r)| format!("{} in {}", r.key, s.name)).collect();
+                Err(CacheError::Lookup(format!(
+                    "{} records match {prefix}: {}{}",
+                    many.len(),
+                    names.join(", "),
+                    if many.len() > 8 { ", ..." } else { "" }
+                )))
+            }
+        }
+    }
+
+    /// `verify`: reads and checks every record in full; with `fix`,
+    /// removes the damaged ones.
+    pub fn verify(&self, fix: bool) -> Result<VerifyReport, CacheError> {
+        let scan = self.scan(None)?;
+        let mut all: Vec<(&ScopeScan, &RecordEntry)> =
+            scan.scopes.iter().flat_map(|s| s.records.iter().map(move |r| (s, r))).collect();
+        all.sort_by(|a, b| (&a.0.name, a.1.key).cmp(&(&b.0.name, b.1.key)));
+        let results: Vec<Option<BadRecord>> = all
+            .par_iter()
+            .map(|(s, r)| {
+                let outcome = if r.not_a_file { Err(Corrupt::NotAFile) } else { verify_file(&r.file.path, &r.key).map(|_| ()) };
+                match outcome {
+                    Ok(()) => Ok(None),
+                    // Removed by a concurrent prune between scan and read.
+                    Err(_) if fs::symlink_metadata(&r.file.path).is_err() => Ok(None),
+                    Err(reason) => {
+                        let removed = fix && remove_entry(&r.file.path)?;
+                        Ok(Some(BadRecord { scope: s.name.clone(), key: r.key, path: r.file.path.clone(), reason, removed }))
+                    }
+                }
+            })
+            .collect::<Result<_, CacheError>>()?;
+        let bad: Vec<BadRecord> = results.into_iter().flatten().collect();
+        let checked = all.len() as u64;
+        Ok(VerifyReport { checked, healthy: checked - bad.len() as u64, bad, fixed: fix })
+    }
+
+    /// `prune`: removes (or on a dry run, lists) what the plan selects.
+    pub fn prune(&self, plan: &PrunePlan) -> Result<PruneReport, CacheError> {
+        if plan.foreign_scopes && self.native.is_none() {
+            return Err(CacheError::UnknownHost { root: self.root.clone() });
+        }
+        let scan = self.scan(None)?;
+        let now = SystemTime::now();
+        let older = |f: &FileEntry, d: Duration| now.duration_since(f.mtime).is_ok_and(|age| age > d);
+        let mut before = Totals::default();
+        for s in &scan.scopes {
+            for r in &s.records {
+                before.add_record(r.file.size, r.file.mtime);
+            }
+        }
+        let mut pruner = Pruner { dry_run: plan.dry_run, removed: Vec::new(), kept_dirs: Vec::new() };
+
+        // Surviving records, for the age and size criteria.
+        let mut live: Vec<&RecordEntry> = Vec::new();
+        let mut stale: Vec<&RecordEntry> = Vec::new();
+        for s in &scan.scopes {
+            let foreign = plan.foreign_scopes && !self.is_this_host(&s.name);
+            if foreign {
+                for r in &s.records {
+                    pruner.file(&r.file, "record", PruneReason::ForeignScope, true)?;
+                }
+                for f in s.temps.iter().chain(&s.layout_files) {
+                    let kind = if is_temp_name(&file_name(&f.path)) { "temp" } else { "host-file" };
+                    pruner.file(f, kind, PruneReason::ForeignScope, false)?;
+                }
+                for dir in s.shards.iter().chain(std::iter::once(&s.dir)) {
+                    pruner.dir(dir, PruneReason::ForeignScope);
+                }
+                continue;
+            }
+            if let Some(age) = plan.temp_older_than {
+                for f in s.temps.iter().filter(|f| older(f, age)) {
+                    pruner.file(f, "temp", PruneReason::StaleTemp, false)?;
+                }
+            }
+            for r in &s.records {
+                if plan.older_than.is_some_and(|d| older(&r.file, d)) {
+                    stale.push(r);
+                } else {
+                    live.push(r);
+                }
+            }
+        }
+        // Least recently used first, ties by path: reports read in the
+        // order records go, and a run is reproducible.
+        let lru = |a: &&RecordEntry, b: &&RecordEntry| (a.file.mtime, &a.file.path).cmp(&(b.file.mtime, &b.file.path));
+        stale.sort_by(lru);
+        for r in stale {
+            pruner.file(&r.file, "record", PruneReason::OlderThan, true)?;
+        }
+        if let Some(age) = plan.temp_older_than {
+            for f in scan.root_temps.iter().filter(|f| older(f, age)) {
+                pruner.file(f, "temp", PruneReason::StaleTemp, false)?;
+            }
+        }
+        if let Some(max) = plan.max_size {
+            live.sort_by(lru);
+            let mut total: u64 = live.iter().map(|r| r.file.size).sum();
+            let mut cut = 0;
+            while total > max && cut < live.len() {
+                pruner.file(&live[cut].file, "record", PruneReason::MaxSize, true)?;
+                total -= live[cut].file.size;
+                cut += 1;
+            }
+            live.drain(..cut);
+        }
+        let mut after = Totals::default();
+        for r in &live {
+            after.add_record(r.file.size, r.file.mtime);
+        }
+        Ok(PruneReport { dry_run: plan.dry_run, removed: pruner.removed, before, after, kept_dirs: pruner.kept_dirs })
+    }
+}
+
+/// Removes what a prune selects, or on a dry run only notes it.
+struct Pruner {
+    dry_run: bool,
+    removed: Vec<Removal>,
+    kept_dirs: Vec<PathBuf>,
+}
+
+impl Pruner {
+    fn file(&mut self, f: &FileEntry, kind: &'static str, reason: PruneReason, last_use: bool) -> Result<(), CacheError> {
+        if self.dry_run || remove_entry(&f.path)? {
+            let last_use_unix = last_use.then(|| unix_secs(f.mtime));
+            self.removed.push(Removal { path: f.path.clone(), kind, size: f.size, reason, last_use_unix });
+        }
+        Ok(())
+    }
+
+    /// Removes a directory whose Kiln files are gone; one that still holds
+    /// something else is kept and reported.
+    fn dir(&mut self, dir: &Path, reason: PruneReason) {
+        let result = if self.dry_run { Ok(()) } else { fs::remove_dir(dir) };
+        match result {
+            Ok(()) => self.removed.push(Removal { path: dir.into(), kind: "directory", size: 0, reason, last_use_unix: None }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(_) => self.kept_dirs.push(dir.into()),
+        }
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// Removes a file the scan found, if it is still what the scan saw (same
+/// kind of entry, and its directory not replaced by a link); whether it
+/// was removed. A file already gone is not an error.
+fn remove_entry(path: &Path) -> Result<bool, CacheError> {
+    let Some(parent) = path.parent() else { return Ok(false) };
+    match fs::symlink_metadata(parent) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(CacheError::io(parent, "inspect", e)),
+    }
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => return Ok(false),
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(CacheError::io(path, "inspect", e)),
+    }
+    // `unlink` removes a symlink itself, never its target.
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(CacheError::io(path, "remove", e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::{HostScope, Store, StoreOptions};
+    use crate::config::{MetaBound, MetaKind};
+    use std::os::unix::fs::MetadataExt;
+
+    fn meta(task: &str) -> LaunchMeta {
+        LaunchMeta {
+            task: task.into(),
+            entry_symbol: format!("kiln_{task}"),
+            kind: MetaKind::RangeFor { lo: MetaBound::Const(0), hi: MetaBound::Const(64), block_dim: 64 },
+            params: vec![],
+            fields: vec![],
+        }
+    }
+
+    fn key(n: u32) -> Key {
+        Key::from(blake3::hash(&n.to_le_bytes()))
+    }
+
+    fn scope(cpu: &str) -> HostScope {
+        HostScope::new("x86_64-unknown-linux-gnu", cpu, ["+a"])
+    }
+
+    /// A cache with `n` records of `size` object bytes in scope `cpu`,
+    /// record `i` last used `n - i` hours ago.
+    fn filled(dir: &Path, cpu: &str, n: u32, size: usize) -> Store {
+        let store = Store::open(dir, scope(cpu), StoreOptions { fsync: false, ..Default::default() }).unwrap();
+        let now = SystemTime::now();
+        for i in 0..n {
+            let k = key(i + cpu.len() as u32 * 1000);
+            store.put(&k, &meta(&format!("t{i}")), &vec![i as u8; size]).unwrap();
+            let t = now - Duration::from_secs(3600 * (n - i) as u64);
+            File::options().write(true).open(store.record_path(&k)).unwrap().set_modified(t).unwrap();
+        }
+        store
+    }
+
+    fn ino(path: &Path) -> u64 {
+        fs::symlink_metadata(path).unwrap().ino()
+    }
+
+    fn opts(host: &str) -> InspectOptions {
+        InspectOptions { allow_insecure: false, host_scope: Some(scope(host).name()) }
+    }
+
+    #[test]
+    fn list_and_stats() {
+        let dir = tempfile::tempdir().unwrap();
+        filled(dir.path(), "a", 3, 100);
+        filled(dir.path(), "bb", 2, 50);
+        let cache = Cache::open(dir.path(), &opts("a")).unwrap();
+        let l = cache.list().unwrap();
+        assert_eq!(l.scopes.len(), 2);
+        let a = l.scopes.iter().find(|s| s.this_host).unwrap();
+        assert_eq!(a.name, scope("a").name());
+        assert_eq!(a.records.len(), 3);
+        assert!(a.records.iter().all(|r| r.task.as_deref().is_some_and(|t| t.starts_with('t')) && r.problem.is_none()));
+        let s = cache.stats().unwrap();
+        assert_eq!(s.total.records, 5);
+        let a_bytes: u64 = a.records.iter().map(|r| r.size).sum();
+        assert_eq!(s.scopes.iter().find(|s| s.this_host).unwrap().totals.bytes, a_bytes);
+        assert!(s.total.oldest_unix < s.total.newest_unix);
+    }
+
+    #[test]
+    fn show_by_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        filled(dir.path(), "a", 3, 100);
+        let cache = Cache::open(dir.path(), &InspectOptions::default()).unwrap();
+        let k = key(1001);
+        let shown = cache.show(&k.to_hex()[..10]).unwrap();
+        assert_eq!((shown.key, shown.meta.task.as_str(), shown.object_size), (k, "t1", 100));
+        assert!(matches!(cache.show("zz"), Err(CacheError::Lookup(_))));
+        assert!(matches!(cache.show(&"0".repeat(64)), Err(CacheError::Lookup(_))));
+    }
+
+    #[test]
+    fn verify_finds_and_fixes_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = filled(dir.path(), "a", 4, 100);
+        let cache = Cache::open(dir.path(), &InspectOptions::default()).unwrap();
+        let report = cache.verify(false).unwrap();
+        assert_eq!((report.checked, report.healthy, report.bad.len()), (4, 4, 0));
+        let damaged = store.record_path(&key(1002));
+        let mut bytes = fs::read(&damaged).unwrap();
+        bytes[70] ^= 4;
+        fs::write(&damaged, &bytes).unwrap();
+        let report = cache.verify(false).unwrap();
+        assert_eq!(report.bad.len(), 1);
+        assert_eq!(report.bad[0].reason, Corrupt::Checksum);
+        assert!(damaged.exists());
+        let report = cache.verify(true).unwrap();
+        assert!(report.bad[0].removed && !damaged.exists());
+        assert_eq!(cache.verify(false).unwrap().bad.len(), 0);
+    }
+
+    #[test]
+    fn prune_lru_down_to_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = filled(dir.path(), "a", 10, 1000);
+        let cache = Cache::open(dir.path(), &InspectOptions::default()).unwrap();
+        let one = fs::metadata(store.record_path(&key(1000))).unwrap().len();
+        // Dry run: reports the four oldest, removes nothing.
+        let plan = PrunePlan { max_size: Some(one * 6), dry_run: true, ..Default::default() };
+        let dry = cache.prune(&plan).unwrap();
+        assert_eq!(dry.removed.len(), 4);
+        assert_eq!(cache.stats().unwrap().total.records, 10);
+        let report = cache.prune(&PrunePlan { dry_run: false, ..plan }).unwrap();
+        let gone: Vec<Key> = (0..4).map(|i| key(1000 + i)).collect();
+        for (removal, k) in report.removed.iter().zip(&gone) {
+            assert_eq!(removal.path, store.record_path(k));
+            assert_eq!(removal.reason, PruneReason::MaxSize);
+        }
+        assert_eq!((report.before.records, report.after.records, report.after.bytes), (10, 6, one * 6));
+        for i in 0..10 {
+            assert_eq!(store.record_path(&key(1000 + i)).exists(), i >= 4, "record {i}");
+        }
+        // A hit makes a record recent: it survives the next cut.
+        assert!(matches!(store.get(&key(1004)).unwrap(), crate::cache::Lookup::Hit(_)));
+        cache.prune(&PrunePlan { max_size: Some(one * 5), ..Default::default() }).unwrap();
+        assert!(store.record_path(&key(1004)).exists() && !store.record_path(&key(1005)).exists());
+    }
+
+    #[test]
+    fn prune_by_age_temp_and_foreign_scope() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = filled(dir.path(), "a", 5, 10);
+        filled(dir.path(), "bb", 2, 10);
+        let foreign_dir = dir.path().join(scope("bb").name());
+        let staged = store.stage(&key(77), &meta("t"), b"obj").unwrap();
+        let tmp = staged.temp_path();
+        std::mem::forget(staged);
+        let stray = dir.path().join(scope("a").name()).join("00").join("notes.txt");
+        fs::create_dir_all(stray.parent().unwrap()).unwrap();
+        fs::write(&stray, "mine").unwrap();
+        let cache = Cache::open(dir.path(), &opts("a")).unwrap();
+
+        // A young temporary file belongs to a live writer: kept.
+        let r = cache.prune(&PrunePlan { temp_older_than: Some(Duration::from_secs(3600)), ..Default::default() }).unwrap();
+        assert!(r.removed.is_empty() && tmp.exists());
+        File::options().write(true).open(&tmp).unwrap().set_modified(SystemTime::now() - Duration::from_secs(7200)).unwrap();
+        let r = cache.prune(&PrunePlan { temp_older_than: Some(Duration::from_secs(3600)), ..Default::default() }).unwrap();
+        assert_eq!(r.removed.len(), 1);
+        assert!(!tmp.exists());
+
+        // Not used for 3.5 hours: the two oldest of this scope (the other
+        // scope's were used 2 and 1 hours ago).
+        let r = cache.prune(&PrunePlan { older_than: Some(Duration::from_secs(3 * 3600 + 1800)), ..Default::default() }).unwrap();
+        assert_eq!(r.removed.len(), 2);
+        let r = cache.prune(&PrunePlan { foreign_scopes: true, dry_run: true, ..Default::default() }).unwrap();
+        assert!(r.removed.iter().any(|x| x.kind == "directory") && foreign_dir.exists());
+        // A file that is not Kiln's keeps its directory (and itself).
+        let foreign_note = foreign_dir.join("README");
+        fs::write(&foreign_note, "someone's").unwrap();
+        let r = cache.prune(&PrunePlan { foreign_scopes: true, ..Default::default() }).unwrap();
+        assert_eq!(r.kept_dirs, vec![foreign_dir.clone()]);
+        assert!(r.removed.iter().filter(|x| x.kind == "directory").count() == 2, "{:?}", r.removed);
+        assert_eq!(fs::read_dir(&foreign_dir).unwrap().count(), 1);
+        fs::remove_file(&foreign_note).unwrap();
+        let r = cache.prune(&PrunePlan { foreign_scopes: true, ..Default::default() }).unwrap();
+        assert!(r.kept_dirs.is_empty() && r.removed.len() == 1);
+        assert!(!foreign_dir.exists());
+        assert_eq!(cache.stats().unwrap().total.records, 3);
+        assert_eq!(fs::read_to_string(&stray).unwrap(), "mine");
+        let unknown = Cache::open(dir.path(), &InspectOptions::default()).unwrap();
+        assert!(matches!(unknown.prune(&PrunePlan { foreign_scopes: true, ..Default::default() }), Err(CacheError::UnknownHost { .. })));
+    }
+
+    #[test]
+    fn nothing_outside_the_root_is_touched() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let store = filled(dir.path(), "a", 2, 10);
+        // A shard that is a link to a directory full of record-like names.
+        let victim = outside.path().join(key(5).file_name());
+        fs::copy(store.record_path(&key(1000)), &victim).unwrap();
+        let before = ino(&victim);
+        std::os::unix::fs::symlink(outside.path(), dir.path().join(scope("a").name()).join("ff")).unwrap();
+        let cache = Cache::open(dir.path(), &InspectOptions::default()).unwrap();
+        assert_eq!(cache.stats().unwrap().total.records, 2);
+        cache.prune(&PrunePlan { max_size: Some(0), older_than: Some(Duration::ZERO), ..Default::default() }).unwrap();
+        cache.verify(true).unwrap();
+        assert_eq!(ino(&victim), before);
+        assert_eq!(cache.stats().unwrap().total.records, 0);
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(Cache::open(&dir.path().join("none"), &InspectOptions::default()), Err(CacheError::NoCache { .. })));
+        assert!(matches!(Cache::open(dir.path(), &InspectOptions::default()), Err(CacheError::NotACache { .. })));
+        fs::write(dir.path().join(crate::cache::CACHEDIR_TAG), crate::cache::CACHEDIR_TAG_SIGNATURE).unwrap();
+        let err = Cache::open(dir.path(), &InspectOptions::default()).err().unwrap();
+        assert!(err.to_string().contains("no .kiln-cache marker"), "{err}");
+    }
+}

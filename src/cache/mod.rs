@@ -1,0 +1,170 @@
+//! The on-disk per-task artifact store: records of compiled task objects,
+//! scoped by host, safe under many processes at once.
+//!
+//! Owns: the record format ([`record`]), host scopes and their directory
+//! names ([`host`]), the store with its trust checks ([`store`]), the
+//! inspection and pruning logic behind `kiln-cache-inspect` ([`inspect`]),
+//! the human sizes and durations they read and write ([`size`]), and the
+//! resolution of the default cache directory that every tool shares.
+//!
+//! Must never: touch LLVM (codegen hands in the detected host and the
+//! object bytes), print, exit or panic on anything found on disk; trust a
+//! length read from a file; follow a symbolic link out of the cache root;
+//! remove a file that does not match one of Kiln's own name patterns.
+//!
+//! `docs/cache.md` is the reference for the layout, the record format and
+//! the guarantees, and says how each guarantee is tested.
+
+pub mod host;
+pub mod inspect;
+pub mod record;
+pub mod size;
+pub mod store;
+
+pub use host::HostScope;
+pub use record::{Corrupt, Key, Producer, Record};
+pub use store::{CacheStats, Lookup, Store, StoreOptions};
+
+use std::ffi::OsString;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The environment variable naming the cache root.
+pub const CACHE_DIR_ENV: &str = "KILN_CACHE_DIR";
+
+/// The file name of the standard cache directory tag at the root.
+pub const CACHEDIR_TAG: &str = "CACHEDIR.TAG";
+/// The signature line a `CACHEDIR.TAG` must start with
+/// (<https://bford.info/cachedir/>).
+pub const CACHEDIR_TAG_SIGNATURE: &str = "Signature: 8a477f597d28d172789f06886806bc55";
+/// Kiln's own marker file at the root.
+pub const MARKER: &str = ".kiln-cache";
+/// The first line of Kiln's marker file; the layout version follows it.
+pub const MARKER_PREFIX: &str = "kiln-cache layout ";
+/// The directory layout this build writes and reads.
+pub const LAYOUT_VERSION: u32 = 1;
+
+/// Why a cache operation failed. Damage to a record is not an error (see
+/// [`Lookup::Corrupt`]); these are the conditions a caller must hear about.
+#[derive(Debug)]
+pub enum CacheError {
+    /// A file system operation failed.
+    Io { path: PathBuf, op: &'static str, err: io::Error },
+    /// A directory the store would load code from is not trustworthy.
+    Untrusted { path: PathBuf, reason: String },
+    /// The directory exists but is not a Kiln cache.
+    NotACache { path: PathBuf, reason: String },
+    /// The cache directory does not exist.
+    NoCache { path: PathBuf },
+    /// No cache directory was given and none can be derived from the
+    /// environment.
+    NoDefaultDir,
+    /// `put` was handed an empty object: a failed artifact is never stored.
+    EmptyObject,
+    /// The record could not be encoded (its metadata does not serialise).
+    Encode(String),
+    /// `show` found no record, several, or a damaged one.
+    Lookup(String),
+    /// This host's scope is needed but unknown.
+    UnknownHost { root: PathBuf },
+    /// A scope directory's `host.json` describes a different host than the
+    /// one whose name maps to it.
+    ScopeMismatch { path: PathBuf, found: String, expected: String },
+}
+
+impl CacheError {
+    pub(crate) fn io(path: impl Into<PathBuf>, op: &'static str, err: io::Error) -> CacheError {
+        CacheError::Io { path: path.into(), op, err }
+    }
+}
+
+impl fmt::Display for CacheError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CacheError::Io { path, op, err } => {
+                write!(f, "{}: cannot {op}: {}", path.display(), crate::tool::io_reason(err))
+            }
+            CacheError::Untrusted { path, reason } => write!(
+                f,
+                "{}: {reason}; refusing to use it as a cache, since loading a record runs its code \
+                 (fix the directory, or opt out with --allow-insecure-cache)",
+                path.display()
+            ),
+            CacheError::NotACache { path, reason } => {
+                write!(f, "{}: not a Kiln cache ({reason})", path.display())
+            }
+            CacheError::NoCache { path } => write!(f, "{}: no cache directory here", path.display()),
+            CacheError::NoDefaultDir => write!(
+                f,
+                "no cache directory: set {CACHE_DIR_ENV}, XDG_CACHE_HOME or HOME, or pass --cache-dir"
+            ),
+            CacheError::EmptyObject => write!(f, "refusing to store an empty object"),
+            CacheError::Encode(e) => write!(f, "cannot encode record: {e}"),
+            CacheError::Lookup(text) => f.write_str(text),
+            CacheError::UnknownHost { root } => write!(
+                f,
+                "cannot tell this host's scope: no Kiln process with LLVM has recorded it in {} yet \
+                 (run a kiln-run or kiln-compile with this cache, or pass --host-scope SCOPE)",
+                root.join(host::HOSTS_DIR).display()
+            ),
+            CacheError::ScopeMismatch { path, found, expected } => write!(
+                f,
+                "{}: scope directory describes host '{found}', not '{expected}'",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CacheError {}
+
+/// The cache root: `explicit` (a tool's `--cache-dir`) if given, else
+/// `$KILN_CACHE_DIR`, else `$XDG_CACHE_HOME/kiln`, else `$HOME/.cache/kiln`.
+/// Empty variables count as unset, and `XDG_CACHE_HOME` must be absolute
+/// (as the XDG base directory specification says).
+pub fn resolve_cache_dir(explicit: Option<&Path>) -> Result<PathBuf, CacheError> {
+    resolve_cache_dir_with(explicit, |name| std::env::var_os(name))
+}
+
+/// [`resolve_cache_dir`] over any environment (for tests).
+pub fn resolve_cache_dir_with(
+    explicit: Option<&Path>,
+    env: impl Fn(&str) -> Option<OsString>,
+) -> Result<PathBuf, CacheError> {
+    if let Some(p) = explicit {
+        return Ok(p.to_path_buf());
+    }
+    let var = |name: &str| env(name).filter(|v| !v.is_empty());
+    if let Some(dir) = var(CACHE_DIR_ENV) {
+        return Ok(PathBuf::from(dir));
+    }
+    if let Some(xdg) = var("XDG_CACHE_HOME").map(PathBuf::from).filter(|p| p.is_absolute()) {
+        return Ok(xdg.join("kiln"));
+    }
+    if let Some(home) = var("HOME") {
+        return Ok(PathBuf::from(home).join(".cache").join("kiln"));
+    }
+    Err(CacheError::NoDefaultDir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
+        move |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| OsString::from(v))
+    }
+
+    #[test]
+    fn cache_dir_resolution_order() {
+        let all = [("KILN_CACHE_DIR", "/k"), ("XDG_CACHE_HOME", "/x"), ("HOME", "/h")];
+        assert_eq!(resolve_cache_dir_with(Some(Path::new("/e")), env(&all)).unwrap(), PathBuf::from("/e"));
+        assert_eq!(resolve_cache_dir_with(None, env(&all)).unwrap(), PathBuf::from("/k"));
+        let no_kiln = [("KILN_CACHE_DIR", ""), ("XDG_CACHE_HOME", "/x"), ("HOME", "/h")];
+        assert_eq!(resolve_cache_dir_with(None, env(&no_kiln)).unwrap(), PathBuf::from("/x/kiln"));
+        let relative_xdg = [("XDG_CACHE_HOME", "rel"), ("HOME", "/h")];
+        assert_eq!(resolve_cache_dir_with(None, env(&relative_xdg)).unwrap(), PathBuf::from("/h/.cache/kiln"));
+        assert!(matches!(resolve_cache_dir_with(None, env(&[])), Err(CacheError::NoDefaultDir)));
+    }
+}

@@ -1,0 +1,848 @@
+//! The store: get, put and erase records in one host scope of a cache
+//! root, safely under many concurrent processes.
+//!
+//! Owns: creating and checking the root (`CACHEDIR.TAG`, Kiln's marker)
+//! and the scope directory, the trust checks, the record paths, the
+//! temporary-file-then-rename write protocol, and the [`CacheStats`]
+//! counters the JIT reports.
+//!
+//! Must never: follow a symbolic link below the scope directory (every
+//! open below it is an `openat` relative to the scope directory's handle
+//! with `O_NOFOLLOW`), let a reader see a partly written record, store an
+//! empty object, or turn damage on disk into anything but
+//! [`Lookup::Corrupt`] (or a vanished file into anything but a miss).
+
+use super::host::{self, HostFile, HostScope, NativeFile, HOSTS_DIR, HOST_FILE};
+use super::record::{self, Corrupt, Key, Producer, Record, MAX_RECORD_LEN};
+use super::{CacheError, CACHEDIR_TAG, CACHEDIR_TAG_SIGNATURE, LAYOUT_VERSION, MARKER, MARKER_PREFIX};
+use crate::config::LaunchMeta;
+use serde::Serialize;
+use std::ffi::CString;
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// How to open a store.
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    /// Accept a root or scope directory that another user owns or that is
+    /// group- or world-writable (`--allow-insecure-cache`).
+    pub allow_insecure: bool,
+    /// The scope is this machine's detected host (not a simulated one):
+    /// record it under `hosts/` so LLVM-free tools can tell it apart.
+    pub native: bool,
+    /// The LLVM version stamped into the producer of each record.
+    pub llvm_version: String,
+    /// Sync each record to disk before renaming it into place. Turn off
+    /// only for throwaway caches (benchmark fills).
+    pub fsync: bool,
+}
+
+impl Default for StoreOptions {
+    fn default() -> StoreOptions {
+        StoreOptions { allow_insecure: false, native: false, llvm_version: "none".into(), fsync: true }
+    }
+}
+
+/// What a lookup found.
+#[derive(Debug)]
+pub enum Lookup {
+    /// A verified record.
+    Hit(Record),
+    /// No record under the key (including one removed while reading).
+    Miss,
+    /// A damaged record: it has been removed and counted.
+    Corrupt(Corrupt),
+}
+
+/// What one store has done since it was opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    /// Damaged or rejected records removed.
+    pub corrupt: u64,
+    /// Records written.
+    pub puts: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    hits: AtomicU64,
+    misses: AtomicU64,
+    corrupt: AtomicU64,
+    puts: AtomicU64,
+    bytes_read: AtomicU64,
+    bytes_written: AtomicU64,
+}
+
+fn bump(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Ordering::Relaxed);
+}
+
+/// One host scope of a cache root, open for reading and writing.
+pub struct Store {
+    root: PathBuf,
+    scope: HostScope,
+    scope_name: String,
+    scope_dir: PathBuf,
+    scope_fd: OwnedFd,
+    options: StoreOptions,
+    counters: Counters,
+}
+
+/// The name of a temporary file for `final_name`: `NAME.tmp-PID-RANDOM`.
+fn temp_name(final_name: &str) -> String {
+    format!("{final_name}.tmp-{}-{:016x}", std::process::id(), random_u64())
+}
+
+/// A value no other call in any process is likely to produce: the
+/// process id, the time and a counter, mixed by blake3.
+fn random_u64() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = blake3::Hasher::new();
+    h.update(&std::process::id().to_le_bytes());
+    h.update(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    h.update(&now.as_nanos().to_le_bytes());
+    let mut out = [0u8; 8];
+    out.copy_from_slice(&h.finalize().as_bytes()[..8]);
+    u64::from_le_bytes(out)
+}
+
+/// The thin, checked wrappers over the `*at` system calls the store needs.
+mod sys {
+    use super::*;
+
+    fn c(name: &str) -> io::Result<CString> {
+        CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in file name"))
+    }
+
+    fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(rc)
+        }
+    }
+
+    /// `openat(dir, name, flags | O_CLOEXEC | O_NOFOLLOW, mode)`.
+    pub fn openat(dir: &OwnedFd, name: &str, flags: libc::c_int, mode: libc::mode_t) -> io::Result<OwnedFd> {
+        let name = c(name)?;
+        loop {
+            // SAFETY: `name` is a valid C string and `dir` an open fd.
+            let fd = unsafe {
+                libc::openat(dir.as_raw_fd(), name.as_ptr(), flags | libc::O_CLOEXEC | libc::O_NOFOLLOW, mode as libc::c_uint)
+            };
+            match check(fd) {
+                // SAFETY: a new fd that nothing else owns.
+                Ok(fd) => return Ok(unsafe { OwnedFd::from_raw_fd(fd) }),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Opens a directory below `dir`, refusing a symlink.
+    pub fn open_dir(dir: &OwnedFd, name: &str) -> io::Result<OwnedFd> {
+        openat(dir, name, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+    }
+
+    pub fn mkdirat(dir: &OwnedFd, name: &str, mode: libc::mode_t) -> io::Result<()> {
+        let name = c(name)?;
+        // SAFETY: valid C string and fd.
+        check(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode) }).map(|_| ())
+    }
+
+    pub fn unlinkat(dir: &OwnedFd, name: &str) -> io::Result<()> {
+        let name = c(name)?;
+        // SAFETY: valid C string and fd.
+        check(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) }).map(|_| ())
+    }
+
+    pub fn renameat(dir: &OwnedFd, from: &str, to: &str) -> io::Result<()> {
+        let (from, to) = (c(from)?, c(to)?);
+        // SAFETY: valid C strings and fd.
+        check(unsafe { libc::renameat(dir.as_raw_fd(), from.as_ptr(), dir.as_raw_fd(), to.as_ptr()) }).map(|_| ())
+    }
+
+    /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`: (device, inode).
+    pub fn identity_at(dir: &OwnedFd, name: &str) -> io::Result<(u64, u64)> {
+        let name = c(name)?;
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: valid C string, fd and out pointer.
+        check(unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr(), st.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) })?;
+        // SAFETY: fstatat succeeded, so it filled `st`.
+        let st = unsafe { st.assume_init() };
+        Ok((st.st_dev as u64, st.st_ino as u64))
+    }
+
+    /// Sets the modification time of an open file to now, leaving the
+    /// access time alone.
+    pub fn touch(file: &File) -> io::Result<()> {
+        let times = [
+            libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_OMIT },
+            libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_NOW },
+        ];
+        // SAFETY: an open fd and a two-element array, as futimens requires.
+        check(unsafe { libc::futimens(file.as_raw_fd(), times.as_ptr()) }).map(|_| ())
+    }
+
+    pub fn geteuid() -> u32 {
+        // SAFETY: no arguments, cannot fail.
+        unsafe { libc::geteuid() }
+    }
+}
+
+/// Whether an I/O error means "the file is not there (any more)".
+fn vanished(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound
+}
+
+/// Refuses a directory the store would load code from if another user
+/// owns it or others may write to it (like ssh with its keys).
+pub fn check_trusted(path: &Path, meta: &fs::Metadata) -> Result<(), CacheError> {
+    if meta.file_type().is_symlink() {
+        return Err(CacheError::Untrusted { path: path.into(), reason: "is a symbolic link".into() });
+    }
+    if !meta.is_dir() {
+        return Err(CacheError::Untrusted { path: path.into(), reason: "is not a directory".into() });
+    }
+    let me = sys::geteuid();
+    if meta.uid() != me {
+        return Err(CacheError::Untrusted {
+            path: path.into(),
+            reason: format!("is owned by uid {}, not by you (uid {me})", meta.uid()),
+        });
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        let who = if mode & 0o002 != 0 { "world" } else { "group" };
+        return Err(CacheError::Untrusted {
+            path: path.into(),
+            reason: format!("is {who}-writable (mode {mode:04o}; `chmod go-w` it)"),
+        });
+    }
+    Ok(())
+}
+
+/// Whether `root` carries both `CACHEDIR.TAG` with the standard signature
+/// and Kiln's marker; the reason it is not a Kiln cache otherwise.
+pub fn check_markers(root: &Path) -> Result<(), String> {
+    let read_start = |name: &str| -> Option<Vec<u8>> {
+        let meta = fs::symlink_metadata(root.join(name)).ok()?;
+        if !meta.is_file() {
+            return None;
+        }
+        let mut buf = Vec::new();
+        File::open(root.join(name)).ok()?.take(256).read_to_end(&mut buf).ok()?;
+        Some(buf)
+    };
+    match read_start(CACHEDIR_TAG) {
+        Some(b) if b.starts_with(CACHEDIR_TAG_SIGNATURE.as_bytes()) => {}
+        Some(_) => return Err(format!("{CACHEDIR_TAG} lacks the standard signature")),
+        None => return Err(format!("no {CACHEDIR_TAG}")),
+    }
+    match read_start(MARKER) {
+        Some(b) if b.starts_with(MARKER_PREFIX.as_bytes()) => {
+            let rest = String::from_utf8_lossy(&b[MARKER_PREFIX.len()..]);
+            match rest.trim().parse::<u32>() {
+                Ok(LAYOUT_VERSION) => Ok(()),
+                Ok(v) => Err(format!("cache layout {v}, this build reads layout {LAYOUT_VERSION}")),
+                Err(_) => Err(format!("{MARKER} is damaged")),
+            }
+        }
+        Some(_) => Err(format!("{MARKER} is not Kiln's marker")),
+        None => Err(format!("no {MARKER} marker")),
+    }
+}
+
+/// Writes a small file atomically (temporary, rename), unless it already
+/// holds exactly `bytes`.
+fn write_small_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CacheError> {
+    let path = dir.join(name);
+    if fs::read(&path).is_ok_and(|b| b == bytes) {
+        return Ok(());
+    }
+    let tmp = dir.join(temp_name(name));
+    let write = || -> io::Result<()> {
+        let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(0o644).open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, &path)
+    };
+    write().map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        CacheError::io(&path, "write", e)
+    })
+}
+
+fn cachedir_tag() -> String {
+    format!(
+        "{CACHEDIR_TAG_SIGNATURE}\n# This file is a cache directory tag created by Kiln.\n\
+         # For information about cache directory tags see https://bford.info/cachedir/\n"
+    )
+}
+
+/// Creates a directory with mode 0700 if it is missing (a concurrent
+/// creator is fine).
+fn make_private_dir(path: &Path) -> Result<(), CacheError> {
+    match fs::DirBuilder::new().mode(0o700).create(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(CacheError::io(path, "create directory", e)),
+    }
+}
+
+/// Creates the cache root if needed (mode 0700, with `CACHEDIR.TAG` and
+/// Kiln's marker), checks it, and returns its canonical path. An existing
+/// directory without the markers is adopted only when empty.
+pub fn init_root(root: &Path, allow_insecure: bool) -> Result<PathBuf, CacheError> {
+    if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).map_err(|e| CacheError::io(parent, "create directory", e))?;
+    }
+    make_private_dir(root)?;
+    // The root itself may be reached through a link the user chose; below
+    // it nothing is followed.
+    let root = fs::canonicalize(root).map_err(|e| CacheError::io(root, "resolve", e))?;
+    let meta = fs::symlink_metadata(&root).map_err(|e| CacheError::io(&root, "inspect", e))?;
+    if !allow_insecure {
+        check_trusted(&root, &meta)?;
+    }
+    if let Err(reason) = check_markers(&root) {
+        let has_marker = fs::symlink_metadata(root.join(MARKER)).is_ok();
+        // Adopt an empty directory, or one that another process is
+        // initialising right now (only its tag and temporaries in it).
+        let entries = fs::read_dir(&root).map_err(|e| CacheError::io(&root, "read", e))?;
+        let mut only_ours = true;
+        for entry in entries {
+            let entry = entry.map_err(|e| CacheError::io(&root, "read", e))?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            only_ours &= name == CACHEDIR_TAG || is_temp_name(&name);
+        }
+        if has_marker || !only_ours {
+            return Err(CacheError::NotACache { path: root, reason });
+        }
+        write_small_file(&root, CACHEDIR_TAG, cachedir_tag().as_bytes())?;
+        write_small_file(&root, MARKER, format!("{MARKER_PREFIX}{LAYOUT_VERSION}\n").as_bytes())?;
+    }
+    Ok(root)
+}
+
+impl Store {
+    /// Opens (creating if needed) the cache at `root` and its directory for
+    /// `scope`, after the trust checks.
+    pub fn open(root: &Path, scope: HostScope, options: StoreOptions) -> Result<Store, CacheError> {
+        let root = init_root(root, options.allow_insecure)?;
+        let scope_name = scope.name();
+        let scope_dir = root.join(&scope_name);
+        make_private_dir(&scope_dir)?;
+        let meta = fs::symlink_metadata(&scope_dir).map_err(|e| CacheError::io(&scope_dir, "inspect", e))?;
+        if meta.file_type().is_symlink() {
+            return Err(CacheError::Untrusted { path: scope_dir, reason: "is a symbolic link".into() });
+        }
+        if !options.allow_insecure {
+            check_trusted(&scope_dir, &meta)?;
+        }
+        let scope_fd: OwnedFd = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+            .open(&scope_dir)
+            .map_err(|e| CacheError::io(&scope_dir, "open", e))?
+            .into();
+
+        let host_file = HostFile::of(&scope);
+        match fs::read(scope_dir.join(HOST_FILE)) {
+            Ok(bytes) => match serde_json::from_slice::<HostFile>(&bytes) {
+                Ok(found) if found.host() == scope => {}
+                Ok(found) => {
+                    return Err(CacheError::ScopeMismatch {
+                        path: scope_dir,
+                        found: format!("{} {} {}", found.triple, found.cpu, found.features.join(",")),
+                        expected: format!("{} {} {}", scope.triple, scope.cpu, scope.features.join(",")),
+                    })
+                }
+                // A damaged description is rewritten: it only describes.
+                Err(_) => write_json(&scope_dir, HOST_FILE, &host_file)?,
+            },
+            Err(e) if vanished(&e) => write_json(&scope_dir, HOST_FILE, &host_file)?,
+            Err(e) => return Err(CacheError::io(scope_dir.join(HOST_FILE), "read", e)),
+        }
+        if options.native {
+            if let Some(tag) = host::machine_tag() {
+                let hosts = root.join(HOSTS_DIR);
+                make_private_dir(&hosts)?;
+                let native = NativeFile { scope: scope_name.clone(), hostname: host::hostname().unwrap_or_default() };
+                write_json(&hosts, &format!("{tag}.json"), &native)?;
+            }
+        }
+        Ok(Store { root, scope, scope_name, scope_dir, scope_fd, options, counters: Counters::default() })
+    }
+
+    /// The canonical cache root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The host scope this store reads and writes.
+    pub fn scope(&self) -> &HostScope {
+        &self.scope
+    }
+
+    /// The scope directory's name.
+    pub fn scope_name(&self) -> &str {
+        &self.scope_name
+    }
+
+    /// Where the record for `key` lives (whether or not it exists).
+    pub fn record_path(&self, key: &Key) -> PathBuf {
+        self.scope_dir.join(key.shard()).join(key.file_name())
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> CacheStats {
+        let c = &self.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        CacheStats {
+            hits: l(&c.hits),
+            misses: l(&c.misses),
+            corrupt: l(&c.corrupt),
+            puts: l(&c.puts),
+            bytes_read: l(&c.bytes_read),
+            bytes_written: l(&c.bytes_written),
+        }
+    }
+
+    /// Looks a key up: a verified record, a miss, or a damaged record
+    /// (removed and counted). On a hit the record's mtime becomes now, its
+    /// recency for LRU pruning. Errors are for what is neither: a shard
+    /// that is a symlink, or a file the process may not read.
+    pub fn get(&self, key: &Key) -> Result<Lookup, CacheError> {
+        let path = || self.record_path(key);
+        let shard = match sys::open_dir(&self.scope_fd, &key.shard()) {
+            Ok(fd) => fd,
+            Err(e) if vanished(&e) => return Ok(self.miss()),
+            Err(e) => return Err(CacheError::io(self.scope_dir.join(key.shard()), "open", e)),
+        };
+        let name = key.file_name();
+        // O_NONBLOCK: a FIFO planted under a record's name must not hang us.
+        let fd = match sys::openat(&shard, &name, libc::O_RDONLY | libc::O_NONBLOCK, 0) {
+            Ok(fd) => fd,
+            Err(e) if vanished(&e) => return Ok(self.miss()),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Ok(self.corrupt_at(&shard, &name, None, Corrupt::NotAFile))
+            }
+            Err(e) => return Err(CacheError::io(path(), "open", e)),
+        };
+        let mut file = File::from(fd);
+        let meta = file.metadata().map_err(|e| CacheError::io(path(), "inspect", e))?;
+        let identity = Some((meta.dev(), meta.ino()));
+        if !meta.is_file() {
+            return Ok(self.corrupt_at(&shard, &name, identity, Corrupt::NotAFile));
+        }
+        if meta.len() > MAX_RECORD_LEN {
+            return Ok(self.corrupt_at(&shard, &name, identity, Corrupt::TooLarge { len: meta.len() }));
+        }
+        // The length is only a hint: the read is bounded whatever it says.
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        if let Err(e) = (&mut file).take(MAX_RECORD_LEN + 1).read_to_end(&mut bytes) {
+            return Err(CacheError::io(path(), "read", e));
+        }
+        bump(&self.counters.bytes_read, bytes.len() as u64);
+        let record = match record::decode(&bytes) {
+            Ok(r) if r.key == *key => r,
+            Ok(r) => {
+                let found = r.key.to_hex();
+                return Ok(self.corrupt_at(&shard, &name, identity, Corrupt::KeyMismatch { found }));
+            }
+            Err(c) => return Ok(self.corrupt_at(&shard, &name, identity, c)),
+        };
+        // Recency is best effort: a record another user wrote into a
+        // shared cache cannot be touched, and is still a hit.
+        let _ = sys::touch(&file);
+        bump(&self.counters.hits, 1);
+        Ok(Lookup::Hit(record))
+    }
+
+    fn miss(&self) -> Lookup {
+        bump(&self.counters.misses, 1);
+        Lookup::Miss
+    }
+
+    /// Removes the damaged record `name` in `shard` (unless another writer
+    /// replaced it since it was read: `identity` is what was read) and
+    /// counts it.
+    fn corrupt_at(&self, shard: &OwnedFd, name: &str, identity: Option<(u64, u64)>, why: Corrupt) -> Lookup {
+        let same = match identity {
+            None => true,
+            Some(id) => sys::identity_at(shard, name).is_ok_and(|now| now == id),
+        };
+        if same {
+            // Already gone is fine; any other failure leaves the record to
+            // be found damaged again, which is still correct.
+            let _ = sys::unlinkat(shard, name);
+        }
+        bump(&self.counters.corrupt, 1);
+        Lookup::Corrupt(why)
+    }
+
+    /// Removes a record its consumer rejected (an object that failed to
+    /// add or to link) and counts it as corrupt.
+    pub fn discard(&self, key: &Key) -> Result<(), CacheError> {
+        self.erase(key)?;
+        bump(&self.counters.corrupt, 1);
+        Ok(())
+    }
+
+    /// Removes the record for `key`; whether there was one.
+    pub fn erase(&self, key: &Key) -> Result<bool, CacheError> {
+        let shard = match sys::open_dir(&self.scope_fd, &key.shard()) {
+            Ok(fd) => fd,
+            Err(e) if vanished(&e) => return Ok(false),
+            Err(e) => return Err(CacheError::io(self.scope_dir.join(key.shard()), "open", e)),
+        };
+        match sys::unlinkat(&shard, &key.file_name()) {
+            Ok(()) => Ok(true),
+            Err(e) if vanished(&e) => Ok(false),
+            Err(e) => Err(CacheError::io(self.record_path(key), "remove", e)),
+        }
+    }
+
+    /// Stores a record: written whole to a temporary file in the record's
+    /// shard, synced, then renamed into place, so readers see the old
+    /// record, no record, or the new one, never part of one. Racing
+    /// writers of one key each rename a complete record; the last wins.
+    pub fn put(&self, key: &Key, meta: &LaunchMeta, object: &[u8]) -> Result<(), CacheError> {
+        self.stage(key, meta, object)?.commit()
+    }
+
+    /// The first half of [`Store::put`]: the record written and synced
+    /// under its temporary name. Dropping the result without
+    /// [`Staged::commit`] removes the temporary file.
+    pub fn stage(&self, key: &Key, meta: &LaunchMeta, object: &[u8]) -> Result<Staged<'_>, CacheError> {
+        if object.is_empty() {
+            return Err(CacheError::EmptyObject);
+        }
+        let bytes = record::encode(key, meta, &Producer::now(&self.options.llvm_version), object)
+            .map_err(CacheError::Encode)?;
+        let shard_name = key.shard();
+        let shard_path = self.scope_dir.join(&shard_name);
+        match sys::mkdirat(&self.scope_fd, &shard_name, 0o700) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(CacheError::io(&shard_path, "create directory", e)),
+        }
+        let shard = sys::open_dir(&self.scope_fd, &shard_name).map_err(|e| CacheError::io(&shard_path, "open", e))?;
+        let final_name = key.file_name();
+        let (tmp, fd) = loop {
+            let tmp = temp_name(&final_name);
+            match sys::openat(&shard, &tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, 0o644) {
+                Ok(fd) => break (tmp, fd),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(CacheError::io(shard_path.join(&tmp), "create", e)),
+            }
+        };
+        let staged = Staged { store: self, shard, shard_path, tmp, final_name, len: bytes.len() as u64, committed: false };
+        let mut file = File::from(fd);
+        file.write_all(&bytes).map_err(|e| CacheError::io(staged.shard_path.join(&staged.tmp), "write", e))?;
+        if self.options.fsync {
+            file.sync_all().map_err(|e| CacheError::io(staged.shard_path.join(&staged.tmp), "sync", e))?;
+        }
+        Ok(staged)
+    }
+}
+
+/// A record written under its temporary name, waiting to be renamed into
+/// place.
+pub struct Staged<'a> {
+    store: &'a Store,
+    shard: OwnedFd,
+    shard_path: PathBuf,
+    tmp: String,
+    final_name: String,
+    len: u64,
+    committed: bool,
+}
+
+impl Staged<'_> {
+    /// The temporary file's path.
+    pub fn temp_path(&self) -> PathBuf {
+        self.shard_path.join(&self.tmp)
+    }
+
+    /// Renames the record into place.
+    pub fn commit(mut self) -> Result<(), CacheError> {
+        sys::renameat(&self.shard, &self.tmp, &self.final_name)
+            .map_err(|e| CacheError::io(self.shard_path.join(&self.final_name), "rename into", e))?;
+        self.committed = true;
+        bump(&self.store.counters.puts, 1);
+        bump(&self.store.counters.bytes_written, self.len);
+        Ok(())
+    }
+}
+
+impl Drop for Staged<'_> {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = sys::unlinkat(&self.shard, &self.tmp);
+        }
+    }
+}
+
+fn write_json(dir: &Path, name: &str, value: &impl Serialize) -> Result<(), CacheError> {
+    let mut text = serde_json::to_vec_pretty(value).map_err(|e| CacheError::Encode(e.to_string()))?;
+    text.push(b'\n');
+    write_small_file(dir, name, &text)
+}
+
+/// Whether `name` is one of Kiln's temporary files:
+/// `<Kiln name>.tmp-<pid>-<16 hex>`, where the Kiln name is a record's
+/// file name or one of the small files of the layout.
+pub fn is_temp_name(name: &str) -> bool {
+    let Some((base, rest)) = name.split_once(".tmp-") else { return false };
+    let Some((pid, random)) = rest.split_once('-') else { return false };
+    let base_ok = is_record_name(base)
+        || [CACHEDIR_TAG, MARKER, HOST_FILE].contains(&base)
+        || base.strip_suffix(".json").is_some_and(|m| m.len() == 16 && m.bytes().all(|c| c.is_ascii_hexdigit()));
+    base_ok
+        && !pid.is_empty()
+        && pid.bytes().all(|c| c.is_ascii_digit())
+        && random.len() == 16
+        && random.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Whether `name` is a record's file name: 62 lowercase hex digits and
+/// `.kobj`.
+pub fn is_record_name(name: &str) -> bool {
+    name.strip_suffix(".kobj")
+        .is_some_and(|stem| stem.len() == 62 && stem.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')))
+}
+
+/// Whether `name` is a shard directory's name: two lowercase hex digits.
+pub fn is_shard_name(name: &str) -> bool {
+    name.len() == 2 && name.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The key of the record at `shard/name`, if both names are Kiln's.
+pub fn key_of(shard: &str, name: &str) -> Option<Key> {
+    if !is_shard_name(shard) || !is_record_name(name) {
+        return None;
+    }
+    format!("{shard}{}", &name[..62]).parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{MetaBound, MetaKind};
+    use std::os::unix::fs::PermissionsExt;
+
+    pub(crate) fn meta(task: &str) -> LaunchMeta {
+        LaunchMeta {
+            task: task.into(),
+            entry_symbol: format!("kiln_{task}"),
+            kind: MetaKind::RangeFor { lo: MetaBound::Const(0), hi: MetaBound::Const(64), block_dim: 64 },
+            params: vec![],
+            fields: vec![],
+        }
+    }
+
+    fn scope() -> HostScope {
+        HostScope::new("x86_64-unknown-linux-gnu", "test", ["+a"])
+    }
+
+    fn key(n: u32) -> Key {
+        Key::from(blake3::hash(&n.to_le_bytes()))
+    }
+
+    #[test]
+    fn put_get_erase() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("cache");
+        let store = Store::open(&root, scope(), StoreOptions::default()).unwrap();
+        assert!(root.join(CACHEDIR_TAG).is_file() && root.join(MARKER).is_file());
+        assert!(check_markers(&root).is_ok());
+        assert!(matches!(store.get(&key(1)).unwrap(), Lookup::Miss));
+        store.put(&key(1), &meta("t1"), b"object one").unwrap();
+        match store.get(&key(1)).unwrap() {
+            Lookup::Hit(r) => assert_eq!((r.object.as_slice(), r.meta.task.as_str()), (&b"object one"[..], "t1")),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(store.put(&key(2), &meta("t2"), b""), Err(CacheError::EmptyObject)));
+        assert!(!store.record_path(&key(2)).exists());
+        assert!(store.erase(&key(1)).unwrap());
+        assert!(!store.erase(&key(1)).unwrap());
+        assert!(matches!(store.get(&key(1)).unwrap(), Lookup::Miss));
+        let s = store.stats();
+        assert_eq!((s.hits, s.misses, s.puts, s.corrupt), (1, 2, 1, 0));
+        assert!(s.bytes_read > 10 && s.bytes_written == s.bytes_read);
+        // The scope directory records its host.
+        let host: HostFile = serde_json::from_slice(&fs::read(root.join(scope().name()).join(HOST_FILE)).unwrap()).unwrap();
+        assert_eq!(host.host(), scope());
+    }
+
+    #[test]
+    fn hit_refreshes_mtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), scope(), StoreOptions::default()).unwrap();
+        store.put(&key(1), &meta("t"), b"obj").unwrap();
+        let path = store.record_path(&key(1));
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(86_400);
+        File::options().write(true).open(&path).unwrap().set_modified(old).unwrap();
+        assert!(matches!(store.get(&key(1)).unwrap(), Lookup::Hit(_)));
+        let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+        assert!(mtime.elapsed().unwrap() < std::time::Duration::from_secs(60));
+    }
+
+    #[test]
+    fn damaged_records_are_removed_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), scope(), StoreOptions::default()).unwrap();
+        let damage: [(&str, fn(&mut Vec<u8>)); 5] = [
+            ("zero length", |b| b.clear()),
+            ("truncated", |b| b.truncate(b.len() / 2)),
+            ("flipped", |b| {
+                let n = b.len() - 40;
+                b[n] ^= 1
+            }),
+            ("wrong magic", |b| b[0] = b'X'),
+            ("wrong version", |b| b[8] = 99),
+        ];
+        for (i, (what, damage)) in damage.iter().enumerate() {
+            let k = key(10 + i as u32);
+            store.put(&k, &meta(what), b"some object bytes").unwrap();
+            let path = store.record_path(&k);
+            let mut bytes = fs::read(&path).unwrap();
+            damage(&mut bytes);
+            fs::write(&path, &bytes).unwrap();
+            assert!(matches!(store.get(&k).unwrap(), Lookup::Corrupt(_)), "{what}");
+            assert!(!path.exists(), "{what}: not removed");
+            assert!(matches!(store.get(&k).unwrap(), Lookup::Miss));
+        }
+        // A record copied under another key's name.
+        store.put(&key(1), &meta("a"), b"obj").unwrap();
+        fs::create_dir_all(store.record_path(&key(2)).parent().unwrap()).unwrap();
+        fs::copy(store.record_path(&key(1)), store.record_path(&key(2))).unwrap();
+        assert!(matches!(store.get(&key(2)).unwrap(), Lookup::Corrupt(Corrupt::KeyMismatch { .. })));
+        // A symlink and a directory where a record should be.
+        let link = store.record_path(&key(3));
+        fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", &link).unwrap();
+        assert!(matches!(store.get(&key(3)).unwrap(), Lookup::Corrupt(Corrupt::NotAFile)));
+        assert!(fs::symlink_metadata(&link).is_err() && Path::new("/etc/passwd").exists());
+        store.discard(&key(1)).unwrap();
+        assert_eq!(store.stats().corrupt, 5 + 2 + 1);
+    }
+
+    #[test]
+    fn symlinked_shard_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), scope(), StoreOptions::default()).unwrap();
+        let k = key(1);
+        std::os::unix::fs::symlink(outside.path(), dir.path().join(scope().name()).join(k.shard())).unwrap();
+        assert!(store.get(&k).is_err());
+        assert!(store.put(&k, &meta("t"), b"obj").is_err());
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn staged_record_is_invisible_until_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), scope(), StoreOptions::default()).unwrap();
+        let staged = store.stage(&key(1), &meta("t"), b"obj").unwrap();
+        let tmp = staged.temp_path();
+        assert!(tmp.is_file() && is_temp_name(tmp.file_name().unwrap().to_str().unwrap()));
+        assert!(matches!(store.get(&key(1)).unwrap(), Lookup::Miss));
+        staged.commit().unwrap();
+        assert!(!tmp.exists());
+        assert!(matches!(store.get(&key(1)).unwrap(), Lookup::Hit(_)));
+        let dropped = store.stage(&key(2), &meta("t"), b"obj").unwrap();
+        let tmp = dropped.temp_path();
+        drop(dropped);
+        assert!(!tmp.exists());
+    }
+
+    #[test]
+    fn trust_checks() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("c");
+        Store::open(&root, scope(), StoreOptions::default()).unwrap();
+        for mode in [0o777, 0o770, 0o702] {
+            fs::set_permissions(&root, fs::Permissions::from_mode(mode)).unwrap();
+            let err = Store::open(&root, scope(), StoreOptions::default()).err().expect("insecure root accepted");
+            assert!(matches!(err, CacheError::Untrusted { .. }), "{err}");
+            assert!(err.to_string().contains("writable"), "{err}");
+            Store::open(&root, scope(), StoreOptions { allow_insecure: true, ..Default::default() }).unwrap();
+        }
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
+        let scope_dir = root.join(scope().name());
+        fs::set_permissions(&scope_dir, fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(matches!(Store::open(&root, scope(), StoreOptions::default()), Err(CacheError::Untrusted { .. })));
+        fs::set_permissions(&scope_dir, fs::Permissions::from_mode(0o700)).unwrap();
+        Store::open(&root, scope(), StoreOptions::default()).unwrap();
+
+        // Another owner: root can give the directory away; anyone else
+        // finds `/` owned by root.
+        if sys::geteuid() == 0 {
+            std::os::unix::fs::chown(&scope_dir, Some(65534), Some(65534)).unwrap();
+            let err = Store::open(&root, scope(), StoreOptions::default()).err().expect("foreign owner accepted");
+            assert!(err.to_string().contains("owned by uid 65534"), "{err}");
+        } else {
+            let meta = fs::symlink_metadata("/").unwrap();
+            assert!(check_trusted(Path::new("/"), &meta).unwrap_err().to_string().contains("owned by uid 0"));
+        }
+
+        // A scope directory that is a symlink.
+        let other = tempfile::tempdir().unwrap();
+        let s2 = HostScope::new("x86_64-unknown-linux-gnu", "other", ["+a"]);
+        std::os::unix::fs::symlink(other.path(), root.join(s2.name())).unwrap();
+        let err = Store::open(&root, s2, StoreOptions { allow_insecure: true, ..Default::default() }).err().unwrap();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+    }
+
+    #[test]
+    fn refuses_a_directory_that_is_not_a_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("thesis.tex"), "precious").unwrap();
+        let err = Store::open(dir.path(), scope(), StoreOptions::default()).err().unwrap();
+        assert!(matches!(err, CacheError::NotACache { .. }), "{err}");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn scope_collision_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        // Both CPU names sanitise to the same directory name.
+        let a = HostScope::new("x86_64-unknown-linux-gnu", "x86-64", ["+a"]);
+        let b = HostScope::new("x86_64-unknown-linux-gnu", "x86_64", ["+a"]);
+        assert_eq!(a.name(), b.name());
+        Store::open(dir.path(), a, StoreOptions::default()).unwrap();
+        assert!(matches!(Store::open(dir.path(), b, StoreOptions::default()), Err(CacheError::ScopeMismatch { .. })));
+    }
+
+    #[test]
+    fn name_patterns() {
+        let k = key(7);
+        let name = k.file_name();
+        assert!(is_record_name(&name));
+        assert_eq!(key_of(&k.shard(), &name), Some(k));
+        assert!(is_temp_name(&format!("{name}.tmp-123-0123456789abcdef")));
+        assert!(is_temp_name("CACHEDIR.TAG.tmp-1-0123456789abcdef"));
+        for bad in [
+            "notes.txt".to_string(),
+            format!("{name}.tmp-12-xyz"),
+            format!("{name}.tmp--0123456789abcdef"),
+            "passwd.tmp-1-0123456789abcdef".into(),
+            name.to_uppercase(),
+        ] {
+            assert!(!is_temp_name(&bad) && !is_record_name(&bad), "{bad}");
+        }
+    }
+}
