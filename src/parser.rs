@@ -196,7 +196,7 @@ fn describe_expected(expected: &[String]) -> String {
     }
     if has("field") && has("kernel") && has("func") {
         return if has("module") {
-            "an item (`field`, `func`, `kernel`, `task`) or `module`".into()
+            "an item or `module`".into()
         } else {
             "an item (`field`, `func`, `kernel` or `task`)".into()
         };
