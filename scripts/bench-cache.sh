@@ -26,23 +26,22 @@ fi
 CACHE=$WORK/cache
 rm -rf "$CACHE"
 
-# Wall-clock seconds of a command, its output discarded.
+# Wall-clock, user and system seconds of a command, its output discarded.
+TIMEFORMAT='%R s (user %U s, sys %S s)'
 t() {
-  local start end
-  start=$(date +%s%N)
-  "$@" > /dev/null
-  end=$(date +%s%N)
-  local ms=$(( (end - start) / 1000000 ))
-  printf '%d.%03d' $((ms / 1000)) $((ms % 1000))
+  { time "$@" > /dev/null; } 2>&1
 }
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
-echo "fill: $RECORDS records of $SIZE object bytes (no fsync): $(t $BIN/examples/cache-fill --cache-dir "$CACHE" --count "$RECORDS" --size "$SIZE" --native --no-fsync --quiet) s"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr), $(free -g | awk '/Mem:/ {print $2}') GB"
+echo "file system: $(findmnt -no FSTYPE,OPTIONS --target "$WORK" 2>/dev/null || echo unknown)"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "fill: $RECORDS records of $SIZE object bytes (no fsync): $(t $BIN/examples/cache-fill --cache-dir "$CACHE" --count "$RECORDS" --size "$SIZE" --native --no-fsync --quiet)"
 du -sh "$CACHE" | sed 's/^/cache size on disk: /'
 sync
-echo "stats:        $(t $INSPECT --cache-dir "$CACHE" stats) s"
-echo "list --json:  $(t $INSPECT --cache-dir "$CACHE" list --json) s"
-echo "verify:       $(t $INSPECT --cache-dir "$CACHE" verify) s"
-echo "prune --max-size (to half, dry run): $(t $INSPECT --cache-dir "$CACHE" prune --max-size $((RECORDS * SIZE / 2)) --dry-run) s"
-echo "prune --max-size (to half):          $(t $INSPECT --cache-dir "$CACHE" prune --max-size $((RECORDS * SIZE / 2))) s"
+echo "stats:        $(t $INSPECT --cache-dir "$CACHE" stats)"
+echo "list --json:  $(t $INSPECT --cache-dir "$CACHE" list --json)"
+echo "verify:       $(t $INSPECT --cache-dir "$CACHE" verify)"
+echo "prune --max-size (to half, dry run): $(t $INSPECT --cache-dir "$CACHE" prune --max-size $((RECORDS * SIZE / 2)) --dry-run)"
+echo "prune --max-size (to half):          $(t $INSPECT --cache-dir "$CACHE" prune --max-size $((RECORDS * SIZE / 2)))"
 $BIN/examples/bench-cache-get --cache-dir "$CACHE" --size 20000 --iterations 20000
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -73,6 +73,9 @@ struct ScopeScan {
     shards: Vec<PathBuf>,
 }
 
+/// The records and temporary files of one shard.
+type ShardScan = (Vec<RecordEntry>, Vec<FileEntry>);
+
 #[derive(Debug)]
 struct Scan {
     scopes: Vec<ScopeScan>,
@@ -416,7 +419,7 @@ impl Cache {
                 scope.temps.push(file_entry(path, &meta));
             }
         }
-        let per_shard: Vec<Result<(Vec<RecordEntry>, Vec<FileEntry>), CacheError>> = scope
+        let per_shard: Vec<Result<ShardScan, CacheError>> = scope
             .shards
             .par_iter()
             .map(|shard| {
