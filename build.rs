@@ -1,8 +1,24 @@
-//! Generates the KIR parser from `src/grammar.lalrpop` (lalrpop).
+//! Generates the KIR parser from `src/grammar.lalrpop` (lalrpop), and
+//! records the version of the LLVM that codegen links, so that LLVM-free
+//! tools (`kiln-key`) compute the same keys as the JIT.
+use std::process::Command;
+
 fn main() {
     lalrpop::Configuration::new()
         .set_in_dir("src")
         .emit_rerun_directives(true)
         .process()
         .expect("lalrpop grammar failed to generate");
+
+    let prefix = std::env::var("LLVM_SYS_221_PREFIX").unwrap_or_else(|_| "/usr/lib/llvm-22".into());
+    let version = Command::new(format!("{prefix}/bin/llvm-config"))
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "none".into());
+    println!("cargo:rustc-env=KILN_LLVM_VERSION={version}");
+    println!("cargo:rerun-if-env-changed=LLVM_SYS_221_PREFIX");
+    println!("cargo:rerun-if-changed={prefix}/bin/llvm-config");
 }

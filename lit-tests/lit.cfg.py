@@ -2,6 +2,7 @@
 # The tools are substituted by absolute path to the freshly built binaries
 # (KILN_BIN_DIR, set by `make test-lit`), never whatever is on PATH.
 import os
+import re
 import lit.formats
 
 config.name = "Kiln"
@@ -9,6 +10,8 @@ config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".kir", ".test"]
 config.excludes = ["Inputs"]
 config.test_source_root = os.path.dirname(__file__)
+# Temporaries (%t) go under target/, never into the source tree.
+config.test_exec_root = os.path.join(os.path.dirname(config.test_source_root), "target", "lit")
 
 bin_dir = os.environ.get("KILN_BIN_DIR")
 if not bin_dir:
@@ -16,14 +19,25 @@ if not bin_dir:
 llvm_bin = "/usr/lib/llvm-22/bin"
 repo = os.path.dirname(config.test_source_root)
 
+# lit treats a substitution's key as a regular expression and applies the
+# config's substitutions before its own (%s, %t, ...), so a key must match
+# the tool name as a whole word of a command and nothing else: not a part of
+# a path (`/kiln-opt/`), a file name (`kiln-opt.md`), a longer name
+# (`kiln-opt-x`) or a flag (`--implicit-check-not`).
+def whole_word(name):
+    return r"(?<![\w/.-])%s(?![\w/.-])" % re.escape(name)
+
 for tool in ["kiln-opt", "kiln-key", "kiln-compile", "kiln-run", "kiln-cache-inspect"]:
-    path = os.path.join(bin_dir, tool)
-    config.substitutions.append((r"\b%s\b" % tool.replace("-", r"\-"), path))
+    config.substitutions.append((whole_word(tool), os.path.join(bin_dir, tool)))
 for tool in ["FileCheck", "not", "llvm-readelf", "llvm-objdump"]:
-    config.substitutions.append((r"(?<![\w/-])%s\b" % tool, os.path.join(llvm_bin, tool)))
+    config.substitutions.append((whole_word(tool), os.path.join(llvm_bin, tool)))
 config.substitutions.append(("%testdata", os.path.join(repo, "testdata")))
 # Cargo examples used as test tools (built by `make test-lit`).
 config.substitutions.append(("%cache-fill", os.path.join(bin_dir, "examples", "cache-fill")))
+
+# The host architecture (`REQUIRES: x86_64` for tests of the x86-64 code model).
+import platform
+config.available_features.add(platform.machine())
 
 # Keep the environment predictable: no user cache directory leaks in.
 config.environment["KILN_CACHE_DIR"] = "/nonexistent-kiln-cache-dir"

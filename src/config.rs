@@ -52,6 +52,17 @@ pub struct CompileConfig {
 /// The cache record format this build writes and reads.
 pub const RECORD_VERSION: u32 = 1;
 
+/// The version of the LLVM this build compiles with (from `llvm-config` at
+/// build time; `none` when LLVM was not found). Codegen checks that the
+/// library it loads reports the same.
+pub const LLVM_VERSION: &str = env!("KILN_LLVM_VERSION");
+
+impl Default for CompileConfig {
+    fn default() -> CompileConfig {
+        CompileConfig::new(LLVM_VERSION)
+    }
+}
+
 impl CompileConfig {
     /// The default configuration: `-O2`, no fast-math, bounds checks on,
     /// the large code model on x86-64 (the target default elsewhere).

@@ -99,3 +99,297 @@ pub trait Engine {
     /// parameter, in order, already of the parameter's type).
     fn run_kernel(&mut self, stream: &Stream, kernel: &str, args: &[Const], fields: &mut Fields) -> Result<(), RunError>;
 }
+
+// ---------------------------------------------------------------------------
+// Reading and showing field values: digests, text, `.npy` files, arguments.
+
+impl FieldData {
+    /// One `--digest` line: `@y f32[1024] blake3:HEX`.
+    pub fn digest_line(&self, name: &str) -> String {
+        format!("@{name} {} {}", self.type_string(), self.digest())
+    }
+
+    /// Element `i` (row-major) as a constant; `None` past the end.
+    pub fn element(&self, i: usize) -> Option<Const> {
+        let size = self.elem.size_bytes();
+        let b = self.bytes.get(i * size..(i + 1) * size)?;
+        let mut raw = [0u8; 8];
+        raw[..size].copy_from_slice(b);
+        let bits = u64::from_le_bytes(raw);
+        Some(Const { ty: self.elem, bits: if self.elem == Scalar::I1 { (bits != 0) as u64 } else { bits } })
+    }
+
+    /// The values as text, nested by dimension: `[[1, 2], [3, 4]]`, a bare
+    /// literal for a 0-D field. Literals are KIR's (`printer::fmt_const`), so
+    /// floats read back to the same bits.
+    pub fn format_values(&self) -> String {
+        fn go(d: &FieldData, dim: usize, start: usize, out: &mut String) {
+            if dim == d.shape.len() {
+                let c = d.element(start).unwrap_or(Const { ty: d.elem, bits: 0 });
+                out.push_str(&crate::printer::fmt_const(c));
+                return;
+            }
+            let inner: usize = d.shape[dim + 1..].iter().product::<u64>() as usize;
+            out.push('[');
+            for k in 0..d.shape[dim] as usize {
+                if k > 0 {
+                    out.push_str(", ");
+                }
+                go(d, dim + 1, start + k * inner, out);
+            }
+            out.push(']');
+        }
+        let mut out = String::new();
+        go(self, 0, 0, &mut out);
+        out
+    }
+
+    /// The field as a numpy `.npy` file (little-endian, C order; `i1` as
+    /// numpy's `bool`).
+    pub fn to_npy(&self) -> Result<Vec<u8>, String> {
+        use npyz::WriterBuilder;
+        fn write<T: npyz::AutoSerialize>(shape: &[u64], items: impl Iterator<Item = T>) -> std::io::Result<Vec<u8>> {
+            let mut buf = Vec::new();
+            let mut w = npyz::WriteOptions::new().default_dtype().shape(shape).writer(&mut buf).begin_nd()?;
+            w.extend(items)?;
+            w.finish()?;
+            Ok(buf)
+        }
+        let n = self.len();
+        let bits = (0..n).map(|i| self.element(i).map(|c| c.bits).unwrap_or(0));
+        let shape = &self.shape[..];
+        match self.elem {
+            Scalar::I1 => write(shape, bits.map(|b| b != 0)),
+            Scalar::I32 => write(shape, bits.map(|b| b as u32 as i32)),
+            Scalar::I64 => write(shape, bits.map(|b| b as i64)),
+            Scalar::F32 => write(shape, bits.map(|b| f32::from_bits(b as u32))),
+            Scalar::F64 => write(shape, bits.map(f64::from_bits)),
+        }
+        .map_err(|e| format!("cannot encode .npy: {e}"))
+    }
+
+    /// Replaces the values with those of a `.npy` file for field `name`,
+    /// whose dtype and shape must match the field exactly (`@x: expected
+    /// f32[1024], file has f64[1024]`). Fortran-ordered arrays are
+    /// reordered to row-major.
+    pub fn load_npy(&mut self, name: &str, file: &[u8]) -> Result<(), String> {
+        let npy = npyz::NpyFile::new(file).map_err(|e| format!("@{name}: not a valid .npy file: {e}"))?;
+        let shape = npy.shape().to_vec();
+        let elem = match npy.dtype() {
+            npyz::DType::Plain(ts) => match (ts.type_char(), ts.size_field()) {
+                (npyz::TypeChar::Bool, 1) => Some(Scalar::I1),
+                (npyz::TypeChar::Int, 4) => Some(Scalar::I32),
+                (npyz::TypeChar::Int, 8) => Some(Scalar::I64),
+                (npyz::TypeChar::Float, 4) => Some(Scalar::F32),
+                (npyz::TypeChar::Float, 8) => Some(Scalar::F64),
+                _ => None,
+            },
+            _ => None,
+        };
+        let file_type = match elem {
+            Some(e) => FieldData { elem: e, shape: shape.clone(), bytes: Vec::new() }.type_string(),
+            None => {
+                let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+                format!("dtype '{}' [{}]", npy.dtype().descr(), dims.join(", "))
+            }
+        };
+        if elem != Some(self.elem) || shape != self.shape {
+            return Err(format!("@{name}: expected {}, file has {file_type}", self.type_string()));
+        }
+        let fortran = npy.order() == npyz::Order::Fortran;
+        let bad = |e: std::io::Error| format!("@{name}: cannot read the .npy data: {e}");
+        let mut le: Vec<u64> = match self.elem {
+            Scalar::I1 => npy.into_vec::<bool>().map_err(bad)?.into_iter().map(|b| b as u64).collect(),
+            Scalar::I32 => npy.into_vec::<i32>().map_err(bad)?.into_iter().map(|v| v as u32 as u64).collect(),
+            Scalar::I64 => npy.into_vec::<i64>().map_err(bad)?.into_iter().map(|v| v as u64).collect(),
+            Scalar::F32 => npy.into_vec::<f32>().map_err(bad)?.into_iter().map(|v| v.to_bits() as u64).collect(),
+            Scalar::F64 => npy.into_vec::<f64>().map_err(bad)?.into_iter().map(f64::to_bits).collect(),
+        };
+        if le.len() != self.len() {
+            return Err(format!("@{name}: the file holds {} elements, not {}", le.len(), self.len()));
+        }
+        if fortran && self.shape.len() > 1 {
+            le = fortran_to_c(&le, &self.shape);
+        }
+        let size = self.elem.size_bytes();
+        self.bytes = le.iter().flat_map(|b| b.to_le_bytes().into_iter().take(size)).collect();
+        Ok(())
+    }
+}
+
+/// Reorders elements stored column-major (first index fastest) into
+/// row-major order.
+fn fortran_to_c(data: &[u64], shape: &[u64]) -> Vec<u64> {
+    let n = data.len();
+    let mut out = vec![0; n];
+    let mut idx = vec![0u64; shape.len()];
+    for slot in out.iter_mut() {
+        // `idx` walks row-major; its column-major offset is where the
+        // element sits in the file.
+        let mut off = 0u64;
+        let mut stride = 1u64;
+        for (d, &ext) in shape.iter().enumerate() {
+            off += idx[d] * stride;
+            stride *= ext;
+        }
+        *slot = data[off as usize];
+        for d in (0..shape.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < shape[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    out
+}
+
+impl Fields {
+    /// The `--digest` listing: one line per field, sorted by name.
+    pub fn digest_lines(&self) -> String {
+        self.map.iter().map(|(n, d)| d.digest_line(n) + "\n").collect()
+    }
+}
+
+/// Parses a kernel argument's text as a value of type `ty`: `true`/`false`
+/// for `i1`; a decimal or `0x` hex integer (optionally negative, within the
+/// type's range) for `i32`/`i64`; for floats a decimal, `inf`, `-inf`,
+/// `nan`, or `0x` hex giving the raw bits (as in KIR text).
+pub fn parse_value(text: &str, ty: Scalar) -> Result<Const, String> {
+    let t = text.trim();
+    let bad = || format!("'{text}' is not a valid {ty} value");
+    let int = |s: &str| -> Option<i128> {
+        let (neg, digits) = match s.strip_prefix('-') {
+            Some(d) => (true, d),
+            None => (false, s.strip_prefix('+').unwrap_or(s)),
+        };
+        let v = match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+            Some(h) => i128::from_str_radix(h, 16).ok()?,
+            None if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => digits.parse::<i128>().ok()?,
+            None => return None,
+        };
+        Some(if neg { -v } else { v })
+    };
+    match ty {
+        Scalar::I1 => match t {
+            "true" => Ok(Const::bool(true)),
+            "false" => Ok(Const::bool(false)),
+            _ => Err(bad()),
+        },
+        Scalar::I32 => {
+            let v = int(t).ok_or_else(bad)?;
+            i32::try_from(v).map(Const::i32).map_err(|_| format!("'{text}' is out of range for i32"))
+        }
+        Scalar::I64 => {
+            let v = int(t).ok_or_else(bad)?;
+            i64::try_from(v).map(Const::i64).map_err(|_| format!("'{text}' is out of range for i64"))
+        }
+        Scalar::F32 | Scalar::F64 => {
+            if let Some(h) = t.strip_prefix("0x") {
+                let bits = u64::from_str_radix(h, 16).map_err(|_| bad())?;
+                if ty == Scalar::F32 && bits > u32::MAX as u64 {
+                    return Err(format!("'{text}' has more than 32 bits for f32"));
+                }
+                return Ok(Const { ty, bits });
+            }
+            let valid = t.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
+                || matches!(t, "inf" | "-inf" | "+inf" | "nan");
+            if !valid || t.is_empty() {
+                return Err(bad());
+            }
+            if ty == Scalar::F32 {
+                t.parse::<f32>().map(Const::f32).map_err(|_| bad())
+            } else {
+                t.parse::<f64>().map(Const::f64).map_err(|_| bad())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(elem: Scalar, shape: &[u64], vals: &[u64]) -> FieldData {
+        let size = elem.size_bytes();
+        FieldData { elem, shape: shape.to_vec(), bytes: vals.iter().flat_map(|v| v.to_le_bytes().into_iter().take(size)).collect() }
+    }
+
+    #[test]
+    fn npy_round_trips_every_type() {
+        for elem in Scalar::ALL {
+            let vals: Vec<u64> = match elem {
+                Scalar::I1 => vec![0, 1, 1, 0, 1, 0],
+                Scalar::F32 => [1.5f32, -0.0, f32::INFINITY, 2.0, 3.0, 4.0].iter().map(|v| v.to_bits() as u64).collect(),
+                Scalar::F64 => [1.5f64, -0.0, f64::NAN, 2.0, 3.0, 4.0].iter().map(|v| v.to_bits()).collect(),
+                Scalar::I32 => [1i32, -1, i32::MIN, 4, 5, 6].iter().map(|v| *v as u32 as u64).collect(),
+                Scalar::I64 => [1i64, -1, i64::MIN, 4, 5, 6].iter().map(|v| *v as u64).collect(),
+            };
+            let d = data(elem, &[2, 3], &vals);
+            let bytes = d.to_npy().unwrap();
+            let mut back = FieldData { elem, shape: vec![2, 3], bytes: vec![0; d.bytes.len()] };
+            back.load_npy("x", &bytes).unwrap();
+            assert_eq!(back, d, "{elem}");
+        }
+    }
+
+    #[test]
+    fn npy_zero_d_round_trips() {
+        let d = data(Scalar::F64, &[], &[2.5f64.to_bits()]);
+        let mut back = FieldData { elem: Scalar::F64, shape: vec![], bytes: vec![0; 8] };
+        back.load_npy("t", &d.to_npy().unwrap()).unwrap();
+        assert_eq!(back, d);
+    }
+
+    #[test]
+    fn npy_dtype_and_shape_mismatches_are_clear_errors() {
+        let f64s = data(Scalar::F64, &[4], &[0; 4]).to_npy().unwrap();
+        let mut x = FieldData { elem: Scalar::F32, shape: vec![4], bytes: vec![0; 16] };
+        assert_eq!(x.load_npy("x", &f64s).unwrap_err(), "@x: expected f32[4], file has f64[4]");
+        let f32s = data(Scalar::F32, &[2, 2], &[0; 4]).to_npy().unwrap();
+        assert_eq!(x.load_npy("x", &f32s).unwrap_err(), "@x: expected f32[4], file has f32[2, 2]");
+        assert!(x.load_npy("x", b"garbage").unwrap_err().starts_with("@x: not a valid .npy file"));
+        assert_eq!(x.bytes, vec![0; 16]);
+    }
+
+    #[test]
+    fn fortran_order_is_reordered() {
+        // A 2x3 array [[0,1,2],[3,4,5]] stored column-major: 0,3,1,4,2,5.
+        assert_eq!(fortran_to_c(&[0, 3, 1, 4, 2, 5], &[2, 3]), [0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn values_print_nested_with_kir_literals() {
+        let d = data(Scalar::I32, &[2, 2], &[1, 2, 3, (-4i32) as u32 as u64]);
+        assert_eq!(d.format_values(), "[[1, 2], [3, -4]]");
+        let f = data(Scalar::F32, &[3], &[1.0f32.to_bits() as u64, f32::NAN.to_bits() as u64, (-0.0f32).to_bits() as u64]);
+        assert_eq!(f.format_values(), "[1.0, nan, -0.0]");
+        assert_eq!(data(Scalar::I1, &[], &[1]).format_values(), "true");
+        assert_eq!(data(Scalar::F64, &[0], &[]).format_values(), "[]");
+    }
+
+    #[test]
+    fn digest_lines_are_sorted_and_hash_the_bytes() {
+        let mut fields = Fields::default();
+        fields.map.insert("y".into(), data(Scalar::F32, &[2], &[0, 0]));
+        fields.map.insert("a".into(), data(Scalar::I64, &[], &[0]));
+        let text = fields.digest_lines();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], format!("@a i64 blake3:{}", blake3::hash(&[0; 8]).to_hex()));
+        assert!(lines[1].starts_with("@y f32[2] blake3:"));
+    }
+
+    #[test]
+    fn arguments_parse_per_type() {
+        assert_eq!(parse_value("-7", Scalar::I32), Ok(Const::i32(-7)));
+        assert_eq!(parse_value("0x2a", Scalar::I64), Ok(Const::i64(42)));
+        assert_eq!(parse_value("2147483648", Scalar::I32).unwrap_err(), "'2147483648' is out of range for i32");
+        assert_eq!(parse_value("1.5", Scalar::F32), Ok(Const::f32(1.5)));
+        assert_eq!(parse_value("-inf", Scalar::F64), Ok(Const::f64(f64::NEG_INFINITY)));
+        assert_eq!(parse_value("0x7fc00001", Scalar::F32), Ok(Const { ty: Scalar::F32, bits: 0x7fc00001 }));
+        assert_eq!(parse_value("true", Scalar::I1), Ok(Const::bool(true)));
+        assert_eq!(parse_value("abc", Scalar::F32).unwrap_err(), "'abc' is not a valid f32 value");
+        assert_eq!(parse_value("1.5", Scalar::I32).unwrap_err(), "'1.5' is not a valid i32 value");
+        assert!(parse_value("infinity", Scalar::F32).is_err());
+    }
+}

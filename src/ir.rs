@@ -206,6 +206,11 @@ impl Value {
     }
 }
 impl Stmt {
+    /// The statement a top-level task item's header binds its loop
+    /// variables by (`ValueDef::LoopVar(Stmt::HEADER, n)`): a [`TaskItem`]
+    /// header is not a statement of its body, so it has no index of its own.
+    pub const HEADER: Stmt = Stmt(u32::MAX);
+
     pub fn index(self) -> usize {
         self.0 as usize
     }

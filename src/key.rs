@@ -1,1 +1,333 @@
-//! (being written)
+//! Task keys: the content hash under which a task's compiled object is
+//! cached.
+//!
+//! Owns: the canonical per-task text and the [`Key`]. The canonical text of
+//! a task is its per-task module as [`crate::passes::split::task_needs`]
+//! defines it (the fields it touches, sorted by name; the functions it
+//! calls transitively, sorted by name; the task item), printed with every
+//! value renamed `%0, %1, ...` in definition order (parameters first) in
+//! each body, the task named `@task` and its kernel `@kernel`, and no
+//! module name. So value names, comments, layout, the order of items, items
+//! the task does not use, and the names of the task and its kernel never
+//! change a key; any change to what the task computes or touches does.
+//!
+//! The key is blake3 over, in order: the domain tag `kiln task key\0`, the
+//! key format version ([`KEY_FORMAT_VERSION`], 4 bytes little-endian), the
+//! canonical text's length (8 bytes LE) and bytes, and the compile
+//! configuration serialised whole with serde_json in its declared field
+//! order — its length (8 bytes LE) and bytes. Hashing the serialised
+//! struct means a field added to [`CompileConfig`] is in every key without
+//! anyone remembering to add it. [`explain`] returns exactly these parts.
+//!
+//! Must never: depend on anything outside the task's module and the
+//! configuration (the host is in the cache directory's scope, not in the
+//! key), or print.
+
+use crate::config::CompileConfig;
+use crate::ir::*;
+use crate::passes::split::task_needs;
+use std::fmt;
+
+/// The version of the key's format: bump it when the canonical text or the
+/// hashed layout changes, so old keys can never match new objects.
+pub const KEY_FORMAT_VERSION: u32 = 1;
+
+/// The name every task carries in its canonical text.
+pub const TASK_PLACEHOLDER: &str = "task";
+/// The name every task's kernel carries in its canonical text.
+pub const KERNEL_PLACEHOLDER: &str = "kernel";
+
+const DOMAIN: &[u8] = b"kiln task key\0";
+
+/// A task's key: the cache's own key type (a blake3 digest shown as 64
+/// lowercase hex digits), so keys and records can never disagree on form.
+pub use crate::cache::Key;
+
+/// The canonical per-task module of `task`, a task item of module `m`:
+/// what it needs from `m`, values renumbered, placeholder names.
+pub fn canonical_module(m: &Module, task: &TaskItem) -> Module {
+    let (fields, funcs) = task_needs(m, &task.body, task.body.entry, &task.kind);
+    let mut items: Vec<Item> = Vec::with_capacity(fields.len() + funcs.len() + 1);
+    items.extend(fields.into_iter().map(|f| Item::Field(Field { span: Span::DUMMY, ..f.clone() })));
+    for f in funcs {
+        let mut f = f.clone();
+        renumber(&mut f.body, &[]);
+        items.push(Item::Func(f));
+    }
+    let mut t = task.clone();
+    t.name = TASK_PLACEHOLDER.into();
+    t.kernel = KERNEL_PLACEHOLDER.into();
+    let header = header_vars(&t.kind);
+    renumber(&mut t.body, &header);
+    items.push(Item::Task(t));
+    Module { name: None, items, span: Span::DUMMY }
+}
+
+/// The canonical text of a task (see the module doc).
+pub fn canonical_text(m: &Module, task: &TaskItem) -> String {
+    canonical_module(m, task).to_string()
+}
+
+fn header_vars(k: &TaskKind) -> Vec<Value> {
+    match k {
+        TaskKind::Serial => Vec::new(),
+        TaskKind::RangeFor { var, .. } => vec![*var],
+        TaskKind::StructFor { vars, .. } => vars.clone(),
+    }
+}
+
+/// Renames the values of a body `0, 1, ...` in definition order:
+/// parameters, then the header's variables, then in print order each
+/// statement's result and each loop's variable.
+fn renumber(body: &mut Body, header: &[Value]) {
+    let mut order: Vec<Value> = Vec::with_capacity(body.values.len());
+    order.extend(&body.params);
+    order.extend(header);
+    body.walk(body.entry, &mut |s| {
+        let data = body.stmt(s);
+        if let Some(r) = data.result {
+            order.push(r);
+        }
+        match &data.kind {
+            StmtKind::For { var, .. } => order.push(*var),
+            StmtKind::Task { kind, .. } => order.extend(header_vars(kind)),
+            _ => {}
+        }
+    });
+    for (i, v) in order.into_iter().enumerate() {
+        body.values[v.index()].name = compact_str::format_compact!("{i}");
+    }
+}
+
+/// The key of a canonical text under a configuration.
+pub fn key_of_text(text: &str, config: &CompileConfig) -> Key {
+    let cfg = config_json(config);
+    let mut h = blake3::Hasher::new();
+    h.update(DOMAIN);
+    h.update(&KEY_FORMAT_VERSION.to_le_bytes());
+    h.update(&(text.len() as u64).to_le_bytes());
+    h.update(text.as_bytes());
+    h.update(&(cfg.len() as u64).to_le_bytes());
+    h.update(cfg.as_bytes());
+    Key(*h.finalize().as_bytes())
+}
+
+/// The configuration as it is hashed: serde_json, fields in declared order.
+pub fn config_json(config: &CompileConfig) -> String {
+    // Serialising a struct of plain data cannot fail.
+    serde_json::to_string(config).expect("CompileConfig serialises")
+}
+
+/// The key of task item `task` of module `m`.
+pub fn task_key(m: &Module, task: &TaskItem, config: &CompileConfig) -> Key {
+    key_of_text(&canonical_text(m, task), config)
+}
+
+/// One task's key, with what it was computed from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskKey {
+    /// The task's name in the stream.
+    pub task: Name,
+    /// The kernel it came from.
+    pub kernel: Name,
+    pub key: Key,
+    /// The canonical text that was hashed.
+    pub text: String,
+}
+
+/// The keys of every task item of a split stream, in stream order.
+pub fn stream_keys(stream: &Stream, config: &CompileConfig) -> Vec<TaskKey> {
+    let mut out = Vec::new();
+    for m in &stream.modules {
+        for t in m.tasks() {
+            let text = canonical_text(m, t);
+            out.push(TaskKey { task: t.name.clone(), kernel: t.kernel.clone(), key: key_of_text(&text, config), text });
+        }
+    }
+    out
+}
+
+/// Exactly what went into a key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Explanation {
+    pub key: Key,
+    pub format_version: u32,
+    /// The canonical text, as hashed.
+    pub text: String,
+    /// The configuration's JSON, as hashed.
+    pub config_json: String,
+    /// Each configuration field and its value, in declared order.
+    pub config_fields: Vec<(String, serde_json::Value)>,
+}
+
+/// Explains the key of task item `task` of module `m`.
+pub fn explain(m: &Module, task: &TaskItem, config: &CompileConfig) -> Explanation {
+    let text = canonical_text(m, task);
+    let config_json = config_json(config);
+    Explanation {
+        key: key_of_text(&text, config),
+        format_version: KEY_FORMAT_VERSION,
+        config_fields: config_fields(&config_json),
+        text,
+        config_json,
+    }
+}
+
+/// The fields of a serialised configuration in the order they were
+/// written (serde_json's own map type would sort them).
+pub fn config_fields(json: &str) -> Vec<(String, serde_json::Value)> {
+    struct Ordered(Vec<(String, serde_json::Value)>);
+    impl<'de> serde::Deserialize<'de> for Ordered {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Ordered, D::Error> {
+            struct V;
+            impl<'de> serde::de::Visitor<'de> for V {
+                type Value = Ordered;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a JSON object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Ordered, A::Error> {
+                    let mut v = Vec::new();
+                    while let Some(e) = a.next_entry()? {
+                        v.push(e);
+                    }
+                    Ok(Ordered(v))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+    serde_json::from_str::<Ordered>(json).map(|o| o.0).unwrap_or_default()
+}
+
+/// Makes a stream ready for keying: a stream that is already split (it
+/// holds task items and no kernel with plain statements or tasks) is kept
+/// as it is; anything else goes through
+/// [`default_pipeline`](crate::passes::default_pipeline), exactly as
+/// `kiln-run` and `kiln-compile` do, so all three see the same tasks.
+pub fn task_stream(mut stream: Stream) -> Result<Stream, crate::diag::Diagnostics> {
+    let unsplit = stream.modules.iter().flat_map(|m| m.kernels()).any(|k| {
+        k.body.block(k.body.entry).iter().any(|&s| !matches!(k.body.stmt(s).kind, StmtKind::Launch(_)))
+    });
+    let has_items = stream.modules.iter().any(|m| m.tasks().next().is_some());
+    if unsplit || !has_items {
+        crate::passes::run_passes(&crate::passes::default_pipeline(), &mut stream)?;
+    }
+    Ok(stream)
+}
+
+/// The keys of a stream's tasks under one configuration, in the form
+/// `kiln-key --json` prints and `--diff` reads back.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct KeySet {
+    pub format_version: u32,
+    pub config: CompileConfig,
+    pub tasks: Vec<KeyEntry>,
+}
+
+/// One task of a [`KeySet`].
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct KeyEntry {
+    pub task: String,
+    pub kernel: String,
+    #[serde(deserialize_with = "parse_key")]
+    pub key: Key,
+    /// blake3 of the canonical text alone, so that a diff can tell a change
+    /// of text from a change of configuration.
+    #[serde(deserialize_with = "parse_key")]
+    pub text_digest: Key,
+    /// The canonical text (not written to JSON: the digest stands for it).
+    #[serde(skip)]
+    pub text: Option<String>,
+}
+
+/// Reads a key from its hex text (the cache's `Key` serialises as hex).
+fn parse_key<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+    let text = <String as serde::Deserialize>::deserialize(d)?;
+    text.parse().map_err(serde::de::Error::custom)
+}
+
+impl KeySet {
+    /// The keys of a split stream's tasks.
+    pub fn of_stream(stream: &Stream, config: &CompileConfig) -> KeySet {
+        let tasks = stream_keys(stream, config)
+            .into_iter()
+            .map(|t| KeyEntry {
+                task: t.task.to_string(),
+                kernel: t.kernel.to_string(),
+                key: t.key,
+                text_digest: Key(*blake3::hash(t.text.as_bytes()).as_bytes()),
+                text: Some(t.text),
+            })
+            .collect();
+        KeySet { format_version: KEY_FORMAT_VERSION, config: config.clone(), tasks }
+    }
+}
+
+/// How one task's key differs between two key sets.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    Unchanged,
+    Added,
+    Removed,
+    Changed {
+        /// The canonical text changed; with both texts at hand, the first
+        /// line that differs (1-based) and its old and new contents.
+        text: Option<Option<(usize, String, String)>>,
+        /// Configuration fields that changed: name, old and new value.
+        config: Vec<(String, serde_json::Value, serde_json::Value)>,
+        /// The key format version changed.
+        format: bool,
+    },
+}
+
+/// Compares two key sets task by task (matched by name): the new set's
+/// tasks in order, then the tasks only the old set has.
+pub fn diff(old: &KeySet, new: &KeySet) -> Vec<(String, Change)> {
+    let old_cfg = config_fields(&config_json(&old.config));
+    let new_cfg = config_fields(&config_json(&new.config));
+    let config: Vec<(String, serde_json::Value, serde_json::Value)> = new_cfg
+        .iter()
+        .filter_map(|(name, nv)| {
+            let ov = old_cfg.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).unwrap_or(serde_json::Value::Null);
+            (ov != *nv).then(|| (name.clone(), ov, nv.clone()))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for n in &new.tasks {
+        let Some(o) = old.tasks.iter().find(|o| o.task == n.task) else {
+            out.push((n.task.clone(), Change::Added));
+            continue;
+        };
+        if o.key == n.key {
+            out.push((n.task.clone(), Change::Unchanged));
+            continue;
+        }
+        let text = (o.text_digest != n.text_digest).then(|| match (&o.text, &n.text) {
+            (Some(a), Some(b)) => first_difference(a, b),
+            _ => None,
+        });
+        out.push((
+            n.task.clone(),
+            Change::Changed { text, config: config.clone(), format: old.format_version != new.format_version },
+        ));
+    }
+    for o in &old.tasks {
+        if !new.tasks.iter().any(|n| n.task == o.task) {
+            out.push((o.task.clone(), Change::Removed));
+        }
+    }
+    out
+}
+
+fn first_difference(a: &str, b: &str) -> Option<(usize, String, String)> {
+    let (mut la, mut lb) = (a.lines(), b.lines());
+    let mut n = 0;
+    loop {
+        n += 1;
+        match (la.next(), lb.next()) {
+            (None, None) => return None,
+            (x, y) if x == y => continue,
+            (x, y) => return Some((n, x.unwrap_or("").to_string(), y.unwrap_or("").to_string())),
+        }
+    }
+}

@@ -1,8 +1,867 @@
-//! (being written)
-use crate::diag::Diagnostics;
-use crate::ir::Stream;
+//! The KIR parser: text to a [`Stream`] of modules, or diagnostics with spans.
+//!
+//! Owns: driving the lalrpop grammar (`src/grammar.lalrpop`) over the logos
+//! lexer, and lowering its syntax tree to the IR — name resolution (scoped,
+//! with forward references kept for the verifier to report), result type
+//! inference, and the meaning of literals for the type they are given.
+//!
+//! How: the text is cut into top-level chunks ([`split_items`]); each chunk
+//! is parsed on its own, so a syntax error costs one item and the rest is
+//! still checked. Lowering runs in two phases: first the chunks that
+//! declare signatures (fields, functions, whole `module` blocks) are
+//! parsed, so that items may be used before they are declared; then every
+//! chunk is lowered, in parallel for large inputs (rayon). A chunk's syntax
+//! tree lives only while that chunk is lowered.
+//!
+//! Must never: panic on any input, print, or judge well-formedness beyond
+//! syntax and literals (use before definition, unknown fields and
+//! functions, type errors are the verifier's; the parser keeps what was
+//! written so the verifier can point at it).
+
+pub mod ast;
+
+lalrpop_util::lalrpop_mod!(
+    #[allow(clippy::all, unused_parens, dead_code)]
+    grammar,
+    "/grammar.rs"
+);
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::ir::*;
+use crate::lexer::{split_items, ChunkKind, LexError, Lexer, Tok};
+use ast::{BoundAst, LitKind, Name as AName, RangeAst, SKind, StmtAst, TaskKindAst, Top};
+use lalrpop_util::ParseError;
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Inputs at least this large are parsed on all cores.
+const PARALLEL_THRESHOLD: usize = 1 << 20;
 
 /// Parses KIR text into a stream of modules.
-pub fn parse(_text: &str) -> Result<Stream, Diagnostics> {
-    Ok(Stream::default())
+///
+/// A file holds either bare items (one unnamed module) or only
+/// `module @name { ... }` blocks. Every syntax error and bad literal is
+/// reported (at least one per top-level item); names are resolved but not
+/// checked (see the module doc).
+pub fn parse(text: &str) -> Result<Stream, Diagnostics> {
+    parse_with(text, text.len() >= PARALLEL_THRESHOLD)
 }
+
+/// [`parse`] on the calling thread only (for callers that already run in
+/// parallel, and for measurements).
+pub fn parse_sequential(text: &str) -> Result<Stream, Diagnostics> {
+    parse_with(text, false)
+}
+
+/// Runs only the lexer and the grammar over one chunk and returns how many
+/// top-level forms it holds (0 on a syntax error); for profiling.
+#[doc(hidden)]
+pub fn parse_syntax_only(text: &str, chunk: &crate::lexer::Chunk) -> usize {
+    parse_chunk(text, chunk).map(|t| t.len()).unwrap_or(0)
+}
+
+fn parse_with(text: &str, parallel: bool) -> Result<Stream, Diagnostics> {
+    if text.len() > u32::MAX as usize {
+        return Err(Diagnostic::error_nospan("input is larger than 4 GiB").into());
+    }
+    let chunks = split_items(text);
+
+    // Phase 1: the chunks that declare signatures.
+    let declares = |c: &crate::lexer::Chunk| matches!(c.kind, ChunkKind::Field | ChunkKind::Func | ChunkKind::Module);
+    let parse_decl = |c: &crate::lexer::Chunk| declares(c).then(|| parse_chunk(text, c));
+    let mut early: Vec<Option<Result<Vec<Top<'_>>, Diagnostic>>> = if parallel {
+        chunks.par_iter().map(parse_decl).collect()
+    } else {
+        chunks.iter().map(parse_decl).collect()
+    };
+    let mut sigs = Sigs::default();
+    for tops in early.iter().flatten().flatten() {
+        for top in tops {
+            if let Top::Item(item) = top {
+                sigs.declare(item);
+            }
+        }
+    }
+
+    // Phase 2: parse what is left and lower everything, chunk by chunk.
+    let lower = |(c, early): (&crate::lexer::Chunk, Option<Result<Vec<Top<'_>>, Diagnostic>>)| {
+        let tops = match early.unwrap_or_else(|| parse_chunk(text, c)) {
+            Ok(tops) => tops,
+            Err(d) => return (Vec::new(), vec![d]),
+        };
+        let mut diags = Vec::new();
+        let out = tops.into_iter().map(|t| lower_top(t, &sigs, &mut diags)).collect::<Vec<_>>();
+        (out, diags)
+    };
+    let pairs = chunks.iter().zip(early.drain(..));
+    let lowered: Vec<(Vec<Lowered>, Vec<Diagnostic>)> = if parallel {
+        pairs.collect::<Vec<_>>().into_par_iter().map(lower).collect()
+    } else {
+        pairs.map(lower).collect()
+    };
+
+    let mut diags = Diagnostics::default();
+    let mut bare = Module { name: None, items: Vec::new(), span: Span::new(0, text.len()) };
+    let mut modules = Vec::new();
+    let mut first_form: Option<bool> = None;
+    for (forms, ds) in lowered {
+        for d in ds {
+            diags.push(d);
+        }
+        for form in forms {
+            let (is_module, span) = match &form {
+                Lowered::Item(i) => (false, i.span()),
+                Lowered::Module(m) => (true, m.span),
+            };
+            match first_form {
+                None => first_form = Some(is_module),
+                Some(m) if m != is_module => diags.push(Diagnostic::error(
+                    if m {
+                        "expected `module`, found an item outside a module block: a file holds either bare items or only `module` blocks"
+                    } else {
+                        "unexpected `module` block after bare items: a file holds either bare items or only `module` blocks"
+                    },
+                    span,
+                )),
+                Some(_) => {}
+            }
+            match form {
+                Lowered::Item(i) => bare.items.push(i),
+                Lowered::Module(m) => modules.push(m),
+            }
+        }
+    }
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    if modules.is_empty() {
+        modules.push(bare);
+    }
+    Ok(Stream { modules })
+}
+
+/// A top-level form after lowering.
+enum Lowered {
+    Item(Item),
+    Module(Module),
+}
+
+/// Parses one chunk with the grammar.
+fn parse_chunk<'a>(text: &'a str, c: &crate::lexer::Chunk) -> Result<Vec<Top<'a>>, Diagnostic> {
+    if let Some(at) = c.too_deep {
+        return Err(Diagnostic::error(
+            format!("blocks are nested too deeply (more than {} levels)", crate::lexer::MAX_DEPTH),
+            Span::new(at, at + 1),
+        ));
+    }
+    let piece = &text[c.start..c.end];
+    grammar::ChunkParser::new().parse(Lexer::new(piece, c.start)).map_err(|e| syntax_error(text, e))
+}
+
+/// Turns a grammar error into `expected X, found Y`.
+fn syntax_error(text: &str, e: ParseError<usize, Tok<'_>, LexError>) -> Diagnostic {
+    match e {
+        ParseError::InvalidToken { location } => {
+            Diagnostic::error("invalid token", Span::new(location, location + 1))
+        }
+        ParseError::UnrecognizedEof { location, expected } => Diagnostic::error(
+            format!("expected {}, found end of input", describe_expected(&expected)),
+            Span::new(location, location),
+        ),
+        ParseError::UnrecognizedToken { token: (l, t, r), expected } => Diagnostic::error(
+            format!("expected {}, found {t}", describe_expected(&expected)),
+            Span::new(l, r),
+        ),
+        ParseError::ExtraToken { token: (l, t, r) } => {
+            Diagnostic::error(format!("unexpected {t}"), Span::new(l, r))
+        }
+        ParseError::User { error } => {
+            let found = text.get(error.span.range()).unwrap_or("?");
+            Diagnostic::error(format!("unexpected character `{found}`"), error.span)
+        }
+    }
+}
+
+/// Names what the grammar expected, in words: a whole class where the set
+/// is one ("a statement"), else the list of tokens.
+fn describe_expected(expected: &[String]) -> String {
+    let names: Vec<&str> = expected.iter().map(|s| s.trim_matches('"')).collect();
+    let has = |n: &str| names.contains(&n);
+    if has("store") && has("ret ") && has("%name") {
+        return if has("}") { "a statement or `}`".into() } else { "a statement".into() };
+    }
+    if has("const") && has("binary operator") && has("load") {
+        return "an operation (`const`, `add`, `load`, `call`, ...)".into();
+    }
+    if has("field") && has("kernel") && has("func") {
+        return if has("module") {
+            "an item (`field`, `func`, `kernel`, `task`) or `module`".into()
+        } else {
+            "an item (`field`, `func`, `kernel` or `task`)".into()
+        };
+    }
+    if has("integer") && has("float") && has("true") {
+        return "a literal".into();
+    }
+    let mut words: Vec<String> = Vec::new();
+    for n in names {
+        let w = match n {
+            "%name" => "a value name (`%...`)".to_string(),
+            "@name" => "a global name (`@...`)".to_string(),
+            "integer" => "an integer".to_string(),
+            "hex integer" => continue,
+            "float" => "a float".to_string(),
+            "type" => "a type (`i1`, `i32`, `i64`, `f32`, `f64`)".to_string(),
+            "binary operator" => "a binary operator".to_string(),
+            "unary operator" => "a unary operator".to_string(),
+            "predicate" => "a predicate (`lt`, `le`, `gt`, `ge`, `eq`, `ne`)".to_string(),
+            "word" => continue,
+            "ret " => "`ret`".to_string(),
+            other => format!("`{other}`"),
+        };
+        if !words.contains(&w) {
+            words.push(w);
+        }
+    }
+    match words.len() {
+        0 => "nothing more".into(),
+        1 => words.pop().unwrap_or_default(),
+        n => format!("{} or {}", words[..n - 1].join(", "), words[n - 1]),
+    }
+}
+
+/// A fast hasher for short names (FxHash's mixing step): name lookups
+/// dominate lowering, and SipHash's DoS resistance buys nothing here.
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(K);
+        }
+    }
+    fn write_u8(&mut self, b: u8) {
+        self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// What bodies need to know about the items of their module: field element
+/// types (for `load`/`atomic` results) and function return types (for
+/// `call` results). The first declaration of a name wins; the verifier
+/// reports duplicates.
+#[derive(Default)]
+struct Sigs<'a> {
+    fields: FxMap<&'a str, Scalar>,
+    funcs: FxMap<&'a str, Option<Scalar>>,
+}
+
+impl<'a> Sigs<'a> {
+    fn declare(&mut self, item: &ast::Item<'a>) {
+        match item {
+            ast::Item::Field(f) => {
+                self.fields.entry(f.name.text).or_insert(f.elem);
+            }
+            ast::Item::Func(f) => {
+                self.funcs.entry(f.name.text).or_insert(f.ret);
+            }
+            ast::Item::Kernel(_) | ast::Item::Task(_) => {}
+        }
+    }
+}
+
+fn lower_top<'a>(top: Top<'a>, sigs: &Sigs<'a>, diags: &mut Vec<Diagnostic>) -> Lowered {
+    match top {
+        Top::Item(item) => Lowered::Item(lower_item(item, sigs, diags)),
+        Top::Module(name, items, span) => {
+            let mut local = Sigs::default();
+            for it in &items {
+                local.declare(it);
+            }
+            let items = items.into_iter().map(|it| lower_item(it, &local, diags)).collect();
+            Lowered::Module(Module { name: Some(name.text.into()), items, span })
+        }
+    }
+}
+
+fn lower_item<'a>(item: ast::Item<'a>, sigs: &Sigs<'a>, diags: &mut Vec<Diagnostic>) -> Item {
+    match item {
+        ast::Item::Field(f) => {
+            let shape = f
+                .shape
+                .iter()
+                .map(|d| {
+                    lit_u64(d).unwrap_or_else(|e| {
+                        diags.push(e);
+                        0
+                    })
+                })
+                .collect();
+            Item::Field(Field { name: f.name.text.into(), elem: f.elem, shape, span: f.span })
+        }
+        ast::Item::Func(f) => {
+            let mut lw = BodyLower::new(sigs, diags);
+            let params = lw.params(&f.params);
+            lw.stmts(f.body, Block(0));
+            Item::Func(Func { name: f.name.text.into(), params, ret: f.ret, body: lw.finish(), span: f.span })
+        }
+        ast::Item::Kernel(k) => {
+            let mut lw = BodyLower::new(sigs, diags);
+            let params = lw.params(&k.params);
+            lw.stmts(k.body, Block(0));
+            Item::Kernel(Kernel { name: k.name.text.into(), params, body: lw.finish(), span: k.span })
+        }
+        ast::Item::Task(t) => {
+            let mut lw = BodyLower::new(sigs, diags);
+            let params = lw.params(&t.params);
+            let kind = lw.task_kind(t.kind, Stmt::HEADER);
+            lw.stmts(t.body, Block(0));
+            Item::Task(TaskItem {
+                name: t.name.text.into(),
+                kernel: t.kernel.text.into(),
+                params,
+                kind,
+                body: lw.finish(),
+                span: t.span,
+            })
+        }
+    }
+}
+
+/// Lowers one body. Values, statements and blocks are numbered in print
+/// order (pre-order): a statement's operands that are undefined names
+/// first, then the statement, then its result or loop variables, then each
+/// of its blocks followed by that block's contents.
+struct BodyLower<'a, 's, 'd> {
+    sigs: &'s Sigs<'a>,
+    diags: &'d mut Vec<Diagnostic>,
+    body: Body,
+    /// The names in scope.
+    scope: FxMap<&'a str, Value>,
+    /// What each binding replaced, so leaving a scope can restore it.
+    undo: Vec<(&'a str, Option<Value>)>,
+    /// Uses of names not (yet) in scope: each an `Undefined` value, which
+    /// becomes the definition if the name is defined later in the body.
+    pending: FxMap<&'a str, Vec<Value>>,
+    /// Undefined uses that a later definition resolved: (use, definition).
+    resolved: Vec<(Value, Value)>,
+}
+
+impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
+    fn new(sigs: &'s Sigs<'a>, diags: &'d mut Vec<Diagnostic>) -> Self {
+        BodyLower {
+            sigs,
+            diags,
+            body: Body::new(),
+            scope: FxMap::default(),
+            undo: Vec::new(),
+            pending: FxMap::default(),
+            resolved: Vec::new(),
+        }
+    }
+
+    fn params(&mut self, params: &[ast::ParamAst<'a>]) -> Vec<Param> {
+        params
+            .iter()
+            .map(|p| {
+                let v = self.body.add_param(p.name.text, p.ty, p.name.span);
+                self.bind(p.name.text, v);
+                let default = p.default.as_ref().map(|d| self.lit(d, p.ty));
+                Param { ty: p.ty, default, span: p.span }
+            })
+            .collect()
+    }
+
+    fn finish(mut self) -> Body {
+        if !self.resolved.is_empty() {
+            resolve_forward_uses(&mut self.body, &self.resolved);
+        }
+        self.body
+    }
+
+    fn bind(&mut self, name: &'a str, v: Value) {
+        let old = self.scope.insert(name, v);
+        self.undo.push((name, old));
+        if !self.pending.is_empty() {
+            if let Some(uses) = self.pending.remove(name) {
+                self.resolved.extend(uses.into_iter().map(|u| (u, v)));
+            }
+        }
+    }
+
+    fn leave_scope(&mut self, mark: usize) {
+        while self.undo.len() > mark {
+            let Some((name, old)) = self.undo.pop() else { break };
+            match old {
+                Some(v) => self.scope.insert(name, v),
+                None => self.scope.remove(name),
+            };
+        }
+    }
+
+    fn define(&mut self, n: AName<'a>, ty: Type, def: ValueDef) -> Value {
+        let v = self.body.new_value(n.text, ty, def, n.span);
+        self.bind(n.text, v);
+        v
+    }
+
+    fn use_(&mut self, n: AName<'a>) -> Value {
+        if let Some(&v) = self.scope.get(n.text) {
+            return v;
+        }
+        let v = self.body.new_value(n.text, Type::Scalar(Scalar::I32), ValueDef::Undefined, n.span);
+        self.pending.entry(n.text).or_default().push(v);
+        v
+    }
+
+    /// The scalar type of a value (a slot's element type for a slot).
+    fn scalar(&self, v: Value) -> Scalar {
+        match self.body.ty(v) {
+            Type::Scalar(s) | Type::Slot(s) => s,
+        }
+    }
+
+    fn lit(&mut self, l: &ast::Lit<'_>, ty: Scalar) -> Const {
+        lit_const(l, ty).unwrap_or_else(|e| {
+            self.diags.push(e);
+            Const::int(ty, 0)
+        })
+    }
+
+    fn field_ref(&mut self, r: ast::FieldRefAst<'a>) -> FieldRef {
+        let indices = r.indices.into_iter().map(|i| self.use_(i)).collect();
+        FieldRef { field: r.field.text.into(), indices, span: r.field.span }
+    }
+
+    fn field_elem(&self, name: &str) -> Scalar {
+        self.sigs.fields.get(name).copied().unwrap_or(Scalar::I32)
+    }
+
+    fn stmts(&mut self, stmts: Vec<StmtAst<'a>>, b: Block) {
+        let mark = self.undo.len();
+        for s in stmts {
+            self.stmt(s, b);
+        }
+        self.leave_scope(mark);
+    }
+
+    fn stmt(&mut self, s: StmtAst<'a>, b: Block) {
+        let span = s.span;
+        // Simple statements: the kind, and the type of the result.
+        let (kind, ty) = match s.kind {
+            SKind::Const(l, t) => (StmtKind::Const(self.lit(&l, t)), Type::Scalar(t)),
+            SKind::Binary(op, a, c) => {
+                let (a, c) = (self.use_(a), self.use_(c));
+                (StmtKind::Binary(op, a, c), Type::Scalar(self.scalar(a)))
+            }
+            SKind::Unary(op, a) => {
+                let a = self.use_(a);
+                (StmtKind::Unary(op, a), Type::Scalar(self.scalar(a)))
+            }
+            SKind::Cmp(op, a, c) => {
+                let (a, c) = (self.use_(a), self.use_(c));
+                (StmtKind::Cmp(op, a, c), Type::Scalar(Scalar::I1))
+            }
+            SKind::Cast(a, t) => (StmtKind::Cast(self.use_(a), t), Type::Scalar(t)),
+            SKind::Select(c, x, y) => {
+                let (c, x, y) = (self.use_(c), self.use_(x), self.use_(y));
+                (StmtKind::Select(c, x, y), Type::Scalar(self.scalar(x)))
+            }
+            SKind::Load(r) => {
+                let ty = self.field_elem(r.field.text);
+                (StmtKind::Load(self.field_ref(r)), Type::Scalar(ty))
+            }
+            SKind::LoadSlot(p) => {
+                let p = self.use_(p);
+                (StmtKind::LoadSlot(p), Type::Scalar(self.scalar(p)))
+            }
+            SKind::Store(r, v) => {
+                let r = self.field_ref(r);
+                (StmtKind::Store(r, self.use_(v)), Type::Scalar(Scalar::I32))
+            }
+            SKind::StoreSlot(p, v) => {
+                let (p, v) = (self.use_(p), self.use_(v));
+                (StmtKind::StoreSlot(p, v), Type::Scalar(Scalar::I32))
+            }
+            SKind::Atomic(op, op_span, r, v) => {
+                let op = AtomicOp::from_keyword(op.keyword()).unwrap_or_else(|| {
+                    self.diags.push(Diagnostic::error(
+                        format!(
+                            "expected an atomic operator (`add`, `min`, `max`, `and`, `or` or `xor`), found `{}`",
+                            op.keyword()
+                        ),
+                        op_span,
+                    ));
+                    AtomicOp::Add
+                });
+                let ty = self.field_elem(r.field.text);
+                let r = self.field_ref(r);
+                (StmtKind::Atomic(op, r, self.use_(v)), Type::Scalar(ty))
+            }
+            SKind::Alloca(t) => (StmtKind::Alloca(t), Type::Slot(t)),
+            SKind::Call(f, args) => {
+                let args = args.into_iter().map(|a| self.use_(a)).collect();
+                let ret = self.sigs.funcs.get(f.text).copied().flatten().unwrap_or(Scalar::I32);
+                (StmtKind::Call(f.text.into(), args, f.span), Type::Scalar(ret))
+            }
+            SKind::Ret(v) => (StmtKind::Ret(v.map(|v| self.use_(v))), Type::Scalar(Scalar::I32)),
+            SKind::Break => (StmtKind::Break, Type::Scalar(Scalar::I32)),
+            SKind::Continue => (StmtKind::Continue, Type::Scalar(Scalar::I32)),
+            SKind::Launch(t) => (StmtKind::Launch(t.text.into()), Type::Scalar(Scalar::I32)),
+
+            // Statements with blocks.
+            SKind::If(c, then_s, else_s) => {
+                let cond = self.use_(c);
+                let then_blk = self.body.new_block();
+                let st = self.body.new_stmt(StmtKind::If { cond, then_blk, else_blk: None }, span);
+                self.body.push(b, st);
+                self.stmts(then_s, then_blk);
+                if let Some(else_s) = else_s {
+                    let e = self.body.new_block();
+                    if let StmtKind::If { else_blk, .. } = &mut self.body.stmts[st.index()].kind {
+                        *else_blk = Some(e);
+                    }
+                    self.stmts(else_s, e);
+                }
+                return;
+            }
+            SKind::For(range, body_s) => {
+                if let BoundAst::Field(f) = &range.lo {
+                    self.field_bound_error(f);
+                }
+                if let BoundAst::Field(f) = &range.hi {
+                    self.field_bound_error(f);
+                }
+                let (lo, hi) = (self.bound(&range.lo), self.bound(&range.hi));
+                let ty = self.range_type(&range, &lo, &hi);
+                let blk = self.body.new_block();
+                let placeholder = Value(u32::MAX);
+                let st = self.body.new_stmt(StmtKind::For { var: placeholder, lo, hi, body: blk }, span);
+                self.body.push(b, st);
+                let mark = self.undo.len();
+                let var = self.define(range.var, Type::Scalar(ty), ValueDef::LoopVar(st, 0));
+                if let StmtKind::For { var: v, .. } = &mut self.body.stmts[st.index()].kind {
+                    *v = var;
+                }
+                self.stmts(body_s, blk);
+                self.leave_scope(mark);
+                return;
+            }
+            SKind::While(body_s) => {
+                let blk = self.body.new_block();
+                let st = self.body.new_stmt(StmtKind::While { body: blk }, span);
+                self.body.push(b, st);
+                self.stmts(body_s, blk);
+                return;
+            }
+            SKind::Task(name, kind, body_s) => {
+                let blk = self.body.new_block();
+                let st = self.body.new_stmt(
+                    StmtKind::Task { name: name.text.into(), kind: TaskKind::Serial, body: blk },
+                    span,
+                );
+                self.body.push(b, st);
+                let mark = self.undo.len();
+                let k = self.task_kind(kind, st);
+                if let StmtKind::Task { kind, .. } = &mut self.body.stmts[st.index()].kind {
+                    *kind = k;
+                }
+                self.stmts(body_s, blk);
+                self.leave_scope(mark);
+                return;
+            }
+        };
+        let st = self.body.new_stmt(kind, span);
+        if let Some(r) = s.result {
+            let v = self.define(r, ty, ValueDef::Result(st));
+            self.body.stmts[st.index()].result = Some(v);
+        }
+        self.body.push(b, st);
+    }
+
+    fn field_bound_error(&mut self, f: &AName<'_>) {
+        self.diags.push(Diagnostic::error(
+            format!("a field bound (`@{}[]`) is only allowed in a task header, not in `for`", f.text),
+            f.span,
+        ));
+    }
+
+    fn bound(&mut self, b: &BoundAst<'a>) -> Bound {
+        match b {
+            BoundAst::Lit(l) => Bound::Const(lit_i64(l).unwrap_or_else(|e| {
+                self.diags.push(e);
+                0
+            })),
+            BoundAst::Value(n) => Bound::Value(self.use_(*n)),
+            BoundAst::Field(n) => Bound::Field(n.text.into(), n.span),
+        }
+    }
+
+    /// The loop variable's type: as written, else a value bound's, else i32.
+    fn range_type(&self, r: &RangeAst<'_>, lo: &Bound, hi: &Bound) -> Scalar {
+        if let Some(t) = r.ty {
+            return t;
+        }
+        match (lo, hi) {
+            (Bound::Value(v), _) | (_, Bound::Value(v)) => self.scalar(*v),
+            _ => Scalar::I32,
+        }
+    }
+
+    /// Lowers a task header; its variables are bound by `st` and stay in
+    /// scope until the caller leaves the scope.
+    fn task_kind(&mut self, kind: TaskKindAst<'a>, st: Stmt) -> TaskKind {
+        match kind {
+            TaskKindAst::Serial => TaskKind::Serial,
+            TaskKindAst::RangeFor(range, dim) => {
+                let (lo, hi) = (self.bound(&range.lo), self.bound(&range.hi));
+                let ty = self.range_type(&range, &lo, &hi);
+                let var = self.define(range.var, Type::Scalar(ty), ValueDef::LoopVar(st, 0));
+                TaskKind::RangeFor { var, lo, hi, block_dim: self.block_dim(dim) }
+            }
+            TaskKindAst::StructFor(vars, field, dim) => {
+                let vars = vars
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, n)| self.define(n, Type::Scalar(Scalar::I32), ValueDef::LoopVar(st, i as u32)))
+                    .collect();
+                TaskKind::StructFor { vars, field: field.text.into(), field_span: field.span, block_dim: self.block_dim(dim) }
+            }
+        }
+    }
+
+    fn block_dim(&mut self, dim: Option<ast::Lit<'_>>) -> u32 {
+        let Some(l) = dim else { return DEFAULT_BLOCK_DIM };
+        match lit_u64(&l) {
+            Ok(d) if (1..=u32::MAX as u64).contains(&d) => d as u32,
+            Ok(_) => {
+                self.diags.push(Diagnostic::error(
+                    format!("block_dim must be between 1 and {}, found `{}`", u32::MAX, l.text),
+                    l.span,
+                ));
+                DEFAULT_BLOCK_DIM
+            }
+            Err(e) => {
+                self.diags.push(e);
+                DEFAULT_BLOCK_DIM
+            }
+        }
+    }
+}
+
+/// Points every use that was resolved by a later definition at that
+/// definition, and drops the placeholder values (renumbering the rest) so
+/// that no `Undefined` value is left that nothing refers to.
+fn resolve_forward_uses(body: &mut Body, resolved: &[(Value, Value)]) {
+    let n = body.values.len();
+    let mut target: Vec<u32> = (0..n as u32).collect();
+    let mut dropped = vec![false; n];
+    for &(u, d) in resolved {
+        target[u.index()] = d.0;
+        dropped[u.index()] = true;
+    }
+    let mut new_index = vec![0u32; n];
+    let mut next = 0u32;
+    for i in 0..n {
+        new_index[i] = next;
+        if !dropped[i] {
+            next += 1;
+        }
+    }
+    let map = |v: &mut Value| {
+        if let Some(&t) = target.get(v.index()) {
+            *v = Value(new_index[t as usize]);
+        }
+    };
+    for s in &mut body.stmts {
+        for_each_value_mut(&mut s.kind, map);
+        if let Some(r) = &mut s.result {
+            map(r);
+        }
+    }
+    for p in &mut body.params {
+        map(p);
+    }
+    let mut i = 0;
+    body.values.retain(|_| {
+        let keep = !dropped[i];
+        i += 1;
+        keep
+    });
+}
+
+/// Calls `f` on every value a statement mentions (operands, bounds and the
+/// variables it binds; not its result).
+fn for_each_value_mut(kind: &mut StmtKind, mut f: impl FnMut(&mut Value)) {
+    let bound = |b: &mut Bound, f: &mut dyn FnMut(&mut Value)| {
+        if let Bound::Value(v) = b {
+            f(v)
+        }
+    };
+    match kind {
+        StmtKind::Const(_) | StmtKind::Alloca(_) | StmtKind::Break | StmtKind::Continue | StmtKind::Launch(_) => {}
+        StmtKind::While { .. } => {}
+        StmtKind::Binary(_, a, b) | StmtKind::Cmp(_, a, b) | StmtKind::StoreSlot(a, b) => {
+            f(a);
+            f(b)
+        }
+        StmtKind::Unary(_, a) | StmtKind::Cast(a, _) | StmtKind::LoadSlot(a) => f(a),
+        StmtKind::Select(c, a, b) => {
+            f(c);
+            f(a);
+            f(b)
+        }
+        StmtKind::Load(r) => r.indices.iter_mut().for_each(f),
+        StmtKind::Store(r, v) | StmtKind::Atomic(_, r, v) => {
+            r.indices.iter_mut().for_each(&mut f);
+            f(v)
+        }
+        StmtKind::Call(_, args, _) => args.iter_mut().for_each(f),
+        StmtKind::Ret(v) => {
+            if let Some(v) = v {
+                f(v)
+            }
+        }
+        StmtKind::If { cond, .. } => f(cond),
+        StmtKind::For { var, lo, hi, .. } => {
+            f(var);
+            bound(lo, &mut f);
+            bound(hi, &mut f)
+        }
+        StmtKind::Task { kind, .. } => match kind {
+            TaskKind::Serial => {}
+            TaskKind::RangeFor { var, lo, hi, .. } => {
+                f(var);
+                bound(lo, &mut f);
+                bound(hi, &mut f)
+            }
+            TaskKind::StructFor { vars, .. } => vars.iter_mut().for_each(f),
+        },
+    }
+}
+
+/// The value of a literal given type `ty`. Integers must fit the type
+/// (decimal: its signed range; hex: its width, as raw bits); `i1` takes
+/// `true`, `false`, `0` and `1`; floats parse directly in the type's
+/// precision (no double rounding); a hex literal with a float type is the
+/// value's raw bits and must have exactly the type's width in digits.
+pub fn lit_const(l: &ast::Lit<'_>, ty: Scalar) -> Result<Const, Diagnostic> {
+    let out_of_range = || Diagnostic::error(format!("literal `{}` is out of range for {ty}", l.text), l.span);
+    match (l.kind, ty) {
+        (LitKind::True, Scalar::I1) => Ok(Const::bool(true)),
+        (LitKind::False, Scalar::I1) => Ok(Const::bool(false)),
+        (LitKind::True | LitKind::False, _) => Err(Diagnostic::error(
+            format!("expected {} literal for {ty}, found `{}`", if ty.is_int() { "an integer" } else { "a float" }, l.text),
+            l.span,
+        )),
+        (LitKind::Float, t) if t.is_int() => Err(Diagnostic::error(
+            format!(
+                "expected {} literal for {ty}, found float `{}`",
+                if t == Scalar::I1 { "a `true`/`false`" } else { "an integer" },
+                l.text
+            ),
+            l.span,
+        )),
+        (LitKind::Int | LitKind::Hex, Scalar::I1) => match parse_int(l) {
+            Some((false, 0)) => Ok(Const::bool(false)),
+            Some((false, 1)) => Ok(Const::bool(true)),
+            _ => Err(out_of_range()),
+        },
+        (LitKind::Int, Scalar::I32) => l.text.parse::<i32>().map(Const::i32).map_err(|_| out_of_range()),
+        (LitKind::Int, Scalar::I64) => l.text.parse::<i64>().map(Const::i64).map_err(|_| out_of_range()),
+        (LitKind::Hex, t @ (Scalar::I32 | Scalar::I64)) => {
+            let bits = t.bits();
+            let max = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+            match parse_int(l) {
+                Some((false, m)) if m <= max => Ok(Const::int(t, m as i64)),
+                Some((true, m)) if m <= 1u64 << (bits - 1) => Ok(Const::int(t, (m as i64).wrapping_neg())),
+                _ => Err(out_of_range()),
+            }
+        }
+        (LitKind::Hex, t) => {
+            let digits = l.text.trim_start_matches("0x").trim_start_matches("0X");
+            let want = t.bits() as usize / 4;
+            if l.text.starts_with('-') {
+                return Err(Diagnostic::error(
+                    format!("a hex literal for {t} gives its raw bits and cannot be negative, found `{}`", l.text),
+                    l.span,
+                ));
+            }
+            if digits.len() != want {
+                return Err(Diagnostic::error(
+                    format!(
+                        "a hex literal for {t} gives its raw bits and must have exactly {want} hex digits, found `{}`",
+                        l.text
+                    ),
+                    l.span,
+                ));
+            }
+            let bits = u64::from_str_radix(digits, 16).map_err(|_| out_of_range())?;
+            Ok(Const { ty: t, bits })
+        }
+        (LitKind::Int | LitKind::Float, Scalar::F32) => {
+            let v = if l.text == "nan" { f32::NAN } else { l.text.parse::<f32>().map_err(|_| out_of_range())? };
+            if v.is_infinite() && !l.text.ends_with("inf") {
+                return Err(out_of_range());
+            }
+            Ok(Const::f32(v))
+        }
+        (LitKind::Int | LitKind::Float, _) => {
+            let v = if l.text == "nan" { f64::NAN } else { l.text.parse::<f64>().map_err(|_| out_of_range())? };
+            if v.is_infinite() && !l.text.ends_with("inf") {
+                return Err(out_of_range());
+            }
+            Ok(Const::f64(v))
+        }
+    }
+}
+
+/// An integer or hex literal's sign and magnitude; None if it overflows
+/// 64 bits (or is not an integer).
+fn parse_int(l: &ast::Lit<'_>) -> Option<(bool, u64)> {
+    let (neg, t) = match l.text.strip_prefix('-') {
+        Some(t) => (true, t),
+        None => (false, l.text),
+    };
+    let m = match l.kind {
+        LitKind::Hex => u64::from_str_radix(&t[2..], 16).ok()?,
+        LitKind::Int => t.parse::<u64>().ok()?,
+        _ => return None,
+    };
+    Some((neg && m != 0, m))
+}
+
+/// A loop bound literal (any 64-bit signed value).
+fn lit_i64(l: &ast::Lit<'_>) -> Result<i64, Diagnostic> {
+    match parse_int(l) {
+        Some((false, m)) if m <= i64::MAX as u64 => Ok(m as i64),
+        Some((true, m)) if m <= 1u64 << 63 => Ok((m as i64).wrapping_neg()),
+        _ => Err(Diagnostic::error(format!("loop bound `{}` is out of range for i64", l.text), l.span)),
+    }
+}
+
+/// A field extent or block size: a non-negative integer.
+fn lit_u64(l: &ast::Lit<'_>) -> Result<u64, Diagnostic> {
+    match parse_int(l) {
+        Some((false, m)) => Ok(m),
+        Some((true, _)) => {
+            Err(Diagnostic::error(format!("expected a non-negative integer, found `{}`", l.text), l.span))
+        }
+        None => Err(Diagnostic::error(format!("integer `{}` is out of range", l.text), l.span)),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -10,6 +10,13 @@
 use crate::diag::Diagnostics;
 use crate::ir::Stream;
 
+pub mod cse;
+pub mod dce;
+pub mod offload;
+pub mod simplify;
+pub mod split;
+mod util;
+
 /// A transformation (or check) of a whole stream of modules.
 pub trait Pass: Sync {
     /// The name used in `--passes=`.
@@ -37,9 +44,317 @@ impl Pass for Verify {
 }
 
 /// Every pass, in the order `--print-passes` lists them.
-pub static REGISTRY: &[&dyn Pass] = &[&Verify];
+pub static REGISTRY: &[&dyn Pass] = &[
+    &Verify,
+    &offload::Offload,
+    &simplify::Simplify,
+    &cse::Cse,
+    &dce::Dce,
+    &split::SplitTasks,
+];
+
+/// The pipeline that turns a kernel file into keyed, compilable per-task
+/// modules: the `-O2` preset (`simplify, dce, offload, simplify, cse, dce`)
+/// then `split-tasks`. `kiln-key`, `kiln-compile` and `kiln-run` all use
+/// it, so they agree on every task's text and therefore on its key; and
+/// `kiln-opt -O2 | kiln-opt --passes=split-tasks` gives the same stream.
+/// Simplifying before `offload` turns constant loop bounds into literals
+/// (so loop nests over a field's shape become `struct_for` tasks) and
+/// removes dead top-level code that would otherwise become tasks.
+pub fn default_pipeline() -> [&'static dyn Pass; 7] {
+    [
+        &simplify::Simplify,
+        &dce::Dce,
+        &offload::Offload,
+        &simplify::Simplify,
+        &cse::Cse,
+        &dce::Dce,
+        &split::SplitTasks,
+    ]
+}
+
+/// Runs passes in order, stopping at the first that fails.
+pub fn run_passes(passes: &[&dyn Pass], stream: &mut Stream) -> Result<(), Diagnostics> {
+    passes.iter().try_for_each(|p| p.run(stream))
+}
 
 /// Looks a pass up by name.
 pub fn lookup(name: &str) -> Option<&'static dyn Pass> {
     REGISTRY.iter().copied().find(|p| p.name() == name)
+}
+
+// ===========================================================================
+// Pass manager: pipelines, presets and the flags of `kiln-opt`
+// (`--verify-each`, `--print-after-all`, `--print-changed`, `--time-passes`).
+//
+// Kept apart from the registry above so that adding passes there never
+// touches this section.
+// ===========================================================================
+
+use std::time::{Duration, Instant};
+
+/// How a pipeline runs: the observable options of `kiln-opt`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PipelineOptions {
+    /// Run the verifier after every pass; its errors stop the pipeline.
+    pub verify_each: bool,
+    /// Show the IR after every pass (through the observer).
+    pub print_after_all: bool,
+    /// Show the IR before the first pass and after every pass that changed
+    /// it (through the observer); passes that changed nothing are named.
+    pub print_changed: bool,
+}
+
+/// What the pipeline tells its caller while it runs. The library never
+/// prints; a tool implements this to show dumps.
+pub trait PipelineObserver {
+    /// The IR before the first pass (only with `print_changed`).
+    fn initial(&mut self, _stream: &Stream) -> std::io::Result<()> {
+        Ok(())
+    }
+    /// After `pass` ran: `stream` is the IR, `changed` whether the pass
+    /// changed it (known only with `print_changed`; `None` otherwise).
+    /// Called for every pass when `print_after_all` or `print_changed` is
+    /// set.
+    fn after_pass(&mut self, _pass: &dyn Pass, _stream: &Stream, _changed: Option<bool>) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// An observer that shows nothing.
+pub struct NoObserver;
+
+impl PipelineObserver for NoObserver {}
+
+/// Wall-clock time spent in one pass (and in the verifier after it, with
+/// `verify_each`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PassTiming {
+    pub name: &'static str,
+    pub pass: Duration,
+    pub verify: Duration,
+}
+
+/// Why a pipeline stopped.
+#[derive(Debug)]
+pub enum PipelineError {
+    /// The pass itself reported errors.
+    Pass { pass: &'static str, diags: Diagnostics },
+    /// `verify_each`: the IR was invalid after this pass (a bug in it).
+    Invalid { pass: &'static str, diags: Diagnostics },
+    /// The observer failed to show something (e.g. a closed pipe).
+    Observer(std::io::Error),
+}
+
+/// Runs `passes` in order over `stream`. The caller verifies the input
+/// first; with `verify_each` the verifier runs after every pass. Returns
+/// the time each pass took.
+pub fn run_pipeline(
+    stream: &mut Stream,
+    passes: &[&dyn Pass],
+    opts: &PipelineOptions,
+    observer: &mut dyn PipelineObserver,
+) -> Result<Vec<PassTiming>, PipelineError> {
+    let mut timings = Vec::with_capacity(passes.len());
+    if opts.print_changed {
+        observer.initial(stream).map_err(PipelineError::Observer)?;
+    }
+    for &pass in passes {
+        // Only --print-changed pays for a copy of the IR.
+        let before = opts.print_changed.then(|| stream.clone());
+        let start = Instant::now();
+        let ran = pass.run(stream);
+        let pass_time = start.elapsed();
+        ran.map_err(|diags| PipelineError::Pass { pass: pass.name(), diags })?;
+        let mut verify_time = Duration::ZERO;
+        if opts.verify_each {
+            let start = Instant::now();
+            let checked = crate::verifier::verify(stream);
+            verify_time = start.elapsed();
+            checked.map_err(|diags| PipelineError::Invalid { pass: pass.name(), diags })?;
+        }
+        timings.push(PassTiming { name: pass.name(), pass: pass_time, verify: verify_time });
+        if opts.print_after_all || opts.print_changed {
+            let changed = before.map(|b| b != *stream);
+            observer.after_pass(pass, stream, changed).map_err(PipelineError::Observer)?;
+        }
+    }
+    Ok(timings)
+}
+
+/// An optimisation preset, `-O0` .. `-O2`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OptPreset {
+    /// No pass: the input is verified and printed.
+    O0,
+    /// Offload into tasks, then clean up.
+    O1,
+    /// As `O1`, with simplification before offload and common
+    /// subexpressions removed after it.
+    O2,
+}
+
+/// The pass names of a preset, in order, as the preset defines them
+/// (whether registered or not).
+pub fn preset_definition(level: OptPreset) -> &'static [&'static str] {
+    match level {
+        OptPreset::O0 => &[],
+        OptPreset::O1 => &["offload", "simplify", "dce"],
+        OptPreset::O2 => &["simplify", "dce", "offload", "simplify", "cse", "dce"],
+    }
+}
+
+/// The registered passes of a preset, in order. A name of the definition
+/// that is not (yet) in [`REGISTRY`] is skipped here, and only here, so the
+/// presets work while passes are being added; `--passes=` rejects unknown
+/// names.
+pub fn preset(level: OptPreset) -> Vec<&'static str> {
+    preset_definition(level).iter().copied().filter(|n| lookup(n).is_some()).collect()
+}
+
+/// Resolves pass names through the registry; the first unknown name is the
+/// error.
+pub fn resolve(names: &[&str]) -> Result<Vec<&'static dyn Pass>, String> {
+    names.iter().map(|n| lookup(n).ok_or_else(|| n.to_string())).collect()
+}
+
+/// The `--time-passes` report: one line per pass, slowest first, like
+/// LLVM's pass execution timing report.
+pub fn format_timings(timings: &[PassTiming]) -> String {
+    use std::fmt::Write;
+    let total: Duration = timings.iter().map(|t| t.pass + t.verify).sum();
+    let mut rows: Vec<&PassTiming> = timings.iter().collect();
+    rows.sort_by_key(|t| std::cmp::Reverse(t.pass + t.verify));
+    let mut out = String::new();
+    let _ = writeln!(out, "===-------------------------------------------------------------------------===");
+    let _ = writeln!(out, "                      ... Pass execution timing report ...");
+    let _ = writeln!(out, "===-------------------------------------------------------------------------===");
+    let _ = writeln!(out, "  Total Execution Time: {:.4} seconds", total.as_secs_f64());
+    let _ = writeln!(out);
+    let _ = writeln!(out, "   --Pass Time--   --Verify Time--   --Total--   Name");
+    let pct = |d: Duration| if total.is_zero() { 0.0 } else { 100.0 * d.as_secs_f64() / total.as_secs_f64() };
+    for t in rows {
+        let all = t.pass + t.verify;
+        let _ = writeln!(
+            out,
+            "   {:.4} ({:5.1}%)  {:.4} ({:5.1}%)   {:.4}   {}",
+            t.pass.as_secs_f64(),
+            pct(t.pass),
+            t.verify.as_secs_f64(),
+            pct(t.verify),
+            all.as_secs_f64(),
+            t.name
+        );
+    }
+    let _ = writeln!(out, "   {:.4} (100.0%)                      {:.4}   Total", total.as_secs_f64(), total.as_secs_f64());
+    out
+}
+
+#[cfg(test)]
+mod pipeline_tests {
+    use super::*;
+
+    #[test]
+    fn presets_only_name_registered_passes() {
+        for level in [OptPreset::O0, OptPreset::O1, OptPreset::O2] {
+            for name in preset(level) {
+                assert!(lookup(name).is_some(), "{name}");
+            }
+        }
+        assert!(preset(OptPreset::O0).is_empty());
+    }
+
+    #[test]
+    fn resolve_reports_the_unknown_name() {
+        assert_eq!(resolve(&["verify", "nope"]).err().as_deref(), Some("nope"));
+        assert_eq!(resolve(&["verify"]).map(|p| p.len()).ok(), Some(1));
+    }
+
+    /// A pass that changes the stream, to see the observer's `changed`.
+    struct AddModule;
+    impl Pass for AddModule {
+        fn name(&self) -> &'static str {
+            "add-module"
+        }
+        fn description(&self) -> &'static str {
+            "test pass"
+        }
+        fn run(&self, stream: &mut Stream) -> Result<(), Diagnostics> {
+            stream.modules.push(crate::ir::Module::default());
+            Ok(())
+        }
+    }
+
+    #[derive(Default)]
+    struct Record(Vec<(String, Option<bool>)>, usize);
+    impl PipelineObserver for Record {
+        fn initial(&mut self, _: &Stream) -> std::io::Result<()> {
+            self.1 += 1;
+            Ok(())
+        }
+        fn after_pass(&mut self, p: &dyn Pass, _: &Stream, c: Option<bool>) -> std::io::Result<()> {
+            self.0.push((p.name().to_string(), c));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn print_changed_reports_which_pass_changed() {
+        let verify = lookup("verify").expect("verify is registered");
+        let mut s = Stream::default();
+        let mut rec = Record::default();
+        let opts = PipelineOptions { print_changed: true, ..Default::default() };
+        let t = run_pipeline(&mut s, &[verify, &AddModule, verify], &opts, &mut rec).expect("runs");
+        assert_eq!(t.len(), 3);
+        assert_eq!(rec.1, 1);
+        assert_eq!(
+            rec.0,
+            vec![("verify".into(), Some(false)), ("add-module".into(), Some(true)), ("verify".into(), Some(false))]
+        );
+    }
+
+    /// A pass that makes invalid IR: a kernel whose body is `break`.
+    struct Breaks;
+    impl Pass for Breaks {
+        fn name(&self) -> &'static str {
+            "breaks"
+        }
+        fn description(&self) -> &'static str {
+            "test pass"
+        }
+        fn run(&self, stream: &mut Stream) -> Result<(), Diagnostics> {
+            use crate::ir::*;
+            let mut body = Body::new();
+            let s = body.new_stmt(StmtKind::Break, Span::DUMMY);
+            body.push(body.entry, s);
+            let k = Kernel { name: "k".into(), params: Vec::new(), body, span: Span::DUMMY };
+            stream.modules.push(Module { name: None, items: vec![Item::Kernel(k)], span: Span::DUMMY });
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn verify_each_names_the_pass_that_broke_the_ir() {
+        let mut s = Stream::default();
+        let opts = PipelineOptions { verify_each: true, ..Default::default() };
+        match run_pipeline(&mut s, &[lookup("verify").expect("registered"), &Breaks], &opts, &mut NoObserver) {
+            Err(PipelineError::Invalid { pass, diags }) => {
+                assert_eq!(pass, "breaks");
+                assert_eq!(diags.0[0].message, "break outside a loop");
+            }
+            other => panic!("expected the verifier to reject the pass's output, got {other:?}"),
+        }
+        // Without --verify-each the pipeline does not look.
+        let mut s = Stream::default();
+        assert!(run_pipeline(&mut s, &[&Breaks], &PipelineOptions::default(), &mut NoObserver).is_ok());
+    }
+
+    #[test]
+    fn observer_is_silent_without_print_flags() {
+        let mut s = Stream::default();
+        let mut rec = Record::default();
+        run_pipeline(&mut s, &[&AddModule], &PipelineOptions::default(), &mut rec).expect("runs");
+        assert!(rec.0.is_empty() && rec.1 == 0);
+        assert!(format_timings(&[]).contains("Total Execution Time"));
+    }
 }

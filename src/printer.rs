@@ -223,13 +223,19 @@ impl Printer<'_, '_> {
     }
 
     /// `%i in LO .. HI`, with `: TYPE` after the variable when the type
-    /// cannot be inferred from the bounds (no bound is a value, and the type
-    /// is not `i32`).
+    /// differs from the one the parser infers (the first value bound's
+    /// type, else `i32`).
     fn range(&mut self, body: &Body, var: Value, lo: &Bound, hi: &Bound) -> fmt::Result {
         self.v(body, var)?;
         let ty = body.ty(var);
-        let inferable = matches!(lo, Bound::Value(_)) || matches!(hi, Bound::Value(_));
-        if !inferable && ty != Type::Scalar(Scalar::I32) {
+        let inferred = match (lo, hi) {
+            (Bound::Value(v), _) | (_, Bound::Value(v)) => match body.values.get(v.index()).map(|d| d.ty) {
+                Some(Type::Scalar(s) | Type::Slot(s)) => s,
+                None => Scalar::I32,
+            },
+            _ => Scalar::I32,
+        };
+        if ty != Type::Scalar(inferred) {
             write!(self.out, " : {ty}")?;
         }
         self.out.write_str(" in ")?;

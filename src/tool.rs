@@ -119,6 +119,39 @@ pub fn write_output(path: Option<&str>, bytes: &[u8]) -> Result<(), ToolError> {
     }
 }
 
+/// Writes a tool's output as it is produced, through a buffer: to stdout
+/// when `path` is `None` or `-`, else to a temporary in the target's
+/// directory that is renamed over `path` only when `write` succeeds. Large
+/// outputs never need to exist whole in memory.
+pub fn write_output_with(
+    path: Option<&str>,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), ToolError> {
+    match path {
+        None | Some("-") => {
+            let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
+            write(&mut out).and_then(|_| out.flush()).map_err(ToolError::stdout)
+        }
+        Some(p) => {
+            let path = Path::new(p);
+            let dir = match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            let done = (|| {
+                let tmp = tempfile::Builder::new().prefix(".kiln-out-").tempfile_in(dir)?;
+                let mut out = io::BufWriter::with_capacity(1 << 16, tmp);
+                write(&mut out)?;
+                let tmp = out.into_inner().map_err(|e| e.into_error())?;
+                tmp.as_file().sync_all()?;
+                tmp.persist(path).map_err(|e| e.error)?;
+                Ok(())
+            })();
+            done.map_err(|e: io::Error| ToolError::at(p, io_reason(&e)))
+        }
+    }
+}
+
 /// Writes `bytes` to `path` atomically: a temporary file in the same
 /// directory, synced, then renamed over the target.
 pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {

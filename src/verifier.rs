@@ -1,8 +1,1524 @@
-//! (being written)
-use crate::diag::Diagnostics;
-use crate::ir::Stream;
+//! The verifier: checks that a stream of modules is well formed and reports
+//! every error it finds, each with the span of the offending entity and a
+//! message that names it.
+//!
+//! Owns: the well-formedness rules of KIR (scopes, names, types, fields,
+//! calls, returns, loops, tasks, launches, recursion, and the agreement of
+//! modules in a split stream). `docs/language.md` ("Well-formedness") states
+//! the same rules for readers of the language.
+//!
+//! Must never: change the IR, print, or panic, whatever the input. It runs
+//! on IR built by passes as well as by the parser, so it checks the arena
+//! structure (indices in range, each block and statement placed once) before
+//! anything that indexes with it, and recurses no deeper than
+//! [`MAX_NESTING`] blocks.
+//!
+//! Where a use has no span of its own (operands are plain [`Value`]
+//! indices), an error about it points at the statement that uses it; a use
+//! of an undefined name points at the name, which the parser keeps as a
+//! [`ValueDef::Undefined`] value with the span of the use.
 
-/// Checks a stream; reports every error found.
-pub fn verify(_stream: &Stream) -> Result<(), Diagnostics> {
-    Ok(())
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::ir::*;
+use std::collections::HashMap;
+
+/// The deepest nesting of blocks (`if`, `for`, `while`, tasks) accepted.
+/// Deeper input is rejected with an error rather than risking the stack of
+/// the verifier, the printer and the passes, which all recurse on nesting.
+pub const MAX_NESTING: usize = 256;
+
+/// The largest field accepted, in bytes (2^40, one TiB): anything larger is
+/// certainly a mistake, and the limit keeps every size computation far from
+/// overflow.
+pub const MAX_FIELD_BYTES: u64 = 1 << 40;
+
+/// The largest rank of a field.
+pub const MAX_RANK: usize = 8;
+
+/// Checks a stream: every module on its own, `launch` targets across the
+/// stream, and that fields of one name agree across modules. Reports every
+/// error found, in source order.
+pub fn verify(stream: &Stream) -> Result<(), Diagnostics> {
+    let mut diags = Vec::new();
+    let multi = stream.is_multi();
+    let mut module_names: HashMap<&str, ()> = HashMap::new();
+    for m in &stream.modules {
+        match &m.name {
+            Some(n) if module_names.insert(n.as_str(), ()).is_some() => {
+                diags.push(Diagnostic::error(format!("duplicate module @{n}"), m.span));
+            }
+            Some(_) => {}
+            None if multi => {
+                diags.push(Diagnostic::error("module without a name in a stream of named modules", m.span))
+            }
+            None => {}
+        }
+        check_module(m, Some(stream), &mut diags);
+    }
+    check_fields_agree(stream, &mut diags);
+    finish(diags)
+}
+
+/// Checks one module on its own: `launch` targets must be task items of
+/// this module.
+pub fn verify_module(module: &Module) -> Result<(), Diagnostics> {
+    let mut diags = Vec::new();
+    check_module(module, None, &mut diags);
+    finish(diags)
+}
+
+/// Sorts the diagnostics into source order (stable, so errors at one place
+/// keep the order they were found in) and drops exact repeats (one
+/// undefined value used twice by one statement is one error).
+fn finish(mut diags: Vec<Diagnostic>) -> Result<(), Diagnostics> {
+    diags.sort_by_key(|d| d.span.map_or(0, |s| s.start));
+    diags.dedup_by(|a, b| a.message == b.message && same_span(a.span, b.span));
+    Diagnostics(diags).into_result()
+}
+
+fn same_span(a: Option<Span>, b: Option<Span>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a.start == b.start && a.end == b.end,
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// Across a split stream, a field is one piece of storage: every module
+/// that declares it must declare the same element type and shape. The
+/// error is reported at the later declaration.
+fn check_fields_agree(stream: &Stream, diags: &mut Vec<Diagnostic>) {
+    let mut first: HashMap<&str, (&Module, &Field)> = HashMap::new();
+    for m in &stream.modules {
+        for f in m.fields() {
+            match first.get(f.name.as_str()) {
+                None => {
+                    first.insert(f.name.as_str(), (m, f));
+                }
+                Some((pm, pf)) => {
+                    if pf.elem != f.elem || pf.shape != f.shape {
+                        let place = match &pm.name {
+                            Some(n) => format!("in module @{n}"),
+                            None => "in an earlier module".to_string(),
+                        };
+                        diags.push(Diagnostic::error(
+                            format!(
+                                "field @{} is declared as {} here but as {} {place}",
+                                f.name,
+                                field_type(f),
+                                field_type(pf)
+                            ),
+                            f.span,
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `f32[64, 64]`, or `f64` for a 0-D field.
+fn field_type(f: &Field) -> String {
+    if f.shape.is_empty() {
+        return f.elem.to_string();
+    }
+    let dims: Vec<String> = f.shape.iter().map(u64::to_string).collect();
+    format!("{}[{}]", f.elem, dims.join(", "))
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// What a module's bodies may refer to.
+struct ModuleCx<'a> {
+    module: &'a Module,
+    /// Where `launch` looks for task items: the whole stream, or the module.
+    stream: Option<&'a Stream>,
+    items: HashMap<&'a str, &'a Item>,
+}
+
+impl<'a> ModuleCx<'a> {
+    fn field(&self, name: &str) -> Option<&'a Field> {
+        match self.items.get(name) {
+            Some(Item::Field(f)) => Some(f),
+            _ => None,
+        }
+    }
+    fn task_item(&self, name: &str) -> Option<&'a TaskItem> {
+        match self.stream {
+            Some(s) => s.find_task(name).map(|(_, t)| t),
+            None => self.module.task(name),
+        }
+    }
+}
+
+fn check_module(m: &Module, stream: Option<&Stream>, diags: &mut Vec<Diagnostic>) {
+    let mut items: HashMap<&str, &Item> = HashMap::with_capacity(m.items.len());
+    for it in &m.items {
+        if items.contains_key(it.name()) {
+            diags.push(Diagnostic::error(format!("duplicate item @{}", it.name()), it.span()));
+        } else {
+            items.insert(it.name(), it);
+        }
+    }
+    let cx = ModuleCx { module: m, stream, items };
+
+    // Task statements are named like items (`launch` and the cache refer
+    // to them by name), so their names share the items' namespace.
+    let mut task_names: HashMap<&str, ()> = HashMap::new();
+    let mut call_graph: Vec<(&str, Vec<(Name, Span)>)> = Vec::new();
+    for it in &m.items {
+        match it {
+            Item::Field(f) => check_field(f, diags),
+            Item::Func(f) => {
+                check_params(&f.body, &f.params, false, &format!("@{}", f.name), f.span, diags);
+                let calls = BodyChecker::run(&cx, Owner::Func(f), diags);
+                call_graph.push((f.name.as_str(), calls));
+            }
+            Item::Kernel(k) => {
+                check_params(&k.body, &k.params, true, &format!("@{}", k.name), k.span, diags);
+                BodyChecker::run(&cx, Owner::Kernel(k), diags);
+                for &s in k.body.blocks.get(k.body.entry.index()).map(Vec::as_slice).unwrap_or(&[]) {
+                    if let Some(StmtData { kind: StmtKind::Task { name, .. }, span, .. }) = k.body.stmts.get(s.index()) {
+                        if cx.items.contains_key(name.as_str()) || task_names.insert(name.as_str(), ()).is_some() {
+                            diags.push(Diagnostic::error(format!("duplicate item @{name}"), *span));
+                        }
+                    }
+                }
+            }
+            Item::Task(t) => {
+                check_params(&t.body, &t.params, true, &format!("task @{}", t.name), t.span, diags);
+                BodyChecker::run(&cx, Owner::TaskItem(t), diags);
+            }
+        }
+    }
+    check_recursion(&call_graph, diags);
+}
+
+fn check_field(f: &Field, diags: &mut Vec<Diagnostic>) {
+    let name = &f.name;
+    if f.shape.len() > MAX_RANK {
+        diags.push(Diagnostic::error(
+            format!("field @{name} has rank {}, more than the maximum of {MAX_RANK}", f.shape.len()),
+            f.span,
+        ));
+        return;
+    }
+    if let Some(d) = f.shape.iter().position(|&e| e == 0) {
+        diags.push(Diagnostic::error(format!("field @{name} has extent 0 in dimension {}", d + 1), f.span));
+        return;
+    }
+    let bytes = f
+        .shape
+        .iter()
+        .try_fold(f.elem.size_bytes() as u64, |acc, &e| acc.checked_mul(e))
+        .filter(|&b| b <= MAX_FIELD_BYTES);
+    if bytes.is_none() {
+        diags.push(Diagnostic::error(
+            format!("field @{name} : {} is larger than the limit of 2^40 bytes", field_type(f)),
+            f.span,
+        ));
+    }
+}
+
+/// The declared parameters against the body's parameter values, and the
+/// default values (kernel parameters only).
+fn check_params(
+    body: &Body,
+    params: &[Param],
+    defaults_allowed: bool,
+    owner: &str,
+    owner_span: Span,
+    diags: &mut Vec<Diagnostic>,
+) {
+    if params.len() != body.params.len() {
+        diags.push(Diagnostic::error(
+            format!(
+                "malformed IR: {owner} declares {} but its body has {}",
+                plural(params.len(), "parameter", "parameters"),
+                plural(body.params.len(), "parameter value", "parameter values")
+            ),
+            owner_span,
+        ));
+        return;
+    }
+    for (i, (p, &v)) in params.iter().zip(&body.params).enumerate() {
+        let Some(vd) = body.values.get(v.index()) else {
+            diags.push(Diagnostic::error(format!("malformed IR: parameter {} of {owner} is out of range", i + 1), p.span));
+            continue;
+        };
+        if vd.def != ValueDef::Param(i as u32) || vd.ty != Type::Scalar(p.ty) {
+            diags.push(Diagnostic::error(
+                format!("malformed IR: parameter %{} of {owner} does not match its declaration", vd.name),
+                p.span,
+            ));
+        }
+        let Some(d) = p.default else { continue };
+        if !defaults_allowed {
+            diags.push(Diagnostic::error(
+                format!("parameter %{} of {owner} has a default value; only kernel parameters may", vd.name),
+                p.span,
+            ));
+            continue;
+        }
+        if let Some(msg) = default_error(d, p.ty) {
+            diags.push(Diagnostic::error(format!("default value of %{} {msg}", vd.name), p.span));
+        }
+    }
+}
+
+/// Why constant `c` is not a valid default for a parameter of type `ty`.
+fn default_error(c: Const, ty: Scalar) -> Option<String> {
+    if c.ty == ty {
+        return (!canonical(c)).then(|| format!("does not fit {ty}"));
+    }
+    // An integer literal of another integer type: say whether its value
+    // would fit, since that is what the writer needs to know.
+    if c.ty.is_int() && ty.is_int() && canonical(c) {
+        let v = c.as_i64().unwrap_or_default();
+        if !int_fits(v, ty) {
+            return Some(format!("does not fit {ty}"));
+        }
+    }
+    Some(format!("has type {}, expected {ty}", c.ty))
+}
+
+/// Whether the bits of a constant are the zero-extended form its type
+/// promises (`i1` is 0 or 1, 32-bit types use the low 32 bits).
+fn canonical(c: Const) -> bool {
+    match c.ty {
+        Scalar::I1 => c.bits <= 1,
+        Scalar::I32 | Scalar::F32 => c.bits <= u32::MAX as u64,
+        Scalar::I64 | Scalar::F64 => true,
+    }
+}
+
+/// Whether integer `v` is representable in `ty` (`i1`: 0 or 1).
+fn int_fits(v: i64, ty: Scalar) -> bool {
+    match ty {
+        Scalar::I1 => v == 0 || v == 1,
+        Scalar::I32 => i32::try_from(v).is_ok(),
+        Scalar::I64 => true,
+        Scalar::F32 | Scalar::F64 => false,
+    }
+}
+
+/// Rejects recursion, direct or through other functions. The interpreter
+/// and the JIT give `call` inline-free semantics without a stack model of
+/// their own (a call runs on the host stack, with no depth limit or
+/// overflow error defined by the language), so a call graph with a cycle
+/// could exhaust the stack instead of producing a defined result.
+///
+/// Reports each strongly connected component of the call graph that has a
+/// cycle once, at a call that closes it, naming the cycle.
+fn check_recursion(graph: &[(&str, Vec<(Name, Span)>)], diags: &mut Vec<Diagnostic>) {
+    let index: HashMap<&str, usize> = graph.iter().enumerate().map(|(i, (n, _))| (*n, i)).collect();
+    let succ: Vec<Vec<(usize, Span)>> = graph
+        .iter()
+        .map(|(_, calls)| calls.iter().filter_map(|(c, sp)| index.get(c.as_str()).map(|&j| (j, *sp))).collect())
+        .collect();
+    for scc in tarjan(&succ) {
+        let self_loop = scc.len() == 1 && succ[scc[0]].iter().any(|&(j, _)| j == scc[0]);
+        if scc.len() < 2 && !self_loop {
+            continue;
+        }
+        // Name the cycle through the first function (in source order) of
+        // the component: a shortest path back to itself inside it.
+        let start = *scc.iter().min().unwrap_or(&scc[0]);
+        let in_scc: std::collections::HashSet<usize> = scc.iter().copied().collect();
+        let mut prev: HashMap<usize, (usize, Span)> = HashMap::new();
+        let mut queue = std::collections::VecDeque::from([start]);
+        let mut closing = None;
+        'bfs: while let Some(u) = queue.pop_front() {
+            for &(v, sp) in &succ[u] {
+                if !in_scc.contains(&v) {
+                    continue;
+                }
+                if v == start {
+                    closing = Some((u, sp));
+                    break 'bfs;
+                }
+                if v != start && !prev.contains_key(&v) {
+                    prev.insert(v, (u, sp));
+                    queue.push_back(v);
+                }
+            }
+        }
+        let Some((last, span)) = closing else { continue };
+        let mut path = vec![start];
+        let mut cur = last;
+        let mut tail = Vec::new();
+        while cur != start {
+            tail.push(cur);
+            cur = prev.get(&cur).map_or(start, |p| p.0);
+        }
+        path.extend(tail.into_iter().rev());
+        path.push(start);
+        let names: Vec<String> = path.iter().map(|&i| format!("@{}", graph[i].0)).collect();
+        diags.push(Diagnostic::error(
+            format!("recursive call: {} (recursion is not allowed)", names.join(" -> ")),
+            span,
+        ));
+    }
+}
+
+/// Strongly connected components (Tarjan's algorithm, iterative so that
+/// long call chains cannot exhaust the stack).
+fn tarjan(succ: &[Vec<(usize, Span)>]) -> Vec<Vec<usize>> {
+    const NONE: usize = usize::MAX;
+    let n = succ.len();
+    let mut index = vec![NONE; n];
+    let mut low = vec![0; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut out = Vec::new();
+    let mut next = 0;
+    for root in 0..n {
+        if index[root] != NONE {
+            continue;
+        }
+        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (u, ref mut i)) = work.last_mut() {
+            if let Some(&(v, _)) = succ[u].get(*i) {
+                *i += 1;
+                if index[v] == NONE {
+                    index[v] = next;
+                    low[v] = next;
+                    next += 1;
+                    stack.push(v);
+                    on_stack[v] = true;
+                    work.push((v, 0));
+                } else if on_stack[v] {
+                    low[u] = low[u].min(index[v]);
+                }
+            } else {
+                work.pop();
+                if let Some(&(p, _)) = work.last() {
+                    low[p] = low[p].min(low[u]);
+                }
+                if low[u] == index[u] {
+                    let mut scc = Vec::new();
+                    while let Some(w) = stack.pop() {
+                        on_stack[w] = false;
+                        scc.push(w);
+                        if w == u {
+                            break;
+                        }
+                    }
+                    out.push(scc);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The item a body belongs to.
+#[derive(Clone, Copy)]
+enum Owner<'a> {
+    Func(&'a Func),
+    Kernel(&'a Kernel),
+    TaskItem(&'a TaskItem),
+}
+
+impl<'a> Owner<'a> {
+    fn body(self) -> &'a Body {
+        match self {
+            Owner::Func(f) => &f.body,
+            Owner::Kernel(k) => &k.body,
+            Owner::TaskItem(t) => &t.body,
+        }
+    }
+    fn describe(self) -> String {
+        match self {
+            Owner::Func(f) => format!("function @{}", f.name),
+            Owner::Kernel(k) => format!("kernel @{}", k.name),
+            Owner::TaskItem(t) => format!("task @{}", t.name),
+        }
+    }
+}
+
+/// What `break` and `continue` may do where a statement stands.
+#[derive(Clone, Copy, PartialEq)]
+enum LoopCx {
+    /// Not in a loop.
+    None,
+    /// In the body of a `for` or `while`.
+    Loop,
+    /// Directly in the body of a parallel task: `continue` ends the
+    /// iteration; `break` has no meaning, iterations run independently.
+    Parallel,
+}
+
+/// Where a statement stands.
+#[derive(Clone, Copy)]
+struct Cx {
+    loop_cx: LoopCx,
+    depth: usize,
+    /// The task (statement) the statement is in, if any.
+    task: Option<Stmt>,
+}
+
+/// Sentinel position of a statement not reachable from the entry block.
+const NOT_PLACED: u32 = u32::MAX;
+
+struct BodyChecker<'a, 'd> {
+    cx: &'a ModuleCx<'a>,
+    owner: Owner<'a>,
+    body: &'a Body,
+    diags: &'d mut Vec<Diagnostic>,
+    /// Pre-order position of each statement placed in the body.
+    pos: Vec<u32>,
+    /// The enclosing task statement of each placed statement.
+    task_of: Vec<Option<Stmt>>,
+    /// The placed statements in pre-order.
+    order: Vec<Stmt>,
+    visible: Vec<bool>,
+    /// Values made visible, in order; blocks truncate it on exit.
+    scope: Vec<Value>,
+    /// Every definition: its name, its naming scope (see [`Self::scope`])
+    /// and its pre-order rank; after `names`, sorted. Sorting short names
+    /// beats hashing them for bodies of the usual size.
+    defs: Vec<(&'a str, u32, u32, Value)>,
+    /// Calls to functions: callee and span, for the recursion check.
+    calls: Vec<(Name, Span)>,
+}
+
+impl<'a, 'd> BodyChecker<'a, 'd> {
+    /// Checks one body; returns the calls it makes.
+    fn run(cx: &'a ModuleCx<'a>, owner: Owner<'a>, diags: &'d mut Vec<Diagnostic>) -> Vec<(Name, Span)> {
+        let body = owner.body();
+        let mut ck = BodyChecker {
+            cx,
+            owner,
+            body,
+            diags,
+            pos: vec![NOT_PLACED; body.stmts.len()],
+            task_of: vec![None; body.stmts.len()],
+            order: Vec::with_capacity(body.stmts.len()),
+            visible: vec![false; body.values.len()],
+            scope: Vec::new(),
+            defs: Vec::with_capacity(body.values.len()),
+            calls: Vec::new(),
+        };
+        if !ck.structure() {
+            return Vec::new();
+        }
+        ck.names();
+        for &p in &body.params {
+            ck.visible[p.index()] = true;
+        }
+        match owner {
+            Owner::Func(f) => {
+                ck.block(body.entry, Cx { loop_cx: LoopCx::None, depth: 0, task: None });
+                if f.ret.is_some() && !ends_with_ret(body, body.entry) {
+                    ck.err(format!("function @{} must end with ret", f.name), f.span);
+                }
+            }
+            Owner::Kernel(k) => {
+                ck.kernel_top_level(k);
+                ck.block(body.entry, Cx { loop_cx: LoopCx::None, depth: 0, task: None });
+            }
+            Owner::TaskItem(t) => {
+                let parallel = ck.task_header(&t.kind, None, t.span);
+                let loop_cx = if parallel { LoopCx::Parallel } else { LoopCx::None };
+                for v in task_vars(&t.kind) {
+                    ck.visible[v.index()] = true;
+                }
+                ck.block(body.entry, Cx { loop_cx, depth: 1, task: None });
+            }
+        }
+        ck.calls
+    }
+
+    fn err(&mut self, msg: impl Into<String>, span: Span) {
+        self.diags.push(Diagnostic::error(msg, span));
+    }
+
+    fn owner_span(&self) -> Span {
+        match self.owner {
+            Owner::Func(f) => f.span,
+            Owner::Kernel(k) => k.span,
+            Owner::TaskItem(t) => t.span,
+        }
+    }
+
+    /// Checks the arena structure and numbers the statements in pre-order.
+    /// Returns false (after reporting) when the body cannot be walked
+    /// safely.
+    fn structure(&mut self) -> bool {
+        let body = self.body;
+        let owner = self.owner.describe();
+        let span = self.owner_span();
+        let nv = body.values.len();
+        let nb = body.blocks.len();
+        if body.entry.index() >= nb {
+            self.err(format!("malformed IR: the entry block of {owner} is out of range"), span);
+            return false;
+        }
+        if let Some(p) = body.params.iter().find(|p| p.index() >= nv) {
+            self.err(format!("malformed IR: parameter value {} of {owner} is out of range", p.0), span);
+            return false;
+        }
+        if let Owner::TaskItem(t) = self.owner {
+            let mut bad = None;
+            let header = StmtData { kind: StmtKind::Task { name: t.name.clone(), kind: t.kind.clone(), body: body.entry }, result: None, span };
+            visit_values(&header, &mut |v| {
+                if v.index() >= nv {
+                    bad = Some(v)
+                }
+            });
+            if let Some(v) = bad {
+                self.err(format!("malformed IR: value {} in the header of {owner} is out of range", v.0), span);
+                return false;
+            }
+        }
+        let mut block_seen = vec![false; nb];
+        block_seen[body.entry.index()] = true;
+        // (block, next statement index, depth, enclosing task)
+        let mut stack: Vec<(Block, usize, usize, Option<Stmt>)> = vec![(body.entry, 0, 0, None)];
+        let mut next_pos = 0u32;
+        while let Some(top) = stack.last_mut() {
+            let (b, i, depth, task) = *top;
+            let Some(&s) = body.blocks[b.index()].get(i) else {
+                stack.pop();
+                continue;
+            };
+            top.1 += 1;
+            let Some(sd) = body.stmts.get(s.index()) else {
+                self.err(format!("malformed IR: statement {} in {owner} is out of range", s.0), span);
+                return false;
+            };
+            if self.pos[s.index()] != NOT_PLACED {
+                self.err(format!("malformed IR: a statement of {owner} is placed twice"), sd.span);
+                return false;
+            }
+            self.pos[s.index()] = next_pos;
+            next_pos += 1;
+            self.order.push(s);
+            self.task_of[s.index()] = task;
+            let mut bad = None;
+            visit_values(sd, &mut |v| {
+                if v.index() >= nv {
+                    bad = Some(v)
+                }
+            });
+            if let Some(v) = bad {
+                self.err(format!("malformed IR: value {} used in {owner} is out of range", v.0), sd.span);
+                return false;
+            }
+            let children = stmt_blocks(&sd.kind);
+            if children.iter().flatten().next().is_some() && depth + 1 > MAX_NESTING {
+                self.err(format!("statements nested more than {MAX_NESTING} levels deep"), sd.span);
+                return false;
+            }
+            let inner_task = if matches!(sd.kind, StmtKind::Task { .. }) { Some(s) } else { task };
+            // Push in reverse so that children are visited in print order.
+            for c in children.iter().rev().flatten() {
+                if c.index() >= nb || block_seen[c.index()] {
+                    self.err(format!("malformed IR: a block of {owner} is out of range or shared"), sd.span);
+                    return false;
+                }
+                block_seen[c.index()] = true;
+                stack.push((*c, 0, depth + 1, inner_task));
+            }
+        }
+        true
+    }
+
+    /// Checks that the definitions of placed statements agree with their
+    /// values, and that no name is defined twice.
+    fn names(&mut self) {
+        let body = self.body;
+        for &p in &body.params {
+            self.define_name(p, 0);
+        }
+        for i in 0..self.order.len() {
+            let s = self.order[i];
+            let sd = body.stmt(s);
+            let scope = self.scope_of(s);
+            if let Some(r) = sd.result {
+                if body.value(r).def != ValueDef::Result(s) {
+                    self.err(
+                        format!("malformed IR: value %{} does not name its defining statement", body.name(r)),
+                        sd.span,
+                    );
+                }
+                self.define_name(r, scope);
+            }
+            // A task's variables belong to the task.
+            let var_scope = if matches!(sd.kind, StmtKind::Task { .. }) { s.0 + 1 } else { scope };
+            for (k, v) in loop_vars(&sd.kind).iter().enumerate() {
+                if body.value(*v).def != ValueDef::LoopVar(s, k as u32) {
+                    self.err(
+                        format!("malformed IR: loop variable %{} does not name its loop", body.name(*v)),
+                        sd.span,
+                    );
+                }
+                self.define_name(*v, var_scope);
+            }
+        }
+        if let Owner::TaskItem(t) = self.owner {
+            for (k, v) in task_vars(&t.kind).into_iter().enumerate() {
+                if !matches!(body.value(v).def, ValueDef::LoopVar(_, i) if i == k as u32) {
+                    self.err(format!("malformed IR: %{} is not a loop variable of task @{}", body.name(v), t.name), t.span);
+                }
+                self.define_name(v, 0);
+            }
+        }
+        self.duplicate_names();
+    }
+
+    /// The naming scope of the values a statement defines. Names are
+    /// unique within a body, except that each task of a kernel is a scope
+    /// of its own (tasks see no value of another task, and each becomes a
+    /// body of its own in `split-tasks`): 0 for the body, `t + 1` inside
+    /// task statement `t`. Scope 0 (parameters above all) clashes with
+    /// every scope.
+    fn scope_of(&self, s: Stmt) -> u32 {
+        self.task_of[s.index()].map_or(0, |t| t.0 + 1)
+    }
+
+    fn define_name(&mut self, v: Value, scope: u32) {
+        let rank = self.defs.len() as u32;
+        self.defs.push((self.body.value(v).name.as_str(), scope, rank, v));
+    }
+
+    /// Reports every definition of a name after the first that it clashes
+    /// with: any other in its scope, and any at all when the name is
+    /// defined in scope 0.
+    fn duplicate_names(&mut self) {
+        self.defs.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+        let mut group_has_scope0 = false;
+        for i in 0..self.defs.len() {
+            let (name, scope, _, v) = self.defs[i];
+            let prev = i.checked_sub(1).map(|j| self.defs[j]);
+            let same_name = prev.is_some_and(|p| p.0 == name);
+            if !same_name {
+                group_has_scope0 = scope == 0;
+                continue;
+            }
+            let clash = group_has_scope0 || prev.is_some_and(|p| p.1 == scope);
+            if clash && prev.is_some_and(|p| p.3 != v) {
+                self.err(format!("duplicate value name %{name}"), self.body.value(v).span);
+            }
+        }
+    }
+
+    /// A definition of `name`: the first in pre-order of the body scope if
+    /// there is one, else of the first task that defines it.
+    fn first_def(&self, name: &str) -> Option<Value> {
+        let i = self.defs.partition_point(|d| d.0 < name);
+        self.defs.get(i).filter(|d| d.0 == name).map(|d| d.3)
+    }
+
+    /// A kernel's top level holds tasks only, or no task at all.
+    fn kernel_top_level(&mut self, k: &Kernel) {
+        let body = self.body;
+        let top = body.block(body.entry);
+        let is_task = |s: &Stmt| matches!(body.stmt(*s).kind, StmtKind::Task { .. });
+        // One error per kernel, at the first stray statement: the rest are
+        // the same mistake.
+        if top.iter().any(is_task) {
+            if let Some(s) = top.iter().find(|s| !is_task(s)) {
+                self.err(
+                    format!("statement outside a task in kernel @{}, whose body holds tasks", k.name),
+                    body.stmt(*s).span,
+                );
+            }
+        }
+    }
+
+    fn block(&mut self, b: Block, cx: Cx) {
+        let mark = self.scope.len();
+        for &s in self.body.block(b) {
+            self.stmt(s, cx);
+        }
+        for v in self.scope.drain(mark..) {
+            self.visible[v.index()] = false;
+        }
+    }
+
+    fn make_visible(&mut self, v: Value) {
+        self.visible[v.index()] = true;
+        self.scope.push(v);
+    }
+
+    /// A use of `v` by statement `s`: reports a use out of scope. Returns
+    /// the type when it is known (not for undefined names, so that one
+    /// mistake is not reported again as a type error).
+    fn use_value(&mut self, v: Value, s: Stmt) -> Option<Type> {
+        if self.visible[v.index()] {
+            return Some(self.body.ty(v));
+        }
+        let body = self.body;
+        let vd = body.value(v);
+        let stmt_span = body.stmt(s).span;
+        let name = &vd.name;
+        let def_pos = |this: &Self, d: ValueDef| match d {
+            ValueDef::Result(ds) | ValueDef::LoopVar(ds, _) => this.pos.get(ds.index()).copied(),
+            _ => None,
+        };
+        match vd.def {
+            ValueDef::Undefined => {
+                // The parser keeps a use of a name it could not resolve; say
+                // why if the name is defined somewhere else in the body.
+                let msg = match self.first_def(name) {
+                    None => format!("use of undefined value %{name}"),
+                    Some(d) => self.out_of_scope(d, s),
+                };
+                self.err(msg, vd.span);
+                return None;
+            }
+            ValueDef::Param(_) => {
+                // Parameters are visible everywhere; not visible means it is
+                // not one of this body's parameters.
+                self.err(format!("malformed IR: %{name} is not a parameter of {}", self.owner.describe()), stmt_span);
+            }
+            d => match def_pos(self, d) {
+                Some(p) if p != NOT_PLACED => {
+                    let msg = self.out_of_scope(v, s);
+                    self.err(msg, stmt_span);
+                }
+                _ => self.err(format!("value %{name} is used but its definition is not in the body"), stmt_span),
+            },
+        }
+        Some(vd.ty)
+    }
+
+    /// The message for a use (by `s`) of defined value `d` out of scope.
+    fn out_of_scope(&self, d: Value, s: Stmt) -> String {
+        let body = self.body;
+        let name = body.name(d);
+        let (ds, is_loop_var) = match body.value(d).def {
+            ValueDef::Result(ds) => (ds, false),
+            ValueDef::LoopVar(ds, _) => (ds, true),
+            _ => return format!("value %{name} is not visible here"),
+        };
+        let dpos = self.pos.get(ds.index()).copied().unwrap_or(NOT_PLACED);
+        if dpos == NOT_PLACED {
+            return format!("value %{name} is used but its definition is not in the body");
+        }
+        if dpos >= self.pos[s.index()] {
+            return format!("value %{name} used before its definition");
+        }
+        let (dt, ut) = (self.task_of[ds.index()], self.task_of[s.index()]);
+        let task_name = |t: Stmt| match &body.stmt(t).kind {
+            StmtKind::Task { name, .. } => name.to_string(),
+            _ => String::new(),
+        };
+        if is_loop_var && matches!(body.stmt(ds).kind, StmtKind::Task { .. }) && dt.is_none() {
+            // The variable of a task header: only its body sees it.
+            return match ut {
+                Some(u) => format!(
+                    "value %{name} is defined in task @{} and cannot be used in task @{}",
+                    task_name(ds),
+                    task_name(u)
+                ),
+                None => format!("loop variable %{name} used outside its task"),
+            };
+        }
+        match (dt, ut) {
+            (Some(a), Some(b)) if a != b => format!(
+                "value %{name} is defined in task @{} and cannot be used in task @{}",
+                task_name(a),
+                task_name(b)
+            ),
+            _ if is_loop_var => format!("loop variable %{name} used outside its loop"),
+            _ => format!("value %{name} used outside the block that defines it"),
+        }
+    }
+
+    /// A use that must be a scalar (every use except the slot operand of
+    /// `load %p` / `store %p, %v`).
+    fn scalar(&mut self, v: Value, s: Stmt) -> Option<Scalar> {
+        match self.use_value(v, s)? {
+            Type::Scalar(t) => Some(t),
+            Type::Slot(_) => {
+                let span = self.body.stmt(s).span;
+                self.err(format!("alloca slot %{} used as a scalar", self.body.name(v)), span);
+                None
+            }
+        }
+    }
+
+    fn stmt(&mut self, s: Stmt, cx: Cx) {
+        let body = self.body;
+        let sd = body.stmt(s);
+        let span = sd.span;
+        // The type the statement gives its result; None: it defines none,
+        // or an error already made it unknown.
+        let mut result_ty: Option<Type> = None;
+        // Whether the statement must, may or must not define a value.
+        let mut result_rule = ResultRule::Forbidden;
+        match &sd.kind {
+            StmtKind::Const(c) => {
+                result_rule = ResultRule::Required;
+                if !canonical(*c) {
+                    self.err(format!("constant {} does not fit {}", c.bits as i64, c.ty), span);
+                }
+                result_ty = Some(Type::Scalar(c.ty));
+            }
+            StmtKind::Binary(op, a, b) => {
+                result_rule = ResultRule::Required;
+                let (ta, tb) = (self.scalar(*a, s), self.scalar(*b, s));
+                if let (Some(ta), Some(tb)) = (ta, tb) {
+                    if ta != tb {
+                        self.err(format!("type mismatch: {} of {ta} and {tb}", op.keyword()), span);
+                    } else if !op.accepts(ta) {
+                        self.err(format!("{} does not accept operands of type {ta}", op.keyword()), span);
+                    } else {
+                        result_ty = Some(Type::Scalar(ta));
+                    }
+                }
+            }
+            StmtKind::Unary(op, a) => {
+                result_rule = ResultRule::Required;
+                if let Some(t) = self.scalar(*a, s) {
+                    if op.accepts(t) {
+                        result_ty = Some(Type::Scalar(t));
+                    } else {
+                        self.err(format!("{} does not accept an operand of type {t}", op.keyword()), span);
+                    }
+                }
+            }
+            StmtKind::Cmp(op, a, b) => {
+                result_rule = ResultRule::Required;
+                let (ta, tb) = (self.scalar(*a, s), self.scalar(*b, s));
+                if let (Some(ta), Some(tb)) = (ta, tb) {
+                    if ta != tb {
+                        self.err(format!("type mismatch: cmp {} of {ta} and {tb}", op.keyword()), span);
+                    }
+                }
+                result_ty = Some(Type::Scalar(Scalar::I1));
+            }
+            StmtKind::Cast(a, to) => {
+                result_rule = ResultRule::Required;
+                self.scalar(*a, s);
+                result_ty = Some(Type::Scalar(*to));
+            }
+            StmtKind::Select(c, a, b) => {
+                result_rule = ResultRule::Required;
+                if let Some(tc) = self.scalar(*c, s) {
+                    if tc != Scalar::I1 {
+                        self.err(format!("select condition must be i1, found {tc}"), span);
+                    }
+                }
+                let (ta, tb) = (self.scalar(*a, s), self.scalar(*b, s));
+                if let (Some(ta), Some(tb)) = (ta, tb) {
+                    if ta != tb {
+                        self.err(format!("type mismatch: select of {ta} and {tb}"), span);
+                    } else {
+                        result_ty = Some(Type::Scalar(ta));
+                    }
+                }
+            }
+            StmtKind::Load(r) => {
+                result_rule = ResultRule::Required;
+                result_ty = self.field_ref(r, s).map(Type::Scalar);
+            }
+            StmtKind::Store(r, v) => {
+                let elem = self.field_ref(r, s);
+                let tv = self.scalar(*v, s);
+                if let (Some(e), Some(t)) = (elem, tv) {
+                    if e != t {
+                        self.err(format!("type mismatch: store of {t} to field @{} of {e}", r.field), span);
+                    }
+                }
+            }
+            StmtKind::Atomic(op, r, v) => {
+                result_rule = ResultRule::Optional;
+                let elem = self.field_ref(r, s);
+                let tv = self.scalar(*v, s);
+                if let Some(e) = elem {
+                    if !op.accepts(e) {
+                        self.err(format!("atomic {} does not accept field @{} of {e}", op.keyword(), r.field), span);
+                    } else if let Some(t) = tv {
+                        if e != t {
+                            self.err(
+                                format!("type mismatch: atomic {} of {t} on field @{} of {e}", op.keyword(), r.field),
+                                span,
+                            );
+                        }
+                    }
+                    result_ty = Some(Type::Scalar(e));
+                }
+            }
+            StmtKind::Alloca(t) => {
+                result_rule = ResultRule::Required;
+                result_ty = Some(Type::Slot(*t));
+            }
+            StmtKind::LoadSlot(p) => {
+                result_rule = ResultRule::Required;
+                match self.use_value(*p, s) {
+                    Some(Type::Slot(t)) => result_ty = Some(Type::Scalar(t)),
+                    Some(Type::Scalar(_)) => {
+                        self.err(format!("load from %{}, which is not an alloca slot", body.name(*p)), span)
+                    }
+                    None => {}
+                }
+            }
+            StmtKind::StoreSlot(p, v) => {
+                let slot = match self.use_value(*p, s) {
+                    Some(Type::Slot(t)) => Some(t),
+                    Some(Type::Scalar(_)) => {
+                        self.err(format!("store to %{}, which is not an alloca slot", body.name(*p)), span);
+                        None
+                    }
+                    None => None,
+                };
+                if let (Some(e), Some(t)) = (slot, self.scalar(*v, s)) {
+                    if e != t {
+                        self.err(
+                            format!("type mismatch: store of {t} to slot %{} of {e}", body.name(*p)),
+                            span,
+                        );
+                    }
+                }
+            }
+            StmtKind::Call(name, args, cspan) => {
+                let (rule, ty) = self.call(name, args, *cspan, s);
+                result_rule = rule;
+                result_ty = ty;
+            }
+            StmtKind::Ret(v) => self.ret(*v, s, cx),
+            StmtKind::If { cond, then_blk, else_blk } => {
+                if let Some(t) = self.scalar(*cond, s) {
+                    if t != Scalar::I1 {
+                        self.err(format!("if condition must be i1, found {t}"), span);
+                    }
+                }
+                let inner = Cx { depth: cx.depth + 1, ..cx };
+                self.block(*then_blk, inner);
+                if let Some(e) = else_blk {
+                    self.block(*e, inner);
+                }
+            }
+            StmtKind::For { var, lo, hi, body: b } => {
+                let vt = self.loop_var_type(*var, span);
+                for bound in [lo, hi] {
+                    match bound {
+                        Bound::Field(name, fspan) => self.err(
+                            format!("field bound @{name}[] is only allowed in a task header"),
+                            *fspan,
+                        ),
+                        _ => self.bound(bound, vt, s, false),
+                    }
+                }
+                self.enter_loop(&[*var], *b, Cx { loop_cx: LoopCx::Loop, depth: cx.depth + 1, task: cx.task });
+            }
+            StmtKind::While { body: b } => {
+                self.block(*b, Cx { loop_cx: LoopCx::Loop, depth: cx.depth + 1, task: cx.task });
+            }
+            StmtKind::Break => match cx.loop_cx {
+                LoopCx::Loop => {}
+                LoopCx::None => self.err("break outside a loop", span),
+                LoopCx::Parallel => self.err(
+                    "break in the body of a parallel task: its iterations run independently (continue ends one)",
+                    span,
+                ),
+            },
+            StmtKind::Continue => {
+                if cx.loop_cx == LoopCx::None {
+                    self.err("continue outside a loop", span)
+                }
+            }
+            StmtKind::Task { name, kind, body: b } => {
+                let ok_place = matches!(self.owner, Owner::Kernel(_)) && cx.depth == 0;
+                if !ok_place {
+                    let place = match self.owner {
+                        Owner::Kernel(_) => "is nested in a statement",
+                        _ => "outside a kernel",
+                    };
+                    self.err(format!("task @{name} {place}; tasks only stand at the top level of a kernel"), span);
+                }
+                let parallel = self.task_header(kind, Some(s), span);
+                let loop_cx = if parallel { LoopCx::Parallel } else { LoopCx::None };
+                let vars = task_vars(kind);
+                self.enter_loop(&vars, *b, Cx { loop_cx, depth: cx.depth + 1, task: Some(s) });
+            }
+            StmtKind::Launch(name) => self.launch(name, span),
+        }
+        self.result(s, result_rule, result_ty);
+    }
+
+    /// Makes loop variables visible in a loop or task body only.
+    fn enter_loop(&mut self, vars: &[Value], b: Block, cx: Cx) {
+        let mark = self.scope.len();
+        for &v in vars {
+            self.make_visible(v);
+        }
+        self.block(b, cx);
+        for v in self.scope.drain(mark..) {
+            self.visible[v.index()] = false;
+        }
+    }
+
+    /// Checks the result of a statement against what it computes, and
+    /// brings it into scope.
+    fn result(&mut self, s: Stmt, rule: ResultRule, ty: Option<Type>) {
+        let sd = self.body.stmt(s);
+        match (sd.result, rule) {
+            (None, ResultRule::Required) => {
+                self.err("malformed IR: this statement must define a value", sd.span)
+            }
+            (Some(r), ResultRule::Forbidden) => {
+                self.err(format!("this statement defines no value, but is named %{}", self.body.name(r)), sd.span)
+            }
+            (Some(r), _) => {
+                let vd = self.body.value(r);
+                if let Some(t) = ty {
+                    if t != vd.ty {
+                        self.err(
+                            format!("malformed IR: %{} has type {} but its statement gives {t}", vd.name, vd.ty),
+                            vd.span,
+                        );
+                    }
+                }
+                self.make_visible(r);
+            }
+            (None, _) => {}
+        }
+    }
+
+    /// The element type of a field reference, after checking the field,
+    /// the rank and the index types.
+    fn field_ref(&mut self, r: &FieldRef, s: Stmt) -> Option<Scalar> {
+        for &i in &r.indices {
+            match self.scalar(i, s) {
+                Some(Scalar::I32 | Scalar::I64) | None => {}
+                Some(t) => self.err(format!("field index must be i32 or i64, found {t}"), r.span),
+            }
+        }
+        let Some(f) = self.cx.field(&r.field) else {
+            self.unknown(&r.field, "field", r.span);
+            return None;
+        };
+        if f.shape.len() != r.indices.len() {
+            let n = r.indices.len();
+            self.err(
+                format!(
+                    "field @{} has rank {} but is indexed with {}",
+                    f.name,
+                    f.shape.len(),
+                    plural(n, "index", "indices")
+                ),
+                r.span,
+            );
+        }
+        Some(f.elem)
+    }
+
+    /// `unknown field @q`, or what the name is if it is another item.
+    fn unknown(&mut self, name: &str, what: &str, span: Span) {
+        let msg = match self.cx.items.get(name) {
+            Some(it) => format!("@{name} is {}, not a {what}", item_kind(it)),
+            None => format!("unknown {what} @{name}"),
+        };
+        self.err(msg, span);
+    }
+
+    fn call(&mut self, name: &Name, args: &[Value], cspan: Span, s: Stmt) -> (ResultRule, Option<Type>) {
+        let arg_types: Vec<Option<Scalar>> = args.iter().map(|&a| self.scalar(a, s)).collect();
+        let f = match self.cx.items.get(name.as_str()) {
+            Some(Item::Func(f)) => f,
+            _ => {
+                self.unknown(name, "function", cspan);
+                return (ResultRule::Optional, None);
+            }
+        };
+        self.calls.push((name.clone(), cspan));
+        if args.len() != f.params.len() {
+            self.err(
+                format!(
+                    "call to @{name} with {}, expected {}",
+                    plural(args.len(), "argument", "arguments"),
+                    f.params.len()
+                ),
+                cspan,
+            );
+        } else {
+            for (i, (t, p)) in arg_types.iter().zip(&f.params).enumerate() {
+                if let Some(t) = t {
+                    if *t != p.ty {
+                        self.err(
+                            format!("argument {} of call to @{name} has type {t}, expected {}", i + 1, p.ty),
+                            cspan,
+                        );
+                    }
+                }
+            }
+        }
+        match f.ret {
+            // A returned value may be dropped.
+            Some(r) => (ResultRule::Optional, Some(Type::Scalar(r))),
+            None => {
+                if let Some(r) = self.body.stmt(s).result {
+                    self.err(
+                        format!("@{name} returns no value, but its call is named %{}", self.body.name(r)),
+                        cspan,
+                    );
+                }
+                (ResultRule::Optional, None)
+            }
+        }
+    }
+
+    fn ret(&mut self, v: Option<Value>, s: Stmt, cx: Cx) {
+        let span = self.body.stmt(s).span;
+        let ty = v.and_then(|v| self.scalar(v, s));
+        if cx.task.is_some() || matches!(self.owner, Owner::TaskItem(_)) {
+            self.err("ret inside a task: a task runs to the end of its body", span);
+            return;
+        }
+        match self.owner {
+            Owner::Func(f) => match (f.ret, v) {
+                (Some(r), Some(_)) => {
+                    if let Some(t) = ty {
+                        if t != r {
+                            self.err(format!("ret of {t} in function @{} returning {r}", f.name), span);
+                        }
+                    }
+                }
+                (Some(r), None) => self.err(format!("ret without a value in function @{} returning {r}", f.name), span),
+                (None, Some(_)) => {
+                    self.err(format!("ret with a value in function @{}, which returns nothing", f.name), span)
+                }
+                (None, None) => {}
+            },
+            // A plain `ret` ends the kernel early.
+            Owner::Kernel(_) => {
+                if v.is_some() {
+                    self.err("ret with a value in a kernel", span);
+                }
+            }
+            // Reported above: a task runs to its end.
+            Owner::TaskItem(_) => {}
+        }
+    }
+
+    /// The type of a `for` or task variable, which must be i32 or i64.
+    fn loop_var_type(&mut self, var: Value, span: Span) -> Option<Scalar> {
+        let vd = self.body.value(var);
+        match vd.ty {
+            Type::Scalar(t @ (Scalar::I32 | Scalar::I64)) => Some(t),
+            t => {
+                self.err(format!("loop variable %{} must be i32 or i64, found {t}", vd.name), span);
+                None
+            }
+        }
+    }
+
+    /// A bound of a `for` or a `range_for` task. In a task header a value
+    /// bound must be a parameter (the header is evaluated at launch, before
+    /// any statement of the kernel runs).
+    fn bound(&mut self, b: &Bound, var_ty: Option<Scalar>, s: Stmt, header: bool) {
+        let span = self.body.stmt(s).span;
+        match b {
+            Bound::Const(c) => {
+                if let Some(t) = var_ty {
+                    if !int_fits(*c, t) {
+                        self.err(format!("loop bound {c} does not fit {t}"), span);
+                    }
+                }
+            }
+            Bound::Value(v) => {
+                if header && !matches!(self.body.value(*v).def, ValueDef::Param(_)) {
+                    self.err(
+                        format!(
+                            "range_for bound %{} must be a constant, a kernel parameter or a 0-D integer field",
+                            self.body.name(*v)
+                        ),
+                        span,
+                    );
+                    return;
+                }
+                let t = self.scalar(*v, s);
+                if let (Some(t), Some(vt)) = (t, var_ty) {
+                    if t != vt {
+                        self.err(
+                            format!("loop bound %{} has type {t}, but the loop variable is {vt}", self.body.name(*v)),
+                            span,
+                        );
+                    }
+                }
+            }
+            Bound::Field(name, fspan) => {
+                let Some(f) = self.cx.field(name) else {
+                    self.unknown(name, "field", *fspan);
+                    return;
+                };
+                if !f.shape.is_empty() {
+                    self.err(
+                        format!("range_for bound @{name} must be a 0-D field, but has rank {}", f.shape.len()),
+                        *fspan,
+                    );
+                } else if let Some(vt) = var_ty {
+                    if f.elem != vt {
+                        self.err(
+                            format!("range_for bound @{name} is a field of {}, but the loop variable is {vt}", f.elem),
+                            *fspan,
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Checks a task header (of a task statement `s`, or of a task item).
+    /// Returns whether the task is parallel.
+    fn task_header(&mut self, kind: &TaskKind, s: Option<Stmt>, span: Span) -> bool {
+        match kind {
+            TaskKind::Serial => false,
+            TaskKind::RangeFor { var, lo, hi, block_dim } => {
+                let vt = self.loop_var_type(*var, span);
+                if let Some(s) = s {
+                    self.bound(lo, vt, s, true);
+                    self.bound(hi, vt, s, true);
+                } else {
+                    self.item_bounds(lo, hi, vt, span);
+                }
+                if *block_dim == 0 {
+                    self.err("block_dim must be at least 1", span);
+                }
+                true
+            }
+            TaskKind::StructFor { vars, field, field_span, block_dim } => {
+                for &v in vars {
+                    self.loop_var_type(v, span);
+                }
+                match self.cx.field(field) {
+                    None => self.unknown(field, "field", *field_span),
+                    Some(f) => {
+                        if f.shape.is_empty() {
+                            self.err(format!("struct_for over 0-D field @{field}: it has no index space"), *field_span);
+                        } else if f.shape.len() != vars.len() {
+                            self.err(
+                                format!(
+                                    "struct_for binds {} but field @{field} has rank {}",
+                                    plural(vars.len(), "variable", "variables"),
+                                    f.shape.len()
+                                ),
+                                *field_span,
+                            );
+                        }
+                    }
+                }
+                if *block_dim == 0 {
+                    self.err("block_dim must be at least 1", span);
+                }
+                true
+            }
+        }
+    }
+
+    /// The bounds of a task item: parameters are visible, nothing else is;
+    /// there is no statement to attribute a use to, so checks are direct.
+    fn item_bounds(&mut self, lo: &Bound, hi: &Bound, vt: Option<Scalar>, span: Span) {
+        for b in [lo, hi] {
+            match b {
+                Bound::Value(v) => {
+                    let vd = self.body.value(*v);
+                    if let ValueDef::Undefined = vd.def {
+                        self.err(format!("use of undefined value %{}", vd.name), vd.span);
+                    } else if !self.body.params.contains(v) {
+                        self.err(
+                            format!(
+                                "range_for bound %{} must be a constant, a kernel parameter or a 0-D integer field",
+                                vd.name
+                            ),
+                            span,
+                        );
+                    } else if let (Type::Scalar(t), Some(vt)) = (vd.ty, vt) {
+                        if t != vt {
+                            self.err(
+                                format!("loop bound %{} has type {t}, but the loop variable is {vt}", vd.name),
+                                span,
+                            );
+                        }
+                    }
+                }
+                Bound::Const(c) => {
+                    if let Some(t) = vt {
+                        if !int_fits(*c, t) {
+                            self.err(format!("loop bound {c} does not fit {t}"), span);
+                        }
+                    }
+                }
+                Bound::Field(name, fspan) => match self.cx.field(name) {
+                    None => self.unknown(name, "field", *fspan),
+                    Some(f) if !f.shape.is_empty() => self.err(
+                        format!("range_for bound @{name} must be a 0-D field, but has rank {}", f.shape.len()),
+                        *fspan,
+                    ),
+                    Some(f) => {
+                        if let Some(vt) = vt {
+                            if f.elem != vt {
+                                self.err(
+                                    format!(
+                                        "range_for bound @{name} is a field of {}, but the loop variable is {vt}",
+                                        f.elem
+                                    ),
+                                    *fspan,
+                                );
+                            }
+                        }
+                    }
+                },
+            }
+        }
+    }
+
+    /// `launch @t`: only in a kernel, naming a task item whose parameters
+    /// the kernel provides (by name and type).
+    fn launch(&mut self, name: &str, span: Span) {
+        let Owner::Kernel(k) = self.owner else {
+            self.err(format!("launch @{name} outside a kernel"), span);
+            return;
+        };
+        let Some(t) = self.cx.task_item(name) else {
+            let msg = match self.cx.items.get(name) {
+                Some(it) => format!("launch of @{name}, which is {}, not a task", item_kind(it)),
+                None => format!("launch of unknown task @{name}"),
+            };
+            self.err(msg, span);
+            return;
+        };
+        for (p, &v) in t.params.iter().zip(&t.body.params) {
+            let Some(pname) = t.body.values.get(v.index()).map(|d| d.name.as_str()) else { continue };
+            let found = k.body.params.iter().zip(&k.params).find(|(kv, _)| {
+                k.body.values.get(kv.index()).is_some_and(|d| d.name == pname)
+            });
+            match found {
+                None => self.err(
+                    format!("launch @{name}: the task reads parameter %{pname}, which kernel @{} does not have", k.name),
+                    span,
+                ),
+                Some((_, kp)) if kp.ty != p.ty => self.err(
+                    format!(
+                        "launch @{name}: the task's parameter %{pname} is {}, but kernel @{}'s is {}",
+                        p.ty, k.name, kp.ty
+                    ),
+                    span,
+                ),
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+/// Whether a statement defines a value.
+#[derive(Clone, Copy)]
+enum ResultRule {
+    Required,
+    Optional,
+    Forbidden,
+}
+
+fn item_kind(it: &Item) -> &'static str {
+    match it {
+        Item::Field(_) => "a field",
+        Item::Func(_) => "a function",
+        Item::Kernel(_) => "a kernel",
+        Item::Task(_) => "a task",
+    }
+}
+
+/// Whether a block ends in `ret` on every path: its last statement is a
+/// `ret`, or an `if` with an `else` whose two branches both end in `ret`.
+/// This simple rule is the documented one: a function that returns a value
+/// from inside a loop must still end with `ret`.
+fn ends_with_ret(body: &Body, b: Block) -> bool {
+    // Recursion is bounded: `structure` rejected nesting deeper than
+    // MAX_NESTING before this runs.
+    match body.block(b).last().map(|&s| &body.stmt(s).kind) {
+        Some(StmtKind::Ret(_)) => true,
+        Some(StmtKind::If { then_blk, else_blk: Some(e), .. }) => ends_with_ret(body, *then_blk) && ends_with_ret(body, *e),
+        _ => false,
+    }
+}
+
+/// The blocks nested in a statement, in print order, without allocating.
+fn stmt_blocks(k: &StmtKind) -> [Option<Block>; 2] {
+    match k {
+        StmtKind::If { then_blk, else_blk, .. } => [Some(*then_blk), *else_blk],
+        StmtKind::For { body, .. } | StmtKind::While { body } | StmtKind::Task { body, .. } => [Some(*body), None],
+        _ => [None, None],
+    }
+}
+
+/// The variables a statement binds for its body.
+fn loop_vars(k: &StmtKind) -> Vec<Value> {
+    match k {
+        StmtKind::For { var, .. } => vec![*var],
+        StmtKind::Task { kind, .. } => task_vars(kind),
+        _ => Vec::new(),
+    }
+}
+
+fn task_vars(k: &TaskKind) -> Vec<Value> {
+    match k {
+        TaskKind::Serial => Vec::new(),
+        TaskKind::RangeFor { var, .. } => vec![*var],
+        TaskKind::StructFor { vars, .. } => vars.clone(),
+    }
+}
+
+/// Calls `f` on every value a statement mentions (result, operands, bound
+/// variables), for the range check of the structure pass.
+fn visit_values(sd: &StmtData, f: &mut impl FnMut(Value)) {
+    let bound = |b: &Bound, f: &mut dyn FnMut(Value)| {
+        if let Bound::Value(v) = b {
+            f(*v)
+        }
+    };
+    if let Some(r) = sd.result {
+        f(r)
+    }
+    match &sd.kind {
+        StmtKind::Const(_) | StmtKind::Alloca(_) | StmtKind::Break | StmtKind::Continue | StmtKind::Launch(_) => {}
+        StmtKind::While { .. } => {}
+        StmtKind::Binary(_, a, b) | StmtKind::Cmp(_, a, b) | StmtKind::StoreSlot(a, b) => {
+            f(*a);
+            f(*b)
+        }
+        StmtKind::Unary(_, a) | StmtKind::Cast(a, _) | StmtKind::LoadSlot(a) => f(*a),
+        StmtKind::Select(c, a, b) => {
+            f(*c);
+            f(*a);
+            f(*b)
+        }
+        StmtKind::Load(r) => r.indices.iter().for_each(|v| f(*v)),
+        StmtKind::Store(r, v) | StmtKind::Atomic(_, r, v) => {
+            r.indices.iter().for_each(|v| f(*v));
+            f(*v)
+        }
+        StmtKind::Call(_, args, _) => args.iter().for_each(|v| f(*v)),
+        StmtKind::Ret(v) => {
+            if let Some(v) = v {
+                f(*v)
+            }
+        }
+        StmtKind::If { cond, .. } => f(*cond),
+        StmtKind::For { var, lo, hi, .. } => {
+            f(*var);
+            bound(lo, f);
+            bound(hi, f);
+        }
+        StmtKind::Task { kind, .. } => match kind {
+            TaskKind::Serial => {}
+            TaskKind::RangeFor { var, lo, hi, .. } => {
+                f(*var);
+                bound(lo, f);
+                bound(hi, f);
+            }
+            TaskKind::StructFor { vars, .. } => vars.iter().for_each(|v| f(*v)),
+        },
+    }
 }

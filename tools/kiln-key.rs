@@ -1,1 +1,176 @@
-fn main() {}
+//! `kiln-key`: prints the cache key of every task of a KIR file. A thin
+//! `main` over `kiln::key`; see `docs/tools/kiln-key.md`.
+
+use clap::Parser;
+use kiln::config::{CodeModel, CompileConfig, OptLevel};
+use kiln::diag::SourceFile;
+use kiln::key::{self, Change, KeySet};
+use kiln::tool::{self, ToolError};
+use std::process::ExitCode;
+
+const ABOUT: &str = "Print the cache key of every task of a KIR file";
+
+const LONG_ABOUT: &str = "\
+Reads a KIR file (or standard input). A kernel file is offloaded and split \
+into per-task modules with the default pipeline (the -O2 passes, then \
+split-tasks), as kiln-run and kiln-compile do; an already split stream is \
+keyed as it is. Prints one line per task, `@TASK KEY`, in stream order. A \
+key is blake3 over the key format version, the task's canonical text \
+(values renumbered, placeholder task and kernel names, only the fields and \
+functions it uses) and the compile configuration. --explain shows exactly \
+what was hashed.";
+
+const AFTER_HELP: &str = "\
+Exit status: 0 on success, 1 when an input is invalid, 2 on bad usage.";
+
+#[derive(Parser, Debug)]
+#[command(name = "kiln-key", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+struct Cli {
+    /// Input KIR file; `-` reads standard input (named `<stdin>` in errors)
+    #[arg(value_name = "INPUT", default_value = "-", conflicts_with = "diff")]
+    input: String,
+
+    /// Print JSON: the format version, the configuration and each task's key and text digest
+    #[arg(long)]
+    json: bool,
+
+    /// Print what was hashed for TASK (`@name`): the canonical text and each configuration field
+    #[arg(long, value_name = "@TASK", conflicts_with_all = ["json", "diff"])]
+    explain: Option<String>,
+
+    /// Say which tasks' keys differ between OLD and NEW (KIR files, or `kiln-key --json` outputs) and why
+    #[arg(long, num_args = 2, value_names = ["OLD", "NEW"])]
+    diff: Option<Vec<String>>,
+
+    /// Optimisation level of the configuration: -O0, -O1, -O2 (default) or -O3
+    #[arg(short = 'O', value_name = "LEVEL", value_parser = ["0", "1", "2", "3"])]
+    opt: Option<String>,
+
+    /// Configuration with fast-math enabled
+    #[arg(long)]
+    fast_math: bool,
+
+    /// Configuration without bounds checks
+    #[arg(long)]
+    no_bounds_checks: bool,
+
+    /// Configuration's code model (default: large on x86-64, the target's default elsewhere)
+    #[arg(long, value_name = "MODEL", value_parser = ["default", "small", "large"])]
+    code_model: Option<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tool::main_with("kiln-key", || run(&cli))
+}
+
+fn config(cli: &Cli) -> CompileConfig {
+    let mut c = CompileConfig::default();
+    if let Some(o) = &cli.opt {
+        c.opt_level = match o.as_str() {
+            "0" => OptLevel::O0,
+            "1" => OptLevel::O1,
+            "3" => OptLevel::O3,
+            _ => OptLevel::O2,
+        };
+    }
+    c.fast_math = cli.fast_math;
+    c.bounds_checks = !cli.no_bounds_checks;
+    if let Some(m) = &cli.code_model {
+        c.code_model = match m.as_str() {
+            "small" => CodeModel::Small,
+            "large" => CodeModel::Large,
+            _ => CodeModel::Default,
+        };
+    }
+    c
+}
+
+/// Reads, parses, verifies and splits one KIR input.
+fn load(path: &str) -> Result<(SourceFile, kiln::ir::Stream), ToolError> {
+    let src = tool::read_source(path)?;
+    let stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
+    kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(&src, &ds))?;
+    let stream = key::task_stream(stream).map_err(|ds| ToolError::diags(&src, &ds))?;
+    Ok((src, stream))
+}
+
+/// A key set from a KIR file or from a `kiln-key --json` output.
+fn key_set(path: &str, cfg: &CompileConfig) -> Result<KeySet, ToolError> {
+    let src = tool::read_source(path)?;
+    if src.text().trim_start().starts_with('{') {
+        return serde_json::from_str(src.text())
+            .map_err(|e| ToolError::at(src.name(), format!("not a kiln-key --json output: {e}")));
+    }
+    let (_, stream) = load(path)?;
+    Ok(KeySet::of_stream(&stream, cfg))
+}
+
+fn run(cli: &Cli) -> Result<(), ToolError> {
+    let cfg = config(cli);
+    if let Some(paths) = &cli.diff {
+        let (old, new) = (key_set(&paths[0], &cfg)?, key_set(&paths[1], &cfg)?);
+        return tool::write_output(None, render_diff(&key::diff(&old, &new)).as_bytes());
+    }
+    let (src, stream) = load(&cli.input)?;
+    if let Some(name) = &cli.explain {
+        let name = name.strip_prefix('@').unwrap_or(name);
+        let Some((m, t)) = stream.find_task(name) else {
+            return Err(ToolError::at(src.name(), format!("no task @{name} in the input")));
+        };
+        let e = key::explain(m, t, &cfg);
+        let mut out = String::new();
+        out.push_str(&format!("task @{name}\nkey {}\n", e.key));
+        out.push_str(&format!("hashed: blake3(\"kiln task key\\0\", format version {} as u32 LE, ", e.format_version));
+        out.push_str("text length as u64 LE, text, config length as u64 LE, config JSON)\n");
+        out.push_str(&format!("config JSON ({} bytes): {}\n", e.config_json.len(), e.config_json));
+        for (k, v) in &e.config_fields {
+            out.push_str(&format!("  {k} = {v}\n"));
+        }
+        out.push_str(&format!("canonical text ({} bytes):\n{}", e.text.len(), e.text));
+        return tool::write_output(None, out.as_bytes());
+    }
+    let set = KeySet::of_stream(&stream, &cfg);
+    if cli.json {
+        let mut text = serde_json::to_string_pretty(&set).map_err(|e| ToolError::msg(e))?;
+        text.push('\n');
+        return tool::write_output(None, text.as_bytes());
+    }
+    tool::write_output_with(None, |w| {
+        for t in &set.tasks {
+            writeln!(w, "@{} {}", t.task, t.key)?;
+        }
+        Ok(())
+    })
+}
+
+fn render_diff(changes: &[(String, Change)]) -> String {
+    let mut out = String::new();
+    let mut unchanged = 0;
+    for (task, c) in changes {
+        match c {
+            Change::Unchanged => unchanged += 1,
+            Change::Added => out.push_str(&format!("@{task}: added\n")),
+            Change::Removed => out.push_str(&format!("@{task}: removed\n")),
+            Change::Changed { text, config, format } => {
+                let mut why = Vec::new();
+                match text {
+                    Some(Some((line, a, b))) => {
+                        why.push(format!("task text (line {line}: `{}` -> `{}`)", a.trim(), b.trim()))
+                    }
+                    Some(None) => why.push("task text".to_string()),
+                    None => {}
+                }
+                for (k, a, b) in config {
+                    why.push(format!("configuration {k}: {a} -> {b}"));
+                }
+                if *format {
+                    why.push("key format version".to_string());
+                }
+                out.push_str(&format!("@{task}: changed: {}\n", why.join("; ")));
+            }
+        }
+    }
+    out.push_str(&format!("{unchanged} unchanged\n"));
+    out
+}

@@ -1,1 +1,188 @@
-fn main() {}
+//! `kiln-opt`: reads KIR, verifies it, runs passes, prints the result in
+//! canonical form. A thin `main` over `kiln::{parser, verifier, passes,
+//! tool}`; see `docs/tools/kiln-opt.md`.
+
+use clap::builder::{PossibleValue, PossibleValuesParser};
+use clap::Parser;
+use kiln::diag::{Diagnostic, Diagnostics};
+use kiln::ir::{Span, Stream};
+use kiln::passes::{self, OptPreset, Pass, PassTiming, PipelineError, PipelineObserver, PipelineOptions};
+use kiln::tool::{self, ToolError};
+use std::io::{self, Write};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+const ABOUT: &str = "Parse, verify, transform and print KIR";
+
+const LONG_ABOUT: &str = "\
+Reads a KIR file (or standard input), checks that it is well formed, runs \
+the requested passes over it and prints the result in canonical form. With \
+no passes it parses, verifies and prints. The input is always verified \
+before any pass runs; errors are printed as FILE:LINE:COL: error: MESSAGE \
+with the source line and a caret, and the exit code is 1.";
+
+const AFTER_HELP: &str = "\
+Exit status: 0 on success, 1 when the input is invalid (or a pass fails), \
+2 on bad usage (such as an unknown pass). Run --print-passes for the passes.";
+
+#[derive(Parser, Debug)]
+#[command(name = "kiln-opt", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+struct Cli {
+    /// Input KIR file; `-` reads standard input (named `<stdin>` in errors)
+    #[arg(value_name = "INPUT", default_value = "-")]
+    input: String,
+
+    /// Write the output to FILE (only if everything succeeds) instead of standard output
+    #[arg(short = 'o', value_name = "FILE")]
+    output: Option<String>,
+
+    /// Run these passes, in order (comma-separated names from --print-passes)
+    #[arg(long, value_name = "PASS,...", value_delimiter = ',', value_parser = pass_names(), conflicts_with = "opt")]
+    passes: Vec<String>,
+
+    /// Run a preset pipeline: -O0 (no pass), -O1, -O2 (see --print-passes)
+    #[arg(short = 'O', value_name = "LEVEL", value_parser = ["0", "1", "2"])]
+    opt: Option<String>,
+
+    /// List the registered passes and the presets, then exit
+    #[arg(long)]
+    print_passes: bool,
+
+    /// Run the verifier after every pass; an invalid result stops with an error
+    #[arg(long)]
+    verify_each: bool,
+
+    /// Print the IR to standard error after every pass
+    #[arg(long)]
+    print_after_all: bool,
+
+    /// Print the IR to standard error at the start and after each pass that changed it
+    #[arg(long)]
+    print_changed: bool,
+
+    /// Print the time spent in parsing, verifying, each pass and printing to standard error
+    #[arg(long)]
+    time_passes: bool,
+}
+
+/// `--passes=` accepts exactly the registered names, so clap's usage error
+/// (exit code 2) lists them.
+fn pass_names() -> PossibleValuesParser {
+    PossibleValuesParser::new(passes::REGISTRY.iter().map(|p| PossibleValue::new(p.name()).help(p.description())))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tool::main_with("kiln-opt", || run(&cli))
+}
+
+fn run(cli: &Cli) -> Result<(), ToolError> {
+    if cli.print_passes {
+        return tool::write_output_with(None, |w| print_passes(w));
+    }
+    let mut timings: Vec<PassTiming> = Vec::new();
+    let phase = |name: &'static str, since: Instant, timings: &mut Vec<PassTiming>| {
+        timings.push(PassTiming { name, pass: since.elapsed(), verify: Duration::ZERO })
+    };
+
+    let start = Instant::now();
+    let src = tool::read_source(&cli.input)?;
+    let mut stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
+    phase("(parse)", start, &mut timings);
+
+    let start = Instant::now();
+    kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(&src, &ds))?;
+    phase("(verify input)", start, &mut timings);
+
+    let names: Vec<&str> = match &cli.opt {
+        Some(level) => passes::preset(match level.as_str() {
+            "1" => OptPreset::O1,
+            "2" => OptPreset::O2,
+            _ => OptPreset::O0,
+        }),
+        None => cli.passes.iter().map(String::as_str).collect(),
+    };
+    // clap already rejected unknown names; this cannot fail, but a usage
+    // error is the honest answer if it ever did.
+    let pipeline = passes::resolve(&names).map_err(|n| ToolError::Usage(format!("unknown pass '{n}'")))?;
+    let opts = PipelineOptions {
+        verify_each: cli.verify_each,
+        print_after_all: cli.print_after_all,
+        print_changed: cli.print_changed,
+    };
+    let mut dumps = StderrDumps;
+    match passes::run_pipeline(&mut stream, &pipeline, &opts, &mut dumps) {
+        Ok(t) => timings.extend(t),
+        Err(PipelineError::Pass { pass, diags }) => {
+            return Err(ToolError::Input(format!("error: pass '{pass}' failed\n{}", src.render_all(&diags))))
+        }
+        Err(PipelineError::Invalid { pass, diags }) => {
+            return Err(ToolError::Input(format!(
+                "error: the IR is invalid after pass '{pass}' (a bug in that pass)\n{}",
+                src.render_all(&without_dummy_spans(diags))
+            )))
+        }
+        Err(PipelineError::Observer(e)) => return Err(ToolError::stdout(e)),
+    }
+
+    let start = Instant::now();
+    tool::write_output_with(cli.output.as_deref(), |w| write!(w, "{stream}"))?;
+    phase("(print)", start, &mut timings);
+
+    if cli.time_passes {
+        let _ = io::stderr().lock().write_all(passes::format_timings(&timings).as_bytes());
+    }
+    Ok(())
+}
+
+fn print_passes(w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w, "Passes:")?;
+    for p in passes::REGISTRY {
+        writeln!(w, "  {:<14} {}", p.name(), p.description())?;
+    }
+    writeln!(w, "Presets (passes not registered in this build are skipped):")?;
+    for (flag, level) in [("-O0", OptPreset::O0), ("-O1", OptPreset::O1), ("-O2", OptPreset::O2)] {
+        let names = passes::preset(level);
+        let list = if names.is_empty() { "(no pass)".to_string() } else { names.join(",") };
+        writeln!(w, "  {flag:<14} {list}")?;
+    }
+    Ok(())
+}
+
+/// Nodes a pass made have no source text; their dummy spans would point at
+/// the first character of the input, so such errors are shown unlocated.
+fn without_dummy_spans(ds: Diagnostics) -> Diagnostics {
+    Diagnostics(
+        ds.0.into_iter()
+            .map(|d| match d.span {
+                Some(Span { start: 0, end: 0 }) => Diagnostic { span: None, ..d },
+                _ => d,
+            })
+            .collect(),
+    )
+}
+
+/// Shows `--print-after-all` / `--print-changed` dumps on standard error,
+/// each headed by a KIR comment so that a dump is itself valid KIR.
+struct StderrDumps;
+
+impl PipelineObserver for StderrDumps {
+    fn initial(&mut self, stream: &Stream) -> io::Result<()> {
+        dump("; *** IR Dump At Start ***", Some(stream))
+    }
+    fn after_pass(&mut self, pass: &dyn Pass, stream: &Stream, changed: Option<bool>) -> io::Result<()> {
+        match changed {
+            Some(false) => dump(&format!("; *** IR Dump After {} omitted because no change ***", pass.name()), None),
+            _ => dump(&format!("; *** IR Dump After {} ***", pass.name()), Some(stream)),
+        }
+    }
+}
+
+fn dump(header: &str, stream: Option<&Stream>) -> io::Result<()> {
+    let mut err = io::BufWriter::new(io::stderr().lock());
+    writeln!(err, "{header}")?;
+    if let Some(s) = stream {
+        write!(err, "{s}")?;
+    }
+    err.flush()
+}

@@ -1,0 +1,345 @@
+//! `split-tasks`: each task of an offloaded kernel becomes its own module.
+//!
+//! Owns: the per-task module, the unit that is keyed, compiled, cached and
+//! loaded. `module @<task>` holds the fields the task touches (sorted by
+//! name), the functions it calls, transitively (sorted by name), and a
+//! top-level `task @<task> of @<kernel>(...)` whose parameters are the
+//! kernel parameters it reads, in kernel order, without defaults. After
+//! the task modules, one module named after the input (`@main` if it had
+//! no name) holds every field, the functions no task calls, and each kernel
+//! as a sequence of `launch` statements.
+//!
+//! Also owns [`task_needs`], the one definition of what a task needs from
+//! its module, which the key (`crate::key`) uses too, so that the text that
+//! is hashed and the module that is compiled can never disagree.
+//!
+//! Must never: offload. A kernel that still holds plain statements is an
+//! error (run `offload` first); the default pipeline does. A stream that is
+//! already split passes through unchanged.
+
+use super::util;
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::ir::*;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The `split-tasks` pass.
+pub struct SplitTasks;
+
+impl super::Pass for SplitTasks {
+    fn name(&self) -> &'static str {
+        "split-tasks"
+    }
+    fn description(&self) -> &'static str {
+        "give each task its own module (fields, functions, parameters it uses) plus a module of launches"
+    }
+    fn run(&self, stream: &mut Stream) -> Result<(), Diagnostics> {
+        *stream = split_stream(stream)?;
+        Ok(())
+    }
+}
+
+/// Splits every module of a stream that holds offloaded kernels.
+pub fn split_stream(stream: &Stream) -> Result<Stream, Diagnostics> {
+    let mut out = Stream::default();
+    let mut diags = Diagnostics::default();
+    for m in &stream.modules {
+        match split_module(m) {
+            Ok(ms) => out.modules.extend(ms),
+            Err(d) => diags.push(d),
+        }
+    }
+    diags.into_result()?;
+    Ok(out)
+}
+
+/// What a kernel's body holds.
+enum KernelState {
+    /// This many tasks (an empty kernel has zero).
+    Tasks(usize),
+    /// Launches: the kernel is already split.
+    Launches,
+}
+
+fn kernel_state(k: &Kernel) -> Result<KernelState, Diagnostic> {
+    let top = k.body.block(k.body.entry);
+    let kind = |s: &Stmt| &k.body.stmt(*s).kind;
+    if top.iter().all(|s| matches!(kind(s), StmtKind::Task { .. })) {
+        return Ok(KernelState::Tasks(top.len()));
+    }
+    if top.iter().all(|s| matches!(kind(s), StmtKind::Launch(_))) {
+        return Ok(KernelState::Launches);
+    }
+    Err(Diagnostic::error(
+        format!("kernel @{} has not been offloaded into tasks; run the `offload` pass before `split-tasks`", k.name),
+        k.span,
+    ))
+}
+
+/// Splits one module: its task modules, then its launch module. A module
+/// that is already split (it holds task items or launches, or it is named
+/// and holds no task) comes back unchanged.
+pub fn split_module(m: &Module) -> Result<Vec<Module>, Diagnostic> {
+    let mut task_kernel = None;
+    let mut has_launches = false;
+    for k in m.kernels() {
+        match kernel_state(k)? {
+            KernelState::Tasks(0) => {}
+            KernelState::Tasks(_) => task_kernel = task_kernel.or(Some(k)),
+            KernelState::Launches => has_launches = true,
+        }
+    }
+    let has_items = m.tasks().next().is_some();
+    match task_kernel {
+        None if m.name.is_some() || has_items || has_launches => return Ok(vec![m.clone()]),
+        Some(k) if has_items || has_launches => {
+            return Err(Diagnostic::error(
+                format!("kernel @{} holds tasks in a module that is already split (it has task items or launches)", k.name),
+                k.span,
+            ))
+        }
+        _ => {}
+    }
+
+    let mut out = Vec::new();
+    let mut called_by_tasks = BTreeSet::new();
+    for k in m.kernels() {
+        for &s in k.body.block(k.body.entry) {
+            let item = extract_task(k, s);
+            let (fields, funcs) = task_needs(m, &item.body, item.body.entry, &item.kind);
+            called_by_tasks.extend(funcs.iter().map(|f| f.name.clone()));
+            let mut items: Vec<Item> = fields.into_iter().cloned().map(Item::Field).collect();
+            items.extend(funcs.into_iter().cloned().map(Item::Func));
+            let name = item.name.clone();
+            items.push(Item::Task(item));
+            out.push(Module { name: Some(name), items, span: k.body.stmt(s).span });
+        }
+    }
+
+    // The launch module keeps the functions no task calls, and what they
+    // call (which may also be called by a task).
+    let mut keep: BTreeSet<Name> = BTreeSet::new();
+    let mut pending: Vec<&Func> = m.funcs().filter(|f| !called_by_tasks.contains(&f.name)).collect();
+    while let Some(f) = pending.pop() {
+        if !keep.insert(f.name.clone()) {
+            continue;
+        }
+        f.body.walk(f.body.entry, &mut |s| {
+            if let StmtKind::Call(callee, ..) = &f.body.stmt(s).kind {
+                pending.extend(m.func(callee));
+            }
+        });
+    }
+    let mut items = Vec::with_capacity(m.items.len());
+    for it in &m.items {
+        match it {
+            Item::Field(_) => items.push(it.clone()),
+            Item::Func(f) if keep.contains(&f.name) => items.push(it.clone()),
+            Item::Func(_) | Item::Task(_) => {}
+            Item::Kernel(k) => items.push(Item::Kernel(launch_kernel(k))),
+        }
+    }
+    out.push(Module { name: Some(m.name.clone().unwrap_or_else(|| "main".into())), items, span: m.span });
+    Ok(out)
+}
+
+/// The kernel as a sequence of launches of its tasks.
+fn launch_kernel(k: &Kernel) -> Kernel {
+    let mut body = Body::new();
+    for &p in &k.body.params {
+        let vd = k.body.value(p);
+        body.add_param(vd.name.clone(), vd.ty.scalar().unwrap_or(Scalar::I32), vd.span);
+    }
+    for &s in k.body.block(k.body.entry) {
+        if let StmtKind::Task { name, .. } = &k.body.stmt(s).kind {
+            let l = body.new_stmt(StmtKind::Launch(name.clone()), k.body.stmt(s).span);
+            body.push(body.entry, l);
+        }
+    }
+    Kernel { name: k.name.clone(), params: k.params.clone(), body, span: k.span }
+}
+
+/// The fields a task touches and the functions it calls transitively, both
+/// sorted by name: exactly what its module must hold. `root` is the task's
+/// body block in `body`; `kind` its header.
+pub fn task_needs<'m>(m: &'m Module, body: &Body, root: Block, kind: &TaskKind) -> (Vec<&'m Field>, Vec<&'m Func>) {
+    let mut fields: BTreeSet<Name> = BTreeSet::new();
+    match kind {
+        TaskKind::Serial => {}
+        TaskKind::RangeFor { lo, hi, .. } => {
+            for b in [lo, hi] {
+                if let Bound::Field(n, _) = b {
+                    fields.insert(n.clone());
+                }
+            }
+        }
+        TaskKind::StructFor { field, .. } => {
+            fields.insert(field.clone());
+        }
+    }
+    let funcs_by_name: HashMap<&str, &'m Func> = m.funcs().map(|f| (f.name.as_str(), f)).collect();
+    let mut funcs: BTreeMap<&'m str, &'m Func> = BTreeMap::new();
+    let mut pending: Vec<&'m Func> = Vec::new();
+    let mut visit = |body: &Body, s: Stmt, pending: &mut Vec<&'m Func>| match &body.stmt(s).kind {
+        StmtKind::Load(r) | StmtKind::Store(r, _) | StmtKind::Atomic(_, r, _) => {
+            if !fields.contains(&r.field) {
+                fields.insert(r.field.clone());
+            }
+        }
+        StmtKind::Call(name, ..) => {
+            if let Some(&f) = funcs_by_name.get(name.as_str()) {
+                if funcs.insert(f.name.as_str(), f).is_none() {
+                    pending.push(f);
+                }
+            }
+        }
+        _ => {}
+    };
+    body.walk(root, &mut |s| visit(body, s, &mut pending));
+    while let Some(f) = pending.pop() {
+        f.body.walk(f.body.entry, &mut |s| visit(&f.body, s, &mut pending));
+    }
+    let fields = fields.iter().filter_map(|n| m.field(n)).collect();
+    (fields, funcs.into_values().collect())
+}
+
+/// The task statement `s` of kernel `k` as a task item with a body of its
+/// own.
+pub fn extract_task(k: &Kernel, s: Stmt) -> TaskItem {
+    let src = &k.body;
+    let StmtKind::Task { name, kind, body: root } = &src.stmt(s).kind else {
+        panic!("extract_task is given a task statement")
+    };
+    // The kernel parameters the task reads, in kernel order.
+    let mut read = vec![false; src.values.len()];
+    let mut mark = |v: Value| read[v.index()] = true;
+    if let TaskKind::RangeFor { lo, hi, .. } = kind {
+        for b in [lo, hi] {
+            if let Bound::Value(v) = b {
+                mark(*v)
+            }
+        }
+    }
+    src.walk(*root, &mut |t| src.operands(t).into_iter().for_each(&mut mark));
+
+    let mut cp = Copier { src, dst: Body::new(), map: vec![None; src.values.len()] };
+    let mut params = Vec::new();
+    for (i, &p) in src.params.iter().enumerate() {
+        if read[p.index()] {
+            let vd = src.value(p);
+            let np = cp.dst.add_param(vd.name.clone(), vd.ty.scalar().unwrap_or(Scalar::I32), vd.span);
+            cp.map[p.index()] = Some(np);
+            let decl = k.params.get(i).map(|d| Param { ty: d.ty, default: None, span: d.span });
+            params.push(decl.unwrap_or(Param { ty: Scalar::I32, default: None, span: vd.span }));
+        }
+    }
+    let kind = cp.kind(kind, Stmt::HEADER);
+    let entry = cp.dst.entry;
+    cp.fill(*root, entry);
+    TaskItem {
+        name: name.clone(),
+        kernel: k.name.clone(),
+        params,
+        kind,
+        body: cp.dst,
+        span: src.stmt(s).span,
+    }
+}
+
+/// Copies statements from one body into another, renumbering values and
+/// statements in print order.
+struct Copier<'a> {
+    src: &'a Body,
+    dst: Body,
+    map: Vec<Option<Value>>,
+}
+
+impl Copier<'_> {
+    fn val(&mut self, v: Value) -> Value {
+        if let Some(n) = self.map[v.index()] {
+            return n;
+        }
+        // A use with no definition in the copied code (the verifier rejects
+        // it); keep it visible as undefined rather than invent one.
+        let vd = self.src.value(v);
+        let n = self.dst.new_value(vd.name.clone(), vd.ty, ValueDef::Undefined, vd.span);
+        self.map[v.index()] = Some(n);
+        n
+    }
+
+    fn def(&mut self, v: Value, def: ValueDef) -> Value {
+        let vd = self.src.value(v);
+        let n = self.dst.new_value(vd.name.clone(), vd.ty, def, vd.span);
+        self.map[v.index()] = Some(n);
+        n
+    }
+
+    fn bound(&mut self, b: &Bound) -> Bound {
+        match b {
+            Bound::Value(v) => Bound::Value(self.val(*v)),
+            b => b.clone(),
+        }
+    }
+
+    /// A task or loop header, its variables defined by `at`.
+    fn kind(&mut self, k: &TaskKind, at: Stmt) -> TaskKind {
+        match k {
+            TaskKind::Serial => TaskKind::Serial,
+            TaskKind::RangeFor { var, lo, hi, block_dim } => {
+                let (lo, hi) = (self.bound(lo), self.bound(hi));
+                TaskKind::RangeFor { var: self.def(*var, ValueDef::LoopVar(at, 0)), lo, hi, block_dim: *block_dim }
+            }
+            TaskKind::StructFor { vars, field, field_span, block_dim } => TaskKind::StructFor {
+                vars: vars.iter().enumerate().map(|(i, v)| self.def(*v, ValueDef::LoopVar(at, i as u32))).collect(),
+                field: field.clone(),
+                field_span: *field_span,
+                block_dim: *block_dim,
+            },
+        }
+    }
+
+    fn block(&mut self, b: Block) -> Block {
+        let nb = self.dst.new_block();
+        self.fill(b, nb);
+        nb
+    }
+
+    fn fill(&mut self, from: Block, to: Block) {
+        for &s in self.src.block(from) {
+            let ns = self.stmt(s);
+            self.dst.push(to, ns);
+        }
+    }
+
+    fn stmt(&mut self, s: Stmt) -> Stmt {
+        let data = self.src.stmt(s);
+        let ns = self.dst.new_stmt(StmtKind::Break, data.span);
+        let mut kind = data.kind.clone();
+        match &mut kind {
+            StmtKind::If { cond, then_blk, else_blk } => {
+                *cond = self.val(*cond);
+                *then_blk = self.block(*then_blk);
+                if let Some(e) = else_blk {
+                    *e = self.block(*e);
+                }
+            }
+            StmtKind::For { var, lo, hi, body } => {
+                *lo = self.bound(lo);
+                *hi = self.bound(hi);
+                *var = self.def(*var, ValueDef::LoopVar(ns, 0));
+                *body = self.block(*body);
+            }
+            StmtKind::While { body } => *body = self.block(*body),
+            StmtKind::Task { kind: tk, body, .. } => {
+                *tk = self.kind(tk, ns);
+                *body = self.block(*body);
+            }
+            k => util::operands_mut(k, &mut |v| *v = self.val(*v)),
+        }
+        self.dst.stmts[ns.index()].kind = kind;
+        if let Some(r) = data.result {
+            let nr = self.def(r, ValueDef::Result(ns));
+            self.dst.stmts[ns.index()].result = Some(nr);
+        }
+        ns
+    }
+}

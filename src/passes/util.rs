@@ -1,0 +1,224 @@
+//! Helpers the passes share: operand rewriting, use counts, fresh names,
+//! and a walk over every body of a stream.
+//!
+//! Owns: the small mechanics of editing a [`Body`] in place that more than
+//! one pass needs.
+//!
+//! Must never: decide what a pass does; these helpers only carry out edits.
+
+use crate::ir::*;
+use std::collections::{HashMap, HashSet};
+
+/// Calls `f` on every value a statement reads (operands, field indices and
+/// loop or task bounds), allowing it to be replaced. Nested blocks are not
+/// visited.
+pub fn operands_mut(kind: &mut StmtKind, f: &mut dyn FnMut(&mut Value)) {
+    fn bound(b: &mut Bound, f: &mut dyn FnMut(&mut Value)) {
+        if let Bound::Value(v) = b {
+            f(v)
+        }
+    }
+    match kind {
+        StmtKind::Const(_) | StmtKind::Alloca(_) | StmtKind::Break | StmtKind::Continue | StmtKind::Launch(_) => {}
+        StmtKind::Binary(_, a, b) | StmtKind::Cmp(_, a, b) | StmtKind::StoreSlot(a, b) => {
+            f(a);
+            f(b)
+        }
+        StmtKind::Unary(_, a) | StmtKind::Cast(a, _) | StmtKind::LoadSlot(a) => f(a),
+        StmtKind::Select(c, a, b) => {
+            f(c);
+            f(a);
+            f(b)
+        }
+        StmtKind::Load(r) => r.indices.iter_mut().for_each(|v| f(v)),
+        StmtKind::Store(r, v) | StmtKind::Atomic(_, r, v) => {
+            r.indices.iter_mut().for_each(|v| f(v));
+            f(v)
+        }
+        StmtKind::Call(_, args, _) => args.iter_mut().for_each(|v| f(v)),
+        StmtKind::Ret(v) => {
+            if let Some(v) = v {
+                f(v)
+            }
+        }
+        StmtKind::If { cond, .. } => f(cond),
+        StmtKind::For { lo, hi, .. } => {
+            bound(lo, f);
+            bound(hi, f)
+        }
+        StmtKind::While { .. } => {}
+        StmtKind::Task { kind, .. } => {
+            if let TaskKind::RangeFor { lo, hi, .. } = kind {
+                bound(lo, f);
+                bound(hi, f)
+            }
+        }
+    }
+}
+
+/// Follows a substitution map to its end (`a -> b -> c` gives `c`).
+pub fn resolve(subst: &HashMap<Value, Value>, mut v: Value) -> Value {
+    // Chains are short and acyclic by construction (a value is only ever
+    // replaced by one defined before it).
+    while let Some(&w) = subst.get(&v) {
+        v = w;
+    }
+    v
+}
+
+/// Rewrites the operands of one statement through `subst`.
+pub fn substitute(body: &mut Body, s: Stmt, subst: &HashMap<Value, Value>) {
+    if subst.is_empty() {
+        return;
+    }
+    operands_mut(&mut body.stmts[s.index()].kind, &mut |v| *v = resolve(subst, *v));
+}
+
+/// Rewrites the operands of every statement reachable from `b` (nested
+/// blocks included) through `subst`.
+pub fn substitute_in_block(body: &mut Body, b: Block, subst: &HashMap<Value, Value>) {
+    if subst.is_empty() {
+        return;
+    }
+    for s in reachable_from(body, b) {
+        substitute(body, s, subst);
+    }
+}
+
+/// Every statement reachable from `b`, in print order.
+pub fn reachable_from(body: &Body, b: Block) -> Vec<Stmt> {
+    let mut out = Vec::new();
+    body.walk(b, &mut |s| out.push(s));
+    out
+}
+
+/// How many times each value is read by statements reachable from the
+/// entry block (indexed by `Value::index`).
+pub fn use_counts(body: &Body) -> Vec<u32> {
+    let mut uses = vec![0u32; body.values.len()];
+    body.walk(body.entry, &mut |s| {
+        for v in body.operands(s) {
+            if let Some(n) = uses.get_mut(v.index()) {
+                *n += 1;
+            }
+        }
+    });
+    uses
+}
+
+/// The statements of a block that may end it: nothing after them runs.
+pub fn is_terminator(kind: &StmtKind) -> bool {
+    matches!(kind, StmtKind::Break | StmtKind::Continue | StmtKind::Ret(_))
+}
+
+/// Whether a statement only computes its result from its operands: no
+/// memory, no control flow, no effect, and it cannot fail.
+pub fn is_pure(kind: &StmtKind) -> bool {
+    matches!(
+        kind,
+        StmtKind::Const(_)
+            | StmtKind::Binary(..)
+            | StmtKind::Unary(..)
+            | StmtKind::Cmp(..)
+            | StmtKind::Cast(..)
+            | StmtKind::Select(..)
+    )
+}
+
+/// Whether a `break` or `continue` in `b` (or in an `if` nested in it, but
+/// not in a nested loop) targets the loop whose body `b` is.
+pub fn has_loop_exit(body: &Body, b: Block) -> bool {
+    body.block(b).iter().any(|&s| match &body.stmt(s).kind {
+        StmtKind::Break | StmtKind::Continue => true,
+        StmtKind::If { then_blk, else_blk, .. } => {
+            has_loop_exit(body, *then_blk) || else_blk.is_some_and(|e| has_loop_exit(body, e))
+        }
+        _ => false,
+    })
+}
+
+/// The slots (`alloca` results) stored to by `s` or any statement nested
+/// in it.
+pub fn slots_stored_in(body: &Body, s: Stmt, out: &mut HashSet<Value>) {
+    let mut visit = |s: Stmt| {
+        if let StmtKind::StoreSlot(p, _) = body.stmt(s).kind {
+            out.insert(p);
+        }
+    };
+    visit(s);
+    for c in body.child_blocks(s) {
+        body.walk(c, &mut visit);
+    }
+}
+
+/// Makes names that do not clash with any value of a body.
+pub struct NameGen {
+    taken: HashSet<Name>,
+}
+
+impl NameGen {
+    pub fn new(body: &Body) -> NameGen {
+        NameGen { taken: body.values.iter().map(|v| v.name.clone()).collect() }
+    }
+    /// `base` if it is free, else `base.1`, `base.2`, ...
+    pub fn fresh(&mut self, base: &str) -> Name {
+        let mut name = Name::from(base);
+        let mut n = 1u32;
+        while self.taken.contains(&name) {
+            name = compact_str::format_compact!("{base}.{n}");
+            n += 1;
+        }
+        self.taken.insert(name.clone());
+        name
+    }
+}
+
+/// Gives a value defined at `s` a name no other value of the body has, if
+/// its name is shared (used after code moves between scopes).
+pub fn unshare_name(body: &mut Body, v: Value, counts: &mut HashMap<Name, u32>) {
+    let name = body.value(v).name.clone();
+    if counts.get(&name).copied().unwrap_or(0) <= 1 {
+        return;
+    }
+    let mut n = 1u32;
+    let fresh = loop {
+        let cand = compact_str::format_compact!("{name}.{n}");
+        if !counts.contains_key(&cand) {
+            break cand;
+        }
+        n += 1;
+    };
+    *counts.get_mut(&name).expect("counted above") -= 1;
+    counts.insert(fresh.clone(), 1);
+    body.values[v.index()].name = fresh;
+}
+
+/// How many values of a body carry each name.
+pub fn name_counts(body: &Body) -> HashMap<Name, u32> {
+    let mut m = HashMap::new();
+    for v in &body.values {
+        *m.entry(v.name.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+/// The shapes of a module's fields, by name.
+pub fn field_shapes(m: &Module) -> HashMap<Name, Vec<u64>> {
+    m.fields().map(|f| (f.name.clone(), f.shape.clone())).collect()
+}
+
+/// Calls `f` on every body of every module (functions, kernels, task
+/// items), with the shapes of that module's fields.
+pub fn for_each_body(stream: &mut Stream, mut f: impl FnMut(&mut Body, &HashMap<Name, Vec<u64>>)) {
+    for m in &mut stream.modules {
+        let shapes = field_shapes(m);
+        for it in &mut m.items {
+            match it {
+                Item::Field(_) => {}
+                Item::Func(x) => f(&mut x.body, &shapes),
+                Item::Kernel(x) => f(&mut x.body, &shapes),
+                Item::Task(x) => f(&mut x.body, &shapes),
+            }
+        }
+    }
+}
