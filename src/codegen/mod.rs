@@ -440,31 +440,16 @@ pub fn launched_tasks<'s>(stream: &'s Stream, kernel: &str) -> Result<Vec<(&'s M
 pub enum SplitError {
     /// A pass reported errors.
     Diags(Diagnostics),
-    /// The passes that split a kernel file are not available.
-    Unavailable(String),
 }
 
-/// The passes that turn a verified kernel file into a split stream.
-pub const SPLIT_PIPELINE: [&str; 2] = ["offload", "split-tasks"];
-
 /// Brings a verified stream into the per-task form codegen compiles: a
-/// split stream is left alone; a kernel file is offloaded and split.
+/// split stream is left alone; a kernel file goes through
+/// [`crate::passes::default_pipeline`], as `kiln-key` and `kiln-run` run
+/// it, so every tool sees the same per-task modules (and keys).
 pub fn split_for_codegen(stream: &mut Stream) -> Result<(), SplitError> {
     let has_kernels = stream.modules.iter().any(|m| m.kernels().next().is_some());
     if task_modules(stream).next().is_some() || !has_kernels {
         return Ok(());
     }
-    let pipeline = crate::passes::resolve(&SPLIT_PIPELINE).map_err(|n| {
-        SplitError::Unavailable(format!(
-            "this is a kernel file, but the `{n}` pass is not available in this build; give a split stream"
-        ))
-    })?;
-    let opts = crate::passes::PipelineOptions::default();
-    crate::passes::run_pipeline(stream, &pipeline, &opts, &mut crate::passes::NoObserver).map_err(|e| match e {
-        crate::passes::PipelineError::Pass { diags, .. } | crate::passes::PipelineError::Invalid { diags, .. } => {
-            SplitError::Diags(diags)
-        }
-        crate::passes::PipelineError::Observer(e) => SplitError::Unavailable(e.to_string()),
-    })?;
-    Ok(())
+    crate::passes::run_passes(&crate::passes::default_pipeline(), stream).map_err(SplitError::Diags)
 }
