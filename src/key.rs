@@ -27,7 +27,6 @@ use crate::config::CompileConfig;
 use crate::ir::*;
 use crate::passes::split::task_needs;
 use std::fmt;
-use std::str::FromStr;
 
 /// The version of the key's format: bump it when the canonical text or the
 /// hashed layout changes, so old keys can never match new objects.
@@ -40,72 +39,9 @@ pub const KERNEL_PLACEHOLDER: &str = "kernel";
 
 const DOMAIN: &[u8] = b"kiln task key\0";
 
-/// A task's key: a blake3 digest, shown as 64 lowercase hex digits.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Key(pub [u8; 32]);
-
-impl Key {
-    /// The digest's bytes.
-    pub fn as_bytes(&self) -> &[u8; 32] {
-        &self.0
-    }
-}
-
-impl fmt::Display for Key {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for b in self.0 {
-            write!(f, "{b:02x}")?;
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Debug for Key {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Key({self})")
-    }
-}
-
-/// Why a text is not a key.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParseKeyError;
-
-impl fmt::Display for ParseKeyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a key is 64 hexadecimal digits")
-    }
-}
-
-impl std::error::Error for ParseKeyError {}
-
-impl FromStr for Key {
-    type Err = ParseKeyError;
-    fn from_str(s: &str) -> Result<Key, ParseKeyError> {
-        let b = s.as_bytes();
-        if b.len() != 64 {
-            return Err(ParseKeyError);
-        }
-        let digit = |c: u8| (c as char).to_digit(16).ok_or(ParseKeyError);
-        let mut out = [0u8; 32];
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = (digit(b[2 * i])? << 4 | digit(b[2 * i + 1])?) as u8;
-        }
-        Ok(Key(out))
-    }
-}
-
-impl serde::Serialize for Key {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Key {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
-}
+/// A task's key: the cache's own key type (a blake3 digest shown as 64
+/// lowercase hex digits), so keys and records can never disagree on form.
+pub use crate::cache::Key;
 
 /// The canonical per-task module of `task`, a task item of module `m`:
 /// what it needs from `m`, values renumbered, placeholder names.
@@ -293,13 +229,21 @@ pub struct KeySet {
 pub struct KeyEntry {
     pub task: String,
     pub kernel: String,
+    #[serde(deserialize_with = "parse_key")]
     pub key: Key,
     /// blake3 of the canonical text alone, so that a diff can tell a change
     /// of text from a change of configuration.
+    #[serde(deserialize_with = "parse_key")]
     pub text_digest: Key,
     /// The canonical text (not written to JSON: the digest stands for it).
     #[serde(skip)]
     pub text: Option<String>,
+}
+
+/// Reads a key from its hex text (the cache's `Key` serialises as hex).
+fn parse_key<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+    let text = <String as serde::Deserialize>::deserialize(d)?;
+    text.parse().map_err(serde::de::Error::custom)
 }
 
 impl KeySet {

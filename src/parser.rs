@@ -45,11 +45,27 @@ const PARALLEL_THRESHOLD: usize = 1 << 20;
 /// reported (at least one per top-level item); names are resolved but not
 /// checked (see the module doc).
 pub fn parse(text: &str) -> Result<Stream, Diagnostics> {
+    parse_with(text, text.len() >= PARALLEL_THRESHOLD)
+}
+
+/// [`parse`] on the calling thread only (for callers that already run in
+/// parallel, and for measurements).
+pub fn parse_sequential(text: &str) -> Result<Stream, Diagnostics> {
+    parse_with(text, false)
+}
+
+/// Runs only the lexer and the grammar over one chunk and returns how many
+/// top-level forms it holds (0 on a syntax error); for profiling.
+#[doc(hidden)]
+pub fn parse_syntax_only(text: &str, chunk: &crate::lexer::Chunk) -> usize {
+    parse_chunk(text, chunk).map(|t| t.len()).unwrap_or(0)
+}
+
+fn parse_with(text: &str, parallel: bool) -> Result<Stream, Diagnostics> {
     if text.len() > u32::MAX as usize {
         return Err(Diagnostic::error_nospan("input is larger than 4 GiB").into());
     }
     let chunks = split_items(text);
-    let parallel = text.len() >= PARALLEL_THRESHOLD;
 
     // Phase 1: the chunks that declare signatures.
     let declares = |c: &crate::lexer::Chunk| matches!(c.kind, ChunkKind::Field | ChunkKind::Func | ChunkKind::Module);

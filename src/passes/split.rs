@@ -38,10 +38,6 @@ impl super::Pass for SplitTasks {
     }
 }
 
-/// How a task item's header binds its loop variables: a task item's header
-/// is not a statement of its body (the parser's `Stmt::HEADER`).
-pub const HEADER: Stmt = Stmt(u32::MAX);
-
 /// Splits every module of a stream that holds offloaded kernels.
 pub fn split_stream(stream: &Stream) -> Result<Stream, Diagnostics> {
     let mut out = Stream::default();
@@ -119,11 +115,25 @@ pub fn split_module(m: &Module) -> Result<Vec<Module>, Diagnostic> {
         }
     }
 
+    // The launch module keeps the functions no task calls, and what they
+    // call (which may also be called by a task).
+    let mut keep: BTreeSet<Name> = BTreeSet::new();
+    let mut pending: Vec<&Func> = m.funcs().filter(|f| !called_by_tasks.contains(&f.name)).collect();
+    while let Some(f) = pending.pop() {
+        if !keep.insert(f.name.clone()) {
+            continue;
+        }
+        f.body.walk(f.body.entry, &mut |s| {
+            if let StmtKind::Call(callee, ..) = &f.body.stmt(s).kind {
+                pending.extend(m.func(callee));
+            }
+        });
+    }
     let mut items = Vec::with_capacity(m.items.len());
     for it in &m.items {
         match it {
             Item::Field(_) => items.push(it.clone()),
-            Item::Func(f) if !called_by_tasks.contains(&f.name) => items.push(it.clone()),
+            Item::Func(f) if keep.contains(&f.name) => items.push(it.clone()),
             Item::Func(_) | Item::Task(_) => {}
             Item::Kernel(k) => items.push(Item::Kernel(launch_kernel(k))),
         }
@@ -222,7 +232,7 @@ pub fn extract_task(k: &Kernel, s: Stmt) -> TaskItem {
             params.push(decl.unwrap_or(Param { ty: Scalar::I32, default: None, span: vd.span }));
         }
     }
-    let kind = cp.kind(kind, HEADER);
+    let kind = cp.kind(kind, Stmt::HEADER);
     let entry = cp.dst.entry;
     cp.fill(*root, entry);
     TaskItem {

@@ -682,6 +682,7 @@ impl<'c> Gen<'c> {
         self.line(sig);
         self.indent += 1;
         self.scopes = vec![scope];
+        self.slots.clear();
         self.in_func = true;
         self.budget = 8;
         if void {

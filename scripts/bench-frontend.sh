@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Front-end benchmark: kiln-opt (parse, verify, print) against LLVM 22's
+# `opt -S` on an LLVM IR file of the same size, side by side in one run.
+# Prints MB/s and peak RSS for both and the ratio; see docs/performance.md.
+#
+#   scripts/bench-frontend.sh [MB]        (default 50)
+#
+# Installs GNU time (for peak RSS) when it is missing and we are root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MB=${1:-50}
+OPT=/usr/lib/llvm-22/bin/opt
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+if [ ! -x /usr/bin/time ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null
+  else
+    echo "bench-frontend: GNU time is missing; run as root: apt-get install -y time" >&2
+    exit 1
+  fi
+fi
+[ -x "$OPT" ] || { echo "bench-frontend: $OPT is missing (make deps installs LLVM 22)" >&2; exit 1; }
+
+cargo build --release --quiet --no-default-features --bin kiln-opt --example gen-large
+BIN=target/release
+
+"$BIN/examples/gen-large" --kir "$WORK/large.kir" --ll "$WORK/large.ll" --mb "$MB"
+
+# Runs "$@" three times and keeps the fastest wall time and its peak RSS.
+measure() {
+  local best_t="" best_rss=""
+  for _ in 1 2 3; do
+    /usr/bin/time -f "%e %M" -o "$WORK/time" "$@" >/dev/null
+    read -r t rss <"$WORK/time"
+    if [ -z "$best_t" ] || awk "BEGIN{exit !($t < $best_t)}"; then best_t=$t; best_rss=$rss; fi
+  done
+  echo "$best_t $best_rss"
+}
+
+kir_bytes=$(stat -c %s "$WORK/large.kir")
+ll_bytes=$(stat -c %s "$WORK/large.ll")
+read -r kt krss < <(measure "$BIN/kiln-opt" "$WORK/large.kir" -o "$WORK/out.kir")
+read -r lt lrss < <(measure "$OPT" -S "$WORK/large.ll" -o "$WORK/out.ll")
+cmp -s "$WORK/large.kir" "$WORK/out.kir" || echo "note: kiln-opt output differs from the (canonical) input"
+
+awk -v kb="$kir_bytes" -v lb="$ll_bytes" -v kt="$kt" -v lt="$lt" -v kr="$krss" -v lr="$lrss" 'BEGIN {
+  kmbs = kb / 1e6 / kt; lmbs = lb / 1e6 / lt
+  printf "machine:  %s, %d cores\n", "'"$(uname -m)"'", '"$(nproc)"'
+  printf "%-10s %8s %8s %10s %12s %10s\n", "tool", "MB", "seconds", "MB/s", "peak RSS MB", "RSS/input"
+  printf "%-10s %8.1f %8.2f %10.1f %12.1f %10.2f\n", "kiln-opt", kb/1e6, kt, kmbs, kr/1024, kr*1024/kb
+  printf "%-10s %8.1f %8.2f %10.1f %12.1f %10.2f\n", "opt -S", lb/1e6, lt, lmbs, lr/1024, lr*1024/lb
+  printf "throughput ratio kiln-opt / opt -S: %.2fx\n", kmbs / lmbs
+}'
