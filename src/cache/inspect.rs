@@ -22,7 +22,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use std::fs::{self, File};
 use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -47,6 +47,22 @@ pub struct Cache {
 struct FileEntry {
     path: PathBuf,
     size: u64,
+    mtime: SystemTime,
+    ino: u64,
+}
+
+impl FileEntry {
+    /// What the file must still be for a removal to go ahead.
+    fn identity(&self) -> Identity {
+        Identity { ino: self.ino, mtime: self.mtime }
+    }
+}
+
+/// A file as the scan saw it: a removal skips a file that was replaced
+/// (another inode) or used (a newer mtime) since.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Identity {
+    ino: u64,
     mtime: SystemTime,
 }
 
@@ -87,7 +103,7 @@ fn unix_secs(t: SystemTime) -> u64 {
 }
 
 fn file_entry(path: PathBuf, meta: &fs::Metadata) -> FileEntry {
-    FileEntry { path, size: meta.len(), mtime: meta.modified().unwrap_or(UNIX_EPOCH) }
+    FileEntry { path, size: meta.len(), mtime: meta.modified().unwrap_or(UNIX_EPOCH), ino: meta.ino() }
 }
 
 /// Lists a directory without following links: (name, lstat) of each entry
@@ -337,6 +353,8 @@ pub struct Removal {
     pub reason: PruneReason,
     /// The record's last use (records only).
     pub last_use_unix: Option<u64>,
+    #[serde(skip)]
+    expect: Option<Identity>,
 }
 
 /// What `prune` did.
@@ -573,7 +591,7 @@ impl Cache {
                     // Removed by a concurrent prune between scan and read.
                     Err(_) if fs::symlink_metadata(&r.file.path).is_err() => Ok(None),
                     Err(reason) => {
-                        let removed = fix && remove_entry(&r.file.path)?;
+                        let removed = fix && remove_entry(&r.file.path, Some(r.file.identity()))?;
                         Ok(Some(BadRecord { scope: s.name.clone(), key: r.key, path: r.file.path.clone(), reason, removed }))
                     }
                 }
@@ -604,7 +622,7 @@ impl Cache {
         let mut dirs: Vec<PathBuf> = Vec::new();
         let plan_file = |files: &mut Vec<Removal>, f: &FileEntry, kind: &'static str, reason: PruneReason, last_use: bool| {
             let last_use_unix = last_use.then(|| unix_secs(f.mtime));
-            files.push(Removal { path: f.path.clone(), kind, size: f.size, reason, last_use_unix });
+            files.push(Removal { path: f.path.clone(), kind, size: f.size, reason, last_use_unix, expect: Some(f.identity()) });
         };
         let mut live: Vec<&RecordEntry> = Vec::new();
         let mut stale: Vec<&RecordEntry> = Vec::new();
@@ -655,14 +673,16 @@ impl Cache {
                 total -= live[cut].file.size;
                 cut += 1;
             }
-            live.drain(..cut);
         }
+        let mut removed = if plan.dry_run { files } else { remove_all(files)? };
+        // What stays: what was there, less what went (a record used or
+        // rewritten since the scan stays, see `remove_entry`).
+        let gone: std::collections::HashSet<&Path> = removed.iter().map(|r| r.path.as_path()).collect();
         let mut after = Totals::default();
-        for r in &live {
+        for r in scan.scopes.iter().flat_map(|s| &s.records).filter(|r| !gone.contains(r.file.path.as_path())) {
             after.add_record(r.file.size, r.file.mtime);
         }
-
-        let mut removed = if plan.dry_run { files } else { remove_all(files)? };
+        drop(gone);
         let mut kept_dirs = Vec::new();
         for dir in dirs {
             let result = if plan.dry_run { Ok(()) } else { fs::remove_dir(&dir) };
@@ -673,6 +693,7 @@ impl Cache {
                     size: 0,
                     reason: PruneReason::ForeignScope,
                     last_use_unix: None,
+                    expect: None,
                 }),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 // Not empty: it holds something that is not Kiln's.
@@ -692,7 +713,7 @@ const REMOVE_THREADS: usize = 16;
 /// Removes the planned files, in parallel when there are many; returns
 /// those that were removed (not those already gone), in plan order.
 fn remove_all(planned: Vec<Removal>) -> Result<Vec<Removal>, CacheError> {
-    let remove = |r: &Removal| remove_entry(&r.path);
+    let remove = |r: &Removal| remove_entry(&r.path, r.expect);
     let pool = if planned.len() > 64 { rayon::ThreadPoolBuilder::new().num_threads(REMOVE_THREADS).build().ok() } else { None };
     let done: Vec<Result<bool, CacheError>> = match &pool {
         Some(pool) => pool.install(|| planned.par_iter().map(remove).collect()),
@@ -711,10 +732,12 @@ fn file_name(p: &Path) -> String {
     p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-/// Removes a file the scan found, if it is still what the scan saw (same
-/// kind of entry, and its directory not replaced by a link); whether it
-/// was removed. A file already gone is not an error.
-fn remove_entry(path: &Path) -> Result<bool, CacheError> {
+/// Removes a file the scan found, if it is still what the scan saw (not a
+/// directory, its directory not replaced by a link, and, given `expect`,
+/// the same inode with the same mtime: a record rewritten by a writer or
+/// used by a reader since the scan stays); whether it was removed. A file
+/// already gone is not an error.
+fn remove_entry(path: &Path, expect: Option<Identity>) -> Result<bool, CacheError> {
     let Some(parent) = path.parent() else { return Ok(false) };
     match fs::symlink_metadata(parent) {
         Ok(m) if m.is_dir() => {}
@@ -724,6 +747,9 @@ fn remove_entry(path: &Path) -> Result<bool, CacheError> {
     }
     match fs::symlink_metadata(path) {
         Ok(m) if m.is_dir() => return Ok(false),
+        Ok(m) if expect.is_some_and(|e| e != Identity { ino: m.ino(), mtime: m.modified().unwrap_or(UNIX_EPOCH) }) => {
+            return Ok(false)
+        }
         Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(CacheError::io(path, "inspect", e)),
@@ -741,7 +767,6 @@ mod tests {
     use super::*;
     use crate::cache::{HostScope, Store, StoreOptions};
     use crate::config::{MetaBound, MetaKind};
-    use std::os::unix::fs::MetadataExt;
 
     fn meta(task: &str) -> LaunchMeta {
         LaunchMeta {
@@ -922,6 +947,26 @@ mod tests {
         cache.verify(true).unwrap();
         assert_eq!(ino(&victim), before);
         assert_eq!(cache.stats().unwrap().total.records, 0);
+    }
+
+    #[test]
+    fn a_record_used_or_rewritten_since_the_scan_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = filled(dir.path(), "a", 2, 10);
+        let path = store.record_path(&key(1000));
+        let seen = |p: &Path| file_entry(p.to_path_buf(), &fs::symlink_metadata(p).unwrap()).identity();
+        // Used by a reader: its mtime moved on.
+        let before = seen(&path);
+        assert!(matches!(store.get(&key(1000)).unwrap(), crate::cache::Lookup::Hit(_)));
+        assert!(!remove_entry(&path, Some(before)).unwrap() && path.exists());
+        // Rewritten by a writer: another inode.
+        let before = seen(&path);
+        store.put(&key(1000), &meta("t0"), b"new object").unwrap();
+        File::options().write(true).open(&path).unwrap().set_modified(before.mtime).unwrap();
+        assert!(!remove_entry(&path, Some(before)).unwrap() && path.exists());
+        // Unchanged: removed.
+        assert!(remove_entry(&path, Some(seen(&path))).unwrap() && !path.exists());
+        assert!(!remove_entry(&path, None).unwrap());
     }
 
     #[test]
