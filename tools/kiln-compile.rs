@@ -18,10 +18,10 @@ use std::process::ExitCode;
 const ABOUT: &str = "Compile the tasks of a KIR file to host objects";
 
 const LONG_ABOUT: &str = "\
-Reads a KIR kernel file or a split stream (what `kiln-opt --passes=offload,split-tasks` \
-writes), verifies it, and compiles every task's module to a relocatable object for \
-this host (or to LLVM IR / assembly with --emit), tasks in parallel. A kernel file \
-is offloaded and split first. Objects use the host's detected CPU features, PIC, \
+Reads a KIR kernel file or a split stream, verifies it, and compiles every task's \
+module to a relocatable object for this host (or to LLVM IR / assembly with --emit), \
+tasks in parallel. A kernel file goes through the default pipeline (which ends with \
+split-tasks) first, as kiln-key and kiln-run run it. Objects use the host's detected CPU features, PIC, \
 and on x86-64 the large code model.";
 
 const AFTER_HELP: &str = "\
@@ -132,10 +132,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     let src = tool::read_source(&cli.input)?;
     let mut stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
     kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(&src, &ds))?;
-    codegen::split_for_codegen(&mut stream).map_err(|e| match e {
-        codegen::SplitError::Diags(ds) => ToolError::diags(&src, &ds),
-        codegen::SplitError::Unavailable(m) => ToolError::at(src.name(), m),
-    })?;
+    codegen::split_for_codegen(&mut stream).map_err(|codegen::SplitError::Diags(ds)| ToolError::diags(&src, &ds))?;
 
     let tasks: Vec<(&Module, String)> = codegen::task_modules(&stream).map(|(m, t)| (m, t.name.to_string())).collect();
     let emit = match cli.emit {

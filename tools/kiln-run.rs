@@ -198,7 +198,7 @@ fn opt_level(text: &str) -> kiln::config::OptLevel {
     }
 }
 
-fn strip<'a>(s: &'a str, sigil: char) -> &'a str {
+fn strip(s: &str, sigil: char) -> &str {
     s.strip_prefix(sigil).unwrap_or(s)
 }
 

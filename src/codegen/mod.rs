@@ -138,20 +138,26 @@ pub fn llvm_library_version() -> (u32, u32, u32) {
 pub fn init_llvm() -> Result<(), CodegenError> {
     static INIT: OnceLock<Result<(), CodegenError>> = OnceLock::new();
     INIT.get_or_init(|| {
-        let (maj, min, patch) = llvm_library_version();
-        let want: Vec<&str> = crate::config::LLVM_VERSION.split('.').collect();
-        let ok = want.len() >= 2 && want[0] == maj.to_string() && want[1] == min.to_string();
-        if !ok {
-            return Err(CodegenError::new(format!(
-                "the loaded LLVM library is version {maj}.{min}.{patch}, but Kiln was built for LLVM {} \
-                 (major.minor must match)",
-                crate::config::LLVM_VERSION
-            )));
-        }
+        check_llvm_version(llvm_library_version(), crate::config::LLVM_VERSION)?;
         Target::initialize_native(&InitializationConfig::default())
             .map_err(|e| CodegenError::new(format!("cannot initialise LLVM's native target: {e}")))
     })
     .clone()
+}
+
+/// Checks that the loaded LLVM library (`major.minor.patch`) is the
+/// major.minor release `built` (what `llvm-config --version` said at build
+/// time) names.
+pub fn check_llvm_version(loaded: (u32, u32, u32), built: &str) -> Result<(), CodegenError> {
+    let (maj, min, patch) = loaded;
+    let want: Vec<&str> = built.split('.').collect();
+    if want.len() >= 2 && want[0] == maj.to_string() && want[1] == min.to_string() {
+        return Ok(());
+    }
+    Err(CodegenError::new(format!(
+        "the loaded LLVM library is version {maj}.{min}.{patch}, but Kiln was built for LLVM {built} \
+         (major.minor must match)"
+    )))
 }
 
 /// One task compiled: the object's bytes and how to launch it.
@@ -440,31 +446,33 @@ pub fn launched_tasks<'s>(stream: &'s Stream, kernel: &str) -> Result<Vec<(&'s M
 pub enum SplitError {
     /// A pass reported errors.
     Diags(Diagnostics),
-    /// The passes that split a kernel file are not available.
-    Unavailable(String),
 }
 
-/// The passes that turn a verified kernel file into a split stream.
-pub const SPLIT_PIPELINE: [&str; 2] = ["offload", "split-tasks"];
-
 /// Brings a verified stream into the per-task form codegen compiles: a
-/// split stream is left alone; a kernel file is offloaded and split.
+/// split stream is left alone; a kernel file goes through
+/// [`crate::passes::default_pipeline`], as `kiln-key` and `kiln-run` run
+/// it, so every tool sees the same per-task modules (and keys).
 pub fn split_for_codegen(stream: &mut Stream) -> Result<(), SplitError> {
     let has_kernels = stream.modules.iter().any(|m| m.kernels().next().is_some());
     if task_modules(stream).next().is_some() || !has_kernels {
         return Ok(());
     }
-    let pipeline = crate::passes::resolve(&SPLIT_PIPELINE).map_err(|n| {
-        SplitError::Unavailable(format!(
-            "this is a kernel file, but the `{n}` pass is not available in this build; give a split stream"
-        ))
-    })?;
-    let opts = crate::passes::PipelineOptions::default();
-    crate::passes::run_pipeline(stream, &pipeline, &opts, &mut crate::passes::NoObserver).map_err(|e| match e {
-        crate::passes::PipelineError::Pass { diags, .. } | crate::passes::PipelineError::Invalid { diags, .. } => {
-            SplitError::Diags(diags)
-        }
-        crate::passes::PipelineError::Observer(e) => SplitError::Unavailable(e.to_string()),
-    })?;
-    Ok(())
+    crate::passes::run_passes(&crate::passes::default_pipeline(), stream).map_err(SplitError::Diags)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn llvm_version_check_compares_major_and_minor() {
+        assert!(check_llvm_version((22, 1, 8), "22.1.8").is_ok());
+        assert!(check_llvm_version((22, 1, 3), "22.1.8").is_ok());
+        let e = check_llvm_version((21, 1, 8), "22.1.8").unwrap_err();
+        assert!(e.message.contains("21.1.8") && e.message.contains("22.1.8"), "{e}");
+        assert!(check_llvm_version((22, 2, 0), "22.1.8").is_err());
+        assert!(check_llvm_version((22, 1, 0), "none").is_err());
+        // This build's own library passes.
+        assert!(check_llvm_version(llvm_library_version(), crate::config::LLVM_VERSION).is_ok());
+    }
 }

@@ -185,7 +185,10 @@ pub fn launch(
                 let (_, ty) = meta.params.get(*i as usize).ok_or_else(|| {
                     RunError::new(format!("kernel @{}: task @{}: bad parameter index", names.kernel, names.task))
                 })?;
-                slot_as_i64(slots[*i as usize], ty)
+                let bits = slots.get(*i as usize).copied().ok_or_else(|| {
+                    RunError::new(format!("kernel @{}: task @{}: missing parameter slot {i}", names.kernel, names.task))
+                })?;
+                slot_as_i64(bits, ty)
             }
             MetaBound::Field(n) => read_int_field(fields, n, names)?,
         })

@@ -320,7 +320,7 @@ fn syntax_errors_say_what_was_expected() {
         ("kernel @k() {\n  $\n}\n", "unexpected character `$`", "$"),
         ("kernel @k() {\n  %x = cmp foo %a, %b\n}\n", "expected a predicate (`lt`, `le`, `gt`, `ge`, `eq`, `ne`), found `foo`", "foo"),
         ("kernel k() {\n}\n", "expected a global name (`@...`), found `k`", "k"),
-        ("kernel @k() {\n  %x = add %a, %b\n  }\n}\n", "expected an item (`field`, `func`, `kernel`, `task`) or `module`, found `}`", "}"),
+        ("kernel @k() {\n  %x = add %a, %b\n  }\n}\n", "expected an item or `module`, found `}`", "}"),
         ("func @f() -> {\n}\n", "expected a type (`i1`, `i32`, `i64`, `f32`, `f64`), found `{`", "{"),
     ];
     for (text, msg, at) in cases {
