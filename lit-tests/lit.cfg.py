@@ -39,8 +39,15 @@ config.substitutions.append(("%cache-fill", os.path.join(bin_dir, "examples", "c
 import platform
 config.available_features.add(platform.machine())
 
-# Keep the environment predictable: no user cache directory leaks in.
-config.environment["KILN_CACHE_DIR"] = "/nonexistent-kiln-cache-dir"
+# Keep the environment predictable: no user cache directory leaks in. The
+# JIT engine caches by default, so tests that do not name a cache share one
+# fresh for each lit run (the cache is safe under concurrent processes).
+import shutil
+default_cache = os.path.join(config.test_exec_root, "default-cache")
+shutil.rmtree(default_cache, ignore_errors=True)
+config.environment["KILN_CACHE_DIR"] = default_cache
+config.environment.pop("KILN_TARGET_CPU", None)
+config.environment.pop("KILN_TARGET_FEATURES", None)
 for var in ["HOME", "TMPDIR"]:
     if var in os.environ:
         config.environment[var] = os.environ[var]

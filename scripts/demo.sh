@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The per-task cache, end to end, on a shipped kernel (`make demo` runs it
+# after `make build-release`): the tasks a kernel becomes, their keys, an
+# interpreter run, a cold JIT run that compiles and stores every task, a
+# warm run that compiles nothing, an edit of one loop that recompiles one
+# task, a damaged record that is replaced, and the cache's own view.
+#
+# Usage: scripts/demo.sh BIN_DIR   (e.g. target/release)
+set -euo pipefail
+
+if [ $# -ne 1 ] || [ ! -x "$1/kiln-run" ]; then
+  echo "usage: $0 BIN_DIR (a directory holding the built kiln-* tools, e.g. target/release)" >&2
+  exit 2
+fi
+BIN=$(cd "$1" && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+KERNEL=$ROOT/testdata/ten_tasks.kir
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/kiln-demo.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+CACHE=$WORK/cache
+# Nothing from the user's environment: a fresh cache, this host's CPU.
+unset KILN_TARGET_CPU KILN_TARGET_FEATURES
+export KILN_CACHE_DIR=$CACHE
+
+heading() { printf '\n\033[1m== %s ==\033[0m\n' "$*" 2>/dev/null || printf '\n== %s ==\n' "$*"; }
+run() { printf '$ %s\n' "$*" | sed "s#$BIN/##g; s#$ROOT/##g; s#$WORK#\$WORK#g"; "$@"; }
+# kiln-run's --stats go to standard error; show them, keep the digests.
+stats_only() { "$@" 2>&1 >/dev/null | sed "s#$WORK#\$WORK#g"; }
+
+heading "1. The kernel: one serial prologue and nine loops (ten tasks after offload)"
+printf '$ kiln-opt --passes=offload testdata/ten_tasks.kir | grep task\n'
+"$BIN/kiln-opt" --passes=offload "$KERNEL" | grep -E '^\s*task ' | sed 's/{$//'
+
+heading "2. Each task's key: its canonical text and the compile configuration"
+run "$BIN/kiln-key" "$KERNEL"
+
+heading "3. The reference interpreter: field digests"
+run "$BIN/kiln-run" --engine interp --digest "$KERNEL" | tee "$WORK/interp.digests"
+
+heading "4. Cold JIT run on an empty cache: every task compiled, stored and loaded"
+printf '$ kiln-run --digest --stats testdata/ten_tasks.kir\n'
+stats_only "$BIN/kiln-run" --digest --stats "$KERNEL"
+"$BIN/kiln-run" --digest "$KERNEL" > "$WORK/cold.digests"
+cmp -s "$WORK/interp.digests" "$WORK/cold.digests" && echo "digests: identical to the interpreter's"
+
+heading "5. Warm run, a new process: every task loaded from the cache, nothing compiled"
+printf '$ kiln-run --digest --stats testdata/ten_tasks.kir\n'
+stats_only "$BIN/kiln-run" --digest --stats "$KERNEL"
+"$BIN/kiln-run" --digest "$KERNEL" > "$WORK/warm.digests"
+cmp -s "$WORK/interp.digests" "$WORK/warm.digests" && echo "digests: identical to the interpreter's"
+
+heading "6. Edit one loop (a constant of loop 7): one task recompiled, nine loaded"
+sed 's/%k7 = const 1000.0 : f32/%k7 = const 999.0 : f32/' "$KERNEL" > "$WORK/edited.kir"
+printf '$ sed s/1000.0/999.0/ testdata/ten_tasks.kir > edited.kir\n'
+diff "$KERNEL" "$WORK/edited.kir" | sed 's/^/  /' || true
+printf '$ kiln-key --diff testdata/ten_tasks.kir edited.kir\n'
+"$BIN/kiln-key" --diff "$KERNEL" "$WORK/edited.kir" | grep -v -i unchanged || true
+printf '$ kiln-run --digest --stats edited.kir\n'
+stats_only "$BIN/kiln-run" --digest --stats "$WORK/edited.kir"
+"$BIN/kiln-run" --engine interp --digest "$WORK/edited.kir" > "$WORK/edited.interp"
+"$BIN/kiln-run" --digest "$WORK/edited.kir" > "$WORK/edited.digests"
+cmp -s "$WORK/edited.interp" "$WORK/edited.digests" && echo "digests: identical to the interpreter's on the edited kernel"
+
+heading "7. Damage one record on disk (a byte of its metadata overwritten): detected, replaced"
+KEY=$("$BIN/kiln-key" "$KERNEL" | awk '$1 == "@ten_tasks.3" { print $2 }')
+RECORD=$(find "$CACHE" -name "${KEY:2}.kobj" -print -quit)
+printf '$ printf X | dd of=%s bs=1 seek=70 conv=notrunc\n' "${RECORD#$WORK/}"
+printf 'X' | dd of="$RECORD" bs=1 seek=70 conv=notrunc status=none
+run "$BIN/kiln-cache-inspect" verify || true
+printf '$ kiln-run --digest --stats testdata/ten_tasks.kir\n'
+stats_only "$BIN/kiln-run" --digest --stats "$KERNEL"
+"$BIN/kiln-run" --digest "$KERNEL" > "$WORK/repaired.digests"
+cmp -s "$WORK/interp.digests" "$WORK/repaired.digests" && echo "digests: identical to the interpreter's"
+
+heading "8. The cache itself: totals, and every record verified"
+run "$BIN/kiln-cache-inspect" stats | sed "s#$WORK#\$WORK#g"
+run "$BIN/kiln-cache-inspect" verify
