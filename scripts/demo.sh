@@ -24,8 +24,20 @@ export KILN_CACHE_DIR=$CACHE
 
 heading() { printf '\n\033[1m== %s ==\033[0m\n' "$*" 2>/dev/null || printf '\n== %s ==\n' "$*"; }
 run() { printf '$ %s\n' "$*" | sed "s#$BIN/##g; s#$ROOT/##g; s#$WORK#\$WORK#g"; "$@"; }
-# kiln-run's --stats go to standard error; show them, keep the digests.
-stats_only() { "$@" 2>&1 >/dev/null | sed "s#$WORK#\$WORK#g"; }
+# One JIT run of FILE: shows the command and its --stats (standard error),
+# keeps the digests in $WORK/NAME.digests and compares them with REFERENCE.
+jit_run() {
+  local file=$1 name=$2 reference=$3
+  printf '$ kiln-run --digest --stats %s\n' "$(basename "$file")"
+  "$BIN/kiln-run" --digest --stats "$file" > "$WORK/$name.digests" 2> "$WORK/$name.stats"
+  sed "s#$WORK#\$WORK#g" "$WORK/$name.stats"
+  if cmp -s "$reference" "$WORK/$name.digests"; then
+    echo "digests: identical to the interpreter's"
+  else
+    echo "digests: DIFFER from the interpreter's"
+    exit 1
+  fi
+}
 
 heading "1. The kernel: one serial prologue and nine loops (ten tasks after offload)"
 printf '$ kiln-opt --passes=offload testdata/ten_tasks.kir | grep task\n'
@@ -35,19 +47,14 @@ heading "2. Each task's key: its canonical text and the compile configuration"
 run "$BIN/kiln-key" "$KERNEL"
 
 heading "3. The reference interpreter: field digests"
-run "$BIN/kiln-run" --engine interp --digest "$KERNEL" | tee "$WORK/interp.digests"
+printf '$ kiln-run --engine interp --digest testdata/ten_tasks.kir\n'
+"$BIN/kiln-run" --engine interp --digest "$KERNEL" | tee "$WORK/interp.digests"
 
 heading "4. Cold JIT run on an empty cache: every task compiled, stored and loaded"
-printf '$ kiln-run --digest --stats testdata/ten_tasks.kir\n'
-stats_only "$BIN/kiln-run" --digest --stats "$KERNEL"
-"$BIN/kiln-run" --digest "$KERNEL" > "$WORK/cold.digests"
-cmp -s "$WORK/interp.digests" "$WORK/cold.digests" && echo "digests: identical to the interpreter's"
+jit_run "$KERNEL" cold "$WORK/interp.digests"
 
 heading "5. Warm run, a new process: every task loaded from the cache, nothing compiled"
-printf '$ kiln-run --digest --stats testdata/ten_tasks.kir\n'
-stats_only "$BIN/kiln-run" --digest --stats "$KERNEL"
-"$BIN/kiln-run" --digest "$KERNEL" > "$WORK/warm.digests"
-cmp -s "$WORK/interp.digests" "$WORK/warm.digests" && echo "digests: identical to the interpreter's"
+jit_run "$KERNEL" warm "$WORK/interp.digests"
 
 heading "6. Edit one loop (a constant of loop 7): one task recompiled, nine loaded"
 sed 's/%k7 = const 1000.0 : f32/%k7 = const 999.0 : f32/' "$KERNEL" > "$WORK/edited.kir"
@@ -55,11 +62,8 @@ printf '$ sed s/1000.0/999.0/ testdata/ten_tasks.kir > edited.kir\n'
 diff "$KERNEL" "$WORK/edited.kir" | sed 's/^/  /' || true
 printf '$ kiln-key --diff testdata/ten_tasks.kir edited.kir\n'
 "$BIN/kiln-key" --diff "$KERNEL" "$WORK/edited.kir" | grep -v -i unchanged || true
-printf '$ kiln-run --digest --stats edited.kir\n'
-stats_only "$BIN/kiln-run" --digest --stats "$WORK/edited.kir"
 "$BIN/kiln-run" --engine interp --digest "$WORK/edited.kir" > "$WORK/edited.interp"
-"$BIN/kiln-run" --digest "$WORK/edited.kir" > "$WORK/edited.digests"
-cmp -s "$WORK/edited.interp" "$WORK/edited.digests" && echo "digests: identical to the interpreter's on the edited kernel"
+jit_run "$WORK/edited.kir" edited "$WORK/edited.interp"
 
 heading "7. Damage one record on disk (a byte of its metadata overwritten): detected, replaced"
 KEY=$("$BIN/kiln-key" "$KERNEL" | awk '$1 == "@ten_tasks.3" { print $2 }')
@@ -67,10 +71,7 @@ RECORD=$(find "$CACHE" -name "${KEY:2}.kobj" -print -quit)
 printf '$ printf X | dd of=%s bs=1 seek=70 conv=notrunc\n' "${RECORD#$WORK/}"
 printf 'X' | dd of="$RECORD" bs=1 seek=70 conv=notrunc status=none
 run "$BIN/kiln-cache-inspect" verify || true
-printf '$ kiln-run --digest --stats testdata/ten_tasks.kir\n'
-stats_only "$BIN/kiln-run" --digest --stats "$KERNEL"
-"$BIN/kiln-run" --digest "$KERNEL" > "$WORK/repaired.digests"
-cmp -s "$WORK/interp.digests" "$WORK/repaired.digests" && echo "digests: identical to the interpreter's"
+jit_run "$KERNEL" repaired "$WORK/interp.digests"
 
 heading "8. The cache itself: totals, and every record verified"
 run "$BIN/kiln-cache-inspect" stats | sed "s#$WORK#\$WORK#g"
