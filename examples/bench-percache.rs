@@ -1,0 +1,133 @@
+//! One measurement of the per-task cache, in a fresh process (run by
+//! `scripts/bench-percache.sh`): the time from "kernel requested" (the
+//! file's text in hand) to "kernel ready to launch" (every task loaded,
+//! its entry resolved) through the cached per-task path, printed as one
+//! JSON line.
+//!
+//! Usage: bench-percache FILE --cache-dir DIR [-O LEVEL] [--per-task-loads N]
+//!
+//! With `--per-task-loads N` (on a warm cache) it then measures the
+//! per-task warm load N times per task — key, read, verify, add, link,
+//! look up, each into a fresh dylib — and adds the median and quartiles.
+
+use kiln::codegen::{Compiler, HostTarget};
+use kiln::config::{CompileConfig, OptLevel};
+use kiln::jit::cached::{self, CachedTasks};
+use kiln::jit::engine::{JitEngine, JitPath};
+use kiln::jit::Jit;
+use std::time::Instant;
+
+fn fail(msg: String) -> ! {
+    eprintln!("bench-percache: {msg}");
+    std::process::exit(1)
+}
+
+fn median(v: &mut [f64]) -> (f64, f64, f64) {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    (at(0.25), at(0.5), at(0.75))
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut file = None;
+    let mut cache = None;
+    let mut opt = OptLevel::O2;
+    let mut per_task = 0usize;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--cache-dir" => cache = it.next().cloned(),
+            "-O" => {
+                opt = match it.next().map(String::as_str) {
+                    Some("0") => OptLevel::O0,
+                    Some("1") => OptLevel::O1,
+                    Some("3") => OptLevel::O3,
+                    _ => OptLevel::O2,
+                }
+            }
+            "--per-task-loads" => per_task = it.next().and_then(|n| n.parse().ok()).unwrap_or(0),
+            f => file = Some(f.to_string()),
+        }
+    }
+    let (Some(file), Some(cache)) = (file, cache) else {
+        fail("usage: bench-percache FILE --cache-dir DIR [-O LEVEL] [--per-task-loads N]".into())
+    };
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| fail(format!("{file}: {e}")));
+
+    // LLVM, the JIT and the store are set up before the kernel is
+    // requested, as in a program that runs more than one kernel.
+    let target = HostTarget::detect().unwrap_or_else(|e| fail(e.to_string()));
+    let mut config = CompileConfig::default();
+    config.opt_level = opt;
+    let compiler = Compiler::new(config.clone(), target.clone()).unwrap_or_else(|e| fail(e.to_string()));
+    let mut engine = JitEngine::new(compiler.clone(), JitPath::PerTask, 1).unwrap_or_else(|e| fail(e.message));
+    let store = cached::open_store(std::path::Path::new(&cache), &target, false).unwrap_or_else(|e| fail(e.to_string()));
+    engine.set_provider(Box::new(CachedTasks::new(store)));
+
+    // Requested: parse, verify, split, then every task keyed and loaded.
+    let t0 = Instant::now();
+    let stream = kiln::parser::parse(&text).unwrap_or_else(|_| fail(format!("{file}: does not parse")));
+    kiln::verifier::verify(&stream).unwrap_or_else(|_| fail(format!("{file}: does not verify")));
+    let kernels: Vec<String> = stream.modules.iter().flat_map(|m| m.kernels()).map(|k| k.name.to_string()).collect();
+    let t_front = Instant::now();
+    let mut tasks = 0;
+    for k in &kernels {
+        let split = engine.split(&stream, k).unwrap_or_else(|e| fail(e.message));
+        let s = split.as_deref().unwrap_or(&stream);
+        tasks += engine.prepare(s, k).unwrap_or_else(|e| fail(e.message)).len();
+    }
+    let ready = t0.elapsed();
+    let st = &engine.stats;
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let mut out = serde_json::json!({
+        "file": file,
+        "tasks": tasks,
+        "ready_ms": ms(ready),
+        "frontend_ms": ms(t_front - t0),
+        "key_ms": ms(st.key_time),
+        "compile_ms": ms(st.compile_time),
+        "load_ms": ms(st.load_time),
+        "hits": st.cache_hits,
+        "misses": st.cache_misses,
+        "corrupt_replaced": st.corrupt_replaced,
+    });
+
+    if per_task > 0 {
+        let store = cached::open_store(std::path::Path::new(&cache), &target, false).unwrap_or_else(|e| fail(e.to_string()));
+        let jit = Jit::new().unwrap_or_else(|e| fail(e.to_string()));
+        let mut split = stream.clone();
+        kiln::passes::run_passes(&kiln::passes::default_pipeline(), &mut split).unwrap_or_else(|_| fail("split".into()));
+        let modules: Vec<_> = kiln::codegen::task_modules(&split).map(|(m, _)| m).collect();
+        let (mut total, mut key, mut read, mut add, mut link) = (vec![], vec![], vec![], vec![], vec![]);
+        for _ in 0..per_task {
+            for m in &modules {
+                let t = Instant::now();
+                let (k, meta) = cached::key_and_meta(m, &config).unwrap_or_else(|e| fail(e.message));
+                let t_key = t.elapsed();
+                let rec = match store.get(&k) {
+                    Ok(kiln::cache::Lookup::Hit(r)) => r,
+                    other => fail(format!("not a warm cache: {other:?}")),
+                };
+                let t_read = t.elapsed();
+                let loaded = jit.load_task("bench", &rec.object, &meta).unwrap_or_else(|e| fail(e.to_string()));
+                let all = t.elapsed();
+                total.push(all.as_secs_f64() * 1e3);
+                key.push(t_key.as_secs_f64() * 1e3);
+                read.push((t_read - t_key).as_secs_f64() * 1e3);
+                add.push(loaded.times.add.as_secs_f64() * 1e3);
+                link.push(loaded.times.link.as_secs_f64() * 1e3);
+            }
+        }
+        let (q1, med, q3) = median(&mut total);
+        out["per_task_load_ms"] = serde_json::json!({
+            "samples": total.len(),
+            "median": med, "q1": q1, "q3": q3,
+            "key_median": median(&mut key).1,
+            "read_verify_median": median(&mut read).1,
+            "add_median": median(&mut add).1,
+            "link_lookup_median": median(&mut link).1,
+        });
+    }
+    println!("{out}");
+}
