@@ -141,7 +141,9 @@ fn parse_with(text: &str, parallel: bool) -> Result<Stream, Diagnostics> {
     Ok(Stream { modules })
 }
 
-/// A top-level form after lowering.
+/// A top-level form after lowering. Short-lived (moved once into its
+/// module), so boxing the large variant would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 enum Lowered {
     Item(Item),
     Module(Module),
@@ -391,6 +393,14 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
     fn finish(mut self) -> Body {
         if !self.resolved.is_empty() {
             resolve_forward_uses(&mut self.body, &self.resolved);
+        }
+        // The arenas grew by doubling; a whole module's IR is resident at
+        // once, so give the slack back (glibc shrinks in place).
+        self.body.values.shrink_to_fit();
+        self.body.stmts.shrink_to_fit();
+        self.body.blocks.shrink_to_fit();
+        for b in &mut self.body.blocks {
+            b.shrink_to_fit();
         }
         self.body
     }
