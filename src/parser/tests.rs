@@ -410,3 +410,24 @@ fn tricky_modules_round_trip() {
         assert_eq!(parse(&printed).unwrap(), m, "{text}");
     }
 }
+
+#[test]
+fn several_errors_in_one_item() {
+    let text = "kernel @k(%a: f32) {\n  %x = add %a %a\n  %y = frob %a\n  for %i in 0 .. {\n    %z = const 1.5 : f32\n    %w = sub %z\n  }\n  } else {\n  ret\n}\n";
+    let ds = parse(text).expect_err("broken statements");
+    let found: Vec<(usize, &str)> = ds
+        .0
+        .iter()
+        .map(|d| (text[..d.span.unwrap().start as usize].matches('\n').count() + 1, d.message.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            (2, "expected `,`, found `%a`"),
+            (3, "expected an operation (`const`, `add`, `load`, `call`, ...), found `frob`"),
+            (4, "expected a value name (`%...`), a global name (`@...`) or an integer, found `{`"),
+            (7, "expected `,`, found `}`"),
+            (8, "expected an item or `module`, found `else`"),
+        ]
+    );
+}
