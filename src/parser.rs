@@ -71,11 +71,8 @@ fn parse_with(text: &str, parallel: bool) -> Result<Stream, Diagnostics> {
     // Phase 1: the chunks that declare signatures.
     let declares = |c: &crate::lexer::Chunk| matches!(c.kind, ChunkKind::Field | ChunkKind::Func | ChunkKind::Module);
     let parse_decl = |c: &crate::lexer::Chunk| declares(c).then(|| parse_chunk(text, c));
-    let mut early: Vec<Option<Result<Vec<Top>, Vec<Diagnostic>>>> = if parallel {
-        chunks.par_iter().map(parse_decl).collect()
-    } else {
-        chunks.iter().map(parse_decl).collect()
-    };
+    let mut early: Vec<Option<Parsed>> =
+        if parallel { chunks.par_iter().map(parse_decl).collect() } else { chunks.iter().map(parse_decl).collect() };
     let mut sigs = Sigs::default();
     for tops in early.iter().flatten().flatten() {
         for top in tops {
@@ -86,7 +83,7 @@ fn parse_with(text: &str, parallel: bool) -> Result<Stream, Diagnostics> {
     }
 
     // Phase 2: parse what is left and lower everything, chunk by chunk.
-    let lower = |(c, early): (&crate::lexer::Chunk, Option<Result<Vec<Top>, Vec<Diagnostic>>>)| {
+    let lower = |(c, early): (&crate::lexer::Chunk, Option<Parsed>)| {
         let tops = match early.unwrap_or_else(|| parse_chunk(text, c)) {
             Ok(tops) => tops,
             Err(ds) => return (Vec::new(), ds),
@@ -142,6 +139,9 @@ fn parse_with(text: &str, parallel: bool) -> Result<Stream, Diagnostics> {
     Ok(Stream { modules })
 }
 
+/// A chunk's syntax tree, or its syntax errors.
+type Parsed = Result<Vec<Top>, Vec<Diagnostic>>;
+
 /// A top-level form after lowering. Short-lived (moved once into its
 /// module), so boxing the large variant would only add an allocation.
 #[allow(clippy::large_enum_variant)]
@@ -152,7 +152,7 @@ enum Lowered {
 
 /// Parses one chunk with the grammar; on a syntax error, also looks for
 /// more errors in the same chunk (see [`more_syntax_errors`]).
-fn parse_chunk(text: &str, c: &crate::lexer::Chunk) -> Result<Vec<Top>, Vec<Diagnostic>> {
+fn parse_chunk(text: &str, c: &crate::lexer::Chunk) -> Parsed {
     if let Some(at) = c.too_deep {
         return Err(vec![Diagnostic::error(
             format!("blocks are nested too deeply (more than {} levels)", crate::lexer::MAX_DEPTH),
@@ -199,7 +199,8 @@ fn more_syntax_errors(text: &str, c: &crate::lexer::Chunk, first: Diagnostic) ->
         if line.is_none() {
             // The error is at a brace (`found `}``): the statement before
             // it is what is incomplete, so blank that instead.
-            let prev = buf[..(at - c.start)].iter().rposition(|&b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'{' | b'}'));
+            let prev =
+                buf[..(at - c.start)].iter().rposition(|&b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'{' | b'}'));
             if let Some(p) = prev {
                 blank_line(&mut buf, p);
             }
@@ -251,20 +252,15 @@ fn blank_line(buf: &mut [u8], at: usize) -> Option<std::ops::Range<usize>> {
 /// Turns a grammar error into `expected X, found Y`.
 fn syntax_error(text: &str, e: ParseError<usize, Tok<'_>, LexError>) -> Diagnostic {
     match e {
-        ParseError::InvalidToken { location } => {
-            Diagnostic::error("invalid token", Span::new(location, location + 1))
-        }
+        ParseError::InvalidToken { location } => Diagnostic::error("invalid token", Span::new(location, location + 1)),
         ParseError::UnrecognizedEof { location, expected } => Diagnostic::error(
             format!("expected {}, found end of input", describe_expected(&expected)),
             Span::new(location, location),
         ),
-        ParseError::UnrecognizedToken { token: (l, t, r), expected } => Diagnostic::error(
-            format!("expected {}, found {t}", describe_expected(&expected)),
-            Span::new(l, r),
-        ),
-        ParseError::ExtraToken { token: (l, t, r) } => {
-            Diagnostic::error(format!("unexpected {t}"), Span::new(l, r))
+        ParseError::UnrecognizedToken { token: (l, t, r), expected } => {
+            Diagnostic::error(format!("expected {}, found {t}", describe_expected(&expected)), Span::new(l, r))
         }
+        ParseError::ExtraToken { token: (l, t, r) } => Diagnostic::error(format!("unexpected {t}"), Span::new(l, r)),
         ParseError::User { error } => {
             let found = text.get(error.span.range()).unwrap_or("?");
             Diagnostic::error(format!("unexpected character `{found}`"), error.span)
@@ -745,7 +741,12 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                     .enumerate()
                     .map(|(i, n)| self.define(n, Type::Scalar(Scalar::I32), ValueDef::LoopVar(st, i as u32)))
                     .collect();
-                TaskKind::StructFor { vars, field: field.text(self.src).into(), field_span: field.span, block_dim: self.block_dim(dim) }
+                TaskKind::StructFor {
+                    vars,
+                    field: field.text(self.src).into(),
+                    field_span: field.span,
+                    block_dim: self.block_dim(dim),
+                }
             }
         }
     }
@@ -872,7 +873,11 @@ pub fn lit_const(l: &ast::Lit<'_>, ty: Scalar) -> Result<Const, Diagnostic> {
         (LitKind::True, Scalar::I1) => Ok(Const::bool(true)),
         (LitKind::False, Scalar::I1) => Ok(Const::bool(false)),
         (LitKind::True | LitKind::False, _) => Err(Diagnostic::error(
-            format!("expected {} literal for {ty}, found `{}`", if ty.is_int() { "an integer" } else { "a float" }, l.text),
+            format!(
+                "expected {} literal for {ty}, found `{}`",
+                if ty.is_int() { "an integer" } else { "a float" },
+                l.text
+            ),
             l.span,
         )),
         (LitKind::Float, t) if t.is_int() => Err(Diagnostic::error(
