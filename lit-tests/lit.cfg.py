@@ -35,6 +35,10 @@ config.substitutions.append(("%testdata", os.path.join(repo, "testdata")))
 # Cargo examples used as test tools (built by `make test-lit`).
 config.substitutions.append(("%cache-fill", os.path.join(bin_dir, "examples", "cache-fill")))
 
+# The host architecture (`REQUIRES: x86_64` for tests of the x86-64 code model).
+import platform
+config.available_features.add(platform.machine())
+
 # Keep the environment predictable: no user cache directory leaks in.
 config.environment["KILN_CACHE_DIR"] = "/nonexistent-kiln-cache-dir"
 for var in ["HOME", "TMPDIR"]:

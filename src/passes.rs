@@ -224,7 +224,7 @@ pub fn format_timings(timings: &[PassTiming]) -> String {
     use std::fmt::Write;
     let total: Duration = timings.iter().map(|t| t.pass + t.verify).sum();
     let mut rows: Vec<&PassTiming> = timings.iter().collect();
-    rows.sort_by(|a, b| (b.pass + b.verify).cmp(&(a.pass + a.verify)));
+    rows.sort_by_key(|t| std::cmp::Reverse(t.pass + t.verify));
     let mut out = String::new();
     let _ = writeln!(out, "===-------------------------------------------------------------------------===");
     let _ = writeln!(out, "                      ... Pass execution timing report ...");
@@ -311,6 +311,42 @@ mod pipeline_tests {
             rec.0,
             vec![("verify".into(), Some(false)), ("add-module".into(), Some(true)), ("verify".into(), Some(false))]
         );
+    }
+
+    /// A pass that makes invalid IR: a kernel whose body is `break`.
+    struct Breaks;
+    impl Pass for Breaks {
+        fn name(&self) -> &'static str {
+            "breaks"
+        }
+        fn description(&self) -> &'static str {
+            "test pass"
+        }
+        fn run(&self, stream: &mut Stream) -> Result<(), Diagnostics> {
+            use crate::ir::*;
+            let mut body = Body::new();
+            let s = body.new_stmt(StmtKind::Break, Span::DUMMY);
+            body.push(body.entry, s);
+            let k = Kernel { name: "k".into(), params: Vec::new(), body, span: Span::DUMMY };
+            stream.modules.push(Module { name: None, items: vec![Item::Kernel(k)], span: Span::DUMMY });
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn verify_each_names_the_pass_that_broke_the_ir() {
+        let mut s = Stream::default();
+        let opts = PipelineOptions { verify_each: true, ..Default::default() };
+        match run_pipeline(&mut s, &[lookup("verify").expect("registered"), &Breaks], &opts, &mut NoObserver) {
+            Err(PipelineError::Invalid { pass, diags }) => {
+                assert_eq!(pass, "breaks");
+                assert_eq!(diags.0[0].message, "break outside a loop");
+            }
+            other => panic!("expected the verifier to reject the pass's output, got {other:?}"),
+        }
+        // Without --verify-each the pipeline does not look.
+        let mut s = Stream::default();
+        assert!(run_pipeline(&mut s, &[&Breaks], &PipelineOptions::default(), &mut NoObserver).is_ok());
     }
 
     #[test]

@@ -44,11 +44,10 @@ pub fn verify(stream: &Stream) -> Result<(), Diagnostics> {
     let mut module_names: HashMap<&str, ()> = HashMap::new();
     for m in &stream.modules {
         match &m.name {
-            Some(n) => {
-                if module_names.insert(n.as_str(), ()).is_some() {
-                    diags.push(Diagnostic::error(format!("duplicate module @{n}"), m.span));
-                }
+            Some(n) if module_names.insert(n.as_str(), ()).is_some() => {
+                diags.push(Diagnostic::error(format!("duplicate module @{n}"), m.span));
             }
+            Some(_) => {}
             None if multi => {
                 diags.push(Diagnostic::error("module without a name in a stream of named modules", m.span))
             }
@@ -483,11 +482,10 @@ struct BodyChecker<'a, 'd> {
     visible: Vec<bool>,
     /// Values made visible, in order; blocks truncate it on exit.
     scope: Vec<Value>,
-    /// Every definition with its name, in pre-order (params first); after
-    /// `names`, sorted by name (stably, so the first of a name comes
-    /// first). Sorting short names beats hashing them for bodies of the
-    /// usual size, and needs no hasher.
-    defs: Vec<(&'a str, Value)>,
+    /// Every definition: its name, its naming scope (see [`Self::scope`])
+    /// and its pre-order rank; after `names`, sorted. Sorting short names
+    /// beats hashing them for bodies of the usual size.
+    defs: Vec<(&'a str, u32, u32, Value)>,
     /// Calls to functions: callee and span, for the recursion check.
     calls: Vec<(Name, Span)>,
 }
@@ -639,11 +637,12 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     fn names(&mut self) {
         let body = self.body;
         for &p in &body.params {
-            self.define_name(p);
+            self.define_name(p, 0);
         }
         for i in 0..self.order.len() {
             let s = self.order[i];
             let sd = body.stmt(s);
+            let scope = self.scope_of(s);
             if let Some(r) = sd.result {
                 if body.value(r).def != ValueDef::Result(s) {
                     self.err(
@@ -651,8 +650,10 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                         sd.span,
                     );
                 }
-                self.define_name(r);
+                self.define_name(r, scope);
             }
+            // A task's variables belong to the task.
+            let var_scope = if matches!(sd.kind, StmtKind::Task { .. }) { s.0 + 1 } else { scope };
             for (k, v) in loop_vars(&sd.kind).iter().enumerate() {
                 if body.value(*v).def != ValueDef::LoopVar(s, k as u32) {
                     self.err(
@@ -660,7 +661,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                         sd.span,
                     );
                 }
-                self.define_name(*v);
+                self.define_name(*v, var_scope);
             }
         }
         if let Owner::TaskItem(t) = self.owner {
@@ -668,31 +669,53 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 if !matches!(body.value(v).def, ValueDef::LoopVar(_, i) if i == k as u32) {
                     self.err(format!("malformed IR: %{} is not a loop variable of task @{}", body.name(v), t.name), t.span);
                 }
-                self.define_name(v);
+                self.define_name(v, 0);
             }
         }
         self.duplicate_names();
     }
 
-    fn define_name(&mut self, v: Value) {
-        self.defs.push((self.body.value(v).name.as_str(), v));
+    /// The naming scope of the values a statement defines. Names are
+    /// unique within a body, except that each task of a kernel is a scope
+    /// of its own (tasks see no value of another task, and each becomes a
+    /// body of its own in `split-tasks`): 0 for the body, `t + 1` inside
+    /// task statement `t`. Scope 0 (parameters above all) clashes with
+    /// every scope.
+    fn scope_of(&self, s: Stmt) -> u32 {
+        self.task_of[s.index()].map_or(0, |t| t.0 + 1)
     }
 
-    /// Reports every definition of a name after its first.
+    fn define_name(&mut self, v: Value, scope: u32) {
+        let rank = self.defs.len() as u32;
+        self.defs.push((self.body.value(v).name.as_str(), scope, rank, v));
+    }
+
+    /// Reports every definition of a name after the first that it clashes
+    /// with: any other in its scope, and any at all when the name is
+    /// defined in scope 0.
     fn duplicate_names(&mut self) {
-        self.defs.sort_by(|a, b| a.0.cmp(b.0));
-        for i in 1..self.defs.len() {
-            let ((prev, pv), (name, v)) = (self.defs[i - 1], self.defs[i]);
-            if prev == name && pv != v {
+        self.defs.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+        let mut group_has_scope0 = false;
+        for i in 0..self.defs.len() {
+            let (name, scope, _, v) = self.defs[i];
+            let prev = i.checked_sub(1).map(|j| self.defs[j]);
+            let same_name = prev.is_some_and(|p| p.0 == name);
+            if !same_name {
+                group_has_scope0 = scope == 0;
+                continue;
+            }
+            let clash = group_has_scope0 || prev.is_some_and(|p| p.1 == scope);
+            if clash && prev.is_some_and(|p| p.3 != v) {
                 self.err(format!("duplicate value name %{name}"), self.body.value(v).span);
             }
         }
     }
 
-    /// The first definition of `name` in pre-order.
+    /// A definition of `name`: the first in pre-order of the body scope if
+    /// there is one, else of the first task that defines it.
     fn first_def(&self, name: &str) -> Option<Value> {
         let i = self.defs.partition_point(|d| d.0 < name);
-        self.defs.get(i).filter(|d| d.0 == name).map(|d| d.1)
+        self.defs.get(i).filter(|d| d.0 == name).map(|d| d.3)
     }
 
     /// A kernel's top level holds tasks only, or no task at all.
@@ -1009,11 +1032,11 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             StmtKind::Task { name, kind, body: b } => {
                 let ok_place = matches!(self.owner, Owner::Kernel(_)) && cx.depth == 0;
                 if !ok_place {
-                    let why = match self.owner {
-                        Owner::Kernel(_) => "task @{} is nested in a statement; tasks only stand at the top level of a kernel",
-                        _ => "task @{} outside a kernel; tasks only stand at the top level of a kernel",
+                    let place = match self.owner {
+                        Owner::Kernel(_) => "is nested in a statement",
+                        _ => "outside a kernel",
                     };
-                    self.err(why.replace("{}", name), span);
+                    self.err(format!("task @{name} {place}; tasks only stand at the top level of a kernel"), span);
                 }
                 let parallel = self.task_header(kind, Some(s), span);
                 let loop_cx = if parallel { LoopCx::Parallel } else { LoopCx::None };
@@ -1169,11 +1192,13 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 }
                 (None, None) => {}
             },
+            // A plain `ret` ends the kernel early.
             Owner::Kernel(_) => {
                 if v.is_some() {
                     self.err("ret with a value in a kernel", span);
                 }
             }
+            // Reported above: a task runs to its end.
             Owner::TaskItem(_) => {}
         }
     }
@@ -1410,8 +1435,8 @@ fn item_kind(it: &Item) -> &'static str {
 /// This simple rule is the documented one: a function that returns a value
 /// from inside a loop must still end with `ret`.
 fn ends_with_ret(body: &Body, b: Block) -> bool {
-    // Iterative over the else chain depth is unnecessary: nesting is
-    // bounded by MAX_NESTING, checked before this runs.
+    // Recursion is bounded: `structure` rejected nesting deeper than
+    // MAX_NESTING before this runs.
     match body.block(b).last().map(|&s| &body.stmt(s).kind) {
         Some(StmtKind::Ret(_)) => true,
         Some(StmtKind::If { then_blk, else_blk: Some(e), .. }) => ends_with_ret(body, *then_blk) && ends_with_ret(body, *e),

@@ -112,6 +112,19 @@ fn duplicate_value_name() {
         "duplicate value name %n",
         "for |%n",
     );
+    // Each task of a kernel names its values on its own; parameters are
+    // shared by all tasks, so their names are taken in every task.
+    ok("field @x : i32[4]\nkernel @k() {\n  task @k.0 serial {\n    %i = const 0 : i32\n    store @x[%i], %i\n  }\n  task @k.1 range_for %i in 0 .. 4 block_dim 4 {\n    store @x[%i], %i\n  }\n}\n");
+    bad(
+        "kernel @k(%i: i32) {\n  task @k.0 range_for %i in 0 .. 4 block_dim 4 {\n  }\n}\n",
+        "duplicate value name %i",
+        "range_for |%i",
+    );
+    bad(
+        "kernel @k() {\n  task @k.0 serial {\n    %a = const 0 : i32\n    %a = const 1 : i32\n  }\n}\n",
+        "duplicate value name %a",
+        "    |%a = const 1",
+    );
 }
 
 // ---------------------------------------------------------------- types
@@ -645,4 +658,71 @@ fn damaged_ir_never_panics_the_verifier() {
     }
     // Most damage must be caught (some, like removing a store, is benign).
     assert!(rejected > 2000, "only {rejected} of 4000 damaged streams were rejected");
+}
+
+#[test]
+fn more_type_rules() {
+    bad(
+        "kernel @k(%c: i1, %a: f32, %b: f64) {\n  %d = select %c, %a, %b\n}\n",
+        "type mismatch: select of f32 and f64",
+        "%d = select",
+    );
+    bad(
+        "field @t : i32\nkernel @k(%v: i64) {\n  %o = atomic add @t[], %v\n}\n",
+        "type mismatch: atomic add of i64 on field @t of i32",
+        "%o = atomic",
+    );
+    bad(
+        "kernel @k(%a: f32, %v: f32) {\n  store %a, %v\n}\n",
+        "store to %a, which is not an alloca slot",
+        "store %a",
+    );
+    ok("kernel @k(%a: i64, %n: i64) {\n  for %i in %a .. %n {\n  }\n}\n");
+    bad(
+        "kernel @k(%a: i32, %n: i64) {\n  for %i in %a .. %n {\n  }\n}\n",
+        "loop bound %n has type i64, but the loop variable is i32",
+        "for %i",
+    );
+}
+
+#[test]
+fn more_task_and_stream_rules() {
+    bad(
+        "field @t : f32\nkernel @k() {\n  task @k.0 struct_for %i in @t block_dim 8 {\n  }\n}\n",
+        "struct_for over 0-D field @t: it has no index space",
+        "in |@t",
+    );
+    bad(
+        "module @a {\n  field @x : f32\n}\n\nmodule @a {\n  field @y : f32\n}\n",
+        "duplicate module @a",
+        "\n|module @a {\n  field @y",
+    );
+    bad(
+        &SPLIT_OK.replace("kernel @k(%a: f32 = 2.0)", "kernel @k(%b: f32 = 2.0)"),
+        "launch @k.0: the task reads parameter %a, which kernel @k does not have",
+        "launch",
+    );
+    // A 0-D field bound of a range_for task item, as split-tasks writes it.
+    ok("module @k.0 {\n  field @n : i32\n\n  task @k.0 of @k() range_for %i in 0 .. @n[] block_dim 4 {\n  }\n}\n\nmodule @main {\n  field @n : i32\n\n  kernel @k() {\n    launch @k.0\n  }\n}\n");
+}
+
+#[test]
+fn rules_only_a_pass_can_break() {
+    // block_dim 0 and a call whose result has the wrong type cannot be
+    // written in text; a pass could make them.
+    let mut s = parse("kernel @k() {\n  task @k.0 range_for %i in 0 .. 4 block_dim 4 {\n  }\n}\n");
+    let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
+    let StmtKind::Task { kind: TaskKind::RangeFor { block_dim, .. }, .. } = &mut k.body.stmts[0].kind else {
+        unreachable!()
+    };
+    *block_dim = 0;
+    assert_eq!(verify(&s).unwrap_err().0[0].message, "block_dim must be at least 1");
+
+    let mut s = parse("func @f() -> f32 {\n  %c = const 1.0 : f32\n  ret %c\n}\n\nkernel @k() {\n  %r = call @f()\n}\n");
+    let Item::Kernel(k) = &mut s.modules[0].items[1] else { unreachable!() };
+    k.body.values[0].ty = Type::Scalar(Scalar::I32);
+    assert_eq!(
+        verify(&s).unwrap_err().0[0].message,
+        "malformed IR: %r has type i32 but its statement gives f32"
+    );
 }

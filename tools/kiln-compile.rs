@@ -1,1 +1,216 @@
-fn main() {}
+//! `kiln-compile`: compiles every task of a KIR file (or split stream) to a
+//! host object, LLVM IR or assembly, tasks in parallel. A thin `main` over
+//! `kiln::{parser, verifier, codegen, tool}`; see
+//! `docs/tools/kiln-compile.md`.
+
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+use kiln::codegen::{self, Compiler, Emit, HostTarget};
+use kiln::config::{CompileConfig, OptLevel};
+use kiln::ir::Module;
+use kiln::tool::{self, ToolError};
+use rayon::prelude::*;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const ABOUT: &str = "Compile the tasks of a KIR file to host objects";
+
+const LONG_ABOUT: &str = "\
+Reads a KIR kernel file or a split stream, verifies it, and compiles every task's \
+module to a relocatable object for this host (or to LLVM IR / assembly with --emit), \
+tasks in parallel. A kernel file goes through the default pipeline (which ends with \
+split-tasks) first, as kiln-key and kiln-run run it. Objects use the host's detected CPU features, PIC, \
+and on x86-64 the large code model.";
+
+const AFTER_HELP: &str = "\
+Output: -o FILE for a single task, -o DIR/ (or an existing directory) for many, \
+one file per task named <task>.o, <task>.ll or <task>.s; -o - writes text to \
+standard output. Without -o the files go to the current directory. \
+Exit status: 0 on success, 1 on invalid input or a compile error, 2 on bad usage.";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum EmitArg {
+    /// A relocatable object file
+    Obj,
+    /// Optimised LLVM IR text
+    Llvm,
+    /// Assembly text
+    Asm,
+}
+
+#[derive(Parser, Debug)]
+#[command(name = "kiln-compile", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+struct Cli {
+    /// Input KIR file; `-` reads standard input
+    #[arg(value_name = "INPUT", default_value = "-")]
+    input: String,
+
+    /// Output file (one task), directory (ending in `/`, or existing), or `-`
+    #[arg(short = 'o', value_name = "PATH")]
+    output: Option<String>,
+
+    /// What to write for each task
+    #[arg(long, value_enum, default_value = "obj")]
+    emit: EmitArg,
+
+    /// Optimisation level of the LLVM pipeline
+    #[arg(short = 'O', value_name = "LEVEL", default_value = "2", value_parser = ["0", "1", "2", "3"])]
+    opt: String,
+
+    /// Allow LLVM's fast-math transformations (results may differ from the interpreter)
+    #[arg(long)]
+    fast_math: bool,
+
+    /// Leave out the bounds checks of field accesses (an out-of-bounds access is then undefined)
+    #[arg(long)]
+    no_bounds_checks: bool,
+
+    /// Compile for this CPU instead of the detected host CPU
+    #[arg(long, value_name = "NAME")]
+    target_cpu: Option<String>,
+
+    /// Compile for these CPU features (`+avx2,-fma,...`) instead of the detected ones
+    #[arg(long, value_name = "FEATURES")]
+    target_features: Option<String>,
+
+    /// Compile on N threads (default: all cores)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    threads: Option<u32>,
+
+    /// Print the target (triple, CPU, features) and exit
+    #[arg(long)]
+    print_target: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tool::main_with("kiln-compile", || run(&cli))
+}
+
+fn run(cli: &Cli) -> Result<(), ToolError> {
+    let target = HostTarget::detect_with(cli.target_cpu.as_deref(), cli.target_features.as_deref())
+        .map_err(ToolError::msg)?;
+    if cli.print_target {
+        let text = format!("triple: {}\ncpu: {}\nfeatures: {}\n", target.triple, target.cpu, target.features);
+        return tool::write_output(None, text.as_bytes());
+    }
+    let mut config = CompileConfig::default();
+    config.opt_level = match cli.opt.as_str() {
+        "0" => OptLevel::O0,
+        "1" => OptLevel::O1,
+        "3" => OptLevel::O3,
+        _ => OptLevel::O2,
+    };
+    config.fast_math = cli.fast_math;
+    config.bounds_checks = !cli.no_bounds_checks;
+    let compiler = Compiler::new(config, target).map_err(ToolError::msg)?;
+
+    let src = tool::read_source(&cli.input)?;
+    let mut stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
+    kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(&src, &ds))?;
+    codegen::split_for_codegen(&mut stream).map_err(|codegen::SplitError::Diags(ds)| ToolError::diags(&src, &ds))?;
+
+    let tasks: Vec<(&Module, String)> = codegen::task_modules(&stream).map(|(m, t)| (m, t.name.to_string())).collect();
+    let emit = match cli.emit {
+        EmitArg::Obj => Emit::Object,
+        EmitArg::Llvm => Emit::LlvmIr,
+        EmitArg::Asm => Emit::Assembly,
+    };
+    let dest = destination(cli.output.as_deref(), tasks.len(), emit)?;
+
+    let threads = cli.threads.map(|n| n as usize).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| ToolError::msg(format!("cannot start {threads} threads: {e}")))?;
+    let bar = progress_bar(tasks.len());
+    let results: Vec<Result<Vec<u8>, String>> = pool.install(|| {
+        tasks
+            .par_iter()
+            .map(|(m, name)| {
+                let r = compiler.emit_task(m, emit).map(|(bytes, _)| bytes).map_err(|e| format!("task @{name}: {e}"));
+                if let Some(b) = &bar {
+                    b.inc(1);
+                }
+                r
+            })
+            .collect()
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let mut outputs = Vec::with_capacity(tasks.len());
+    let mut errors = String::new();
+    for ((_, name), r) in tasks.iter().zip(results) {
+        match r {
+            Ok(bytes) => outputs.push((name.as_str(), bytes)),
+            Err(e) => errors.push_str(&format!("{}: error: {e}\n", src.name())),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ToolError::Input(errors));
+    }
+    write_all(&dest, emit, &outputs)
+}
+
+/// Where the outputs go.
+enum Dest {
+    Stdout,
+    File(String),
+    Dir(PathBuf),
+}
+
+fn destination(output: Option<&str>, ntasks: usize, emit: Emit) -> Result<Dest, ToolError> {
+    Ok(match output {
+        Some("-") => {
+            if emit == Emit::Object && ntasks != 1 {
+                return Err(ToolError::Usage(format!(
+                    "-o - writes one object, but the input has {ntasks} tasks; use -o DIR/"
+                )));
+            }
+            Dest::Stdout
+        }
+        Some(p) if p.ends_with('/') || Path::new(p).is_dir() => Dest::Dir(PathBuf::from(p)),
+        Some(p) => {
+            if ntasks != 1 {
+                return Err(ToolError::Usage(format!(
+                    "-o {p} names one file, but the input has {ntasks} tasks; use -o DIR/ for one file per task"
+                )));
+            }
+            Dest::File(p.to_string())
+        }
+        None => Dest::Dir(PathBuf::from(".")),
+    })
+}
+
+fn write_all(dest: &Dest, emit: Emit, outputs: &[(&str, Vec<u8>)]) -> Result<(), ToolError> {
+    match dest {
+        Dest::Stdout => {
+            let all: Vec<u8> = outputs.iter().flat_map(|(_, b)| b.iter().copied()).collect();
+            tool::write_output(None, &all)
+        }
+        Dest::File(p) => tool::write_output(Some(p), &outputs[0].1),
+        Dest::Dir(d) => {
+            std::fs::create_dir_all(d).map_err(|e| ToolError::at(d.display(), tool::io_reason(&e)))?;
+            for (name, bytes) in outputs {
+                let p = d.join(format!("{name}.{}", emit.extension()));
+                tool::write_file_atomic(&p, bytes).map_err(|e| ToolError::at(p.display(), tool::io_reason(&e)))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A progress bar on a terminal for runs long enough to want one.
+fn progress_bar(n: usize) -> Option<ProgressBar> {
+    if n < 16 || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let b = ProgressBar::new(n as u64);
+    if let Ok(style) = ProgressStyle::with_template("{spinner} compiling [{bar:30}] {pos}/{len} tasks {elapsed}") {
+        b.set_style(style.progress_chars("=> "));
+    }
+    Some(b)
+}
+

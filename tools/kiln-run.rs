@@ -29,6 +29,8 @@ an out-of-bounds index); 2 on bad usage.";
 /// The engine that runs kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum EngineKind {
+    /// LLVM-compiled code in an ORC JIT, one dylib per task
+    Jit,
     /// The reference interpreter (the semantics oracle)
     Interp,
 }
@@ -49,8 +51,16 @@ struct Cli {
     args: Vec<(String, String)>,
 
     /// The engine that runs the kernels
-    #[arg(long, value_enum, default_value = "interp")]
+    #[arg(long, value_enum, default_value = "jit")]
     engine: EngineKind,
+
+    /// Run parallel tasks on N threads (jit engine; default: all cores)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    threads: Option<u32>,
+
+    /// Compile each kernel whole, in-process, into one module and one JIT dylib; read and write no cache
+    #[arg(long)]
+    no_cache: bool,
 
     /// Load field @X from a numpy .npy file before running (dtype and shape must match)
     #[arg(long = "input", value_name = "@X=FILE", value_parser = parse_pair)]
@@ -86,13 +96,23 @@ fn main() -> ExitCode {
     tool::main_with("kiln-run", || run(&cli))
 }
 
-fn make_engine(kind: EngineKind) -> Box<dyn Engine> {
-    match kind {
+fn make_engine(cli: &Cli) -> Result<Box<dyn Engine>, ToolError> {
+    Ok(match cli.engine {
         EngineKind::Interp => Box::new(kiln::interp::Interpreter::new()),
-    }
+        EngineKind::Jit => {
+            use kiln::jit::engine::{JitEngine, JitPath};
+            let compiler = kiln::codegen::Compiler::host(kiln::config::CompileConfig::default()).map_err(ToolError::msg)?;
+            let path = if cli.no_cache { JitPath::WholeKernel } else { JitPath::PerTask };
+            let threads = cli
+                .threads
+                .map(|n| n as usize)
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            Box::new(JitEngine::new(compiler, path, threads).map_err(|e| ToolError::msg(e.message))?)
+        }
+    })
 }
 
-fn strip<'a>(s: &'a str, sigil: char) -> &'a str {
+fn strip(s: &str, sigil: char) -> &str {
     s.strip_prefix(sigil).unwrap_or(s)
 }
 
@@ -131,7 +151,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         data.load_npy(&name, &bytes).map_err(|m| ToolError::at(&file, m))?;
     }
 
-    let mut engine = make_engine(cli.engine);
+    let mut engine = make_engine(cli)?;
     for (k, a) in kernels.iter().zip(&args) {
         engine.run_kernel(&stream, &k.name, a, &mut fields).map_err(|e| ToolError::msg(e.message))?;
     }

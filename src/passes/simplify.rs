@@ -592,3 +592,146 @@ pub fn fold_cast(a: Const, to: Scalar) -> Option<Const> {
         Scalar::F64 => Const::f64(x),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bin(op: BinOp, a: Const, b: Const) -> Option<Const> {
+        fold_binary(op, a, b)
+    }
+
+    #[test]
+    fn integer_division_edge_cases() {
+        let (min32, min64) = (Const::i32(i32::MIN), Const::i64(i64::MIN));
+        assert_eq!(bin(BinOp::Div, min32, Const::i32(-1)), Some(min32), "MIN / -1 wraps");
+        assert_eq!(bin(BinOp::Rem, min32, Const::i32(-1)), Some(Const::i32(0)));
+        assert_eq!(bin(BinOp::Div, min64, Const::i64(-1)), Some(min64));
+        assert_eq!(bin(BinOp::Rem, min64, Const::i64(-1)), Some(Const::i64(0)));
+        assert_eq!(bin(BinOp::Div, Const::i32(7), Const::i32(0)), Some(Const::i32(0)), "div by zero is 0");
+        assert_eq!(bin(BinOp::Rem, Const::i64(7), Const::i64(0)), Some(Const::i64(0)));
+        assert_eq!(bin(BinOp::Rem, Const::i32(-7), Const::i32(2)), Some(Const::i32(-1)), "dividend's sign");
+        assert_eq!(bin(BinOp::Div, Const::i32(-7), Const::i32(2)), Some(Const::i32(-3)), "truncates");
+    }
+
+    #[test]
+    fn integer_arithmetic_wraps() {
+        assert_eq!(bin(BinOp::Add, Const::i32(i32::MAX), Const::i32(1)), Some(Const::i32(i32::MIN)));
+        assert_eq!(bin(BinOp::Mul, Const::i64(i64::MAX), Const::i64(2)), Some(Const::i64(-2)));
+        assert_eq!(fold_unary(UnOp::Neg, Const::i32(i32::MIN)), Some(Const::i32(i32::MIN)));
+        assert_eq!(fold_unary(UnOp::Abs, Const::i64(i64::MIN)), Some(Const::i64(i64::MIN)));
+        assert_eq!(fold_unary(UnOp::Not, Const::bool(true)), Some(Const::bool(false)));
+        assert_eq!(fold_unary(UnOp::Not, Const::i32(0)), Some(Const::i32(-1)));
+    }
+
+    #[test]
+    fn shift_amounts_are_taken_modulo_the_width() {
+        assert_eq!(bin(BinOp::Shl, Const::i32(1), Const::i32(33)), Some(Const::i32(2)));
+        assert_eq!(bin(BinOp::Shl, Const::i32(1), Const::i32(32)), Some(Const::i32(1)));
+        assert_eq!(bin(BinOp::Shl, Const::i64(1), Const::i64(64)), Some(Const::i64(1)));
+        assert_eq!(bin(BinOp::Shl, Const::i32(1), Const::i32(-1)), Some(Const::i32(i32::MIN)), "-1 mod 32 = 31");
+        assert_eq!(bin(BinOp::Shr, Const::i32(-8), Const::i32(33)), Some(Const::i32(-4)), "arithmetic");
+        assert_eq!(bin(BinOp::Ushr, Const::i32(-8), Const::i32(1)), Some(Const::i32(0x7fff_fffc)), "logical");
+        assert_eq!(bin(BinOp::Ushr, Const::i64(-1), Const::i64(127)), Some(Const::i64(1)));
+    }
+
+    #[test]
+    fn float_to_int_casts_saturate_and_nan_gives_zero() {
+        assert_eq!(fold_cast(Const::f32(f32::NAN), Scalar::I32), Some(Const::i32(0)));
+        assert_eq!(fold_cast(Const::f64(-f64::NAN), Scalar::I64), Some(Const::i64(0)));
+        assert_eq!(fold_cast(Const::f32(1e20), Scalar::I32), Some(Const::i32(i32::MAX)));
+        assert_eq!(fold_cast(Const::f64(f64::NEG_INFINITY), Scalar::I32), Some(Const::i32(i32::MIN)));
+        assert_eq!(fold_cast(Const::f32(-2.9), Scalar::I64), Some(Const::i64(-2)), "truncates toward zero");
+        assert_eq!(fold_cast(Const::f32(f32::NAN), Scalar::I1), Some(Const::bool(true)), "NaN != 0.0");
+        assert_eq!(fold_cast(Const::f64(-0.0), Scalar::I1), Some(Const::bool(false)));
+        assert_eq!(fold_cast(Const::i64(1 << 40), Scalar::I32), Some(Const::i32(0)), "truncates");
+        assert_eq!(fold_cast(Const::i32(-1), Scalar::I64), Some(Const::i64(-1)), "sign-extends");
+        assert_eq!(fold_cast(Const::bool(true), Scalar::I32), Some(Const::i32(1)), "i1 gives 0 or 1");
+        assert_eq!(fold_cast(Const::i32(-2), Scalar::I1), Some(Const::bool(true)), "int to i1 is != 0");
+        assert_eq!(fold_cast(Const::i64(16_777_217), Scalar::F32), Some(Const::f32(16_777_216.0)));
+        // A NaN's payload after a width change is the hardware's choice.
+        assert_eq!(fold_cast(Const::f32(f32::NAN), Scalar::F64), None);
+    }
+
+    #[test]
+    fn floats_fold_only_when_every_bit_is_fixed() {
+        assert_eq!(bin(BinOp::Add, Const::f32(0.1), Const::f32(0.2)), Some(Const::f32(0.1 + 0.2)));
+        assert_eq!(bin(BinOp::Div, Const::f64(1.0), Const::f64(0.0)), Some(Const::f64(f64::INFINITY)));
+        assert_eq!(bin(BinOp::Div, Const::f64(0.0), Const::f64(0.0)), None, "NaN result");
+        assert_eq!(bin(BinOp::Rem, Const::f32(5.5), Const::f32(2.0)), Some(Const::f32(1.5)), "fmod");
+        assert_eq!(bin(BinOp::Min, Const::f32(f32::NAN), Const::f32(3.0)), Some(Const::f32(3.0)), "minnum");
+        assert_eq!(bin(BinOp::Max, Const::f64(2.0), Const::f64(f64::NAN)), Some(Const::f64(2.0)));
+        assert_eq!(bin(BinOp::Min, Const::f32(0.0), Const::f32(-0.0)), None, "sign of zero unspecified");
+        assert_eq!(bin(BinOp::Pow, Const::f64(2.0), Const::f64(3.0)), None, "libm");
+        assert_eq!(bin(BinOp::Atan2, Const::f64(1.0), Const::f64(1.0)), None, "libm");
+        assert_eq!(fold_unary(UnOp::Sin, Const::f64(0.0)), None, "libm");
+        assert_eq!(fold_unary(UnOp::Exp, Const::f32(1.0)), None, "libm");
+        assert_eq!(fold_unary(UnOp::Sqrt, Const::f64(2.0)), Some(Const::f64(2f64.sqrt())));
+        assert_eq!(fold_unary(UnOp::Sqrt, Const::f64(-1.0)), None, "NaN result");
+        assert_eq!(fold_unary(UnOp::Round, Const::f32(-2.5)), Some(Const::f32(-3.0)), "half away from zero");
+        assert_eq!(fold_unary(UnOp::Round, Const::f64(0.5)), Some(Const::f64(1.0)));
+        assert_eq!(fold_unary(UnOp::Floor, Const::f64(-0.5)), Some(Const::f64(-1.0)));
+        assert_eq!(fold_unary(UnOp::Ceil, Const::f32(-0.5)), Some(Const::f32(-0.0)));
+        let qnan = Const { ty: Scalar::F32, bits: 0x7fc0_0001 };
+        assert_eq!(fold_unary(UnOp::Neg, qnan), Some(Const { ty: Scalar::F32, bits: 0xffc0_0001 }), "sign bit only");
+        assert_eq!(fold_unary(UnOp::Abs, Const::f64(-0.0)), Some(Const::f64(0.0)));
+    }
+
+    #[test]
+    fn comparisons_are_signed_and_ordered_except_ne() {
+        assert_eq!(fold_cmp(CmpOp::Lt, Const::i32(-1), Const::i32(0)), Some(Const::bool(true)));
+        assert_eq!(fold_cmp(CmpOp::Gt, Const::bool(true), Const::bool(false)), Some(Const::bool(true)));
+        let nan = Const::f32(f32::NAN);
+        assert_eq!(fold_cmp(CmpOp::Eq, nan, nan), Some(Const::bool(false)));
+        assert_eq!(fold_cmp(CmpOp::Ne, nan, nan), Some(Const::bool(true)));
+        assert_eq!(fold_cmp(CmpOp::Le, nan, Const::f32(1.0)), Some(Const::bool(false)));
+        assert_eq!(fold_cmp(CmpOp::Eq, Const::f64(0.0), Const::f64(-0.0)), Some(Const::bool(true)));
+    }
+
+    /// `%r = OP %x, %c` over a parameter `%x` and a constant `%c`: what
+    /// `simplify` leaves as `%r`'s definition.
+    fn simplified(op: BinOp, ty: Scalar, c: Const) -> StmtKind {
+        let mut body = Body::new();
+        let x = body.add_param("x", ty, Span::DUMMY);
+        let (cs, cv) = body.new_stmt_with_result(StmtKind::Const(c), "c", Type::Scalar(ty), Span::DUMMY);
+        let (rs, r) = body.new_stmt_with_result(StmtKind::Binary(op, x, cv), "r", Type::Scalar(ty), Span::DUMMY);
+        let ret = body.new_stmt(StmtKind::Ret(Some(r)), Span::DUMMY);
+        for s in [cs, rs, ret] {
+            body.push(body.entry, s);
+        }
+        simplify_body(&mut body);
+        let last = *body.block(body.entry).last().expect("ret stays");
+        let StmtKind::Ret(Some(v)) = body.stmt(last).kind else { panic!("ret stays last") };
+        if v == x {
+            return StmtKind::Ret(Some(x));
+        }
+        match body.value(v).def {
+            ValueDef::Result(s) => body.stmt(s).kind.clone(),
+            d => panic!("unexpected definition {d:?}"),
+        }
+    }
+
+    #[test]
+    fn float_identities_that_are_not_exact_are_kept() {
+        // -0.0 + 0.0 is +0.0, so x + 0.0 is not x.
+        assert!(matches!(simplified(BinOp::Add, Scalar::F32, Const::f32(0.0)), StmtKind::Binary(BinOp::Add, ..)));
+        // x * 1.0 quiets a signalling NaN.
+        assert!(matches!(simplified(BinOp::Mul, Scalar::F64, Const::f64(1.0)), StmtKind::Binary(BinOp::Mul, ..)));
+        // x * 0.0 is -0.0 or NaN for some x.
+        assert!(matches!(simplified(BinOp::Mul, Scalar::F32, Const::f32(0.0)), StmtKind::Binary(BinOp::Mul, ..)));
+    }
+
+    #[test]
+    fn integer_identities_apply() {
+        let x = |k: StmtKind| matches!(k, StmtKind::Ret(Some(_)));
+        assert!(x(simplified(BinOp::Add, Scalar::I32, Const::i32(0))));
+        assert!(x(simplified(BinOp::Mul, Scalar::I64, Const::i64(1))));
+        assert!(x(simplified(BinOp::Shl, Scalar::I32, Const::i32(32))), "shift by the width is by 0");
+        assert!(x(simplified(BinOp::And, Scalar::I1, Const::bool(true))));
+        assert_eq!(simplified(BinOp::Mul, Scalar::I32, Const::i32(0)), StmtKind::Const(Const::i32(0)));
+        assert_eq!(simplified(BinOp::Div, Scalar::I32, Const::i32(0)), StmtKind::Const(Const::i32(0)));
+        assert_eq!(simplified(BinOp::Rem, Scalar::I64, Const::i64(-1)), StmtKind::Const(Const::i64(0)));
+        assert_eq!(simplified(BinOp::Or, Scalar::I32, Const::i32(-1)), StmtKind::Const(Const::i32(-1)));
+        assert!(matches!(simplified(BinOp::Div, Scalar::I32, Const::i32(-1)), StmtKind::Binary(BinOp::Div, ..)));
+    }
+}

@@ -1,0 +1,1236 @@
+//! Lowering of KIR task bodies and functions to LLVM IR.
+//!
+//! Owns: the translation of one task (or several, for the whole-kernel
+//! path) and the functions it calls into an inkwell [`Module`], with the
+//! exact semantics of `docs/language.md`: wrapping integers, no undefined
+//! behaviour on division, shifts or float-to-int casts, libm calls for the
+//! transcendental functions (the same ones Rust's `f32`/`f64` methods call,
+//! so the interpreter and the JIT agree bit for bit), and bounds checks
+//! that report through the error slot of the task context
+//! (`docs/runtime.md`).
+//!
+//! Must never: embed the name of a task or a kernel in the code it emits
+//! (identical tasks of different kernels must produce identical objects),
+//! emit an instruction whose result can be undefined on some input, or
+//! touch a target machine (see `codegen::target`).
+
+use super::CodegenError;
+use crate::config::CompileConfig;
+use crate::ir::{
+    AtomicOp, BinOp, Body, Bound, CmpOp, Const, Field, Func, Name, Scalar, Stmt, StmtKind, TaskKind, Type, UnOp,
+    Value, ValueDef,
+};
+use inkwell::attributes::{Attribute, AttributeLoc};
+use inkwell::basic_block::BasicBlock;
+use inkwell::builder::Builder;
+use inkwell::context::Context;
+use inkwell::intrinsics::Intrinsic;
+use inkwell::llvm_sys;
+use inkwell::module::{Linkage, Module};
+use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum, StructType};
+use inkwell::values::{
+    AsValueRef, BasicMetadataValueEnum, BasicValue, BasicValueEnum, FloatValue, FunctionValue, InstructionValue,
+    IntValue, PointerValue,
+};
+use inkwell::{AddressSpace, AtomicOrdering, FloatPredicate, IntPredicate};
+use std::collections::HashMap;
+
+/// The most indices a field access has (the rank limit of a field).
+pub const MAX_RANK: usize = 8;
+
+/// Positions of the members of the task context struct (`docs/runtime.md`).
+const CTX_FIELDS: u32 = 0;
+const CTX_PARAMS: u32 = 1;
+const CTX_ERROR: u32 = 2;
+const CTX_BEGIN: u32 = 3;
+const CTX_END: u32 = 4;
+
+/// Byte offsets in the error slot.
+const ERR_FIELD_OFFSET: u64 = 4;
+const ERR_RANK_OFFSET: u64 = 8;
+const ERR_INDEX_OFFSET: u64 = 16;
+
+type Result<T> = std::result::Result<T, CodegenError>;
+
+fn bug(what: impl std::fmt::Display) -> CodegenError {
+    CodegenError::new(format!("internal codegen error: {what}"))
+}
+
+impl From<inkwell::builder::BuilderError> for CodegenError {
+    fn from(e: inkwell::builder::BuilderError) -> CodegenError {
+        bug(e)
+    }
+}
+
+/// A task to lower: its body, the block holding its statements, how it
+/// runs, and which of the body's values are read from parameter slots.
+pub struct TaskSource<'a> {
+    pub body: &'a Body,
+    pub block: crate::ir::Block,
+    pub kind: &'a TaskKind,
+    /// `params[k]` is read from slot `k` of the context.
+    pub params: &'a [Value],
+}
+
+/// Builds one LLVM module: the functions, then one or more task entries.
+pub struct Lowering<'a, 'ctx> {
+    cx: &'ctx Context,
+    pub module: Module<'ctx>,
+    fast_math: bool,
+    bounds_checks: bool,
+    /// The field table: the position of a field is the index of its base
+    /// pointer in the context.
+    fields: Vec<&'a Field>,
+    field_pos: HashMap<&'a str, u32>,
+    funcs: HashMap<&'a str, (FunctionValue<'ctx>, &'a Func)>,
+    /// Functions that may report an error (they touch a field, or call one
+    /// that may): a call to one is followed by a check of the error slot.
+    may_fail: HashMap<&'a str, bool>,
+    ctx_ty: StructType<'ctx>,
+    oob: Option<FunctionValue<'ctx>>,
+    cpu_attr: Attribute,
+    features_attr: Attribute,
+}
+
+impl<'a, 'ctx> Lowering<'a, 'ctx> {
+    /// A module named `name` whose tasks see `fields` in this order.
+    pub fn new(
+        cx: &'ctx Context,
+        name: &str,
+        config: &CompileConfig,
+        cpu: &str,
+        features: &str,
+        fields: Vec<&'a Field>,
+    ) -> Lowering<'a, 'ctx> {
+        let ptr = cx.ptr_type(AddressSpace::default());
+        let i64t = cx.i64_type();
+        let ctx_ty = cx.struct_type(&[ptr.into(), ptr.into(), ptr.into(), i64t.into(), i64t.into()], false);
+        let field_pos = fields.iter().enumerate().map(|(i, f)| (f.name.as_str(), i as u32)).collect();
+        Lowering {
+            cx,
+            module: cx.create_module(name),
+            fast_math: config.fast_math,
+            bounds_checks: config.bounds_checks,
+            fields,
+            field_pos,
+            funcs: HashMap::new(),
+            may_fail: HashMap::new(),
+            ctx_ty,
+            oob: None,
+            cpu_attr: cx.create_string_attribute("target-cpu", cpu),
+            features_attr: cx.create_string_attribute("target-features", features),
+        }
+    }
+
+    /// Declares and defines functions (each name once; a second function of
+    /// the same name must be identical to the first).
+    pub fn add_funcs(&mut self, funcs: impl IntoIterator<Item = &'a Func>) -> Result<()> {
+        let mut new = Vec::new();
+        for f in funcs {
+            if let Some((_, prev)) = self.funcs.get(f.name.as_str()) {
+                if *prev != f {
+                    return Err(CodegenError::new(format!(
+                        "two different definitions of function @{} in one kernel",
+                        f.name
+                    )));
+                }
+                continue;
+            }
+            let mut params: Vec<BasicMetadataTypeEnum> = vec![self.cx.ptr_type(AddressSpace::default()).into()];
+            params.extend(f.params.iter().map(|p| BasicMetadataTypeEnum::from(self.reg_ty(p.ty))));
+            let fn_ty = match f.ret {
+                Some(t) => self.reg_ty(t).fn_type(&params, false),
+                None => self.cx.void_type().fn_type(&params, false),
+            };
+            // External linkage, under a prefix no other symbol uses: every
+            // per-task object that calls @f defines the same symbol, and
+            // each lives in its own dylib (see docs/runtime.md).
+            let fv = self.module.add_function(&format!("kiln_fn.{}", f.name), fn_ty, Some(Linkage::External));
+            self.set_fn_attrs(fv);
+            self.funcs.insert(f.name.as_str(), (fv, f));
+            new.push(f);
+        }
+        for f in &new {
+            self.compute_may_fail(f.name.as_str(), &mut Vec::new());
+        }
+        for f in new {
+            self.define_func(f)?;
+        }
+        Ok(())
+    }
+
+    fn compute_may_fail(&mut self, name: &'a str, stack: &mut Vec<&'a str>) -> bool {
+        if let Some(&b) = self.may_fail.get(name) {
+            return b;
+        }
+        let Some(&(_, f)) = self.funcs.get(name) else { return false };
+        if stack.contains(&name) {
+            // Recursion: assume the worst while the cycle is open.
+            return true;
+        }
+        stack.push(name);
+        let mut fails = false;
+        let mut callees = Vec::new();
+        f.body.walk(f.body.entry, &mut |s| match &f.body.stmt(s).kind {
+            StmtKind::Load(_) | StmtKind::Store(..) | StmtKind::Atomic(..) => fails = true,
+            StmtKind::Call(callee, ..) => callees.push(callee.as_str()),
+            _ => {}
+        });
+        for c in callees {
+            let key = self.funcs.get_key_value(c).map(|(k, _)| *k);
+            if let Some(k) = key {
+                fails |= self.compute_may_fail(k, stack);
+            }
+        }
+        stack.pop();
+        self.may_fail.insert(name, fails);
+        fails
+    }
+
+    fn set_fn_attrs(&self, fv: FunctionValue<'ctx>) {
+        fv.add_attribute(AttributeLoc::Function, self.cpu_attr);
+        fv.add_attribute(AttributeLoc::Function, self.features_attr);
+        fv.add_attribute(AttributeLoc::Function, self.enum_attr("nounwind"));
+    }
+
+    /// An enum attribute by name. Only names LLVM 22 knows are used; an
+    /// unknown one (kind 0) would crash LLVM's verifier.
+    fn enum_attr(&self, name: &str) -> Attribute {
+        let kind = Attribute::get_named_enum_kind_id(name);
+        debug_assert!(kind != 0, "LLVM has no attribute `{name}`");
+        self.cx.create_enum_attribute(kind, 0)
+    }
+
+    fn reg_ty(&self, t: Scalar) -> BasicTypeEnum<'ctx> {
+        match t {
+            Scalar::I1 => self.cx.bool_type().into(),
+            Scalar::I32 => self.cx.i32_type().into(),
+            Scalar::I64 => self.cx.i64_type().into(),
+            Scalar::F32 => self.cx.f32_type().into(),
+            Scalar::F64 => self.cx.f64_type().into(),
+        }
+    }
+
+    /// The type an element occupies in a field (`i1` is one byte).
+    fn mem_ty(&self, t: Scalar) -> BasicTypeEnum<'ctx> {
+        match t {
+            Scalar::I1 => self.cx.i8_type().into(),
+            t => self.reg_ty(t),
+        }
+    }
+
+    fn zero(&self, t: Scalar) -> BasicValueEnum<'ctx> {
+        self.reg_ty(t).const_zero()
+    }
+
+    fn constant(&self, c: Const) -> BasicValueEnum<'ctx> {
+        match c.ty {
+            Scalar::I1 => self.cx.bool_type().const_int(c.bits & 1, false).into(),
+            Scalar::I32 => self.cx.i32_type().const_int(c.bits & 0xffff_ffff, false).into(),
+            Scalar::I64 => self.cx.i64_type().const_int(c.bits, false).into(),
+            // Through the integer bits, so NaN payloads and -0.0 survive.
+            Scalar::F32 | Scalar::F64 => {
+                let ty = self.reg_ty(c.ty);
+                let words = [if c.ty == Scalar::F32 { c.bits & 0xffff_ffff } else { c.bits }];
+                unsafe {
+                    use inkwell::types::AsTypeRef;
+                    BasicValueEnum::new(llvm_sys::core::LLVMConstFPFromBits(ty.as_type_ref(), words.as_ptr()))
+                }
+            }
+        }
+    }
+
+    /// The private, cold reporter of an out-of-bounds access: the first
+    /// error claims the slot (compare-and-swap of its state), later ones
+    /// are dropped.
+    fn oob_fn(&mut self) -> Result<FunctionValue<'ctx>> {
+        if let Some(f) = self.oob {
+            return Ok(f);
+        }
+        let cx = self.cx;
+        let ptr = cx.ptr_type(AddressSpace::default());
+        let i32t = cx.i32_type();
+        let i64t = cx.i64_type();
+        let mut params: Vec<BasicMetadataTypeEnum> = vec![ptr.into(), i32t.into(), i32t.into()];
+        params.extend(std::iter::repeat_n(BasicMetadataTypeEnum::from(i64t), MAX_RANK));
+        let f = self.module.add_function("kiln.oob", cx.void_type().fn_type(&params, false), Some(Linkage::Private));
+        self.set_fn_attrs(f);
+        f.add_attribute(AttributeLoc::Function, self.enum_attr("cold"));
+        f.add_attribute(AttributeLoc::Function, self.enum_attr("noinline"));
+        let b = cx.create_builder();
+        let entry = cx.append_basic_block(f, "entry");
+        let claim = cx.append_basic_block(f, "claim");
+        let done = cx.append_basic_block(f, "done");
+        b.position_at_end(entry);
+        let ctx = f.get_nth_param(0).unwrap().into_pointer_value();
+        let slot_pp = b.build_struct_gep(self.ctx_ty, ctx, CTX_ERROR, "err.pp")?;
+        let slot = b.build_load(ptr, slot_pp, "err")?.into_pointer_value();
+        let r = b.build_cmpxchg(
+            slot,
+            i32t.const_zero(),
+            i32t.const_int(1, false),
+            AtomicOrdering::Monotonic,
+            AtomicOrdering::Monotonic,
+        )?;
+        let won = b.build_extract_value(r, 1, "won")?.into_int_value();
+        b.build_conditional_branch(won, claim, done)?;
+        b.position_at_end(claim);
+        let i8t = cx.i8_type();
+        let at = |off: u64| unsafe { b.build_in_bounds_gep(i8t, slot, &[i64t.const_int(off, false)], "") };
+        b.build_store(at(ERR_FIELD_OFFSET)?, f.get_nth_param(1).unwrap())?;
+        b.build_store(at(ERR_RANK_OFFSET)?, f.get_nth_param(2).unwrap())?;
+        for k in 0..MAX_RANK {
+            b.build_store(at(ERR_INDEX_OFFSET + 8 * k as u64)?, f.get_nth_param(3 + k as u32).unwrap())?;
+        }
+        b.build_unconditional_branch(done)?;
+        b.position_at_end(done);
+        b.build_return(None)?;
+        self.oob = Some(f);
+        Ok(f)
+    }
+
+    fn define_func(&mut self, f: &'a Func) -> Result<()> {
+        let (fv, _) = self.funcs[f.name.as_str()];
+        let mut fx = FnCx::new(self, fv, &f.body, Exit::Func(f.ret))?;
+        for (k, &v) in f.body.params.iter().enumerate() {
+            let p = fv.get_nth_param(k as u32 + 1).ok_or_else(|| bug("parameter count"))?;
+            fx.vals[v.index()] = Some(p);
+        }
+        let start = fx.start;
+        fx.b.position_at_end(start);
+        fx.block(self, f.body.entry)?;
+        if fx.open() {
+            fx.ret_default(self)?;
+        }
+        fx.finish()
+    }
+
+    /// Defines the entry function `symbol` of a task (signature and context
+    /// in `docs/runtime.md`).
+    pub fn add_task(&mut self, symbol: &str, task: &TaskSource<'a>) -> Result<()> {
+        let cx = self.cx;
+        let ptr = cx.ptr_type(AddressSpace::default());
+        let fv = self.module.add_function(symbol, cx.void_type().fn_type(&[ptr.into()], false), Some(Linkage::External));
+        self.set_fn_attrs(fv);
+        fv.add_attribute(AttributeLoc::Param(0), self.enum_attr("noalias"));
+        let mut fx = FnCx::new(self, fv, task.body, Exit::Func(None))?;
+        let exit = cx.append_basic_block(fv, "exit");
+        fx.exit = Exit::Entry(exit);
+        fx.abort = Some(exit);
+        let i64t = cx.i64_type();
+
+        // Parameters: 64-bit slots, read once in the prologue.
+        let params_pp = fx.pb.build_struct_gep(self.ctx_ty, fx.ctx, CTX_PARAMS, "params.pp")?;
+        let params = fx.pb.build_load(ptr, params_pp, "params")?.into_pointer_value();
+        for (k, &v) in task.params.iter().enumerate() {
+            let ty = task.body.ty(v).scalar().ok_or_else(|| bug("slot-typed parameter"))?;
+            let at = unsafe { fx.pb.build_in_bounds_gep(i64t, params, &[i64t.const_int(k as u64, false)], "") }?;
+            let raw = fx.pb.build_load(i64t, at, "")?.into_int_value();
+            let val: BasicValueEnum = match ty {
+                Scalar::I64 => raw.into(),
+                Scalar::I32 | Scalar::I1 => fx.pb.build_int_truncate(raw, self.reg_ty(ty).into_int_type(), "")?.into(),
+                Scalar::F64 => fx.pb.build_bit_cast(raw, cx.f64_type(), "")?,
+                Scalar::F32 => {
+                    let lo = fx.pb.build_int_truncate(raw, cx.i32_type(), "")?;
+                    fx.pb.build_bit_cast(lo, cx.f32_type(), "")?
+                }
+            };
+            fx.vals[v.index()] = Some(val);
+        }
+        let begin_p = fx.pb.build_struct_gep(self.ctx_ty, fx.ctx, CTX_BEGIN, "begin.p")?;
+        let end_p = fx.pb.build_struct_gep(self.ctx_ty, fx.ctx, CTX_END, "end.p")?;
+        let begin = fx.pb.build_load(i64t, begin_p, "begin")?.into_int_value();
+        let end = fx.pb.build_load(i64t, end_p, "end")?.into_int_value();
+
+        let start = fx.start;
+        fx.b.position_at_end(start);
+        match task.kind {
+            TaskKind::Serial => {
+                fx.block(self, task.block)?;
+                if fx.open() {
+                    fx.b.build_unconditional_branch(exit)?;
+                }
+            }
+            TaskKind::RangeFor { var, .. } => {
+                let vty = task.body.ty(*var).scalar().ok_or_else(|| bug("loop variable type"))?;
+                let vars = [(*var, vty)];
+                fx.chunk_loop(self, task.block, begin, end, |fx, _l, lin| {
+                    let v = fx.b.build_int_truncate_or_bit_cast(lin, fx_int_ty(fx.cx, vty), "")?;
+                    Ok(vec![(vars[0].0, v)])
+                })?;
+            }
+            TaskKind::StructFor { vars, field, .. } => {
+                let f = self
+                    .fields
+                    .iter()
+                    .find(|f| f.name == *field)
+                    .ok_or_else(|| CodegenError::new(format!("struct_for over unknown field @{field}")))?;
+                let shape = f.shape.clone();
+                let var_tys: Vec<(Value, Scalar)> = vars
+                    .iter()
+                    .map(|&v| Ok((v, task.body.ty(v).scalar().ok_or_else(|| bug("loop variable type"))?)))
+                    .collect::<Result<_>>()?;
+                fx.chunk_loop(self, task.block, begin, end, |fx, _l, lin| {
+                    // Row-major: the last index varies fastest.
+                    let mut out = Vec::with_capacity(var_tys.len());
+                    let mut rest = lin;
+                    for (d, &(v, ty)) in var_tys.iter().enumerate().rev() {
+                        let ext = i64t.const_int(shape.get(d).copied().unwrap_or(1), false);
+                        let idx = fx.b.build_int_unsigned_rem(rest, ext, "")?;
+                        rest = fx.b.build_int_unsigned_div(rest, ext, "")?;
+                        out.push((v, fx.b.build_int_truncate_or_bit_cast(idx, fx_int_ty(fx.cx, ty), "")?));
+                    }
+                    Ok(out)
+                })?;
+            }
+        }
+        fx.b.position_at_end(exit);
+        fx.b.build_return(None)?;
+        fx.finish()
+    }
+
+    /// Checks the module (a failure is a bug in this lowering).
+    pub fn verify(&self) -> Result<()> {
+        self.module.verify().map_err(|e| bug(format!("invalid LLVM IR: {}", e.to_string_lossy())))
+    }
+}
+
+fn fx_int_ty(cx: &Context, t: Scalar) -> inkwell::types::IntType<'_> {
+    match t {
+        Scalar::I1 => cx.bool_type(),
+        Scalar::I32 => cx.i32_type(),
+        _ => cx.i64_type(),
+    }
+}
+
+/// Where control goes when a body returns.
+#[derive(Clone, Copy)]
+enum Exit<'ctx> {
+    /// A function: `ret` returns (a value of this type).
+    Func(Option<Scalar>),
+    /// A task entry: `ret` ends the current iteration (branches here, or to
+    /// the loop latch of a parallel task).
+    Entry(BasicBlock<'ctx>),
+}
+
+/// The state of one function being lowered.
+struct FnCx<'a, 'ctx> {
+    cx: &'ctx Context,
+    b: Builder<'ctx>,
+    /// Builds in the prologue: allocas and loads of base pointers.
+    pb: Builder<'ctx>,
+    func: FunctionValue<'ctx>,
+    body: &'a Body,
+    ctx: PointerValue<'ctx>,
+    start: BasicBlock<'ctx>,
+    prologue: BasicBlock<'ctx>,
+    vals: Vec<Option<BasicValueEnum<'ctx>>>,
+    bases: HashMap<u32, PointerValue<'ctx>>,
+    err: Option<PointerValue<'ctx>>,
+    /// (continue target, break target) of the enclosing loops.
+    loops: Vec<(BasicBlock<'ctx>, BasicBlock<'ctx>)>,
+    exit: Exit<'ctx>,
+    /// The block that leaves the function after an error was reported.
+    abort: Option<BasicBlock<'ctx>>,
+}
+
+impl<'a, 'ctx> FnCx<'a, 'ctx> {
+    fn new(l: &Lowering<'a, 'ctx>, func: FunctionValue<'ctx>, body: &'a Body, exit: Exit<'ctx>) -> Result<Self> {
+        let cx = l.cx;
+        if func.get_first_basic_block().is_some() {
+            return Err(bug("function already has a body"));
+        }
+        let prologue = cx.append_basic_block(func, "prologue");
+        let start = cx.append_basic_block(func, "start");
+        let b = cx.create_builder();
+        let pb = cx.create_builder();
+        pb.position_at_end(prologue);
+        let ctx = func.get_nth_param(0).ok_or_else(|| bug("context parameter"))?.into_pointer_value();
+        Ok(FnCx {
+            cx,
+            b,
+            pb,
+            func,
+            body,
+            ctx,
+            start,
+            prologue,
+            vals: vec![None; body.values.len()],
+            bases: HashMap::new(),
+            err: None,
+            loops: Vec::new(),
+            exit,
+            abort: None,
+        })
+    }
+
+    fn finish(self) -> Result<()> {
+        self.pb.position_at_end(self.prologue);
+        self.pb.build_unconditional_branch(self.start)?;
+        Ok(())
+    }
+
+    /// Whether the current block still needs a terminator.
+    fn open(&self) -> bool {
+        self.b.get_insert_block().is_some_and(|bb| bb.get_terminator().is_none())
+    }
+
+    /// Continues in a fresh unreachable block when the current one ended
+    /// (statements after `break`, `continue` or `ret`).
+    fn ensure_open(&mut self) {
+        if !self.open() {
+            let dead = self.cx.append_basic_block(self.func, "dead");
+            self.b.position_at_end(dead);
+        }
+    }
+
+    fn ret_default(&mut self, l: &Lowering<'a, 'ctx>) -> Result<()> {
+        match self.exit {
+            Exit::Func(Some(t)) => {
+                self.b.build_return(Some(&l.zero(t)))?;
+            }
+            Exit::Func(None) => {
+                self.b.build_return(None)?;
+            }
+            Exit::Entry(bb) => {
+                self.b.build_unconditional_branch(bb)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn abort_block(&mut self, l: &Lowering<'a, 'ctx>) -> Result<BasicBlock<'ctx>> {
+        if let Some(bb) = self.abort {
+            return Ok(bb);
+        }
+        let bb = self.cx.append_basic_block(self.func, "abort");
+        let here = self.b.get_insert_block();
+        self.b.position_at_end(bb);
+        self.ret_default(l)?;
+        if let Some(h) = here {
+            self.b.position_at_end(h);
+        }
+        self.abort = Some(bb);
+        Ok(bb)
+    }
+
+    fn err_slot(&mut self, l: &Lowering<'a, 'ctx>) -> Result<PointerValue<'ctx>> {
+        if let Some(p) = self.err {
+            return Ok(p);
+        }
+        let ptr = self.cx.ptr_type(AddressSpace::default());
+        let pp = self.pb.build_struct_gep(l.ctx_ty, self.ctx, CTX_ERROR, "err.pp")?;
+        let p = self.pb.build_load(ptr, pp, "err")?.into_pointer_value();
+        self.err = Some(p);
+        Ok(p)
+    }
+
+    fn base(&mut self, l: &Lowering<'a, 'ctx>, pos: u32) -> Result<PointerValue<'ctx>> {
+        if let Some(&p) = self.bases.get(&pos) {
+            return Ok(p);
+        }
+        let ptr = self.cx.ptr_type(AddressSpace::default());
+        let i64t = self.cx.i64_type();
+        let pp = self.pb.build_struct_gep(l.ctx_ty, self.ctx, CTX_FIELDS, "fields.pp")?;
+        let arr = self.pb.build_load(ptr, pp, "fields")?.into_pointer_value();
+        let at = unsafe { self.pb.build_in_bounds_gep(ptr, arr, &[i64t.const_int(pos as u64, false)], "") }?;
+        let name = format!("base.{}", l.fields[pos as usize].name);
+        let p = self.pb.build_load(ptr, at, &name)?.into_pointer_value();
+        self.bases.insert(pos, p);
+        Ok(p)
+    }
+
+    fn val(&self, v: Value) -> Result<BasicValueEnum<'ctx>> {
+        self.vals.get(v.index()).copied().flatten().ok_or_else(|| {
+            let d = self.body.value(v);
+            if d.def == ValueDef::Undefined {
+                CodegenError::new(format!("use of undefined value %{}", d.name))
+            } else {
+                bug(format!("value %{} used before its definition", d.name))
+            }
+        })
+    }
+
+    fn ival(&self, v: Value) -> Result<IntValue<'ctx>> {
+        match self.val(v)? {
+            BasicValueEnum::IntValue(i) => Ok(i),
+            _ => Err(bug(format!("%{} is not an integer", self.body.name(v)))),
+        }
+    }
+
+    fn scalar(&self, v: Value) -> Result<Scalar> {
+        self.body.ty(v).scalar().ok_or_else(|| bug(format!("%{} is a slot, not a scalar", self.body.name(v))))
+    }
+
+    fn block(&mut self, l: &mut Lowering<'a, 'ctx>, blk: crate::ir::Block) -> Result<()> {
+        for &s in self.body.block(blk) {
+            self.ensure_open();
+            self.stmt(l, s)?;
+        }
+        Ok(())
+    }
+
+    fn fmf(&self, l: &Lowering<'a, 'ctx>, v: impl AsValueRef) {
+        if l.fast_math {
+            let r = v.as_value_ref();
+            if !unsafe { llvm_sys::core::LLVMIsAInstruction(r) }.is_null() {
+                let _ = unsafe { InstructionValue::new(r) }.set_fast_math_flags(inkwell::values::FastMathFlags::all());
+            }
+        }
+    }
+
+    fn intrinsic(&self, l: &Lowering<'a, 'ctx>, name: &str, ty: BasicTypeEnum<'ctx>) -> Result<FunctionValue<'ctx>> {
+        Intrinsic::find(name)
+            .and_then(|i| i.get_declaration(&l.module, &[ty]))
+            .ok_or_else(|| bug(format!("intrinsic {name} not found")))
+    }
+
+    fn call_intrinsic(
+        &self,
+        l: &Lowering<'a, 'ctx>,
+        name: &str,
+        ty: Scalar,
+        args: &[BasicMetadataValueEnum<'ctx>],
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let f = self.intrinsic(l, name, l.reg_ty(ty))?;
+        let c = self.b.build_call(f, args, "")?;
+        self.fmf(l, c);
+        c.try_as_basic_value().basic().ok_or_else(|| bug("intrinsic without a result"))
+    }
+
+    /// Calls the C library's `name` (`sinf` for f32, `sin` for f64): the
+    /// functions Rust's `f32::sin`/`f64::sin` end in, so the interpreter
+    /// and the JIT agree bit for bit. `nobuiltin` keeps LLVM from
+    /// rewriting the call into a different but not bit-identical one
+    /// (e.g. `pow(2, x)` into `exp2(x)`).
+    fn call_libm(
+        &self,
+        l: &Lowering<'a, 'ctx>,
+        name: &str,
+        ty: Scalar,
+        args: &[BasicMetadataValueEnum<'ctx>],
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let sym = if ty == Scalar::F32 { format!("{name}f") } else { name.to_string() };
+        let t = l.reg_ty(ty);
+        let f = match l.module.get_function(&sym) {
+            Some(f) => f,
+            None => {
+                let ps: Vec<BasicMetadataTypeEnum> = args.iter().map(|_| t.into()).collect();
+                let f = l.module.add_function(&sym, t.fn_type(&ps, false), Some(Linkage::External));
+                f.add_attribute(AttributeLoc::Function, l.enum_attr("nounwind"));
+                f
+            }
+        };
+        let c = self.b.build_call(f, args, "")?;
+        c.add_attribute(AttributeLoc::Function, l.enum_attr("nobuiltin"));
+        self.fmf(l, c);
+        c.try_as_basic_value().basic().ok_or_else(|| bug("libm call without a result"))
+    }
+
+    fn stmt(&mut self, l: &mut Lowering<'a, 'ctx>, s: Stmt) -> Result<()> {
+        let data = self.body.stmt(s);
+        let result = match &data.kind {
+            StmtKind::Const(c) => Some(l.constant(*c)),
+            StmtKind::Binary(op, a, b) => Some(self.binary(l, *op, *a, *b)?),
+            StmtKind::Unary(op, a) => Some(self.unary(l, *op, *a)?),
+            StmtKind::Cmp(op, a, b) => Some(self.cmp(l, *op, *a, *b)?.into()),
+            StmtKind::Cast(a, to) => Some(self.cast(l, *a, *to)?),
+            StmtKind::Select(c, a, b) => {
+                let c = self.ival(*c)?;
+                Some(self.b.build_select(c, self.val(*a)?, self.val(*b)?, "")?)
+            }
+            StmtKind::Load(r) => {
+                let (ptr, elem) = self.address(l, r)?;
+                let raw = self.b.build_load(l.mem_ty(elem), ptr, "")?;
+                Some(if elem == Scalar::I1 {
+                    let z = self.cx.i8_type().const_zero();
+                    self.b.build_int_compare(IntPredicate::NE, raw.into_int_value(), z, "")?.into()
+                } else {
+                    raw
+                })
+            }
+            StmtKind::Store(r, v) => {
+                let (ptr, elem) = self.address(l, r)?;
+                let mut val = self.val(*v)?;
+                if elem == Scalar::I1 {
+                    val = self.b.build_int_z_extend(val.into_int_value(), self.cx.i8_type(), "")?.into();
+                }
+                self.b.build_store(ptr, val)?;
+                None
+            }
+            StmtKind::Atomic(op, r, v) => {
+                let (ptr, elem) = self.address(l, r)?;
+                let val = self.val(*v)?;
+                use llvm_sys::LLVMAtomicRMWBinOp::*;
+                let rmw = match (op, elem.is_float()) {
+                    (AtomicOp::Add, false) => LLVMAtomicRMWBinOpAdd,
+                    (AtomicOp::Min, false) => LLVMAtomicRMWBinOpMin,
+                    (AtomicOp::Max, false) => LLVMAtomicRMWBinOpMax,
+                    (AtomicOp::And, false) => LLVMAtomicRMWBinOpAnd,
+                    (AtomicOp::Or, false) => LLVMAtomicRMWBinOpOr,
+                    (AtomicOp::Xor, false) => LLVMAtomicRMWBinOpXor,
+                    (AtomicOp::Add, true) => LLVMAtomicRMWBinOpFAdd,
+                    // No atomicrmw has the minimumNumber semantics of the
+                    // `min`/`max` operators: a compare-and-swap loop.
+                    (AtomicOp::Min | AtomicOp::Max, true) => {
+                        let name = if *op == AtomicOp::Min { "llvm.minimumnum" } else { "llvm.maximumnum" };
+                        let old = self.float_cas_loop(l, ptr, elem, val.into_float_value(), name)?;
+                        if let Some(rv) = data.result {
+                            self.vals[rv.index()] = Some(old);
+                        }
+                        return Ok(());
+                    }
+                    (op, true) => {
+                        return Err(CodegenError::new(format!("atomic {} on a float field", op.keyword())))
+                    }
+                };
+                if elem == Scalar::I1 {
+                    return Err(CodegenError::new(format!("atomic {} on an i1 field", op.keyword())));
+                }
+                let old = unsafe {
+                    llvm_sys::core::LLVMBuildAtomicRMW(
+                        self.b.as_mut_ptr(),
+                        rmw,
+                        ptr.as_value_ref(),
+                        val.as_value_ref(),
+                        llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
+                        0,
+                    )
+                };
+                Some(unsafe { BasicValueEnum::new(old) })
+            }
+            StmtKind::Alloca(t) => {
+                let slot = self.pb.build_alloca(l.reg_ty(*t), "slot")?;
+                // A slot starts at zero each time its statement runs.
+                self.b.build_store(slot, l.zero(*t))?;
+                Some(slot.into())
+            }
+            StmtKind::LoadSlot(p) => {
+                let Type::Slot(t) = self.body.ty(*p) else { return Err(bug("load from a non-slot")) };
+                let ptr = self.val(*p)?.into_pointer_value();
+                Some(self.b.build_load(l.reg_ty(t), ptr, "")?)
+            }
+            StmtKind::StoreSlot(p, v) => {
+                let ptr = self.val(*p)?.into_pointer_value();
+                self.b.build_store(ptr, self.val(*v)?)?;
+                None
+            }
+            StmtKind::Call(name, args, _) => self.call(l, name, args)?,
+            StmtKind::Ret(v) => {
+                match self.exit {
+                    Exit::Func(_) => {
+                        let rv = v.map(|v| self.val(v)).transpose()?;
+                        self.b.build_return(rv.as_ref().map(|v| v as &dyn BasicValue))?;
+                    }
+                    Exit::Entry(bb) => {
+                        self.b.build_unconditional_branch(bb)?;
+                    }
+                }
+                None
+            }
+            StmtKind::If { cond, then_blk, else_blk } => {
+                let c = self.ival(*cond)?;
+                let then_bb = self.cx.append_basic_block(self.func, "then");
+                let else_bb = self.cx.append_basic_block(self.func, "else");
+                let join = self.cx.append_basic_block(self.func, "endif");
+                self.b.build_conditional_branch(c, then_bb, else_bb)?;
+                self.b.position_at_end(then_bb);
+                self.block(l, *then_blk)?;
+                if self.open() {
+                    self.b.build_unconditional_branch(join)?;
+                }
+                self.b.position_at_end(else_bb);
+                if let Some(e) = else_blk {
+                    self.block(l, *e)?;
+                }
+                if self.open() {
+                    self.b.build_unconditional_branch(join)?;
+                }
+                self.b.position_at_end(join);
+                None
+            }
+            StmtKind::For { var, lo, hi, body } => {
+                let ty = self.scalar(*var)?;
+                let ity = fx_int_ty(self.cx, ty);
+                let lo = self.bound(l, lo, ity)?;
+                let hi = self.bound(l, hi, ity)?;
+                let pre = self.b.get_insert_block().ok_or_else(|| bug("no insert block"))?;
+                let head = self.cx.append_basic_block(self.func, "for.head");
+                let body_bb = self.cx.append_basic_block(self.func, "for.body");
+                let latch = self.cx.append_basic_block(self.func, "for.latch");
+                let exit = self.cx.append_basic_block(self.func, "for.exit");
+                self.b.build_unconditional_branch(head)?;
+                self.b.position_at_end(head);
+                let phi = self.b.build_phi(ity, self.body.name(*var))?;
+                let iv = phi.as_basic_value().into_int_value();
+                let go = self.b.build_int_compare(IntPredicate::SLT, iv, hi, "")?;
+                self.b.build_conditional_branch(go, body_bb, exit)?;
+                self.b.position_at_end(body_bb);
+                self.vals[var.index()] = Some(iv.into());
+                self.loops.push((latch, exit));
+                self.block(l, *body)?;
+                self.loops.pop();
+                if self.open() {
+                    self.b.build_unconditional_branch(latch)?;
+                }
+                self.b.position_at_end(latch);
+                // `iv < hi` held, so `iv + 1` cannot overflow.
+                let next = self.b.build_int_nsw_add(iv, ity.const_int(1, false), "")?;
+                self.b.build_unconditional_branch(head)?;
+                phi.add_incoming(&[(&lo, pre), (&next, latch)]);
+                self.b.position_at_end(exit);
+                None
+            }
+            StmtKind::While { body } => {
+                let head = self.cx.append_basic_block(self.func, "while.body");
+                let exit = self.cx.append_basic_block(self.func, "while.exit");
+                self.b.build_unconditional_branch(head)?;
+                self.b.position_at_end(head);
+                self.loops.push((head, exit));
+                self.block(l, *body)?;
+                self.loops.pop();
+                if self.open() {
+                    self.b.build_unconditional_branch(head)?;
+                }
+                self.b.position_at_end(exit);
+                None
+            }
+            StmtKind::Break | StmtKind::Continue => {
+                let &(cont, brk) =
+                    self.loops.last().ok_or_else(|| CodegenError::new("`break` or `continue` outside a loop"))?;
+                let to = if matches!(data.kind, StmtKind::Break) { brk } else { cont };
+                self.b.build_unconditional_branch(to)?;
+                None
+            }
+            StmtKind::Task { name, .. } => {
+                return Err(CodegenError::new(format!("task @{name} nested in a body (run offload and split-tasks)")))
+            }
+            StmtKind::Launch(name) => {
+                return Err(CodegenError::new(format!("`launch @{name}` in a task body")));
+            }
+        };
+        if let (Some(rv), Some(v)) = (data.result, result) {
+            self.vals[rv.index()] = Some(v);
+        }
+        Ok(())
+    }
+
+    fn bound(&mut self, l: &Lowering<'a, 'ctx>, b: &Bound, ity: inkwell::types::IntType<'ctx>) -> Result<IntValue<'ctx>> {
+        let v = match b {
+            Bound::Const(c) => return Ok(ity.const_int(*c as u64, true)),
+            Bound::Value(v) => self.ival(*v)?,
+            Bound::Field(name, _) => {
+                let pos = *l
+                    .field_pos
+                    .get(name.as_str())
+                    .ok_or_else(|| CodegenError::new(format!("loop bound reads unknown field @{name}")))?;
+                let f = l.fields[pos as usize];
+                if !f.elem.is_int() || !f.shape.is_empty() {
+                    return Err(CodegenError::new(format!("loop bound @{name} is not a 0-D integer field")));
+                }
+                let base = self.base(l, pos)?;
+                let raw = self.b.build_load(l.mem_ty(f.elem), base, "")?.into_int_value();
+                if f.elem == Scalar::I1 {
+                    return Ok(self.b.build_int_z_extend_or_bit_cast(raw, ity, "")?);
+                }
+                raw
+            }
+        };
+        Ok(self.b.build_int_cast_sign_flag(v, ity, true, "")?)
+    }
+
+    /// The address of a field element, after the bounds check (when on).
+    fn address(&mut self, l: &mut Lowering<'a, 'ctx>, r: &crate::ir::FieldRef) -> Result<(PointerValue<'ctx>, Scalar)> {
+        let pos = *l
+            .field_pos
+            .get(r.field.as_str())
+            .ok_or_else(|| CodegenError::new(format!("unknown field @{}", r.field)))?;
+        let f = l.fields[pos as usize];
+        if r.indices.len() != f.shape.len() {
+            return Err(CodegenError::new(format!(
+                "@{} has rank {} but is indexed with {} indices",
+                f.name,
+                f.shape.len(),
+                r.indices.len()
+            )));
+        }
+        let i64t = self.cx.i64_type();
+        let mut idx = Vec::with_capacity(r.indices.len());
+        for &v in &r.indices {
+            let i = self.ival(v)?;
+            let t = self.scalar(v)?;
+            idx.push(if t == Scalar::I1 {
+                self.b.build_int_z_extend(i, i64t, "")?
+            } else {
+                self.b.build_int_s_extend_or_bit_cast(i, i64t, "")?
+            });
+        }
+        if l.bounds_checks {
+            let mut ok: Option<IntValue> = None;
+            for (d, &i) in idx.iter().enumerate() {
+                let c = self.b.build_int_compare(IntPredicate::ULT, i, i64t.const_int(f.shape[d], false), "")?;
+                ok = Some(match ok {
+                    None => c,
+                    Some(o) => self.b.build_and(o, c, "")?,
+                });
+            }
+            if let Some(ok) = ok {
+                let fail = self.cx.append_basic_block(self.func, "oob");
+                let cont = self.cx.append_basic_block(self.func, "inbounds");
+                let br = self.b.build_conditional_branch(ok, cont, fail)?;
+                self.branch_weights(br, 1 << 20, 1)?;
+                self.b.position_at_end(fail);
+                let oob = l.oob_fn()?;
+                let mut args: Vec<BasicMetadataValueEnum> = vec![
+                    self.ctx.into(),
+                    self.cx.i32_type().const_int(pos as u64, false).into(),
+                    self.cx.i32_type().const_int(idx.len() as u64, false).into(),
+                ];
+                for k in 0..MAX_RANK {
+                    args.push(idx.get(k).copied().unwrap_or(i64t.const_zero()).into());
+                }
+                self.b.build_call(oob, &args, "")?;
+                let abort = self.abort_block(l)?;
+                self.b.build_unconditional_branch(abort)?;
+                self.b.position_at_end(cont);
+            }
+        }
+        let mut lin = i64t.const_zero();
+        for (d, &i) in idx.iter().enumerate() {
+            lin = if d == 0 {
+                i
+            } else {
+                let m = self.b.build_int_mul(lin, i64t.const_int(f.shape[d], false), "")?;
+                self.b.build_int_add(m, i, "")?
+            };
+        }
+        let base = self.base(l, pos)?;
+        let ptr = if l.bounds_checks {
+            unsafe { self.b.build_in_bounds_gep(l.mem_ty(f.elem), base, &[lin], "") }?
+        } else {
+            unsafe { self.b.build_gep(l.mem_ty(f.elem), base, &[lin], "") }?
+        };
+        Ok((ptr, f.elem))
+    }
+
+    fn branch_weights(&self, br: InstructionValue<'ctx>, taken: u32, not_taken: u32) -> Result<()> {
+        let i32t = self.cx.i32_type();
+        let md = self.cx.metadata_node(&[
+            self.cx.metadata_string("branch_weights").into(),
+            i32t.const_int(taken as u64, false).into(),
+            i32t.const_int(not_taken as u64, false).into(),
+        ]);
+        let kind = self.cx.get_kind_id("prof");
+        br.set_metadata(md, kind).map_err(|e| bug(format!("{e:?}")))
+    }
+
+    fn call(
+        &mut self,
+        l: &mut Lowering<'a, 'ctx>,
+        name: &Name,
+        args: &[Value],
+    ) -> Result<Option<BasicValueEnum<'ctx>>> {
+        let (fv, may_fail) = match l.funcs.get(name.as_str()) {
+            Some(&(fv, _)) => (fv, l.may_fail.get(name.as_str()).copied().unwrap_or(true)),
+            None => return Err(CodegenError::new(format!("call to unknown function @{name}"))),
+        };
+        let mut a: Vec<BasicMetadataValueEnum> = vec![self.ctx.into()];
+        for &v in args {
+            a.push(self.val(v)?.into());
+        }
+        let c = self.b.build_call(fv, &a, "")?;
+        let r = c.try_as_basic_value().basic();
+        if may_fail && l.bounds_checks {
+            let err = self.err_slot(l)?;
+            let i32t = self.cx.i32_type();
+            let state = self.b.build_load(i32t, err, "err.state")?;
+            state
+                .as_instruction_value()
+                .ok_or_else(|| bug("load is not an instruction"))?
+                .set_atomic_ordering(AtomicOrdering::Monotonic)
+                .map_err(|e| bug(format!("{e:?}")))?;
+            state.as_instruction_value().unwrap().set_alignment(4).map_err(|e| bug(format!("{e:?}")))?;
+            let failed = self.b.build_int_compare(IntPredicate::NE, state.into_int_value(), i32t.const_zero(), "")?;
+            let abort = self.abort_block(l)?;
+            let cont = self.cx.append_basic_block(self.func, "call.ok");
+            let br = self.b.build_conditional_branch(failed, abort, cont)?;
+            self.branch_weights(br, 1, 1 << 20)?;
+            self.b.position_at_end(cont);
+        }
+        Ok(r)
+    }
+
+    fn binary(&mut self, l: &Lowering<'a, 'ctx>, op: BinOp, a: Value, b: Value) -> Result<BasicValueEnum<'ctx>> {
+        let ty = self.scalar(a)?;
+        if ty.is_float() {
+            let x = self.val(a)?.into_float_value();
+            let y = self.val(b)?.into_float_value();
+            let r: BasicValueEnum = match op {
+                BinOp::Add => self.b.build_float_add(x, y, "")?.into(),
+                BinOp::Sub => self.b.build_float_sub(x, y, "")?.into(),
+                BinOp::Mul => self.b.build_float_mul(x, y, "")?.into(),
+                BinOp::Div => self.b.build_float_div(x, y, "")?.into(),
+                // frem is C's fmod, as is Rust's `%` on floats.
+                BinOp::Rem => self.b.build_float_rem(x, y, "")?.into(),
+                // IEEE 754-2019 minimumNumber: a NaN operand gives the
+                // other one, and -0.0 < +0.0, so the result never depends
+                // on operand order (unlike minnum).
+                BinOp::Min => return self.call_intrinsic(l, "llvm.minimumnum", ty, &[x.into(), y.into()]),
+                BinOp::Max => return self.call_intrinsic(l, "llvm.maximumnum", ty, &[x.into(), y.into()]),
+                BinOp::Pow => return self.call_libm(l, "pow", ty, &[x.into(), y.into()]),
+                BinOp::Atan2 => return self.call_libm(l, "atan2", ty, &[x.into(), y.into()]),
+                _ => return Err(CodegenError::new(format!("`{}` on {ty}", op.keyword()))),
+            };
+            self.fmf(l, r);
+            return Ok(r);
+        }
+        let x = self.ival(a)?;
+        let y = self.ival(b)?;
+        let it = x.get_type();
+        let bits = ty.bits() as u64;
+        let r = match op {
+            BinOp::Add => self.b.build_int_add(x, y, "")?,
+            BinOp::Sub => self.b.build_int_sub(x, y, "")?,
+            BinOp::Mul => self.b.build_int_mul(x, y, "")?,
+            BinOp::Div | BinOp::Rem => {
+                // x / 0 = 0 and MIN / -1 = MIN (rem: 0) without undefined
+                // behaviour: divide by 1 instead, then fix the x / 0 case.
+                let zero = it.const_zero();
+                let one = it.const_int(1, false);
+                let minus1 = it.const_all_ones();
+                let min = it.const_int(1u64 << (bits - 1), false);
+                let by0 = self.b.build_int_compare(IntPredicate::EQ, y, zero, "")?;
+                let xmin = self.b.build_int_compare(IntPredicate::EQ, x, min, "")?;
+                let ym1 = self.b.build_int_compare(IntPredicate::EQ, y, minus1, "")?;
+                let ovf = self.b.build_and(xmin, ym1, "")?;
+                let bad = self.b.build_or(by0, ovf, "")?;
+                let d = self.b.build_select(bad, one, y, "")?.into_int_value();
+                let q = if op == BinOp::Div {
+                    self.b.build_int_signed_div(x, d, "")?
+                } else {
+                    self.b.build_int_signed_rem(x, d, "")?
+                };
+                self.b.build_select(by0, zero, q, "")?.into_int_value()
+            }
+            BinOp::Min | BinOp::Max => {
+                let p = if op == BinOp::Min { IntPredicate::SLT } else { IntPredicate::SGT };
+                let c = self.b.build_int_compare(p, x, y, "")?;
+                self.b.build_select(c, x, y, "")?.into_int_value()
+            }
+            BinOp::And => self.b.build_and(x, y, "")?,
+            BinOp::Or => self.b.build_or(x, y, "")?,
+            BinOp::Xor => self.b.build_xor(x, y, "")?,
+            BinOp::Shl | BinOp::Shr | BinOp::Ushr => {
+                let amt = self.b.build_and(y, it.const_int(bits - 1, false), "")?;
+                match op {
+                    BinOp::Shl => self.b.build_left_shift(x, amt, "")?,
+                    BinOp::Shr => self.b.build_right_shift(x, amt, true, "")?,
+                    _ => self.b.build_right_shift(x, amt, false, "")?,
+                }
+            }
+            BinOp::Pow | BinOp::Atan2 => return Err(CodegenError::new(format!("`{}` on {ty}", op.keyword()))),
+        };
+        Ok(r.into())
+    }
+
+    fn unary(&mut self, l: &Lowering<'a, 'ctx>, op: UnOp, a: Value) -> Result<BasicValueEnum<'ctx>> {
+        let ty = self.scalar(a)?;
+        if ty.is_float() {
+            let x: FloatValue = self.val(a)?.into_float_value();
+            let r: BasicValueEnum = match op {
+                UnOp::Neg => self.b.build_float_neg(x, "")?.into(),
+                UnOp::Abs => return self.call_intrinsic(l, "llvm.fabs", ty, &[x.into()]),
+                UnOp::Sqrt => return self.call_intrinsic(l, "llvm.sqrt", ty, &[x.into()]),
+                UnOp::Floor => return self.call_intrinsic(l, "llvm.floor", ty, &[x.into()]),
+                UnOp::Ceil => return self.call_intrinsic(l, "llvm.ceil", ty, &[x.into()]),
+                // llvm.round rounds half away from zero.
+                UnOp::Round => return self.call_intrinsic(l, "llvm.round", ty, &[x.into()]),
+                UnOp::Sin => return self.call_libm(l, "sin", ty, &[x.into()]),
+                UnOp::Cos => return self.call_libm(l, "cos", ty, &[x.into()]),
+                UnOp::Tan => return self.call_libm(l, "tan", ty, &[x.into()]),
+                UnOp::Exp => return self.call_libm(l, "exp", ty, &[x.into()]),
+                UnOp::Log => return self.call_libm(l, "log", ty, &[x.into()]),
+                UnOp::Not => return Err(CodegenError::new(format!("`not` on {ty}"))),
+            };
+            self.fmf(l, r);
+            return Ok(r);
+        }
+        let x = self.ival(a)?;
+        let r = match op {
+            UnOp::Neg => self.b.build_int_neg(x, "")?,
+            UnOp::Not => self.b.build_not(x, "")?,
+            // abs(MIN) wraps to MIN (the `false`: MIN is not poison).
+            UnOp::Abs => {
+                let f = self.intrinsic(l, "llvm.abs", l.reg_ty(ty))?;
+                let no_poison = self.cx.bool_type().const_zero();
+                let c = self.b.build_call(f, &[x.into(), no_poison.into()], "")?;
+                return c.try_as_basic_value().basic().ok_or_else(|| bug("llvm.abs without a result"));
+            }
+            _ => return Err(CodegenError::new(format!("`{}` on {ty}", op.keyword()))),
+        };
+        Ok(r.into())
+    }
+
+    fn cmp(&mut self, l: &Lowering<'a, 'ctx>, op: CmpOp, a: Value, b: Value) -> Result<IntValue<'ctx>> {
+        let ty = self.scalar(a)?;
+        if ty.is_float() {
+            let p = match op {
+                CmpOp::Lt => FloatPredicate::OLT,
+                CmpOp::Le => FloatPredicate::OLE,
+                CmpOp::Gt => FloatPredicate::OGT,
+                CmpOp::Ge => FloatPredicate::OGE,
+                CmpOp::Eq => FloatPredicate::OEQ,
+                CmpOp::Ne => FloatPredicate::UNE,
+            };
+            let r = self.b.build_float_compare(p, self.val(a)?.into_float_value(), self.val(b)?.into_float_value(), "")?;
+            self.fmf(l, r);
+            return Ok(r);
+        }
+        // i1 compares as 0 < 1 (unsigned); wider integers are signed.
+        let signed = ty != Scalar::I1;
+        let p = match (op, signed) {
+            (CmpOp::Lt, true) => IntPredicate::SLT,
+            (CmpOp::Le, true) => IntPredicate::SLE,
+            (CmpOp::Gt, true) => IntPredicate::SGT,
+            (CmpOp::Ge, true) => IntPredicate::SGE,
+            (CmpOp::Lt, false) => IntPredicate::ULT,
+            (CmpOp::Le, false) => IntPredicate::ULE,
+            (CmpOp::Gt, false) => IntPredicate::UGT,
+            (CmpOp::Ge, false) => IntPredicate::UGE,
+            (CmpOp::Eq, _) => IntPredicate::EQ,
+            (CmpOp::Ne, _) => IntPredicate::NE,
+        };
+        Ok(self.b.build_int_compare(p, self.ival(a)?, self.ival(b)?, "")?)
+    }
+
+    fn cast(&mut self, l: &Lowering<'a, 'ctx>, a: Value, to: Scalar) -> Result<BasicValueEnum<'ctx>> {
+        let from = self.scalar(a)?;
+        let v = self.val(a)?;
+        if from == to {
+            return Ok(v);
+        }
+        let cx = self.cx;
+        Ok(match (from.is_float(), to.is_float()) {
+            (false, false) => {
+                let x = v.into_int_value();
+                let t = fx_int_ty(cx, to);
+                if to == Scalar::I1 {
+                    self.b.build_int_compare(IntPredicate::NE, x, x.get_type().const_zero(), "")?.into()
+                } else if from == Scalar::I1 {
+                    self.b.build_int_z_extend(x, t, "")?.into()
+                } else {
+                    self.b.build_int_cast_sign_flag(x, t, true, "")?.into()
+                }
+            }
+            (false, true) => {
+                let x = v.into_int_value();
+                let t = l.reg_ty(to).into_float_type();
+                if from == Scalar::I1 {
+                    self.b.build_unsigned_int_to_float(x, t, "")?.into()
+                } else {
+                    self.b.build_signed_int_to_float(x, t, "")?.into()
+                }
+            }
+            (true, false) => {
+                let x = v.into_float_value();
+                if to == Scalar::I1 {
+                    // `!= 0.0`, true for NaN (like `cmp ne`).
+                    let z = x.get_type().const_zero();
+                    self.b.build_float_compare(FloatPredicate::UNE, x, z, "")?.into()
+                } else {
+                    // Saturating, NaN to 0.
+                    let f = Intrinsic::find("llvm.fptosi.sat")
+                        .and_then(|i| i.get_declaration(&l.module, &[l.reg_ty(to), l.reg_ty(from)]))
+                        .ok_or_else(|| bug("llvm.fptosi.sat not found"))?;
+                    let c = self.b.build_call(f, &[x.into()], "")?;
+                    c.try_as_basic_value().basic().ok_or_else(|| bug("fptosi.sat without a result"))?
+                }
+            }
+            (true, true) => {
+                let x = v.into_float_value();
+                let t = l.reg_ty(to).into_float_type();
+                if to.bits() > from.bits() {
+                    self.b.build_float_ext(x, t, "")?.into()
+                } else {
+                    self.b.build_float_trunc(x, t, "")?.into()
+                }
+            }
+        })
+    }
+
+    /// `old = *ptr; *ptr = f(old, v)` atomically, for a float intrinsic
+    /// `f`, as a compare-and-swap loop on the bits; returns `old`.
+    fn float_cas_loop(
+        &mut self,
+        l: &Lowering<'a, 'ctx>,
+        ptr: PointerValue<'ctx>,
+        elem: Scalar,
+        v: FloatValue<'ctx>,
+        intrinsic: &str,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let ity = fx_int_ty(self.cx, if elem == Scalar::F32 { Scalar::I32 } else { Scalar::I64 });
+        let fty = l.reg_ty(elem);
+        let pre = self.b.get_insert_block().ok_or_else(|| bug("no insert block"))?;
+        let first = self.b.build_load(ity, ptr, "cas.first")?;
+        let first_i = first.as_instruction_value().ok_or_else(|| bug("load is not an instruction"))?;
+        first_i.set_atomic_ordering(AtomicOrdering::Monotonic).map_err(|e| bug(format!("{e:?}")))?;
+        first_i.set_alignment(elem.size_bytes() as u32).map_err(|e| bug(format!("{e:?}")))?;
+        let head = self.cx.append_basic_block(self.func, "cas.loop");
+        let done = self.cx.append_basic_block(self.func, "cas.done");
+        self.b.build_unconditional_branch(head)?;
+        self.b.position_at_end(head);
+        let phi = self.b.build_phi(ity, "cas.old")?;
+        let old = phi.as_basic_value().into_int_value();
+        let oldf = self.b.build_bit_cast(old, fty, "")?;
+        let f = self.intrinsic(l, intrinsic, fty)?;
+        let newf = self.b.build_call(f, &[oldf.into(), v.into()], "")?.try_as_basic_value().basic().ok_or_else(|| bug("no result"))?;
+        let new = self.b.build_bit_cast(newf, ity, "")?.into_int_value();
+        let pair = self.b.build_cmpxchg(ptr, old, new, AtomicOrdering::Monotonic, AtomicOrdering::Monotonic)?;
+        let seen = self.b.build_extract_value(pair, 0, "")?.into_int_value();
+        let ok = self.b.build_extract_value(pair, 1, "")?.into_int_value();
+        self.b.build_conditional_branch(ok, done, head)?;
+        phi.add_incoming(&[(&first.into_int_value(), pre), (&seen, head)]);
+        self.b.position_at_end(done);
+        Ok(self.b.build_bit_cast(old, fty, "")?)
+    }
+
+    /// The loop of a parallel task entry over linear indices
+    /// `[begin, end)`; `vars` maps a linear index to the task's variables.
+    fn chunk_loop(
+        &mut self,
+        l: &mut Lowering<'a, 'ctx>,
+        block: crate::ir::Block,
+        begin: IntValue<'ctx>,
+        end: IntValue<'ctx>,
+        vars: impl Fn(&mut Self, &Lowering<'a, 'ctx>, IntValue<'ctx>) -> Result<Vec<(Value, IntValue<'ctx>)>>,
+    ) -> Result<()> {
+        let Exit::Entry(exit) = self.exit else { return Err(bug("chunk loop outside an entry")) };
+        let i64t = self.cx.i64_type();
+        let pre = self.b.get_insert_block().ok_or_else(|| bug("no insert block"))?;
+        let head = self.cx.append_basic_block(self.func, "chunk.head");
+        let body_bb = self.cx.append_basic_block(self.func, "chunk.body");
+        let latch = self.cx.append_basic_block(self.func, "chunk.latch");
+        self.b.build_unconditional_branch(head)?;
+        self.b.position_at_end(head);
+        let phi = self.b.build_phi(i64t, "lin")?;
+        let lin = phi.as_basic_value().into_int_value();
+        let go = self.b.build_int_compare(IntPredicate::SLT, lin, end, "")?;
+        self.b.build_conditional_branch(go, body_bb, exit)?;
+        self.b.position_at_end(body_bb);
+        for (v, iv) in vars(self, l, lin)? {
+            self.vals[v.index()] = Some(iv.into());
+        }
+        // `ret` in a parallel task's body ends its iteration.
+        self.exit = Exit::Entry(latch);
+        self.block(l, block)?;
+        self.exit = Exit::Entry(exit);
+        if self.open() {
+            self.b.build_unconditional_branch(latch)?;
+        }
+        self.b.position_at_end(latch);
+        let next = self.b.build_int_nsw_add(lin, i64t.const_int(1, false), "")?;
+        self.b.build_unconditional_branch(head)?;
+        phi.add_incoming(&[(&begin, pre), (&next, latch)]);
+        Ok(())
+    }
+}

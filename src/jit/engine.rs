@@ -1,0 +1,296 @@
+//! The JIT engine of `kiln-run`: runs a kernel of a split stream by
+//! loading its tasks, one dylib per task (the per-task path, where a
+//! [`TaskProvider`] decides where a task's object comes from: compiled
+//! now, or read from the cache), or all of them in one dylib (the
+//! whole-kernel path).
+//!
+//! Owns: [`JitEngine`], its [`TaskProvider`] hook and its [`JitStats`].
+//!
+//! Must never: touch the cache directly (a provider does), or print.
+
+use super::runtime::{self, LaunchNames};
+use super::{Jit, JitError, LoadedTask};
+use crate::codegen::{self, CodegenError, Compiler};
+use crate::config::LaunchMeta;
+use crate::exec::{Engine, FieldData, Fields, RunError};
+use crate::ir::{Const, Module, Scalar, StmtKind, Stream};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Which compiled form a kernel runs from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JitPath {
+    /// Each task its own object and dylib (the cacheable form).
+    PerTask,
+    /// All tasks of a kernel in one module, one object, one dylib.
+    WholeKernel,
+}
+
+/// Counters of one engine (for `kiln-run --stats`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JitStats {
+    /// Task launches seen.
+    pub launches: u64,
+    /// Task modules compiled (per-task path).
+    pub tasks_compiled: u64,
+    /// Task objects loaded (per-task path).
+    pub tasks_loaded: u64,
+    /// Tasks that took the whole-kernel path.
+    pub whole_kernel_tasks: u64,
+    pub compile_time: Duration,
+    pub load_time: Duration,
+    pub run_time: Duration,
+}
+
+/// Where the per-task path gets a loaded task from. The default,
+/// [`CompileAndLoad`], compiles every task; the cache supplies another
+/// that looks the object up first.
+pub trait TaskProvider: Send {
+    /// A loaded task for the per-task module `module` (whose task item is
+    /// named `task`), updating `stats`.
+    fn provide(
+        &mut self,
+        jit: &Jit,
+        compiler: &Compiler,
+        module: &Module,
+        task: &str,
+        stats: &mut JitStats,
+    ) -> Result<LoadedTask, ProvideError>;
+}
+
+/// Why a task could not be made ready.
+#[derive(Debug)]
+pub enum ProvideError {
+    Codegen(CodegenError),
+    Jit(JitError),
+    Other(String),
+}
+
+impl std::fmt::Display for ProvideError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProvideError::Codegen(e) => write!(f, "{e}"),
+            ProvideError::Jit(e) => write!(f, "{e}"),
+            ProvideError::Other(e) => f.write_str(e),
+        }
+    }
+}
+
+/// Compiles each task in-process and loads it (no cache).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CompileAndLoad;
+
+impl TaskProvider for CompileAndLoad {
+    fn provide(
+        &mut self,
+        jit: &Jit,
+        compiler: &Compiler,
+        module: &Module,
+        task: &str,
+        stats: &mut JitStats,
+    ) -> Result<LoadedTask, ProvideError> {
+        let c = compiler.compile_task(module).map_err(ProvideError::Codegen)?;
+        stats.tasks_compiled += 1;
+        stats.compile_time += c.compile_time;
+        let t0 = Instant::now();
+        let t = jit.load_task(task, &c.object, &c.meta).map_err(ProvideError::Jit)?;
+        stats.tasks_loaded += 1;
+        stats.load_time += t0.elapsed();
+        Ok(t)
+    }
+}
+
+/// Runs kernels through the JIT.
+pub struct JitEngine {
+    pub jit: Jit,
+    pub compiler: Compiler,
+    pub path: JitPath,
+    pub stats: JitStats,
+    provider: Box<dyn TaskProvider>,
+    pool: Option<rayon::ThreadPool>,
+    /// Loaded tasks by the canonical text of their module (per-task path).
+    tasks: HashMap<String, LoadedTask>,
+    /// Loaded kernels by the canonical text of their launched modules.
+    kernels: HashMap<String, Vec<LoadedTask>>,
+    /// The last kernel file split by the default pipeline: its text and
+    /// the split stream.
+    split: Option<(String, Arc<Stream>)>,
+}
+
+impl JitEngine {
+    /// An engine running parallel tasks on `threads` threads (1: all on
+    /// the calling thread).
+    pub fn new(compiler: Compiler, path: JitPath, threads: usize) -> Result<JitEngine, RunError> {
+        let jit = Jit::new().map_err(|e| RunError::new(e.to_string()))?;
+        let pool = make_pool(threads)?;
+        Ok(JitEngine {
+            jit,
+            compiler,
+            path,
+            stats: JitStats::default(),
+            provider: Box::new(CompileAndLoad),
+            pool,
+            tasks: HashMap::new(),
+            kernels: HashMap::new(),
+            split: None,
+        })
+    }
+
+    /// Runs parallel tasks on `threads` threads from now on (loaded tasks
+    /// stay loaded).
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), RunError> {
+        self.pool = make_pool(threads)?;
+        Ok(())
+    }
+
+    /// The split form of `stream` for `kernel`: `None` when the kernel is
+    /// already a sequence of launches, else the result of the default
+    /// pipeline (cached for the last stream seen).
+    pub fn split(&mut self, stream: &Stream, kernel: &str) -> Result<Option<Arc<Stream>>, RunError> {
+        let k = stream
+            .modules
+            .iter()
+            .find_map(|m| m.kernel(kernel))
+            .ok_or_else(|| RunError::new(format!("no kernel @{kernel}")))?;
+        let launches_only = k.body.block(k.body.entry).iter().all(|&s| matches!(k.body.stmt(s).kind, StmtKind::Launch(_)));
+        if launches_only {
+            return Ok(None);
+        }
+        let text = stream.to_string();
+        if let Some((t, s)) = &self.split {
+            if *t == text {
+                return Ok(Some(s.clone()));
+            }
+        }
+        let mut s = stream.clone();
+        crate::passes::run_passes(&crate::passes::default_pipeline(), &mut s).map_err(|ds| {
+            let msgs: Vec<String> = ds.0.iter().map(|d| d.message.clone()).collect();
+            RunError::new(format!("cannot split the kernels into tasks: {}", msgs.join("; ")))
+        })?;
+        let s = Arc::new(s);
+        self.split = Some((text, s.clone()));
+        Ok(Some(s))
+    }
+
+    /// Replaces where the per-task path gets its tasks from (the cache).
+    pub fn set_provider(&mut self, p: Box<dyn TaskProvider>) {
+        self.provider = p;
+    }
+
+    /// The loaded tasks of a kernel's launches, in order (loading what is
+    /// not loaded yet).
+    pub fn prepare(&mut self, stream: &Stream, kernel: &str) -> Result<Vec<LoadedTask>, RunError> {
+        let launched = codegen::launched_tasks(stream, kernel).map_err(|e| RunError::new(e.message))?;
+        match self.path {
+            JitPath::PerTask => {
+                let mut out = Vec::with_capacity(launched.len());
+                for (m, t) in launched {
+                    let key = m.to_string();
+                    if let Some(l) = self.tasks.get(&key) {
+                        out.push(l.clone());
+                        continue;
+                    }
+                    let l = self
+                        .provider
+                        .provide(&self.jit, &self.compiler, m, &t.name, &mut self.stats)
+                        .map_err(|e| RunError::new(format!("kernel @{kernel}, task @{}: {e}", t.name)))?;
+                    self.tasks.insert(key, l.clone());
+                    out.push(l);
+                }
+                Ok(out)
+            }
+            JitPath::WholeKernel => {
+                let key: String = launched.iter().map(|(m, _)| m.to_string()).collect();
+                if let Some(ls) = self.kernels.get(&key) {
+                    return Ok(ls.clone());
+                }
+                let ls = if launched.is_empty() {
+                    Vec::new()
+                } else {
+                    let c = self
+                        .compiler
+                        .compile_kernel(stream, kernel)
+                        .map_err(|e| RunError::new(format!("kernel @{kernel}: {e}")))?;
+                    self.stats.compile_time += c.compile_time;
+                    let t0 = Instant::now();
+                    let ls = self
+                        .jit
+                        .load_kernel(kernel, &c.object, &c.launches)
+                        .map_err(|e| RunError::new(format!("kernel @{kernel}: {e}")))?;
+                    self.stats.load_time += t0.elapsed();
+                    self.stats.whole_kernel_tasks += ls.len() as u64;
+                    ls
+                };
+                self.kernels.insert(key, ls.clone());
+                Ok(ls)
+            }
+        }
+    }
+}
+
+/// A pool of `threads` threads; none for one thread (chunks then run on
+/// the calling thread).
+fn make_pool(threads: usize) -> Result<Option<rayon::ThreadPool>, RunError> {
+    if threads <= 1 {
+        return Ok(None);
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("kiln-worker-{i}"))
+        .build()
+        .map(Some)
+        .map_err(|e| RunError::new(format!("cannot start {threads} threads: {e}")))
+}
+
+impl Engine for JitEngine {
+    fn run_kernel(&mut self, stream: &Stream, kernel: &str, args: &[Const], fields: &mut Fields) -> Result<(), RunError> {
+        let split = self.split(stream, kernel)?;
+        let stream = split.as_deref().unwrap_or(stream);
+        let k = stream
+            .modules
+            .iter()
+            .find_map(|m| m.kernel(kernel))
+            .ok_or_else(|| RunError::new(format!("no kernel @{kernel}")))?;
+        if args.len() != k.params.len() {
+            return Err(RunError::new(format!(
+                "kernel @{kernel} takes {} arguments, {} given",
+                k.params.len(),
+                args.len()
+            )));
+        }
+        let kparams: Vec<(&str, Scalar)> =
+            k.params.iter().zip(&k.body.params).map(|(p, v)| (k.body.name(*v), p.ty)).collect();
+        let tasks = self.prepare(stream, kernel)?;
+        // Fields the caller does not have are the kernel-scoped temporaries
+        // offload made: zeroed for this run, dropped after it.
+        let mut temps = Vec::new();
+        for t in &tasks {
+            for f in &t.meta.fields {
+                if fields.get(&f.name).is_none() {
+                    let elem = LaunchMeta::field_elem(f)
+                        .ok_or_else(|| RunError::new(format!("field @{} has unknown type {}", f.name, f.elem)))?;
+                    let len: u64 = f.shape.iter().product();
+                    let data = FieldData { elem, shape: f.shape.clone(), bytes: vec![0; len as usize * elem.size_bytes()] };
+                    fields.map.insert(f.name.as_str().into(), data);
+                    temps.push(f.name.clone());
+                }
+            }
+        }
+        let t0 = Instant::now();
+        let result = (|| {
+            for t in &tasks {
+                let names = LaunchNames { kernel, task: &t.meta.task };
+                let slots = runtime::param_slots(&t.meta, &kparams, args, names)?;
+                self.stats.launches += 1;
+                runtime::launch(t.entry, &t.meta, names, &slots, fields, self.pool.as_ref())?;
+            }
+            Ok(())
+        })();
+        self.stats.run_time += t0.elapsed();
+        for n in temps {
+            fields.map.remove(n.as_str());
+        }
+        result
+    }
+}

@@ -1,0 +1,341 @@
+//! The ORC JIT: loading compiled objects, one fresh JIT dylib each, and
+//! launching the tasks they hold.
+//!
+//! Owns: the [`Jit`] (an LLJIT with the process's symbols, libm included,
+//! reachable from every dylib), [`Jit::load_task`] / [`Jit::load_kernel`]
+//! (add an object to a uniquely named dylib and look its entry symbols up
+//! at once, so a damaged or unlinkable object is an error value right
+//! there), the runtime that launches a loaded task ([`runtime`]) and the
+//! JIT [`engine`] of `kiln-run`.
+//!
+//! Must never: compile (that is `codegen`), read or write the cache, print,
+//! or reuse a dylib name (ORC does not check duplicates in release builds).
+
+pub mod engine;
+pub mod runtime;
+
+use crate::codegen::init_llvm;
+use crate::config::LaunchMeta;
+use inkwell::llvm_sys;
+use llvm_sys::error::{LLVMDisposeErrorMessage, LLVMErrorRef, LLVMGetErrorMessage};
+use llvm_sys::orc2::lljit::*;
+use llvm_sys::orc2::*;
+use std::ffi::{c_void, CStr, CString};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use runtime::EntryFn;
+
+/// Why an object could not be loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JitError {
+    pub kind: JitErrorKind,
+    pub message: String,
+}
+
+/// The step that failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JitErrorKind {
+    /// Making the JIT itself (or the LLVM version check).
+    Setup,
+    /// Adding the object: it is not a valid object file for this host.
+    Add,
+    /// Linking it or resolving its entry symbols (missing symbols, bad
+    /// relocations).
+    Link,
+}
+
+impl JitError {
+    fn new(kind: JitErrorKind, message: impl Into<String>) -> JitError {
+        JitError { kind, message: message.into() }
+    }
+}
+
+impl fmt::Display for JitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.kind {
+            JitErrorKind::Setup => "cannot set up the JIT",
+            JitErrorKind::Add => "cannot add object",
+            JitErrorKind::Link => "cannot link object",
+        };
+        write!(f, "{what}: {}", self.message)
+    }
+}
+
+impl std::error::Error for JitError {}
+
+/// Takes an LLVM error's message (and frees the error).
+fn take_error(e: LLVMErrorRef) -> String {
+    unsafe {
+        let m = LLVMGetErrorMessage(e);
+        let s = CStr::from_ptr(m).to_string_lossy().into_owned();
+        LLVMDisposeErrorMessage(m);
+        s
+    }
+}
+
+/// Process-wide, so dylib names stay unique even across several [`Jit`]s.
+static DYLIB_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+struct JitInner {
+    lljit: LLVMOrcLLJITRef,
+    es: LLVMOrcExecutionSessionRef,
+    /// Errors ORC reports outside a call's result (e.g. a failed
+    /// materialisation): kept to explain the failing lookup, never printed.
+    reported: Box<Mutex<Vec<String>>>,
+}
+
+// LLJIT is thread-safe: objects may be added and looked up concurrently.
+unsafe impl Send for JitInner {}
+unsafe impl Sync for JitInner {}
+
+impl Drop for JitInner {
+    fn drop(&mut self) {
+        let e = unsafe { LLVMOrcDisposeLLJIT(self.lljit) };
+        if !e.is_null() {
+            // Nothing to report to at teardown; free it.
+            let _ = take_error(e);
+        }
+    }
+}
+
+extern "C" fn report_error(ctx: *mut c_void, err: LLVMErrorRef) {
+    let msg = take_error(err);
+    let sink = unsafe { &*(ctx as *const Mutex<Vec<String>>) };
+    if let Ok(mut v) = sink.lock() {
+        if v.len() < 64 {
+            v.push(msg);
+        }
+    }
+}
+
+/// An LLJIT in which every loaded object gets a dylib of its own. Cheap to
+/// clone (shared).
+#[derive(Clone)]
+pub struct Jit {
+    inner: Arc<JitInner>,
+}
+
+/// Timing of one load, for the counters of `kiln-run --stats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadTimes {
+    /// Creating the dylib and adding the object (parsing its header).
+    pub add: Duration,
+    /// Linking and looking the entry symbols up.
+    pub link: Duration,
+}
+
+/// A JIT dylib that holds one loaded object; cleared when the last task
+/// using it is dropped.
+struct Dylib {
+    /// Keeps the JIT alive while the dylib is.
+    _jit: Arc<JitInner>,
+    jd: LLVMOrcJITDylibRef,
+    name: String,
+}
+
+unsafe impl Send for Dylib {}
+unsafe impl Sync for Dylib {}
+
+impl Drop for Dylib {
+    fn drop(&mut self) {
+        let e = unsafe { LLVMOrcJITDylibClear(self.jd) };
+        if !e.is_null() {
+            let _ = take_error(e);
+        }
+    }
+}
+
+/// A task ready to launch: its entry point, its launch metadata and the
+/// dylib that keeps its code alive.
+#[derive(Clone)]
+pub struct LoadedTask {
+    pub entry: EntryFn,
+    pub meta: LaunchMeta,
+    pub times: LoadTimes,
+    dylib: Arc<Dylib>,
+}
+
+impl LoadedTask {
+    /// The name of the JIT dylib the task lives in (unique per load).
+    pub fn dylib_name(&self) -> &str {
+        &self.dylib.name
+    }
+}
+
+impl fmt::Debug for LoadedTask {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadedTask").field("task", &self.meta.task).field("dylib", &self.dylib.name).finish()
+    }
+}
+
+/// What a lookup's callback sends back: (interned name, address) pairs,
+/// in the map's order (not the request's).
+type LookupResult = Result<Vec<(usize, u64)>, String>;
+
+extern "C" fn lookup_done(err: LLVMErrorRef, result: LLVMOrcCSymbolMapPairs, n: usize, ctx: *mut c_void) {
+    let tx = unsafe { Box::from_raw(ctx as *mut mpsc::SyncSender<LookupResult>) };
+    let r = if err.is_null() {
+        let pairs = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(result, n) } };
+        Ok(pairs.iter().map(|p| (p.Name as usize, p.Sym.Address)).collect())
+    } else {
+        Err(take_error(err))
+    };
+    let _ = tx.send(r);
+}
+
+impl Jit {
+    /// A new LLJIT for this host.
+    pub fn new() -> Result<Jit, JitError> {
+        init_llvm().map_err(|e| JitError::new(JitErrorKind::Setup, e.message))?;
+        let mut lljit: LLVMOrcLLJITRef = std::ptr::null_mut();
+        let builder = unsafe { LLVMOrcCreateLLJITBuilder() };
+        let e = unsafe { LLVMOrcCreateLLJIT(&mut lljit, builder) };
+        if !e.is_null() {
+            return Err(JitError::new(JitErrorKind::Setup, take_error(e)));
+        }
+        let es = unsafe { LLVMOrcLLJITGetExecutionSession(lljit) };
+        let reported = Box::new(Mutex::new(Vec::new()));
+        // ORC's default reporter prints to stderr; a library must not.
+        unsafe {
+            LLVMOrcExecutionSessionSetErrorReporter(es, report_error, &*reported as *const _ as *mut c_void);
+        }
+        Ok(Jit { inner: Arc::new(JitInner { lljit, es, reported }) })
+    }
+
+    /// Loads a per-task object into a fresh dylib and resolves its entry
+    /// (`meta.entry_symbol`) at once. `name_hint` only helps debugging (the
+    /// dylib's name is made unique with a process-wide counter).
+    pub fn load_task(&self, name_hint: &str, object: &[u8], meta: &LaunchMeta) -> Result<LoadedTask, JitError> {
+        let (dylib, addrs, times) = self.add_object(name_hint, object, &[meta.entry_symbol.as_str()])?;
+        Ok(LoadedTask { entry: runtime::entry_from_address(addrs[0]), meta: meta.clone(), times, dylib })
+    }
+
+    /// Loads a whole-kernel object into one fresh dylib and resolves every
+    /// launch's entry at once.
+    pub fn load_kernel(&self, name_hint: &str, object: &[u8], launches: &[LaunchMeta]) -> Result<Vec<LoadedTask>, JitError> {
+        let syms: Vec<&str> = launches.iter().map(|m| m.entry_symbol.as_str()).collect();
+        let (dylib, addrs, times) = self.add_object(name_hint, object, &syms)?;
+        Ok(launches
+            .iter()
+            .zip(addrs)
+            .map(|(m, a)| LoadedTask { entry: runtime::entry_from_address(a), meta: m.clone(), times, dylib: dylib.clone() })
+            .collect())
+    }
+
+    /// Adds `object` to a new dylib and looks `symbols` up in it. On
+    /// failure the dylib is cleared; its name is never used again.
+    fn add_object(&self, hint: &str, object: &[u8], symbols: &[&str]) -> Result<(Arc<Dylib>, Vec<u64>, LoadTimes), JitError> {
+        let t0 = Instant::now();
+        // ORC reads the object header when the object is added, but an
+        // empty buffer is refused here so no path depends on that.
+        if object.is_empty() {
+            return Err(JitError::new(JitErrorKind::Add, "the object is empty"));
+        }
+        let n = DYLIB_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let clean: String = hint.chars().map(|c| if c.is_ascii_graphic() { c } else { '_' }).collect();
+        let name = format!("{clean}#{n}");
+        let cname = CString::new(name.clone()).map_err(|_| JitError::new(JitErrorKind::Setup, "bad dylib name"))?;
+        let inner = &self.inner;
+        let mut jd: LLVMOrcJITDylibRef = std::ptr::null_mut();
+        let e = unsafe { LLVMOrcExecutionSessionCreateJITDylib(inner.es, &mut jd, cname.as_ptr()) };
+        if !e.is_null() {
+            return Err(JitError::new(JitErrorKind::Setup, take_error(e)));
+        }
+        let dylib = Arc::new(Dylib { _jit: inner.clone(), jd, name });
+        // libm and the rest of the process, from every dylib.
+        let mut gen: LLVMOrcDefinitionGeneratorRef = std::ptr::null_mut();
+        let prefix = unsafe { LLVMOrcLLJITGetGlobalPrefix(inner.lljit) };
+        let e = unsafe { LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&mut gen, prefix, None, std::ptr::null_mut()) };
+        if !e.is_null() {
+            return Err(JitError::new(JitErrorKind::Setup, take_error(e)));
+        }
+        unsafe { LLVMOrcJITDylibAddGenerator(jd, gen) };
+
+        let buf_name = CString::new("kiln-object").unwrap();
+        let buf = unsafe {
+            llvm_sys::core::LLVMCreateMemoryBufferWithMemoryRangeCopy(
+                object.as_ptr() as *const libc::c_char,
+                object.len(),
+                buf_name.as_ptr(),
+            )
+        };
+        // Takes ownership of the buffer, also on failure.
+        let e = unsafe { LLVMOrcLLJITAddObjectFile(inner.lljit, jd, buf) };
+        if !e.is_null() {
+            return Err(JitError::new(JitErrorKind::Add, take_error(e)));
+        }
+        let t1 = Instant::now();
+        let addrs = self.lookup(jd, symbols)?;
+        let times = LoadTimes { add: t1 - t0, link: t1.elapsed() };
+        Ok((dylib, addrs, times))
+    }
+
+    /// Looks symbols up in one dylib (LLJIT's own lookup searches only the
+    /// main dylib), which links the object if it is not linked yet.
+    fn lookup(&self, jd: LLVMOrcJITDylibRef, symbols: &[&str]) -> Result<Vec<u64>, JitError> {
+        let inner = &self.inner;
+        let mut names = Vec::with_capacity(symbols.len());
+        for s in symbols {
+            let c = CString::new(*s).map_err(|_| JitError::new(JitErrorKind::Link, format!("bad symbol name {s:?}")))?;
+            names.push(unsafe { LLVMOrcLLJITMangleAndIntern(inner.lljit, c.as_ptr()) });
+        }
+        let mut set: Vec<LLVMOrcCLookupSetElement> = names
+            .iter()
+            .map(|&n| LLVMOrcCLookupSetElement {
+                Name: n,
+                LookupFlags: LLVMOrcSymbolLookupFlags::LLVMOrcSymbolLookupFlagsRequiredSymbol,
+            })
+            .collect();
+        let mut order = [LLVMOrcCJITDylibSearchOrderElement {
+            JD: jd,
+            JDLookupFlags: LLVMOrcJITDylibLookupFlags::LLVMOrcJITDylibLookupFlagsMatchAllSymbols,
+        }];
+        let (tx, rx) = mpsc::sync_channel::<LookupResult>(1);
+        let ctx = Box::into_raw(Box::new(tx)) as *mut c_void;
+        unsafe {
+            LLVMOrcExecutionSessionLookup(
+                inner.es,
+                LLVMOrcLookupKind::LLVMOrcLookupKindStatic,
+                order.as_mut_ptr(),
+                1,
+                set.as_mut_ptr(),
+                set.len(),
+                lookup_done,
+                ctx,
+            );
+        }
+        let r = rx.recv();
+        // The result is a map: match it to the request by interned name
+        // (one pool entry per string, so equal names are equal pointers).
+        let r = r.map(|r| {
+            r.map(|pairs| {
+                names
+                    .iter()
+                    .map(|&n| pairs.iter().find(|(p, _)| *p == n as usize).map_or(0, |&(_, a)| a))
+                    .collect::<Vec<u64>>()
+            })
+        });
+        for n in names {
+            unsafe { LLVMOrcReleaseSymbolStringPoolEntry(n) };
+        }
+        match r {
+            Ok(Ok(addrs)) if addrs.iter().all(|&a| a != 0) => Ok(addrs),
+            Ok(Ok(_)) => Err(JitError::new(JitErrorKind::Link, "a looked-up symbol has no address")),
+            Ok(Err(m)) => {
+                let mut msg = m;
+                if let Ok(mut extra) = inner.reported.lock() {
+                    for e in extra.drain(..) {
+                        if !msg.contains(&e) {
+                            msg = format!("{msg}; {e}");
+                        }
+                    }
+                }
+                Err(JitError::new(JitErrorKind::Link, msg))
+            }
+            Err(_) => Err(JitError::new(JitErrorKind::Link, "the lookup never completed")),
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! The runtime side of the task ABI (`docs/runtime.md`): the context a
+//! task entry receives, the error slot, and launching a loaded task over
+//! field storage: serial tasks on the calling thread, `range_for` and
+//! `struct_for` in chunks of `block_dim` iterations over a thread pool.
+//!
+//! Owns: [`TaskContext`], [`ErrorSlot`], [`launch`] and the text of
+//! run-time errors of compiled code.
+//!
+//! Must never: compile or load code, or let a task touch memory that is not
+//! a field of the right element type and shape (checked before every
+//! launch).
+
+use crate::config::{LaunchMeta, MetaBound, MetaKind};
+use crate::exec::{FieldData, Fields, RunError};
+use crate::ir::{Scalar, DEFAULT_BLOCK_DIM};
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// A task's entry: `void kiln_task(const TaskContext *)`.
+pub type EntryFn = unsafe extern "C" fn(*const TaskContext);
+
+pub(crate) fn entry_from_address(a: u64) -> EntryFn {
+    // The address comes from a successful ORC lookup of a function symbol
+    // the object defines with this signature.
+    unsafe { std::mem::transmute::<usize, EntryFn>(a as usize) }
+}
+
+/// What a task entry receives (layout fixed by `docs/runtime.md`).
+#[repr(C)]
+#[derive(Debug)]
+pub struct TaskContext {
+    /// Base pointers of the fields, in the order of `LaunchMeta::fields`.
+    pub fields: *const *mut u8,
+    /// The task's parameters as 64-bit slots, in the order of
+    /// `LaunchMeta::params`.
+    pub params: *const u64,
+    pub error: *mut ErrorSlot,
+    /// The chunk of linear iterations to run, `[begin, end)` (parallel
+    /// tasks; a serial task ignores them).
+    pub begin: i64,
+    pub end: i64,
+}
+
+/// Where compiled code reports the first run-time error of a launch.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct ErrorSlot {
+    /// 0: no error; 1: an error was recorded (the first wins, by a
+    /// compare-and-swap from 0 to 1).
+    pub state: AtomicU32,
+    /// The field's position in `LaunchMeta::fields`.
+    pub field: u32,
+    /// How many of `index` are set.
+    pub rank: u32,
+    pub _pad: u32,
+    pub index: [i64; 8],
+}
+
+/// Raw pointers that are only read during a launch, shared by the pool's
+/// threads.
+#[derive(Clone, Copy)]
+struct Shared {
+    fields: *const *mut u8,
+    params: *const u64,
+    error: *mut ErrorSlot,
+}
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+/// The storage of one field as a task sees it: the caller's bytes, or an
+/// aligned copy when those are not aligned to the element size (copied
+/// back after the launch).
+enum Base<'f> {
+    Direct(&'f mut FieldData),
+    Copied(&'f mut FieldData, Vec<u64>),
+}
+
+impl Base<'_> {
+    fn ptr(&mut self) -> *mut u8 {
+        match self {
+            Base::Direct(f) => f.bytes.as_mut_ptr(),
+            Base::Copied(_, v) => v.as_mut_ptr() as *mut u8,
+        }
+    }
+    fn finish(self) {
+        if let Base::Copied(f, v) = self {
+            let n = f.bytes.len();
+            let src = unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, n) };
+            f.bytes.copy_from_slice(src);
+        }
+    }
+}
+
+/// The names a launch error reports.
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchNames<'a> {
+    pub kernel: &'a str,
+    pub task: &'a str,
+}
+
+/// The parameter slots of a task from a kernel's parameters (by name) and
+/// arguments.
+pub fn param_slots(
+    meta: &LaunchMeta,
+    kernel_params: &[(&str, Scalar)],
+    args: &[crate::ir::Const],
+    names: LaunchNames,
+) -> Result<Vec<u64>, RunError> {
+    meta.params
+        .iter()
+        .map(|(name, ty)| {
+            let k = kernel_params.iter().position(|(n, _)| n == name).ok_or_else(|| {
+                RunError::new(format!(
+                    "kernel @{}: task @{} reads parameter %{name}, which the kernel does not have",
+                    names.kernel, names.task
+                ))
+            })?;
+            let (_, kty) = kernel_params[k];
+            if kty.keyword() != ty {
+                return Err(RunError::new(format!(
+                    "kernel @{}: task @{} reads parameter %{name} as {ty}, but the kernel declares it {kty}",
+                    names.kernel, names.task
+                )));
+            }
+            let a = args.get(k).ok_or_else(|| RunError::new(format!("kernel @{}: missing argument %{name}", names.kernel)))?;
+            Ok(a.bits)
+        })
+        .collect()
+}
+
+fn slot_as_i64(bits: u64, ty: &str) -> i64 {
+    match ty {
+        "i1" => (bits & 1) as i64,
+        "i32" => bits as u32 as i32 as i64,
+        _ => bits as i64,
+    }
+}
+
+fn read_int_field(fields: &Fields, name: &str, names: LaunchNames) -> Result<i64, RunError> {
+    let f = fields
+        .get(name)
+        .ok_or_else(|| RunError::new(format!("kernel @{}: task @{}: no field @{name}", names.kernel, names.task)))?;
+    if !f.shape.is_empty() || !f.elem.is_int() {
+        return Err(RunError::new(format!(
+            "kernel @{}: task @{}: the bound @{name} is not a 0-D integer field",
+            names.kernel, names.task
+        )));
+    }
+    let b = &f.bytes;
+    Ok(match f.elem {
+        Scalar::I1 => (b[0] != 0) as i64,
+        Scalar::I32 => i32::from_le_bytes(b[..4].try_into().unwrap()) as i64,
+        _ => i64::from_le_bytes(b[..8].try_into().unwrap()),
+    })
+}
+
+/// The text of an out-of-bounds error: the first dimension whose index is
+/// out of range, worded as the interpreter words it.
+pub fn oob_message(kernel: &str, task: &str, field: &str, index: &[i64], shape: &[u64]) -> String {
+    let dim = index.iter().zip(shape).position(|(&i, &e)| i < 0 || i as u64 >= e).unwrap_or(0);
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    format!(
+        "kernel @{kernel}, task @{task}: index {} out of bounds for field @{field} of shape [{}] (dimension {dim})",
+        index.get(dim).copied().unwrap_or(0),
+        dims.join(", ")
+    )
+}
+
+/// Runs a loaded task once over `fields`: `slots` are its parameters
+/// ([`param_slots`]); parallel tasks run in chunks of `block_dim`
+/// iterations on `pool` (on the calling thread when `pool` is `None`).
+pub fn launch(
+    entry: EntryFn,
+    meta: &LaunchMeta,
+    names: LaunchNames,
+    slots: &[u64],
+    fields: &mut Fields,
+    pool: Option<&rayon::ThreadPool>,
+) -> Result<(), RunError> {
+    // The iteration space first (it may read 0-D fields).
+    let bound = |b: &MetaBound, fields: &Fields| -> Result<i64, RunError> {
+        Ok(match b {
+            MetaBound::Const(c) => *c,
+            MetaBound::Param(i) => {
+                let (_, ty) = meta.params.get(*i as usize).ok_or_else(|| {
+                    RunError::new(format!("kernel @{}: task @{}: bad parameter index", names.kernel, names.task))
+                })?;
+                let bits = slots.get(*i as usize).copied().ok_or_else(|| {
+                    RunError::new(format!("kernel @{}: task @{}: missing parameter slot {i}", names.kernel, names.task))
+                })?;
+                slot_as_i64(bits, ty)
+            }
+            MetaBound::Field(n) => read_int_field(fields, n, names)?,
+        })
+    };
+    let (begin, count, block) = match &meta.kind {
+        MetaKind::Serial => (0i64, 1i64, 1u32),
+        MetaKind::RangeFor { lo, hi, block_dim } => {
+            let lo = bound(lo, fields)?;
+            let hi = bound(hi, fields)?;
+            (lo, hi.saturating_sub(lo).max(0), *block_dim)
+        }
+        MetaKind::StructFor { field, block_dim, .. } => {
+            let f = fields.get(field).ok_or_else(|| {
+                RunError::new(format!("kernel @{}: task @{}: no field @{field}", names.kernel, names.task))
+            })?;
+            (0, f.len() as i64, *block_dim)
+        }
+    };
+    let block = if block == 0 { DEFAULT_BLOCK_DIM } else { block } as i64;
+
+    // Field storage, checked against what the object was compiled for.
+    let mut wanted: Vec<Option<Base>> = (0..meta.fields.len()).map(|_| None).collect();
+    for (name, data) in fields.map.iter_mut() {
+        let Some(pos) = meta.fields.iter().position(|f| f.name == name.as_str()) else { continue };
+        let mf = &meta.fields[pos];
+        if LaunchMeta::field_elem(mf) != Some(data.elem) || mf.shape != data.shape {
+            return Err(RunError::new(format!(
+                "kernel @{}: task @{} was compiled for @{} : {}{:?}, but the field is {}",
+                names.kernel,
+                names.task,
+                mf.name,
+                mf.elem,
+                mf.shape,
+                data.type_string()
+            )));
+        }
+        let align = data.elem.size_bytes();
+        wanted[pos] = Some(if (data.bytes.as_ptr() as usize) % align == 0 && !data.bytes.is_empty() {
+            Base::Direct(data)
+        } else {
+            let mut v = vec![0u64; data.bytes.len().div_ceil(8)];
+            unsafe { std::ptr::copy_nonoverlapping(data.bytes.as_ptr(), v.as_mut_ptr() as *mut u8, data.bytes.len()) };
+            Base::Copied(data, v)
+        });
+    }
+    let mut bases: Vec<Base> = Vec::with_capacity(wanted.len());
+    for (w, mf) in wanted.into_iter().zip(&meta.fields) {
+        bases.push(w.ok_or_else(|| {
+            RunError::new(format!("kernel @{}: task @{}: no field @{}", names.kernel, names.task, mf.name))
+        })?);
+    }
+    let ptrs: Vec<*mut u8> = bases.iter_mut().map(|b| b.ptr()).collect();
+    let mut slot = ErrorSlot::default();
+    let shared = Shared { fields: ptrs.as_ptr(), params: slots.as_ptr(), error: &mut slot };
+
+    let run_chunk = |s: Shared, b: i64, e: i64| {
+        // Once an error is recorded the launch fails: skip the rest.
+        if unsafe { (*s.error).state.load(Ordering::Relaxed) } != 0 {
+            return;
+        }
+        let ctx = TaskContext { fields: s.fields, params: s.params, error: s.error, begin: b, end: e };
+        unsafe { entry(&ctx) };
+    };
+    if matches!(meta.kind, MetaKind::Serial) {
+        run_chunk(shared, 0, 1);
+    } else if count > 0 {
+        let chunks = (count + block - 1) / block;
+        let chunk = |c: i64| {
+            let b = begin + c * block;
+            run_chunk(shared, b, (b + block).min(begin + count));
+        };
+        match pool {
+            Some(p) if p.current_num_threads() > 1 && chunks > 1 => {
+                p.install(|| (0..chunks).into_par_iter().for_each(chunk));
+            }
+            _ => (0..chunks).for_each(chunk),
+        }
+    }
+    drop(ptrs);
+    for b in bases {
+        b.finish();
+    }
+    if slot.state.load(Ordering::Acquire) != 0 {
+        let mf = meta.fields.get(slot.field as usize);
+        let rank = (slot.rank as usize).min(slot.index.len());
+        return Err(RunError::new(match mf {
+            Some(mf) => oob_message(names.kernel, names.task, &mf.name, &slot.index[..rank], &mf.shape),
+            None => format!("kernel @{}, task @{}: out-of-bounds access", names.kernel, names.task),
+        }));
+    }
+    Ok(())
+}
