@@ -7,7 +7,8 @@
 //!
 //! How: the text is cut into top-level chunks ([`split_items`]); each chunk
 //! is parsed on its own, so a syntax error costs one item and the rest is
-//! still checked. Lowering runs in two phases: first the chunks that
+//! still checked; within a broken item, further errors are found by
+//! blanking the line of each error and parsing again. Lowering runs in two phases: first the chunks that
 //! declare signatures (fields, functions, whole `module` blocks) are
 //! parsed, so that items may be used before they are declared; then every
 //! chunk is lowered, in parallel for large inputs (rayon). A chunk's syntax
@@ -70,11 +71,8 @@ fn parse_with(text: &str, parallel: bool) -> Result<Stream, Diagnostics> {
     // Phase 1: the chunks that declare signatures.
     let declares = |c: &crate::lexer::Chunk| matches!(c.kind, ChunkKind::Field | ChunkKind::Func | ChunkKind::Module);
     let parse_decl = |c: &crate::lexer::Chunk| declares(c).then(|| parse_chunk(text, c));
-    let mut early: Vec<Option<Result<Vec<Top>, Diagnostic>>> = if parallel {
-        chunks.par_iter().map(parse_decl).collect()
-    } else {
-        chunks.iter().map(parse_decl).collect()
-    };
+    let mut early: Vec<Option<Parsed>> =
+        if parallel { chunks.par_iter().map(parse_decl).collect() } else { chunks.iter().map(parse_decl).collect() };
     let mut sigs = Sigs::default();
     for tops in early.iter().flatten().flatten() {
         for top in tops {
@@ -85,10 +83,10 @@ fn parse_with(text: &str, parallel: bool) -> Result<Stream, Diagnostics> {
     }
 
     // Phase 2: parse what is left and lower everything, chunk by chunk.
-    let lower = |(c, early): (&crate::lexer::Chunk, Option<Result<Vec<Top>, Diagnostic>>)| {
+    let lower = |(c, early): (&crate::lexer::Chunk, Option<Parsed>)| {
         let tops = match early.unwrap_or_else(|| parse_chunk(text, c)) {
             Ok(tops) => tops,
-            Err(d) => return (Vec::new(), vec![d]),
+            Err(ds) => return (Vec::new(), ds),
         };
         let mut diags = Vec::new();
         let out = tops.into_iter().map(|t| lower_top(t, text, &sigs, &mut diags)).collect::<Vec<_>>();
@@ -141,41 +139,128 @@ fn parse_with(text: &str, parallel: bool) -> Result<Stream, Diagnostics> {
     Ok(Stream { modules })
 }
 
-/// A top-level form after lowering.
+/// A chunk's syntax tree, or its syntax errors.
+type Parsed = Result<Vec<Top>, Vec<Diagnostic>>;
+
+/// A top-level form after lowering. Short-lived (moved once into its
+/// module), so boxing the large variant would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 enum Lowered {
     Item(Item),
     Module(Module),
 }
 
-/// Parses one chunk with the grammar.
-fn parse_chunk(text: &str, c: &crate::lexer::Chunk) -> Result<Vec<Top>, Diagnostic> {
+/// Parses one chunk with the grammar; on a syntax error, also looks for
+/// more errors in the same chunk (see [`more_syntax_errors`]).
+fn parse_chunk(text: &str, c: &crate::lexer::Chunk) -> Parsed {
     if let Some(at) = c.too_deep {
-        return Err(Diagnostic::error(
+        return Err(vec![Diagnostic::error(
             format!("blocks are nested too deeply (more than {} levels)", crate::lexer::MAX_DEPTH),
             Span::new(at, at + 1),
-        ));
+        )]);
     }
     let piece = &text[c.start..c.end];
-    grammar::ChunkParser::new().parse(Lexer::new(piece, c.start)).map_err(|e| syntax_error(text, e))
+    grammar::ChunkParser::new().parse(Lexer::new(piece, c.start)).map_err(|e| {
+        let first = syntax_error(text, e);
+        more_syntax_errors(text, c, first)
+    })
+}
+
+/// How many further syntax errors one chunk may report.
+const MAX_RECOVERIES: usize = 20;
+
+/// Error recovery inside an item: blanks the line of the last error
+/// (keeping its braces, so that blocks stay balanced; a brace that opened a
+/// block gets a `while` in front of it) and parses the chunk again, keeping
+/// each new error that lies on a later line. Statements are line-shaped in
+/// practice, so this finds one error per broken statement without the
+/// follow-on errors that token-skipping recovery produces. It stops at an
+/// error in the item's header, at the end of input, or when no progress is
+/// made, where a blanked line could only cause follow-on errors.
+fn more_syntax_errors(text: &str, c: &crate::lexer::Chunk, first: Diagnostic) -> Vec<Diagnostic> {
+    let piece = &text[c.start..c.end];
+    // Where the item's body begins: errors before it are in the header.
+    let body_start = Lexer::new(piece, c.start)
+        .find_map(|t| match t {
+            Ok((s, Tok::LBrace, _)) => Some(s),
+            _ => None,
+        })
+        .unwrap_or(usize::MAX);
+    let mut errors = vec![first];
+    let mut buf = piece.as_bytes().to_vec();
+    for _ in 0..MAX_RECOVERIES {
+        let Some(last) = errors.last() else { break };
+        let Some(span) = last.span else { break };
+        let at = span.start as usize;
+        if at <= body_start || at >= c.end || last.message.ends_with("found end of input") {
+            break;
+        }
+        let mut line = blank_line(&mut buf, at - c.start);
+        if line.is_none() {
+            // The error is at a brace (`found `}``): the statement before
+            // it is what is incomplete, so blank that instead.
+            let prev =
+                buf[..(at - c.start)].iter().rposition(|&b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'{' | b'}'));
+            if let Some(p) = prev {
+                blank_line(&mut buf, p);
+            }
+            line = Some(line_range(&buf, at - c.start));
+        }
+        let Some(line) = line else { break };
+        let Ok(again) = std::str::from_utf8(&buf) else { break };
+        let e = match grammar::ChunkParser::new().parse(Lexer::new(again, c.start)) {
+            Ok(_) => break,
+            Err(e) => syntax_error(text, e),
+        };
+        match e.span {
+            Some(s) if s.start as usize >= c.start + line.end => errors.push(e),
+            _ => break,
+        }
+    }
+    errors
+}
+
+/// The range of the line around `at`.
+fn line_range(buf: &[u8], at: usize) -> std::ops::Range<usize> {
+    let start = buf[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let end = buf[at..].iter().position(|&b| b == b'\n').map_or(buf.len(), |i| at + i);
+    start..end
+}
+
+/// Replaces the line around `at` with blanks except for its braces and
+/// returns the line's range, or None if there was nothing to blank; a `{`
+/// with room before it gets `while `, so that the block it opens still
+/// parses as a statement.
+fn blank_line(buf: &mut [u8], at: usize) -> Option<std::ops::Range<usize>> {
+    let r = line_range(buf, at);
+    let mut changed = false;
+    for i in r.clone() {
+        if !matches!(buf[i], b'{' | b'}' | b' ') {
+            buf[i] = b' ';
+            changed = true;
+        }
+    }
+    const WHILE: &[u8] = b"while ";
+    for i in r.clone() {
+        if buf[i] == b'{' && i >= r.start + WHILE.len() && buf[i - WHILE.len()..i].iter().all(|&b| b == b' ') {
+            buf[i - WHILE.len()..i].copy_from_slice(WHILE);
+        }
+    }
+    changed.then_some(r)
 }
 
 /// Turns a grammar error into `expected X, found Y`.
 fn syntax_error(text: &str, e: ParseError<usize, Tok<'_>, LexError>) -> Diagnostic {
     match e {
-        ParseError::InvalidToken { location } => {
-            Diagnostic::error("invalid token", Span::new(location, location + 1))
-        }
+        ParseError::InvalidToken { location } => Diagnostic::error("invalid token", Span::new(location, location + 1)),
         ParseError::UnrecognizedEof { location, expected } => Diagnostic::error(
             format!("expected {}, found end of input", describe_expected(&expected)),
             Span::new(location, location),
         ),
-        ParseError::UnrecognizedToken { token: (l, t, r), expected } => Diagnostic::error(
-            format!("expected {}, found {t}", describe_expected(&expected)),
-            Span::new(l, r),
-        ),
-        ParseError::ExtraToken { token: (l, t, r) } => {
-            Diagnostic::error(format!("unexpected {t}"), Span::new(l, r))
+        ParseError::UnrecognizedToken { token: (l, t, r), expected } => {
+            Diagnostic::error(format!("expected {}, found {t}", describe_expected(&expected)), Span::new(l, r))
         }
+        ParseError::ExtraToken { token: (l, t, r) } => Diagnostic::error(format!("unexpected {t}"), Span::new(l, r)),
         ParseError::User { error } => {
             let found = text.get(error.span.range()).unwrap_or("?");
             Diagnostic::error(format!("unexpected character `{found}`"), error.span)
@@ -391,6 +476,14 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
     fn finish(mut self) -> Body {
         if !self.resolved.is_empty() {
             resolve_forward_uses(&mut self.body, &self.resolved);
+        }
+        // The arenas grew by doubling; a whole module's IR is resident at
+        // once, so give the slack back (glibc shrinks in place).
+        self.body.values.shrink_to_fit();
+        self.body.stmts.shrink_to_fit();
+        self.body.blocks.shrink_to_fit();
+        for b in &mut self.body.blocks {
+            b.shrink_to_fit();
         }
         self.body
     }
@@ -648,7 +741,12 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                     .enumerate()
                     .map(|(i, n)| self.define(n, Type::Scalar(Scalar::I32), ValueDef::LoopVar(st, i as u32)))
                     .collect();
-                TaskKind::StructFor { vars, field: field.text(self.src).into(), field_span: field.span, block_dim: self.block_dim(dim) }
+                TaskKind::StructFor {
+                    vars,
+                    field: field.text(self.src).into(),
+                    field_span: field.span,
+                    block_dim: self.block_dim(dim),
+                }
             }
         }
     }
@@ -775,7 +873,11 @@ pub fn lit_const(l: &ast::Lit<'_>, ty: Scalar) -> Result<Const, Diagnostic> {
         (LitKind::True, Scalar::I1) => Ok(Const::bool(true)),
         (LitKind::False, Scalar::I1) => Ok(Const::bool(false)),
         (LitKind::True | LitKind::False, _) => Err(Diagnostic::error(
-            format!("expected {} literal for {ty}, found `{}`", if ty.is_int() { "an integer" } else { "a float" }, l.text),
+            format!(
+                "expected {} literal for {ty}, found `{}`",
+                if ty.is_int() { "an integer" } else { "a float" },
+                l.text
+            ),
             l.span,
         )),
         (LitKind::Float, t) if t.is_int() => Err(Diagnostic::error(
