@@ -8,6 +8,7 @@
 
 use kiln::cache::{Key, Lookup};
 use kiln::codegen::HostTarget;
+use kiln::config::LaunchMeta;
 use kiln::jit::cached;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -259,9 +260,23 @@ type Damage = fn(&mut Vec<u8>);
 /// `patch(object)`, through the store's own `put`, so the checksum is
 /// right and only loading can find the problem.
 fn restore_with_object(cache: &Path, key: &Key, patch: impl FnOnce(Vec<u8>) -> Vec<u8>) {
+    restore_with(cache, key, |meta, object| (meta, patch(object)));
+}
+
+/// Re-stores the record of `key` with its metadata and object replaced,
+/// through the store's own `put`.
+fn restore_with(cache: &Path, key: &Key, patch: impl FnOnce(LaunchMeta, Vec<u8>) -> (LaunchMeta, Vec<u8>)) {
     let store = cached::open_store(cache, &HostTarget::detect().unwrap(), false).unwrap();
     let Lookup::Hit(record) = store.get(key).unwrap() else { panic!("no record for {key}") };
-    store.put(key, &record.meta, &patch(record.object)).unwrap();
+    let (meta, object) = patch(record.meta, record.object);
+    store.put(key, &meta, &object).unwrap();
+}
+
+/// Metadata that launches differently from the task (a field one element
+/// longer than the object's bounds checks assume).
+fn mismatched_meta(mut meta: LaunchMeta, object: Vec<u8>) -> (LaunchMeta, Vec<u8>) {
+    meta.fields[0].shape[0] += 1;
+    (meta, object)
 }
 
 /// Renames the undefined symbol `sinf` in an object to `zqxf`, a symbol
@@ -301,7 +316,7 @@ fn every_kind_of_damage_is_replaced_and_the_run_is_correct() {
         ("object that does not link", unlinkable),
         ("object that does not add", |o| o.iter().map(|b| b.wrapping_mul(31).wrapping_add(7)).collect()),
     ];
-    let cases = in_file.len() + through_put.len();
+    let cases = in_file.len() + through_put.len() + 1;
     for case in 0..cases {
         let cache = tmp.path().join(format!("c{case}"));
         let cold = run_cached(home, &cache, &file);
@@ -313,10 +328,13 @@ fn every_kind_of_damage_is_replaced_and_the_run_is_correct() {
             damage(&mut bytes);
             std::fs::write(&record, &bytes).unwrap();
             what
-        } else {
+        } else if case < in_file.len() + through_put.len() {
             let (what, patch) = through_put[case - in_file.len()];
             restore_with_object(&cache, &key, patch);
             what
+        } else {
+            restore_with(&cache, &key, mismatched_meta);
+            "metadata that does not match the task"
         };
         let r = run_cached(home, &cache, &file);
         assert_eq!(r.outcome(), (9, 0, 1, 1), "{what}: {}", r.stats);
