@@ -58,8 +58,7 @@ fn main() {
     // LLVM, the JIT and the store are set up before the kernel is
     // requested, as in a program that runs more than one kernel.
     let target = HostTarget::detect().unwrap_or_else(|e| fail(e.to_string()));
-    let mut config = CompileConfig::default();
-    config.opt_level = opt;
+    let config = CompileConfig { opt_level: opt, ..Default::default() };
     let compiler = Compiler::new(config.clone(), target.clone()).unwrap_or_else(|e| fail(e.to_string()));
     let mut engine = JitEngine::new(compiler.clone(), JitPath::PerTask, 1).unwrap_or_else(|e| fail(e.message));
     let store = cached::open_store(std::path::Path::new(&cache), &target, false).unwrap_or_else(|e| fail(e.to_string()));

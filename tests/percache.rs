@@ -255,6 +255,8 @@ fn identical_tasks_of_two_kernels_compile_once() {
 
 /// A way to damage a record file in place.
 type Damage = fn(&mut Vec<u8>);
+/// A way to change a record's object before storing it again.
+type Patch = fn(Vec<u8>) -> Vec<u8>;
 
 /// Re-stores the record of `key` with its object replaced by
 /// `patch(object)`, through the store's own `put`, so the checksum is
@@ -312,7 +314,7 @@ fn every_kind_of_damage_is_replaced_and_the_run_is_correct() {
             b[n] ^= 0x10
         }),
     ];
-    let through_put: [(&str, fn(Vec<u8>) -> Vec<u8>); 2] = [
+    let through_put: [(&str, Patch); 2] = [
         ("object that does not link", unlinkable),
         ("object that does not add", |o| o.iter().map(|b| b.wrapping_mul(31).wrapping_add(7)).collect()),
     ];

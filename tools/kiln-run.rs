@@ -156,8 +156,7 @@ fn make_engine(cli: &Cli) -> Result<(Runner, Option<String>), ToolError> {
         return Ok((Runner::Interp(kiln::interp::Interpreter::new()), None));
     }
     let target = HostTarget::detect_with(cpu.as_deref(), features.as_deref()).map_err(ToolError::msg)?;
-    let mut config = kiln::config::CompileConfig::default();
-    config.opt_level = opt_level(&cli.opt);
+    let config = kiln::config::CompileConfig { opt_level: opt_level(&cli.opt), ..Default::default() };
     let compiler = Compiler::new(config, target.clone()).map_err(ToolError::msg)?;
     let threads =
         cli.threads.map(|n| n as usize).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
