@@ -761,7 +761,9 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 let exit = self.cx.append_basic_block(self.func, "for.exit");
                 self.b.build_unconditional_branch(head)?;
                 self.b.position_at_end(head);
-                let phi = self.b.build_phi(ity, self.body.name(*var))?;
+                // The KIR name, for readable `--emit=llvm` (prefixed: a numeric
+                // name like `%0` must not look like LLVM's own numbering).
+                let phi = self.b.build_phi(ity, &format!("v.{}", self.body.name(*var)))?;
                 let iv = phi.as_basic_value().into_int_value();
                 let go = self.b.build_int_compare(IntPredicate::SLT, iv, hi, "")?;
                 self.b.build_conditional_branch(go, body_bb, exit)?;
