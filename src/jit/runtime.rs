@@ -255,16 +255,27 @@ pub fn launch(
     if matches!(meta.kind, MetaKind::Serial) {
         run_chunk(shared, 0, 1);
     } else if count > 0 {
-        let chunks = (count + block - 1) / block;
-        let chunk = |c: i64| {
-            let b = begin + c * block;
-            run_chunk(shared, b, (b + block).min(begin + count));
-        };
+        let end = begin + count;
         match pool {
-            Some(p) if p.current_num_threads() > 1 && chunks > 1 => {
-                p.install(|| (0..chunks).into_par_iter().for_each(chunk));
+            Some(p) if p.current_num_threads() > 1 && count > block => {
+                // Chunks are runs of whole blocks; a pool thread takes a few
+                // consecutive blocks per call (about 8 calls per thread), so
+                // the per-call cost (context, loop set-up, vector-loop
+                // checks) stays small next to the work.
+                let blocks = (count + block - 1) / block;
+                let per_call = (blocks / (8 * p.current_num_threads() as i64)).max(1);
+                let step = per_call * block;
+                let calls = (count + step - 1) / step;
+                p.install(|| {
+                    (0..calls).into_par_iter().for_each(|c| {
+                        let b = begin + c * step;
+                        run_chunk(shared, b, (b + step).min(end));
+                    })
+                });
             }
-            _ => (0..chunks).for_each(chunk),
+            // One thread: the blocks in order are one call over the whole
+            // range (the same iterations in the same order).
+            _ => run_chunk(shared, begin, end),
         }
     }
     drop(ptrs);
