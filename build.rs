@@ -19,6 +19,10 @@ fn main() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_else(|| "none".into());
     println!("cargo:rustc-env=KILN_LLVM_VERSION={version}");
+    // Explicit rerun directives replace cargo's default (any file of the
+    // package), so name every input.
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=src/grammar.lalrpop");
     println!("cargo:rerun-if-env-changed=LLVM_SYS_221_PREFIX");
     println!("cargo:rerun-if-changed={prefix}/bin/llvm-config");
 }

@@ -16,6 +16,14 @@ fn main() {
     let mb = text.len() as f64 / 1e6;
     let report = |what: &str, t: f64| eprintln!("{what:<28} {t:7.3}s  {:7.1} MB/s", mb / t);
 
+    if std::env::var_os("PARSE_ONLY").is_some() {
+        // For `perf record`: the full parse and nothing else.
+        let t = cpu();
+        let s = kiln::parser::parse_sequential(&text).expect("parses");
+        report("parse (sequential, full)", cpu() - t);
+        std::mem::forget(s);
+        return;
+    }
     let t = cpu();
     let chunks = split_items(&text);
     report("split into chunks", cpu() - t);

@@ -334,7 +334,8 @@ impl Gen {
         format!("{p}{}", self.next)
     }
     fn pick(&mut self, ints: bool) -> String {
-        let pool: Vec<&String> = if ints { self.ints.iter().flatten().collect() } else { self.floats.iter().flatten().collect() };
+        let pool: Vec<&String> =
+            if ints { self.ints.iter().flatten().collect() } else { self.floats.iter().flatten().collect() };
         pool[self.rng.below(pool.len())].clone()
     }
     /// The most recent float (what a store or a return writes).
@@ -522,11 +523,22 @@ fn main() {
         std::process::exit(2);
     };
     let bytes = (mb * 1e6) as usize;
-    let outputs: Vec<(String, Box<dyn Emit>)> = std::iter::once((kir, Box::new(Kir { out: String::new(), indent: 0 }) as Box<dyn Emit>))
-        .chain(ll.map(|p| {
-            (p, Box::new(Llvm { out: String::new(), bufs: vec![], cur: String::new(), preds: vec![], ifs: vec![], next: 0 }) as Box<dyn Emit>)
-        }))
-        .collect();
+    let outputs: Vec<(String, Box<dyn Emit>)> =
+        std::iter::once((kir, Box::new(Kir { out: String::new(), indent: 0 }) as Box<dyn Emit>))
+            .chain(ll.map(|p| {
+                (
+                    p,
+                    Box::new(Llvm {
+                        out: String::new(),
+                        bufs: vec![],
+                        cur: String::new(),
+                        preds: vec![],
+                        ifs: vec![],
+                        next: 0,
+                    }) as Box<dyn Emit>,
+                )
+            }))
+            .collect();
     for (path, e) in outputs {
         let text = generate(e, bytes, seed);
         if let Err(err) = std::fs::write(&path, &text) {

@@ -13,6 +13,16 @@
 //! always checks, whatever the compile configuration says, because an
 //! out-of-bounds access here would be a Rust panic, not undefined memory.
 //!
+//! Where `docs/language.md` leaves a choice open, the interpreter (and the
+//! JIT, which matches it) decides: float `min`/`max` order `-0.0` below
+//! `+0.0` (LLVM's `minimumnum`/`maximumnum`), so the result never depends
+//! on operand order; `cmp` on `i1` is unsigned (`false < true`); `ret`
+//! outside a function ends the kernel (in a task body, which the verifier
+//! rejects, it would end the iteration); NaN payloads and signs are
+//! whatever the host's arithmetic gives (IEEE leaves them open, so tests
+//! never compare stored NaNs bitwise); transcendental functions are the
+//! host libm's (`f32::sin` is `sinf`), the ones the JIT calls too.
+//!
 //! Values live in a `Vec<u64>` register file per body, in "register form":
 //! `i1` is 0 or 1, `i32` is sign-extended to 64 bits (so indices and loop
 //! bounds of either integer type compare as `i64`), `i64` as is, `f32` its

@@ -2,20 +2,28 @@
 //! cached.
 //!
 //! Owns: the canonical per-task text and the [`Key`]. The canonical text of
-//! a task is its per-task module as [`crate::passes::split::task_needs`]
-//! defines it (the fields it touches, sorted by name; the functions it
-//! calls transitively, sorted by name; the task item), printed with every
-//! value renamed `%0, %1, ...` in definition order (parameters first) in
-//! each body, the task named `@task` and its kernel `@kernel`, and no
-//! module name. So value names, comments, layout, the order of items, items
-//! the task does not use, and the names of the task and its kernel never
-//! change a key; any change to what the task computes or touches does.
+//! a task is its per-task module — its fields and functions in module
+//! order, then the task item — printed with every value renamed `%0, %1,
+//! ...` in definition order (parameters first) in each body, the task
+//! named `@task` and its kernel `@kernel`, and no module name.
+//!
+//! The fields and functions are exactly the module's, in its order,
+//! because that is what codegen compiles: the object takes the fields'
+//! base pointers in module order, so two modules listing the same fields in
+//! another order, or one more field, must not share an object. What makes
+//! keys insensitive to unused items and to item order is `split-tasks`
+//! (`crate::passes::split`), which gives every task module exactly the
+//! fields it touches and the functions it calls, each sorted by name. So,
+//! for a kernel file keyed through [`task_stream`], value names, comments,
+//! layout, the order of items, items a task does not use, other tasks, and
+//! the names of the task and its kernel never change a key; any change to
+//! what the task computes or touches does.
 //!
 //! The key is blake3 over, in order: the domain tag `kiln task key\0`, the
 //! key format version ([`KEY_FORMAT_VERSION`], 4 bytes little-endian), the
-//! canonical text's length (8 bytes LE) and bytes, and the compile
-//! configuration serialised whole with serde_json in its declared field
-//! order — its length (8 bytes LE) and bytes. Hashing the serialised
+//! compile configuration serialised whole with serde_json in its declared
+//! field order — its length (8 bytes LE) and bytes — and the canonical
+//! text's length (8 bytes LE) and bytes. Hashing the serialised
 //! struct means a field added to [`CompileConfig`] is in every key without
 //! anyone remembering to add it. [`explain`] returns exactly these parts.
 //!
@@ -25,7 +33,6 @@
 
 use crate::config::CompileConfig;
 use crate::ir::*;
-use crate::passes::split::task_needs;
 use std::fmt;
 
 /// The version of the key's format: bump it when the canonical text or the
@@ -44,9 +51,10 @@ const DOMAIN: &[u8] = b"kiln task key\0";
 pub use crate::cache::Key;
 
 /// The canonical per-task module of `task`, a task item of module `m`:
-/// what it needs from `m`, values renumbered, placeholder names.
+/// `m`'s fields and functions, the task, values renumbered, placeholder
+/// names.
 pub fn canonical_module(m: &Module, task: &TaskItem) -> Module {
-    let (fields, funcs) = task_needs(m, &task.body, task.body.entry, &task.kind);
+    let (fields, funcs) = module_items(m);
     let mut items: Vec<Item> = Vec::with_capacity(fields.len() + funcs.len() + 1);
     items.extend(fields.into_iter().map(|f| Item::Field(Field { span: Span::DUMMY, ..f.clone() })));
     for f in funcs {
@@ -63,9 +71,353 @@ pub fn canonical_module(m: &Module, task: &TaskItem) -> Module {
     Module { name: None, items, span: Span::DUMMY }
 }
 
-/// The canonical text of a task (see the module doc).
+/// The fields and functions of a task's module that its text includes:
+/// all of them, in module order (see the module doc for why).
+fn module_items(m: &Module) -> (Vec<&Field>, Vec<&Func>) {
+    (m.fields().collect(), m.funcs().collect())
+}
+
+/// The canonical text of a task (see the module doc): exactly
+/// `canonical_module(m, task).to_string()`, written directly, without
+/// copying the task or going through `fmt` (keying runs at hundreds of MB/s
+/// of text this way; a test pins it to the printer on every test input).
 pub fn canonical_text(m: &Module, task: &TaskItem) -> String {
-    canonical_module(m, task).to_string()
+    let mut out = String::with_capacity(512);
+    write_canonical(&mut out, m, task);
+    out
+}
+
+/// Appends the canonical text of a task to `out`.
+pub fn write_canonical(out: &mut String, m: &Module, task: &TaskItem) {
+    let (fields, funcs) = module_items(m);
+    let mut first = true;
+    for f in &fields {
+        out.push_str("field @");
+        out.push_str(&f.name);
+        out.push_str(" : ");
+        out.push_str(f.elem.keyword());
+        if !f.shape.is_empty() {
+            out.push('[');
+            for (i, d) in f.shape.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                push_u64(out, *d);
+            }
+            out.push(']');
+        }
+        out.push('\n');
+        first = false;
+    }
+    for f in &funcs {
+        if !first {
+            out.push('\n');
+        }
+        first = false;
+        let mut w = Canon::new(out, &f.body);
+        w.out.push_str("func @");
+        w.out.push_str(&f.name);
+        w.params(&f.params);
+        if let Some(r) = f.ret {
+            w.out.push_str(" -> ");
+            w.out.push_str(r.keyword());
+        }
+        w.block(f.body.entry, 0);
+        w.out.push('\n');
+    }
+    if !first {
+        out.push('\n');
+    }
+    let mut w = Canon::new(out, &task.body);
+    w.out.push_str("task @");
+    w.out.push_str(TASK_PLACEHOLDER);
+    w.out.push_str(" of @");
+    w.out.push_str(KERNEL_PLACEHOLDER);
+    w.params(&task.params);
+    w.out.push(' ');
+    w.task_kind(&task.kind);
+    w.block(task.body.entry, 0);
+    w.out.push('\n');
+}
+
+fn push_u64(out: &mut String, mut v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend(buf[i..].iter().map(|&d| d as char));
+}
+
+fn push_i64(out: &mut String, v: i64) {
+    if v < 0 {
+        out.push('-');
+    }
+    push_u64(out, v.unsigned_abs());
+}
+
+/// The canonical writer of one body: values get numbers as their
+/// definitions are written, which is definition order.
+struct Canon<'a, 'b> {
+    out: &'a mut String,
+    body: &'b Body,
+    /// The number of each value, `u32::MAX` until it is defined.
+    num: Vec<u32>,
+    next: u32,
+}
+
+impl<'a, 'b> Canon<'a, 'b> {
+    fn new(out: &'a mut String, body: &'b Body) -> Canon<'a, 'b> {
+        Canon { out, body, num: vec![u32::MAX; body.values.len()], next: 0 }
+    }
+
+    fn def(&mut self, v: Value) {
+        self.num[v.index()] = self.next;
+        self.next += 1;
+        self.v(v);
+    }
+
+    fn v(&mut self, v: Value) {
+        self.out.push('%');
+        match self.num[v.index()] {
+            // A use with no definition (the verifier rejects it) keeps its
+            // name, as renumbering the module would.
+            u32::MAX => self.out.push_str(self.body.name(v)),
+            n => push_u64(self.out, n as u64),
+        }
+    }
+
+    fn vals(&mut self, vs: &[Value]) {
+        for (i, &v) in vs.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.v(v);
+        }
+    }
+
+    fn params(&mut self, params: &[Param]) {
+        self.out.push('(');
+        for (i, p) in params.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            match self.body.params.get(i) {
+                Some(&v) => self.def(v),
+                None => self.out.push_str("%?"),
+            }
+            self.out.push_str(": ");
+            self.out.push_str(p.ty.keyword());
+            if let Some(d) = p.default {
+                self.out.push_str(" = ");
+                self.out.push_str(&crate::printer::fmt_const(d));
+            }
+        }
+        self.out.push(')');
+    }
+
+    fn bound(&mut self, b: &Bound) {
+        match b {
+            Bound::Const(c) => push_i64(self.out, *c),
+            Bound::Value(v) => self.v(*v),
+            Bound::Field(name, _) => {
+                self.out.push('@');
+                self.out.push_str(name);
+                self.out.push_str("[]");
+            }
+        }
+    }
+
+    fn range(&mut self, var: Value, lo: &Bound, hi: &Bound) {
+        self.def(var);
+        let ty = self.body.ty(var);
+        let inferable = matches!(lo, Bound::Value(_)) || matches!(hi, Bound::Value(_));
+        if !inferable && ty != Type::Scalar(Scalar::I32) {
+            self.out.push_str(" : ");
+            self.out.push_str(&ty.to_string());
+        }
+        self.out.push_str(" in ");
+        self.bound(lo);
+        self.out.push_str(" .. ");
+        self.bound(hi);
+    }
+
+    fn task_kind(&mut self, k: &TaskKind) {
+        match k {
+            TaskKind::Serial => self.out.push_str("serial"),
+            TaskKind::RangeFor { var, lo, hi, block_dim } => {
+                self.out.push_str("range_for ");
+                self.range(*var, lo, hi);
+                self.out.push_str(" block_dim ");
+                push_u64(self.out, *block_dim as u64);
+            }
+            TaskKind::StructFor { vars, field, block_dim, .. } => {
+                self.out.push_str("struct_for ");
+                for (i, &v) in vars.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push_str(", ");
+                    }
+                    self.def(v);
+                }
+                self.out.push_str(" in @");
+                self.out.push_str(field);
+                self.out.push_str(" block_dim ");
+                push_u64(self.out, *block_dim as u64);
+            }
+        }
+    }
+
+    fn indent(&mut self, depth: usize) {
+        for _ in 0..depth {
+            self.out.push_str("  ");
+        }
+    }
+
+    /// ` {`, the statements one level deeper, and `}` at `depth`.
+    fn block(&mut self, b: Block, depth: usize) {
+        self.out.push_str(" {\n");
+        for &s in self.body.block(b) {
+            self.stmt(s, depth + 1);
+        }
+        self.indent(depth);
+        self.out.push('}');
+    }
+
+    fn field_ref(&mut self, r: &FieldRef) {
+        self.out.push('@');
+        self.out.push_str(&r.field);
+        self.out.push('[');
+        self.vals(&r.indices);
+        self.out.push(']');
+    }
+
+    fn stmt(&mut self, s: Stmt, depth: usize) {
+        let body = self.body;
+        let data = body.stmt(s);
+        self.indent(depth);
+        if let Some(r) = data.result {
+            self.def(r);
+            self.out.push_str(" = ");
+        }
+        match &data.kind {
+            StmtKind::Const(c) => {
+                self.out.push_str("const ");
+                match c.ty {
+                    Scalar::I32 | Scalar::I64 => push_i64(self.out, c.as_i64().unwrap_or_default()),
+                    _ => self.out.push_str(&crate::printer::fmt_const(*c)),
+                }
+                self.out.push_str(" : ");
+                self.out.push_str(c.ty.keyword());
+            }
+            StmtKind::Binary(op, a, b) => {
+                self.out.push_str(op.keyword());
+                self.out.push(' ');
+                self.vals(&[*a, *b]);
+            }
+            StmtKind::Unary(op, a) => {
+                self.out.push_str(op.keyword());
+                self.out.push(' ');
+                self.v(*a);
+            }
+            StmtKind::Cmp(op, a, b) => {
+                self.out.push_str("cmp ");
+                self.out.push_str(op.keyword());
+                self.out.push(' ');
+                self.vals(&[*a, *b]);
+            }
+            StmtKind::Cast(a, ty) => {
+                self.out.push_str("cast ");
+                self.v(*a);
+                self.out.push_str(" to ");
+                self.out.push_str(ty.keyword());
+            }
+            StmtKind::Select(c, a, b) => {
+                self.out.push_str("select ");
+                self.vals(&[*c, *a, *b]);
+            }
+            StmtKind::Load(r) => {
+                self.out.push_str("load ");
+                self.field_ref(r);
+            }
+            StmtKind::Store(r, v) => {
+                self.out.push_str("store ");
+                self.field_ref(r);
+                self.out.push_str(", ");
+                self.v(*v);
+            }
+            StmtKind::Atomic(op, r, v) => {
+                self.out.push_str("atomic ");
+                self.out.push_str(op.keyword());
+                self.out.push(' ');
+                self.field_ref(r);
+                self.out.push_str(", ");
+                self.v(*v);
+            }
+            StmtKind::Alloca(ty) => {
+                self.out.push_str("alloca ");
+                self.out.push_str(ty.keyword());
+            }
+            StmtKind::LoadSlot(p) => {
+                self.out.push_str("load ");
+                self.v(*p);
+            }
+            StmtKind::StoreSlot(p, v) => {
+                self.out.push_str("store ");
+                self.vals(&[*p, *v]);
+            }
+            StmtKind::Call(name, args, _) => {
+                self.out.push_str("call @");
+                self.out.push_str(name);
+                self.out.push('(');
+                self.vals(args);
+                self.out.push(')');
+            }
+            StmtKind::Ret(v) => {
+                self.out.push_str("ret");
+                if let Some(v) = v {
+                    self.out.push(' ');
+                    self.v(*v);
+                }
+            }
+            StmtKind::If { cond, then_blk, else_blk } => {
+                self.out.push_str("if ");
+                self.v(*cond);
+                self.block(*then_blk, depth);
+                if let Some(e) = else_blk {
+                    self.out.push_str(" else");
+                    self.block(*e, depth);
+                }
+            }
+            StmtKind::For { var, lo, hi, body: b } => {
+                self.out.push_str("for ");
+                self.range(*var, lo, hi);
+                self.block(*b, depth);
+            }
+            StmtKind::While { body: b } => {
+                self.out.push_str("while");
+                self.block(*b, depth);
+            }
+            StmtKind::Break => self.out.push_str("break"),
+            StmtKind::Continue => self.out.push_str("continue"),
+            StmtKind::Task { name, kind, body: b } => {
+                self.out.push_str("task @");
+                self.out.push_str(name);
+                self.out.push(' ');
+                self.task_kind(kind);
+                self.block(*b, depth);
+            }
+            StmtKind::Launch(name) => {
+                self.out.push_str("launch @");
+                self.out.push_str(name);
+            }
+        }
+        self.out.push('\n');
+    }
 }
 
 fn header_vars(k: &TaskKind) -> Vec<Value> {
@@ -101,14 +453,30 @@ fn renumber(body: &mut Body, header: &[Value]) {
 
 /// The key of a canonical text under a configuration.
 pub fn key_of_text(text: &str, config: &CompileConfig) -> Key {
-    let cfg = config_json(config);
+    key_of_parts(text, &config_json(config))
+}
+
+/// The key of a canonical text and a configuration's JSON (see the module
+/// doc for the layout).
+fn key_of_parts(text: &str, config_json: &str) -> Key {
+    key_with_prefix(&config_prefix(config_json), text)
+}
+
+/// The hasher state after everything that precedes the text: keying many
+/// tasks under one configuration hashes that part once.
+fn config_prefix(config_json: &str) -> blake3::Hasher {
     let mut h = blake3::Hasher::new();
     h.update(DOMAIN);
     h.update(&KEY_FORMAT_VERSION.to_le_bytes());
+    h.update(&(config_json.len() as u64).to_le_bytes());
+    h.update(config_json.as_bytes());
+    h
+}
+
+fn key_with_prefix(prefix: &blake3::Hasher, text: &str) -> Key {
+    let mut h = prefix.clone();
     h.update(&(text.len() as u64).to_le_bytes());
     h.update(text.as_bytes());
-    h.update(&(cfg.len() as u64).to_le_bytes());
-    h.update(cfg.as_bytes());
     Key(*h.finalize().as_bytes())
 }
 
@@ -137,11 +505,12 @@ pub struct TaskKey {
 
 /// The keys of every task item of a split stream, in stream order.
 pub fn stream_keys(stream: &Stream, config: &CompileConfig) -> Vec<TaskKey> {
+    let prefix = config_prefix(&config_json(config));
     let mut out = Vec::new();
     for m in &stream.modules {
         for t in m.tasks() {
             let text = canonical_text(m, t);
-            out.push(TaskKey { task: t.name.clone(), kernel: t.kernel.clone(), key: key_of_text(&text, config), text });
+            out.push(TaskKey { task: t.name.clone(), kernel: t.kernel.clone(), key: key_with_prefix(&prefix, &text), text });
         }
     }
     out

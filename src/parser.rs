@@ -7,7 +7,8 @@
 //!
 //! How: the text is cut into top-level chunks ([`split_items`]); each chunk
 //! is parsed on its own, so a syntax error costs one item and the rest is
-//! still checked. Lowering runs in two phases: first the chunks that
+//! still checked; within a broken item, further errors are found by
+//! blanking the line of each error and parsing again. Lowering runs in two phases: first the chunks that
 //! declare signatures (fields, functions, whole `module` blocks) are
 //! parsed, so that items may be used before they are declared; then every
 //! chunk is lowered, in parallel for large inputs (rayon). A chunk's syntax
@@ -29,7 +30,7 @@ lalrpop_util::lalrpop_mod!(
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::*;
 use crate::lexer::{split_items, ChunkKind, LexError, Lexer, Tok};
-use ast::{BoundAst, LitKind, Name as AName, RangeAst, SKind, StmtAst, TaskKindAst, Top};
+use ast::{BoundAst, LitKind, LitTok, Name as AName, RangeAst, SKind, StmtAst, Sym, TaskKindAst, Top};
 use lalrpop_util::ParseError;
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -70,28 +71,25 @@ fn parse_with(text: &str, parallel: bool) -> Result<Stream, Diagnostics> {
     // Phase 1: the chunks that declare signatures.
     let declares = |c: &crate::lexer::Chunk| matches!(c.kind, ChunkKind::Field | ChunkKind::Func | ChunkKind::Module);
     let parse_decl = |c: &crate::lexer::Chunk| declares(c).then(|| parse_chunk(text, c));
-    let mut early: Vec<Option<Result<Vec<Top<'_>>, Diagnostic>>> = if parallel {
-        chunks.par_iter().map(parse_decl).collect()
-    } else {
-        chunks.iter().map(parse_decl).collect()
-    };
+    let mut early: Vec<Option<Parsed>> =
+        if parallel { chunks.par_iter().map(parse_decl).collect() } else { chunks.iter().map(parse_decl).collect() };
     let mut sigs = Sigs::default();
     for tops in early.iter().flatten().flatten() {
         for top in tops {
             if let Top::Item(item) = top {
-                sigs.declare(item);
+                sigs.declare(item, text);
             }
         }
     }
 
     // Phase 2: parse what is left and lower everything, chunk by chunk.
-    let lower = |(c, early): (&crate::lexer::Chunk, Option<Result<Vec<Top<'_>>, Diagnostic>>)| {
+    let lower = |(c, early): (&crate::lexer::Chunk, Option<Parsed>)| {
         let tops = match early.unwrap_or_else(|| parse_chunk(text, c)) {
             Ok(tops) => tops,
-            Err(d) => return (Vec::new(), vec![d]),
+            Err(ds) => return (Vec::new(), ds),
         };
         let mut diags = Vec::new();
-        let out = tops.into_iter().map(|t| lower_top(t, &sigs, &mut diags)).collect::<Vec<_>>();
+        let out = tops.into_iter().map(|t| lower_top(t, text, &sigs, &mut diags)).collect::<Vec<_>>();
         (out, diags)
     };
     let pairs = chunks.iter().zip(early.drain(..));
@@ -141,41 +139,128 @@ fn parse_with(text: &str, parallel: bool) -> Result<Stream, Diagnostics> {
     Ok(Stream { modules })
 }
 
-/// A top-level form after lowering.
+/// A chunk's syntax tree, or its syntax errors.
+type Parsed = Result<Vec<Top>, Vec<Diagnostic>>;
+
+/// A top-level form after lowering. Short-lived (moved once into its
+/// module), so boxing the large variant would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 enum Lowered {
     Item(Item),
     Module(Module),
 }
 
-/// Parses one chunk with the grammar.
-fn parse_chunk<'a>(text: &'a str, c: &crate::lexer::Chunk) -> Result<Vec<Top<'a>>, Diagnostic> {
+/// Parses one chunk with the grammar; on a syntax error, also looks for
+/// more errors in the same chunk (see [`more_syntax_errors`]).
+fn parse_chunk(text: &str, c: &crate::lexer::Chunk) -> Parsed {
     if let Some(at) = c.too_deep {
-        return Err(Diagnostic::error(
+        return Err(vec![Diagnostic::error(
             format!("blocks are nested too deeply (more than {} levels)", crate::lexer::MAX_DEPTH),
             Span::new(at, at + 1),
-        ));
+        )]);
     }
     let piece = &text[c.start..c.end];
-    grammar::ChunkParser::new().parse(Lexer::new(piece, c.start)).map_err(|e| syntax_error(text, e))
+    grammar::ChunkParser::new().parse(Lexer::new(piece, c.start)).map_err(|e| {
+        let first = syntax_error(text, e);
+        more_syntax_errors(text, c, first)
+    })
+}
+
+/// How many further syntax errors one chunk may report.
+const MAX_RECOVERIES: usize = 20;
+
+/// Error recovery inside an item: blanks the line of the last error
+/// (keeping its braces, so that blocks stay balanced; a brace that opened a
+/// block gets a `while` in front of it) and parses the chunk again, keeping
+/// each new error that lies on a later line. Statements are line-shaped in
+/// practice, so this finds one error per broken statement without the
+/// follow-on errors that token-skipping recovery produces. It stops at an
+/// error in the item's header, at the end of input, or when no progress is
+/// made, where a blanked line could only cause follow-on errors.
+fn more_syntax_errors(text: &str, c: &crate::lexer::Chunk, first: Diagnostic) -> Vec<Diagnostic> {
+    let piece = &text[c.start..c.end];
+    // Where the item's body begins: errors before it are in the header.
+    let body_start = Lexer::new(piece, c.start)
+        .find_map(|t| match t {
+            Ok((s, Tok::LBrace, _)) => Some(s),
+            _ => None,
+        })
+        .unwrap_or(usize::MAX);
+    let mut errors = vec![first];
+    let mut buf = piece.as_bytes().to_vec();
+    for _ in 0..MAX_RECOVERIES {
+        let Some(last) = errors.last() else { break };
+        let Some(span) = last.span else { break };
+        let at = span.start as usize;
+        if at <= body_start || at >= c.end || last.message.ends_with("found end of input") {
+            break;
+        }
+        let mut line = blank_line(&mut buf, at - c.start);
+        if line.is_none() {
+            // The error is at a brace (`found `}``): the statement before
+            // it is what is incomplete, so blank that instead.
+            let prev =
+                buf[..(at - c.start)].iter().rposition(|&b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b'{' | b'}'));
+            if let Some(p) = prev {
+                blank_line(&mut buf, p);
+            }
+            line = Some(line_range(&buf, at - c.start));
+        }
+        let Some(line) = line else { break };
+        let Ok(again) = std::str::from_utf8(&buf) else { break };
+        let e = match grammar::ChunkParser::new().parse(Lexer::new(again, c.start)) {
+            Ok(_) => break,
+            Err(e) => syntax_error(text, e),
+        };
+        match e.span {
+            Some(s) if s.start as usize >= c.start + line.end => errors.push(e),
+            _ => break,
+        }
+    }
+    errors
+}
+
+/// The range of the line around `at`.
+fn line_range(buf: &[u8], at: usize) -> std::ops::Range<usize> {
+    let start = buf[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let end = buf[at..].iter().position(|&b| b == b'\n').map_or(buf.len(), |i| at + i);
+    start..end
+}
+
+/// Replaces the line around `at` with blanks except for its braces and
+/// returns the line's range, or None if there was nothing to blank; a `{`
+/// with room before it gets `while `, so that the block it opens still
+/// parses as a statement.
+fn blank_line(buf: &mut [u8], at: usize) -> Option<std::ops::Range<usize>> {
+    let r = line_range(buf, at);
+    let mut changed = false;
+    for i in r.clone() {
+        if !matches!(buf[i], b'{' | b'}' | b' ') {
+            buf[i] = b' ';
+            changed = true;
+        }
+    }
+    const WHILE: &[u8] = b"while ";
+    for i in r.clone() {
+        if buf[i] == b'{' && i >= r.start + WHILE.len() && buf[i - WHILE.len()..i].iter().all(|&b| b == b' ') {
+            buf[i - WHILE.len()..i].copy_from_slice(WHILE);
+        }
+    }
+    changed.then_some(r)
 }
 
 /// Turns a grammar error into `expected X, found Y`.
 fn syntax_error(text: &str, e: ParseError<usize, Tok<'_>, LexError>) -> Diagnostic {
     match e {
-        ParseError::InvalidToken { location } => {
-            Diagnostic::error("invalid token", Span::new(location, location + 1))
-        }
+        ParseError::InvalidToken { location } => Diagnostic::error("invalid token", Span::new(location, location + 1)),
         ParseError::UnrecognizedEof { location, expected } => Diagnostic::error(
             format!("expected {}, found end of input", describe_expected(&expected)),
             Span::new(location, location),
         ),
-        ParseError::UnrecognizedToken { token: (l, t, r), expected } => Diagnostic::error(
-            format!("expected {}, found {t}", describe_expected(&expected)),
-            Span::new(l, r),
-        ),
-        ParseError::ExtraToken { token: (l, t, r) } => {
-            Diagnostic::error(format!("unexpected {t}"), Span::new(l, r))
+        ParseError::UnrecognizedToken { token: (l, t, r), expected } => {
+            Diagnostic::error(format!("expected {}, found {t}", describe_expected(&expected)), Span::new(l, r))
         }
+        ParseError::ExtraToken { token: (l, t, r) } => Diagnostic::error(format!("unexpected {t}"), Span::new(l, r)),
         ParseError::User { error } => {
             let found = text.get(error.span.range()).unwrap_or("?");
             Diagnostic::error(format!("unexpected character `{found}`"), error.span)
@@ -196,7 +281,7 @@ fn describe_expected(expected: &[String]) -> String {
     }
     if has("field") && has("kernel") && has("func") {
         return if has("module") {
-            "an item (`field`, `func`, `kernel`, `task`) or `module`".into()
+            "an item or `module`".into()
         } else {
             "an item (`field`, `func`, `kernel` or `task`)".into()
         };
@@ -269,68 +354,68 @@ struct Sigs<'a> {
 }
 
 impl<'a> Sigs<'a> {
-    fn declare(&mut self, item: &ast::Item<'a>) {
+    fn declare(&mut self, item: &ast::Item, src: &'a str) {
         match item {
             ast::Item::Field(f) => {
-                self.fields.entry(f.name.text).or_insert(f.elem);
+                self.fields.entry(f.name.text(src)).or_insert(f.elem);
             }
             ast::Item::Func(f) => {
-                self.funcs.entry(f.name.text).or_insert(f.ret);
+                self.funcs.entry(f.name.text(src)).or_insert(f.ret);
             }
             ast::Item::Kernel(_) | ast::Item::Task(_) => {}
         }
     }
 }
 
-fn lower_top<'a>(top: Top<'a>, sigs: &Sigs<'a>, diags: &mut Vec<Diagnostic>) -> Lowered {
+fn lower_top<'a>(top: Top, src: &'a str, sigs: &Sigs<'a>, diags: &mut Vec<Diagnostic>) -> Lowered {
     match top {
-        Top::Item(item) => Lowered::Item(lower_item(item, sigs, diags)),
+        Top::Item(item) => Lowered::Item(lower_item(item, src, sigs, diags)),
         Top::Module(name, items, span) => {
             let mut local = Sigs::default();
             for it in &items {
-                local.declare(it);
+                local.declare(it, src);
             }
-            let items = items.into_iter().map(|it| lower_item(it, &local, diags)).collect();
-            Lowered::Module(Module { name: Some(name.text.into()), items, span })
+            let items = items.into_iter().map(|it| lower_item(it, src, &local, diags)).collect();
+            Lowered::Module(Module { name: Some(name.text(src).into()), items, span })
         }
     }
 }
 
-fn lower_item<'a>(item: ast::Item<'a>, sigs: &Sigs<'a>, diags: &mut Vec<Diagnostic>) -> Item {
+fn lower_item<'a>(item: ast::Item, src: &'a str, sigs: &Sigs<'a>, diags: &mut Vec<Diagnostic>) -> Item {
     match item {
         ast::Item::Field(f) => {
             let shape = f
                 .shape
                 .iter()
                 .map(|d| {
-                    lit_u64(d).unwrap_or_else(|e| {
+                    lit_u64(&d.with_text(src)).unwrap_or_else(|e| {
                         diags.push(e);
                         0
                     })
                 })
                 .collect();
-            Item::Field(Field { name: f.name.text.into(), elem: f.elem, shape, span: f.span })
+            Item::Field(Field { name: f.name.text(src).into(), elem: f.elem, shape, span: f.span })
         }
         ast::Item::Func(f) => {
-            let mut lw = BodyLower::new(sigs, diags);
+            let mut lw = BodyLower::new(src, sigs, diags);
             let params = lw.params(&f.params);
             lw.stmts(f.body, Block(0));
-            Item::Func(Func { name: f.name.text.into(), params, ret: f.ret, body: lw.finish(), span: f.span })
+            Item::Func(Func { name: f.name.text(src).into(), params, ret: f.ret, body: lw.finish(), span: f.span })
         }
         ast::Item::Kernel(k) => {
-            let mut lw = BodyLower::new(sigs, diags);
+            let mut lw = BodyLower::new(src, sigs, diags);
             let params = lw.params(&k.params);
             lw.stmts(k.body, Block(0));
-            Item::Kernel(Kernel { name: k.name.text.into(), params, body: lw.finish(), span: k.span })
+            Item::Kernel(Kernel { name: k.name.text(src).into(), params, body: lw.finish(), span: k.span })
         }
         ast::Item::Task(t) => {
-            let mut lw = BodyLower::new(sigs, diags);
+            let mut lw = BodyLower::new(src, sigs, diags);
             let params = lw.params(&t.params);
-            let kind = lw.task_kind(t.kind, Stmt::HEADER);
+            let kind = lw.task_kind(*t.kind, Stmt::HEADER);
             lw.stmts(t.body, Block(0));
             Item::Task(TaskItem {
-                name: t.name.text.into(),
-                kernel: t.kernel.text.into(),
+                name: t.name.text(src).into(),
+                kernel: t.kernel.text(src).into(),
                 params,
                 kind,
                 body: lw.finish(),
@@ -345,6 +430,8 @@ fn lower_item<'a>(item: ast::Item<'a>, sigs: &Sigs<'a>, diags: &mut Vec<Diagnost
 /// first, then the statement, then its result or loop variables, then each
 /// of its blocks followed by that block's contents.
 struct BodyLower<'a, 's, 'd> {
+    /// The whole input (the syntax tree holds spans into it).
+    src: &'a str,
     sigs: &'s Sigs<'a>,
     diags: &'d mut Vec<Diagnostic>,
     body: Body,
@@ -360,8 +447,9 @@ struct BodyLower<'a, 's, 'd> {
 }
 
 impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
-    fn new(sigs: &'s Sigs<'a>, diags: &'d mut Vec<Diagnostic>) -> Self {
+    fn new(src: &'a str, sigs: &'s Sigs<'a>, diags: &'d mut Vec<Diagnostic>) -> Self {
         BodyLower {
+            src,
             sigs,
             diags,
             body: Body::new(),
@@ -372,12 +460,13 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         }
     }
 
-    fn params(&mut self, params: &[ast::ParamAst<'a>]) -> Vec<Param> {
+    fn params(&mut self, params: &[ast::ParamAst]) -> Vec<Param> {
         params
             .iter()
             .map(|p| {
-                let v = self.body.add_param(p.name.text, p.ty, p.name.span);
-                self.bind(p.name.text, v);
+                let name = p.name.text(self.src);
+                let v = self.body.add_param(name, p.ty, p.name.span);
+                self.bind(name, v);
                 let default = p.default.as_ref().map(|d| self.lit(d, p.ty));
                 Param { ty: p.ty, default, span: p.span }
             })
@@ -387,6 +476,14 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
     fn finish(mut self) -> Body {
         if !self.resolved.is_empty() {
             resolve_forward_uses(&mut self.body, &self.resolved);
+        }
+        // The arenas grew by doubling; a whole module's IR is resident at
+        // once, so give the slack back (glibc shrinks in place).
+        self.body.values.shrink_to_fit();
+        self.body.stmts.shrink_to_fit();
+        self.body.blocks.shrink_to_fit();
+        for b in &mut self.body.blocks {
+            b.shrink_to_fit();
         }
         self.body
     }
@@ -411,13 +508,19 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         }
     }
 
-    fn define(&mut self, n: AName<'a>, ty: Type, def: ValueDef) -> Value {
+    fn nm(&self, s: Sym) -> AName<'a> {
+        AName { text: s.text(self.src), span: s.span }
+    }
+
+    fn define(&mut self, n: Sym, ty: Type, def: ValueDef) -> Value {
+        let n = self.nm(n);
         let v = self.body.new_value(n.text, ty, def, n.span);
         self.bind(n.text, v);
         v
     }
 
-    fn use_(&mut self, n: AName<'a>) -> Value {
+    fn use_(&mut self, n: Sym) -> Value {
+        let n = self.nm(n);
         if let Some(&v) = self.scope.get(n.text) {
             return v;
         }
@@ -433,23 +536,23 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         }
     }
 
-    fn lit(&mut self, l: &ast::Lit<'_>, ty: Scalar) -> Const {
-        lit_const(l, ty).unwrap_or_else(|e| {
+    fn lit(&mut self, l: &LitTok, ty: Scalar) -> Const {
+        lit_const(&l.with_text(self.src), ty).unwrap_or_else(|e| {
             self.diags.push(e);
             Const::int(ty, 0)
         })
     }
 
-    fn field_ref(&mut self, r: ast::FieldRefAst<'a>) -> FieldRef {
+    fn field_ref(&mut self, r: ast::FieldRefAst) -> FieldRef {
         let indices = r.indices.into_iter().map(|i| self.use_(i)).collect();
-        FieldRef { field: r.field.text.into(), indices, span: r.field.span }
+        FieldRef { field: r.field.text(self.src).into(), indices, span: r.field.span }
     }
 
     fn field_elem(&self, name: &str) -> Scalar {
         self.sigs.fields.get(name).copied().unwrap_or(Scalar::I32)
     }
 
-    fn stmts(&mut self, stmts: Vec<StmtAst<'a>>, b: Block) {
+    fn stmts(&mut self, stmts: Vec<StmtAst>, b: Block) {
         let mark = self.undo.len();
         for s in stmts {
             self.stmt(s, b);
@@ -457,7 +560,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         self.leave_scope(mark);
     }
 
-    fn stmt(&mut self, s: StmtAst<'a>, b: Block) {
+    fn stmt(&mut self, s: StmtAst, b: Block) {
         let span = s.span;
         // Simple statements: the kind, and the type of the result.
         let (kind, ty) = match s.kind {
@@ -480,7 +583,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                 (StmtKind::Select(c, x, y), Type::Scalar(self.scalar(x)))
             }
             SKind::Load(r) => {
-                let ty = self.field_elem(r.field.text);
+                let ty = self.field_elem(r.field.text(self.src));
                 (StmtKind::Load(self.field_ref(r)), Type::Scalar(ty))
             }
             SKind::LoadSlot(p) => {
@@ -506,20 +609,21 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                     ));
                     AtomicOp::Add
                 });
-                let ty = self.field_elem(r.field.text);
+                let ty = self.field_elem(r.field.text(self.src));
                 let r = self.field_ref(r);
                 (StmtKind::Atomic(op, r, self.use_(v)), Type::Scalar(ty))
             }
             SKind::Alloca(t) => (StmtKind::Alloca(t), Type::Slot(t)),
             SKind::Call(f, args) => {
                 let args = args.into_iter().map(|a| self.use_(a)).collect();
+                let f = self.nm(f);
                 let ret = self.sigs.funcs.get(f.text).copied().flatten().unwrap_or(Scalar::I32);
                 (StmtKind::Call(f.text.into(), args, f.span), Type::Scalar(ret))
             }
             SKind::Ret(v) => (StmtKind::Ret(v.map(|v| self.use_(v))), Type::Scalar(Scalar::I32)),
             SKind::Break => (StmtKind::Break, Type::Scalar(Scalar::I32)),
             SKind::Continue => (StmtKind::Continue, Type::Scalar(Scalar::I32)),
-            SKind::Launch(t) => (StmtKind::Launch(t.text.into()), Type::Scalar(Scalar::I32)),
+            SKind::Launch(t) => (StmtKind::Launch(t.text(self.src).into()), Type::Scalar(Scalar::I32)),
 
             // Statements with blocks.
             SKind::If(c, then_s, else_s) => {
@@ -569,12 +673,12 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
             SKind::Task(name, kind, body_s) => {
                 let blk = self.body.new_block();
                 let st = self.body.new_stmt(
-                    StmtKind::Task { name: name.text.into(), kind: TaskKind::Serial, body: blk },
+                    StmtKind::Task { name: name.text(self.src).into(), kind: TaskKind::Serial, body: blk },
                     span,
                 );
                 self.body.push(b, st);
                 let mark = self.undo.len();
-                let k = self.task_kind(kind, st);
+                let k = self.task_kind(*kind, st);
                 if let StmtKind::Task { kind, .. } = &mut self.body.stmts[st.index()].kind {
                     *kind = k;
                 }
@@ -591,26 +695,26 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         self.body.push(b, st);
     }
 
-    fn field_bound_error(&mut self, f: &AName<'_>) {
+    fn field_bound_error(&mut self, f: &Sym) {
         self.diags.push(Diagnostic::error(
-            format!("a field bound (`@{}[]`) is only allowed in a task header, not in `for`", f.text),
+            format!("a field bound (`@{}[]`) is only allowed in a task header, not in `for`", f.text(self.src)),
             f.span,
         ));
     }
 
-    fn bound(&mut self, b: &BoundAst<'a>) -> Bound {
+    fn bound(&mut self, b: &BoundAst) -> Bound {
         match b {
-            BoundAst::Lit(l) => Bound::Const(lit_i64(l).unwrap_or_else(|e| {
+            BoundAst::Lit(l) => Bound::Const(lit_i64(&l.with_text(self.src)).unwrap_or_else(|e| {
                 self.diags.push(e);
                 0
             })),
             BoundAst::Value(n) => Bound::Value(self.use_(*n)),
-            BoundAst::Field(n) => Bound::Field(n.text.into(), n.span),
+            BoundAst::Field(n) => Bound::Field(n.text(self.src).into(), n.span),
         }
     }
 
     /// The loop variable's type: as written, else a value bound's, else i32.
-    fn range_type(&self, r: &RangeAst<'_>, lo: &Bound, hi: &Bound) -> Scalar {
+    fn range_type(&self, r: &RangeAst, lo: &Bound, hi: &Bound) -> Scalar {
         if let Some(t) = r.ty {
             return t;
         }
@@ -622,7 +726,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
 
     /// Lowers a task header; its variables are bound by `st` and stay in
     /// scope until the caller leaves the scope.
-    fn task_kind(&mut self, kind: TaskKindAst<'a>, st: Stmt) -> TaskKind {
+    fn task_kind(&mut self, kind: TaskKindAst, st: Stmt) -> TaskKind {
         match kind {
             TaskKindAst::Serial => TaskKind::Serial,
             TaskKindAst::RangeFor(range, dim) => {
@@ -637,13 +741,19 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                     .enumerate()
                     .map(|(i, n)| self.define(n, Type::Scalar(Scalar::I32), ValueDef::LoopVar(st, i as u32)))
                     .collect();
-                TaskKind::StructFor { vars, field: field.text.into(), field_span: field.span, block_dim: self.block_dim(dim) }
+                TaskKind::StructFor {
+                    vars,
+                    field: field.text(self.src).into(),
+                    field_span: field.span,
+                    block_dim: self.block_dim(dim),
+                }
             }
         }
     }
 
-    fn block_dim(&mut self, dim: Option<ast::Lit<'_>>) -> u32 {
+    fn block_dim(&mut self, dim: Option<LitTok>) -> u32 {
         let Some(l) = dim else { return DEFAULT_BLOCK_DIM };
+        let l = l.with_text(self.src);
         match lit_u64(&l) {
             Ok(d) if (1..=u32::MAX as u64).contains(&d) => d as u32,
             Ok(_) => {
@@ -763,7 +873,11 @@ pub fn lit_const(l: &ast::Lit<'_>, ty: Scalar) -> Result<Const, Diagnostic> {
         (LitKind::True, Scalar::I1) => Ok(Const::bool(true)),
         (LitKind::False, Scalar::I1) => Ok(Const::bool(false)),
         (LitKind::True | LitKind::False, _) => Err(Diagnostic::error(
-            format!("expected {} literal for {ty}, found `{}`", if ty.is_int() { "an integer" } else { "a float" }, l.text),
+            format!(
+                "expected {} literal for {ty}, found `{}`",
+                if ty.is_int() { "an integer" } else { "a float" },
+                l.text
+            ),
             l.span,
         )),
         (LitKind::Float, t) if t.is_int() => Err(Diagnostic::error(

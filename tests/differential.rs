@@ -3,7 +3,7 @@
 //! For every `testdata/*.kir` file and for a fixed set of generated kernels
 //! (`common::kernelgen`, fixed seeds), the reference interpreter's field
 //! digests on the original module must equal those after each registered
-//! pass alone and after the whole default pipeline. The verifier runs on
+//! pass alone and after the whole `passes::default_pipeline()`. The verifier runs on
 //! the input and after every pass.
 //!
 //! Some passes need another first: `split-tasks` works on offloaded
@@ -17,7 +17,7 @@ use common::kernelgen::{generate, GenConfig};
 use kiln::exec::{Engine, Fields};
 use kiln::interp::Interpreter;
 use kiln::ir::Stream;
-use kiln::passes::{self, OptPreset, Pass};
+use kiln::passes::{self, Pass};
 use std::collections::BTreeMap;
 
 /// Passes that must run before `pass` for it to apply.
@@ -26,16 +26,6 @@ fn prerequisites(pass: &str) -> &'static [&'static str] {
         "split-tasks" => &["offload"],
         _ => &[],
     }
-}
-
-/// The whole pipeline: the `-O2` preset, then `split-tasks` (when
-/// registered), as `kiln-key` and `kiln-compile` run it.
-fn whole_pipeline() -> Vec<&'static dyn Pass> {
-    let mut names = passes::preset(OptPreset::O2);
-    if passes::lookup("split-tasks").is_some() {
-        names.push("split-tasks");
-    }
-    passes::resolve(&names).expect("preset names are registered")
 }
 
 /// Runs every kernel of the stream, in order, with default arguments and
@@ -77,7 +67,7 @@ fn check(text: &str) -> Result<usize, String> {
         pl.push(p);
         pipelines.push((p.name().to_string(), pl));
     }
-    pipelines.push(("the whole pipeline".into(), whole_pipeline()));
+    pipelines.push(("the default pipeline".into(), passes::default_pipeline().to_vec()));
     for (label, pl) in &pipelines {
         let mut s = original.clone();
         apply(&mut s, pl).map_err(|e| format!("{label}: {e}"))?;

@@ -1,6 +1,8 @@
 //! The key's invariants, one test each: what must leave a task's key alone
 //! and what must change it.
 
+mod common;
+
 use kiln::config::CompileConfig;
 use kiln::key::{self, Key, KeySet};
 use std::collections::BTreeMap;
@@ -244,4 +246,49 @@ fn diff_names_the_changed_task_and_why() {
     let o3 = CompileConfig { opt_level: kiln::config::OptLevel::O3, ..cfg.clone() };
     let d = key::diff(&old, &set(BASE, &o3));
     assert!(d.iter().all(|(_, c)| matches!(c, key::Change::Changed { text: None, config, .. } if config.len() == 1)));
+}
+
+/// The fast canonical writer and the printer of the canonical module are
+/// two routes to one text: on every testdata file and on generated kernels
+/// they must agree byte for byte.
+#[test]
+fn canonical_text_is_the_printed_canonical_module() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+    let mut inputs: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .expect("testdata")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "kir"))
+        .map(|p| (p.display().to_string(), std::fs::read_to_string(&p).expect("readable")))
+        .collect();
+    let cfg = common::kernelgen::GenConfig::default();
+    inputs.extend((0..300u64).map(|seed| (format!("generated seed {seed}"), common::kernelgen::generate(seed, &cfg))));
+    let mut tasks = 0;
+    for (name, text) in &inputs {
+        let Ok(stream) = kiln::parser::parse(text) else { continue };
+        if kiln::verifier::verify(&stream).is_err() {
+            continue;
+        }
+        let stream = key::task_stream(stream).unwrap_or_else(|d| panic!("{name}: {d}"));
+        for m in &stream.modules {
+            for t in m.tasks() {
+                assert_eq!(key::canonical_text(m, t), key::canonical_module(m, t).to_string(), "{name}: task @{}", t.name);
+                tasks += 1;
+            }
+        }
+    }
+    assert!(tasks > 300, "only {tasks} tasks compared");
+}
+
+/// A task module of a split stream is keyed as codegen compiles it: its
+/// fields, in order, are the object's field arguments, so an extra field
+/// there is another object (a kernel file never gets one: split-tasks gives
+/// each task module exactly the fields it touches).
+#[test]
+fn a_split_task_modules_own_fields_are_part_of_its_key() {
+    let split = key::task_stream(kiln::parser::parse(BASE).expect("parses")).expect("splits").to_string();
+    let extra = split.replacen("module @k.0 {\n", "module @k.0 {\n  field @zzz : i32\n", 1);
+    assert_ne!(extra, split);
+    let (k, base) = (keys(&extra), base());
+    assert_ne!(k["k.0"], base["k.0"]);
+    assert_eq!(k["k.1"], base["k.1"]);
 }

@@ -145,9 +145,8 @@ fn random_bytes_never_panic() {
     let mut rng = Rng(42);
     for i in 0..3000 {
         let len = rng.below(200);
-        let bytes: Vec<u8> = (0..len)
-            .map(|_| if i % 2 == 0 { rng.next() as u8 } else { ALPHABET[rng.below(ALPHABET.len())] })
-            .collect();
+        let bytes: Vec<u8> =
+            (0..len).map(|_| if i % 2 == 0 { rng.next() as u8 } else { ALPHABET[rng.below(ALPHABET.len())] }).collect();
         check(&bytes);
     }
 }

@@ -122,7 +122,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         let mut out = String::new();
         out.push_str(&format!("task @{name}\nkey {}\n", e.key));
         out.push_str(&format!("hashed: blake3(\"kiln task key\\0\", format version {} as u32 LE, ", e.format_version));
-        out.push_str("text length as u64 LE, text, config length as u64 LE, config JSON)\n");
+        out.push_str("config length as u64 LE, config JSON, text length as u64 LE, text)\n");
         out.push_str(&format!("config JSON ({} bytes): {}\n", e.config_json.len(), e.config_json));
         for (k, v) in &e.config_fields {
             out.push_str(&format!("  {k} = {v}\n"));

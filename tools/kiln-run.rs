@@ -112,7 +112,7 @@ fn make_engine(cli: &Cli) -> Result<Box<dyn Engine>, ToolError> {
     })
 }
 
-fn strip<'a>(s: &'a str, sigil: char) -> &'a str {
+fn strip(s: &str, sigil: char) -> &str {
     s.strip_prefix(sigil).unwrap_or(s)
 }
 

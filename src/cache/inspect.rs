@@ -22,7 +22,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use std::fs::{self, File};
 use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -47,6 +47,22 @@ pub struct Cache {
 struct FileEntry {
     path: PathBuf,
     size: u64,
+    mtime: SystemTime,
+    ino: u64,
+}
+
+impl FileEntry {
+    /// What the file must still be for a removal to go ahead.
+    fn identity(&self) -> Identity {
+        Identity { ino: self.ino, mtime: self.mtime }
+    }
+}
+
+/// A file as the scan saw it: a removal skips a file that was replaced
+/// (another inode) or used (a newer mtime) since.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Identity {
+    ino: u64,
     mtime: SystemTime,
 }
 
@@ -73,6 +89,9 @@ struct ScopeScan {
     shards: Vec<PathBuf>,
 }
 
+/// The records and temporary files of one shard.
+type ShardScan = (Vec<RecordEntry>, Vec<FileEntry>);
+
 #[derive(Debug)]
 struct Scan {
     scopes: Vec<ScopeScan>,
@@ -84,7 +103,7 @@ fn unix_secs(t: SystemTime) -> u64 {
 }
 
 fn file_entry(path: PathBuf, meta: &fs::Metadata) -> FileEntry {
-    FileEntry { path, size: meta.len(), mtime: meta.modified().unwrap_or(UNIX_EPOCH) }
+    FileEntry { path, size: meta.len(), mtime: meta.modified().unwrap_or(UNIX_EPOCH), ino: meta.ino() }
 }
 
 /// Lists a directory without following links: (name, lstat) of each entry
@@ -334,6 +353,8 @@ pub struct Removal {
     pub reason: PruneReason,
     /// The record's last use (records only).
     pub last_use_unix: Option<u64>,
+    #[serde(skip)]
+    expect: Option<Identity>,
 }
 
 /// What `prune` did.
@@ -416,7 +437,7 @@ impl Cache {
                 scope.temps.push(file_entry(path, &meta));
             }
         }
-        let per_shard: Vec<Result<(Vec<RecordEntry>, Vec<FileEntry>), CacheError>> = scope
+        let per_shard: Vec<Result<ShardScan, CacheError>> = scope
             .shards
             .par_iter()
             .map(|shard| {
@@ -570,7 +591,7 @@ impl Cache {
                     // Removed by a concurrent prune between scan and read.
                     Err(_) if fs::symlink_metadata(&r.file.path).is_err() => Ok(None),
                     Err(reason) => {
-                        let removed = fix && remove_entry(&r.file.path)?;
+                        let removed = fix && remove_entry(&r.file.path, Some(r.file.identity()))?;
                         Ok(Some(BadRecord { scope: s.name.clone(), key: r.key, path: r.file.path.clone(), reason, removed }))
                     }
                 }
@@ -595,29 +616,32 @@ impl Cache {
                 before.add_record(r.file.size, r.file.mtime);
             }
         }
-        let mut pruner = Pruner { dry_run: plan.dry_run, removed: Vec::new(), kept_dirs: Vec::new() };
 
-        // Surviving records, for the age and size criteria.
+        // First the plan, in the order things go; then the removals.
+        let mut files: Vec<Removal> = Vec::new();
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        let plan_file = |files: &mut Vec<Removal>, f: &FileEntry, kind: &'static str, reason: PruneReason, last_use: bool| {
+            let last_use_unix = last_use.then(|| unix_secs(f.mtime));
+            files.push(Removal { path: f.path.clone(), kind, size: f.size, reason, last_use_unix, expect: Some(f.identity()) });
+        };
         let mut live: Vec<&RecordEntry> = Vec::new();
         let mut stale: Vec<&RecordEntry> = Vec::new();
         for s in &scan.scopes {
-            let foreign = plan.foreign_scopes && !self.is_this_host(&s.name);
-            if foreign {
+            if plan.foreign_scopes && !self.is_this_host(&s.name) {
                 for r in &s.records {
-                    pruner.file(&r.file, "record", PruneReason::ForeignScope, true)?;
+                    plan_file(&mut files, &r.file, "record", PruneReason::ForeignScope, true);
                 }
                 for f in s.temps.iter().chain(&s.layout_files) {
                     let kind = if is_temp_name(&file_name(&f.path)) { "temp" } else { "host-file" };
-                    pruner.file(f, kind, PruneReason::ForeignScope, false)?;
+                    plan_file(&mut files, f, kind, PruneReason::ForeignScope, false);
                 }
-                for dir in s.shards.iter().chain(std::iter::once(&s.dir)) {
-                    pruner.dir(dir, PruneReason::ForeignScope);
-                }
+                dirs.extend(s.shards.iter().cloned());
+                dirs.push(s.dir.clone());
                 continue;
             }
             if let Some(age) = plan.temp_older_than {
                 for f in s.temps.iter().filter(|f| older(f, age)) {
-                    pruner.file(f, "temp", PruneReason::StaleTemp, false)?;
+                    plan_file(&mut files, f, "temp", PruneReason::StaleTemp, false);
                 }
             }
             for r in &s.records {
@@ -628,73 +652,92 @@ impl Cache {
                 }
             }
         }
+        if let Some(age) = plan.temp_older_than {
+            for f in scan.root_temps.iter().filter(|f| older(f, age)) {
+                plan_file(&mut files, f, "temp", PruneReason::StaleTemp, false);
+            }
+        }
         // Least recently used first, ties by path: reports read in the
         // order records go, and a run is reproducible.
         let lru = |a: &&RecordEntry, b: &&RecordEntry| (a.file.mtime, &a.file.path).cmp(&(b.file.mtime, &b.file.path));
         stale.sort_by(lru);
         for r in stale {
-            pruner.file(&r.file, "record", PruneReason::OlderThan, true)?;
-        }
-        if let Some(age) = plan.temp_older_than {
-            for f in scan.root_temps.iter().filter(|f| older(f, age)) {
-                pruner.file(f, "temp", PruneReason::StaleTemp, false)?;
-            }
+            plan_file(&mut files, &r.file, "record", PruneReason::OlderThan, true);
         }
         if let Some(max) = plan.max_size {
             live.sort_by(lru);
             let mut total: u64 = live.iter().map(|r| r.file.size).sum();
             let mut cut = 0;
             while total > max && cut < live.len() {
-                pruner.file(&live[cut].file, "record", PruneReason::MaxSize, true)?;
+                plan_file(&mut files, &live[cut].file, "record", PruneReason::MaxSize, true);
                 total -= live[cut].file.size;
                 cut += 1;
             }
-            live.drain(..cut);
         }
+        let mut removed = if plan.dry_run { files } else { remove_all(files)? };
+        // What stays: what was there, less what went (a record used or
+        // rewritten since the scan stays, see `remove_entry`).
+        let gone: std::collections::HashSet<&Path> = removed.iter().map(|r| r.path.as_path()).collect();
         let mut after = Totals::default();
-        for r in &live {
+        for r in scan.scopes.iter().flat_map(|s| &s.records).filter(|r| !gone.contains(r.file.path.as_path())) {
             after.add_record(r.file.size, r.file.mtime);
         }
-        Ok(PruneReport { dry_run: plan.dry_run, removed: pruner.removed, before, after, kept_dirs: pruner.kept_dirs })
+        drop(gone);
+        let mut kept_dirs = Vec::new();
+        for dir in dirs {
+            let result = if plan.dry_run { Ok(()) } else { fs::remove_dir(&dir) };
+            match result {
+                Ok(()) => removed.push(Removal {
+                    path: dir,
+                    kind: "directory",
+                    size: 0,
+                    reason: PruneReason::ForeignScope,
+                    last_use_unix: None,
+                    expect: None,
+                }),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                // Not empty: it holds something that is not Kiln's.
+                Err(_) => kept_dirs.push(dir),
+            }
+        }
+        Ok(PruneReport { dry_run: plan.dry_run, removed, before, after, kept_dirs })
     }
 }
 
-/// Removes what a prune selects, or on a dry run only notes it.
-struct Pruner {
-    dry_run: bool,
-    removed: Vec<Removal>,
-    kept_dirs: Vec<PathBuf>,
-}
+/// Threads that remove files at once. An unlink waits on the file system
+/// (a journal, a synchronous discard, a network round trip), not on the
+/// CPU, so a prune of many records goes many times faster with several in
+/// flight.
+const REMOVE_THREADS: usize = 16;
 
-impl Pruner {
-    fn file(&mut self, f: &FileEntry, kind: &'static str, reason: PruneReason, last_use: bool) -> Result<(), CacheError> {
-        if self.dry_run || remove_entry(&f.path)? {
-            let last_use_unix = last_use.then(|| unix_secs(f.mtime));
-            self.removed.push(Removal { path: f.path.clone(), kind, size: f.size, reason, last_use_unix });
-        }
-        Ok(())
-    }
-
-    /// Removes a directory whose Kiln files are gone; one that still holds
-    /// something else is kept and reported.
-    fn dir(&mut self, dir: &Path, reason: PruneReason) {
-        let result = if self.dry_run { Ok(()) } else { fs::remove_dir(dir) };
-        match result {
-            Ok(()) => self.removed.push(Removal { path: dir.into(), kind: "directory", size: 0, reason, last_use_unix: None }),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(_) => self.kept_dirs.push(dir.into()),
+/// Removes the planned files, in parallel when there are many; returns
+/// those that were removed (not those already gone), in plan order.
+fn remove_all(planned: Vec<Removal>) -> Result<Vec<Removal>, CacheError> {
+    let remove = |r: &Removal| remove_entry(&r.path, r.expect);
+    let pool = if planned.len() > 64 { rayon::ThreadPoolBuilder::new().num_threads(REMOVE_THREADS).build().ok() } else { None };
+    let done: Vec<Result<bool, CacheError>> = match &pool {
+        Some(pool) => pool.install(|| planned.par_iter().map(remove).collect()),
+        None => planned.iter().map(remove).collect(),
+    };
+    let mut removed = Vec::with_capacity(planned.len());
+    for (r, ok) in planned.into_iter().zip(done) {
+        if ok? {
+            removed.push(r);
         }
     }
+    Ok(removed)
 }
 
 fn file_name(p: &Path) -> String {
     p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-/// Removes a file the scan found, if it is still what the scan saw (same
-/// kind of entry, and its directory not replaced by a link); whether it
-/// was removed. A file already gone is not an error.
-fn remove_entry(path: &Path) -> Result<bool, CacheError> {
+/// Removes a file the scan found, if it is still what the scan saw (not a
+/// directory, its directory not replaced by a link, and, given `expect`,
+/// the same inode with the same mtime: a record rewritten by a writer or
+/// used by a reader since the scan stays); whether it was removed. A file
+/// already gone is not an error.
+fn remove_entry(path: &Path, expect: Option<Identity>) -> Result<bool, CacheError> {
     let Some(parent) = path.parent() else { return Ok(false) };
     match fs::symlink_metadata(parent) {
         Ok(m) if m.is_dir() => {}
@@ -704,6 +747,9 @@ fn remove_entry(path: &Path) -> Result<bool, CacheError> {
     }
     match fs::symlink_metadata(path) {
         Ok(m) if m.is_dir() => return Ok(false),
+        Ok(m) if expect.is_some_and(|e| e != Identity { ino: m.ino(), mtime: m.modified().unwrap_or(UNIX_EPOCH) }) => {
+            return Ok(false)
+        }
         Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(CacheError::io(path, "inspect", e)),
@@ -721,7 +767,6 @@ mod tests {
     use super::*;
     use crate::cache::{HostScope, Store, StoreOptions};
     use crate::config::{MetaBound, MetaKind};
-    use std::os::unix::fs::MetadataExt;
 
     fn meta(task: &str) -> LaunchMeta {
         LaunchMeta {
@@ -902,6 +947,26 @@ mod tests {
         cache.verify(true).unwrap();
         assert_eq!(ino(&victim), before);
         assert_eq!(cache.stats().unwrap().total.records, 0);
+    }
+
+    #[test]
+    fn a_record_used_or_rewritten_since_the_scan_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = filled(dir.path(), "a", 2, 10);
+        let path = store.record_path(&key(1000));
+        let seen = |p: &Path| file_entry(p.to_path_buf(), &fs::symlink_metadata(p).unwrap()).identity();
+        // Used by a reader: its mtime moved on.
+        let before = seen(&path);
+        assert!(matches!(store.get(&key(1000)).unwrap(), crate::cache::Lookup::Hit(_)));
+        assert!(!remove_entry(&path, Some(before)).unwrap() && path.exists());
+        // Rewritten by a writer: another inode.
+        let before = seen(&path);
+        store.put(&key(1000), &meta("t0"), b"new object").unwrap();
+        File::options().write(true).open(&path).unwrap().set_modified(before.mtime).unwrap();
+        assert!(!remove_entry(&path, Some(before)).unwrap() && path.exists());
+        // Unchanged: removed.
+        assert!(remove_entry(&path, Some(seen(&path))).unwrap() && !path.exists());
+        assert!(!remove_entry(&path, None).unwrap());
     }
 
     #[test]

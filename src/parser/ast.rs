@@ -1,15 +1,44 @@
 //! The syntax tree the grammar builds: what the text says, with spans,
 //! before names are resolved and types inferred.
 //!
-//! Owns: a borrowed, short-lived picture of one top-level chunk. Names and
-//! literals are slices of the input (no allocation per token); lowering to
-//! the IR (`super::lower`) consumes it right away.
+//! Owns: a short-lived picture of one top-level chunk. Names and literals
+//! are only spans into the input (8 bytes each, no allocation per token):
+//! the LR parser moves its symbols around a lot, so small nodes are fast
+//! nodes. Lowering to the IR reads their text from the input and consumes
+//! the tree right away.
 //!
 //! Must never: interpret literals or resolve names (that is lowering).
 
 use crate::ir::{BinOp, CmpOp, Scalar, Span, UnOp};
 
-/// A name as written, without its sigil.
+/// A name token (`%x`, `@f`): its span, sigil included.
+#[derive(Clone, Copy, Debug)]
+pub struct Sym {
+    pub span: Span,
+}
+
+impl Sym {
+    /// The name's text, without its sigil.
+    pub fn text(self, src: &str) -> &str {
+        src.get(self.span.start as usize + 1..self.span.end as usize).unwrap_or("")
+    }
+}
+
+/// A literal token: its kind and span.
+#[derive(Clone, Copy, Debug)]
+pub struct LitTok {
+    pub kind: LitKind,
+    pub span: Span,
+}
+
+impl LitTok {
+    /// The literal with its text.
+    pub fn with_text(self, src: &str) -> Lit<'_> {
+        Lit { kind: self.kind, text: src.get(self.span.range()).unwrap_or(""), span: self.span }
+    }
+}
+
+/// A name with its text (without the sigil), as lowering uses it.
 #[derive(Clone, Copy, Debug)]
 pub struct Name<'a> {
     pub text: &'a str,
@@ -26,7 +55,7 @@ pub enum LitKind {
     False,
 }
 
-/// A literal as written; its value depends on the type it is given.
+/// A literal with its text; its value depends on the type it is given.
 #[derive(Clone, Copy, Debug)]
 pub struct Lit<'a> {
     pub kind: LitKind,
@@ -36,21 +65,21 @@ pub struct Lit<'a> {
 
 /// A top-level form: an item, or a `module @name { ... }` block.
 #[derive(Debug)]
-pub enum Top<'a> {
-    Item(Item<'a>),
-    Module(Name<'a>, Vec<Item<'a>>, Span),
+pub enum Top {
+    Item(Item),
+    Module(Sym, Vec<Item>, Span),
 }
 
 /// An item.
 #[derive(Debug)]
-pub enum Item<'a> {
-    Field(FieldAst<'a>),
-    Func(FuncAst<'a>),
-    Kernel(KernelAst<'a>),
-    Task(TaskItemAst<'a>),
+pub enum Item {
+    Field(FieldAst),
+    Func(FuncAst),
+    Kernel(KernelAst),
+    Task(TaskItemAst),
 }
 
-impl Item<'_> {
+impl Item {
     pub fn span(&self) -> Span {
         match self {
             Item::Field(x) => x.span,
@@ -62,111 +91,111 @@ impl Item<'_> {
 }
 
 #[derive(Debug)]
-pub struct FieldAst<'a> {
-    pub name: Name<'a>,
+pub struct FieldAst {
+    pub name: Sym,
     pub elem: Scalar,
-    pub shape: Vec<Lit<'a>>,
+    pub shape: Vec<LitTok>,
     pub span: Span,
 }
 
 #[derive(Debug)]
-pub struct ParamAst<'a> {
-    pub name: Name<'a>,
+pub struct ParamAst {
+    pub name: Sym,
     pub ty: Scalar,
-    pub default: Option<Lit<'a>>,
+    pub default: Option<LitTok>,
     pub span: Span,
 }
 
 #[derive(Debug)]
-pub struct FuncAst<'a> {
-    pub name: Name<'a>,
-    pub params: Vec<ParamAst<'a>>,
+pub struct FuncAst {
+    pub name: Sym,
+    pub params: Vec<ParamAst>,
     pub ret: Option<Scalar>,
-    pub body: Vec<StmtAst<'a>>,
+    pub body: Vec<StmtAst>,
     pub span: Span,
 }
 
 #[derive(Debug)]
-pub struct KernelAst<'a> {
-    pub name: Name<'a>,
-    pub params: Vec<ParamAst<'a>>,
-    pub body: Vec<StmtAst<'a>>,
+pub struct KernelAst {
+    pub name: Sym,
+    pub params: Vec<ParamAst>,
+    pub body: Vec<StmtAst>,
     pub span: Span,
 }
 
 #[derive(Debug)]
-pub struct TaskItemAst<'a> {
-    pub name: Name<'a>,
-    pub kernel: Name<'a>,
-    pub params: Vec<ParamAst<'a>>,
-    pub kind: TaskKindAst<'a>,
-    pub body: Vec<StmtAst<'a>>,
+pub struct TaskItemAst {
+    pub name: Sym,
+    pub kernel: Sym,
+    pub params: Vec<ParamAst>,
+    pub kind: Box<TaskKindAst>,
+    pub body: Vec<StmtAst>,
     pub span: Span,
 }
 
 /// `serial`, `range_for RANGE [block_dim N]`, `struct_for %i, %j in @f [block_dim N]`.
 #[derive(Debug)]
-pub enum TaskKindAst<'a> {
+pub enum TaskKindAst {
     Serial,
-    RangeFor(RangeAst<'a>, Option<Lit<'a>>),
-    StructFor(Vec<Name<'a>>, Name<'a>, Option<Lit<'a>>),
+    RangeFor(Box<RangeAst>, Option<LitTok>),
+    StructFor(Vec<Sym>, Sym, Option<LitTok>),
 }
 
 /// `%i [: TYPE] in LO .. HI`
 #[derive(Debug)]
-pub struct RangeAst<'a> {
-    pub var: Name<'a>,
+pub struct RangeAst {
+    pub var: Sym,
     pub ty: Option<Scalar>,
-    pub lo: BoundAst<'a>,
-    pub hi: BoundAst<'a>,
+    pub lo: BoundAst,
+    pub hi: BoundAst,
 }
 
 /// A loop bound: an integer literal, a value, or a 0-D field `@n[]`.
 #[derive(Debug)]
-pub enum BoundAst<'a> {
-    Lit(Lit<'a>),
-    Value(Name<'a>),
-    Field(Name<'a>),
+pub enum BoundAst {
+    Lit(LitTok),
+    Value(Sym),
+    Field(Sym),
 }
 
 /// `@x[%i, %j]`
 #[derive(Debug)]
-pub struct FieldRefAst<'a> {
-    pub field: Name<'a>,
-    pub indices: Vec<Name<'a>>,
+pub struct FieldRefAst {
+    pub field: Sym,
+    pub indices: Vec<Sym>,
 }
 
 /// A statement, with the value it names if written `%r = ...`.
 #[derive(Debug)]
-pub struct StmtAst<'a> {
-    pub result: Option<Name<'a>>,
-    pub kind: SKind<'a>,
+pub struct StmtAst {
+    pub result: Option<Sym>,
+    pub kind: SKind,
     pub span: Span,
 }
 
 /// What a statement says.
 #[derive(Debug)]
-pub enum SKind<'a> {
-    Const(Lit<'a>, Scalar),
-    Binary(BinOp, Name<'a>, Name<'a>),
-    Unary(UnOp, Name<'a>),
-    Cmp(CmpOp, Name<'a>, Name<'a>),
-    Cast(Name<'a>, Scalar),
-    Select(Name<'a>, Name<'a>, Name<'a>),
-    Load(FieldRefAst<'a>),
-    LoadSlot(Name<'a>),
-    Store(FieldRefAst<'a>, Name<'a>),
-    StoreSlot(Name<'a>, Name<'a>),
+pub enum SKind {
+    Const(LitTok, Scalar),
+    Binary(BinOp, Sym, Sym),
+    Unary(UnOp, Sym),
+    Cmp(CmpOp, Sym, Sym),
+    Cast(Sym, Scalar),
+    Select(Sym, Sym, Sym),
+    Load(FieldRefAst),
+    LoadSlot(Sym),
+    Store(FieldRefAst, Sym),
+    StoreSlot(Sym, Sym),
     /// The operator as written (`atomic` accepts a subset of `BinOp`).
-    Atomic(BinOp, Span, FieldRefAst<'a>, Name<'a>),
+    Atomic(BinOp, Span, FieldRefAst, Sym),
     Alloca(Scalar),
-    Call(Name<'a>, Vec<Name<'a>>),
-    Ret(Option<Name<'a>>),
-    If(Name<'a>, Vec<StmtAst<'a>>, Option<Vec<StmtAst<'a>>>),
-    For(RangeAst<'a>, Vec<StmtAst<'a>>),
-    While(Vec<StmtAst<'a>>),
+    Call(Sym, Vec<Sym>),
+    Ret(Option<Sym>),
+    If(Sym, Vec<StmtAst>, Option<Vec<StmtAst>>),
+    For(Box<RangeAst>, Vec<StmtAst>),
+    While(Vec<StmtAst>),
     Break,
     Continue,
-    Task(Name<'a>, TaskKindAst<'a>, Vec<StmtAst<'a>>),
-    Launch(Name<'a>),
+    Task(Sym, Box<TaskKindAst>, Vec<StmtAst>),
+    Launch(Sym),
 }

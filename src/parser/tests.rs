@@ -241,7 +241,8 @@ fn items_may_be_used_before_they_are_declared() {
 
 #[test]
 fn items_and_defaults() {
-    let m = one("field @s : i1\nfield @m : f64[2, 3, 4]\nkernel @k(%n: i32 = 1024, %a: f32 = -0.5, %b: i1 = true) {\n}\n");
+    let m =
+        one("field @s : i1\nfield @m : f64[2, 3, 4]\nkernel @k(%n: i32 = 1024, %a: f32 = -0.5, %b: i1 = true) {\n}\n");
     let Item::Field(s) = &m.items[0] else { panic!() };
     assert!(s.shape.is_empty() && s.elem == Scalar::I1);
     let Item::Field(f) = &m.items[1] else { panic!() };
@@ -260,9 +261,14 @@ fn tasks_in_a_kernel() {
     );
     let Item::Kernel(k) = &m.items[2] else { panic!() };
     let stmts = k.body.block(k.body.entry);
-    assert!(matches!(&k.body.stmt(stmts[0]).kind, StmtKind::Task { name, kind: TaskKind::Serial, .. } if name == "step.0"));
+    assert!(
+        matches!(&k.body.stmt(stmts[0]).kind, StmtKind::Task { name, kind: TaskKind::Serial, .. } if name == "step.0")
+    );
     match &k.body.stmt(stmts[1]).kind {
-        StmtKind::Task { kind: TaskKind::RangeFor { var, lo: Bound::Const(0), hi: Bound::Const(1024), block_dim: 64 }, .. } => {
+        StmtKind::Task {
+            kind: TaskKind::RangeFor { var, lo: Bound::Const(0), hi: Bound::Const(1024), block_dim: 64 },
+            ..
+        } => {
             assert_eq!(k.body.value(*var).def, ValueDef::LoopVar(stmts[1], 0))
         }
         other => panic!("{other:?}"),
@@ -315,12 +321,20 @@ fn syntax_errors_say_what_was_expected() {
     let cases: &[(&str, &str, &str)] = &[
         ("kernel @k() {\n  %x = add %a %b\n}\n", "expected `,`, found `%b`", "%b"),
         ("field @x : f16\n", "expected a type (`i1`, `i32`, `i64`, `f32`, `f64`), found `f16`", "f16"),
-        ("kernel @k() {\n  %x = frob %a\n}\n", "expected an operation (`const`, `add`, `load`, `call`, ...), found `frob`", "frob"),
+        (
+            "kernel @k() {\n  %x = frob %a\n}\n",
+            "expected an operation (`const`, `add`, `load`, `call`, ...), found `frob`",
+            "frob",
+        ),
         ("kernel @k() {\n", "expected a statement or `}`, found end of input", ""),
         ("kernel @k() {\n  $\n}\n", "unexpected character `$`", "$"),
-        ("kernel @k() {\n  %x = cmp foo %a, %b\n}\n", "expected a predicate (`lt`, `le`, `gt`, `ge`, `eq`, `ne`), found `foo`", "foo"),
+        (
+            "kernel @k() {\n  %x = cmp foo %a, %b\n}\n",
+            "expected a predicate (`lt`, `le`, `gt`, `ge`, `eq`, `ne`), found `foo`",
+            "foo",
+        ),
         ("kernel k() {\n}\n", "expected a global name (`@...`), found `k`", "k"),
-        ("kernel @k() {\n  %x = add %a, %b\n  }\n}\n", "expected an item (`field`, `func`, `kernel`, `task`) or `module`, found `}`", "}"),
+        ("kernel @k() {\n  %x = add %a, %b\n  }\n}\n", "expected an item or `module`, found `}`", "}"),
         ("func @f() -> {\n}\n", "expected a type (`i1`, `i32`, `i64`, `f32`, `f64`), found `{`", "{"),
     ];
     for (text, msg, at) in cases {
@@ -343,7 +357,11 @@ fn literal_errors() {
             "a hex literal for f64 gives its raw bits and must have exactly 16 hex digits, found `0x7fc00001`",
             "0x7fc00001",
         ),
-        ("%x = atomic sub @t[], %a", "expected an atomic operator (`add`, `min`, `max`, `and`, `or` or `xor`), found `sub`", "sub"),
+        (
+            "%x = atomic sub @t[], %a",
+            "expected an atomic operator (`add`, `min`, `max`, `and`, `or` or `xor`), found `sub`",
+            "sub",
+        ),
         ("for %i in 0 .. @n[] {\n}", "a field bound (`@n[]`) is only allowed in a task header, not in `for`", "@n"),
     ];
     for (s, msg, at) in cases {
@@ -354,10 +372,7 @@ fn literal_errors() {
         err("kernel @k(%n: i32 = 1.5) {\n}\n"),
         ("expected an integer literal for i32, found float `1.5`".into(), "1.5".into())
     );
-    assert_eq!(
-        err("field @x : f32[-4]\n"),
-        ("expected a non-negative integer, found `-4`".into(), "-4".into())
-    );
+    assert_eq!(err("field @x : f32[-4]\n"), ("expected a non-negative integer, found `-4`".into(), "-4".into()));
     assert_eq!(
         err("kernel @k() {\n  task @t range_for %i in 0 .. 4 block_dim 0 {\n  }\n}\n"),
         ("block_dim must be between 1 and 4294967295, found `0`".into(), "0".into())
@@ -409,4 +424,24 @@ fn tricky_modules_round_trip() {
         assert_eq!(printed, text);
         assert_eq!(parse(&printed).unwrap(), m, "{text}");
     }
+}
+
+#[test]
+fn several_errors_in_one_item() {
+    let text = "kernel @k(%a: f32) {\n  %x = add %a %a\n  %y = frob %a\n  for %i in 0 .. {\n    %z = const 1.5 : f32\n    %w = sub %z\n  }\n  } else {\n  ret\n}\n";
+    let ds = parse(text).expect_err("broken statements");
+    let found: Vec<(usize, &str)> =
+        ds.0.iter()
+            .map(|d| (text[..d.span.unwrap().start as usize].matches('\n').count() + 1, d.message.as_str()))
+            .collect();
+    assert_eq!(
+        found,
+        vec![
+            (2, "expected `,`, found `%a`"),
+            (3, "expected an operation (`const`, `add`, `load`, `call`, ...), found `frob`"),
+            (4, "expected a value name (`%...`), a global name (`@...`) or an integer, found `{`"),
+            (7, "expected `,`, found `}`"),
+            (8, "expected an item or `module`, found `else`"),
+        ]
+    );
 }

@@ -29,7 +29,7 @@ impl super::Pass for Dce {
         "remove unused computations, store-only slots, empty ifs and loops, unreachable statements"
     }
     fn run(&self, stream: &mut Stream) -> Result<(), Diagnostics> {
-        util::for_each_body(stream, |body, shapes| dce_body(body, shapes));
+        util::for_each_body(stream, dce_body);
         Ok(())
     }
 }

@@ -530,10 +530,7 @@ fn struct_nest(body: &Body, s: Stmt, shapes: &HashMap<Name, (Scalar, Vec<u64>)>)
     // The chain of perfectly nested loops over `0 .. N` with i32 variables.
     let mut chain: Vec<(Stmt, u64)> = Vec::new();
     let mut cur = s;
-    loop {
-        let StmtKind::For { var, lo: Bound::Const(0), hi: Bound::Const(n), body: blk } = &body.stmt(cur).kind else {
-            break;
-        };
+    while let StmtKind::For { var, lo: Bound::Const(0), hi: Bound::Const(n), body: blk } = &body.stmt(cur).kind {
         if body.ty(*var) != Type::Scalar(Scalar::I32) || *n < 0 {
             break;
         }

@@ -10,8 +10,9 @@
 //! as a sequence of `launch` statements.
 //!
 //! Also owns [`task_needs`], the one definition of what a task needs from
-//! its module, which the key (`crate::key`) uses too, so that the text that
-//! is hashed and the module that is compiled can never disagree.
+//! its module. Because every task module holds exactly that, sorted, keys
+//! (`crate::key`, which hashes the module as codegen compiles it) do not
+//! depend on unused items or on item order.
 //!
 //! Must never: offload. A kernel that still holds plain statements is an
 //! error (run `offload` first); the default pipeline does. A stream that is
@@ -20,7 +21,7 @@
 use super::util;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::*;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 /// The `split-tasks` pass.
 pub struct SplitTasks;
@@ -162,44 +163,55 @@ fn launch_kernel(k: &Kernel) -> Kernel {
 /// sorted by name: exactly what its module must hold. `root` is the task's
 /// body block in `body`; `kind` its header.
 pub fn task_needs<'m>(m: &'m Module, body: &Body, root: Block, kind: &TaskKind) -> (Vec<&'m Field>, Vec<&'m Func>) {
-    let mut fields: BTreeSet<Name> = BTreeSet::new();
+    let mut fields: Vec<&str> = Vec::new();
     match kind {
         TaskKind::Serial => {}
         TaskKind::RangeFor { lo, hi, .. } => {
             for b in [lo, hi] {
                 if let Bound::Field(n, _) = b {
-                    fields.insert(n.clone());
+                    fields.push(n);
                 }
             }
         }
-        TaskKind::StructFor { field, .. } => {
-            fields.insert(field.clone());
+        TaskKind::StructFor { field, .. } => fields.push(field),
+    }
+    let mut calls: Vec<&str> = Vec::new();
+    scan(body, root, &mut fields, &mut calls);
+    let mut funcs: Vec<&'m Func> = Vec::new();
+    while let Some(name) = calls.pop() {
+        if funcs.iter().any(|f| f.name == name) {
+            continue;
+        }
+        if let Some(f) = m.func(name) {
+            funcs.push(f);
+            scan(&f.body, f.body.entry, &mut fields, &mut calls);
         }
     }
-    let funcs_by_name: HashMap<&str, &'m Func> = m.funcs().map(|f| (f.name.as_str(), f)).collect();
-    let mut funcs: BTreeMap<&'m str, &'m Func> = BTreeMap::new();
-    let mut pending: Vec<&'m Func> = Vec::new();
-    let mut visit = |body: &Body, s: Stmt, pending: &mut Vec<&'m Func>| match &body.stmt(s).kind {
-        StmtKind::Load(r) | StmtKind::Store(r, _) | StmtKind::Atomic(_, r, _) => {
-            if !fields.contains(&r.field) {
-                fields.insert(r.field.clone());
-            }
-        }
-        StmtKind::Call(name, ..) => {
-            if let Some(&f) = funcs_by_name.get(name.as_str()) {
-                if funcs.insert(f.name.as_str(), f).is_none() {
-                    pending.push(f);
+    funcs.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    fields.sort_unstable();
+    fields.dedup();
+    (fields.into_iter().filter_map(|n| m.field(n)).collect(), funcs)
+}
+
+/// The fields a block touches and the functions it calls, nested blocks
+/// included (with repeats).
+fn scan<'x>(body: &'x Body, b: Block, fields: &mut Vec<&'x str>, calls: &mut Vec<&'x str>) {
+    for &s in body.block(b) {
+        match &body.stmt(s).kind {
+            StmtKind::Load(r) | StmtKind::Store(r, _) | StmtKind::Atomic(_, r, _) => fields.push(&r.field),
+            StmtKind::Call(name, ..) => calls.push(name),
+            StmtKind::If { then_blk, else_blk, .. } => {
+                scan(body, *then_blk, fields, calls);
+                if let Some(e) = else_blk {
+                    scan(body, *e, fields, calls);
                 }
             }
+            StmtKind::For { body: c, .. } | StmtKind::While { body: c } | StmtKind::Task { body: c, .. } => {
+                scan(body, *c, fields, calls)
+            }
+            _ => {}
         }
-        _ => {}
-    };
-    body.walk(root, &mut |s| visit(body, s, &mut pending));
-    while let Some(f) = pending.pop() {
-        f.body.walk(f.body.entry, &mut |s| visit(&f.body, s, &mut pending));
     }
-    let fields = fields.iter().filter_map(|n| m.field(n)).collect();
-    (fields, funcs.into_values().collect())
 }
 
 /// The task statement `s` of kernel `k` as a task item with a body of its

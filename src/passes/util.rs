@@ -30,12 +30,12 @@ pub fn operands_mut(kind: &mut StmtKind, f: &mut dyn FnMut(&mut Value)) {
             f(a);
             f(b)
         }
-        StmtKind::Load(r) => r.indices.iter_mut().for_each(|v| f(v)),
+        StmtKind::Load(r) => r.indices.iter_mut().for_each(&mut *f),
         StmtKind::Store(r, v) | StmtKind::Atomic(_, r, v) => {
-            r.indices.iter_mut().for_each(|v| f(v));
+            r.indices.iter_mut().for_each(&mut *f);
             f(v)
         }
-        StmtKind::Call(_, args, _) => args.iter_mut().for_each(|v| f(v)),
+        StmtKind::Call(_, args, _) => args.iter_mut().for_each(&mut *f),
         StmtKind::Ret(v) => {
             if let Some(v) = v {
                 f(v)

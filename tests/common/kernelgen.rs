@@ -595,7 +595,8 @@ impl<'c> Gen<'c> {
         owned.retain(|_| self.rng.chance(40));
         let nest = self.rng.chance(25);
         // Every loop writes something of its own: a 2-D field in a nest.
-        let must: &'static str = if nest { *self.rng.pick(&["ma", "mb"]) } else { *self.rng.pick(&["fa", "fb", "ia", "ib", "bz"]) };
+        let choices: &[&'static str] = if nest { &["ma", "mb"] } else { &["fa", "fb", "ia", "ib", "bz"] };
+        let must = *self.rng.pick(choices);
         if !owned.contains(&must) {
             owned.insert(0, must);
         }
