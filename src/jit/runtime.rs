@@ -226,7 +226,7 @@ pub fn launch(
             )));
         }
         let align = data.elem.size_bytes();
-        wanted[pos] = Some(if (data.bytes.as_ptr() as usize) % align == 0 && !data.bytes.is_empty() {
+        wanted[pos] = Some(if (data.bytes.as_ptr() as usize).is_multiple_of(align) && !data.bytes.is_empty() {
             Base::Direct(data)
         } else {
             let mut v = vec![0u64; data.bytes.len().div_ceil(8)];
