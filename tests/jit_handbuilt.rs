@@ -274,3 +274,18 @@ fn an_object_that_parses_but_does_not_link_is_an_error_at_load() {
     // The JIT is still healthy, and the good object loads again.
     jit.load_task("s.0", &t.object, &t.meta).unwrap();
 }
+
+#[test]
+fn field_storage_that_does_not_hold_its_shape_is_an_error_not_a_crash() {
+    let stream = saxpy_stream(100, 100);
+    let mut e = JitEngine::new(compiler(), JitPath::PerTask, 1).unwrap();
+    let mut fields = Fields::zeroed(&stream);
+    fields.get_mut("x").unwrap().bytes.truncate(10);
+    let err = e.run_kernel(&stream, "k", &[Const::f32(1.0)], &mut fields).unwrap_err();
+    assert!(err.message.contains("@x holds 10 bytes"), "{err}");
+    // A field of another shape than the task was compiled for.
+    let mut fields = Fields::zeroed(&stream);
+    fields.get_mut("y").unwrap().shape = vec![10, 10];
+    let err = e.run_kernel(&stream, "k", &[Const::f32(1.0)], &mut fields).unwrap_err();
+    assert!(err.message.contains("compiled for @y"), "{err}");
+}

@@ -225,6 +225,18 @@ pub fn launch(
                 data.type_string()
             )));
         }
+        // The code trusts the shape: the storage must really hold it.
+        let want = data.len() * data.elem.size_bytes();
+        if data.bytes.len() != want {
+            return Err(RunError::new(format!(
+                "kernel @{}: task @{}: field @{} holds {} bytes, but {} needs {want}",
+                names.kernel,
+                names.task,
+                mf.name,
+                data.bytes.len(),
+                data.type_string()
+            )));
+        }
         let align = data.elem.size_bytes();
         wanted[pos] = Some(if (data.bytes.as_ptr() as usize).is_multiple_of(align) && !data.bytes.is_empty() {
             Base::Direct(data)
