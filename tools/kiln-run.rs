@@ -252,6 +252,10 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
             break;
         }
     }
+    if let Runner::Jit(j, _) = &mut runner {
+        // Records still being written are finished (and counted) first.
+        j.finish();
+    }
     // The counters are shown whether or not the run succeeded.
     let counters = match &runner {
         Runner::Interp(_) => RunCounters { run_ms: t0.elapsed().as_secs_f64() * 1e3, ..RunCounters::default() },

@@ -22,8 +22,11 @@ use crate::codegen::{self, Compiler, HostTarget};
 use crate::config::{CompileConfig, LaunchMeta, LLVM_VERSION};
 use crate::ir::{Field, Module};
 use serde::Serialize;
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The cache scope of objects compiled for `target`: its triple, CPU name
@@ -76,10 +79,26 @@ enum Found {
 }
 
 /// The cache's [`TaskProvider`]: key, look up, load; or compile, load and
-/// store.
+/// store. A record is written by a thread of its own while the run goes
+/// on (the task is ready to launch once it is loaded; the write, with its
+/// `fsync`, need not delay it); [`TaskProvider::finish`] and dropping the
+/// provider wait for every write.
 pub struct CachedTasks {
-    store: Store,
+    store: Arc<Store>,
+    /// Record writes in flight: the task's name and the writer.
+    writes: VecDeque<(String, JoinHandle<Result<(), CacheError>>)>,
+    /// What this process compiled and stored, by key: a task met again
+    /// (an identical task of another kernel) is a hit even while its
+    /// record is still being written.
+    compiled: HashMap<Key, Arc<Job>>,
 }
+
+/// A record to write: key, metadata, object.
+type Job = (Key, LaunchMeta, Vec<u8>);
+
+/// At most this many record writes run at once; the next waits for the
+/// oldest.
+const MAX_WRITES_IN_FLIGHT: usize = 8;
 
 /// At most this many warnings are kept per run (the first ones explain).
 const MAX_WARNINGS: usize = 16;
@@ -93,7 +112,42 @@ fn warn(stats: &mut JitStats, text: String) {
 impl CachedTasks {
     /// A provider over an open store (see [`open_store`]).
     pub fn new(store: Store) -> CachedTasks {
-        CachedTasks { store }
+        CachedTasks { store: Arc::new(store), writes: VecDeque::new(), compiled: HashMap::new() }
+    }
+
+    /// Starts writing a record in the background.
+    fn store_later(&mut self, key: Key, meta: LaunchMeta, object: Vec<u8>, task: &str, stats: &mut JitStats) {
+        while self.writes.len() >= MAX_WRITES_IN_FLIGHT {
+            self.join_oldest(stats);
+        }
+        let job = Arc::new((key, meta, object));
+        self.compiled.insert(key, job.clone());
+        let (store, j) = (self.store.clone(), job.clone());
+        let spawned = std::thread::Builder::new().name("kiln-cache-write".into()).spawn(move || store.put(&j.0, &j.1, &j.2));
+        match spawned {
+            Ok(h) => self.writes.push_back((task.to_string(), h)),
+            // No thread to spare: write it now.
+            Err(_) => match self.store.put(&job.0, &job.1, &job.2) {
+                Ok(()) => stats.records_stored += 1,
+                Err(e) => warn(stats, format!("cannot store task @{task} in the cache: {e}")),
+            },
+        }
+    }
+
+    /// Waits for the oldest write in flight and counts it.
+    fn join_oldest(&mut self, stats: &mut JitStats) {
+        let Some((task, h)) = self.writes.pop_front() else { return };
+        match h.join() {
+            Ok(Ok(())) => stats.records_stored += 1,
+            Ok(Err(e)) => warn(stats, format!("cannot store task @{task} in the cache: {e}")),
+            Err(_) => warn(stats, format!("the cache write of task @{task} failed")),
+        }
+    }
+
+    /// The store's byte counters, as the run's.
+    fn count_bytes(&self, stats: &mut JitStats) {
+        let s = self.store.stats();
+        (stats.bytes_read, stats.bytes_written) = (s.bytes_read, s.bytes_written);
     }
 
     /// The store it reads and writes.
@@ -103,6 +157,12 @@ impl CachedTasks {
 
     fn lookup(&self, jit: &Jit, key: &Key, meta: &LaunchMeta, hint: &str, stats: &mut JitStats) -> Found {
         let t0 = Instant::now();
+        if let Some(job) = self.compiled.get(key).filter(|j| same_launch(&j.1, meta)) {
+            if let Ok(t) = jit.load_task(hint, &job.2, meta) {
+                stats.load_time += t0.elapsed();
+                return Found::Loaded(t);
+            }
+        }
         let got = self.store.get(key);
         stats.load_time += t0.elapsed();
         let record = match got {
@@ -140,7 +200,6 @@ impl TaskProvider for CachedTasks {
         task: &str,
         stats: &mut JitStats,
     ) -> Result<LoadedTask, ProvideError> {
-        let before = self.store.stats();
         let t0 = Instant::now();
         let (key, meta) = key_and_meta(module, &compiler.config).map_err(ProvideError::Codegen)?;
         stats.key_time += t0.elapsed();
@@ -164,17 +223,28 @@ impl TaskProvider for CachedTasks {
                 let loaded = jit.load_task(task, &c.object, &meta).map_err(ProvideError::Jit)?;
                 stats.load_time += t1.elapsed();
                 stats.tasks_loaded += 1;
-                match self.store.put(&key, &c.meta, &c.object) {
-                    Ok(()) => stats.records_stored += 1,
-                    Err(e) => warn(stats, format!("cannot store task @{task} in the cache: {e}")),
-                }
+                self.store_later(key, c.meta, c.object, task, stats);
                 Ok(loaded)
             }
         };
-        let after = self.store.stats();
-        stats.bytes_read += after.bytes_read - before.bytes_read;
-        stats.bytes_written += after.bytes_written - before.bytes_written;
+        self.count_bytes(stats);
         result
+    }
+
+    fn finish(&mut self, stats: &mut JitStats) {
+        while !self.writes.is_empty() {
+            self.join_oldest(stats);
+        }
+        self.count_bytes(stats);
+    }
+}
+
+impl Drop for CachedTasks {
+    /// A record being written is finished before the process can exit.
+    fn drop(&mut self) {
+        for (_, h) in self.writes.drain(..) {
+            let _ = h.join();
+        }
     }
 }
 

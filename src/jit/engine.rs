@@ -82,6 +82,10 @@ pub trait TaskProvider: Send {
         task: &str,
         stats: &mut JitStats,
     ) -> Result<LoadedTask, ProvideError>;
+
+    /// Completes work left running in the background (the cache's record
+    /// writes) and counts it in `stats`.
+    fn finish(&mut self, _stats: &mut JitStats) {}
 }
 
 /// Why a task could not be made ready.
@@ -201,6 +205,13 @@ impl JitEngine {
     /// Replaces where the per-task path gets its tasks from (the cache).
     pub fn set_provider(&mut self, p: Box<dyn TaskProvider>) {
         self.provider = p;
+    }
+
+    /// Waits for the provider's background work (records being written)
+    /// and completes the counters; call it before reading `stats` at the
+    /// end of a run.
+    pub fn finish(&mut self) {
+        self.provider.finish(&mut self.stats);
     }
 
     /// The loaded tasks of a kernel's launches, in order (loading what is
