@@ -429,6 +429,45 @@ pub fn split_items(text: &str) -> Vec<Chunk> {
     chunks
 }
 
+/// The first `{` in `text[start..end]` and the `}` that closes it, skipping
+/// comments (the same byte scan as [`split_items`]); None if there is no
+/// `{` or it is not closed before `end`.
+pub fn body_braces(text: &str, start: usize, end: usize) -> Option<(usize, usize)> {
+    let b = text.as_bytes().get(start..end)?;
+    let mut open = None;
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b';' => {
+                i += b[i..].iter().position(|&c| c == b'\n').unwrap_or(b.len() - i);
+                continue;
+            }
+            b'{' => {
+                open.get_or_insert(start + i);
+                depth += 1;
+            }
+            b'}' if open.is_some() => {
+                depth -= 1;
+                if depth == 0 {
+                    return open.map(|o| (o, start + i));
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Whether `text` holds nothing but blanks and comments.
+pub fn is_blank(text: &str) -> bool {
+    text.lines().all(|l| {
+        let l = l.trim_start_matches([' ', '\t', '\r']);
+        l.is_empty() || l.starts_with(';')
+    })
+}
+
 fn is_name_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c == b'.'
 }

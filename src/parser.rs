@@ -140,7 +140,7 @@ fn parse_with(text: &str, parallel: bool) -> Result<Stream, Diagnostics> {
 }
 
 /// A chunk's syntax tree, or its syntax errors.
-type Parsed = Result<Vec<Top>, Vec<Diagnostic>>;
+pub(crate) type Parsed = Result<Vec<Top>, Vec<Diagnostic>>;
 
 /// A top-level form after lowering. Short-lived (moved once into its
 /// module), so boxing the large variant would only add an allocation.
@@ -152,7 +152,7 @@ enum Lowered {
 
 /// Parses one chunk with the grammar; on a syntax error, also looks for
 /// more errors in the same chunk (see [`more_syntax_errors`]).
-fn parse_chunk(text: &str, c: &crate::lexer::Chunk) -> Parsed {
+pub(crate) fn parse_chunk(text: &str, c: &crate::lexer::Chunk) -> Parsed {
     if let Some(at) = c.too_deep {
         return Err(vec![Diagnostic::error(
             format!("blocks are nested too deeply (more than {} levels)", crate::lexer::MAX_DEPTH),
@@ -164,6 +164,18 @@ fn parse_chunk(text: &str, c: &crate::lexer::Chunk) -> Parsed {
         let first = syntax_error(text, e);
         more_syntax_errors(text, c, first)
     })
+}
+
+/// Parses only the header of the chunk `c` — its text up to the `{` at
+/// `open` that starts its body (or block), closed right after by `}` — so
+/// that a signature costs a few tokens however long the body is. Spans are
+/// those of the header in `text`. No error recovery: a header that does not
+/// parse is reported by parsing the whole chunk.
+pub(crate) fn parse_header(text: &str, c: &crate::lexer::Chunk, open: usize) -> Option<Vec<Top>> {
+    let mut header = String::with_capacity(open + 2 - c.start);
+    header.push_str(text.get(c.start..=open)?);
+    header.push('}');
+    grammar::ChunkParser::new().parse(Lexer::new(&header, c.start)).ok()
 }
 
 /// How many further syntax errors one chunk may report.
@@ -348,13 +360,13 @@ type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 /// `call` results). The first declaration of a name wins; the verifier
 /// reports duplicates.
 #[derive(Default)]
-struct Sigs<'a> {
+pub(crate) struct Sigs<'a> {
     fields: FxMap<&'a str, Scalar>,
     funcs: FxMap<&'a str, Option<Scalar>>,
 }
 
 impl<'a> Sigs<'a> {
-    fn declare(&mut self, item: &ast::Item, src: &'a str) {
+    pub(crate) fn declare(&mut self, item: &ast::Item, src: &'a str) {
         match item {
             ast::Item::Field(f) => {
                 self.fields.entry(f.name.text(src)).or_insert(f.elem);
@@ -381,7 +393,7 @@ fn lower_top<'a>(top: Top, src: &'a str, sigs: &Sigs<'a>, diags: &mut Vec<Diagno
     }
 }
 
-fn lower_item<'a>(item: ast::Item, src: &'a str, sigs: &Sigs<'a>, diags: &mut Vec<Diagnostic>) -> Item {
+pub(crate) fn lower_item<'a>(item: ast::Item, src: &'a str, sigs: &Sigs<'a>, diags: &mut Vec<Diagnostic>) -> Item {
     match item {
         ast::Item::Field(f) => {
             let shape = f

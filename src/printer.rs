@@ -15,7 +15,7 @@ impl fmt::Display for Stream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, m) in self.modules.iter().enumerate() {
             if i > 0 {
-                writeln!(f)?;
+                f.write_str(MODULE_SEPARATOR)?;
             }
             write!(f, "{m}")?;
         }
@@ -36,6 +36,35 @@ impl fmt::Display for Item {
         p.item(self)
     }
 }
+
+/// An item printed `depth` levels deep (one level inside a `module` block),
+/// exactly as `Display for Module` prints it there; for front ends that
+/// print items one at a time (see [`blank_line_between`], [`module_open`]).
+pub struct Indented<'a>(pub &'a Item, pub usize);
+
+impl fmt::Display for Indented<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut p = Printer { out: f, indent: self.1 };
+        p.item(self.0)
+    }
+}
+
+/// Whether a blank line sets an item apart from the one before it in a
+/// module: consecutive fields stay together, everything else is set apart.
+pub fn blank_line_between(prev_is_field: bool, is_field: bool) -> bool {
+    !(prev_is_field && is_field)
+}
+
+/// The line that opens a named module's block.
+pub fn module_open(out: &mut impl Write, name: &str) -> fmt::Result {
+    writeln!(out, "module @{name} {{")
+}
+
+/// The line that closes a module's block.
+pub const MODULE_CLOSE: &str = "}\n";
+
+/// What separates two modules of a stream.
+pub const MODULE_SEPARATOR: &str = "\n";
 
 /// Prints a constant's literal (without its type): integers in signed
 /// decimal, `i1` as `true`/`false`, floats in the shortest decimal form that
@@ -98,11 +127,11 @@ impl Printer<'_, '_> {
 
     fn module(&mut self, m: &Module) -> fmt::Result {
         if let Some(name) = &m.name {
-            writeln!(self.out, "module @{name} {{")?;
+            module_open(self.out, name)?;
             self.indent += 1;
             self.items(&m.items)?;
             self.indent -= 1;
-            writeln!(self.out, "}}")
+            self.out.write_str(MODULE_CLOSE)
         } else {
             self.items(&m.items)
         }
@@ -114,7 +143,7 @@ impl Printer<'_, '_> {
             let is_field = matches!(it, Item::Field(_));
             // Consecutive fields stay together; everything else is set apart
             // by one blank line.
-            if i > 0 && !(is_field && prev_field) {
+            if i > 0 && blank_line_between(prev_field, is_field) {
                 writeln!(self.out)?;
             }
             self.item(it)?;
