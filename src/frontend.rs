@@ -29,8 +29,8 @@
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::{Item, Module, Span, Stream};
-use crate::lexer::{body_braces, is_blank, split_items, Chunk, ChunkKind};
-use crate::parser::{self, ast, Sigs};
+use crate::lexer::{body_braces, first_brace, is_blank, split_items, Chunk, ChunkKind};
+use crate::parser::{self, ast, Keep, Sigs};
 use crate::printer::{self, Indented};
 use crate::verifier::{self, ItemFacts, ItemVerifier};
 use rayon::prelude::*;
@@ -179,7 +179,7 @@ fn signature(text: &str, c: &Chunk) -> Result<ast::Item, NotHere> {
     let tops = match c.kind {
         ChunkKind::Field => parser::parse_chunk(text, c).map_err(|_| NotHere)?,
         _ => {
-            let (open, _) = body_braces(text, c.start, c.end).ok_or(NotHere)?;
+            let open = first_brace(text, c.start, c.end).ok_or(NotHere)?;
             parser::parse_header(text, c, open).ok_or(NotHere)?
         }
     };
@@ -212,7 +212,8 @@ fn streaming(text: &str, parallel: bool) -> Result<Canonical, NotHere> {
         }
         let mut diags: Vec<Diagnostic> = Vec::new();
         let empty = Sigs::default();
-        let items: Vec<Item> = headers.into_iter().map(|h| parser::lower_item(h, text, &empty, &mut diags)).collect();
+        let items: Vec<Item> =
+            headers.into_iter().map(|h| parser::lower_item_as(h, text, &empty, &mut diags, Keep::Resident)).collect();
         if !diags.is_empty() {
             return Err(NotHere);
         }
@@ -233,7 +234,8 @@ fn streaming(text: &str, parallel: bool) -> Result<Canonical, NotHere> {
     let done = map_all(&units, parallel, |&(k, c)| {
         let item = only_item(parser::parse_chunk(text, c).map_err(|_| NotHere)?)?;
         let mut diags = Vec::new();
-        let item = parser::lower_item(item, text, &sigs_ref[k], &mut diags);
+        let keep = Keep::Transient { bytes: c.end - c.start };
+        let item = parser::lower_item_as(item, text, &sigs_ref[k], &mut diags, keep);
         if !diags.is_empty() {
             return Err(NotHere);
         }

@@ -331,7 +331,7 @@ fn describe_expected(expected: &[String]) -> String {
 /// A fast hasher for short names (FxHash's mixing step): name lookups
 /// dominate lowering, and SipHash's DoS resistance buys nothing here.
 #[derive(Default, Clone, Copy)]
-struct FxHasher(u64);
+pub(crate) struct FxHasher(u64);
 
 impl Hasher for FxHasher {
     fn write(&mut self, bytes: &[u8]) {
@@ -353,7 +353,9 @@ impl Hasher for FxHasher {
     }
 }
 
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// A hash map keyed by short names (see [`FxHasher`]); the verifier's
+/// name lookups use it too.
+pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// What bodies need to know about the items of their module: field element
 /// types (for `load`/`atomic` results) and function return types (for
@@ -393,7 +395,28 @@ fn lower_top<'a>(top: Top, src: &'a str, sigs: &Sigs<'a>, diags: &mut Vec<Diagno
     }
 }
 
-pub(crate) fn lower_item<'a>(item: ast::Item, src: &'a str, sigs: &Sigs<'a>, diags: &mut Vec<Diagnostic>) -> Item {
+fn lower_item<'a>(item: ast::Item, src: &'a str, sigs: &Sigs<'a>, diags: &mut Vec<Diagnostic>) -> Item {
+    lower_item_as(item, src, sigs, diags, Keep::Resident)
+}
+
+/// How long a lowered body lives, which decides how its arenas are sized.
+#[derive(Clone, Copy)]
+pub(crate) enum Keep {
+    /// With every other body of the input: the arenas' slack is given back.
+    Resident,
+    /// Only until it is printed: the arenas are sized up front from the
+    /// item's text (`bytes` long) and never shrunk.
+    Transient { bytes: usize },
+}
+
+/// Lowers one item (see [`Keep`]).
+pub(crate) fn lower_item_as<'a>(
+    item: ast::Item,
+    src: &'a str,
+    sigs: &Sigs<'a>,
+    diags: &mut Vec<Diagnostic>,
+    keep: Keep,
+) -> Item {
     match item {
         ast::Item::Field(f) => {
             let shape = f
@@ -409,19 +432,19 @@ pub(crate) fn lower_item<'a>(item: ast::Item, src: &'a str, sigs: &Sigs<'a>, dia
             Item::Field(Field { name: f.name.text(src).into(), elem: f.elem, shape, span: f.span })
         }
         ast::Item::Func(f) => {
-            let mut lw = BodyLower::new(src, sigs, diags);
+            let mut lw = BodyLower::new(src, sigs, diags, keep);
             let params = lw.params(&f.params);
             lw.stmts(f.body, Block(0));
             Item::Func(Func { name: f.name.text(src).into(), params, ret: f.ret, body: lw.finish(), span: f.span })
         }
         ast::Item::Kernel(k) => {
-            let mut lw = BodyLower::new(src, sigs, diags);
+            let mut lw = BodyLower::new(src, sigs, diags, keep);
             let params = lw.params(&k.params);
             lw.stmts(k.body, Block(0));
             Item::Kernel(Kernel { name: k.name.text(src).into(), params, body: lw.finish(), span: k.span })
         }
         ast::Item::Task(t) => {
-            let mut lw = BodyLower::new(src, sigs, diags);
+            let mut lw = BodyLower::new(src, sigs, diags, keep);
             let params = lw.params(&t.params);
             let kind = lw.task_kind(*t.kind, Stmt::HEADER);
             lw.stmts(t.body, Block(0));
@@ -446,6 +469,7 @@ struct BodyLower<'a, 's, 'd> {
     src: &'a str,
     sigs: &'s Sigs<'a>,
     diags: &'d mut Vec<Diagnostic>,
+    keep: Keep,
     body: Body,
     /// The names in scope.
     scope: FxMap<&'a str, Value>,
@@ -459,12 +483,20 @@ struct BodyLower<'a, 's, 'd> {
 }
 
 impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
-    fn new(src: &'a str, sigs: &'s Sigs<'a>, diags: &'d mut Vec<Diagnostic>) -> Self {
+    fn new(src: &'a str, sigs: &'s Sigs<'a>, diags: &'d mut Vec<Diagnostic>, keep: Keep) -> Self {
+        let mut body = Body::new();
+        if let Keep::Transient { bytes } = keep {
+            // A statement line is 25 to 35 bytes of text and defines at
+            // most one value; a little too much is cheaper than regrowing.
+            body.stmts.reserve(bytes / 24);
+            body.values.reserve(bytes / 24);
+        }
         BodyLower {
             src,
             sigs,
             diags,
-            body: Body::new(),
+            keep,
+            body,
             scope: FxMap::default(),
             undo: Vec::new(),
             pending: FxMap::default(),
@@ -488,6 +520,9 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
     fn finish(mut self) -> Body {
         if !self.resolved.is_empty() {
             resolve_forward_uses(&mut self.body, &self.resolved);
+        }
+        if let Keep::Transient { .. } = self.keep {
+            return self.body;
         }
         // The arenas grew by doubling; a whole module's IR is resident at
         // once, so give the slack back (glibc shrinks in place).

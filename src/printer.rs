@@ -119,8 +119,13 @@ struct Printer<'a, 'b> {
 
 impl Printer<'_, '_> {
     fn line_start(&mut self) -> fmt::Result {
-        for _ in 0..self.indent {
-            self.out.write_str("  ")?;
+        // One write for the usual depths instead of one per level.
+        const SPACES: &str = "                                ";
+        let mut n = 2 * self.indent;
+        while n > 0 {
+            let k = n.min(SPACES.len());
+            self.out.write_str(&SPACES[..k])?;
+            n -= k;
         }
         Ok(())
     }
@@ -213,7 +218,7 @@ impl Printer<'_, '_> {
     /// ` {`, the block's statements one level deeper, then the closing
     /// brace at the current level (no newline after it).
     fn block_braced(&mut self, body: &Body, b: Block) -> fmt::Result {
-        writeln!(self.out, " {{")?;
+        self.out.write_str(" {\n")?;
         self.indent += 1;
         for &s in body.block(b) {
             self.stmt(body, s)?;
@@ -224,7 +229,8 @@ impl Printer<'_, '_> {
     }
 
     fn v(&mut self, body: &Body, v: Value) -> fmt::Result {
-        write!(self.out, "%{}", body.name(v))
+        self.out.write_char('%')?;
+        self.out.write_str(body.name(v))
     }
 
     fn vals(&mut self, body: &Body, vs: &[Value]) -> fmt::Result {
@@ -238,7 +244,9 @@ impl Printer<'_, '_> {
     }
 
     fn field_ref(&mut self, body: &Body, r: &FieldRef) -> fmt::Result {
-        write!(self.out, "@{}[", r.field)?;
+        self.out.write_char('@')?;
+        self.out.write_str(&r.field)?;
+        self.out.write_char('[')?;
         self.vals(body, &r.indices)?;
         self.out.write_char(']')
     }
@@ -297,23 +305,33 @@ impl Printer<'_, '_> {
             self.out.write_str(" = ")?;
         }
         match &data.kind {
-            StmtKind::Const(c) => write!(self.out, "const {} : {}", fmt_const(*c), c.ty)?,
+            StmtKind::Const(c) => {
+                self.out.write_str("const ")?;
+                self.const_lit(*c)?;
+                self.out.write_str(" : ")?;
+                self.out.write_str(c.ty.keyword())?
+            }
             StmtKind::Binary(op, a, b) => {
-                write!(self.out, "{} ", op.keyword())?;
+                self.out.write_str(op.keyword())?;
+                self.out.write_char(' ')?;
                 self.vals(body, &[*a, *b])?
             }
             StmtKind::Unary(op, a) => {
-                write!(self.out, "{} ", op.keyword())?;
+                self.out.write_str(op.keyword())?;
+                self.out.write_char(' ')?;
                 self.v(body, *a)?
             }
             StmtKind::Cmp(op, a, b) => {
-                write!(self.out, "cmp {} ", op.keyword())?;
+                self.out.write_str("cmp ")?;
+                self.out.write_str(op.keyword())?;
+                self.out.write_char(' ')?;
                 self.vals(body, &[*a, *b])?
             }
             StmtKind::Cast(a, ty) => {
                 self.out.write_str("cast ")?;
                 self.v(body, *a)?;
-                write!(self.out, " to {ty}")?
+                self.out.write_str(" to ")?;
+                self.out.write_str(ty.keyword())?
             }
             StmtKind::Select(c, a, b) => {
                 self.out.write_str("select ")?;
@@ -330,7 +348,9 @@ impl Printer<'_, '_> {
                 self.v(body, *v)?
             }
             StmtKind::Atomic(op, r, v) => {
-                write!(self.out, "atomic {} ", op.keyword())?;
+                self.out.write_str("atomic ")?;
+                self.out.write_str(op.keyword())?;
+                self.out.write_char(' ')?;
                 self.field_ref(body, r)?;
                 self.out.write_str(", ")?;
                 self.v(body, *v)?
@@ -345,7 +365,9 @@ impl Printer<'_, '_> {
                 self.vals(body, &[*p, *v])?
             }
             StmtKind::Call(name, args, _) => {
-                write!(self.out, "call @{name}(")?;
+                self.out.write_str("call @")?;
+                self.out.write_str(name)?;
+                self.out.write_char('(')?;
                 self.vals(body, args)?;
                 self.out.write_char(')')?
             }
@@ -383,7 +405,16 @@ impl Printer<'_, '_> {
             }
             StmtKind::Launch(name) => write!(self.out, "launch @{name}")?,
         }
-        writeln!(self.out)
+        self.out.write_char('\n')
+    }
+
+    /// A constant's literal ([`fmt_const`]); integers and the common
+    /// floats without an intermediate string.
+    fn const_lit(&mut self, c: Const) -> fmt::Result {
+        match c.ty {
+            Scalar::I32 | Scalar::I64 => write!(self.out, "{}", c.as_i64().unwrap_or_default()),
+            _ => self.out.write_str(&fmt_const(c)),
+        }
     }
 }
 

@@ -20,6 +20,7 @@
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::*;
+use crate::parser::FxMap;
 use std::collections::HashMap;
 
 /// The deepest nesting of blocks (`if`, `for`, `while`, tasks) accepted.
@@ -62,6 +63,14 @@ fn check_module_name<'a>(stream: &Stream, m: &'a Module, seen: &mut HashMap<&'a 
         }
         None => {}
     }
+}
+
+/// Checks one module on its own: `launch` targets must be task items of
+/// this module.
+pub fn verify_module(module: &Module) -> Result<(), Diagnostics> {
+    let mut diags = Vec::new();
+    check_module(module, None, &mut diags);
+    finish(diags)
 }
 
 /// Sorts the diagnostics into source order (stable, so errors at one place
@@ -132,7 +141,7 @@ struct ModuleCx<'a> {
     module: &'a Module,
     /// Where `launch` looks for task items: the whole stream, or the module.
     stream: Option<&'a Stream>,
-    items: HashMap<&'a str, &'a Item>,
+    items: FxMap<&'a str, &'a Item>,
 }
 
 impl<'a> ModuleCx<'a> {
@@ -164,7 +173,7 @@ impl<'a> ModuleCx<'a> {
     /// Indexes a module's items by name (the first of a name wins) and
     /// reports the later ones as duplicates.
     fn new(m: &'a Module, stream: Option<&'a Stream>, diags: &mut Vec<Diagnostic>) -> Self {
-        let mut items: HashMap<&str, &Item> = HashMap::with_capacity(m.items.len());
+        let mut items: FxMap<&str, &Item> = FxMap::with_capacity_and_hasher(m.items.len(), Default::default());
         for it in &m.items {
             if items.contains_key(it.name()) {
                 diags.push(Diagnostic::error(format!("duplicate item @{}", it.name()), it.span()));
