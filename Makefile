@@ -50,8 +50,8 @@ test-lit:
 demo: build-release
 	@bash scripts/demo.sh $(RELEASE_BIN)
 
-bench: build-release
-	@bash scripts/bench.sh $(RELEASE_BIN)
+bench: deps
+	@bash scripts/bench.sh
 
 clean:
 	$(CARGO) clean

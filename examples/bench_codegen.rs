@@ -11,7 +11,7 @@
 //! Usage: bench_codegen [REPEATS]
 
 use kiln::codegen::{self, Compiler};
-use kiln::config::CompileConfig;
+use kiln::config::{CompileConfig, OptLevel};
 use kiln::exec::Fields;
 use kiln::ir::{Const, Module, Stream};
 use kiln::jit::engine::{JitEngine, JitPath};
@@ -28,6 +28,15 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
+/// CPU time of the whole process (user + system), to tell a slow run from
+/// a starved one on a shared machine.
+fn cpu_time() -> Duration {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(u.ru_utime) + tv(u.ru_stime)
 }
 
 fn split(text: &str) -> Stream {
@@ -100,21 +109,38 @@ fn main() {
     }
     println!("all tasks: compile median {}, load median {}", ms(median(all_compile)), ms(median(all_load)));
 
+    // Sequential compile of all tasks at each optimisation level.
+    println!("\n## all {} tasks, one thread, by optimisation level", tasks.len());
+    for opt in [OptLevel::O0, OptLevel::O1, OptLevel::O2, OptLevel::O3] {
+        let mut cfg = CompileConfig::default();
+        cfg.opt_level = opt;
+        let c = Compiler::host(cfg).unwrap();
+        let mut ts = Vec::new();
+        for _ in 0..repeats.div_ceil(4) {
+            let t0 = Instant::now();
+            tasks.iter().for_each(|(m, _)| drop(black_box(c.compile_task(m).unwrap())));
+            ts.push(t0.elapsed());
+        }
+        println!("{opt:?}: {}", ms(median(ts)));
+    }
+
     // 2. Parallel compile of the whole kernel's tasks.
-    println!("\n## parallel compile of all {} tasks", tasks.len());
+    println!("\n## parallel compile of all {} tasks (-O2)", tasks.len());
     let mut walls = Vec::new();
     for threads in [1, 2] {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         // Warm each thread's target machine first.
         pool.install(|| tasks.par_iter().for_each(|(m, _)| drop(compiler.compile_task(m).unwrap())));
         let mut ts = Vec::new();
+        let c0 = cpu_time();
         for _ in 0..repeats {
             let t0 = Instant::now();
             pool.install(|| tasks.par_iter().for_each(|(m, _)| drop(black_box(compiler.compile_task(m).unwrap()))));
             ts.push(t0.elapsed());
         }
+        let cpu = (cpu_time() - c0) / repeats as u32;
         let m = median(ts);
-        println!("{threads} thread(s): {}", ms(m));
+        println!("{threads} thread(s): wall {} (cpu {} per run)", ms(m), ms(cpu));
         walls.push(m);
     }
     println!("speedup 2 vs 1 threads: {:.2}x", walls[0].as_secs_f64() / walls[1].as_secs_f64());

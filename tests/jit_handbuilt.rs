@@ -231,3 +231,61 @@ fn identical_tasks_of_different_kernels_compile_to_identical_objects() {
     assert_eq!(a.meta.entry_symbol, "kiln_task");
     assert!(!a.object.windows(3).any(|w| w == b"k.0"));
 }
+
+/// A task whose object calls libm's `sinf`.
+fn sin_module() -> Module {
+    let mut body = Body::new();
+    let e = body.entry;
+    let r = |body: &mut Body, kind: StmtKind, n: &str| {
+        let (s, v) = body.new_stmt_with_result(kind, n, Type::Scalar(Scalar::F32), Span::DUMMY);
+        body.push(e, s);
+        v
+    };
+    let x = r(&mut body, StmtKind::Load(FieldRef { field: "t".into(), indices: vec![], span: Span::DUMMY }), "x");
+    let y = r(&mut body, StmtKind::Unary(UnOp::Sin, x), "y");
+    let s = body.new_stmt(StmtKind::Store(FieldRef { field: "t".into(), indices: vec![], span: Span::DUMMY }, y), Span::DUMMY);
+    body.push(e, s);
+    let task = TaskItem { name: "s.0".into(), kernel: "s".into(), params: vec![], kind: TaskKind::Serial, body, span: Span::DUMMY };
+    Module { name: Some("s.0".into()), items: vec![Item::Field(field("t", Scalar::F32, &[])), Item::Task(task)], span: Span::DUMMY }
+}
+
+#[test]
+fn an_object_that_parses_but_does_not_link_is_an_error_at_load() {
+    let c = compiler();
+    let t = c.compile_task(&sin_module()).unwrap();
+    let jit = Jit::new().unwrap();
+    // The intact object links against the process's libm and runs.
+    let ok = jit.load_task("s.0", &t.object, &t.meta).unwrap();
+    let stream = Stream { modules: vec![sin_module()] };
+    let mut fields = Fields::zeroed(&stream);
+    fields.get_mut("t").unwrap().bytes.copy_from_slice(&0.5f32.to_le_bytes());
+    let names = kiln::jit::runtime::LaunchNames { kernel: "s", task: "s.0" };
+    kiln::jit::runtime::launch(ok.entry, &ok.meta, names, &[], &mut fields, None).unwrap();
+    assert_eq!(fields.get("t").unwrap().bytes, 0.5f32.sin().to_le_bytes());
+    // Rename the undefined symbol `sinf` to one no library defines: the
+    // object still parses (add succeeds), and the forced lookup reports the
+    // missing symbol instead of deferring it to the first call.
+    let at = t.object.windows(5).position(|w| w == b"sinf\0").expect("the object names sinf");
+    let mut bad = t.object.clone();
+    bad[at..at + 4].copy_from_slice(b"sinq");
+    let e = jit.load_task("s.0", &bad, &t.meta).unwrap_err();
+    assert_eq!(e.kind, JitErrorKind::Link, "{e}");
+    assert!(e.message.contains("sinq"), "{e}");
+    // The JIT is still healthy, and the good object loads again.
+    jit.load_task("s.0", &t.object, &t.meta).unwrap();
+}
+
+#[test]
+fn field_storage_that_does_not_hold_its_shape_is_an_error_not_a_crash() {
+    let stream = saxpy_stream(100, 100);
+    let mut e = JitEngine::new(compiler(), JitPath::PerTask, 1).unwrap();
+    let mut fields = Fields::zeroed(&stream);
+    fields.get_mut("x").unwrap().bytes.truncate(10);
+    let err = e.run_kernel(&stream, "k", &[Const::f32(1.0)], &mut fields).unwrap_err();
+    assert!(err.message.contains("@x holds 10 bytes"), "{err}");
+    // A field of another shape than the task was compiled for.
+    let mut fields = Fields::zeroed(&stream);
+    fields.get_mut("y").unwrap().shape = vec![10, 10];
+    let err = e.run_kernel(&stream, "k", &[Const::f32(1.0)], &mut fields).unwrap_err();
+    assert!(err.message.contains("compiled for @y"), "{err}");
+}

@@ -1,6 +1,6 @@
 //! `kiln-run`: runs the kernels of a KIR file (or a split stream) over
 //! zero-initialised fields and shows or saves the fields. A thin `main` over
-//! `kiln::{parser, verifier, exec, interp, tool}`; see
+//! `kiln::{parser, verifier, exec, interp, codegen, jit, tool}`; see
 //! `docs/tools/kiln-run.md`.
 
 use clap::{Parser, ValueEnum};

@@ -90,6 +90,10 @@ pub struct Lowering<'a, 'ctx> {
     oob: Option<FunctionValue<'ctx>>,
     cpu_attr: Attribute,
     features_attr: Attribute,
+    /// The inline-asm register constraint that hides a float constant from
+    /// LLVM's constant folder (see [`FnCx::float_constant`]); `None` on
+    /// targets without one.
+    float_barrier: Option<&'static str>,
 }
 
 impl<'a, 'ctx> Lowering<'a, 'ctx> {
@@ -98,6 +102,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         cx: &'ctx Context,
         name: &str,
         config: &CompileConfig,
+        triple: &str,
         cpu: &str,
         features: &str,
         fields: Vec<&'a Field>,
@@ -119,6 +124,13 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
             oob: None,
             cpu_attr: cx.create_string_attribute("target-cpu", cpu),
             features_attr: cx.create_string_attribute("target-features", features),
+            float_barrier: if triple.starts_with("x86_64") || triple.starts_with("i686") {
+                Some("=x,0")
+            } else if triple.starts_with("aarch64") {
+                Some("=w,0")
+            } else {
+                None
+            },
         }
     }
 
@@ -342,6 +354,36 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         let begin = fx.pb.build_load(i64t, begin_p, "begin")?.into_int_value();
         let end = fx.pb.build_load(i64t, end_p, "end")?.into_int_value();
 
+        // What the launcher guarantees about a chunk (docs/runtime.md),
+        // told to LLVM so it can drop bounds checks the iteration space
+        // already implies (and then vectorise).
+        let (lo, hi) = match task.kind {
+            TaskKind::Serial => (None, None),
+            TaskKind::RangeFor { lo, hi, .. } => (
+                if let Bound::Const(c) = lo { Some(*c) } else { None },
+                if let Bound::Const(c) = hi { Some(*c) } else { None },
+            ),
+            TaskKind::StructFor { field, .. } => {
+                let len = self.fields.iter().find(|f| f.name == *field).map(|f| f.len());
+                (Some(0), len.and_then(|n| i64::try_from(n).ok()))
+            }
+        };
+        if !matches!(task.kind, TaskKind::Serial) {
+            let assume = Intrinsic::find("llvm.assume")
+                .and_then(|i| i.get_declaration(&self.module, &[]))
+                .ok_or_else(|| bug("llvm.assume not found"))?;
+            let mut facts = vec![fx.pb.build_int_compare(IntPredicate::SLE, begin, end, "")?];
+            if let Some(lo) = lo {
+                facts.push(fx.pb.build_int_compare(IntPredicate::SGE, begin, i64t.const_int(lo as u64, true), "")?);
+            }
+            if let Some(hi) = hi {
+                facts.push(fx.pb.build_int_compare(IntPredicate::SLE, end, i64t.const_int(hi as u64, true), "")?);
+            }
+            for f in facts {
+                fx.pb.build_call(assume, &[f.into()], "")?;
+            }
+        }
+
         let start = fx.start;
         fx.b.position_at_end(start);
         match task.kind {
@@ -371,13 +413,20 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
                     .map(|&v| Ok((v, task.body.ty(v).scalar().ok_or_else(|| bug("loop variable type"))?)))
                     .collect::<Result<_>>()?;
                 fx.chunk_loop(self, task.block, begin, end, |fx, _l, lin| {
-                    // Row-major: the last index varies fastest.
+                    // Row-major: the last index varies fastest. `lin` is
+                    // below the field's length, so what is left after the
+                    // inner dimensions is the outermost index itself.
                     let mut out = Vec::with_capacity(var_tys.len());
                     let mut rest = lin;
                     for (d, &(v, ty)) in var_tys.iter().enumerate().rev() {
-                        let ext = i64t.const_int(shape.get(d).copied().unwrap_or(1), false);
-                        let idx = fx.b.build_int_unsigned_rem(rest, ext, "")?;
-                        rest = fx.b.build_int_unsigned_div(rest, ext, "")?;
+                        let idx = if d == 0 {
+                            rest
+                        } else {
+                            let ext = i64t.const_int(shape.get(d).copied().unwrap_or(1), false);
+                            let idx = fx.b.build_int_unsigned_rem(rest, ext, "")?;
+                            rest = fx.b.build_int_unsigned_div(rest, ext, "")?;
+                            idx
+                        };
                         out.push((v, fx.b.build_int_truncate_or_bit_cast(idx, fx_int_ty(fx.cx, ty), "")?));
                     }
                     Ok(out)
@@ -627,9 +676,30 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         c.try_as_basic_value().basic().ok_or_else(|| bug("libm call without a result"))
     }
 
+    /// A float constant, passed through an empty inline-asm statement so
+    /// that LLVM cannot fold operations on it at compile time. The reason
+    /// is NaN: an invalid operation (`0.0 / 0.0`, `inf - inf`) gives the
+    /// hardware's default NaN at run time (negative on x86), which is what
+    /// the interpreter computes, but LLVM's folder makes the positive one.
+    /// Values stay in registers and the statement is hoisted out of loops.
+    fn float_constant(&mut self, l: &Lowering<'a, 'ctx>, c: Const) -> Result<BasicValueEnum<'ctx>> {
+        let v = l.constant(c);
+        let Some(constraint) = l.float_barrier else { return Ok(v) };
+        let ty = l.reg_ty(c.ty);
+        let fn_ty = ty.fn_type(&[ty.into()], false);
+        let asm = self.cx.create_inline_asm(fn_ty, String::new(), constraint.to_string(), false, false, None, false);
+        let call = self.b.build_indirect_call(fn_ty, asm, &[v.into()], "")?;
+        call.add_attribute(AttributeLoc::Function, l.enum_attr("nounwind"));
+        call.add_attribute(AttributeLoc::Function, l.enum_attr("willreturn"));
+        // memory(none): the statement touches no memory.
+        call.add_attribute(AttributeLoc::Function, self.cx.create_enum_attribute(Attribute::get_named_enum_kind_id("memory"), 0));
+        call.try_as_basic_value().basic().ok_or_else(|| bug("inline asm without a result"))
+    }
+
     fn stmt(&mut self, l: &mut Lowering<'a, 'ctx>, s: Stmt) -> Result<()> {
         let data = self.body.stmt(s);
         let result = match &data.kind {
+            StmtKind::Const(c) if c.ty.is_float() => Some(self.float_constant(l, *c)?),
             StmtKind::Const(c) => Some(l.constant(*c)),
             StmtKind::Binary(op, a, b) => Some(self.binary(l, *op, *a, *b)?),
             StmtKind::Unary(op, a) => Some(self.unary(l, *op, *a)?),
@@ -761,7 +831,9 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 let exit = self.cx.append_basic_block(self.func, "for.exit");
                 self.b.build_unconditional_branch(head)?;
                 self.b.position_at_end(head);
-                let phi = self.b.build_phi(ity, self.body.name(*var))?;
+                // The KIR name, for readable `--emit=llvm` (prefixed: a numeric
+                // name like `%0` must not look like LLVM's own numbering).
+                let phi = self.b.build_phi(ity, &format!("v.{}", self.body.name(*var)))?;
                 let iv = phi.as_basic_value().into_int_value();
                 let go = self.b.build_int_compare(IntPredicate::SLT, iv, hi, "")?;
                 self.b.build_conditional_branch(go, body_bb, exit)?;

@@ -303,7 +303,7 @@ impl Compiler {
         tm: &TargetMachine,
         fields: Vec<&'a Field>,
     ) -> Lowering<'a, 'ctx> {
-        let l = Lowering::new(cx, name, &self.config, &self.target.cpu, &self.target.features, fields);
+        let l = Lowering::new(cx, name, &self.config, &self.target.triple, &self.target.cpu, &self.target.features, fields);
         l.module.set_triple(&tm.get_triple());
         l.module.set_data_layout(&tm.get_target_data().get_data_layout());
         l

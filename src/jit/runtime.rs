@@ -225,8 +225,20 @@ pub fn launch(
                 data.type_string()
             )));
         }
+        // The code trusts the shape: the storage must really hold it.
+        let want = data.len() * data.elem.size_bytes();
+        if data.bytes.len() != want {
+            return Err(RunError::new(format!(
+                "kernel @{}: task @{}: field @{} holds {} bytes, but {} needs {want}",
+                names.kernel,
+                names.task,
+                mf.name,
+                data.bytes.len(),
+                data.type_string()
+            )));
+        }
         let align = data.elem.size_bytes();
-        wanted[pos] = Some(if (data.bytes.as_ptr() as usize) % align == 0 && !data.bytes.is_empty() {
+        wanted[pos] = Some(if (data.bytes.as_ptr() as usize).is_multiple_of(align) && !data.bytes.is_empty() {
             Base::Direct(data)
         } else {
             let mut v = vec![0u64; data.bytes.len().div_ceil(8)];
@@ -255,16 +267,27 @@ pub fn launch(
     if matches!(meta.kind, MetaKind::Serial) {
         run_chunk(shared, 0, 1);
     } else if count > 0 {
-        let chunks = (count + block - 1) / block;
-        let chunk = |c: i64| {
-            let b = begin + c * block;
-            run_chunk(shared, b, (b + block).min(begin + count));
-        };
+        let end = begin + count;
         match pool {
-            Some(p) if p.current_num_threads() > 1 && chunks > 1 => {
-                p.install(|| (0..chunks).into_par_iter().for_each(chunk));
+            Some(p) if p.current_num_threads() > 1 && count > block => {
+                // Chunks are runs of whole blocks; a pool thread takes a few
+                // consecutive blocks per call (about 8 calls per thread), so
+                // the per-call cost (context, loop set-up, vector-loop
+                // checks) stays small next to the work.
+                let blocks = (count + block - 1) / block;
+                let per_call = (blocks / (8 * p.current_num_threads() as i64)).max(1);
+                let step = per_call * block;
+                let calls = (count + step - 1) / step;
+                p.install(|| {
+                    (0..calls).into_par_iter().for_each(|c| {
+                        let b = begin + c * step;
+                        run_chunk(shared, b, (b + step).min(end));
+                    })
+                });
             }
-            _ => (0..chunks).for_each(chunk),
+            // One thread: the blocks in order are one call over the whole
+            // range (the same iterations in the same order).
+            _ => run_chunk(shared, begin, end),
         }
     }
     drop(ptrs);
