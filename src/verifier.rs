@@ -52,7 +52,12 @@ pub fn verify(stream: &Stream) -> Result<(), Diagnostics> {
 
 /// A module of a stream must have a name that no earlier module has (an
 /// unnamed module is only allowed alone).
-fn check_module_name<'a>(stream: &Stream, m: &'a Module, seen: &mut HashMap<&'a str, ()>, diags: &mut Vec<Diagnostic>) {
+fn check_module_name<'a>(
+    stream: &Stream,
+    m: &'a Module,
+    seen: &mut HashMap<&'a str, ()>,
+    diags: &mut Vec<Diagnostic>,
+) {
     match &m.name {
         Some(n) if seen.insert(n.as_str(), ()).is_some() => {
             diags.push(Diagnostic::error(format!("duplicate module @{n}"), m.span));
