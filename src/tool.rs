@@ -143,7 +143,6 @@ pub fn write_output_with(
                 let mut out = io::BufWriter::with_capacity(1 << 16, tmp);
                 write(&mut out)?;
                 let tmp = out.into_inner().map_err(|e| e.into_error())?;
-                tmp.as_file().sync_all()?;
                 tmp.persist(path).map_err(|e| e.error)?;
                 Ok(())
             })();
@@ -153,7 +152,10 @@ pub fn write_output_with(
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same
-/// directory, synced, then renamed over the target.
+/// directory, renamed over the target, so a reader sees the old file or the
+/// whole new one. Like LLVM's `ToolOutputFile` it does not `fsync` (a
+/// tool's output is reproducible; the cache store, whose records are not,
+/// does sync).
 pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -161,7 +163,6 @@ pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     };
     let mut tmp = tempfile::Builder::new().prefix(".kiln-out-").tempfile_in(dir)?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
