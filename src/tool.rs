@@ -91,16 +91,23 @@ pub fn read_source(path: &str) -> Result<SourceFile, ToolError> {
     Ok(SourceFile::new(name, text))
 }
 
-/// A short reason for an I/O error, without Rust's `(os error N)` noise.
+/// A short reason for an I/O error, without Rust's `(os error N)` noise,
+/// starting in lower case like every other message (`Is a directory` from
+/// the OS becomes `is a directory`).
 pub fn io_reason(e: &io::Error) -> String {
     match e.kind() {
         io::ErrorKind::NotFound => "no such file or directory".into(),
         io::ErrorKind::PermissionDenied => "permission denied".into(),
         _ => {
             let s = e.to_string();
-            match s.find(" (os error") {
-                Some(i) => s[..i].to_string(),
-                None => s,
+            let s = match s.find(" (os error") {
+                Some(i) => &s[..i],
+                None => &s[..],
+            };
+            let mut chars = s.chars();
+            match chars.next() {
+                Some(c) => c.to_lowercase().chain(chars).collect(),
+                None => String::new(),
             }
         }
     }
