@@ -24,6 +24,17 @@ impl FieldData {
     pub fn zeroed(f: &Field) -> FieldData {
         FieldData { elem: f.elem, shape: f.shape.clone(), bytes: vec![0; f.size_bytes() as usize] }
     }
+    /// A zero-filled field, or an error naming it when its bytes cannot be
+    /// allocated: a field the verifier accepts (up to 1 TiB) may still not
+    /// fit in this machine's memory, and that is bad input, not an abort.
+    pub fn try_zeroed(f: &Field) -> Result<FieldData, String> {
+        let n = f.size_bytes();
+        let bytes = usize::try_from(n).ok().and_then(zeroed_bytes).ok_or_else(|| {
+            let data = FieldData { elem: f.elem, shape: f.shape.clone(), bytes: Vec::new() };
+            format!("cannot allocate field @{} : {} ({n} bytes): out of memory", f.name, data.type_string())
+        })?;
+        Ok(FieldData { elem: f.elem, shape: f.shape.clone(), bytes })
+    }
     /// The number of elements.
     pub fn len(&self) -> usize {
         self.shape.iter().product::<u64>() as usize
@@ -46,6 +57,27 @@ impl FieldData {
     }
 }
 
+/// `n` zero bytes, or `None` when the allocator refuses them. Like
+/// `vec![0; n]` the memory comes zeroed from the allocator (untouched pages
+/// cost nothing), but a refusal is returned instead of aborting the process.
+fn zeroed_bytes(n: usize) -> Option<Vec<u8>> {
+    if n == 0 {
+        return Some(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u8>(n).ok()?;
+    // SAFETY: `layout` has a non-zero size. On success the pointer owns `n`
+    // initialised (zero) bytes allocated by the global allocator with the
+    // layout `Vec<u8>` of capacity `n` uses, so the Vec may own and free it.
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout);
+        if p.is_null() {
+            None
+        } else {
+            Some(Vec::from_raw_parts(p, n, n))
+        }
+    }
+}
+
 /// Every field of a program, by name (sorted, so listings never churn).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Fields {
@@ -64,6 +96,19 @@ impl Fields {
             }
         }
         Fields { map }
+    }
+    /// Every field of the stream, zero-filled, or an error naming the first
+    /// that cannot be allocated (see [`FieldData::try_zeroed`]).
+    pub fn try_zeroed(stream: &Stream) -> Result<Fields, String> {
+        let mut map = BTreeMap::new();
+        for m in &stream.modules {
+            for f in m.fields() {
+                if !map.contains_key(&f.name) {
+                    map.insert(f.name.clone(), FieldData::try_zeroed(f)?);
+                }
+            }
+        }
+        Ok(Fields { map })
     }
     pub fn get(&self, name: &str) -> Option<&FieldData> {
         self.map.get(name)

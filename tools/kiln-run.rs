@@ -124,7 +124,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     let kernels = select_kernels(&stream, &cli.kernels, src.name())?;
     let args = bind_args(&kernels, &cli.args)?;
 
-    let mut fields = Fields::zeroed(&stream);
+    let mut fields = Fields::try_zeroed(&stream).map_err(ToolError::msg)?;
     let known = |name: &str, what: &str| -> Result<String, ToolError> {
         let n = strip(name, '@');
         if fields.get(n).is_some() {
