@@ -45,7 +45,7 @@ impl ToolError {
         if e.kind() == io::ErrorKind::BrokenPipe {
             ToolError::BrokenPipe
         } else {
-            ToolError::msg(format!("cannot write to standard output: {e}"))
+            ToolError::msg(format!("cannot write to standard output: {}", io_reason(&e)))
         }
     }
 }
