@@ -296,59 +296,45 @@ impl Fields {
     }
 }
 
-/// Parses a kernel argument's text as a value of type `ty`: `true`/`false`
-/// for `i1`; a decimal or `0x` hex integer (optionally negative, within the
-/// type's range) for `i32`/`i64`; for floats a decimal, `inf`, `-inf`,
-/// `nan`, or `0x` hex giving the raw bits (as in KIR text).
+/// Parses a kernel argument's text as a value of type `ty`, exactly as a
+/// KIR literal of that type (`docs/language.md`, "Literals"): `true`/`false`
+/// (or `1`/`0`) for `i1`; a decimal integer within the signed range, or
+/// `0x` hex raw bits within the width, for `i32`/`i64`; for floats a
+/// decimal that does not overflow, `inf`, `-inf`, `nan`, or `0x` hex raw
+/// bits of exactly the type's width.
 pub fn parse_value(text: &str, ty: Scalar) -> Result<Const, String> {
+    use crate::lexer::{Lexer, Tok};
+    use crate::parser::ast::{Lit, LitKind};
+    // Read exactly as a KIR literal of the type (one token, then the
+    // parser's own rules), so a value means on the command line what it
+    // means in KIR text: `0xffffffff` is i32 -1, `1e40` is out of range for
+    // f32, a float's hex bits have the type's full width.
     let t = text.trim();
     let bad = || format!("'{text}' is not a valid {ty} value");
-    let int = |s: &str| -> Option<i128> {
-        let (neg, digits) = match s.strip_prefix('-') {
-            Some(d) => (true, d),
-            None => (false, s.strip_prefix('+').unwrap_or(s)),
-        };
-        let v = match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
-            Some(h) => i128::from_str_radix(h, 16).ok()?,
-            None if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => digits.parse::<i128>().ok()?,
-            None => return None,
-        };
-        Some(if neg { -v } else { v })
-    };
-    match ty {
-        Scalar::I1 => match t {
-            "true" => Ok(Const::bool(true)),
-            "false" => Ok(Const::bool(false)),
-            _ => Err(bad()),
+    let mut toks = Lexer::new(t, 0);
+    let kind = match (toks.next(), toks.next()) {
+        (Some(Ok((_, tok, _))), None) => match tok {
+            Tok::Int(_) => LitKind::Int,
+            Tok::Hex(_) => LitKind::Hex,
+            Tok::Float(_) => LitKind::Float,
+            Tok::True => LitKind::True,
+            Tok::False => LitKind::False,
+            _ => return Err(bad()),
         },
-        Scalar::I32 => {
-            let v = int(t).ok_or_else(bad)?;
-            i32::try_from(v).map(Const::i32).map_err(|_| format!("'{text}' is out of range for i32"))
+        _ => return Err(bad()),
+    };
+    let lit = Lit { kind, text: t, span: crate::ir::Span::new(0, t.len()) };
+    crate::parser::lit_const(&lit, ty).map_err(|d| {
+        if d.message.contains("out of range") {
+            format!("'{text}' is out of range for {ty}")
+        } else if d.message.starts_with("expected") {
+            // A literal of the wrong kind (`1.5` for an integer, `true` for
+            // a float).
+            bad()
+        } else {
+            d.message
         }
-        Scalar::I64 => {
-            let v = int(t).ok_or_else(bad)?;
-            i64::try_from(v).map(Const::i64).map_err(|_| format!("'{text}' is out of range for i64"))
-        }
-        Scalar::F32 | Scalar::F64 => {
-            if let Some(h) = t.strip_prefix("0x") {
-                let bits = u64::from_str_radix(h, 16).map_err(|_| bad())?;
-                if ty == Scalar::F32 && bits > u32::MAX as u64 {
-                    return Err(format!("'{text}' has more than 32 bits for f32"));
-                }
-                return Ok(Const { ty, bits });
-            }
-            let valid = t.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
-                || matches!(t, "inf" | "-inf" | "+inf" | "nan");
-            if !valid || t.is_empty() {
-                return Err(bad());
-            }
-            if ty == Scalar::F32 {
-                t.parse::<f32>().map(Const::f32).map_err(|_| bad())
-            } else {
-                t.parse::<f64>().map(Const::f64).map_err(|_| bad())
-            }
-        }
-    }
+    })
 }
 
 #[cfg(test)]
