@@ -117,6 +117,14 @@ fn strip(s: &str, sigil: char) -> &str {
 }
 
 fn run(cli: &Cli) -> Result<(), ToolError> {
+    // Flags of the jit engine would be silently ignored by the interpreter.
+    if cli.engine == EngineKind::Interp {
+        for (given, flag) in [(cli.threads.is_some(), "--threads"), (cli.no_cache, "--no-cache")] {
+            if given {
+                return Err(ToolError::Usage(format!("{flag} applies only to --engine jit")));
+            }
+        }
+    }
     let src = tool::read_source(&cli.input)?;
     let stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
     kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(&src, &ds))?;
