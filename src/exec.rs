@@ -218,6 +218,7 @@ impl FieldData {
     /// f32[1024], file has f64[1024]`). Fortran-ordered arrays are
     /// reordered to row-major.
     pub fn load_npy(&mut self, name: &str, file: &[u8]) -> Result<(), String> {
+        npy_shape_fits(file).map_err(|e| format!("@{name}: not a valid .npy file: {e}"))?;
         let npy = npyz::NpyFile::new(file).map_err(|e| format!("@{name}: not a valid .npy file: {e}"))?;
         let shape = npy.shape().to_vec();
         let elem = match npy.dtype() {
@@ -235,7 +236,7 @@ impl FieldData {
             Some(e) => FieldData { elem: e, shape: shape.clone(), bytes: Vec::new() }.type_string(),
             None => {
                 let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-                format!("dtype '{}' [{}]", npy.dtype().descr(), dims.join(", "))
+                format!("dtype {} [{}]", npy.dtype().descr(), dims.join(", "))
             }
         };
         if elem != Some(self.elem) || shape != self.shape {
@@ -260,6 +261,32 @@ impl FieldData {
         self.bytes = le.iter().flat_map(|b| b.to_le_bytes().into_iter().take(size)).collect();
         Ok(())
     }
+}
+
+/// Checks that the shape in a .npy header has at most 2^64 elements. npyz
+/// multiplies the dimensions unchecked, which panics (debug builds) or
+/// wraps on a crafted header; anything else wrong with the header is left
+/// for npyz to report.
+fn npy_shape_fits(file: &[u8]) -> Result<(), String> {
+    let header = match (file.get(..6), file.get(6)) {
+        (Some(b"\x93NUMPY"), Some(1)) => file.get(8..10).map(|l| (10usize, u16::from_le_bytes([l[0], l[1]]) as usize)),
+        (Some(b"\x93NUMPY"), Some(2 | 3)) => file.get(8..12).map(|l| (12, u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize)),
+        _ => None,
+    }
+    .and_then(|(start, len)| file.get(start..start.checked_add(len)?));
+    let Some(text) = header.and_then(|h| std::str::from_utf8(h).ok()) else { return Ok(()) };
+    let Some(after) = text.find("'shape'").or_else(|| text.find("\"shape\"")).map(|i| &text[i..]) else { return Ok(()) };
+    let (Some(open), Some(close)) = (after.find('('), after.find(')')) else { return Ok(()) };
+    if close < open {
+        return Ok(());
+    }
+    let tuple = &after[open..=close];
+    let mut total = 1u64;
+    for d in tuple[1..tuple.len() - 1].split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let Ok(d) = d.parse::<u64>() else { return Ok(()) };
+        total = total.checked_mul(d).ok_or_else(|| format!("its shape {tuple} has more than 2^64 elements"))?;
+    }
+    Ok(())
 }
 
 /// Reorders elements stored column-major (first index fastest) into
