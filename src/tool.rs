@@ -178,6 +178,36 @@ pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     }
 }
 
+/// Writes several files all or none, as far as the file system allows:
+/// every regular target is first written whole to a temporary beside it,
+/// and only when all of them (and the opening of every non-regular target,
+/// such as a FIFO) succeeded are they renamed into place. An error names
+/// its path.
+pub fn write_files_atomic(files: &[(&Path, &[u8])]) -> Result<(), (std::path::PathBuf, io::Error)> {
+    let mut direct = Vec::new();
+    let mut staged = Vec::new();
+    for &(path, bytes) in files {
+        let fail = |e| (path.to_path_buf(), e);
+        match output_target(path).map_err(fail)? {
+            Target::Direct(p) => {
+                direct.push((std::fs::OpenOptions::new().write(true).open(&p).map_err(fail)?, bytes, path));
+            }
+            Target::Replace { path: real, mode } => {
+                let mut tmp = temp_beside(&real, mode).map_err(fail)?;
+                tmp.write_all(bytes).and_then(|_| tmp.as_file().sync_all()).map_err(fail)?;
+                staged.push((tmp, real, path));
+            }
+        }
+    }
+    for (tmp, real, path) in staged {
+        tmp.persist(&real).map_err(|e| (path.to_path_buf(), e.error))?;
+    }
+    for (mut f, bytes, path) in direct {
+        f.write_all(bytes).map_err(|e| (path.to_path_buf(), e))?;
+    }
+    Ok(())
+}
+
 /// How an output path is written.
 enum Target {
     /// Not a regular file (a device, a FIFO): opened and written as it is;

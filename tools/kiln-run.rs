@@ -179,11 +179,14 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     if cli.digest {
         out.push_str(&fields.digest_lines());
     }
+    // All --output files or none: a failing one leaves no others behind.
+    let mut npys = Vec::new();
     for (name, file) in &saves {
         let Some(d) = fields.get(name) else { continue };
-        let bytes = d.to_npy().map_err(|m| ToolError::at(file, m))?;
-        tool::write_file_atomic(std::path::Path::new(file), &bytes).map_err(|e| ToolError::at(file, tool::io_reason(&e)))?;
+        npys.push((std::path::Path::new(file.as_str()), d.to_npy().map_err(|m| ToolError::at(file, m))?));
     }
+    let files: Vec<(&std::path::Path, &[u8])> = npys.iter().map(|(p, b)| (*p, b.as_slice())).collect();
+    tool::write_files_atomic(&files).map_err(|(p, e)| ToolError::at(p.display(), tool::io_reason(&e)))?;
     tool::write_output(None, out.as_bytes())
 }
 
