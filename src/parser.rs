@@ -274,9 +274,27 @@ fn syntax_error(text: &str, e: ParseError<usize, Tok<'_>, LexError>) -> Diagnost
         }
         ParseError::ExtraToken { token: (l, t, r) } => Diagnostic::error(format!("unexpected {t}"), Span::new(l, r)),
         ParseError::User { error } => {
-            let found = text.get(error.span.range()).unwrap_or("?");
-            Diagnostic::error(format!("unexpected character `{found}`"), error.span)
+            let found = text.get(error.span.range()).and_then(|s| s.chars().next()).unwrap_or('?');
+            let next = text.get(error.span.end as usize..).and_then(|s| s.chars().next());
+            match (found, next) {
+                // A sigil whose name does not start right: blame what follows.
+                ('%' | '@', Some(c)) if !c.is_ascii_whitespace() => Diagnostic::error(
+                    format!("`{found}` must be followed by a name (a letter, digit or `_`), found {}", show_char(c)),
+                    Span::new(error.span.start as usize, error.span.end as usize + c.len_utf8()),
+                ),
+                _ => Diagnostic::error(format!("unexpected character {}", show_char(found)), error.span),
+            }
         }
+    }
+}
+
+/// A character as an error message shows it: in backquotes when it can be
+/// seen, else by its code point (a byte order mark, a control character).
+fn show_char(c: char) -> String {
+    if c.is_ascii_graphic() || (!c.is_ascii() && c.is_alphanumeric()) {
+        format!("`{c}`")
+    } else {
+        format!("U+{:04X}", c as u32)
     }
 }
 

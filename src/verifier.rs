@@ -23,10 +23,16 @@ use crate::ir::*;
 use crate::parser::FxMap;
 use std::collections::HashMap;
 
-/// The deepest nesting of blocks (`if`, `for`, `while`, tasks) accepted.
-/// Deeper input is rejected with an error rather than risking the stack of
-/// the verifier, the printer and the passes, which all recurse on nesting.
-pub const MAX_NESTING: usize = 256;
+/// The deepest nesting of statement blocks (`if`, `for`, `while`; a task,
+/// only ever at a kernel's top level, does not count) accepted. Deeper
+/// input is rejected with an error rather than risking the stack of the
+/// verifier, the printer and the passes, which all recurse on nesting.
+///
+/// The printer wraps statements in up to three braces of their own (a
+/// module, a kernel and a task; `offload` adds the task), and the lexer
+/// accepts [`crate::lexer::MAX_DEPTH`] levels of braces: so whatever
+/// verifies prints, after any pass, as text that parses again.
+pub const MAX_NESTING: usize = crate::lexer::MAX_DEPTH - 3;
 
 /// The largest field accepted, in bytes (2^40, one TiB): anything larger is
 /// certainly a mistake, and the limit keeps every size computation far from
@@ -748,7 +754,8 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 return false;
             }
             let children = stmt_blocks(&sd.kind);
-            if children.iter().flatten().next().is_some() && depth + 1 > MAX_NESTING {
+            let child_depth = if matches!(sd.kind, StmtKind::Task { .. }) { depth } else { depth + 1 };
+            if children.iter().flatten().next().is_some() && child_depth > MAX_NESTING {
                 self.err(format!("statements nested more than {MAX_NESTING} levels deep"), sd.span);
                 return false;
             }
@@ -760,7 +767,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                     return false;
                 }
                 block_seen[c.index()] = true;
-                stack.push((*c, 0, depth + 1, inner_task));
+                stack.push((*c, 0, child_depth, inner_task));
             }
         }
         true
