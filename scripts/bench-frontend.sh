@@ -44,6 +44,7 @@ measure() {
   echo "$best_t $best_cpu $max_rss"
 }
 
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 kir_bytes=$(stat -c %s "$WORK/large.kir")
 ll_bytes=$(stat -c %s "$WORK/large.ll")
 read -r kt kc krss < <(measure "$BIN/kiln-opt" "$WORK/large.kir" -o "$WORK/out.kir")
@@ -51,9 +52,9 @@ read -r lt lc lrss < <(measure "$OPT" -S "$WORK/large.ll" -o "$WORK/out.ll")
 cmp -s "$WORK/large.kir" "$WORK/out.kir" || echo "note: kiln-opt output differs from the (canonical) input"
 
 awk -v kb="$kir_bytes" -v lb="$ll_bytes" -v kt="$kt" -v lt="$lt" -v kc="$kc" -v lc="$lc" -v kr="$krss" -v lr="$lrss" 'BEGIN {
-  printf "machine: %s, %d cores, load average %s\n", "'"$(uname -m)"'", '"$(nproc)"', "'"$(cut -d' ' -f1-3 /proc/loadavg)"'"
+  printf "machine: %s, %d cores, load average %s before, %s after\n", "'"$(uname -m)"'", '"$(nproc)"', "'"$load_before"'", "'"$(cut -d' ' -f1-3 /proc/loadavg)"'"
   printf "%-10s %7s %8s %9s %8s %9s %12s %10s\n", "tool", "MB", "wall s", "MB/s", "CPU s", "MB/CPU-s", "peak RSS MB", "RSS/input"
   printf "%-10s %7.1f %8.2f %9.1f %8.2f %9.1f %12.1f %10.2f\n", "kiln-opt", kb/1e6, kt, kb/1e6/kt, kc, kb/1e6/kc, kr/1024, kr*1024/kb
   printf "%-10s %7.1f %8.2f %9.1f %8.2f %9.1f %12.1f %10.2f\n", "opt -S", lb/1e6, lt, lb/1e6/lt, lc, lb/1e6/lc, lr/1024, lr*1024/lb
-  printf "ratio kiln-opt / opt -S: %.2fx by wall time, %.2fx by CPU time\n", (kb/kt)/(lb/lt), (kb/kc)/(lb/lc)
+  printf "ratio kiln-opt / opt -S: %.2fx by wall time, %.2fx by CPU time; peak RSS %.2fx the input (target: 5x, <= 3x)\n", (kb/kt)/(lb/lt), (kb/kc)/(lb/lc), kr*1024/kb
 }'

@@ -10,7 +10,7 @@
 
 use crate::ir::Span;
 use codespan_reporting::diagnostic as cs;
-use codespan_reporting::files::{Files, SimpleFile};
+use codespan_reporting::files::{self as csfiles, Files};
 use codespan_reporting::term;
 use std::fmt;
 
@@ -99,25 +99,32 @@ impl fmt::Display for Diagnostics {
 
 impl std::error::Error for Diagnostics {}
 
-/// A named source text (`<stdin>` for piped input).
+/// A named source text (`<stdin>` for piped input). The line index is
+/// built on first use, so reading a large input that turns out to be valid
+/// never pays for it.
 pub struct SourceFile {
-    file: SimpleFile<String, String>,
+    name: String,
+    text: String,
+    line_starts: std::sync::OnceLock<Vec<usize>>,
 }
 
 impl SourceFile {
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> SourceFile {
-        SourceFile { file: SimpleFile::new(name.into(), text.into()) }
+        SourceFile { name: name.into(), text: text.into(), line_starts: std::sync::OnceLock::new() }
     }
     pub fn name(&self) -> &str {
-        self.file.name()
+        &self.name
     }
     pub fn text(&self) -> &str {
-        self.file.source()
+        &self.text
+    }
+    fn line_starts(&self) -> &[usize] {
+        self.line_starts.get_or_init(|| csfiles::line_starts(&self.text).collect())
     }
     /// 1-based line and column (in characters) of a byte offset.
     pub fn line_col(&self, byte: usize) -> (usize, usize) {
         let byte = byte.min(self.text().len());
-        match self.file.location((), byte) {
+        match self.location((), byte) {
             Ok(loc) => (loc.line_number, loc.column_number),
             Err(_) => (1, 1),
         }
@@ -142,7 +149,7 @@ impl SourceFile {
             diag = diag.with_labels(vec![cs::Label::primary((), r)]);
         }
         let config = term::Config { display_style: term::DisplayStyle::Short, ..Default::default() };
-        let mut out = term::emit_into_string(&config, &self.file, &diag)
+        let mut out = term::emit_into_string(&config, self, &diag)
             .unwrap_or_else(|_| format!("{}: error: {}\n", self.name(), d.message));
         if let Some(span) = d.span {
             out.push_str(&self.excerpt(span));
@@ -164,14 +171,40 @@ impl SourceFile {
     /// (`^` then `~` to the span's end on that line).
     fn excerpt(&self, span: Span) -> String {
         let r = clamp(span, self.text().len());
-        let Ok(line_idx) = self.file.line_index((), r.start) else { return String::new() };
-        let Ok(line_range) = self.file.line_range((), line_idx) else { return String::new() };
+        let Ok(line_idx) = self.line_index((), r.start) else { return String::new() };
+        let Ok(line_range) = self.line_range((), line_idx) else { return String::new() };
         let line = self.text()[line_range.clone()].trim_end_matches(['\n', '\r']);
         let col = self.text()[line_range.start..r.start].chars().count();
         let end_on_line = r.end.min(line_range.start + line.len()).max(r.start);
         let width = self.text()[r.start..end_on_line].chars().count().max(1);
         let pad: String = line.chars().take(col).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
         format!("{line}\n{pad}^{}\n", "~".repeat(width - 1))
+    }
+}
+
+/// codespan-reporting reads locations through this, with the lazily built
+/// line index.
+impl<'a> Files<'a> for SourceFile {
+    type FileId = ();
+    type Name = &'a str;
+    type Source = &'a str;
+
+    fn name(&'a self, (): ()) -> Result<&'a str, csfiles::Error> {
+        Ok(&self.name)
+    }
+    fn source(&'a self, (): ()) -> Result<&'a str, csfiles::Error> {
+        Ok(&self.text)
+    }
+    fn line_index(&'a self, (): (), byte_index: usize) -> Result<usize, csfiles::Error> {
+        Ok(self.line_starts().binary_search(&byte_index).unwrap_or_else(|next| next - 1))
+    }
+    fn line_range(&'a self, (): (), line_index: usize) -> Result<std::ops::Range<usize>, csfiles::Error> {
+        let starts = self.line_starts();
+        let start = *starts
+            .get(line_index)
+            .ok_or(csfiles::Error::LineTooLarge { given: line_index, max: starts.len().saturating_sub(1) })?;
+        let end = starts.get(line_index + 1).copied().unwrap_or(self.text.len());
+        Ok(start..end)
     }
 }
 

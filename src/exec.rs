@@ -24,6 +24,17 @@ impl FieldData {
     pub fn zeroed(f: &Field) -> FieldData {
         FieldData { elem: f.elem, shape: f.shape.clone(), bytes: vec![0; f.size_bytes() as usize] }
     }
+    /// A zero-filled field, or an error naming it when its bytes cannot be
+    /// allocated: a field the verifier accepts (up to 1 TiB) may still not
+    /// fit in this machine's memory, and that is bad input, not an abort.
+    pub fn try_zeroed(f: &Field) -> Result<FieldData, String> {
+        let n = f.size_bytes();
+        let bytes = usize::try_from(n).ok().and_then(zeroed_bytes).ok_or_else(|| {
+            let data = FieldData { elem: f.elem, shape: f.shape.clone(), bytes: Vec::new() };
+            format!("cannot allocate field @{} : {} ({n} bytes): out of memory", f.name, data.type_string())
+        })?;
+        Ok(FieldData { elem: f.elem, shape: f.shape.clone(), bytes })
+    }
     /// The number of elements.
     pub fn len(&self) -> usize {
         self.shape.iter().product::<u64>() as usize
@@ -46,6 +57,27 @@ impl FieldData {
     }
 }
 
+/// `n` zero bytes, or `None` when the allocator refuses them. Like
+/// `vec![0; n]` the memory comes zeroed from the allocator (untouched pages
+/// cost nothing), but a refusal is returned instead of aborting the process.
+fn zeroed_bytes(n: usize) -> Option<Vec<u8>> {
+    if n == 0 {
+        return Some(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u8>(n).ok()?;
+    // SAFETY: `layout` has a non-zero size. On success the pointer owns `n`
+    // initialised (zero) bytes allocated by the global allocator with the
+    // layout `Vec<u8>` of capacity `n` uses, so the Vec may own and free it.
+    unsafe {
+        let p = std::alloc::alloc_zeroed(layout);
+        if p.is_null() {
+            None
+        } else {
+            Some(Vec::from_raw_parts(p, n, n))
+        }
+    }
+}
+
 /// Every field of a program, by name (sorted, so listings never churn).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Fields {
@@ -64,6 +96,19 @@ impl Fields {
             }
         }
         Fields { map }
+    }
+    /// Every field of the stream, zero-filled, or an error naming the first
+    /// that cannot be allocated (see [`FieldData::try_zeroed`]).
+    pub fn try_zeroed(stream: &Stream) -> Result<Fields, String> {
+        let mut map = BTreeMap::new();
+        for m in &stream.modules {
+            for f in m.fields() {
+                if !map.contains_key(&f.name) {
+                    map.insert(f.name.clone(), FieldData::try_zeroed(f)?);
+                }
+            }
+        }
+        Ok(Fields { map })
     }
     pub fn get(&self, name: &str) -> Option<&FieldData> {
         self.map.get(name)
@@ -173,6 +218,7 @@ impl FieldData {
     /// f32[1024], file has f64[1024]`). Fortran-ordered arrays are
     /// reordered to row-major.
     pub fn load_npy(&mut self, name: &str, file: &[u8]) -> Result<(), String> {
+        npy_shape_fits(file).map_err(|e| format!("@{name}: not a valid .npy file: {e}"))?;
         let npy = npyz::NpyFile::new(file).map_err(|e| format!("@{name}: not a valid .npy file: {e}"))?;
         let shape = npy.shape().to_vec();
         let elem = match npy.dtype() {
@@ -190,7 +236,7 @@ impl FieldData {
             Some(e) => FieldData { elem: e, shape: shape.clone(), bytes: Vec::new() }.type_string(),
             None => {
                 let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-                format!("dtype '{}' [{}]", npy.dtype().descr(), dims.join(", "))
+                format!("dtype {} [{}]", npy.dtype().descr(), dims.join(", "))
             }
         };
         if elem != Some(self.elem) || shape != self.shape {
@@ -215,6 +261,32 @@ impl FieldData {
         self.bytes = le.iter().flat_map(|b| b.to_le_bytes().into_iter().take(size)).collect();
         Ok(())
     }
+}
+
+/// Checks that the shape in a .npy header has at most 2^64 elements. npyz
+/// multiplies the dimensions unchecked, which panics (debug builds) or
+/// wraps on a crafted header; anything else wrong with the header is left
+/// for npyz to report.
+fn npy_shape_fits(file: &[u8]) -> Result<(), String> {
+    let header = match (file.get(..6), file.get(6)) {
+        (Some(b"\x93NUMPY"), Some(1)) => file.get(8..10).map(|l| (10usize, u16::from_le_bytes([l[0], l[1]]) as usize)),
+        (Some(b"\x93NUMPY"), Some(2 | 3)) => file.get(8..12).map(|l| (12, u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize)),
+        _ => None,
+    }
+    .and_then(|(start, len)| file.get(start..start.checked_add(len)?));
+    let Some(text) = header.and_then(|h| std::str::from_utf8(h).ok()) else { return Ok(()) };
+    let Some(after) = text.find("'shape'").or_else(|| text.find("\"shape\"")).map(|i| &text[i..]) else { return Ok(()) };
+    let (Some(open), Some(close)) = (after.find('('), after.find(')')) else { return Ok(()) };
+    if close < open {
+        return Ok(());
+    }
+    let tuple = &after[open..=close];
+    let mut total = 1u64;
+    for d in tuple[1..tuple.len() - 1].split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let Ok(d) = d.parse::<u64>() else { return Ok(()) };
+        total = total.checked_mul(d).ok_or_else(|| format!("its shape {tuple} has more than 2^64 elements"))?;
+    }
+    Ok(())
 }
 
 /// Reorders elements stored column-major (first index fastest) into
@@ -251,59 +323,45 @@ impl Fields {
     }
 }
 
-/// Parses a kernel argument's text as a value of type `ty`: `true`/`false`
-/// for `i1`; a decimal or `0x` hex integer (optionally negative, within the
-/// type's range) for `i32`/`i64`; for floats a decimal, `inf`, `-inf`,
-/// `nan`, or `0x` hex giving the raw bits (as in KIR text).
+/// Parses a kernel argument's text as a value of type `ty`, exactly as a
+/// KIR literal of that type (`docs/language.md`, "Literals"): `true`/`false`
+/// (or `1`/`0`) for `i1`; a decimal integer within the signed range, or
+/// `0x` hex raw bits within the width, for `i32`/`i64`; for floats a
+/// decimal that does not overflow, `inf`, `-inf`, `nan`, or `0x` hex raw
+/// bits of exactly the type's width.
 pub fn parse_value(text: &str, ty: Scalar) -> Result<Const, String> {
+    use crate::lexer::{Lexer, Tok};
+    use crate::parser::ast::{Lit, LitKind};
+    // Read exactly as a KIR literal of the type (one token, then the
+    // parser's own rules), so a value means on the command line what it
+    // means in KIR text: `0xffffffff` is i32 -1, `1e40` is out of range for
+    // f32, a float's hex bits have the type's full width.
     let t = text.trim();
     let bad = || format!("'{text}' is not a valid {ty} value");
-    let int = |s: &str| -> Option<i128> {
-        let (neg, digits) = match s.strip_prefix('-') {
-            Some(d) => (true, d),
-            None => (false, s.strip_prefix('+').unwrap_or(s)),
-        };
-        let v = match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
-            Some(h) => i128::from_str_radix(h, 16).ok()?,
-            None if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => digits.parse::<i128>().ok()?,
-            None => return None,
-        };
-        Some(if neg { -v } else { v })
-    };
-    match ty {
-        Scalar::I1 => match t {
-            "true" => Ok(Const::bool(true)),
-            "false" => Ok(Const::bool(false)),
-            _ => Err(bad()),
+    let mut toks = Lexer::new(t, 0);
+    let kind = match (toks.next(), toks.next()) {
+        (Some(Ok((_, tok, _))), None) => match tok {
+            Tok::Int(_) => LitKind::Int,
+            Tok::Hex(_) => LitKind::Hex,
+            Tok::Float(_) => LitKind::Float,
+            Tok::True => LitKind::True,
+            Tok::False => LitKind::False,
+            _ => return Err(bad()),
         },
-        Scalar::I32 => {
-            let v = int(t).ok_or_else(bad)?;
-            i32::try_from(v).map(Const::i32).map_err(|_| format!("'{text}' is out of range for i32"))
+        _ => return Err(bad()),
+    };
+    let lit = Lit { kind, text: t, span: crate::ir::Span::new(0, t.len()) };
+    crate::parser::lit_const(&lit, ty).map_err(|d| {
+        if d.message.contains("out of range") {
+            format!("'{text}' is out of range for {ty}")
+        } else if d.message.starts_with("expected") {
+            // A literal of the wrong kind (`1.5` for an integer, `true` for
+            // a float).
+            bad()
+        } else {
+            d.message
         }
-        Scalar::I64 => {
-            let v = int(t).ok_or_else(bad)?;
-            i64::try_from(v).map(Const::i64).map_err(|_| format!("'{text}' is out of range for i64"))
-        }
-        Scalar::F32 | Scalar::F64 => {
-            if let Some(h) = t.strip_prefix("0x") {
-                let bits = u64::from_str_radix(h, 16).map_err(|_| bad())?;
-                if ty == Scalar::F32 && bits > u32::MAX as u64 {
-                    return Err(format!("'{text}' has more than 32 bits for f32"));
-                }
-                return Ok(Const { ty, bits });
-            }
-            let valid = t.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
-                || matches!(t, "inf" | "-inf" | "+inf" | "nan");
-            if !valid || t.is_empty() {
-                return Err(bad());
-            }
-            if ty == Scalar::F32 {
-                t.parse::<f32>().map(Const::f32).map_err(|_| bad())
-            } else {
-                t.parse::<f64>().map(Const::f64).map_err(|_| bad())
-            }
-        }
-    }
+    })
 }
 
 #[cfg(test)]

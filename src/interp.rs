@@ -404,7 +404,17 @@ struct ProgramBuilder<'s> {
     task_name_ids: HashMap<Name, u32>,
     /// Functions being lowered (a call back into one is recursion).
     in_progress: Vec<u32>,
+    /// Their names, innermost last (for the nesting-limit error).
+    in_progress_names: Vec<Name>,
+    /// Blocks being lowered, counted across calls: see [`MAX_DEPTH`].
+    depth: usize,
 }
+
+/// How deeply blocks and calls may nest, counted together (every function
+/// body is a block). Lowering recurses on both and running recurses on
+/// calls, so a deep enough call chain (valid KIR: only recursion is
+/// forbidden) would overflow the stack; beyond this it is an error.
+pub const MAX_DEPTH: usize = 512;
 
 /// Where a jump must be patched in once its target is known.
 #[derive(Default)]
@@ -592,11 +602,21 @@ impl<'s> ProgramBuilder<'s> {
     }
 
     fn block(&mut self, lw: &mut BodyLowerer, b: Block) -> Result<(), RunError> {
-        let body = lw.body;
-        for &s in body.block(b) {
-            self.stmt(lw, s)?;
+        if self.depth >= MAX_DEPTH {
+            let at = match self.in_progress_names.last() {
+                Some(f) => format!("function @{f}"),
+                None => "the kernel's body".to_string(),
+            };
+            return Err(err(format!(
+                "kernel @{}: blocks and calls nested more than {MAX_DEPTH} deep (at {at}); the interpreter's limit",
+                self.kernel.name
+            )));
         }
-        Ok(())
+        self.depth += 1;
+        let body = lw.body;
+        let r = body.block(b).iter().try_for_each(|&s| self.stmt(lw, s));
+        self.depth -= 1;
+        r
     }
 
     /// Lowers a task's iteration space around its body: `ret` in the body
@@ -818,10 +838,12 @@ impl<'s> ProgramBuilder<'s> {
         let id = self.reserve();
         self.func_ids.insert(key, id);
         self.in_progress.push(id);
+        self.in_progress_names.push(Name::from(name));
         let mut lw = BodyLowerer::new(&f.body, module, true);
         self.block(&mut lw, f.body.entry)?;
         lw.emit(Inst::End);
         self.in_progress.pop();
+        self.in_progress_names.pop();
         let params = f.body.params.iter().map(|v| v.0).collect();
         self.codes[id as usize] = Some(lw.finish(params, format!("function @{name}"), f.ret.is_some()));
         Ok(id)
@@ -895,6 +917,8 @@ impl Program {
             task_names: Vec::new(),
             task_name_ids: HashMap::new(),
             in_progress: Vec::new(),
+            in_progress_names: Vec::new(),
+            depth: 0,
         };
         let entry = b.reserve();
         let mut lw = BodyLowerer::new(&kernel.body, mi, false);

@@ -370,6 +370,13 @@ pub fn split_items(text: &str) -> Vec<Chunk> {
     let mut depth = 0usize;
     let mut i = 0;
     while i < b.len() {
+        if depth > 0 {
+            // Inside a block only braces and comments matter.
+            i = skip_to_brace_or_comment(b, i);
+            if i == b.len() {
+                break;
+            }
+        }
         let c = b[i];
         match c {
             b';' => {
@@ -427,6 +434,84 @@ pub fn split_items(text: &str) -> Vec<Chunk> {
         i += 1;
     }
     chunks
+}
+
+/// The index of the first `{`, `}` or `;` at or after `i` (or the end),
+/// eight bytes at a time: most of a module's text is inside blocks.
+fn skip_to_brace_or_comment(b: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // Non-zero iff some byte of `w` equals `c` (the classic zero-byte test).
+    let has = |w: u64, c: u8| {
+        let x = w ^ (ONES * c as u64);
+        x.wrapping_sub(ONES) & !x & HIGHS
+    };
+    while let Some(word) = b.get(i..i + 8) {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(word);
+        let w = u64::from_le_bytes(a);
+        if has(w, b'{') | has(w, b'}') | has(w, b';') != 0 {
+            break;
+        }
+        i += 8;
+    }
+    while i < b.len() && !matches!(b[i], b'{' | b'}' | b';') {
+        i += 1;
+    }
+    i
+}
+
+/// The first `{` in `text[start..end]`, skipping comments.
+pub fn first_brace(text: &str, start: usize, end: usize) -> Option<usize> {
+    let b = text.as_bytes().get(start..end)?;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b';' => i += b[i..].iter().position(|&c| c == b'\n').unwrap_or(b.len() - i),
+            b'{' => return Some(start + i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The first `{` in `text[start..end]` and the `}` that closes it, skipping
+/// comments (the same byte scan as [`split_items`]); None if there is no
+/// `{` or it is not closed before `end`.
+pub fn body_braces(text: &str, start: usize, end: usize) -> Option<(usize, usize)> {
+    let b = text.as_bytes().get(start..end)?;
+    let mut open = None;
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b';' => {
+                i += b[i..].iter().position(|&c| c == b'\n').unwrap_or(b.len() - i);
+                continue;
+            }
+            b'{' => {
+                open.get_or_insert(start + i);
+                depth += 1;
+            }
+            b'}' if open.is_some() => {
+                depth -= 1;
+                if depth == 0 {
+                    return open.map(|o| (o, start + i));
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Whether `text` holds nothing but blanks and comments.
+pub fn is_blank(text: &str) -> bool {
+    text.lines().all(|l| {
+        let l = l.trim_start_matches([' ', '\t', '\r']);
+        l.is_empty() || l.starts_with(';')
+    })
 }
 
 fn is_name_byte(c: u8) -> bool {

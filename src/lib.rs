@@ -14,6 +14,7 @@ pub mod lexer;
 pub mod parser;
 pub mod printer;
 pub mod verifier;
+pub mod frontend;
 
 pub mod passes;
 pub mod key;

@@ -140,7 +140,7 @@ fn parse_with(text: &str, parallel: bool) -> Result<Stream, Diagnostics> {
 }
 
 /// A chunk's syntax tree, or its syntax errors.
-type Parsed = Result<Vec<Top>, Vec<Diagnostic>>;
+pub(crate) type Parsed = Result<Vec<Top>, Vec<Diagnostic>>;
 
 /// A top-level form after lowering. Short-lived (moved once into its
 /// module), so boxing the large variant would only add an allocation.
@@ -152,7 +152,7 @@ enum Lowered {
 
 /// Parses one chunk with the grammar; on a syntax error, also looks for
 /// more errors in the same chunk (see [`more_syntax_errors`]).
-fn parse_chunk(text: &str, c: &crate::lexer::Chunk) -> Parsed {
+pub(crate) fn parse_chunk(text: &str, c: &crate::lexer::Chunk) -> Parsed {
     if let Some(at) = c.too_deep {
         return Err(vec![Diagnostic::error(
             format!("blocks are nested too deeply (more than {} levels)", crate::lexer::MAX_DEPTH),
@@ -164,6 +164,18 @@ fn parse_chunk(text: &str, c: &crate::lexer::Chunk) -> Parsed {
         let first = syntax_error(text, e);
         more_syntax_errors(text, c, first)
     })
+}
+
+/// Parses only the header of the chunk `c` — its text up to the `{` at
+/// `open` that starts its body (or block), closed right after by `}` — so
+/// that a signature costs a few tokens however long the body is. Spans are
+/// those of the header in `text`. No error recovery: a header that does not
+/// parse is reported by parsing the whole chunk.
+pub(crate) fn parse_header(text: &str, c: &crate::lexer::Chunk, open: usize) -> Option<Vec<Top>> {
+    let mut header = String::with_capacity(open + 2 - c.start);
+    header.push_str(text.get(c.start..=open)?);
+    header.push('}');
+    grammar::ChunkParser::new().parse(Lexer::new(&header, c.start)).ok()
 }
 
 /// How many further syntax errors one chunk may report.
@@ -262,9 +274,27 @@ fn syntax_error(text: &str, e: ParseError<usize, Tok<'_>, LexError>) -> Diagnost
         }
         ParseError::ExtraToken { token: (l, t, r) } => Diagnostic::error(format!("unexpected {t}"), Span::new(l, r)),
         ParseError::User { error } => {
-            let found = text.get(error.span.range()).unwrap_or("?");
-            Diagnostic::error(format!("unexpected character `{found}`"), error.span)
+            let found = text.get(error.span.range()).and_then(|s| s.chars().next()).unwrap_or('?');
+            let next = text.get(error.span.end as usize..).and_then(|s| s.chars().next());
+            match (found, next) {
+                // A sigil whose name does not start right: blame what follows.
+                ('%' | '@', Some(c)) if !c.is_ascii_whitespace() => Diagnostic::error(
+                    format!("`{found}` must be followed by a name (a letter, digit or `_`), found {}", show_char(c)),
+                    Span::new(error.span.start as usize, error.span.end as usize + c.len_utf8()),
+                ),
+                _ => Diagnostic::error(format!("unexpected character {}", show_char(found)), error.span),
+            }
         }
+    }
+}
+
+/// A character as an error message shows it: in backquotes when it can be
+/// seen, else by its code point (a byte order mark, a control character).
+fn show_char(c: char) -> String {
+    if c.is_ascii_graphic() || (!c.is_ascii() && c.is_alphanumeric()) {
+        format!("`{c}`")
+    } else {
+        format!("U+{:04X}", c as u32)
     }
 }
 
@@ -319,7 +349,7 @@ fn describe_expected(expected: &[String]) -> String {
 /// A fast hasher for short names (FxHash's mixing step): name lookups
 /// dominate lowering, and SipHash's DoS resistance buys nothing here.
 #[derive(Default, Clone, Copy)]
-struct FxHasher(u64);
+pub(crate) struct FxHasher(u64);
 
 impl Hasher for FxHasher {
     fn write(&mut self, bytes: &[u8]) {
@@ -341,20 +371,22 @@ impl Hasher for FxHasher {
     }
 }
 
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// A hash map keyed by short names (see [`FxHasher`]); the verifier's
+/// name lookups use it too.
+pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// What bodies need to know about the items of their module: field element
 /// types (for `load`/`atomic` results) and function return types (for
 /// `call` results). The first declaration of a name wins; the verifier
 /// reports duplicates.
 #[derive(Default)]
-struct Sigs<'a> {
+pub(crate) struct Sigs<'a> {
     fields: FxMap<&'a str, Scalar>,
     funcs: FxMap<&'a str, Option<Scalar>>,
 }
 
 impl<'a> Sigs<'a> {
-    fn declare(&mut self, item: &ast::Item, src: &'a str) {
+    pub(crate) fn declare(&mut self, item: &ast::Item, src: &'a str) {
         match item {
             ast::Item::Field(f) => {
                 self.fields.entry(f.name.text(src)).or_insert(f.elem);
@@ -382,6 +414,27 @@ fn lower_top<'a>(top: Top, src: &'a str, sigs: &Sigs<'a>, diags: &mut Vec<Diagno
 }
 
 fn lower_item<'a>(item: ast::Item, src: &'a str, sigs: &Sigs<'a>, diags: &mut Vec<Diagnostic>) -> Item {
+    lower_item_as(item, src, sigs, diags, Keep::Resident)
+}
+
+/// How long a lowered body lives, which decides how its arenas are sized.
+#[derive(Clone, Copy)]
+pub(crate) enum Keep {
+    /// With every other body of the input: the arenas' slack is given back.
+    Resident,
+    /// Only until it is printed: the arenas are sized up front from the
+    /// item's text (`bytes` long) and never shrunk.
+    Transient { bytes: usize },
+}
+
+/// Lowers one item (see [`Keep`]).
+pub(crate) fn lower_item_as<'a>(
+    item: ast::Item,
+    src: &'a str,
+    sigs: &Sigs<'a>,
+    diags: &mut Vec<Diagnostic>,
+    keep: Keep,
+) -> Item {
     match item {
         ast::Item::Field(f) => {
             let shape = f
@@ -397,19 +450,19 @@ fn lower_item<'a>(item: ast::Item, src: &'a str, sigs: &Sigs<'a>, diags: &mut Ve
             Item::Field(Field { name: f.name.text(src).into(), elem: f.elem, shape, span: f.span })
         }
         ast::Item::Func(f) => {
-            let mut lw = BodyLower::new(src, sigs, diags);
+            let mut lw = BodyLower::new(src, sigs, diags, keep);
             let params = lw.params(&f.params);
             lw.stmts(f.body, Block(0));
             Item::Func(Func { name: f.name.text(src).into(), params, ret: f.ret, body: lw.finish(), span: f.span })
         }
         ast::Item::Kernel(k) => {
-            let mut lw = BodyLower::new(src, sigs, diags);
+            let mut lw = BodyLower::new(src, sigs, diags, keep);
             let params = lw.params(&k.params);
             lw.stmts(k.body, Block(0));
             Item::Kernel(Kernel { name: k.name.text(src).into(), params, body: lw.finish(), span: k.span })
         }
         ast::Item::Task(t) => {
-            let mut lw = BodyLower::new(src, sigs, diags);
+            let mut lw = BodyLower::new(src, sigs, diags, keep);
             let params = lw.params(&t.params);
             let kind = lw.task_kind(*t.kind, Stmt::HEADER);
             lw.stmts(t.body, Block(0));
@@ -434,6 +487,7 @@ struct BodyLower<'a, 's, 'd> {
     src: &'a str,
     sigs: &'s Sigs<'a>,
     diags: &'d mut Vec<Diagnostic>,
+    keep: Keep,
     body: Body,
     /// The names in scope.
     scope: FxMap<&'a str, Value>,
@@ -447,12 +501,20 @@ struct BodyLower<'a, 's, 'd> {
 }
 
 impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
-    fn new(src: &'a str, sigs: &'s Sigs<'a>, diags: &'d mut Vec<Diagnostic>) -> Self {
+    fn new(src: &'a str, sigs: &'s Sigs<'a>, diags: &'d mut Vec<Diagnostic>, keep: Keep) -> Self {
+        let mut body = Body::new();
+        if let Keep::Transient { bytes } = keep {
+            // A statement line is 25 to 35 bytes of text and defines at
+            // most one value; a little too much is cheaper than regrowing.
+            body.stmts.reserve(bytes / 24);
+            body.values.reserve(bytes / 24);
+        }
         BodyLower {
             src,
             sigs,
             diags,
-            body: Body::new(),
+            keep,
+            body,
             scope: FxMap::default(),
             undo: Vec::new(),
             pending: FxMap::default(),
@@ -476,6 +538,9 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
     fn finish(mut self) -> Body {
         if !self.resolved.is_empty() {
             resolve_forward_uses(&mut self.body, &self.resolved);
+        }
+        if let Keep::Transient { .. } = self.keep {
+            return self.body;
         }
         // The arenas grew by doubling; a whole module's IR is resident at
         // once, so give the slack back (glibc shrinks in place).

@@ -15,7 +15,7 @@ impl fmt::Display for Stream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, m) in self.modules.iter().enumerate() {
             if i > 0 {
-                writeln!(f)?;
+                f.write_str(MODULE_SEPARATOR)?;
             }
             write!(f, "{m}")?;
         }
@@ -36,6 +36,35 @@ impl fmt::Display for Item {
         p.item(self)
     }
 }
+
+/// An item printed `depth` levels deep (one level inside a `module` block),
+/// exactly as `Display for Module` prints it there; for front ends that
+/// print items one at a time (see [`blank_line_between`], [`module_open`]).
+pub struct Indented<'a>(pub &'a Item, pub usize);
+
+impl fmt::Display for Indented<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut p = Printer { out: f, indent: self.1 };
+        p.item(self.0)
+    }
+}
+
+/// Whether a blank line sets an item apart from the one before it in a
+/// module: consecutive fields stay together, everything else is set apart.
+pub fn blank_line_between(prev_is_field: bool, is_field: bool) -> bool {
+    !(prev_is_field && is_field)
+}
+
+/// The line that opens a named module's block.
+pub fn module_open(out: &mut impl Write, name: &str) -> fmt::Result {
+    writeln!(out, "module @{name} {{")
+}
+
+/// The line that closes a module's block.
+pub const MODULE_CLOSE: &str = "}\n";
+
+/// What separates two modules of a stream.
+pub const MODULE_SEPARATOR: &str = "\n";
 
 /// Prints a constant's literal (without its type): integers in signed
 /// decimal, `i1` as `true`/`false`, floats in the shortest decimal form that
@@ -90,19 +119,24 @@ struct Printer<'a, 'b> {
 
 impl Printer<'_, '_> {
     fn line_start(&mut self) -> fmt::Result {
-        for _ in 0..self.indent {
-            self.out.write_str("  ")?;
+        // One write for the usual depths instead of one per level.
+        const SPACES: &str = "                                ";
+        let mut n = 2 * self.indent;
+        while n > 0 {
+            let k = n.min(SPACES.len());
+            self.out.write_str(&SPACES[..k])?;
+            n -= k;
         }
         Ok(())
     }
 
     fn module(&mut self, m: &Module) -> fmt::Result {
         if let Some(name) = &m.name {
-            writeln!(self.out, "module @{name} {{")?;
+            module_open(self.out, name)?;
             self.indent += 1;
             self.items(&m.items)?;
             self.indent -= 1;
-            writeln!(self.out, "}}")
+            self.out.write_str(MODULE_CLOSE)
         } else {
             self.items(&m.items)
         }
@@ -114,7 +148,7 @@ impl Printer<'_, '_> {
             let is_field = matches!(it, Item::Field(_));
             // Consecutive fields stay together; everything else is set apart
             // by one blank line.
-            if i > 0 && !(is_field && prev_field) {
+            if i > 0 && blank_line_between(prev_field, is_field) {
                 writeln!(self.out)?;
             }
             self.item(it)?;
@@ -184,7 +218,7 @@ impl Printer<'_, '_> {
     /// ` {`, the block's statements one level deeper, then the closing
     /// brace at the current level (no newline after it).
     fn block_braced(&mut self, body: &Body, b: Block) -> fmt::Result {
-        writeln!(self.out, " {{")?;
+        self.out.write_str(" {\n")?;
         self.indent += 1;
         for &s in body.block(b) {
             self.stmt(body, s)?;
@@ -195,7 +229,8 @@ impl Printer<'_, '_> {
     }
 
     fn v(&mut self, body: &Body, v: Value) -> fmt::Result {
-        write!(self.out, "%{}", body.name(v))
+        self.out.write_char('%')?;
+        self.out.write_str(body.name(v))
     }
 
     fn vals(&mut self, body: &Body, vs: &[Value]) -> fmt::Result {
@@ -209,7 +244,9 @@ impl Printer<'_, '_> {
     }
 
     fn field_ref(&mut self, body: &Body, r: &FieldRef) -> fmt::Result {
-        write!(self.out, "@{}[", r.field)?;
+        self.out.write_char('@')?;
+        self.out.write_str(&r.field)?;
+        self.out.write_char('[')?;
         self.vals(body, &r.indices)?;
         self.out.write_char(']')
     }
@@ -268,23 +305,33 @@ impl Printer<'_, '_> {
             self.out.write_str(" = ")?;
         }
         match &data.kind {
-            StmtKind::Const(c) => write!(self.out, "const {} : {}", fmt_const(*c), c.ty)?,
+            StmtKind::Const(c) => {
+                self.out.write_str("const ")?;
+                self.const_lit(*c)?;
+                self.out.write_str(" : ")?;
+                self.out.write_str(c.ty.keyword())?
+            }
             StmtKind::Binary(op, a, b) => {
-                write!(self.out, "{} ", op.keyword())?;
+                self.out.write_str(op.keyword())?;
+                self.out.write_char(' ')?;
                 self.vals(body, &[*a, *b])?
             }
             StmtKind::Unary(op, a) => {
-                write!(self.out, "{} ", op.keyword())?;
+                self.out.write_str(op.keyword())?;
+                self.out.write_char(' ')?;
                 self.v(body, *a)?
             }
             StmtKind::Cmp(op, a, b) => {
-                write!(self.out, "cmp {} ", op.keyword())?;
+                self.out.write_str("cmp ")?;
+                self.out.write_str(op.keyword())?;
+                self.out.write_char(' ')?;
                 self.vals(body, &[*a, *b])?
             }
             StmtKind::Cast(a, ty) => {
                 self.out.write_str("cast ")?;
                 self.v(body, *a)?;
-                write!(self.out, " to {ty}")?
+                self.out.write_str(" to ")?;
+                self.out.write_str(ty.keyword())?
             }
             StmtKind::Select(c, a, b) => {
                 self.out.write_str("select ")?;
@@ -301,7 +348,9 @@ impl Printer<'_, '_> {
                 self.v(body, *v)?
             }
             StmtKind::Atomic(op, r, v) => {
-                write!(self.out, "atomic {} ", op.keyword())?;
+                self.out.write_str("atomic ")?;
+                self.out.write_str(op.keyword())?;
+                self.out.write_char(' ')?;
                 self.field_ref(body, r)?;
                 self.out.write_str(", ")?;
                 self.v(body, *v)?
@@ -316,7 +365,9 @@ impl Printer<'_, '_> {
                 self.vals(body, &[*p, *v])?
             }
             StmtKind::Call(name, args, _) => {
-                write!(self.out, "call @{name}(")?;
+                self.out.write_str("call @")?;
+                self.out.write_str(name)?;
+                self.out.write_char('(')?;
                 self.vals(body, args)?;
                 self.out.write_char(')')?
             }
@@ -354,7 +405,16 @@ impl Printer<'_, '_> {
             }
             StmtKind::Launch(name) => write!(self.out, "launch @{name}")?,
         }
-        writeln!(self.out)
+        self.out.write_char('\n')
+    }
+
+    /// A constant's literal ([`fmt_const`]); integers and the common
+    /// floats without an intermediate string.
+    fn const_lit(&mut self, c: Const) -> fmt::Result {
+        match c.ty {
+            Scalar::I32 | Scalar::I64 => write!(self.out, "{}", c.as_i64().unwrap_or_default()),
+            _ => self.out.write_str(&fmt_const(c)),
+        }
     }
 }
 

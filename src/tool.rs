@@ -45,7 +45,7 @@ impl ToolError {
         if e.kind() == io::ErrorKind::BrokenPipe {
             ToolError::BrokenPipe
         } else {
-            ToolError::msg(format!("cannot write to standard output: {e}"))
+            ToolError::msg(format!("cannot write to standard output: {}", io_reason(&e)))
         }
     }
 }
@@ -91,16 +91,23 @@ pub fn read_source(path: &str) -> Result<SourceFile, ToolError> {
     Ok(SourceFile::new(name, text))
 }
 
-/// A short reason for an I/O error, without Rust's `(os error N)` noise.
+/// A short reason for an I/O error, without Rust's `(os error N)` noise,
+/// starting in lower case like every other message (`Is a directory` from
+/// the OS becomes `is a directory`).
 pub fn io_reason(e: &io::Error) -> String {
     match e.kind() {
         io::ErrorKind::NotFound => "no such file or directory".into(),
         io::ErrorKind::PermissionDenied => "permission denied".into(),
         _ => {
             let s = e.to_string();
-            match s.find(" (os error") {
-                Some(i) => s[..i].to_string(),
-                None => s,
+            let s = match s.find(" (os error") {
+                Some(i) => &s[..i],
+                None => &s[..],
+            };
+            let mut chars = s.chars();
+            match chars.next() {
+                Some(c) => c.to_lowercase().chain(chars).collect(),
+                None => String::new(),
             }
         }
     }
@@ -133,19 +140,20 @@ pub fn write_output_with(
             write(&mut out).and_then(|_| out.flush()).map_err(ToolError::stdout)
         }
         Some(p) => {
-            let path = Path::new(p);
-            let dir = match path.parent() {
-                Some(d) if !d.as_os_str().is_empty() => d,
-                _ => Path::new("."),
-            };
-            let done = (|| {
-                let tmp = tempfile::Builder::new().prefix(".kiln-out-").tempfile_in(dir)?;
-                let mut out = io::BufWriter::with_capacity(1 << 16, tmp);
-                write(&mut out)?;
-                let tmp = out.into_inner().map_err(|e| e.into_error())?;
-                tmp.as_file().sync_all()?;
-                tmp.persist(path).map_err(|e| e.error)?;
-                Ok(())
+            let done = (|| match output_target(Path::new(p))? {
+                Target::Direct(path) => {
+                    let mut out = io::BufWriter::with_capacity(1 << 16, std::fs::OpenOptions::new().write(true).open(path)?);
+                    write(&mut out)?;
+                    out.flush()
+                }
+                Target::Replace { path, mode } => {
+                    let tmp = temp_beside(&path, mode)?;
+                    let mut out = io::BufWriter::with_capacity(1 << 16, tmp);
+                    write(&mut out)?;
+                    let tmp = out.into_inner().map_err(|e| e.into_error())?;
+                    tmp.persist(&path).map_err(|e| e.error)?;
+                    Ok(())
+                }
             })();
             done.map_err(|e: io::Error| ToolError::at(p, io_reason(&e)))
         }
@@ -153,15 +161,92 @@ pub fn write_output_with(
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same
-/// directory, synced, then renamed over the target.
+/// directory, renamed over the target, so a reader sees the old file or the
+/// whole new one. A target that is not a regular file (a device such as
+/// `/dev/null`, a FIFO) is written in place instead, and a symlink's target
+/// is replaced, not the link. Like LLVM's `ToolOutputFile` no output is
+/// `fsync`ed: a tool's output is reproducible (the cache store, whose
+/// records cost a compile, does sync).
 pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    match output_target(path)? {
+        Target::Direct(path) => std::fs::OpenOptions::new().write(true).open(path)?.write_all(bytes),
+        Target::Replace { path, mode } => {
+            let mut tmp = temp_beside(&path, mode)?;
+            tmp.write_all(bytes)?;
+            tmp.persist(&path).map_err(|e| e.error)?;
+            Ok(())
+        }
+    }
+}
+
+/// Writes several files all or none, as far as the file system allows:
+/// every regular target is first written whole to a temporary beside it,
+/// and only when all of them (and the opening of every non-regular target,
+/// such as a FIFO) succeeded are they renamed into place. An error names
+/// its path.
+pub fn write_files_atomic(files: &[(&Path, &[u8])]) -> Result<(), (std::path::PathBuf, io::Error)> {
+    let mut direct = Vec::new();
+    let mut staged = Vec::new();
+    for &(path, bytes) in files {
+        let fail = |e| (path.to_path_buf(), e);
+        match output_target(path).map_err(fail)? {
+            Target::Direct(p) => {
+                direct.push((std::fs::OpenOptions::new().write(true).open(&p).map_err(fail)?, bytes, path));
+            }
+            Target::Replace { path: real, mode } => {
+                let mut tmp = temp_beside(&real, mode).map_err(fail)?;
+                tmp.write_all(bytes).map_err(fail)?;
+                staged.push((tmp, real, path));
+            }
+        }
+    }
+    for (tmp, real, path) in staged {
+        tmp.persist(&real).map_err(|e| (path.to_path_buf(), e.error))?;
+    }
+    for (mut f, bytes, path) in direct {
+        f.write_all(bytes).map_err(|e| (path.to_path_buf(), e))?;
+    }
+    Ok(())
+}
+
+/// How an output path is written.
+enum Target {
+    /// Not a regular file (a device, a FIFO): opened and written as it is;
+    /// renaming a temporary over it would replace `/dev/null` with a file.
+    Direct(std::path::PathBuf),
+    /// A regular file, or nothing yet: a temporary renamed over `path` (a
+    /// symlink already resolved, so the link survives), with the mode of
+    /// the file it replaces (`None`: new, 0666 less the umask).
+    Replace { path: std::path::PathBuf, mode: Option<u32> },
+}
+
+fn output_target(path: &Path) -> io::Result<Target> {
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(io::Error::from(io::ErrorKind::IsADirectory)),
+        Ok(m) if !m.is_file() => Ok(Target::Direct(path.to_path_buf())),
+        Ok(m) => Ok(Target::Replace { path: std::fs::canonicalize(path)?, mode: Some(m.permissions().mode() & 0o7777) }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Target::Replace { path: path.to_path_buf(), mode: None }),
+        Err(e) => Err(e),
+    }
+}
+
+/// A temporary file in `path`'s directory, created with `mode` (or 0666,
+/// which open(2) masks with the umask, as for any new file; the default of
+/// a temporary, 0600, would make every output private).
+fn temp_beside(path: &Path, mode: Option<u32>) -> io::Result<tempfile::NamedTempFile> {
+    use std::os::unix::fs::PermissionsExt;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::Builder::new().prefix(".kiln-out-").tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    let tmp = tempfile::Builder::new()
+        .prefix(".kiln-out-")
+        .permissions(std::fs::Permissions::from_mode(mode.unwrap_or(0o666)))
+        .tempfile_in(dir)?;
+    if let Some(m) = mode {
+        // open(2) applied the umask; an existing file's mode is kept whole.
+        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(m))?;
+    }
+    Ok(tmp)
 }

@@ -20,12 +20,19 @@
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::*;
+use crate::parser::FxMap;
 use std::collections::HashMap;
 
-/// The deepest nesting of blocks (`if`, `for`, `while`, tasks) accepted.
-/// Deeper input is rejected with an error rather than risking the stack of
-/// the verifier, the printer and the passes, which all recurse on nesting.
-pub const MAX_NESTING: usize = 256;
+/// The deepest nesting of statement blocks (`if`, `for`, `while`; a task,
+/// only ever at a kernel's top level, does not count) accepted. Deeper
+/// input is rejected with an error rather than risking the stack of the
+/// verifier, the printer and the passes, which all recurse on nesting.
+///
+/// The printer wraps statements in up to three braces of their own (a
+/// module, a kernel and a task; `offload` adds the task), and the lexer
+/// accepts [`crate::lexer::MAX_DEPTH`] levels of braces: so whatever
+/// verifies prints, after any pass, as text that parses again.
+pub const MAX_NESTING: usize = crate::lexer::MAX_DEPTH - 3;
 
 /// The largest field accepted, in bytes (2^40, one TiB): anything larger is
 /// certainly a mistake, and the limit keeps every size computation far from
@@ -40,23 +47,33 @@ pub const MAX_RANK: usize = 8;
 /// error found, in source order.
 pub fn verify(stream: &Stream) -> Result<(), Diagnostics> {
     let mut diags = Vec::new();
-    let multi = stream.is_multi();
-    let mut module_names: HashMap<&str, ()> = HashMap::new();
+    let mut module_names = HashMap::new();
     for m in &stream.modules {
-        match &m.name {
-            Some(n) if module_names.insert(n.as_str(), ()).is_some() => {
-                diags.push(Diagnostic::error(format!("duplicate module @{n}"), m.span));
-            }
-            Some(_) => {}
-            None if multi => {
-                diags.push(Diagnostic::error("module without a name in a stream of named modules", m.span))
-            }
-            None => {}
-        }
+        check_module_name(stream, m, &mut module_names, &mut diags);
         check_module(m, Some(stream), &mut diags);
     }
     check_fields_agree(stream, &mut diags);
     finish(diags)
+}
+
+/// A module of a stream must have a name that no earlier module has (an
+/// unnamed module is only allowed alone).
+fn check_module_name<'a>(
+    stream: &Stream,
+    m: &'a Module,
+    seen: &mut HashMap<&'a str, ()>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    match &m.name {
+        Some(n) if seen.insert(n.as_str(), ()).is_some() => {
+            diags.push(Diagnostic::error(format!("duplicate module @{n}"), m.span));
+        }
+        Some(_) => {}
+        None if stream.is_multi() => {
+            diags.push(Diagnostic::error("module without a name in a stream of named modules", m.span))
+        }
+        None => {}
+    }
 }
 
 /// Checks one module on its own: `launch` targets must be task items of
@@ -135,7 +152,7 @@ struct ModuleCx<'a> {
     module: &'a Module,
     /// Where `launch` looks for task items: the whole stream, or the module.
     stream: Option<&'a Stream>,
-    items: HashMap<&'a str, &'a Item>,
+    items: FxMap<&'a str, &'a Item>,
 }
 
 impl<'a> ModuleCx<'a> {
@@ -154,46 +171,169 @@ impl<'a> ModuleCx<'a> {
 }
 
 fn check_module(m: &Module, stream: Option<&Stream>, diags: &mut Vec<Diagnostic>) {
-    let mut items: HashMap<&str, &Item> = HashMap::with_capacity(m.items.len());
+    let cx = ModuleCx::new(m, stream, diags);
+    let mut wide = ModuleWide::default();
     for it in &m.items {
-        if items.contains_key(it.name()) {
-            diags.push(Diagnostic::error(format!("duplicate item @{}", it.name()), it.span()));
-        } else {
-            items.insert(it.name(), it);
-        }
+        let facts = check_item(&cx, it, diags);
+        wide.add(&cx, facts, diags);
     }
-    let cx = ModuleCx { module: m, stream, items };
+    wide.finish(diags);
+}
 
-    // Task statements are named like items (`launch` and the cache refer
-    // to them by name), so their names share the items' namespace.
-    let mut task_names: HashMap<&str, ()> = HashMap::new();
-    let mut call_graph: Vec<(&str, Vec<(Name, Span)>)> = Vec::new();
-    for it in &m.items {
-        match it {
-            Item::Field(f) => check_field(f, diags),
-            Item::Func(f) => {
-                check_params(&f.body, &f.params, false, &format!("@{}", f.name), f.span, diags);
-                let calls = BodyChecker::run(&cx, Owner::Func(f), diags);
-                call_graph.push((f.name.as_str(), calls));
+impl<'a> ModuleCx<'a> {
+    /// Indexes a module's items by name (the first of a name wins) and
+    /// reports the later ones as duplicates.
+    fn new(m: &'a Module, stream: Option<&'a Stream>, diags: &mut Vec<Diagnostic>) -> Self {
+        let mut items: FxMap<&str, &Item> = FxMap::with_capacity_and_hasher(m.items.len(), Default::default());
+        for it in &m.items {
+            if items.contains_key(it.name()) {
+                diags.push(Diagnostic::error(format!("duplicate item @{}", it.name()), it.span()));
+            } else {
+                items.insert(it.name(), it);
             }
-            Item::Kernel(k) => {
-                check_params(&k.body, &k.params, true, &format!("@{}", k.name), k.span, diags);
-                BodyChecker::run(&cx, Owner::Kernel(k), diags);
-                for &s in k.body.blocks.get(k.body.entry.index()).map(Vec::as_slice).unwrap_or(&[]) {
-                    if let Some(StmtData { kind: StmtKind::Task { name, .. }, span, .. }) = k.body.stmts.get(s.index()) {
-                        if cx.items.contains_key(name.as_str()) || task_names.insert(name.as_str(), ()).is_some() {
-                            diags.push(Diagnostic::error(format!("duplicate item @{name}"), *span));
-                        }
-                    }
+        }
+        ModuleCx { module: m, stream, items }
+    }
+}
+
+/// What the module-wide checks need to know of one item once its own
+/// checks are done: a function's calls, a kernel's task statements.
+#[derive(Debug, Default)]
+pub struct ItemFacts {
+    /// For a function: its name and the calls it makes.
+    calls: Option<(Name, Vec<(Name, Span)>)>,
+    /// For a kernel: the names and spans of its top-level task statements.
+    task_stmts: Vec<(Name, Span)>,
+}
+
+/// The checks of one item that need nothing but the module's signatures.
+fn check_item(cx: &ModuleCx<'_>, it: &Item, diags: &mut Vec<Diagnostic>) -> ItemFacts {
+    let mut facts = ItemFacts::default();
+    match it {
+        Item::Field(f) => check_field(f, diags),
+        Item::Func(f) => {
+            check_params(&f.body, &f.params, false, &format!("@{}", f.name), f.span, diags);
+            let calls = BodyChecker::run(cx, Owner::Func(f), diags);
+            facts.calls = Some((f.name.clone(), calls));
+        }
+        Item::Kernel(k) => {
+            check_params(&k.body, &k.params, true, &format!("@{}", k.name), k.span, diags);
+            BodyChecker::run(cx, Owner::Kernel(k), diags);
+            for &s in k.body.blocks.get(k.body.entry.index()).map(Vec::as_slice).unwrap_or(&[]) {
+                if let Some(StmtData { kind: StmtKind::Task { name, .. }, span, .. }) = k.body.stmts.get(s.index()) {
+                    facts.task_stmts.push((name.clone(), *span));
                 }
             }
-            Item::Task(t) => {
-                check_params(&t.body, &t.params, true, &format!("task @{}", t.name), t.span, diags);
-                BodyChecker::run(&cx, Owner::TaskItem(t), diags);
-            }
+        }
+        Item::Task(t) => {
+            check_params(&t.body, &t.params, true, &format!("task @{}", t.name), t.span, diags);
+            BodyChecker::run(cx, Owner::TaskItem(t), diags);
         }
     }
-    check_recursion(&call_graph, diags);
+    facts
+}
+
+/// The checks of a module that need all of its items: task statement
+/// names against each other and the items, and recursion through calls.
+#[derive(Default)]
+struct ModuleWide {
+    task_names: HashMap<Name, ()>,
+    call_graph: Vec<(Name, Vec<(Name, Span)>)>,
+}
+
+impl ModuleWide {
+    /// Takes the facts of the module's next item (in source order).
+    fn add(&mut self, cx: &ModuleCx<'_>, facts: ItemFacts, diags: &mut Vec<Diagnostic>) {
+        // Task statements are named like items (`launch` and the cache
+        // refer to them by name), so their names share the items' namespace.
+        for (name, span) in facts.task_stmts {
+            if cx.items.contains_key(name.as_str()) || self.task_names.contains_key(&name) {
+                diags.push(Diagnostic::error(format!("duplicate item @{name}"), span));
+            } else {
+                self.task_names.insert(name, ());
+            }
+        }
+        if let Some(c) = facts.calls {
+            self.call_graph.push(c);
+        }
+    }
+
+    fn finish(self, diags: &mut Vec<Diagnostic>) {
+        check_recursion(&self.call_graph, diags);
+    }
+}
+
+/// The verifier for a front end that never holds a whole stream's IR: it
+/// is built from the stream's *signatures* (every item, with bodies that
+/// hold only their parameters and header variables), checks each full
+/// item on its own with [`Self::verify_item`] (thread-safe, so items can
+/// be checked in parallel and dropped), takes each item's
+/// [`ItemFacts`] in source order with [`Self::add_facts`], and reports with
+/// [`Self::finish`] exactly what [`verify`] reports for the whole stream.
+/// Every rule has one implementation, shared with [`verify`].
+pub struct ItemVerifier<'a> {
+    modules: Vec<ModuleCx<'a>>,
+    wide: Vec<ModuleWide>,
+    diags: Vec<Diagnostic>,
+}
+
+impl<'a> ItemVerifier<'a> {
+    /// Runs the stream-wide checks on the signatures: module names,
+    /// duplicate items, and that fields agree across modules.
+    pub fn new(signatures: &'a Stream) -> Self {
+        let mut diags = Vec::new();
+        let mut module_names = HashMap::new();
+        let modules = signatures
+            .modules
+            .iter()
+            .map(|m| {
+                check_module_name(signatures, m, &mut module_names, &mut diags);
+                ModuleCx::new(m, Some(signatures), &mut diags)
+            })
+            .collect();
+        check_fields_agree(signatures, &mut diags);
+        let wide = signatures.modules.iter().map(|_| ModuleWide::default()).collect();
+        ItemVerifier { modules, wide, diags }
+    }
+
+    /// Checks one full item of module `module` (an index into the
+    /// signatures' modules) against the signatures; returns its errors and
+    /// the facts the module-wide checks need.
+    pub fn verify_item(&self, module: usize, item: &Item) -> (Vec<Diagnostic>, ItemFacts) {
+        let mut diags = Vec::new();
+        let facts = match self.modules.get(module) {
+            Some(cx) => check_item(cx, item, &mut diags),
+            None => {
+                diags.push(Diagnostic::error_nospan(format!("malformed stream: no module {module}")));
+                ItemFacts::default()
+            }
+        };
+        (diags, facts)
+    }
+
+    /// Takes the facts of module `module`'s next item, in source order.
+    pub fn add_facts(&mut self, module: usize, facts: ItemFacts) {
+        if let (Some(cx), Some(w)) = (self.modules.get(module), self.wide.get_mut(module)) {
+            w.add(cx, facts, &mut self.diags);
+        }
+    }
+
+    /// Whether any error has been found so far by the stream-wide checks
+    /// (not counting those [`Self::verify_item`] returned).
+    pub fn has_errors(&self) -> bool {
+        !self.diags.is_empty()
+    }
+
+    /// Runs the checks that need every item's facts (recursion) and
+    /// reports all errors, with `item_diags` (what `verify_item` returned),
+    /// in source order.
+    pub fn finish(mut self, item_diags: Vec<Diagnostic>) -> Result<(), Diagnostics> {
+        for w in std::mem::take(&mut self.wide) {
+            w.finish(&mut self.diags);
+        }
+        self.diags.extend(item_diags);
+        finish(self.diags)
+    }
 }
 
 fn check_field(f: &Field, diags: &mut Vec<Diagnostic>) {
@@ -312,8 +452,8 @@ fn int_fits(v: i64, ty: Scalar) -> bool {
 ///
 /// Reports each strongly connected component of the call graph that has a
 /// cycle once, at a call that closes it, naming the cycle.
-fn check_recursion(graph: &[(&str, Vec<(Name, Span)>)], diags: &mut Vec<Diagnostic>) {
-    let index: HashMap<&str, usize> = graph.iter().enumerate().map(|(i, (n, _))| (*n, i)).collect();
+fn check_recursion(graph: &[(Name, Vec<(Name, Span)>)], diags: &mut Vec<Diagnostic>) {
+    let index: HashMap<&str, usize> = graph.iter().enumerate().map(|(i, (n, _))| (n.as_str(), i)).collect();
     let succ: Vec<Vec<(usize, Span)>> = graph
         .iter()
         .map(|(_, calls)| calls.iter().filter_map(|(c, sp)| index.get(c.as_str()).map(|&j| (j, *sp))).collect())
@@ -614,7 +754,8 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 return false;
             }
             let children = stmt_blocks(&sd.kind);
-            if children.iter().flatten().next().is_some() && depth + 1 > MAX_NESTING {
+            let child_depth = if matches!(sd.kind, StmtKind::Task { .. }) { depth } else { depth + 1 };
+            if children.iter().flatten().next().is_some() && child_depth > MAX_NESTING {
                 self.err(format!("statements nested more than {MAX_NESTING} levels deep"), sd.span);
                 return false;
             }
@@ -626,7 +767,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                     return false;
                 }
                 block_seen[c.index()] = true;
-                stack.push((*c, 0, depth + 1, inner_task));
+                stack.push((*c, 0, child_depth, inner_task));
             }
         }
         true

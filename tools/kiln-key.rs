@@ -31,7 +31,7 @@ struct Cli {
     input: String,
 
     /// Print JSON: the format version, the configuration and each task's key and text digest
-    #[arg(long)]
+    #[arg(long, conflicts_with = "diff")]
     json: bool,
 
     /// Print what was hashed for TASK (`@name`): the canonical text and each configuration field
@@ -89,26 +89,36 @@ fn config(cli: &Cli) -> CompileConfig {
 /// Reads, parses, verifies and splits one KIR input.
 fn load(path: &str) -> Result<(SourceFile, kiln::ir::Stream), ToolError> {
     let src = tool::read_source(path)?;
-    let stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
-    kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(&src, &ds))?;
-    let stream = key::task_stream(stream).map_err(|ds| ToolError::diags(&src, &ds))?;
+    let stream = split(&src)?;
     Ok((src, stream))
 }
 
-/// A key set from a KIR file or from a `kiln-key --json` output.
+/// Parses, verifies and splits KIR text already read.
+fn split(src: &SourceFile) -> Result<kiln::ir::Stream, ToolError> {
+    let stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(src, &ds))?;
+    kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(src, &ds))?;
+    key::task_stream(stream).map_err(|ds| ToolError::diags(src, &ds))
+}
+
+/// A key set from a KIR file or from a `kiln-key --json` output. The input
+/// is read once: `-` (standard input) cannot be read a second time.
 fn key_set(path: &str, cfg: &CompileConfig) -> Result<KeySet, ToolError> {
     let src = tool::read_source(path)?;
     if src.text().trim_start().starts_with('{') {
         return serde_json::from_str(src.text())
             .map_err(|e| ToolError::at(src.name(), format!("not a kiln-key --json output: {e}")));
     }
-    let (_, stream) = load(path)?;
-    Ok(KeySet::of_stream(&stream, cfg))
+    Ok(KeySet::of_stream(&split(&src)?, cfg))
 }
 
 fn run(cli: &Cli) -> Result<(), ToolError> {
     let cfg = config(cli);
     if let Some(paths) = &cli.diff {
+        if paths[0] == "-" && paths[1] == "-" {
+            return Err(ToolError::Usage(
+                "--diff can read standard input (`-`) for only one of OLD and NEW".to_string(),
+            ));
+        }
         let (old, new) = (key_set(&paths[0], &cfg)?, key_set(&paths[1], &cfg)?);
         return tool::write_output(None, render_diff(&key::diff(&old, &new)).as_bytes());
     }

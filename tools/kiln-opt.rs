@@ -85,15 +85,6 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         timings.push(PassTiming { name, pass: since.elapsed(), verify: Duration::ZERO })
     };
 
-    let start = Instant::now();
-    let src = tool::read_source(&cli.input)?;
-    let mut stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
-    phase("(parse)", start, &mut timings);
-
-    let start = Instant::now();
-    kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(&src, &ds))?;
-    phase("(verify input)", start, &mut timings);
-
     let names: Vec<&str> = match &cli.opt {
         Some(level) => passes::preset(match level.as_str() {
             "1" => OptPreset::O1,
@@ -105,6 +96,22 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     // clap already rejected unknown names; this cannot fail, but a usage
     // error is the honest answer if it ever did.
     let pipeline = passes::resolve(&names).map_err(|n| ToolError::Usage(format!("unknown pass '{n}'")))?;
+
+    let start = Instant::now();
+    let src = tool::read_source(&cli.input)?;
+    if pipeline.is_empty() && !(cli.print_after_all || cli.print_changed || cli.time_passes) {
+        // Nothing needs the whole IR: the streaming front end holds only
+        // the items in flight (same output, same diagnostics).
+        let text = kiln::frontend::parse_verify_print(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
+        return tool::write_output_with(cli.output.as_deref(), |w| text.write_to(w));
+    }
+    let mut stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
+    phase("(parse)", start, &mut timings);
+
+    let start = Instant::now();
+    kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(&src, &ds))?;
+    phase("(verify input)", start, &mut timings);
+
     let opts = PipelineOptions {
         verify_each: cli.verify_each,
         print_after_all: cli.print_after_all,

@@ -202,6 +202,14 @@ fn strip(s: &str, sigil: char) -> &str {
 }
 
 fn run(cli: &Cli) -> Result<(), ToolError> {
+    // Flags of the jit engine would be silently ignored by the interpreter.
+    if cli.engine == EngineKind::Interp {
+        for (given, flag) in [(cli.threads.is_some(), "--threads"), (cli.no_cache, "--no-cache")] {
+            if given {
+                return Err(ToolError::Usage(format!("{flag} applies only to --engine jit")));
+            }
+        }
+    }
     let src = tool::read_source(&cli.input)?;
     let stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
     kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(&src, &ds))?;
@@ -209,7 +217,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     let kernels = select_kernels(&stream, &cli.kernels, src.name())?;
     let args = bind_args(&kernels, &cli.args)?;
 
-    let mut fields = Fields::zeroed(&stream);
+    let mut fields = Fields::try_zeroed(&stream).map_err(ToolError::msg)?;
     let known = |name: &str, what: &str| -> Result<String, ToolError> {
         let n = strip(name, '@');
         if fields.get(n).is_some() {
@@ -288,11 +296,14 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     if cli.digest {
         out.push_str(&fields.digest_lines());
     }
+    // All --output files or none: a failing one leaves no others behind.
+    let mut npys = Vec::new();
     for (name, file) in &saves {
         let Some(d) = fields.get(name) else { continue };
-        let bytes = d.to_npy().map_err(|m| ToolError::at(file, m))?;
-        tool::write_file_atomic(std::path::Path::new(file), &bytes).map_err(|e| ToolError::at(file, tool::io_reason(&e)))?;
+        npys.push((std::path::Path::new(file.as_str()), d.to_npy().map_err(|m| ToolError::at(file, m))?));
     }
+    let files: Vec<(&std::path::Path, &[u8])> = npys.iter().map(|(p, b)| (*p, b.as_slice())).collect();
+    tool::write_files_atomic(&files).map_err(|(p, e)| ToolError::at(p.display(), tool::io_reason(&e)))?;
     tool::write_output(None, out.as_bytes())
 }
 

@@ -306,8 +306,8 @@ impl Engine for JitEngine {
                 if fields.get(&f.name).is_none() {
                     let elem = LaunchMeta::field_elem(f)
                         .ok_or_else(|| RunError::new(format!("field @{} has unknown type {}", f.name, f.elem)))?;
-                    let len: u64 = f.shape.iter().product();
-                    let data = FieldData { elem, shape: f.shape.clone(), bytes: vec![0; len as usize * elem.size_bytes()] };
+                    let decl = temp_field_decl(&f.name, elem, &f.shape);
+                    let data = FieldData::try_zeroed(&decl).map_err(RunError::new)?;
                     fields.map.insert(f.name.as_str().into(), data);
                     temps.push(f.name.clone());
                 }
@@ -329,4 +329,9 @@ impl Engine for JitEngine {
         }
         result
     }
+}
+
+/// A field declaration for storage that only launch metadata describes.
+fn temp_field_decl(name: &str, elem: Scalar, shape: &[u64]) -> crate::ir::Field {
+    crate::ir::Field { name: name.into(), elem, shape: shape.to_vec(), span: crate::ir::Span::DUMMY }
 }

@@ -265,8 +265,17 @@ pub fn offload_kernel(
 
     // Build the tasks.
     let mut tasks = Vec::with_capacity(groups.len());
+    let mut task_n = 0u32;
     for (gi, g) in groups.into_iter().enumerate() {
-        let name: Name = compact_str::format_compact!("{}.{gi}", k.name);
+        // Tasks share the item namespace (split-tasks makes them items):
+        // skip a number whose name an item, or another kernel's task, has.
+        let name = loop {
+            let cand: Name = compact_str::format_compact!("{}.{task_n}", k.name);
+            task_n += 1;
+            if globals.insert(cand.clone()) {
+                break cand;
+            }
+        };
         // Loads of carried scalars at the start of the task body; header
         // bounds read the field directly.
         let mut subst = HashMap::new();

@@ -43,9 +43,28 @@ impl super::Pass for SplitTasks {
 pub fn split_stream(stream: &Stream) -> Result<Stream, Diagnostics> {
     let mut out = Stream::default();
     let mut diags = Diagnostics::default();
+    // Which input module made each output module: tasks of one name in two
+    // modules would give two modules of that name, which do not read back.
+    let mut made_by: std::collections::HashMap<Name, &Module> = std::collections::HashMap::new();
+    let show = |m: &Module| m.name.as_ref().map_or("the unnamed module".to_string(), |n| format!("@{n}"));
     for m in &stream.modules {
         match split_module(m) {
-            Ok(ms) => out.modules.extend(ms),
+            Ok(ms) => {
+                for made in &ms {
+                    let Some(name) = &made.name else { continue };
+                    if let Some(first) = made_by.insert(name.clone(), m) {
+                        diags.push(Diagnostic::error(
+                            format!(
+                                "split-tasks would make two modules named @{name} (from modules {} and {}); task names must be unique across the stream",
+                                show(first),
+                                show(m)
+                            ),
+                            m.span,
+                        ));
+                    }
+                }
+                out.modules.extend(ms)
+            }
             Err(d) => diags.push(d),
         }
     }

@@ -1,0 +1,359 @@
+//! The streaming front end: parse, verify and print a whole input in
+//! canonical form without ever holding the whole input's IR.
+//!
+//! Owns: [`parse_verify_print`], what `kiln-opt` does when no pass runs.
+//! The result is byte for byte what `parse`, `verify` and `Display for
+//! Stream` give, and so are the diagnostics; only the peak memory differs
+//! (the input, the output and the items in flight, instead of the input
+//! and the IR of every item, which is 5 to 7 times the input).
+//!
+//! How: the input is cut into top-level items by the lexer's byte scan (and
+//! `module` blocks into their items). First the *signatures* are gathered:
+//! each item's header alone (the text up to its body's `{`, closed by `}`)
+//! is parsed and lowered, giving items with empty bodies that hold what
+//! other items may need of them (field types and shapes, parameter and
+//! return types, names). Then every item, in parallel, is parsed, lowered
+//! against its module's signatures, verified with
+//! [`ItemVerifier::verify_item`], printed to a string, and dropped. The
+//! module-wide checks (duplicates, fields across a stream, `launch`
+//! targets, recursion) run on the signatures and on what each item's check
+//! returned.
+//!
+//! If anything is wrong, or the input is not shaped as this path expects
+//! (no items, text outside items, items mixed with modules), the whole
+//! input goes through the whole-module path instead: errors are rare and
+//! must read exactly as that path reports them, in its order.
+//!
+//! Must never: print, panic on any input, or give a result the whole-module
+//! path would not give.
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::ir::{Item, Module, Span, Stream};
+use crate::lexer::{body_braces, first_brace, is_blank, split_items, Chunk, ChunkKind};
+use crate::parser::{self, ast, Keep, Sigs};
+use crate::printer::{self, Indented};
+use crate::verifier::{self, ItemFacts, ItemVerifier};
+use rayon::prelude::*;
+use std::fmt::{self, Write as _};
+use std::io;
+
+/// Inputs at least this large are parsed on all cores (as by
+/// [`parser::parse`]).
+const PARALLEL_THRESHOLD: usize = 1 << 20;
+
+/// The canonical text of a stream, held as the printed items in order.
+#[derive(Debug)]
+pub struct Canonical {
+    pieces: Vec<Piece>,
+}
+
+/// A printed item or the text between items.
+#[derive(Debug)]
+enum Piece {
+    Owned(String),
+    Static(&'static str),
+}
+
+impl Piece {
+    fn as_str(&self) -> &str {
+        match self {
+            Piece::Owned(s) => s,
+            Piece::Static(s) => s,
+        }
+    }
+}
+
+impl Canonical {
+    /// Writes the text.
+    pub fn write_to(&self, w: &mut dyn io::Write) -> io::Result<()> {
+        self.pieces.iter().try_for_each(|p| w.write_all(p.as_str().as_bytes()))
+    }
+
+    /// The length of the text in bytes.
+    pub fn len(&self) -> usize {
+        self.pieces.iter().map(|p| p.as_str().len()).sum()
+    }
+
+    /// Whether the text is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl fmt::Display for Canonical {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.pieces.iter().try_for_each(|p| f.write_str(p.as_str()))
+    }
+}
+
+/// Parses, verifies and prints `text`: the canonical text of the stream,
+/// or every diagnostic of parsing, else of verifying — exactly what
+/// [`parser::parse`], [`verifier::verify`] and `Display for Stream` give.
+pub fn parse_verify_print(text: &str) -> Result<Canonical, Diagnostics> {
+    streaming(text, text.len() >= PARALLEL_THRESHOLD).or_else(|NotHere| whole(text))
+}
+
+/// [`parse_verify_print`] through the whole-module path.
+fn whole(text: &str) -> Result<Canonical, Diagnostics> {
+    let stream = parser::parse(text)?;
+    verifier::verify(&stream)?;
+    Ok(Canonical { pieces: vec![Piece::Owned(stream.to_string())] })
+}
+
+/// The streaming path found an error, or input it does not handle: the
+/// whole-module path decides.
+struct NotHere;
+
+/// One module of the input: its name (None for bare items) and its items.
+struct Layout {
+    name: Option<String>,
+    items: Vec<Chunk>,
+}
+
+/// Cuts the input into modules of items, or says it is not shaped for the
+/// streaming path.
+fn layout(text: &str) -> Result<Vec<Layout>, NotHere> {
+    let chunks = split_items(text);
+    let bad = |c: &Chunk| c.too_deep.is_some() || c.kind == ChunkKind::Other;
+    if chunks.iter().any(bad) {
+        return Err(NotHere);
+    }
+    let modules = chunks.iter().filter(|c| c.kind == ChunkKind::Module).count();
+    if modules == 0 {
+        return Ok(vec![Layout { name: None, items: chunks }]);
+    }
+    if modules != chunks.len() {
+        return Err(NotHere);
+    }
+    chunks
+        .iter()
+        .map(|c| {
+            let (open, close) = body_braces(text, c.start, c.end).ok_or(NotHere)?;
+            if !is_blank(&text[close + 1..c.end]) {
+                return Err(NotHere);
+            }
+            let name = match parser::parse_header(text, c, open).as_deref() {
+                Some([ast::Top::Module(name, items, _)]) if items.is_empty() => name.text(text).to_string(),
+                _ => return Err(NotHere),
+            };
+            let inner = &text[open + 1..close];
+            let mut items: Vec<Chunk> = split_items(inner)
+                .into_iter()
+                .map(|i| Chunk { start: i.start + open + 1, end: i.end + open + 1, ..i })
+                .collect();
+            if items.len() == 1 && items[0].kind == ChunkKind::Other && is_blank(inner) {
+                items.clear();
+            }
+            if items.iter().any(|i| bad(i) || i.kind == ChunkKind::Module) {
+                return Err(NotHere);
+            }
+            Ok(Layout { name: Some(name), items })
+        })
+        .collect()
+}
+
+/// Runs `f` over `xs` in order, on all cores if `parallel`.
+fn map_all<T: Sync, R: Send>(
+    xs: &[T],
+    parallel: bool,
+    f: impl Fn(&T) -> Result<R, NotHere> + Sync + Send,
+) -> Result<Vec<R>, NotHere> {
+    if parallel {
+        xs.par_iter().map(f).collect()
+    } else {
+        xs.iter().map(f).collect()
+    }
+}
+
+/// The only top-level item of a parsed chunk.
+fn only_item(tops: Vec<ast::Top>) -> Result<ast::Item, NotHere> {
+    let mut tops = tops.into_iter();
+    match (tops.next(), tops.next()) {
+        (Some(ast::Top::Item(item)), None) => Ok(item),
+        _ => Err(NotHere),
+    }
+}
+
+/// An item's signature: its header's syntax tree (a field is all header).
+fn signature(text: &str, c: &Chunk) -> Result<ast::Item, NotHere> {
+    let tops = match c.kind {
+        ChunkKind::Field => parser::parse_chunk(text, c).map_err(|_| NotHere)?,
+        _ => {
+            let open = first_brace(text, c.start, c.end).ok_or(NotHere)?;
+            parser::parse_header(text, c, open).ok_or(NotHere)?
+        }
+    };
+    only_item(tops)
+}
+
+/// What one item leaves behind: its text, whether it is a field (for the
+/// blank lines between items) and what the module-wide checks need of it.
+struct Done {
+    text: String,
+    is_field: bool,
+    facts: ItemFacts,
+}
+
+fn streaming(text: &str, parallel: bool) -> Result<Canonical, NotHere> {
+    if text.len() > u32::MAX as usize {
+        return Err(NotHere);
+    }
+    let modules = layout(text)?;
+
+    // Signatures: parsed in parallel, declared in source order (the first
+    // declaration of a name wins, as in the parser), then lowered.
+    let mut sigs: Vec<Sigs<'_>> = Vec::with_capacity(modules.len());
+    let mut sig_modules = Vec::with_capacity(modules.len());
+    for m in &modules {
+        let headers = map_all(&m.items, parallel, |c| signature(text, c))?;
+        let mut s = Sigs::default();
+        for h in &headers {
+            s.declare(h, text);
+        }
+        let mut diags: Vec<Diagnostic> = Vec::new();
+        let empty = Sigs::default();
+        let items: Vec<Item> =
+            headers.into_iter().map(|h| parser::lower_item_as(h, text, &empty, &mut diags, Keep::Resident)).collect();
+        if !diags.is_empty() {
+            return Err(NotHere);
+        }
+        sigs.push(s);
+        sig_modules.push(Module { name: m.name.as_deref().map(Into::into), items, span: Span::new(0, 0) });
+    }
+    let sig_stream = Stream { modules: sig_modules };
+    let mut checker = ItemVerifier::new(&sig_stream);
+    if checker.has_errors() {
+        return Err(NotHere);
+    }
+
+    // Every item on its own: parse, lower, verify, print, drop.
+    let units: Vec<(usize, &Chunk)> =
+        modules.iter().enumerate().flat_map(|(k, m)| m.items.iter().map(move |c| (k, c))).collect();
+    let checker_ref = &checker;
+    let sigs_ref = &sigs;
+    let done = map_all(&units, parallel, |&(k, c)| {
+        let item = only_item(parser::parse_chunk(text, c).map_err(|_| NotHere)?)?;
+        let mut diags = Vec::new();
+        let keep = Keep::Transient { bytes: c.end - c.start };
+        let item = parser::lower_item_as(item, text, &sigs_ref[k], &mut diags, keep);
+        if !diags.is_empty() {
+            return Err(NotHere);
+        }
+        let (diags, facts) = checker_ref.verify_item(k, &item);
+        if !diags.is_empty() {
+            return Err(NotHere);
+        }
+        let depth = usize::from(modules[k].name.is_some());
+        let mut out = String::with_capacity(c.end - c.start + 64);
+        write!(out, "{}", Indented(&item, depth)).map_err(|_| NotHere)?;
+        Ok(Done { text: out, is_field: matches!(item, Item::Field(_)), facts })
+    })?;
+
+    // The module-wide checks, then the text in order.
+    let mut pieces = Vec::with_capacity(done.len() * 2 + 3 * modules.len());
+    let mut done = done.into_iter();
+    for (k, m) in modules.iter().enumerate() {
+        if k > 0 {
+            pieces.push(Piece::Static(printer::MODULE_SEPARATOR));
+        }
+        if let Some(name) = &m.name {
+            let mut open = String::new();
+            printer::module_open(&mut open, name).map_err(|_| NotHere)?;
+            pieces.push(Piece::Owned(open));
+        }
+        let mut prev_field = None;
+        for d in done.by_ref().take(m.items.len()) {
+            checker.add_facts(k, d.facts);
+            if prev_field.is_some_and(|p| printer::blank_line_between(p, d.is_field)) {
+                pieces.push(Piece::Static("\n"));
+            }
+            prev_field = Some(d.is_field);
+            pieces.push(Piece::Owned(d.text));
+        }
+        if m.name.is_some() {
+            pieces.push(Piece::Static(printer::MODULE_CLOSE));
+        }
+    }
+    checker.finish(Vec::new()).map_err(|_| NotHere)?;
+    Ok(Canonical { pieces })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The streaming path itself (not the fallback) on well-formed input.
+    fn streams(text: &str) -> String {
+        match streaming(text, false) {
+            Ok(c) => c.to_string(),
+            Err(NotHere) => panic!("the streaming path declined:\n{text}"),
+        }
+    }
+
+    #[test]
+    fn handles_bare_items_and_module_streams_itself() {
+        let bare = "field @x : f32[4]\nfield @n : i32\n\nfunc @f(%a: f32) -> f32 {\n  ret %a\n}\n\nkernel @k(%s: f32 = 2.0) {\n  for %i in 0 .. 4 {\n    %v = load @x[%i]\n    %w = call @f(%v)\n    store @x[%i], %w\n  }\n}\n";
+        assert_eq!(streams(bare), bare);
+        let stream = "module @k.0 {\n  field @x : f32[4]\n\n  task @k.0 of @k(%s: f32) range_for %i in 0 .. 4 block_dim 64 {\n    %v = load @x[%i]\n    store @x[%i], %v\n  }\n}\n\nmodule @main {\n  field @x : f32[4]\n\n  kernel @k(%s: f32 = 2.0) {\n    launch @k.0\n  }\n}\n\nmodule @empty {\n}\n";
+        assert_eq!(streams(stream), stream);
+    }
+
+    /// Every valid file of the repository, and the stream `split-tasks`
+    /// makes of it, goes through the streaming path itself (on one core
+    /// and on all), not through the fallback.
+    #[test]
+    fn streams_every_valid_file() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let pipeline = crate::passes::resolve(&["offload", "split-tasks"]).expect("registered");
+        let mut streamed = 0;
+        for dir in ["testdata", "lit-tests"] {
+            for entry in walkdir::WalkDir::new(root.join(dir)).sort_by_file_name() {
+                let path = entry.expect("walk").into_path();
+                if path.extension().is_none_or(|e| e != "kir") || path.components().any(|c| c.as_os_str() == "Output") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).expect("read");
+                let Ok(mut stream) = parser::parse(&text) else { continue };
+                if verifier::verify(&stream).is_err() || stream.modules.iter().all(|m| m.items.is_empty()) {
+                    continue;
+                }
+                let mut texts = vec![stream.to_string()];
+                let opts = crate::passes::PipelineOptions::default();
+                if crate::passes::run_pipeline(&mut stream, &pipeline, &opts, &mut crate::passes::NoObserver).is_ok() {
+                    texts.push(stream.to_string());
+                }
+                for t in &texts {
+                    for parallel in [false, true] {
+                        match streaming(t, parallel) {
+                            Ok(c) => assert_eq!(&c.to_string(), t, "{}", path.display()),
+                            Err(NotHere) => panic!("{}: the streaming path declined", path.display()),
+                        }
+                    }
+                    streamed += 1;
+                }
+            }
+        }
+        assert!(streamed >= 40, "only {streamed} inputs streamed");
+    }
+
+    #[test]
+    fn declines_what_it_does_not_handle() {
+        for text in ["", "; only a comment\n", "junk field @x : f32\n", "field @x : f32\nmodule @m {\n}\n"] {
+            assert!(streaming(text, false).is_err(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn declines_errors_found_only_across_items() {
+        for text in [
+            "field @x : f32\nfield @x : f32\n",
+            "func @f() {\n  call @g()\n  ret\n}\n\nfunc @g() {\n  call @f()\n  ret\n}\n",
+            "kernel @k() {\n  task @t serial {\n  }\n}\n\nkernel @j() {\n  task @t serial {\n  }\n}\n",
+            "module @a {\n  field @x : f32\n}\n\nmodule @b {\n  field @x : i32\n}\n",
+            "module @a {\n}\n\nmodule @a {\n}\n",
+        ] {
+            assert!(streaming(text, false).is_err(), "{text:?}");
+            assert!(parse_verify_print(text).is_err(), "{text:?}");
+        }
+    }
+}
