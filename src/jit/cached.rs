@@ -402,3 +402,52 @@ impl RunCounters {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{MetaBound, MetaField, MetaKind};
+
+    fn meta(task: &str, param: &str) -> LaunchMeta {
+        LaunchMeta {
+            task: task.into(),
+            entry_symbol: codegen::ENTRY_SYMBOL.into(),
+            kind: MetaKind::RangeFor { lo: MetaBound::Const(0), hi: MetaBound::Param(0), block_dim: 64 },
+            params: vec![(param.into(), "i32".into())],
+            fields: vec![MetaField { name: "x".into(), elem: "f32".into(), shape: vec![64] }],
+        }
+    }
+
+    #[test]
+    fn a_record_launches_the_same_way_under_other_names_only() {
+        let stored = meta("k1.0", "n");
+        assert!(same_launch(&stored, &meta("k2.3", "m")));
+        let mut other = meta("k1.0", "n");
+        other.params[0].1 = "i64".into();
+        assert!(!same_launch(&stored, &other));
+        let mut other = meta("k1.0", "n");
+        other.fields[0].shape = vec![65];
+        assert!(!same_launch(&stored, &other));
+        let mut other = meta("k1.0", "n");
+        other.kind = MetaKind::Serial;
+        assert!(!same_launch(&stored, &other));
+        let mut other = meta("k1.0", "n");
+        other.entry_symbol = "kiln_task.1".into();
+        assert!(!same_launch(&stored, &other));
+    }
+
+    #[test]
+    fn fills_add_up() {
+        let mut c = RunCounters::default();
+        let t = FillTimes { key: Duration::from_micros(10), read: Duration::from_micros(20), compile: Duration::from_millis(3) };
+        for f in [Filled::Hit, Filled::Stored, Filled::Replaced, Filled::Stored] {
+            c.add_fill(f, t);
+        }
+        assert_eq!((c.tasks, c.hits, c.misses, c.corrupt_replaced, c.compiled, c.stored), (4, 1, 2, 1, 3, 3));
+        assert!((c.compile_ms - 12.0).abs() < 1e-9 && (c.key_ms - 0.04).abs() < 1e-9);
+        let text = c.to_text("kiln-compile");
+        assert!(text.starts_with("kiln-compile: stats\n  cache              off\n  tasks              4\n"), "{text}");
+        let json: serde_json::Value = serde_json::from_str(&c.to_json()).unwrap();
+        assert_eq!((json["misses"].as_u64(), json["cache_dir"].is_null()), (Some(2), true));
+    }
+}
