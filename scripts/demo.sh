@@ -22,7 +22,12 @@ CACHE=$WORK/cache
 unset KILN_TARGET_CPU KILN_TARGET_FEATURES
 export KILN_CACHE_DIR=$CACHE
 
-heading() { printf '\n\033[1m== %s ==\033[0m\n' "$*" 2>/dev/null || printf '\n== %s ==\n' "$*"; }
+# Bold headings on a terminal, plain ones in a log.
+if [ -t 1 ]; then
+  heading() { printf '\n\033[1m== %s ==\033[0m\n' "$*"; }
+else
+  heading() { printf '\n== %s ==\n' "$*"; }
+fi
 run() { printf '$ %s\n' "$*" | sed "s#$BIN/##g; s#$ROOT/##g; s#$WORK#\$WORK#g"; "$@"; }
 # One JIT run of FILE: shows the command and its --stats (standard error),
 # keeps the digests in $WORK/NAME.digests and compares them with REFERENCE.
