@@ -8,11 +8,14 @@
 //! division and remainder by zero give 0, float-to-int casts saturate (NaN
 //! gives 0), floats are IEEE 754.
 //!
+//! Folding calls the reference interpreter's own operations
+//! (`interp::eval_*`), so the pass and the oracle cannot disagree.
+//!
 //! Must never: fold what the machine might compute differently. Floats are
 //! folded only where IEEE 754 fixes every bit of the result (`+ - * /`,
 //! `rem`, `min`/`max`, `sqrt`, `floor`/`ceil`/`round`, `neg`/`abs`,
-//! comparisons and casts) and never when the result is a NaN whose payload
-//! the hardware chooses, nor `min`/`max` of two zeros of different sign;
+//! comparisons and casts; `min`/`max` order `-0.0` below `+0.0`) and never
+//! when the result is a NaN whose payload the hardware chooses;
 //! transcendental functions (`sin cos tan exp log pow atan2`) are never
 //! folded, because libm's results differ between versions. Identities that
 //! are not exact for floats (`x + 0.0` is not `x` when `x` is `-0.0`;
@@ -354,212 +357,56 @@ fn forget_stored(body: &Body, s: Stmt, slots: &mut HashMap<Value, SlotVal>) {
 }
 
 // ---------------------------------------------------------------------------
-// The constant evaluator.
+// The constant evaluator: the reference interpreter's own operations (one
+// implementation of the semantics), behind a filter that keeps what the
+// language does not fix bit for bit at compile time.
 
-fn int_result(ty: Scalar, v: i64) -> Const {
-    Const::int(ty, v)
-}
+use crate::interp::{eval_binary, eval_cast, eval_cmp, eval_unary};
 
-/// A float result, or None when it is a NaN (whose payload and sign the
-/// hardware, not IEEE 754, chooses).
-fn float_result(ty: Scalar, v: f64) -> Option<Const> {
-    if v.is_nan() {
-        return None;
+/// Whether a float result may be folded: not a NaN, whose sign and payload
+/// the host's floating-point unit chooses at run time (see
+/// `docs/language.md`, "NaN bits").
+fn exact(c: Const) -> Option<Const> {
+    match c.as_f64() {
+        Some(x) if x.is_nan() => None,
+        _ => Some(c),
     }
-    Some(match ty {
-        Scalar::F32 => Const::f32(v as f32),
-        _ => Const::f64(v),
-    })
 }
 
 /// Folds a binary operator over two constants of one type, or None where
 /// the result is not fixed bit for bit by the language (see the module
-/// doc).
+/// doc): `pow` and `atan2` (libm's), and NaN results.
 pub fn fold_binary(op: BinOp, a: Const, b: Const) -> Option<Const> {
-    if a.ty != b.ty || !op.accepts(a.ty) {
+    if a.ty != b.ty || !op.accepts(a.ty) || matches!(op, BinOp::Pow | BinOp::Atan2) {
         return None;
     }
-    let ty = a.ty;
-    if ty.is_int() {
-        let (x, y) = (a.as_i64()?, b.as_i64()?);
-        if ty == Scalar::I1 {
-            let r = match op {
-                BinOp::And => x & y,
-                BinOp::Or => x | y,
-                BinOp::Xor => x ^ y,
-                _ => return None,
-            };
-            return Some(Const::bool(r & 1 != 0));
-        }
-        let bits = ty.bits();
-        // Computed in the type's own width so that wrapping and the
-        // MIN / -1 case behave exactly.
-        let r = if ty == Scalar::I32 {
-            let (x, y) = (x as i32, y as i32);
-            let sh = (y as u32) & (bits - 1);
-            (match op {
-                BinOp::Add => x.wrapping_add(y),
-                BinOp::Sub => x.wrapping_sub(y),
-                BinOp::Mul => x.wrapping_mul(y),
-                BinOp::Div => if y == 0 { 0 } else { x.wrapping_div(y) },
-                BinOp::Rem => if y == 0 { 0 } else { x.wrapping_rem(y) },
-                BinOp::Min => x.min(y),
-                BinOp::Max => x.max(y),
-                BinOp::And => x & y,
-                BinOp::Or => x | y,
-                BinOp::Xor => x ^ y,
-                BinOp::Shl => x.wrapping_shl(sh),
-                BinOp::Shr => x.wrapping_shr(sh),
-                BinOp::Ushr => ((x as u32) >> sh) as i32,
-                BinOp::Pow | BinOp::Atan2 => return None,
-            }) as i64
-        } else {
-            let sh = (y as u32) & (bits - 1);
-            match op {
-                BinOp::Add => x.wrapping_add(y),
-                BinOp::Sub => x.wrapping_sub(y),
-                BinOp::Mul => x.wrapping_mul(y),
-                BinOp::Div => if y == 0 { 0 } else { x.wrapping_div(y) },
-                BinOp::Rem => if y == 0 { 0 } else { x.wrapping_rem(y) },
-                BinOp::Min => x.min(y),
-                BinOp::Max => x.max(y),
-                BinOp::And => x & y,
-                BinOp::Or => x | y,
-                BinOp::Xor => x ^ y,
-                BinOp::Shl => x.wrapping_shl(sh),
-                BinOp::Shr => x.wrapping_shr(sh),
-                BinOp::Ushr => ((x as u64) >> sh) as i64,
-                BinOp::Pow | BinOp::Atan2 => return None,
-            }
-        };
-        return Some(int_result(ty, r));
-    }
-    if ty == Scalar::F32 {
-        let (x, y) = (f32::from_bits(a.bits as u32), f32::from_bits(b.bits as u32));
-        let r = match op {
-            BinOp::Add => x + y,
-            BinOp::Sub => x - y,
-            BinOp::Mul => x * y,
-            BinOp::Div => x / y,
-            BinOp::Rem => x % y,
-            BinOp::Min | BinOp::Max => min_max_f64(op, x as f64, y as f64)? as f32,
-            _ => return None,
-        };
-        return float_result(ty, r as f64);
-    }
-    let (x, y) = (f64::from_bits(a.bits), f64::from_bits(b.bits));
-    let r = match op {
-        BinOp::Add => x + y,
-        BinOp::Sub => x - y,
-        BinOp::Mul => x * y,
-        BinOp::Div => x / y,
-        BinOp::Rem => x % y,
-        BinOp::Min | BinOp::Max => min_max_f64(op, x, y)?,
-        _ => return None,
-    };
-    float_result(ty, r)
-}
-
-/// `minnum`/`maxnum`: a NaN operand yields the other operand. None where
-/// IEEE 754 leaves the choice open (two NaNs, or `+0.0` against `-0.0`).
-fn min_max_f64(op: BinOp, x: f64, y: f64) -> Option<f64> {
-    if (x.is_nan() && y.is_nan()) || (x == 0.0 && y == 0.0 && x.is_sign_negative() != y.is_sign_negative()) {
-        return None;
-    }
-    if x.is_nan() {
-        return Some(y);
-    }
-    if y.is_nan() {
-        return Some(x);
-    }
-    Some(if op == BinOp::Min { x.min(y) } else { x.max(y) })
+    exact(eval_binary(op, a, b))
 }
 
 /// Folds a unary operator, or None where the result is not fixed bit for
-/// bit (transcendental functions, NaN results of arithmetic).
+/// bit: transcendental functions (libm's), and NaN results of arithmetic.
+/// `neg` and `abs` touch only the sign bit, so they fold even on a NaN.
 pub fn fold_unary(op: UnOp, a: Const) -> Option<Const> {
-    if !op.accepts(a.ty) {
+    if !op.accepts(a.ty) || matches!(op, UnOp::Sin | UnOp::Cos | UnOp::Tan | UnOp::Exp | UnOp::Log) {
         return None;
     }
-    let ty = a.ty;
-    if ty.is_int() {
-        let x = a.as_i64()?;
-        let r = match (op, ty) {
-            (UnOp::Not, Scalar::I1) => return Some(Const::bool(x == 0)),
-            (UnOp::Not, _) => !x,
-            (UnOp::Neg, Scalar::I32) => (x as i32).wrapping_neg() as i64,
-            (UnOp::Neg, _) => x.wrapping_neg(),
-            (UnOp::Abs, Scalar::I32) => (x as i32).wrapping_abs() as i64,
-            (UnOp::Abs, _) => x.wrapping_abs(),
-            _ => return None,
-        };
-        return Some(int_result(ty, r));
+    let r = eval_unary(op, a);
+    if matches!(op, UnOp::Neg | UnOp::Abs) {
+        return Some(r);
     }
-    // neg and abs touch only the sign bit, NaN or not.
-    let sign: u64 = if ty == Scalar::F32 { 1 << 31 } else { 1 << 63 };
-    match op {
-        UnOp::Neg => return Some(Const { ty, bits: a.bits ^ sign }),
-        UnOp::Abs => return Some(Const { ty, bits: a.bits & !sign }),
-        _ => {}
-    }
-    if ty == Scalar::F32 {
-        let x = f32::from_bits(a.bits as u32);
-        if x.is_nan() {
-            return None;
-        }
-        let r = match op {
-            UnOp::Sqrt => x.sqrt(),
-            UnOp::Floor => x.floor(),
-            UnOp::Ceil => x.ceil(),
-            UnOp::Round => x.round(),
-            _ => return None,
-        };
-        return float_result(ty, r as f64);
-    }
-    let x = f64::from_bits(a.bits);
-    if x.is_nan() {
+    if a.as_f64().is_some_and(f64::is_nan) {
         return None;
     }
-    let r = match op {
-        UnOp::Sqrt => x.sqrt(),
-        UnOp::Floor => x.floor(),
-        UnOp::Ceil => x.ceil(),
-        UnOp::Round => x.round(),
-        _ => return None,
-    };
-    float_result(ty, r)
+    exact(r)
 }
 
-/// Folds a comparison: signed for integers (`i1` as 0 and 1), ordered for
-/// floats except `ne`, which is true when either operand is NaN.
+/// Folds a comparison: signed for `i32`/`i64`, `false < true` for `i1`,
+/// ordered for floats except `ne`, which is true when either is NaN.
 pub fn fold_cmp(op: CmpOp, a: Const, b: Const) -> Option<Const> {
     if a.ty != b.ty {
         return None;
     }
-    let r = if a.ty.is_int() {
-        let (x, y) = (a.as_i64()?, b.as_i64()?);
-        match op {
-            CmpOp::Lt => x < y,
-            CmpOp::Le => x <= y,
-            CmpOp::Gt => x > y,
-            CmpOp::Ge => x >= y,
-            CmpOp::Eq => x == y,
-            CmpOp::Ne => x != y,
-        }
-    } else {
-        // f32 widens to f64 exactly, so comparing in f64 is exact. Rust's
-        // float comparisons are ordered, and `!=` is unordered-or-unequal.
-        let (x, y) = (a.as_f64()?, b.as_f64()?);
-        match op {
-            CmpOp::Lt => x < y,
-            CmpOp::Le => x <= y,
-            CmpOp::Gt => x > y,
-            CmpOp::Ge => x >= y,
-            CmpOp::Eq => x == y,
-            CmpOp::Ne => x != y,
-        }
-    };
-    Some(Const::bool(r))
+    Some(eval_cmp(op, a, b))
 }
 
 /// Folds a cast: int to int truncates or sign-extends (`i1` gives 0 or 1),
@@ -570,27 +417,10 @@ pub fn fold_cast(a: Const, to: Scalar) -> Option<Const> {
     if a.ty == to {
         return Some(a);
     }
-    if a.ty.is_int() {
-        let x = a.as_i64()?;
-        return Some(match to {
-            Scalar::I1 => Const::bool(x != 0),
-            Scalar::I32 => Const::i32(x as i32),
-            Scalar::I64 => Const::i64(x),
-            Scalar::F32 => Const::f32(x as f32),
-            Scalar::F64 => Const::f64(x as f64),
-        });
+    if to.is_float() && a.as_f64().is_some_and(f64::is_nan) {
+        return None;
     }
-    let x = a.as_f64()?;
-    Some(match to {
-        Scalar::I1 => Const::bool(x != 0.0),
-        // `as` saturates and maps NaN to 0, as the language does. The f32
-        // source widened to f64 exactly first, so the result is the same.
-        Scalar::I32 => Const::i32(x as i32),
-        Scalar::I64 => Const::i64(x as i64),
-        Scalar::F32 | Scalar::F64 if x.is_nan() => return None,
-        Scalar::F32 => Const::f32(x as f32),
-        Scalar::F64 => Const::f64(x),
-    })
+    Some(eval_cast(a, to))
 }
 
 #[cfg(test)]
@@ -659,9 +489,11 @@ mod tests {
         assert_eq!(bin(BinOp::Div, Const::f64(1.0), Const::f64(0.0)), Some(Const::f64(f64::INFINITY)));
         assert_eq!(bin(BinOp::Div, Const::f64(0.0), Const::f64(0.0)), None, "NaN result");
         assert_eq!(bin(BinOp::Rem, Const::f32(5.5), Const::f32(2.0)), Some(Const::f32(1.5)), "fmod");
-        assert_eq!(bin(BinOp::Min, Const::f32(f32::NAN), Const::f32(3.0)), Some(Const::f32(3.0)), "minnum");
+        assert_eq!(bin(BinOp::Min, Const::f32(f32::NAN), Const::f32(3.0)), Some(Const::f32(3.0)), "minimumNumber");
         assert_eq!(bin(BinOp::Max, Const::f64(2.0), Const::f64(f64::NAN)), Some(Const::f64(2.0)));
-        assert_eq!(bin(BinOp::Min, Const::f32(0.0), Const::f32(-0.0)), None, "sign of zero unspecified");
+        assert_eq!(bin(BinOp::Min, Const::f32(0.0), Const::f32(-0.0)), Some(Const::f32(-0.0)), "-0.0 below +0.0");
+        assert_eq!(bin(BinOp::Max, Const::f64(-0.0), Const::f64(0.0)), Some(Const::f64(0.0)), "+0.0 above -0.0");
+        assert_eq!(bin(BinOp::Min, Const::f32(f32::NAN), Const::f32(f32::NAN)), None, "NaN result");
         assert_eq!(bin(BinOp::Pow, Const::f64(2.0), Const::f64(3.0)), None, "libm");
         assert_eq!(bin(BinOp::Atan2, Const::f64(1.0), Const::f64(1.0)), None, "libm");
         assert_eq!(fold_unary(UnOp::Sin, Const::f64(0.0)), None, "libm");
