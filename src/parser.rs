@@ -619,6 +619,8 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
 
     fn stmts(&mut self, stmts: Vec<StmtAst>, b: Block) {
         let mark = self.undo.len();
+        // The block's length is known: no regrowth while it fills.
+        self.body.blocks[b.index()].reserve_exact(stmts.len());
         for s in stmts {
             self.stmt(s, b);
         }
