@@ -31,10 +31,10 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::{Item, Module, Span, Stream};
 use crate::lexer::{body_braces, first_brace, is_blank, split_items, Chunk, ChunkKind};
 use crate::parser::{self, ast, Keep, Sigs};
-use crate::printer::{self, Indented};
+use crate::printer;
 use crate::verifier::{self, ItemFacts, ItemVerifier};
 use rayon::prelude::*;
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::io;
 
 /// Inputs at least this large are parsed on all cores (as by
@@ -245,7 +245,7 @@ fn streaming(text: &str, parallel: bool) -> Result<Canonical, NotHere> {
         }
         let depth = usize::from(modules[k].name.is_some());
         let mut out = String::with_capacity(c.end - c.start + 64);
-        write!(out, "{}", Indented(&item, depth)).map_err(|_| NotHere)?;
+        printer::print_item(&mut out, &item, depth);
         Ok(Done { text: out, is_field: matches!(item, Item::Field(_)), facts })
     })?;
 

@@ -49,6 +49,15 @@ impl fmt::Display for Indented<'_> {
     }
 }
 
+/// Appends `item` printed `depth` levels deep to `out`, as [`Indented`]
+/// prints it; writing to the `String` directly, not through a
+/// `fmt::Formatter`, lets every small write inline.
+pub fn print_item(out: &mut String, item: &Item, depth: usize) {
+    let mut p = Printer { out, indent: depth };
+    // Writing to a String cannot fail.
+    let _ = p.item(item);
+}
+
 /// Whether a blank line sets an item apart from the one before it in a
 /// module: consecutive fields stay together, everything else is set apart.
 pub fn blank_line_between(prev_is_field: bool, is_field: bool) -> bool {
@@ -56,7 +65,7 @@ pub fn blank_line_between(prev_is_field: bool, is_field: bool) -> bool {
 }
 
 /// The line that opens a named module's block.
-pub fn module_open(out: &mut impl Write, name: &str) -> fmt::Result {
+pub fn module_open(out: &mut (impl Write + ?Sized), name: &str) -> fmt::Result {
     writeln!(out, "module @{name} {{")
 }
 
@@ -112,12 +121,12 @@ fn fmt_finite_or_inf(inf: bool, neg: bool, finite: impl FnOnce() -> String) -> S
     }
 }
 
-struct Printer<'a, 'b> {
-    out: &'a mut fmt::Formatter<'b>,
+struct Printer<'a, W: Write + ?Sized> {
+    out: &'a mut W,
     indent: usize,
 }
 
-impl Printer<'_, '_> {
+impl<W: Write + ?Sized> Printer<'_, W> {
     fn line_start(&mut self) -> fmt::Result {
         // One write for the usual depths instead of one per level.
         const SPACES: &str = "                                ";
@@ -253,7 +262,7 @@ impl Printer<'_, '_> {
 
     fn bound(&mut self, body: &Body, b: &Bound) -> fmt::Result {
         match b {
-            Bound::Const(c) => write!(self.out, "{c}"),
+            Bound::Const(c) => self.int(*c),
             Bound::Value(v) => self.v(body, *v),
             Bound::Field(name, _) => write!(self.out, "@{name}[]"),
         }
@@ -412,9 +421,35 @@ impl Printer<'_, '_> {
     /// floats without an intermediate string.
     fn const_lit(&mut self, c: Const) -> fmt::Result {
         match c.ty {
-            Scalar::I32 | Scalar::I64 => write!(self.out, "{}", c.as_i64().unwrap_or_default()),
+            Scalar::I32 | Scalar::I64 => self.int(c.as_i64().unwrap_or_default()),
+            // Finite floats print as `{:?}` (see `fmt_finite_or_inf`).
+            Scalar::F32 if f32::from_bits(c.bits as u32).is_finite() => {
+                write!(self.out, "{:?}", f32::from_bits(c.bits as u32))
+            }
+            Scalar::F64 if f64::from_bits(c.bits).is_finite() => write!(self.out, "{:?}", f64::from_bits(c.bits)),
             _ => self.out.write_str(&fmt_const(c)),
         }
+    }
+
+    /// A signed decimal integer, as `Display for i64` prints it, without
+    /// the formatting machinery.
+    fn int(&mut self, v: i64) -> fmt::Result {
+        let mut buf = [0u8; 20];
+        let mut i = buf.len();
+        let mut m = v.unsigned_abs();
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (m % 10) as u8;
+            m /= 10;
+            if m == 0 {
+                break;
+            }
+        }
+        if v < 0 {
+            self.out.write_char('-')?;
+        }
+        // Only ASCII digits were written.
+        self.out.write_str(std::str::from_utf8(&buf[i..]).unwrap_or_default())
     }
 }
 
