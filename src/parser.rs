@@ -509,14 +509,20 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
             body.stmts.reserve(bytes / 24);
             body.values.reserve(bytes / 24);
         }
+        // Names in scope at once are few (a block's definitions and those
+        // of its enclosing blocks): room for 64 saves the regrowth from 3.
+        let names = match keep {
+            Keep::Transient { .. } => 64,
+            Keep::Resident => 0,
+        };
         BodyLower {
             src,
             sigs,
             diags,
             keep,
             body,
-            scope: FxMap::default(),
-            undo: Vec::new(),
+            scope: FxMap::with_capacity_and_hasher(names, Default::default()),
+            undo: Vec::with_capacity(names),
             pending: FxMap::default(),
             resolved: Vec::new(),
         }

@@ -1266,7 +1266,19 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     }
 
     fn call(&mut self, name: &Name, args: &[Value], cspan: Span, s: Stmt) -> (ResultRule, Option<Type>) {
-        let arg_types: Vec<Option<Scalar>> = args.iter().map(|&a| self.scalar(a, s)).collect();
+        // Every argument is checked first (in order, as its errors come
+        // first); short lists, the usual case, need no allocation.
+        let mut short = [None; 8];
+        let long: Vec<Option<Scalar>>;
+        let arg_types: &[Option<Scalar>] = if args.len() <= short.len() {
+            for (t, &a) in short.iter_mut().zip(args) {
+                *t = self.scalar(a, s);
+            }
+            &short[..args.len()]
+        } else {
+            long = args.iter().map(|&a| self.scalar(a, s)).collect();
+            &long
+        };
         let f = match self.cx.items.get(name.as_str()) {
             Some(Item::Func(f)) => f,
             _ => {
