@@ -7,26 +7,9 @@
 
 use kiln::diag::Diagnostic;
 use kiln::passes::{self, NoObserver, PipelineOptions};
-use std::path::{Path, PathBuf};
-use walkdir::WalkDir;
+mod common;
 
-fn kir_files() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    for dir in ["testdata", "lit-tests"] {
-        for entry in WalkDir::new(root.join(dir)).sort_by_file_name() {
-            let entry = entry.expect("walk the test directories");
-            let p = entry.path();
-            if p.components().any(|c| c.as_os_str() == "Output") {
-                continue;
-            }
-            if p.extension().is_some_and(|e| e == "kir") {
-                files.push(p.to_path_buf());
-            }
-        }
-    }
-    files
-}
+use common::kir_files;
 
 /// What the whole-module path gives: the text, or the diagnostics.
 fn whole(text: &str) -> Result<String, Vec<Diagnostic>> {

@@ -6,27 +6,9 @@
 //! `RUN:` line that expects a tool to fail with `not kiln-...`) are skipped
 //! when they do not parse; when they do, the round trip must still hold.
 
-use std::path::{Path, PathBuf};
-use walkdir::WalkDir;
+mod common;
 
-fn kir_files() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    for dir in ["testdata", "lit-tests"] {
-        for entry in WalkDir::new(root.join(dir)).sort_by_file_name() {
-            let entry = entry.expect("walk the test directories");
-            let p = entry.path();
-            // lit's scratch directories hold copies and outputs, not tests.
-            if p.components().any(|c| c.as_os_str() == "Output") {
-                continue;
-            }
-            if p.extension().is_some_and(|e| e == "kir") {
-                files.push(p.to_path_buf());
-            }
-        }
-    }
-    files
-}
+use common::kir_files;
 
 fn may_fail_to_parse(text: &str) -> bool {
     text.contains("XFAIL-PARSE") || text.lines().any(|l| l.contains("RUN:") && l.contains("not kiln-"))
