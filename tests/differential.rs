@@ -14,7 +14,6 @@
 mod common;
 
 use common::kernelgen::{generate, GenConfig};
-use kiln::exec::{Engine, Fields};
 use kiln::interp::Interpreter;
 use kiln::ir::Stream;
 use kiln::passes::{self, Pass};
@@ -28,20 +27,10 @@ fn prerequisites(pass: &str) -> &'static [&'static str] {
     }
 }
 
-/// Runs every kernel of the stream, in order, with default arguments and
-/// returns the digest of each field.
+/// Runs every kernel of the stream on the interpreter, in order, with
+/// default arguments, and returns the digest of each field.
 fn run_all(stream: &Stream) -> Result<BTreeMap<String, String>, String> {
-    let mut fields = Fields::zeroed(stream);
-    for m in &stream.modules {
-        for k in m.kernels() {
-            let args: Vec<_> = k
-                .params
-                .iter()
-                .map(|p| p.default.ok_or_else(|| format!("kernel @{}: a parameter has no default", k.name)))
-                .collect::<Result<_, _>>()?;
-            Interpreter.run_kernel(stream, &k.name, &args, &mut fields).map_err(|e| e.message)?;
-        }
-    }
+    let fields = common::run_all(&mut Interpreter, stream)?;
     Ok(fields.map.iter().map(|(n, d)| (n.to_string(), d.digest())).collect())
 }
 

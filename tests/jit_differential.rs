@@ -22,29 +22,15 @@
 mod common;
 
 use common::kernelgen::{generate, GenConfig};
+use common::run_all;
 use kiln::codegen::Compiler;
 use kiln::config::{CompileConfig, OptLevel};
-use kiln::exec::{Engine, FieldData, Fields};
+use kiln::exec::{FieldData, Fields};
 use kiln::interp::Interpreter;
 use kiln::ir::{Scalar, StmtKind, Stream};
 use kiln::jit::engine::{JitEngine, JitPath};
 use std::collections::BTreeSet;
 
-/// Runs every kernel of the stream in order with default arguments.
-fn run_all(engine: &mut dyn Engine, stream: &Stream) -> Result<Fields, String> {
-    let mut fields = Fields::zeroed(stream);
-    for m in &stream.modules {
-        for k in m.kernels() {
-            let args: Vec<_> = k
-                .params
-                .iter()
-                .map(|p| p.default.ok_or_else(|| format!("kernel @{}: a parameter has no default", k.name)))
-                .collect::<Result<_, _>>()?;
-            engine.run_kernel(stream, &k.name, &args, &mut fields).map_err(|e| e.message)?;
-        }
-    }
-    Ok(fields)
-}
 
 /// Float fields some `atomic` writes (their sums depend on the order).
 fn float_atomic_fields(stream: &Stream) -> BTreeSet<String> {

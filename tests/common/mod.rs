@@ -4,6 +4,8 @@
 
 pub mod kernelgen;
 
+use kiln::exec::{Engine, Fields};
+use kiln::ir::Stream;
 use std::path::{Path, PathBuf};
 use walkdir::WalkDir;
 
@@ -25,4 +27,21 @@ pub fn kir_files() -> Vec<PathBuf> {
         }
     }
     files
+}
+
+/// Runs every kernel of the stream in order, with its parameters' default
+/// values, on zeroed fields, and returns the fields.
+pub fn run_all(engine: &mut dyn Engine, stream: &Stream) -> Result<Fields, String> {
+    let mut fields = Fields::zeroed(stream);
+    for m in &stream.modules {
+        for k in m.kernels() {
+            let args: Vec<_> = k
+                .params
+                .iter()
+                .map(|p| p.default.ok_or_else(|| format!("kernel @{}: a parameter has no default", k.name)))
+                .collect::<Result<_, _>>()?;
+            engine.run_kernel(stream, &k.name, &args, &mut fields).map_err(|e| e.message)?;
+        }
+    }
+    Ok(fields)
 }
