@@ -332,6 +332,14 @@ pub fn init_root(root: &Path, allow_insecure: bool) -> Result<PathBuf, CacheErro
             only_ours &= name == CACHEDIR_TAG || is_temp_name(&name);
         }
         if has_marker || !only_ours {
+            // Another process may have finished initialising between the
+            // first check and the scan: it writes the tag, then the marker
+            // (each renamed into place), and only then anything else. So
+            // whatever made this directory look foreign, a second check
+            // sees complete markers if a Kiln process put them there.
+            if check_markers(&root).is_ok() {
+                return Ok(root);
+            }
             return Err(CacheError::NotACache { path: root, reason });
         }
         write_small_file(&root, CACHEDIR_TAG, cachedir_tag().as_bytes())?;
