@@ -888,50 +888,11 @@ fn resolve_forward_uses(body: &mut Body, resolved: &[(Value, Value)]) {
 /// Calls `f` on every value a statement mentions (operands, bounds and the
 /// variables it binds; not its result).
 fn for_each_value_mut(kind: &mut StmtKind, mut f: impl FnMut(&mut Value)) {
-    let bound = |b: &mut Bound, f: &mut dyn FnMut(&mut Value)| {
-        if let Bound::Value(v) = b {
-            f(v)
-        }
-    };
+    crate::ir::operands_mut(kind, &mut f);
     match kind {
-        StmtKind::Const(_) | StmtKind::Alloca(_) | StmtKind::Break | StmtKind::Continue | StmtKind::Launch(_) => {}
-        StmtKind::While { .. } => {}
-        StmtKind::Binary(_, a, b) | StmtKind::Cmp(_, a, b) | StmtKind::StoreSlot(a, b) => {
-            f(a);
-            f(b)
-        }
-        StmtKind::Unary(_, a) | StmtKind::Cast(a, _) | StmtKind::LoadSlot(a) => f(a),
-        StmtKind::Select(c, a, b) => {
-            f(c);
-            f(a);
-            f(b)
-        }
-        StmtKind::Load(r) => r.indices.iter_mut().for_each(f),
-        StmtKind::Store(r, v) | StmtKind::Atomic(_, r, v) => {
-            r.indices.iter_mut().for_each(&mut f);
-            f(v)
-        }
-        StmtKind::Call(_, args, _) => args.iter_mut().for_each(f),
-        StmtKind::Ret(v) => {
-            if let Some(v) = v {
-                f(v)
-            }
-        }
-        StmtKind::If { cond, .. } => f(cond),
-        StmtKind::For { var, lo, hi, .. } => {
-            f(var);
-            bound(lo, &mut f);
-            bound(hi, &mut f)
-        }
-        StmtKind::Task { kind, .. } => match kind {
-            TaskKind::Serial => {}
-            TaskKind::RangeFor { var, lo, hi, .. } => {
-                f(var);
-                bound(lo, &mut f);
-                bound(hi, &mut f)
-            }
-            TaskKind::StructFor { vars, .. } => vars.iter_mut().for_each(f),
-        },
+        StmtKind::For { var, .. } | StmtKind::Task { kind: TaskKind::RangeFor { var, .. }, .. } => f(var),
+        StmtKind::Task { kind: TaskKind::StructFor { vars, .. }, .. } => vars.iter_mut().for_each(f),
+        _ => {}
     }
 }
 

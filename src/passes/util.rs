@@ -9,52 +9,7 @@
 use crate::ir::*;
 use std::collections::{HashMap, HashSet};
 
-/// Calls `f` on every value a statement reads (operands, field indices and
-/// loop or task bounds), allowing it to be replaced. Nested blocks are not
-/// visited.
-pub fn operands_mut(kind: &mut StmtKind, f: &mut dyn FnMut(&mut Value)) {
-    fn bound(b: &mut Bound, f: &mut dyn FnMut(&mut Value)) {
-        if let Bound::Value(v) = b {
-            f(v)
-        }
-    }
-    match kind {
-        StmtKind::Const(_) | StmtKind::Alloca(_) | StmtKind::Break | StmtKind::Continue | StmtKind::Launch(_) => {}
-        StmtKind::Binary(_, a, b) | StmtKind::Cmp(_, a, b) | StmtKind::StoreSlot(a, b) => {
-            f(a);
-            f(b)
-        }
-        StmtKind::Unary(_, a) | StmtKind::Cast(a, _) | StmtKind::LoadSlot(a) => f(a),
-        StmtKind::Select(c, a, b) => {
-            f(c);
-            f(a);
-            f(b)
-        }
-        StmtKind::Load(r) => r.indices.iter_mut().for_each(&mut *f),
-        StmtKind::Store(r, v) | StmtKind::Atomic(_, r, v) => {
-            r.indices.iter_mut().for_each(&mut *f);
-            f(v)
-        }
-        StmtKind::Call(_, args, _) => args.iter_mut().for_each(&mut *f),
-        StmtKind::Ret(v) => {
-            if let Some(v) = v {
-                f(v)
-            }
-        }
-        StmtKind::If { cond, .. } => f(cond),
-        StmtKind::For { lo, hi, .. } => {
-            bound(lo, f);
-            bound(hi, f)
-        }
-        StmtKind::While { .. } => {}
-        StmtKind::Task { kind, .. } => {
-            if let TaskKind::RangeFor { lo, hi, .. } = kind {
-                bound(lo, f);
-                bound(hi, f)
-            }
-        }
-    }
-}
+pub use crate::ir::operands_mut;
 
 /// Follows a substitution map to its end (`a -> b -> c` gives `c`).
 pub fn resolve(subst: &HashMap<Value, Value>, mut v: Value) -> Value {
