@@ -8,25 +8,9 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
-/// SplitMix64: tiny, and good enough to drive mutations.
-struct Rng(u64);
+mod common;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
-}
+use common::kernelgen::Rng;
 
 /// Bytes that make interesting KIR when sprinkled in.
 const ALPHABET: &[u8] = b"{}()[],:=%@;.-0123456789abcdefxinf \n\t";

@@ -42,8 +42,9 @@ impl Default for GenConfig {
 }
 
 /// SplitMix64: small, fast and fixed, so a seed means the same module on
-/// every platform and every run.
-pub struct Rng(u64);
+/// every platform and every run. The robustness test drives its mutations
+/// with it too, from the raw state (`Rng(seed)`).
+pub struct Rng(pub u64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
@@ -56,9 +57,13 @@ impl Rng {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
-    /// Uniform in `0..n` (n > 0).
+    /// Uniform in `0..n`; 0 when `n` is 0 (an empty range to pick from).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
     }
     pub fn chance(&mut self, percent: u64) -> bool {
         self.next() % 100 < percent
