@@ -766,17 +766,7 @@ fn remove_entry(path: &Path, expect: Option<Identity>) -> Result<bool, CacheErro
 mod tests {
     use super::*;
     use crate::cache::{HostScope, Store, StoreOptions};
-    use crate::config::{MetaBound, MetaKind};
-
-    fn meta(task: &str) -> LaunchMeta {
-        LaunchMeta {
-            task: task.into(),
-            entry_symbol: format!("kiln_{task}"),
-            kind: MetaKind::RangeFor { lo: MetaBound::Const(0), hi: MetaBound::Const(64), block_dim: 64 },
-            params: vec![],
-            fields: vec![],
-        }
-    }
+    use crate::cache::store::tests::meta;
 
     fn key(n: u32) -> Key {
         Key::from(blake3::hash(&n.to_le_bytes()))

@@ -651,7 +651,7 @@ pub fn key_of(shard: &str, name: &str) -> Option<Key> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::config::{MetaBound, MetaKind};
     use std::os::unix::fs::PermissionsExt;
