@@ -27,10 +27,10 @@ use inkwell::context::Context;
 use inkwell::intrinsics::Intrinsic;
 use inkwell::llvm_sys;
 use inkwell::module::{Linkage, Module};
-use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum, StructType};
+use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum, IntType, StructType};
 use inkwell::values::{
     AsValueRef, BasicMetadataValueEnum, BasicValue, BasicValueEnum, FloatValue, FunctionValue, InstructionValue,
-    IntValue, PointerValue,
+    IntValue, PhiValue, PointerValue,
 };
 use inkwell::{AddressSpace, AtomicOrdering, FloatPredicate, IntPredicate};
 use std::collections::HashMap;
@@ -824,32 +824,15 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 let ity = fx_int_ty(self.cx, ty);
                 let lo = self.bound(l, lo, ity)?;
                 let hi = self.bound(l, hi, ity)?;
-                let pre = self.b.get_insert_block().ok_or_else(|| bug("no insert block"))?;
-                let head = self.cx.append_basic_block(self.func, "for.head");
-                let body_bb = self.cx.append_basic_block(self.func, "for.body");
-                let latch = self.cx.append_basic_block(self.func, "for.latch");
                 let exit = self.cx.append_basic_block(self.func, "for.exit");
-                self.b.build_unconditional_branch(head)?;
-                self.b.position_at_end(head);
                 // The KIR name, for readable `--emit=llvm` (prefixed: a numeric
                 // name like `%0` must not look like LLVM's own numbering).
-                let phi = self.b.build_phi(ity, &format!("v.{}", self.body.name(*var)))?;
-                let iv = phi.as_basic_value().into_int_value();
-                let go = self.b.build_int_compare(IntPredicate::SLT, iv, hi, "")?;
-                self.b.build_conditional_branch(go, body_bb, exit)?;
-                self.b.position_at_end(body_bb);
-                self.vals[var.index()] = Some(iv.into());
-                self.loops.push((latch, exit));
+                let lp = self.open_counted_loop("for", ity, &format!("v.{}", self.body.name(*var)), hi, exit)?;
+                self.vals[var.index()] = Some(lp.iv.into());
+                self.loops.push((lp.latch, exit));
                 self.block(l, *body)?;
                 self.loops.pop();
-                if self.open() {
-                    self.b.build_unconditional_branch(latch)?;
-                }
-                self.b.position_at_end(latch);
-                // `iv < hi` held, so `iv + 1` cannot overflow.
-                let next = self.b.build_int_nsw_add(iv, ity.const_int(1, false), "")?;
-                self.b.build_unconditional_branch(head)?;
-                phi.add_incoming(&[(&lo, pre), (&next, latch)]);
+                self.close_counted_loop(&lp, ity, lo)?;
                 self.b.position_at_end(exit);
                 None
             }
@@ -1278,31 +1261,62 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
     ) -> Result<()> {
         let Exit::Entry(exit) = self.exit else { return Err(bug("chunk loop outside an entry")) };
         let i64t = self.cx.i64_type();
-        let pre = self.b.get_insert_block().ok_or_else(|| bug("no insert block"))?;
-        let head = self.cx.append_basic_block(self.func, "chunk.head");
-        let body_bb = self.cx.append_basic_block(self.func, "chunk.body");
-        let latch = self.cx.append_basic_block(self.func, "chunk.latch");
-        self.b.build_unconditional_branch(head)?;
-        self.b.position_at_end(head);
-        let phi = self.b.build_phi(i64t, "lin")?;
-        let lin = phi.as_basic_value().into_int_value();
-        let go = self.b.build_int_compare(IntPredicate::SLT, lin, end, "")?;
-        self.b.build_conditional_branch(go, body_bb, exit)?;
-        self.b.position_at_end(body_bb);
-        for (v, iv) in vars(self, l, lin)? {
+        let lp = self.open_counted_loop("chunk", i64t, "lin", end, exit)?;
+        for (v, iv) in vars(self, l, lp.iv)? {
             self.vals[v.index()] = Some(iv.into());
         }
         // `ret` in a parallel task's body ends its iteration.
-        self.exit = Exit::Entry(latch);
+        self.exit = Exit::Entry(lp.latch);
         self.block(l, block)?;
         self.exit = Exit::Entry(exit);
-        if self.open() {
-            self.b.build_unconditional_branch(latch)?;
-        }
-        self.b.position_at_end(latch);
-        let next = self.b.build_int_nsw_add(lin, i64t.const_int(1, false), "")?;
+        self.close_counted_loop(&lp, i64t, begin)
+    }
+
+    /// Starts a counted loop `iv in [start, end)` (start supplied when it is
+    /// closed): head with the induction phi, the test against `end` that
+    /// leaves to `exit`, and the body block, where the builder is left.
+    fn open_counted_loop(
+        &mut self,
+        prefix: &str,
+        ty: IntType<'ctx>,
+        iv_name: &str,
+        end: IntValue<'ctx>,
+        exit: BasicBlock<'ctx>,
+    ) -> Result<CountedLoop<'ctx>> {
+        let pre = self.b.get_insert_block().ok_or_else(|| bug("no insert block"))?;
+        let head = self.cx.append_basic_block(self.func, &format!("{prefix}.head"));
+        let body_bb = self.cx.append_basic_block(self.func, &format!("{prefix}.body"));
+        let latch = self.cx.append_basic_block(self.func, &format!("{prefix}.latch"));
         self.b.build_unconditional_branch(head)?;
-        phi.add_incoming(&[(&begin, pre), (&next, latch)]);
+        self.b.position_at_end(head);
+        let phi = self.b.build_phi(ty, iv_name)?;
+        let iv = phi.as_basic_value().into_int_value();
+        let go = self.b.build_int_compare(IntPredicate::SLT, iv, end, "")?;
+        self.b.build_conditional_branch(go, body_bb, exit)?;
+        self.b.position_at_end(body_bb);
+        Ok(CountedLoop { pre, head, latch, phi, iv })
+    }
+
+    /// Ends a counted loop's body: falls into the latch (unless the body
+    /// already left), steps the variable and closes the phi with `start`.
+    fn close_counted_loop(&mut self, lp: &CountedLoop<'ctx>, ty: IntType<'ctx>, start: IntValue<'ctx>) -> Result<()> {
+        if self.open() {
+            self.b.build_unconditional_branch(lp.latch)?;
+        }
+        self.b.position_at_end(lp.latch);
+        // `iv < end` held, so `iv + 1` cannot overflow.
+        let next = self.b.build_int_nsw_add(lp.iv, ty.const_int(1, false), "")?;
+        self.b.build_unconditional_branch(lp.head)?;
+        lp.phi.add_incoming(&[(&start, lp.pre), (&next, lp.latch)]);
         Ok(())
     }
+}
+
+/// The blocks and induction variable of a counted loop being emitted.
+struct CountedLoop<'ctx> {
+    pre: BasicBlock<'ctx>,
+    head: BasicBlock<'ctx>,
+    latch: BasicBlock<'ctx>,
+    phi: PhiValue<'ctx>,
+    iv: IntValue<'ctx>,
 }
