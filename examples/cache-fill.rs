@@ -99,6 +99,7 @@ fn run(args: Args) -> Result<(), String> {
         native: args.native,
         llvm_version: "none".into(),
         fsync: !args.no_fsync,
+        ..Default::default()
     };
     let store = Store::open(&args.cache_dir, scope, options).map_err(|e| e.to_string())?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());

@@ -36,12 +36,14 @@ pub fn host_scope(target: &HostTarget) -> HostScope {
     HostScope::from_feature_string(&target.triple, &target.cpu, &target.features)
 }
 
-/// Opens the store of `root` for objects compiled for `target`. The scope
-/// is recorded as this machine's own only when `target` is the detected
-/// host (not one simulated with `--target-cpu` / `--target-features`).
-pub fn open_store(root: &Path, target: &HostTarget, allow_insecure: bool) -> Result<Store, CacheError> {
+/// Opens the store of `root` for objects compiled for `target`, with the
+/// options the settings decide (see [`crate::settings::Settings::store_options`]).
+/// The scope is recorded as this machine's own only when `target` is the
+/// detected host (not one simulated with `--target-cpu` /
+/// `--target-features`).
+pub fn open_store(root: &Path, target: &HostTarget, options: StoreOptions) -> Result<Store, CacheError> {
     let native = HostTarget::detect().is_ok_and(|h| h == *target);
-    let options = StoreOptions { allow_insecure, native, llvm_version: LLVM_VERSION.to_string(), fsync: true };
+    let options = StoreOptions { native, llvm_version: LLVM_VERSION.to_string(), fsync: true, ..options };
     Store::open(root, host_scope(target), options)
 }
 
@@ -91,6 +93,12 @@ pub struct CachedTasks {
     /// (an identical task of another kernel) is a hit even while its
     /// record is still being written.
     compiled: HashMap<Key, Arc<Job>>,
+    /// Records not written: a read-only cache's, or every one after the
+    /// first write failed (a full disk, a read-only file system). One
+    /// summary line says so at the end, not one per task.
+    not_stored: u64,
+    /// Why the first write failed, if one did.
+    store_error: Option<String>,
 }
 
 /// A record to write: key, metadata, object.
@@ -112,25 +120,47 @@ fn warn(stats: &mut JitStats, text: String) {
 impl CachedTasks {
     /// A provider over an open store (see [`open_store`]).
     pub fn new(store: Store) -> CachedTasks {
-        CachedTasks { store: Arc::new(store), writes: VecDeque::new(), compiled: HashMap::new() }
+        CachedTasks {
+            store: Arc::new(store),
+            writes: VecDeque::new(),
+            compiled: HashMap::new(),
+            not_stored: 0,
+            store_error: None,
+        }
     }
 
-    /// Starts writing a record in the background.
+    /// Starts writing a record in the background (or counts it as not
+    /// stored, when the cache cannot be written).
     fn store_later(&mut self, key: Key, meta: LaunchMeta, object: Vec<u8>, task: &str, stats: &mut JitStats) {
         while self.writes.len() >= MAX_WRITES_IN_FLIGHT {
             self.join_oldest(stats);
         }
         let job = Arc::new((key, meta, object));
         self.compiled.insert(key, job.clone());
+        if self.store.read_only() || self.store_error.is_some() {
+            self.not_stored += 1;
+            return;
+        }
         let (store, j) = (self.store.clone(), job.clone());
         let spawned = std::thread::Builder::new().name("kiln-cache-write".into()).spawn(move || store.put(&j.0, &j.1, &j.2));
         match spawned {
             Ok(h) => self.writes.push_back((task.to_string(), h)),
             // No thread to spare: write it now.
-            Err(_) => match self.store.put(&job.0, &job.1, &job.2) {
-                Ok(()) => stats.records_stored += 1,
-                Err(e) => warn(stats, format!("cannot store task @{task} in the cache: {e}")),
-            },
+            Err(_) => {
+                let put = self.store.put(&job.0, &job.1, &job.2);
+                self.count_write(put, stats)
+            }
+        }
+    }
+
+    /// Counts a finished write; the first failure stops further writes.
+    fn count_write(&mut self, result: Result<(), CacheError>, stats: &mut JitStats) {
+        match result {
+            Ok(()) => stats.records_stored += 1,
+            Err(e) => {
+                self.not_stored += 1;
+                self.store_error.get_or_insert_with(|| e.to_string());
+            }
         }
     }
 
@@ -138,9 +168,19 @@ impl CachedTasks {
     fn join_oldest(&mut self, stats: &mut JitStats) {
         let Some((task, h)) = self.writes.pop_front() else { return };
         match h.join() {
-            Ok(Ok(())) => stats.records_stored += 1,
-            Ok(Err(e)) => warn(stats, format!("cannot store task @{task} in the cache: {e}")),
+            Ok(result) => self.count_write(result, stats),
             Err(_) => warn(stats, format!("the cache write of task @{task} failed")),
+        }
+    }
+
+    /// The one line that sums up the records not written, if any.
+    fn summary(&self) -> Option<String> {
+        let n = self.not_stored;
+        let records = if n == 1 { "record" } else { "records" };
+        match (&self.store_error, self.store.read_only()) {
+            (_, true) if n > 0 => Some(format!("read-only cache: {n} compiled task {records} not stored")),
+            (Some(e), _) if n > 0 => Some(format!("cannot write to the cache, {n} {records} not stored: {e}")),
+            _ => None,
         }
     }
 
@@ -234,6 +274,11 @@ impl TaskProvider for CachedTasks {
     fn finish(&mut self, stats: &mut JitStats) {
         while !self.writes.is_empty() {
             self.join_oldest(stats);
+        }
+        if let Some(line) = self.summary() {
+            warn(stats, line);
+            // Said once, however often the run is finished.
+            self.not_stored = 0;
         }
         self.count_bytes(stats);
     }
