@@ -3,7 +3,9 @@
 //!
 //! Owns: the record format ([`record`]), host scopes and their directory
 //! names ([`host`]), the store with its trust checks ([`store`]), the
-//! inspection and pruning logic behind `kiln-cache-inspect` ([`inspect`]),
+//! size counters, lasting statistics and size-bound eviction
+//! ([`counters`]), the inspection and pruning logic behind
+//! `kiln-cache-inspect` ([`inspect`]),
 //! the human sizes and durations they read and write ([`size`]), and the
 //! resolution of the default cache directory that every tool shares.
 //!
@@ -15,6 +17,7 @@
 //! `docs/cache.md` is the reference for the layout, the record format and
 //! the guarantees, and says how each guarantee is tested.
 
+pub mod counters;
 pub mod host;
 pub mod inspect;
 pub mod record;
@@ -23,7 +26,7 @@ pub mod store;
 
 pub use host::HostScope;
 pub use record::{Corrupt, Key, Producer, Record};
-pub use store::{CacheStats, Lookup, Store, StoreOptions};
+pub use store::{CacheStats, Lookup, Store, StoreOptions, DEFAULT_MAX_SIZE};
 
 use std::ffi::OsString;
 use std::fmt;

@@ -41,7 +41,8 @@ pub fn host_scope(target: &HostTarget) -> HostScope {
 /// host (not one simulated with `--target-cpu` / `--target-features`).
 pub fn open_store(root: &Path, target: &HostTarget, allow_insecure: bool) -> Result<Store, CacheError> {
     let native = HostTarget::detect().is_ok_and(|h| h == *target);
-    let options = StoreOptions { allow_insecure, native, llvm_version: LLVM_VERSION.to_string(), fsync: true };
+    let options =
+        StoreOptions { allow_insecure, native, llvm_version: LLVM_VERSION.to_string(), ..StoreOptions::default() };
     Store::open(root, host_scope(target), options)
 }
 
@@ -93,8 +94,8 @@ pub struct CachedTasks {
     compiled: HashMap<Key, Arc<Job>>,
 }
 
-/// A record to write: key, metadata, object.
-type Job = (Key, LaunchMeta, Vec<u8>);
+/// A record to write: key, metadata, object, and its compile time.
+type Job = (Key, LaunchMeta, Vec<u8>, Duration);
 
 /// At most this many record writes run at once; the next waits for the
 /// oldest.
@@ -116,18 +117,19 @@ impl CachedTasks {
     }
 
     /// Starts writing a record in the background.
-    fn store_later(&mut self, key: Key, meta: LaunchMeta, object: Vec<u8>, task: &str, stats: &mut JitStats) {
+    fn store_later(&mut self, job: Job, task: &str, stats: &mut JitStats) {
         while self.writes.len() >= MAX_WRITES_IN_FLIGHT {
             self.join_oldest(stats);
         }
-        let job = Arc::new((key, meta, object));
-        self.compiled.insert(key, job.clone());
+        let job = Arc::new(job);
+        self.compiled.insert(job.0, job.clone());
         let (store, j) = (self.store.clone(), job.clone());
-        let spawned = std::thread::Builder::new().name("kiln-cache-write".into()).spawn(move || store.put(&j.0, &j.1, &j.2));
+        let put = move |s: &Store, j: &Job| s.put_compiled(&j.0, &j.1, &j.2, j.3);
+        let spawned = std::thread::Builder::new().name("kiln-cache-write".into()).spawn(move || put(&store, &j));
         match spawned {
             Ok(h) => self.writes.push_back((task.to_string(), h)),
             // No thread to spare: write it now.
-            Err(_) => match self.store.put(&job.0, &job.1, &job.2) {
+            Err(_) => match put(&self.store, &job) {
                 Ok(()) => stats.records_stored += 1,
                 Err(e) => warn(stats, format!("cannot store task @{task} in the cache: {e}")),
             },
@@ -223,7 +225,7 @@ impl TaskProvider for CachedTasks {
                 let loaded = jit.load_task(task, &c.object, &meta).map_err(ProvideError::Jit)?;
                 stats.load_time += t1.elapsed();
                 stats.tasks_loaded += 1;
-                self.store_later(key, c.meta, c.object, task, stats);
+                self.store_later((key, c.meta, c.object, c.compile_time), task, stats);
                 Ok(loaded)
             }
         };
@@ -236,6 +238,9 @@ impl TaskProvider for CachedTasks {
             self.join_oldest(stats);
         }
         self.count_bytes(stats);
+        if let Err(e) = self.store.flush_stats() {
+            warn(stats, format!("cannot update the cache's statistics: {e}"));
+        }
     }
 }
 
@@ -289,7 +294,7 @@ pub fn fill(store: &Store, compiler: &Compiler, module: &Module) -> Result<(Fill
     };
     let c = compiler.compile_task(module).map_err(ProvideError::Codegen)?;
     times.compile = c.compile_time;
-    store.put(&key, &c.meta, &c.object).map_err(|e| ProvideError::Other(e.to_string()))?;
+    store.put_compiled(&key, &c.meta, &c.object, c.compile_time).map_err(|e| ProvideError::Other(e.to_string()))?;
     Ok((outcome, times))
 }
 
