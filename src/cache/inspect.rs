@@ -1,17 +1,21 @@
 //! Looking inside a cache and cleaning it: the logic of
-//! `kiln-cache-inspect`'s `list`, `stats`, `show`, `verify` and `prune`,
-//! returning plain data that the tool formats as text or JSON.
+//! `kiln-cache-inspect`'s `list`, `stats`, `zero-stats`, `show`,
+//! `extract`, `verify` and `prune`, returning plain data that the tool
+//! formats as text or JSON.
 //!
 //! Owns: the scan of a cache root (scopes, records, temporary files, by
-//! Kiln's name patterns only), which scope is this host's, and the prune
-//! policy (foreign scopes, stale temporaries, age, then least recently
-//! used down to a size).
+//! Kiln's name patterns only, and the links and files found where Kiln
+//! keeps a directory), which scope is this host's, what `verify` checks
+//! (records in full, misplaced entries, the size counters against a
+//! recount), and the prune policy (foreign scopes, stale temporaries, age,
+//! then least recently used down to a size).
 //!
 //! Must never: touch a directory that is not a Kiln cache (`CACHEDIR.TAG`
 //! and Kiln's marker), follow a symbolic link (every walk lists
 //! directories without following links, and only names that match Kiln's
 //! patterns are considered), remove anything outside the root or anything
-//! that does not match a Kiln pattern, or remove anything on a dry run.
+//! that does not match a Kiln pattern (a directory under a record's name
+//! only when empty), or remove anything on a dry run.
 
 use super::counters::{self, GroupSize, Locked, COUNTERS_DIR, GROUPS, STATS_FILE};
 use super::host::{self, HostFile, HOST_FILE};

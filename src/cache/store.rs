@@ -3,8 +3,10 @@
 //!
 //! Owns: creating and checking the root (`CACHEDIR.TAG`, Kiln's marker)
 //! and the scope directory, the trust checks, the record paths, the
-//! temporary-file-then-rename write protocol, and the [`CacheStats`]
-//! counters the JIT reports.
+//! temporary-file-then-rename write protocol, the [`CacheStats`]
+//! counters the JIT reports (and their flush into the scope's lasting
+//! statistics), and the accounting of every rename and unlink in its shard
+//! group's size counter, under the group's lock (`counters`).
 //!
 //! Must never: follow a symbolic link below the scope directory (every
 //! open below it is an `openat` relative to the scope directory's handle
@@ -25,7 +27,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// How to open a store.
@@ -126,10 +128,12 @@ impl CacheStats {
 }
 
 /// The counters of one store: everything so far, and what of it has been
-/// merged into the scope's lasting statistics.
+/// merged into the scope's lasting statistics; and the root's counter
+/// directory, opened on first use.
 #[derive(Default)]
 struct Counters {
     now: Mutex<(CacheStats, CacheStats)>,
+    dir: OnceLock<OwnedFd>,
 }
 
 impl Counters {
@@ -511,8 +515,12 @@ impl Store {
     /// counter directory and file when missing).
     fn lock_group(&self, shard: &str) -> io::Result<(u8, Locked)> {
         let g = counters::group_of_shard(shard);
-        let dir = counters::open_counters_dir(&self.root)?;
-        Ok((g, Locked::exclusive(&dir, &counters::group_file(g))?))
+        if self.counters.dir.get().is_none() {
+            // Two threads may race here; the loser's handle is dropped.
+            let _ = self.counters.dir.set(counters::open_counters_dir(&self.root)?);
+        }
+        let dir = self.counters.dir.get().ok_or_else(|| io::Error::other("no counter directory"))?;
+        Ok((g, Locked::exclusive(dir, &counters::group_file(g))?))
     }
 
     /// Changes group `g`'s counter by `added` less `removed` (under its
