@@ -104,6 +104,11 @@ impl Locked {
         Ok(Locked(file))
     }
 
+    /// Whether the file is empty: just created, never written.
+    pub fn is_new(&self) -> bool {
+        self.0.metadata().is_ok_and(|m| m.len() == 0)
+    }
+
     /// The value in the file: the default for an empty (new) file, `None`
     /// for a damaged one.
     pub fn read<T: DeserializeOwned + Default>(&self) -> Option<T> {
@@ -233,10 +238,15 @@ pub fn size_of(entries: &[GroupEntry]) -> GroupSize {
     GroupSize { records: entries.len() as u64, bytes: entries.iter().map(|e| e.size).sum() }
 }
 
+/// The records and bytes of group `g` on disk.
+pub fn size_of_group(root: &Path, g: u8) -> io::Result<GroupSize> {
+    Ok(size_of(&scan_group(root, g)?))
+}
+
 /// Recounts group `g` from disk and writes its counter; the caller holds
 /// `lock`, the group's counter file.
 pub fn recount(root: &Path, g: u8, lock: &Locked) -> io::Result<GroupSize> {
-    let size = size_of(&scan_group(root, g)?);
+    let size = size_of_group(root, g)?;
     lock.write(&size)?;
     Ok(size)
 }
@@ -404,6 +414,25 @@ mod tests {
         store.put(&keys[1], &meta("t"), b"two").unwrap();
         assert_eq!(read_sizes(dir.path()).unwrap()[3], Some(recounted(dir.path())[3]));
         assert_eq!(recounted(dir.path())[3].records, 2);
+    }
+
+    #[test]
+    fn a_cache_older_than_the_counters_is_recounted_and_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys = keys_in_group(9, 0, 12);
+        let store = open(dir.path(), "a", 0);
+        for k in &keys[..10] {
+            store.put(k, &meta("t"), &[1; 1000]).unwrap();
+        }
+        let one = fs::metadata(store.record_path(&keys[0])).unwrap().len();
+        drop(store);
+        // As if written by a build without counters.
+        fs::remove_dir_all(dir.path().join(COUNTERS_DIR)).unwrap();
+        let store = open(dir.path(), "a", one * 10 * GROUPS as u64);
+        store.put(&keys[10], &meta("t"), &[1; 1000]).unwrap();
+        let after = recounted(dir.path())[9];
+        assert_eq!(after.records, 9, "the recount saw eleven records and evicted two");
+        assert_eq!(read_sizes(dir.path()).unwrap()[9], Some(after));
     }
 
     #[test]

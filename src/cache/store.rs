@@ -528,14 +528,22 @@ impl Store {
     /// over its share of the bound. Best effort: a counter that cannot be
     /// updated is recounted by the next eviction or `verify --fix`.
     fn account(&self, g: u8, lock: &Locked, added: Option<u64>, removed: Option<u64>) {
-        let Some(mut size) = lock.read::<GroupSize>() else {
-            let _ = counters::recount(&self.root, g, lock);
-            return;
+        // A new counter (a cache older than the counters, or a first
+        // store) or a damaged one is recounted from the group's records,
+        // which already include this change.
+        let size = match lock.read::<GroupSize>().filter(|_| !lock.is_new()) {
+            Some(mut size) => {
+                let one = |b: Option<u64>| GroupSize { records: b.is_some() as u64, bytes: b.unwrap_or(0) };
+                let (plus, minus) = (one(added), one(removed));
+                size.records = (size.records + plus.records).saturating_sub(minus.records);
+                size.bytes = (size.bytes + plus.bytes).saturating_sub(minus.bytes);
+                size
+            }
+            None => match counters::size_of_group(&self.root, g) {
+                Ok(size) => size,
+                Err(_) => return,
+            },
         };
-        let one = |b: Option<u64>| GroupSize { records: b.is_some() as u64, bytes: b.unwrap_or(0) };
-        let (plus, minus) = (one(added), one(removed));
-        size.records = (size.records + plus.records).saturating_sub(minus.records);
-        size.bytes = (size.bytes + plus.bytes).saturating_sub(minus.bytes);
         let limit = counters::group_limit(self.options.max_size);
         if limit > 0 && size.bytes > limit {
             if let Ok(ev) = counters::evict(&self.root, g, limit, lock) {
