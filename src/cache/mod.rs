@@ -4,7 +4,9 @@
 //! Owns: the record format ([`record`]), who may use a cache and the
 //! trust check ([`access`]), host scopes and their directory
 //! names ([`host`]), the store with its trust checks ([`store`]), the
-//! inspection and pruning logic behind `kiln-cache-inspect` ([`inspect`]),
+//! size counters, lasting statistics and size-bound eviction
+//! ([`counters`]), the inspection and pruning logic behind
+//! `kiln-cache-inspect` ([`inspect`]),
 //! the human sizes and durations they read and write ([`size`]), and the
 //! resolution of the default cache directory that every tool shares.
 //!
@@ -17,6 +19,7 @@
 //! the guarantees, and says how each guarantee is tested.
 
 pub mod access;
+pub mod counters;
 pub mod host;
 pub mod inspect;
 pub mod record;
@@ -25,7 +28,7 @@ pub mod store;
 
 pub use host::HostScope;
 pub use record::{Corrupt, Key, Producer, Record};
-pub use store::{CacheStats, Lookup, Store, StoreOptions};
+pub use store::{CacheStats, Lookup, Store, StoreOptions, DEFAULT_MAX_SIZE};
 
 use std::ffi::OsString;
 use std::fmt;

@@ -3,8 +3,10 @@
 //!
 //! Owns: creating and checking the root (`CACHEDIR.TAG`, Kiln's marker)
 //! and the scope directory, the trust checks, the record paths, the
-//! temporary-file-then-rename write protocol, and the [`CacheStats`]
-//! counters the JIT reports.
+//! temporary-file-then-rename write protocol, the [`CacheStats`]
+//! counters the JIT reports (and their flush into the scope's lasting
+//! statistics), and the accounting of every rename and unlink in its shard
+//! group's size counter, under the group's lock (`counters`).
 //!
 //! Must never: follow a symbolic link below the scope directory (every
 //! open below it is an `openat` relative to the scope directory's handle
@@ -17,7 +19,8 @@ use super::host::{self, HostFile, HostScope, NativeFile, HOSTS_DIR, HOST_FILE};
 use super::record::{self, Corrupt, Key, Producer, Record, MAX_RECORD_LEN};
 use super::{CacheError, CACHEDIR_TAG, CACHEDIR_TAG_SIGNATURE, LAYOUT_VERSION, MARKER, MARKER_PREFIX};
 use crate::config::LaunchMeta;
-use serde::Serialize;
+use super::counters::{self, GroupSize, Locked};
+use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
@@ -25,6 +28,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 /// How to open a store.
 #[derive(Clone, Debug)]
@@ -45,9 +50,14 @@ pub struct StoreOptions {
     pub read_only: bool,
     /// The Unix group sharing the cache (`shared_group`), by name or gid.
     pub shared_group: Option<String>,
-    /// The size the cache's records are kept within (`max_size`).
+    /// The size bound of the whole cache, in bytes of records (0: none):
+    /// a store that takes a shard group over its share evicts that group's
+    /// least recently used records (see `docs/cache.md`).
     pub max_size: u64,
 }
+
+/// The default size bound: 5 GiB, as ccache's.
+pub const DEFAULT_MAX_SIZE: u64 = 5 << 30;
 
 impl Default for StoreOptions {
     fn default() -> StoreOptions {
@@ -58,7 +68,7 @@ impl Default for StoreOptions {
             fsync: true,
             read_only: false,
             shared_group: None,
-            max_size: 5 << 30,
+            max_size: DEFAULT_MAX_SIZE,
         }
     }
 }
@@ -84,8 +94,11 @@ pub enum Lookup {
     Corrupt(Corrupt),
 }
 
-/// What one store has done since it was opened.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+/// What one store has done since it was opened; also the lasting
+/// statistics of a scope, which every process adds its own to when it
+/// finishes ([`Store::flush_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CacheStats {
     pub hits: u64,
     pub misses: u64,
@@ -93,22 +106,58 @@ pub struct CacheStats {
     pub corrupt: u64,
     /// Records written.
     pub puts: u64,
+    /// Records removed by the size bound.
+    pub evicted: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
+    /// Compile time saved: the compile milliseconds recorded in each record
+    /// that was a hit.
+    pub compile_ms_saved: u64,
 }
 
+impl CacheStats {
+    /// Applies `f` to each pair of fields (the one list of the fields).
+    fn zip(&self, o: &CacheStats, f: impl Fn(u64, u64) -> u64) -> CacheStats {
+        CacheStats {
+            hits: f(self.hits, o.hits),
+            misses: f(self.misses, o.misses),
+            corrupt: f(self.corrupt, o.corrupt),
+            puts: f(self.puts, o.puts),
+            evicted: f(self.evicted, o.evicted),
+            bytes_read: f(self.bytes_read, o.bytes_read),
+            bytes_written: f(self.bytes_written, o.bytes_written),
+            compile_ms_saved: f(self.compile_ms_saved, o.compile_ms_saved),
+        }
+    }
+
+    /// Adds `o` field by field.
+    pub fn add(&mut self, o: &CacheStats) {
+        *self = self.zip(o, u64::saturating_add);
+    }
+
+    /// The share of lookups that hit, if there were any.
+    pub fn hit_rate(&self) -> Option<f64> {
+        let lookups = self.hits + self.misses + self.corrupt;
+        (lookups > 0).then(|| self.hits as f64 / lookups as f64)
+    }
+}
+
+/// The counters of one store: everything so far, and what of it has been
+/// merged into the scope's lasting statistics; and the root's counter
+/// directory, opened on first use.
 #[derive(Default)]
 struct Counters {
-    hits: AtomicU64,
-    misses: AtomicU64,
-    corrupt: AtomicU64,
-    puts: AtomicU64,
-    bytes_read: AtomicU64,
-    bytes_written: AtomicU64,
+    now: Mutex<(CacheStats, CacheStats)>,
+    dir: OnceLock<OwnedFd>,
 }
 
-fn bump(c: &AtomicU64, n: u64) {
-    c.fetch_add(n, Ordering::Relaxed);
+impl Counters {
+    fn bump(&self, f: impl FnOnce(&mut CacheStats)) {
+        // A poisoned lock only means another thread panicked mid-update of
+        // plain numbers: keep counting.
+        let mut g = self.now.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut g.0);
+    }
 }
 
 /// One host scope of a cache root, open for reading and writing.
@@ -143,7 +192,7 @@ fn random_u64() -> u64 {
 }
 
 /// The thin, checked wrappers over the `*at` system calls the store needs.
-mod sys {
+pub(super) mod sys {
     use super::*;
 
     fn c(name: &str) -> io::Result<CString> {
@@ -198,8 +247,18 @@ mod sys {
         check(unsafe { libc::renameat(dir.as_raw_fd(), from.as_ptr(), dir.as_raw_fd(), to.as_ptr()) }).map(|_| ())
     }
 
-    /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`: (device, inode).
-    pub fn identity_at(dir: &OwnedFd, name: &str) -> io::Result<(u64, u64)> {
+    /// What `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)` says of a file.
+    pub struct Stat {
+        pub dev: u64,
+        pub ino: u64,
+        pub size: u64,
+        /// Seconds and nanoseconds.
+        pub mtime: (i64, i64),
+        pub is_file: bool,
+    }
+
+    /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`.
+    pub fn stat_at(dir: &OwnedFd, name: &str) -> io::Result<Stat> {
         let name = c(name)?;
         let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
         // SAFETY: valid C string, fd and out pointer.
@@ -208,7 +267,13 @@ mod sys {
         let st = unsafe { st.assume_init() };
         // The field types differ between platforms.
         #[allow(clippy::unnecessary_cast)]
-        Ok((st.st_dev as u64, st.st_ino as u64))
+        Ok(Stat {
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            size: st.st_size as u64,
+            mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
+            is_file: st.st_mode & libc::S_IFMT == libc::S_IFREG,
+        })
     }
 
     /// Sets the modification time of an open file to now, leaving the
@@ -470,16 +535,110 @@ impl Store {
 
     /// The counters so far.
     pub fn stats(&self) -> CacheStats {
-        let c = &self.counters;
-        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        CacheStats {
-            hits: l(&c.hits),
-            misses: l(&c.misses),
-            corrupt: l(&c.corrupt),
-            puts: l(&c.puts),
-            bytes_read: l(&c.bytes_read),
-            bytes_written: l(&c.bytes_written),
+        self.counters.now.lock().unwrap_or_else(|p| p.into_inner()).0
+    }
+
+    /// Adds what this store counted since the last flush to its scope's
+    /// lasting statistics (one short locked update). Tools call it when
+    /// they finish; dropping the store does it too, ignoring errors.
+    /// A read-only store (or one on a read-only file system) keeps its
+    /// counters to itself.
+    pub fn flush_stats(&self) -> Result<(), CacheError> {
+        if self.options.read_only {
+            return Ok(());
         }
+        let mut g = self.counters.now.lock().unwrap_or_else(|p| p.into_inner());
+        let delta = g.0.zip(&g.1, u64::saturating_sub);
+        if delta == CacheStats::default() {
+            return Ok(());
+        }
+        match counters::merge_stats(&self.scope_fd, &delta, &self.access) {
+            Ok(()) => {}
+            // A cache on a read-only medium is used as a read-only cache:
+            // its statistics stay this process's, without a warning.
+            Err(e) if e.raw_os_error() == Some(libc::EROFS) => return Ok(()),
+            Err(e) => return Err(CacheError::io(self.scope_dir.join(counters::STATS_FILE), "update", e)),
+        }
+        g.1 = g.0;
+        Ok(())
+    }
+
+    /// Locks the size counter of the shard group of `shard` (creating the
+    /// counter directory and file when missing).
+    fn lock_group(&self, shard: &str) -> io::Result<(u8, Locked)> {
+        let g = counters::group_of_shard(shard);
+        if self.counters.dir.get().is_none() {
+            // Two threads may race here; the loser's handle is dropped.
+            let _ = self.counters.dir.set(counters::open_counters_dir(&self.root, &self.access)?);
+        }
+        let dir = self.counters.dir.get().ok_or_else(|| io::Error::other("no counter directory"))?;
+        Ok((g, Locked::exclusive(dir, &counters::group_file(g), &self.access)?))
+    }
+
+    /// Changes group `g`'s counter by `added` less `removed` (under its
+    /// lock), recounting a damaged counter, and evicts when the group is
+    /// over its share of the bound. Best effort: a counter that cannot be
+    /// updated is recounted by the next eviction or `verify --fix`.
+    fn account(&self, g: u8, lock: &Locked, added: Option<u64>, removed: Option<u64>) {
+        // A new counter (a cache older than the counters, or a first
+        // store) or a damaged one is recounted from the group's records,
+        // which already include this change.
+        let size = match lock.read::<GroupSize>().filter(|_| !lock.is_new()) {
+            Some(mut size) => {
+                let one = |b: Option<u64>| GroupSize { records: b.is_some() as u64, bytes: b.unwrap_or(0) };
+                let (plus, minus) = (one(added), one(removed));
+                size.records = (size.records + plus.records).saturating_sub(minus.records);
+                size.bytes = (size.bytes + plus.bytes).saturating_sub(minus.bytes);
+                size
+            }
+            None => match counters::size_of_group(&self.root, g) {
+                Ok(size) => size,
+                Err(_) => return,
+            },
+        };
+        let limit = counters::group_limit(self.options.max_size);
+        if limit > 0 && size.bytes > limit {
+            if let Ok(ev) = counters::evict(&self.root, g, limit, lock) {
+                self.count_evictions(&ev.evicted);
+            }
+        } else {
+            let _ = lock.write(&size);
+        }
+    }
+
+    /// Counts evictions: this scope's in the store's counters, another
+    /// scope's straight into that scope's lasting statistics.
+    fn count_evictions(&self, evicted: &[(String, u64)]) {
+        for (scope, n) in evicted {
+            if *scope == self.scope_name {
+                self.counters.bump(|s| s.evicted += n);
+            } else if let Ok(fd) = counters::open_root(&self.root).and_then(|r| sys::open_dir(&r, scope)) {
+                let _ = counters::merge_stats(&fd, &CacheStats { evicted: *n, ..Default::default() }, &self.access);
+            }
+        }
+    }
+
+    /// Unlinks `name` in `shard` (only if it is still `identity`, when
+    /// given) and takes it off its group's counter; whether it was there.
+    fn remove_counted(&self, shard: &OwnedFd, shard_name: &str, name: &str, identity: Option<(u64, u64)>) -> io::Result<bool> {
+        let lock = self.lock_group(shard_name);
+        let st = match sys::stat_at(shard, name) {
+            Ok(st) => st,
+            Err(e) if vanished(&e) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        if identity.is_some_and(|id| id != (st.dev, st.ino)) {
+            return Ok(false);
+        }
+        match sys::unlinkat(shard, name) {
+            Ok(()) => {}
+            Err(e) if vanished(&e) => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        if let Ok((g, lock)) = &lock {
+            self.account(*g, lock, None, st.is_file.then_some(st.size));
+        }
+        Ok(true)
     }
 
     /// Looks a key up: a verified record, a miss, or a damaged record
@@ -500,7 +659,7 @@ impl Store {
             Ok(fd) => fd,
             Err(e) if vanished(&e) => return Ok(self.miss()),
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                return Ok(self.corrupt_at(&shard, &name, None, Corrupt::NotAFile))
+                return Ok(self.corrupt_at(&shard, key, None, Corrupt::NotAFile))
             }
             Err(e) => return Err(CacheError::io(path(), "open", e)),
         };
@@ -508,32 +667,35 @@ impl Store {
         let meta = file.metadata().map_err(|e| CacheError::io(path(), "inspect", e))?;
         let identity = Some((meta.dev(), meta.ino()));
         if !meta.is_file() {
-            return Ok(self.corrupt_at(&shard, &name, identity, Corrupt::NotAFile));
+            return Ok(self.corrupt_at(&shard, key, identity, Corrupt::NotAFile));
         }
         self.access.check_ids(&path(), meta.uid(), meta.gid(), meta.mode())?;
         if meta.len() > MAX_RECORD_LEN {
-            return Ok(self.corrupt_at(&shard, &name, identity, Corrupt::TooLarge { len: meta.len() }));
+            return Ok(self.corrupt_at(&shard, key, identity, Corrupt::TooLarge { len: meta.len() }));
         }
         // The length is only a hint: the read is bounded whatever it says.
         let mut bytes = Vec::with_capacity(meta.len() as usize);
         if let Err(e) = (&mut file).take(MAX_RECORD_LEN + 1).read_to_end(&mut bytes) {
             return Err(CacheError::io(path(), "read", e));
         }
-        bump(&self.counters.bytes_read, bytes.len() as u64);
+        self.counters.bump(|s| s.bytes_read += bytes.len() as u64);
         let record = match record::decode(&bytes) {
             Ok(r) if r.key == *key => r,
             Ok(r) => {
                 let found = r.key.to_hex();
-                return Ok(self.corrupt_at(&shard, &name, identity, Corrupt::KeyMismatch { found }));
+                return Ok(self.corrupt_at(&shard, key, identity, Corrupt::KeyMismatch { found }));
             }
-            Err(c) => return Ok(self.corrupt_at(&shard, &name, identity, c)),
+            Err(c) => return Ok(self.corrupt_at(&shard, key, identity, c)),
         };
         // Recency is best effort: a record another user wrote into a
         // shared cache cannot be touched, and is still a hit.
         if !self.options.read_only {
             let _ = sys::touch(&file);
         }
-        bump(&self.counters.hits, 1);
+        self.counters.bump(|s| {
+            s.hits += 1;
+            s.compile_ms_saved += record.producer.compile_ms;
+        });
         Ok(Lookup::Hit(record))
     }
 
@@ -571,24 +733,21 @@ impl Store {
     }
 
     fn miss(&self) -> Lookup {
-        bump(&self.counters.misses, 1);
+        self.counters.bump(|s| s.misses += 1);
         Lookup::Miss
     }
 
     /// Removes the damaged record `name` in `shard` (unless another writer
     /// replaced it since it was read: `identity` is what was read) and
     /// counts it.
-    fn corrupt_at(&self, shard: &OwnedFd, name: &str, identity: Option<(u64, u64)>, why: Corrupt) -> Lookup {
-        let same = match identity {
-            None => true,
-            Some(id) => sys::identity_at(shard, name).is_ok_and(|now| now == id),
-        };
-        if same && !self.options.read_only {
-            // Already gone is fine; any other failure leaves the record to
-            // be found damaged again, which is still correct.
-            let _ = sys::unlinkat(shard, name);
+    fn corrupt_at(&self, shard: &OwnedFd, key: &Key, identity: Option<(u64, u64)>, why: Corrupt) -> Lookup {
+        // Already gone or replaced is fine; any other failure leaves the
+        // record to be found damaged again, which is still correct. A
+        // read-only store removes nothing.
+        if !self.options.read_only {
+            let _ = self.remove_counted(shard, &key.shard(), &key.file_name(), identity);
         }
-        bump(&self.counters.corrupt, 1);
+        self.counters.bump(|s| s.corrupt += 1);
         Lookup::Corrupt(why)
     }
 
@@ -596,7 +755,7 @@ impl Store {
     /// add or to link) and counts it as corrupt.
     pub fn discard(&self, key: &Key) -> Result<(), CacheError> {
         self.erase(key)?;
-        bump(&self.counters.corrupt, 1);
+        self.counters.bump(|s| s.corrupt += 1);
         Ok(())
     }
 
@@ -607,11 +766,8 @@ impl Store {
             Err(e) if vanished(&e) => return Ok(false),
             Err(e) => return Err(CacheError::io(self.scope_dir.join(key.shard()), "open", e)),
         };
-        match sys::unlinkat(&shard, &key.file_name()) {
-            Ok(()) => Ok(true),
-            Err(e) if vanished(&e) => Ok(false),
-            Err(e) => Err(CacheError::io(self.record_path(key), "remove", e)),
-        }
+        self.remove_counted(&shard, &key.shard(), &key.file_name(), None)
+            .map_err(|e| CacheError::io(self.record_path(key), "remove", e))
     }
 
     /// Stores a record: written whole to a temporary file in the record's
@@ -622,18 +778,30 @@ impl Store {
         self.stage(key, meta, object)?.commit()
     }
 
+    /// [`Store::put`] of an object that took `compile` to compile: the time
+    /// is kept in the record and credited as saved on each hit.
+    pub fn put_compiled(&self, key: &Key, meta: &LaunchMeta, object: &[u8], compile: Duration) -> Result<(), CacheError> {
+        self.stage_compiled(key, meta, object, compile)?.commit()
+    }
+
     /// The first half of [`Store::put`]: the record written and synced
     /// under its temporary name. Dropping the result without
     /// [`Staged::commit`] removes the temporary file.
     pub fn stage(&self, key: &Key, meta: &LaunchMeta, object: &[u8]) -> Result<Staged<'_>, CacheError> {
+        self.stage_compiled(key, meta, object, Duration::ZERO)
+    }
+
+    /// [`Store::stage`] of an object that took `compile` to compile.
+    pub fn stage_compiled(&self, key: &Key, meta: &LaunchMeta, object: &[u8], compile: Duration) -> Result<Staged<'_>, CacheError> {
         if self.options.read_only {
             return Err(CacheError::ReadOnly);
         }
         if object.is_empty() {
             return Err(CacheError::EmptyObject);
         }
-        let bytes = record::encode(key, meta, &Producer::now(&self.options.llvm_version), object)
-            .map_err(CacheError::Encode)?;
+        let compile_ms = compile.as_millis().try_into().unwrap_or(u64::MAX);
+        let producer = Producer { compile_ms, ..Producer::now(&self.options.llvm_version) };
+        let bytes = record::encode(key, meta, &producer, object).map_err(CacheError::Encode)?;
         let shard_name = key.shard();
         let shard_path = self.scope_dir.join(&shard_name);
         let created = match sys::mkdirat(&self.scope_fd, &shard_name, self.access.dir_mode()) {
@@ -669,6 +837,13 @@ impl Store {
     }
 }
 
+impl Drop for Store {
+    /// What was counted reaches the scope's lasting statistics.
+    fn drop(&mut self) {
+        let _ = self.flush_stats();
+    }
+}
+
 /// A record written under its temporary name, waiting to be renamed into
 /// place.
 pub struct Staged<'a> {
@@ -687,13 +862,24 @@ impl Staged<'_> {
         self.shard_path.join(&self.tmp)
     }
 
-    /// Renames the record into place.
+    /// Renames the record into place, and counts it in its shard group's
+    /// size (under the group's lock, so the size a replaced record had is
+    /// the one taken off); evicts when the group is over its share.
     pub fn commit(mut self) -> Result<(), CacheError> {
+        let store = self.store;
+        let shard_name = self.shard_path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let lock = store.lock_group(&shard_name);
+        let replaced = sys::stat_at(&self.shard, &self.final_name).ok().filter(|st| st.is_file).map(|st| st.size);
         sys::renameat(&self.shard, &self.tmp, &self.final_name)
             .map_err(|e| CacheError::io(self.shard_path.join(&self.final_name), "rename into", e))?;
         self.committed = true;
-        bump(&self.store.counters.puts, 1);
-        bump(&self.store.counters.bytes_written, self.len);
+        store.counters.bump(|s| {
+            s.puts += 1;
+            s.bytes_written += self.len;
+        });
+        if let Ok((g, lock)) = &lock {
+            store.account(*g, lock, Some(self.len), replaced);
+        }
         Ok(())
     }
 }

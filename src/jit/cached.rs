@@ -101,8 +101,8 @@ pub struct CachedTasks {
     store_error: Option<String>,
 }
 
-/// A record to write: key, metadata, object.
-type Job = (Key, LaunchMeta, Vec<u8>);
+/// A record to write: key, metadata, object, and its compile time.
+type Job = (Key, LaunchMeta, Vec<u8>, Duration);
 
 /// At most this many record writes run at once; the next waits for the
 /// oldest.
@@ -131,23 +131,24 @@ impl CachedTasks {
 
     /// Starts writing a record in the background (or counts it as not
     /// stored, when the cache cannot be written).
-    fn store_later(&mut self, key: Key, meta: LaunchMeta, object: Vec<u8>, task: &str, stats: &mut JitStats) {
+    fn store_later(&mut self, job: Job, task: &str, stats: &mut JitStats) {
         while self.writes.len() >= MAX_WRITES_IN_FLIGHT {
             self.join_oldest(stats);
         }
-        let job = Arc::new((key, meta, object));
-        self.compiled.insert(key, job.clone());
+        let job = Arc::new(job);
+        self.compiled.insert(job.0, job.clone());
         if self.store.read_only() || self.store_error.is_some() {
             self.not_stored += 1;
             return;
         }
         let (store, j) = (self.store.clone(), job.clone());
-        let spawned = std::thread::Builder::new().name("kiln-cache-write".into()).spawn(move || store.put(&j.0, &j.1, &j.2));
+        let put = move |s: &Store, j: &Job| s.put_compiled(&j.0, &j.1, &j.2, j.3);
+        let spawned = std::thread::Builder::new().name("kiln-cache-write".into()).spawn(move || put(&store, &j));
         match spawned {
             Ok(h) => self.writes.push_back((task.to_string(), h)),
             // No thread to spare: write it now.
             Err(_) => {
-                let put = self.store.put(&job.0, &job.1, &job.2);
+                let put = put(&self.store, &job);
                 self.count_write(put, stats)
             }
         }
@@ -263,7 +264,7 @@ impl TaskProvider for CachedTasks {
                 let loaded = jit.load_task(task, &c.object, &meta).map_err(ProvideError::Jit)?;
                 stats.load_time += t1.elapsed();
                 stats.tasks_loaded += 1;
-                self.store_later(key, c.meta, c.object, task, stats);
+                self.store_later((key, c.meta, c.object, c.compile_time), task, stats);
                 Ok(loaded)
             }
         };
@@ -281,6 +282,13 @@ impl TaskProvider for CachedTasks {
             self.not_stored = 0;
         }
         self.count_bytes(stats);
+        // A cache that could not take a record has said so already: one
+        // warning per run.
+        if let Err(e) = self.store.flush_stats() {
+            if self.store_error.is_none() {
+                warn(stats, format!("cannot update the cache's statistics: {e}"));
+            }
+        }
     }
 }
 
@@ -334,7 +342,7 @@ pub fn fill(store: &Store, compiler: &Compiler, module: &Module) -> Result<(Fill
     };
     let c = compiler.compile_task(module).map_err(ProvideError::Codegen)?;
     times.compile = c.compile_time;
-    store.put(&key, &c.meta, &c.object).map_err(|e| ProvideError::Other(e.to_string()))?;
+    store.put_compiled(&key, &c.meta, &c.object, c.compile_time).map_err(|e| ProvideError::Other(e.to_string()))?;
     Ok((outcome, times))
 }
 
