@@ -238,8 +238,8 @@ settings! {
         "The Unix group that shares the cache: its directories are setgid to it, records and directories group-writable, and group-writable entries of that group are trusted.";
     read_only: bool = false, env "KILN_CACHE_READ_ONLY", cache_file true,
         "Look records up but never write: compiled tasks are not stored, damaged records are left, recency is not updated.";
-    allow_insecure: bool = false, env "KILN_ALLOW_INSECURE_CACHE", cache_file true,
-        "Accept cache directories that another user owns or that others may write (--allow-insecure-cache).";
+    allow_insecure: bool = false, env "KILN_ALLOW_INSECURE_CACHE", cache_file false,
+        "Accept cache directories that another user owns or that others may write (--allow-insecure-cache); never from the cache's own file, which would waive the check of the directory holding it.";
     remote: Option<String> = None, env "KILN_REMOTE", cache_file true,
         "The remote tier's URL (read by the remote tier, which checks it).";
 }

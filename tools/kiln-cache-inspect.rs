@@ -228,7 +228,8 @@ fn init(root: &Path, settings: &Settings, shared: Option<&str>) -> Result<(), To
     let group = shared.map(str::to_string).or_else(|| settings.shared_group.value.clone());
     let access = Access::new(settings.allow_insecure.value, group.as_deref()).map_err(cache_err)?;
     let root = init_root(root, &access).map_err(cache_err)?;
-    if let (Some(g), Some(_)) = (&group, shared) {
+    // Recorded with the cache, so every member's process uses it.
+    if let Some(g) = &group {
         settings::set_in_cache_file(&root, "shared_group", g)?;
         access.share(&root.join(settings::FILE_NAME)).map_err(cache_err)?;
     }

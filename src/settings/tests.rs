@@ -125,6 +125,10 @@ fn file_errors_have_file_line_and_column() {
     let (_dir, env) = setup(None, Some("cache_dir = \"/elsewhere\"\n"));
     let err = load(&env, &[]).unwrap_err();
     assert!(err.to_string().contains("kiln.toml:1:1: 'cache_dir' cannot be set in the cache's own kiln.toml"), "{err}");
+    // A cache's own file cannot waive the trust check of the cache.
+    let (_dir, env) = setup(None, Some("allow_insecure = true\n"));
+    let err = load(&env, &[]).unwrap_err();
+    assert!(err.to_string().contains("'allow_insecure' cannot be set in the cache's own kiln.toml"), "{err}");
     let (_dir, env) = setup(Some("readonly = true\n"), None);
     let err = load(&env, &[]).unwrap_err();
     assert!(err.to_string().contains("did you mean 'read_only'?"), "{err}");
