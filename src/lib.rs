@@ -24,6 +24,7 @@ pub mod cache;
 
 pub mod config;
 pub mod exec;
+pub mod npy;
 
 pub mod tool;
 

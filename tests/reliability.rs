@@ -102,3 +102,73 @@ fn call_chain_beyond_the_limit_is_one_error_everywhere() {
         assert!(firsts.iter().all(|l| *l == firsts[0]), "{firsts:#?}");
     }
 }
+
+fn saxpy() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/saxpy.kir").to_string_lossy().into_owned()
+}
+
+/// `kiln-run --engine interp --input @x=FILE saxpy.kir`: exit code and stderr.
+fn run_input(dir: &Path, file: &Path) -> (Option<i32>, String) {
+    let input = format!("@x={}", file.display());
+    let o = tool(RUN, dir, &["--engine", "interp", "--input", &input, &saxpy()]);
+    (o.status.code(), stderr(&o))
+}
+
+/// A version 1 `.npy` file: header text, then `data`.
+fn npy(header: &str, data: &[u8]) -> Vec<u8> {
+    let mut v = b"\x93NUMPY\x01\x00".to_vec();
+    v.extend((header.len() as u16).to_le_bytes());
+    v.extend(header.as_bytes());
+    v.extend(data);
+    v
+}
+
+/// Finding 2: headers that made npyz's Python-literal parser take
+/// exponential time (an 80-byte file hung kiln-run) are refused at once by
+/// the bounded check; the test would take hours, not milliseconds, if any
+/// of them reached that parser.
+#[test]
+fn hostile_npy_headers_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("h.npy");
+    for header in [
+        "{".repeat(40),
+        "[".repeat(40),
+        "{'a':".repeat(30),
+        "(".repeat(40),
+        format!("{{'descr': {}", "[".repeat(40)),
+        format!("{{'descr': '<f4', 'fortran_order': False, 'shape': (4096,), }}{}", "{".repeat(40)),
+    ] {
+        std::fs::write(&file, npy(&header, &[])).unwrap();
+        let (code, err) = run_input(dir.path(), &file);
+        assert_eq!(code, Some(1), "{header}: {err}");
+        assert!(err.contains("error: @x: not a valid .npy file: "), "{header}: {err}");
+    }
+}
+
+/// Finding 3: devices and FIFOs are refused before a byte is read (before:
+/// `--input @x=/dev/zero` grew to 4 GB), and a file is read only as far as
+/// its header says: one that is longer or shorter is refused.
+#[test]
+fn npy_inputs_are_bounded_by_their_kind_and_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for (file, kind) in [(Path::new("/dev/zero"), "a character device"), (&fifo, "a FIFO")] {
+        let (code, err) = run_input(dir.path(), file);
+        assert_eq!(code, Some(1), "{err}");
+        assert!(err.contains(&format!("error: @x: it is {kind}, not a regular .npy file")), "{err}");
+    }
+    let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (4096,), }";
+    let file = dir.path().join("x.npy");
+    for (len, ok) in [(4096 * 4, true), (4096 * 4 + 1, false), (4096 * 4 - 4, false), (1 << 24, false)] {
+        std::fs::write(&file, npy(header, &vec![0u8; len])).unwrap();
+        let (code, err) = run_input(dir.path(), &file);
+        assert_eq!(code, Some(if ok { 0 } else { 1 }), "{len}: {err}");
+        if !ok {
+            let want = format!("it is {} bytes long, its header describes {}", 10 + header.len() + len, 10 + header.len() + 4096 * 4);
+            assert!(err.contains(&want), "{err}");
+        }
+    }
+}
