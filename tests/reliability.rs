@@ -172,3 +172,40 @@ fn npy_inputs_are_bounded_by_their_kind_and_header() {
         }
     }
 }
+
+/// Finding 9: a record whose header does not agree with its file (here
+/// 64 MiB under a header that declares a few hundred bytes) is found
+/// damaged from its first 60 bytes; its body is never read. Before, the
+/// whole file (up to 1 GiB) was read first.
+#[test]
+fn record_body_is_not_read_when_its_header_disagrees() {
+    use kiln::cache::{record, HostScope, Key, Lookup, Store, StoreOptions};
+    use kiln::config::{LaunchMeta, MetaBound, MetaKind};
+    let dir = tempfile::tempdir().unwrap();
+    let scope = HostScope::new("x86_64-unknown-linux-gnu", "test", ["+a"]);
+    let store = Store::open(dir.path(), scope, StoreOptions::default()).unwrap();
+    let meta = LaunchMeta {
+        task: "t".into(),
+        entry_symbol: "kiln_t".into(),
+        kind: MetaKind::RangeFor { lo: MetaBound::Const(0), hi: MetaBound::Const(64), block_dim: 64 },
+        params: vec![],
+        fields: vec![],
+    };
+    for (i, grow) in [(1u32, 64usize << 20), (2, 0)] {
+        let key = Key::from(blake3::hash(&i.to_le_bytes()));
+        store.put(&key, &meta, b"object bytes").unwrap();
+        let path = store.record_path(&key);
+        let mut bytes = std::fs::read(&path).unwrap();
+        if grow > 0 {
+            bytes.resize(grow, 0);
+        } else {
+            // The right length under another key: read no further either.
+            bytes[record::HEADER_LEN - 1] ^= 1;
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        let before = store.stats().bytes_read;
+        assert!(matches!(store.get(&key).unwrap(), Lookup::Corrupt(_)));
+        assert_eq!(store.stats().bytes_read - before, record::HEADER_LEN as u64);
+        assert!(!path.exists());
+    }
+}
