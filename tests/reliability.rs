@@ -3,6 +3,8 @@
 //! tool), hostile `.npy` inputs, special files given as inputs. Each test
 //! builds its hostile input itself and runs the real tools on it.
 
+mod common;
+
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -208,4 +210,37 @@ fn record_body_is_not_read_when_its_header_disagrees() {
         assert_eq!(store.stats().bytes_read - before, record::HEADER_LEN as u64);
         assert!(!path.exists());
     }
+}
+
+/// Finding 5: kiln-key keys input of bare items one kernel at a time
+/// (`KeySet::of_text`); every repository file and a hundred random
+/// kernels (several kernels each, sharing functions) get exactly the keys,
+/// in the same order, that the whole stream gives.
+#[test]
+fn keys_per_kernel_equal_keys_of_the_whole_stream() {
+    use kiln::config::CompileConfig;
+    use kiln::key::{task_stream, KeySet};
+    let cfg = CompileConfig::default();
+    let mut texts: Vec<(String, String)> = common::kir_files()
+        .into_iter()
+        .map(|p| (p.display().to_string(), std::fs::read_to_string(&p).unwrap()))
+        .collect();
+    for seed in 0..100 {
+        texts.push((format!("kernelgen seed {seed}"), common::kernelgen::generate(seed, &Default::default())));
+    }
+    let mut compared = 0;
+    for (name, text) in texts {
+        let Ok(stream) = kiln::parser::parse(&text) else { continue };
+        if kiln::verifier::verify(&stream).is_err() {
+            continue;
+        }
+        let Ok(split) = task_stream(stream) else { continue };
+        let whole: Vec<_> = KeySet::of_stream(&split, &cfg).tasks.into_iter().map(|t| (t.task, t.kernel, t.key)).collect();
+        let streamed = KeySet::of_text(&text, &cfg).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let streamed: Vec<_> = streamed.tasks.into_iter().map(|t| (t.task, t.kernel, t.key)).collect();
+        assert_eq!(streamed, whole, "{name}");
+        let per_kernel = kiln::frontend::per_kernel(&text, |_| ()).is_some();
+        compared += usize::from(!whole.is_empty() && per_kernel);
+    }
+    assert!(compared >= 100, "only {compared} inputs with tasks keyed per kernel");
 }
