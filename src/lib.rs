@@ -26,6 +26,7 @@ pub mod build_id;
 pub mod config;
 pub mod exec;
 pub mod settings;
+pub mod npy;
 
 pub mod tool;
 

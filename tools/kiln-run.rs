@@ -246,9 +246,11 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         prints.push(known(name, "--print")?);
     }
     for (name, file) in loads {
-        let bytes = std::fs::read(&file).map_err(|e| ToolError::at(&file, tool::io_reason(&e)))?;
         let data = fields.get_mut(&name).ok_or_else(|| ToolError::msg(format!("unknown field @{name}")))?;
-        data.load_npy(&name, &bytes).map_err(|m| ToolError::at(&file, m))?;
+        data.load_npy_file(&name, std::path::Path::new(&file)).map_err(|e| match e {
+            kiln::npy::ReadError::Io(e) => ToolError::at(&file, tool::io_reason(&e)),
+            kiln::npy::ReadError::Invalid(m) => ToolError::at(&file, m),
+        })?;
     }
 
     let (mut runner, warning) = make_engine(cli, &settings)?;

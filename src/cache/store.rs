@@ -673,12 +673,27 @@ impl Store {
         if meta.len() > MAX_RECORD_LEN {
             return Ok(self.corrupt_at(&shard, key, identity, Corrupt::TooLarge { len: meta.len() }));
         }
-        // The length is only a hint: the read is bounded whatever it says.
-        let mut bytes = Vec::with_capacity(meta.len() as usize);
-        if let Err(e) = (&mut file).take(MAX_RECORD_LEN + 1).read_to_end(&mut bytes) {
+        // The header first: its magic, version, lengths (against fstat's)
+        // and key are checked before the body is read, and the body is
+        // read no further than the length both agree on.
+        let mut bytes = Vec::new();
+        if let Err(e) = (&mut file).take(record::HEADER_LEN as u64).read_to_end(&mut bytes) {
             return Err(CacheError::io(path(), "read", e));
         }
         self.counters.bump(|s| s.bytes_read += bytes.len() as u64);
+        let head = bytes.len();
+        let declared = match record::decode_header(&bytes, meta.len()) {
+            Ok(h) if h.key == *key => meta.len(),
+            Ok(h) => return Ok(self.corrupt_at(&shard, key, identity, Corrupt::KeyMismatch { found: h.key.to_hex() })),
+            Err(c) => return Ok(self.corrupt_at(&shard, key, identity, c)),
+        };
+        if bytes.try_reserve_exact((declared as usize).saturating_sub(bytes.len())).is_err() {
+            return Err(CacheError::io(path(), "read", io::ErrorKind::OutOfMemory.into()));
+        }
+        if let Err(e) = (&mut file).take(declared - bytes.len() as u64).read_to_end(&mut bytes) {
+            return Err(CacheError::io(path(), "read", e));
+        }
+        self.counters.bump(|s| s.bytes_read += (bytes.len() - head) as u64);
         let record = match record::decode(&bytes) {
             Ok(r) if r.key == *key => r,
             Ok(r) => {
