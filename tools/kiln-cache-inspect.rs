@@ -21,7 +21,7 @@ use std::time::Duration;
 const TOOL: &str = "kiln-cache-inspect";
 
 #[derive(Parser)]
-#[command(name = TOOL, version = kiln::LONG_VERSION, about = "List, verify and prune Kiln's per-task artifact cache")]
+#[command(name = TOOL, version = kiln::LONG_VERSION, about = "List, verify, prune, create and configure Kiln's per-task artifact cache")]
 struct Cli {
     /// The cache root [default: $KILN_CACHE_DIR, else cache_dir in the user's kiln.toml, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln]
     #[arg(long, global = true, value_name = "DIR")]
