@@ -23,7 +23,7 @@ use std::time::Duration;
 const TOOL: &str = "kiln-cache-inspect";
 
 #[derive(Parser)]
-#[command(name = TOOL, version = kiln::LONG_VERSION, about = "List, verify, prune and extract from Kiln's per-task artifact cache; show its statistics and settings")]
+#[command(name = TOOL, version = kiln::LONG_VERSION, about = "List, verify, prune and extract from Kiln's per-task artifact cache; show its statistics; create and configure it")]
 struct Cli {
     /// The cache root [default: $KILN_CACHE_DIR, else cache_dir in the user's kiln.toml, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln]
     #[arg(long, global = true, value_name = "DIR")]
