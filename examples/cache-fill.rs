@@ -103,6 +103,7 @@ fn run(args: Args) -> Result<(), String> {
         llvm_version: "none".into(),
         fsync: !args.no_fsync,
         max_size: args.max_size.unwrap_or(kiln::cache::DEFAULT_MAX_SIZE),
+        ..Default::default()
     };
     let store = Store::open(&args.cache_dir, scope, options).map_err(|e| e.to_string())?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());

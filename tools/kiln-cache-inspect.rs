@@ -1,11 +1,16 @@
 //! `kiln-cache-inspect`: list, count, show, extract, verify and prune
-//! Kiln's per-task artifact cache, and show or reset its statistics. A thin `main` over `kiln::cache::inspect`:
+//! Kiln's per-task artifact cache; show or reset its statistics; create a
+//! (shared) one; show and set its settings. A thin `main` over
+//! `kiln::cache::inspect`:
 //! argument parsing and formatting only. See
 //! `docs/tools/kiln-cache-inspect.md`.
 
 use clap::{Parser, Subcommand};
+use kiln::cache::access::Access;
 use kiln::cache::inspect::{self, Cache, InspectOptions, PrunePlan, Totals};
-use kiln::cache::CacheStats;
+use kiln::cache::store::init_root;
+use kiln::cache::{CacheError, CacheStats};
+use kiln::settings::{self, Settings};
 use kiln::cache::size::{format_duration, format_size, parse_duration, parse_size};
 use kiln::config::{MetaBound, MetaKind};
 use kiln::tool::{main_with, write_output, ToolError};
@@ -18,12 +23,12 @@ use std::time::Duration;
 const TOOL: &str = "kiln-cache-inspect";
 
 #[derive(Parser)]
-#[command(name = TOOL, version, about = "List, verify, prune and extract from Kiln's per-task artifact cache; show its statistics")]
+#[command(name = TOOL, version = kiln::LONG_VERSION, about = "List, verify, prune and extract from Kiln's per-task artifact cache; show its statistics")]
 struct Cli {
-    /// The cache root [default: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln]
+    /// The cache root [default: $KILN_CACHE_DIR, else cache_dir in the user's kiln.toml, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln]
     #[arg(long, global = true, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
-    /// Accept a cache directory that another user owns or that is group- or world-writable
+    /// Accept a cache directory that another user owns or that is group- or world-writable (env KILN_ALLOW_INSECURE_CACHE=1)
     #[arg(long, global = true)]
     allow_insecure_cache: bool,
     /// Take SCOPE as this host's scope (by default: the scope a Kiln process with LLVM recorded for this machine)
@@ -37,7 +42,30 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+enum ConfigCommand {
+    /// Set KEY to VALUE in the cache's own kiln.toml (kept whole: other keys and comments stay)
+    Set {
+        /// A setting's name (see `kiln-cache-inspect config`)
+        key: String,
+        value: String,
+    },
+}
+
+#[derive(Subcommand)]
 enum Command {
+    /// Create a cache at DIR (or the cache directory); with --shared, one a Unix group shares
+    Init {
+        /// The group that shares the cache: directories setgid to it, records and directories group-writable
+        #[arg(long, value_name = "GROUP")]
+        shared: Option<String>,
+        /// The cache root to create [default: the cache directory]
+        dir: Option<PathBuf>,
+    },
+    /// Print every effective setting and where it came from (default, a kiln.toml, the environment, a flag)
+    Config {
+        #[command(subcommand)]
+        command: Option<ConfigCommand>,
+    },
     /// List scopes (marking this host's) and their records
     List,
     /// Totals per scope and overall (records, bytes, oldest and newest use, temporary leftovers) and the lasting statistics (hits, misses, hit rate, ...); a cache that does not exist yet shows zeros
@@ -102,41 +130,60 @@ fn run(cli: Cli) -> Result<(), ToolError> {
             "prune needs at least one of --max-size, --older-than, --foreign-scopes, --temp".into(),
         ));
     }
-    let root = kiln::cache::resolve_cache_dir(cli.cache_dir.as_deref()).map_err(cache_err)?;
-    let options = InspectOptions { allow_insecure: cli.allow_insecure_cache, host_scope: cli.host_scope.clone() };
-    let now = kiln::cache::record::unix_now();
+    let cache_dir = match &cli.command {
+        Command::Init { dir: Some(dir), .. } => Some(dir.as_path()),
+        _ => cli.cache_dir.as_deref(),
+    };
+    let settings = Settings::load(&settings::cache_flags(cache_dir, cli.allow_insecure_cache))?;
+    let root = settings.cache_root().map_err(cache_err)?;
     let json = cli.json;
-    let cache = match Cache::open(&root, &options) {
-        Ok(c) => c,
-        // Nothing stored yet: zero statistics, nothing to reset.
-        Err(kiln::cache::CacheError::NoCache { .. }) if matches!(cli.command, Command::Stats | Command::ZeroStats) => {
-            let stats = inspect::Stats::missing(&root);
-            return match cli.command {
-                Command::Stats => emit(json, &stats, || text_stats(&stats, now)),
-                _ => emit(json, &Vec::<String>::new(), || format!("no cache at {}; nothing to reset\n", root.display())),
-            };
-        }
-        Err(e) => return Err(cache_err(e)),
+    let options = InspectOptions {
+        allow_insecure: settings.allow_insecure.value,
+        host_scope: cli.host_scope.clone(),
+        shared_group: settings.shared_group.value.clone(),
+    };
+    let open = || Cache::open(&root, &options).map_err(cache_err);
+    let now = kiln::cache::record::unix_now();
+    // A cache that does not exist yet has zero statistics, nothing to reset.
+    let open_if_there = || match Cache::open(&root, &options) {
+        Ok(c) => Ok(Some(c)),
+        Err(CacheError::NoCache { .. }) => Ok(None),
+        Err(e) => Err(cache_err(e)),
     };
     match cli.command {
+        Command::Config { command: None } => {
+            let rows = settings.rows();
+            emit(json, &rows, || text_config(&rows))
+        }
+        Command::Init { shared, .. } => init(&root, &settings, shared.as_deref()),
+        Command::Config { command: Some(ConfigCommand::Set { key, value }) } => {
+            let path = settings::set_in_cache_file(open()?.root(), &key, &value)?;
+            write_output(None, format!("{key} set in {}\n", path.display()).as_bytes())
+        }
         Command::List => {
-            let listing = cache.list().map_err(cache_err)?;
+            let listing = open()?.list().map_err(cache_err)?;
             emit(json, &listing, || text_list(&listing, now))
         }
         Command::Stats => {
-            let stats = cache.stats().map_err(cache_err)?;
+            let stats = match open_if_there()? {
+                Some(cache) => cache.stats().map_err(cache_err)?,
+                None => inspect::Stats::missing(&root),
+            };
             emit(json, &stats, || text_stats(&stats, now))
         }
-        Command::ZeroStats => {
-            let zeroed = cache.zero_stats().map_err(cache_err)?;
-            emit(json, &zeroed, || format!("statistics reset to zero in {} scope(s)\n", zeroed.len()))
-        }
+        Command::ZeroStats => match open_if_there()? {
+            Some(cache) => {
+                let zeroed = cache.zero_stats().map_err(cache_err)?;
+                emit(json, &zeroed, || format!("statistics reset to zero in {} scope(s)\n", zeroed.len()))
+            }
+            None => emit(json, &Vec::<String>::new(), || format!("no cache at {}; nothing to reset\n", root.display())),
+        },
         Command::Show { key } => {
-            let shown = cache.show(&key).map_err(cache_err)?;
+            let shown = open()?.show(&key).map_err(cache_err)?;
             emit(json, &shown, || text_show(&shown, now))
         }
         Command::Extract { key, output, meta } => {
-            let record = cache.extract(&key).map_err(cache_err)?;
+            let record = open()?.extract(&key).map_err(cache_err)?;
             if let Some(path) = meta {
                 let mut text = serde_json::to_vec_pretty(&record.meta)
                     .map_err(|e| ToolError::msg(format!("cannot write JSON: {e}")))?;
@@ -146,6 +193,7 @@ fn run(cli: Cli) -> Result<(), ToolError> {
             write_output(Some(&output), &record.object)
         }
         Command::Verify { fix } => {
+            let cache = open()?;
             let report = cache.verify(fix).map_err(cache_err)?;
             emit(json, &report, || text_verify(&report, cache.root()))?;
             let left = report.bad.iter().filter(|b| !b.removed).count();
@@ -168,11 +216,39 @@ fn run(cli: Cli) -> Result<(), ToolError> {
             Ok(())
         }
         Command::Prune { max_size, older_than, foreign_scopes, temp, dry_run } => {
+            let cache = open()?;
             let plan = PrunePlan { max_size, older_than, foreign_scopes, temp_older_than: temp, dry_run };
             let report = cache.prune(&plan).map_err(cache_err)?;
             emit(json, &report, || text_prune(&report, cache.root(), now))
         }
     }
+}
+
+/// `init`: creates the cache root (shared by `shared`, or by the
+/// shared_group setting) and records the group in its kiln.toml.
+fn init(root: &Path, settings: &Settings, shared: Option<&str>) -> Result<(), ToolError> {
+    let group = shared.map(str::to_string).or_else(|| settings.shared_group.value.clone());
+    let access = Access::new(settings.allow_insecure.value, group.as_deref()).map_err(cache_err)?;
+    let root = init_root(root, &access).map_err(cache_err)?;
+    if let (Some(g), Some(_)) = (&group, shared) {
+        settings::set_in_cache_file(&root, "shared_group", g)?;
+        access.share(&root.join(settings::FILE_NAME)).map_err(cache_err)?;
+    }
+    let how = match &group {
+        Some(g) => format!("shared by group {g}"),
+        None => "private".to_string(),
+    };
+    write_output(None, format!("cache {} ({how})\n", root.display()).as_bytes())
+}
+
+fn text_config(rows: &[settings::Row]) -> String {
+    let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for r in rows {
+        let value = r.value.as_deref().unwrap_or("(unset)");
+        let _ = writeln!(out, "{:<width$} = {value}  ({})", r.name, r.source);
+    }
+    out
 }
 
 /// Writes `value` as JSON or the text `text` makes, to stdout.

@@ -13,6 +13,7 @@ use kiln::tool::{self, ToolError};
 use rayon::prelude::*;
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
+use kiln::settings::{self, Settings};
 use std::process::ExitCode;
 
 const ABOUT: &str = "Compile the tasks of a KIR file to host objects";
@@ -41,7 +42,7 @@ enum EmitArg {
 }
 
 #[derive(Parser, Debug)]
-#[command(name = "kiln-compile", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "kiln-compile", version = kiln::LONG_VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 struct Cli {
     /// Input KIR file; `-` reads standard input
     #[arg(value_name = "INPUT", default_value = "-")]
@@ -186,7 +187,10 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
 /// a good record is kept, a missing or damaged one is compiled and stored.
 /// Prints one summary line (and `--stats`) on standard error.
 fn fill_cache(cli: &Cli, dir: &Path, compiler: &Compiler, tasks: &[(&Module, String)], file: &str) -> Result<(), ToolError> {
-    let store = cached::open_store(dir, &compiler.target, cli.allow_insecure_cache).map_err(ToolError::msg)?;
+    // The other settings (shared_group, read_only, ...) come from the
+    // config files and the environment, as for kiln-run.
+    let settings = Settings::load(&settings::cache_flags(Some(dir), cli.allow_insecure_cache))?;
+    let store = cached::open_store(dir, &compiler.target, settings.store_options()).map_err(ToolError::msg)?;
     let pool = thread_pool(cli)?;
     let bar = progress_bar(tasks.len());
     let results: Vec<Result<(Filled, FillTimes), String>> = pool.install(|| {
@@ -219,9 +223,8 @@ fn fill_cache(cli: &Cli, dir: &Path, compiler: &Compiler, tasks: &[(&Module, Str
     let s = store.stats();
     (counters.bytes_read, counters.bytes_written) = (s.bytes_read, s.bytes_written);
     let mut err = std::io::stderr().lock();
-    if let Err(e) = store.flush_stats() {
-        let _ = writeln!(err, "kiln-compile: warning: cannot update the cache's statistics: {e}");
-    }
+    // Statistics inform: one that cannot be added up is skipped quietly.
+    let _ = store.flush_stats();
     let _ = writeln!(
         err,
         "kiln-compile: {} tasks: {} hits, {} misses, {} corrupt replaced ({} in {})",

@@ -24,7 +24,7 @@ const AFTER_HELP: &str = "\
 Exit status: 0 on success, 1 when an input is invalid, 2 on bad usage.";
 
 #[derive(Parser, Debug)]
-#[command(name = "kiln-key", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "kiln-key", version = kiln::LONG_VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 struct Cli {
     /// Input KIR file; `-` reads standard input (named `<stdin>` in errors)
     #[arg(value_name = "INPUT", default_value = "-", conflicts_with = "diff")]

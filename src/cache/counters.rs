@@ -17,6 +17,7 @@
 //! record file that is still the one the scan saw, or fail a store
 //! because a counter file is damaged (the group is recounted instead).
 
+use super::access::Access;
 use super::host;
 use super::store::{is_record_name, sys, CacheStats};
 use serde::de::DeserializeOwned;
@@ -74,11 +75,18 @@ pub fn group_limit(max_size: u64) -> u64 {
 pub struct Locked(File);
 
 impl Locked {
-    /// Opens (creating) `name` below `dir` for update and locks it
-    /// exclusively. Refuses a link or anything but a regular file.
-    pub fn exclusive(dir: &OwnedFd, name: &str) -> io::Result<Locked> {
-        let file = File::from(sys::openat(dir, name, libc::O_RDWR | libc::O_CREAT | libc::O_NONBLOCK, 0o644)?);
-        Self::checked(file, true)
+    /// Opens (creating, with `access`'s file mode whatever the umask)
+    /// `name` below `dir` for update and locks it exclusively. Refuses a
+    /// link or anything but a regular file.
+    pub fn exclusive(dir: &OwnedFd, name: &str, access: &Access) -> io::Result<Locked> {
+        let mode = access.file_mode();
+        let fd = sys::openat(dir, name, libc::O_RDWR | libc::O_CREAT | libc::O_NONBLOCK, mode)?;
+        let locked = Self::checked(File::from(fd), true)?;
+        // A new file of a shared cache: group-writable for the others.
+        if access.group.is_some() && locked.is_new() {
+            sys::fchmod(&locked.0, mode)?;
+        }
+        Ok(locked)
     }
 
     /// Opens an existing `path` for reading under a shared lock; `None`
@@ -143,23 +151,22 @@ impl Locked {
 
 /// Adds `delta` to the statistics of the scope whose directory handle is
 /// `scope`, under its lock.
-pub fn merge_stats(scope: &OwnedFd, delta: &CacheStats) -> io::Result<()> {
-    let file = Locked::exclusive(scope, STATS_FILE)?;
+pub fn merge_stats(scope: &OwnedFd, delta: &CacheStats, access: &Access) -> io::Result<()> {
+    let file = Locked::exclusive(scope, STATS_FILE, access)?;
     // A damaged file starts again from zero: statistics only inform.
     let mut stats: CacheStats = file.read().unwrap_or_default();
     stats.add(delta);
     file.write(&stats)
 }
 
-/// Opens the root's counter directory (creating it), refusing a link.
-pub fn open_counters_dir(root: &Path) -> io::Result<OwnedFd> {
-    let root_fd = open_root(root)?;
-    match sys::mkdirat(&root_fd, COUNTERS_DIR, 0o700) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    sys::open_dir(&root_fd, COUNTERS_DIR)
+/// Opens the root's counter directory (creating it with `access`'s
+/// mode and group), refusing a link.
+pub fn open_counters_dir(root: &Path, access: &Access) -> io::Result<OwnedFd> {
+    access.make_dir(&root.join(COUNTERS_DIR)).map_err(|e| match e {
+        super::CacheError::Io { err, .. } => err,
+        other => io::Error::other(other.to_string()),
+    })?;
+    sys::open_dir(&open_root(root)?, COUNTERS_DIR)
 }
 
 /// Opens the canonical root as a directory handle.
@@ -505,7 +512,7 @@ mod tests {
     fn a_counter_file_round_trips_and_damage_reads_as_none() {
         let dir = tempfile::tempdir().unwrap();
         let fd = open_root(dir.path()).unwrap();
-        let f = Locked::exclusive(&fd, "c").unwrap();
+        let f = Locked::exclusive(&fd, "c", &Access::default()).unwrap();
         assert_eq!(f.read::<GroupSize>(), Some(GroupSize::default()));
         f.write(&GroupSize { records: 3, bytes: 12345 }).unwrap();
         f.write(&GroupSize { records: 1, bytes: 7 }).unwrap();
@@ -513,11 +520,11 @@ mod tests {
         assert_eq!(f.read::<GroupSize>(), Some(GroupSize { records: 1, bytes: 7 }));
         drop(f);
         fs::write(dir.path().join("c"), "{\"records\": 1, \"by").unwrap();
-        assert_eq!(Locked::exclusive(&fd, "c").unwrap().read::<GroupSize>(), None);
+        assert_eq!(Locked::exclusive(&fd, "c", &Access::default()).unwrap().read::<GroupSize>(), None);
         std::os::unix::fs::symlink("/etc/passwd", dir.path().join("l")).unwrap();
-        assert!(Locked::exclusive(&fd, "l").is_err());
+        assert!(Locked::exclusive(&fd, "l", &Access::default()).is_err());
         fs::create_dir(dir.path().join("d")).unwrap();
-        assert!(Locked::exclusive(&fd, "d").is_err());
+        assert!(Locked::exclusive(&fd, "d", &Access::default()).is_err());
     }
 
     #[test]

@@ -20,7 +20,8 @@
 use super::counters::{self, GroupSize, Locked, COUNTERS_DIR, GROUPS, STATS_FILE};
 use super::host::{self, HostFile, HOST_FILE};
 use super::record::{self, Corrupt, Header, Key, Producer, Record, MAX_RECORD_LEN};
-use super::store::{check_markers, check_trusted, is_shard_name, is_temp_name, key_of};
+use super::access::Access;
+use super::store::{check_markers, is_shard_name, is_temp_name, is_unfinished_root, key_of};
 use super::{CacheError, CacheStats};
 use crate::config::{LaunchMeta, MetaKind};
 use rayon::prelude::*;
@@ -39,12 +40,17 @@ pub struct InspectOptions {
     /// This host's scope, when the caller knows better than the record
     /// under `hosts/` (`--host-scope`).
     pub host_scope: Option<String>,
+    /// The group sharing the cache (`shared_group`), whose group-writable
+    /// directories are trusted.
+    pub shared_group: Option<String>,
 }
 
 /// A cache root open for inspection.
 pub struct Cache {
     root: PathBuf,
     native: Option<String>,
+    /// Who may use the cache: the modes of the counter files it writes.
+    access: Access,
 }
 
 /// A regular file found in the cache.
@@ -459,12 +465,19 @@ impl Cache {
         if !meta.is_dir() {
             return Err(CacheError::NotACache { path: root.into(), reason: "not a directory".into() });
         }
-        check_markers(&canonical).map_err(|reason| CacheError::NotACache { path: root.into(), reason })?;
-        if !options.allow_insecure {
-            check_trusted(&canonical, &meta)?;
+        // A root whose set-up was cut short (a full disk) is an empty
+        // cache here; the next process that writes finishes it.
+        if let Err(reason) = check_markers(&canonical) {
+            let tagged = fs::read(canonical.join(super::CACHEDIR_TAG))
+                .is_ok_and(|t| t.starts_with(super::CACHEDIR_TAG_SIGNATURE.as_bytes()));
+            if !(tagged && is_unfinished_root(&canonical)?) {
+                return Err(CacheError::NotACache { path: root.into(), reason });
+            }
         }
+        let access = Access::new(options.allow_insecure, options.shared_group.as_deref())?;
+        access.check(&canonical, &meta)?;
         let native = options.host_scope.clone().or_else(|| host::native_scope(&canonical));
-        Ok(Cache { root: canonical, native })
+        Ok(Cache { root: canonical, native, access })
     }
 
     /// The canonical root.
@@ -642,7 +655,7 @@ impl Cache {
             let path = s.dir.join(STATS_FILE);
             let zero = || -> io::Result<()> {
                 let scope = super::store::sys::open_dir(&root_fd, &s.name)?;
-                Locked::exclusive(&scope, STATS_FILE)?.write(&CacheStats::default())
+                Locked::exclusive(&scope, STATS_FILE, &self.access)?.write(&CacheStats::default())
             };
             zero().map_err(|e| CacheError::io(&path, "reset", e))?;
             zeroed.push(s.name);
@@ -754,12 +767,12 @@ impl Cache {
         if !fix && fs::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {
             return Ok(Vec::new());
         }
-        let fd = if fix { Some(counters::open_counters_dir(&self.root).map_err(io_err)?) } else { None };
+        let fd = if fix { Some(counters::open_counters_dir(&self.root, &self.access).map_err(io_err)?) } else { None };
         let mut drift = Vec::new();
         for g in 0..GROUPS {
             let name = counters::group_file(g);
             let lock = match &fd {
-                Some(fd) => Some(Locked::exclusive(fd, &name)),
+                Some(fd) => Some(Locked::exclusive(fd, &name, &self.access)),
                 None => Locked::shared(&dir.join(&name)).transpose(),
             };
             let counted = match &lock {
@@ -783,10 +796,10 @@ impl Cache {
     /// behind the stores' backs), each under its lock.
     fn recount_all(&self) -> Result<(), CacheError> {
         let dir = self.root.join(COUNTERS_DIR);
-        let fd = counters::open_counters_dir(&self.root).map_err(|e| CacheError::io(&dir, "open", e))?;
+        let fd = counters::open_counters_dir(&self.root, &self.access).map_err(|e| CacheError::io(&dir, "open", e))?;
         for g in 0..GROUPS {
             let name = counters::group_file(g);
-            let lock = Locked::exclusive(&fd, &name).map_err(|e| CacheError::io(dir.join(&name), "lock", e))?;
+            let lock = Locked::exclusive(&fd, &name, &self.access).map_err(|e| CacheError::io(dir.join(&name), "lock", e))?;
             counters::recount(&self.root, g, &lock).map_err(|e| CacheError::io(dir.join(&name), "recount", e))?;
         }
         Ok(())
@@ -1010,7 +1023,7 @@ mod tests {
     }
 
     fn opts(host: &str) -> InspectOptions {
-        InspectOptions { allow_insecure: false, host_scope: Some(scope(host).name()) }
+        InspectOptions { allow_insecure: false, host_scope: Some(scope(host).name()), shared_group: None }
     }
 
     #[test]
@@ -1179,8 +1192,24 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert!(matches!(Cache::open(&dir.path().join("none"), &InspectOptions::default()), Err(CacheError::NoCache { .. })));
         assert!(matches!(Cache::open(dir.path(), &InspectOptions::default()), Err(CacheError::NotACache { .. })));
+        // A tag and a file that is not Kiln's: not a cache.
         fs::write(dir.path().join(crate::cache::CACHEDIR_TAG), crate::cache::CACHEDIR_TAG_SIGNATURE).unwrap();
+        fs::write(dir.path().join("notes.txt"), "mine").unwrap();
         let err = Cache::open(dir.path(), &InspectOptions::default()).err().unwrap();
         assert!(err.to_string().contains("no .kiln-cache marker"), "{err}");
+    }
+
+    #[test]
+    fn a_half_made_root_is_an_empty_cache_and_the_next_writer_finishes_it() {
+        // What a full disk leaves: the tag, a temporary of the marker.
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(crate::cache::CACHEDIR_TAG), crate::cache::CACHEDIR_TAG_SIGNATURE).unwrap();
+        fs::write(dir.path().join(".kiln-cache.tmp-12-0123456789abcdef"), "kiln-ca").unwrap();
+        let cache = Cache::open(dir.path(), &InspectOptions::default()).unwrap();
+        assert_eq!(cache.stats().unwrap().total.records, 0);
+        let store = Store::open(dir.path(), scope("a"), StoreOptions::default()).unwrap();
+        store.put(&key(1), &meta("t"), b"obj").unwrap();
+        assert!(check_markers(dir.path()).is_ok());
+        assert_eq!(Cache::open(dir.path(), &opts("a")).unwrap().stats().unwrap().total.records, 1);
     }
 }

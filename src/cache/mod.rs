@@ -1,7 +1,8 @@
 //! The on-disk per-task artifact store: records of compiled task objects,
 //! scoped by host, safe under many processes at once.
 //!
-//! Owns: the record format ([`record`]), host scopes and their directory
+//! Owns: the record format ([`record`]), who may use a cache and the
+//! trust check ([`access`]), host scopes and their directory
 //! names ([`host`]), the store with its trust checks ([`store`]), the
 //! size counters, lasting statistics and size-bound eviction
 //! ([`counters`]), the inspection and pruning logic behind
@@ -17,6 +18,7 @@
 //! `docs/cache.md` is the reference for the layout, the record format and
 //! the guarantees, and says how each guarantee is tested.
 
+pub mod access;
 pub mod counters;
 pub mod host;
 pub mod inspect;
@@ -69,6 +71,11 @@ pub enum CacheError {
     Encode(String),
     /// `show` found no record, several, or a damaged one.
     Lookup(String),
+    /// A setting the store needs does not fit this system (an unknown
+    /// group).
+    BadSetting(String),
+    /// The store is read-only: nothing is written.
+    ReadOnly,
     /// This host's scope is needed but unknown.
     UnknownHost { root: PathBuf },
     /// A scope directory's `host.json` describes a different host than the
@@ -105,6 +112,8 @@ impl fmt::Display for CacheError {
             CacheError::EmptyObject => write!(f, "refusing to store an empty object"),
             CacheError::Encode(e) => write!(f, "cannot encode record: {e}"),
             CacheError::Lookup(text) => f.write_str(text),
+            CacheError::BadSetting(text) => f.write_str(text),
+            CacheError::ReadOnly => f.write_str("the cache is read-only (read_only / KILN_CACHE_READ_ONLY)"),
             CacheError::UnknownHost { root } => write!(
                 f,
                 "cannot tell this host's scope: no Kiln process with LLVM has recorded it in {} yet \

@@ -14,6 +14,7 @@
 //! empty object, or turn damage on disk into anything but
 //! [`Lookup::Corrupt`] (or a vanished file into anything but a miss).
 
+use super::access::Access;
 use super::host::{self, HostFile, HostScope, NativeFile, HOSTS_DIR, HOST_FILE};
 use super::record::{self, Corrupt, Key, Producer, Record, MAX_RECORD_LEN};
 use super::{CacheError, CACHEDIR_TAG, CACHEDIR_TAG_SIGNATURE, LAYOUT_VERSION, MARKER, MARKER_PREFIX};
@@ -24,7 +25,7 @@ use std::ffi::CString;
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -44,9 +45,14 @@ pub struct StoreOptions {
     /// Sync each record to disk before renaming it into place. Turn off
     /// only for throwaway caches (benchmark fills).
     pub fsync: bool,
-    /// The size bound of the whole cache, in bytes of records (0: none):
-    /// a store that takes a shard group over its share evicts that group's
-    /// least recently used records (see `docs/cache.md`).
+    /// Look up only: create nothing, write nothing, remove nothing, touch
+    /// nothing (`read_only` / `KILN_CACHE_READ_ONLY`).
+    pub read_only: bool,
+    /// The Unix group sharing the cache (`shared_group`), by name or gid.
+    pub shared_group: Option<String>,
+    /// The size bound of the whole cache, in bytes of records (0: none;
+    /// `max_size`): a store that takes a shard group over its share evicts
+    /// that group's least recently used records (see `docs/cache.md`).
     pub max_size: u64,
 }
 
@@ -60,8 +66,17 @@ impl Default for StoreOptions {
             native: false,
             llvm_version: "none".into(),
             fsync: true,
+            read_only: false,
+            shared_group: None,
             max_size: DEFAULT_MAX_SIZE,
         }
+    }
+}
+
+impl StoreOptions {
+    /// Who may use the cache, the group resolved.
+    pub fn access(&self) -> Result<Access, CacheError> {
+        Access::new(self.allow_insecure, self.shared_group.as_deref())
     }
 }
 
@@ -153,11 +168,12 @@ pub struct Store {
     scope_dir: PathBuf,
     scope_fd: OwnedFd,
     options: StoreOptions,
+    access: Access,
     counters: Counters,
 }
 
 /// The name of a temporary file for `final_name`: `NAME.tmp-PID-RANDOM`.
-fn temp_name(final_name: &str) -> String {
+pub(crate) fn temp_name(final_name: &str) -> String {
     format!("{final_name}.tmp-{}-{:016x}", std::process::id(), random_u64())
 }
 
@@ -271,6 +287,22 @@ pub(super) mod sys {
         check(unsafe { libc::futimens(file.as_raw_fd(), times.as_ptr()) }).map(|_| ())
     }
 
+    /// `fstat(fd)`: (owner, group, mode).
+    pub fn owner_mode(fd: &OwnedFd) -> io::Result<(u32, u32, u32)> {
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: an open fd and an out pointer.
+        check(unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) })?;
+        // SAFETY: fstat succeeded, so it filled `st`.
+        let st = unsafe { st.assume_init() };
+        Ok((st.st_uid, st.st_gid, st.st_mode))
+    }
+
+    /// `fchmod(fd, mode)`.
+    pub fn fchmod(fd: &impl AsRawFd, mode: u32) -> io::Result<()> {
+        // SAFETY: an open fd.
+        check(unsafe { libc::fchmod(fd.as_raw_fd(), mode as libc::mode_t) }).map(|_| ())
+    }
+
     pub fn geteuid() -> u32 {
         // SAFETY: no arguments, cannot fail.
         unsafe { libc::geteuid() }
@@ -283,30 +315,18 @@ fn vanished(e: &io::Error) -> bool {
 }
 
 /// Refuses a directory the store would load code from if another user
-/// owns it or others may write to it (like ssh with its keys).
+/// owns it or others may write to it (like ssh with its keys); the rules
+/// of a private cache (see [`Access::check`] for a shared one).
 pub fn check_trusted(path: &Path, meta: &fs::Metadata) -> Result<(), CacheError> {
-    if meta.file_type().is_symlink() {
-        return Err(CacheError::Untrusted { path: path.into(), reason: "is a symbolic link".into() });
-    }
-    if !meta.is_dir() {
+    check_dir(&Access::default(), path, meta)
+}
+
+/// [`Access::check`] of a directory.
+fn check_dir(access: &Access, path: &Path, meta: &fs::Metadata) -> Result<(), CacheError> {
+    if !meta.file_type().is_symlink() && !meta.is_dir() {
         return Err(CacheError::Untrusted { path: path.into(), reason: "is not a directory".into() });
     }
-    let me = sys::geteuid();
-    if meta.uid() != me {
-        return Err(CacheError::Untrusted {
-            path: path.into(),
-            reason: format!("is owned by uid {}, not by you (uid {me})", meta.uid()),
-        });
-    }
-    let mode = meta.mode() & 0o7777;
-    if mode & 0o022 != 0 {
-        let who = if mode & 0o002 != 0 { "world" } else { "group" };
-        return Err(CacheError::Untrusted {
-            path: path.into(),
-            reason: format!("is {who}-writable (mode {mode:04o}; `chmod go-w` it)"),
-        });
-    }
-    Ok(())
+    access.check(path, meta)
 }
 
 /// Whether `root` carries both `CACHEDIR.TAG` with the standard signature
@@ -342,14 +362,17 @@ pub fn check_markers(root: &Path) -> Result<(), String> {
 
 /// Writes a small file atomically (temporary, rename), unless it already
 /// holds exactly `bytes`.
-fn write_small_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CacheError> {
+fn write_small_file(access: &Access, dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CacheError> {
     let path = dir.join(name);
     if fs::read(&path).is_ok_and(|b| b == bytes) {
         return Ok(());
     }
     let tmp = dir.join(temp_name(name));
     let write = || -> io::Result<()> {
-        let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(0o644).open(&tmp)?;
+        let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(access.file_mode()).open(&tmp)?;
+        if access.group.is_some() {
+            sys::fchmod(&f, access.file_mode())?;
+        }
         f.write_all(bytes)?;
         f.sync_all()?;
         fs::rename(&tmp, &path)
@@ -367,44 +390,21 @@ fn cachedir_tag() -> String {
     )
 }
 
-/// Creates a directory with mode 0700 if it is missing (a concurrent
-/// creator is fine).
-fn make_private_dir(path: &Path) -> Result<(), CacheError> {
-    match fs::DirBuilder::new().mode(0o700).create(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(CacheError::io(path, "create directory", e)),
-    }
-}
-
-/// Creates the cache root if needed (mode 0700, with `CACHEDIR.TAG` and
-/// Kiln's marker), checks it, and returns its canonical path. An existing
-/// directory without the markers is adopted only when empty.
-pub fn init_root(root: &Path, allow_insecure: bool) -> Result<PathBuf, CacheError> {
+/// Creates the cache root if needed (mode 0700, or the shared group's
+/// modes; with `CACHEDIR.TAG` and Kiln's marker), checks it, and returns
+/// its canonical path. An existing directory without the markers is
+/// adopted only when empty (or holding only what an interrupted set-up
+/// left: the tag, temporaries, the cache's `kiln.toml`).
+pub fn init_root(root: &Path, access: &Access) -> Result<PathBuf, CacheError> {
     if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent).map_err(|e| CacheError::io(parent, "create directory", e))?;
     }
-    make_private_dir(root)?;
-    // The root itself may be reached through a link the user chose; below
-    // it nothing is followed.
-    let root = fs::canonicalize(root).map_err(|e| CacheError::io(root, "resolve", e))?;
-    let meta = fs::symlink_metadata(&root).map_err(|e| CacheError::io(&root, "inspect", e))?;
-    if !allow_insecure {
-        check_trusted(&root, &meta)?;
-    }
+    access.make_dir(root)?;
+    let root = open_root(root, access)?;
     if let Err(reason) = check_markers(&root) {
-        let has_marker = fs::symlink_metadata(root.join(MARKER)).is_ok();
         // Adopt an empty directory, or one that another process is
-        // initialising right now (only its tag and temporaries in it).
-        let entries = fs::read_dir(&root).map_err(|e| CacheError::io(&root, "read", e))?;
-        let mut only_ours = true;
-        for entry in entries {
-            let entry = entry.map_err(|e| CacheError::io(&root, "read", e))?;
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            only_ours &= name == CACHEDIR_TAG || is_temp_name(&name);
-        }
-        if has_marker || !only_ours {
+        // initialising right now or left half-made (a full disk).
+        if !is_unfinished_root(&root)? {
             // Another process may have finished initialising between the
             // first check and the scan: it writes the tag, then the marker
             // (each renamed into place), and only then anything else. So
@@ -415,27 +415,67 @@ pub fn init_root(root: &Path, allow_insecure: bool) -> Result<PathBuf, CacheErro
             }
             return Err(CacheError::NotACache { path: root, reason });
         }
-        write_small_file(&root, CACHEDIR_TAG, cachedir_tag().as_bytes())?;
-        write_small_file(&root, MARKER, format!("{MARKER_PREFIX}{LAYOUT_VERSION}\n").as_bytes())?;
+        write_small_file(access, &root, CACHEDIR_TAG, cachedir_tag().as_bytes())?;
+        write_small_file(access, &root, MARKER, format!("{MARKER_PREFIX}{LAYOUT_VERSION}\n").as_bytes())?;
     }
+    Ok(root)
+}
+
+/// Whether `root` holds nothing but what Kiln's set-up writes before its
+/// marker: the tag, temporaries and the cache's `kiln.toml` (and no
+/// marker). Such a root is finished by the next process that opens it for
+/// writing, and is an empty cache to `kiln-cache-inspect`.
+pub fn is_unfinished_root(root: &Path) -> Result<bool, CacheError> {
+    let entries = fs::read_dir(root).map_err(|e| CacheError::io(root, "read", e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| CacheError::io(root, "read", e))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !(name == CACHEDIR_TAG || name == crate::settings::FILE_NAME || is_temp_name(&name)) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The canonical path of an existing root, after its trust check.
+fn open_root(root: &Path, access: &Access) -> Result<PathBuf, CacheError> {
+    // The root itself may be reached through a link the user chose; below
+    // it nothing is followed.
+    let root = fs::canonicalize(root).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => CacheError::NoCache { path: root.into() },
+        _ => CacheError::io(root, "resolve", e),
+    })?;
+    let meta = fs::symlink_metadata(&root).map_err(|e| CacheError::io(&root, "inspect", e))?;
+    check_dir(access, &root, &meta)?;
     Ok(root)
 }
 
 impl Store {
     /// Opens (creating if needed) the cache at `root` and its directory for
     /// `scope`, after the trust checks.
+    /// A read-only store creates and writes nothing: a missing root or
+    /// scope is [`CacheError::NoCache`].
     pub fn open(root: &Path, scope: HostScope, options: StoreOptions) -> Result<Store, CacheError> {
-        let root = init_root(root, options.allow_insecure)?;
+        let access = options.access()?;
+        let ro = options.read_only;
+        let root = if ro { open_root(root, &access)? } else { init_root(root, &access)? };
+        if ro {
+            check_markers(&root).map_err(|reason| CacheError::NotACache { path: root.clone(), reason })?;
+        }
         let scope_name = scope.name();
         let scope_dir = root.join(&scope_name);
-        make_private_dir(&scope_dir)?;
-        let meta = fs::symlink_metadata(&scope_dir).map_err(|e| CacheError::io(&scope_dir, "inspect", e))?;
+        if !ro {
+            access.make_dir(&scope_dir)?;
+        }
+        let meta = fs::symlink_metadata(&scope_dir).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => CacheError::NoCache { path: scope_dir.clone() },
+            _ => CacheError::io(&scope_dir, "inspect", e),
+        })?;
         if meta.file_type().is_symlink() {
             return Err(CacheError::Untrusted { path: scope_dir, reason: "is a symbolic link".into() });
         }
-        if !options.allow_insecure {
-            check_trusted(&scope_dir, &meta)?;
-        }
+        check_dir(&access, &scope_dir, &meta)?;
         let scope_fd: OwnedFd = fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
@@ -455,20 +495,22 @@ impl Store {
                     })
                 }
                 // A damaged description is rewritten: it only describes.
-                Err(_) => write_json(&scope_dir, HOST_FILE, &host_file)?,
+                Err(_) if !ro => write_json(&access, &scope_dir, HOST_FILE, &host_file)?,
+                Err(_) => {}
             },
-            Err(e) if vanished(&e) => write_json(&scope_dir, HOST_FILE, &host_file)?,
+            Err(e) if vanished(&e) && !ro => write_json(&access, &scope_dir, HOST_FILE, &host_file)?,
+            Err(e) if vanished(&e) => {}
             Err(e) => return Err(CacheError::io(scope_dir.join(HOST_FILE), "read", e)),
         }
-        if options.native {
+        if options.native && !ro {
             if let Some(tag) = host::machine_tag() {
                 let hosts = root.join(HOSTS_DIR);
-                make_private_dir(&hosts)?;
+                access.make_dir(&hosts)?;
                 let native = NativeFile { scope: scope_name.clone(), hostname: host::hostname().unwrap_or_default() };
-                write_json(&hosts, &format!("{tag}.json"), &native)?;
+                write_json(&access, &hosts, &format!("{tag}.json"), &native)?;
             }
         }
-        Ok(Store { root, scope, scope_name, scope_dir, scope_fd, options, counters: Counters::default() })
+        Ok(Store { root, scope, scope_name, scope_dir, scope_fd, options, access, counters: Counters::default() })
     }
 
     /// The canonical cache root.
@@ -500,12 +542,15 @@ impl Store {
     /// lasting statistics (one short locked update). Tools call it when
     /// they finish; dropping the store does it too, ignoring errors.
     pub fn flush_stats(&self) -> Result<(), CacheError> {
+        if self.options.read_only {
+            return Ok(());
+        }
         let mut g = self.counters.now.lock().unwrap_or_else(|p| p.into_inner());
         let delta = g.0.zip(&g.1, u64::saturating_sub);
         if delta == CacheStats::default() {
             return Ok(());
         }
-        counters::merge_stats(&self.scope_fd, &delta)
+        counters::merge_stats(&self.scope_fd, &delta, &self.access)
             .map_err(|e| CacheError::io(self.scope_dir.join(counters::STATS_FILE), "update", e))?;
         g.1 = g.0;
         Ok(())
@@ -517,10 +562,10 @@ impl Store {
         let g = counters::group_of_shard(shard);
         if self.counters.dir.get().is_none() {
             // Two threads may race here; the loser's handle is dropped.
-            let _ = self.counters.dir.set(counters::open_counters_dir(&self.root)?);
+            let _ = self.counters.dir.set(counters::open_counters_dir(&self.root, &self.access)?);
         }
         let dir = self.counters.dir.get().ok_or_else(|| io::Error::other("no counter directory"))?;
-        Ok((g, Locked::exclusive(dir, &counters::group_file(g))?))
+        Ok((g, Locked::exclusive(dir, &counters::group_file(g), &self.access)?))
     }
 
     /// Changes group `g`'s counter by `added` less `removed` (under its
@@ -561,7 +606,7 @@ impl Store {
             if *scope == self.scope_name {
                 self.counters.bump(|s| s.evicted += n);
             } else if let Ok(fd) = counters::open_root(&self.root).and_then(|r| sys::open_dir(&r, scope)) {
-                let _ = counters::merge_stats(&fd, &CacheStats { evicted: *n, ..Default::default() });
+                let _ = counters::merge_stats(&fd, &CacheStats { evicted: *n, ..Default::default() }, &self.access);
             }
         }
     }
@@ -600,6 +645,7 @@ impl Store {
             Err(e) if vanished(&e) => return Ok(self.miss()),
             Err(e) => return Err(CacheError::io(self.scope_dir.join(key.shard()), "open", e)),
         };
+        self.check_fd(&shard, &self.scope_dir.join(key.shard()))?;
         let name = key.file_name();
         // O_NONBLOCK: a FIFO planted under a record's name must not hang us.
         let fd = match sys::openat(&shard, &name, libc::O_RDONLY | libc::O_NONBLOCK, 0) {
@@ -616,6 +662,7 @@ impl Store {
         if !meta.is_file() {
             return Ok(self.corrupt_at(&shard, key, identity, Corrupt::NotAFile));
         }
+        self.access.check_ids(&path(), meta.uid(), meta.gid(), meta.mode())?;
         if meta.len() > MAX_RECORD_LEN {
             return Ok(self.corrupt_at(&shard, key, identity, Corrupt::TooLarge { len: meta.len() }));
         }
@@ -635,12 +682,47 @@ impl Store {
         };
         // Recency is best effort: a record another user wrote into a
         // shared cache cannot be touched, and is still a hit.
-        let _ = sys::touch(&file);
+        if !self.options.read_only {
+            let _ = sys::touch(&file);
+        }
         self.counters.bump(|s| {
             s.hits += 1;
             s.compile_ms_saved += record.producer.compile_ms;
         });
         Ok(Lookup::Hit(record))
+    }
+
+    /// The owner and mode check of a shard directory, as of the root and
+    /// the scope.
+    fn check_fd(&self, fd: &OwnedFd, path: &Path) -> Result<(), CacheError> {
+        let (uid, gid, mode) = sys::owner_mode(fd).map_err(|e| CacheError::io(path, "inspect", e))?;
+        self.access.check_ids(path, uid, gid, mode)
+    }
+
+    /// In a shared cache, gives a directory this user just made the shared
+    /// group and mode, whatever the umask.
+    fn share_fd(&self, fd: &OwnedFd, path: &Path) -> Result<(), CacheError> {
+        let Some(group) = &self.access.group else { return Ok(()) };
+        let (uid, gid, mode) = sys::owner_mode(fd).map_err(|e| CacheError::io(path, "inspect", e))?;
+        if uid != sys::geteuid() {
+            return Ok(());
+        }
+        if gid != group.gid {
+            // SAFETY: an open fd; -1 keeps the owner.
+            let rc = unsafe { libc::fchown(fd.as_raw_fd(), u32::MAX, group.gid) };
+            if rc < 0 {
+                return Err(CacheError::io(path, "change the group of", io::Error::last_os_error()));
+            }
+        }
+        if mode & 0o7777 != self.access.dir_mode() {
+            sys::fchmod(fd, self.access.dir_mode()).map_err(|e| CacheError::io(path, "change the mode of", e))?;
+        }
+        Ok(())
+    }
+
+    /// Whether the store only looks records up.
+    pub fn read_only(&self) -> bool {
+        self.options.read_only
     }
 
     fn miss(&self) -> Lookup {
@@ -654,7 +736,9 @@ impl Store {
     fn corrupt_at(&self, shard: &OwnedFd, key: &Key, identity: Option<(u64, u64)>, why: Corrupt) -> Lookup {
         // Already gone or replaced is fine; any other failure leaves the
         // record to be found damaged again, which is still correct.
-        let _ = self.remove_counted(shard, &key.shard(), &key.file_name(), identity);
+        if !self.options.read_only {
+            let _ = self.remove_counted(shard, &key.shard(), &key.file_name(), identity);
+        }
         self.counters.bump(|s| s.corrupt += 1);
         Lookup::Corrupt(why)
     }
@@ -701,6 +785,9 @@ impl Store {
 
     /// [`Store::stage`] of an object that took `compile` to compile.
     pub fn stage_compiled(&self, key: &Key, meta: &LaunchMeta, object: &[u8], compile: Duration) -> Result<Staged<'_>, CacheError> {
+        if self.options.read_only {
+            return Err(CacheError::ReadOnly);
+        }
         if object.is_empty() {
             return Err(CacheError::EmptyObject);
         }
@@ -709,22 +796,30 @@ impl Store {
         let bytes = record::encode(key, meta, &producer, object).map_err(CacheError::Encode)?;
         let shard_name = key.shard();
         let shard_path = self.scope_dir.join(&shard_name);
-        match sys::mkdirat(&self.scope_fd, &shard_name, 0o700) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        let created = match sys::mkdirat(&self.scope_fd, &shard_name, self.access.dir_mode()) {
+            Ok(()) => true,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
             Err(e) => return Err(CacheError::io(&shard_path, "create directory", e)),
-        }
+        };
         let shard = sys::open_dir(&self.scope_fd, &shard_name).map_err(|e| CacheError::io(&shard_path, "open", e))?;
+        if created {
+            self.share_fd(&shard, &shard_path)?;
+        }
+        self.check_fd(&shard, &shard_path)?;
         let final_name = key.file_name();
         let (tmp, fd) = loop {
             let tmp = temp_name(&final_name);
-            match sys::openat(&shard, &tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, 0o644) {
+            match sys::openat(&shard, &tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, self.access.file_mode()) {
                 Ok(fd) => break (tmp, fd),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(CacheError::io(shard_path.join(&tmp), "create", e)),
             }
         };
         let staged = Staged { store: self, shard, shard_path, tmp, final_name, len: bytes.len() as u64, committed: false };
+        if self.access.group.is_some() {
+            // The umask may have taken the group's write bit.
+            sys::fchmod(&fd, self.access.file_mode()).map_err(|e| CacheError::io(staged.temp_path(), "change the mode of", e))?;
+        }
         let mut file = File::from(fd);
         file.write_all(&bytes).map_err(|e| CacheError::io(staged.shard_path.join(&staged.tmp), "write", e))?;
         if self.options.fsync {
@@ -789,10 +884,10 @@ impl Drop for Staged<'_> {
     }
 }
 
-fn write_json(dir: &Path, name: &str, value: &impl Serialize) -> Result<(), CacheError> {
+fn write_json(access: &Access, dir: &Path, name: &str, value: &impl Serialize) -> Result<(), CacheError> {
     let mut text = serde_json::to_vec_pretty(value).map_err(|e| CacheError::Encode(e.to_string()))?;
     text.push(b'\n');
-    write_small_file(dir, name, &text)
+    write_small_file(access, dir, name, &text)
 }
 
 /// Whether `name` is one of Kiln's temporary files:
@@ -802,7 +897,7 @@ pub fn is_temp_name(name: &str) -> bool {
     let Some((base, rest)) = name.split_once(".tmp-") else { return false };
     let Some((pid, random)) = rest.split_once('-') else { return false };
     let base_ok = is_record_name(base)
-        || [CACHEDIR_TAG, MARKER, HOST_FILE].contains(&base)
+        || [CACHEDIR_TAG, MARKER, HOST_FILE, crate::settings::FILE_NAME].contains(&base)
         || base.strip_suffix(".json").is_some_and(|m| m.len() == 16 && m.bytes().all(|c| c.is_ascii_hexdigit()));
     base_ok
         && !pid.is_empty()
@@ -1000,6 +1095,89 @@ pub(crate) mod tests {
         std::os::unix::fs::symlink(other.path(), root.join(s2.name())).unwrap();
         let err = Store::open(&root, s2, StoreOptions { allow_insecure: true, ..Default::default() }).err().unwrap();
         assert!(err.to_string().contains("symbolic link"), "{err}");
+    }
+
+    #[test]
+    fn read_only_store_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("c");
+        let ro = StoreOptions { read_only: true, ..Default::default() };
+        assert!(matches!(Store::open(&root, scope(), ro.clone()), Err(CacheError::NoCache { .. })));
+        assert!(!root.exists(), "a read-only open creates nothing");
+        let rw = Store::open(&root, scope(), StoreOptions::default()).unwrap();
+        rw.put(&key(1), &meta("t"), b"obj").unwrap();
+        rw.put(&key(2), &meta("t"), b"obj").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(86_400);
+        File::options().write(true).open(rw.record_path(&key(1))).unwrap().set_modified(old).unwrap();
+        fs::write(rw.record_path(&key(2)), b"damaged").unwrap();
+        let store = Store::open(&root, scope(), ro.clone()).unwrap();
+        assert!(store.read_only());
+        assert!(matches!(store.get(&key(1)).unwrap(), Lookup::Hit(_)));
+        assert_eq!(fs::metadata(rw.record_path(&key(1))).unwrap().modified().unwrap(), old, "recency untouched");
+        assert!(matches!(store.get(&key(2)).unwrap(), Lookup::Corrupt(_)));
+        assert!(rw.record_path(&key(2)).exists(), "damage left in place");
+        assert!(matches!(store.put(&key(3), &meta("t"), b"obj"), Err(CacheError::ReadOnly)));
+        assert!(!store.record_path(&key(3)).parent().unwrap().exists());
+        // Another scope that does not exist yet: nothing to look up.
+        let other = HostScope::new("x86_64-unknown-linux-gnu", "other", ["+a"]);
+        assert!(matches!(Store::open(&root, other, ro), Err(CacheError::NoCache { .. })));
+    }
+
+    #[test]
+    fn shared_group_trust_and_modes() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("c");
+        // The process's own group serves as the declared group.
+        // SAFETY: no arguments, cannot fail.
+        let gid = unsafe { libc::getegid() };
+        let shared = StoreOptions { shared_group: Some(gid.to_string()), ..Default::default() };
+        // SAFETY: umask only changes this process's mask; restored below.
+        let old_umask = unsafe { libc::umask(0o077) };
+        let store = Store::open(&root, scope(), shared.clone()).unwrap();
+        store.put(&key(1), &meta("t"), b"obj").unwrap();
+        unsafe { libc::umask(old_umask) };
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        let record = store.record_path(&key(1));
+        for d in [root.clone(), root.join(scope().name()), record.parent().unwrap().to_path_buf()] {
+            assert_eq!(mode(&d), 0o2770, "{}: the umask does not decide", d.display());
+            assert_eq!(fs::metadata(&d).unwrap().gid(), gid);
+        }
+        assert_eq!(mode(&record), 0o664);
+        assert_eq!(mode(&root.join(MARKER)), 0o664);
+        // A private store refuses the group-writable tree; the declared
+        // group's is accepted; world-writable never.
+        assert!(matches!(Store::open(&root, scope(), StoreOptions::default()), Err(CacheError::Untrusted { .. })));
+        Store::open(&root, scope(), shared.clone()).unwrap();
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o2777)).unwrap();
+        let err = Store::open(&root, scope(), shared.clone()).err().expect("world-writable accepted");
+        assert!(err.to_string().contains("world-writable"), "{err}");
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o2770)).unwrap();
+        // A shard or a record others may write is refused (finding 8).
+        let store = Store::open(&root, scope(), shared.clone()).unwrap();
+        fs::set_permissions(&record, fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(matches!(store.get(&key(1)), Err(CacheError::Untrusted { .. })));
+        fs::set_permissions(&record, fs::Permissions::from_mode(0o664)).unwrap();
+        fs::set_permissions(record.parent().unwrap(), fs::Permissions::from_mode(0o2777)).unwrap();
+        assert!(matches!(store.get(&key(1)), Err(CacheError::Untrusted { .. })));
+        fs::set_permissions(record.parent().unwrap(), fs::Permissions::from_mode(0o2770)).unwrap();
+        assert!(matches!(store.get(&key(1)).unwrap(), Lookup::Hit(_)));
+        let unknown = StoreOptions { shared_group: Some("no-such-group-kiln".into()), ..Default::default() };
+        assert!(matches!(Store::open(&root, scope(), unknown), Err(CacheError::BadSetting(_))));
+    }
+
+    #[test]
+    fn private_shard_and_record_checks() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), scope(), StoreOptions::default()).unwrap();
+        store.put(&key(1), &meta("t"), b"obj").unwrap();
+        let record = store.record_path(&key(1));
+        fs::set_permissions(&record, fs::Permissions::from_mode(0o664)).unwrap();
+        let err = store.get(&key(1)).err().expect("group-writable record accepted");
+        assert!(err.to_string().contains("group-writable"), "{err}");
+        fs::set_permissions(&record, fs::Permissions::from_mode(0o644)).unwrap();
+        fs::set_permissions(record.parent().unwrap(), fs::Permissions::from_mode(0o770)).unwrap();
+        assert!(matches!(store.get(&key(1)), Err(CacheError::Untrusted { .. })));
+        assert!(matches!(store.put(&key(1), &meta("t"), b"obj"), Err(CacheError::Untrusted { .. })));
     }
 
     #[test]

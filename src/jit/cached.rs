@@ -36,13 +36,14 @@ pub fn host_scope(target: &HostTarget) -> HostScope {
     HostScope::from_feature_string(&target.triple, &target.cpu, &target.features)
 }
 
-/// Opens the store of `root` for objects compiled for `target`. The scope
-/// is recorded as this machine's own only when `target` is the detected
-/// host (not one simulated with `--target-cpu` / `--target-features`).
-pub fn open_store(root: &Path, target: &HostTarget, allow_insecure: bool) -> Result<Store, CacheError> {
+/// Opens the store of `root` for objects compiled for `target`, with the
+/// options the settings decide (see [`crate::settings::Settings::store_options`]).
+/// The scope is recorded as this machine's own only when `target` is the
+/// detected host (not one simulated with `--target-cpu` /
+/// `--target-features`).
+pub fn open_store(root: &Path, target: &HostTarget, options: StoreOptions) -> Result<Store, CacheError> {
     let native = HostTarget::detect().is_ok_and(|h| h == *target);
-    let options =
-        StoreOptions { allow_insecure, native, llvm_version: LLVM_VERSION.to_string(), ..StoreOptions::default() };
+    let options = StoreOptions { native, llvm_version: LLVM_VERSION.to_string(), fsync: true, ..options };
     Store::open(root, host_scope(target), options)
 }
 
@@ -92,6 +93,12 @@ pub struct CachedTasks {
     /// (an identical task of another kernel) is a hit even while its
     /// record is still being written.
     compiled: HashMap<Key, Arc<Job>>,
+    /// Records not written: a read-only cache's, or every one after the
+    /// first write failed (a full disk, a read-only file system). One
+    /// summary line says so at the end, not one per task.
+    not_stored: u64,
+    /// Why the first write failed, if one did.
+    store_error: Option<String>,
 }
 
 /// A record to write: key, metadata, object, and its compile time.
@@ -113,26 +120,48 @@ fn warn(stats: &mut JitStats, text: String) {
 impl CachedTasks {
     /// A provider over an open store (see [`open_store`]).
     pub fn new(store: Store) -> CachedTasks {
-        CachedTasks { store: Arc::new(store), writes: VecDeque::new(), compiled: HashMap::new() }
+        CachedTasks {
+            store: Arc::new(store),
+            writes: VecDeque::new(),
+            compiled: HashMap::new(),
+            not_stored: 0,
+            store_error: None,
+        }
     }
 
-    /// Starts writing a record in the background.
+    /// Starts writing a record in the background (or counts it as not
+    /// stored, when the cache cannot be written).
     fn store_later(&mut self, job: Job, task: &str, stats: &mut JitStats) {
         while self.writes.len() >= MAX_WRITES_IN_FLIGHT {
             self.join_oldest(stats);
         }
         let job = Arc::new(job);
         self.compiled.insert(job.0, job.clone());
+        if self.store.read_only() || self.store_error.is_some() {
+            self.not_stored += 1;
+            return;
+        }
         let (store, j) = (self.store.clone(), job.clone());
         let put = move |s: &Store, j: &Job| s.put_compiled(&j.0, &j.1, &j.2, j.3);
         let spawned = std::thread::Builder::new().name("kiln-cache-write".into()).spawn(move || put(&store, &j));
         match spawned {
             Ok(h) => self.writes.push_back((task.to_string(), h)),
             // No thread to spare: write it now.
-            Err(_) => match put(&self.store, &job) {
-                Ok(()) => stats.records_stored += 1,
-                Err(e) => warn(stats, format!("cannot store task @{task} in the cache: {e}")),
-            },
+            Err(_) => {
+                let put = put(&self.store, &job);
+                self.count_write(put, stats)
+            }
+        }
+    }
+
+    /// Counts a finished write; the first failure stops further writes.
+    fn count_write(&mut self, result: Result<(), CacheError>, stats: &mut JitStats) {
+        match result {
+            Ok(()) => stats.records_stored += 1,
+            Err(e) => {
+                self.not_stored += 1;
+                self.store_error.get_or_insert_with(|| e.to_string());
+            }
         }
     }
 
@@ -140,9 +169,19 @@ impl CachedTasks {
     fn join_oldest(&mut self, stats: &mut JitStats) {
         let Some((task, h)) = self.writes.pop_front() else { return };
         match h.join() {
-            Ok(Ok(())) => stats.records_stored += 1,
-            Ok(Err(e)) => warn(stats, format!("cannot store task @{task} in the cache: {e}")),
+            Ok(result) => self.count_write(result, stats),
             Err(_) => warn(stats, format!("the cache write of task @{task} failed")),
+        }
+    }
+
+    /// The one line that sums up the records not written, if any.
+    fn summary(&self) -> Option<String> {
+        let n = self.not_stored;
+        let records = if n == 1 { "record" } else { "records" };
+        match (&self.store_error, self.store.read_only()) {
+            (_, true) if n > 0 => Some(format!("read-only cache: {n} compiled task {records} not stored")),
+            (Some(e), _) if n > 0 => Some(format!("cannot write to the cache, {n} {records} not stored: {e}")),
+            _ => None,
         }
     }
 
@@ -237,10 +276,15 @@ impl TaskProvider for CachedTasks {
         while !self.writes.is_empty() {
             self.join_oldest(stats);
         }
-        self.count_bytes(stats);
-        if let Err(e) = self.store.flush_stats() {
-            warn(stats, format!("cannot update the cache's statistics: {e}"));
+        if let Some(line) = self.summary() {
+            warn(stats, line);
+            // Said once, however often the run is finished.
+            self.not_stored = 0;
         }
+        self.count_bytes(stats);
+        // Statistics inform: one that cannot be added up (a read-only file
+        // system, a full disk) is skipped without a warning.
+        let _ = self.store.flush_stats();
     }
 }
 
