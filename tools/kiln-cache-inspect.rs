@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 use kiln::cache::access::Access;
 use kiln::cache::inspect::{self, Cache, InspectOptions, PrunePlan, Totals};
 use kiln::cache::store::init_root;
-use kiln::cache::CacheStats;
+use kiln::cache::{CacheError, CacheStats};
 use kiln::settings::{self, Settings};
 use kiln::cache::size::{format_duration, format_size, parse_duration, parse_size};
 use kiln::config::{MetaBound, MetaKind};
@@ -142,18 +142,14 @@ fn run(cli: Cli) -> Result<(), ToolError> {
         host_scope: cli.host_scope.clone(),
         shared_group: settings.shared_group.value.clone(),
     };
-    let now = kiln::cache::record::unix_now();
     let open = || Cache::open(&root, &options).map_err(cache_err);
-    // Nothing stored yet: zero statistics, nothing to reset.
-    if matches!(cli.command, Command::Stats | Command::ZeroStats) {
-        if let Err(kiln::cache::CacheError::NoCache { .. }) = Cache::open(&root, &options) {
-            let stats = inspect::Stats::missing(&root);
-            return match cli.command {
-                Command::Stats => emit(json, &stats, || text_stats(&stats, now)),
-                _ => emit(json, &Vec::<String>::new(), || format!("no cache at {}; nothing to reset\n", root.display())),
-            };
-        }
-    }
+    let now = kiln::cache::record::unix_now();
+    // A cache that does not exist yet has zero statistics, nothing to reset.
+    let open_if_there = || match Cache::open(&root, &options) {
+        Ok(c) => Ok(Some(c)),
+        Err(CacheError::NoCache { .. }) => Ok(None),
+        Err(e) => Err(cache_err(e)),
+    };
     match cli.command {
         Command::Config { command: None } => {
             let rows = settings.rows();
@@ -169,13 +165,19 @@ fn run(cli: Cli) -> Result<(), ToolError> {
             emit(json, &listing, || text_list(&listing, now))
         }
         Command::Stats => {
-            let stats = open()?.stats().map_err(cache_err)?;
+            let stats = match open_if_there()? {
+                Some(cache) => cache.stats().map_err(cache_err)?,
+                None => inspect::Stats::missing(&root),
+            };
             emit(json, &stats, || text_stats(&stats, now))
         }
-        Command::ZeroStats => {
-            let zeroed = open()?.zero_stats().map_err(cache_err)?;
-            emit(json, &zeroed, || format!("statistics reset to zero in {} scope(s)\n", zeroed.len()))
-        }
+        Command::ZeroStats => match open_if_there()? {
+            Some(cache) => {
+                let zeroed = cache.zero_stats().map_err(cache_err)?;
+                emit(json, &zeroed, || format!("statistics reset to zero in {} scope(s)\n", zeroed.len()))
+            }
+            None => emit(json, &Vec::<String>::new(), || format!("no cache at {}; nothing to reset\n", root.display())),
+        },
         Command::Show { key } => {
             let shown = open()?.show(&key).map_err(cache_err)?;
             emit(json, &shown, || text_show(&shown, now))

@@ -19,14 +19,13 @@
 
 use super::access::Access;
 use super::host;
-use super::CacheError;
 use super::store::{is_record_name, sys, CacheStats};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File};
 use std::io;
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 
 /// The directory at the root holding the size counters of the groups.
@@ -76,20 +75,18 @@ pub fn group_limit(max_size: u64) -> u64 {
 pub struct Locked(File);
 
 impl Locked {
-    /// Opens (creating, with the mode `access` gives new files, so every
-    /// member of a shared cache's group can update it) `name` below `dir`
-    /// for update and locks it exclusively. Refuses a link or anything but
-    /// a regular file.
+    /// Opens (creating, with `access`'s file mode whatever the umask)
+    /// `name` below `dir` for update and locks it exclusively. Refuses a
+    /// link or anything but a regular file.
     pub fn exclusive(dir: &OwnedFd, name: &str, access: &Access) -> io::Result<Locked> {
         let mode = access.file_mode();
-        let file = File::from(sys::openat(dir, name, libc::O_RDWR | libc::O_CREAT | libc::O_NONBLOCK, mode)?);
-        let meta = file.metadata()?;
-        // The umask may have narrowed a new file's mode; only its owner can
-        // widen it, and does.
-        if access.group.is_some() && meta.uid() == sys::geteuid() && meta.mode() & 0o777 != mode {
-            file.set_permissions(fs::Permissions::from_mode(mode))?;
+        let fd = sys::openat(dir, name, libc::O_RDWR | libc::O_CREAT | libc::O_NONBLOCK, mode)?;
+        let locked = Self::checked(File::from(fd), true)?;
+        // A new file of a shared cache: group-writable for the others.
+        if access.group.is_some() && locked.is_new() {
+            sys::fchmod(&locked.0, mode)?;
         }
-        Self::checked(file, true)
+        Ok(locked)
     }
 
     /// Opens an existing `path` for reading under a shared lock; `None`
@@ -162,11 +159,11 @@ pub fn merge_stats(scope: &OwnedFd, delta: &CacheStats, access: &Access) -> io::
     file.write(&stats)
 }
 
-/// Opens the root's counter directory (creating it as `access` makes
-/// directories), refusing a link.
+/// Opens the root's counter directory (creating it with `access`'s
+/// mode and group), refusing a link.
 pub fn open_counters_dir(root: &Path, access: &Access) -> io::Result<OwnedFd> {
     access.make_dir(&root.join(COUNTERS_DIR)).map_err(|e| match e {
-        CacheError::Io { err, .. } => err,
+        super::CacheError::Io { err, .. } => err,
         other => io::Error::other(other.to_string()),
     })?;
     sys::open_dir(&open_root(root)?, COUNTERS_DIR)

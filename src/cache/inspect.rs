@@ -49,7 +49,7 @@ pub struct InspectOptions {
 pub struct Cache {
     root: PathBuf,
     native: Option<String>,
-    /// Who may use the cache: the modes of the counter files it rewrites.
+    /// Who may use the cache: the modes of the counter files it writes.
     access: Access,
 }
 

@@ -50,9 +50,9 @@ pub struct StoreOptions {
     pub read_only: bool,
     /// The Unix group sharing the cache (`shared_group`), by name or gid.
     pub shared_group: Option<String>,
-    /// The size bound of the whole cache, in bytes of records (0: none):
-    /// a store that takes a shard group over its share evicts that group's
-    /// least recently used records (see `docs/cache.md`).
+    /// The size bound of the whole cache, in bytes of records (0: none;
+    /// `max_size`): a store that takes a shard group over its share evicts
+    /// that group's least recently used records (see `docs/cache.md`).
     pub max_size: u64,
 }
 
@@ -541,8 +541,7 @@ impl Store {
     /// Adds what this store counted since the last flush to its scope's
     /// lasting statistics (one short locked update). Tools call it when
     /// they finish; dropping the store does it too, ignoring errors.
-    /// A read-only store (or one on a read-only file system) keeps its
-    /// counters to itself.
+    /// A read-only store keeps its counters to itself.
     pub fn flush_stats(&self) -> Result<(), CacheError> {
         if self.options.read_only {
             return Ok(());
@@ -552,13 +551,8 @@ impl Store {
         if delta == CacheStats::default() {
             return Ok(());
         }
-        match counters::merge_stats(&self.scope_fd, &delta, &self.access) {
-            Ok(()) => {}
-            // A cache on a read-only medium is used as a read-only cache:
-            // its statistics stay this process's, without a warning.
-            Err(e) if e.raw_os_error() == Some(libc::EROFS) => return Ok(()),
-            Err(e) => return Err(CacheError::io(self.scope_dir.join(counters::STATS_FILE), "update", e)),
-        }
+        counters::merge_stats(&self.scope_fd, &delta, &self.access)
+            .map_err(|e| CacheError::io(self.scope_dir.join(counters::STATS_FILE), "update", e))?;
         g.1 = g.0;
         Ok(())
     }

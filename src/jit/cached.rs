@@ -282,13 +282,9 @@ impl TaskProvider for CachedTasks {
             self.not_stored = 0;
         }
         self.count_bytes(stats);
-        // A cache that could not take a record has said so already: one
-        // warning per run.
-        if let Err(e) = self.store.flush_stats() {
-            if self.store_error.is_none() {
-                warn(stats, format!("cannot update the cache's statistics: {e}"));
-            }
-        }
+        // Statistics inform: one that cannot be added up (a read-only file
+        // system, a full disk) is skipped without a warning.
+        let _ = self.store.flush_stats();
     }
 }
 
