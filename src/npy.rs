@@ -86,17 +86,21 @@ pub fn header(file: &[u8]) -> Result<Header, String> {
     if file.get(..MAGIC.len()) != Some(MAGIC) {
         return Err("it does not start with the .npy magic \\x93NUMPY".into());
     }
-    let (start, len) = match file.get(6) {
-        Some(1) => (10, file.get(8..10).map(|l| u16::from_le_bytes([l[0], l[1]]) as usize)),
-        Some(2 | 3) => (12, file.get(8..12).map(|l| u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize)),
-        Some(v) => return Err(format!("format version {v} is not one numpy writes (1, 2 or 3)")),
-        None => (0, None),
+    let (start, len) = match (file.get(6), file.get(7)) {
+        (Some(1), Some(0)) => (10, file.get(8..10).map(|l| u16::from_le_bytes([l[0], l[1]]) as usize)),
+        (Some(2 | 3), Some(0)) => (12, file.get(8..12).map(|l| u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize)),
+        (Some(major), Some(minor)) => {
+            return Err(format!("format version {major}.{minor} is not one numpy writes (1.0, 2.0 or 3.0)"))
+        }
+        _ => (0, None),
     };
     let len = len.ok_or("it ends inside its preamble")?;
     if len > MAX_HEADER_LEN {
         return Err(format!("its header is {len} bytes long, more than the {MAX_HEADER_LEN} numpy reads"));
     }
     let text = file.get(start..start + len).ok_or("it ends inside its header")?;
+    // numpy ends the header with one newline; the rest is spaces.
+    let text = text.strip_suffix(b"\n").unwrap_or(text);
     let mut h = Dict::parse(text)?;
     h.data_start = start + len;
     Ok(h)
@@ -150,7 +154,8 @@ impl<'a> Dict<'a> {
     }
 
     fn ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r' | b'\x0c')) {
+        // Blanks within a line only: npyz's parser takes no line breaks.
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\x0c')) {
             self.i += 1;
         }
     }
@@ -362,6 +367,9 @@ mod tests {
             ("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)} x", "more than a dict"),
             ("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,)}", "64 bits"),
             ("{'descr': '<\\x66', 'fortran_order': False, 'shape': (2,)}", "escapes"),
+            // Found by the fuzz replay: npyz takes one final newline, no other.
+            ("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}\n \n", "more than a dict"),
+            ("{'descr': '<f4',\n 'fortran_order': False, 'shape': (2,)}", "not a quoted string"),
         ] {
             let e = header(&npy(text)).unwrap_err();
             assert!(e.contains(want), "{text}: {e}");
@@ -370,6 +378,8 @@ mod tests {
         assert!(header(&npy(&long)).unwrap_err().contains("more than the 10000"));
         assert!(header(b"\x93NUMPY\x02\x00\xff\xff\xff\xff").unwrap_err().contains("more than the 10000"));
         assert!(header(b"\x93NUMPY\x01").unwrap_err().contains("preamble"));
+        // Found by the fuzz replay: npyz refuses any minor version but 0.
+        assert!(header(b"\x93NUMPY\x01\x37\x00\x00").unwrap_err().contains("version 1.55"));
         assert!(header(b"PK\x03\x04").unwrap_err().contains("magic"));
     }
 
