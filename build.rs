@@ -1,7 +1,18 @@
-//! Generates the KIR parser from `src/grammar.lalrpop` (lalrpop), and
-//! records the version of the LLVM that codegen links, so that LLVM-free
-//! tools (`kiln-key`) compute the same keys as the JIT.
+//! Generates the KIR parser from `src/grammar.lalrpop` (lalrpop), records
+//! the version of the LLVM that codegen links, so that LLVM-free tools
+//! (`kiln-key`) compute the same keys as the JIT, and links LLVM (with the
+//! `llvm` feature): statically, and only the components Kiln calls, in
+//! release builds; the shared `libLLVM` in debug builds. `KILN_LLVM_LINK`
+//! (`static` or `dynamic`) overrides the choice. See `docs/performance.md`,
+//! "Warm start", for why and for the figures.
+use std::path::Path;
 use std::process::Command;
+
+/// The LLVM components Kiln calls (llvm-config names; it adds what they
+/// depend on): ORC (the JIT), the new pass manager's pipelines, and the
+/// X86 back end (target machine, code generation, object and assembly
+/// emission). A static link pulls in only these.
+const LLVM_COMPONENTS: &[&str] = &["orcjit", "passes", "x86codegen"];
 
 fn main() {
     lalrpop::Configuration::new()
@@ -11,18 +22,83 @@ fn main() {
         .expect("lalrpop grammar failed to generate");
 
     let prefix = std::env::var("LLVM_SYS_221_PREFIX").unwrap_or_else(|_| "/usr/lib/llvm-22".into());
-    let version = Command::new(format!("{prefix}/bin/llvm-config"))
-        .arg("--version")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|| "none".into());
+    let config = format!("{prefix}/bin/llvm-config");
+    let version = llvm_config(&config, &["--version"]).unwrap_or_else(|| "none".into());
     println!("cargo:rustc-env=KILN_LLVM_VERSION={version}");
+    if std::env::var_os("CARGO_FEATURE_LLVM").is_some() {
+        link_llvm(&config);
+    }
     // Explicit rerun directives replace cargo's default (any file of the
     // package), so name every input.
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=src/grammar.lalrpop");
     println!("cargo:rerun-if-env-changed=LLVM_SYS_221_PREFIX");
-    println!("cargo:rerun-if-changed={prefix}/bin/llvm-config");
+    println!("cargo:rerun-if-env-changed=KILN_LLVM_LINK");
+    println!("cargo:rerun-if-changed={config}");
+}
+
+/// `llvm-config ARGS`'s output, trimmed; `None` if it cannot run or fails.
+fn llvm_config(config: &str, args: &[&str]) -> Option<String> {
+    Command::new(config)
+        .args(args)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+/// Whether LLVM is linked statically: `KILN_LLVM_LINK`, else release
+/// builds (cargo's `PROFILE`) static and debug builds dynamic.
+fn link_static() -> bool {
+    match std::env::var("KILN_LLVM_LINK").as_deref() {
+        Ok("static") => true,
+        Ok("dynamic") => false,
+        Ok(other) => panic!("KILN_LLVM_LINK must be `static` or `dynamic`, not `{other}`"),
+        Err(_) => std::env::var("PROFILE").as_deref() == Ok("release"),
+    }
+}
+
+/// Tells rustc what to link for LLVM (llvm-sys is built with
+/// `no-llvm-linking`, so this is the only place that decides).
+fn link_llvm(config: &str) {
+    let run = |args: &[&str]| {
+        llvm_config(config, args).unwrap_or_else(|| {
+            panic!("`{config} {}` failed: LLVM 22 is needed for the `llvm` feature (run `make deps`)", args.join(" "))
+        })
+    };
+    println!("cargo:rustc-link-search=native={}", run(&["--libdir"]));
+    let (libs, system) = if link_static() {
+        let mut args = vec!["--link-static", "--libs"];
+        args.extend(LLVM_COMPONENTS);
+        (run(&args), run(&["--link-static", "--system-libs"]))
+    } else {
+        (run(&["--link-shared", "--libs"]), run(&["--link-shared", "--system-libs"]))
+    };
+    // Static archives are not bundled into the rlib (they are large); the
+    // final link of each binary reads them from the search path.
+    let kind = if link_static() { "static:-bundle" } else { "dylib" };
+    for name in libs.split_whitespace().filter_map(|l| l.strip_prefix("-l")) {
+        println!("cargo:rustc-link-lib={kind}={name}");
+    }
+    // System libraries come as `-lNAME` or as a path to a shared library.
+    for word in system.split_whitespace() {
+        if let Some(name) = word.strip_prefix("-l") {
+            println!("cargo:rustc-link-lib=dylib={name}");
+        } else if let Some(name) = shared_lib_name(Path::new(word)) {
+            if let Some(dir) = Path::new(word).parent() {
+                println!("cargo:rustc-link-search=native={}", dir.display());
+            }
+            println!("cargo:rustc-link-lib=dylib={name}");
+        }
+    }
+    if link_static() {
+        // LLVM is C++; the shared libLLVM brings its runtime itself.
+        println!("cargo:rustc-link-lib=dylib=stdc++");
+    }
+}
+
+/// `z3` for `/usr/lib/x86_64-linux-gnu/libz3.so`.
+fn shared_lib_name(path: &Path) -> Option<&str> {
+    let file = path.file_name()?.to_str()?;
+    file.strip_prefix("lib")?.strip_suffix(".so")
 }
