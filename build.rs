@@ -58,6 +58,9 @@ fn link_static() -> bool {
     }
 }
 
+/// The binaries that call LLVM (a static link gives LLVM to these only).
+const LLVM_BINS: &[&str] = &["kiln-run", "kiln-compile"];
+
 /// Tells rustc what to link for LLVM (llvm-sys is built with
 /// `no-llvm-linking`, so this is the only place that decides).
 fn link_llvm(config: &str) {
@@ -67,33 +70,42 @@ fn link_llvm(config: &str) {
         })
     };
     println!("cargo:rustc-link-search=native={}", run(&["--libdir"]));
-    let (libs, system) = if link_static() {
-        let mut args = vec!["--link-static", "--libs"];
-        args.extend(LLVM_COMPONENTS);
-        (run(&args), run(&["--link-static", "--system-libs"]))
-    } else {
-        (run(&["--link-shared", "--libs"]), run(&["--link-shared", "--system-libs"]))
-    };
-    // Static archives are not bundled into the rlib (they are large); the
-    // final link of each binary reads them from the search path.
-    let kind = if link_static() { "static:-bundle" } else { "dylib" };
-    for name in libs.split_whitespace().filter_map(|l| l.strip_prefix("-l")) {
-        println!("cargo:rustc-link-lib={kind}={name}");
-    }
-    // System libraries come as `-lNAME` or as a path to a shared library.
-    for word in system.split_whitespace() {
-        if let Some(name) = word.strip_prefix("-l") {
-            println!("cargo:rustc-link-lib=dylib={name}");
-        } else if let Some(name) = shared_lib_name(Path::new(word)) {
-            if let Some(dir) = Path::new(word).parent() {
-                println!("cargo:rustc-link-search=native={}", dir.display());
-            }
+    if !link_static() {
+        // The shared library; binaries that call none of it do not load it
+        // (rustc links with --as-needed).
+        for name in run(&["--link-shared", "--libs"]).split_whitespace().filter_map(|l| l.strip_prefix("-l")) {
             println!("cargo:rustc-link-lib=dylib={name}");
         }
+        return;
     }
-    if link_static() {
-        // LLVM is C++; the shared libLLVM brings its runtime itself.
-        println!("cargo:rustc-link-lib=dylib=stdc++");
+    let mut args = vec!["--link-static", "--libs"];
+    args.extend(LLVM_COMPONENTS);
+    // Static archives go on the link lines of the binaries that call LLVM
+    // (and of tests and examples), not into the library: an
+    // archive on the line of a binary that never calls LLVM (`kiln-opt`)
+    // would still be pulled in, with its static constructors, through
+    // library code that binary does not run.
+    let mut flags = vec!["-Wl,-Bstatic".to_string()];
+    flags.extend(run(&args).split_whitespace().map(str::to_string));
+    flags.push("-Wl,-Bdynamic".into());
+    // System libraries come as `-lNAME` or as a path to a shared library;
+    // then the C++ runtime (the shared libLLVM brings its own).
+    for word in run(&["--link-static", "--system-libs"]).split_whitespace() {
+        if word.starts_with("-l") {
+            flags.push(word.to_string());
+        } else if let (Some(name), Some(dir)) = (shared_lib_name(Path::new(word)), Path::new(word).parent()) {
+            flags.push(format!("-L{}", dir.display()));
+            flags.push(format!("-l{name}"));
+        }
+    }
+    flags.push("-lstdc++".into());
+    for flag in &flags {
+        for bin in LLVM_BINS {
+            println!("cargo:rustc-link-arg-bin={bin}={flag}");
+        }
+        for kind in ["tests", "examples"] {
+            println!("cargo:rustc-link-arg-{kind}={flag}");
+        }
     }
 }
 
