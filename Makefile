@@ -10,7 +10,7 @@ CARGO ?= cargo
 DEBUG_BIN := $(CURDIR)/target/debug
 RELEASE_BIN := $(CURDIR)/target/release
 
-.PHONY: all deps build build-release test test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench clean
+.PHONY: all deps deps-static build build-release test test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench clean
 
 all: build
 
@@ -29,10 +29,30 @@ deps:
 	fi
 	@command -v $(CARGO) >/dev/null || { echo "make: cargo is missing; install Rust (https://rustup.rs)"; exit 1; }
 
+# Release builds link LLVM statically (build.rs), which also needs the
+# static libraries' own dependencies, the development files of what
+# `llvm-config --link-static --system-libs` names (all but zstd come with
+# llvm-22-dev on Debian 12).
+STATIC_DEPS := libzstd-dev zlib1g-dev libxml2-dev libz3-dev
+deps-static: deps
+	@missing=""; for p in $(STATIC_DEPS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "make: installing$$missing (for the static LLVM link)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "make: the static LLVM link needs$$missing; run as root:"; \
+	    echo "  apt-get update && apt-get install -y --no-install-recommends$$missing"; \
+	    exit 1; \
+	  fi; \
+	fi
+
 build: deps
 	$(CARGO) build --bins
 
-build-release: deps
+build-release: deps-static
 	$(CARGO) build --release --bins
 
 test: deps
@@ -75,7 +95,7 @@ fuzz:
 demo: build-release
 	@bash scripts/demo.sh $(RELEASE_BIN)
 
-bench: deps
+bench: deps-static
 	@bash scripts/bench.sh
 
 clean:

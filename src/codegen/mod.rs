@@ -20,7 +20,7 @@ use crate::ir::{Field, Module, Stmt, StmtKind, Stream, TaskItem};
 use inkwell::context::Context;
 use inkwell::llvm_sys;
 use inkwell::passes::PassBuilderOptions;
-use inkwell::targets::{self, FileType, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple};
+use inkwell::targets::{self, FileType, RelocMode, Target, TargetMachine, TargetTriple};
 use inkwell::OptimizationLevel;
 use lower::{Lowering, TaskSource};
 use std::fmt;
@@ -93,13 +93,18 @@ impl HostTarget {
     /// This host: its triple, CPU name and *detected* features (what the
     /// CPU reports, not the CPU model's default set, which can name
     /// features a virtual machine masks off).
+    /// Asked once per process (a run asks for it more than once).
     pub fn detect() -> Result<HostTarget, CodegenError> {
-        init_llvm()?;
-        Ok(HostTarget {
-            triple: TargetMachine::get_default_triple().as_str().to_string_lossy().into_owned(),
-            cpu: TargetMachine::get_host_cpu_name().to_string(),
-            features: TargetMachine::get_host_cpu_features().to_string(),
+        static HOST: OnceLock<Result<HostTarget, CodegenError>> = OnceLock::new();
+        HOST.get_or_init(|| {
+            init_llvm()?;
+            Ok(HostTarget {
+                triple: TargetMachine::get_default_triple().as_str().to_string_lossy().into_owned(),
+                cpu: TargetMachine::get_host_cpu_name().to_string(),
+                features: TargetMachine::get_host_cpu_features().to_string(),
+            })
         })
+        .clone()
     }
 
     /// This host with the CPU name and/or the feature string replaced (to
@@ -132,17 +137,38 @@ pub fn llvm_library_version() -> (u32, u32, u32) {
     (a, b, c)
 }
 
-/// Initialises LLVM's native target once, after checking that the loaded
+/// Initialises LLVM's X86 target once, after checking that the loaded
 /// library's major.minor version is the one this build was made for
 /// ([`crate::config::LLVM_VERSION`]): objects and keys depend on it.
 pub fn init_llvm() -> Result<(), CodegenError> {
     static INIT: OnceLock<Result<(), CodegenError>> = OnceLock::new();
     INIT.get_or_init(|| {
         check_llvm_version(llvm_library_version(), crate::config::LLVM_VERSION)?;
-        Target::initialize_native(&InitializationConfig::default())
-            .map_err(|e| CodegenError::new(format!("cannot initialise LLVM's native target: {e}")))
+        init_x86()
     })
     .clone()
+}
+
+/// Registers the X86 target: its description, machine code layer, code
+/// generator and assembly printer (which also writes objects) — the
+/// components `build.rs` links; not the assembly parser or the
+/// disassembler, which Kiln never uses.
+#[cfg(target_arch = "x86_64")]
+fn init_x86() -> Result<(), CodegenError> {
+    use llvm_sys::target::*;
+    // Each only registers the target's factories (idempotent).
+    unsafe {
+        LLVMInitializeX86TargetInfo();
+        LLVMInitializeX86Target();
+        LLVMInitializeX86TargetMC();
+        LLVMInitializeX86AsmPrinter();
+    }
+    Ok(())
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn init_x86() -> Result<(), CodegenError> {
+    Err(CodegenError::new("Kiln's code generator and JIT are built for x86-64 hosts only"))
 }
 
 /// Checks that the loaded LLVM library (`major.minor.patch`) is the
@@ -198,11 +224,13 @@ pub fn task_modules(stream: &Stream) -> impl Iterator<Item = (&Module, &TaskItem
 
 impl Compiler {
     /// A compiler for `target` (checks the LLVM version and that LLVM knows
-    /// the target).
+    /// the target's triple). Nothing is set up for compiling yet: the
+    /// target machine is made by the first compile, so a run whose tasks
+    /// all come from the cache never pays for it.
     pub fn new(config: CompileConfig, target: HostTarget) -> Result<Compiler, CodegenError> {
         init_llvm()?;
         let c = Compiler { config, target };
-        c.make_target_machine()?;
+        c.llvm_target()?;
         Ok(c)
     }
 
@@ -240,10 +268,16 @@ impl Compiler {
         r
     }
 
-    fn make_target_machine(&self) -> Result<TargetMachine, CodegenError> {
+    /// LLVM's target for this compiler's triple (a registry lookup).
+    fn llvm_target(&self) -> Result<(TargetTriple, Target), CodegenError> {
         let triple = TargetTriple::create(&self.target.triple);
         let target = Target::from_triple(&triple)
             .map_err(|e| CodegenError::new(format!("unknown target triple `{}`: {e}", self.target.triple)))?;
+        Ok((triple, target))
+    }
+
+    fn make_target_machine(&self) -> Result<TargetMachine, CodegenError> {
+        let (triple, target) = self.llvm_target()?;
         let level = match self.config.opt_level {
             OptLevel::O0 => OptimizationLevel::None,
             OptLevel::O1 => OptimizationLevel::Less,

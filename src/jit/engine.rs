@@ -11,7 +11,7 @@
 use super::runtime::{self, LaunchNames};
 use super::{Jit, JitError, LoadedTask};
 use crate::codegen::{self, CodegenError, Compiler};
-use crate::config::LaunchMeta;
+use crate::config::{LaunchMeta, MetaKind};
 use crate::exec::{Engine, FieldData, Fields, RunError};
 use crate::ir::{Const, Module, Scalar, StmtKind, Stream};
 use std::collections::HashMap;
@@ -137,6 +137,9 @@ pub struct JitEngine {
     pub path: JitPath,
     pub stats: JitStats,
     provider: Box<dyn TaskProvider>,
+    /// Threads for parallel tasks, and their pool once a parallel task
+    /// has been launched (a run of serial tasks never starts it).
+    threads: usize,
     pool: Option<rayon::ThreadPool>,
     /// Loaded tasks by the canonical text of their module (per-task path).
     tasks: HashMap<String, LoadedTask>,
@@ -149,17 +152,17 @@ pub struct JitEngine {
 
 impl JitEngine {
     /// An engine running parallel tasks on `threads` threads (1: all on
-    /// the calling thread).
+    /// the calling thread); the threads start with the first parallel task.
     pub fn new(compiler: Compiler, path: JitPath, threads: usize) -> Result<JitEngine, RunError> {
         let jit = Jit::new().map_err(|e| RunError::new(e.to_string()))?;
-        let pool = make_pool(threads)?;
         Ok(JitEngine {
             jit,
             compiler,
             path,
             stats: JitStats::default(),
             provider: Box::new(CompileAndLoad),
-            pool,
+            threads,
+            pool: None,
             tasks: HashMap::new(),
             kernels: HashMap::new(),
             split: None,
@@ -169,7 +172,8 @@ impl JitEngine {
     /// Runs parallel tasks on `threads` threads from now on (loaded tasks
     /// stay loaded).
     pub fn set_threads(&mut self, threads: usize) -> Result<(), RunError> {
-        self.pool = make_pool(threads)?;
+        self.threads = threads;
+        self.pool = None;
         Ok(())
     }
 
@@ -312,6 +316,9 @@ impl Engine for JitEngine {
                     temps.push(f.name.clone());
                 }
             }
+        }
+        if self.pool.is_none() && tasks.iter().any(|t| !matches!(t.meta.kind, MetaKind::Serial)) {
+            self.pool = make_pool(self.threads)?;
         }
         let t0 = Instant::now();
         let result = (|| {

@@ -240,11 +240,10 @@ impl Jit {
         let name = format!("{clean}#{n}");
         let cname = CString::new(name.clone()).map_err(|_| JitError::new(JitErrorKind::Setup, "bad dylib name"))?;
         let inner = &self.inner;
-        let mut jd: LLVMOrcJITDylibRef = std::ptr::null_mut();
-        let e = unsafe { LLVMOrcExecutionSessionCreateJITDylib(inner.es, &mut jd, cname.as_ptr()) };
-        if !e.is_null() {
-            return Err(JitError::new(JitErrorKind::Setup, take_error(e)));
-        }
+        // A bare dylib: LLJIT's default platform would give every dylib
+        // an LLVM context and an IR module of its own (`__dso_handle`, for
+        // static constructors and `atexit`), which task objects never use.
+        let jd = unsafe { LLVMOrcExecutionSessionCreateBareJITDylib(inner.es, cname.as_ptr()) };
         let dylib = Arc::new(Dylib { _jit: inner.clone(), jd, name });
         // libm and the rest of the process, from every dylib.
         let mut gen: LLVMOrcDefinitionGeneratorRef = std::ptr::null_mut();

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Warm start, whole processes, side by side in one run: `kiln-run` of this
+# tree (release: LLVM linked statically, see build.rs) against a dynamic
+# build (the shared libLLVM), with `kiln-opt` on the same file as the floor
+# without LLVM. Figures go to docs/performance.md, section "Warm start".
+#
+#   - `kiln-run --version`;
+#   - warm `kiln-run testdata/ten_tasks.kir` (every task a cache hit);
+#   - cold `kiln-run testdata/ten_tasks.kir` (an empty cache each run);
+#   - `kiln-opt testdata/ten_tasks.kir`;
+#   - the per-task warm load (key, read, verify, add, link, look up:
+#     examples/bench-percache.rs --per-task-loads);
+#   - the release binaries' sizes.
+#
+# Whole-process times are hyperfine's (Debian package `hyperfine`): wall
+# median, and user + system CPU (means), which a shared machine disturbs
+# less. The dynamic build: KILN_BENCH_DYNAMIC=DIR holding its `kiln-run`;
+# else this script builds one (KILN_LLVM_LINK=dynamic; this rebuilds the
+# kiln crate twice, several minutes).
+#
+# Usage: scripts/bench-warm.sh [RUNS]     (default 30 runs per figure)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+RUNS=${1:-30}
+command -v hyperfine > /dev/null || { echo "bench-warm: hyperfine is missing (apt-get install hyperfine)" >&2; exit 1; }
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/kiln-bench-warm.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+unset KILN_TARGET_CPU KILN_TARGET_FEATURES
+
+DYN=${KILN_BENCH_DYNAMIC:-}
+if [ -z "$DYN" ]; then
+  KILN_LLVM_LINK=dynamic nice -n 10 cargo build --release --bin kiln-run >&2
+  DYN=$WORK/dynamic
+  mkdir -p "$DYN"
+  cp target/release/kiln-run "$DYN/"
+fi
+nice -n 10 cargo build --release --bins --example bench-percache >&2
+NEW=$ROOT/target/release
+# Both must be what they claim to be.
+readelf -d "$DYN/kiln-run" | grep -q 'libLLVM' || { echo "bench-warm: $DYN/kiln-run does not load libLLVM" >&2; exit 1; }
+if readelf -d "$NEW/kiln-run" | grep -q 'libLLVM'; then
+  echo "bench-warm: $NEW/kiln-run loads libLLVM (not a static build)" >&2
+  exit 1
+fi
+
+FILE=$ROOT/testdata/ten_tasks.kir
+"$NEW/kiln-run" "$FILE" --cache-dir "$WORK/warm-new" > /dev/null
+"$DYN/kiln-run" "$FILE" --cache-dir "$WORK/warm-dyn" > /dev/null
+# Every task of a warm run is a hit.
+for b in "$NEW:warm-new" "$DYN:warm-dyn"; do
+  hits=$("${b%%:*}/kiln-run" "$FILE" --cache-dir "$WORK/${b##*:}" --stats=json 2>&1 > /dev/null |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["hits"], d["tasks"])')
+  [ "${hits% *}" = "${hits#* }" ] || { echo "bench-warm: warm run of ${b%%:*} hit $hits" >&2; exit 1; }
+done
+
+hf() { hyperfine -N --style none --export-json "$WORK/$1.json" "${@:2}" > /dev/null; }
+hf version -w 5 -r "$RUNS" -n "dynamic --version" "$DYN/kiln-run --version" -n "static --version" "$NEW/kiln-run --version"
+hf warm -w 5 -r "$RUNS" \
+  -n "dynamic warm" "$DYN/kiln-run $FILE --cache-dir $WORK/warm-dyn" \
+  -n "static warm" "$NEW/kiln-run $FILE --cache-dir $WORK/warm-new" \
+  -n "kiln-opt" "$NEW/kiln-opt $FILE"
+COLD=$(( RUNS / 3 > 5 ? RUNS / 3 : 5 ))
+hf cold -r "$COLD" --prepare "rm -rf $WORK/cold" \
+  -n "dynamic cold" "$DYN/kiln-run $FILE --cache-dir $WORK/cold" \
+  -n "static cold" "$NEW/kiln-run $FILE --cache-dir $WORK/cold"
+"$NEW/examples/bench-percache" "$FILE" --cache-dir "$WORK/warm-new" --per-task-loads 100 > "$WORK/per-task.json"
+
+python3 - "$WORK" "$DYN/kiln-run" "$NEW" <<'EOF'
+import json, os, platform, statistics, sys
+work, dyn, new = sys.argv[1:]
+rows = []
+for f in ["version", "warm", "cold"]:
+    rows += json.load(open(f"{work}/{f}.json"))["results"]
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
+print(f"Machine: {cpu}, {os.cpu_count()} CPUs, Linux {platform.release()}; load average {os.getloadavg()[0]:.1f}")
+print()
+print("| command | runs | wall median ms | wall q1–q3 ms | CPU ms (user + sys, mean) |")
+print("|---|---:|---:|---:|---:|")
+by = {}
+for r in rows:
+    t = sorted(r["times"])
+    q = lambda p: t[round((len(t) - 1) * p)] * 1e3
+    by[r["command"]] = (statistics.median(t) * 1e3, (r["user"] + r["system"]) * 1e3)
+    print(f"| {r['command']} | {len(t)} | {by[r['command']][0]:.1f} | {q(0.25):.1f}–{q(0.75):.1f} | {by[r['command']][1]:.1f} |")
+print()
+for a, b in [("dynamic --version", "static --version"), ("dynamic warm", "static warm"), ("dynamic cold", "static cold")]:
+    print(f"- {b} / {a}: wall {by[b][0] / by[a][0]:.2f}, CPU {by[b][1] / by[a][1]:.2f}")
+print(f"- static warm / kiln-opt: wall {by['static warm'][0] / by['kiln-opt'][0]:.2f}")
+p = json.load(open(f"{work}/per-task.json"))["per_task_load_ms"]
+print()
+print(f"Per-task warm load, {p['samples']} loads: median {p['median']*1e3:.0f} µs (q1 {p['q1']*1e3:.0f}, q3 {p['q3']*1e3:.0f}); "
+      f"key {p['key_median']*1e3:.0f}, read + verify {p['read_verify_median']*1e3:.0f}, add {p['add_median']*1e3:.0f}, "
+      f"link + look up {p['link_lookup_median']*1e3:.0f} µs")
+print()
+print("| binary | dynamic build | static build |")
+print("|---|---:|---:|")
+mb = lambda f: f"{os.path.getsize(f) / 1e6:.1f} MB" if os.path.exists(f) else "—"
+for b in ["kiln-run", "kiln-compile", "kiln-opt", "kiln-key", "kiln-cache-inspect"]:
+    print(f"| {b} | {mb(os.path.join(os.path.dirname(dyn), b))} | {mb(os.path.join(new, b))} |")
+EOF
