@@ -21,6 +21,7 @@ pub mod key;
 pub mod interp;
 
 pub mod cache;
+pub mod remote;
 
 pub mod config;
 pub mod exec;

@@ -81,6 +81,14 @@ struct Cli {
     #[arg(long)]
     allow_insecure_cache: bool,
 
+    /// Share tasks through a remote cache behind the local one: redis://HOST:PORT or redis+cluster://HOST:PORT,... [env: KILN_REMOTE]
+    #[arg(long, value_name = "URL", conflicts_with = "no_cache")]
+    remote: Option<String>,
+
+    /// Read the remote cache, never write it [env: KILN_REMOTE_READ_ONLY]
+    #[arg(long)]
+    remote_read_only: bool,
+
     /// Print where the tasks came from and where the time went, on standard error (`--stats=json`: one JSON object)
     #[arg(long, value_enum, value_name = "FORMAT", num_args = 0..=1, require_equals = true, default_missing_value = "text")]
     stats: Option<StatsFormat>,
@@ -164,12 +172,18 @@ fn make_engine(cli: &Cli) -> Result<(Runner, Option<String>), ToolError> {
     let mut engine = JitEngine::new(compiler, path, threads).map_err(|e| ToolError::msg(e.message))?;
     let mut store_root = None;
     let mut warning = None;
+    let remote = if cli.no_cache { None } else { remote_settings(&cli.remote, cli.remote_read_only)? };
     if !cli.no_cache {
         match kiln::cache::resolve_cache_dir(cli.cache_dir.as_deref()) {
             Ok(dir) => {
                 let store = cached::open_store(&dir, &target, cli.allow_insecure_cache).map_err(ToolError::msg)?;
                 store_root = Some((store.root().display().to_string(), store.scope_name().to_string()));
-                engine.set_provider(Box::new(CachedTasks::new(store)));
+                let mut provider = CachedTasks::new(store);
+                if let Some(r) = remote {
+                    let scope = provider.store().scope_name().to_string();
+                    provider = provider.with_remote(kiln::remote::RemoteTier::new(r, &scope));
+                }
+                engine.set_provider(Box::new(provider));
             }
             // Nowhere to keep a cache: run without one, and say so.
             Err(e) => {
@@ -179,6 +193,13 @@ fn make_engine(cli: &Cli) -> Result<(Runner, Option<String>), ToolError> {
         }
     }
     Ok((Runner::Jit(Box::new(engine), store_root), warning))
+}
+
+/// The remote tier's settings from `--remote`, `--remote-read-only` and
+/// the environment; a setting that cannot be used is a usage error.
+fn remote_settings(url: &Option<String>, read_only: bool) -> Result<Option<kiln::remote::RemoteSettings>, ToolError> {
+    let flags = kiln::remote::RemoteFlags { url: url.clone(), read_only };
+    kiln::remote::RemoteSettings::from_env(&flags).map_err(|e| ToolError::Usage(e.to_string()))
 }
 
 /// Writes to standard error; a closed one is not worth failing for.
