@@ -404,7 +404,9 @@ fn unusable_settings_are_usage_errors_naming_their_source() {
     let lab = Lab::new();
     let (secret, _) = lab.secret("open", 3);
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let cases: Vec<(Vec<&str>, Vec<(&str, &str)>, &str)> = vec![
+    // Flags, environment, and what the message must say.
+    type Case<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, &'a str);
+    let cases: Vec<Case> = vec![
         (vec!["--remote", "ftp://h:1"], vec![], "--remote: unknown scheme 'ftp'"),
         (vec![], vec![("KILN_REMOTE", "redis://h:notaport")], "$KILN_REMOTE: "),
         (vec!["--remote", "redis://127.0.0.1:1"], vec![("KILN_REMOTE_SECRET_FILE", secret.to_str().unwrap())], "chmod 600"),

@@ -405,7 +405,9 @@ pub fn fill(store: &Store, remote: Option<&RemoteTier>, compiler: &Compiler, mod
     let from_remote = match remote.map(|r| r.get_many(&[key]).pop()) {
         Some(Some(Fetched::Hit(r))) if same_launch(&r.meta, &meta) => Some(r),
         Some(Some(Fetched::Hit(_))) => {
-            remote.map(RemoteTier::refused);
+            if let Some(r) = remote {
+                r.refused();
+            }
             None
         }
         _ => None,

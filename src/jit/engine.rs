@@ -228,14 +228,14 @@ impl JitEngine {
         let launched = codegen::launched_tasks(stream, kernel).map_err(|e| RunError::new(e.message))?;
         match self.path {
             JitPath::PerTask => {
+                let texts: Vec<String> = launched.iter().map(|(m, _)| m.to_string()).collect();
                 let fresh: Vec<&Module> =
-                    launched.iter().map(|(m, _)| *m).filter(|m| !self.tasks.contains_key(&m.to_string())).collect();
+                    launched.iter().zip(&texts).filter(|(_, t)| !self.tasks.contains_key(*t)).map(|((m, _), _)| *m).collect();
                 if !fresh.is_empty() {
                     self.provider.prefetch(&self.compiler, &fresh, &mut self.stats);
                 }
                 let mut out = Vec::with_capacity(launched.len());
-                for (m, t) in launched {
-                    let key = m.to_string();
+                for ((m, t), key) in launched.into_iter().zip(texts) {
                     if let Some(l) = self.tasks.get(&key) {
                         out.push(l.clone());
                         continue;

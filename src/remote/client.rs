@@ -17,7 +17,7 @@ use redis::{RedisResult, Value};
 /// An open connection to a server or to a cluster.
 pub enum Conn {
     Single(redis::Connection),
-    Cluster(ClusterConnection),
+    Cluster(Box<ClusterConnection>),
 }
 
 /// Connects to the endpoint, waiting at most the connect timeout per
@@ -37,7 +37,7 @@ pub fn connect(settings: &RemoteSettings) -> RedisResult<Conn> {
                 // A failing cluster is given up on, not retried with back-off.
                 .retries(0)
                 .build()?;
-            Ok(Conn::Cluster(client.get_connection()?))
+            Ok(Conn::Cluster(Box::new(client.get_connection()?)))
         }
     }
 }
@@ -54,13 +54,7 @@ impl Conn {
         }
         match self {
             Conn::Single(c) => redis::cmd("MGET").arg(names).query(c),
-            Conn::Cluster(c) => {
-                let mut p = redis::cluster::cluster_pipe();
-                for n in names {
-                    p.cmd("GET").arg(n);
-                }
-                p.query(c)
-            }
+            Conn::Cluster(c) => per_key(c, "GET", names),
         }
     }
 
@@ -73,7 +67,7 @@ impl Conn {
         }
         match self {
             Conn::Single(c) => cmd.query(c),
-            Conn::Cluster(c) => cmd.query(c),
+            Conn::Cluster(c) => cmd.query(&mut **c),
         }
     }
 
@@ -84,14 +78,7 @@ impl Conn {
         }
         match self {
             Conn::Single(c) => redis::cmd("DEL").arg(names).query(c),
-            Conn::Cluster(c) => {
-                let mut p = redis::cluster::cluster_pipe();
-                for n in names {
-                    p.cmd("DEL").arg(n);
-                }
-                let counts: Vec<u64> = p.query(c)?;
-                Ok(counts.iter().sum())
-            }
+            Conn::Cluster(c) => Ok(per_key::<Vec<u64>>(c, "DEL", names)?.iter().sum()),
         }
     }
 
@@ -104,7 +91,9 @@ impl Conn {
             Conn::Cluster(c) => {
                 for (host, port) in masters(c)? {
                     let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port });
-                    scan_with(pattern, &mut out, |cmd| redis::from_redis_value(c.route_command(cmd, route.clone())?).map_err(Into::into))?;
+                    scan_with(pattern, &mut out, |cmd| {
+                        redis::from_redis_value(c.route_command(cmd, route.clone())?).map_err(Into::into)
+                    })?;
                 }
             }
         }
@@ -118,6 +107,20 @@ impl Conn {
             Conn::Cluster(c) => Ok(masters(c)?.len()),
         }
     }
+}
+
+/// `command NAME` for each of `names` in one cluster pipeline: the crate
+/// sends each node its commands as one batch, every node before reading.
+fn per_key<T: redis::FromRedisValue>(
+    c: &mut ClusterConnection,
+    command: &str,
+    names: &[impl redis::ToRedisArgs],
+) -> RedisResult<T> {
+    let mut p = redis::cluster::cluster_pipe();
+    for n in names {
+        p.cmd(command).arg(n);
+    }
+    p.query(c)
 }
 
 /// SCAN to the end, each page through `query`.

@@ -33,6 +33,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// What a lookup of one key found.
+// Returned once per key and matched at once (as `cache::Lookup`): boxing
+// the record would only add an allocation per hit.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Fetched {
     /// A record that passed every check.
@@ -76,7 +79,7 @@ fn bump(c: &AtomicU64, n: u64) {
 /// The connection, once tried.
 enum State {
     NotYet,
-    Open(Conn),
+    Open(Box<Conn>),
     /// Given up on (an error was met).
     Off,
 }
@@ -152,7 +155,7 @@ impl RemoteTier {
         let mut state = self.state.lock().ok()?;
         if matches!(*state, State::NotYet) {
             *state = match client::connect(&self.settings) {
-                Ok(c) => State::Open(c),
+                Ok(c) => State::Open(Box::new(c)),
                 Err(e) => {
                     drop(state);
                     self.give_up("connect", &e, t0.elapsed());
