@@ -10,7 +10,7 @@ CARGO ?= cargo
 DEBUG_BIN := $(CURDIR)/target/debug
 RELEASE_BIN := $(CURDIR)/target/release
 
-.PHONY: all deps build build-release test test-cargo test-nollvm test-lit demo bench clean
+.PHONY: all deps build build-release test test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench clean
 
 all: build
 
@@ -48,6 +48,7 @@ build-release: deps
 
 test: deps
 	$(MAKE) --no-print-directory test-cargo
+	$(MAKE) --no-print-directory fuzz-smoke
 	$(MAKE) --no-print-directory test-nollvm
 	$(MAKE) --no-print-directory test-lit
 
@@ -63,6 +64,24 @@ test-nollvm:
 test-lit:
 	$(CARGO) build --bins --examples
 	KILN_BIN_DIR=$(DEBUG_BIN) $(LLVM_BIN)/lit -sv lit-tests
+
+# Every kept fuzz input (fuzz/seeds, fuzz/regressions) and seeded mutations
+# of each, through the fuzz targets' own checks (fuzz/checks.rs), as a plain
+# cargo test: no fuzzing toolchain needed (docs/fuzzing.md says why).
+fuzz-smoke:
+	$(CARGO) test --test fuzz_corpus
+
+# A real campaign: FUZZ_TARGET (parse, record, npy) for FUZZ_RUNS inputs with
+# cargo-fuzz and libFuzzer on the stable toolchain (RUSTC_BOOTSTRAP=1 lets it
+# take cargo-fuzz's -Z flags); installs cargo-fuzz when missing. Slow: run
+# it by hand, niced, one target at a time.
+FUZZ_TARGET ?= parse
+FUZZ_RUNS ?= 1000000
+fuzz:
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+	mkdir -p target/fuzz-corpus/$(FUZZ_TARGET)
+	cd fuzz && RUSTC_BOOTSTRAP=1 nice -n 19 $(CARGO) fuzz run -O $(FUZZ_TARGET) \
+	  ../target/fuzz-corpus/$(FUZZ_TARGET) seeds/$(FUZZ_TARGET) -- -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=2048
 
 demo: build-release
 	@bash scripts/demo.sh $(RELEASE_BIN)

@@ -64,7 +64,7 @@ fn main() {
     let config = CompileConfig { opt_level: opt, ..Default::default() };
     let compiler = Compiler::new(config.clone(), target.clone()).unwrap_or_else(|e| fail(e.to_string()));
     let mut engine = JitEngine::new(compiler.clone(), JitPath::PerTask, 1).unwrap_or_else(|e| fail(e.message));
-    let store = cached::open_store(std::path::Path::new(&cache), &target, false).unwrap_or_else(|e| fail(e.to_string()));
+    let store = cached::open_store(std::path::Path::new(&cache), &target, Default::default()).unwrap_or_else(|e| fail(e.to_string()));
     let remote = kiln::remote::RemoteSettings::from_env(&Default::default()).unwrap_or_else(|e| fail(e.to_string()));
     let mut provider = CachedTasks::new(store);
     if let Some(r) = remote {
@@ -108,7 +108,7 @@ fn main() {
     });
 
     if per_task > 0 {
-        let store = cached::open_store(std::path::Path::new(&cache), &target, false).unwrap_or_else(|e| fail(e.to_string()));
+        let store = cached::open_store(std::path::Path::new(&cache), &target, Default::default()).unwrap_or_else(|e| fail(e.to_string()));
         let jit = Jit::new().unwrap_or_else(|e| fail(e.to_string()));
         let mut split = stream.clone();
         kiln::passes::run_passes(&kiln::passes::default_pipeline(), &mut split).unwrap_or_else(|_| fail("split".into()));

@@ -13,7 +13,7 @@
 //! write path, only paused, so a test can kill a writer mid-write.
 
 use clap::Parser;
-use kiln::cache::size::parse_duration;
+use kiln::cache::size::{parse_duration, parse_size};
 use kiln::cache::{HostScope, Key, Store, StoreOptions};
 use kiln::config::{LaunchMeta, MetaBound, MetaField, MetaKind};
 use std::io::Write;
@@ -60,6 +60,9 @@ struct Args {
     no_fsync: bool,
     #[arg(long)]
     allow_insecure_cache: bool,
+    /// The cache's size bound (0: none) [default: the store's, 5 GiB]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    max_size: Option<u64>,
     /// Print nothing
     #[arg(long)]
     quiet: bool,
@@ -99,6 +102,8 @@ fn run(args: Args) -> Result<(), String> {
         native: args.native,
         llvm_version: "none".into(),
         fsync: !args.no_fsync,
+        max_size: args.max_size.unwrap_or(kiln::cache::DEFAULT_MAX_SIZE),
+        ..Default::default()
     };
     let store = Store::open(&args.cache_dir, scope, options).map_err(|e| e.to_string())?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());

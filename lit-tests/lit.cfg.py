@@ -47,6 +47,11 @@ default_cache = os.path.join(config.test_exec_root, "default-cache")
 shutil.rmtree(default_cache, ignore_errors=True)
 config.environment["KILN_CACHE_DIR"] = default_cache
 config.environment.pop("KILN_TARGET_CPU", None)
+# No user kiln.toml and no KILN_* setting leaks in either.
+config.environment["XDG_CONFIG_HOME"] = os.path.join(config.test_exec_root, "no-config")
+for var in list(config.environment):
+    if var.startswith("KILN_") and var != "KILN_CACHE_DIR":
+        config.environment.pop(var)
 config.environment.pop("KILN_TARGET_FEATURES", None)
 for var in ["HOME", "TMPDIR"]:
     if var in os.environ:

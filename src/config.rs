@@ -47,6 +47,10 @@ pub struct CompileConfig {
     pub kiln_version: String,
     /// LLVM's version, e.g. `22.1.8`; `none` in builds without LLVM.
     pub llvm_version: String,
+    /// The build identity ([`BUILD_ID`]): a digest of the compiler's own
+    /// code that decides an object's bytes, so a rebuilt compiler never
+    /// loads objects an older one made.
+    pub build_id: String,
 }
 
 /// The cache record format this build writes and reads.
@@ -56,6 +60,11 @@ pub const RECORD_VERSION: u32 = 1;
 /// build time; `none` when LLVM was not found). Codegen checks that the
 /// library it loads reports the same.
 pub const LLVM_VERSION: &str = env!("KILN_LLVM_VERSION");
+
+/// This build's identity, computed by `build.rs` with
+/// [`crate::build_id::digest`] over the codegen, JIT runtime, IR, key and
+/// record sources, the LLVM bindings' locked versions and [`LLVM_VERSION`].
+pub const BUILD_ID: &str = env!("KILN_BUILD_ID");
 
 impl Default for CompileConfig {
     fn default() -> CompileConfig {
@@ -75,6 +84,7 @@ impl CompileConfig {
             record_version: RECORD_VERSION,
             kiln_version: crate::VERSION.to_string(),
             llvm_version: llvm_version.into(),
+            build_id: BUILD_ID.to_string(),
         }
     }
 }

@@ -215,33 +215,17 @@ impl FieldData {
 
     /// Replaces the values with those of a `.npy` file for field `name`,
     /// whose dtype and shape must match the field exactly (`@x: expected
-    /// f32[1024], file has f64[1024]`). Fortran-ordered arrays are
-    /// reordered to row-major.
+    /// f32[1024], file has f64[1024]`) and whose length must be what its
+    /// header says. The header passes [`crate::npy::header`] before npyz
+    /// sees it. Fortran-ordered arrays are reordered to row-major.
     pub fn load_npy(&mut self, name: &str, file: &[u8]) -> Result<(), String> {
-        npy_shape_fits(file).map_err(|e| format!("@{name}: not a valid .npy file: {e}"))?;
-        let npy = npyz::NpyFile::new(file).map_err(|e| format!("@{name}: not a valid .npy file: {e}"))?;
-        let shape = npy.shape().to_vec();
-        let elem = match npy.dtype() {
-            npyz::DType::Plain(ts) => match (ts.type_char(), ts.size_field()) {
-                (npyz::TypeChar::Bool, 1) => Some(Scalar::I1),
-                (npyz::TypeChar::Int, 4) => Some(Scalar::I32),
-                (npyz::TypeChar::Int, 8) => Some(Scalar::I64),
-                (npyz::TypeChar::Float, 4) => Some(Scalar::F32),
-                (npyz::TypeChar::Float, 8) => Some(Scalar::F64),
-                _ => None,
-            },
-            _ => None,
-        };
-        let file_type = match elem {
-            Some(e) => FieldData { elem: e, shape: shape.clone(), bytes: Vec::new() }.type_string(),
-            None => {
-                let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-                format!("dtype {} [{}]", npy.dtype().descr(), dims.join(", "))
-            }
-        };
-        if elem != Some(self.elem) || shape != self.shape {
-            return Err(format!("@{name}: expected {}, file has {file_type}", self.type_string()));
+        let h = crate::npy::header(file).map_err(|e| format!("@{name}: not a valid .npy file: {e}"))?;
+        self.check_npy_header(name, &h)?;
+        let want = h.data_len().map(|n| n + h.data_start as u64);
+        if want != Some(file.len() as u64) {
+            return Err(format!("@{name}: not a valid .npy file: it is {} bytes long, its header describes {}", file.len(), want.unwrap_or(0)));
         }
+        let npy = npyz::NpyFile::new(file).map_err(|e| format!("@{name}: not a valid .npy file: {e}"))?;
         let fortran = npy.order() == npyz::Order::Fortran;
         let bad = |e: std::io::Error| format!("@{name}: cannot read the .npy data: {e}");
         let mut le: Vec<u64> = match self.elem {
@@ -261,32 +245,29 @@ impl FieldData {
         self.bytes = le.iter().flat_map(|b| b.to_le_bytes().into_iter().take(size)).collect();
         Ok(())
     }
-}
 
-/// Checks that the shape in a .npy header has at most 2^64 elements. npyz
-/// multiplies the dimensions unchecked, which panics (debug builds) or
-/// wraps on a crafted header; anything else wrong with the header is left
-/// for npyz to report.
-fn npy_shape_fits(file: &[u8]) -> Result<(), String> {
-    let header = match (file.get(..6), file.get(6)) {
-        (Some(b"\x93NUMPY"), Some(1)) => file.get(8..10).map(|l| (10usize, u16::from_le_bytes([l[0], l[1]]) as usize)),
-        (Some(b"\x93NUMPY"), Some(2 | 3)) => file.get(8..12).map(|l| (12, u32::from_le_bytes([l[0], l[1], l[2], l[3]]) as usize)),
-        _ => None,
+    /// Whether a checked `.npy` header is for this field: a shape whose
+    /// size fits in 64 bits, and exactly the field's element type and shape.
+    pub fn check_npy_header(&self, name: &str, h: &crate::npy::Header) -> Result<(), String> {
+        h.check_count().map_err(|e| format!("@{name}: not a valid .npy file: {e}"))?;
+        if h.elem != Some(self.elem) || h.shape != self.shape {
+            return Err(format!("@{name}: expected {}, file has {}", self.type_string(), h.type_string()));
+        }
+        Ok(())
     }
-    .and_then(|(start, len)| file.get(start..start.checked_add(len)?));
-    let Some(text) = header.and_then(|h| std::str::from_utf8(h).ok()) else { return Ok(()) };
-    let Some(after) = text.find("'shape'").or_else(|| text.find("\"shape\"")).map(|i| &text[i..]) else { return Ok(()) };
-    let (Some(open), Some(close)) = (after.find('('), after.find(')')) else { return Ok(()) };
-    if close < open {
-        return Ok(());
+
+    /// [`Self::load_npy`] from a file, read only as far as its header,
+    /// checked against this field, and `fstat` allow
+    /// ([`crate::npy::read_file`]): a device, a FIFO or a file longer or
+    /// shorter than its header says is refused before its data is read.
+    pub fn load_npy_file(&mut self, name: &str, path: &std::path::Path) -> Result<(), crate::npy::ReadError> {
+        use crate::npy::ReadError;
+        let bytes = crate::npy::read_file(path, |h| self.check_npy_header(name, h)).map_err(|e| match e {
+            ReadError::Invalid(m) if !m.starts_with('@') => ReadError::Invalid(format!("@{name}: {m}")),
+            e => e,
+        })?;
+        Ok(self.load_npy(name, &bytes)?)
     }
-    let tuple = &after[open..=close];
-    let mut total = 1u64;
-    for d in tuple[1..tuple.len() - 1].split(',').map(str::trim).filter(|d| !d.is_empty()) {
-        let Ok(d) = d.parse::<u64>() else { return Ok(()) };
-        total = total.checked_mul(d).ok_or_else(|| format!("its shape {tuple} has more than 2^64 elements"))?;
-    }
-    Ok(())
 }
 
 /// Reorders elements stored column-major (first index fastest) into

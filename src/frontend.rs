@@ -90,7 +90,7 @@ impl fmt::Display for Canonical {
 /// or every diagnostic of parsing, else of verifying — exactly what
 /// [`parser::parse`], [`verifier::verify`] and `Display for Stream` give.
 pub fn parse_verify_print(text: &str) -> Result<Canonical, Diagnostics> {
-    streaming(text, text.len() >= PARALLEL_THRESHOLD).or_else(|NotHere| whole(text))
+    streaming(text, text.len() >= PARALLEL_THRESHOLD, true).or_else(|NotHere| whole(text))
 }
 
 /// [`parse_verify_print`] through the whole-module path.
@@ -194,7 +194,9 @@ struct Done {
     facts: ItemFacts,
 }
 
-fn streaming(text: &str, parallel: bool) -> Result<Canonical, NotHere> {
+/// The streaming path; with `print` false it only checks, and the text it
+/// returns is empty.
+fn streaming(text: &str, parallel: bool, print: bool) -> Result<Canonical, NotHere> {
     if text.len() > u32::MAX as usize {
         return Err(NotHere);
     }
@@ -244,8 +246,11 @@ fn streaming(text: &str, parallel: bool) -> Result<Canonical, NotHere> {
             return Err(NotHere);
         }
         let depth = usize::from(modules[k].name.is_some());
-        let mut out = String::with_capacity(c.end - c.start + 64);
-        printer::print_item(&mut out, &item, depth);
+        let mut out = String::new();
+        if print {
+            out.reserve(c.end - c.start + 64);
+            printer::print_item(&mut out, &item, depth);
+        }
         Ok(Done { text: out, is_field: matches!(item, Item::Field(_)), facts })
     })?;
 
@@ -278,13 +283,102 @@ fn streaming(text: &str, parallel: bool) -> Result<Canonical, NotHere> {
     Ok(Canonical { pieces })
 }
 
+/// For input of bare items (fields, functions and kernels, the form a
+/// front end emits) that is free of errors: calls `f` once per kernel, in
+/// parallel for large inputs, with a module that holds, in source order,
+/// every field, the functions the kernel calls (transitively) and the
+/// kernel in full, and as signatures the items whose names start with the
+/// kernel's name and a dot: the only names the passes could generate for
+/// this kernel (`@k.0`, `@k.tmp0`) and so must avoid. Whatever the
+/// whole-module passes make of the kernel's tasks, they make of this
+/// module's. Returns the results in kernel order. Peak memory is the input,
+/// the functions' IR and the kernels in flight. `None` when the input is
+/// not of that form or has any error: the caller takes the whole-module
+/// path, which reports errors exactly.
+pub fn per_kernel<R: Send>(text: &str, f: impl Fn(Module) -> R + Sync + Send) -> Option<Vec<R>> {
+    let parallel = text.len() >= PARALLEL_THRESHOLD;
+    streaming(text, parallel, false).ok()?;
+    let modules = layout(text).ok()?;
+    let [Layout { name: None, items: chunks }] = modules.as_slice() else { return None };
+    if chunks.iter().any(|c| !matches!(c.kind, ChunkKind::Field | ChunkKind::Func | ChunkKind::Kernel)) {
+        return None;
+    }
+    let headers = map_all(chunks, parallel, |c| signature(text, c)).ok()?;
+    let mut sigs = Sigs::default();
+    for h in &headers {
+        sigs.declare(h, text);
+    }
+    let lower = |item: ast::Item, sigs: &Sigs<'_>, keep: Keep| -> Result<Item, NotHere> {
+        let mut diags = Vec::new();
+        let item = parser::lower_item_as(item, text, sigs, &mut diags, keep);
+        if diags.is_empty() {
+            Ok(item)
+        } else {
+            Err(NotHere)
+        }
+    };
+    let empty = Sigs::default();
+    let sig_items: Vec<Item> = headers.into_iter().map(|h| lower(h, &empty, Keep::Resident)).collect::<Result<_, _>>().ok()?;
+    let full = |c: &Chunk, keep: Keep| lower(only_item(parser::parse_chunk(text, c).map_err(|_| NotHere)?)?, &sigs, keep);
+    // Every function in full, by name (names are unique: the input checked).
+    let funcs = map_all(chunks, parallel, |c| if c.kind == ChunkKind::Func { full(c, Keep::Resident).map(Some) } else { Ok(None) }).ok()?;
+    let by_name: std::collections::HashMap<&str, &Item> = funcs.iter().flatten().map(|it| (it.name(), it)).collect();
+    let index: std::collections::HashMap<&str, usize> = sig_items.iter().enumerate().map(|(i, it)| (it.name(), i)).collect();
+    let sorted: std::collections::BTreeMap<&str, usize> = index.iter().map(|(&n, &i)| (n, i)).collect();
+    let fields: Vec<usize> = (0..chunks.len()).filter(|&i| chunks[i].kind == ChunkKind::Field).collect();
+    let kernels: Vec<usize> = (0..chunks.len()).filter(|&i| chunks[i].kind == ChunkKind::Kernel).collect();
+    map_all(&kernels, parallel, |&k| {
+        let c = &chunks[k];
+        let kernel = full(c, Keep::Transient { bytes: c.end - c.start })?;
+        let prefix = format!("{}.", kernel.name());
+        let mut wanted: Vec<usize> = fields.clone();
+        wanted.extend(callees(&kernel, &by_name).into_iter().filter_map(|n| index.get(n).copied()));
+        wanted.extend(sorted.range(prefix.as_str()..).take_while(|(n, _)| n.starts_with(&prefix)).map(|(_, &i)| i));
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut items = Vec::with_capacity(wanted.len() + 1);
+        let mut kernel = Some(kernel);
+        for i in wanted.into_iter().chain([usize::MAX]) {
+            if i > k {
+                items.extend(kernel.take());
+            }
+            if let Some(sig) = sig_items.get(i) {
+                items.push(by_name.get(sig.name()).map_or_else(|| sig.clone(), |&f| f.clone()));
+            }
+        }
+        Ok(f(Module { name: None, items, span: Span::new(0, text.len()) }))
+    })
+    .ok()
+}
+
+/// The names of the functions `item` calls, transitively.
+fn callees<'a>(item: &'a Item, funcs: &std::collections::HashMap<&str, &'a Item>) -> std::collections::HashSet<&'a str> {
+    let mut seen = std::collections::HashSet::new();
+    let mut todo = vec![item];
+    while let Some(it) = todo.pop() {
+        let body = match it {
+            Item::Func(f) => &f.body,
+            Item::Kernel(k) => &k.body,
+            _ => continue,
+        };
+        body.walk(body.entry, &mut |s| {
+            if let crate::ir::StmtKind::Call(name, ..) = &body.stmt(s).kind {
+                if seen.insert(name.as_str()) {
+                    todo.extend(funcs.get(name.as_str()).copied());
+                }
+            }
+        });
+    }
+    seen
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// The streaming path itself (not the fallback) on well-formed input.
     fn streams(text: &str) -> String {
-        match streaming(text, false) {
+        match streaming(text, false, true) {
             Ok(c) => c.to_string(),
             Err(NotHere) => panic!("the streaming path declined:\n{text}"),
         }
@@ -324,7 +418,7 @@ mod tests {
                 }
                 for t in &texts {
                     for parallel in [false, true] {
-                        match streaming(t, parallel) {
+                        match streaming(t, parallel, true) {
                             Ok(c) => assert_eq!(&c.to_string(), t, "{}", path.display()),
                             Err(NotHere) => panic!("{}: the streaming path declined", path.display()),
                         }
@@ -339,7 +433,7 @@ mod tests {
     #[test]
     fn declines_what_it_does_not_handle() {
         for text in ["", "; only a comment\n", "junk field @x : f32\n", "field @x : f32\nmodule @m {\n}\n"] {
-            assert!(streaming(text, false).is_err(), "{text:?}");
+            assert!(streaming(text, false, true).is_err(), "{text:?}");
         }
     }
 
@@ -352,7 +446,7 @@ mod tests {
             "module @a {\n  field @x : f32\n}\n\nmodule @b {\n  field @x : i32\n}\n",
             "module @a {\n}\n\nmodule @a {\n}\n",
         ] {
-            assert!(streaming(text, false).is_err(), "{text:?}");
+            assert!(streaming(text, false, true).is_err(), "{text:?}");
             assert!(parse_verify_print(text).is_err(), "{text:?}");
         }
     }

@@ -411,10 +411,10 @@ struct ProgramBuilder<'s> {
 }
 
 /// How deeply blocks and calls may nest, counted together (every function
-/// body is a block). Lowering recurses on both and running recurses on
-/// calls, so a deep enough call chain (valid KIR: only recursion is
-/// forbidden) would overflow the stack; beyond this it is an error.
-pub const MAX_DEPTH: usize = 512;
+/// body is a block): the language's limit, which the verifier enforces.
+/// Lowering recurses on both and running recurses on calls; the check here
+/// guards unverified IR.
+pub const MAX_DEPTH: usize = crate::verifier::MAX_CALL_DEPTH;
 
 /// Where a jump must be patched in once its target is known.
 #[derive(Default)]

@@ -505,15 +505,23 @@ pub struct TaskKey {
 
 /// The keys of every task item of a split stream, in stream order.
 pub fn stream_keys(stream: &Stream, config: &CompileConfig) -> Vec<TaskKey> {
-    let prefix = config_prefix(&config_json(config));
     let mut out = Vec::new();
+    each_task_key(stream, config, |t, key, text| {
+        out.push(TaskKey { task: t.name.clone(), kernel: t.kernel.clone(), key, text })
+    });
+    out
+}
+
+/// Calls `f` with every task item of a split stream, its key and its
+/// canonical text, in stream order.
+fn each_task_key(stream: &Stream, config: &CompileConfig, mut f: impl FnMut(&TaskItem, Key, String)) {
+    let prefix = config_prefix(&config_json(config));
     for m in &stream.modules {
         for t in m.tasks() {
             let text = canonical_text(m, t);
-            out.push(TaskKey { task: t.name.clone(), kernel: t.kernel.clone(), key: key_with_prefix(&prefix, &text), text });
+            f(t, key_with_prefix(&prefix, &text), text);
         }
     }
-    out
 }
 
 /// Exactly what went into a key.
@@ -618,18 +626,45 @@ fn parse_key<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
 impl KeySet {
     /// The keys of a split stream's tasks.
     pub fn of_stream(stream: &Stream, config: &CompileConfig) -> KeySet {
-        let tasks = stream_keys(stream, config)
-            .into_iter()
-            .map(|t| KeyEntry {
-                task: t.task.to_string(),
-                kernel: t.kernel.to_string(),
-                key: t.key,
-                text_digest: Key(*blake3::hash(t.text.as_bytes()).as_bytes()),
-                text: Some(t.text),
-            })
-            .collect();
-        KeySet { format_version: KEY_FORMAT_VERSION, config: config.clone(), tasks }
+        KeySet { format_version: KEY_FORMAT_VERSION, config: config.clone(), tasks: entries(stream, config, true) }
     }
+
+    /// The keys of every task of KIR text (kernels offloaded and split by
+    /// [`task_stream`]), without their texts: what `kiln-key` and
+    /// `kiln-key --json` print. Input of bare items is keyed one kernel at
+    /// a time ([`crate::frontend::per_kernel`]), so memory stays within a
+    /// small multiple of the input; anything else, and any error, goes
+    /// through the whole stream, so results and diagnostics are exactly
+    /// those of `parse`, `verify`, `task_stream` and [`Self::of_stream`].
+    pub fn of_text(text: &str, config: &CompileConfig) -> Result<KeySet, crate::diag::Diagnostics> {
+        let set = |tasks| KeySet { format_version: KEY_FORMAT_VERSION, config: config.clone(), tasks };
+        // Every task comes from the one kernel held in full: the others are
+        // signatures, with empty bodies.
+        let per_kernel = crate::frontend::per_kernel(text, |m| {
+            task_stream(Stream { modules: vec![m] }).ok().map(|s| entries(&s, config, false))
+        });
+        if let Some(tasks) = per_kernel.and_then(|r| r.into_iter().collect::<Option<Vec<_>>>()) {
+            return Ok(set(tasks.into_iter().flatten().collect()));
+        }
+        let stream = crate::parser::parse(text)?;
+        crate::verifier::verify(&stream)?;
+        Ok(set(entries(&task_stream(stream)?, config, false)))
+    }
+}
+
+/// The key entries of a split stream's tasks, with their texts or not.
+fn entries(stream: &Stream, config: &CompileConfig, keep_text: bool) -> Vec<KeyEntry> {
+    let mut out = Vec::new();
+    each_task_key(stream, config, |t, key, text| {
+        out.push(KeyEntry {
+            task: t.name.to_string(),
+            kernel: t.kernel.to_string(),
+            key,
+            text_digest: Key(*blake3::hash(text.as_bytes()).as_bytes()),
+            text: keep_text.then_some(text),
+        })
+    });
+    out
 }
 
 /// How one task's key differs between two key sets.

@@ -23,8 +23,11 @@ pub mod interp;
 pub mod cache;
 pub mod remote;
 
+pub mod build_id;
 pub mod config;
 pub mod exec;
+pub mod settings;
+pub mod npy;
 
 pub mod tool;
 
@@ -35,3 +38,8 @@ pub mod jit;
 
 /// Kiln's version, part of every cache key and record.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What every tool's `--version` prints after its name: the version, the
+/// build identity (see [`build_id`]) and the LLVM version.
+pub const LONG_VERSION: &str =
+    concat!(env!("CARGO_PKG_VERSION"), " (build ", env!("KILN_BUILD_ID"), ", llvm ", env!("KILN_LLVM_VERSION"), ")");

@@ -27,6 +27,18 @@ pub enum ToolError {
     BrokenPipe,
 }
 
+impl From<crate::settings::SettingsError> for ToolError {
+    /// A bad setting from a flag or the environment is a usage error; one
+    /// in a config file is bad input.
+    fn from(e: crate::settings::SettingsError) -> ToolError {
+        if e.usage {
+            ToolError::Usage(e.to_string())
+        } else {
+            ToolError::Input(format!("{}: error: {}\n", e.location, e.message))
+        }
+    }
+}
+
 impl ToolError {
     /// An input error with one line of text; `error: ` is prefixed.
     pub fn msg(text: impl std::fmt::Display) -> ToolError {

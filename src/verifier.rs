@@ -3,7 +3,8 @@
 //! message that names it.
 //!
 //! Owns: the well-formedness rules of KIR (scopes, names, types, fields,
-//! calls, returns, loops, tasks, launches, recursion, and the agreement of
+//! calls, returns, loops, tasks, launches, recursion, the one limit on how
+//! deeply blocks and calls nest ([`MAX_CALL_DEPTH`]), and the agreement of
 //! modules in a split stream). `docs/language.md` ("Well-formedness") states
 //! the same rules for readers of the language.
 //!
@@ -33,6 +34,16 @@ use std::collections::HashMap;
 /// accepts [`crate::lexer::MAX_DEPTH`] levels of braces: so whatever
 /// verifies prints, after any pass, as text that parses again.
 pub const MAX_NESTING: usize = crate::lexer::MAX_DEPTH - 3;
+
+/// How deeply blocks and calls may nest, counted together along any path
+/// of calls: the body of the kernel, of a task and of every function called
+/// is one level, and each `if`, `for` and `while` block one more. A chain of
+/// calls is valid KIR however long it is, but the interpreter, the code
+/// generator and the JIT all go down such a chain on a stack, so the
+/// language fixes one limit and the verifier enforces it; every tool then
+/// rejects the same inputs with the same error, and the interpreter's own
+/// limit (`crate::interp::MAX_DEPTH`) is this one.
+pub const MAX_CALL_DEPTH: usize = 512;
 
 /// The largest field accepted, in bytes (2^40, one TiB): anything larger is
 /// certainly a mistake, and the limit keeps every size computation far from
@@ -197,11 +208,12 @@ impl<'a> ModuleCx<'a> {
 }
 
 /// What the module-wide checks need to know of one item once its own
-/// checks are done: a function's calls, a kernel's task statements.
+/// checks are done: a body's nesting and calls, a kernel's task statements.
 #[derive(Debug, Default)]
 pub struct ItemFacts {
-    /// For a function: its name and the calls it makes.
-    calls: Option<(Name, Vec<(Name, Span)>)>,
+    /// For a function, kernel or task item: how deep its blocks nest and
+    /// the calls it makes.
+    nesting: Option<Nesting>,
     /// For a kernel: the names and spans of its top-level task statements.
     task_stmts: Vec<(Name, Span)>,
 }
@@ -213,12 +225,11 @@ fn check_item(cx: &ModuleCx<'_>, it: &Item, diags: &mut Vec<Diagnostic>) -> Item
         Item::Field(f) => check_field(f, diags),
         Item::Func(f) => {
             check_params(&f.body, &f.params, false, &format!("@{}", f.name), f.span, diags);
-            let calls = BodyChecker::run(cx, Owner::Func(f), diags);
-            facts.calls = Some((f.name.clone(), calls));
+            facts.nesting = Some(BodyChecker::run(cx, Owner::Func(f), diags));
         }
         Item::Kernel(k) => {
             check_params(&k.body, &k.params, true, &format!("@{}", k.name), k.span, diags);
-            BodyChecker::run(cx, Owner::Kernel(k), diags);
+            facts.nesting = Some(BodyChecker::run(cx, Owner::Kernel(k), diags));
             for &s in k.body.blocks.get(k.body.entry.index()).map(Vec::as_slice).unwrap_or(&[]) {
                 if let Some(StmtData { kind: StmtKind::Task { name, .. }, span, .. }) = k.body.stmts.get(s.index()) {
                     facts.task_stmts.push((name.clone(), *span));
@@ -227,18 +238,20 @@ fn check_item(cx: &ModuleCx<'_>, it: &Item, diags: &mut Vec<Diagnostic>) -> Item
         }
         Item::Task(t) => {
             check_params(&t.body, &t.params, true, &format!("task @{}", t.name), t.span, diags);
-            BodyChecker::run(cx, Owner::TaskItem(t), diags);
+            facts.nesting = Some(BodyChecker::run(cx, Owner::TaskItem(t), diags));
         }
     }
     facts
 }
 
 /// The checks of a module that need all of its items: task statement
-/// names against each other and the items, and recursion through calls.
+/// names against each other and the items, recursion through calls, and
+/// the depth of blocks and calls.
 #[derive(Default)]
 struct ModuleWide {
     task_names: HashMap<Name, ()>,
-    call_graph: Vec<(Name, Vec<(Name, Span)>)>,
+    /// Every body's nesting, in source order.
+    bodies: Vec<Nesting>,
 }
 
 impl ModuleWide {
@@ -253,13 +266,16 @@ impl ModuleWide {
                 self.task_names.insert(name, ());
             }
         }
-        if let Some(c) = facts.calls {
-            self.call_graph.push(c);
+        if let Some(n) = facts.nesting {
+            self.bodies.push(n);
         }
     }
 
     fn finish(self, diags: &mut Vec<Diagnostic>) {
-        check_recursion(&self.call_graph, diags);
+        let graph = CallGraph::new(&self.bodies);
+        let sccs = tarjan(&graph.succ);
+        check_recursion(&graph, &sccs, diags);
+        check_call_depth(&graph, &sccs, diags);
     }
 }
 
@@ -452,15 +468,10 @@ fn int_fits(v: i64, ty: Scalar) -> bool {
 ///
 /// Reports each strongly connected component of the call graph that has a
 /// cycle once, at a call that closes it, naming the cycle.
-fn check_recursion(graph: &[(Name, Vec<(Name, Span)>)], diags: &mut Vec<Diagnostic>) {
-    let index: HashMap<&str, usize> = graph.iter().enumerate().map(|(i, (n, _))| (n.as_str(), i)).collect();
-    let succ: Vec<Vec<(usize, Span)>> = graph
-        .iter()
-        .map(|(_, calls)| calls.iter().filter_map(|(c, sp)| index.get(c.as_str()).map(|&j| (j, *sp))).collect())
-        .collect();
-    for scc in tarjan(&succ) {
-        let self_loop = scc.len() == 1 && succ[scc[0]].iter().any(|&(j, _)| j == scc[0]);
-        if scc.len() < 2 && !self_loop {
+fn check_recursion(graph: &CallGraph<'_>, sccs: &[Vec<usize>], diags: &mut Vec<Diagnostic>) {
+    let succ = &graph.succ;
+    for scc in sccs {
+        if !graph.is_cycle(scc) {
             continue;
         }
         // Name the cycle through the first function (in source order) of
@@ -495,12 +506,127 @@ fn check_recursion(graph: &[(Name, Vec<(Name, Span)>)], diags: &mut Vec<Diagnost
         }
         path.extend(tail.into_iter().rev());
         path.push(start);
-        let names: Vec<String> = path.iter().map(|&i| format!("@{}", graph[i].0)).collect();
+        let names: Vec<String> = path.iter().map(|&i| format!("@{}", graph.bodies[i].name)).collect();
         diags.push(Diagnostic::error(
             format!("recursive call: {} (recursion is not allowed)", names.join(" -> ")),
             span,
         ));
     }
+}
+
+/// What a body contributes to the module-wide call checks.
+#[derive(Debug)]
+pub struct Nesting {
+    name: Name,
+    /// "function", "kernel" or "task".
+    what: &'static str,
+    span: Span,
+    /// The deepest block of the body, in levels (its own body is level 1,
+    /// a task's body in a kernel level 2).
+    deepest: u32,
+    /// Its calls, in order, with the level of the block each stands in.
+    calls: Vec<CallSite>,
+}
+
+/// A call and the level of the block it stands in (see [`Nesting`]).
+#[derive(Debug)]
+struct CallSite {
+    callee: Name,
+    span: Span,
+    level: u32,
+}
+
+/// A module's bodies as a graph: `succ[i]` are the functions body `i`
+/// calls (by index into `bodies`), with the call's span and level. Only
+/// functions are called, so kernels and task items have no callers.
+struct CallGraph<'b> {
+    bodies: &'b [Nesting],
+    succ: Vec<Vec<(usize, Span)>>,
+    levels: Vec<Vec<u32>>,
+}
+
+impl<'b> CallGraph<'b> {
+    fn new(bodies: &'b [Nesting]) -> Self {
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        for (i, b) in bodies.iter().enumerate().filter(|(_, b)| b.what == "function") {
+            index.entry(b.name.as_str()).or_insert(i);
+        }
+        let resolved = |b: &'b Nesting| {
+            b.calls.iter().filter_map(|c| index.get(c.callee.as_str()).map(|&j| (j, c))).collect::<Vec<_>>()
+        };
+        let (mut succ, mut levels) = (Vec::with_capacity(bodies.len()), Vec::with_capacity(bodies.len()));
+        for b in bodies {
+            let calls = resolved(b);
+            succ.push(calls.iter().map(|&(j, c)| (j, c.span)).collect());
+            levels.push(calls.iter().map(|&(_, c)| c.level).collect());
+        }
+        CallGraph { bodies, succ, levels }
+    }
+
+    /// Whether a strongly connected component holds a cycle.
+    fn is_cycle(&self, scc: &[usize]) -> bool {
+        scc.len() > 1 || self.succ[scc[0]].iter().any(|&(j, _)| j == scc[0])
+    }
+}
+
+/// Rejects a body whose blocks and calls nest deeper than
+/// [`MAX_CALL_DEPTH`] along some path of calls, naming the path. Only the
+/// outermost offender is reported: not a function that a body already
+/// reported calls. Bodies in a cycle (reported as recursion) count only
+/// their own blocks.
+fn check_call_depth(graph: &CallGraph<'_>, sccs: &[Vec<usize>], diags: &mut Vec<Diagnostic>) {
+    let n = graph.bodies.len();
+    // Tarjan's components come callees first, so one pass in that order
+    // sees every callee's depth before its callers.
+    let mut depth: Vec<u32> = graph.bodies.iter().map(|b| b.deepest).collect();
+    let mut via: Vec<Option<usize>> = vec![None; n];
+    for scc in sccs.iter().filter(|scc| !graph.is_cycle(scc)) {
+        let u = scc[0];
+        for (k, &(v, _)) in graph.succ[u].iter().enumerate() {
+            let d = graph.levels[u][k].saturating_add(depth[v]);
+            if d > depth[u] {
+                depth[u] = d;
+                via[u] = Some(k);
+            }
+        }
+    }
+    let too_deep = |i: usize| depth[i] as usize > MAX_CALL_DEPTH;
+    let mut called_by_offender = vec![false; n];
+    for i in (0..n).filter(|&i| too_deep(i)) {
+        for &(j, _) in &graph.succ[i] {
+            called_by_offender[j] = true;
+        }
+    }
+    for i in (0..n).filter(|&i| too_deep(i) && !called_by_offender[i]) {
+        let b = &graph.bodies[i];
+        let mut path = vec![i];
+        while let Some(k) = via[*path.last().unwrap_or(&i)] {
+            path.push(graph.succ[path[path.len() - 1]][k].0);
+        }
+        let span = via[i].map_or(b.span, |k| graph.succ[i][k].1);
+        diags.push(Diagnostic::error(
+            format!(
+                "{} @{}: blocks and calls nest {} levels deep, more than the limit of {MAX_CALL_DEPTH}: {}",
+                b.what,
+                b.name,
+                depth[i],
+                call_path(graph.bodies, &path)
+            ),
+            span,
+        ));
+    }
+}
+
+/// `@a -> @b -> @c`; a long path shows its first and last few names.
+fn call_path(bodies: &[Nesting], path: &[usize]) -> String {
+    const SHOW: usize = 4;
+    let name = |&i: &usize| format!("@{}", bodies[i].name);
+    if path.len() <= 2 * SHOW {
+        return path.iter().map(name).collect::<Vec<_>>().join(" -> ");
+    }
+    let head: Vec<String> = path[..SHOW].iter().map(name).collect();
+    let tail: Vec<String> = path[path.len() - SHOW..].iter().map(name).collect();
+    format!("{} -> ... ({} more) -> {}", head.join(" -> "), path.len() - 2 * SHOW, tail.join(" -> "))
 }
 
 /// Strongly connected components (Tarjan's algorithm, iterative so that
@@ -626,13 +752,15 @@ struct BodyChecker<'a, 'd> {
     /// and its pre-order rank; after `names`, sorted. Sorting short names
     /// beats hashing them for bodies of the usual size.
     defs: Vec<(&'a str, u32, u32, Value)>,
-    /// Calls to functions: callee and span, for the recursion check.
-    calls: Vec<(Name, Span)>,
+    /// Calls to functions, for the recursion and depth checks.
+    calls: Vec<CallSite>,
+    /// The deepest block level seen (see [`Nesting`]).
+    deepest: u32,
 }
 
 impl<'a, 'd> BodyChecker<'a, 'd> {
-    /// Checks one body; returns the calls it makes.
-    fn run(cx: &'a ModuleCx<'a>, owner: Owner<'a>, diags: &'d mut Vec<Diagnostic>) -> Vec<(Name, Span)> {
+    /// Checks one body; returns its nesting and the calls it makes.
+    fn run(cx: &'a ModuleCx<'a>, owner: Owner<'a>, diags: &'d mut Vec<Diagnostic>) -> Nesting {
         let body = owner.body();
         let mut ck = BodyChecker {
             cx,
@@ -646,9 +774,10 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             scope: Vec::new(),
             defs: Vec::with_capacity(body.values.len()),
             calls: Vec::new(),
+            deepest: 0,
         };
         if !ck.structure() {
-            return Vec::new();
+            return ck.nesting();
         }
         ck.names();
         for &p in &body.params {
@@ -674,7 +803,23 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 ck.block(body.entry, Cx { loop_cx, depth: 1, task: None });
             }
         }
-        ck.calls
+        ck.nesting()
+    }
+
+    fn nesting(self) -> Nesting {
+        let (name, what, span) = match self.owner {
+            Owner::Func(f) => (f.name.clone(), "function", f.span),
+            Owner::Kernel(k) => (k.name.clone(), "kernel", k.span),
+            Owner::TaskItem(t) => (t.name.clone(), "task", t.span),
+        };
+        Nesting { name, what, span, deepest: self.deepest, calls: self.calls }
+    }
+
+    /// The level of a block checked in `cx` (see [`Nesting`]): a body's
+    /// entry is checked at depth 0, a task item's at 1, and every nested
+    /// block (a task's too) one deeper.
+    fn level(cx: Cx) -> u32 {
+        u32::try_from(cx.depth + 1).unwrap_or(u32::MAX)
     }
 
     fn err(&mut self, msg: impl Into<String>, span: Span) {
@@ -877,6 +1022,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     }
 
     fn block(&mut self, b: Block, cx: Cx) {
+        self.deepest = self.deepest.max(Self::level(cx));
         let mark = self.scope.len();
         for &s in self.body.block(b) {
             self.stmt(s, cx);
@@ -1124,7 +1270,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 }
             }
             StmtKind::Call(name, args, cspan) => {
-                let (rule, ty) = self.call(name, args, *cspan, s);
+                let (rule, ty) = self.call(name, args, *cspan, s, Self::level(cx));
                 result_rule = rule;
                 result_ty = ty;
             }
@@ -1265,7 +1411,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         self.err(msg, span);
     }
 
-    fn call(&mut self, name: &Name, args: &[Value], cspan: Span, s: Stmt) -> (ResultRule, Option<Type>) {
+    fn call(&mut self, name: &Name, args: &[Value], cspan: Span, s: Stmt, level: u32) -> (ResultRule, Option<Type>) {
         // Every argument is checked first (in order, as its errors come
         // first); short lists, the usual case, need no allocation.
         let mut short = [None; 8];
@@ -1286,7 +1432,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 return (ResultRule::Optional, None);
             }
         };
-        self.calls.push((name.clone(), cspan));
+        self.calls.push(CallSite { callee: name.clone(), span: cspan, level });
         if args.len() != f.params.len() {
             self.err(
                 format!(

@@ -33,7 +33,9 @@ fn fill(root: &Path, n: u32) {
 fn exit_codes() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("c");
-    assert_eq!(code(&root, &["stats"]), 1, "missing cache");
+    assert_eq!(code(&root, &["list"]), 1, "missing cache");
+    assert_eq!(code(&root, &["stats"]), 0, "missing cache: zero statistics");
+    assert!(!root.exists(), "stats created the cache");
     fill(&root, 3);
     for args in [&["list"][..], &["stats", "--json"], &["verify"], &["prune", "--max-size", "1G"], &["show", "0"]] {
         let expected = if args[0] == "show" { None } else { Some(0) };

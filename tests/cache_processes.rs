@@ -1,7 +1,9 @@
 //! The cache store under real concurrent processes: many readers and
-//! writers on shared keys while a pruner deletes under them, and writers
-//! killed with SIGKILL mid-write. Afterwards `kiln-cache-inspect verify`
-//! must find every record healthy.
+//! writers on shared keys while a pruner deletes under them, writers
+//! killed with SIGKILL mid-write, and writers far over the size bound.
+//! Afterwards `kiln-cache-inspect verify` must find every record healthy
+//! and every size counter equal to a recount, and the lasting statistics
+//! must add up what the processes did.
 //!
 //! This test has its own `main` (`harness = false`): it re-executes its own
 //! binary as the worker processes, selected by `KILN_CACHE_TEST_ROLE`, so
@@ -71,11 +73,16 @@ fn open(root: &Path) -> Result<Store, String> {
     Store::open(root, scope(), StoreOptions::default()).map_err(|e| e.to_string())
 }
 
+/// The size bound of the `bounded` scenario: a small fraction of what its
+/// writers store.
+const BOUND: u64 = 1 << 20;
+/// Keys of the `bounded` scenario: about 6.5 MB of records.
+const BOUNDED_KEYS: u32 = 400;
+
 /// A worker: `OPS_PER_WORKER` mixed gets (60%), puts (35%) and erases on
-/// the shared keys; every hit is checked byte for byte; any corrupt record
-/// or error fails it. Prints its counters.
-fn mixed_worker(root: &Path, id: u32) -> Result<(), String> {
-    let store = open(root)?;
+/// `keys` shared keys; every hit is checked byte for byte; any corrupt
+/// record or error fails it. Prints its counters.
+fn mixed_worker(store: Store, id: u32, keys: u32) -> Result<(), String> {
     let mut state = 0x2545_f491_4f6c_dd1du64 ^ (id as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let mut next = || {
         state ^= state << 13;
@@ -85,7 +92,7 @@ fn mixed_worker(root: &Path, id: u32) -> Result<(), String> {
     };
     for round in 0..OPS_PER_WORKER {
         let r = next();
-        let k = (r % SHARED_KEYS as u64) as u32;
+        let k = (r % keys as u64) as u32;
         match (r >> 32) % 100 {
             0..=59 => match store.get(&key(k)).map_err(|e| format!("get: {e}"))? {
                 Lookup::Hit(rec) => {
@@ -105,6 +112,7 @@ fn mixed_worker(root: &Path, id: u32) -> Result<(), String> {
     }
     let s = store.stats();
     println!("{} {} {} {}", s.hits, s.misses, s.puts, s.corrupt);
+    // Dropping the store adds its counters to the lasting statistics.
     Ok(())
 }
 
@@ -130,10 +138,17 @@ fn busy_writer(root: &Path) -> Result<(), String> {
     Ok(())
 }
 
+fn id() -> u32 {
+    std::env::var("KILN_CACHE_TEST_ID").unwrap().parse().unwrap()
+}
+
 fn worker(role: &str) -> ExitCode {
     let root = PathBuf::from(std::env::var_os("KILN_CACHE_TEST_ROOT").expect("KILN_CACHE_TEST_ROOT"));
     let result = match role {
-        "mixed" => mixed_worker(&root, std::env::var("KILN_CACHE_TEST_ID").unwrap().parse().unwrap()),
+        "mixed" => open(&root).and_then(|s| mixed_worker(s, id(), SHARED_KEYS)),
+        "bounded" => Store::open(&root, scope(), StoreOptions { max_size: BOUND, ..Default::default() })
+            .map_err(|e| e.to_string())
+            .and_then(|s| mixed_worker(s, id(), BOUNDED_KEYS)),
         "paused" => paused_writer(&root),
         "busy" => busy_writer(&root),
         other => Err(format!("unknown role {other}")),
@@ -202,7 +217,25 @@ fn many_processes_on_shared_keys() -> Result<(), String> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let (mut hits, mut puts) = (0u64, 0u64);
+    let [hits, _, puts, _] = wait_for_mixed(children)?;
+    ensure(prunes > 0, || "the pruner never ran".into())?;
+    ensure(hits > 500 && puts > 500, || format!("too little contention: {hits} hits, {puts} puts"))?;
+    let checked = verify_clean(&root)?;
+    ensure(checked > 0, || "no records left to verify".into())?;
+    // The pruner removed records behind the stores' backs and recounted;
+    // the stores' own updates are exact: the counters match the records.
+    let (_, out, _) = inspect(&root, &["verify"]);
+    ensure(!out.contains("size counter"), || format!("size counters drifted:\n{out}"))?;
+    let stats = Cache::open(&root, &InspectOptions::default()).unwrap().stats().unwrap();
+    ensure(stats.total.temp_files == 0, || format!("{} temporary files left by clean exits", stats.total.temp_files))?;
+    println!("    {WORKERS} workers, {} ops, {hits} hits, {puts} puts, {prunes} prunes, {checked} records verified", WORKERS * OPS_PER_WORKER);
+    Ok(())
+}
+
+/// Waits for mixed workers; the sums of their counters (hits, misses,
+/// puts, corrupt: always 0).
+fn wait_for_mixed(children: Vec<Child>) -> Result<[u64; 4], String> {
+    let mut sums = [0u64; 4];
     for (id, child) in children.into_iter().enumerate() {
         let out = child.wait_with_output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -211,16 +244,40 @@ fn many_processes_on_shared_keys() -> Result<(), String> {
         })?;
         let n: Vec<u64> = stdout.split_whitespace().map(|w| w.parse().unwrap()).collect();
         ensure(n.len() == 4 && n[3] == 0, || format!("worker {id}: counters {stdout}"))?;
-        hits += n[0];
-        puts += n[2];
+        for (sum, x) in sums.iter_mut().zip(n) {
+            *sum += x;
+        }
     }
-    ensure(prunes > 0, || "the pruner never ran".into())?;
-    ensure(hits > 500 && puts > 500, || format!("too little contention: {hits} hits, {puts} puts"))?;
-    let checked = verify_clean(&root)?;
-    ensure(checked > 0, || "no records left to verify".into())?;
-    let stats = Cache::open(&root, &InspectOptions::default()).unwrap().stats().unwrap();
-    ensure(stats.total.temp_files == 0, || format!("{} temporary files left by clean exits", stats.total.temp_files))?;
-    println!("    {WORKERS} workers, {} ops, {hits} hits, {puts} puts, {prunes} prunes, {checked} records verified", WORKERS * OPS_PER_WORKER);
+    Ok(sums)
+}
+
+/// Eight processes store about six times the size bound (and read and
+/// erase) at once: afterwards the records fit the bound, every size
+/// counter equals a recount, and the lasting statistics are the sums of
+/// what each process counted.
+fn bound_holds_under_many_processes() -> Result<(), String> {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("cache");
+    let children: Vec<Child> = (0..WORKERS).map(|id| spawn(&root, "bounded", id)).collect();
+    let [hits, misses, puts, _] = wait_for_mixed(children)?;
+    let (code, out, err) = inspect(&root, &["verify"]);
+    ensure(code == 0 && out.contains(" 0 damaged") && !out.contains("size counter"), || {
+        format!("verify is not clean (exit {code}):\n{out}{err}")
+    })?;
+    let stats = Cache::open(&root, &InspectOptions::default()).unwrap().stats().map_err(|e| e.to_string())?;
+    ensure(stats.total.bytes <= BOUND, || format!("{} bytes of records over the bound of {BOUND}", stats.total.bytes))?;
+    ensure(stats.counted.bytes == stats.total.bytes && stats.counted.records == stats.total.records, || {
+        format!("counters {:?}, records on disk {:?}", stats.counted, stats.total)
+    })?;
+    let l = stats.lasting;
+    ensure((l.hits, l.misses, l.puts, l.corrupt) == (hits, misses, puts, 0), || {
+        format!("lasting {l:?}, workers counted {hits} hits, {misses} misses, {puts} puts")
+    })?;
+    ensure(l.evicted > 0 && puts * 20_000 > 4 * BOUND, || format!("no eviction: {l:?}"))?;
+    println!(
+        "    {WORKERS} workers, {puts} puts, {} evicted, {} records ({} bytes) left under a bound of {BOUND}",
+        l.evicted, stats.total.records, stats.total.bytes
+    );
     Ok(())
 }
 
@@ -292,8 +349,9 @@ fn main() -> ExitCode {
         return worker(&role);
     }
     let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    let tests: [(&str, fn() -> Result<(), String>); 3] = [
+    let tests: [(&str, fn() -> Result<(), String>); 4] = [
         ("many_processes_on_shared_keys", many_processes_on_shared_keys),
+        ("bound_holds_under_many_processes", bound_holds_under_many_processes),
         ("writer_killed_before_rename", writer_killed_before_rename),
         ("writers_killed_at_random_moments", writers_killed_at_random_moments),
     ];

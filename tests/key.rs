@@ -215,7 +215,7 @@ fn explain_shows_exactly_what_was_hashed() {
     let names: Vec<&str> = e.config_fields.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
-        ["opt_level", "fast_math", "bounds_checks", "code_model", "record_version", "kiln_version", "llvm_version"],
+        ["opt_level", "fast_math", "bounds_checks", "code_model", "record_version", "kiln_version", "llvm_version", "build_id"],
         "each field, in declared order"
     );
     assert!(e.text.contains("task @task of @kernel(%0: f32, %1: i32) range_for %2 in 0 .. %1"), "{}", e.text);

@@ -268,7 +268,7 @@ fn restore_with_object(cache: &Path, key: &Key, patch: impl FnOnce(Vec<u8>) -> V
 /// Re-stores the record of `key` with its metadata and object replaced,
 /// through the store's own `put`.
 fn restore_with(cache: &Path, key: &Key, patch: impl FnOnce(LaunchMeta, Vec<u8>) -> (LaunchMeta, Vec<u8>)) {
-    let store = cached::open_store(cache, &HostTarget::detect().unwrap(), false).unwrap();
+    let store = cached::open_store(cache, &HostTarget::detect().unwrap(), Default::default()).unwrap();
     let Lookup::Hit(record) = store.get(key).unwrap() else { panic!("no record for {key}") };
     let (meta, object) = patch(record.meta, record.object);
     store.put(key, &meta, &object).unwrap();

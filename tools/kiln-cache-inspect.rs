@@ -1,10 +1,16 @@
-//! `kiln-cache-inspect`: list, count, show, verify and prune Kiln's
-//! per-task artifact cache. A thin `main` over `kiln::cache::inspect`:
+//! `kiln-cache-inspect`: list, count, show, extract, verify and prune
+//! Kiln's per-task artifact cache; show or reset its statistics; create a
+//! (shared) one; show and set its settings. A thin `main` over
+//! `kiln::cache::inspect`:
 //! argument parsing and formatting only. See
 //! `docs/tools/kiln-cache-inspect.md`.
 
 use clap::{Parser, Subcommand};
+use kiln::cache::access::Access;
 use kiln::cache::inspect::{self, Cache, InspectOptions, PrunePlan, Totals};
+use kiln::cache::store::init_root;
+use kiln::cache::CacheStats;
+use kiln::settings::{self, Settings};
 use kiln::cache::size::{format_duration, format_size, parse_duration, parse_size};
 use kiln::config::{MetaBound, MetaKind};
 use kiln::tool::{main_with, write_output, ToolError};
@@ -17,12 +23,12 @@ use std::time::Duration;
 const TOOL: &str = "kiln-cache-inspect";
 
 #[derive(Parser)]
-#[command(name = TOOL, version, about = "List, verify and prune Kiln's per-task artifact cache")]
+#[command(name = TOOL, version = kiln::LONG_VERSION, about = "List, verify, prune and extract from Kiln's per-task artifact cache; show its statistics and settings")]
 struct Cli {
-    /// The cache root [default: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln]
+    /// The cache root [default: $KILN_CACHE_DIR, else cache_dir in the user's kiln.toml, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln]
     #[arg(long, global = true, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
-    /// Accept a cache directory that another user owns or that is group- or world-writable
+    /// Accept a cache directory that another user owns or that is group- or world-writable (env KILN_ALLOW_INSECURE_CACHE=1)
     #[arg(long, global = true)]
     allow_insecure_cache: bool,
     /// Take SCOPE as this host's scope (by default: the scope a Kiln process with LLVM recorded for this machine)
@@ -39,15 +45,51 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+enum ConfigCommand {
+    /// Set KEY to VALUE in the cache's own kiln.toml (kept whole: other keys and comments stay)
+    Set {
+        /// A setting's name (see `kiln-cache-inspect config`)
+        key: String,
+        value: String,
+    },
+}
+
+#[derive(Subcommand)]
 enum Command {
+    /// Create a cache at DIR (or the cache directory); with --shared, one a Unix group shares
+    Init {
+        /// The group that shares the cache: directories setgid to it, records and directories group-writable
+        #[arg(long, value_name = "GROUP")]
+        shared: Option<String>,
+        /// The cache root to create [default: the cache directory]
+        dir: Option<PathBuf>,
+    },
+    /// Print every effective setting and where it came from (default, a kiln.toml, the environment, a flag)
+    Config {
+        #[command(subcommand)]
+        command: Option<ConfigCommand>,
+    },
     /// List scopes (marking this host's) and their records
     List,
-    /// Totals per scope and overall: records, bytes, oldest and newest use, temporary leftovers
+    /// Totals per scope and overall (records, bytes, oldest and newest use, temporary leftovers) and the lasting statistics (hits, misses, hit rate, ...); a cache that does not exist yet shows zeros
     Stats,
+    /// Reset the lasting statistics of every scope to zero (records stay)
+    ZeroStats,
     /// Show the full metadata of one record, by key or unique key prefix
     Show {
         /// A key, or a prefix of one (hex)
         key: String,
+    },
+    /// Write one record's object (a relocatable object file) and, with --meta, its launch metadata as JSON
+    Extract {
+        /// A key, or a prefix of one (hex)
+        key: String,
+        /// Where to write the object (`-`: standard output)
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: String,
+        /// Where to write the launch metadata as JSON
+        #[arg(long, value_name = "FILE")]
+        meta: Option<String>,
     },
     /// Check every record; report each damaged one and why
     Verify {
@@ -94,43 +136,124 @@ fn run(cli: Cli) -> Result<(), ToolError> {
     if let Some(url) = &cli.remote {
         return remote::run(&cli, url);
     }
-    let root = kiln::cache::resolve_cache_dir(cli.cache_dir.as_deref()).map_err(cache_err)?;
-    let options = InspectOptions { allow_insecure: cli.allow_insecure_cache, host_scope: cli.host_scope.clone() };
-    let cache = Cache::open(&root, &options).map_err(cache_err)?;
-    let now = kiln::cache::record::unix_now();
+    let cache_dir = match &cli.command {
+        Command::Init { dir: Some(dir), .. } => Some(dir.as_path()),
+        _ => cli.cache_dir.as_deref(),
+    };
+    let settings = Settings::load(&settings::cache_flags(cache_dir, cli.allow_insecure_cache))?;
+    let root = settings.cache_root().map_err(cache_err)?;
     let json = cli.json;
+    let options = InspectOptions {
+        allow_insecure: settings.allow_insecure.value,
+        host_scope: cli.host_scope.clone(),
+        shared_group: settings.shared_group.value.clone(),
+    };
+    let now = kiln::cache::record::unix_now();
+    let open = || Cache::open(&root, &options).map_err(cache_err);
+    // Nothing stored yet: zero statistics, nothing to reset.
+    if matches!(cli.command, Command::Stats | Command::ZeroStats) {
+        if let Err(kiln::cache::CacheError::NoCache { .. }) = Cache::open(&root, &options) {
+            let stats = inspect::Stats::missing(&root);
+            return match cli.command {
+                Command::Stats => emit(json, &stats, || text_stats(&stats, now)),
+                _ => emit(json, &Vec::<String>::new(), || format!("no cache at {}; nothing to reset\n", root.display())),
+            };
+        }
+    }
     match cli.command {
+        Command::Config { command: None } => {
+            let rows = settings.rows();
+            emit(json, &rows, || text_config(&rows))
+        }
+        Command::Init { shared, .. } => init(&root, &settings, shared.as_deref()),
+        Command::Config { command: Some(ConfigCommand::Set { key, value }) } => {
+            let path = settings::set_in_cache_file(open()?.root(), &key, &value)?;
+            write_output(None, format!("{key} set in {}\n", path.display()).as_bytes())
+        }
         Command::List => {
-            let listing = cache.list().map_err(cache_err)?;
+            let listing = open()?.list().map_err(cache_err)?;
             emit(json, &listing, || text_list(&listing, now))
         }
         Command::Stats => {
-            let stats = cache.stats().map_err(cache_err)?;
+            let stats = open()?.stats().map_err(cache_err)?;
             emit(json, &stats, || text_stats(&stats, now))
         }
+        Command::ZeroStats => {
+            let zeroed = open()?.zero_stats().map_err(cache_err)?;
+            emit(json, &zeroed, || format!("statistics reset to zero in {} scope(s)\n", zeroed.len()))
+        }
         Command::Show { key } => {
-            let shown = cache.show(&key).map_err(cache_err)?;
+            let shown = open()?.show(&key).map_err(cache_err)?;
             emit(json, &shown, || text_show(&shown, now))
         }
+        Command::Extract { key, output, meta } => {
+            let record = open()?.extract(&key).map_err(cache_err)?;
+            if let Some(path) = meta {
+                let mut text = serde_json::to_vec_pretty(&record.meta)
+                    .map_err(|e| ToolError::msg(format!("cannot write JSON: {e}")))?;
+                text.push(b'\n');
+                write_output(Some(&path), &text)?;
+            }
+            write_output(Some(&output), &record.object)
+        }
         Command::Verify { fix } => {
+            let cache = open()?;
             let report = cache.verify(fix).map_err(cache_err)?;
             emit(json, &report, || text_verify(&report, cache.root()))?;
             let left = report.bad.iter().filter(|b| !b.removed).count();
-            if left > 0 {
+            let entries = report.bad_entries.iter().filter(|b| !b.removed).count();
+            if left + entries > 0 {
+                let mut what = vec![];
+                if left > 0 {
+                    what.push(format!("{left} damaged record(s)"));
+                }
+                if entries > 0 {
+                    what.push(format!("{entries} misplaced entr{}", if entries == 1 { "y" } else { "ies" }));
+                }
+                let what = what.join(" and ");
                 return Err(ToolError::msg(if fix {
-                    format!("{left} damaged record(s) could not be removed")
+                    format!("{what} could not be removed")
                 } else {
-                    format!("{left} damaged record(s); `{TOOL} verify --fix` removes them")
+                    format!("{what}; `{TOOL} verify --fix` removes them")
                 }));
             }
             Ok(())
         }
         Command::Prune { max_size, older_than, foreign_scopes, temp, dry_run } => {
+            let cache = open()?;
             let plan = PrunePlan { max_size, older_than, foreign_scopes, temp_older_than: temp, dry_run };
             let report = cache.prune(&plan).map_err(cache_err)?;
             emit(json, &report, || text_prune(&report, cache.root(), now))
         }
     }
+}
+
+/// `init`: creates the cache root (shared by `shared`, or by the
+/// shared_group setting) and records the group in its kiln.toml.
+fn init(root: &Path, settings: &Settings, shared: Option<&str>) -> Result<(), ToolError> {
+    let group = shared.map(str::to_string).or_else(|| settings.shared_group.value.clone());
+    let access = Access::new(settings.allow_insecure.value, group.as_deref()).map_err(cache_err)?;
+    let root = init_root(root, &access).map_err(cache_err)?;
+    // Recorded with the cache, so every member's process uses it.
+    if let Some(g) = &group {
+        settings::set_in_cache_file(&root, "shared_group", g)?;
+        access.share(&root.join(settings::FILE_NAME)).map_err(cache_err)?;
+    }
+    let how = match &group {
+        Some(g) => format!("shared by group {g}"),
+        None => "private".to_string(),
+    };
+    write_output(None, format!("cache {} ({how})\n", root.display()).as_bytes())
+}
+
+fn text_config(rows: &[settings::Row]) -> String {
+    let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for r in rows {
+        let value = r.value.as_deref().unwrap_or("(unset)");
+        let _ = writeln!(out, "{:<width$} = {value}  ({})", r.name, r.source);
+    }
+    out
 }
 
 /// Writes `value` as JSON or the text `text` makes, to stdout.
@@ -210,15 +333,35 @@ fn totals_text(out: &mut String, t: &Totals, now: u64) {
     let _ = writeln!(out, "  temporaries  {} ({})", t.temp_files, format_size(t.temp_bytes));
 }
 
+fn lasting_text(out: &mut String, s: &CacheStats, hit_rate: Option<f64>) {
+    let rate = hit_rate.map_or("-".to_string(), |r| format!("{:.1} %", r * 100.0));
+    let rows: [(&str, String); 9] = [
+        ("hit rate", rate),
+        ("hits", s.hits.to_string()),
+        ("misses", s.misses.to_string()),
+        ("corrupt", s.corrupt.to_string()),
+        ("stored", s.puts.to_string()),
+        ("evicted", s.evicted.to_string()),
+        ("read", format!("{} ({} bytes)", format_size(s.bytes_read), s.bytes_read)),
+        ("written", format!("{} ({} bytes)", format_size(s.bytes_written), s.bytes_written)),
+        ("time saved", format!("{} ms of compiling", s.compile_ms_saved)),
+    ];
+    for (k, v) in rows {
+        let _ = writeln!(out, "  {k:<12} {v}");
+    }
+}
+
 fn text_stats(s: &inspect::Stats, now: u64) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "cache {}", s.root.display());
+    let _ = writeln!(out, "cache {}{}", s.root.display(), if s.exists { "" } else { " (does not exist yet)" });
     for sc in &s.scopes {
         let _ = writeln!(out, "scope {}{}", sc.name, if sc.this_host { " (this host)" } else { "" });
         totals_text(&mut out, &sc.totals, now);
+        lasting_text(&mut out, &sc.lasting, sc.hit_rate);
     }
     let _ = writeln!(out, "total ({} scope{})", s.scopes.len(), if s.scopes.len() == 1 { "" } else { "s" });
     totals_text(&mut out, &s.total, now);
+    lasting_text(&mut out, &s.lasting, s.hit_rate);
     out
 }
 
@@ -275,16 +418,14 @@ fn text_show(s: &inspect::Shown, now: u64) -> String {
 
 fn text_verify(r: &inspect::VerifyReport, root: &Path) -> String {
     let mut out = String::new();
+    let removed = |yes: bool| if yes { " (removed)" } else { "" };
     for b in &r.bad {
-        let _ = writeln!(
-            out,
-            "bad {}: {}{}",
-            rel(root, &b.path),
-            b.reason,
-            if b.removed { " (removed)" } else { "" }
-        );
+        let _ = writeln!(out, "bad {}: {}{}", rel(root, &b.path), b.reason, removed(b.removed));
     }
-    let removed = r.bad.iter().filter(|b| b.removed).count();
+    for b in &r.bad_entries {
+        let _ = writeln!(out, "bad {}: {}{}", rel(root, &b.path), b.problem, removed(b.removed));
+    }
+    let gone = r.bad.iter().filter(|b| b.removed).count();
     let _ = writeln!(
         out,
         "checked {} record{}: {} healthy, {} damaged{}",
@@ -292,8 +433,19 @@ fn text_verify(r: &inspect::VerifyReport, root: &Path) -> String {
         if r.checked == 1 { "" } else { "s" },
         r.healthy,
         r.bad.len(),
-        if r.fixed { format!(", {removed} removed") } else { String::new() }
+        if r.fixed { format!(", {gone} removed") } else { String::new() }
     );
+    for d in &r.counter_drift {
+        let counted = d.counted.map_or("damaged".to_string(), |c| format!("{} records, {} bytes", c.records, c.bytes));
+        let _ = writeln!(
+            out,
+            "size counter of group {}: {counted}; the records add up to {} records, {} bytes{}",
+            d.group,
+            d.actual.records,
+            d.actual.bytes,
+            if d.fixed { " (recounted)" } else { "" }
+        );
+    }
     out
 }
 

@@ -13,6 +13,7 @@ use kiln::tool::{self, ToolError};
 use rayon::prelude::*;
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
+use kiln::settings::{self, Settings};
 use std::process::ExitCode;
 
 const ABOUT: &str = "Compile the tasks of a KIR file to host objects";
@@ -41,7 +42,7 @@ enum EmitArg {
 }
 
 #[derive(Parser, Debug)]
-#[command(name = "kiln-compile", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "kiln-compile", version = kiln::LONG_VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 struct Cli {
     /// Input KIR file; `-` reads standard input
     #[arg(value_name = "INPUT", default_value = "-")]
@@ -194,9 +195,12 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
 /// a good record is kept, a missing or damaged one is compiled and stored.
 /// Prints one summary line (and `--stats`) on standard error.
 fn fill_cache(cli: &Cli, dir: &Path, compiler: &Compiler, tasks: &[(&Module, String)], file: &str) -> Result<(), ToolError> {
+    // The other settings (shared_group, read_only, ...) come from the
+    // config files and the environment, as for kiln-run.
+    let settings = Settings::load(&settings::cache_flags(Some(dir), cli.allow_insecure_cache))?;
+    let store = cached::open_store(dir, &compiler.target, settings.store_options()).map_err(ToolError::msg)?;
     let flags = kiln::remote::RemoteFlags { url: cli.remote.clone(), read_only: cli.remote_read_only };
-    let remote = kiln::remote::RemoteSettings::from_env(&flags).map_err(|e| ToolError::Usage(e.to_string()))?;
-    let store = cached::open_store(dir, &compiler.target, cli.allow_insecure_cache).map_err(ToolError::msg)?;
+    let remote = kiln::remote::RemoteSettings::from_env_or_file(&flags, &settings.remote).map_err(|e| ToolError::Usage(e.to_string()))?;
     let remote = remote.map(|r| kiln::remote::RemoteTier::new(r, store.scope_name()));
     let pool = thread_pool(cli)?;
     let bar = progress_bar(tasks.len());
@@ -235,6 +239,9 @@ fn fill_cache(cli: &Cli, dir: &Path, compiler: &Compiler, tasks: &[(&Module, Str
             let _ = writeln!(err, "kiln-compile: warning: {w}");
         }
         counters.remote = Some(cached::RemoteCounters::of(&r.settings().display, &r.stats()));
+    }
+    if let Err(e) = store.flush_stats() {
+        let _ = writeln!(err, "kiln-compile: warning: cannot update the cache's statistics: {e}");
     }
     let _ = writeln!(
         err,

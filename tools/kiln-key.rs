@@ -24,7 +24,7 @@ const AFTER_HELP: &str = "\
 Exit status: 0 on success, 1 when an input is invalid, 2 on bad usage.";
 
 #[derive(Parser, Debug)]
-#[command(name = "kiln-key", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "kiln-key", version = kiln::LONG_VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 struct Cli {
     /// Input KIR file; `-` reads standard input (named `<stdin>` in errors)
     #[arg(value_name = "INPUT", default_value = "-", conflicts_with = "diff")]
@@ -122,27 +122,34 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         let (old, new) = (key_set(&paths[0], &cfg)?, key_set(&paths[1], &cfg)?);
         return tool::write_output(None, render_diff(&key::diff(&old, &new)).as_bytes());
     }
+    let Some(name) = &cli.explain else {
+        let src = tool::read_source(&cli.input)?;
+        let set = KeySet::of_text(src.text(), &cfg).map_err(|ds| ToolError::diags(&src, &ds))?;
+        drop(src);
+        return print_keys(cli, &set);
+    };
     let (src, stream) = load(&cli.input)?;
-    if let Some(name) = &cli.explain {
-        let name = name.strip_prefix('@').unwrap_or(name);
-        let Some((m, t)) = stream.find_task(name) else {
-            return Err(ToolError::at(src.name(), format!("no task @{name} in the input")));
-        };
-        let e = key::explain(m, t, &cfg);
-        let mut out = String::new();
-        out.push_str(&format!("task @{name}\nkey {}\n", e.key));
-        out.push_str(&format!("hashed: blake3(\"kiln task key\\0\", format version {} as u32 LE, ", e.format_version));
-        out.push_str("config length as u64 LE, config JSON, text length as u64 LE, text)\n");
-        out.push_str(&format!("config JSON ({} bytes): {}\n", e.config_json.len(), e.config_json));
-        for (k, v) in &e.config_fields {
-            out.push_str(&format!("  {k} = {v}\n"));
-        }
-        out.push_str(&format!("canonical text ({} bytes):\n{}", e.text.len(), e.text));
-        return tool::write_output(None, out.as_bytes());
+    let name = name.strip_prefix('@').unwrap_or(name);
+    let Some((m, t)) = stream.find_task(name) else {
+        return Err(ToolError::at(src.name(), format!("no task @{name} in the input")));
+    };
+    let e = key::explain(m, t, &cfg);
+    let mut out = String::new();
+    out.push_str(&format!("task @{name}\nkey {}\n", e.key));
+    out.push_str(&format!("hashed: blake3(\"kiln task key\\0\", format version {} as u32 LE, ", e.format_version));
+    out.push_str("config length as u64 LE, config JSON, text length as u64 LE, text)\n");
+    out.push_str(&format!("config JSON ({} bytes): {}\n", e.config_json.len(), e.config_json));
+    for (k, v) in &e.config_fields {
+        out.push_str(&format!("  {k} = {v}\n"));
     }
-    let set = KeySet::of_stream(&stream, &cfg);
+    out.push_str(&format!("canonical text ({} bytes):\n{}", e.text.len(), e.text));
+    tool::write_output(None, out.as_bytes())
+}
+
+/// Prints a key set: JSON with --json, else one `@TASK KEY` line per task.
+fn print_keys(cli: &Cli, set: &KeySet) -> Result<(), ToolError> {
     if cli.json {
-        let mut text = serde_json::to_string_pretty(&set).map_err(|e| ToolError::msg(e))?;
+        let mut text = serde_json::to_string_pretty(set).map_err(|e| ToolError::msg(e))?;
         text.push('\n');
         return tool::write_output(None, text.as_bytes());
     }

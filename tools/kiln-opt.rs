@@ -26,7 +26,7 @@ Exit status: 0 on success, 1 when the input is invalid (or a pass fails), \
 2 on bad usage (such as an unknown pass). Run --print-passes for the passes.";
 
 #[derive(Parser, Debug)]
-#[command(name = "kiln-opt", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "kiln-opt", version = kiln::LONG_VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 struct Cli {
     /// Input KIR file; `-` reads standard input (named `<stdin>` in errors)
     #[arg(value_name = "INPUT", default_value = "-")]

@@ -7,6 +7,7 @@ use clap::{Parser, ValueEnum};
 use kiln::exec::{self, Engine, Fields};
 use kiln::jit::cached::RunCounters;
 use kiln::ir::{Const, Kernel, Stream};
+use kiln::settings::{self, Settings};
 use kiln::tool::{self, ToolError};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -47,7 +48,7 @@ enum EngineKind {
 }
 
 #[derive(Parser, Debug)]
-#[command(name = "kiln-run", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "kiln-run", version = kiln::LONG_VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 struct Cli {
     /// Input KIR file; `-` reads standard input (named `<stdin>` in errors)
     #[arg(value_name = "INPUT", default_value = "-")]
@@ -73,11 +74,11 @@ struct Cli {
     #[arg(long, conflicts_with = "cache_dir")]
     no_cache: bool,
 
-    /// The per-task cache root [default: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln]
+    /// The per-task cache root [default: $KILN_CACHE_DIR, else cache_dir in the user's kiln.toml, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln]
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
 
-    /// Accept a cache directory that another user owns or that is group- or world-writable
+    /// Accept a cache directory that another user owns or that is group- or world-writable (env KILN_ALLOW_INSECURE_CACHE=1, or allow_insecure in kiln.toml)
     #[arg(long)]
     allow_insecure_cache: bool,
 
@@ -154,7 +155,7 @@ fn target_override(flag: &Option<String>, var: &str) -> Option<String> {
 
 /// The engine for `cli`, and a warning to show (no cache directory could
 /// be derived).
-fn make_engine(cli: &Cli) -> Result<(Runner, Option<String>), ToolError> {
+fn make_engine(cli: &Cli, settings: &Settings) -> Result<(Runner, Option<String>), ToolError> {
     use kiln::codegen::{Compiler, HostTarget};
     use kiln::jit::cached::{self, CachedTasks};
     use kiln::jit::engine::{JitEngine, JitPath};
@@ -172,11 +173,11 @@ fn make_engine(cli: &Cli) -> Result<(Runner, Option<String>), ToolError> {
     let mut engine = JitEngine::new(compiler, path, threads).map_err(|e| ToolError::msg(e.message))?;
     let mut store_root = None;
     let mut warning = None;
-    let remote = if cli.no_cache { None } else { remote_settings(&cli.remote, cli.remote_read_only)? };
+    let remote = if cli.no_cache { None } else { remote_settings(&cli.remote, cli.remote_read_only, settings)? };
     if !cli.no_cache {
-        match kiln::cache::resolve_cache_dir(cli.cache_dir.as_deref()) {
-            Ok(dir) => {
-                let store = cached::open_store(&dir, &target, cli.allow_insecure_cache).map_err(ToolError::msg)?;
+        let opened = settings.cache_root().and_then(|dir| cached::open_store(&dir, &target, settings.store_options()));
+        match opened {
+            Ok(store) => {
                 store_root = Some((store.root().display().to_string(), store.scope_name().to_string()));
                 let mut provider = CachedTasks::new(store);
                 if let Some(r) = remote {
@@ -185,7 +186,10 @@ fn make_engine(cli: &Cli) -> Result<(Runner, Option<String>), ToolError> {
                 }
                 engine.set_provider(Box::new(provider));
             }
-            // Nowhere to keep a cache: run without one, and say so.
+            // A cache that cannot be used (nowhere to keep one, permission
+            // denied, a full disk, a read-only file system, a directory
+            // that is not a cache) never fails a run: the run goes on
+            // without it, and says so once.
             Err(e) => {
                 warning = Some(format!("{e}; running without a cache"));
                 engine.path = JitPath::WholeKernel;
@@ -195,11 +199,16 @@ fn make_engine(cli: &Cli) -> Result<(Runner, Option<String>), ToolError> {
     Ok((Runner::Jit(Box::new(engine), store_root), warning))
 }
 
-/// The remote tier's settings from `--remote`, `--remote-read-only` and
-/// the environment; a setting that cannot be used is a usage error.
-fn remote_settings(url: &Option<String>, read_only: bool) -> Result<Option<kiln::remote::RemoteSettings>, ToolError> {
+/// The remote tier's settings from `--remote`, `--remote-read-only`, the
+/// environment and (the URL) the config files; a setting that cannot be
+/// used is a usage error.
+fn remote_settings(
+    url: &Option<String>,
+    read_only: bool,
+    settings: &Settings,
+) -> Result<Option<kiln::remote::RemoteSettings>, ToolError> {
     let flags = kiln::remote::RemoteFlags { url: url.clone(), read_only };
-    kiln::remote::RemoteSettings::from_env(&flags).map_err(|e| ToolError::Usage(e.to_string()))
+    kiln::remote::RemoteSettings::from_env_or_file(&flags, &settings.remote).map_err(|e| ToolError::Usage(e.to_string()))
 }
 
 /// Writes to standard error; a closed one is not worth failing for.
@@ -231,6 +240,9 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
             }
         }
     }
+    // Settings are read first: a bad one is an error even when the run
+    // would not use the cache.
+    let settings = Settings::load(&settings::cache_flags(cli.cache_dir.as_deref(), cli.allow_insecure_cache))?;
     let src = tool::read_source(&cli.input)?;
     let stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
     kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(&src, &ds))?;
@@ -260,12 +272,14 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         prints.push(known(name, "--print")?);
     }
     for (name, file) in loads {
-        let bytes = std::fs::read(&file).map_err(|e| ToolError::at(&file, tool::io_reason(&e)))?;
         let data = fields.get_mut(&name).ok_or_else(|| ToolError::msg(format!("unknown field @{name}")))?;
-        data.load_npy(&name, &bytes).map_err(|m| ToolError::at(&file, m))?;
+        data.load_npy_file(&name, std::path::Path::new(&file)).map_err(|e| match e {
+            kiln::npy::ReadError::Io(e) => ToolError::at(&file, tool::io_reason(&e)),
+            kiln::npy::ReadError::Invalid(m) => ToolError::at(&file, m),
+        })?;
     }
 
-    let (mut runner, warning) = make_engine(cli)?;
+    let (mut runner, warning) = make_engine(cli, &settings)?;
     if let Some(w) = warning {
         note(&format!("kiln-run: warning: {w}\n"));
     }

@@ -1,22 +1,28 @@
 //! Looking inside a cache and cleaning it: the logic of
-//! `kiln-cache-inspect`'s `list`, `stats`, `show`, `verify` and `prune`,
-//! returning plain data that the tool formats as text or JSON.
+//! `kiln-cache-inspect`'s `list`, `stats`, `zero-stats`, `show`,
+//! `extract`, `verify` and `prune`, returning plain data that the tool
+//! formats as text or JSON.
 //!
 //! Owns: the scan of a cache root (scopes, records, temporary files, by
-//! Kiln's name patterns only), which scope is this host's, and the prune
-//! policy (foreign scopes, stale temporaries, age, then least recently
-//! used down to a size).
+//! Kiln's name patterns only, and the links and files found where Kiln
+//! keeps a directory), which scope is this host's, what `verify` checks
+//! (records in full, misplaced entries, the size counters against a
+//! recount), and the prune policy (foreign scopes, stale temporaries, age,
+//! then least recently used down to a size).
 //!
 //! Must never: touch a directory that is not a Kiln cache (`CACHEDIR.TAG`
 //! and Kiln's marker), follow a symbolic link (every walk lists
 //! directories without following links, and only names that match Kiln's
 //! patterns are considered), remove anything outside the root or anything
-//! that does not match a Kiln pattern, or remove anything on a dry run.
+//! that does not match a Kiln pattern (a directory under a record's name
+//! only when empty), or remove anything on a dry run.
 
+use super::counters::{self, GroupSize, Locked, COUNTERS_DIR, GROUPS, STATS_FILE};
 use super::host::{self, HostFile, HOST_FILE};
-use super::record::{self, Corrupt, Header, Key, Producer, MAX_RECORD_LEN};
-use super::store::{check_markers, check_trusted, is_shard_name, is_temp_name, key_of};
-use super::CacheError;
+use super::access::Access;
+use super::record::{self, Corrupt, Header, Key, Producer, Record, MAX_RECORD_LEN};
+use super::store::{check_markers, is_shard_name, is_temp_name, is_unfinished_root, key_of};
+use super::{CacheError, CacheStats};
 use crate::config::{LaunchMeta, MetaKind};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -34,12 +40,17 @@ pub struct InspectOptions {
     /// This host's scope, when the caller knows better than the record
     /// under `hosts/` (`--host-scope`).
     pub host_scope: Option<String>,
+    /// The group sharing the cache (`shared_group`), whose group-writable
+    /// directories are trusted.
+    pub shared_group: Option<String>,
 }
 
 /// A cache root open for inspection.
 pub struct Cache {
     root: PathBuf,
     native: Option<String>,
+    /// Who may use the cache: the modes of the counter files it rewrites.
+    access: Access,
 }
 
 /// A regular file found in the cache.
@@ -96,6 +107,24 @@ type ShardScan = (Vec<RecordEntry>, Vec<FileEntry>);
 struct Scan {
     scopes: Vec<ScopeScan>,
     root_temps: Vec<FileEntry>,
+    /// Entries with the name of a scope, a shard or the counter directory
+    /// that are not real directories (a link, a file): the store cannot
+    /// use them, and they are Kiln's to remove.
+    misplaced: Vec<Misplaced>,
+}
+
+/// A link or a file where Kiln keeps a directory.
+#[derive(Clone, Debug)]
+struct Misplaced {
+    path: PathBuf,
+    /// `scope`, `shard` or `counter directory`.
+    role: &'static str,
+    link: bool,
+}
+
+/// What a [`Misplaced`] entry is, in words.
+fn misplaced_text(m: &Misplaced) -> String {
+    format!("{} that is {}", m.role, if m.link { "a symbolic link" } else { "not a directory" })
 }
 
 fn unix_secs(t: SystemTime) -> u64 {
@@ -258,16 +287,45 @@ pub struct ScopeStats {
     pub this_host: bool,
     #[serde(flatten)]
     pub totals: Totals,
+    /// What every process using the scope counted since the last
+    /// `zero-stats`.
+    pub lasting: CacheStats,
+    /// Hits over lookups, from `lasting` (none before the first lookup).
+    pub hit_rate: Option<f64>,
 }
 
 /// `stats`: totals per scope and overall.
 #[derive(Clone, Debug, Serialize)]
 pub struct Stats {
     pub root: PathBuf,
+    /// Whether the cache exists yet (a missing cache shows zeros).
+    pub exists: bool,
     pub this_host: Option<String>,
     pub scopes: Vec<ScopeStats>,
     /// Everything, including temporary files at the root.
     pub total: Totals,
+    /// The lasting statistics of every scope, added up.
+    pub lasting: CacheStats,
+    pub hit_rate: Option<f64>,
+    /// What the size counters of the bound hold (records and bytes of
+    /// records, every scope); `verify` checks them against `total`.
+    pub counted: GroupSize,
+}
+
+impl Stats {
+    /// The statistics of a cache that does not exist yet: zeros.
+    pub fn missing(root: &Path) -> Stats {
+        Stats {
+            root: root.to_path_buf(),
+            exists: false,
+            this_host: None,
+            scopes: vec![],
+            total: Totals::default(),
+            lasting: CacheStats::default(),
+            hit_rate: None,
+            counted: GroupSize::default(),
+        }
+    }
 }
 
 /// `show`: one record in full.
@@ -296,12 +354,36 @@ pub struct BadRecord {
     pub removed: bool,
 }
 
-/// `verify`: every record checked in full.
+/// A link or a file where Kiln keeps a directory, that `verify` found.
+#[derive(Clone, Debug, Serialize)]
+pub struct BadEntry {
+    pub path: PathBuf,
+    pub problem: String,
+    /// Removed by `--fix` (a link itself, never what it points to).
+    pub removed: bool,
+}
+
+/// A shard group whose size counter disagrees with the records on disk.
+#[derive(Clone, Debug, Serialize)]
+pub struct CounterDrift {
+    pub group: String,
+    /// What the counter held (`None`: damaged or unreadable).
+    pub counted: Option<GroupSize>,
+    /// What the records on disk add up to.
+    pub actual: GroupSize,
+    /// Rewritten from the records by `--fix`.
+    pub fixed: bool,
+}
+
+/// `verify`: every record checked in full, the tree's directories, and
+/// the size counters.
 #[derive(Clone, Debug, Serialize)]
 pub struct VerifyReport {
     pub checked: u64,
     pub healthy: u64,
     pub bad: Vec<BadRecord>,
+    pub bad_entries: Vec<BadEntry>,
+    pub counter_drift: Vec<CounterDrift>,
     pub fixed: bool,
 }
 
@@ -347,7 +429,7 @@ impl PruneReason {
 #[derive(Clone, Debug, Serialize)]
 pub struct Removal {
     pub path: PathBuf,
-    /// `record`, `temp`, `host-file` or `directory`.
+    /// `record`, `temp`, `host-file`, `stats-file` or `directory`.
     pub kind: &'static str,
     pub size: u64,
     pub reason: PruneReason,
@@ -383,12 +465,19 @@ impl Cache {
         if !meta.is_dir() {
             return Err(CacheError::NotACache { path: root.into(), reason: "not a directory".into() });
         }
-        check_markers(&canonical).map_err(|reason| CacheError::NotACache { path: root.into(), reason })?;
-        if !options.allow_insecure {
-            check_trusted(&canonical, &meta)?;
+        // A root whose set-up was cut short (a full disk) is an empty
+        // cache here; the next process that writes finishes it.
+        if let Err(reason) = check_markers(&canonical) {
+            let tagged = fs::read(canonical.join(super::CACHEDIR_TAG))
+                .is_ok_and(|t| t.starts_with(super::CACHEDIR_TAG_SIGNATURE.as_bytes()));
+            if !(tagged && is_unfinished_root(&canonical)?) {
+                return Err(CacheError::NotACache { path: root.into(), reason });
+            }
         }
+        let access = Access::new(options.allow_insecure, options.shared_group.as_deref())?;
+        access.check(&canonical, &meta)?;
         let native = options.host_scope.clone().or_else(|| host::native_scope(&canonical));
-        Ok(Cache { root: canonical, native })
+        Ok(Cache { root: canonical, native, access })
     }
 
     /// The canonical root.
@@ -410,28 +499,42 @@ impl Cache {
     fn scan(&self, only_shard: Option<&str>) -> Result<Scan, CacheError> {
         let mut scopes = Vec::new();
         let mut root_temps = Vec::new();
+        let mut misplaced = Vec::new();
         for (name, meta) in list_dir(&self.root)? {
             let path = self.root.join(&name);
-            if meta.is_dir() && host::is_scope_name(&name) {
-                scopes.push(self.scan_scope(name, path, only_shard)?);
+            let role = if host::is_scope_name(&name) { Some("scope") } else { (name == COUNTERS_DIR).then_some("counter directory") };
+            if meta.is_dir() && role == Some("scope") {
+                scopes.push(self.scan_scope(name, path, only_shard, &mut misplaced)?);
             } else if meta.is_file() && is_temp_name(&name) {
                 root_temps.push(file_entry(path, &meta));
+            } else if let Some(role) = role.filter(|_| !meta.is_dir()) {
+                misplaced.push(Misplaced { path, role, link: meta.file_type().is_symlink() });
             }
         }
-        Ok(Scan { scopes, root_temps })
+        Ok(Scan { scopes, root_temps, misplaced })
     }
 
-    fn scan_scope(&self, name: String, dir: PathBuf, only_shard: Option<&str>) -> Result<ScopeScan, CacheError> {
+    fn scan_scope(
+        &self,
+        name: String,
+        dir: PathBuf,
+        only_shard: Option<&str>,
+        misplaced: &mut Vec<Misplaced>,
+    ) -> Result<ScopeScan, CacheError> {
         let mut scope =
             ScopeScan { name, dir, host: None, records: vec![], temps: vec![], layout_files: vec![], shards: vec![] };
         for (entry, meta) in list_dir(&scope.dir)? {
             let path = scope.dir.join(&entry);
-            if meta.is_dir() && is_shard_name(&entry) {
+            if is_shard_name(&entry) && !meta.is_dir() {
+                misplaced.push(Misplaced { path, role: "shard", link: meta.file_type().is_symlink() });
+            } else if meta.is_dir() && is_shard_name(&entry) {
                 if only_shard.is_none_or(|s| s == entry) {
                     scope.shards.push(path);
                 }
             } else if meta.is_file() && entry == HOST_FILE {
                 scope.host = fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok());
+                scope.layout_files.push(file_entry(path, &meta));
+            } else if meta.is_file() && entry == STATS_FILE {
                 scope.layout_files.push(file_entry(path, &meta));
             } else if meta.is_file() && is_temp_name(&entry) {
                 scope.temps.push(file_entry(path, &meta));
@@ -508,11 +611,12 @@ impl Cache {
     }
 
     /// `stats`: totals per scope and overall, from file sizes and times
-    /// alone (no record is read).
+    /// alone (no record is read), with each scope's lasting statistics
+    /// and what the size counters hold.
     pub fn stats(&self) -> Result<Stats, CacheError> {
         let scan = self.scan(None)?;
-        let mut total = Totals::default();
-        let mut scopes = Vec::new();
+        let mut stats = Stats::missing(&self.root);
+        (stats.exists, stats.this_host) = (true, self.native.clone());
         for s in &scan.scopes {
             let mut t = Totals::default();
             for r in &s.records {
@@ -521,18 +625,47 @@ impl Cache {
             for f in &s.temps {
                 t.add_temp(f.size);
             }
-            total.merge(&t);
-            scopes.push(ScopeStats { name: s.name.clone(), this_host: self.is_this_host(&s.name), totals: t });
+            stats.total.merge(&t);
+            let lasting = counters::read_stats(&s.dir).map_err(|e| CacheError::io(s.dir.join(STATS_FILE), "read", e))?;
+            stats.lasting.add(&lasting);
+            stats.scopes.push(ScopeStats {
+                name: s.name.clone(),
+                this_host: self.is_this_host(&s.name),
+                totals: t,
+                lasting,
+                hit_rate: lasting.hit_rate(),
+            });
         }
         for f in &scan.root_temps {
-            total.add_temp(f.size);
+            stats.total.add_temp(f.size);
         }
-        Ok(Stats { root: self.root.clone(), this_host: self.native.clone(), scopes, total })
+        stats.hit_rate = stats.lasting.hit_rate();
+        let sizes = counters::read_sizes(&self.root).map_err(|e| CacheError::io(self.root.join(COUNTERS_DIR), "read", e))?;
+        stats.counted = counters::total(&sizes);
+        Ok(stats)
     }
 
-    /// `show`: the one record whose key starts with `prefix` (hex, any
-    /// case), verified, with its full metadata.
-    pub fn show(&self, prefix: &str) -> Result<Shown, CacheError> {
+    /// `zero-stats`: sets every scope's lasting statistics to zero (the
+    /// size counters stay: they describe what is stored); the scopes
+    /// zeroed.
+    pub fn zero_stats(&self) -> Result<Vec<String>, CacheError> {
+        let root_fd = counters::open_root(&self.root).map_err(|e| CacheError::io(&self.root, "open", e))?;
+        let mut zeroed = Vec::new();
+        for s in self.scan(Some(""))?.scopes {
+            let path = s.dir.join(STATS_FILE);
+            let zero = || -> io::Result<()> {
+                let scope = super::store::sys::open_dir(&root_fd, &s.name)?;
+                Locked::exclusive(&scope, STATS_FILE, &self.access)?.write(&CacheStats::default())
+            };
+            zero().map_err(|e| CacheError::io(&path, "reset", e))?;
+            zeroed.push(s.name);
+        }
+        Ok(zeroed)
+    }
+
+    /// The one record whose key starts with `prefix` (hex, any case),
+    /// verified: its scope, what the scan saw, and the record.
+    fn find_verified(&self, prefix: &str) -> Result<(String, RecordEntry, Record), CacheError> {
         let prefix = prefix.to_ascii_lowercase();
         if prefix.is_empty() || prefix.len() > 64 || !prefix.bytes().all(|c| c.is_ascii_hexdigit()) {
             return Err(CacheError::Lookup(format!("'{prefix}' is not a key or a prefix of one (hex digits)")));
@@ -551,17 +684,7 @@ impl Cache {
             [(scope, r)] => {
                 let record = verify_file(&r.file.path, &r.key)
                     .map_err(|c| CacheError::Lookup(format!("record {} is damaged: {c}", r.key)))?;
-                Ok(Shown {
-                    key: r.key,
-                    scope: scope.name.clone(),
-                    path: r.file.path.clone(),
-                    size: r.file.size,
-                    last_use_unix: unix_secs(r.file.mtime),
-                    object_size: record.object.len() as u64,
-                    object_blake3: blake3::hash(&record.object).to_hex().to_string(),
-                    producer: record.producer,
-                    meta: record.meta,
-                })
+                Ok((scope.name.clone(), (*r).clone(), record))
             }
             many => {
                 let names: Vec<String> = many.iter().take(8).map(|(s, r)| format!("{} in {}", r.key, s.name)).collect();
@@ -575,8 +698,33 @@ impl Cache {
         }
     }
 
-    /// `verify`: reads and checks every record in full; with `fix`,
-    /// removes the damaged ones.
+    /// `show`: the one record whose key starts with `prefix` (hex, any
+    /// case), verified, with its full metadata.
+    pub fn show(&self, prefix: &str) -> Result<Shown, CacheError> {
+        let (scope, r, record) = self.find_verified(prefix)?;
+        Ok(Shown {
+            key: r.key,
+            scope,
+            path: r.file.path,
+            size: r.file.size,
+            last_use_unix: unix_secs(r.file.mtime),
+            object_size: record.object.len() as u64,
+            object_blake3: blake3::hash(&record.object).to_hex().to_string(),
+            producer: record.producer,
+            meta: record.meta,
+        })
+    }
+
+    /// `extract`: the verified record whose key starts with `prefix` (as
+    /// [`Cache::show`] finds it), object and launch metadata.
+    pub fn extract(&self, prefix: &str) -> Result<Record, CacheError> {
+        self.find_verified(prefix).map(|(_, _, record)| record)
+    }
+
+    /// `verify`: reads and checks every record in full, reports links and
+    /// files where Kiln keeps directories, and checks the size counters;
+    /// with `fix`, removes the damaged records and the misplaced entries,
+    /// and recounts the counters that are off.
     pub fn verify(&self, fix: bool) -> Result<VerifyReport, CacheError> {
         let scan = self.scan(None)?;
         let mut all: Vec<(&ScopeScan, &RecordEntry)> =
@@ -591,15 +739,70 @@ impl Cache {
                     // Removed by a concurrent prune between scan and read.
                     Err(_) if fs::symlink_metadata(&r.file.path).is_err() => Ok(None),
                     Err(reason) => {
-                        let removed = fix && remove_entry(&r.file.path, Some(r.file.identity()))?;
+                        let removed = fix && remove_in_place_of_record(&r.file.path, r.file.identity())?;
                         Ok(Some(BadRecord { scope: s.name.clone(), key: r.key, path: r.file.path.clone(), reason, removed }))
                     }
                 }
             })
             .collect::<Result<_, CacheError>>()?;
         let bad: Vec<BadRecord> = results.into_iter().flatten().collect();
+        let mut bad_entries = Vec::new();
+        for m in &scan.misplaced {
+            let removed = fix && remove_entry(&m.path, None)?;
+            bad_entries.push(BadEntry { path: m.path.clone(), problem: misplaced_text(m), removed });
+        }
+        let counter_drift = self.check_counters(fix)?;
         let checked = all.len() as u64;
-        Ok(VerifyReport { checked, healthy: checked - bad.len() as u64, bad, fixed: fix })
+        Ok(VerifyReport { checked, healthy: checked - bad.len() as u64, bad, bad_entries, counter_drift, fixed: fix })
+    }
+
+    /// Compares each group's size counter with the records on disk, under
+    /// the group's lock (so no store changes the group meanwhile); with
+    /// `fix`, rewrites those that are off.
+    fn check_counters(&self, fix: bool) -> Result<Vec<CounterDrift>, CacheError> {
+        let dir = self.root.join(COUNTERS_DIR);
+        let io_err = |e| CacheError::io(&dir, "check counters in", e);
+        // A link or a file in its place is reported (and removed by
+        // `--fix`) as misplaced; nothing is read through it.
+        if !fix && fs::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {
+            return Ok(Vec::new());
+        }
+        let fd = if fix { Some(counters::open_counters_dir(&self.root, &self.access).map_err(io_err)?) } else { None };
+        let mut drift = Vec::new();
+        for g in 0..GROUPS {
+            let name = counters::group_file(g);
+            let lock = match &fd {
+                Some(fd) => Some(Locked::exclusive(fd, &name, &self.access)),
+                None => Locked::shared(&dir.join(&name)).transpose(),
+            };
+            let counted = match &lock {
+                Some(Ok(l)) => l.read::<GroupSize>(),
+                Some(Err(_)) => None,
+                None => Some(GroupSize::default()),
+            };
+            let actual = counters::size_of(&counters::scan_group(&self.root, g).map_err(io_err)?);
+            if counted != Some(actual) {
+                let fixed = match &lock {
+                    Some(Ok(l)) if fix => l.write(&actual).is_ok(),
+                    _ => false,
+                };
+                drift.push(CounterDrift { group: name, counted, actual, fixed });
+            }
+        }
+        Ok(drift)
+    }
+
+    /// Recounts every group's size counter (after a prune removed records
+    /// behind the stores' backs), each under its lock.
+    fn recount_all(&self) -> Result<(), CacheError> {
+        let dir = self.root.join(COUNTERS_DIR);
+        let fd = counters::open_counters_dir(&self.root, &self.access).map_err(|e| CacheError::io(&dir, "open", e))?;
+        for g in 0..GROUPS {
+            let name = counters::group_file(g);
+            let lock = Locked::exclusive(&fd, &name, &self.access).map_err(|e| CacheError::io(dir.join(&name), "lock", e))?;
+            counters::recount(&self.root, g, &lock).map_err(|e| CacheError::io(dir.join(&name), "recount", e))?;
+        }
+        Ok(())
     }
 
     /// `prune`: removes (or on a dry run, lists) what the plan selects.
@@ -632,7 +835,14 @@ impl Cache {
                     plan_file(&mut files, &r.file, "record", PruneReason::ForeignScope, true);
                 }
                 for f in s.temps.iter().chain(&s.layout_files) {
-                    let kind = if is_temp_name(&file_name(&f.path)) { "temp" } else { "host-file" };
+                    let name = file_name(&f.path);
+                    let kind = if is_temp_name(&name) {
+                        "temp"
+                    } else if name == STATS_FILE {
+                        "stats-file"
+                    } else {
+                        "host-file"
+                    };
                     plan_file(&mut files, f, kind, PruneReason::ForeignScope, false);
                 }
                 dirs.extend(s.shards.iter().cloned());
@@ -675,6 +885,9 @@ impl Cache {
             }
         }
         let mut removed = if plan.dry_run { files } else { remove_all(files)? };
+        if !plan.dry_run && !removed.is_empty() {
+            self.recount_all()?;
+        }
         // What stays: what was there, less what went (a record used or
         // rewritten since the scan stays, see `remove_entry`).
         let gone: std::collections::HashSet<&Path> = removed.iter().map(|r| r.path.as_path()).collect();
@@ -730,6 +943,21 @@ fn remove_all(planned: Vec<Removal>) -> Result<Vec<Removal>, CacheError> {
 
 fn file_name(p: &Path) -> String {
     p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// Removes what sits under a record's name (`verify --fix`): a file as
+/// [`remove_entry`] does, or a directory if it is empty (one holding
+/// anything is not Kiln's to empty, and stays, reported).
+fn remove_in_place_of_record(path: &Path, seen: Identity) -> Result<bool, CacheError> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => match fs::remove_dir(path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::DirectoryNotEmpty => Ok(false),
+            Err(e) => Err(CacheError::io(path, "remove", e)),
+        },
+        _ => remove_entry(path, Some(seen)),
+    }
 }
 
 /// Removes a file the scan found, if it is still what the scan saw (not a
@@ -795,7 +1023,7 @@ mod tests {
     }
 
     fn opts(host: &str) -> InspectOptions {
-        InspectOptions { allow_insecure: false, host_scope: Some(scope(host).name()) }
+        InspectOptions { allow_insecure: false, host_scope: Some(scope(host).name()), shared_group: None }
     }
 
     #[test]
@@ -964,8 +1192,24 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert!(matches!(Cache::open(&dir.path().join("none"), &InspectOptions::default()), Err(CacheError::NoCache { .. })));
         assert!(matches!(Cache::open(dir.path(), &InspectOptions::default()), Err(CacheError::NotACache { .. })));
+        // A tag and a file that is not Kiln's: not a cache.
         fs::write(dir.path().join(crate::cache::CACHEDIR_TAG), crate::cache::CACHEDIR_TAG_SIGNATURE).unwrap();
+        fs::write(dir.path().join("notes.txt"), "mine").unwrap();
         let err = Cache::open(dir.path(), &InspectOptions::default()).err().unwrap();
         assert!(err.to_string().contains("no .kiln-cache marker"), "{err}");
+    }
+
+    #[test]
+    fn a_half_made_root_is_an_empty_cache_and_the_next_writer_finishes_it() {
+        // What a full disk leaves: the tag, a temporary of the marker.
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(crate::cache::CACHEDIR_TAG), crate::cache::CACHEDIR_TAG_SIGNATURE).unwrap();
+        fs::write(dir.path().join(".kiln-cache.tmp-12-0123456789abcdef"), "kiln-ca").unwrap();
+        let cache = Cache::open(dir.path(), &InspectOptions::default()).unwrap();
+        assert_eq!(cache.stats().unwrap().total.records, 0);
+        let store = Store::open(dir.path(), scope("a"), StoreOptions::default()).unwrap();
+        store.put(&key(1), &meta("t"), b"obj").unwrap();
+        assert!(check_markers(dir.path()).is_ok());
+        assert_eq!(Cache::open(dir.path(), &opts("a")).unwrap().stats().unwrap().total.records, 1);
     }
 }

@@ -1,9 +1,12 @@
 //! The on-disk per-task artifact store: records of compiled task objects,
 //! scoped by host, safe under many processes at once.
 //!
-//! Owns: the record format ([`record`]), host scopes and their directory
+//! Owns: the record format ([`record`]), who may use a cache and the
+//! trust check ([`access`]), host scopes and their directory
 //! names ([`host`]), the store with its trust checks ([`store`]), the
-//! inspection and pruning logic behind `kiln-cache-inspect` ([`inspect`]),
+//! size counters, lasting statistics and size-bound eviction
+//! ([`counters`]), the inspection and pruning logic behind
+//! `kiln-cache-inspect` ([`inspect`]),
 //! the human sizes and durations they read and write ([`size`]), and the
 //! resolution of the default cache directory that every tool shares.
 //!
@@ -15,6 +18,8 @@
 //! `docs/cache.md` is the reference for the layout, the record format and
 //! the guarantees, and says how each guarantee is tested.
 
+pub mod access;
+pub mod counters;
 pub mod host;
 pub mod inspect;
 pub mod record;
@@ -23,7 +28,7 @@ pub mod store;
 
 pub use host::HostScope;
 pub use record::{Corrupt, Key, Producer, Record};
-pub use store::{CacheStats, Lookup, Store, StoreOptions};
+pub use store::{CacheStats, Lookup, Store, StoreOptions, DEFAULT_MAX_SIZE};
 
 use std::ffi::OsString;
 use std::fmt;
@@ -66,6 +71,11 @@ pub enum CacheError {
     Encode(String),
     /// `show` found no record, several, or a damaged one.
     Lookup(String),
+    /// A setting the store needs does not fit this system (an unknown
+    /// group).
+    BadSetting(String),
+    /// The store is read-only: nothing is written.
+    ReadOnly,
     /// This host's scope is needed but unknown.
     UnknownHost { root: PathBuf },
     /// A scope directory's `host.json` describes a different host than the
@@ -102,6 +112,8 @@ impl fmt::Display for CacheError {
             CacheError::EmptyObject => write!(f, "refusing to store an empty object"),
             CacheError::Encode(e) => write!(f, "cannot encode record: {e}"),
             CacheError::Lookup(text) => f.write_str(text),
+            CacheError::BadSetting(text) => f.write_str(text),
+            CacheError::ReadOnly => f.write_str("the cache is read-only (read_only / KILN_CACHE_READ_ONLY)"),
             CacheError::UnknownHost { root } => write!(
                 f,
                 "cannot tell this host's scope: no Kiln process with LLVM has recorded it in {} yet \

@@ -131,12 +131,21 @@ pub struct Producer {
     pub llvm_version: String,
     /// Creation time, seconds since the Unix epoch.
     pub created_unix: u64,
+    /// How long the object took to compile, in milliseconds (0 when not
+    /// known; absent in records of older builds).
+    #[serde(default)]
+    pub compile_ms: u64,
 }
 
 impl Producer {
     /// A producer stamped now by this build of Kiln.
     pub fn now(llvm_version: &str) -> Producer {
-        Producer { kiln_version: crate::VERSION.to_string(), llvm_version: llvm_version.to_string(), created_unix: unix_now() }
+        Producer {
+            kiln_version: crate::VERSION.to_string(),
+            llvm_version: llvm_version.to_string(),
+            created_unix: unix_now(),
+            compile_ms: 0,
+        }
     }
 }
 
@@ -366,7 +375,7 @@ mod tests {
 
     fn record(object: &[u8]) -> (Key, Producer, Vec<u8>) {
         let key = Key::from(blake3::hash(b"k"));
-        let producer = Producer { kiln_version: "0.1.0".into(), llvm_version: "22.1.0".into(), created_unix: 1_700_000_000 };
+        let producer = Producer { kiln_version: "0.1.0".into(), llvm_version: "22.1.0".into(), created_unix: 1_700_000_000, compile_ms: 42 };
         let bytes = encode(&key, &meta(), &producer, object).unwrap();
         (key, producer, bytes)
     }

@@ -3,8 +3,10 @@
 //!
 //! Owns: creating and checking the root (`CACHEDIR.TAG`, Kiln's marker)
 //! and the scope directory, the trust checks, the record paths, the
-//! temporary-file-then-rename write protocol, and the [`CacheStats`]
-//! counters the JIT reports.
+//! temporary-file-then-rename write protocol, the [`CacheStats`]
+//! counters the JIT reports (and their flush into the scope's lasting
+//! statistics), and the accounting of every rename and unlink in its shard
+//! group's size counter, under the group's lock (`counters`).
 //!
 //! Must never: follow a symbolic link below the scope directory (every
 //! open below it is an `openat` relative to the scope directory's handle
@@ -12,18 +14,22 @@
 //! empty object, or turn damage on disk into anything but
 //! [`Lookup::Corrupt`] (or a vanished file into anything but a miss).
 
+use super::access::Access;
 use super::host::{self, HostFile, HostScope, NativeFile, HOSTS_DIR, HOST_FILE};
 use super::record::{self, Corrupt, Key, Producer, Record, MAX_RECORD_LEN};
 use super::{CacheError, CACHEDIR_TAG, CACHEDIR_TAG_SIGNATURE, LAYOUT_VERSION, MARKER, MARKER_PREFIX};
 use crate::config::LaunchMeta;
-use serde::Serialize;
+use super::counters::{self, GroupSize, Locked};
+use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 /// How to open a store.
 #[derive(Clone, Debug)]
@@ -39,11 +45,38 @@ pub struct StoreOptions {
     /// Sync each record to disk before renaming it into place. Turn off
     /// only for throwaway caches (benchmark fills).
     pub fsync: bool,
+    /// Look up only: create nothing, write nothing, remove nothing, touch
+    /// nothing (`read_only` / `KILN_CACHE_READ_ONLY`).
+    pub read_only: bool,
+    /// The Unix group sharing the cache (`shared_group`), by name or gid.
+    pub shared_group: Option<String>,
+    /// The size bound of the whole cache, in bytes of records (0: none):
+    /// a store that takes a shard group over its share evicts that group's
+    /// least recently used records (see `docs/cache.md`).
+    pub max_size: u64,
 }
+
+/// The default size bound: 5 GiB, as ccache's.
+pub const DEFAULT_MAX_SIZE: u64 = 5 << 30;
 
 impl Default for StoreOptions {
     fn default() -> StoreOptions {
-        StoreOptions { allow_insecure: false, native: false, llvm_version: "none".into(), fsync: true }
+        StoreOptions {
+            allow_insecure: false,
+            native: false,
+            llvm_version: "none".into(),
+            fsync: true,
+            read_only: false,
+            shared_group: None,
+            max_size: DEFAULT_MAX_SIZE,
+        }
+    }
+}
+
+impl StoreOptions {
+    /// Who may use the cache, the group resolved.
+    pub fn access(&self) -> Result<Access, CacheError> {
+        Access::new(self.allow_insecure, self.shared_group.as_deref())
     }
 }
 
@@ -61,8 +94,11 @@ pub enum Lookup {
     Corrupt(Corrupt),
 }
 
-/// What one store has done since it was opened.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+/// What one store has done since it was opened; also the lasting
+/// statistics of a scope, which every process adds its own to when it
+/// finishes ([`Store::flush_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CacheStats {
     pub hits: u64,
     pub misses: u64,
@@ -70,22 +106,58 @@ pub struct CacheStats {
     pub corrupt: u64,
     /// Records written.
     pub puts: u64,
+    /// Records removed by the size bound.
+    pub evicted: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
+    /// Compile time saved: the compile milliseconds recorded in each record
+    /// that was a hit.
+    pub compile_ms_saved: u64,
 }
 
+impl CacheStats {
+    /// Applies `f` to each pair of fields (the one list of the fields).
+    fn zip(&self, o: &CacheStats, f: impl Fn(u64, u64) -> u64) -> CacheStats {
+        CacheStats {
+            hits: f(self.hits, o.hits),
+            misses: f(self.misses, o.misses),
+            corrupt: f(self.corrupt, o.corrupt),
+            puts: f(self.puts, o.puts),
+            evicted: f(self.evicted, o.evicted),
+            bytes_read: f(self.bytes_read, o.bytes_read),
+            bytes_written: f(self.bytes_written, o.bytes_written),
+            compile_ms_saved: f(self.compile_ms_saved, o.compile_ms_saved),
+        }
+    }
+
+    /// Adds `o` field by field.
+    pub fn add(&mut self, o: &CacheStats) {
+        *self = self.zip(o, u64::saturating_add);
+    }
+
+    /// The share of lookups that hit, if there were any.
+    pub fn hit_rate(&self) -> Option<f64> {
+        let lookups = self.hits + self.misses + self.corrupt;
+        (lookups > 0).then(|| self.hits as f64 / lookups as f64)
+    }
+}
+
+/// The counters of one store: everything so far, and what of it has been
+/// merged into the scope's lasting statistics; and the root's counter
+/// directory, opened on first use.
 #[derive(Default)]
 struct Counters {
-    hits: AtomicU64,
-    misses: AtomicU64,
-    corrupt: AtomicU64,
-    puts: AtomicU64,
-    bytes_read: AtomicU64,
-    bytes_written: AtomicU64,
+    now: Mutex<(CacheStats, CacheStats)>,
+    dir: OnceLock<OwnedFd>,
 }
 
-fn bump(c: &AtomicU64, n: u64) {
-    c.fetch_add(n, Ordering::Relaxed);
+impl Counters {
+    fn bump(&self, f: impl FnOnce(&mut CacheStats)) {
+        // A poisoned lock only means another thread panicked mid-update of
+        // plain numbers: keep counting.
+        let mut g = self.now.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut g.0);
+    }
 }
 
 /// One host scope of a cache root, open for reading and writing.
@@ -96,11 +168,12 @@ pub struct Store {
     scope_dir: PathBuf,
     scope_fd: OwnedFd,
     options: StoreOptions,
+    access: Access,
     counters: Counters,
 }
 
 /// The name of a temporary file for `final_name`: `NAME.tmp-PID-RANDOM`.
-fn temp_name(final_name: &str) -> String {
+pub(crate) fn temp_name(final_name: &str) -> String {
     format!("{final_name}.tmp-{}-{:016x}", std::process::id(), random_u64())
 }
 
@@ -119,7 +192,7 @@ fn random_u64() -> u64 {
 }
 
 /// The thin, checked wrappers over the `*at` system calls the store needs.
-mod sys {
+pub(super) mod sys {
     use super::*;
 
     fn c(name: &str) -> io::Result<CString> {
@@ -174,8 +247,18 @@ mod sys {
         check(unsafe { libc::renameat(dir.as_raw_fd(), from.as_ptr(), dir.as_raw_fd(), to.as_ptr()) }).map(|_| ())
     }
 
-    /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`: (device, inode).
-    pub fn identity_at(dir: &OwnedFd, name: &str) -> io::Result<(u64, u64)> {
+    /// What `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)` says of a file.
+    pub struct Stat {
+        pub dev: u64,
+        pub ino: u64,
+        pub size: u64,
+        /// Seconds and nanoseconds.
+        pub mtime: (i64, i64),
+        pub is_file: bool,
+    }
+
+    /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`.
+    pub fn stat_at(dir: &OwnedFd, name: &str) -> io::Result<Stat> {
         let name = c(name)?;
         let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
         // SAFETY: valid C string, fd and out pointer.
@@ -184,7 +267,13 @@ mod sys {
         let st = unsafe { st.assume_init() };
         // The field types differ between platforms.
         #[allow(clippy::unnecessary_cast)]
-        Ok((st.st_dev as u64, st.st_ino as u64))
+        Ok(Stat {
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            size: st.st_size as u64,
+            mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
+            is_file: st.st_mode & libc::S_IFMT == libc::S_IFREG,
+        })
     }
 
     /// Sets the modification time of an open file to now, leaving the
@@ -196,6 +285,22 @@ mod sys {
         ];
         // SAFETY: an open fd and a two-element array, as futimens requires.
         check(unsafe { libc::futimens(file.as_raw_fd(), times.as_ptr()) }).map(|_| ())
+    }
+
+    /// `fstat(fd)`: (owner, group, mode).
+    pub fn owner_mode(fd: &OwnedFd) -> io::Result<(u32, u32, u32)> {
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: an open fd and an out pointer.
+        check(unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) })?;
+        // SAFETY: fstat succeeded, so it filled `st`.
+        let st = unsafe { st.assume_init() };
+        Ok((st.st_uid, st.st_gid, st.st_mode))
+    }
+
+    /// `fchmod(fd, mode)`.
+    pub fn fchmod(fd: &impl AsRawFd, mode: u32) -> io::Result<()> {
+        // SAFETY: an open fd.
+        check(unsafe { libc::fchmod(fd.as_raw_fd(), mode as libc::mode_t) }).map(|_| ())
     }
 
     pub fn geteuid() -> u32 {
@@ -210,30 +315,18 @@ fn vanished(e: &io::Error) -> bool {
 }
 
 /// Refuses a directory the store would load code from if another user
-/// owns it or others may write to it (like ssh with its keys).
+/// owns it or others may write to it (like ssh with its keys); the rules
+/// of a private cache (see [`Access::check`] for a shared one).
 pub fn check_trusted(path: &Path, meta: &fs::Metadata) -> Result<(), CacheError> {
-    if meta.file_type().is_symlink() {
-        return Err(CacheError::Untrusted { path: path.into(), reason: "is a symbolic link".into() });
-    }
-    if !meta.is_dir() {
+    check_dir(&Access::default(), path, meta)
+}
+
+/// [`Access::check`] of a directory.
+fn check_dir(access: &Access, path: &Path, meta: &fs::Metadata) -> Result<(), CacheError> {
+    if !meta.file_type().is_symlink() && !meta.is_dir() {
         return Err(CacheError::Untrusted { path: path.into(), reason: "is not a directory".into() });
     }
-    let me = sys::geteuid();
-    if meta.uid() != me {
-        return Err(CacheError::Untrusted {
-            path: path.into(),
-            reason: format!("is owned by uid {}, not by you (uid {me})", meta.uid()),
-        });
-    }
-    let mode = meta.mode() & 0o7777;
-    if mode & 0o022 != 0 {
-        let who = if mode & 0o002 != 0 { "world" } else { "group" };
-        return Err(CacheError::Untrusted {
-            path: path.into(),
-            reason: format!("is {who}-writable (mode {mode:04o}; `chmod go-w` it)"),
-        });
-    }
-    Ok(())
+    access.check(path, meta)
 }
 
 /// Whether `root` carries both `CACHEDIR.TAG` with the standard signature
@@ -269,14 +362,17 @@ pub fn check_markers(root: &Path) -> Result<(), String> {
 
 /// Writes a small file atomically (temporary, rename), unless it already
 /// holds exactly `bytes`.
-fn write_small_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CacheError> {
+fn write_small_file(access: &Access, dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CacheError> {
     let path = dir.join(name);
     if fs::read(&path).is_ok_and(|b| b == bytes) {
         return Ok(());
     }
     let tmp = dir.join(temp_name(name));
     let write = || -> io::Result<()> {
-        let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(0o644).open(&tmp)?;
+        let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(access.file_mode()).open(&tmp)?;
+        if access.group.is_some() {
+            sys::fchmod(&f, access.file_mode())?;
+        }
         f.write_all(bytes)?;
         f.sync_all()?;
         fs::rename(&tmp, &path)
@@ -294,44 +390,21 @@ fn cachedir_tag() -> String {
     )
 }
 
-/// Creates a directory with mode 0700 if it is missing (a concurrent
-/// creator is fine).
-fn make_private_dir(path: &Path) -> Result<(), CacheError> {
-    match fs::DirBuilder::new().mode(0o700).create(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(CacheError::io(path, "create directory", e)),
-    }
-}
-
-/// Creates the cache root if needed (mode 0700, with `CACHEDIR.TAG` and
-/// Kiln's marker), checks it, and returns its canonical path. An existing
-/// directory without the markers is adopted only when empty.
-pub fn init_root(root: &Path, allow_insecure: bool) -> Result<PathBuf, CacheError> {
+/// Creates the cache root if needed (mode 0700, or the shared group's
+/// modes; with `CACHEDIR.TAG` and Kiln's marker), checks it, and returns
+/// its canonical path. An existing directory without the markers is
+/// adopted only when empty (or holding only what an interrupted set-up
+/// left: the tag, temporaries, the cache's `kiln.toml`).
+pub fn init_root(root: &Path, access: &Access) -> Result<PathBuf, CacheError> {
     if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent).map_err(|e| CacheError::io(parent, "create directory", e))?;
     }
-    make_private_dir(root)?;
-    // The root itself may be reached through a link the user chose; below
-    // it nothing is followed.
-    let root = fs::canonicalize(root).map_err(|e| CacheError::io(root, "resolve", e))?;
-    let meta = fs::symlink_metadata(&root).map_err(|e| CacheError::io(&root, "inspect", e))?;
-    if !allow_insecure {
-        check_trusted(&root, &meta)?;
-    }
+    access.make_dir(root)?;
+    let root = open_root(root, access)?;
     if let Err(reason) = check_markers(&root) {
-        let has_marker = fs::symlink_metadata(root.join(MARKER)).is_ok();
         // Adopt an empty directory, or one that another process is
-        // initialising right now (only its tag and temporaries in it).
-        let entries = fs::read_dir(&root).map_err(|e| CacheError::io(&root, "read", e))?;
-        let mut only_ours = true;
-        for entry in entries {
-            let entry = entry.map_err(|e| CacheError::io(&root, "read", e))?;
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            only_ours &= name == CACHEDIR_TAG || is_temp_name(&name);
-        }
-        if has_marker || !only_ours {
+        // initialising right now or left half-made (a full disk).
+        if !is_unfinished_root(&root)? {
             // Another process may have finished initialising between the
             // first check and the scan: it writes the tag, then the marker
             // (each renamed into place), and only then anything else. So
@@ -342,27 +415,67 @@ pub fn init_root(root: &Path, allow_insecure: bool) -> Result<PathBuf, CacheErro
             }
             return Err(CacheError::NotACache { path: root, reason });
         }
-        write_small_file(&root, CACHEDIR_TAG, cachedir_tag().as_bytes())?;
-        write_small_file(&root, MARKER, format!("{MARKER_PREFIX}{LAYOUT_VERSION}\n").as_bytes())?;
+        write_small_file(access, &root, CACHEDIR_TAG, cachedir_tag().as_bytes())?;
+        write_small_file(access, &root, MARKER, format!("{MARKER_PREFIX}{LAYOUT_VERSION}\n").as_bytes())?;
     }
+    Ok(root)
+}
+
+/// Whether `root` holds nothing but what Kiln's set-up writes before its
+/// marker: the tag, temporaries and the cache's `kiln.toml` (and no
+/// marker). Such a root is finished by the next process that opens it for
+/// writing, and is an empty cache to `kiln-cache-inspect`.
+pub fn is_unfinished_root(root: &Path) -> Result<bool, CacheError> {
+    let entries = fs::read_dir(root).map_err(|e| CacheError::io(root, "read", e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| CacheError::io(root, "read", e))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !(name == CACHEDIR_TAG || name == crate::settings::FILE_NAME || is_temp_name(&name)) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The canonical path of an existing root, after its trust check.
+fn open_root(root: &Path, access: &Access) -> Result<PathBuf, CacheError> {
+    // The root itself may be reached through a link the user chose; below
+    // it nothing is followed.
+    let root = fs::canonicalize(root).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => CacheError::NoCache { path: root.into() },
+        _ => CacheError::io(root, "resolve", e),
+    })?;
+    let meta = fs::symlink_metadata(&root).map_err(|e| CacheError::io(&root, "inspect", e))?;
+    check_dir(access, &root, &meta)?;
     Ok(root)
 }
 
 impl Store {
     /// Opens (creating if needed) the cache at `root` and its directory for
     /// `scope`, after the trust checks.
+    /// A read-only store creates and writes nothing: a missing root or
+    /// scope is [`CacheError::NoCache`].
     pub fn open(root: &Path, scope: HostScope, options: StoreOptions) -> Result<Store, CacheError> {
-        let root = init_root(root, options.allow_insecure)?;
+        let access = options.access()?;
+        let ro = options.read_only;
+        let root = if ro { open_root(root, &access)? } else { init_root(root, &access)? };
+        if ro {
+            check_markers(&root).map_err(|reason| CacheError::NotACache { path: root.clone(), reason })?;
+        }
         let scope_name = scope.name();
         let scope_dir = root.join(&scope_name);
-        make_private_dir(&scope_dir)?;
-        let meta = fs::symlink_metadata(&scope_dir).map_err(|e| CacheError::io(&scope_dir, "inspect", e))?;
+        if !ro {
+            access.make_dir(&scope_dir)?;
+        }
+        let meta = fs::symlink_metadata(&scope_dir).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => CacheError::NoCache { path: scope_dir.clone() },
+            _ => CacheError::io(&scope_dir, "inspect", e),
+        })?;
         if meta.file_type().is_symlink() {
             return Err(CacheError::Untrusted { path: scope_dir, reason: "is a symbolic link".into() });
         }
-        if !options.allow_insecure {
-            check_trusted(&scope_dir, &meta)?;
-        }
+        check_dir(&access, &scope_dir, &meta)?;
         let scope_fd: OwnedFd = fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
@@ -382,20 +495,22 @@ impl Store {
                     })
                 }
                 // A damaged description is rewritten: it only describes.
-                Err(_) => write_json(&scope_dir, HOST_FILE, &host_file)?,
+                Err(_) if !ro => write_json(&access, &scope_dir, HOST_FILE, &host_file)?,
+                Err(_) => {}
             },
-            Err(e) if vanished(&e) => write_json(&scope_dir, HOST_FILE, &host_file)?,
+            Err(e) if vanished(&e) && !ro => write_json(&access, &scope_dir, HOST_FILE, &host_file)?,
+            Err(e) if vanished(&e) => {}
             Err(e) => return Err(CacheError::io(scope_dir.join(HOST_FILE), "read", e)),
         }
-        if options.native {
+        if options.native && !ro {
             if let Some(tag) = host::machine_tag() {
                 let hosts = root.join(HOSTS_DIR);
-                make_private_dir(&hosts)?;
+                access.make_dir(&hosts)?;
                 let native = NativeFile { scope: scope_name.clone(), hostname: host::hostname().unwrap_or_default() };
-                write_json(&hosts, &format!("{tag}.json"), &native)?;
+                write_json(&access, &hosts, &format!("{tag}.json"), &native)?;
             }
         }
-        Ok(Store { root, scope, scope_name, scope_dir, scope_fd, options, counters: Counters::default() })
+        Ok(Store { root, scope, scope_name, scope_dir, scope_fd, options, access, counters: Counters::default() })
     }
 
     /// The canonical cache root.
@@ -420,16 +535,110 @@ impl Store {
 
     /// The counters so far.
     pub fn stats(&self) -> CacheStats {
-        let c = &self.counters;
-        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        CacheStats {
-            hits: l(&c.hits),
-            misses: l(&c.misses),
-            corrupt: l(&c.corrupt),
-            puts: l(&c.puts),
-            bytes_read: l(&c.bytes_read),
-            bytes_written: l(&c.bytes_written),
+        self.counters.now.lock().unwrap_or_else(|p| p.into_inner()).0
+    }
+
+    /// Adds what this store counted since the last flush to its scope's
+    /// lasting statistics (one short locked update). Tools call it when
+    /// they finish; dropping the store does it too, ignoring errors.
+    /// A read-only store (or one on a read-only file system) keeps its
+    /// counters to itself.
+    pub fn flush_stats(&self) -> Result<(), CacheError> {
+        if self.options.read_only {
+            return Ok(());
         }
+        let mut g = self.counters.now.lock().unwrap_or_else(|p| p.into_inner());
+        let delta = g.0.zip(&g.1, u64::saturating_sub);
+        if delta == CacheStats::default() {
+            return Ok(());
+        }
+        match counters::merge_stats(&self.scope_fd, &delta, &self.access) {
+            Ok(()) => {}
+            // A cache on a read-only medium is used as a read-only cache:
+            // its statistics stay this process's, without a warning.
+            Err(e) if e.raw_os_error() == Some(libc::EROFS) => return Ok(()),
+            Err(e) => return Err(CacheError::io(self.scope_dir.join(counters::STATS_FILE), "update", e)),
+        }
+        g.1 = g.0;
+        Ok(())
+    }
+
+    /// Locks the size counter of the shard group of `shard` (creating the
+    /// counter directory and file when missing).
+    fn lock_group(&self, shard: &str) -> io::Result<(u8, Locked)> {
+        let g = counters::group_of_shard(shard);
+        if self.counters.dir.get().is_none() {
+            // Two threads may race here; the loser's handle is dropped.
+            let _ = self.counters.dir.set(counters::open_counters_dir(&self.root, &self.access)?);
+        }
+        let dir = self.counters.dir.get().ok_or_else(|| io::Error::other("no counter directory"))?;
+        Ok((g, Locked::exclusive(dir, &counters::group_file(g), &self.access)?))
+    }
+
+    /// Changes group `g`'s counter by `added` less `removed` (under its
+    /// lock), recounting a damaged counter, and evicts when the group is
+    /// over its share of the bound. Best effort: a counter that cannot be
+    /// updated is recounted by the next eviction or `verify --fix`.
+    fn account(&self, g: u8, lock: &Locked, added: Option<u64>, removed: Option<u64>) {
+        // A new counter (a cache older than the counters, or a first
+        // store) or a damaged one is recounted from the group's records,
+        // which already include this change.
+        let size = match lock.read::<GroupSize>().filter(|_| !lock.is_new()) {
+            Some(mut size) => {
+                let one = |b: Option<u64>| GroupSize { records: b.is_some() as u64, bytes: b.unwrap_or(0) };
+                let (plus, minus) = (one(added), one(removed));
+                size.records = (size.records + plus.records).saturating_sub(minus.records);
+                size.bytes = (size.bytes + plus.bytes).saturating_sub(minus.bytes);
+                size
+            }
+            None => match counters::size_of_group(&self.root, g) {
+                Ok(size) => size,
+                Err(_) => return,
+            },
+        };
+        let limit = counters::group_limit(self.options.max_size);
+        if limit > 0 && size.bytes > limit {
+            if let Ok(ev) = counters::evict(&self.root, g, limit, lock) {
+                self.count_evictions(&ev.evicted);
+            }
+        } else {
+            let _ = lock.write(&size);
+        }
+    }
+
+    /// Counts evictions: this scope's in the store's counters, another
+    /// scope's straight into that scope's lasting statistics.
+    fn count_evictions(&self, evicted: &[(String, u64)]) {
+        for (scope, n) in evicted {
+            if *scope == self.scope_name {
+                self.counters.bump(|s| s.evicted += n);
+            } else if let Ok(fd) = counters::open_root(&self.root).and_then(|r| sys::open_dir(&r, scope)) {
+                let _ = counters::merge_stats(&fd, &CacheStats { evicted: *n, ..Default::default() }, &self.access);
+            }
+        }
+    }
+
+    /// Unlinks `name` in `shard` (only if it is still `identity`, when
+    /// given) and takes it off its group's counter; whether it was there.
+    fn remove_counted(&self, shard: &OwnedFd, shard_name: &str, name: &str, identity: Option<(u64, u64)>) -> io::Result<bool> {
+        let lock = self.lock_group(shard_name);
+        let st = match sys::stat_at(shard, name) {
+            Ok(st) => st,
+            Err(e) if vanished(&e) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        if identity.is_some_and(|id| id != (st.dev, st.ino)) {
+            return Ok(false);
+        }
+        match sys::unlinkat(shard, name) {
+            Ok(()) => {}
+            Err(e) if vanished(&e) => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        if let Ok((g, lock)) = &lock {
+            self.account(*g, lock, None, st.is_file.then_some(st.size));
+        }
+        Ok(true)
     }
 
     /// Looks a key up: a verified record, a miss, or a damaged record
@@ -443,13 +652,14 @@ impl Store {
             Err(e) if vanished(&e) => return Ok(self.miss()),
             Err(e) => return Err(CacheError::io(self.scope_dir.join(key.shard()), "open", e)),
         };
+        self.check_fd(&shard, &self.scope_dir.join(key.shard()))?;
         let name = key.file_name();
         // O_NONBLOCK: a FIFO planted under a record's name must not hang us.
         let fd = match sys::openat(&shard, &name, libc::O_RDONLY | libc::O_NONBLOCK, 0) {
             Ok(fd) => fd,
             Err(e) if vanished(&e) => return Ok(self.miss()),
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                return Ok(self.corrupt_at(&shard, &name, None, Corrupt::NotAFile))
+                return Ok(self.corrupt_at(&shard, key, None, Corrupt::NotAFile))
             }
             Err(e) => return Err(CacheError::io(path(), "open", e)),
         };
@@ -457,51 +667,102 @@ impl Store {
         let meta = file.metadata().map_err(|e| CacheError::io(path(), "inspect", e))?;
         let identity = Some((meta.dev(), meta.ino()));
         if !meta.is_file() {
-            return Ok(self.corrupt_at(&shard, &name, identity, Corrupt::NotAFile));
+            return Ok(self.corrupt_at(&shard, key, identity, Corrupt::NotAFile));
         }
+        self.access.check_ids(&path(), meta.uid(), meta.gid(), meta.mode())?;
         if meta.len() > MAX_RECORD_LEN {
-            return Ok(self.corrupt_at(&shard, &name, identity, Corrupt::TooLarge { len: meta.len() }));
+            return Ok(self.corrupt_at(&shard, key, identity, Corrupt::TooLarge { len: meta.len() }));
         }
-        // The length is only a hint: the read is bounded whatever it says.
-        let mut bytes = Vec::with_capacity(meta.len() as usize);
-        if let Err(e) = (&mut file).take(MAX_RECORD_LEN + 1).read_to_end(&mut bytes) {
+        // The header first: its magic, version, lengths (against fstat's)
+        // and key are checked before the body is read, and the body is
+        // read no further than the length both agree on.
+        let mut bytes = Vec::new();
+        if let Err(e) = (&mut file).take(record::HEADER_LEN as u64).read_to_end(&mut bytes) {
             return Err(CacheError::io(path(), "read", e));
         }
-        bump(&self.counters.bytes_read, bytes.len() as u64);
+        self.counters.bump(|s| s.bytes_read += bytes.len() as u64);
+        let head = bytes.len();
+        let declared = match record::decode_header(&bytes, meta.len()) {
+            Ok(h) if h.key == *key => meta.len(),
+            Ok(h) => return Ok(self.corrupt_at(&shard, key, identity, Corrupt::KeyMismatch { found: h.key.to_hex() })),
+            Err(c) => return Ok(self.corrupt_at(&shard, key, identity, c)),
+        };
+        if bytes.try_reserve_exact((declared as usize).saturating_sub(bytes.len())).is_err() {
+            return Err(CacheError::io(path(), "read", io::ErrorKind::OutOfMemory.into()));
+        }
+        if let Err(e) = (&mut file).take(declared - bytes.len() as u64).read_to_end(&mut bytes) {
+            return Err(CacheError::io(path(), "read", e));
+        }
+        self.counters.bump(|s| s.bytes_read += (bytes.len() - head) as u64);
         let record = match record::decode(&bytes) {
             Ok(r) if r.key == *key => r,
             Ok(r) => {
                 let found = r.key.to_hex();
-                return Ok(self.corrupt_at(&shard, &name, identity, Corrupt::KeyMismatch { found }));
+                return Ok(self.corrupt_at(&shard, key, identity, Corrupt::KeyMismatch { found }));
             }
-            Err(c) => return Ok(self.corrupt_at(&shard, &name, identity, c)),
+            Err(c) => return Ok(self.corrupt_at(&shard, key, identity, c)),
         };
         // Recency is best effort: a record another user wrote into a
         // shared cache cannot be touched, and is still a hit.
-        let _ = sys::touch(&file);
-        bump(&self.counters.hits, 1);
+        if !self.options.read_only {
+            let _ = sys::touch(&file);
+        }
+        self.counters.bump(|s| {
+            s.hits += 1;
+            s.compile_ms_saved += record.producer.compile_ms;
+        });
         Ok(Lookup::Hit(record))
     }
 
+    /// The owner and mode check of a shard directory, as of the root and
+    /// the scope.
+    fn check_fd(&self, fd: &OwnedFd, path: &Path) -> Result<(), CacheError> {
+        let (uid, gid, mode) = sys::owner_mode(fd).map_err(|e| CacheError::io(path, "inspect", e))?;
+        self.access.check_ids(path, uid, gid, mode)
+    }
+
+    /// In a shared cache, gives a directory this user just made the shared
+    /// group and mode, whatever the umask.
+    fn share_fd(&self, fd: &OwnedFd, path: &Path) -> Result<(), CacheError> {
+        let Some(group) = &self.access.group else { return Ok(()) };
+        let (uid, gid, mode) = sys::owner_mode(fd).map_err(|e| CacheError::io(path, "inspect", e))?;
+        if uid != sys::geteuid() {
+            return Ok(());
+        }
+        if gid != group.gid {
+            // SAFETY: an open fd; -1 keeps the owner.
+            let rc = unsafe { libc::fchown(fd.as_raw_fd(), u32::MAX, group.gid) };
+            if rc < 0 {
+                return Err(CacheError::io(path, "change the group of", io::Error::last_os_error()));
+            }
+        }
+        if mode & 0o7777 != self.access.dir_mode() {
+            sys::fchmod(fd, self.access.dir_mode()).map_err(|e| CacheError::io(path, "change the mode of", e))?;
+        }
+        Ok(())
+    }
+
+    /// Whether the store only looks records up.
+    pub fn read_only(&self) -> bool {
+        self.options.read_only
+    }
+
     fn miss(&self) -> Lookup {
-        bump(&self.counters.misses, 1);
+        self.counters.bump(|s| s.misses += 1);
         Lookup::Miss
     }
 
     /// Removes the damaged record `name` in `shard` (unless another writer
     /// replaced it since it was read: `identity` is what was read) and
     /// counts it.
-    fn corrupt_at(&self, shard: &OwnedFd, name: &str, identity: Option<(u64, u64)>, why: Corrupt) -> Lookup {
-        let same = match identity {
-            None => true,
-            Some(id) => sys::identity_at(shard, name).is_ok_and(|now| now == id),
-        };
-        if same {
-            // Already gone is fine; any other failure leaves the record to
-            // be found damaged again, which is still correct.
-            let _ = sys::unlinkat(shard, name);
+    fn corrupt_at(&self, shard: &OwnedFd, key: &Key, identity: Option<(u64, u64)>, why: Corrupt) -> Lookup {
+        // Already gone or replaced is fine; any other failure leaves the
+        // record to be found damaged again, which is still correct. A
+        // read-only store removes nothing.
+        if !self.options.read_only {
+            let _ = self.remove_counted(shard, &key.shard(), &key.file_name(), identity);
         }
-        bump(&self.counters.corrupt, 1);
+        self.counters.bump(|s| s.corrupt += 1);
         Lookup::Corrupt(why)
     }
 
@@ -509,7 +770,7 @@ impl Store {
     /// add or to link) and counts it as corrupt.
     pub fn discard(&self, key: &Key) -> Result<(), CacheError> {
         self.erase(key)?;
-        bump(&self.counters.corrupt, 1);
+        self.counters.bump(|s| s.corrupt += 1);
         Ok(())
     }
 
@@ -520,11 +781,8 @@ impl Store {
             Err(e) if vanished(&e) => return Ok(false),
             Err(e) => return Err(CacheError::io(self.scope_dir.join(key.shard()), "open", e)),
         };
-        match sys::unlinkat(&shard, &key.file_name()) {
-            Ok(()) => Ok(true),
-            Err(e) if vanished(&e) => Ok(false),
-            Err(e) => Err(CacheError::io(self.record_path(key), "remove", e)),
-        }
+        self.remove_counted(&shard, &key.shard(), &key.file_name(), None)
+            .map_err(|e| CacheError::io(self.record_path(key), "remove", e))
     }
 
     /// Stores a record: written whole to a temporary file in the record's
@@ -535,39 +793,69 @@ impl Store {
         self.stage(key, meta, object)?.commit()
     }
 
+    /// [`Store::put`] of an object that took `compile` to compile: the time
+    /// is kept in the record and credited as saved on each hit.
+    pub fn put_compiled(&self, key: &Key, meta: &LaunchMeta, object: &[u8], compile: Duration) -> Result<(), CacheError> {
+        self.stage_compiled(key, meta, object, compile)?.commit()
+    }
+
     /// The first half of [`Store::put`]: the record written and synced
     /// under its temporary name. Dropping the result without
     /// [`Staged::commit`] removes the temporary file.
     pub fn stage(&self, key: &Key, meta: &LaunchMeta, object: &[u8]) -> Result<Staged<'_>, CacheError> {
+        self.stage_compiled(key, meta, object, Duration::ZERO)
+    }
+
+    /// [`Store::stage`] of an object that took `compile` to compile.
+    pub fn stage_compiled(&self, key: &Key, meta: &LaunchMeta, object: &[u8], compile: Duration) -> Result<Staged<'_>, CacheError> {
+        if self.options.read_only {
+            return Err(CacheError::ReadOnly);
+        }
         if object.is_empty() {
             return Err(CacheError::EmptyObject);
         }
-        let bytes = record::encode(key, meta, &Producer::now(&self.options.llvm_version), object)
-            .map_err(CacheError::Encode)?;
+        let compile_ms = compile.as_millis().try_into().unwrap_or(u64::MAX);
+        let producer = Producer { compile_ms, ..Producer::now(&self.options.llvm_version) };
+        let bytes = record::encode(key, meta, &producer, object).map_err(CacheError::Encode)?;
         let shard_name = key.shard();
         let shard_path = self.scope_dir.join(&shard_name);
-        match sys::mkdirat(&self.scope_fd, &shard_name, 0o700) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        let created = match sys::mkdirat(&self.scope_fd, &shard_name, self.access.dir_mode()) {
+            Ok(()) => true,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
             Err(e) => return Err(CacheError::io(&shard_path, "create directory", e)),
-        }
+        };
         let shard = sys::open_dir(&self.scope_fd, &shard_name).map_err(|e| CacheError::io(&shard_path, "open", e))?;
+        if created {
+            self.share_fd(&shard, &shard_path)?;
+        }
+        self.check_fd(&shard, &shard_path)?;
         let final_name = key.file_name();
         let (tmp, fd) = loop {
             let tmp = temp_name(&final_name);
-            match sys::openat(&shard, &tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, 0o644) {
+            match sys::openat(&shard, &tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, self.access.file_mode()) {
                 Ok(fd) => break (tmp, fd),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(CacheError::io(shard_path.join(&tmp), "create", e)),
             }
         };
         let staged = Staged { store: self, shard, shard_path, tmp, final_name, len: bytes.len() as u64, committed: false };
+        if self.access.group.is_some() {
+            // The umask may have taken the group's write bit.
+            sys::fchmod(&fd, self.access.file_mode()).map_err(|e| CacheError::io(staged.temp_path(), "change the mode of", e))?;
+        }
         let mut file = File::from(fd);
         file.write_all(&bytes).map_err(|e| CacheError::io(staged.shard_path.join(&staged.tmp), "write", e))?;
         if self.options.fsync {
             file.sync_all().map_err(|e| CacheError::io(staged.shard_path.join(&staged.tmp), "sync", e))?;
         }
         Ok(staged)
+    }
+}
+
+impl Drop for Store {
+    /// What was counted reaches the scope's lasting statistics.
+    fn drop(&mut self) {
+        let _ = self.flush_stats();
     }
 }
 
@@ -589,13 +877,24 @@ impl Staged<'_> {
         self.shard_path.join(&self.tmp)
     }
 
-    /// Renames the record into place.
+    /// Renames the record into place, and counts it in its shard group's
+    /// size (under the group's lock, so the size a replaced record had is
+    /// the one taken off); evicts when the group is over its share.
     pub fn commit(mut self) -> Result<(), CacheError> {
+        let store = self.store;
+        let shard_name = self.shard_path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let lock = store.lock_group(&shard_name);
+        let replaced = sys::stat_at(&self.shard, &self.final_name).ok().filter(|st| st.is_file).map(|st| st.size);
         sys::renameat(&self.shard, &self.tmp, &self.final_name)
             .map_err(|e| CacheError::io(self.shard_path.join(&self.final_name), "rename into", e))?;
         self.committed = true;
-        bump(&self.store.counters.puts, 1);
-        bump(&self.store.counters.bytes_written, self.len);
+        store.counters.bump(|s| {
+            s.puts += 1;
+            s.bytes_written += self.len;
+        });
+        if let Ok((g, lock)) = &lock {
+            store.account(*g, lock, Some(self.len), replaced);
+        }
         Ok(())
     }
 }
@@ -608,10 +907,10 @@ impl Drop for Staged<'_> {
     }
 }
 
-fn write_json(dir: &Path, name: &str, value: &impl Serialize) -> Result<(), CacheError> {
+fn write_json(access: &Access, dir: &Path, name: &str, value: &impl Serialize) -> Result<(), CacheError> {
     let mut text = serde_json::to_vec_pretty(value).map_err(|e| CacheError::Encode(e.to_string()))?;
     text.push(b'\n');
-    write_small_file(dir, name, &text)
+    write_small_file(access, dir, name, &text)
 }
 
 /// Whether `name` is one of Kiln's temporary files:
@@ -621,7 +920,7 @@ pub fn is_temp_name(name: &str) -> bool {
     let Some((base, rest)) = name.split_once(".tmp-") else { return false };
     let Some((pid, random)) = rest.split_once('-') else { return false };
     let base_ok = is_record_name(base)
-        || [CACHEDIR_TAG, MARKER, HOST_FILE].contains(&base)
+        || [CACHEDIR_TAG, MARKER, HOST_FILE, crate::settings::FILE_NAME].contains(&base)
         || base.strip_suffix(".json").is_some_and(|m| m.len() == 16 && m.bytes().all(|c| c.is_ascii_hexdigit()));
     base_ok
         && !pid.is_empty()
@@ -819,6 +1118,89 @@ pub(crate) mod tests {
         std::os::unix::fs::symlink(other.path(), root.join(s2.name())).unwrap();
         let err = Store::open(&root, s2, StoreOptions { allow_insecure: true, ..Default::default() }).err().unwrap();
         assert!(err.to_string().contains("symbolic link"), "{err}");
+    }
+
+    #[test]
+    fn read_only_store_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("c");
+        let ro = StoreOptions { read_only: true, ..Default::default() };
+        assert!(matches!(Store::open(&root, scope(), ro.clone()), Err(CacheError::NoCache { .. })));
+        assert!(!root.exists(), "a read-only open creates nothing");
+        let rw = Store::open(&root, scope(), StoreOptions::default()).unwrap();
+        rw.put(&key(1), &meta("t"), b"obj").unwrap();
+        rw.put(&key(2), &meta("t"), b"obj").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(86_400);
+        File::options().write(true).open(rw.record_path(&key(1))).unwrap().set_modified(old).unwrap();
+        fs::write(rw.record_path(&key(2)), b"damaged").unwrap();
+        let store = Store::open(&root, scope(), ro.clone()).unwrap();
+        assert!(store.read_only());
+        assert!(matches!(store.get(&key(1)).unwrap(), Lookup::Hit(_)));
+        assert_eq!(fs::metadata(rw.record_path(&key(1))).unwrap().modified().unwrap(), old, "recency untouched");
+        assert!(matches!(store.get(&key(2)).unwrap(), Lookup::Corrupt(_)));
+        assert!(rw.record_path(&key(2)).exists(), "damage left in place");
+        assert!(matches!(store.put(&key(3), &meta("t"), b"obj"), Err(CacheError::ReadOnly)));
+        assert!(!store.record_path(&key(3)).parent().unwrap().exists());
+        // Another scope that does not exist yet: nothing to look up.
+        let other = HostScope::new("x86_64-unknown-linux-gnu", "other", ["+a"]);
+        assert!(matches!(Store::open(&root, other, ro), Err(CacheError::NoCache { .. })));
+    }
+
+    #[test]
+    fn shared_group_trust_and_modes() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("c");
+        // The process's own group serves as the declared group.
+        // SAFETY: no arguments, cannot fail.
+        let gid = unsafe { libc::getegid() };
+        let shared = StoreOptions { shared_group: Some(gid.to_string()), ..Default::default() };
+        // SAFETY: umask only changes this process's mask; restored below.
+        let old_umask = unsafe { libc::umask(0o077) };
+        let store = Store::open(&root, scope(), shared.clone()).unwrap();
+        store.put(&key(1), &meta("t"), b"obj").unwrap();
+        unsafe { libc::umask(old_umask) };
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        let record = store.record_path(&key(1));
+        for d in [root.clone(), root.join(scope().name()), record.parent().unwrap().to_path_buf()] {
+            assert_eq!(mode(&d), 0o2770, "{}: the umask does not decide", d.display());
+            assert_eq!(fs::metadata(&d).unwrap().gid(), gid);
+        }
+        assert_eq!(mode(&record), 0o664);
+        assert_eq!(mode(&root.join(MARKER)), 0o664);
+        // A private store refuses the group-writable tree; the declared
+        // group's is accepted; world-writable never.
+        assert!(matches!(Store::open(&root, scope(), StoreOptions::default()), Err(CacheError::Untrusted { .. })));
+        Store::open(&root, scope(), shared.clone()).unwrap();
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o2777)).unwrap();
+        let err = Store::open(&root, scope(), shared.clone()).err().expect("world-writable accepted");
+        assert!(err.to_string().contains("world-writable"), "{err}");
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o2770)).unwrap();
+        // A shard or a record others may write is refused (finding 8).
+        let store = Store::open(&root, scope(), shared.clone()).unwrap();
+        fs::set_permissions(&record, fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(matches!(store.get(&key(1)), Err(CacheError::Untrusted { .. })));
+        fs::set_permissions(&record, fs::Permissions::from_mode(0o664)).unwrap();
+        fs::set_permissions(record.parent().unwrap(), fs::Permissions::from_mode(0o2777)).unwrap();
+        assert!(matches!(store.get(&key(1)), Err(CacheError::Untrusted { .. })));
+        fs::set_permissions(record.parent().unwrap(), fs::Permissions::from_mode(0o2770)).unwrap();
+        assert!(matches!(store.get(&key(1)).unwrap(), Lookup::Hit(_)));
+        let unknown = StoreOptions { shared_group: Some("no-such-group-kiln".into()), ..Default::default() };
+        assert!(matches!(Store::open(&root, scope(), unknown), Err(CacheError::BadSetting(_))));
+    }
+
+    #[test]
+    fn private_shard_and_record_checks() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), scope(), StoreOptions::default()).unwrap();
+        store.put(&key(1), &meta("t"), b"obj").unwrap();
+        let record = store.record_path(&key(1));
+        fs::set_permissions(&record, fs::Permissions::from_mode(0o664)).unwrap();
+        let err = store.get(&key(1)).err().expect("group-writable record accepted");
+        assert!(err.to_string().contains("group-writable"), "{err}");
+        fs::set_permissions(&record, fs::Permissions::from_mode(0o644)).unwrap();
+        fs::set_permissions(record.parent().unwrap(), fs::Permissions::from_mode(0o770)).unwrap();
+        assert!(matches!(store.get(&key(1)), Err(CacheError::Untrusted { .. })));
+        assert!(matches!(store.put(&key(1), &meta("t"), b"obj"), Err(CacheError::Untrusted { .. })));
     }
 
     #[test]

@@ -43,12 +43,14 @@ pub fn host_scope(target: &HostTarget) -> HostScope {
     HostScope::from_feature_string(&target.triple, &target.cpu, &target.features)
 }
 
-/// Opens the store of `root` for objects compiled for `target`. The scope
-/// is recorded as this machine's own only when `target` is the detected
-/// host (not one simulated with `--target-cpu` / `--target-features`).
-pub fn open_store(root: &Path, target: &HostTarget, allow_insecure: bool) -> Result<Store, CacheError> {
+/// Opens the store of `root` for objects compiled for `target`, with the
+/// options the settings decide (see [`crate::settings::Settings::store_options`]).
+/// The scope is recorded as this machine's own only when `target` is the
+/// detected host (not one simulated with `--target-cpu` /
+/// `--target-features`).
+pub fn open_store(root: &Path, target: &HostTarget, options: StoreOptions) -> Result<Store, CacheError> {
     let native = HostTarget::detect().is_ok_and(|h| h == *target);
-    let options = StoreOptions { allow_insecure, native, llvm_version: LLVM_VERSION.to_string(), fsync: true };
+    let options = StoreOptions { native, llvm_version: LLVM_VERSION.to_string(), fsync: true, ..options };
     Store::open(root, host_scope(target), options)
 }
 
@@ -95,7 +97,7 @@ enum Found {
 pub struct CachedTasks {
     store: Arc<Store>,
     /// Record writes in flight: the task's name and the writer.
-    writes: VecDeque<(String, JoinHandle<Result<(), CacheError>>)>,
+    writes: VecDeque<(String, JoinHandle<Option<Result<(), CacheError>>>)>,
     /// What this process compiled and stored, by key: a task met again
     /// (an identical task of another kernel) is a hit even while its
     /// record is still being written.
@@ -107,10 +109,16 @@ pub struct CachedTasks {
     fetched: HashMap<Key, crate::cache::Record>,
     /// Keys already asked of the remote (found or not).
     asked: HashSet<Key>,
+    /// Records not written: a read-only cache's, or every one after the
+    /// first write failed (a full disk, a read-only file system). One
+    /// summary line says so at the end, not one per task.
+    not_stored: u64,
+    /// Why the first write failed, if one did.
+    store_error: Option<String>,
 }
 
-/// A record to write: key, metadata, object.
-type Job = (Key, LaunchMeta, Vec<u8>);
+/// A record to write: key, metadata, object, and its compile time.
+type Job = (Key, LaunchMeta, Vec<u8>, Duration);
 
 /// At most this many record writes run at once; the next waits for the
 /// oldest.
@@ -135,6 +143,8 @@ impl CachedTasks {
             remote: None,
             fetched: HashMap::new(),
             asked: HashSet::new(),
+            not_stored: 0,
+            store_error: None,
         }
     }
 
@@ -144,33 +154,56 @@ impl CachedTasks {
         self
     }
 
-    /// Starts writing a record in the background: to the local store, and
-    /// to the remote too when `to_remote` (a record compiled here).
+    /// Starts writing a record in the background: to the local store
+    /// (unless it cannot be written: counted as not stored), and to the
+    /// remote too when `to_remote` (a record compiled here).
     fn store_later(&mut self, job: Job, to_remote: bool, task: &str, stats: &mut JitStats) {
         while self.writes.len() >= MAX_WRITES_IN_FLIGHT {
             self.join_oldest(stats);
         }
         let job = Arc::new(job);
         self.compiled.insert(job.0, job.clone());
-        let (store, j) = (self.store.clone(), job.clone());
+        let local = !self.store.read_only() && self.store_error.is_none();
+        if !local && to_remote {
+            self.not_stored += 1;
+        }
         let remote = self.remote.clone().filter(|r| to_remote && r.writes());
+        if !local && remote.is_none() {
+            return;
+        }
+        let (store, j) = (self.store.clone(), job.clone());
+        // `None`: nothing was written locally.
         let write = move || {
-            let local = store.put(&j.0, &j.1, &j.2);
+            let put = local.then(|| store.put_compiled(&j.0, &j.1, &j.2, j.3));
             if let Some(r) = remote {
-                // Encoding cannot fail for a record the local store took.
-                if let Ok(bytes) = record::encode(&j.0, &j.1, &Producer::now(LLVM_VERSION), &j.2) {
+                let compile_ms = j.3.as_millis().try_into().unwrap_or(u64::MAX);
+                let producer = Producer { compile_ms, ..Producer::now(LLVM_VERSION) };
+                // Encoding cannot fail for a record the compiler just made.
+                if let Ok(bytes) = record::encode(&j.0, &j.1, &producer, &j.2) {
                     r.put(&j.0, &bytes);
                 }
             }
-            local
+            put
         };
         match std::thread::Builder::new().name("kiln-cache-write".into()).spawn(write.clone()) {
             Ok(h) => self.writes.push_back((task.to_string(), h)),
             // No thread to spare: write it now.
-            Err(_) => match write() {
-                Ok(()) => stats.records_stored += 1,
-                Err(e) => warn(stats, format!("cannot store task @{task} in the cache: {e}")),
-            },
+            Err(_) => {
+                if let Some(put) = write() {
+                    self.count_write(put, stats)
+                }
+            }
+        }
+    }
+
+    /// Counts a finished write; the first failure stops further writes.
+    fn count_write(&mut self, result: Result<(), CacheError>, stats: &mut JitStats) {
+        match result {
+            Ok(()) => stats.records_stored += 1,
+            Err(e) => {
+                self.not_stored += 1;
+                self.store_error.get_or_insert_with(|| e.to_string());
+            }
         }
     }
 
@@ -190,7 +223,8 @@ impl CachedTasks {
         stats.load_time += t0.elapsed();
         match loaded {
             Some(t) => {
-                self.store_later((*key, record.meta, record.object), false, hint, stats);
+                let compile = Duration::from_millis(record.producer.compile_ms);
+                self.store_later((*key, record.meta, record.object, compile), false, hint, stats);
                 Some(t)
             }
             None => {
@@ -214,9 +248,20 @@ impl CachedTasks {
     fn join_oldest(&mut self, stats: &mut JitStats) {
         let Some((task, h)) = self.writes.pop_front() else { return };
         match h.join() {
-            Ok(Ok(())) => stats.records_stored += 1,
-            Ok(Err(e)) => warn(stats, format!("cannot store task @{task} in the cache: {e}")),
+            Ok(Some(result)) => self.count_write(result, stats),
+            Ok(None) => {}
             Err(_) => warn(stats, format!("the cache write of task @{task} failed")),
+        }
+    }
+
+    /// The one line that sums up the records not written, if any.
+    fn summary(&self) -> Option<String> {
+        let n = self.not_stored;
+        let records = if n == 1 { "record" } else { "records" };
+        match (&self.store_error, self.store.read_only()) {
+            (_, true) if n > 0 => Some(format!("read-only cache: {n} compiled task {records} not stored")),
+            (Some(e), _) if n > 0 => Some(format!("cannot write to the cache, {n} {records} not stored: {e}")),
+            _ => None,
         }
     }
 
@@ -315,7 +360,7 @@ impl TaskProvider for CachedTasks {
                 let loaded = jit.load_task(task, &c.object, &meta).map_err(ProvideError::Jit)?;
                 stats.load_time += t1.elapsed();
                 stats.tasks_loaded += 1;
-                self.store_later((key, c.meta, c.object), true, task, stats);
+                self.store_later((key, c.meta, c.object, c.compile_time), true, task, stats);
                 Ok(loaded)
             }
         };
@@ -347,7 +392,19 @@ impl TaskProvider for CachedTasks {
         while !self.writes.is_empty() {
             self.join_oldest(stats);
         }
+        if let Some(line) = self.summary() {
+            warn(stats, line);
+            // Said once, however often the run is finished.
+            self.not_stored = 0;
+        }
         self.count_bytes(stats);
+        // A cache that could not take a record has said so already: one
+        // warning per run.
+        if let Err(e) = self.store.flush_stats() {
+            if self.store_error.is_none() {
+                warn(stats, format!("cannot update the cache's statistics: {e}"));
+            }
+        }
     }
 }
 
@@ -425,20 +482,21 @@ pub fn fill(store: &Store, remote: Option<&RemoteTier>, compiler: &Compiler, mod
         }
         (None, Some(r)) => {
             outcome = Filled::Remote;
-            (r.meta, r.object)
+            (r.meta, r.object, Duration::from_millis(r.producer.compile_ms))
         }
         (None, None) => {
             let c = compiler.compile_task(module).map_err(ProvideError::Codegen)?;
             times.compile = c.compile_time;
             if let Some(remote) = remote {
-                let bytes = record::encode(&key, &c.meta, &Producer::now(LLVM_VERSION), &c.object)
-                    .map_err(|e| other(CacheError::Encode(e)))?;
+                let compile_ms = c.compile_time.as_millis().try_into().unwrap_or(u64::MAX);
+                let producer = Producer { compile_ms, ..Producer::now(LLVM_VERSION) };
+                let bytes = record::encode(&key, &c.meta, &producer, &c.object).map_err(|e| other(CacheError::Encode(e)))?;
                 remote.put(&key, &bytes);
             }
-            (c.meta, c.object)
+            (c.meta, c.object, c.compile_time)
         }
     };
-    store.put(&key, &record.0, &record.1).map_err(other)?;
+    store.put_compiled(&key, &record.0, &record.1, record.2).map_err(other)?;
     Ok((outcome, times))
 }
 

@@ -21,7 +21,7 @@
 use super::util;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::*;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The `split-tasks` pass.
 pub struct SplitTasks;
@@ -122,10 +122,11 @@ pub fn split_module(m: &Module) -> Result<Vec<Module>, Diagnostic> {
 
     let mut out = Vec::new();
     let mut called_by_tasks = BTreeSet::new();
+    let index = ByName::new(m);
     for k in m.kernels() {
         for &s in k.body.block(k.body.entry) {
             let item = extract_task(k, s);
-            let (fields, funcs) = task_needs(m, &item.body, item.body.entry, &item.kind);
+            let (fields, funcs) = task_needs(&index, &item.body, item.body.entry, &item.kind);
             called_by_tasks.extend(funcs.iter().map(|f| f.name.clone()));
             let mut items: Vec<Item> = fields.into_iter().cloned().map(Item::Field).collect();
             items.extend(funcs.into_iter().cloned().map(Item::Func));
@@ -145,7 +146,7 @@ pub fn split_module(m: &Module) -> Result<Vec<Module>, Diagnostic> {
         }
         f.body.walk(f.body.entry, &mut |s| {
             if let StmtKind::Call(callee, ..) = &f.body.stmt(s).kind {
-                pending.extend(m.func(callee));
+                pending.extend(index.funcs.get(callee.as_str()));
             }
         });
     }
@@ -178,10 +179,31 @@ fn launch_kernel(k: &Kernel) -> Kernel {
     Kernel { name: k.name.clone(), params: k.params.clone(), body, span: k.span }
 }
 
+/// A module's fields and functions by name (the first of a name), so that
+/// following a task's calls costs time linear in what it calls, not in the
+/// module's size for every call.
+pub struct ByName<'m> {
+    fields: HashMap<&'m str, &'m Field>,
+    funcs: HashMap<&'m str, &'m Func>,
+}
+
+impl<'m> ByName<'m> {
+    pub fn new(m: &'m Module) -> Self {
+        let mut index = ByName { fields: HashMap::new(), funcs: HashMap::new() };
+        for f in m.fields() {
+            index.fields.entry(f.name.as_str()).or_insert(f);
+        }
+        for f in m.funcs() {
+            index.funcs.entry(f.name.as_str()).or_insert(f);
+        }
+        index
+    }
+}
+
 /// The fields a task touches and the functions it calls transitively, both
 /// sorted by name: exactly what its module must hold. `root` is the task's
 /// body block in `body`; `kind` its header.
-pub fn task_needs<'m>(m: &'m Module, body: &Body, root: Block, kind: &TaskKind) -> (Vec<&'m Field>, Vec<&'m Func>) {
+pub fn task_needs<'m>(m: &ByName<'m>, body: &Body, root: Block, kind: &TaskKind) -> (Vec<&'m Field>, Vec<&'m Func>) {
     let mut fields: Vec<&str> = Vec::new();
     match kind {
         TaskKind::Serial => {}
@@ -197,11 +219,13 @@ pub fn task_needs<'m>(m: &'m Module, body: &Body, root: Block, kind: &TaskKind) 
     let mut calls: Vec<&str> = Vec::new();
     scan(body, root, &mut fields, &mut calls);
     let mut funcs: Vec<&'m Func> = Vec::new();
+    // A set, not a scan of `funcs`: a task may call thousands of functions.
+    let mut seen: HashSet<&str> = HashSet::new();
     while let Some(name) = calls.pop() {
-        if funcs.iter().any(|f| f.name == name) {
+        if !seen.insert(name) {
             continue;
         }
-        if let Some(f) = m.func(name) {
+        if let Some(&f) = m.funcs.get(name) {
             funcs.push(f);
             scan(&f.body, f.body.entry, &mut fields, &mut calls);
         }
@@ -209,7 +233,7 @@ pub fn task_needs<'m>(m: &'m Module, body: &Body, root: Block, kind: &TaskKind) 
     funcs.sort_unstable_by(|a, b| a.name.cmp(&b.name));
     fields.sort_unstable();
     fields.dedup();
-    (fields.into_iter().filter_map(|n| m.field(n)).collect(), funcs)
+    (fields.into_iter().filter_map(|n| m.fields.get(n).copied()).collect(), funcs)
 }
 
 /// The fields a block touches and the functions it calls, nested blocks

@@ -2,7 +2,8 @@
 //!
 //! Owns: [`RemoteSettings`], the one reading of the `--remote` /
 //! `--remote-read-only` flags and the `KILN_REMOTE*` environment variables
-//! ([`RemoteSettings::resolve`]), the URL rules ([`Endpoint::parse`]) and
+//! ([`RemoteSettings::resolve`]; the URL may also come from the `remote`
+//! row of the config files, [`RemoteSettings::from_env_or_file`]), the URL rules ([`Endpoint::parse`]) and
 //! the secret file's checks ([`read_secret`]).
 //!
 //! Must never: accept a URL the `redis` crate would not, an unknown
@@ -163,11 +164,22 @@ impl RemoteSettings {
     /// The settings from the flags, then the environment (`env` reads a
     /// variable; empty counts as unset). `None`: no remote configured.
     pub fn resolve(flags: &RemoteFlags, env: impl Fn(&str) -> Option<String>) -> Result<Option<RemoteSettings>, SettingError> {
+        RemoteSettings::resolve_with_file(flags, None, env)
+    }
+
+    /// [`RemoteSettings::resolve`] with a URL from a config file (and where
+    /// it came from) as the last resort.
+    pub fn resolve_with_file(
+        flags: &RemoteFlags,
+        file: Option<(String, String)>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<RemoteSettings>, SettingError> {
         let var = |name: &str| env(name).filter(|v| !v.is_empty());
-        let (url, source) = match (&flags.url, var(REMOTE_ENV)) {
-            (Some(u), _) => (u.clone(), "--remote".to_string()),
-            (None, Some(u)) => (u, format!("${REMOTE_ENV}")),
-            (None, None) => return Ok(None),
+        let (url, source) = match (&flags.url, var(REMOTE_ENV), file) {
+            (Some(u), _, _) => (u.clone(), "--remote".to_string()),
+            (None, Some(u), _) => (u, format!("${REMOTE_ENV}")),
+            (None, None, Some((u, from))) => (u, format!("remote in {from}")),
+            (None, None, None) => return Ok(None),
         };
         let endpoint = Endpoint::parse(&url).map_err(|e| SettingError(format!("{source}: {e}")))?;
         let read_only = flags.read_only || var(READ_ONLY_ENV).map(|v| parse_bool(READ_ONLY_ENV, &v)).transpose()?.unwrap_or(false);
@@ -191,6 +203,21 @@ impl RemoteSettings {
     /// [`RemoteSettings::resolve`] over the process environment.
     pub fn from_env(flags: &RemoteFlags) -> Result<Option<RemoteSettings>, SettingError> {
         RemoteSettings::resolve(flags, |name| std::env::var(name).ok())
+    }
+
+    /// [`RemoteSettings::from_env`], with the `remote` row of the config
+    /// files ([`crate::settings`]) as the URL when neither the flag nor
+    /// `KILN_REMOTE` gives one.
+    pub fn from_env_or_file(
+        flags: &RemoteFlags,
+        file: &crate::settings::Setting<Option<String>>,
+    ) -> Result<Option<RemoteSettings>, SettingError> {
+        use crate::settings::Source;
+        let from_file = match (&file.value, &file.source) {
+            (Some(url), Source::UserFile(_) | Source::CacheFile(_)) => Some((url.clone(), file.source.to_string())),
+            _ => None,
+        };
+        RemoteSettings::resolve_with_file(flags, from_file, |name| std::env::var(name).ok())
     }
 }
 
@@ -271,6 +298,18 @@ mod tests {
         let s = RemoteSettings::resolve(&flags(None), env(&vars)).unwrap().unwrap();
         assert_eq!(s.endpoint, Endpoint::Single("redis://e:1".into()));
         assert!(RemoteSettings::resolve(&flags(None), env(&[(REMOTE_ENV, "")])).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_config_file_url_comes_last() {
+        let file = Some(("redis://file:1".to_string(), "cache file /c/kiln.toml".to_string()));
+        let s = RemoteSettings::resolve_with_file(&flags(None), file.clone(), env(&[])).unwrap().unwrap();
+        assert_eq!(s.endpoint, Endpoint::Single("redis://file:1".into()));
+        let s = RemoteSettings::resolve_with_file(&flags(None), file, env(&[(REMOTE_ENV, "redis://e:1")])).unwrap().unwrap();
+        assert_eq!(s.endpoint, Endpoint::Single("redis://e:1".into()));
+        let bad = Some(("ftp://x".to_string(), "cache file /c/kiln.toml".to_string()));
+        let e = RemoteSettings::resolve_with_file(&flags(None), bad, env(&[])).unwrap_err();
+        assert!(e.0.starts_with("remote in cache file /c/kiln.toml: unknown scheme"), "{e}");
     }
 
     #[test]

@@ -1,0 +1,491 @@
+//! The tools' settings: one table of named settings, read from the config
+//! files (`kiln.toml`), the environment and the command line, each value
+//! with where it came from.
+//!
+//! Owns: the table ([`TABLE`], made with [`Settings`] by one `settings!`
+//! row per setting: name, type, default, environment variable, whether the
+//! cache's own file may hold it, and its doc), the precedence (default <
+//! user file < the cache's file < environment < flag), the reading of the
+//! two files with file:line:col errors, and [`set_in_cache_file`], the
+//! atomic rewrite behind `kiln-cache-inspect config set`.
+//!
+//! Must never: print or exit; accept an unknown key or a value of the wrong
+//! type silently; write a config file except whole (temporary file and
+//! rename); read a setting any other way than through this table.
+//!
+//! Adding a setting is one row of the `settings!` call below (and reading
+//! its field where it is used).
+
+use crate::cache::size::{format_size, parse_size};
+use crate::cache::{self, CacheError, StoreOptions};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The config file's name, in the cache root and in the user's directory.
+pub const FILE_NAME: &str = "kiln.toml";
+
+/// Where a setting's value came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "where", rename_all = "snake_case")]
+pub enum Source {
+    Default,
+    /// The user's `$XDG_CONFIG_HOME/kiln/kiln.toml` (or `~/.config/...`).
+    UserFile(PathBuf),
+    /// The cache's own `kiln.toml` at its root.
+    CacheFile(PathBuf),
+    /// An environment variable.
+    Env(&'static str),
+    /// A command-line flag.
+    Flag(&'static str),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Default => f.write_str("default"),
+            Source::UserFile(p) => write!(f, "user file {}", p.display()),
+            Source::CacheFile(p) => write!(f, "cache file {}", p.display()),
+            Source::Env(v) => write!(f, "environment {v}"),
+            Source::Flag(flag) => write!(f, "flag {flag}"),
+        }
+    }
+}
+
+/// A setting's value and where it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Setting<T> {
+    pub value: T,
+    pub source: Source,
+}
+
+/// A size in bytes, written `5G`, `500M`, `1.5GiB` or a plain number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size(pub u64);
+
+/// How a setting's type reads and shows its values.
+pub trait SettingValue: Clone {
+    /// The type's name in help and errors.
+    const TYPE: &'static str;
+    /// A value from the TOML file.
+    fn from_toml(v: &toml::Value) -> Result<Self, String>;
+    /// A value from an environment variable, a flag or `config set`.
+    fn from_text(s: &str) -> Result<Self, String>;
+    /// How `config set` writes the text `s` (already checked) into TOML.
+    fn toml_form(s: &str) -> toml_edit::Value {
+        s.into()
+    }
+    /// The value as `config` shows it; `None` when unset.
+    fn show(&self) -> Option<String>;
+}
+
+fn expected(ty: &str, v: &toml::Value) -> String {
+    format!("expected {ty}, found {} {v}", v.type_str())
+}
+
+impl SettingValue for bool {
+    const TYPE: &'static str = "a boolean";
+    fn from_toml(v: &toml::Value) -> Result<bool, String> {
+        v.as_bool().ok_or_else(|| expected(Self::TYPE, v))
+    }
+    fn from_text(s: &str) -> Result<bool, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => Ok(true),
+            "0" | "false" | "no" | "off" => Ok(false),
+            _ => Err(format!("expected a boolean (1/0, true/false, yes/no, on/off), found '{s}'")),
+        }
+    }
+    fn toml_form(s: &str) -> toml_edit::Value {
+        bool::from_text(s).unwrap_or_default().into()
+    }
+    fn show(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
+impl SettingValue for Size {
+    const TYPE: &'static str = "a size (bytes, or a number with K, M, G, T, e.g. 5G)";
+    fn from_toml(v: &toml::Value) -> Result<Size, String> {
+        match v {
+            toml::Value::Integer(n) if *n >= 0 => Ok(Size(*n as u64)),
+            toml::Value::String(s) => Size::from_text(s),
+            _ => Err(expected(Self::TYPE, v)),
+        }
+    }
+    fn from_text(s: &str) -> Result<Size, String> {
+        parse_size(s).map(Size)
+    }
+    fn show(&self) -> Option<String> {
+        Some(format!("{} ({} bytes)", format_size(self.0), self.0))
+    }
+}
+
+/// An optional string (a group name, a URL): unset unless given.
+impl SettingValue for Option<String> {
+    const TYPE: &'static str = "a string";
+    fn from_toml(v: &toml::Value) -> Result<Option<String>, String> {
+        v.as_str().map(|s| Some(s.to_string())).ok_or_else(|| expected(Self::TYPE, v))
+    }
+    fn from_text(s: &str) -> Result<Option<String>, String> {
+        Ok(Some(s.to_string()))
+    }
+    fn show(&self) -> Option<String> {
+        self.clone()
+    }
+}
+
+impl SettingValue for Option<PathBuf> {
+    const TYPE: &'static str = "a path";
+    fn from_toml(v: &toml::Value) -> Result<Option<PathBuf>, String> {
+        v.as_str().map(|s| Some(PathBuf::from(s))).ok_or_else(|| expected(Self::TYPE, v))
+    }
+    fn from_text(s: &str) -> Result<Option<PathBuf>, String> {
+        Ok(Some(PathBuf::from(s)))
+    }
+    fn show(&self) -> Option<String> {
+        self.as_ref().map(|p| p.display().to_string())
+    }
+}
+
+/// One row of the table, as `config` and the docs show it.
+#[derive(Clone, Copy, Debug)]
+pub struct Info {
+    pub name: &'static str,
+    /// The environment variable that overrides the files.
+    pub env: &'static str,
+    pub ty: &'static str,
+    /// Whether the cache's own `kiln.toml` may set it (`cache_dir` cannot
+    /// be read from a file inside the cache it names).
+    pub in_cache_file: bool,
+    pub doc: &'static str,
+}
+
+/// One effective setting, for `kiln-cache-inspect config`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub name: &'static str,
+    /// The value as text; `None` when unset.
+    pub value: Option<String>,
+    pub source: Source,
+    pub env: &'static str,
+}
+
+macro_rules! settings {
+    ($( $name:ident : $ty:ty = $default:expr, env $env:literal, cache_file $cf:literal, $doc:literal; )+) => {
+        /// Every setting's effective value and source.
+        #[derive(Clone, Debug)]
+        pub struct Settings {
+            $( #[doc = $doc] pub $name: Setting<$ty>, )+
+        }
+
+        /// The table of settings, in the order `config` shows them.
+        pub const TABLE: &[Info] = &[
+            $( Info { name: stringify!($name), env: $env, ty: <$ty as SettingValue>::TYPE, in_cache_file: $cf, doc: $doc }, )+
+        ];
+
+        impl Settings {
+            /// Every setting at its default.
+            pub fn defaults() -> Settings {
+                Settings { $( $name: Setting { value: $default, source: Source::Default }, )+ }
+            }
+
+            /// Sets `name` from a TOML value or from text; `Ok(false)` for
+            /// an unknown name.
+            fn set(&mut self, name: &str, raw: Raw<'_>, source: Source) -> Result<bool, String> {
+                match name {
+                    $( stringify!($name) => {
+                        let value = match raw {
+                            Raw::Toml(v) => <$ty as SettingValue>::from_toml(v)?,
+                            Raw::Text(s) => <$ty as SettingValue>::from_text(s)?,
+                        };
+                        self.$name = Setting { value, source };
+                        Ok(true)
+                    } )+
+                    _ => Ok(false),
+                }
+            }
+
+            /// How `config set` writes `text` (already checked) for `name`.
+            fn toml_form(name: &str, text: &str) -> Option<toml_edit::Value> {
+                match name {
+                    $( stringify!($name) => Some(<$ty as SettingValue>::toml_form(text)), )+
+                    _ => None,
+                }
+            }
+
+            /// Every setting with its value and source, in table order.
+            pub fn rows(&self) -> Vec<Row> {
+                vec![ $( Row {
+                    name: stringify!($name),
+                    value: self.$name.value.show(),
+                    source: self.$name.source.clone(),
+                    env: $env,
+                }, )+ ]
+            }
+        }
+    };
+}
+
+settings! {
+    cache_dir: Option<PathBuf> = None, env "KILN_CACHE_DIR", cache_file false,
+        "The cache root (default: $XDG_CACHE_HOME/kiln, else ~/.cache/kiln).";
+    max_size: Size = Size(5 << 30), env "KILN_CACHE_MAX_SIZE", cache_file true,
+        "The size the cache's records are kept within (default 5 GiB).";
+    shared_group: Option<String> = None, env "KILN_CACHE_SHARED_GROUP", cache_file true,
+        "The Unix group that shares the cache: its directories are setgid to it, records and directories group-writable, and group-writable entries of that group are trusted.";
+    read_only: bool = false, env "KILN_CACHE_READ_ONLY", cache_file true,
+        "Look records up but never write: compiled tasks are not stored, damaged records are left, recency is not updated.";
+    allow_insecure: bool = false, env "KILN_ALLOW_INSECURE_CACHE", cache_file false,
+        "Accept cache directories that another user owns or that others may write (--allow-insecure-cache); never from the cache's own file, which would waive the check of the directory holding it.";
+    remote: Option<String> = None, env "KILN_REMOTE", cache_file true,
+        "The remote tier's URL (read by the remote tier, which checks it).";
+}
+
+/// A value to set: from a TOML file, or text (environment, flag, `config
+/// set`).
+enum Raw<'a> {
+    Toml(&'a toml::Value),
+    Text(&'a str),
+}
+
+/// A bad setting: where (`FILE:LINE:COL`, an environment variable or a
+/// flag) and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingsError {
+    pub location: String,
+    pub message: String,
+    /// It came from the command line or the environment: a usage error
+    /// (exit 2) rather than bad input (exit 1).
+    pub usage: bool,
+}
+
+impl fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.location, self.message)
+    }
+}
+
+impl std::error::Error for SettingsError {}
+
+fn file_error(path: &Path, text: &str, offset: Option<usize>, message: String) -> SettingsError {
+    let location = match offset {
+        Some(at) => {
+            let before = &text.as_bytes()[..at.min(text.len())];
+            let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+            let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            let col = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+            format!("{}:{line}:{col}", path.display())
+        }
+        None => path.display().to_string(),
+    };
+    SettingsError { location, message, usage: false }
+}
+
+/// The name of the setting an unknown `name` is closest to, if any is
+/// close (a typo's likely intent).
+fn suggestion(name: &str) -> String {
+    let close = TABLE.iter().map(|i| i.name).find(|n| {
+        n.contains(name) || name.contains(n) || n.replace('_', "") == name.replace(['_', '-'], "")
+    });
+    match close {
+        Some(n) => format!(" (did you mean '{n}'?)"),
+        None => format!(" (known: {})", TABLE.iter().map(|i| i.name).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+/// Applies the settings of a config file's text to `settings`.
+/// `cache_file` says which of the two files it is (the cache's may not
+/// hold every setting).
+pub fn apply_file(settings: &mut Settings, path: &Path, text: &str, cache_file: bool) -> Result<(), SettingsError> {
+    type Entries = BTreeMap<toml::Spanned<String>, toml::Spanned<toml::Value>>;
+    let entries: Entries =
+        toml::from_str(text).map_err(|e| file_error(path, text, e.span().map(|s| s.start), e.message().to_string()))?;
+    let source = if cache_file { Source::CacheFile(path.into()) } else { Source::UserFile(path.into()) };
+    for (key, value) in &entries {
+        let name = key.get_ref().as_str();
+        let at = |message: String| file_error(path, text, Some(key.span().start), message);
+        match TABLE.iter().find(|i| i.name == name) {
+            None => return Err(at(format!("unknown setting '{name}'{}", suggestion(name)))),
+            Some(info) if cache_file && !info.in_cache_file => {
+                return Err(at(format!("'{name}' cannot be set in the cache's own {FILE_NAME}")))
+            }
+            Some(_) => {}
+        }
+        settings.set(name, Raw::Toml(value.get_ref()), source.clone()).map_err(|m| {
+            file_error(path, text, Some(value.span().start), format!("bad value for '{name}': {m}"))
+        })?;
+    }
+    Ok(())
+}
+
+/// The user's config file: `$XDG_CONFIG_HOME/kiln/kiln.toml` (when that is
+/// absolute), else `$HOME/.config/kiln/kiln.toml`.
+pub fn user_file(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let base = var("XDG_CONFIG_HOME").filter(|p| p.is_absolute()).or_else(|| var("HOME").map(|h| h.join(".config")))?;
+    Some(base.join("kiln").join(FILE_NAME))
+}
+
+/// Reads a config file if it exists; `None` when it does not.
+fn read_file(path: &Path) -> Result<Option<String>, SettingsError> {
+    match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|e| {
+            SettingsError { location: path.display().to_string(), message: format!("not UTF-8 text: {e}"), usage: false }
+        }),
+        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => Ok(None),
+        Err(e) => Err(SettingsError {
+            location: path.display().to_string(),
+            message: format!("cannot read: {}", crate::tool::io_reason(&e)),
+            usage: false,
+        }),
+    }
+}
+
+/// A setting given on the command line: the setting's name, the flag as
+/// the user wrote it (for messages) and its text.
+#[derive(Clone, Debug)]
+pub struct Flag {
+    pub name: &'static str,
+    pub flag: &'static str,
+    pub text: String,
+}
+
+/// The flags every cache-using tool has: `--cache-dir DIR` and
+/// `--allow-insecure-cache` (only those given).
+pub fn cache_flags(cache_dir: Option<&Path>, allow_insecure: bool) -> Vec<Flag> {
+    let mut flags = Vec::new();
+    if let Some(dir) = cache_dir {
+        flags.push(Flag { name: "cache_dir", flag: "--cache-dir", text: dir.display().to_string() });
+    }
+    if allow_insecure {
+        flags.push(Flag { name: "allow_insecure", flag: "--allow-insecure-cache", text: "true".into() });
+    }
+    flags
+}
+
+impl Settings {
+    /// The effective settings of this process: defaults, the user file,
+    /// the cache's file, `KILN_*` variables, then `flags`.
+    pub fn load(flags: &[Flag]) -> Result<Settings, SettingsError> {
+        Settings::load_with(flags, &|name| std::env::var_os(name))
+    }
+
+    /// [`Settings::load`] over any environment (for tests).
+    pub fn load_with(flags: &[Flag], env: &dyn Fn(&str) -> Option<OsString>) -> Result<Settings, SettingsError> {
+        let mut s = Settings::defaults();
+        if let Some(path) = user_file(env) {
+            if let Some(text) = read_file(&path)? {
+                apply_file(&mut s, &path, &text, false)?;
+            }
+        }
+        // The cache directory decides which cache file is read, so it is
+        // settled first, with the precedence of every setting.
+        s.apply_env_and_flags(env, flags, |info| info.name == "cache_dir")?;
+        if s.cache_dir.value.is_none() {
+            // The XDG default, without KILN_CACHE_DIR (handled above).
+            let no_kiln = |name: &str| if name == cache::CACHE_DIR_ENV { None } else { env(name) };
+            s.cache_dir.value = cache::resolve_cache_dir_with(None, no_kiln).ok();
+        }
+        if let Some(root) = s.cache_dir.value.clone() {
+            let path = root.join(FILE_NAME);
+            if let Some(text) = read_file(&path)? {
+                apply_file(&mut s, &path, &text, true)?;
+            }
+        }
+        s.apply_env_and_flags(env, flags, |info| info.name != "cache_dir")?;
+        Ok(s)
+    }
+
+    /// Applies the environment, then the flags, of the settings `which`
+    /// selects. An empty variable counts as unset.
+    fn apply_env_and_flags(
+        &mut self,
+        env: &dyn Fn(&str) -> Option<OsString>,
+        flags: &[Flag],
+        which: impl Fn(&Info) -> bool,
+    ) -> Result<(), SettingsError> {
+        for info in TABLE.iter().filter(|i| which(i)) {
+            if let Some(v) = env(info.env).filter(|v| !v.is_empty()) {
+                let text = v.to_string_lossy();
+                self.set(info.name, Raw::Text(&text), Source::Env(info.env)).map_err(|m| SettingsError {
+                    location: info.env.to_string(),
+                    message: m,
+                    usage: true,
+                })?;
+            }
+        }
+        for f in flags.iter().filter(|f| TABLE.iter().any(|i| i.name == f.name && which(i))) {
+            self.set(f.name, Raw::Text(&f.text), Source::Flag(f.flag)).map_err(|m| SettingsError {
+                location: f.flag.to_string(),
+                message: m,
+                usage: true,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The cache root, or why there is none.
+    pub fn cache_root(&self) -> Result<PathBuf, CacheError> {
+        self.cache_dir.value.clone().ok_or(CacheError::NoDefaultDir)
+    }
+
+    /// The store options these settings decide (the rest stay at their
+    /// defaults for the caller to fill).
+    pub fn store_options(&self) -> StoreOptions {
+        StoreOptions {
+            allow_insecure: self.allow_insecure.value,
+            read_only: self.read_only.value,
+            shared_group: self.shared_group.value.clone(),
+            max_size: self.max_size.value.0,
+            ..StoreOptions::default()
+        }
+    }
+}
+
+/// Sets `name` to `text` in the cache's own `kiln.toml` under `root`,
+/// keeping its other keys and comments; the file is replaced whole
+/// (temporary file and rename). Returns the file's path.
+pub fn set_in_cache_file(root: &Path, name: &str, text: &str) -> Result<PathBuf, SettingsError> {
+    let usage = |message: String| SettingsError { location: format!("config set {name}"), message, usage: true };
+    let info = TABLE.iter().find(|i| i.name == name).ok_or_else(|| usage(format!("unknown setting{}", suggestion(name))))?;
+    if !info.in_cache_file {
+        return Err(usage(format!("'{name}' cannot be set in the cache's own {FILE_NAME}")));
+    }
+    Settings::defaults().set(name, Raw::Text(text), Source::Default).map_err(usage)?;
+    let path = root.join(FILE_NAME);
+    let old = read_file(&path)?.unwrap_or_default();
+    // The file as it is must be valid: never build on a file in error.
+    apply_file(&mut Settings::defaults(), &path, &old, true)?;
+    let mut doc: toml_edit::DocumentMut =
+        old.parse().map_err(|e: toml_edit::TomlError| file_error(&path, &old, e.span().map(|s| s.start), e.message().into()))?;
+    let value = Settings::toml_form(name, text).ok_or_else(|| usage("unknown setting".into()))?;
+    doc[name] = toml_edit::Item::Value(value);
+    write_atomic(root, &path, doc.to_string().as_bytes())
+        .map_err(|e| SettingsError { location: path.display().to_string(), message: format!("cannot write: {}", crate::tool::io_reason(&e)), usage: false })?;
+    Ok(path)
+}
+
+/// Writes `path` (in `dir`) whole: a temporary file named as the store
+/// names its temporaries (so `prune --temp` knows it), synced, renamed.
+fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let tmp = dir.join(cache::store::temp_name(FILE_NAME));
+    let write = || -> io::Result<()> {
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o644).open(&tmp)?;
+        f.write_all(bytes)?;
+        // Readable by everyone who may use the cache, whatever the umask.
+        f.set_permissions(std::fs::Permissions::from_mode(0o644))?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,116 @@
+//! The build identity (`src/build_id.rs`): computed over a copy of the
+//! source tree, it changes with one byte of a codegen source and with none
+//! of a tool's help text or a doc; and the identity compiled into this
+//! build is the one of this tree.
+
+use kiln::build_id;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// A copy of what the digest and the checks below read: `src/`, `tools/`,
+/// `docs/` and `Cargo.lock`.
+fn copy_tree() -> tempfile::TempDir {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    for top in ["src", "tools", "docs"] {
+        for entry in walkdir::WalkDir::new(repo.join(top)) {
+            let entry = entry.unwrap();
+            let to = dir.path().join(entry.path().strip_prefix(repo).unwrap());
+            if entry.file_type().is_dir() {
+                fs::create_dir_all(&to).unwrap();
+            } else {
+                fs::copy(entry.path(), &to).unwrap();
+            }
+        }
+    }
+    fs::copy(repo.join("Cargo.lock"), dir.path().join("Cargo.lock")).unwrap();
+    dir
+}
+
+fn flip_byte(path: &Path) {
+    let mut bytes = fs::read(path).unwrap();
+    let i = bytes.len() / 2;
+    bytes[i] ^= 0x20;
+    fs::write(path, bytes).unwrap();
+}
+
+fn append(path: &Path, text: &str) {
+    let mut s = fs::read_to_string(path).unwrap();
+    s.push_str(text);
+    fs::write(path, s).unwrap();
+}
+
+#[test]
+fn compiled_identity_is_this_trees() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    assert_eq!(build_id::digest(repo, kiln::config::LLVM_VERSION).unwrap(), kiln::config::BUILD_ID);
+    assert_eq!(kiln::config::CompileConfig::default().build_id, kiln::config::BUILD_ID);
+}
+
+#[test]
+fn one_byte_of_an_input_changes_the_identity() {
+    let tree = copy_tree();
+    let base = build_id::digest(tree.path(), "22.1.8").unwrap();
+    assert_eq!(base.len(), 32);
+    let inputs: [PathBuf; 5] = [
+        "src/codegen/lower.rs".into(),
+        "src/jit/runtime.rs".into(),
+        "src/key.rs".into(),
+        "src/cache/record.rs".into(),
+        "src/ir.rs".into(),
+    ];
+    for rel in inputs {
+        let path = tree.path().join(&rel);
+        let original = fs::read(&path).unwrap();
+        flip_byte(&path);
+        assert_ne!(build_id::digest(tree.path(), "22.1.8").unwrap(), base, "{}", rel.display());
+        fs::write(&path, original).unwrap();
+    }
+    assert_eq!(build_id::digest(tree.path(), "22.1.8").unwrap(), base, "restored");
+    // A new file in the codegen directory is an input too.
+    fs::write(tree.path().join("src/codegen/extra.rs"), "// new\n").unwrap();
+    assert_ne!(build_id::digest(tree.path(), "22.1.8").unwrap(), base);
+    fs::remove_file(tree.path().join("src/codegen/extra.rs")).unwrap();
+    // So are the LLVM version and the locked versions of the bindings.
+    assert_ne!(build_id::digest(tree.path(), "22.1.9").unwrap(), base);
+    let lock = tree.path().join("Cargo.lock");
+    let text = fs::read_to_string(&lock).unwrap();
+    let bumped = bump_version(&text, "inkwell");
+    fs::write(&lock, &bumped).unwrap();
+    assert_ne!(build_id::digest(tree.path(), "22.1.8").unwrap(), base, "inkwell version");
+    fs::write(&lock, text).unwrap();
+}
+
+/// `Cargo.lock` text with `name`'s version changed.
+fn bump_version(lock: &str, name: &str) -> String {
+    let marker = format!("name = \"{name}\"\nversion = \"");
+    let at = lock.find(&marker).unwrap_or_else(|| panic!("{name} is not in Cargo.lock")) + marker.len();
+    format!("{}9{}", &lock[..at], &lock[at..])
+}
+
+#[test]
+fn docs_help_text_and_other_crates_change_nothing() {
+    let tree = copy_tree();
+    let base = build_id::digest(tree.path(), "22.1.8").unwrap();
+    append(&tree.path().join("docs/cache.md"), "\nAnother paragraph.\n");
+    let run = tree.path().join("tools/kiln-run.rs");
+    let text = fs::read_to_string(&run).unwrap().replace("Run KIR kernels", "Run your KIR kernels");
+    fs::write(&run, text).unwrap();
+    append(&tree.path().join("src/passes/cse.rs"), "\n// a comment\n");
+    append(&tree.path().join("src/cache/inspect.rs"), "\n// a comment\n");
+    let lock = tree.path().join("Cargo.lock");
+    fs::write(&lock, bump_version(&fs::read_to_string(&lock).unwrap(), "clap")).unwrap();
+    assert_eq!(build_id::digest(tree.path(), "22.1.8").unwrap(), base);
+}
+
+#[test]
+fn every_listed_input_exists() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for input in build_id::BUILD_INPUTS {
+        assert!(repo.join(input).exists(), "{input}");
+    }
+    let files = build_id::input_files(repo).unwrap();
+    assert!(files.iter().any(|f| f.ends_with("codegen/lower.rs")) && files.iter().any(|f| f.ends_with("jit/runtime.rs")));
+    let locked = build_id::locked_versions(&fs::read_to_string(repo.join("Cargo.lock")).unwrap()).unwrap();
+    assert!(locked.iter().any(|l| l.starts_with("inkwell ")) && locked.iter().any(|l| l.starts_with("llvm-sys ")), "{locked:?}");
+}
