@@ -250,7 +250,7 @@ fn plant(server: &RedisServer, lab: &Lab, name: &str, value: &[u8]) {
 /// A record for `key` with `object`, sealed as a writer with `mac` would.
 fn sealed(scope: &str, key: &Key, good: &[u8], object: &[u8], mac: Option<&MacKey>) -> Vec<u8> {
     let r = record::decode(&good[envelope::ENVELOPE_LEN..]).unwrap();
-    let producer = Producer { kiln_version: "x".into(), llvm_version: "x".into(), created_unix: 1 };
+    let producer = Producer { kiln_version: "x".into(), llvm_version: "x".into(), created_unix: 1, compile_ms: 0 };
     let bytes = record::encode(key, &r.meta, &producer, object).unwrap();
     envelope::seal(&envelope::key_name(scope, key), &bytes, mac)
 }
@@ -453,4 +453,26 @@ fn inspect_lists_verifies_and_prunes_a_remote() {
     assert_eq!(old["removed"].as_array().unwrap().len(), 0);
     // A KEYS command is never sent.
     assert!(!server.cli(&["INFO", "commandstats"]).contains("cmdstat_keys"));
+}
+
+#[test]
+fn the_url_may_come_from_the_caches_config_file() {
+    let (lab, server) = (Lab::new(), RedisServer::start());
+    let file = testdata("saxpy.kir");
+    lab.run("a", &file, &server.url(), &[], &[]);
+    // Machine b names the remote only in its cache's kiln.toml.
+    let root = lab.path().join("b").join("cache");
+    std::fs::create_dir_all(&root).unwrap();
+    let mut c = lab.tool(RUN, "b");
+    c.arg(&file).args(["--digest", "-O0"]);
+    ok(c);
+    std::fs::write(root.join("kiln.toml"), format!("remote = \"{}\"\n", server.url())).unwrap();
+    // Its local records go, so the run must ask the remote.
+    let scope = std::fs::read_dir(&root).unwrap().flatten().map(|e| e.path()).find(|p| p.join("host.json").is_file()).unwrap();
+    std::fs::remove_dir_all(scope).unwrap();
+    let mut c = lab.tool(RUN, "b");
+    c.arg(&file).args(["--digest", "--stats=json", "-O0", "--threads", "1"]);
+    let r = Run::of(ok(c));
+    assert_eq!((r.n("remote_hits"), r.n("compiled")), (r.n("tasks"), 0), "{}", r.stats);
+    assert_eq!(r.digests, lab.interp(&file));
 }

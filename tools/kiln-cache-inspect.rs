@@ -528,7 +528,6 @@ mod remote {
                 let stats = Stats::of(&l);
                 emit(json, &stats, || text_stats(&stats))
             }
-            Command::Show { .. } => Err(ToolError::Usage("show reads a local cache; with --remote use list".into())),
             Command::Verify { fix } => {
                 let r = ins.verify(*fix).map_err(redis_err(&shown))?;
                 emit(json, &r, || text_verify(&r))?;
@@ -544,6 +543,7 @@ mod remote {
                 let r = ins.prune(&plan, now).map_err(redis_err(&shown))?;
                 emit(json, &r, || text_prune(&r))
             }
+            _ => Err(ToolError::Usage("with --remote the commands are stats, list, verify and prune".into())),
         }
     }
 

@@ -171,7 +171,7 @@ mod tests {
 
     fn record(key: &Key) -> Vec<u8> {
         let meta = LaunchMeta { task: "t".into(), entry_symbol: "e".into(), kind: MetaKind::Serial, params: vec![], fields: vec![] };
-        let producer = Producer { kiln_version: "0".into(), llvm_version: "22".into(), created_unix: 1 };
+        let producer = Producer { kiln_version: "0".into(), llvm_version: "22".into(), created_unix: 1, compile_ms: 0 };
         record::encode(key, &meta, &producer, b"\x7fELF object").unwrap()
     }
 
