@@ -222,11 +222,7 @@ impl RemoteSettings {
 }
 
 fn parse_bool(name: &str, v: &str) -> Result<bool, SettingError> {
-    match v.to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(SettingError(format!("${name}: '{v}' is not a boolean (1/0, true/false, yes/no, on/off)"))),
-    }
+    <bool as crate::settings::SettingValue>::from_text(v).map_err(|e| SettingError(format!("${name}: {e}")))
 }
 
 fn parse_duration(name: &str, v: &str) -> Result<Duration, SettingError> {
