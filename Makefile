@@ -14,7 +14,8 @@ RELEASE_BIN := $(CURDIR)/target/release
 
 all: build
 
-# Installs LLVM 22 (which brings lit, FileCheck and not) when it is missing.
+# Installs LLVM 22 (which brings lit, FileCheck and not) and Redis (the
+# remote tier's tests start their own servers) when they are missing.
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 deps:
 	@if [ ! -x $(LLVM_BIN)/llvm-config ] || [ ! -x $(LLVM_BIN)/lit ] || [ ! -x $(LLVM_BIN)/FileCheck ]; then \
@@ -24,6 +25,16 @@ deps:
 	  else \
 	    echo "make: LLVM 22 is missing; run as root:"; \
 	    echo "  apt-get update && apt-get install -y --no-install-recommends llvm-22-dev"; \
+	    exit 1; \
+	  fi; \
+	fi
+	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "make: installing redis-server redis-tools (the remote tier's tests)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server redis-tools >/dev/null || exit 1; \
+	  else \
+	    echo "make: Redis is missing; run as root:"; \
+	    echo "  apt-get update && apt-get install -y --no-install-recommends redis-server redis-tools"; \
 	    exit 1; \
 	  fi; \
 	fi

@@ -6,6 +6,9 @@
 //!
 //! Usage: bench-percache FILE --cache-dir DIR [-O LEVEL] [--per-task-loads N]
 //!
+//! A remote tier is used when `KILN_REMOTE` is set (with the other
+//! `KILN_REMOTE_*` settings), as `kiln-run` uses it (`scripts/bench-remote.sh`).
+//!
 //! With `--per-task-loads N` (on a warm cache) it then measures the
 //! per-task warm load N times per task — key, read, verify, add, link,
 //! look up, each into a fresh dylib — and adds the median and quartiles.
@@ -62,7 +65,13 @@ fn main() {
     let compiler = Compiler::new(config.clone(), target.clone()).unwrap_or_else(|e| fail(e.to_string()));
     let mut engine = JitEngine::new(compiler.clone(), JitPath::PerTask, 1).unwrap_or_else(|e| fail(e.message));
     let store = cached::open_store(std::path::Path::new(&cache), &target, Default::default()).unwrap_or_else(|e| fail(e.to_string()));
-    engine.set_provider(Box::new(CachedTasks::new(store)));
+    let remote = kiln::remote::RemoteSettings::from_env(&Default::default()).unwrap_or_else(|e| fail(e.to_string()));
+    let mut provider = CachedTasks::new(store);
+    if let Some(r) = remote {
+        let scope = provider.store().scope_name().to_string();
+        provider = provider.with_remote(kiln::remote::RemoteTier::new(r, &scope));
+    }
+    engine.set_provider(Box::new(provider));
 
     // Requested: parse, verify, split, then every task keyed and loaded.
     let t0 = Instant::now();
@@ -93,6 +102,9 @@ fn main() {
         "hits": st.cache_hits,
         "misses": st.cache_misses,
         "corrupt_replaced": st.corrupt_replaced,
+        "compiled": st.tasks_compiled,
+        "remote": st.remote.as_ref().map(|(_, r)| serde_json::to_value(r).unwrap_or_default()),
+        "warnings": st.warnings,
     });
 
     if per_task > 0 {

@@ -21,6 +21,7 @@ pub mod key;
 pub mod interp;
 
 pub mod cache;
+pub mod remote;
 
 pub mod build_id;
 pub mod config;

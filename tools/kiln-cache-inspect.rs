@@ -37,6 +37,9 @@ struct Cli {
     /// Print JSON for scripts
     #[arg(long, global = true)]
     json: bool,
+    /// Inspect this remote cache (redis://HOST:PORT or redis+cluster://HOST:PORT,...) instead of a directory: stats, list, verify, prune
+    #[arg(long, global = true, value_name = "URL")]
+    remote: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -129,6 +132,9 @@ fn run(cli: Cli) -> Result<(), ToolError> {
         return Err(ToolError::Usage(
             "prune needs at least one of --max-size, --older-than, --foreign-scopes, --temp".into(),
         ));
+    }
+    if let Some(url) = &cli.remote {
+        return remote::run(&cli, url);
     }
     let cache_dir = match &cli.command {
         Command::Init { dir: Some(dir), .. } => Some(dir.as_path()),
@@ -470,4 +476,213 @@ fn text_prune(r: &inspect::PruneReport, root: &Path, now: u64) -> String {
         format_size(r.after.bytes)
     );
     out
+}
+
+/// `--remote`: the same commands over a Redis server or cluster.
+mod remote {
+    use super::*;
+    use kiln::remote::envelope::Expect;
+    use kiln::remote::inspect::{Inspector, RemoteListing, RemotePrune, RemotePrunePlan, RemoteVerify};
+    use kiln::remote::{client, RemoteFlags, RemoteSettings};
+
+    fn redis_err(remote: &str) -> impl Fn(redis::RedisError) -> ToolError + '_ {
+        move |e| ToolError::msg(format!("remote cache {remote}: {e}"))
+    }
+
+    /// This host's scope: `--host-scope`, else the one recorded in the
+    /// local cache (if there is one).
+    fn this_host(cli: &Cli) -> Option<String> {
+        cli.host_scope.clone().or_else(|| {
+            let root = kiln::cache::resolve_cache_dir(cli.cache_dir.as_deref()).ok()?;
+            kiln::cache::host::native_scope(&root)
+        })
+    }
+
+    pub fn run(cli: &Cli, url: &str) -> Result<(), ToolError> {
+        let flags = RemoteFlags { url: Some(url.to_string()), read_only: false };
+        let settings = RemoteSettings::from_env(&flags)
+            .map_err(|e| ToolError::Usage(e.to_string()))?
+            .ok_or_else(|| ToolError::Usage("--remote needs a URL".into()))?;
+        let shown = settings.display.clone();
+        let this_host = this_host(cli);
+        if let Command::Prune { max_size, temp, foreign_scopes, .. } = &cli.command {
+            if max_size.is_some() || temp.is_some() {
+                return Err(ToolError::Usage(
+                    "--remote: prune takes --older-than, --foreign-scopes and --dry-run (size is the server's maxmemory)".into(),
+                ));
+            }
+            if *foreign_scopes && this_host.is_none() {
+                return Err(ToolError::Usage("--foreign-scopes needs this host's scope: pass --host-scope SCOPE".into()));
+            }
+        }
+        let conn = client::connect(&settings).map_err(redis_err(&shown))?;
+        let expect = Expect { mac: settings.mac_key.as_ref(), limit: settings.max_value_len };
+        let mut ins = Inspector { conn, remote: shown.clone(), expect, this_host };
+        let json = cli.json;
+        let now = kiln::cache::record::unix_now();
+        match &cli.command {
+            Command::List => {
+                let l = ins.list().map_err(redis_err(&shown))?;
+                emit(json, &l, || text_list(&l, now))
+            }
+            Command::Stats => {
+                let l = ins.list().map_err(redis_err(&shown))?;
+                let stats = Stats::of(&l);
+                emit(json, &stats, || text_stats(&stats))
+            }
+            Command::Verify { fix } => {
+                let r = ins.verify(*fix).map_err(redis_err(&shown))?;
+                emit(json, &r, || text_verify(&r))?;
+                let left = r.bad.iter().filter(|b| !b.removed).count();
+                match left {
+                    0 => Ok(()),
+                    n if *fix => Err(ToolError::msg(format!("{n} bad record(s) could not be removed"))),
+                    n => Err(ToolError::msg(format!("{n} bad record(s); `{TOOL} --remote URL verify --fix` removes them"))),
+                }
+            }
+            Command::Prune { older_than, foreign_scopes, dry_run, .. } => {
+                let plan = RemotePrunePlan { older_than: *older_than, foreign_scopes: *foreign_scopes, dry_run: *dry_run };
+                let r = ins.prune(&plan, now).map_err(redis_err(&shown))?;
+                emit(json, &r, || text_prune(&r))
+            }
+            _ => Err(ToolError::Usage("with --remote the commands are stats, list, verify and prune".into())),
+        }
+    }
+
+    /// `stats` with `--remote`: the listing without its records.
+    #[derive(Serialize)]
+    struct Stats<'a> {
+        remote: &'a str,
+        nodes: usize,
+        scopes: Vec<ScopeStats<'a>>,
+        total: kiln::remote::inspect::Count,
+        other_keys: usize,
+    }
+
+    #[derive(Serialize)]
+    struct ScopeStats<'a> {
+        name: &'a str,
+        this_host: bool,
+        records: u64,
+        bytes: u64,
+        signed: u64,
+        bad: u64,
+    }
+
+    impl<'a> Stats<'a> {
+        fn of(l: &'a RemoteListing) -> Stats<'a> {
+            let scopes = l
+                .scopes
+                .iter()
+                .map(|s| ScopeStats {
+                    name: &s.name,
+                    this_host: s.this_host,
+                    records: s.count.records,
+                    bytes: s.count.bytes,
+                    signed: s.records.iter().filter(|r| r.signed).count() as u64,
+                    bad: s.records.iter().filter(|r| r.problem.is_some()).count() as u64,
+                })
+                .collect();
+            Stats { remote: &l.remote, nodes: l.nodes, scopes, total: l.total, other_keys: l.other_keys.len() }
+        }
+    }
+
+    fn plural(n: u64) -> &'static str {
+        if n == 1 { "" } else { "s" }
+    }
+
+    fn text_stats(s: &Stats) -> String {
+        let mut out = format!("remote {} ({} node{})\n", s.remote, s.nodes, plural(s.nodes as u64));
+        for sc in &s.scopes {
+            let _ = writeln!(out, "scope {}{}", sc.name, if sc.this_host { " (this host)" } else { "" });
+            let _ = writeln!(out, "  records      {} ({} signed, {} bad)", sc.records, sc.signed, sc.bad);
+            let _ = writeln!(out, "  size         {} ({} bytes)", format_size(sc.bytes), sc.bytes);
+        }
+        let _ = writeln!(out, "total ({} scope{})", s.scopes.len(), plural(s.scopes.len() as u64));
+        let _ = writeln!(out, "  records      {}", s.total.records);
+        let _ = writeln!(out, "  size         {} ({} bytes)", format_size(s.total.bytes), s.total.bytes);
+        if s.other_keys > 0 {
+            let _ = writeln!(out, "  other keys   {} (under kiln: but not record names; left alone)", s.other_keys);
+        }
+        out
+    }
+
+    fn text_list(l: &RemoteListing, now: u64) -> String {
+        let mut out = format!("remote {} ({} node{})\n", l.remote, l.nodes, plural(l.nodes as u64));
+        if l.scopes.is_empty() {
+            out.push_str("no records\n");
+        }
+        for s in &l.scopes {
+            let _ = writeln!(
+                out,
+                "\nscope {}{}: {} record{}, {}",
+                s.name,
+                if s.this_host { " (this host)" } else { "" },
+                s.count.records,
+                plural(s.count.records),
+                format_size(s.count.bytes)
+            );
+            let _ = writeln!(out, "  {:<16}  {:<24}  {:>7}  {:>9}  SIGNED", "KEY", "TASK", "SIZE", "AGE");
+            for r in &s.records {
+                let task = match (&r.task, &r.problem) {
+                    (Some(t), _) => t.clone(),
+                    (None, Some(p)) => format!("<bad: {p}>"),
+                    (None, None) => "?".into(),
+                };
+                let age = r.created_unix.map_or("?".into(), |c| format_duration(Duration::from_secs(now.saturating_sub(c))));
+                let hex = r.key.to_hex();
+                let _ = writeln!(
+                    out,
+                    "  {:<16}  {:<24}  {:>7}  {:>9}  {}",
+                    &hex[..16],
+                    task,
+                    format_size(r.size),
+                    age,
+                    if r.signed { "yes" } else { "no" }
+                );
+            }
+        }
+        for k in &l.other_keys {
+            let _ = writeln!(out, "other key {k} (not a record name; left alone)");
+        }
+        out
+    }
+
+    fn text_verify(r: &RemoteVerify) -> String {
+        let mut out = String::new();
+        for b in &r.bad {
+            let _ = writeln!(out, "bad {}: {}{}", b.name, b.reason, if b.removed { " (removed)" } else { "" });
+        }
+        let removed = r.bad.iter().filter(|b| b.removed).count();
+        let _ = writeln!(
+            out,
+            "checked {} record{} on {}: {} healthy, {} bad{}",
+            r.checked,
+            plural(r.checked),
+            r.remote,
+            r.healthy,
+            r.bad.len(),
+            if r.fixed { format!(", {removed} removed") } else { String::new() }
+        );
+        out
+    }
+
+    fn text_prune(r: &RemotePrune) -> String {
+        let mut out = String::new();
+        let verb = if r.dry_run { "would remove" } else { "removed" };
+        for x in &r.removed {
+            let _ = writeln!(out, "{verb} {} ({}, {})", x.name, format_size(x.size), x.reason);
+        }
+        let _ = writeln!(
+            out,
+            "{}{verb} {} record(s); records: {} ({}) -> {} ({})",
+            if r.dry_run { "dry run: " } else { "" },
+            r.removed.len(),
+            r.before.records,
+            format_size(r.before.bytes),
+            r.after.records,
+            format_size(r.after.bytes)
+        );
+        out
+    }
 }

@@ -92,6 +92,14 @@ struct Cli {
     #[arg(long, requires = "cache_dir")]
     allow_insecure_cache: bool,
 
+    /// With --cache-dir: fill this remote cache too (redis://HOST:PORT or redis+cluster://HOST:PORT,...) [env: KILN_REMOTE]
+    #[arg(long, value_name = "URL", requires = "cache_dir")]
+    remote: Option<String>,
+
+    /// With --cache-dir: read the remote cache, never write it [env: KILN_REMOTE_READ_ONLY]
+    #[arg(long, requires = "cache_dir")]
+    remote_read_only: bool,
+
     /// With --cache-dir: print the cache counters on standard error (`--stats=json`: one JSON object)
     #[arg(long, value_enum, value_name = "FORMAT", num_args = 0..=1, require_equals = true,
           default_missing_value = "text", requires = "cache_dir")]
@@ -191,13 +199,16 @@ fn fill_cache(cli: &Cli, dir: &Path, compiler: &Compiler, tasks: &[(&Module, Str
     // config files and the environment, as for kiln-run.
     let settings = Settings::load(&settings::cache_flags(Some(dir), cli.allow_insecure_cache))?;
     let store = cached::open_store(dir, &compiler.target, settings.store_options()).map_err(ToolError::msg)?;
+    let flags = kiln::remote::RemoteFlags { url: cli.remote.clone(), read_only: cli.remote_read_only };
+    let remote = kiln::remote::RemoteSettings::from_env_or_file(&flags, &settings.remote).map_err(|e| ToolError::Usage(e.to_string()))?;
+    let remote = remote.map(|r| kiln::remote::RemoteTier::new(r, store.scope_name()));
     let pool = thread_pool(cli)?;
     let bar = progress_bar(tasks.len());
     let results: Vec<Result<(Filled, FillTimes), String>> = pool.install(|| {
         tasks
             .par_iter()
             .map(|(m, name)| {
-                let r = cached::fill(&store, compiler, m).map_err(|e| format!("task @{name}: {e}"));
+                let r = cached::fill(&store, remote.as_ref(), compiler, m).map_err(|e| format!("task @{name}: {e}"));
                 if let Some(b) = &bar {
                     b.inc(1);
                 }
@@ -223,6 +234,12 @@ fn fill_cache(cli: &Cli, dir: &Path, compiler: &Compiler, tasks: &[(&Module, Str
     let s = store.stats();
     (counters.bytes_read, counters.bytes_written) = (s.bytes_read, s.bytes_written);
     let mut err = std::io::stderr().lock();
+    if let Some(r) = &remote {
+        if let Some(w) = r.take_warning() {
+            let _ = writeln!(err, "kiln-compile: warning: {w}");
+        }
+        counters.remote = Some(cached::RemoteCounters::of(&r.settings().display, &r.stats()));
+    }
     // Statistics inform: one that cannot be added up is skipped quietly.
     let _ = store.flush_stats();
     let _ = writeln!(

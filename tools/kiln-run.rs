@@ -82,6 +82,14 @@ struct Cli {
     #[arg(long)]
     allow_insecure_cache: bool,
 
+    /// Share tasks through a remote cache behind the local one: redis://HOST:PORT or redis+cluster://HOST:PORT,... [env: KILN_REMOTE]
+    #[arg(long, value_name = "URL", conflicts_with = "no_cache")]
+    remote: Option<String>,
+
+    /// Read the remote cache, never write it [env: KILN_REMOTE_READ_ONLY]
+    #[arg(long)]
+    remote_read_only: bool,
+
     /// Print where the tasks came from and where the time went, on standard error (`--stats=json`: one JSON object)
     #[arg(long, value_enum, value_name = "FORMAT", num_args = 0..=1, require_equals = true, default_missing_value = "text")]
     stats: Option<StatsFormat>,
@@ -165,12 +173,18 @@ fn make_engine(cli: &Cli, settings: &Settings) -> Result<(Runner, Option<String>
     let mut engine = JitEngine::new(compiler, path, threads).map_err(|e| ToolError::msg(e.message))?;
     let mut store_root = None;
     let mut warning = None;
+    let remote = if cli.no_cache { None } else { remote_settings(&cli.remote, cli.remote_read_only, settings)? };
     if !cli.no_cache {
         let opened = settings.cache_root().and_then(|dir| cached::open_store(&dir, &target, settings.store_options()));
         match opened {
             Ok(store) => {
                 store_root = Some((store.root().display().to_string(), store.scope_name().to_string()));
-                engine.set_provider(Box::new(CachedTasks::new(store)));
+                let mut provider = CachedTasks::new(store);
+                if let Some(r) = remote {
+                    let scope = provider.store().scope_name().to_string();
+                    provider = provider.with_remote(kiln::remote::RemoteTier::new(r, &scope));
+                }
+                engine.set_provider(Box::new(provider));
             }
             // A cache that cannot be used (nowhere to keep one, permission
             // denied, a full disk, a read-only file system, a directory
@@ -183,6 +197,18 @@ fn make_engine(cli: &Cli, settings: &Settings) -> Result<(Runner, Option<String>
         }
     }
     Ok((Runner::Jit(Box::new(engine), store_root), warning))
+}
+
+/// The remote tier's settings from `--remote`, `--remote-read-only`, the
+/// environment and (the URL) the config files; a setting that cannot be
+/// used is a usage error.
+fn remote_settings(
+    url: &Option<String>,
+    read_only: bool,
+    settings: &Settings,
+) -> Result<Option<kiln::remote::RemoteSettings>, ToolError> {
+    let flags = kiln::remote::RemoteFlags { url: url.clone(), read_only };
+    kiln::remote::RemoteSettings::from_env_or_file(&flags, &settings.remote).map_err(|e| ToolError::Usage(e.to_string()))
 }
 
 /// Writes to standard error; a closed one is not worth failing for.

@@ -6,23 +6,30 @@
 //! cache is enabled), [`host_scope`] (the one mapping from the target
 //! codegen compiles for to the cache scope it reads and writes),
 //! [`open_store`], [`fill`] (what `kiln-compile --cache-dir` does for one
-//! task) and [`RunCounters`], the counters both tools report.
+//! task) and [`RunCounters`], the counters both tools report. With a
+//! remote tier ([`crate::remote`]) a local miss asks the remote (a
+//! kernel's tasks together, see [`TaskProvider::prefetch`]); a remote hit
+//! is loaded and written into the local store, and what is compiled is
+//! written to both.
 //!
 //! Must never: compute a key any other way than [`crate::key::task_key`]
 //! (what `kiln-key` prints), load an object from a scope other than the
 //! target's, store an object that failed to load, reuse a failed dylib
 //! (every load is a fresh one, see [`Jit::load_task`]), print, or fail a
 //! run because of anything found in the cache: a damaged or unloadable
-//! record is erased, counted, compiled afresh and stored again.
+//! record is erased, counted, compiled afresh and stored again; ask the
+//! remote for a key the local store holds.
 
 use super::engine::{JitStats, ProvideError, TaskProvider};
 use super::{Jit, LoadedTask};
+use crate::cache::record::{self, Producer};
 use crate::cache::{CacheError, HostScope, Key, Lookup, Store, StoreOptions};
 use crate::codegen::{self, Compiler, HostTarget};
 use crate::config::{CompileConfig, LaunchMeta, LLVM_VERSION};
 use crate::ir::{Field, Module};
+use crate::remote::{Fetched, RemoteStats, RemoteTier};
 use serde::Serialize;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
@@ -78,6 +85,8 @@ enum Found {
     /// A damaged record (the store erased it).
     Damaged,
     Missing,
+    /// A record from the remote tier, loaded.
+    Remote(LoadedTask),
 }
 
 /// The cache's [`TaskProvider`]: key, look up, load; or compile, load and
@@ -88,11 +97,18 @@ enum Found {
 pub struct CachedTasks {
     store: Arc<Store>,
     /// Record writes in flight: the task's name and the writer.
-    writes: VecDeque<(String, JoinHandle<Result<(), CacheError>>)>,
+    writes: VecDeque<(String, JoinHandle<Option<Result<(), CacheError>>>)>,
     /// What this process compiled and stored, by key: a task met again
     /// (an identical task of another kernel) is a hit even while its
     /// record is still being written.
     compiled: HashMap<Key, Arc<Job>>,
+    /// The remote tier, if one is configured.
+    remote: Option<Arc<RemoteTier>>,
+    /// Verified records the remote returned for a kernel's lookup, not
+    /// yet used.
+    fetched: HashMap<Key, crate::cache::Record>,
+    /// Keys already asked of the remote (found or not).
+    asked: HashSet<Key>,
     /// Records not written: a read-only cache's, or every one after the
     /// first write failed (a full disk, a read-only file system). One
     /// summary line says so at the end, not one per task.
@@ -124,32 +140,58 @@ impl CachedTasks {
             store: Arc::new(store),
             writes: VecDeque::new(),
             compiled: HashMap::new(),
+            remote: None,
+            fetched: HashMap::new(),
+            asked: HashSet::new(),
             not_stored: 0,
             store_error: None,
         }
     }
 
-    /// Starts writing a record in the background (or counts it as not
-    /// stored, when the cache cannot be written).
-    fn store_later(&mut self, job: Job, task: &str, stats: &mut JitStats) {
+    /// The same provider with a remote tier behind the local store.
+    pub fn with_remote(mut self, remote: RemoteTier) -> CachedTasks {
+        self.remote = Some(Arc::new(remote));
+        self
+    }
+
+    /// Starts writing a record in the background: to the local store
+    /// (unless it cannot be written: counted as not stored), and to the
+    /// remote too when `to_remote` (a record compiled here).
+    fn store_later(&mut self, job: Job, to_remote: bool, task: &str, stats: &mut JitStats) {
         while self.writes.len() >= MAX_WRITES_IN_FLIGHT {
             self.join_oldest(stats);
         }
         let job = Arc::new(job);
         self.compiled.insert(job.0, job.clone());
-        if self.store.read_only() || self.store_error.is_some() {
+        let local = !self.store.read_only() && self.store_error.is_none();
+        if !local && to_remote {
             self.not_stored += 1;
+        }
+        let remote = self.remote.clone().filter(|r| to_remote && r.writes());
+        if !local && remote.is_none() {
             return;
         }
         let (store, j) = (self.store.clone(), job.clone());
-        let put = move |s: &Store, j: &Job| s.put_compiled(&j.0, &j.1, &j.2, j.3);
-        let spawned = std::thread::Builder::new().name("kiln-cache-write".into()).spawn(move || put(&store, &j));
-        match spawned {
+        // `None`: nothing was written locally.
+        let write = move || {
+            let put = local.then(|| store.put_compiled(&j.0, &j.1, &j.2, j.3));
+            if let Some(r) = remote {
+                let compile_ms = j.3.as_millis().try_into().unwrap_or(u64::MAX);
+                let producer = Producer { compile_ms, ..Producer::now(LLVM_VERSION) };
+                // Encoding cannot fail for a record the compiler just made.
+                if let Ok(bytes) = record::encode(&j.0, &j.1, &producer, &j.2) {
+                    r.put(&j.0, &bytes);
+                }
+            }
+            put
+        };
+        match std::thread::Builder::new().name("kiln-cache-write".into()).spawn(write.clone()) {
             Ok(h) => self.writes.push_back((task.to_string(), h)),
             // No thread to spare: write it now.
             Err(_) => {
-                let put = put(&self.store, &job);
-                self.count_write(put, stats)
+                if let Some(put) = write() {
+                    self.count_write(put, stats)
+                }
             }
         }
     }
@@ -165,11 +207,49 @@ impl CachedTasks {
         }
     }
 
+    /// A remote hit for `key` (asking the remote now if the kernel's
+    /// lookup did not), loaded; `None` when the remote has no usable
+    /// record (a refused one is counted as rejected).
+    fn remote_lookup(&mut self, jit: &Jit, key: &Key, meta: &LaunchMeta, hint: &str, stats: &mut JitStats) -> Option<LoadedTask> {
+        let remote = self.remote.clone()?;
+        if !self.asked.contains(key) {
+            self.ask_remote(&remote, &[*key]);
+        }
+        let record = self.fetched.remove(key)?;
+        let t0 = Instant::now();
+        // The record passed every check of the remote tier before it got
+        // here; only now do its bytes reach LLVM.
+        let loaded = if same_launch(&record.meta, meta) { jit.load_task(hint, &record.object, meta).ok() } else { None };
+        stats.load_time += t0.elapsed();
+        match loaded {
+            Some(t) => {
+                let compile = Duration::from_millis(record.producer.compile_ms);
+                self.store_later((*key, record.meta, record.object, compile), false, hint, stats);
+                Some(t)
+            }
+            None => {
+                remote.refused();
+                None
+            }
+        }
+    }
+
+    /// Asks the remote for `keys` at once and keeps the verified records.
+    fn ask_remote(&mut self, remote: &RemoteTier, keys: &[Key]) {
+        self.asked.extend(keys.iter().copied());
+        for (key, found) in keys.iter().zip(remote.get_many(keys)) {
+            if let Fetched::Hit(r) = found {
+                self.fetched.insert(*key, r);
+            }
+        }
+    }
+
     /// Waits for the oldest write in flight and counts it.
     fn join_oldest(&mut self, stats: &mut JitStats) {
         let Some((task, h)) = self.writes.pop_front() else { return };
         match h.join() {
-            Ok(result) => self.count_write(result, stats),
+            Ok(Some(result)) => self.count_write(result, stats),
+            Ok(None) => {}
             Err(_) => warn(stats, format!("the cache write of task @{task} failed")),
         }
     }
@@ -185,10 +265,17 @@ impl CachedTasks {
         }
     }
 
-    /// The store's byte counters, as the run's.
+    /// The store's byte counters and the remote's counters (and its
+    /// warning, once), as the run's.
     fn count_bytes(&self, stats: &mut JitStats) {
         let s = self.store.stats();
         (stats.bytes_read, stats.bytes_written) = (s.bytes_read, s.bytes_written);
+        if let Some(r) = &self.remote {
+            if let Some(w) = r.take_warning() {
+                stats.warnings.push(w);
+            }
+            stats.remote = Some((r.settings().display.clone(), r.stats()));
+        }
     }
 
     /// The store it reads and writes.
@@ -244,10 +331,19 @@ impl TaskProvider for CachedTasks {
         let t0 = Instant::now();
         let (key, meta) = key_and_meta(module, &compiler.config).map_err(ProvideError::Codegen)?;
         stats.key_time += t0.elapsed();
-        let found = self.lookup(jit, &key, &meta, task, stats);
+        let mut found = self.lookup(jit, &key, &meta, task, stats);
+        if !matches!(found, Found::Loaded(_)) {
+            if let Some(t) = self.remote_lookup(jit, &key, &meta, task, stats) {
+                found = Found::Remote(t);
+            }
+        }
         let result = match found {
             Found::Loaded(t) => {
                 stats.cache_hits += 1;
+                stats.tasks_loaded += 1;
+                Ok(t)
+            }
+            Found::Remote(t) => {
                 stats.tasks_loaded += 1;
                 Ok(t)
             }
@@ -264,12 +360,32 @@ impl TaskProvider for CachedTasks {
                 let loaded = jit.load_task(task, &c.object, &meta).map_err(ProvideError::Jit)?;
                 stats.load_time += t1.elapsed();
                 stats.tasks_loaded += 1;
-                self.store_later((key, c.meta, c.object, c.compile_time), task, stats);
+                self.store_later((key, c.meta, c.object, c.compile_time), true, task, stats);
                 Ok(loaded)
             }
         };
         self.count_bytes(stats);
         result
+    }
+
+    fn prefetch(&mut self, compiler: &Compiler, modules: &[&Module], stats: &mut JitStats) {
+        let Some(remote) = self.remote.clone().filter(|r| r.is_on()) else { return };
+        let t0 = Instant::now();
+        let mut keys = Vec::new();
+        for m in modules {
+            // A module that does not key fails in `provide`, with its error.
+            if let Ok((key, _)) = key_and_meta(m, &compiler.config) {
+                // Local first: a key the local store holds is not asked.
+                if !self.asked.contains(&key) && !self.compiled.contains_key(&key) && !self.store.record_path(&key).exists() {
+                    keys.push(key);
+                }
+            }
+        }
+        stats.key_time += t0.elapsed();
+        if !keys.is_empty() {
+            self.ask_remote(&remote, &keys);
+        }
+        self.count_bytes(stats);
     }
 
     fn finish(&mut self, stats: &mut JitStats) {
@@ -302,6 +418,8 @@ impl Drop for CachedTasks {
 pub enum Filled {
     /// A good record was already there.
     Hit,
+    /// No local record; the remote's was verified and stored locally.
+    Remote,
     /// No record: compiled and stored.
     Stored,
     /// A damaged record: removed, compiled and stored afresh.
@@ -316,30 +434,98 @@ pub struct FillTimes {
     pub compile: Duration,
 }
 
-/// Makes sure the store holds a good record for a per-task module
-/// (`kiln-compile --cache-dir`): a hit is checked (checksum, key,
-/// metadata) but not loaded, since the objects may be for another host.
-pub fn fill(store: &Store, compiler: &Compiler, module: &Module) -> Result<(Filled, FillTimes), ProvideError> {
+/// Makes sure the store (and the remote, when given and writable) holds
+/// a good record for a per-task module (`kiln-compile --cache-dir`,
+/// `--remote`): a hit is checked (checksum, key, metadata; the remote's
+/// signature) but not loaded, since the objects may be for another host.
+pub fn fill(store: &Store, remote: Option<&RemoteTier>, compiler: &Compiler, module: &Module) -> Result<(Filled, FillTimes), ProvideError> {
+    let other = |e: CacheError| ProvideError::Other(e.to_string());
     let mut times = FillTimes::default();
     let t0 = Instant::now();
     let (key, meta) = key_and_meta(module, &compiler.config).map_err(ProvideError::Codegen)?;
     times.key = t0.elapsed();
     let t1 = Instant::now();
-    let got = store.get(&key).map_err(|e| ProvideError::Other(e.to_string()))?;
-    times.read = t1.elapsed();
-    let outcome = match got {
-        Lookup::Hit(r) if same_launch(&r.meta, &meta) => return Ok((Filled::Hit, times)),
+    let (local, mut outcome) = match store.get(&key).map_err(other)? {
+        Lookup::Hit(r) if same_launch(&r.meta, &meta) => (Some(r), Filled::Hit),
         Lookup::Hit(_) => {
-            store.discard(&key).map_err(|e| ProvideError::Other(e.to_string()))?;
-            Filled::Replaced
+            store.discard(&key).map_err(other)?;
+            (None, Filled::Replaced)
         }
-        Lookup::Corrupt(_) => Filled::Replaced,
-        Lookup::Miss => Filled::Stored,
+        Lookup::Corrupt(_) => (None, Filled::Replaced),
+        Lookup::Miss => (None, Filled::Stored),
     };
-    let c = compiler.compile_task(module).map_err(ProvideError::Codegen)?;
-    times.compile = c.compile_time;
-    store.put_compiled(&key, &c.meta, &c.object, c.compile_time).map_err(|e| ProvideError::Other(e.to_string()))?;
+    let remote = remote.filter(|r| r.is_on());
+    let from_remote = match remote.map(|r| r.get_many(&[key]).pop()) {
+        Some(Some(Fetched::Hit(r))) if same_launch(&r.meta, &meta) => Some(r),
+        Some(Some(Fetched::Hit(_))) => {
+            if let Some(r) = remote {
+                r.refused();
+            }
+            None
+        }
+        _ => None,
+    };
+    times.read = t1.elapsed();
+    let record = match (local, from_remote) {
+        (Some(_), Some(_)) => return Ok((Filled::Hit, times)),
+        // The remote lacks (or holds a bad copy of) what this store has.
+        (Some(r), None) => {
+            if let Some(remote) = remote {
+                let bytes = record::encode(&key, &r.meta, &r.producer, &r.object).map_err(|e| other(CacheError::Encode(e)))?;
+                remote.put(&key, &bytes);
+            }
+            return Ok((Filled::Hit, times));
+        }
+        (None, Some(r)) => {
+            outcome = Filled::Remote;
+            (r.meta, r.object, Duration::from_millis(r.producer.compile_ms))
+        }
+        (None, None) => {
+            let c = compiler.compile_task(module).map_err(ProvideError::Codegen)?;
+            times.compile = c.compile_time;
+            if let Some(remote) = remote {
+                let compile_ms = c.compile_time.as_millis().try_into().unwrap_or(u64::MAX);
+                let producer = Producer { compile_ms, ..Producer::now(LLVM_VERSION) };
+                let bytes = record::encode(&key, &c.meta, &producer, &c.object).map_err(|e| other(CacheError::Encode(e)))?;
+                remote.put(&key, &bytes);
+            }
+            (c.meta, c.object, c.compile_time)
+        }
+    };
+    store.put_compiled(&key, &record.0, &record.1, record.2).map_err(other)?;
     Ok((outcome, times))
+}
+
+/// The remote tier's part of [`RunCounters`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RemoteCounters {
+    /// The remote's URL, password redacted.
+    pub remote: String,
+    pub remote_hits: u64,
+    pub remote_misses: u64,
+    pub remote_stored: u64,
+    pub remote_rejected: u64,
+    pub remote_errors: u64,
+    pub remote_bytes_read: u64,
+    pub remote_bytes_written: u64,
+    pub remote_ms: f64,
+}
+
+impl RemoteCounters {
+    /// The counters of a remote tier at `url`.
+    pub fn of(url: &str, s: &RemoteStats) -> RemoteCounters {
+        RemoteCounters {
+            remote: url.to_string(),
+            remote_hits: s.hits,
+            remote_misses: s.misses,
+            remote_stored: s.stored,
+            remote_rejected: s.rejected,
+            remote_errors: s.errors,
+            remote_bytes_read: s.bytes_read,
+            remote_bytes_written: s.bytes_written,
+            remote_ms: s.ms,
+        }
+    }
 }
 
 /// Where a run's tasks came from: the counters `kiln-run --stats` and
@@ -369,6 +555,9 @@ pub struct RunCounters {
     pub compile_ms: f64,
     pub load_ms: f64,
     pub run_ms: f64,
+    /// The remote tier's counters (left out when none is configured).
+    #[serde(flatten)]
+    pub remote: Option<RemoteCounters>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -396,6 +585,7 @@ impl RunCounters {
             compile_ms: ms(stats.compile_time),
             load_ms: ms(stats.load_time),
             run_ms: ms(stats.run_time),
+            remote: stats.remote.as_ref().map(|(url, s)| RemoteCounters::of(url, s)),
         }
     }
 
@@ -404,10 +594,11 @@ impl RunCounters {
         self.tasks += 1;
         match filled {
             Filled::Hit => self.hits += 1,
+            Filled::Remote => self.stored += 1,
             Filled::Stored => self.misses += 1,
             Filled::Replaced => self.corrupt_replaced += 1,
         }
-        if filled != Filled::Hit {
+        if matches!(filled, Filled::Stored | Filled::Replaced) {
             self.compiled += 1;
             self.stored += 1;
         }
@@ -448,6 +639,17 @@ impl RunCounters {
         line("compiling", format!("{:.3} ms", self.compile_ms));
         line("loading", format!("{:.3} ms", self.load_ms));
         line("running", format!("{:.3} ms", self.run_ms));
+        if let Some(r) = &self.remote {
+            line("remote", r.remote.clone());
+            line("remote hits", r.remote_hits.to_string());
+            line("remote misses", r.remote_misses.to_string());
+            line("remote stored", r.remote_stored.to_string());
+            line("remote rejected", r.remote_rejected.to_string());
+            line("remote errors", r.remote_errors.to_string());
+            line("remote bytes in", r.remote_bytes_read.to_string());
+            line("remote bytes out", r.remote_bytes_written.to_string());
+            line("remote waiting", format!("{:.3} ms", r.remote_ms));
+        }
         out
     }
 }

@@ -59,6 +59,9 @@ pub struct JitStats {
     /// Cache problems the run survived (a record that could not be
     /// written, a shard that could not be read): the tool shows them.
     pub warnings: Vec<String>,
+    /// The remote tier's URL (password redacted) and counters, when one
+    /// is configured.
+    pub remote: Option<(String, crate::remote::RemoteStats)>,
 }
 
 impl JitStats {
@@ -82,6 +85,11 @@ pub trait TaskProvider: Send {
         task: &str,
         stats: &mut JitStats,
     ) -> Result<LoadedTask, ProvideError>;
+
+    /// Called with a kernel's task modules not loaded yet, before the
+    /// first [`TaskProvider::provide`] of them: a provider may look them
+    /// up together (the remote tier's one round trip per kernel).
+    fn prefetch(&mut self, _compiler: &Compiler, _modules: &[&Module], _stats: &mut JitStats) {}
 
     /// Completes work left running in the background (the cache's record
     /// writes) and counts it in `stats`.
@@ -224,9 +232,14 @@ impl JitEngine {
         let launched = codegen::launched_tasks(stream, kernel).map_err(|e| RunError::new(e.message))?;
         match self.path {
             JitPath::PerTask => {
+                let texts: Vec<String> = launched.iter().map(|(m, _)| m.to_string()).collect();
+                let fresh: Vec<&Module> =
+                    launched.iter().zip(&texts).filter(|(_, t)| !self.tasks.contains_key(*t)).map(|((m, _), _)| *m).collect();
+                if !fresh.is_empty() {
+                    self.provider.prefetch(&self.compiler, &fresh, &mut self.stats);
+                }
                 let mut out = Vec::with_capacity(launched.len());
-                for (m, t) in launched {
-                    let key = m.to_string();
+                for ((m, t), key) in launched.into_iter().zip(texts) {
                     if let Some(l) = self.tasks.get(&key) {
                         out.push(l.clone());
                         continue;

@@ -1,0 +1,162 @@
+//! Talking to the server: one connection (to a server or a cluster),
+//! opened when first needed, through the `redis` crate.
+//!
+//! Owns: [`Conn`] (the few commands Kiln sends, the same for a server and
+//! a cluster: batched GETs, SET with an optional expiry, DEL, SCAN over
+//! every master) and [`connect`] with the configured timeouts.
+//!
+//! Must never: send a command without a timeout, send anything a caller
+//! did not ask for, or hide an error (the callers decide: the run's tier
+//! gives up on the remote, `kiln-cache-inspect` reports it).
+
+use super::settings::{Endpoint, RemoteSettings};
+use redis::cluster::{ClusterClient, ClusterConnection};
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+use redis::{RedisResult, Value};
+
+/// An open connection to a server or to a cluster.
+pub enum Conn {
+    Single(redis::Connection),
+    Cluster(Box<ClusterConnection>),
+}
+
+/// Connects to the endpoint, waiting at most the connect timeout per
+/// node; every later reply waits at most the operation timeout.
+pub fn connect(settings: &RemoteSettings) -> RedisResult<Conn> {
+    match &settings.endpoint {
+        Endpoint::Single(url) => {
+            let con = redis::Client::open(url.as_str())?.get_connection_with_timeout(settings.connect_timeout)?;
+            con.set_read_timeout(Some(settings.timeout))?;
+            con.set_write_timeout(Some(settings.timeout))?;
+            Ok(Conn::Single(con))
+        }
+        Endpoint::Cluster(nodes) => {
+            let client = ClusterClient::builder(nodes.clone())
+                .connection_timeout(settings.connect_timeout)
+                .response_timeout(settings.timeout)
+                // A failing cluster is given up on, not retried with back-off.
+                .retries(0)
+                .build()?;
+            Ok(Conn::Cluster(Box::new(client.get_connection()?)))
+        }
+    }
+}
+
+impl Conn {
+    /// The values under `names`, in order (`None`: no such key, or not a
+    /// string). One round trip: MGET on a server; on a cluster a pipeline
+    /// of GETs, which the crate sends to each node as one batch (all
+    /// nodes written before any is read). The crate's own cluster MGET
+    /// would split by slot and wait for each slot in turn.
+    pub fn get_values(&mut self, names: &[String]) -> RedisResult<Vec<Option<Vec<u8>>>> {
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        match self {
+            Conn::Single(c) => redis::cmd("MGET").arg(names).query(c),
+            Conn::Cluster(c) => per_key(c, "GET", names),
+        }
+    }
+
+    /// Sets `name` to `value`, expiring after `ttl` seconds if given.
+    pub fn set(&mut self, name: &str, value: &[u8], ttl: Option<u64>) -> RedisResult<()> {
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(name).arg(value);
+        if let Some(s) = ttl {
+            cmd.arg("EX").arg(s);
+        }
+        match self {
+            Conn::Single(c) => cmd.query(c),
+            Conn::Cluster(c) => cmd.query(&mut **c),
+        }
+    }
+
+    /// Deletes `names`; how many existed.
+    pub fn del(&mut self, names: &[Vec<u8>]) -> RedisResult<u64> {
+        if names.is_empty() {
+            return Ok(0);
+        }
+        match self {
+            Conn::Single(c) => redis::cmd("DEL").arg(names).query(c),
+            Conn::Cluster(c) => Ok(per_key::<Vec<u64>>(c, "DEL", names)?.iter().sum()),
+        }
+    }
+
+    /// Every key matching `pattern`, by SCAN (never KEYS): on a cluster,
+    /// on each master in turn.
+    pub fn scan(&mut self, pattern: &str) -> RedisResult<Vec<Vec<u8>>> {
+        let mut out = Vec::new();
+        match self {
+            Conn::Single(c) => scan_with(pattern, &mut out, |cmd| cmd.query(c))?,
+            Conn::Cluster(c) => {
+                for (host, port) in masters(c)? {
+                    let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port });
+                    scan_with(pattern, &mut out, |cmd| {
+                        redis::from_redis_value(c.route_command(cmd, route.clone())?).map_err(Into::into)
+                    })?;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// How many nodes serve the keys (1 for a single server).
+    pub fn nodes(&mut self) -> RedisResult<usize> {
+        match self {
+            Conn::Single(_) => Ok(1),
+            Conn::Cluster(c) => Ok(masters(c)?.len()),
+        }
+    }
+}
+
+/// `command NAME` for each of `names` in one cluster pipeline: the crate
+/// sends each node its commands as one batch, every node before reading.
+fn per_key<T: redis::FromRedisValue>(
+    c: &mut ClusterConnection,
+    command: &str,
+    names: &[impl redis::ToRedisArgs],
+) -> RedisResult<T> {
+    let mut p = redis::cluster::cluster_pipe();
+    for n in names {
+        p.cmd(command).arg(n);
+    }
+    p.query(c)
+}
+
+/// SCAN to the end, each page through `query`.
+fn scan_with(
+    pattern: &str,
+    out: &mut Vec<Vec<u8>>,
+    mut query: impl FnMut(&redis::Cmd) -> RedisResult<(u64, Vec<Vec<u8>>)>,
+) -> RedisResult<()> {
+    let mut cursor = 0u64;
+    loop {
+        let mut cmd = redis::cmd("SCAN");
+        cmd.arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(1000);
+        let (next, page) = query(&cmd)?;
+        out.extend(page);
+        if next == 0 {
+            return Ok(());
+        }
+        cursor = next;
+    }
+}
+
+/// The masters of a cluster, from `CLUSTER SLOTS` (each range's first
+/// node is its master), without repeats.
+fn masters(c: &mut ClusterConnection) -> RedisResult<Vec<(String, u16)>> {
+    let ranges: Vec<Vec<Value>> = redis::cmd("CLUSTER").arg("SLOTS").query(c)?;
+    let mut out: Vec<(String, u16)> = Vec::new();
+    for range in ranges {
+        let Some(node) = range.into_iter().nth(2) else { continue };
+        let node: Vec<Value> = redis::from_redis_value(node)?;
+        let mut it = node.into_iter();
+        if let (Some(h), Some(p)) = (it.next(), it.next()) {
+            let m = (redis::from_redis_value::<String>(h)?, redis::from_redis_value::<u16>(p)?);
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        }
+    }
+    Ok(out)
+}

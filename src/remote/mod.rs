@@ -1,0 +1,259 @@
+//! The remote tier: compiled task records shared across machines through
+//! a Redis server or a Redis Cluster, behind the local store.
+//!
+//! Owns: the settings ([`settings`]), the value format with its signature
+//! ([`envelope`]), the connection and its commands ([`client`]), the
+//! run's view of the remote ([`RemoteTier`]: batched lookups, writes,
+//! counters, and giving up after the first error) and the inspection
+//! behind `kiln-cache-inspect --remote` ([`inspect`]).
+//!
+//! Must never: touch LLVM, print or exit; hand a caller a record that has
+//! not passed every check of [`envelope::open`]; write when read-only; let
+//! a failing server fail a run (the first error disables the tier for the
+//! rest of the process and leaves one warning); talk to any server but
+//! the configured one.
+//!
+//! `docs/remote.md` is the reference: set-up, security model, failure
+//! rules, key layout.
+
+pub mod client;
+pub mod envelope;
+pub mod inspect;
+pub mod settings;
+
+pub use envelope::Rejected;
+pub use settings::{RemoteFlags, RemoteSettings, SettingError};
+
+use crate::cache::record::{Key, Record};
+use client::Conn;
+use envelope::Expect;
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// What a lookup of one key found.
+// Returned once per key and matched at once (as `cache::Lookup`): boxing
+// the record would only add an allocation per hit.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Fetched {
+    /// A record that passed every check.
+    Hit(Record),
+    /// No value (or the tier is off).
+    Miss,
+    /// A value that failed a check; counted, never to be loaded.
+    Rejected(Rejected),
+}
+
+/// What the tier has done in this process (`--stats`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct RemoteStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub stored: u64,
+    pub rejected: u64,
+    pub errors: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Time spent waiting for the server (connect, lookups, writes).
+    pub ms: f64,
+}
+
+#[derive(Default)]
+struct Counters {
+    hits: AtomicU64,
+    misses: AtomicU64,
+    stored: AtomicU64,
+    rejected: AtomicU64,
+    errors: AtomicU64,
+    bytes_read: AtomicU64,
+    bytes_written: AtomicU64,
+    nanos: AtomicU64,
+}
+
+fn bump(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Ordering::Relaxed);
+}
+
+/// The connection, once tried.
+enum State {
+    NotYet,
+    Open(Box<Conn>),
+    /// Given up on (an error was met).
+    Off,
+}
+
+/// One process's use of the remote: shared by the run and its background
+/// writers. The connection is opened at the first use; the first error of
+/// any kind turns the tier off for good.
+pub struct RemoteTier {
+    settings: RemoteSettings,
+    scope: String,
+    state: Mutex<State>,
+    off: AtomicBool,
+    counters: Counters,
+    warning: Mutex<Option<String>>,
+}
+
+impl RemoteTier {
+    /// A tier for records of `scope`; nothing is sent yet.
+    pub fn new(settings: RemoteSettings, scope: &str) -> RemoteTier {
+        RemoteTier {
+            settings,
+            scope: scope.to_string(),
+            state: Mutex::new(State::NotYet),
+            off: AtomicBool::new(false),
+            counters: Counters::default(),
+            warning: Mutex::new(None),
+        }
+    }
+
+    /// The settings in use.
+    pub fn settings(&self) -> &RemoteSettings {
+        &self.settings
+    }
+
+    /// Whether the tier is still in use (no error yet).
+    pub fn is_on(&self) -> bool {
+        !self.off.load(Ordering::Relaxed)
+    }
+
+    /// Whether records are written (on, and not read-only).
+    pub fn writes(&self) -> bool {
+        self.is_on() && !self.settings.read_only
+    }
+
+    /// The warning of the error that turned the tier off, once.
+    pub fn take_warning(&self) -> Option<String> {
+        self.warning.lock().ok()?.take()
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> RemoteStats {
+        let c = &self.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        RemoteStats {
+            hits: l(&c.hits),
+            misses: l(&c.misses),
+            stored: l(&c.stored),
+            rejected: l(&c.rejected),
+            errors: l(&c.errors),
+            bytes_read: l(&c.bytes_read),
+            bytes_written: l(&c.bytes_written),
+            ms: (l(&c.nanos) as f64 / 1e3).round() / 1e3,
+        }
+    }
+
+    /// Runs `op` on the connection (opening it first if needed); `None`
+    /// when the tier is off or `op` failed, which turns it off.
+    fn with_conn<T>(&self, what: &str, op: impl FnOnce(&mut Conn) -> redis::RedisResult<T>) -> Option<T> {
+        if !self.is_on() {
+            return None;
+        }
+        let t0 = Instant::now();
+        let mut state = self.state.lock().ok()?;
+        if matches!(*state, State::NotYet) {
+            *state = match client::connect(&self.settings) {
+                Ok(c) => State::Open(Box::new(c)),
+                Err(e) => {
+                    drop(state);
+                    self.give_up("connect", &e, t0.elapsed());
+                    return None;
+                }
+            };
+        }
+        let State::Open(conn) = &mut *state else { return None };
+        let result = op(conn);
+        if result.is_err() {
+            *state = State::Off;
+        }
+        drop(state);
+        match result {
+            Ok(v) => {
+                bump(&self.counters.nanos, t0.elapsed().as_nanos() as u64);
+                Some(v)
+            }
+            Err(e) => {
+                self.give_up(what, &e, t0.elapsed());
+                None
+            }
+        }
+    }
+
+    fn give_up(&self, what: &str, e: &redis::RedisError, spent: Duration) {
+        bump(&self.counters.nanos, spent.as_nanos() as u64);
+        bump(&self.counters.errors, 1);
+        if let Ok(mut s) = self.state.lock() {
+            *s = State::Off;
+        }
+        // Only the first error speaks.
+        if !self.off.swap(true, Ordering::Relaxed) {
+            if let Ok(mut w) = self.warning.lock() {
+                *w = Some(format!(
+                    "remote cache {}: {what} failed: {e}; going on without it for the rest of this run",
+                    self.settings.display
+                ));
+            }
+        }
+    }
+
+    fn expect(&self) -> Expect<'_> {
+        Expect { mac: self.settings.mac_key.as_ref(), limit: self.settings.max_value_len }
+    }
+
+    /// Looks up `keys` together (one round trip). Each value is checked in
+    /// full (see [`envelope::open`]) before it is returned as a hit.
+    pub fn get_many(&self, keys: &[Key]) -> Vec<Fetched> {
+        let names: Vec<String> = keys.iter().map(|k| envelope::key_name(&self.scope, k)).collect();
+        let Some(values) = self.with_conn("lookup", |c| c.get_values(&names)) else {
+            return keys.iter().map(|_| Fetched::Miss).collect();
+        };
+        let c = &self.counters;
+        keys.iter()
+            .zip(values)
+            .map(|(key, value)| {
+                let Some(bytes) = value else {
+                    bump(&c.misses, 1);
+                    return Fetched::Miss;
+                };
+                bump(&c.bytes_read, bytes.len() as u64);
+                match envelope::open(&self.scope, key, &bytes, self.expect()) {
+                    Ok(r) => {
+                        bump(&c.hits, 1);
+                        Fetched::Hit(r)
+                    }
+                    Err(why) => {
+                        bump(&c.rejected, 1);
+                        Fetched::Rejected(why)
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Counts a hit whose record its consumer refused after all (its
+    /// launch metadata differs, or its object would not load) as rejected.
+    pub fn refused(&self) {
+        self.counters.hits.fetch_sub(1, Ordering::Relaxed);
+        bump(&self.counters.rejected, 1);
+    }
+
+    /// Writes the encoded `record` under `key` (signed when a secret is
+    /// set, with the TTL when one is set); whether it was written. Nothing
+    /// is sent when read-only or off.
+    pub fn put(&self, key: &Key, record: &[u8]) -> bool {
+        if self.settings.read_only {
+            return false;
+        }
+        let name = envelope::key_name(&self.scope, key);
+        let value = envelope::seal(&name, record, self.settings.mac_key.as_ref());
+        let ttl = self.settings.ttl;
+        let done = self.with_conn("write", |c| c.set(&name, &value, ttl)).is_some();
+        if done {
+            bump(&self.counters.stored, 1);
+            bump(&self.counters.bytes_written, value.len() as u64);
+        }
+        done
+    }
+}

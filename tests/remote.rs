@@ -1,0 +1,478 @@
+//! The remote tier with real servers: Debian's `redis-server` started by
+//! each test on 127.0.0.1 (one server, or a three-master cluster), and
+//! the built tools as separate processes. A "machine" is a local cache
+//! directory of its own; every run is checked against the interpreter's
+//! field digests, so a run that loaded a wrong object fails even when the
+//! counters look right.
+
+mod common;
+
+use common::redis_server::{RedisCluster, RedisServer};
+use kiln::cache::record::{self, Key, Producer};
+use kiln::remote::envelope;
+use kiln::remote::settings::{MacKey, MAC_CONTEXT};
+use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const RUN: &str = env!("CARGO_BIN_EXE_kiln-run");
+const COMPILE: &str = env!("CARGO_BIN_EXE_kiln-compile");
+const INSPECT: &str = env!("CARGO_BIN_EXE_kiln-cache-inspect");
+
+fn testdata(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(name)
+}
+
+/// A test's directory: machines are subdirectories of it.
+struct Lab {
+    dir: tempfile::TempDir,
+}
+
+impl Lab {
+    fn new() -> Lab {
+        Lab { dir: tempfile::tempdir().unwrap() }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A tool with every default cache location inside the lab and no
+    /// remote setting from the outside.
+    fn tool(&self, bin: &str, machine: &str) -> Command {
+        let home = self.path().join(machine);
+        let mut c = Command::new(bin);
+        c.env("HOME", home.join("home"))
+            .env("KILN_CACHE_DIR", home.join("cache"))
+            .env_remove("XDG_CACHE_HOME")
+            .env_remove("KILN_TARGET_CPU")
+            .env_remove("KILN_TARGET_FEATURES")
+            .stdin(Stdio::null());
+        for var in ["KILN_REMOTE", "KILN_REMOTE_READ_ONLY", "KILN_REMOTE_CONNECT_TIMEOUT", "KILN_REMOTE_TIMEOUT"] {
+            c.env_remove(var);
+        }
+        c.env_remove("KILN_REMOTE_TTL").env_remove("KILN_REMOTE_SECRET_FILE").env_remove("KILN_REMOTE_MAX_RECORD_SIZE");
+        c
+    }
+
+    /// `kiln-run FILE --digest --stats=json -O0` on `machine` with `remote`.
+    fn run(&self, machine: &str, file: &Path, remote: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut c = self.tool(RUN, machine);
+        c.arg(file).args(["--digest", "--stats=json", "-O0", "--threads", "1", "--remote", remote]).args(extra);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        Run::of(ok(c))
+    }
+
+    /// The interpreter's digests of `file`.
+    fn interp(&self, file: &Path) -> String {
+        let mut c = self.tool(RUN, "interp");
+        c.arg(file).args(["--digest", "--engine", "interp"]);
+        String::from_utf8(ok(c).stdout).unwrap()
+    }
+
+    /// A secret file of `byte` repeated, mode 600.
+    fn secret(&self, name: &str, byte: u8) -> (PathBuf, MacKey) {
+        let p = self.path().join(name);
+        std::fs::write(&p, [byte; 40]).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        (p, MacKey(blake3::derive_key(MAC_CONTEXT, &[byte; 40])))
+    }
+
+    /// `kiln-cache-inspect --remote URL --json ARGS`: its exit code and JSON.
+    fn inspect(&self, remote: &str, args: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
+        let mut c = self.tool(INSPECT, "a");
+        c.args(["--remote", remote, "--json"]).args(args);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        let json = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{c:?}: no JSON:\n{}", String::from_utf8_lossy(&out.stderr)));
+        (out.status.code().unwrap(), json)
+    }
+}
+
+fn ok(mut c: Command) -> Output {
+    let out = c.output().expect("spawn");
+    assert!(out.status.success(), "{c:?} failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// One run's digests, counters and warnings.
+struct Run {
+    digests: String,
+    stats: Value,
+    stderr: String,
+}
+
+impl Run {
+    fn of(out: Output) -> Run {
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let line = stderr.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no JSON stats in:\n{stderr}"));
+        let stats = serde_json::from_str(line).expect("stats JSON");
+        Run { digests: String::from_utf8(out.stdout).unwrap(), stats, stderr }
+    }
+
+    fn n(&self, name: &str) -> u64 {
+        self.stats[name].as_u64().unwrap_or_else(|| panic!("no counter {name} in {}", self.stats))
+    }
+
+    /// (local hits, remote hits, compiled, remote stored, remote rejected, remote errors).
+    fn outcome(&self) -> (u64, u64, u64, u64, u64, u64) {
+        let n = |s| self.n(s);
+        (n("hits"), n("remote_hits"), n("compiled"), n("remote_stored"), n("remote_rejected"), n("remote_errors"))
+    }
+
+    fn warnings(&self) -> usize {
+        self.stderr.lines().filter(|l| l.contains("warning: remote cache")).count()
+    }
+}
+
+/// The scope of records on a server: every Kiln key's scope part.
+fn names(server: &RedisServer) -> Vec<String> {
+    let mut v: Vec<String> = server.cli(&["--scan", "--pattern", "kiln:*"]).lines().map(String::from).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_second_machine_compiles_nothing_and_then_reads_locally() {
+    let (lab, server) = (Lab::new(), RedisServer::start());
+    let file = testdata("ten_tasks.kir");
+    let interp = lab.interp(&file);
+    let a = lab.run("a", &file, &server.url(), &[], &[]);
+    assert_eq!(a.outcome(), (0, 0, 10, 10, 0, 0), "{}", a.stats);
+    assert_eq!(server.dbsize(), 10);
+    let b = lab.run("b", &file, &server.url(), &[], &[]);
+    assert_eq!(b.outcome(), (0, 10, 0, 0, 0, 0), "{}", b.stats);
+    assert_eq!(b.n("remote_bytes_read"), a.n("remote_bytes_written"));
+    // The remote's records were written into b's local store.
+    let b2 = lab.run("b", &file, &server.url(), &[], &[]);
+    assert_eq!(b2.outcome(), (10, 0, 0, 0, 0, 0), "{}", b2.stats);
+    for r in [&a, &b, &b2] {
+        assert_eq!(r.digests, interp);
+        assert_eq!(r.warnings(), 0, "{}", r.stderr);
+    }
+    // Keys carry the scope and the key.
+    let scope = a.stats["scope"].as_str().unwrap();
+    assert!(names(&server).iter().all(|n| n.starts_with(&format!("kiln:r{}:{scope}:", kiln::config::RECORD_VERSION))));
+}
+
+#[test]
+fn a_cluster_spreads_the_records_and_serves_a_second_machine() {
+    let (lab, cluster) = (Lab::new(), RedisCluster::start());
+    let file = testdata("ten_tasks.kir");
+    let a = lab.run("a", &file, &cluster.url(), &[], &[]);
+    assert_eq!(a.outcome(), (0, 0, 10, 10, 0, 0), "{}", a.stats);
+    let sizes = cluster.dbsizes();
+    assert_eq!(sizes.iter().sum::<u64>(), 10);
+    assert!(sizes.iter().filter(|&&n| n > 0).count() >= 2, "keys on one node only: {sizes:?}");
+    let b = lab.run("b", &file, &cluster.url(), &[], &[]);
+    assert_eq!(b.outcome(), (0, 10, 0, 0, 0, 0), "{}", b.stats);
+    assert_eq!(b.digests, lab.interp(&file));
+    let (code, report) = lab.inspect(&cluster.url(), &["verify"], &[]);
+    assert_eq!((code, report["checked"].as_u64(), report["healthy"].as_u64()), (0, Some(10), Some(10)), "{report}");
+    let (_, stats) = lab.inspect(&cluster.url(), &["stats"], &[]);
+    assert_eq!((stats["nodes"].as_u64(), stats["total"]["records"].as_u64()), (Some(3), Some(10)), "{stats}");
+}
+
+/// Waits until a client other than the watcher is connected to `server`.
+fn wait_for_client(server: &RedisServer) {
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut con = client.get_connection().unwrap();
+    let t0 = Instant::now();
+    loop {
+        let info: String = redis::cmd("INFO").arg("clients").query(&mut con).unwrap();
+        if info.lines().any(|l| l.trim().strip_prefix("connected_clients:").is_some_and(|n| n.parse::<u32>().unwrap() >= 2)) {
+            return;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "kiln-run never connected");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A server killed or paused while a run uses it: the run finishes,
+/// right, with one warning, within its own work plus an operation timeout.
+fn server_fails_mid_run(signal: libc::c_int) {
+    let (lab, server) = (Lab::new(), RedisServer::start());
+    let file = testdata("offload_shapes.kir");
+    let timeout = Duration::from_millis(300);
+    let mut c = lab.tool(RUN, "a");
+    c.arg(&file).args(["--digest", "--stats=json", "-O0", "--threads", "1", "--remote", &server.url()]);
+    c.env("KILN_REMOTE_TIMEOUT", "300ms").stdout(Stdio::piped()).stderr(Stdio::piped());
+    let t0 = Instant::now();
+    let child = c.spawn().unwrap();
+    wait_for_client(&server);
+    server.signal(signal);
+    let out = child.wait_with_output().unwrap();
+    let wall = t0.elapsed();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = Run::of(out);
+    assert_eq!(run.digests, lab.interp(&file));
+    assert_eq!((run.warnings(), run.n("remote_errors")), (1, 1), "{}", run.stderr);
+    let work: f64 = ["key_ms", "compile_ms", "load_ms", "run_ms"].iter().map(|k| run.stats[k].as_f64().unwrap()).sum();
+    // Process start and exit on a busy machine get a generous second.
+    let bound = Duration::from_secs_f64(work / 1e3) + 2 * timeout + Duration::from_secs(1);
+    assert!(wall < bound, "{wall:?} > {bound:?}: {}", run.stats);
+}
+
+#[test]
+fn a_server_killed_mid_run_costs_one_warning() {
+    server_fails_mid_run(libc::SIGKILL);
+}
+
+#[test]
+fn a_server_paused_mid_run_costs_one_warning() {
+    server_fails_mid_run(libc::SIGSTOP);
+}
+
+#[test]
+fn a_remote_that_is_down_costs_one_warning() {
+    let lab = Lab::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let file = testdata("saxpy.kir");
+    let r = lab.run("a", &file, &format!("redis://127.0.0.1:{port}"), &[], &[]);
+    assert_eq!((r.warnings(), r.n("remote_errors"), r.n("compiled")), (1, 1, r.n("tasks")), "{}", r.stderr);
+    assert_eq!(r.digests, lab.interp(&file));
+}
+
+/// Sets the server key `name` to `value`.
+fn plant(server: &RedisServer, lab: &Lab, name: &str, value: &[u8]) {
+    let p = lab.path().join("planted");
+    std::fs::write(&p, value).unwrap();
+    server.set_from_file(name, &p);
+}
+
+/// A record for `key` with `object`, sealed as a writer with `mac` would.
+fn sealed(scope: &str, key: &Key, good: &[u8], object: &[u8], mac: Option<&MacKey>) -> Vec<u8> {
+    let r = record::decode(&good[envelope::ENVELOPE_LEN..]).unwrap();
+    let producer = Producer { kiln_version: "x".into(), llvm_version: "x".into(), created_unix: 1, compile_ms: 0 };
+    let bytes = record::encode(key, &r.meta, &producer, object).unwrap();
+    envelope::seal(&envelope::key_name(scope, key), &bytes, mac)
+}
+
+/// Every kind of bad value, planted by hand, is rejected and never
+/// loaded; a writer replaces it, a read-only client leaves it.
+#[test]
+fn bad_values_are_rejected_and_replaced_unless_read_only() {
+    let (lab, server) = (Lab::new(), RedisServer::start());
+    let file = testdata("ten_tasks.kir");
+    let interp = lab.interp(&file);
+    lab.run("a", &file, &server.url(), &[], &[]);
+    let (all, keys, good) = contents(&server);
+    let rec = |i: usize| good[i][envelope::ENVELOPE_LEN..].to_vec();
+    let mut bad_checksum = rec(5);
+    let n = bad_checksum.len();
+    bad_checksum[n - 40] ^= 0xff;
+    let largest = good.iter().map(Vec::len).max().unwrap();
+    let planted: Vec<(&str, Vec<u8>)> = vec![
+        ("garbage", b"not a record at all".to_vec()),
+        ("truncated", good[1][..good[1].len() / 2].to_vec()),
+        ("another scope's name", envelope::seal(&envelope::key_name("x86_64-other-cpu-0000", &keys[2]), &rec(2), None)),
+        ("another key's name", good[4].clone()),
+        ("oversized", [good[4].clone(), vec![0u8; largest + 1]].concat()),
+        ("bad record checksum", envelope::seal(&all[5], &bad_checksum, None)),
+        ("another key's record", envelope::seal(&all[6], &rec(7), None)),
+    ];
+    let limit = (largest * 2).to_string();
+    let limit = [("KILN_REMOTE_MAX_RECORD_SIZE", limit.as_str())];
+    for round in ["read-only", "writer"] {
+        for (i, (_, v)) in planted.iter().enumerate() {
+            plant(&server, &lab, &all[i], v);
+        }
+        let ro: &[&str] = if round == "read-only" { &["--remote-read-only"] } else { &[] };
+        let r = lab.run(round, &file, &server.url(), ro, &limit);
+        assert_eq!(r.digests, interp, "{round}");
+        let n = planted.len() as u64;
+        let counts = (r.n("remote_hits"), r.n("remote_rejected"), r.n("compiled"), r.n("remote_errors"));
+        assert_eq!(counts, (10 - n, n, n, 0), "{round}: {}", r.stats);
+        let (code, report) = lab.inspect(&server.url(), &["verify"], &limit);
+        if round == "read-only" {
+            assert_eq!(r.n("remote_stored"), 0);
+            assert_eq!((code, report["bad"].as_array().unwrap().len()), (1, planted.len()), "{report}");
+        } else {
+            assert_eq!(r.n("remote_stored"), n);
+            assert_eq!((code, report["healthy"].as_u64()), (0, Some(10)), "{report}");
+        }
+    }
+}
+
+/// The server's Kiln keys (sorted), their record keys and their values.
+fn contents(server: &RedisServer) -> (Vec<String>, Vec<Key>, Vec<Vec<u8>>) {
+    let all = names(server);
+    let mut con = redis::Client::open(server.url()).unwrap().get_connection().unwrap();
+    let values = all.iter().map(|n| redis::cmd("GET").arg(n).query(&mut con).unwrap()).collect();
+    let keys = all.iter().map(|n| envelope::parse_key_name(n.as_bytes()).unwrap().1).collect();
+    (all, keys, values)
+}
+
+/// With a secret, an unsigned record and one signed with another secret
+/// are rejected, even when the record inside is well formed and holds an
+/// object that would run the wrong code.
+#[test]
+fn signed_records_only_with_a_secret() {
+    let (lab, server) = (Lab::new(), RedisServer::start());
+    let file = testdata("ten_tasks.kir");
+    let interp = lab.interp(&file);
+    let (s1, _) = lab.secret("s1", 1);
+    let (s2, k2) = lab.secret("s2", 2);
+    let with = |p: &Path| vec![("KILN_REMOTE_SECRET_FILE", p.to_str().unwrap().to_string())];
+    let env1 = with(&s1);
+    let env1: Vec<(&str, &str)> = env1.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let a = lab.run("a", &file, &server.url(), &[], &env1);
+    assert_eq!(a.outcome(), (0, 0, 10, 10, 0, 0));
+    let scope = a.stats["scope"].as_str().unwrap().to_string();
+    let (all, keys, good) = contents(&server);
+    // Task 1's object under task 0's key, well formed but unsigned: loaded,
+    // it would run the wrong code and the digests would differ.
+    let object = |i: usize| record::decode(&good[i][envelope::ENVELOPE_LEN..]).unwrap().object;
+    plant(&server, &lab, &all[0], &sealed(&scope, &keys[0], &good[0], &object(1), None));
+    // Task 2's own record, signed with the other secret.
+    plant(&server, &lab, &all[2], &sealed(&scope, &keys[2], &good[2], &object(2), Some(&k2)));
+    let b = lab.run("b", &file, &server.url(), &["--remote-read-only"], &env1);
+    assert_eq!((b.n("remote_hits"), b.n("remote_rejected"), b.n("compiled")), (8, 2, 2), "{}", b.stats);
+    assert_eq!(b.digests, interp);
+    // A client with the other secret rejects all of s1's records and the
+    // unsigned one, and takes the one signed with its secret.
+    let env2 = with(&s2);
+    let env2: Vec<(&str, &str)> = env2.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let c = lab.run("c", &file, &server.url(), &["--remote-read-only"], &env2);
+    assert_eq!((c.n("remote_hits"), c.n("remote_rejected"), c.n("compiled")), (1, 9, 9), "{}", c.stats);
+    assert_eq!(c.digests, interp);
+    let (_, report) = lab.inspect(&server.url(), &["verify"], &[("KILN_REMOTE_SECRET_FILE", s1.to_str().unwrap())]);
+    assert_eq!(report["bad"].as_array().unwrap().len(), 2, "{report}");
+}
+
+#[test]
+fn a_read_only_client_never_writes() {
+    let (lab, server) = (Lab::new(), RedisServer::start());
+    let file = testdata("saxpy.kir");
+    let r = lab.run("a", &file, &server.url(), &[], &[("KILN_REMOTE_READ_ONLY", "1")]);
+    assert_eq!((r.n("remote_misses"), r.n("remote_stored"), r.n("remote_errors")), (r.n("tasks"), 0, 0), "{}", r.stats);
+    let r = lab.run("b", &file, &server.url(), &["--remote-read-only"], &[]);
+    assert_eq!(r.n("remote_stored"), 0);
+    assert_eq!(server.dbsize(), 0);
+    let stats = server.cli(&["INFO", "commandstats"]);
+    assert!(stats.contains("cmdstat_mget"), "{stats}");
+    for write in ["cmdstat_set:", "cmdstat_del:", "cmdstat_setex:", "cmdstat_mset:"] {
+        assert!(!stats.contains(write), "{write} in {stats}");
+    }
+}
+
+#[test]
+fn eight_processes_as_four_machines_on_a_cold_remote() {
+    let (lab, server) = (Lab::new(), RedisServer::start());
+    let file = testdata("ten_tasks.kir");
+    let interp = lab.interp(&file);
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            let mut c = lab.tool(RUN, &format!("m{}", i / 2));
+            c.arg(&file).args(["--digest", "-O0", "--threads", "1", "--remote", &server.url()]);
+            c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), interp);
+    }
+    assert_eq!(server.dbsize(), 10);
+    let (code, report) = lab.inspect(&server.url(), &["verify"], &[]);
+    assert_eq!((code, report["healthy"].as_u64()), (0, Some(10)), "{report}");
+}
+
+#[test]
+fn kiln_compile_fills_the_remote_for_a_fleet() {
+    let (lab, server) = (Lab::new(), RedisServer::start());
+    let file = testdata("ten_tasks.kir");
+    let mut c = lab.tool(COMPILE, "ci");
+    c.arg(&file).args(["-O0", "--cache-dir"]).arg(lab.path().join("ci-cache")).args(["--remote", &server.url(), "--stats=json"]);
+    let out = ok(c);
+    let stats = Run::of(Output { stdout: Vec::new(), ..out }).stats;
+    assert_eq!((stats["remote_stored"].as_u64(), stats["misses"].as_u64()), (Some(10), Some(10)), "{stats}");
+    let r = lab.run("dev", &file, &server.url(), &[], &[]);
+    assert_eq!(r.outcome(), (0, 10, 0, 0, 0, 0), "{}", r.stats);
+    assert_eq!(r.digests, lab.interp(&file));
+}
+
+#[test]
+fn unusable_settings_are_usage_errors_naming_their_source() {
+    let lab = Lab::new();
+    let (secret, _) = lab.secret("open", 3);
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+    // Flags, environment, and what the message must say.
+    type Case<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, &'a str);
+    let cases: Vec<Case> = vec![
+        (vec!["--remote", "ftp://h:1"], vec![], "--remote: unknown scheme 'ftp'"),
+        (vec![], vec![("KILN_REMOTE", "redis://h:notaport")], "$KILN_REMOTE: "),
+        (vec!["--remote", "redis://127.0.0.1:1"], vec![("KILN_REMOTE_SECRET_FILE", secret.to_str().unwrap())], "chmod 600"),
+        (vec!["--remote", "redis://127.0.0.1:1"], vec![("KILN_REMOTE_TIMEOUT", "later")], "$KILN_REMOTE_TIMEOUT: 'later'"),
+    ];
+    for (args, env, want) in cases {
+        let mut c = lab.tool(RUN, "a");
+        c.arg(testdata("saxpy.kir")).args(&args).envs(env.iter().copied());
+        let out = c.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?} {env:?}: {err}");
+        assert!(err.contains(want), "{err}");
+    }
+}
+
+#[test]
+fn inspect_lists_verifies_and_prunes_a_remote() {
+    let (lab, server) = (Lab::new(), RedisServer::start());
+    let file = testdata("ten_tasks.kir");
+    let a = lab.run("a", &file, &server.url(), &[], &[]);
+    let scope = a.stats["scope"].as_str().unwrap().to_string();
+    lab.run("a", &testdata("saxpy.kir"), &server.url(), &["--target-cpu", "x86-64"], &[]);
+    let (code, list) = lab.inspect(&server.url(), &["list"], &[]);
+    assert_eq!(code, 0);
+    assert_eq!(list["scopes"].as_array().unwrap().len(), 2, "{list}");
+    let ours = list["scopes"].as_array().unwrap().iter().find(|s| s["name"] == scope.as_str()).unwrap();
+    assert_eq!((ours["this_host"].as_bool(), ours["records"].as_array().unwrap().len()), (Some(true), 10));
+    // One bad record: verify finds it, --fix removes it.
+    let victim = names(&server).into_iter().find(|n| n.contains(&scope)).unwrap();
+    plant(&server, &lab, &victim, b"garbage");
+    assert_eq!(lab.inspect(&server.url(), &["verify"], &[]).0, 1);
+    let (code, fixed) = lab.inspect(&server.url(), &["verify", "--fix"], &[]);
+    assert_eq!((code, fixed["bad"][0]["removed"].as_bool()), (0, Some(true)), "{fixed}");
+    // Foreign scopes: a dry run removes nothing, then the prune does.
+    let before = server.dbsize();
+    let (_, dry) = lab.inspect(&server.url(), &["prune", "--foreign-scopes", "--dry-run"], &[]);
+    let foreign = dry["removed"].as_array().unwrap().len() as u64;
+    assert!(foreign >= 1, "{dry}");
+    assert_eq!(server.dbsize(), before);
+    lab.inspect(&server.url(), &["prune", "--foreign-scopes"], &[]);
+    assert_eq!(server.dbsize(), before - foreign);
+    // Everything was created just now: nothing is older than a day.
+    let (_, old) = lab.inspect(&server.url(), &["prune", "--older-than", "1d"], &[]);
+    assert_eq!(old["removed"].as_array().unwrap().len(), 0);
+    // A KEYS command is never sent.
+    assert!(!server.cli(&["INFO", "commandstats"]).contains("cmdstat_keys"));
+}
+
+#[test]
+fn the_url_may_come_from_the_caches_config_file() {
+    let (lab, server) = (Lab::new(), RedisServer::start());
+    let file = testdata("saxpy.kir");
+    lab.run("a", &file, &server.url(), &[], &[]);
+    // Machine b names the remote only in its cache's kiln.toml.
+    let root = lab.path().join("b").join("cache");
+    std::fs::create_dir_all(&root).unwrap();
+    let mut c = lab.tool(RUN, "b");
+    c.arg(&file).args(["--digest", "-O0"]);
+    ok(c);
+    std::fs::write(root.join("kiln.toml"), format!("remote = \"{}\"\n", server.url())).unwrap();
+    // Its local records go, so the run must ask the remote.
+    let scope = std::fs::read_dir(&root).unwrap().flatten().map(|e| e.path()).find(|p| p.join("host.json").is_file()).unwrap();
+    std::fs::remove_dir_all(scope).unwrap();
+    let mut c = lab.tool(RUN, "b");
+    c.arg(&file).args(["--digest", "--stats=json", "-O0", "--threads", "1"]);
+    let r = Run::of(ok(c));
+    assert_eq!((r.n("remote_hits"), r.n("compiled")), (r.n("tasks"), 0), "{}", r.stats);
+    assert_eq!(r.digests, lab.interp(&file));
+}
