@@ -769,7 +769,12 @@ impl Store {
     }
 
     /// Removes the record for `key`; whether there was one.
+    /// A read-only store removes nothing: the record stays for its owner
+    /// to replace.
     pub fn erase(&self, key: &Key) -> Result<bool, CacheError> {
+        if self.options.read_only {
+            return Ok(false);
+        }
         let shard = match sys::open_dir(&self.scope_fd, &key.shard()) {
             Ok(fd) => fd,
             Err(e) if vanished(&e) => return Ok(false),
@@ -1133,6 +1138,8 @@ pub(crate) mod tests {
         assert_eq!(fs::metadata(rw.record_path(&key(1))).unwrap().modified().unwrap(), old, "recency untouched");
         assert!(matches!(store.get(&key(2)).unwrap(), Lookup::Corrupt(_)));
         assert!(rw.record_path(&key(2)).exists(), "damage left in place");
+        store.discard(&key(1)).unwrap();
+        assert!(rw.record_path(&key(1)).exists(), "a rejected record is left in place too");
         assert!(matches!(store.put(&key(3), &meta("t"), b"obj"), Err(CacheError::ReadOnly)));
         assert!(!store.record_path(&key(3)).parent().unwrap().exists());
         // Another scope that does not exist yet: nothing to look up.
