@@ -25,13 +25,27 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// A copy of the tool `bin` in `dir/bin`, readable and runnable by every
+/// user: the build's own binaries may sit below a directory only its
+/// owner can enter (CI clones into a private temporary directory).
+fn public_copy(dir: &Path, bin: &str) -> String {
+    let bins = dir.join("bin");
+    fs::create_dir_all(&bins).unwrap();
+    fs::set_permissions(&bins, fs::Permissions::from_mode(0o755)).unwrap();
+    let to = bins.join(Path::new(bin).file_name().unwrap());
+    fs::copy(bin, &to).unwrap();
+    fs::set_permissions(&to, fs::Permissions::from_mode(0o755)).unwrap();
+    to.to_str().unwrap().to_string()
+}
+
 /// A `kiln-run` of `kir` (on standard input) with `args`, optionally as
-/// another user (`setpriv` prefix), in a clean environment.
+/// another user (a `setpriv` prefix ending with the program to run, a
+/// [`public_copy`] of `kiln-run`), in a clean environment.
 fn run_as(user: Option<&[&str]>, kir: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = match user {
         Some(prefix) => {
             let mut c = Command::new(prefix[0]);
-            c.args(&prefix[1..]).arg(RUN);
+            c.args(&prefix[1..]);
             c
         }
         None => Command::new(RUN),
@@ -125,18 +139,20 @@ fn permission_denied() {
     let cache = dir.path().join("cache");
     let cache_arg = cache.to_str().unwrap();
     // Root may write anything: then the run is another user's (nobody).
+    let (run_bin, inspect_bin) = (public_copy(dir.path(), RUN), public_copy(dir.path(), INSPECT));
     let nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"];
-    let user: Option<&[&str]> = if is_root() { Some(&nobody) } else { None };
+    let nobody_run = [&nobody[..], &[run_bin.as_str()]].concat();
+    let user: Option<&[&str]> = if is_root() { Some(&nobody_run) } else { None };
     fs::create_dir(&cache).unwrap();
     if is_root() {
         std::os::unix::fs::chown(&cache, Some(65534), Some(65534)).unwrap();
     }
     let mut init = match user {
-        Some(p) => Command::new(p[0]),
+        Some(_) => Command::new(nobody[0]),
         None => Command::new(INSPECT),
     };
-    if let Some(p) = user {
-        init.args(&p[1..]).arg(INSPECT);
+    if user.is_some() {
+        init.args(&nobody[1..]).arg(&inspect_bin);
     }
     let made = init.args(["init", cache_arg]).env_clear().output().unwrap();
     assert!(made.status.success(), "{}", text(&made.stderr));
@@ -309,11 +325,12 @@ fn a_group_shared_cache_serves_a_second_user() {
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o1777)).unwrap();
     let cache = dir.path().join("team");
     let cache_arg = cache.to_str().unwrap();
+    let (run_bin, inspect_bin) = (public_copy(dir.path(), RUN), public_copy(dir.path(), INSPECT));
     // The first user creates the shared cache with a restrictive umask.
     let first = acc.setpriv(0);
     let init = Command::new(&first[0])
         .args(&first[1..])
-        .args(["sh", "-c", &format!("umask 077 && exec {INSPECT} init --shared {} {cache_arg}", acc.group)])
+        .args(["sh", "-c", &format!("umask 077 && exec {inspect_bin} init --shared {} {cache_arg}", acc.group)])
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .output()
@@ -322,7 +339,8 @@ fn a_group_shared_cache_serves_a_second_user() {
     assert!(text(&init.stdout).contains(&format!("shared by group {}", acc.group)));
     let kir = testdata("ten_tasks.kir");
     let as_user = |i: usize| {
-        let p = acc.setpriv(i);
+        let mut p = acc.setpriv(i);
+        p.push(run_bin.clone());
         let p: Vec<&str> = p.iter().map(String::as_str).collect();
         run_as(Some(&p), &kir, &["--cache-dir", cache_arg], &[])
     };
