@@ -85,3 +85,8 @@ fn record_corpus() {
 fn npy_corpus() {
     replay("npy", checks::npy);
 }
+
+#[test]
+fn config_corpus() {
+    replay("config", checks::config);
+}
