@@ -65,7 +65,8 @@ fn main() {
     let compiler = Compiler::new(config.clone(), target.clone()).unwrap_or_else(|e| fail(e.to_string()));
     let mut engine = JitEngine::new(compiler.clone(), JitPath::PerTask, 1).unwrap_or_else(|e| fail(e.message));
     let store = cached::open_store(std::path::Path::new(&cache), &target, Default::default()).unwrap_or_else(|e| fail(e.to_string()));
-    let remote = kiln::remote::RemoteSettings::from_env(&Default::default()).unwrap_or_else(|e| fail(e.to_string()));
+    let settings = kiln::settings::Settings::load(&[]).unwrap_or_else(|e| fail(e.to_string()));
+    let remote = kiln::remote::RemoteSettings::from_settings(&settings).unwrap_or_else(|e| fail(e.to_string()));
     let mut provider = CachedTasks::new(store);
     if let Some(r) = remote {
         let scope = provider.store().scope_name().to_string();

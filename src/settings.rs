@@ -24,6 +24,7 @@ use std::ffi::OsString;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The config file's name, in the cache root and in the user's directory.
 pub const FILE_NAME: &str = "kiln.toml";
@@ -41,6 +42,20 @@ pub enum Source {
     Env(&'static str),
     /// A command-line flag.
     Flag(&'static str),
+}
+
+impl Source {
+    /// Where the setting `name` came from, for a message about its value
+    /// that is found wrong after reading: the flag, the variable, or the
+    /// setting in its file.
+    pub fn location(&self, name: &str) -> String {
+        match self {
+            Source::Flag(flag) => flag.to_string(),
+            Source::Env(var) => var.to_string(),
+            Source::Default => format!("{name} (default)"),
+            Source::UserFile(_) | Source::CacheFile(_) => format!("{name} in {self}"),
+        }
+    }
 }
 
 impl fmt::Display for Source {
@@ -150,6 +165,37 @@ impl SettingValue for Option<PathBuf> {
     }
 }
 
+/// A duration above zero, written `100ms`, `2s`, `7d` (humantime's forms).
+impl SettingValue for Duration {
+    const TYPE: &'static str = "a duration (e.g. 100ms, 2s, 7d)";
+    fn from_toml(v: &toml::Value) -> Result<Duration, String> {
+        v.as_str().ok_or_else(|| expected(Self::TYPE, v)).and_then(Duration::from_text)
+    }
+    fn from_text(s: &str) -> Result<Duration, String> {
+        match crate::cache::size::parse_duration(s)? {
+            d if d.is_zero() => Err(format!("'{s}': a duration must be above zero")),
+            d => Ok(d),
+        }
+    }
+    fn show(&self) -> Option<String> {
+        Some(humantime::format_duration(*self).to_string())
+    }
+}
+
+/// An optional duration (a records' expiry): unset unless given.
+impl SettingValue for Option<Duration> {
+    const TYPE: &'static str = <Duration as SettingValue>::TYPE;
+    fn from_toml(v: &toml::Value) -> Result<Option<Duration>, String> {
+        Duration::from_toml(v).map(Some)
+    }
+    fn from_text(s: &str) -> Result<Option<Duration>, String> {
+        Duration::from_text(s).map(Some)
+    }
+    fn show(&self) -> Option<String> {
+        self.as_ref().and_then(SettingValue::show)
+    }
+}
+
 /// One row of the table, as `config` and the docs show it.
 #[derive(Clone, Copy, Debug)]
 pub struct Info {
@@ -241,7 +287,19 @@ settings! {
     allow_insecure: bool = false, env "KILN_ALLOW_INSECURE_CACHE", cache_file false,
         "Accept cache directories that another user owns or that others may write (--allow-insecure-cache); never from the cache's own file, which would waive the check of the directory holding it.";
     remote: Option<String> = None, env "KILN_REMOTE", cache_file true,
-        "The remote tier's URL (read by the remote tier, which checks it).";
+        "The remote tier's URL: redis://HOST:PORT[/DB], rediss://... or redis+cluster://HOST:PORT[,HOST:PORT...] (--remote).";
+    remote_read_only: bool = false, env "KILN_REMOTE_READ_ONLY", cache_file true,
+        "Read the remote tier, never write it (--remote-read-only).";
+    remote_connect_timeout: Duration = Duration::from_millis(100), env "KILN_REMOTE_CONNECT_TIMEOUT", cache_file true,
+        "How long to wait for a connection to the remote before going on without it.";
+    remote_timeout: Duration = Duration::from_secs(1), env "KILN_REMOTE_TIMEOUT", cache_file true,
+        "How long to wait for one reply of the remote before going on without it.";
+    remote_ttl: Option<Duration> = None, env "KILN_REMOTE_TTL", cache_file true,
+        "Records written to the remote expire after this long (whole seconds, Redis EX); unset: never.";
+    remote_secret_file: Option<PathBuf> = None, env "KILN_REMOTE_SECRET_FILE", cache_file false,
+        "A file (at least 32 bytes, mode 600) whose secret signs written records and without whose signature no record is accepted; never from the cache's own file.";
+    remote_max_record_size: Size = Size(crate::remote::envelope::MAX_VALUE_LEN), env "KILN_REMOTE_MAX_RECORD_SIZE", cache_file true,
+        "The largest remote value read (larger ones are rejected unread).";
 }
 
 /// A value to set: from a TOML file, or text (environment, flag, `config

@@ -347,6 +347,62 @@ fn signed_records_only_with_a_secret() {
     assert_eq!(report["bad"].as_array().unwrap().len(), 2, "{report}");
 }
 
+/// `object` with every byte of its code sections replaced by `ud2` (an
+/// instruction that always traps): the record stays well formed, but
+/// running any of its code kills the process.
+fn trapping(object: &[u8]) -> Vec<u8> {
+    use object::{Object, ObjectSection, SectionKind};
+    let file = object::File::parse(object).expect("an object file");
+    let mut out = object.to_vec();
+    let mut patched = 0;
+    for section in file.sections().filter(|s| s.kind() == SectionKind::Text) {
+        let Some((start, len)) = section.file_range() else { continue };
+        for (i, b) in out[start as usize..(start + len) as usize].iter_mut().enumerate() {
+            *b = [0x0f, 0x0b][i % 2];
+        }
+        patched += len;
+    }
+    assert!(patched > 0, "no code in the object");
+    out
+}
+
+/// The signature is checked before LLVM sees a byte. Every remote record is
+/// replaced by an unsigned one whose object traps as soon as it runs: a
+/// client without a secret loads it and is killed (the record is as good
+/// as the check makes it), while a client with a secret rejects each one,
+/// compiles, runs correctly and puts signed records in their place.
+#[test]
+fn a_trapping_unsigned_object_never_reaches_a_client_with_a_secret() {
+    use std::os::unix::process::ExitStatusExt;
+    let (lab, server) = (Lab::new(), RedisServer::start());
+    let file = testdata("saxpy.kir");
+    let interp = lab.interp(&file);
+    let a = lab.run("a", &file, &server.url(), &[], &[]);
+    let scope = a.stats["scope"].as_str().unwrap().to_string();
+    let (all, keys, good) = contents(&server);
+    for (i, name) in all.iter().enumerate() {
+        let object = record::decode(&good[i][envelope::ENVELOPE_LEN..]).unwrap().object;
+        plant(&server, &lab, name, &sealed(&scope, &keys[i], &good[i], &trapping(&object), None));
+    }
+    let mut unsigned = lab.tool(RUN, "no-secret");
+    unsigned.arg(&file).args(["--digest", "-O0", "--threads", "1", "--remote", &server.url(), "--remote-read-only"]);
+    let out = unsigned.output().expect("spawn");
+    assert_eq!(out.status.signal(), Some(libc_sigill()), "{:?}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    let (secret, _) = lab.secret("s", 3);
+    let secret = secret.to_str().unwrap();
+    let b = lab.run("b", &file, &server.url(), &[], &[("KILN_REMOTE_SECRET_FILE", secret)]);
+    let n = all.len() as u64;
+    assert_eq!((b.n("remote_hits"), b.n("remote_rejected"), b.n("compiled"), b.n("remote_stored")), (0, n, n, n), "{}", b.stats);
+    assert_eq!(b.digests, interp);
+    let (code, report) = lab.inspect(&server.url(), &["verify"], &[("KILN_REMOTE_SECRET_FILE", secret)]);
+    assert_eq!((code, report["healthy"].as_u64()), (0, Some(n)), "{report}");
+}
+
+/// SIGILL, what `ud2` raises on x86-64 Linux.
+fn libc_sigill() -> i32 {
+    4
+}
+
 #[test]
 fn a_read_only_client_never_writes() {
     let (lab, server) = (Lab::new(), RedisServer::start());

@@ -499,8 +499,9 @@ mod remote {
     }
 
     pub fn run(cli: &Cli, url: &str) -> Result<(), ToolError> {
-        let flags = RemoteFlags { url: Some(url.to_string()), read_only: false };
-        let settings = RemoteSettings::from_env(&flags)
+        let mut flags = settings::cache_flags(cli.cache_dir.as_deref(), cli.allow_insecure_cache);
+        flags.extend(RemoteFlags { url: Some(url.to_string()), read_only: false }.settings_flags());
+        let settings = RemoteSettings::from_settings(&Settings::load(&flags)?)
             .map_err(|e| ToolError::Usage(e.to_string()))?
             .ok_or_else(|| ToolError::Usage("--remote needs a URL".into()))?;
         let shown = settings.display.clone();

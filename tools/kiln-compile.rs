@@ -197,10 +197,11 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
 fn fill_cache(cli: &Cli, dir: &Path, compiler: &Compiler, tasks: &[(&Module, String)], file: &str) -> Result<(), ToolError> {
     // The other settings (shared_group, read_only, ...) come from the
     // config files and the environment, as for kiln-run.
-    let settings = Settings::load(&settings::cache_flags(Some(dir), cli.allow_insecure_cache))?;
+    let mut flags = settings::cache_flags(Some(dir), cli.allow_insecure_cache);
+    flags.extend(kiln::remote::RemoteFlags { url: cli.remote.clone(), read_only: cli.remote_read_only }.settings_flags());
+    let settings = Settings::load(&flags)?;
     let store = cached::open_store(dir, &compiler.target, settings.store_options()).map_err(ToolError::msg)?;
-    let flags = kiln::remote::RemoteFlags { url: cli.remote.clone(), read_only: cli.remote_read_only };
-    let remote = kiln::remote::RemoteSettings::from_env_or_file(&flags, &settings.remote).map_err(|e| ToolError::Usage(e.to_string()))?;
+    let remote = kiln::remote::RemoteSettings::from_settings(&settings).map_err(|e| ToolError::Usage(e.to_string()))?;
     let remote = remote.map(|r| kiln::remote::RemoteTier::new(r, store.scope_name()));
     let pool = thread_pool(cli)?;
     let bar = progress_bar(tasks.len());

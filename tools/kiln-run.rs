@@ -173,7 +173,7 @@ fn make_engine(cli: &Cli, settings: &Settings) -> Result<(Runner, Option<String>
     let mut engine = JitEngine::new(compiler, path, threads).map_err(|e| ToolError::msg(e.message))?;
     let mut store_root = None;
     let mut warning = None;
-    let remote = if cli.no_cache { None } else { remote_settings(&cli.remote, cli.remote_read_only, settings)? };
+    let remote = if cli.no_cache { None } else { remote_settings(settings)? };
     if !cli.no_cache {
         let opened = settings.cache_root().and_then(|dir| cached::open_store(&dir, &target, settings.store_options()));
         match opened {
@@ -199,16 +199,11 @@ fn make_engine(cli: &Cli, settings: &Settings) -> Result<(Runner, Option<String>
     Ok((Runner::Jit(Box::new(engine), store_root), warning))
 }
 
-/// The remote tier's settings from `--remote`, `--remote-read-only`, the
-/// environment and (the URL) the config files; a setting that cannot be
+/// The remote tier's settings (the `remote*` rows of the settings, which
+/// hold `--remote` and `--remote-read-only`); a setting that cannot be
 /// used is a usage error.
-fn remote_settings(
-    url: &Option<String>,
-    read_only: bool,
-    settings: &Settings,
-) -> Result<Option<kiln::remote::RemoteSettings>, ToolError> {
-    let flags = kiln::remote::RemoteFlags { url: url.clone(), read_only };
-    kiln::remote::RemoteSettings::from_env_or_file(&flags, &settings.remote).map_err(|e| ToolError::Usage(e.to_string()))
+fn remote_settings(settings: &Settings) -> Result<Option<kiln::remote::RemoteSettings>, ToolError> {
+    kiln::remote::RemoteSettings::from_settings(settings).map_err(|e| ToolError::Usage(e.to_string()))
 }
 
 /// Writes to standard error; a closed one is not worth failing for.
@@ -242,7 +237,9 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     }
     // Settings are read first: a bad one is an error even when the run
     // would not use the cache.
-    let settings = Settings::load(&settings::cache_flags(cli.cache_dir.as_deref(), cli.allow_insecure_cache))?;
+    let mut flags = settings::cache_flags(cli.cache_dir.as_deref(), cli.allow_insecure_cache);
+    flags.extend(kiln::remote::RemoteFlags { url: cli.remote.clone(), read_only: cli.remote_read_only }.settings_flags());
+    let settings = Settings::load(&flags)?;
     let src = tool::read_source(&cli.input)?;
     let stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
     kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(&src, &ds))?;

@@ -1,10 +1,11 @@
 //! The remote tier's settings: where the server is, and how to use it.
 //!
-//! Owns: [`RemoteSettings`], the one reading of the `--remote` /
-//! `--remote-read-only` flags and the `KILN_REMOTE*` environment variables
-//! ([`RemoteSettings::resolve`]; the URL may also come from the `remote`
-//! row of the config files, [`RemoteSettings::from_env_or_file`]), the URL rules ([`Endpoint::parse`]) and
-//! the secret file's checks ([`read_secret`]).
+//! Owns: [`RemoteSettings`], made from the `remote*` rows of the settings
+//! table ([`RemoteSettings::from_settings`]: the flags `--remote` and
+//! `--remote-read-only` as rows of that table ([`RemoteFlags`]), the
+//! `KILN_REMOTE*` variables and both `kiln.toml` files, as every setting),
+//! the URL rules ([`Endpoint::parse`]) and the secret file's checks
+//! ([`read_secret`]).
 //!
 //! Must never: accept a URL the `redis` crate would not, an unknown
 //! scheme, or a secret file that is short or readable by others; every
@@ -14,29 +15,9 @@ use redis::IntoConnectionInfo;
 use std::fmt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use crate::settings::{Flag, Settings, Source};
 use std::time::Duration;
 
-/// The environment variable naming the remote (`--remote` wins over it).
-pub const REMOTE_ENV: &str = "KILN_REMOTE";
-/// `1`/`true`/`yes`: read the remote, never write it.
-pub const READ_ONLY_ENV: &str = "KILN_REMOTE_READ_ONLY";
-/// How long to wait for a connection (a duration: `100ms`, `2s`).
-pub const CONNECT_TIMEOUT_ENV: &str = "KILN_REMOTE_CONNECT_TIMEOUT";
-/// How long to wait for one operation's reply.
-pub const TIMEOUT_ENV: &str = "KILN_REMOTE_TIMEOUT";
-/// Records written expire after this long (Redis `EX`); unset: never.
-pub const TTL_ENV: &str = "KILN_REMOTE_TTL";
-/// A file holding the secret that signs and verifies records.
-pub const SECRET_FILE_ENV: &str = "KILN_REMOTE_SECRET_FILE";
-
-/// The largest record value accepted (a size: `64K`, `200M`); at most
-/// the record format's own limit.
-pub const MAX_RECORD_SIZE_ENV: &str = "KILN_REMOTE_MAX_RECORD_SIZE";
-
-/// The default connect timeout.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_millis(100);
-/// The default operation timeout.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1);
 /// The fewest bytes a secret file may hold.
 pub const MIN_SECRET_LEN: usize = 32;
 /// The `blake3::derive_key` context of the record MAC key.
@@ -139,7 +120,7 @@ pub struct RemoteSettings {
     pub max_value_len: u64,
 }
 
-/// The flags a tool passes to [`RemoteSettings::resolve`].
+/// The remote flags a tool was given (see [`RemoteFlags::settings_flags`]).
 #[derive(Clone, Debug, Default)]
 pub struct RemoteFlags {
     /// `--remote URL`.
@@ -160,76 +141,45 @@ impl fmt::Display for SettingError {
 
 impl std::error::Error for SettingError {}
 
-impl RemoteSettings {
-    /// The settings from the flags, then the environment (`env` reads a
-    /// variable; empty counts as unset). `None`: no remote configured.
-    pub fn resolve(flags: &RemoteFlags, env: impl Fn(&str) -> Option<String>) -> Result<Option<RemoteSettings>, SettingError> {
-        RemoteSettings::resolve_with_file(flags, None, env)
+impl RemoteFlags {
+    /// The flags given, as rows of the settings table (`remote`,
+    /// `remote_read_only`), so they take their place in its precedence.
+    pub fn settings_flags(&self) -> Vec<Flag> {
+        let mut flags = Vec::new();
+        if let Some(url) = &self.url {
+            flags.push(Flag { name: "remote", flag: "--remote", text: url.clone() });
+        }
+        if self.read_only {
+            flags.push(Flag { name: "remote_read_only", flag: "--remote-read-only", text: "true".into() });
+        }
+        flags
     }
+}
 
-    /// [`RemoteSettings::resolve`] with a URL from a config file (and where
-    /// it came from) as the last resort.
-    pub fn resolve_with_file(
-        flags: &RemoteFlags,
-        file: Option<(String, String)>,
-        env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Option<RemoteSettings>, SettingError> {
-        let var = |name: &str| env(name).filter(|v| !v.is_empty());
-        let (url, source) = match (&flags.url, var(REMOTE_ENV), file) {
-            (Some(u), _, _) => (u.clone(), "--remote".to_string()),
-            (None, Some(u), _) => (u, format!("${REMOTE_ENV}")),
-            (None, None, Some((u, from))) => (u, format!("remote in {from}")),
-            (None, None, None) => return Ok(None),
-        };
-        let endpoint = Endpoint::parse(&url).map_err(|e| SettingError(format!("{source}: {e}")))?;
-        let read_only = flags.read_only || var(READ_ONLY_ENV).map(|v| parse_bool(READ_ONLY_ENV, &v)).transpose()?.unwrap_or(false);
-        let duration = |name: &str| -> Result<Option<Duration>, SettingError> {
-            var(name).map(|v| parse_duration(name, &v)).transpose()
-        };
-        let connect_timeout = duration(CONNECT_TIMEOUT_ENV)?.unwrap_or(DEFAULT_CONNECT_TIMEOUT);
-        let timeout = duration(TIMEOUT_ENV)?.unwrap_or(DEFAULT_TIMEOUT);
-        let ttl = duration(TTL_ENV)?.map(|d| d.as_secs().max(1));
-        let mac_key = match var(SECRET_FILE_ENV) {
-            Some(p) => Some(read_secret(Path::new(&p)).map_err(|e| SettingError(format!("${SECRET_FILE_ENV}: {e}")))?),
+impl RemoteSettings {
+    /// The remote tier's settings from the `remote*` rows of the settings
+    /// table (flags, environment, config files, defaults; the table has
+    /// read and type-checked them). `None`: no remote configured. A URL the
+    /// crate would not take or a secret file that cannot be used is an
+    /// error naming the setting and where it came from.
+    pub fn from_settings(s: &Settings) -> Result<Option<RemoteSettings>, SettingError> {
+        let Some(url) = s.remote.value.clone() else { return Ok(None) };
+        let at = |source: &Source, name: &str, e: String| SettingError(format!("{}: {e}", source.location(name)));
+        let endpoint = Endpoint::parse(&url).map_err(|e| at(&s.remote.source, "remote", e))?;
+        let mac_key = match &s.remote_secret_file.value {
+            Some(p) => Some(read_secret(p).map_err(|e| at(&s.remote_secret_file.source, "remote_secret_file", e))?),
             None => None,
         };
-        let max_value_len = match var(MAX_RECORD_SIZE_ENV) {
-            Some(v) => crate::cache::size::parse_size(&v).map_err(|e| SettingError(format!("${MAX_RECORD_SIZE_ENV}: {e}")))?,
-            None => super::envelope::MAX_VALUE_LEN,
-        };
-        Ok(Some(RemoteSettings { endpoint, display: redact(&url), read_only, connect_timeout, timeout, ttl, mac_key, max_value_len }))
-    }
-
-    /// [`RemoteSettings::resolve`] over the process environment.
-    pub fn from_env(flags: &RemoteFlags) -> Result<Option<RemoteSettings>, SettingError> {
-        RemoteSettings::resolve(flags, |name| std::env::var(name).ok())
-    }
-
-    /// [`RemoteSettings::from_env`], with the `remote` row of the config
-    /// files ([`crate::settings`]) as the URL when neither the flag nor
-    /// `KILN_REMOTE` gives one.
-    pub fn from_env_or_file(
-        flags: &RemoteFlags,
-        file: &crate::settings::Setting<Option<String>>,
-    ) -> Result<Option<RemoteSettings>, SettingError> {
-        use crate::settings::Source;
-        let from_file = match (&file.value, &file.source) {
-            (Some(url), Source::UserFile(_) | Source::CacheFile(_)) => Some((url.clone(), file.source.to_string())),
-            _ => None,
-        };
-        RemoteSettings::resolve_with_file(flags, from_file, |name| std::env::var(name).ok())
-    }
-}
-
-fn parse_bool(name: &str, v: &str) -> Result<bool, SettingError> {
-    <bool as crate::settings::SettingValue>::from_text(v).map_err(|e| SettingError(format!("${name}: {e}")))
-}
-
-fn parse_duration(name: &str, v: &str) -> Result<Duration, SettingError> {
-    match humantime::parse_duration(v) {
-        Ok(d) if !d.is_zero() => Ok(d),
-        Ok(_) => Err(SettingError(format!("${name}: a duration must be above zero"))),
-        Err(e) => Err(SettingError(format!("${name}: '{v}' is not a duration like 100ms, 2s or 7d ({e})"))),
+        Ok(Some(RemoteSettings {
+            endpoint,
+            display: redact(&url),
+            read_only: s.remote_read_only.value,
+            connect_timeout: s.remote_connect_timeout.value,
+            timeout: s.remote_timeout.value,
+            ttl: s.remote_ttl.value.map(|d| d.as_secs().max(1)),
+            mac_key,
+            max_value_len: s.remote_max_record_size.value.0,
+        }))
     }
 }
 
@@ -259,8 +209,12 @@ pub fn read_secret(path: &Path) -> Result<MacKey, String> {
 mod tests {
     use super::*;
 
-    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+    /// The settings of `flags` over an environment of `vars` only (no
+    /// user file, no cache directory).
+    fn resolve(flags: &RemoteFlags, vars: &[(&str, &str)]) -> Result<Option<RemoteSettings>, String> {
+        let env = |name: &str| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.into());
+        let s = Settings::load_with(&flags.settings_flags(), &env).map_err(|e| e.to_string())?;
+        RemoteSettings::from_settings(&s).map_err(|e| e.0)
     }
 
     fn flags(url: Option<&str>) -> RemoteFlags {
@@ -285,41 +239,53 @@ mod tests {
     }
 
     #[test]
-    fn flag_wins_then_environment() {
-        let vars = [(REMOTE_ENV, "redis://e:1"), (READ_ONLY_ENV, "yes"), (TIMEOUT_ENV, "250ms"), (TTL_ENV, "7d")];
-        let s = RemoteSettings::resolve(&flags(Some("redis://f:1")), env(&vars)).unwrap().unwrap();
+    fn flag_wins_then_environment_then_defaults() {
+        let vars = [
+            ("KILN_REMOTE", "redis://e:1"),
+            ("KILN_REMOTE_READ_ONLY", "yes"),
+            ("KILN_REMOTE_TIMEOUT", "250ms"),
+            ("KILN_REMOTE_TTL", "7d"),
+        ];
+        let s = resolve(&flags(Some("redis://f:1")), &vars).unwrap().unwrap();
         assert_eq!(s.endpoint, Endpoint::Single("redis://f:1".into()));
         assert!(s.read_only);
-        assert_eq!((s.connect_timeout, s.timeout, s.ttl), (DEFAULT_CONNECT_TIMEOUT, Duration::from_millis(250), Some(7 * 86400)));
-        let s = RemoteSettings::resolve(&flags(None), env(&vars)).unwrap().unwrap();
+        assert_eq!((s.connect_timeout, s.timeout, s.ttl), (Duration::from_millis(100), Duration::from_millis(250), Some(7 * 86400)));
+        assert_eq!(s.max_value_len, super::super::envelope::MAX_VALUE_LEN);
+        let s = resolve(&flags(None), &vars).unwrap().unwrap();
         assert_eq!(s.endpoint, Endpoint::Single("redis://e:1".into()));
-        assert!(RemoteSettings::resolve(&flags(None), env(&[(REMOTE_ENV, "")])).unwrap().is_none());
+        assert!(resolve(&flags(None), &[("KILN_REMOTE", "")]).unwrap().is_none());
+        assert!(resolve(&flags(None), &[("KILN_REMOTE_TIMEOUT", "2s")]).unwrap().is_none());
     }
 
     #[test]
     fn a_config_file_url_comes_last() {
-        let file = Some(("redis://file:1".to_string(), "cache file /c/kiln.toml".to_string()));
-        let s = RemoteSettings::resolve_with_file(&flags(None), file.clone(), env(&[])).unwrap().unwrap();
-        assert_eq!(s.endpoint, Endpoint::Single("redis://file:1".into()));
-        let s = RemoteSettings::resolve_with_file(&flags(None), file, env(&[(REMOTE_ENV, "redis://e:1")])).unwrap().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("kiln")).unwrap();
+        std::fs::write(dir.path().join("kiln/kiln.toml"), "remote = \"redis://file:1\"\nremote_timeout = \"3s\"\n").unwrap();
+        let conf = dir.path().to_str().unwrap();
+        let s = resolve(&flags(None), &[("XDG_CONFIG_HOME", conf)]).unwrap().unwrap();
+        assert_eq!((s.endpoint, s.timeout), (Endpoint::Single("redis://file:1".into()), Duration::from_secs(3)));
+        let s = resolve(&flags(None), &[("XDG_CONFIG_HOME", conf), ("KILN_REMOTE", "redis://e:1")]).unwrap().unwrap();
         assert_eq!(s.endpoint, Endpoint::Single("redis://e:1".into()));
-        let bad = Some(("ftp://x".to_string(), "cache file /c/kiln.toml".to_string()));
-        let e = RemoteSettings::resolve_with_file(&flags(None), bad, env(&[])).unwrap_err();
-        assert!(e.0.starts_with("remote in cache file /c/kiln.toml: unknown scheme"), "{e}");
+        std::fs::write(dir.path().join("kiln/kiln.toml"), "remote = \"ftp://x\"\n").unwrap();
+        let e = resolve(&flags(None), &[("XDG_CONFIG_HOME", conf)]).unwrap_err();
+        assert!(e.starts_with("remote in user file ") && e.contains(": unknown scheme 'ftp'"), "{e}");
     }
 
     #[test]
     fn errors_name_the_setting_and_its_source() {
-        let e = RemoteSettings::resolve(&flags(Some("ftp://x")), env(&[])).unwrap_err();
-        assert!(e.0.starts_with("--remote: unknown scheme 'ftp'"), "{e}");
-        let e = RemoteSettings::resolve(&flags(None), env(&[(REMOTE_ENV, "nonsense")])).unwrap_err();
-        assert!(e.0.starts_with("$KILN_REMOTE: "), "{e}");
-        let e = RemoteSettings::resolve(&flags(Some("redis://h:1")), env(&[(TIMEOUT_ENV, "soon")])).unwrap_err();
-        assert!(e.0.starts_with("$KILN_REMOTE_TIMEOUT: 'soon'"), "{e}");
-        let e = RemoteSettings::resolve(&flags(Some("redis://h:1")), env(&[(READ_ONLY_ENV, "maybe")])).unwrap_err();
-        assert!(e.0.starts_with("$KILN_REMOTE_READ_ONLY"), "{e}");
-        let e = RemoteSettings::resolve(&flags(Some("redis://h:1")), env(&[(SECRET_FILE_ENV, "/nonexistent/s")])).unwrap_err();
-        assert!(e.0.starts_with("$KILN_REMOTE_SECRET_FILE: /nonexistent/s:"), "{e}");
+        let e = resolve(&flags(Some("ftp://x")), &[]).unwrap_err();
+        assert!(e.starts_with("--remote: unknown scheme 'ftp'"), "{e}");
+        let e = resolve(&flags(None), &[("KILN_REMOTE", "nonsense")]).unwrap_err();
+        assert!(e.starts_with("KILN_REMOTE: "), "{e}");
+        let e = resolve(&flags(Some("redis://h:1")), &[("KILN_REMOTE_TIMEOUT", "soon")]).unwrap_err();
+        assert!(e.starts_with("KILN_REMOTE_TIMEOUT: 'soon'"), "{e}");
+        let e = resolve(&flags(Some("redis://h:1")), &[("KILN_REMOTE_TIMEOUT", "0s")]).unwrap_err();
+        assert!(e.contains("above zero"), "{e}");
+        let e = resolve(&flags(Some("redis://h:1")), &[("KILN_REMOTE_READ_ONLY", "maybe")]).unwrap_err();
+        assert!(e.starts_with("KILN_REMOTE_READ_ONLY"), "{e}");
+        let e = resolve(&flags(Some("redis://h:1")), &[("KILN_REMOTE_SECRET_FILE", "/nonexistent/s")]).unwrap_err();
+        assert!(e.starts_with("KILN_REMOTE_SECRET_FILE: /nonexistent/s:"), "{e}");
     }
 
     #[test]
