@@ -97,7 +97,7 @@ fn load(path: &str) -> Result<(SourceFile, kiln::ir::Stream), ToolError> {
 fn split(src: &SourceFile) -> Result<kiln::ir::Stream, ToolError> {
     let stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(src, &ds))?;
     kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(src, &ds))?;
-    key::task_stream(stream).map_err(|ds| ToolError::diags(src, &ds))
+    kiln::passes::to_task_stream(stream).map_err(|ds| ToolError::diags(src, &ds))
 }
 
 /// A key set from a KIR file or from a `kiln-key --json` output. The input
