@@ -7,11 +7,13 @@
 //! `kiln-key` failed, `kiln-compile` compiled the split task only, the
 //! interpreter ran both kernels and the JIT failed at run time.
 
+mod common;
+
+use common::{ok, tool};
 use kiln::cache::inspect::{Cache, InspectOptions};
 use kiln::cache::Key;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
 const RUN: &str = env!("CARGO_BIN_EXE_kiln-run");
 const COMPILE: &str = env!("CARGO_BIN_EXE_kiln-compile");
@@ -60,24 +62,6 @@ module @main {
   }
 }
 ";
-
-/// A command whose default cache locations all point into `home`.
-fn tool(bin: &str, home: &Path) -> Command {
-    let mut c = Command::new(bin);
-    c.env("HOME", home.join("home"))
-        .env("KILN_CACHE_DIR", home.join("env-cache"))
-        .env("XDG_CACHE_HOME", home.join("xdg"))
-        .env_remove("KILN_TARGET_CPU")
-        .env_remove("KILN_TARGET_FEATURES")
-        .stdin(Stdio::null());
-    c
-}
-
-fn ok(mut c: Command) -> Output {
-    let out = c.output().expect("spawn");
-    assert!(out.status.success(), "{c:?} failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr));
-    out
-}
 
 type Tasks = BTreeSet<(String, Key)>;
 

@@ -1142,7 +1142,7 @@ pub(crate) mod tests {
         store.put(&key(1), &meta("t"), b"obj").unwrap();
         let record = store.record_path(&key(1));
         fs::set_permissions(&record, fs::Permissions::from_mode(0o664)).unwrap();
-        let err = store.get(&key(1)).err().expect("group-writable record accepted");
+        let err = store.get(&key(1)).expect_err("group-writable record accepted");
         assert!(err.to_string().contains("group-writable"), "{err}");
         fs::set_permissions(&record, fs::Permissions::from_mode(0o644)).unwrap();
         fs::set_permissions(record.parent().unwrap(), fs::Permissions::from_mode(0o770)).unwrap();
