@@ -26,7 +26,7 @@ fn main() {
         std::process::exit(1)
     });
     let t = Instant::now();
-    let stream = kiln::key::task_stream(stream).unwrap_or_else(|d| {
+    let stream = kiln::passes::to_task_stream(stream).unwrap_or_else(|d| {
         eprintln!("{path}: {d}");
         std::process::exit(1)
     });

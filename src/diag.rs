@@ -4,7 +4,8 @@
 //! input, and [`SourceFile`] + [`render`], which print
 //! `FILE:LINE:COL: error: MESSAGE`, the source line and a caret under the
 //! span (the way LLVM's `SMDiagnostic` prints). Line and column arithmetic
-//! and the header come from `codespan-reporting`.
+//! and the header come from `codespan-reporting`. Also [`io_reason`], how
+//! an I/O error reads inside any message (libraries and tools alike).
 //!
 //! Must never: print or exit. Only a tool's `main` writes what it renders.
 
@@ -13,6 +14,7 @@ use codespan_reporting::diagnostic as cs;
 use codespan_reporting::files::{self as csfiles, Files};
 use codespan_reporting::term;
 use std::fmt;
+use std::io;
 
 /// How bad a diagnostic is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,6 +214,28 @@ fn clamp(span: Span, len: usize) -> std::ops::Range<usize> {
     let s = (span.start as usize).min(len);
     let e = (span.end as usize).clamp(s, len);
     s..e
+}
+
+/// A short reason for an I/O error, without Rust's `(os error N)` noise,
+/// starting in lower case like every other message (`Is a directory` from
+/// the OS becomes `is a directory`).
+pub fn io_reason(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => "no such file or directory".into(),
+        io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => {
+            let s = e.to_string();
+            let s = match s.find(" (os error") {
+                Some(i) => &s[..i],
+                None => &s[..],
+            };
+            let mut chars = s.chars();
+            match chars.next() {
+                Some(c) => c.to_lowercase().chain(chars).collect(),
+                None => String::new(),
+            }
+        }
+    }
 }
 
 #[cfg(test)]

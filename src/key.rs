@@ -14,7 +14,7 @@
 //! keys insensitive to unused items and to item order is `split-tasks`
 //! (`crate::passes::split`), which gives every task module exactly the
 //! fields it touches and the functions it calls, each sorted by name. So,
-//! for a kernel file keyed through [`task_stream`], value names, comments,
+//! for a kernel file keyed through [`crate::passes::to_task_stream`], value names, comments,
 //! layout, the order of items, items a task does not use, other tasks, and
 //! the names of the task and its kernel never change a key; any change to
 //! what the task computes or touches does.
@@ -576,22 +576,6 @@ pub fn config_fields(json: &str) -> Vec<(String, serde_json::Value)> {
     serde_json::from_str::<Ordered>(json).map(|o| o.0).unwrap_or_default()
 }
 
-/// Makes a stream ready for keying: a stream that is already split (it
-/// holds task items and no kernel with plain statements or tasks) is kept
-/// as it is; anything else goes through
-/// [`default_pipeline`](crate::passes::default_pipeline), exactly as
-/// `kiln-run` and `kiln-compile` do, so all three see the same tasks.
-pub fn task_stream(mut stream: Stream) -> Result<Stream, crate::diag::Diagnostics> {
-    let unsplit = stream.modules.iter().flat_map(|m| m.kernels()).any(|k| {
-        k.body.block(k.body.entry).iter().any(|&s| !matches!(k.body.stmt(s).kind, StmtKind::Launch(_)))
-    });
-    let has_items = stream.modules.iter().any(|m| m.tasks().next().is_some());
-    if unsplit || !has_items {
-        crate::passes::run_passes(&crate::passes::default_pipeline(), &mut stream)?;
-    }
-    Ok(stream)
-}
-
 /// The keys of a stream's tasks under one configuration, in the form
 /// `kiln-key --json` prints and `--diff` reads back.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -630,25 +614,25 @@ impl KeySet {
     }
 
     /// The keys of every task of KIR text (kernels offloaded and split by
-    /// [`task_stream`]), without their texts: what `kiln-key` and
+    /// [`crate::passes::to_task_stream`]), without their texts: what `kiln-key` and
     /// `kiln-key --json` print. Input of bare items is keyed one kernel at
     /// a time ([`crate::frontend::per_kernel`]), so memory stays within a
     /// small multiple of the input; anything else, and any error, goes
     /// through the whole stream, so results and diagnostics are exactly
-    /// those of `parse`, `verify`, `task_stream` and [`Self::of_stream`].
+    /// those of `parse`, `verify`, `to_task_stream` and [`Self::of_stream`].
     pub fn of_text(text: &str, config: &CompileConfig) -> Result<KeySet, crate::diag::Diagnostics> {
         let set = |tasks| KeySet { format_version: KEY_FORMAT_VERSION, config: config.clone(), tasks };
         // Every task comes from the one kernel held in full: the others are
         // signatures, with empty bodies.
         let per_kernel = crate::frontend::per_kernel(text, |m| {
-            task_stream(Stream { modules: vec![m] }).ok().map(|s| entries(&s, config, false))
+            crate::passes::to_task_stream(Stream { modules: vec![m] }).ok().map(|s| entries(&s, config, false))
         });
         if let Some(tasks) = per_kernel.and_then(|r| r.into_iter().collect::<Option<Vec<_>>>()) {
             return Ok(set(tasks.into_iter().flatten().collect()));
         }
         let stream = crate::parser::parse(text)?;
         crate::verifier::verify(&stream)?;
-        Ok(set(entries(&task_stream(stream)?, config, false)))
+        Ok(set(entries(&crate::passes::to_task_stream(stream)?, config, false)))
     }
 }
 

@@ -396,7 +396,7 @@ fn read_file(path: &Path) -> Result<Option<String>, SettingsError> {
         Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => Ok(None),
         Err(e) => Err(SettingsError {
             location: path.display().to_string(),
-            message: format!("cannot read: {}", crate::tool::io_reason(&e)),
+            message: format!("cannot read: {}", crate::diag::io_reason(&e)),
             usage: false,
         }),
     }
@@ -522,7 +522,7 @@ pub fn set_in_cache_file(root: &Path, name: &str, text: &str) -> Result<PathBuf,
     let value = Settings::toml_form(name, text).ok_or_else(|| usage("unknown setting".into()))?;
     doc[name] = toml_edit::Item::Value(value);
     write_atomic(root, &path, doc.to_string().as_bytes())
-        .map_err(|e| SettingsError { location: path.display().to_string(), message: format!("cannot write: {}", crate::tool::io_reason(&e)), usage: false })?;
+        .map_err(|e| SettingsError { location: path.display().to_string(), message: format!("cannot write: {}", crate::diag::io_reason(&e)), usage: false })?;
     Ok(path)
 }
 
@@ -531,7 +531,7 @@ pub fn set_in_cache_file(root: &Path, name: &str, text: &str) -> Result<PathBuf,
 fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let tmp = dir.join(cache::store::temp_name(FILE_NAME));
+    let tmp = dir.join(cache::layout::temp_name(FILE_NAME));
     let write = || -> io::Result<()> {
         let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o644).open(&tmp)?;
         f.write_all(bytes)?;

@@ -103,27 +103,7 @@ pub fn read_source(path: &str) -> Result<SourceFile, ToolError> {
     Ok(SourceFile::new(name, text))
 }
 
-/// A short reason for an I/O error, without Rust's `(os error N)` noise,
-/// starting in lower case like every other message (`Is a directory` from
-/// the OS becomes `is a directory`).
-pub fn io_reason(e: &io::Error) -> String {
-    match e.kind() {
-        io::ErrorKind::NotFound => "no such file or directory".into(),
-        io::ErrorKind::PermissionDenied => "permission denied".into(),
-        _ => {
-            let s = e.to_string();
-            let s = match s.find(" (os error") {
-                Some(i) => &s[..i],
-                None => &s[..],
-            };
-            let mut chars = s.chars();
-            match chars.next() {
-                Some(c) => c.to_lowercase().chain(chars).collect(),
-                None => String::new(),
-            }
-        }
-    }
-}
+pub use crate::diag::io_reason;
 
 /// Writes a tool's output: to stdout when `path` is `None` or `-`, else to
 /// the file, through a temporary in the same directory renamed into place,

@@ -35,7 +35,7 @@ kernel @k(%a: f32 = 2.0, %n: i32 = 1024) {
 fn keys_with(text: &str, cfg: &CompileConfig) -> BTreeMap<String, Key> {
     let stream = kiln::parser::parse(text).unwrap_or_else(|d| panic!("parse: {d}\n{text}"));
     kiln::verifier::verify(&stream).unwrap_or_else(|d| panic!("verify: {d}\n{text}"));
-    let stream = key::task_stream(stream).unwrap_or_else(|d| panic!("pipeline: {d}\n{text}"));
+    let stream = kiln::passes::to_task_stream(stream).unwrap_or_else(|d| panic!("pipeline: {d}\n{text}"));
     KeySet::of_stream(&stream, cfg).tasks.into_iter().map(|t| (t.task, t.key)).collect()
 }
 
@@ -198,14 +198,14 @@ kernel @second(%scale: f32 = 3.0, %unused: i32 = 0) {
 
 #[test]
 fn an_already_split_stream_is_keyed_as_it_is() {
-    let stream = key::task_stream(kiln::parser::parse(BASE).expect("parses")).expect("splits");
+    let stream = kiln::passes::to_task_stream(kiln::parser::parse(BASE).expect("parses")).expect("splits");
     let printed = stream.to_string();
     assert_eq!(keys(&printed), base(), "keying the split text gives the same keys");
 }
 
 #[test]
 fn explain_shows_exactly_what_was_hashed() {
-    let stream = key::task_stream(kiln::parser::parse(BASE).expect("parses")).expect("splits");
+    let stream = kiln::passes::to_task_stream(kiln::parser::parse(BASE).expect("parses")).expect("splits");
     let (m, t) = stream.find_task("k.0").expect("task k.0");
     let cfg = CompileConfig::default();
     let e = key::explain(m, t, &cfg);
@@ -229,7 +229,7 @@ fn explain_shows_exactly_what_was_hashed() {
 fn diff_names_the_changed_task_and_why() {
     let cfg = CompileConfig::default();
     let set = |text: &str, cfg: &CompileConfig| {
-        KeySet::of_stream(&key::task_stream(kiln::parser::parse(text).expect("parses")).expect("splits"), cfg)
+        KeySet::of_stream(&kiln::passes::to_task_stream(kiln::parser::parse(text).expect("parses")).expect("splits"), cfg)
     };
     let old = set(BASE, &cfg);
     let new = set(&BASE.replace("const 3.0 : f32", "const 4.0 : f32"), &cfg);
@@ -268,7 +268,7 @@ fn canonical_text_is_the_printed_canonical_module() {
         if kiln::verifier::verify(&stream).is_err() {
             continue;
         }
-        let stream = key::task_stream(stream).unwrap_or_else(|d| panic!("{name}: {d}"));
+        let stream = kiln::passes::to_task_stream(stream).unwrap_or_else(|d| panic!("{name}: {d}"));
         for m in &stream.modules {
             for t in m.tasks() {
                 assert_eq!(key::canonical_text(m, t), key::canonical_module(m, t).to_string(), "{name}: task @{}", t.name);
@@ -285,7 +285,7 @@ fn canonical_text_is_the_printed_canonical_module() {
 /// each task module exactly the fields it touches).
 #[test]
 fn a_split_task_modules_own_fields_are_part_of_its_key() {
-    let split = key::task_stream(kiln::parser::parse(BASE).expect("parses")).expect("splits").to_string();
+    let split = kiln::passes::to_task_stream(kiln::parser::parse(BASE).expect("parses")).expect("splits").to_string();
     let extra = split.replacen("module @k.0 {\n", "module @k.0 {\n  field @zzz : i32\n", 1);
     assert_ne!(extra, split);
     let (k, base) = (keys(&extra), base());

@@ -6,6 +6,9 @@
 //! quality) and is checked against the interpreter's field digests, so a
 //! run that loaded a wrong object fails even when the counters look right.
 
+mod common;
+
+use common::{ok, tool};
 use kiln::cache::{Key, Lookup};
 use kiln::codegen::HostTarget;
 use kiln::config::LaunchMeta;
@@ -13,7 +16,7 @@ use kiln::jit::cached;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 
 const RUN: &str = env!("CARGO_BIN_EXE_kiln-run");
 const COMPILE: &str = env!("CARGO_BIN_EXE_kiln-compile");
@@ -22,30 +25,6 @@ const INSPECT: &str = env!("CARGO_BIN_EXE_kiln-cache-inspect");
 
 fn testdata(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(name)
-}
-
-/// A command with an environment that points every default cache
-/// location into `home` (so nothing can reach the user's cache).
-fn tool(bin: &str, home: &Path) -> Command {
-    let mut c = Command::new(bin);
-    c.env("HOME", home.join("home"))
-        .env("KILN_CACHE_DIR", home.join("env-cache"))
-        .env("XDG_CACHE_HOME", home.join("xdg"))
-        .env_remove("KILN_TARGET_CPU")
-        .env_remove("KILN_TARGET_FEATURES")
-        .stdin(Stdio::null());
-    c
-}
-
-fn ok(mut c: Command) -> Output {
-    let out = c.output().expect("spawn");
-    assert!(
-        out.status.success(),
-        "{c:?} failed ({}):\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 /// The result of one `kiln-run --digest --stats=json`.

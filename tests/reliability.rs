@@ -219,7 +219,8 @@ fn record_body_is_not_read_when_its_header_disagrees() {
 #[test]
 fn keys_per_kernel_equal_keys_of_the_whole_stream() {
     use kiln::config::CompileConfig;
-    use kiln::key::{task_stream, KeySet};
+    use kiln::key::KeySet;
+    use kiln::passes::to_task_stream;
     let cfg = CompileConfig::default();
     let mut texts: Vec<(String, String)> = common::kir_files()
         .into_iter()
@@ -234,7 +235,7 @@ fn keys_per_kernel_equal_keys_of_the_whole_stream() {
         if kiln::verifier::verify(&stream).is_err() {
             continue;
         }
-        let Ok(split) = task_stream(stream) else { continue };
+        let Ok(split) = to_task_stream(stream) else { continue };
         let whole: Vec<_> = KeySet::of_stream(&split, &cfg).tasks.into_iter().map(|t| (t.task, t.kernel, t.key)).collect();
         let streamed = KeySet::of_text(&text, &cfg).unwrap_or_else(|e| panic!("{name}: {e:?}"));
         let streamed: Vec<_> = streamed.tasks.into_iter().map(|t| (t.task, t.kernel, t.key)).collect();

@@ -139,9 +139,9 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     let compiler = Compiler::new(config, target).map_err(ToolError::msg)?;
 
     let src = tool::read_source(&cli.input)?;
-    let mut stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
+    let stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
     kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(&src, &ds))?;
-    codegen::split_for_codegen(&mut stream).map_err(|codegen::SplitError::Diags(ds)| ToolError::diags(&src, &ds))?;
+    let stream = kiln::passes::to_task_stream(stream).map_err(|ds| ToolError::diags(&src, &ds))?;
 
     let tasks: Vec<(&Module, String)> = codegen::task_modules(&stream).map(|(m, t)| (m, t.name.to_string())).collect();
     let emit = match cli.emit {

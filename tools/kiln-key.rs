@@ -97,7 +97,7 @@ fn load(path: &str) -> Result<(SourceFile, kiln::ir::Stream), ToolError> {
 fn split(src: &SourceFile) -> Result<kiln::ir::Stream, ToolError> {
     let stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(src, &ds))?;
     kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(src, &ds))?;
-    key::task_stream(stream).map_err(|ds| ToolError::diags(src, &ds))
+    kiln::passes::to_task_stream(stream).map_err(|ds| ToolError::diags(src, &ds))
 }
 
 /// A key set from a KIR file or from a `kiln-key --json` output. The input
@@ -149,7 +149,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
 /// Prints a key set: JSON with --json, else one `@TASK KEY` line per task.
 fn print_keys(cli: &Cli, set: &KeySet) -> Result<(), ToolError> {
     if cli.json {
-        let mut text = serde_json::to_string_pretty(set).map_err(|e| ToolError::msg(e))?;
+        let mut text = serde_json::to_string_pretty(set).map_err(ToolError::msg)?;
         text.push('\n');
         return tool::write_output(None, text.as_bytes());
     }

@@ -147,7 +147,7 @@ fn print_passes(w: &mut dyn Write) -> io::Result<()> {
     for p in passes::REGISTRY {
         writeln!(w, "  {:<14} {}", p.name(), p.description())?;
     }
-    writeln!(w, "Presets (passes not registered in this build are skipped):")?;
+    writeln!(w, "Presets:")?;
     for (flag, level) in [("-O0", OptPreset::O0), ("-O1", OptPreset::O1), ("-O2", OptPreset::O2)] {
         let names = passes::preset(level);
         let list = if names.is_empty() { "(no pass)".to_string() } else { names.join(",") };

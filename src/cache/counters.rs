@@ -19,7 +19,8 @@
 
 use super::access::Access;
 use super::host;
-use super::store::{is_record_name, sys, CacheStats};
+use super::layout::is_record_name;
+use super::store::{sys, CacheStats};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File};

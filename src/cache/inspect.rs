@@ -17,19 +17,26 @@
 //! that does not match a Kiln pattern (a directory under a record's name
 //! only when empty), or remove anything on a dry run.
 
-use super::counters::{self, GroupSize, Locked, COUNTERS_DIR, GROUPS, STATS_FILE};
-use super::host::{self, HostFile, HOST_FILE};
+use super::counters::{self, GroupSize, Locked, GROUPS};
+use super::layout::{COUNTERS_DIR, STATS_FILE};
+use super::host::{self, HostFile};
+use super::layout::{is_scope_name, HOST_FILE};
 use super::access::Access;
 use super::record::{self, Corrupt, Header, Key, Producer, Record, MAX_RECORD_LEN};
-use super::store::{check_markers, is_shard_name, is_temp_name, is_unfinished_root, key_of};
+use super::layout::{is_shard_name, is_temp_name, key_of};
+use super::store::{check_markers, is_unfinished_root};
+use super::prune::{dir_removal, dry_run, plan_prune, Planned};
+pub use super::prune::{PrunePlan, PruneReason, Removal};
 use super::{CacheError, CacheStats};
 use crate::config::{LaunchMeta, MetaKind};
 use rayon::prelude::*;
 use serde::Serialize;
+use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 use std::fs::{self, File};
 use std::io::{self, Read};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How to open a cache for inspection.
@@ -53,18 +60,30 @@ pub struct Cache {
     access: Access,
 }
 
+/// Where an entry of the cache is: the directory the walk opened
+/// (relative to its parent, never through a link) and the entry's name in
+/// it. Every read and removal goes through it, so a directory replaced by
+/// a link after the walk listed it is never followed.
+#[derive(Clone, Debug)]
+pub(super) struct At {
+    pub(super) dir: Arc<OwnedFd>,
+    pub(super) name: String,
+}
+
 /// A regular file found in the cache.
 #[derive(Clone, Debug)]
-struct FileEntry {
-    path: PathBuf,
-    size: u64,
-    mtime: SystemTime,
-    ino: u64,
+pub(super) struct FileEntry {
+    /// For messages and reports only; `at` is what is opened.
+    pub(super) path: PathBuf,
+    pub(super) at: At,
+    pub(super) size: u64,
+    pub(super) mtime: SystemTime,
+    pub(super) ino: u64,
 }
 
 impl FileEntry {
     /// What the file must still be for a removal to go ahead.
-    fn identity(&self) -> Identity {
+    pub(super) fn identity(&self) -> Identity {
         Identity { ino: self.ino, mtime: self.mtime }
     }
 }
@@ -72,51 +91,62 @@ impl FileEntry {
 /// A file as the scan saw it: a removal skips a file that was replaced
 /// (another inode) or used (a newer mtime) since.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Identity {
-    ino: u64,
-    mtime: SystemTime,
+pub(super) struct Identity {
+    pub(super) ino: u64,
+    pub(super) mtime: SystemTime,
 }
 
 /// A record found in a shard (by name; its bytes are not read yet).
 #[derive(Clone, Debug)]
-struct RecordEntry {
-    key: Key,
-    file: FileEntry,
+pub(super) struct RecordEntry {
+    pub(super) key: Key,
+    pub(super) file: FileEntry,
     /// Something other than a regular file sits under the record's name.
-    not_a_file: bool,
+    pub(super) not_a_file: bool,
 }
 
 /// One scope directory as found on disk.
 #[derive(Debug)]
-struct ScopeScan {
-    name: String,
-    dir: PathBuf,
-    host: Option<HostFile>,
-    records: Vec<RecordEntry>,
+pub(super) struct ScopeScan {
+    pub(super) name: String,
+    pub(super) dir: PathBuf,
+    pub(super) host: Option<HostFile>,
+    pub(super) records: Vec<RecordEntry>,
     /// Temporary files in shards and next to `host.json`.
-    temps: Vec<FileEntry>,
+    pub(super) temps: Vec<FileEntry>,
     /// Files of the layout other than records (`host.json`).
-    layout_files: Vec<FileEntry>,
-    shards: Vec<PathBuf>,
+    pub(super) layout_files: Vec<FileEntry>,
+    pub(super) shards: Vec<DirEntry>,
+    /// The scope directory itself, in the root.
+    pub(super) at: At,
+}
+
+/// A directory of the cache: its path (for reports), where it is, and the
+/// handle the walk opened.
+#[derive(Clone, Debug)]
+pub(super) struct DirEntry {
+    pub(super) path: PathBuf,
+    pub(super) at: At,
 }
 
 /// The records and temporary files of one shard.
 type ShardScan = (Vec<RecordEntry>, Vec<FileEntry>);
 
 #[derive(Debug)]
-struct Scan {
-    scopes: Vec<ScopeScan>,
-    root_temps: Vec<FileEntry>,
+pub(super) struct Scan {
+    pub(super) scopes: Vec<ScopeScan>,
+    pub(super) root_temps: Vec<FileEntry>,
     /// Entries with the name of a scope, a shard or the counter directory
     /// that are not real directories (a link, a file): the store cannot
     /// use them, and they are Kiln's to remove.
-    misplaced: Vec<Misplaced>,
+    pub(super) misplaced: Vec<Misplaced>,
 }
 
 /// A link or a file where Kiln keeps a directory.
 #[derive(Clone, Debug)]
-struct Misplaced {
+pub(super) struct Misplaced {
     path: PathBuf,
+    at: At,
     /// `scope`, `shard` or `counter directory`.
     role: &'static str,
     link: bool,
@@ -127,58 +157,107 @@ fn misplaced_text(m: &Misplaced) -> String {
     format!("{} that is {}", m.role, if m.link { "a symbolic link" } else { "not a directory" })
 }
 
-fn unix_secs(t: SystemTime) -> u64 {
+pub(super) fn unix_secs(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-fn file_entry(path: PathBuf, meta: &fs::Metadata) -> FileEntry {
-    FileEntry { path, size: meta.len(), mtime: meta.modified().unwrap_or(UNIX_EPOCH), ino: meta.ino() }
+/// What `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)` says of an entry.
+#[derive(Clone, Debug)]
+struct Entry {
+    name: String,
+    kind: FileType,
+    size: u64,
+    mtime: SystemTime,
+    ino: u64,
 }
 
-/// Lists a directory without following links: (name, lstat) of each entry
-/// whose name is UTF-8. A directory that vanished lists as empty.
-fn list_dir(dir: &Path) -> Result<Vec<(String, fs::Metadata)>, CacheError> {
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(CacheError::io(dir, "read", e)),
-    };
+impl Entry {
+    fn is_dir(&self) -> bool {
+        self.kind == FileType::Directory
+    }
+    fn is_file(&self) -> bool {
+        self.kind == FileType::RegularFile
+    }
+    fn is_symlink(&self) -> bool {
+        self.kind == FileType::Symlink
+    }
+}
+
+/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`.
+fn stat_at(dir: &OwnedFd, name: &str) -> io::Result<Entry> {
+    let st = rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
+    let secs = u64::try_from(st.st_mtime).unwrap_or(0);
+    let nanos = u32::try_from(st.st_mtime_nsec).unwrap_or(0);
+    Ok(Entry {
+        name: name.to_string(),
+        kind: FileType::from_raw_mode(st.st_mode),
+        size: u64::try_from(st.st_size).unwrap_or(0),
+        mtime: UNIX_EPOCH + Duration::new(secs, nanos),
+        ino: st.st_ino,
+    })
+}
+
+/// Opens the directory `name` below `dir`, refusing a link (`O_NOFOLLOW`)
+/// and anything but a directory.
+fn open_dir_at(dir: &OwnedFd, name: &str) -> io::Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    Ok(rfs::openat(dir, name, flags, Mode::empty())?)
+}
+
+fn file_entry(dir: &Arc<OwnedFd>, dir_path: &Path, e: &Entry) -> FileEntry {
+    FileEntry {
+        path: dir_path.join(&e.name),
+        at: At { dir: dir.clone(), name: e.name.clone() },
+        size: e.size,
+        mtime: e.mtime,
+        ino: e.ino,
+    }
+}
+
+/// Lists an open directory without following links: the `fstatat` of
+/// each entry whose name is UTF-8, by name. An entry that vanished
+/// meanwhile is left out.
+fn list_dir(dir: &OwnedFd, path: &Path) -> Result<Vec<Entry>, CacheError> {
+    let mut listing = rfs::Dir::read_from(dir).map_err(|e| CacheError::io(path, "read", e.into()))?;
     let mut out = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| CacheError::io(dir, "read", e))?;
-        let Ok(name) = entry.file_name().into_string() else { continue };
-        // `DirEntry::metadata` does not traverse a symlink.
-        match entry.metadata() {
-            Ok(meta) => out.push((name, meta)),
+    while let Some(entry) = listing.read() {
+        let entry = entry.map_err(|e| CacheError::io(path, "read", e.into()))?;
+        let Ok(name) = entry.file_name().to_str() else { continue };
+        if name == "." || name == ".." {
+            continue;
+        }
+        match stat_at(dir, name) {
+            Ok(e) => out.push(e),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(CacheError::io(dir.join(&name), "inspect", e)),
+            Err(e) => return Err(CacheError::io(path.join(name), "inspect", e)),
         }
     }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
 }
 
 /// Reads at most `limit` bytes from the start of a record file, never
 /// following a link or blocking on a FIFO.
-fn read_prefix(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let file = File::options().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)?;
+fn read_prefix(at: &At, limit: u64) -> io::Result<Vec<u8>> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let file = File::from(rfs::openat(&*at.dir, at.name.as_str(), flags, Mode::empty())?);
     let mut buf = Vec::with_capacity(limit.min(1 << 20) as usize);
     file.take(limit).read_to_end(&mut buf)?;
     Ok(buf)
 }
 
 /// The header, metadata and producer of a record file, unverified.
-fn peek_file(path: &Path, size: u64) -> Result<(Header, LaunchMeta, Producer), Corrupt> {
-    let first = read_prefix(path, 4096.min(size)).map_err(|_| Corrupt::TooShort { len: 0 })?;
-    let header = record::decode_header(&first, size)?;
+fn peek_file(f: &FileEntry) -> Result<(Header, LaunchMeta, Producer), Corrupt> {
+    let first = read_prefix(&f.at, 4096.min(f.size)).map_err(|_| Corrupt::TooShort { len: 0 })?;
+    let header = record::decode_header(&first, f.size)?;
     let need = record::peek_len(Some(&header)) as u64;
-    let bytes = if need as usize <= first.len() { first } else { read_prefix(path, need).map_err(|_| Corrupt::TooShort { len: 0 })? };
-    record::peek(&bytes, size)
+    let bytes = if need as usize <= first.len() { first } else { read_prefix(&f.at, need).map_err(|_| Corrupt::TooShort { len: 0 })? };
+    record::peek(&bytes, f.size)
 }
 
 /// Reads and fully verifies the record file of `key`.
-fn verify_file(path: &Path, key: &Key) -> Result<record::Record, Corrupt> {
-    let bytes = match read_prefix(path, MAX_RECORD_LEN + 1) {
+fn verify_file(at: &At, key: &Key) -> Result<record::Record, Corrupt> {
+    let bytes = match read_prefix(at, MAX_RECORD_LEN + 1) {
         Ok(b) => b,
         // A link (ELOOP), or unreadable: either way not a record here.
         Err(_) => return Err(Corrupt::NotAFile),
@@ -387,58 +466,6 @@ pub struct VerifyReport {
     pub fixed: bool,
 }
 
-/// What `prune` removes (each criterion adds to the others).
-#[derive(Clone, Debug, Default)]
-pub struct PrunePlan {
-    /// Remove least recently used records until all records fit.
-    pub max_size: Option<u64>,
-    /// Remove records not used for this long.
-    pub older_than: Option<Duration>,
-    /// Remove the scopes of other hosts, whole.
-    pub foreign_scopes: bool,
-    /// Remove temporary files older than this (a live writer's are
-    /// younger).
-    pub temp_older_than: Option<Duration>,
-    /// Report, remove nothing.
-    pub dry_run: bool,
-}
-
-/// Why `prune` removed something.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PruneReason {
-    ForeignScope,
-    StaleTemp,
-    OlderThan,
-    MaxSize,
-}
-
-impl PruneReason {
-    /// The name printed in reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PruneReason::ForeignScope => "foreign-scope",
-            PruneReason::StaleTemp => "stale-temp",
-            PruneReason::OlderThan => "older-than",
-            PruneReason::MaxSize => "max-size",
-        }
-    }
-}
-
-/// One thing `prune` removed (or would remove).
-#[derive(Clone, Debug, Serialize)]
-pub struct Removal {
-    pub path: PathBuf,
-    /// `record`, `temp`, `host-file`, `stats-file` or `directory`.
-    pub kind: &'static str,
-    pub size: u64,
-    pub reason: PruneReason,
-    /// The record's last use (records only).
-    pub last_use_unix: Option<u64>,
-    #[serde(skip)]
-    expect: Option<Identity>,
-}
-
 /// What `prune` did.
 #[derive(Clone, Debug, Serialize)]
 pub struct PruneReport {
@@ -449,6 +476,36 @@ pub struct PruneReport {
     pub after: Totals,
     /// Directories kept because they hold files that are not Kiln's.
     pub kept_dirs: Vec<PathBuf>,
+}
+
+/// Opens a directory the listing showed, relative to its parent: `None`
+/// (and the entry reported as misplaced) when something else took its
+/// place since, or when it vanished.
+fn open_child(at: &At, path: &Path, role: &'static str, misplaced: &mut Vec<Misplaced>) -> Result<Option<Arc<OwnedFd>>, CacheError> {
+    match open_dir_at(&at.dir, &at.name) {
+        Ok(fd) => Ok(Some(Arc::new(fd))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)) => {
+            let link = e.raw_os_error() == Some(libc::ELOOP);
+            misplaced.push(Misplaced { path: path.to_path_buf(), at: at.clone(), role, link });
+            Ok(None)
+        }
+        Err(e) => Err(CacheError::io(path, "open", e)),
+    }
+}
+
+/// The records and temporary files of one open shard.
+fn scan_shard(shard: &DirEntry, fd: &Arc<OwnedFd>) -> Result<ShardScan, CacheError> {
+    let mut records = Vec::new();
+    let mut temps = Vec::new();
+    for e in list_dir(fd, &shard.path)? {
+        if let Some(key) = key_of(&shard.at.name, &e.name) {
+            records.push(RecordEntry { key, not_a_file: !e.is_file(), file: file_entry(fd, &shard.path, &e) });
+        } else if e.is_file() && is_temp_name(&e.name) {
+            temps.push(file_entry(fd, &shard.path, &e));
+        }
+    }
+    Ok((records, temps))
 }
 
 impl Cache {
@@ -495,74 +552,77 @@ impl Cache {
     }
 
     /// Scans scopes, shards (only those named in `only_shard` if given),
-    /// records and temporaries; shards in parallel.
+    /// records and temporaries; shards in parallel. Every directory is
+    /// opened relative to its parent's handle with `O_NOFOLLOW`, so a
+    /// link put in place of one after it was listed is not followed (it
+    /// fails to open, and is reported as misplaced).
     fn scan(&self, only_shard: Option<&str>) -> Result<Scan, CacheError> {
-        let mut scopes = Vec::new();
-        let mut root_temps = Vec::new();
-        let mut misplaced = Vec::new();
-        for (name, meta) in list_dir(&self.root)? {
-            let path = self.root.join(&name);
-            let role = if host::is_scope_name(&name) { Some("scope") } else { (name == COUNTERS_DIR).then_some("counter directory") };
-            if meta.is_dir() && role == Some("scope") {
-                scopes.push(self.scan_scope(name, path, only_shard, &mut misplaced)?);
-            } else if meta.is_file() && is_temp_name(&name) {
-                root_temps.push(file_entry(path, &meta));
-            } else if let Some(role) = role.filter(|_| !meta.is_dir()) {
-                misplaced.push(Misplaced { path, role, link: meta.file_type().is_symlink() });
+        let root = Arc::new(counters::open_root(&self.root).map_err(|e| CacheError::io(&self.root, "open", e))?);
+        let mut scan = Scan { scopes: Vec::new(), root_temps: Vec::new(), misplaced: Vec::new() };
+        for e in list_dir(&root, &self.root)? {
+            let role = if is_scope_name(&e.name) { Some("scope") } else { (e.name == COUNTERS_DIR).then_some("counter directory") };
+            let at = At { dir: root.clone(), name: e.name.clone() };
+            let path = self.root.join(&e.name);
+            if e.is_dir() && role == Some("scope") {
+                match open_child(&at, &path, "scope", &mut scan.misplaced)? {
+                    Some(dir) => scan.scopes.push(self.scan_scope(DirEntry { path, at }, dir, only_shard, &mut scan.misplaced)?),
+                    None => continue,
+                }
+            } else if e.is_file() && is_temp_name(&e.name) {
+                scan.root_temps.push(file_entry(&root, &self.root, &e));
+            } else if let Some(role) = role.filter(|_| !e.is_dir()) {
+                scan.misplaced.push(Misplaced { path, at, role, link: e.is_symlink() });
             }
         }
-        Ok(Scan { scopes, root_temps, misplaced })
+        Ok(scan)
     }
 
     fn scan_scope(
         &self,
-        name: String,
-        dir: PathBuf,
+        entry: DirEntry,
+        dir: Arc<OwnedFd>,
         only_shard: Option<&str>,
         misplaced: &mut Vec<Misplaced>,
     ) -> Result<ScopeScan, CacheError> {
-        let mut scope =
-            ScopeScan { name, dir, host: None, records: vec![], temps: vec![], layout_files: vec![], shards: vec![] };
-        for (entry, meta) in list_dir(&scope.dir)? {
-            let path = scope.dir.join(&entry);
-            if is_shard_name(&entry) && !meta.is_dir() {
-                misplaced.push(Misplaced { path, role: "shard", link: meta.file_type().is_symlink() });
-            } else if meta.is_dir() && is_shard_name(&entry) {
-                if only_shard.is_none_or(|s| s == entry) {
-                    scope.shards.push(path);
-                }
-            } else if meta.is_file() && entry == HOST_FILE {
-                scope.host = fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok());
-                scope.layout_files.push(file_entry(path, &meta));
-            } else if meta.is_file() && entry == STATS_FILE {
-                scope.layout_files.push(file_entry(path, &meta));
-            } else if meta.is_file() && is_temp_name(&entry) {
-                scope.temps.push(file_entry(path, &meta));
-            }
-        }
-        let per_shard: Vec<Result<ShardScan, CacheError>> = scope
-            .shards
-            .par_iter()
-            .map(|shard| {
-                let shard_name = shard.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
-                let mut records = Vec::new();
-                let mut temps = Vec::new();
-                for (entry, meta) in list_dir(shard)? {
-                    let path = shard.join(&entry);
-                    if let Some(key) = key_of(&shard_name, &entry) {
-                        records.push(RecordEntry { key, not_a_file: !meta.is_file(), file: file_entry(path, &meta) });
-                    } else if meta.is_file() && is_temp_name(&entry) {
-                        temps.push(file_entry(path, &meta));
+        let mut scope = ScopeScan {
+            name: entry.at.name.clone(),
+            dir: entry.path,
+            host: None,
+            records: vec![],
+            temps: vec![],
+            layout_files: vec![],
+            shards: vec![],
+            at: entry.at,
+        };
+        let mut shard_dirs = Vec::new();
+        for e in list_dir(&dir, &scope.dir)? {
+            let path = scope.dir.join(&e.name);
+            let at = At { dir: dir.clone(), name: e.name.clone() };
+            if is_shard_name(&e.name) && !e.is_dir() {
+                misplaced.push(Misplaced { path, at, role: "shard", link: e.is_symlink() });
+            } else if e.is_dir() && is_shard_name(&e.name) {
+                if only_shard.is_none_or(|s| s == e.name) {
+                    if let Some(fd) = open_child(&at, &path, "shard", misplaced)? {
+                        shard_dirs.push((DirEntry { path, at }, fd));
                     }
                 }
-                Ok((records, temps))
-            })
-            .collect();
+            } else if e.is_file() && e.name == HOST_FILE {
+                scope.host = read_prefix(&at, 1 << 20).ok().and_then(|b| serde_json::from_slice(&b).ok());
+                scope.layout_files.push(file_entry(&dir, &scope.dir, &e));
+            } else if e.is_file() && e.name == STATS_FILE {
+                scope.layout_files.push(file_entry(&dir, &scope.dir, &e));
+            } else if e.is_file() && is_temp_name(&e.name) {
+                scope.temps.push(file_entry(&dir, &scope.dir, &e));
+            }
+        }
+        let per_shard: Vec<Result<ShardScan, CacheError>> =
+            shard_dirs.par_iter().map(|(shard, fd)| scan_shard(shard, fd)).collect();
         for r in per_shard {
             let (records, temps) = r?;
             scope.records.extend(records);
             scope.temps.extend(temps);
         }
+        scope.shards = shard_dirs.into_iter().map(|(d, _)| d).collect();
         Ok(scope)
     }
 
@@ -586,7 +646,7 @@ impl Cache {
                             last_use_unix: unix_secs(r.file.mtime),
                             problem: None,
                         };
-                        let peeked = if r.not_a_file { Err(Corrupt::NotAFile) } else { peek_file(&r.file.path, r.file.size) };
+                        let peeked = if r.not_a_file { Err(Corrupt::NotAFile) } else { peek_file(&r.file) };
                         match peeked {
                             Ok((_, meta, producer)) => {
                                 summary.kind = Some(kind_name(&meta.kind));
@@ -682,7 +742,7 @@ impl Cache {
         match matches.as_slice() {
             [] => Err(CacheError::Lookup(format!("no record has a key starting with {prefix}"))),
             [(scope, r)] => {
-                let record = verify_file(&r.file.path, &r.key)
+                let record = verify_file(&r.file.at, &r.key)
                     .map_err(|c| CacheError::Lookup(format!("record {} is damaged: {c}", r.key)))?;
                 Ok((scope.name.clone(), (*r).clone(), record))
             }
@@ -733,13 +793,13 @@ impl Cache {
         let results: Vec<Option<BadRecord>> = all
             .par_iter()
             .map(|(s, r)| {
-                let outcome = if r.not_a_file { Err(Corrupt::NotAFile) } else { verify_file(&r.file.path, &r.key).map(|_| ()) };
+                let outcome = if r.not_a_file { Err(Corrupt::NotAFile) } else { verify_file(&r.file.at, &r.key).map(|_| ()) };
                 match outcome {
                     Ok(()) => Ok(None),
                     // Removed by a concurrent prune between scan and read.
-                    Err(_) if fs::symlink_metadata(&r.file.path).is_err() => Ok(None),
+                    Err(_) if stat_at(&r.file.at.dir, &r.file.at.name).is_err() => Ok(None),
                     Err(reason) => {
-                        let removed = fix && remove_in_place_of_record(&r.file.path, r.file.identity())?;
+                        let removed = fix && remove_in_place_of_record(&r.file)?;
                         Ok(Some(BadRecord { scope: s.name.clone(), key: r.key, path: r.file.path.clone(), reason, removed }))
                     }
                 }
@@ -748,7 +808,7 @@ impl Cache {
         let bad: Vec<BadRecord> = results.into_iter().flatten().collect();
         let mut bad_entries = Vec::new();
         for m in &scan.misplaced {
-            let removed = fix && remove_entry(&m.path, None)?;
+            let removed = fix && remove_entry(&m.at, &m.path, None)?;
             bad_entries.push(BadEntry { path: m.path.clone(), problem: misplaced_text(m), removed });
         }
         let counter_drift = self.check_counters(fix)?;
@@ -805,115 +865,50 @@ impl Cache {
         Ok(())
     }
 
-    /// `prune`: removes (or on a dry run, lists) what the plan selects.
+    /// `prune`: removes (or on a dry run, lists) what the plan selects:
+    /// the scan, then [`plan_prune`] (the policy), then
+    /// [`Cache::execute_prune`] (the removal).
     pub fn prune(&self, plan: &PrunePlan) -> Result<PruneReport, CacheError> {
         if plan.foreign_scopes && self.native.is_none() {
             return Err(CacheError::UnknownHost { root: self.root.clone() });
         }
         let scan = self.scan(None)?;
-        let now = SystemTime::now();
-        let older = |f: &FileEntry, d: Duration| now.duration_since(f.mtime).is_ok_and(|age| age > d);
-        let mut before = Totals::default();
-        for s in &scan.scopes {
-            for r in &s.records {
-                before.add_record(r.file.size, r.file.mtime);
-            }
-        }
-
-        // First the plan, in the order things go; then the removals.
-        let mut files: Vec<Removal> = Vec::new();
-        let mut dirs: Vec<PathBuf> = Vec::new();
-        let plan_file = |files: &mut Vec<Removal>, f: &FileEntry, kind: &'static str, reason: PruneReason, last_use: bool| {
-            let last_use_unix = last_use.then(|| unix_secs(f.mtime));
-            files.push(Removal { path: f.path.clone(), kind, size: f.size, reason, last_use_unix, expect: Some(f.identity()) });
-        };
-        let mut live: Vec<&RecordEntry> = Vec::new();
-        let mut stale: Vec<&RecordEntry> = Vec::new();
-        for s in &scan.scopes {
-            if plan.foreign_scopes && !self.is_this_host(&s.name) {
-                for r in &s.records {
-                    plan_file(&mut files, &r.file, "record", PruneReason::ForeignScope, true);
-                }
-                for f in s.temps.iter().chain(&s.layout_files) {
-                    let name = file_name(&f.path);
-                    let kind = if is_temp_name(&name) {
-                        "temp"
-                    } else if name == STATS_FILE {
-                        "stats-file"
-                    } else {
-                        "host-file"
-                    };
-                    plan_file(&mut files, f, kind, PruneReason::ForeignScope, false);
-                }
-                dirs.extend(s.shards.iter().cloned());
-                dirs.push(s.dir.clone());
-                continue;
-            }
-            if let Some(age) = plan.temp_older_than {
-                for f in s.temps.iter().filter(|f| older(f, age)) {
-                    plan_file(&mut files, f, "temp", PruneReason::StaleTemp, false);
-                }
-            }
-            for r in &s.records {
-                if plan.older_than.is_some_and(|d| older(&r.file, d)) {
-                    stale.push(r);
-                } else {
-                    live.push(r);
-                }
-            }
-        }
-        if let Some(age) = plan.temp_older_than {
-            for f in scan.root_temps.iter().filter(|f| older(f, age)) {
-                plan_file(&mut files, f, "temp", PruneReason::StaleTemp, false);
-            }
-        }
-        // Least recently used first, ties by path: reports read in the
-        // order records go, and a run is reproducible.
-        let lru = |a: &&RecordEntry, b: &&RecordEntry| (a.file.mtime, &a.file.path).cmp(&(b.file.mtime, &b.file.path));
-        stale.sort_by(lru);
-        for r in stale {
-            plan_file(&mut files, &r.file, "record", PruneReason::OlderThan, true);
-        }
-        if let Some(max) = plan.max_size {
-            live.sort_by(lru);
-            let mut total: u64 = live.iter().map(|r| r.file.size).sum();
-            let mut cut = 0;
-            while total > max && cut < live.len() {
-                plan_file(&mut files, &live[cut].file, "record", PruneReason::MaxSize, true);
-                total -= live[cut].file.size;
-                cut += 1;
-            }
-        }
-        let mut removed = if plan.dry_run { files } else { remove_all(files)? };
-        if !plan.dry_run && !removed.is_empty() {
-            self.recount_all()?;
-        }
+        let planned = plan_prune(&scan, plan, self.native.as_deref(), SystemTime::now());
+        let (removed, kept_dirs) = if plan.dry_run { dry_run(planned) } else { self.execute_prune(planned)? };
         // What stays: what was there, less what went (a record used or
         // rewritten since the scan stays, see `remove_entry`).
         let gone: std::collections::HashSet<&Path> = removed.iter().map(|r| r.path.as_path()).collect();
-        let mut after = Totals::default();
-        for r in scan.scopes.iter().flat_map(|s| &s.records).filter(|r| !gone.contains(r.file.path.as_path())) {
+        let records = || scan.scopes.iter().flat_map(|s| &s.records);
+        let (mut before, mut after) = (Totals::default(), Totals::default());
+        for r in records() {
+            before.add_record(r.file.size, r.file.mtime);
+        }
+        for r in records().filter(|r| !gone.contains(r.file.path.as_path())) {
             after.add_record(r.file.size, r.file.mtime);
         }
         drop(gone);
+        Ok(PruneReport { dry_run: plan.dry_run, removed, before, after, kept_dirs })
+    }
+
+    /// Carries a prune plan out: the files (if still what the scan saw),
+    /// then the size counters recounted, then the emptied directories.
+    /// Returns what was removed and the directories kept because they
+    /// hold something that is not Kiln's.
+    fn execute_prune(&self, planned: Planned) -> Result<(Vec<Removal>, Vec<PathBuf>), CacheError> {
+        let mut removed = remove_all(planned.files)?;
+        if !removed.is_empty() {
+            self.recount_all()?;
+        }
         let mut kept_dirs = Vec::new();
-        for dir in dirs {
-            let result = if plan.dry_run { Ok(()) } else { fs::remove_dir(&dir) };
-            match result {
-                Ok(()) => removed.push(Removal {
-                    path: dir,
-                    kind: "directory",
-                    size: 0,
-                    reason: PruneReason::ForeignScope,
-                    last_use_unix: None,
-                    expect: None,
-                }),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        for dir in planned.dirs {
+            match rfs::unlinkat(&*dir.at.dir, dir.at.name.as_str(), AtFlags::REMOVEDIR) {
+                Ok(()) => removed.push(dir_removal(dir)),
+                Err(e) if e == rustix::io::Errno::NOENT => {}
                 // Not empty: it holds something that is not Kiln's.
-                Err(_) => kept_dirs.push(dir),
+                Err(_) => kept_dirs.push(dir.path),
             }
         }
-        Ok(PruneReport { dry_run: plan.dry_run, removed, before, after, kept_dirs })
+        Ok((removed, kept_dirs))
     }
 }
 
@@ -926,7 +921,10 @@ const REMOVE_THREADS: usize = 16;
 /// Removes the planned files, in parallel when there are many; returns
 /// those that were removed (not those already gone), in plan order.
 fn remove_all(planned: Vec<Removal>) -> Result<Vec<Removal>, CacheError> {
-    let remove = |r: &Removal| remove_entry(&r.path, r.expect);
+    let remove = |r: &Removal| match &r.at {
+        Some(at) => remove_entry(at, &r.path, r.expect),
+        None => Ok(false),
+    };
     let pool = if planned.len() > 64 { rayon::ThreadPoolBuilder::new().num_threads(REMOVE_THREADS).build().ok() } else { None };
     let done: Vec<Result<bool, CacheError>> = match &pool {
         Some(pool) => pool.install(|| planned.par_iter().map(remove).collect()),
@@ -941,52 +939,43 @@ fn remove_all(planned: Vec<Removal>) -> Result<Vec<Removal>, CacheError> {
     Ok(removed)
 }
 
-fn file_name(p: &Path) -> String {
+pub(super) fn file_name(p: &Path) -> String {
     p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 /// Removes what sits under a record's name (`verify --fix`): a file as
 /// [`remove_entry`] does, or a directory if it is empty (one holding
 /// anything is not Kiln's to empty, and stays, reported).
-fn remove_in_place_of_record(path: &Path, seen: Identity) -> Result<bool, CacheError> {
-    match fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => match fs::remove_dir(path) {
+fn remove_in_place_of_record(f: &FileEntry) -> Result<bool, CacheError> {
+    match stat_at(&f.at.dir, &f.at.name) {
+        Ok(e) if e.is_dir() => match rfs::unlinkat(&*f.at.dir, f.at.name.as_str(), AtFlags::REMOVEDIR) {
             Ok(()) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(e) if e.kind() == io::ErrorKind::DirectoryNotEmpty => Ok(false),
-            Err(e) => Err(CacheError::io(path, "remove", e)),
+            Err(e) if e == rustix::io::Errno::NOENT || e == rustix::io::Errno::NOTEMPTY => Ok(false),
+            Err(e) => Err(CacheError::io(&f.path, "remove", e.into())),
         },
-        _ => remove_entry(path, Some(seen)),
+        _ => remove_entry(&f.at, &f.path, Some(f.identity())),
     }
 }
 
-/// Removes a file the scan found, if it is still what the scan saw (not a
-/// directory, its directory not replaced by a link, and, given `expect`,
-/// the same inode with the same mtime: a record rewritten by a writer or
-/// used by a reader since the scan stays); whether it was removed. A file
-/// already gone is not an error.
-fn remove_entry(path: &Path, expect: Option<Identity>) -> Result<bool, CacheError> {
-    let Some(parent) = path.parent() else { return Ok(false) };
-    match fs::symlink_metadata(parent) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => return Ok(false),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(CacheError::io(parent, "inspect", e)),
-    }
-    match fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => return Ok(false),
-        Ok(m) if expect.is_some_and(|e| e != Identity { ino: m.ino(), mtime: m.modified().unwrap_or(UNIX_EPOCH) }) => {
-            return Ok(false)
-        }
+/// Removes an entry the scan found, relative to the directory the scan
+/// opened, if it is still what the scan saw (not a directory and, given
+/// `expect`, the same inode with the same mtime: a record rewritten by a
+/// writer or used by a reader since the scan stays); whether it was
+/// removed. An entry already gone is not an error. `path` is for
+/// messages.
+fn remove_entry(at: &At, path: &Path, expect: Option<Identity>) -> Result<bool, CacheError> {
+    match stat_at(&at.dir, &at.name) {
+        Ok(e) if e.is_dir() => return Ok(false),
+        Ok(e) if expect.is_some_and(|x| x != Identity { ino: e.ino, mtime: e.mtime }) => return Ok(false),
         Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(CacheError::io(path, "inspect", e)),
     }
-    // `unlink` removes a symlink itself, never its target.
-    match fs::remove_file(path) {
+    // `unlinkat` removes a symlink itself, never its target.
+    match rfs::unlinkat(&*at.dir, at.name.as_str(), AtFlags::empty()) {
         Ok(()) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(CacheError::io(path, "remove", e)),
+        Err(e) if e == rustix::io::Errno::NOENT => Ok(false),
+        Err(e) => Err(CacheError::io(path, "remove", e.into())),
     }
 }
 
@@ -995,6 +984,7 @@ mod tests {
     use super::*;
     use crate::cache::{HostScope, Store, StoreOptions};
     use crate::cache::store::tests::meta;
+    use std::os::unix::fs::MetadataExt;
 
     fn key(n: u32) -> Key {
         Key::from(blake3::hash(&n.to_le_bytes()))
@@ -1172,19 +1162,75 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = filled(dir.path(), "a", 2, 10);
         let path = store.record_path(&key(1000));
-        let seen = |p: &Path| file_entry(p.to_path_buf(), &fs::symlink_metadata(p).unwrap()).identity();
+        let at = at_of(&path);
+        let seen = |at: &At| {
+            let e = stat_at(&at.dir, &at.name).unwrap();
+            Identity { ino: e.ino, mtime: e.mtime }
+        };
         // Used by a reader: its mtime moved on.
-        let before = seen(&path);
+        let before = seen(&at);
         assert!(matches!(store.get(&key(1000)).unwrap(), crate::cache::Lookup::Hit(_)));
-        assert!(!remove_entry(&path, Some(before)).unwrap() && path.exists());
+        assert!(!remove_entry(&at, &path, Some(before)).unwrap() && path.exists());
         // Rewritten by a writer: another inode.
-        let before = seen(&path);
+        let before = seen(&at);
         store.put(&key(1000), &meta("t0"), b"new object").unwrap();
         File::options().write(true).open(&path).unwrap().set_modified(before.mtime).unwrap();
-        assert!(!remove_entry(&path, Some(before)).unwrap() && path.exists());
+        assert!(!remove_entry(&at, &path, Some(before)).unwrap() && path.exists());
         // Unchanged: removed.
-        assert!(remove_entry(&path, Some(seen(&path))).unwrap() && !path.exists());
-        assert!(!remove_entry(&path, None).unwrap());
+        assert!(remove_entry(&at, &path, Some(seen(&at))).unwrap() && !path.exists());
+        assert!(!remove_entry(&at, &path, None).unwrap());
+    }
+
+    /// Where `p` is, as the walk holds it: its directory open, its name.
+    fn at_of(p: &Path) -> At {
+        let dir = rfs::open(p.parent().unwrap(), OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        At { dir: Arc::new(dir), name: p.file_name().unwrap().to_str().unwrap().into() }
+    }
+
+    /// After the walk, the shard of `key(1000)` is moved away and a link
+    /// to a directory outside the root takes its place, holding a file of
+    /// the record's name. Returns the moved record and that file.
+    fn swap_shard_for_link(store: &Store, root: &Path, outside: &Path, bytes: &[u8]) -> (PathBuf, PathBuf) {
+        let rec = store.record_path(&key(1000));
+        let name = rec.file_name().unwrap();
+        let moved = root.join("moved-away");
+        fs::rename(rec.parent().unwrap(), &moved).unwrap();
+        std::os::unix::fs::symlink(outside, rec.parent().unwrap()).unwrap();
+        fs::write(outside.join(name), bytes).unwrap();
+        (moved.join(name), outside.join(name))
+    }
+
+    #[test]
+    fn reads_go_to_the_directory_the_walk_opened_not_to_a_link_swapped_in() {
+        let (dir, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let store = filled(dir.path(), "a", 2, 10);
+        let cache = Cache::open(dir.path(), &InspectOptions::default()).unwrap();
+        let scan = cache.scan(None).unwrap();
+        swap_shard_for_link(&store, dir.path(), outside.path(), b"not a record");
+        let r = scan.scopes[0].records.iter().find(|r| r.key == key(1000)).expect("scanned");
+        // The record the walk found, in its own directory: sound.
+        assert_eq!(verify_file(&r.file.at, &r.key).unwrap().meta.task, "t0");
+        assert!(peek_file(&r.file).is_ok());
+        // A walk from now on sees the link, and reports it.
+        let report = cache.verify(false).unwrap();
+        assert_eq!(report.bad_entries.len(), 1, "{:?}", report.bad_entries);
+        assert_eq!(report.bad_entries[0].problem, "shard that is a symbolic link");
+    }
+
+    #[test]
+    fn removals_go_to_the_directory_the_walk_opened_not_to_a_link_swapped_in() {
+        let (dir, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let store = filled(dir.path(), "a", 2, 10);
+        let cache = Cache::open(dir.path(), &InspectOptions::default()).unwrap();
+        let scan = cache.scan(None).unwrap();
+        let (moved, victim) = swap_shard_for_link(&store, dir.path(), outside.path(), b"precious");
+        let planned = plan_prune(&scan, &PrunePlan { max_size: Some(0), ..Default::default() }, cache.this_host(), SystemTime::now());
+        let (removed, _) = cache.execute_prune(planned).unwrap();
+        assert_eq!(removed.len(), 2);
+        // The record went from where the walk found it; nothing outside
+        // the root was touched.
+        assert!(!moved.exists());
+        assert_eq!(fs::read(&victim).unwrap(), b"precious");
     }
 
     #[test]

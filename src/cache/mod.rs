@@ -3,10 +3,11 @@
 //!
 //! Owns: the record format ([`record`]), who may use a cache and the
 //! trust check ([`access`]), host scopes and their directory
-//! names ([`host`]), the store with its trust checks ([`store`]), the
+//! names ([`host`]), how every file under a root is named ([`layout`]),
+//! the store with its trust checks ([`store`]), the
 //! size counters, lasting statistics and size-bound eviction
 //! ([`counters`]), the inspection and pruning logic behind
-//! `kiln-cache-inspect` ([`inspect`]),
+//! `kiln-cache-inspect` ([`inspect`]; the prune policy in `prune.rs`),
 //! the human sizes and durations they read and write ([`size`]), and the
 //! resolution of the default cache directory that every tool shares.
 //!
@@ -22,6 +23,8 @@ pub mod access;
 pub mod counters;
 pub mod host;
 pub mod inspect;
+pub mod layout;
+mod prune;
 pub mod record;
 pub mod size;
 pub mod store;
@@ -93,7 +96,7 @@ impl fmt::Display for CacheError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CacheError::Io { path, op, err } => {
-                write!(f, "{}: cannot {op}: {}", path.display(), crate::tool::io_reason(err))
+                write!(f, "{}: cannot {op}: {}", path.display(), crate::diag::io_reason(err))
             }
             CacheError::Untrusted { path, reason } => write!(
                 f,

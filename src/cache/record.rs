@@ -57,13 +57,13 @@ impl Key {
 
     /// The shard directory: the first two hex digits.
     pub fn shard(&self) -> String {
-        self.to_hex()[..2].to_string()
+        super::layout::shard_name(self)
     }
 
     /// The record's file name inside its shard: the other 62 hex digits
     /// and `.kobj`.
     pub fn file_name(&self) -> String {
-        format!("{}.{RECORD_EXT}", &self.to_hex()[2..])
+        super::layout::record_file_name(self)
     }
 }
 

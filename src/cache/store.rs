@@ -15,6 +15,8 @@
 //! [`Lookup::Corrupt`] (or a vanished file into anything but a miss).
 
 use super::access::Access;
+pub use super::layout::{is_record_name, is_shard_name, is_temp_name, key_of};
+use super::layout::temp_name;
 use super::host::{self, HostFile, HostScope, NativeFile, HOSTS_DIR, HOST_FILE};
 use super::record::{self, Corrupt, Key, Producer, Record, MAX_RECORD_LEN};
 use super::{CacheError, CACHEDIR_TAG, CACHEDIR_TAG_SIGNATURE, LAYOUT_VERSION, MARKER, MARKER_PREFIX};
@@ -27,7 +29,6 @@ use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -170,25 +171,6 @@ pub struct Store {
     options: StoreOptions,
     access: Access,
     counters: Counters,
-}
-
-/// The name of a temporary file for `final_name`: `NAME.tmp-PID-RANDOM`.
-pub(crate) fn temp_name(final_name: &str) -> String {
-    format!("{final_name}.tmp-{}-{:016x}", std::process::id(), random_u64())
-}
-
-/// A value no other call in any process is likely to produce: the
-/// process id, the time and a counter, mixed by blake3.
-fn random_u64() -> u64 {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = blake3::Hasher::new();
-    h.update(&std::process::id().to_le_bytes());
-    h.update(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    h.update(&now.as_nanos().to_le_bytes());
-    let mut out = [0u8; 8];
-    out.copy_from_slice(&h.finalize().as_bytes()[..8]);
-    u64::from_le_bytes(out)
 }
 
 /// The thin, checked wrappers over the `*at` system calls the store needs.
@@ -530,7 +512,7 @@ impl Store {
 
     /// Where the record for `key` lives (whether or not it exists).
     pub fn record_path(&self, key: &Key) -> PathBuf {
-        self.scope_dir.join(key.shard()).join(key.file_name())
+        super::layout::record_path(&self.scope_dir, key)
     }
 
     /// The counters so far.
@@ -912,42 +894,6 @@ fn write_json(access: &Access, dir: &Path, name: &str, value: &impl Serialize) -
     write_small_file(access, dir, name, &text)
 }
 
-/// Whether `name` is one of Kiln's temporary files:
-/// `<Kiln name>.tmp-<pid>-<16 hex>`, where the Kiln name is a record's
-/// file name or one of the small files of the layout.
-pub fn is_temp_name(name: &str) -> bool {
-    let Some((base, rest)) = name.split_once(".tmp-") else { return false };
-    let Some((pid, random)) = rest.split_once('-') else { return false };
-    let base_ok = is_record_name(base)
-        || [CACHEDIR_TAG, MARKER, HOST_FILE, crate::settings::FILE_NAME].contains(&base)
-        || base.strip_suffix(".json").is_some_and(|m| m.len() == 16 && m.bytes().all(|c| c.is_ascii_hexdigit()));
-    base_ok
-        && !pid.is_empty()
-        && pid.bytes().all(|c| c.is_ascii_digit())
-        && random.len() == 16
-        && random.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
-}
-
-/// Whether `name` is a record's file name: 62 lowercase hex digits and
-/// `.kobj`.
-pub fn is_record_name(name: &str) -> bool {
-    name.strip_suffix(".kobj")
-        .is_some_and(|stem| stem.len() == 62 && stem.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')))
-}
-
-/// Whether `name` is a shard directory's name: two lowercase hex digits.
-pub fn is_shard_name(name: &str) -> bool {
-    name.len() == 2 && name.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
-}
-
-/// The key of the record at `shard/name`, if both names are Kiln's.
-pub fn key_of(shard: &str, name: &str) -> Option<Key> {
-    if !is_shard_name(shard) || !is_record_name(name) {
-        return None;
-    }
-    format!("{shard}{}", &name[..62]).parse().ok()
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -1196,7 +1142,7 @@ pub(crate) mod tests {
         store.put(&key(1), &meta("t"), b"obj").unwrap();
         let record = store.record_path(&key(1));
         fs::set_permissions(&record, fs::Permissions::from_mode(0o664)).unwrap();
-        let err = store.get(&key(1)).err().expect("group-writable record accepted");
+        let err = store.get(&key(1)).expect_err("group-writable record accepted");
         assert!(err.to_string().contains("group-writable"), "{err}");
         fs::set_permissions(&record, fs::Permissions::from_mode(0o644)).unwrap();
         fs::set_permissions(record.parent().unwrap(), fs::Permissions::from_mode(0o770)).unwrap();

@@ -14,7 +14,6 @@
 
 pub mod lower;
 
-use crate::diag::Diagnostics;
 use crate::config::{CodeModel, CompileConfig, LaunchMeta, OptLevel};
 use crate::ir::{Field, Module, Stmt, StmtKind, Stream, TaskItem};
 use inkwell::context::Context;
@@ -473,25 +472,6 @@ pub fn launched_tasks<'s>(stream: &'s Stream, kernel: &str) -> Result<Vec<(&'s M
         Some(e) => Err(e),
         None => Ok(out),
     }
-}
-
-/// Why a stream could not be brought into per-task form.
-#[derive(Debug)]
-pub enum SplitError {
-    /// A pass reported errors.
-    Diags(Diagnostics),
-}
-
-/// Brings a verified stream into the per-task form codegen compiles: a
-/// split stream is left alone; a kernel file goes through
-/// [`crate::passes::default_pipeline`], as `kiln-key` and `kiln-run` run
-/// it, so every tool sees the same per-task modules (and keys).
-pub fn split_for_codegen(stream: &mut Stream) -> Result<(), SplitError> {
-    let has_kernels = stream.modules.iter().any(|m| m.kernels().next().is_some());
-    if task_modules(stream).next().is_some() || !has_kernels {
-        return Ok(());
-    }
-    crate::passes::run_passes(&crate::passes::default_pipeline(), stream).map_err(SplitError::Diags)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use super::{Jit, JitError, LoadedTask};
 use crate::codegen::{self, CodegenError, Compiler};
 use crate::config::{LaunchMeta, MetaKind};
 use crate::exec::{Engine, FieldData, Fields, RunError};
-use crate::ir::{Const, Module, Scalar, StmtKind, Stream};
+use crate::ir::{Const, Module, Scalar, Stream};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -185,17 +185,17 @@ impl JitEngine {
         Ok(())
     }
 
-    /// The split form of `stream` for `kernel`: `None` when the kernel is
-    /// already a sequence of launches, else the result of the default
-    /// pipeline (cached for the last stream seen).
+    /// The per-task form of `stream` for `kernel`: `None` when the kernel
+    /// is already split (a sequence of launches), else
+    /// [`crate::passes::to_task_stream`]'s result (cached for the last
+    /// stream seen).
     pub fn split(&mut self, stream: &Stream, kernel: &str) -> Result<Option<Arc<Stream>>, RunError> {
         let k = stream
             .modules
             .iter()
             .find_map(|m| m.kernel(kernel))
             .ok_or_else(|| RunError::new(format!("no kernel @{kernel}")))?;
-        let launches_only = k.body.block(k.body.entry).iter().all(|&s| matches!(k.body.stmt(s).kind, StmtKind::Launch(_)));
-        if launches_only {
+        if !crate::passes::task_form::is_unsplit(k) {
             return Ok(None);
         }
         let text = stream.to_string();
@@ -204,8 +204,7 @@ impl JitEngine {
                 return Ok(Some(s.clone()));
             }
         }
-        let mut s = stream.clone();
-        crate::passes::run_passes(&crate::passes::default_pipeline(), &mut s).map_err(|ds| {
+        let s = crate::passes::to_task_stream(stream.clone()).map_err(|ds| {
             let msgs: Vec<String> = ds.0.iter().map(|d| d.message.clone()).collect();
             RunError::new(format!("cannot split the kernels into tasks: {}", msgs.join("; ")))
         })?;

@@ -91,19 +91,57 @@ struct Group {
     stmts: Vec<Stmt>,
 }
 
-/// Offloads one kernel; returns the temporary fields it needs.
+/// Offloads one kernel; returns the temporary fields it needs. The
+/// phases, in order: [`top_level`] (what there is to offload),
+/// [`partition`] (statements into groups), [`carried_values`] (what
+/// crosses between groups), [`temp_fields`], [`redirect_shared_slots`],
+/// [`store_carried`] (producers), then [`build_task`] for each group.
 pub fn offload_kernel(
     k: &mut Kernel,
     shapes: &HashMap<Name, (Scalar, Vec<u64>)>,
     globals: &mut HashSet<Name>,
 ) -> Result<Vec<Field>, Diagnostic> {
+    let Some((top, has_ret)) = top_level(k)? else { return Ok(Vec::new()) };
     let body = &mut k.body;
-    let top: Vec<Stmt> = body.block(body.entry).to_vec();
+    let mut groups = partition(body, &top, has_ret, shapes);
+    let carried = carried_values(body, &groups, &top);
+    let (temps, temp_of) = temp_fields(body, &k.name, &carried.through_memory, globals);
+    let mut names = util::NameGen::new(body);
+    redirect_shared_slots(body, &carried.through_memory, &temp_of);
+    store_carried(body, &mut groups, &temp_of, &mut names);
+    let mut tasks = Vec::with_capacity(groups.len());
+    for (gi, g) in groups.into_iter().enumerate() {
+        // Tasks share the item namespace (split-tasks makes them items):
+        // skip a number whose name an item, or another kernel's task, has.
+        let name = fresh_global(globals, &k.name, "");
+        let inputs = TaskInputs { carried: &carried.per_group[gi], consts: &carried.consts, temp_of: &temp_of };
+        tasks.push(build_task(body, g, name, &inputs, &mut names));
+    }
+    let entry = body.entry;
+    body.blocks[entry.index()] = tasks;
+    Ok(temps)
+}
+
+/// The first free item name `@<kernel>.<prefix><n>` (counting from 0),
+/// taken into `globals`.
+fn fresh_global(globals: &mut HashSet<Name>, kernel: &str, prefix: &str) -> Name {
+    (0u32..)
+        .map(|n| compact_str::format_compact!("{kernel}.{prefix}{n}"))
+        .find(|cand| globals.insert(cand.clone()))
+        .expect("some number is free")
+}
+
+/// The kernel's top-level statements to offload and whether any of them
+/// `ret`s (then they are already one `while`, see [`lower_rets`]); `None`
+/// for a kernel already offloaded, split or empty; an error for one that
+/// mixes tasks or launches with other statements.
+fn top_level(k: &mut Kernel) -> Result<Option<(Vec<Stmt>, bool)>, Diagnostic> {
+    let body = &mut k.body;
+    let mut top: Vec<Stmt> = body.block(body.entry).to_vec();
     let is_task = |s: &Stmt| matches!(body.stmt(*s).kind, StmtKind::Task { .. });
     let is_launch = |s: &Stmt| matches!(body.stmt(*s).kind, StmtKind::Launch(_));
     if top.iter().all(is_task) || top.iter().all(is_launch) {
-        // Already offloaded (or split, or empty): nothing to do.
-        return Ok(Vec::new());
+        return Ok(None);
     }
     if let Some(&s) = top.iter().find(|s| is_task(s) || is_launch(s)) {
         return Err(Diagnostic::error(
@@ -111,8 +149,6 @@ pub fn offload_kernel(
             body.stmt(s).span,
         ));
     }
-
-    let mut top = top;
     // A final `ret` ends the kernel as running off its end does.
     if top.last().is_some_and(|&s| body.stmt(s).kind == StmtKind::Ret(None)) {
         top.pop();
@@ -124,14 +160,17 @@ pub fn offload_kernel(
             body.walk(c, &mut |t| has_ret |= matches!(body.stmt(t).kind, StmtKind::Ret(_)));
         }
     }
-
     if has_ret {
         top = lower_rets(body, &top);
     }
+    Ok(Some((top, has_ret)))
+}
 
-    // Partition into groups.
+/// Groups the top-level statements: each parallel loop (nest) alone, each
+/// maximal run of the others together (all of them when the body `ret`s).
+fn partition(body: &Body, top: &[Stmt], has_ret: bool, shapes: &HashMap<Name, (Scalar, Vec<u64>)>) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
-    for &s in &top {
+    for &s in top {
         let kind = if has_ret { None } else { parallel_kind(body, s, shapes) };
         match kind {
             Some(kind) => groups.push(Group { kind, stmts: vec![s] }),
@@ -141,8 +180,24 @@ pub fn offload_kernel(
             },
         }
     }
+    groups
+}
 
-    // Which group defines each top-level value, and which groups use it.
+/// The values that cross from one group to another.
+struct Carried {
+    /// Per group: the values it reads that another group defines, in
+    /// first-use order (so temporaries are numbered deterministically).
+    per_group: Vec<Vec<Value>>,
+    /// Carried constants: copied into each task that reads them rather
+    /// than passed through memory.
+    consts: HashMap<Value, Const>,
+    /// The other carried values, in definition order: each gets a
+    /// temporary field.
+    through_memory: Vec<Value>,
+}
+
+fn carried_values(body: &Body, groups: &[Group], top: &[Stmt]) -> Carried {
+    // Which group defines each top-level value.
     let mut def_group: HashMap<Value, usize> = HashMap::new();
     for (gi, g) in groups.iter().enumerate() {
         for &s in &g.stmts {
@@ -151,19 +206,17 @@ pub fn offload_kernel(
             }
         }
     }
-    // Values each group reads that another group defines, in first-use
-    // order (so temporaries are numbered deterministically).
-    let mut carried: Vec<Vec<Value>> = vec![Vec::new(); groups.len()];
-    let mut carried_any: Vec<Value> = Vec::new();
+    let mut per_group: Vec<Vec<Value>> = vec![Vec::new(); groups.len()];
+    let mut any: Vec<Value> = Vec::new();
     for (gi, g) in groups.iter().enumerate() {
         let mut seen = HashSet::new();
         for &s in &g.stmts {
             let mut visit = |t: Stmt| {
                 for v in body.operands(t) {
                     if def_group.get(&v).is_some_and(|&d| d != gi) && seen.insert(v) {
-                        carried[gi].push(v);
-                        if !carried_any.contains(&v) {
-                            carried_any.push(v);
+                        per_group[gi].push(v);
+                        if !any.contains(&v) {
+                            any.push(v);
                         }
                     }
                 }
@@ -174,13 +227,10 @@ pub fn offload_kernel(
             }
         }
     }
-    carried_any.sort_by_key(|v| {
+    any.sort_by_key(|v| {
         let ValueDef::Result(s) = body.value(*v).def else { return usize::MAX };
         top.iter().position(|&t| t == s).unwrap_or(usize::MAX)
     });
-
-    // A carried constant is copied into each task that reads it rather
-    // than passed through memory.
     let const_of = |v: Value| match body.value(v).def {
         ValueDef::Result(s) => match body.stmt(s).kind {
             StmtKind::Const(c) => Some(c),
@@ -188,52 +238,56 @@ pub fn offload_kernel(
         },
         _ => None,
     };
-    let consts: HashMap<Value, Const> = carried_any.iter().filter_map(|&v| Some((v, const_of(v)?))).collect();
-    carried_any.retain(|v| !consts.contains_key(v));
+    let consts: HashMap<Value, Const> = any.iter().filter_map(|&v| Some((v, const_of(v)?))).collect();
+    any.retain(|v| !consts.contains_key(v));
+    Carried { per_group, consts, through_memory: any }
+}
 
-    // One temporary field per other carried value.
+/// One 0-D temporary field `@<kernel>.tmp<n>` per value carried through
+/// memory, and which field each value has.
+fn temp_fields(
+    body: &Body,
+    kernel: &str,
+    carried: &[Value],
+    globals: &mut HashSet<Name>,
+) -> (Vec<Field>, HashMap<Value, Name>) {
     let mut temps = Vec::new();
     let mut temp_of: HashMap<Value, Name> = HashMap::new();
-    let mut tmp_n = 0u32;
-    for &v in &carried_any {
-        let name = loop {
-            let cand: Name = compact_str::format_compact!("{}.tmp{tmp_n}", k.name);
-            tmp_n += 1;
-            if globals.insert(cand.clone()) {
-                break cand;
-            }
-        };
+    for &v in carried {
+        let name = fresh_global(globals, kernel, "tmp");
         let elem = match body.ty(v) {
             Type::Scalar(t) | Type::Slot(t) => t,
         };
         temps.push(Field { name: name.clone(), elem, shape: Vec::new(), span: Span::DUMMY });
         temp_of.insert(v, name);
     }
+    (temps, temp_of)
+}
 
-    let mut names = util::NameGen::new(body);
-    // Slots shared between tasks: every load and store goes to the field,
-    // and the `alloca` becomes a reset to zero.
-    let shared_slots: Vec<Value> =
-        carried_any.iter().copied().filter(|v| matches!(body.ty(*v), Type::Slot(_))).collect();
-    if !shared_slots.is_empty() {
-        let all: Vec<Stmt> = util::reachable_from(body, body.entry);
-        for s in all {
-            let data = &mut body.stmts[s.index()];
-            match data.kind {
-                StmtKind::LoadSlot(p) if temp_of.contains_key(&p) => {
-                    data.kind = StmtKind::Load(fref(&temp_of[&p], data.span));
-                }
-                StmtKind::StoreSlot(p, v) if temp_of.contains_key(&p) => {
-                    data.kind = StmtKind::Store(fref(&temp_of[&p], data.span), v);
-                }
-                _ => {}
+/// Slots shared between tasks: every load and store goes to the slot's
+/// temporary field instead.
+fn redirect_shared_slots(body: &mut Body, carried: &[Value], temp_of: &HashMap<Value, Name>) {
+    if !carried.iter().any(|v| matches!(body.ty(*v), Type::Slot(_))) {
+        return;
+    }
+    for s in util::reachable_from(body, body.entry) {
+        let data = &mut body.stmts[s.index()];
+        match data.kind {
+            StmtKind::LoadSlot(p) if temp_of.contains_key(&p) => {
+                data.kind = StmtKind::Load(fref(&temp_of[&p], data.span));
             }
+            StmtKind::StoreSlot(p, v) if temp_of.contains_key(&p) => {
+                data.kind = StmtKind::Store(fref(&temp_of[&p], data.span), v);
+            }
+            _ => {}
         }
     }
+}
 
-    // Producers: store each carried scalar right after its definition (a
-    // shared slot's `alloca` becomes `store @tmp[], 0`).
-    for g in &mut groups {
+/// Producers: stores each carried scalar right after its definition; a
+/// shared slot's `alloca` becomes `store @tmp[], 0`.
+fn store_carried(body: &mut Body, groups: &mut [Group], temp_of: &HashMap<Value, Name>, names: &mut util::NameGen) {
+    for g in groups {
         let mut out = Vec::with_capacity(g.stmts.len());
         for &s in &g.stmts {
             let Some(r) = body.stmt(s).result.filter(|r| temp_of.contains_key(r)) else {
@@ -245,12 +299,8 @@ pub fn offload_kernel(
             match body.ty(r) {
                 Type::Slot(t) => {
                     let zname = names.fresh(&format!("{}.zero", body.name(r)));
-                    let (z, zv) = body.new_stmt_with_result(
-                        StmtKind::Const(Const { ty: t, bits: 0 }),
-                        zname,
-                        Type::Scalar(t),
-                        span,
-                    );
+                    let (z, zv) =
+                        body.new_stmt_with_result(StmtKind::Const(Const { ty: t, bits: 0 }), zname, Type::Scalar(t), span);
                     let st = body.new_stmt(StmtKind::Store(field, zv), span);
                     out.extend([z, st]);
                 }
@@ -262,140 +312,127 @@ pub fn offload_kernel(
         }
         g.stmts = out;
     }
+}
 
-    // Build the tasks.
-    let mut tasks = Vec::with_capacity(groups.len());
-    let mut task_n = 0u32;
-    for (gi, g) in groups.into_iter().enumerate() {
-        // Tasks share the item namespace (split-tasks makes them items):
-        // skip a number whose name an item, or another kernel's task, has.
-        let name = loop {
-            let cand: Name = compact_str::format_compact!("{}.{task_n}", k.name);
-            task_n += 1;
-            if globals.insert(cand.clone()) {
-                break cand;
+/// What one task receives from the others.
+struct TaskInputs<'a> {
+    /// The values it reads that other tasks define.
+    carried: &'a [Value],
+    consts: &'a HashMap<Value, Const>,
+    temp_of: &'a HashMap<Value, Name>,
+}
+
+/// How a task reads its carried values: statements at the start of its
+/// body (loads of temporaries, copies of constants) and what replaces each
+/// value there; a `range_for` header's bounds read the field or take the
+/// constant directly.
+#[derive(Default)]
+struct Reads {
+    loads: Vec<Stmt>,
+    subst: HashMap<Value, Value>,
+    header_fields: HashMap<Value, Name>,
+    header_consts: HashMap<Value, Const>,
+}
+
+fn task_reads(body: &mut Body, g: &Group, inputs: &TaskInputs, names: &mut util::NameGen) -> Reads {
+    let mut r = Reads::default();
+    let (header_vals, body_uses): (HashSet<Value>, HashSet<Value>) = match g.kind {
+        GroupKind::Range => {
+            let mut u = HashSet::new();
+            for c in body.child_blocks(g.stmts[0]) {
+                body.walk(c, &mut |t| u.extend(body.operands(t)));
             }
-        };
-        // Loads of carried scalars at the start of the task body; header
-        // bounds read the field directly.
-        let mut subst = HashMap::new();
-        let mut loads = Vec::new();
-        let mut header_fields: HashMap<Value, Name> = HashMap::new();
-        let mut header_consts: HashMap<Value, Const> = HashMap::new();
-        let header_vals: HashSet<Value> = match g.kind {
-            GroupKind::Range => header_values(body, g.stmts[0]),
-            _ => HashSet::new(),
-        };
-        let body_uses: HashSet<Value> = match g.kind {
-            GroupKind::Range => {
-                let mut u = HashSet::new();
-                for c in body.child_blocks(g.stmts[0]) {
-                    body.walk(c, &mut |t| u.extend(body.operands(t)));
-                }
-                u
-            }
-            _ => carried[gi].iter().copied().collect(),
-        };
-        for &v in &carried[gi] {
-            if matches!(body.ty(v), Type::Slot(_)) {
-                continue;
-            }
-            if let Some(&c) = consts.get(&v) {
-                if header_vals.contains(&v) {
-                    header_consts.insert(v, c);
-                }
-                if body_uses.contains(&v) {
-                    let span = body.value(v).span;
-                    let cname = names.fresh(body.name(v));
-                    let (st, cv) = body.new_stmt_with_result(StmtKind::Const(c), cname, Type::Scalar(c.ty), span);
-                    loads.push(st);
-                    subst.insert(v, cv);
-                }
-                continue;
-            }
-            if header_vals.contains(&v) {
-                header_fields.insert(v, temp_of[&v].clone());
-            }
-            if body_uses.contains(&v) {
-                let span = body.value(v).span;
-                let ty = body.ty(v);
-                let lname = names.fresh(body.name(v));
-                let (ld, lv) = body.new_stmt_with_result(StmtKind::Load(fref(&temp_of[&v], span)), lname, ty, span);
-                loads.push(ld);
-                subst.insert(v, lv);
-            }
+            (header_values(body, g.stmts[0]), u)
         }
-        let task_stmt = match g.kind {
-            GroupKind::Serial => {
-                let blk = body.new_block();
-                body.blocks[blk.index()] = loads.into_iter().chain(g.stmts.iter().copied()).collect();
-                util::substitute_in_block(body, blk, &subst);
-                let span = g.stmts.iter().map(|&s| body.stmt(s).span).reduce(Span::to).unwrap_or(Span::DUMMY);
-                body.new_stmt(StmtKind::Task { name, kind: TaskKind::Serial, body: blk }, span)
+        _ => (HashSet::new(), inputs.carried.iter().copied().collect()),
+    };
+    for &v in inputs.carried {
+        if matches!(body.ty(v), Type::Slot(_)) {
+            continue;
+        }
+        let span = body.value(v).span;
+        let (kind, ty) = if let Some(&c) = inputs.consts.get(&v) {
+            if header_vals.contains(&v) {
+                r.header_consts.insert(v, c);
             }
-            GroupKind::Range => {
-                let s = g.stmts[0];
-                let StmtKind::For { var, lo, hi, body: blk } = body.stmt(s).kind.clone() else {
-                    unreachable!("range groups are made of one `for`")
-                };
-                let bound = |b: Bound| match b {
-                    Bound::Value(v) if header_fields.contains_key(&v) => {
-                        Bound::Field(header_fields[&v].clone(), body.value(v).span)
-                    }
-                    Bound::Value(v) if header_consts.contains_key(&v) => {
-                        Bound::Const(header_consts[&v].as_i64().unwrap_or_default())
-                    }
-                    b => b,
-                };
-                let (lo, hi) = (bound(lo), bound(hi));
-                util::substitute_in_block(body, blk, &subst);
-                body.blocks[blk.index()].splice(0..0, loads);
-                body.stmts[s.index()].kind = StmtKind::Task {
-                    name,
-                    kind: TaskKind::RangeFor { var, lo, hi, block_dim: DEFAULT_BLOCK_DIM },
-                    body: blk,
-                };
-                s
+            (StmtKind::Const(c), Type::Scalar(c.ty))
+        } else {
+            if header_vals.contains(&v) {
+                r.header_fields.insert(v, inputs.temp_of[&v].clone());
             }
-            GroupKind::Struct(loops, field, field_span) => {
-                let span = body.stmt(loops[0]).span;
-                let innermost = match body.stmt(*loops.last().expect("a nest has a loop")).kind {
-                    StmtKind::For { body, .. } => body,
-                    _ => unreachable!("struct groups are made of `for`s"),
-                };
-                let vars: Vec<Value> = loops
-                    .iter()
-                    .map(|&l| match body.stmt(l).kind {
-                        StmtKind::For { var, .. } => var,
-                        _ => unreachable!("struct groups are made of `for`s"),
-                    })
-                    .collect();
-                util::substitute_in_block(body, innermost, &subst);
-                body.blocks[innermost.index()].splice(0..0, loads);
-                let t = body.new_stmt(
-                    StmtKind::Task {
-                        name,
-                        kind: TaskKind::StructFor {
-                            vars: vars.clone(),
-                            field,
-                            field_span,
-                            block_dim: DEFAULT_BLOCK_DIM,
-                        },
-                        body: innermost,
-                    },
-                    span,
-                );
-                for (i, v) in vars.into_iter().enumerate() {
-                    body.values[v.index()].def = ValueDef::LoopVar(t, i as u32);
-                }
-                t
-            }
+            (StmtKind::Load(fref(&inputs.temp_of[&v], span)), body.ty(v))
         };
-        tasks.push(task_stmt);
+        if body_uses.contains(&v) {
+            let name = names.fresh(body.name(v));
+            let (st, nv) = body.new_stmt_with_result(kind, name, ty, span);
+            r.loads.push(st);
+            r.subst.insert(v, nv);
+        }
     }
-    let entry = body.entry;
-    body.blocks[entry.index()] = tasks;
-    Ok(temps)
+    r
+}
+
+/// Turns one group into its task statement.
+fn build_task(body: &mut Body, g: Group, name: Name, inputs: &TaskInputs, names: &mut util::NameGen) -> Stmt {
+    let reads = task_reads(body, &g, inputs, names);
+    match g.kind {
+        GroupKind::Serial => {
+            let blk = body.new_block();
+            body.blocks[blk.index()] = reads.loads.into_iter().chain(g.stmts.iter().copied()).collect();
+            util::substitute_in_block(body, blk, &reads.subst);
+            let span = g.stmts.iter().map(|&s| body.stmt(s).span).reduce(Span::to).unwrap_or(Span::DUMMY);
+            body.new_stmt(StmtKind::Task { name, kind: TaskKind::Serial, body: blk }, span)
+        }
+        GroupKind::Range => range_task(body, g.stmts[0], name, reads),
+        GroupKind::Struct(loops, field, field_span) => struct_task(body, &loops, (field, field_span), name, reads),
+    }
+}
+
+/// A top-level `for` becomes a `range_for` task in place.
+fn range_task(body: &mut Body, s: Stmt, name: Name, reads: Reads) -> Stmt {
+    let StmtKind::For { var, lo, hi, body: blk } = body.stmt(s).kind.clone() else {
+        unreachable!("range groups are made of one `for`")
+    };
+    let bound = |b: Bound| match b {
+        Bound::Value(v) if reads.header_fields.contains_key(&v) => {
+            Bound::Field(reads.header_fields[&v].clone(), body.value(v).span)
+        }
+        Bound::Value(v) if reads.header_consts.contains_key(&v) => {
+            Bound::Const(reads.header_consts[&v].as_i64().unwrap_or_default())
+        }
+        b => b,
+    };
+    let (lo, hi) = (bound(lo), bound(hi));
+    util::substitute_in_block(body, blk, &reads.subst);
+    body.blocks[blk.index()].splice(0..0, reads.loads);
+    body.stmts[s.index()].kind =
+        StmtKind::Task { name, kind: TaskKind::RangeFor { var, lo, hi, block_dim: DEFAULT_BLOCK_DIM }, body: blk };
+    s
+}
+
+/// A loop nest over a field's shape becomes a `struct_for` task over the
+/// innermost body; the loop variables become the task's.
+fn struct_task(body: &mut Body, loops: &[Stmt], (field, field_span): (Name, Span), name: Name, reads: Reads) -> Stmt {
+    let span = body.stmt(loops[0]).span;
+    let innermost = match body.stmt(*loops.last().expect("a nest has a loop")).kind {
+        StmtKind::For { body, .. } => body,
+        _ => unreachable!("struct groups are made of `for`s"),
+    };
+    let vars: Vec<Value> = loops
+        .iter()
+        .map(|&l| match body.stmt(l).kind {
+            StmtKind::For { var, .. } => var,
+            _ => unreachable!("struct groups are made of `for`s"),
+        })
+        .collect();
+    util::substitute_in_block(body, innermost, &reads.subst);
+    body.blocks[innermost.index()].splice(0..0, reads.loads);
+    let kind = TaskKind::StructFor { vars: vars.clone(), field, field_span, block_dim: DEFAULT_BLOCK_DIM };
+    let t = body.new_stmt(StmtKind::Task { name, kind, body: innermost }, span);
+    for (i, v) in vars.into_iter().enumerate() {
+        body.values[v.index()].def = ValueDef::LoopVar(t, i as u32);
+    }
+    t
 }
 
 /// Rewrites a kernel body that `ret`s early into one statement, a `while`

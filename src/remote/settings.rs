@@ -187,7 +187,7 @@ impl RemoteSettings {
 /// its owner only. The key is derived from the whole content.
 pub fn read_secret(path: &Path) -> Result<MacKey, String> {
     let shown = PathBuf::from(path).display().to_string();
-    let meta = std::fs::metadata(path).map_err(|e| format!("{shown}: {}", crate::tool::io_reason(&e)))?;
+    let meta = std::fs::metadata(path).map_err(|e| format!("{shown}: {}", crate::diag::io_reason(&e)))?;
     if !meta.is_file() {
         return Err(format!("{shown}: not a regular file"));
     }
@@ -198,7 +198,7 @@ pub fn read_secret(path: &Path) -> Result<MacKey, String> {
             mode & 0o777
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("{shown}: {}", crate::tool::io_reason(&e)))?;
+    let bytes = std::fs::read(path).map_err(|e| format!("{shown}: {}", crate::diag::io_reason(&e)))?;
     if bytes.len() < MIN_SECRET_LEN {
         return Err(format!("{shown}: {} bytes; a secret needs at least {MIN_SECRET_LEN}", bytes.len()));
     }

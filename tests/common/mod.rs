@@ -8,6 +8,7 @@ pub mod redis_server;
 use kiln::exec::{Engine, Fields};
 use kiln::ir::Stream;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 use walkdir::WalkDir;
 
 /// Every `.kir` file under `testdata/` and `lit-tests/`, sorted by path,
@@ -45,4 +46,29 @@ pub fn run_all(engine: &mut dyn Engine, stream: &Stream) -> Result<Fields, Strin
         }
     }
     Ok(fields)
+}
+
+/// A command with an environment that points every default cache
+/// location into `home` (so nothing can reach the user's cache).
+pub fn tool(bin: &str, home: &Path) -> Command {
+    let mut c = Command::new(bin);
+    c.env("HOME", home.join("home"))
+        .env("KILN_CACHE_DIR", home.join("env-cache"))
+        .env("XDG_CACHE_HOME", home.join("xdg"))
+        .env_remove("KILN_TARGET_CPU")
+        .env_remove("KILN_TARGET_FEATURES")
+        .stdin(Stdio::null());
+    c
+}
+
+/// Runs `c`, which must succeed; its output.
+pub fn ok(mut c: Command) -> Output {
+    let out = c.output().expect("spawn");
+    assert!(
+        out.status.success(),
+        "{c:?} failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
