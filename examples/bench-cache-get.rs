@@ -9,7 +9,8 @@
 
 use clap::Parser;
 use kiln::cache::{HostScope, Key, Lookup, Store, StoreOptions};
-use kiln::config::{LaunchMeta, MetaBound, MetaField, MetaKind};
+use kiln::config::{LaunchMeta, MetaBound, MetaField, MetaKind, MetaParam};
+use kiln::ir::Scalar;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -36,8 +37,8 @@ fn run(args: Args) -> Result<(), String> {
         task: "@bench.0".into(),
         entry_symbol: "kiln_task_bench_0".into(),
         kind: MetaKind::RangeFor { lo: MetaBound::Const(0), hi: MetaBound::Param(0), block_dim: 64 },
-        params: vec![("%n".into(), "i32".into())],
-        fields: vec![MetaField { name: "@x".into(), elem: "f32".into(), shape: vec![1 << 20] }],
+        params: vec![MetaParam { name: "%n".into(), ty: Scalar::I32 }],
+        fields: vec![MetaField { name: "@x".into(), elem: Scalar::F32, shape: vec![1 << 20] }],
     };
     let keys: Vec<Key> = (0..args.keys).map(|i| Key::from(blake3::hash(format!("bench {i}").as_bytes()))).collect();
     let object: Vec<u8> = (0..args.size).map(|i| (i * 31 % 251) as u8).collect();

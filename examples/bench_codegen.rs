@@ -64,7 +64,7 @@ kernel @saxpy(%a: f32 = 2.0) {
 #[inline(never)]
 fn rust_saxpy(a: f32, x: &[f32], y: &mut [f32]) {
     for i in 0..y.len() {
-        y[i] = a * x[i] + y[i];
+        y[i] += a * x[i];
     }
 }
 
@@ -112,8 +112,7 @@ fn main() {
     // Sequential compile of all tasks at each optimisation level.
     println!("\n## all {} tasks, one thread, by optimisation level", tasks.len());
     for opt in [OptLevel::O0, OptLevel::O1, OptLevel::O2, OptLevel::O3] {
-        let mut cfg = CompileConfig::default();
-        cfg.opt_level = opt;
+        let cfg = CompileConfig { opt_level: opt, ..CompileConfig::default() };
         let c = Compiler::host(cfg).unwrap();
         let mut ts = Vec::new();
         for _ in 0..repeats.div_ceil(4) {
@@ -161,8 +160,7 @@ fn main() {
     let rust = median(rt);
     println!("rust --release:            {}", ms(rust));
     for checks in [true, false] {
-        let mut cfg = CompileConfig::default();
-        cfg.bounds_checks = checks;
+        let cfg = CompileConfig { bounds_checks: checks, ..CompileConfig::default() };
         let mut e = JitEngine::new(Compiler::host(cfg).unwrap(), JitPath::PerTask, 1).unwrap();
         let loaded = e.prepare(&sax, "saxpy").expect("saxpy loads");
         let t = &loaded[0];
@@ -180,7 +178,7 @@ fn main() {
         let mut jt = Vec::new();
         for _ in 0..repeats {
             let t0 = Instant::now();
-            runtime::launch(t.entry, &t.meta, names, &slots, &mut fields, None).unwrap();
+            runtime::launch(t.entry, &t.meta, names, &slots, &mut fields, None, &|_| None).unwrap();
             jt.push(t0.elapsed());
         }
         // Same arithmetic as the Rust loop, so the same result bits.

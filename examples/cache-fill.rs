@@ -15,7 +15,8 @@
 use clap::Parser;
 use kiln::cache::size::{parse_duration, parse_size};
 use kiln::cache::{HostScope, Key, Store, StoreOptions};
-use kiln::config::{LaunchMeta, MetaBound, MetaField, MetaKind};
+use kiln::config::{LaunchMeta, MetaBound, MetaField, MetaKind, MetaParam};
+use kiln::ir::Scalar;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -87,10 +88,10 @@ fn meta(seed: u64, i: u64) -> LaunchMeta {
         task: format!("@fill.{seed}.{i}"),
         entry_symbol: format!("kiln_task_fill_{seed}_{i}"),
         kind,
-        params: vec![("%n".into(), "i32".into())],
+        params: vec![MetaParam { name: "%n".into(), ty: Scalar::I32 }],
         fields: vec![
-            MetaField { name: "@x".into(), elem: "f32".into(), shape: vec![1024] },
-            MetaField { name: "@grid".into(), elem: "f32".into(), shape: vec![64, 64] },
+            MetaField { name: "@x".into(), elem: Scalar::F32, shape: vec![1024] },
+            MetaField { name: "@grid".into(), elem: Scalar::F32, shape: vec![64, 64] },
         ],
     }
 }

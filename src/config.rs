@@ -106,12 +106,54 @@ pub enum MetaKind {
     StructFor { field: String, rank: u32, block_dim: u32 },
 }
 
-/// A field a task touches: name, element type and shape.
+/// A field a task touches: name, element type and shape. The element type
+/// is stored as its keyword (`"f32"`); a record naming another is damaged.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct MetaField {
     pub name: String,
-    pub elem: String,
+    #[serde(with = "scalar_keyword")]
+    pub elem: Scalar,
     pub shape: Vec<u64>,
+}
+
+/// A kernel parameter a task reads: its name and type. Stored as the pair
+/// `["name", "i32"]`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "ParamRepr", into = "ParamRepr")]
+pub struct MetaParam {
+    pub name: String,
+    pub ty: Scalar,
+}
+
+/// The stored form of a [`MetaParam`].
+#[derive(Serialize, Deserialize)]
+struct ParamRepr(String, #[serde(with = "scalar_keyword")] Scalar);
+
+impl From<ParamRepr> for MetaParam {
+    fn from(ParamRepr(name, ty): ParamRepr) -> MetaParam {
+        MetaParam { name, ty }
+    }
+}
+
+impl From<MetaParam> for ParamRepr {
+    fn from(p: MetaParam) -> ParamRepr {
+        ParamRepr(p.name, p.ty)
+    }
+}
+
+/// A [`Scalar`] as its keyword in stored metadata.
+mod scalar_keyword {
+    use crate::ir::Scalar;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &Scalar, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(t.keyword())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Scalar, D::Error> {
+        let k = String::deserialize(d)?;
+        Scalar::from_keyword(&k).ok_or_else(|| serde::de::Error::custom(format!("unknown element type `{k}`")))
+    }
 }
 
 /// What the runtime needs to launch a compiled task, stored with its
@@ -124,34 +166,58 @@ pub struct LaunchMeta {
     /// The symbol of the task's entry function in the object.
     pub entry_symbol: String,
     pub kind: MetaKind,
-    /// The kernel parameters the task reads, in order: name and type.
-    pub params: Vec<(String, String)>,
+    /// The kernel parameters the task reads, in order.
+    pub params: Vec<MetaParam>,
     /// The fields the task touches, in the order the object expects their
     /// base pointers.
     pub fields: Vec<MetaField>,
 }
 
+/// Why a task item has no launch metadata (IR the verifier would reject).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetaError {
+    pub message: String,
+}
+
+impl std::fmt::Display for MetaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for MetaError {}
+
 impl LaunchMeta {
     /// The metadata of a task item of a per-task module. `fields` must be
-    /// the module's fields in order (what `split-tasks` emits).
-    pub fn of_task(task: &TaskItem, fields: &[&crate::ir::Field], entry_symbol: &str) -> LaunchMeta {
-        let param_index = |b: &Bound| -> MetaBound {
-            match b {
+    /// the module's fields in order (what `split-tasks` emits). A bound
+    /// naming a value that is not one of the task's parameters is an error.
+    pub fn of_task(task: &TaskItem, fields: &[&crate::ir::Field], entry_symbol: &str) -> Result<LaunchMeta, MetaError> {
+        let bound = |b: &Bound| -> Result<MetaBound, MetaError> {
+            Ok(match b {
                 Bound::Const(c) => MetaBound::Const(*c),
-                Bound::Value(v) => MetaBound::Param(task.body.params.iter().position(|p| p == v).unwrap_or(0) as u32),
+                Bound::Value(v) => {
+                    let k = task.body.params.iter().position(|p| p == v).ok_or_else(|| MetaError {
+                        message: format!(
+                            "task @{}: the loop bound %{} is not a parameter of the task",
+                            task.name,
+                            task.body.name(*v)
+                        ),
+                    })?;
+                    MetaBound::Param(k as u32)
+                }
                 Bound::Field(n, _) => MetaBound::Field(n.to_string()),
-            }
+            })
         };
         let kind = match &task.kind {
             TaskKind::Serial => MetaKind::Serial,
             TaskKind::RangeFor { lo, hi, block_dim, .. } => {
-                MetaKind::RangeFor { lo: param_index(lo), hi: param_index(hi), block_dim: *block_dim }
+                MetaKind::RangeFor { lo: bound(lo)?, hi: bound(hi)?, block_dim: *block_dim }
             }
             TaskKind::StructFor { vars, field, block_dim, .. } => {
                 MetaKind::StructFor { field: field.to_string(), rank: vars.len() as u32, block_dim: *block_dim }
             }
         };
-        LaunchMeta {
+        Ok(LaunchMeta {
             task: task.name.to_string(),
             entry_symbol: entry_symbol.to_string(),
             kind,
@@ -159,17 +225,59 @@ impl LaunchMeta {
                 .params
                 .iter()
                 .zip(&task.body.params)
-                .map(|(p, v)| (task.body.name(*v).to_string(), p.ty.keyword().to_string()))
+                .map(|(p, v)| MetaParam { name: task.body.name(*v).to_string(), ty: p.ty })
                 .collect(),
             fields: fields
                 .iter()
-                .map(|f| MetaField { name: f.name.to_string(), elem: f.elem.keyword().to_string(), shape: f.shape.clone() })
+                .map(|f| MetaField { name: f.name.to_string(), elem: f.elem, shape: f.shape.clone() })
                 .collect(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task_module(src: &str) -> crate::ir::Module {
+        let s = crate::parser::parse(src).unwrap();
+        crate::verifier::verify(&s).unwrap();
+        s.modules.into_iter().next().unwrap()
+    }
+
+    const SRC: &str = "field @x : f32[8]\n\
+        task @k.0 of @k(%n: i32) range_for %i in 0 .. %n block_dim 4 {\n  %v = const 1.0 : f32\n  store @x[%i], %v\n}\n";
+
+    #[test]
+    fn metadata_is_typed_and_stored_as_keywords() {
+        let m = task_module(SRC);
+        let task = m.tasks().next().unwrap();
+        let fields: Vec<&crate::ir::Field> = m.fields().collect();
+        let meta = LaunchMeta::of_task(task, &fields, "kiln_task").unwrap();
+        assert_eq!(meta.params, [MetaParam { name: "n".into(), ty: Scalar::I32 }]);
+        assert_eq!(meta.fields, [MetaField { name: "x".into(), elem: Scalar::F32, shape: vec![8] }]);
+        assert_eq!(meta.kind, MetaKind::RangeFor { lo: MetaBound::Const(0), hi: MetaBound::Param(0), block_dim: 4 });
+        // The stored form is the one records have always had.
+        let json = serde_json::to_string(&meta).unwrap();
+        assert!(json.contains(r#""params":[["n","i32"]]"#), "{json}");
+        assert!(json.contains(r#""fields":[{"name":"x","elem":"f32","shape":[8]}]"#), "{json}");
+        assert_eq!(serde_json::from_str::<LaunchMeta>(&json).unwrap(), meta);
+        // A type no build knows makes the metadata unreadable (a damaged
+        // record), never a wrong launch.
+        for bad in [json.replace(r#""elem":"f32""#, r#""elem":"f16""#), json.replace(r#"["n","i32"]"#, r#"["n","u8"]"#)] {
+            let e = serde_json::from_str::<LaunchMeta>(&bad).unwrap_err();
+            assert!(e.to_string().contains("unknown element type"), "{e}");
         }
     }
 
-    /// The element type of a field entry.
-    pub fn field_elem(f: &MetaField) -> Option<Scalar> {
-        Scalar::from_keyword(&f.elem)
+    #[test]
+    fn a_bound_that_is_no_parameter_is_an_error() {
+        let m = task_module(SRC);
+        let mut task = m.tasks().next().unwrap().clone();
+        // What the verifier rejects: the bound's value is not a parameter.
+        task.params.clear();
+        task.body.params.clear();
+        let e = LaunchMeta::of_task(&task, &[], "kiln_task").unwrap_err();
+        assert_eq!(e.message, "task @k.0: the loop bound %n is not a parameter of the task");
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! Must never: execute anything itself, or print.
 
-use crate::ir::{Const, Field, Name, Scalar, Stream};
+use crate::ir::{Const, Field, Name, Scalar, Span, Stream};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -122,12 +122,46 @@ impl Fields {
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunError {
     pub message: String,
+    /// The statement that failed, for an error of one statement (an
+    /// out-of-bounds access): its span in the text the stream was parsed
+    /// from. `None` for errors of a launch or a run as a whole, and for
+    /// statements a pass made without source text.
+    pub at: Option<Span>,
 }
 
 impl RunError {
     pub fn new(message: impl Into<String>) -> RunError {
-        RunError { message: message.into() }
+        RunError { message: message.into(), at: None }
     }
+
+    /// This error located at statement span `at` (a dummy span, which has
+    /// no text, leaves it unlocated).
+    pub fn at(mut self, at: Option<Span>) -> RunError {
+        self.at = at.filter(|s| s.end > s.start);
+        self
+    }
+
+    /// The error as a diagnostic of the source the stream was parsed from
+    /// (`FILE:LINE:COL: error: ...` with the statement's line and a caret
+    /// when it is located).
+    pub fn diagnostic(&self) -> crate::diag::Diagnostic {
+        match self.at {
+            Some(span) => crate::diag::Diagnostic::error(self.message.clone(), span),
+            None => crate::diag::Diagnostic::error_nospan(self.message.clone()),
+        }
+    }
+}
+
+/// The out-of-bounds error both engines report, in one wording: `index`
+/// is the first out-of-range index of the access (dimension `dim`); `task`
+/// is `None` outside tasks (printed `-`).
+pub fn out_of_bounds(kernel: &str, task: Option<&str>, field: &str, shape: &[u64], index: i64, dim: usize) -> RunError {
+    let task = task.map_or_else(|| "-".to_string(), |t| format!("@{t}"));
+    let shape: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    RunError::new(format!(
+        "kernel @{kernel}, task {task}: index {index} out of bounds for field @{field} of shape [{}] (dimension {dim})",
+        shape.join(", ")
+    ))
 }
 
 impl fmt::Display for RunError {

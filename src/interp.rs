@@ -30,7 +30,7 @@
 //! [`eval_unary`], [`eval_cmp`] and [`eval_cast`] hold every arithmetic rule
 //! of the language and work on [`Const`]s so passes and tests can share them.
 
-use crate::exec::{Engine, FieldData, Fields, RunError};
+use crate::exec::{out_of_bounds, Engine, FieldData, Fields, RunError};
 use crate::ir::*;
 use std::collections::HashMap;
 
@@ -85,15 +85,28 @@ fn norm_int(ty: Scalar, r: i64) -> u64 {
     }
 }
 
+/// `x` with the quiet bit set when it is a NaN (what the floating-point
+/// unit does to a NaN it propagates; `docs/language.md`), else `x`.
+macro_rules! quieted {
+    ($t:ty, $x:expr) => {{
+        let x: $t = $x;
+        if x.is_nan() {
+            <$t>::from_bits(x.to_bits() | (1 << (<$t>::MANTISSA_DIGITS - 2)))
+        } else {
+            x
+        }
+    }};
+}
+
 /// `min` of floats: the other operand when one is NaN (IEEE minNum, LLVM
-/// `minimumnum`), and `-0.0` below `+0.0` so the result never depends on
-/// operand order.
+/// `minimumnum`), the second one quieted when both are, and `-0.0` below
+/// `+0.0` so the result never depends on operand order.
 macro_rules! fminmax {
     ($name:ident, $t:ty, $less:tt) => {
         #[inline(always)]
         fn $name(a: $t, b: $t) -> $t {
             if a.is_nan() {
-                b
+                quieted!($t, b)
             } else if b.is_nan() {
                 a
             } else if a $less b {
@@ -189,8 +202,8 @@ fn bin_reg(op: BinOp, ty: Scalar, a: u64, b: u64) -> u64 {
 }
 
 macro_rules! float_un {
-    ($op:expr, $a:expr) => {{
-        let a = $a;
+    ($op:expr, $t:ty, $a:expr) => {{
+        let a: $t = $a;
         match $op {
             UnOp::Neg => -a,
             UnOp::Abs => a.abs(),
@@ -200,8 +213,10 @@ macro_rules! float_un {
             UnOp::Tan => a.tan(),
             UnOp::Exp => a.exp(),
             UnOp::Log => a.ln(),
-            UnOp::Floor => a.floor(),
-            UnOp::Ceil => a.ceil(),
+            // Rust's software `floor`/`ceil` return a signalling NaN
+            // unchanged; the unit (and C's `floor`) quiets it.
+            UnOp::Floor => quieted!($t, a.floor()),
+            UnOp::Ceil => quieted!($t, a.ceil()),
             // Rust's `round` rounds half away from zero, as KIR does.
             UnOp::Round => a.round(),
             UnOp::Not => 0.0,
@@ -212,8 +227,8 @@ macro_rules! float_un {
 #[inline(always)]
 fn un_reg(op: UnOp, ty: Scalar, a: u64) -> u64 {
     match ty {
-        Scalar::F32 => float_un!(op, f32::from_bits(a as u32)).to_bits() as u64,
-        Scalar::F64 => float_un!(op, f64::from_bits(a)).to_bits(),
+        Scalar::F32 => float_un!(op, f32, f32::from_bits(a as u32)).to_bits() as u64,
+        Scalar::F64 => float_un!(op, f64, f64::from_bits(a)).to_bits(),
         _ => {
             let x = a as i64;
             let r = match op {
@@ -314,6 +329,9 @@ type Reg = u32;
 struct Access {
     field: u32,
     idx: Box<[Reg]>,
+    /// The span of the statement that makes the access (run-time errors
+    /// name it).
+    at: Span,
 }
 
 #[derive(Clone, Debug)]
@@ -532,7 +550,7 @@ impl<'s> ProgramBuilder<'s> {
         id
     }
 
-    fn access(&mut self, lw: &mut BodyLowerer, r: &FieldRef) -> Result<u32, RunError> {
+    fn access(&mut self, lw: &mut BodyLowerer, r: &FieldRef, at: Span) -> Result<u32, RunError> {
         let field = self.field_id(lw.module, &r.field)?;
         let rank = self.fields[field as usize].shape.len();
         if r.indices.len() != rank {
@@ -543,7 +561,7 @@ impl<'s> ProgramBuilder<'s> {
                 r.indices.len()
             )));
         }
-        lw.accesses.push(Access { field, idx: r.indices.iter().map(|v| v.0).collect() });
+        lw.accesses.push(Access { field, idx: r.indices.iter().map(|v| v.0).collect(), at });
         Ok(lw.accesses.len() as u32 - 1)
     }
 
@@ -717,15 +735,15 @@ impl<'s> ProgramBuilder<'s> {
                 lw.emit(Inst::Select { dst: need(dst)?, c: c.0, a: a.0, b: b.0 });
             }
             StmtKind::Load(r) => {
-                let acc = self.access(lw, r)?;
+                let acc = self.access(lw, r, data.span)?;
                 lw.emit(Inst::Load { dst: need(dst)?, acc });
             }
             StmtKind::Store(r, v) => {
-                let acc = self.access(lw, r)?;
+                let acc = self.access(lw, r, data.span)?;
                 lw.emit(Inst::Store { acc, src: v.0 });
             }
             StmtKind::Atomic(op, r, v) => {
-                let acc = self.access(lw, r)?;
+                let acc = self.access(lw, r, data.span)?;
                 lw.emit(Inst::Atomic { op: *op, dst, acc, src: v.0 });
             }
             // A slot's register holds its content; `alloca` (re)zeroes it
@@ -1009,14 +1027,8 @@ impl Program {
 
     fn oob(&self, st: &State, acc: &Access, dim: usize, index: i64) -> RunError {
         let f = &self.fields[acc.field as usize];
-        let task = if st.task == NO_TASK { "-".to_string() } else { format!("@{}", self.task_names[st.task as usize]) };
-        let shape: Vec<String> = f.shape.iter().map(|d| d.to_string()).collect();
-        err(format!(
-            "kernel @{}, task {task}: index {index} out of bounds for field @{} of shape [{}] (dimension {dim})",
-            self.kernel,
-            f.name,
-            shape.join(", ")
-        ))
+        let task = (st.task != NO_TASK).then(|| self.task_names[st.task as usize].as_str());
+        out_of_bounds(&self.kernel, task, &f.name, &f.shape, index, dim).at(Some(acc.at))
     }
 
     /// The byte offset of an element, bounds-checked.

@@ -12,7 +12,7 @@ use kiln::cache::store::init_root;
 use kiln::cache::{CacheError, CacheStats};
 use kiln::settings::{self, Settings};
 use kiln::cache::size::{format_duration, format_size, parse_duration, parse_size};
-use kiln::config::{MetaBound, MetaKind};
+use kiln::config::{MetaBound, MetaKind, MetaParam};
 use kiln::tool::{main_with, write_output, ToolError};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -367,10 +367,10 @@ fn text_stats(s: &inspect::Stats, now: u64) -> String {
     out
 }
 
-fn bound(b: &MetaBound, params: &[(String, String)]) -> String {
+fn bound(b: &MetaBound, params: &[MetaParam]) -> String {
     match b {
         MetaBound::Const(c) => c.to_string(),
-        MetaBound::Param(i) => params.get(*i as usize).map_or(format!("param #{i}"), |p| p.0.clone()),
+        MetaBound::Param(i) => params.get(*i as usize).map_or(format!("param #{i}"), |p| p.name.clone()),
         MetaBound::Field(f) => format!("{f}[]"),
     }
 }
@@ -387,7 +387,7 @@ fn text_show(s: &inspect::Shown, now: u64) -> String {
         }
         MetaKind::StructFor { field, rank, block_dim } => format!("struct_for over {field} (rank {rank}) block_dim {block_dim}"),
     };
-    let params: Vec<String> = m.params.iter().map(|(n, t)| format!("{n}: {t}")).collect();
+    let params: Vec<String> = m.params.iter().map(|p| format!("{}: {}", p.name, p.ty)).collect();
     let fields: Vec<String> = m
         .fields
         .iter()

@@ -311,7 +311,11 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         Some(StatsFormat::Json) => note(&format!("{}\n", counters.to_json())),
         None => {}
     }
-    result.map_err(|e| ToolError::msg(e.message))?;
+    // An error of one statement is shown at it (`FILE:LINE:COL: error: ...`).
+    result.map_err(|e| match e.at {
+        Some(_) => ToolError::diags(&src, &e.diagnostic().into()),
+        None => ToolError::msg(e.message),
+    })?;
 
     // Everything below happens only after every kernel succeeded.
     let mut out = String::new();

@@ -361,15 +361,19 @@ pub fn decode(bytes: &[u8]) -> Result<Record, Corrupt> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{MetaBound, MetaField, MetaKind};
+    use crate::config::{MetaBound, MetaField, MetaKind, MetaParam};
+    use crate::ir::Scalar;
 
     fn meta() -> LaunchMeta {
         LaunchMeta {
             task: "@step.1".into(),
             entry_symbol: "kiln_task_step_1".into(),
             kind: MetaKind::RangeFor { lo: MetaBound::Const(0), hi: MetaBound::Param(1), block_dim: 64 },
-            params: vec![("%dt".into(), "f32".into()), ("%n".into(), "i32".into())],
-            fields: vec![MetaField { name: "@x".into(), elem: "f32".into(), shape: vec![1024] }],
+            params: vec![
+                MetaParam { name: "%dt".into(), ty: Scalar::F32 },
+                MetaParam { name: "%n".into(), ty: Scalar::I32 },
+            ],
+            fields: vec![MetaField { name: "@x".into(), elem: Scalar::F32, shape: vec![1024] }],
         }
     }
 

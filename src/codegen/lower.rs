@@ -14,6 +14,7 @@
 //! emit an instruction whose result can be undefined on some input, or
 //! touch a target machine (see `codegen::target`).
 
+use super::sites::{Numbering, NO_STMT};
 use super::CodegenError;
 use crate::config::CompileConfig;
 use crate::ir::{
@@ -48,6 +49,7 @@ const CTX_END: u32 = 4;
 /// Byte offsets in the error slot.
 const ERR_FIELD_OFFSET: u64 = 4;
 const ERR_RANK_OFFSET: u64 = 8;
+const ERR_STMT_OFFSET: u64 = 12;
 const ERR_INDEX_OFFSET: u64 = 16;
 
 type Result<T> = std::result::Result<T, CodegenError>;
@@ -88,6 +90,9 @@ pub struct Lowering<'a, 'ctx> {
     may_fail: HashMap<&'a str, bool>,
     ctx_ty: StructType<'ctx>,
     oob: Option<FunctionValue<'ctx>>,
+    /// Numbers the statements of the bodies in the order they are defined
+    /// (`codegen::sites`): the number a failed access reports.
+    numbering: Numbering,
     cpu_attr: Attribute,
     features_attr: Attribute,
     /// The inline-asm register constraint that hides a float constant from
@@ -122,6 +127,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
             may_fail: HashMap::new(),
             ctx_ty,
             oob: None,
+            numbering: Numbering::default(),
             cpu_attr: cx.create_string_attribute("target-cpu", cpu),
             features_attr: cx.create_string_attribute("target-features", features),
             float_barrier: if triple.starts_with("x86_64") || triple.starts_with("i686") {
@@ -263,7 +269,8 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         let ptr = cx.ptr_type(AddressSpace::default());
         let i32t = cx.i32_type();
         let i64t = cx.i64_type();
-        let mut params: Vec<BasicMetadataTypeEnum> = vec![ptr.into(), i32t.into(), i32t.into()];
+        // (context, field, rank, statement, index...)
+        let mut params: Vec<BasicMetadataTypeEnum> = vec![ptr.into(), i32t.into(), i32t.into(), i32t.into()];
         params.extend(std::iter::repeat_n(BasicMetadataTypeEnum::from(i64t), MAX_RANK));
         let f = self.module.add_function("kiln.oob", cx.void_type().fn_type(&params, false), Some(Linkage::Private));
         self.set_fn_attrs(f);
@@ -291,8 +298,9 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         let at = |off: u64| unsafe { b.build_in_bounds_gep(i8t, slot, &[i64t.const_int(off, false)], "") };
         b.build_store(at(ERR_FIELD_OFFSET)?, f.get_nth_param(1).unwrap())?;
         b.build_store(at(ERR_RANK_OFFSET)?, f.get_nth_param(2).unwrap())?;
+        b.build_store(at(ERR_STMT_OFFSET)?, f.get_nth_param(3).unwrap())?;
         for k in 0..MAX_RANK {
-            b.build_store(at(ERR_INDEX_OFFSET + 8 * k as u64)?, f.get_nth_param(3 + k as u32).unwrap())?;
+            b.build_store(at(ERR_INDEX_OFFSET + 8 * k as u64)?, f.get_nth_param(4 + k as u32).unwrap())?;
         }
         b.build_unconditional_branch(done)?;
         b.position_at_end(done);
@@ -304,6 +312,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
     fn define_func(&mut self, f: &'a Func) -> Result<()> {
         let (fv, _) = self.funcs[f.name.as_str()];
         let mut fx = FnCx::new(self, fv, &f.body, Exit::Func(f.ret))?;
+        fx.stmt_no = self.numbering.number(&f.body);
         for (k, &v) in f.body.params.iter().enumerate() {
             let p = fv.get_nth_param(k as u32 + 1).ok_or_else(|| bug("parameter count"))?;
             fx.vals[v.index()] = Some(p);
@@ -318,20 +327,53 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
     }
 
     /// Defines the entry function `symbol` of a task (signature and context
-    /// in `docs/runtime.md`).
+    /// in `docs/runtime.md`), in phases: the entry and its prologue, the
+    /// parameters, the chunk and what the launcher guarantees about it,
+    /// then the body in the task's iteration space.
     pub fn add_task(&mut self, symbol: &str, task: &TaskSource<'a>) -> Result<()> {
+        let (mut fx, exit) = self.task_entry(symbol, task.body)?;
+        self.load_params(&mut fx, task)?;
+        let (begin, end) = self.load_chunk(&mut fx)?;
+        self.assume_chunk(&mut fx, task.kind, begin, end)?;
+        let start = fx.start;
+        fx.b.position_at_end(start);
+        match task.kind {
+            TaskKind::Serial => {
+                fx.block(self, task.block)?;
+                if fx.open() {
+                    fx.b.build_unconditional_branch(exit)?;
+                }
+            }
+            TaskKind::RangeFor { var, .. } => self.range_for_loop(&mut fx, task, *var, begin, end)?,
+            TaskKind::StructFor { vars, field, .. } => self.struct_for_loop(&mut fx, task, vars, field, begin, end)?,
+        }
+        fx.b.position_at_end(exit);
+        fx.b.build_return(None)?;
+        fx.finish()
+    }
+
+    /// The entry function `void symbol(ptr noalias ctx)` with its body's
+    /// statement numbers, and the block every exit of it goes to.
+    fn task_entry(&mut self, symbol: &str, body: &'a Body) -> Result<(FnCx<'a, 'ctx>, BasicBlock<'ctx>)> {
         let cx = self.cx;
         let ptr = cx.ptr_type(AddressSpace::default());
         let fv = self.module.add_function(symbol, cx.void_type().fn_type(&[ptr.into()], false), Some(Linkage::External));
         self.set_fn_attrs(fv);
         fv.add_attribute(AttributeLoc::Param(0), self.enum_attr("noalias"));
-        let mut fx = FnCx::new(self, fv, task.body, Exit::Func(None))?;
+        let mut fx = FnCx::new(self, fv, body, Exit::Func(None))?;
+        fx.stmt_no = self.numbering.number(body);
         let exit = cx.append_basic_block(fv, "exit");
         fx.exit = Exit::Entry(exit);
         fx.abort = Some(exit);
-        let i64t = cx.i64_type();
+        Ok((fx, exit))
+    }
 
-        // Parameters: 64-bit slots, read once in the prologue.
+    /// Reads the task's parameters from their 64-bit slots, once, in the
+    /// prologue.
+    fn load_params(&self, fx: &mut FnCx<'a, 'ctx>, task: &TaskSource<'a>) -> Result<()> {
+        let cx = self.cx;
+        let ptr = cx.ptr_type(AddressSpace::default());
+        let i64t = cx.i64_type();
         let params_pp = fx.pb.build_struct_gep(self.ctx_ty, fx.ctx, CTX_PARAMS, "params.pp")?;
         let params = fx.pb.build_load(ptr, params_pp, "params")?.into_pointer_value();
         for (k, &v) in task.params.iter().enumerate() {
@@ -349,16 +391,31 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
             };
             fx.vals[v.index()] = Some(val);
         }
+        Ok(())
+    }
+
+    /// The chunk `[begin, end)` of linear iterations, from the context.
+    fn load_chunk(&self, fx: &mut FnCx<'a, 'ctx>) -> Result<(IntValue<'ctx>, IntValue<'ctx>)> {
+        let i64t = self.cx.i64_type();
         let begin_p = fx.pb.build_struct_gep(self.ctx_ty, fx.ctx, CTX_BEGIN, "begin.p")?;
         let end_p = fx.pb.build_struct_gep(self.ctx_ty, fx.ctx, CTX_END, "end.p")?;
         let begin = fx.pb.build_load(i64t, begin_p, "begin")?.into_int_value();
         let end = fx.pb.build_load(i64t, end_p, "end")?.into_int_value();
+        Ok((begin, end))
+    }
 
-        // What the launcher guarantees about a chunk (docs/runtime.md),
-        // told to LLVM so it can drop bounds checks the iteration space
-        // already implies (and then vectorise).
-        let (lo, hi) = match task.kind {
-            TaskKind::Serial => (None, None),
+    /// What the launcher guarantees about a chunk (docs/runtime.md), told
+    /// to LLVM so it can drop bounds checks the iteration space already
+    /// implies (and then vectorise).
+    fn assume_chunk(
+        &self,
+        fx: &mut FnCx<'a, 'ctx>,
+        kind: &TaskKind,
+        begin: IntValue<'ctx>,
+        end: IntValue<'ctx>,
+    ) -> Result<()> {
+        let (lo, hi) = match kind {
+            TaskKind::Serial => return Ok(()),
             TaskKind::RangeFor { lo, hi, .. } => (
                 if let Bound::Const(c) = lo { Some(*c) } else { None },
                 if let Bound::Const(c) = hi { Some(*c) } else { None },
@@ -368,74 +425,80 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
                 (Some(0), len.and_then(|n| i64::try_from(n).ok()))
             }
         };
-        if !matches!(task.kind, TaskKind::Serial) {
-            let assume = Intrinsic::find("llvm.assume")
-                .and_then(|i| i.get_declaration(&self.module, &[]))
-                .ok_or_else(|| bug("llvm.assume not found"))?;
-            let mut facts = vec![fx.pb.build_int_compare(IntPredicate::SLE, begin, end, "")?];
-            if let Some(lo) = lo {
-                facts.push(fx.pb.build_int_compare(IntPredicate::SGE, begin, i64t.const_int(lo as u64, true), "")?);
-            }
-            if let Some(hi) = hi {
-                facts.push(fx.pb.build_int_compare(IntPredicate::SLE, end, i64t.const_int(hi as u64, true), "")?);
-            }
-            for f in facts {
-                fx.pb.build_call(assume, &[f.into()], "")?;
-            }
+        let i64t = self.cx.i64_type();
+        let assume = Intrinsic::find("llvm.assume")
+            .and_then(|i| i.get_declaration(&self.module, &[]))
+            .ok_or_else(|| bug("llvm.assume not found"))?;
+        let mut facts = vec![fx.pb.build_int_compare(IntPredicate::SLE, begin, end, "")?];
+        if let Some(lo) = lo {
+            facts.push(fx.pb.build_int_compare(IntPredicate::SGE, begin, i64t.const_int(lo as u64, true), "")?);
         }
+        if let Some(hi) = hi {
+            facts.push(fx.pb.build_int_compare(IntPredicate::SLE, end, i64t.const_int(hi as u64, true), "")?);
+        }
+        for f in facts {
+            fx.pb.build_call(assume, &[f.into()], "")?;
+        }
+        Ok(())
+    }
 
-        let start = fx.start;
-        fx.b.position_at_end(start);
-        match task.kind {
-            TaskKind::Serial => {
-                fx.block(self, task.block)?;
-                if fx.open() {
-                    fx.b.build_unconditional_branch(exit)?;
-                }
+    /// A `range_for` body over the chunk: the linear index is the loop
+    /// variable, truncated to its type.
+    fn range_for_loop(
+        &mut self,
+        fx: &mut FnCx<'a, 'ctx>,
+        task: &TaskSource<'a>,
+        var: Value,
+        begin: IntValue<'ctx>,
+        end: IntValue<'ctx>,
+    ) -> Result<()> {
+        let vty = task.body.ty(var).scalar().ok_or_else(|| bug("loop variable type"))?;
+        fx.chunk_loop(self, task.block, begin, end, |fx, _l, lin| {
+            let v = fx.b.build_int_truncate_or_bit_cast(lin, fx_int_ty(fx.cx, vty), "")?;
+            Ok(vec![(var, v)])
+        })
+    }
+
+    /// A `struct_for` body over the chunk: the linear index split into the
+    /// field's indices, row-major (the last varies fastest).
+    fn struct_for_loop(
+        &mut self,
+        fx: &mut FnCx<'a, 'ctx>,
+        task: &TaskSource<'a>,
+        vars: &[Value],
+        field: &Name,
+        begin: IntValue<'ctx>,
+        end: IntValue<'ctx>,
+    ) -> Result<()> {
+        let f = self
+            .fields
+            .iter()
+            .find(|f| f.name == *field)
+            .ok_or_else(|| CodegenError::new(format!("struct_for over unknown field @{field}")))?;
+        let shape = f.shape.clone();
+        let var_tys: Vec<(Value, Scalar)> = vars
+            .iter()
+            .map(|&v| Ok((v, task.body.ty(v).scalar().ok_or_else(|| bug("loop variable type"))?)))
+            .collect::<Result<_>>()?;
+        let i64t = self.cx.i64_type();
+        fx.chunk_loop(self, task.block, begin, end, |fx, _l, lin| {
+            // `lin` is below the field's length, so what is left after the
+            // inner dimensions is the outermost index itself.
+            let mut out = Vec::with_capacity(var_tys.len());
+            let mut rest = lin;
+            for (d, &(v, ty)) in var_tys.iter().enumerate().rev() {
+                let idx = if d == 0 {
+                    rest
+                } else {
+                    let ext = i64t.const_int(shape.get(d).copied().unwrap_or(1), false);
+                    let idx = fx.b.build_int_unsigned_rem(rest, ext, "")?;
+                    rest = fx.b.build_int_unsigned_div(rest, ext, "")?;
+                    idx
+                };
+                out.push((v, fx.b.build_int_truncate_or_bit_cast(idx, fx_int_ty(fx.cx, ty), "")?));
             }
-            TaskKind::RangeFor { var, .. } => {
-                let vty = task.body.ty(*var).scalar().ok_or_else(|| bug("loop variable type"))?;
-                let vars = [(*var, vty)];
-                fx.chunk_loop(self, task.block, begin, end, |fx, _l, lin| {
-                    let v = fx.b.build_int_truncate_or_bit_cast(lin, fx_int_ty(fx.cx, vty), "")?;
-                    Ok(vec![(vars[0].0, v)])
-                })?;
-            }
-            TaskKind::StructFor { vars, field, .. } => {
-                let f = self
-                    .fields
-                    .iter()
-                    .find(|f| f.name == *field)
-                    .ok_or_else(|| CodegenError::new(format!("struct_for over unknown field @{field}")))?;
-                let shape = f.shape.clone();
-                let var_tys: Vec<(Value, Scalar)> = vars
-                    .iter()
-                    .map(|&v| Ok((v, task.body.ty(v).scalar().ok_or_else(|| bug("loop variable type"))?)))
-                    .collect::<Result<_>>()?;
-                fx.chunk_loop(self, task.block, begin, end, |fx, _l, lin| {
-                    // Row-major: the last index varies fastest. `lin` is
-                    // below the field's length, so what is left after the
-                    // inner dimensions is the outermost index itself.
-                    let mut out = Vec::with_capacity(var_tys.len());
-                    let mut rest = lin;
-                    for (d, &(v, ty)) in var_tys.iter().enumerate().rev() {
-                        let idx = if d == 0 {
-                            rest
-                        } else {
-                            let ext = i64t.const_int(shape.get(d).copied().unwrap_or(1), false);
-                            let idx = fx.b.build_int_unsigned_rem(rest, ext, "")?;
-                            rest = fx.b.build_int_unsigned_div(rest, ext, "")?;
-                            idx
-                        };
-                        out.push((v, fx.b.build_int_truncate_or_bit_cast(idx, fx_int_ty(fx.cx, ty), "")?));
-                    }
-                    Ok(out)
-                })?;
-            }
-        }
-        fx.b.position_at_end(exit);
-        fx.b.build_return(None)?;
-        fx.finish()
+            Ok(out)
+        })
     }
 
     /// Checks the module (a failure is a bug in this lowering).
@@ -481,6 +544,10 @@ struct FnCx<'a, 'ctx> {
     exit: Exit<'ctx>,
     /// The block that leaves the function after an error was reported.
     abort: Option<BasicBlock<'ctx>>,
+    /// The number of each statement of `body` (`codegen::sites`), and of
+    /// the one being lowered.
+    stmt_no: Vec<u32>,
+    cur_stmt: u32,
 }
 
 impl<'a, 'ctx> FnCx<'a, 'ctx> {
@@ -510,6 +577,8 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             loops: Vec::new(),
             exit,
             abort: None,
+            stmt_no: Vec::new(),
+            cur_stmt: NO_STMT,
         })
     }
 
@@ -614,6 +683,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
     fn block(&mut self, l: &mut Lowering<'a, 'ctx>, blk: crate::ir::Block) -> Result<()> {
         for &s in self.body.block(blk) {
             self.ensure_open();
+            self.cur_stmt = self.stmt_no.get(s.index()).copied().unwrap_or(NO_STMT);
             self.stmt(l, s)?;
         }
         Ok(())
@@ -696,79 +766,146 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         call.try_as_basic_value().basic().ok_or_else(|| bug("inline asm without a result"))
     }
 
+    /// Lowers one statement: by kind, to the phase that emits it, then
+    /// binds its result.
     fn stmt(&mut self, l: &mut Lowering<'a, 'ctx>, s: Stmt) -> Result<()> {
         let data = self.body.stmt(s);
         let result = match &data.kind {
-            StmtKind::Const(c) if c.ty.is_float() => Some(self.float_constant(l, *c)?),
-            StmtKind::Const(c) => Some(l.constant(*c)),
-            StmtKind::Binary(op, a, b) => Some(self.binary(l, *op, *a, *b)?),
-            StmtKind::Unary(op, a) => Some(self.unary(l, *op, *a)?),
-            StmtKind::Cmp(op, a, b) => Some(self.cmp(l, *op, *a, *b)?.into()),
-            StmtKind::Cast(a, to) => Some(self.cast(l, *a, *to)?),
-            StmtKind::Select(c, a, b) => {
-                let c = self.ival(*c)?;
-                Some(self.b.build_select(c, self.val(*a)?, self.val(*b)?, "")?)
-            }
-            StmtKind::Load(r) => {
-                let (ptr, elem) = self.address(l, r)?;
-                let raw = self.b.build_load(l.mem_ty(elem), ptr, "")?;
-                Some(if elem == Scalar::I1 {
-                    let z = self.cx.i8_type().const_zero();
-                    self.b.build_int_compare(IntPredicate::NE, raw.into_int_value(), z, "")?.into()
-                } else {
-                    raw
-                })
-            }
+            StmtKind::Const(_)
+            | StmtKind::Binary(..)
+            | StmtKind::Unary(..)
+            | StmtKind::Cmp(..)
+            | StmtKind::Cast(..)
+            | StmtKind::Select(..) => Some(self.value_stmt(l, &data.kind)?),
+            StmtKind::Load(r) => Some(self.load(l, r)?),
             StmtKind::Store(r, v) => {
-                let (ptr, elem) = self.address(l, r)?;
-                let mut val = self.val(*v)?;
-                if elem == Scalar::I1 {
-                    val = self.b.build_int_z_extend(val.into_int_value(), self.cx.i8_type(), "")?.into();
-                }
-                self.b.build_store(ptr, val)?;
+                self.store(l, r, *v)?;
                 None
             }
-            StmtKind::Atomic(op, r, v) => {
-                let (ptr, elem) = self.address(l, r)?;
-                let val = self.val(*v)?;
-                use llvm_sys::LLVMAtomicRMWBinOp::*;
-                let rmw = match (op, elem.is_float()) {
-                    (AtomicOp::Add, false) => LLVMAtomicRMWBinOpAdd,
-                    (AtomicOp::Min, false) => LLVMAtomicRMWBinOpMin,
-                    (AtomicOp::Max, false) => LLVMAtomicRMWBinOpMax,
-                    (AtomicOp::And, false) => LLVMAtomicRMWBinOpAnd,
-                    (AtomicOp::Or, false) => LLVMAtomicRMWBinOpOr,
-                    (AtomicOp::Xor, false) => LLVMAtomicRMWBinOpXor,
-                    (AtomicOp::Add, true) => LLVMAtomicRMWBinOpFAdd,
-                    // No atomicrmw has the minimumNumber semantics of the
-                    // `min`/`max` operators: a compare-and-swap loop.
-                    (AtomicOp::Min | AtomicOp::Max, true) => {
-                        let name = if *op == AtomicOp::Min { "llvm.minimumnum" } else { "llvm.maximumnum" };
-                        let old = self.float_cas_loop(l, ptr, elem, val.into_float_value(), name)?;
-                        if let Some(rv) = data.result {
-                            self.vals[rv.index()] = Some(old);
-                        }
-                        return Ok(());
-                    }
-                    (op, true) => {
-                        return Err(CodegenError::new(format!("atomic {} on a float field", op.keyword())))
-                    }
-                };
-                if elem == Scalar::I1 {
-                    return Err(CodegenError::new(format!("atomic {} on an i1 field", op.keyword())));
-                }
-                let old = unsafe {
-                    llvm_sys::core::LLVMBuildAtomicRMW(
-                        self.b.as_mut_ptr(),
-                        rmw,
-                        ptr.as_value_ref(),
-                        val.as_value_ref(),
-                        llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
-                        0,
-                    )
-                };
-                Some(unsafe { BasicValueEnum::new(old) })
+            StmtKind::Atomic(op, r, v) => Some(self.atomic(l, *op, r, *v)?),
+            StmtKind::Alloca(_) | StmtKind::LoadSlot(_) | StmtKind::StoreSlot(..) => self.slot_stmt(l, &data.kind)?,
+            StmtKind::Call(name, args, _) => self.call(l, name, args)?,
+            StmtKind::Ret(v) => {
+                self.ret(*v)?;
+                None
             }
+            StmtKind::If { cond, then_blk, else_blk } => {
+                self.if_stmt(l, *cond, *then_blk, *else_blk)?;
+                None
+            }
+            StmtKind::For { var, lo, hi, body } => {
+                self.for_stmt(l, *var, lo, hi, *body)?;
+                None
+            }
+            StmtKind::While { body } => {
+                self.while_stmt(l, *body)?;
+                None
+            }
+            StmtKind::Break | StmtKind::Continue => {
+                let &(cont, brk) =
+                    self.loops.last().ok_or_else(|| CodegenError::new("`break` or `continue` outside a loop"))?;
+                let to = if matches!(data.kind, StmtKind::Break) { brk } else { cont };
+                self.b.build_unconditional_branch(to)?;
+                None
+            }
+            StmtKind::Task { name, .. } => {
+                return Err(CodegenError::new(format!("task @{name} nested in a body (run offload and split-tasks)")))
+            }
+            StmtKind::Launch(name) => return Err(CodegenError::new(format!("`launch @{name}` in a task body"))),
+        };
+        if let (Some(rv), Some(v)) = (data.result, result) {
+            self.vals[rv.index()] = Some(v);
+        }
+        Ok(())
+    }
+
+    /// The statements that compute a value from values: constants,
+    /// operators, comparisons, casts and `select`.
+    fn value_stmt(&mut self, l: &mut Lowering<'a, 'ctx>, kind: &StmtKind) -> Result<BasicValueEnum<'ctx>> {
+        Ok(match kind {
+            StmtKind::Const(c) if c.ty.is_float() => self.float_constant(l, *c)?,
+            StmtKind::Const(c) => l.constant(*c),
+            StmtKind::Binary(op, a, b) => self.binary(l, *op, *a, *b)?,
+            StmtKind::Unary(op, a) => self.unary(l, *op, *a)?,
+            StmtKind::Cmp(op, a, b) => self.cmp(l, *op, *a, *b)?.into(),
+            StmtKind::Cast(a, to) => self.cast(l, *a, *to)?,
+            StmtKind::Select(c, a, b) => {
+                let c = self.ival(*c)?;
+                self.b.build_select(c, self.val(*a)?, self.val(*b)?, "")?
+            }
+            _ => return Err(bug("value_stmt on another statement")),
+        })
+    }
+
+    /// `load @x[...]` (an `i1` element is a byte, compared with zero).
+    fn load(&mut self, l: &mut Lowering<'a, 'ctx>, r: &crate::ir::FieldRef) -> Result<BasicValueEnum<'ctx>> {
+        let (ptr, elem) = self.address(l, r)?;
+        let raw = self.b.build_load(l.mem_ty(elem), ptr, "")?;
+        Ok(if elem == Scalar::I1 {
+            let z = self.cx.i8_type().const_zero();
+            self.b.build_int_compare(IntPredicate::NE, raw.into_int_value(), z, "")?.into()
+        } else {
+            raw
+        })
+    }
+
+    /// `store @x[...], %v` (an `i1` is stored as a byte 0 or 1).
+    fn store(&mut self, l: &mut Lowering<'a, 'ctx>, r: &crate::ir::FieldRef, v: Value) -> Result<()> {
+        let (ptr, elem) = self.address(l, r)?;
+        let mut val = self.val(v)?;
+        if elem == Scalar::I1 {
+            val = self.b.build_int_z_extend(val.into_int_value(), self.cx.i8_type(), "")?.into();
+        }
+        self.b.build_store(ptr, val)?;
+        Ok(())
+    }
+
+    /// `atomic OP @x[...], %v`: an `atomicrmw`, or a compare-and-swap loop
+    /// for float `min`/`max`; returns the old value.
+    fn atomic(
+        &mut self,
+        l: &mut Lowering<'a, 'ctx>,
+        op: AtomicOp,
+        r: &crate::ir::FieldRef,
+        v: Value,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let (ptr, elem) = self.address(l, r)?;
+        let val = self.val(v)?;
+        use llvm_sys::LLVMAtomicRMWBinOp::*;
+        let rmw = match (op, elem.is_float()) {
+            (AtomicOp::Add, false) => LLVMAtomicRMWBinOpAdd,
+            (AtomicOp::Min, false) => LLVMAtomicRMWBinOpMin,
+            (AtomicOp::Max, false) => LLVMAtomicRMWBinOpMax,
+            (AtomicOp::And, false) => LLVMAtomicRMWBinOpAnd,
+            (AtomicOp::Or, false) => LLVMAtomicRMWBinOpOr,
+            (AtomicOp::Xor, false) => LLVMAtomicRMWBinOpXor,
+            (AtomicOp::Add, true) => LLVMAtomicRMWBinOpFAdd,
+            // No atomicrmw has the minimumNumber semantics of the
+            // `min`/`max` operators: a compare-and-swap loop.
+            (AtomicOp::Min | AtomicOp::Max, true) => {
+                return self.float_cas_loop(l, ptr, elem, val.into_float_value(), op == AtomicOp::Min);
+            }
+            (op, true) => return Err(CodegenError::new(format!("atomic {} on a float field", op.keyword()))),
+        };
+        if elem == Scalar::I1 {
+            return Err(CodegenError::new(format!("atomic {} on an i1 field", op.keyword())));
+        }
+        let old = unsafe {
+            llvm_sys::core::LLVMBuildAtomicRMW(
+                self.b.as_mut_ptr(),
+                rmw,
+                ptr.as_value_ref(),
+                val.as_value_ref(),
+                llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
+                0,
+            )
+        };
+        Ok(unsafe { BasicValueEnum::new(old) })
+    }
+
+    /// `alloca`, and loads and stores of a slot.
+    fn slot_stmt(&mut self, l: &mut Lowering<'a, 'ctx>, kind: &StmtKind) -> Result<Option<BasicValueEnum<'ctx>>> {
+        Ok(match kind {
             StmtKind::Alloca(t) => {
                 let slot = self.pb.build_alloca(l.reg_ty(*t), "slot")?;
                 // A slot starts at zero each time its statement runs.
@@ -785,88 +922,90 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 self.b.build_store(ptr, self.val(*v)?)?;
                 None
             }
-            StmtKind::Call(name, args, _) => self.call(l, name, args)?,
-            StmtKind::Ret(v) => {
-                match self.exit {
-                    Exit::Func(_) => {
-                        let rv = v.map(|v| self.val(v)).transpose()?;
-                        self.b.build_return(rv.as_ref().map(|v| v as &dyn BasicValue))?;
-                    }
-                    Exit::Entry(bb) => {
-                        self.b.build_unconditional_branch(bb)?;
-                    }
-                }
-                None
+            _ => return Err(bug("slot_stmt on another statement")),
+        })
+    }
+
+    /// `ret`: returns from a function; in a task entry, ends the iteration
+    /// (or the serial task).
+    fn ret(&mut self, v: Option<Value>) -> Result<()> {
+        match self.exit {
+            Exit::Func(_) => {
+                let rv = v.map(|v| self.val(v)).transpose()?;
+                self.b.build_return(rv.as_ref().map(|v| v as &dyn BasicValue))?;
             }
-            StmtKind::If { cond, then_blk, else_blk } => {
-                let c = self.ival(*cond)?;
-                let then_bb = self.cx.append_basic_block(self.func, "then");
-                let else_bb = self.cx.append_basic_block(self.func, "else");
-                let join = self.cx.append_basic_block(self.func, "endif");
-                self.b.build_conditional_branch(c, then_bb, else_bb)?;
-                self.b.position_at_end(then_bb);
-                self.block(l, *then_blk)?;
-                if self.open() {
-                    self.b.build_unconditional_branch(join)?;
-                }
-                self.b.position_at_end(else_bb);
-                if let Some(e) = else_blk {
-                    self.block(l, *e)?;
-                }
-                if self.open() {
-                    self.b.build_unconditional_branch(join)?;
-                }
-                self.b.position_at_end(join);
-                None
+            Exit::Entry(bb) => {
+                self.b.build_unconditional_branch(bb)?;
             }
-            StmtKind::For { var, lo, hi, body } => {
-                let ty = self.scalar(*var)?;
-                let ity = fx_int_ty(self.cx, ty);
-                let lo = self.bound(l, lo, ity)?;
-                let hi = self.bound(l, hi, ity)?;
-                let exit = self.cx.append_basic_block(self.func, "for.exit");
-                // The KIR name, for readable `--emit=llvm` (prefixed: a numeric
-                // name like `%0` must not look like LLVM's own numbering).
-                let lp = self.open_counted_loop("for", ity, &format!("v.{}", self.body.name(*var)), hi, exit)?;
-                self.vals[var.index()] = Some(lp.iv.into());
-                self.loops.push((lp.latch, exit));
-                self.block(l, *body)?;
-                self.loops.pop();
-                self.close_counted_loop(&lp, ity, lo)?;
-                self.b.position_at_end(exit);
-                None
-            }
-            StmtKind::While { body } => {
-                let head = self.cx.append_basic_block(self.func, "while.body");
-                let exit = self.cx.append_basic_block(self.func, "while.exit");
-                self.b.build_unconditional_branch(head)?;
-                self.b.position_at_end(head);
-                self.loops.push((head, exit));
-                self.block(l, *body)?;
-                self.loops.pop();
-                if self.open() {
-                    self.b.build_unconditional_branch(head)?;
-                }
-                self.b.position_at_end(exit);
-                None
-            }
-            StmtKind::Break | StmtKind::Continue => {
-                let &(cont, brk) =
-                    self.loops.last().ok_or_else(|| CodegenError::new("`break` or `continue` outside a loop"))?;
-                let to = if matches!(data.kind, StmtKind::Break) { brk } else { cont };
-                self.b.build_unconditional_branch(to)?;
-                None
-            }
-            StmtKind::Task { name, .. } => {
-                return Err(CodegenError::new(format!("task @{name} nested in a body (run offload and split-tasks)")))
-            }
-            StmtKind::Launch(name) => {
-                return Err(CodegenError::new(format!("`launch @{name}` in a task body")));
-            }
-        };
-        if let (Some(rv), Some(v)) = (data.result, result) {
-            self.vals[rv.index()] = Some(v);
         }
+        Ok(())
+    }
+
+    fn if_stmt(
+        &mut self,
+        l: &mut Lowering<'a, 'ctx>,
+        cond: Value,
+        then_blk: crate::ir::Block,
+        else_blk: Option<crate::ir::Block>,
+    ) -> Result<()> {
+        let c = self.ival(cond)?;
+        let then_bb = self.cx.append_basic_block(self.func, "then");
+        let else_bb = self.cx.append_basic_block(self.func, "else");
+        let join = self.cx.append_basic_block(self.func, "endif");
+        self.b.build_conditional_branch(c, then_bb, else_bb)?;
+        self.b.position_at_end(then_bb);
+        self.block(l, then_blk)?;
+        if self.open() {
+            self.b.build_unconditional_branch(join)?;
+        }
+        self.b.position_at_end(else_bb);
+        if let Some(e) = else_blk {
+            self.block(l, e)?;
+        }
+        if self.open() {
+            self.b.build_unconditional_branch(join)?;
+        }
+        self.b.position_at_end(join);
+        Ok(())
+    }
+
+    fn for_stmt(
+        &mut self,
+        l: &mut Lowering<'a, 'ctx>,
+        var: Value,
+        lo: &Bound,
+        hi: &Bound,
+        body: crate::ir::Block,
+    ) -> Result<()> {
+        let ty = self.scalar(var)?;
+        let ity = fx_int_ty(self.cx, ty);
+        let lo = self.bound(l, lo, ity)?;
+        let hi = self.bound(l, hi, ity)?;
+        let exit = self.cx.append_basic_block(self.func, "for.exit");
+        // The KIR name, for readable `--emit=llvm` (prefixed: a numeric
+        // name like `%0` must not look like LLVM's own numbering).
+        let lp = self.open_counted_loop("for", ity, &format!("v.{}", self.body.name(var)), hi, exit)?;
+        self.vals[var.index()] = Some(lp.iv.into());
+        self.loops.push((lp.latch, exit));
+        self.block(l, body)?;
+        self.loops.pop();
+        self.close_counted_loop(&lp, ity, lo)?;
+        self.b.position_at_end(exit);
+        Ok(())
+    }
+
+    fn while_stmt(&mut self, l: &mut Lowering<'a, 'ctx>, body: crate::ir::Block) -> Result<()> {
+        let head = self.cx.append_basic_block(self.func, "while.body");
+        let exit = self.cx.append_basic_block(self.func, "while.exit");
+        self.b.build_unconditional_branch(head)?;
+        self.b.position_at_end(head);
+        self.loops.push((head, exit));
+        self.block(l, body)?;
+        self.loops.pop();
+        if self.open() {
+            self.b.build_unconditional_branch(head)?;
+        }
+        self.b.position_at_end(exit);
         Ok(())
     }
 
@@ -940,6 +1079,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                     self.ctx.into(),
                     self.cx.i32_type().const_int(pos as u64, false).into(),
                     self.cx.i32_type().const_int(idx.len() as u64, false).into(),
+                    self.cx.i32_type().const_int(self.cur_stmt as u64, false).into(),
                 ];
                 for k in 0..MAX_RANK {
                     args.push(idx.get(k).copied().unwrap_or(i64t.const_zero()).into());
@@ -1030,8 +1170,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 // IEEE 754-2019 minimumNumber: a NaN operand gives the
                 // other one, and -0.0 < +0.0, so the result never depends
                 // on operand order (unlike minnum).
-                BinOp::Min => return self.call_intrinsic(l, "llvm.minimumnum", ty, &[x.into(), y.into()]),
-                BinOp::Max => return self.call_intrinsic(l, "llvm.maximumnum", ty, &[x.into(), y.into()]),
+                BinOp::Min | BinOp::Max => return self.float_min_max(l, op == BinOp::Min, ty, x, y),
                 BinOp::Pow => return self.call_libm(l, "pow", ty, &[x.into(), y.into()]),
                 BinOp::Atan2 => return self.call_libm(l, "atan2", ty, &[x.into(), y.into()]),
                 _ => return Err(CodegenError::new(format!("`{}` on {ty}", op.keyword()))),
@@ -1213,15 +1352,42 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         })
     }
 
-    /// `old = *ptr; *ptr = f(old, v)` atomically, for a float intrinsic
-    /// `f`, as a compare-and-swap loop on the bits; returns `old`.
+    /// Float `min` (or `max`): IEEE 754-2019 minimumNumber (LLVM's
+    /// `minimumnum`: a NaN operand gives the other one, `-0.0 < +0.0`) and,
+    /// when both operands are NaN, the second one quieted, as
+    /// `docs/language.md` says (LLVM leaves which NaN to the target, and
+    /// x86 gives either operand, unquieted, by their signs). The quiet bit
+    /// is set on the integer bits, where no folder can change the payload.
+    fn float_min_max(
+        &mut self,
+        l: &Lowering<'a, 'ctx>,
+        min: bool,
+        ty: Scalar,
+        x: FloatValue<'ctx>,
+        y: FloatValue<'ctx>,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let name = if min { "llvm.minimumnum" } else { "llvm.maximumnum" };
+        let r = self.call_intrinsic(l, name, ty, &[x.into(), y.into()])?;
+        let x_nan = self.b.build_float_compare(FloatPredicate::UNO, x, x, "")?;
+        let y_nan = self.b.build_float_compare(FloatPredicate::UNO, y, y, "")?;
+        let both = self.b.build_and(x_nan, y_nan, "")?;
+        let ity = fx_int_ty(self.cx, if ty == Scalar::F32 { Scalar::I32 } else { Scalar::I64 });
+        let quiet_bit = 1u64 << (if ty == Scalar::F32 { f32::MANTISSA_DIGITS } else { f64::MANTISSA_DIGITS } - 2);
+        let y_bits = self.b.build_bit_cast(y, ity, "")?.into_int_value();
+        let quieted = self.b.build_or(y_bits, ity.const_int(quiet_bit, false), "")?;
+        let quieted = self.b.build_bit_cast(quieted, l.reg_ty(ty), "")?;
+        Ok(self.b.build_select(both, quieted, r, "")?)
+    }
+
+    /// `old = *ptr; *ptr = min(old, v)` (or `max`) atomically, as a
+    /// compare-and-swap loop on the bits; returns `old`.
     fn float_cas_loop(
         &mut self,
         l: &Lowering<'a, 'ctx>,
         ptr: PointerValue<'ctx>,
         elem: Scalar,
         v: FloatValue<'ctx>,
-        intrinsic: &str,
+        min: bool,
     ) -> Result<BasicValueEnum<'ctx>> {
         let ity = fx_int_ty(self.cx, if elem == Scalar::F32 { Scalar::I32 } else { Scalar::I64 });
         let fty = l.reg_ty(elem);
@@ -1237,8 +1403,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let phi = self.b.build_phi(ity, "cas.old")?;
         let old = phi.as_basic_value().into_int_value();
         let oldf = self.b.build_bit_cast(old, fty, "")?;
-        let f = self.intrinsic(l, intrinsic, fty)?;
-        let newf = self.b.build_call(f, &[oldf.into(), v.into()], "")?.try_as_basic_value().basic().ok_or_else(|| bug("no result"))?;
+        let newf = self.float_min_max(l, min, elem, oldf.into_float_value(), v)?;
         let new = self.b.build_bit_cast(newf, ity, "")?.into_int_value();
         let pair = self.b.build_cmpxchg(ptr, old, new, AtomicOrdering::Monotonic, AtomicOrdering::Monotonic)?;
         let seen = self.b.build_extract_value(pair, 0, "")?.into_int_value();

@@ -13,6 +13,7 @@
 //! from the launcher side).
 
 pub mod lower;
+pub mod sites;
 
 use crate::config::{CodeModel, CompileConfig, LaunchMeta, OptLevel};
 use crate::ir::{Field, Module, Stmt, StmtKind, Stream, TaskItem};
@@ -54,6 +55,12 @@ impl fmt::Display for CodegenError {
 }
 
 impl std::error::Error for CodegenError {}
+
+impl From<crate::config::MetaError> for CodegenError {
+    fn from(e: crate::config::MetaError) -> CodegenError {
+        CodegenError::new(e.message)
+    }
+}
 
 /// What to produce from a module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -355,7 +362,7 @@ impl Compiler {
     pub fn emit_task(&self, module: &Module, emit: Emit) -> Result<(Vec<u8>, LaunchMeta), CodegenError> {
         let task = single_task(module)?;
         let fields: Vec<&Field> = module.fields().collect();
-        let meta = LaunchMeta::of_task(task, &fields, ENTRY_SYMBOL);
+        let meta = LaunchMeta::of_task(task, &fields, ENTRY_SYMBOL)?;
         let bytes = self.with_target_machine(|tm| {
             let cx = Context::create();
             // The LLVM module is named neutrally: a per-task object must
@@ -424,7 +431,7 @@ impl Compiler {
                         s
                     }
                 };
-                metas.push(LaunchMeta::of_task(task, &fields, &sym));
+                metas.push(LaunchMeta::of_task(task, &fields, &sym)?);
             }
             Ok((self.finish(&l, tm, emit)?, metas))
         })

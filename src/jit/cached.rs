@@ -60,7 +60,8 @@ pub fn key_and_meta(module: &Module, config: &CompileConfig) -> Result<(Key, Lau
     let task = codegen::single_task(module)?;
     let key = crate::key::task_key(module, task, config);
     let fields: Vec<&Field> = module.fields().collect();
-    Ok((key, LaunchMeta::of_task(task, &fields, codegen::ENTRY_SYMBOL)))
+    let meta = LaunchMeta::of_task(task, &fields, codegen::ENTRY_SYMBOL)?;
+    Ok((key, meta))
 }
 
 /// Whether a record's metadata launches the same way as `expected`. Names
@@ -72,7 +73,7 @@ fn same_launch(stored: &LaunchMeta, expected: &LaunchMeta) -> bool {
         && stored.kind == expected.kind
         && stored.fields == expected.fields
         && stored.params.len() == expected.params.len()
-        && stored.params.iter().zip(&expected.params).all(|(a, b)| a.1 == b.1)
+        && stored.params.iter().zip(&expected.params).all(|(a, b)| a.ty == b.ty)
 }
 
 /// How a lookup ended before any compile.
@@ -89,6 +90,9 @@ enum Found {
     Remote(LoadedTask),
 }
 
+/// A record write running in the background.
+type Writer = JoinHandle<Option<Result<(), CacheError>>>;
+
 /// The cache's [`TaskProvider`]: key, look up, load; or compile, load and
 /// store. A record is written by a thread of its own while the run goes
 /// on (the task is ready to launch once it is loaded; the write, with its
@@ -97,7 +101,7 @@ enum Found {
 pub struct CachedTasks {
     store: Arc<Store>,
     /// Record writes in flight: the task's name and the writer.
-    writes: VecDeque<(String, JoinHandle<Option<Result<(), CacheError>>>)>,
+    writes: VecDeque<(String, Writer)>,
     /// What this process compiled and stored, by key: a task met again
     /// (an identical task of another kernel) is a hit even while its
     /// record is still being written.
@@ -657,15 +661,16 @@ impl RunCounters {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{MetaBound, MetaField, MetaKind};
+    use crate::config::{MetaBound, MetaField, MetaKind, MetaParam};
+    use crate::ir::Scalar;
 
     fn meta(task: &str, param: &str) -> LaunchMeta {
         LaunchMeta {
             task: task.into(),
             entry_symbol: codegen::ENTRY_SYMBOL.into(),
             kind: MetaKind::RangeFor { lo: MetaBound::Const(0), hi: MetaBound::Param(0), block_dim: 64 },
-            params: vec![(param.into(), "i32".into())],
-            fields: vec![MetaField { name: "x".into(), elem: "f32".into(), shape: vec![64] }],
+            params: vec![MetaParam { name: param.into(), ty: Scalar::I32 }],
+            fields: vec![MetaField { name: "x".into(), elem: Scalar::F32, shape: vec![64] }],
         }
     }
 
@@ -674,7 +679,7 @@ mod tests {
         let stored = meta("k1.0", "n");
         assert!(same_launch(&stored, &meta("k2.3", "m")));
         let mut other = meta("k1.0", "n");
-        other.params[0].1 = "i64".into();
+        other.params[0].ty = Scalar::I64;
         assert!(!same_launch(&stored, &other));
         let mut other = meta("k1.0", "n");
         other.fields[0].shape = vec![65];

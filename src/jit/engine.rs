@@ -11,9 +11,9 @@
 use super::runtime::{self, LaunchNames};
 use super::{Jit, JitError, LoadedTask};
 use crate::codegen::{self, CodegenError, Compiler};
-use crate::config::{LaunchMeta, MetaKind};
+use crate::config::MetaKind;
 use crate::exec::{Engine, FieldData, Fields, RunError};
-use crate::ir::{Const, Module, Scalar, Stream};
+use crate::ir::{Const, Item, Module, Scalar, StmtKind, Stream};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -138,6 +138,16 @@ impl TaskProvider for CompileAndLoad {
     }
 }
 
+/// A kernel file split by the default pipeline: its text, its statements'
+/// spans (the split stream's spans locate run-time errors, so a file that
+/// prints the same but is laid out otherwise is split again) and the split
+/// stream.
+struct Split {
+    text: String,
+    spans: Vec<(u32, u32)>,
+    stream: Arc<Stream>,
+}
+
 /// Runs kernels through the JIT.
 pub struct JitEngine {
     pub jit: Jit,
@@ -153,9 +163,8 @@ pub struct JitEngine {
     tasks: HashMap<String, LoadedTask>,
     /// Loaded kernels by the canonical text of their launched modules.
     kernels: HashMap<String, Vec<LoadedTask>>,
-    /// The last kernel file split by the default pipeline: its text and
-    /// the split stream.
-    split: Option<(String, Arc<Stream>)>,
+    /// The last kernel file split by the default pipeline.
+    split: Option<Split>,
 }
 
 impl JitEngine {
@@ -199,9 +208,10 @@ impl JitEngine {
             return Ok(None);
         }
         let text = stream.to_string();
-        if let Some((t, s)) = &self.split {
-            if *t == text {
-                return Ok(Some(s.clone()));
+        let spans = stmt_spans(stream);
+        if let Some(s) = &self.split {
+            if s.text == text && s.spans == spans {
+                return Ok(Some(s.stream.clone()));
             }
         }
         let s = crate::passes::to_task_stream(stream.clone()).map_err(|ds| {
@@ -209,7 +219,7 @@ impl JitEngine {
             RunError::new(format!("cannot split the kernels into tasks: {}", msgs.join("; ")))
         })?;
         let s = Arc::new(s);
-        self.split = Some((text, s.clone()));
+        self.split = Some(Split { text, spans, stream: s.clone() });
         Ok(Some(s))
     }
 
@@ -281,6 +291,17 @@ impl JitEngine {
     }
 }
 
+/// The span of every statement of every body of `stream`, in order.
+fn stmt_spans(stream: &Stream) -> Vec<(u32, u32)> {
+    let bodies = stream.modules.iter().flat_map(|m| &m.items).filter_map(|item| match item {
+        Item::Func(f) => Some(&f.body),
+        Item::Kernel(k) => Some(&k.body),
+        Item::Task(t) => Some(&t.body),
+        Item::Field(_) => None,
+    });
+    bodies.flat_map(|b| b.stmts.iter().map(|s| (s.span.start, s.span.end))).collect()
+}
+
 /// A pool of `threads` threads; none for one thread (chunks then run on
 /// the calling thread).
 fn make_pool(threads: usize) -> Result<Option<rayon::ThreadPool>, RunError> {
@@ -314,31 +335,28 @@ impl Engine for JitEngine {
         let kparams: Vec<(&str, Scalar)> =
             k.params.iter().zip(&k.body.params).map(|(p, v)| (k.body.name(*v), p.ty)).collect();
         let tasks = self.prepare(stream, kernel)?;
-        // Fields the caller does not have are the kernel-scoped temporaries
-        // offload made: zeroed for this run, dropped after it.
-        let mut temps = Vec::new();
-        for t in &tasks {
-            for f in &t.meta.fields {
-                if fields.get(&f.name).is_none() {
-                    let elem = LaunchMeta::field_elem(f)
-                        .ok_or_else(|| RunError::new(format!("field @{} has unknown type {}", f.name, f.elem)))?;
-                    let decl = temp_field_decl(&f.name, elem, &f.shape);
-                    let data = FieldData::try_zeroed(&decl).map_err(RunError::new)?;
-                    fields.map.insert(f.name.as_str().into(), data);
-                    temps.push(f.name.clone());
-                }
-            }
-        }
+        // The launched task items, in the order of `tasks`: their names
+        // (a record may come from a task of another name) and where their
+        // statements are.
+        let launched = codegen::launched_tasks(stream, kernel).map_err(|e| RunError::new(e.message))?;
+        let temps = add_temporaries(&tasks, fields)?;
         if self.pool.is_none() && tasks.iter().any(|t| !matches!(t.meta.kind, MetaKind::Serial)) {
             self.pool = make_pool(self.threads)?;
         }
+        let path = self.path;
         let t0 = Instant::now();
         let result = (|| {
-            for t in &tasks {
-                let names = LaunchNames { kernel, task: &t.meta.task };
+            for (t, &(m, item)) in tasks.iter().zip(&launched) {
+                let names = LaunchNames { kernel, task: &item.name };
                 let slots = runtime::param_slots(&t.meta, &kparams, args, names)?;
+                // The statement numbers of the object: one task module's,
+                // or the whole kernel's.
+                let locate = |n: u32| match path {
+                    JitPath::PerTask => codegen::sites::locate(&[(m, item)], n),
+                    JitPath::WholeKernel => codegen::sites::locate(&launched, n),
+                };
                 self.stats.launches += 1;
-                runtime::launch(t.entry, &t.meta, names, &slots, fields, self.pool.as_ref())?;
+                runtime::launch(t.entry, &t.meta, names, &slots, fields, self.pool.as_ref(), &locate)?;
             }
             Ok(())
         })();
@@ -350,7 +368,23 @@ impl Engine for JitEngine {
     }
 }
 
-/// A field declaration for storage that only launch metadata describes.
-fn temp_field_decl(name: &str, elem: Scalar, shape: &[u64]) -> crate::ir::Field {
-    crate::ir::Field { name: name.into(), elem, shape: shape.to_vec(), span: crate::ir::Span::DUMMY }
+/// Adds zeroed storage for the fields the tasks touch that the caller
+/// does not have (the kernel-scoped temporaries offload made), and returns
+/// their names, to drop after the run.
+fn add_temporaries(tasks: &[LoadedTask], fields: &mut Fields) -> Result<Vec<String>, RunError> {
+    let mut temps = Vec::new();
+    for f in tasks.iter().flat_map(|t| &t.meta.fields) {
+        if fields.get(&f.name).is_none() {
+            let decl = crate::ir::Field {
+                name: f.name.as_str().into(),
+                elem: f.elem,
+                shape: f.shape.clone(),
+                span: crate::ir::Span::DUMMY,
+            };
+            let data = FieldData::try_zeroed(&decl).map_err(RunError::new)?;
+            fields.map.insert(f.name.as_str().into(), data);
+            temps.push(f.name.clone());
+        }
+    }
+    Ok(temps)
 }

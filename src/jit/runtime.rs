@@ -3,16 +3,18 @@
 //! field storage: serial tasks on the calling thread, `range_for` and
 //! `struct_for` in chunks of `block_dim` iterations over a thread pool.
 //!
-//! Owns: [`TaskContext`], [`ErrorSlot`], [`launch`] and the text of
-//! run-time errors of compiled code.
+//! Owns: [`TaskContext`], [`ErrorSlot`], [`launch`] (in phases: the
+//! iteration space, the fields' storage, the chunks, the error slot) and
+//! the run-time errors of compiled code (their text is the interpreter's,
+//! `exec::out_of_bounds`; their location comes from the task's module).
 //!
 //! Must never: compile or load code, or let a task touch memory that is not
 //! a field of the right element type and shape (checked before every
 //! launch).
 
 use crate::config::{LaunchMeta, MetaBound, MetaKind};
-use crate::exec::{FieldData, Fields, RunError};
-use crate::ir::{Scalar, DEFAULT_BLOCK_DIM};
+use crate::exec::{out_of_bounds, FieldData, Fields, RunError};
+use crate::ir::{Scalar, Span, DEFAULT_BLOCK_DIM};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -52,7 +54,9 @@ pub struct ErrorSlot {
     pub field: u32,
     /// How many of `index` are set.
     pub rank: u32,
-    pub _pad: u32,
+    /// The statement that failed, by its number in the object
+    /// (`codegen::sites`).
+    pub stmt: u32,
     pub index: [i64; 8],
 }
 
@@ -108,7 +112,8 @@ pub fn param_slots(
 ) -> Result<Vec<u64>, RunError> {
     meta.params
         .iter()
-        .map(|(name, ty)| {
+        .map(|p| {
+            let (name, ty) = (&p.name, p.ty);
             let k = kernel_params.iter().position(|(n, _)| n == name).ok_or_else(|| {
                 RunError::new(format!(
                     "kernel @{}: task @{} reads parameter %{name}, which the kernel does not have",
@@ -116,7 +121,7 @@ pub fn param_slots(
                 ))
             })?;
             let (_, kty) = kernel_params[k];
-            if kty.keyword() != ty {
+            if kty != ty {
                 return Err(RunError::new(format!(
                     "kernel @{}: task @{} reads parameter %{name} as {ty}, but the kernel declares it {kty}",
                     names.kernel, names.task
@@ -128,10 +133,10 @@ pub fn param_slots(
         .collect()
 }
 
-fn slot_as_i64(bits: u64, ty: &str) -> i64 {
+fn slot_as_i64(bits: u64, ty: Scalar) -> i64 {
     match ty {
-        "i1" => (bits & 1) as i64,
-        "i32" => bits as u32 as i32 as i64,
+        Scalar::I1 => (bits & 1) as i64,
+        Scalar::I32 => bits as u32 as i32 as i64,
         _ => bits as i64,
     }
 }
@@ -154,41 +159,45 @@ fn read_int_field(fields: &Fields, name: &str, names: LaunchNames) -> Result<i64
     })
 }
 
-/// The text of an out-of-bounds error: the first dimension whose index is
-/// out of range, worded as the interpreter words it.
-pub fn oob_message(kernel: &str, task: &str, field: &str, index: &[i64], shape: &[u64]) -> String {
-    let dim = index.iter().zip(shape).position(|(&i, &e)| i < 0 || i as u64 >= e).unwrap_or(0);
-    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-    format!(
-        "kernel @{kernel}, task @{task}: index {} out of bounds for field @{field} of shape [{}] (dimension {dim})",
-        index.get(dim).copied().unwrap_or(0),
-        dims.join(", ")
-    )
+/// The error a recorded slot stands for: the first out-of-range index of
+/// the access, worded as the interpreter words it, at the statement the
+/// slot names (`locate` maps the object's statement numbers to spans:
+/// `codegen::sites::locate`).
+fn slot_error(slot: &ErrorSlot, meta: &LaunchMeta, names: LaunchNames, locate: &dyn Fn(u32) -> Option<Span>) -> RunError {
+    let at = locate(slot.stmt);
+    let Some(mf) = meta.fields.get(slot.field as usize) else {
+        return RunError::new(format!("kernel @{}, task @{}: out-of-bounds access", names.kernel, names.task)).at(at);
+    };
+    let rank = (slot.rank as usize).min(slot.index.len());
+    let index = &slot.index[..rank];
+    let dim = index.iter().zip(&mf.shape).position(|(&i, &e)| i < 0 || i as u64 >= e).unwrap_or(0);
+    let i = index.get(dim).copied().unwrap_or(0);
+    out_of_bounds(names.kernel, Some(names.task), &mf.name, &mf.shape, i, dim).at(at)
 }
 
-/// Runs a loaded task once over `fields`: `slots` are its parameters
-/// ([`param_slots`]); parallel tasks run in chunks of `block_dim`
-/// iterations on `pool` (on the calling thread when `pool` is `None`).
-pub fn launch(
-    entry: EntryFn,
-    meta: &LaunchMeta,
-    names: LaunchNames,
-    slots: &[u64],
-    fields: &mut Fields,
-    pool: Option<&rayon::ThreadPool>,
-) -> Result<(), RunError> {
-    // The iteration space first (it may read 0-D fields).
-    let bound = |b: &MetaBound, fields: &Fields| -> Result<i64, RunError> {
+/// The iteration space of a launch: the first linear iteration, how many,
+/// and the block size.
+#[derive(Clone, Copy, Debug)]
+struct Space {
+    begin: i64,
+    count: i64,
+    block: i64,
+}
+
+/// The iteration space of a task, from its bounds (which may read 0-D
+/// fields) at launch.
+fn iteration_space(meta: &LaunchMeta, names: LaunchNames, slots: &[u64], fields: &Fields) -> Result<Space, RunError> {
+    let bound = |b: &MetaBound| -> Result<i64, RunError> {
         Ok(match b {
             MetaBound::Const(c) => *c,
             MetaBound::Param(i) => {
-                let (_, ty) = meta.params.get(*i as usize).ok_or_else(|| {
+                let p = meta.params.get(*i as usize).ok_or_else(|| {
                     RunError::new(format!("kernel @{}: task @{}: bad parameter index", names.kernel, names.task))
                 })?;
                 let bits = slots.get(*i as usize).copied().ok_or_else(|| {
                     RunError::new(format!("kernel @{}: task @{}: missing parameter slot {i}", names.kernel, names.task))
                 })?;
-                slot_as_i64(bits, ty)
+                slot_as_i64(bits, p.ty)
             }
             MetaBound::Field(n) => read_int_field(fields, n, names)?,
         })
@@ -196,8 +205,8 @@ pub fn launch(
     let (begin, count, block) = match &meta.kind {
         MetaKind::Serial => (0i64, 1i64, 1u32),
         MetaKind::RangeFor { lo, hi, block_dim } => {
-            let lo = bound(lo, fields)?;
-            let hi = bound(hi, fields)?;
+            let lo = bound(lo)?;
+            let hi = bound(hi)?;
             (lo, hi.saturating_sub(lo).max(0), *block_dim)
         }
         MetaKind::StructFor { field, block_dim, .. } => {
@@ -208,13 +217,17 @@ pub fn launch(
         }
     };
     let block = if block == 0 { DEFAULT_BLOCK_DIM } else { block } as i64;
+    Ok(Space { begin, count, block })
+}
 
-    // Field storage, checked against what the object was compiled for.
+/// The storage of each field the task touches, in the order of
+/// `meta.fields`, checked against what the object was compiled for.
+fn bind_fields<'f>(meta: &LaunchMeta, names: LaunchNames, fields: &'f mut Fields) -> Result<Vec<Base<'f>>, RunError> {
     let mut wanted: Vec<Option<Base>> = (0..meta.fields.len()).map(|_| None).collect();
     for (name, data) in fields.map.iter_mut() {
         let Some(pos) = meta.fields.iter().position(|f| f.name == name.as_str()) else { continue };
         let mf = &meta.fields[pos];
-        if LaunchMeta::field_elem(mf) != Some(data.elem) || mf.shape != data.shape {
+        if mf.elem != data.elem || mf.shape != data.shape {
             return Err(RunError::new(format!(
                 "kernel @{}: task @{} was compiled for @{} : {}{:?}, but the field is {}",
                 names.kernel,
@@ -246,61 +259,87 @@ pub fn launch(
             Base::Copied(data, v)
         });
     }
-    let mut bases: Vec<Base> = Vec::with_capacity(wanted.len());
-    for (w, mf) in wanted.into_iter().zip(&meta.fields) {
-        bases.push(w.ok_or_else(|| {
-            RunError::new(format!("kernel @{}: task @{}: no field @{}", names.kernel, names.task, mf.name))
-        })?);
-    }
-    let ptrs: Vec<*mut u8> = bases.iter_mut().map(|b| b.ptr()).collect();
-    let mut slot = ErrorSlot::default();
-    let shared = Shared { fields: ptrs.as_ptr(), params: slots.as_ptr(), error: &mut slot };
+    wanted
+        .into_iter()
+        .zip(&meta.fields)
+        .map(|(w, mf)| {
+            w.ok_or_else(|| RunError::new(format!("kernel @{}: task @{}: no field @{}", names.kernel, names.task, mf.name)))
+        })
+        .collect()
+}
 
+/// Calls the entry over the iteration space: once for a serial task;
+/// chunks of whole blocks on `pool` for a parallel one (or one call over
+/// the whole range on the calling thread). Chunks not yet started are
+/// skipped once an error is recorded.
+fn run_chunks(entry: EntryFn, serial: bool, space: Space, shared: Shared, pool: Option<&rayon::ThreadPool>) {
     let run_chunk = |s: Shared, b: i64, e: i64| {
-        // Once an error is recorded the launch fails: skip the rest.
         if unsafe { (*s.error).state.load(Ordering::Relaxed) } != 0 {
             return;
         }
         let ctx = TaskContext { fields: s.fields, params: s.params, error: s.error, begin: b, end: e };
         unsafe { entry(&ctx) };
     };
-    if matches!(meta.kind, MetaKind::Serial) {
+    let Space { begin, count, block } = space;
+    if serial {
         run_chunk(shared, 0, 1);
-    } else if count > 0 {
-        let end = begin + count;
-        match pool {
-            Some(p) if p.current_num_threads() > 1 && count > block => {
-                // Chunks are runs of whole blocks; a pool thread takes a few
-                // consecutive blocks per call (about 8 calls per thread), so
-                // the per-call cost (context, loop set-up, vector-loop
-                // checks) stays small next to the work.
-                let blocks = (count + block - 1) / block;
-                let per_call = (blocks / (8 * p.current_num_threads() as i64)).max(1);
-                let step = per_call * block;
-                let calls = (count + step - 1) / step;
-                p.install(|| {
-                    (0..calls).into_par_iter().for_each(|c| {
-                        let b = begin + c * step;
-                        run_chunk(shared, b, (b + step).min(end));
-                    })
-                });
-            }
-            // One thread: the blocks in order are one call over the whole
-            // range (the same iterations in the same order).
-            _ => run_chunk(shared, begin, end),
-        }
+        return;
     }
+    if count <= 0 {
+        return;
+    }
+    let end = begin + count;
+    match pool {
+        Some(p) if p.current_num_threads() > 1 && count > block => {
+            // Chunks are runs of whole blocks; a pool thread takes a few
+            // consecutive blocks per call (about 8 calls per thread), so
+            // the per-call cost (context, loop set-up, vector-loop checks)
+            // stays small next to the work.
+            let blocks = (count + block - 1) / block;
+            let per_call = (blocks / (8 * p.current_num_threads() as i64)).max(1);
+            let step = per_call * block;
+            let calls = (count + step - 1) / step;
+            p.install(|| {
+                (0..calls).into_par_iter().for_each(|c| {
+                    let b = begin + c * step;
+                    run_chunk(shared, b, (b + step).min(end));
+                })
+            });
+        }
+        // One thread: the blocks in order are one call over the whole
+        // range (the same iterations in the same order).
+        _ => run_chunk(shared, begin, end),
+    }
+}
+
+/// Runs a loaded task once over `fields`: `slots` are its parameters
+/// ([`param_slots`]); parallel tasks run in chunks of `block_dim`
+/// iterations on `pool` (on the calling thread when `pool` is `None`). A
+/// run-time error is located with `locate`, which maps the object's
+/// statement numbers to spans of the task's module
+/// (`codegen::sites::locate`; `&|_| None` leaves errors unlocated).
+pub fn launch(
+    entry: EntryFn,
+    meta: &LaunchMeta,
+    names: LaunchNames,
+    slots: &[u64],
+    fields: &mut Fields,
+    pool: Option<&rayon::ThreadPool>,
+    locate: &dyn Fn(u32) -> Option<Span>,
+) -> Result<(), RunError> {
+    // The iteration space first (it may read 0-D fields).
+    let space = iteration_space(meta, names, slots, fields)?;
+    let mut bases = bind_fields(meta, names, fields)?;
+    let ptrs: Vec<*mut u8> = bases.iter_mut().map(|b| b.ptr()).collect();
+    let mut slot = ErrorSlot::default();
+    let shared = Shared { fields: ptrs.as_ptr(), params: slots.as_ptr(), error: &mut slot };
+    run_chunks(entry, matches!(meta.kind, MetaKind::Serial), space, shared, pool);
     drop(ptrs);
     for b in bases {
         b.finish();
     }
     if slot.state.load(Ordering::Acquire) != 0 {
-        let mf = meta.fields.get(slot.field as usize);
-        let rank = (slot.rank as usize).min(slot.index.len());
-        return Err(RunError::new(match mf {
-            Some(mf) => oob_message(names.kernel, names.task, &mf.name, &slot.index[..rank], &mf.shape),
-            None => format!("kernel @{}, task @{}: out-of-bounds access", names.kernel, names.task),
-        }));
+        return Err(slot_error(&slot, meta, names, locate));
     }
     Ok(())
 }

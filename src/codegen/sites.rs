@@ -1,0 +1,129 @@
+//! Statement numbers: how compiled code names the statement that failed
+//! without carrying the file's name or layout.
+//!
+//! Owns: the numbering of the statements of an object. The bodies an
+//! object holds are taken in a fixed order ([`object_bodies`]: the
+//! functions of the launched modules, first definition of each name, in
+//! module order; then each launched task once, in launch order), and the
+//! statements of each body in print order (pre-order, as `Body::walk`);
+//! the number of a statement is its position in that sequence. For a
+//! per-task object this is the order of the task's canonical text (its
+//! module's functions, then the task: `crate::key`), so the number is a
+//! property of the text the key digests: moving a comment or renaming a
+//! value changes no number and no key, and the location is found again, at
+//! launch, in whatever module the current process holds ([`locate`]).
+//!
+//! Must never: touch LLVM, or depend on spans (they only come out of
+//! [`locate`]).
+
+use crate::ir::{Body, Func, Module, Span, Stmt, TaskItem};
+
+/// The number codegen passes when a failure has no statement (never
+/// produced for a statement of the object).
+pub const NO_STMT: u32 = u32::MAX;
+
+/// The bodies of an object built from `launched` (task modules with their
+/// task, in launch order), in numbering order: each function name once
+/// (its first definition), then each task name once.
+pub fn object_bodies<'a>(launched: &[(&'a Module, &'a TaskItem)]) -> (Vec<&'a Func>, Vec<&'a TaskItem>) {
+    let mut funcs: Vec<&Func> = Vec::new();
+    for f in launched.iter().flat_map(|(m, _)| m.funcs()) {
+        if !funcs.iter().any(|g| g.name == f.name) {
+            funcs.push(f);
+        }
+    }
+    let mut tasks: Vec<&TaskItem> = Vec::new();
+    for (_, t) in launched {
+        if !tasks.iter().any(|u| u.name == t.name) {
+            tasks.push(t);
+        }
+    }
+    (funcs, tasks)
+}
+
+/// The statements of `body` in print order.
+pub fn stmts_in_order(body: &Body) -> Vec<Stmt> {
+    let mut out = Vec::new();
+    body.walk(body.entry, &mut |s| out.push(s));
+    out
+}
+
+/// Numbers statements body by body: each body's first number is the
+/// count of the statements of the bodies before it.
+#[derive(Clone, Debug, Default)]
+pub struct Numbering {
+    next: u32,
+}
+
+impl Numbering {
+    /// The numbers of `body`'s statements, indexed by `Stmt` (statements
+    /// not reachable from the entry block get [`NO_STMT`]); advances past
+    /// them.
+    pub fn number(&mut self, body: &Body) -> Vec<u32> {
+        let mut numbers = vec![NO_STMT; body.stmts.len()];
+        for s in stmts_in_order(body) {
+            numbers[s.index()] = self.next;
+            self.next = self.next.saturating_add(1);
+        }
+        numbers
+    }
+}
+
+/// The span of statement `n` of the object built from `launched`: `None`
+/// for [`NO_STMT`], a number past the object's statements, or a statement
+/// without source text.
+pub fn locate(launched: &[(&Module, &TaskItem)], n: u32) -> Option<Span> {
+    if n == NO_STMT {
+        return None;
+    }
+    let (funcs, tasks) = object_bodies(launched);
+    let bodies = funcs.iter().map(|f| &f.body).chain(tasks.iter().map(|t| &t.body));
+    let mut rest = n as usize;
+    for body in bodies {
+        let order = stmts_in_order(body);
+        match order.get(rest) {
+            Some(&s) => {
+                let span = body.stmt(s).span;
+                return (span.end > span.start).then_some(span);
+            }
+            None => rest -= order.len(),
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(src: &str) -> crate::ir::Stream {
+        let mut s = crate::parser::parse(src).unwrap();
+        crate::verifier::verify(&s).unwrap();
+        crate::passes::run_passes(&crate::passes::default_pipeline(), &mut s).unwrap();
+        s
+    }
+
+    const SRC: &str = "field @x : f32[4]\n\
+        func @f(%i: i32) -> f32 {\n  %v = load @x[%i]\n  ret %v\n}\n\
+        kernel @k() {\n  for %i in 0 .. 4 {\n    %v = call @f(%i)\n    store @x[%i], %v\n  }\n}\n";
+
+    #[test]
+    fn numbers_run_through_functions_then_tasks_in_print_order() {
+        let s = split(SRC);
+        let launched = crate::codegen::launched_tasks(&s, "k").unwrap();
+        let text = |n| locate(&launched, n).map(|sp| SRC[sp.range()].to_string());
+        assert_eq!(text(0).as_deref(), Some("%v = load @x[%i]"));
+        assert_eq!(text(1).as_deref(), Some("ret %v"));
+        assert_eq!(text(2).as_deref(), Some("%v = call @f(%i)"));
+        assert_eq!(text(3).as_deref(), Some("store @x[%i], %v"));
+        assert_eq!(text(4), None);
+        assert_eq!(text(NO_STMT), None);
+        // The numbering codegen uses assigns the same numbers.
+        let (funcs, tasks) = object_bodies(&launched);
+        let mut n = Numbering::default();
+        let f = n.number(&funcs[0].body);
+        let t = n.number(&tasks[0].body);
+        assert_eq!(stmts_in_order(&funcs[0].body).iter().map(|s| f[s.index()]).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(stmts_in_order(&tasks[0].body).iter().map(|s| t[s.index()]).collect::<Vec<_>>(), [2, 3]);
+    }
+}
