@@ -771,7 +771,7 @@ impl<'s> ProgramBuilder<'s> {
                     }
                 }
             }
-            StmtKind::For { var, lo, hi, body: b } => {
+            StmtKind::For { var, lo, hi, body: b, .. } => {
                 let ty = lw.scalar(*var)?;
                 let lo = self.bound(lw, lo, ty)?;
                 let hi = self.bound(lw, hi, ty)?;

@@ -261,7 +261,7 @@ impl B {
     fn for_(&mut self, ty: Scalar, lo: Bound, hi: Bound, f: impl FnOnce(&mut B, Value)) {
         let var = self.loop_var(ty);
         let body = self.block(|b| f(b, var));
-        let s = self.st(StmtKind::For { var, lo, hi, body });
+        let s = self.st(StmtKind::For { var, lo, hi, body, serial: false });
         self.body.values[var.index()].def = ValueDef::LoopVar(s, 0);
     }
     fn task(&mut self, name: &str, kind: TaskKind, f: impl FnOnce(&mut B)) {

@@ -819,7 +819,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 self.b.position_at_end(join);
                 None
             }
-            StmtKind::For { var, lo, hi, body } => {
+            StmtKind::For { var, lo, hi, body, .. } => {
                 let ty = self.scalar(*var)?;
                 let ity = fx_int_ty(self.cx, ty);
                 let lo = self.bound(l, lo, ity)?;
