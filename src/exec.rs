@@ -122,11 +122,18 @@ impl Fields {
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunError {
     pub message: String,
+    /// The data races the interpreter's `--check-races` found, when they
+    /// are the error (a tool renders them against the source).
+    pub races: Option<Box<crate::races::RaceReport>>,
 }
 
 impl RunError {
     pub fn new(message: impl Into<String>) -> RunError {
-        RunError { message: message.into() }
+        RunError { message: message.into(), races: None }
+    }
+    /// The error of a launch in which data races were found.
+    pub fn races(report: crate::races::RaceReport) -> RunError {
+        RunError { message: report.to_string(), races: Some(Box::new(report)) }
     }
 }
 
