@@ -38,11 +38,12 @@ def med(mode, length, i):
     return statistics.median(r[i] for r in res[(mode, length)])
 base_cpu, base_rss = med("plain", n, 1), med("plain", n, 2)
 print(f"N = {n}, {reps} runs per process, {rounds} processes per mode (medians)")
-print(f"{'mode':<18} {'fields':>9} {'wall s':>8} {'cpu s':>8} {'x plain':>8} {'peak RSS KiB':>13} {'+ KiB':>8} {'B/elem':>7}")
+# saxpy touches N elements of each of its two fields.
+print(f"{'mode':<18} {'fields':>9} {'wall s':>8} {'cpu s':>8} {'x plain':>8} {'peak RSS KiB':>13} {'+ KiB':>8} {'B/touched':>9}")
 for mode, length in modes:
     cpu, rss = med(mode, length, 1), med(mode, length, 2)
     plain_rss = med("plain", length, 2)
     extra = rss - plain_rss
-    print(f"{mode:<18} {length:>9} {med(mode, length, 0):>8.3f} {cpu:>8.3f} {cpu / base_cpu:>8.2f} {rss:>13} {extra:>8} {extra * 1024 / n:>7.1f}")
+    print(f"{mode:<18} {length:>9} {med(mode, length, 0):>8.3f} {cpu:>8.3f} {cpu / base_cpu:>8.2f} {rss:>13} {extra:>8} {extra * 1024 / (2 * n):>9.1f}")
 PY
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -540,6 +540,15 @@ impl<'a> BodyLowerer<'a> {
             _ => {}
         }
     }
+    /// Points a loop's `continue`s at `next` and its `break`s at `exit`.
+    fn close_loop(&mut self, patches: LoopPatches, next: u32, exit: u32) {
+        for c in patches.continues {
+            self.patch(c, next);
+        }
+        for b in patches.breaks {
+            self.patch(b, exit);
+        }
+    }
     fn scalar(&self, v: Value) -> Result<Scalar, RunError> {
         match self.body.ty(v) {
             Type::Scalar(s) | Type::Slot(s) => Ok(s),
@@ -663,12 +672,7 @@ impl<'s> ProgramBuilder<'s> {
         lw.emit(Inst::ForNext { var, hi, body: start });
         let exit = lw.here();
         lw.patch(enter, exit);
-        for c in patches.continues {
-            lw.patch(c, next);
-        }
-        for b in patches.breaks {
-            lw.patch(b, exit);
-        }
+        lw.close_loop(patches, next, exit);
         Ok(())
     }
 
@@ -745,12 +749,7 @@ impl<'s> ProgramBuilder<'s> {
         lw.emit(Inst::ParEnd);
         let exit = lw.here();
         lw.patch(begin, exit);
-        for c in patches.continues {
-            lw.patch(c, next);
-        }
-        for b in patches.breaks {
-            lw.patch(b, end);
-        }
+        lw.close_loop(patches, next, end);
         Ok(())
     }
 
@@ -1402,7 +1401,7 @@ impl State {
     #[inline(always)]
     fn touch(&mut self, acc: &Access, elem: Scalar, at: usize, kind: AccessKind) {
         if let Some(sh) = self.par.last_mut().and_then(|r| r.shadow.as_deref_mut()) {
-            sh.access(acc.field, (at / elem.size_bytes()) as u64, kind, acc.site);
+            sh.access(acc.field, (at >> elem.size_bytes().trailing_zeros()) as u64, kind, acc.site);
         }
     }
 }

@@ -232,9 +232,11 @@ pub struct Conflict {
 pub struct Shadow {
     /// Page number by (field, page index).
     index: HashMap<u64, u32>,
-    pages: Vec<[Cell; PAGE]>,
-    /// The last page looked up: its key and number.
-    cached: Option<(u64, u32)>,
+    /// Boxed, so that growing the list moves no cells.
+    pages: Vec<Box<[Cell]>>,
+    /// Per field, the last page looked up: its index in the field and its
+    /// number (`u64::MAX`: none yet).
+    cached: Vec<(u64, u32)>,
     epoch: u32,
     found: Vec<Conflict>,
     more: u64,
@@ -292,19 +294,29 @@ impl Shadow {
         }
     }
 
+    #[inline]
     fn page(&mut self, field: u32, elem: u64) -> u32 {
-        let key = ((field as u64) << 40) ^ (elem / PAGE as u64);
-        if let Some((k, p)) = self.cached {
-            if k == key {
+        let idx = elem / PAGE as u64;
+        if let Some(&(i, p)) = self.cached.get(field as usize) {
+            if i == idx {
                 return p;
             }
         }
+        self.page_slow(field, idx)
+    }
+
+    fn page_slow(&mut self, field: u32, idx: u64) -> u32 {
+        let key = ((field as u64) << 40) ^ idx;
         let next = self.pages.len() as u32;
         let p = *self.index.entry(key).or_insert(next);
         if p == next {
-            self.pages.push([Cell::default(); PAGE]);
+            self.pages.push(vec![Cell::default(); PAGE].into_boxed_slice());
         }
-        self.cached = Some((key, p));
+        let f = field as usize;
+        if self.cached.len() <= f {
+            self.cached.resize(f + 1, (u64::MAX, 0));
+        }
+        self.cached[f] = (idx, p);
         p
     }
 
@@ -316,7 +328,7 @@ impl Shadow {
 
     /// The bytes the shadow holds for its pages (for the benchmark).
     pub fn shadow_bytes(&self) -> usize {
-        self.pages.len() * std::mem::size_of::<[Cell; PAGE]>()
+        self.pages.len() * PAGE * std::mem::size_of::<Cell>()
     }
 }
 
