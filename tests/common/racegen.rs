@@ -31,13 +31,26 @@ use super::kernelgen::{self, GenConfig, Rng};
 use kiln::ir::Scalar;
 use std::fmt::Write;
 
-/// The racy patterns, then the race-free ones.
-const RACY: [&str; 5] = ["read-other", "write-other", "write-one", "atomic-read", "atomic-write"];
-const RACE_FREE: [&str; 4] = ["own", "stencil", "histogram", "read-one"];
+/// The patterns of the module doc.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Pat {
+    ReadOther,
+    WriteOther,
+    WriteOne,
+    AtomicRead,
+    AtomicWrite,
+    Own,
+    Stencil,
+    Histogram,
+    ReadOne,
+}
+
+pub const RACY: [Pat; 5] = [Pat::ReadOther, Pat::WriteOther, Pat::WriteOne, Pat::AtomicRead, Pat::AtomicWrite];
+pub const RACE_FREE: [Pat; 4] = [Pat::Own, Pat::Stencil, Pat::Histogram, Pat::ReadOne];
 
 /// The module of `seed`, with a racy `@race` kernel or a race-free one.
-/// Also returns the pattern's name (for failure messages).
-pub fn generate(seed: u64, racy: bool) -> (String, &'static str) {
+/// Also returns the pattern (for failure messages).
+pub fn generate(seed: u64, racy: bool) -> (String, Pat) {
     let mut text = kernelgen::generate(seed, &GenConfig::default());
     let mut rng = Rng::new(seed ^ 0x7261_6365_7321);
     let pattern = if racy { *rng.pick(&RACY) } else { *rng.pick(&RACE_FREE) };
@@ -48,7 +61,7 @@ pub fn generate(seed: u64, racy: bool) -> (String, &'static str) {
 }
 
 struct Pattern {
-    name: &'static str,
+    name: Pat,
     ty: Scalar,
     /// Histogram and atomic counters: an integer type.
     ity: Scalar,
@@ -66,7 +79,7 @@ struct Pattern {
 }
 
 impl Pattern {
-    fn new(rng: &mut Rng, name: &'static str) -> Pattern {
+    fn new(rng: &mut Rng, name: Pat) -> Pattern {
         let n = 2 + rng.below(7) as u64;
         let m = if rng.chance(30) { Some(1 + rng.below(3) as u64) } else { None };
         Pattern {
@@ -117,22 +130,22 @@ impl Pattern {
         let one = self.idx("%oc", "%oz");
         let c = format!("{}", self.c);
         match self.name {
-            "read-other" => {
+            Pat::ReadOther => {
                 self.other_index(out, ind, i);
                 let _ = writeln!(out, "{ind}%r = load @rx[{e}]");
             }
-            "write-other" => {
+            Pat::WriteOther => {
                 self.other_index(out, ind, i);
                 let _ = writeln!(out, "{ind}%r = load @rx[{own}]");
                 let _ = writeln!(out, "{ind}store @rx[{e}], %r");
             }
-            "write-one" => {
+            Pat::WriteOne => {
                 let _ = writeln!(out, "{ind}%oc = const {c} : i32\n{ind}%oz = const 0 : i32");
                 let _ = writeln!(out, "{ind}%r = const 1 : {ty}");
                 let _ = writeln!(out, "{ind}store @rx[{one}], %r");
             }
-            "atomic-read" | "atomic-write" | "histogram" => {
-                if self.name == "histogram" {
+            Pat::AtomicRead | Pat::AtomicWrite | Pat::Histogram => {
+                if self.name == Pat::Histogram {
                     let _ = writeln!(out, "{ind}%ob = const {} : i32", self.n.div_ceil(2));
                     let _ = writeln!(out, "{ind}%oc = rem {i}, %ob");
                 } else {
@@ -141,30 +154,29 @@ impl Pattern {
                 let _ = writeln!(out, "{ind}%one = const 1 : {ity}");
                 let _ = writeln!(out, "{ind}%r = atomic add @rh[%oc], %one");
             }
-            "own" => {
+            Pat::Own => {
                 let _ = writeln!(out, "{ind}%v = load @rx[{own}]");
                 let _ = writeln!(out, "{ind}%one = const 1 : {ty}");
                 let _ = writeln!(out, "{ind}%r = add %v, %one");
                 let _ = writeln!(out, "{ind}store @rx[{own}], %r");
             }
-            "stencil" => {
+            Pat::Stencil => {
                 self.other_index(out, ind, i);
                 let _ = writeln!(out, "{ind}%sa = load @rx[{e}]");
                 let _ = writeln!(out, "{ind}%sb = load @rx[{own}]");
                 let _ = writeln!(out, "{ind}%r = add %sa, %sb");
             }
-            "read-one" => {
+            Pat::ReadOne => {
                 let _ = writeln!(out, "{ind}%oc = const {c} : i32\n{ind}%oz = const 0 : i32");
                 let _ = writeln!(out, "{ind}%r = load @rx[{one}]");
             }
-            _ => unreachable!("a pattern of RACY or RACE_FREE"),
         }
     }
 
     /// The type of `%r`.
     fn result_ty(&self) -> Scalar {
         match self.name {
-            "atomic-read" | "atomic-write" | "histogram" => self.ity,
+            Pat::AtomicRead | Pat::AtomicWrite | Pat::Histogram => self.ity,
             _ => self.ty,
         }
     }
@@ -174,10 +186,10 @@ impl Pattern {
     /// element of `@ry`.
     fn after(&self, out: &mut String, ind: &str, own: &str, res: &str) {
         let line = match self.name {
-            "read-other" => format!("store @rx[{own}], {res}"),
-            "atomic-read" => "%back = load @rh[%kc]".to_string(),
-            "atomic-write" => format!("store @rh[%kc], {res}"),
-            "stencil" | "read-one" => format!("store @ry[{own}], {res}"),
+            Pat::ReadOther => format!("store @rx[{own}], {res}"),
+            Pat::AtomicRead => "%back = load @rh[%kc]".to_string(),
+            Pat::AtomicWrite => format!("store @rh[%kc], {res}"),
+            Pat::Stencil | Pat::ReadOne => format!("store @ry[{own}], {res}"),
             _ => return,
         };
         let _ = writeln!(out, "{ind}{line}");
