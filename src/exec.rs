@@ -127,11 +127,18 @@ pub struct RunError {
     /// from. `None` for errors of a launch or a run as a whole, and for
     /// statements a pass made without source text.
     pub at: Option<Span>,
+    /// The data races the interpreter's `--check-races` found, when they
+    /// are the error (a tool renders them against the source).
+    pub races: Option<Box<crate::races::RaceReport>>,
 }
 
 impl RunError {
     pub fn new(message: impl Into<String>) -> RunError {
-        RunError { message: message.into(), at: None }
+        RunError { message: message.into(), at: None, races: None }
+    }
+    /// The error of a launch in which data races were found.
+    pub fn races(report: crate::races::RaceReport) -> RunError {
+        RunError { message: report.to_string(), at: None, races: Some(Box::new(report)) }
     }
 
     /// This error located at statement span `at` (a dummy span, which has

@@ -5,8 +5,13 @@
 //! Owns: lowering a body (function, kernel, task item) to a compact,
 //! flat instruction form ([`Code`]) with fields resolved to indices and
 //! values resolved to registers, and executing it over [`Fields`].
-//! Parallel tasks run sequentially in increasing index order (a valid order
-//! of a parallel loop), so results are deterministic.
+//! Parallel tasks run their iterations one after the other, in increasing
+//! index order by default (a valid order of a parallel loop), so results
+//! are deterministic; [`Interpreter::order`] picks another order, and
+//! [`Interpreter::check_races`] keeps shadow state per field element during
+//! each parallel launch to report data races (`crate::races`). Either asks
+//! for parallel tasks, so the interpreter then runs kernels as `offload`
+//! makes them (with its temporaries for the run only).
 //!
 //! Must never: print, panic on any input (a stream that slipped past the
 //! verifier gives a [`RunError`]), or skip a bounds check: the interpreter
@@ -32,23 +37,51 @@
 
 use crate::exec::{out_of_bounds, Engine, FieldData, Fields, RunError};
 use crate::ir::*;
+use crate::races::{AccessKind, IterationOrder, Permutation, Race, RaceReport, Shadow};
 use std::collections::HashMap;
 
-/// The reference interpreter engine (stateless; each run lowers what it
-/// needs).
+/// The reference interpreter engine (each run lowers what it needs).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Interpreter;
+pub struct Interpreter {
+    /// The order the iterations of parallel tasks run in.
+    pub order: IterationOrder,
+    /// Report data races in parallel tasks (a run-time error).
+    pub check_races: bool,
+}
 
 impl Interpreter {
     pub fn new() -> Interpreter {
-        Interpreter
+        Interpreter::default()
     }
 }
 
 impl Engine for Interpreter {
     fn run_kernel(&mut self, stream: &Stream, kernel: &str, args: &[Const], fields: &mut Fields) -> Result<(), RunError> {
-        let prog = Program::lower(stream, kernel)?;
-        prog.run(args, fields)
+        if self.order == IterationOrder::Ascending && !self.check_races {
+            let prog = Program::lower(stream, kernel)?;
+            return prog.run(args, fields, *self);
+        }
+        // Iteration orders and races are properties of parallel tasks:
+        // run the kernels as offload makes them.
+        let mut tasks = stream.clone();
+        for m in &mut tasks.modules {
+            crate::passes::offload::offload_module(m)
+                .map_err(|d| err(format!("cannot offload the kernels into tasks: {}", d.message)))?;
+        }
+        let prog = Program::lower(&tasks, kernel)?;
+        // Offload's temporaries exist for this run only.
+        let mut temps = Vec::new();
+        for f in tasks.modules.iter().flat_map(|m| m.fields()) {
+            if fields.get(&f.name).is_none() {
+                fields.map.insert(f.name.clone(), FieldData::try_zeroed(f).map_err(RunError::new)?);
+                temps.push(f.name.clone());
+            }
+        }
+        let r = prog.run(args, fields, *self);
+        for n in temps {
+            fields.map.remove(&n);
+        }
+        r
     }
 }
 
@@ -332,6 +365,26 @@ struct Access {
     /// The span of the statement that makes the access (run-time errors
     /// name it).
     at: Span,
+    /// Its statement's index in [`Program::sites`] (for race reports).
+    site: u32,
+}
+
+/// The iterations of a parallel task (`range_for`, `struct_for`).
+#[derive(Clone, Debug)]
+struct ParLoop {
+    /// The loop variables (one per dimension of a `struct_for`).
+    vars: Box<[Reg]>,
+    space: Space,
+    /// The task's statement or item (for race reports).
+    span: Span,
+}
+
+#[derive(Clone, Debug)]
+enum Space {
+    /// `lo .. hi`, evaluated when the launch starts.
+    Range { lo: Reg, hi: Reg },
+    /// A field's index space, row-major.
+    Struct { shape: Box<[u64]> },
 }
 
 #[derive(Clone, Debug)]
@@ -357,6 +410,15 @@ enum Inst {
     ForEnter { var: Reg, hi: Reg, exit: u32 },
     /// Ends an iteration: `var += 1`, and jumps to `body` while `var < hi`.
     ForNext { var: Reg, hi: Reg, body: u32 },
+    /// Starts a launch of the parallel loop `par` of this code: jumps to
+    /// `exit` when it has no iteration, else sets the variables of the
+    /// first iteration in the run order.
+    ParBegin { par: u32, exit: u32 },
+    /// Ends an iteration of the current parallel launch: sets the next
+    /// iteration's variables and jumps to `body`, or falls through.
+    ParNext { body: u32 },
+    /// Ends the current parallel launch (an error if it raced).
+    ParEnd,
     /// Sets the task named in run-time errors (`u32::MAX`: none).
     SetTask { task: u32 },
     Launch { code: u32 },
@@ -371,6 +433,7 @@ struct Code {
     /// Registers of the parameters, in order.
     params: Vec<Reg>,
     accesses: Vec<Access>,
+    pars: Vec<ParLoop>,
     /// Argument register lists of calls.
     arglists: Vec<Box<[Reg]>>,
     /// For a task item: where each parameter's value comes from (an index
@@ -400,6 +463,8 @@ struct Program {
     entry: usize,
     fields: Vec<FieldInfo>,
     task_names: Vec<Name>,
+    /// The statement of each field access site.
+    sites: Vec<Span>,
 }
 
 const NO_TASK: u32 = u32::MAX;
@@ -426,6 +491,7 @@ struct ProgramBuilder<'s> {
     in_progress_names: Vec<Name>,
     /// Blocks being lowered, counted across calls: see [`MAX_DEPTH`].
     depth: usize,
+    sites: Vec<Span>,
 }
 
 /// How deeply blocks and calls may nest, counted together (every function
@@ -448,6 +514,7 @@ struct BodyLowerer<'a> {
     insts: Vec<Inst>,
     nregs: u32,
     accesses: Vec<Access>,
+    pars: Vec<ParLoop>,
     arglists: Vec<Box<[Reg]>>,
     loops: Vec<LoopPatches>,
     /// Jumps made by `ret` outside a function (it ends the current
@@ -465,6 +532,7 @@ impl<'a> BodyLowerer<'a> {
             insts: Vec::new(),
             nregs: body.values.len() as u32,
             accesses: Vec::new(),
+            pars: Vec::new(),
             arglists: Vec::new(),
             loops: Vec::new(),
             rets: Vec::new(),
@@ -486,8 +554,17 @@ impl<'a> BodyLowerer<'a> {
     fn patch(&mut self, at: usize, target: u32) {
         match &mut self.insts[at] {
             Inst::Jump { to } | Inst::JumpIfNot { to, .. } => *to = target,
-            Inst::ForEnter { exit, .. } => *exit = target,
+            Inst::ForEnter { exit, .. } | Inst::ParBegin { exit, .. } => *exit = target,
             _ => {}
+        }
+    }
+    /// Points a loop's `continue`s at `next` and its `break`s at `exit`.
+    fn close_loop(&mut self, patches: LoopPatches, next: u32, exit: u32) {
+        for c in patches.continues {
+            self.patch(c, next);
+        }
+        for b in patches.breaks {
+            self.patch(b, exit);
         }
     }
     fn scalar(&self, v: Value) -> Result<Scalar, RunError> {
@@ -502,6 +579,7 @@ impl<'a> BodyLowerer<'a> {
             nregs: self.nregs as usize,
             params,
             accesses: self.accesses,
+            pars: self.pars,
             arglists: self.arglists,
             param_from_kernel: Vec::new(),
             task: NO_TASK,
@@ -550,7 +628,7 @@ impl<'s> ProgramBuilder<'s> {
         id
     }
 
-    fn access(&mut self, lw: &mut BodyLowerer, r: &FieldRef, at: Span) -> Result<u32, RunError> {
+    fn access(&mut self, lw: &mut BodyLowerer, r: &FieldRef, span: Span) -> Result<u32, RunError> {
         let field = self.field_id(lw.module, &r.field)?;
         let rank = self.fields[field as usize].shape.len();
         if r.indices.len() != rank {
@@ -561,7 +639,9 @@ impl<'s> ProgramBuilder<'s> {
                 r.indices.len()
             )));
         }
-        lw.accesses.push(Access { field, idx: r.indices.iter().map(|v| v.0).collect(), at });
+        self.sites.push(span);
+        let site = self.sites.len() as u32 - 1;
+        lw.accesses.push(Access { field, idx: r.indices.iter().map(|v| v.0).collect(), site, at: span });
         Ok(lw.accesses.len() as u32 - 1)
     }
 
@@ -610,12 +690,7 @@ impl<'s> ProgramBuilder<'s> {
         lw.emit(Inst::ForNext { var, hi, body: start });
         let exit = lw.here();
         lw.patch(enter, exit);
-        for c in patches.continues {
-            lw.patch(c, next);
-        }
-        for b in patches.breaks {
-            lw.patch(b, exit);
-        }
+        lw.close_loop(patches, next, exit);
         Ok(())
     }
 
@@ -639,7 +714,7 @@ impl<'s> ProgramBuilder<'s> {
 
     /// Lowers a task's iteration space around its body: `ret` in the body
     /// ends the current iteration (or the serial task).
-    fn task_body(&mut self, lw: &mut BodyLowerer, kind: &TaskKind, blk: Block) -> Result<(), RunError> {
+    fn task_body(&mut self, lw: &mut BodyLowerer, kind: &TaskKind, blk: Block, span: Span) -> Result<(), RunError> {
         let saved_rets = std::mem::take(&mut lw.rets);
         match kind {
             TaskKind::Serial => {
@@ -653,11 +728,8 @@ impl<'s> ProgramBuilder<'s> {
                 let ty = lw.scalar(*var)?;
                 let lo = self.bound(lw, lo, ty)?;
                 let hi = self.bound(lw, hi, ty)?;
-                self.counted_loop(lw, var.0, lo, hi, &mut |this, lw| {
-                    this.block(lw, blk)?;
-                    rets_continue(lw);
-                    Ok(())
-                })?;
+                let par = ParLoop { vars: Box::new([var.0]), space: Space::Range { lo, hi }, span };
+                self.par_loop(lw, par, blk)?;
             }
             TaskKind::StructFor { vars, field, .. } => {
                 let fid = self.field_id(lw.module, field)?;
@@ -670,40 +742,33 @@ impl<'s> ProgramBuilder<'s> {
                         vars.len()
                     )));
                 }
-                self.struct_for(lw, vars, &shape, blk)?;
+                let vars = vars.iter().map(|v| v.0).collect();
+                self.par_loop(lw, ParLoop { vars, space: Space::Struct { shape: shape.into() }, span }, blk)?;
             }
         }
         lw.rets = saved_rets;
         Ok(())
     }
 
-    /// Nested counted loops over a field's index space, row-major; `ret`
-    /// in the body ends the current element's iteration.
-    fn struct_for(&mut self, lw: &mut BodyLowerer, vars: &[Value], shape: &[u64], blk: Block) -> Result<(), RunError> {
-        let Some((&var, rest)) = vars.split_first() else {
-            // A 0-D field: one iteration.
-            self.block(lw, blk)?;
-            let end = lw.here();
-            for r in std::mem::take(&mut lw.rets) {
-                lw.patch(r, end);
-            }
-            return Ok(());
-        };
-        let ty = lw.scalar(var)?;
-        let lo = lw.temp();
-        lw.emit(Inst::Const { dst: lo, bits: 0 });
-        let hi = lw.temp();
-        lw.emit(Inst::Const { dst: hi, bits: to_reg(Const::int(ty, shape[0] as i64)) });
-        let inner_shape = &shape[1..];
-        self.counted_loop(lw, var.0, lo, hi, &mut |this, lw| {
-            if rest.is_empty() {
-                this.block(lw, blk)?;
-                rets_continue(lw);
-                Ok(())
-            } else {
-                this.struct_for(lw, rest, inner_shape, blk)
-            }
-        })
+    /// A parallel task's iterations around its body, in the run order
+    /// ([`Inst::ParBegin`]): `ret` and `continue` in the body end the
+    /// current iteration.
+    fn par_loop(&mut self, lw: &mut BodyLowerer, par: ParLoop, blk: Block) -> Result<(), RunError> {
+        lw.pars.push(par);
+        let begin = lw.emit(Inst::ParBegin { par: lw.pars.len() as u32 - 1, exit: 0 });
+        let start = lw.here();
+        lw.loops.push(LoopPatches::default());
+        self.block(lw, blk)?;
+        rets_continue(lw);
+        let patches = lw.loops.pop().unwrap_or_default();
+        let next = lw.here();
+        lw.emit(Inst::ParNext { body: start });
+        let end = lw.here();
+        lw.emit(Inst::ParEnd);
+        let exit = lw.here();
+        lw.patch(begin, exit);
+        lw.close_loop(patches, next, end);
+        Ok(())
     }
 
     fn stmt(&mut self, lw: &mut BodyLowerer, s: Stmt) -> Result<(), RunError> {
@@ -789,7 +854,7 @@ impl<'s> ProgramBuilder<'s> {
                     }
                 }
             }
-            StmtKind::For { var, lo, hi, body: b } => {
+            StmtKind::For { var, lo, hi, body: b, .. } => {
                 let ty = lw.scalar(*var)?;
                 let lo = self.bound(lw, lo, ty)?;
                 let hi = self.bound(lw, hi, ty)?;
@@ -825,7 +890,7 @@ impl<'s> ProgramBuilder<'s> {
                 // A parallel task's loop is not a loop `break` in an
                 // enclosing kernel statement could leave: tasks sit at the
                 // top level.
-                self.task_body(lw, kind, *b)?;
+                self.task_body(lw, kind, *b, data.span)?;
                 lw.emit(Inst::SetTask { task: NO_TASK });
             }
             StmtKind::Launch(name) => {
@@ -903,7 +968,7 @@ impl<'s> ProgramBuilder<'s> {
         self.task_ids.insert(Name::from(name), id);
         let task = self.task_name_id(&t.name);
         let mut lw = BodyLowerer::new(&t.body, m, false);
-        self.task_body(&mut lw, &t.kind, t.body.entry)?;
+        self.task_body(&mut lw, &t.kind, t.body.entry, t.span)?;
         lw.emit(Inst::End);
         let params = t.body.params.iter().map(|v| v.0).collect();
         let mut code = lw.finish(params, format!("task @{name}"), false);
@@ -937,6 +1002,7 @@ impl Program {
             in_progress: Vec::new(),
             in_progress_names: Vec::new(),
             depth: 0,
+            sites: Vec::new(),
         };
         let entry = b.reserve();
         let mut lw = BodyLowerer::new(&kernel.body, mi, false);
@@ -956,10 +1022,11 @@ impl Program {
             entry: entry as usize,
             fields: b.fields,
             task_names: b.task_names,
+            sites: b.sites,
         })
     }
 
-    fn run(&self, args: &[Const], fields: &mut Fields) -> Result<(), RunError> {
+    fn run(&self, args: &[Const], fields: &mut Fields, opts: Interpreter) -> Result<(), RunError> {
         if args.len() != self.kernel_params.len() {
             return Err(err(format!(
                 "kernel @{} takes {} arguments, {} given",
@@ -1006,6 +1073,8 @@ impl Program {
             frames: self.codes.iter().map(|c| Some(vec![0u64; c.nregs])).collect(),
             args: args.iter().map(|a| to_reg(*a)).collect(),
             task: NO_TASK,
+            opts,
+            par: Vec::new(),
         };
         let result = self.exec_entry(&mut st);
         for (f, bytes) in self.fields.iter().zip(st.fields) {
@@ -1071,18 +1140,21 @@ impl Program {
                     let acc = &code.accesses[acc as usize];
                     let at = self.offset(st, regs, acc)?;
                     let elem = self.fields[acc.field as usize].elem;
+                    st.touch(acc, elem, at, AccessKind::Read);
                     regs[dst as usize] = read_elem(elem, &st.fields[acc.field as usize], at);
                 }
                 Inst::Store { acc, src } => {
                     let acc = &code.accesses[acc as usize];
                     let at = self.offset(st, regs, acc)?;
                     let elem = self.fields[acc.field as usize].elem;
+                    st.touch(acc, elem, at, AccessKind::Write);
                     write_elem(elem, &mut st.fields[acc.field as usize], at, regs[src as usize]);
                 }
                 Inst::Atomic { op, dst, acc, src } => {
                     let acc = &code.accesses[acc as usize];
                     let at = self.offset(st, regs, acc)?;
                     let elem = self.fields[acc.field as usize].elem;
+                    st.touch(acc, elem, at, AccessKind::Atomic);
                     let bytes = &mut st.fields[acc.field as usize];
                     let old = read_elem(elem, bytes, at);
                     let new = bin_reg(op.as_binop(), elem, old, regs[src as usize]);
@@ -1133,6 +1205,17 @@ impl Program {
                         pc = body as usize
                     }
                 }
+                Inst::ParBegin { par, exit } => {
+                    if !self.par_begin(code, par, regs, st)? {
+                        pc = exit as usize
+                    }
+                }
+                Inst::ParNext { body } => {
+                    if self.par_next(code, regs, st) {
+                        pc = body as usize
+                    }
+                }
+                Inst::ParEnd => self.par_end(code, st)?,
                 Inst::SetTask { task } => st.task = task,
                 Inst::Launch { code: t } => {
                     let c = &self.codes[t as usize];
@@ -1160,6 +1243,143 @@ impl Program {
     }
 }
 
+/// Parallel launches: the iteration loop in the run order, and the race
+/// report at the end of a launch.
+impl Program {
+    /// Starts a launch of `code.pars[par]`; false when it has no iteration.
+    fn par_begin(&self, code: &Code, par: u32, regs: &mut [u64], st: &mut State) -> Result<bool, RunError> {
+        let p = &code.pars[par as usize];
+        let (n, lo) = match &p.space {
+            Space::Range { lo, hi } => {
+                let (lo, hi) = (regs[*lo as usize] as i64, regs[*hi as usize] as i64);
+                ((hi as i128 - lo as i128).max(0) as u64, lo)
+            }
+            Space::Struct { shape } => (shape.iter().product(), 0),
+        };
+        if n == 0 {
+            return Ok(false);
+        }
+        let shadow = if st.opts.check_races {
+            if n > crate::races::MAX_CHECKED_ITERATIONS {
+                return Err(err(format!(
+                    "kernel @{}, task {}: {n} iterations are more than --check-races can follow in one launch ({})",
+                    self.kernel,
+                    self.task_label(st),
+                    crate::races::MAX_CHECKED_ITERATIONS
+                )));
+            }
+            Some(Box::new(Shadow::new()))
+        } else {
+            None
+        };
+        let mut run = ParRun { par, order: st.opts.order.permutation(n), k: 0, lo, shadow };
+        set_iteration(p, &mut run, regs);
+        st.par.push(run);
+        Ok(true)
+    }
+
+    /// Moves the current launch to its next iteration; false after the last.
+    #[inline]
+    fn par_next(&self, code: &Code, regs: &mut [u64], st: &mut State) -> bool {
+        let Some(run) = st.par.last_mut() else { return false };
+        run.k += 1;
+        if run.k >= run.order.len() {
+            return false;
+        }
+        set_iteration(&code.pars[run.par as usize], run, regs);
+        true
+    }
+
+    /// Ends the current launch: the races it found are the error.
+    fn par_end(&self, code: &Code, st: &mut State) -> Result<(), RunError> {
+        let Some(run) = st.par.pop() else { return Ok(()) };
+        let Some(shadow) = &run.shadow else { return Ok(()) };
+        let (found, more) = shadow.conflicts();
+        if found.is_empty() {
+            return Ok(());
+        }
+        let p = &code.pars[run.par as usize];
+        let task = match st.task {
+            NO_TASK => Name::from("-"),
+            t => self.task_names[t as usize].clone(),
+        };
+        let iteration = |epoch: u32| iteration_text(p, &run, run.order.index(epoch as u64 - 1));
+        let races = found
+            .iter()
+            .map(|c| Race {
+                kernel: self.kernel.clone(),
+                task: task.clone(),
+                element: self.element_text(c.field, c.elem),
+                iteration: iteration(c.epoch),
+                kind: c.kind,
+                span: self.sites[c.site as usize],
+                other_iteration: iteration(c.other_epoch),
+                other_kind: c.other_kind,
+                other_span: self.sites[c.other_site as usize],
+            })
+            .collect();
+        Err(RunError::races(RaceReport { races, more, task_span: p.span }))
+    }
+
+    fn task_label(&self, st: &State) -> String {
+        match st.task {
+            NO_TASK => "-".to_string(),
+            t => format!("@{}", self.task_names[t as usize]),
+        }
+    }
+
+    /// `@g[1, 2]` for the element at row-major index `lin` of a field.
+    fn element_text(&self, field: u32, lin: u64) -> String {
+        let f = &self.fields[field as usize];
+        let idx: Vec<String> = unravel(lin, &f.shape).iter().map(|i| i.to_string()).collect();
+        format!("@{}[{}]", f.name, idx.join(", "))
+    }
+}
+
+/// The row-major multi-index of linear index `lin` in `shape`.
+fn unravel(mut lin: u64, shape: &[u64]) -> Vec<u64> {
+    let mut out = vec![0; shape.len()];
+    for (o, &ext) in out.iter_mut().zip(shape).rev() {
+        *o = lin % ext.max(1);
+        lin /= ext.max(1);
+    }
+    out
+}
+
+/// Sets the loop variables of the current iteration of a launch.
+#[inline(always)]
+fn set_iteration(p: &ParLoop, run: &mut ParRun, regs: &mut [u64]) {
+    let idx = run.order.index(run.k);
+    if let Some(sh) = run.shadow.as_deref_mut() {
+        // k + 1 fits: a checked launch has at most MAX_CHECKED_ITERATIONS.
+        sh.begin_iteration(run.k as u32 + 1);
+    }
+    match &p.space {
+        Space::Range { .. } => regs[p.vars[0] as usize] = run.lo.wrapping_add(idx as i64) as u64,
+        Space::Struct { shape } => {
+            let mut rest = idx;
+            for (&v, &ext) in p.vars.iter().zip(shape.iter()).rev() {
+                regs[v as usize] = rest % ext;
+                rest /= ext;
+            }
+        }
+    }
+}
+
+/// An iteration as a report names it: `5`, or `(1, 2)`.
+fn iteration_text(p: &ParLoop, run: &ParRun, idx: u64) -> String {
+    match &p.space {
+        Space::Range { .. } => run.lo.wrapping_add(idx as i64).to_string(),
+        Space::Struct { shape } => {
+            let parts: Vec<String> = unravel(idx, shape).iter().map(|i| i.to_string()).collect();
+            match parts.len() {
+                1 => parts[0].clone(),
+                _ => format!("({})", parts.join(", ")),
+            }
+        }
+    }
+}
+
 /// Run-time state of one kernel run.
 struct State {
     /// The bytes of each field of [`Program::fields`].
@@ -1169,6 +1389,33 @@ struct State {
     frames: Vec<Option<Vec<u64>>>,
     args: Vec<u64>,
     task: u32,
+    opts: Interpreter,
+    /// The parallel launches running (innermost last; tasks do not nest in
+    /// verified code).
+    par: Vec<ParRun>,
+}
+
+/// One launch of a parallel task in progress.
+struct ParRun {
+    /// Its loop in the running code's [`Code::pars`].
+    par: u32,
+    order: Permutation,
+    /// The position in the run order of the current iteration.
+    k: u64,
+    /// A `range_for`'s lower bound.
+    lo: i64,
+    shadow: Option<Box<Shadow>>,
+}
+
+impl State {
+    /// Records an access to element `at` (a byte offset) in the current
+    /// launch's shadow, when races are checked.
+    #[inline(always)]
+    fn touch(&mut self, acc: &Access, elem: Scalar, at: usize, kind: AccessKind) {
+        if let Some(sh) = self.par.last_mut().and_then(|r| r.shadow.as_deref_mut()) {
+            sh.access(acc.field, (at >> elem.size_bytes().trailing_zeros()) as u64, kind, acc.site);
+        }
+    }
 }
 
 #[inline(always)]

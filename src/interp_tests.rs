@@ -261,7 +261,7 @@ impl B {
     fn for_(&mut self, ty: Scalar, lo: Bound, hi: Bound, f: impl FnOnce(&mut B, Value)) {
         let var = self.loop_var(ty);
         let body = self.block(|b| f(b, var));
-        let s = self.st(StmtKind::For { var, lo, hi, body });
+        let s = self.st(StmtKind::For { var, lo, hi, body, serial: false });
         self.body.values[var.index()].def = ValueDef::LoopVar(s, 0);
     }
     fn task(&mut self, name: &str, kind: TaskKind, f: impl FnOnce(&mut B)) {
@@ -293,7 +293,7 @@ fn stream(items: Vec<Item>) -> Stream {
 
 fn run(s: &Stream, k: &str, args: &[Const]) -> Result<Fields, RunError> {
     let mut fields = Fields::zeroed(s);
-    Interpreter.run_kernel(s, k, args, &mut fields)?;
+    Interpreter::new().run_kernel(s, k, args, &mut fields)?;
     Ok(fields)
 }
 
@@ -351,7 +351,7 @@ fn a_failed_run_keeps_the_fields_storage() {
     b.store("x", &[big], v);
     let s = stream(vec![field("x", Scalar::I32, &[2]), kernel("k", b, &[])]);
     let mut fields = Fields::zeroed(&s);
-    assert!(Interpreter.run_kernel(&s, "k", &[], &mut fields).is_err());
+    assert!(Interpreter::new().run_kernel(&s, "k", &[], &mut fields).is_err());
     assert_eq!(i32s(&fields, "x"), [7, 0]);
 }
 

@@ -541,7 +541,9 @@ pub enum StmtKind {
     If { cond: Value, then_blk: Block, else_blk: Option<Block> },
     /// `for %i in LO .. HI { ... }`: half-open, step 1; `var` (defined as
     /// `ValueDef::LoopVar(this, 0)`) is visible in the body only.
-    For { var: Value, lo: Bound, hi: Bound, body: Block },
+    /// `serial` (`for %i in LO .. HI serial { ... }`): the iterations must
+    /// run in order, so `offload` keeps the loop in a serial task.
+    For { var: Value, lo: Bound, hi: Bound, body: Block, serial: bool },
     /// `while { ... }`: loops until `break`.
     While { body: Block },
     Break,

@@ -393,9 +393,12 @@ impl<'a, 'b> Canon<'a, 'b> {
                     self.block(*e, depth);
                 }
             }
-            StmtKind::For { var, lo, hi, body: b } => {
+            StmtKind::For { var, lo, hi, body: b, serial } => {
                 self.out.push_str("for ");
                 self.range(*var, lo, hi);
+                if *serial {
+                    self.out.push_str(" serial");
+                }
                 self.block(*b, depth);
             }
             StmtKind::While { body: b } => {

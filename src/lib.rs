@@ -19,6 +19,7 @@ pub mod frontend;
 pub mod passes;
 pub mod key;
 pub mod interp;
+pub mod races;
 
 pub mod cache;
 pub mod remote;

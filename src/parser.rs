@@ -714,7 +714,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                 }
                 return;
             }
-            SKind::For(range, body_s) => {
+            SKind::For(range, serial, body_s) => {
                 if let BoundAst::Field(f) = &range.lo {
                     self.field_bound_error(f);
                 }
@@ -725,7 +725,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                 let ty = self.range_type(&range, &lo, &hi);
                 let blk = self.body.new_block();
                 let placeholder = Value(u32::MAX);
-                let st = self.body.new_stmt(StmtKind::For { var: placeholder, lo, hi, body: blk }, span);
+                let st = self.body.new_stmt(StmtKind::For { var: placeholder, lo, hi, body: blk, serial }, span);
                 self.body.push(b, st);
                 let mark = self.undo.len();
                 let var = self.define(range.var, Type::Scalar(ty), ValueDef::LoopVar(st, 0));

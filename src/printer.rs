@@ -396,9 +396,12 @@ impl<W: Write + ?Sized> Printer<'_, W> {
                     self.block_braced(body, *e)?;
                 }
             }
-            StmtKind::For { var, lo, hi, body: b } => {
+            StmtKind::For { var, lo, hi, body: b, serial } => {
                 self.out.write_str("for ")?;
                 self.range(body, *var, lo, hi)?;
+                if *serial {
+                    self.out.write_str(" serial")?;
+                }
                 self.block_braced(body, *b)?
             }
             StmtKind::While { body: b } => {

@@ -1287,7 +1287,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                     self.block(*e, inner);
                 }
             }
-            StmtKind::For { var, lo, hi, body: b } => {
+            StmtKind::For { var, lo, hi, body: b, .. } => {
                 let vt = self.loop_var_type(*var, span);
                 for bound in [lo, hi] {
                     match bound {

@@ -30,7 +30,7 @@ fn prerequisites(pass: &str) -> &'static [&'static str] {
 /// Runs every kernel of the stream on the interpreter, in order, with
 /// default arguments, and returns the digest of each field.
 fn run_all(stream: &Stream) -> Result<BTreeMap<String, String>, String> {
-    let fields = common::run_all(&mut Interpreter, stream)?;
+    let fields = common::run_all(&mut Interpreter::new(), stream)?;
     Ok(fields.map.iter().map(|(n, d)| (n.to_string(), d.digest())).collect())
 }
 

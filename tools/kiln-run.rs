@@ -27,7 +27,8 @@ with --print/--print-all and their digests with --digest, and writes the \
 const AFTER_HELP: &str = "\
 Exit status: 0 on success; 1 when the input is invalid, an argument or \
 input file does not fit the kernel, or a kernel fails at run time (such as \
-an out-of-bounds index); 2 on bad usage.";
+an out-of-bounds index, or a data race found by --check-races); 2 on bad \
+usage.";
 
 /// How `--stats` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -65,6 +66,14 @@ struct Cli {
     /// The engine that runs the kernels
     #[arg(long, value_enum, default_value = "jit")]
     engine: EngineKind,
+
+    /// Run the iterations of parallel tasks in this order: ascending, descending, shuffle or shuffle:SEED (interp engine; default: ascending)
+    #[arg(long, value_name = "ORDER", value_parser = parse_order)]
+    iteration_order: Option<kiln::races::IterationOrder>,
+
+    /// Report data races between the iterations of parallel tasks as run-time errors (interp engine)
+    #[arg(long)]
+    check_races: bool,
 
     /// Run parallel tasks on N threads (jit engine; default: all cores)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -127,6 +136,11 @@ struct Cli {
     digest: bool,
 }
 
+/// `--iteration-order`'s value.
+fn parse_order(s: &str) -> Result<kiln::races::IterationOrder, String> {
+    s.parse()
+}
+
 /// `A=B` with a non-empty `A`.
 fn parse_pair(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
@@ -162,7 +176,11 @@ fn make_engine(cli: &Cli, settings: &Settings) -> Result<(Runner, Option<String>
     let cpu = target_override(&cli.target_cpu, "KILN_TARGET_CPU");
     let features = target_override(&cli.target_features, "KILN_TARGET_FEATURES");
     if cli.engine == EngineKind::Interp {
-        return Ok((Runner::Interp(kiln::interp::Interpreter::new()), None));
+        let interp = kiln::interp::Interpreter {
+            order: cli.iteration_order.unwrap_or_default(),
+            check_races: cli.check_races,
+        };
+        return Ok((Runner::Interp(interp), None));
     }
     let target = HostTarget::detect_with(cpu.as_deref(), features.as_deref()).map_err(ToolError::msg)?;
     let config = kiln::config::CompileConfig { opt_level: opt_level(&cli.opt), ..Default::default() };
@@ -232,6 +250,13 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         for (given, flag) in [(cli.threads.is_some(), "--threads"), (cli.no_cache, "--no-cache")] {
             if given {
                 return Err(ToolError::Usage(format!("{flag} applies only to --engine jit")));
+            }
+        }
+    } else {
+        // And those of the interpreter by the jit engine.
+        for (given, flag) in [(cli.iteration_order.is_some(), "--iteration-order"), (cli.check_races, "--check-races")] {
+            if given {
+                return Err(ToolError::Usage(format!("{flag} applies only to --engine interp")));
             }
         }
     }
@@ -311,10 +336,12 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         Some(StatsFormat::Json) => note(&format!("{}\n", counters.to_json())),
         None => {}
     }
-    // An error of one statement is shown at it (`FILE:LINE:COL: error: ...`).
-    result.map_err(|e| match e.at {
-        Some(_) => ToolError::diags(&src, &e.diagnostic().into()),
-        None => ToolError::msg(e.message),
+    // Data races are shown at their accesses, and an error of one
+    // statement at it (`FILE:LINE:COL: error: ...`).
+    result.map_err(|e| match (&e.races, e.at) {
+        (Some(report), _) => ToolError::diags(&src, &report.diagnostics(&src)),
+        (None, Some(_)) => ToolError::diags(&src, &e.diagnostic().into()),
+        (None, None) => ToolError::msg(e.message),
     })?;
 
     // Everything below happens only after every kernel succeeded.

@@ -192,7 +192,8 @@ pub enum SKind {
     Call(Sym, Vec<Sym>),
     Ret(Option<Sym>),
     If(Sym, Vec<StmtAst>, Option<Vec<StmtAst>>),
-    For(Box<RangeAst>, Vec<StmtAst>),
+    /// The range, whether it says `serial`, the body.
+    For(Box<RangeAst>, bool, Vec<StmtAst>),
     While(Vec<StmtAst>),
     Break,
     Continue,

@@ -167,7 +167,7 @@ fn control_flow_and_scopes() {
         k => panic!("{k:?}"),
     }
     match &b.stmt(stmts[1]).kind {
-        StmtKind::For { var, lo: Bound::Const(0), hi: Bound::Value(Value(2)), body } => {
+        StmtKind::For { var, lo: Bound::Const(0), hi: Bound::Value(Value(2)), body, serial: false } => {
             assert_eq!(b.value(*var).def, ValueDef::LoopVar(stmts[1], 0));
             assert_eq!(b.ty(*var), Type::Scalar(Scalar::I32));
             assert_eq!(b.stmt(b.block(*body)[1]).kind, StmtKind::Break);

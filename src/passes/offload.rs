@@ -20,7 +20,8 @@
 //! module just before their kernel. Parallel tasks get a block size of
 //! [`DEFAULT_BLOCK_DIM`].
 //!
-//! A top-level `for` stays in a serial task when running its iterations in
+//! A top-level `for` stays in a serial task when it says so (`for ...
+//! serial`), or when running its iterations in
 //! parallel would change what it computes: when its body `break`s or
 //! `continue`s out of it, or stores to a slot defined outside it (a
 //! sequential accumulation). A kernel with a `ret` anywhere but as its
@@ -390,7 +391,7 @@ fn build_task(body: &mut Body, g: Group, name: Name, inputs: &TaskInputs, names:
 
 /// A top-level `for` becomes a `range_for` task in place.
 fn range_task(body: &mut Body, s: Stmt, name: Name, reads: Reads) -> Stmt {
-    let StmtKind::For { var, lo, hi, body: blk } = body.stmt(s).kind.clone() else {
+    let StmtKind::For { var, lo, hi, body: blk, .. } = body.stmt(s).kind.clone() else {
         unreachable!("range groups are made of one `for`")
     };
     let bound = |b: Bound| match b {
@@ -543,8 +544,8 @@ fn header_values(body: &Body, s: Stmt) -> HashSet<Value> {
 
 /// How a top-level statement can run in parallel, if it can.
 fn parallel_kind(body: &Body, s: Stmt, shapes: &HashMap<Name, (Scalar, Vec<u64>)>) -> Option<GroupKind> {
-    let StmtKind::For { body: blk, .. } = &body.stmt(s).kind else { return None };
-    if util::has_loop_exit(body, *blk) || stores_outer_slot(body, s) {
+    let StmtKind::For { body: blk, serial, .. } = &body.stmt(s).kind else { return None };
+    if *serial || util::has_loop_exit(body, *blk) || stores_outer_slot(body, s) {
         return None;
     }
     Some(struct_nest(body, s, shapes).unwrap_or(GroupKind::Range))
@@ -576,7 +577,11 @@ fn struct_nest(body: &Body, s: Stmt, shapes: &HashMap<Name, (Scalar, Vec<u64>)>)
     // The chain of perfectly nested loops over `0 .. N` with i32 variables.
     let mut chain: Vec<(Stmt, u64)> = Vec::new();
     let mut cur = s;
-    while let StmtKind::For { var, lo: Bound::Const(0), hi: Bound::Const(n), body: blk } = &body.stmt(cur).kind {
+    // A loop that says `serial` ends the chain: its iterations stay in
+    // order inside the task.
+    while let StmtKind::For { var, lo: Bound::Const(0), hi: Bound::Const(n), body: blk, serial: false } =
+        &body.stmt(cur).kind
+    {
         if body.ty(*var) != Type::Scalar(Scalar::I32) || *n < 0 {
             break;
         }

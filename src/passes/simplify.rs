@@ -239,7 +239,7 @@ impl Cx {
                 forget_stored(body, s, slots);
                 Action::Keep
             }
-            StmtKind::For { var, lo, hi, body: blk } => {
+            StmtKind::For { var, lo, hi, body: blk, serial } => {
                 let (lo2, hi2) = (self.const_bound(&lo), self.const_bound(&hi));
                 if let (Bound::Const(l), Bound::Const(h)) = (&lo2, &hi2) {
                     if l >= h {
@@ -249,7 +249,7 @@ impl Cx {
                 }
                 if lo2 != lo || hi2 != hi {
                     self.changed = true;
-                    body.stmts[s.index()].kind = StmtKind::For { var, lo: lo2, hi: hi2, body: blk };
+                    body.stmts[s.index()].kind = StmtKind::For { var, lo: lo2, hi: hi2, body: blk, serial };
                 }
                 self.loop_body(body, s, blk, slots);
                 Action::Keep

@@ -377,7 +377,7 @@ impl Copier<'_> {
                     *e = self.block(*e);
                 }
             }
-            StmtKind::For { var, lo, hi, body } => {
+            StmtKind::For { var, lo, hi, body, .. } => {
                 *lo = self.bound(lo);
                 *hi = self.bound(hi);
                 *var = self.def(*var, ValueDef::LoopVar(ns, 0));

@@ -10,8 +10,10 @@
 //!   non-negative);
 //! - is race-free when its top-level `for` loops run in parallel in any
 //!   order (what `offload` makes of them): in such a loop a field is either
-//!   written and read only at the iteration's own row (`[%i]`,
-//!   `[%i, j]`), or only read; the only other writes are integer atomics on
+//!   written and read only at the iteration's own row (`[%i]`, `[%i, j]`;
+//!   in a nest that becomes a `struct_for`, only at its own element
+//!   `[%i, %j]`), or only read; a loop in serial code at a kernel's top
+//!   level says `serial`; the only other writes are integer atomics on
 //!   `@cnt`/`@acc`, whose results are then unused;
 //! - never stores a NaN (float values are replaced by 0.0 when NaN before a
 //!   store): NaN payloads and signs are not specified by KIR, so a digest
@@ -535,11 +537,14 @@ impl<'c> Gen<'c> {
 
     fn inner_for(&mut self) {
         let var = self.fresh("j");
+        // A loop of serial code at a kernel's top level would become a
+        // parallel task (its body is not written to be one): say `serial`.
+        let serial = if self.par.is_none() && !self.in_func && self.depth == 0 { " serial" } else { "" };
         if self.rng.chance(50) {
             let hi = 1 + self.rng.below(4);
             let ty = *self.rng.pick(&INT_TYPES);
             let tyann = if ty == Scalar::I64 { " : i64" } else { "" };
-            self.line(format!("for %{var}{tyann} in 0 .. {hi} {{"));
+            self.line(format!("for %{var}{tyann} in 0 .. {hi}{serial} {{"));
             self.open_scope();
             self.bind(var, ty);
         } else {
@@ -547,7 +552,7 @@ impl<'c> Gen<'c> {
             let ty = *self.rng.pick(&INT_TYPES);
             let lo = self.small(ty, 4, -2);
             let hi = self.small(ty, 7, -2);
-            self.line(format!("for %{var} in %{} .. %{} {{", lo.name, hi.name));
+            self.line(format!("for %{var} in %{} .. %{}{serial} {{", lo.name, hi.name));
             self.open_scope();
             self.bind(var, ty);
         }
@@ -599,6 +604,13 @@ impl<'c> Gen<'c> {
             self.fields.iter().filter(|f| !f.atomic_only && !f.serial_only).map(|f| f.name).collect();
         owned.retain(|_| self.rng.chance(40));
         let nest = self.rng.chance(25);
+        if nest {
+            // A nest becomes a `struct_for` whose iterations are the (row,
+            // column) pairs: a 1-D field's element at the row is shared by
+            // the row's iterations, so only 2-D fields can be owned (the
+            // race detector found this; tests/races.rs).
+            owned.retain(|f| matches!(*f, "ma" | "mb"));
+        }
         // Every loop writes something of its own: a 2-D field in a nest.
         let choices: &[&'static str] = if nest { &["ma", "mb"] } else { &["fa", "fb", "ia", "ib", "bz"] };
         let must = *self.rng.pick(choices);

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod kernelgen;
+pub mod racegen;
 pub mod redis_server;
 
 use kiln::exec::{Engine, Fields};
