@@ -137,10 +137,8 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         let text = format!("triple: {}\ncpu: {}\nfeatures: {}\n", target.triple, target.cpu, target.features);
         return tool::write_output(None, text.as_bytes());
     }
-    let mut config = CompileConfig::default();
-    config.opt_level = cli.opt;
-    config.fast_math = cli.fast_math;
-    config.bounds_checks = !cli.no_bounds_checks;
+    let config =
+        CompileConfig { opt_level: cli.opt, fast_math: cli.fast_math, bounds_checks: !cli.no_bounds_checks, ..Default::default() };
     let compiler = Compiler::new(config, target).map_err(ToolError::msg)?;
 
     let src = tool::read_source(&cli.input)?;

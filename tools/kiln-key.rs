@@ -148,7 +148,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
 /// Prints a key set: JSON with --json, else one `@TASK KEY` line per task.
 fn print_keys(cli: &Cli, set: &KeySet) -> Result<(), ToolError> {
     if cli.json {
-        let mut text = serde_json::to_string_pretty(set).map_err(|e| ToolError::msg(e))?;
+        let mut text = serde_json::to_string_pretty(set).map_err(ToolError::msg)?;
         text.push('\n');
         return tool::write_output(None, text.as_bytes());
     }
