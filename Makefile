@@ -10,7 +10,7 @@ CARGO ?= cargo
 DEBUG_BIN := $(CURDIR)/target/debug
 RELEASE_BIN := $(CURDIR)/target/release
 
-.PHONY: all deps deps-static build build-release test test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench clean
+.PHONY: all deps deps-static build build-release install test test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench clean
 
 all: build
 
@@ -65,6 +65,13 @@ build: deps
 
 build-release: deps-static
 	$(CARGO) build --release --bins
+
+# The five tools (a release build), their man pages and bash, zsh and fish
+# completions under PREFIX (DESTDIR stages it); scripts/install.sh says
+# where each goes.
+PREFIX ?= /usr/local
+install: build-release
+	@bash scripts/install.sh $(RELEASE_BIN) $(PREFIX)
 
 test: deps
 	$(MAKE) --no-print-directory test-cargo

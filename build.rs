@@ -34,6 +34,7 @@ fn main() {
     let id = build_id::digest(&root, &version).unwrap_or_else(|e| panic!("cannot compute the build identity: {e}"));
     println!("cargo:rustc-env=KILN_BUILD_ID={id}");
     if std::env::var_os("CARGO_FEATURE_LLVM").is_some() {
+        compile_subtarget_shim(&config);
         link_llvm(&config);
     }
     // Explicit rerun directives replace cargo's default (any file of the
@@ -49,6 +50,23 @@ fn main() {
     println!("cargo:rerun-if-env-changed=LLVM_SYS_221_PREFIX");
     println!("cargo:rerun-if-env-changed=KILN_LLVM_LINK");
     println!("cargo:rerun-if-changed={config}");
+}
+
+/// Compiles `src/target_tables.cpp`, the one C++ file: LLVM's tables
+/// of CPUs and features (`MCSubtargetInfo`), which the C API lacks, for
+/// validating `--target-cpu` / `--target-features` (with the `cc` crate,
+/// LLVM's own `--cxxflags`).
+fn compile_subtarget_shim(config: &str) {
+    const SHIM: &str = "src/target_tables.cpp";
+    let flags = llvm_config(config, &["--cxxflags"])
+        .unwrap_or_else(|| panic!("`{config} --cxxflags` failed: LLVM 22 is needed for the `llvm` feature (run `make deps`)"));
+    let mut build = cc::Build::new();
+    build.cpp(true).file(SHIM).warnings(false);
+    for flag in flags.split_whitespace() {
+        build.flag(flag);
+    }
+    build.compile("kiln_subtarget");
+    println!("cargo:rerun-if-changed={SHIM}");
 }
 
 /// `llvm-config ARGS`'s output, trimmed; `None` if it cannot run or fails.

@@ -1,18 +1,19 @@
 //! Diagnostics: errors with spans, and their rendering in LLVM's style.
 //!
 //! Owns: the [`Diagnostic`] value every library layer returns for bad user
-//! input, and [`SourceFile`] + [`render`], which print
+//! input, and [`SourceFile`] + [`header`], which print
 //! `FILE:LINE:COL: error: MESSAGE`, the source line and a caret under the
-//! span (the way LLVM's `SMDiagnostic` prints). Line and column arithmetic
-//! and the header come from `codespan-reporting`. Also [`io_reason`], how
-//! an I/O error reads inside any message (libraries and tools alike).
+//! span (the way LLVM's `SMDiagnostic` prints), coloured or not as the
+//! caller says ([`Palette`]: clang's colours). Line and column arithmetic
+//! come from `codespan-reporting`. Also [`io_reason`], how an I/O error
+//! reads inside any message (libraries and tools alike).
 //!
-//! Must never: print or exit. Only a tool's `main` writes what it renders.
+//! Must never: print or exit, or decide by itself whether to colour (it
+//! never looks at the terminal). Only a tool's `main` writes what it renders.
 
 use crate::ir::Span;
-use codespan_reporting::diagnostic as cs;
+use anstyle::{AnsiColor, Style};
 use codespan_reporting::files::{self as csfiles, Files};
-use codespan_reporting::term;
 use std::fmt;
 use std::io;
 
@@ -132,7 +133,7 @@ impl SourceFile {
         }
     }
 
-    /// Renders one diagnostic as LLVM does:
+    /// Renders one diagnostic as LLVM does, without colour:
     ///
     /// ```text
     /// FILE:LINE:COL: error: MESSAGE
@@ -140,38 +141,39 @@ impl SourceFile {
     ///        ^~~~~~~~~~
     /// ```
     pub fn render(&self, d: &Diagnostic) -> String {
-        let severity = match d.severity {
-            Severity::Error => cs::Severity::Error,
-            Severity::Warning => cs::Severity::Warning,
-            Severity::Note => cs::Severity::Note,
-        };
-        let mut diag = cs::Diagnostic::new(severity).with_message(&d.message);
+        self.render_styled(d, false)
+    }
+
+    /// [`SourceFile::render`], coloured as clang and LLVM's tools colour
+    /// when `color` is true (the caller decides; see [`Palette`]).
+    pub fn render_styled(&self, d: &Diagnostic, color: bool) -> String {
+        let location = d.span.map(|span| {
+            let (line, col) = self.line_col(clamp(span, self.text().len()).start);
+            format!("{}:{line}:{col}", self.name())
+        });
+        let mut out = header(location.as_deref(), d.severity, &d.message, color);
         if let Some(span) = d.span {
-            let r = clamp(span, self.text().len());
-            diag = diag.with_labels(vec![cs::Label::primary((), r)]);
-        }
-        let config = term::Config { display_style: term::DisplayStyle::Short, ..Default::default() };
-        let mut out = term::emit_into_string(&config, self, &diag)
-            .unwrap_or_else(|_| format!("{}: error: {}\n", self.name(), d.message));
-        if let Some(span) = d.span {
-            out.push_str(&self.excerpt(span));
+            out.push_str(&self.excerpt(span, color));
         }
         for n in &d.notes {
-            out.push_str("note: ");
-            out.push_str(n);
-            out.push('\n');
+            out.push_str(&header(None, Severity::Note, n, color));
         }
         out
     }
 
     /// Renders every diagnostic, in order.
     pub fn render_all(&self, ds: &Diagnostics) -> String {
-        ds.0.iter().map(|d| self.render(d)).collect()
+        self.render_all_styled(ds, false)
+    }
+
+    /// [`SourceFile::render_all`], coloured when `color` is true.
+    pub fn render_all_styled(&self, ds: &Diagnostics, color: bool) -> String {
+        ds.0.iter().map(|d| self.render_styled(d, color)).collect()
     }
 
     /// The source line of `span`'s start, and a caret line under the span
     /// (`^` then `~` to the span's end on that line).
-    fn excerpt(&self, span: Span) -> String {
+    fn excerpt(&self, span: Span, color: bool) -> String {
         let r = clamp(span, self.text().len());
         let Ok(line_idx) = self.line_index((), r.start) else { return String::new() };
         let Ok(line_range) = self.line_range((), line_idx) else { return String::new() };
@@ -180,7 +182,8 @@ impl SourceFile {
         let end_on_line = r.end.min(line_range.start + line.len()).max(r.start);
         let width = self.text()[r.start..end_on_line].chars().count().max(1);
         let pad: String = line.chars().take(col).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
-        format!("{line}\n{pad}^{}\n", "~".repeat(width - 1))
+        let caret = Palette::new(color).caret;
+        format!("{line}\n{pad}{caret}^{}{caret:#}\n", "~".repeat(width - 1))
     }
 }
 
@@ -208,6 +211,60 @@ impl<'a> Files<'a> for SourceFile {
         let end = starts.get(line_index + 1).copied().unwrap_or(self.text.len());
         Ok(start..end)
     }
+}
+
+/// The styles of a diagnostic, as clang and LLVM's `WithColor` use them:
+/// the location and message bold, `error:` red, `warning:` magenta,
+/// `note:` grey (all bold), the caret line green. With colour off every
+/// style is empty, so rendering is the same code either way.
+#[derive(Clone, Copy, Debug)]
+pub struct Palette {
+    pub bold: Style,
+    pub error: Style,
+    pub warning: Style,
+    pub note: Style,
+    pub caret: Style,
+}
+
+impl Palette {
+    pub fn new(color: bool) -> Palette {
+        let fg = |c: AnsiColor| if color { Style::new().bold().fg_color(Some(c.into())) } else { Style::new() };
+        Palette {
+            bold: if color { Style::new().bold() } else { Style::new() },
+            error: fg(AnsiColor::Red),
+            warning: fg(AnsiColor::Magenta),
+            note: fg(AnsiColor::BrightBlack),
+            caret: fg(AnsiColor::Green),
+        }
+    }
+
+    /// The style of a severity's label.
+    pub fn of(&self, severity: Severity) -> Style {
+        match severity {
+            Severity::Error => self.error,
+            Severity::Warning => self.warning,
+            Severity::Note => self.note,
+        }
+    }
+}
+
+/// The label of a severity as printed: `error:`, `warning:`, `note:`.
+pub fn severity_label(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "error:",
+        Severity::Warning => "warning:",
+        Severity::Note => "note:",
+    }
+}
+
+/// One header line, `LOCATION: error: MESSAGE` (`error: MESSAGE` without a
+/// location; a tool's name is a location too), coloured when `color` is
+/// true. Every line a tool prints about bad input starts with one.
+pub fn header(location: Option<&str>, severity: Severity, message: &str, color: bool) -> String {
+    let p = Palette::new(color);
+    let (bold, label) = (p.bold, p.of(severity));
+    let at = location.map(|l| format!("{bold}{l}:{bold:#} ")).unwrap_or_default();
+    format!("{at}{label}{}{label:#} {bold}{message}{bold:#}\n", severity_label(severity))
 }
 
 fn clamp(span: Span, len: usize) -> std::ops::Range<usize> {
@@ -250,6 +307,21 @@ mod tests {
             src.render(&d),
             "t.kir:2:12: error: use of undefined value %a\n  %x = add %a, %b\n           ^~\n"
         );
+    }
+
+    #[test]
+    fn colour_is_clangs() {
+        let src = SourceFile::new("t.kir", "%x = add %a, %b\n");
+        let d = Diagnostic::error("bad", Span::new(9, 11)).with_note("see here");
+        assert_eq!(
+            src.render_styled(&d, true),
+            "\x1b[1mt.kir:1:10:\x1b[0m \x1b[1m\x1b[31merror:\x1b[0m \x1b[1mbad\x1b[0m\n\
+             %x = add %a, %b\n         \x1b[1m\x1b[32m^~\x1b[0m\n\
+             \x1b[1m\x1b[90mnote:\x1b[0m \x1b[1msee here\x1b[0m\n"
+        );
+        // Without colour: the same text, no escape.
+        assert_eq!(src.render(&d), "t.kir:1:10: error: bad\n%x = add %a, %b\n         ^~\nnote: see here\n");
+        assert_eq!(header(Some("kiln-run"), Severity::Warning, "w", false), "kiln-run: warning: w\n");
     }
 
     #[test]

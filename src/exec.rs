@@ -11,6 +11,10 @@ use crate::ir::{Const, Field, Name, Scalar, Span, Stream};
 use std::collections::BTreeMap;
 use std::fmt;
 
+/// Fields with more elements than this are summarised by `--print`
+/// (numpy's default threshold).
+pub const SUMMARY_THRESHOLD: usize = 1000;
+
 /// One field's storage: dense, row-major, little-endian elements.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FieldData {
@@ -209,25 +213,50 @@ impl FieldData {
     /// literal for a 0-D field. Literals are KIR's (`printer::fmt_const`), so
     /// floats read back to the same bits.
     pub fn format_values(&self) -> String {
-        fn go(d: &FieldData, dim: usize, start: usize, out: &mut String) {
+        self.format_summary(None)
+    }
+
+    /// [`FieldData::format_values`], summarised as numpy prints a large
+    /// array when `edge` is `Some(n)`: in every dimension longer than `2n`,
+    /// the first and last `n` entries with `...` between them. `None`
+    /// prints every value.
+    pub fn format_summary(&self, edge: Option<usize>) -> String {
+        fn go(d: &FieldData, edge: Option<usize>, dim: usize, start: usize, out: &mut String) {
             if dim == d.shape.len() {
                 let c = d.element(start).unwrap_or(Const { ty: d.elem, bits: 0 });
                 out.push_str(&crate::printer::fmt_const(c));
                 return;
             }
             let inner: usize = d.shape[dim + 1..].iter().product::<u64>() as usize;
+            let n = d.shape[dim] as usize;
+            let elided = edge.filter(|e| n > 2 * e);
             out.push('[');
-            for k in 0..d.shape[dim] as usize {
+            for k in 0..n {
+                if let Some(e) = elided {
+                    if k == e {
+                        out.push_str(", ...");
+                    }
+                    if k >= e && k < n - e {
+                        continue;
+                    }
+                }
                 if k > 0 {
                     out.push_str(", ");
                 }
-                go(d, dim + 1, start + k * inner, out);
+                go(d, edge, dim + 1, start + k * inner, out);
             }
             out.push(']');
         }
         let mut out = String::new();
-        go(self, 0, 0, &mut out);
+        go(self, edge, 0, 0, &mut out);
         out
+    }
+
+    /// What `kiln-run --print` shows: every value up to
+    /// [`SUMMARY_THRESHOLD`] elements, else numpy's summary with three
+    /// entries at each end of every dimension.
+    pub fn format_for_print(&self) -> String {
+        self.format_summary((self.len() > SUMMARY_THRESHOLD).then_some(3))
     }
 
     /// The field as a numpy `.npy` file (little-endian, C order; `i1` as
@@ -446,6 +475,22 @@ mod tests {
         assert_eq!(f.format_values(), "[1.0, nan, -0.0]");
         assert_eq!(data(Scalar::I1, &[], &[1]).format_values(), "true");
         assert_eq!(data(Scalar::F64, &[0], &[]).format_values(), "[]");
+    }
+
+    #[test]
+    fn large_fields_are_summarised_as_numpy_does() {
+        let v: Vec<u64> = (0..8 * 1000).collect();
+        let d = data(Scalar::I32, &[8, 1000], &v);
+        assert_eq!(
+            d.format_for_print(),
+            "[[0, 1, 2, ..., 997, 998, 999], [1000, 1001, 1002, ..., 1997, 1998, 1999], \
+             [2000, 2001, 2002, ..., 2997, 2998, 2999], ..., [5000, 5001, 5002, ..., 5997, 5998, 5999], \
+             [6000, 6001, 6002, ..., 6997, 6998, 6999], [7000, 7001, 7002, ..., 7997, 7998, 7999]]"
+        );
+        assert_eq!(d.format_summary(None).matches(", ").count(), 8 * 1000 - 1);
+        // Small ones print whole.
+        let small = data(Scalar::I32, &[1000], &(0..1000).collect::<Vec<u64>>());
+        assert!(!small.format_for_print().contains("..."));
     }
 
     #[test]

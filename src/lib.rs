@@ -30,17 +30,16 @@ pub mod exec;
 pub mod settings;
 pub mod npy;
 
+pub mod cli;
 pub mod tool;
+pub mod version;
 
 #[cfg(feature = "llvm")]
 pub mod codegen;
 #[cfg(feature = "llvm")]
 pub mod jit;
+#[cfg(feature = "llvm")]
+pub mod target;
 
 /// Kiln's version, part of every cache key and record.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// What every tool's `--version` prints after its name: the version, the
-/// build identity (see [`build_id`]) and the LLVM version.
-pub const LONG_VERSION: &str =
-    concat!(env!("CARGO_PKG_VERSION"), " (build ", env!("KILN_BUILD_ID"), ", llvm ", env!("KILN_LLVM_VERSION"), ")");

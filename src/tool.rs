@@ -9,10 +9,20 @@
 //! Must never: be used by the library's other modules; they return errors,
 //! this module turns them into process behaviour.
 
-use crate::diag::{Diagnostics, SourceFile};
-use std::io::{self, Read, Write};
+use crate::diag::{self, Diagnostics, Severity, SourceFile};
+use std::io::{self, IsTerminal, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether this process colours what it prints on standard error, decided
+/// once by [`run_tool`] from `--color`, `NO_COLOR` and the terminal.
+static COLOR: AtomicBool = AtomicBool::new(false);
+
+/// Whether diagnostics are coloured in this process.
+pub fn color() -> bool {
+    COLOR.load(Ordering::Relaxed)
+}
 
 /// Why a tool stops without success.
 #[derive(Debug)]
@@ -25,6 +35,9 @@ pub enum ToolError {
     Usage(String),
     /// A closed stdout: the reader went away; exit quietly with 0.
     BrokenPipe,
+    /// Nothing more to do (what was asked for, such as `--target-cpu=help`,
+    /// is printed): exit with 0.
+    Done,
 }
 
 impl From<crate::settings::SettingsError> for ToolError {
@@ -40,17 +53,29 @@ impl From<crate::settings::SettingsError> for ToolError {
 }
 
 impl ToolError {
-    /// An input error with one line of text; `error: ` is prefixed.
+    /// An input error with one line of text; `error: ` is prefixed (and
+    /// the tool's name, by [`main_with`]).
     pub fn msg(text: impl std::fmt::Display) -> ToolError {
-        ToolError::Input(format!("error: {text}\n"))
+        ToolError::Input(diag::header(None, Severity::Error, &text.to_string(), color()))
     }
     /// An input error located at a path: `PATH: error: TEXT`.
     pub fn at(path: impl std::fmt::Display, text: impl std::fmt::Display) -> ToolError {
-        ToolError::Input(format!("{path}: error: {text}\n"))
+        ToolError::Input(diag::header(Some(&path.to_string()), Severity::Error, &text.to_string(), color()))
+    }
+    /// An error writing the output `path`: `PATH: error: cannot write
+    /// output: REASON`, so that it never reads like a missing input.
+    pub fn output(path: impl std::fmt::Display, e: &io::Error) -> ToolError {
+        ToolError::at(path, format!("cannot write output: {}", io_reason(e)))
+    }
+    /// An unlocated error line, then diagnostics rendered against their
+    /// source (`error: pass 'cse' failed` and why).
+    pub fn msg_diags(text: impl std::fmt::Display, src: &SourceFile, ds: &Diagnostics) -> ToolError {
+        let head = diag::header(None, Severity::Error, &text.to_string(), color());
+        ToolError::Input(head + &src.render_all_styled(ds, color()))
     }
     /// Diagnostics rendered against their source.
     pub fn diags(src: &SourceFile, ds: &Diagnostics) -> ToolError {
-        ToolError::Input(src.render_all(ds))
+        ToolError::Input(src.render_all_styled(ds, color()))
     }
     /// An I/O error on writing to stdout: a closed pipe is quiet.
     pub fn stdout(e: io::Error) -> ToolError {
@@ -70,20 +95,157 @@ pub fn main_with(tool: &str, body: impl FnOnce() -> Result<(), ToolError>) -> Ex
     // not mistaken for a user error.
     match body() {
         Ok(()) => ExitCode::SUCCESS,
-        Err(ToolError::BrokenPipe) => ExitCode::SUCCESS,
+        Err(ToolError::BrokenPipe | ToolError::Done) => ExitCode::SUCCESS,
         Err(ToolError::Input(text)) => {
             let mut err = io::stderr().lock();
-            let _ = if text.starts_with("error:") {
-                write!(err, "{tool}: {text}")
+            // An unlocated error (`error: ...`) is located by the tool's name.
+            let unlocated = diag::header(None, Severity::Error, "", color());
+            let label = &unlocated[..unlocated.find(' ').unwrap_or(0)];
+            let _ = if text.starts_with(label) {
+                let b = diag::Palette::new(color()).bold;
+                write!(err, "{b}{tool}:{b:#} {text}")
             } else {
                 err.write_all(text.as_bytes())
             };
             ExitCode::from(1)
         }
         Err(ToolError::Usage(text)) => {
-            let _ = writeln!(io::stderr().lock(), "{tool}: error: {text}");
+            let _ = io::stderr().lock().write_all(diag::header(Some(tool), Severity::Error, &text, color()).as_bytes());
             ExitCode::from(2)
         }
+    }
+}
+
+/// One `LOCATION: error: TEXT` line, coloured as this process's
+/// diagnostics are (for a tool that gathers several errors).
+pub fn error_line(location: &str, text: &str) -> String {
+    diag::header(Some(location), Severity::Error, text, color())
+}
+
+/// Prints `TOOL: warning: TEXT` on standard error (coloured as the
+/// process's diagnostics are); a closed standard error is not worth
+/// failing for.
+pub fn warn(tool: &str, text: &str) {
+    let _ = io::stderr().lock().write_all(diag::header(Some(tool), Severity::Warning, text, color()).as_bytes());
+}
+
+/// A target that cannot be used ([`crate::target::resolve`]): `help`
+/// prints LLVM's lists on standard output and succeeds; an unknown name
+/// is a usage error; LLVM failing is an error.
+#[cfg(feature = "llvm")]
+pub fn target_error<T>(e: crate::target::TargetError) -> Result<T, ToolError> {
+    use crate::target::TargetError;
+    match e {
+        TargetError::Help(text) => write_output(None, text.as_bytes()).and(Err(ToolError::Done)),
+        TargetError::Unknown(m) => Err(ToolError::Usage(m)),
+        TargetError::Llvm(e) => Err(ToolError::msg(e)),
+    }
+}
+
+/// What a tool gives [`run_tool`] besides its clap definition.
+pub struct ToolSpec {
+    /// The tool's name (`kiln-opt`), the location of its own errors.
+    pub name: &'static str,
+    /// What `--version` prints (called only for `--version`, so a tool may
+    /// detect the host there and nowhere else).
+    pub version: fn() -> String,
+}
+
+/// The whole life of a tool: LLVM spellings rewritten
+/// ([`crate::cli::rewrite_llvm_spellings`]), the colour decided
+/// (`--color`, `NO_COLOR`, whether standard error is a terminal),
+/// `--version`, the hidden `--generate-man` / `--generate-completion
+/// SHELL` (for `make install`), clap's parse (a usage error is `TOOL:
+/// error: ...`, exit 2), then `body` through [`main_with`].
+pub fn run_tool<C: clap::Parser>(spec: &ToolSpec, body: impl FnOnce(C) -> Result<(), ToolError>) -> ExitCode {
+    let args: Vec<String> = match std::env::args_os().map(|a| a.into_string()).collect() {
+        Ok(a) => a,
+        Err(bad) => {
+            let text = format!("argument is not valid UTF-8: {}", bad.to_string_lossy());
+            return main_with(spec.name, || Err(ToolError::Usage(text)));
+        }
+    };
+    let args = crate::cli::rewrite_llvm_spellings(spec.name, args);
+    let when = crate::cli::color_flag(&args);
+    let no_color = std::env::var("NO_COLOR").ok();
+    COLOR.store(crate::cli::color_choice(when, io::stderr().is_terminal(), no_color.as_deref()), Ordering::Relaxed);
+    let cmd = command::<C>(spec.name, color());
+    if let Some(generated) = generate(&args, cmd.clone()) {
+        return main_with(spec.name, || generated);
+    }
+    if args.iter().skip(1).take_while(|a| *a != "--").any(|a| a == "--version" || a == "-V") {
+        return main_with(spec.name, || write_output(None, (spec.version)().as_bytes()));
+    }
+    let parsed = cmd.try_get_matches_from(&args).and_then(|m| C::from_arg_matches(&m));
+    match parsed {
+        Ok(cli) => main_with(spec.name, || body(cli)),
+        Err(e) => clap_error(spec.name, e),
+    }
+}
+
+/// A tool's clap command as every tool shows it: its definition, the LLVM
+/// spellings it accepts after its help, and clap's colour as ours.
+pub fn command<C: clap::CommandFactory>(name: &str, color: bool) -> clap::Command {
+    let mut cmd = C::command().color(if color { clap::ColorChoice::Always } else { clap::ColorChoice::Never });
+    let spellings = crate::cli::spellings_help(name);
+    if !spellings.is_empty() {
+        let after = cmd.get_after_help().map(|h| format!("{h}\n\n{spellings}")).unwrap_or(spellings);
+        cmd = cmd.after_help(after);
+    }
+    cmd
+}
+
+/// Shows clap's error: help and `--version` on standard output (exit 0);
+/// a usage error on standard error as `TOOL: error: ...` (exit 2).
+fn clap_error(tool: &str, e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+        let text = e.render();
+        let text = if color() { text.ansi().to_string() } else { text.to_string() };
+        let mut out = io::stdout().lock();
+        let code = if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 };
+        let _ = if code == 0 { out.write_all(text.as_bytes()) } else { io::stderr().lock().write_all(text.as_bytes()) };
+        return ExitCode::from(code);
+    }
+    let text = e.render();
+    let text = if color() { text.ansi().to_string() } else { text.to_string() };
+    let b = diag::Palette::new(color()).bold;
+    let _ = write!(io::stderr().lock(), "{b}{tool}:{b:#} {text}");
+    ExitCode::from(2)
+}
+
+/// `--generate-man DIR` (the tool's man page, and one per subcommand, as
+/// roff files in DIR) or `--generate-completion SHELL` (bash, zsh, fish; on
+/// standard output) as the first argument, made from the same clap
+/// definition the tool parses with. Hidden: for `make install`
+/// (`scripts/install.sh`), not for users.
+fn generate(args: &[String], cmd: clap::Command) -> Option<Result<(), ToolError>> {
+    let mut cmd = cmd.color(clap::ColorChoice::Never);
+    let operand = args.get(2).map(String::as_str);
+    match args.get(1).map(String::as_str)? {
+        "--generate-man" => {
+            let Some(dir) = operand else {
+                return Some(Err(ToolError::Usage("--generate-man takes a directory".into())));
+            };
+            Some(clap_mangen::generate_to(cmd, dir).map_err(|e| ToolError::output(dir, &e)))
+        }
+        "--generate-completion" => {
+            use clap_complete::Shell;
+            let shell = match operand {
+                Some("bash") => Shell::Bash,
+                Some("zsh") => Shell::Zsh,
+                Some("fish") => Shell::Fish,
+                other => {
+                    let got = other.unwrap_or("nothing");
+                    return Some(Err(ToolError::Usage(format!("--generate-completion takes bash, zsh or fish, not {got}"))));
+                }
+            };
+            let mut out = Vec::new();
+            let name = cmd.get_name().to_string();
+            clap_complete::generate(shell, &mut cmd, name, &mut out);
+            Some(write_output(None, &out))
+        }
+        _ => None,
     }
 }
 
@@ -114,7 +276,7 @@ pub fn write_output(path: Option<&str>, bytes: &[u8]) -> Result<(), ToolError> {
             let mut out = io::stdout().lock();
             out.write_all(bytes).and_then(|_| out.flush()).map_err(ToolError::stdout)
         }
-        Some(p) => write_file_atomic(Path::new(p), bytes).map_err(|e| ToolError::at(p, io_reason(&e))),
+        Some(p) => write_file_atomic(Path::new(p), bytes).map_err(|e| ToolError::output(p, &e)),
     }
 }
 
@@ -147,7 +309,7 @@ pub fn write_output_with(
                     Ok(())
                 }
             })();
-            done.map_err(|e: io::Error| ToolError::at(p, io_reason(&e)))
+            done.map_err(|e: io::Error| ToolError::output(p, &e))
         }
     }
 }

@@ -13,7 +13,7 @@ use kiln::cache::{CacheError, CacheStats};
 use kiln::settings::{self, Settings};
 use kiln::cache::size::{format_duration, format_size, parse_duration, parse_size};
 use kiln::config::{MetaBound, MetaKind, MetaParam};
-use kiln::tool::{main_with, write_output, ToolError};
+use kiln::tool::{write_output, ToolError};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -23,7 +23,7 @@ use std::time::Duration;
 const TOOL: &str = "kiln-cache-inspect";
 
 #[derive(Parser)]
-#[command(name = TOOL, version = kiln::LONG_VERSION, about = "List, verify, prune and extract from Kiln's per-task artifact cache; show its statistics; create and configure it")]
+#[command(name = TOOL, version = kiln::VERSION, about = "List, verify, prune and extract from Kiln's per-task artifact cache; show its statistics; create and configure it")]
 struct Cli {
     /// The cache root [default: $KILN_CACHE_DIR, else cache_dir in the user's kiln.toml, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln]
     #[arg(long, global = true, value_name = "DIR")]
@@ -42,6 +42,8 @@ struct Cli {
     remote: Option<String>,
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    common: kiln::cli::Common,
 }
 
 #[derive(Subcommand)]
@@ -118,9 +120,10 @@ enum Command {
     },
 }
 
+const SPEC: kiln::tool::ToolSpec = kiln::tool::ToolSpec { name: TOOL, version: || kiln::version::text(TOOL, None) };
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    main_with(TOOL, || run(cli))
+    kiln::tool::run_tool(&SPEC, run)
 }
 
 fn cache_err(e: kiln::cache::CacheError) -> ToolError {

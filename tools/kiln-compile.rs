@@ -5,7 +5,8 @@
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use kiln::codegen::{self, Compiler, Emit, HostTarget};
+use kiln::codegen::{self, Compiler, Emit};
+use kiln::target::Override;
 use kiln::config::{CompileConfig, OptLevel};
 use kiln::ir::Module;
 use kiln::jit::cached::{self, FillTimes, Filled, RunCounters};
@@ -42,7 +43,7 @@ enum EmitArg {
 }
 
 #[derive(Parser, Debug)]
-#[command(name = "kiln-compile", version = kiln::LONG_VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "kiln-compile", version = kiln::VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 struct Cli {
     /// Input KIR file; `-` reads standard input
     #[arg(value_name = "INPUT", default_value = "-")]
@@ -56,9 +57,9 @@ struct Cli {
     #[arg(long, value_enum, default_value = "obj")]
     emit: EmitArg,
 
-    /// Optimisation level of the LLVM pipeline
-    #[arg(short = 'O', value_name = "LEVEL", default_value = "2", value_parser = ["0", "1", "2", "3"])]
-    opt: String,
+    /// Optimisation level of the LLVM pipeline: 0 to 3
+    #[arg(short = 'O', value_name = "LEVEL", default_value = "2", value_parser = kiln::cli::parse_opt_level)]
+    opt: OptLevel,
 
     /// Allow LLVM's fast-math transformations (results may differ from the interpreter)
     #[arg(long)]
@@ -68,12 +69,12 @@ struct Cli {
     #[arg(long)]
     no_bounds_checks: bool,
 
-    /// Compile for this CPU instead of the detected host CPU
+    /// Compile for this CPU instead of the detected host CPU (checked against LLVM's list; `help` lists CPUs and features)
     #[arg(long, value_name = "NAME")]
     target_cpu: Option<String>,
 
-    /// Compile for these CPU features (`+avx2,-fma,...`) instead of the detected ones
-    #[arg(long, value_name = "FEATURES")]
+    /// Compile for these CPU features (`+avx2,-fma,...`) instead of the detected ones (checked against LLVM's list)
+    #[arg(long, value_name = "FEATURES", allow_hyphen_values = true)]
     target_features: Option<String>,
 
     /// Compile on N threads (default: all cores)
@@ -104,6 +105,9 @@ struct Cli {
     #[arg(long, value_enum, value_name = "FORMAT", num_args = 0..=1, require_equals = true,
           default_missing_value = "text", requires = "cache_dir")]
     stats: Option<StatsFormat>,
+
+    #[command(flatten)]
+    common: kiln::cli::Common,
 }
 
 /// How `--stats` prints.
@@ -115,27 +119,26 @@ enum StatsFormat {
     Json,
 }
 
+const SPEC: tool::ToolSpec =
+    tool::ToolSpec { name: "kiln-compile", version: || kiln::version::text("kiln-compile", Some(kiln::target::host_facts())) };
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    tool::main_with("kiln-compile", || run(&cli))
+    tool::run_tool(&SPEC, |cli: Cli| run(&cli))
 }
 
 fn run(cli: &Cli) -> Result<(), ToolError> {
-    let target = HostTarget::detect_with(cli.target_cpu.as_deref(), cli.target_features.as_deref())
-        .map_err(ToolError::msg)?;
+    let cpu = Override { value: cli.target_cpu.as_deref(), source: "--target-cpu" };
+    let features = Override { value: cli.target_features.as_deref(), source: "--target-features" };
+    let target = match kiln::target::resolve(cpu, features) {
+        Ok(t) => t,
+        Err(e) => return tool::target_error(e),
+    };
     if cli.print_target {
         let text = format!("triple: {}\ncpu: {}\nfeatures: {}\n", target.triple, target.cpu, target.features);
         return tool::write_output(None, text.as_bytes());
     }
-    let mut config = CompileConfig::default();
-    config.opt_level = match cli.opt.as_str() {
-        "0" => OptLevel::O0,
-        "1" => OptLevel::O1,
-        "3" => OptLevel::O3,
-        _ => OptLevel::O2,
-    };
-    config.fast_math = cli.fast_math;
-    config.bounds_checks = !cli.no_bounds_checks;
+    let config =
+        CompileConfig { opt_level: cli.opt, fast_math: cli.fast_math, bounds_checks: !cli.no_bounds_checks, ..Default::default() };
     let compiler = Compiler::new(config, target).map_err(ToolError::msg)?;
 
     let src = tool::read_source(&cli.input)?;
@@ -182,7 +185,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     for ((_, name), r) in tasks.iter().zip(results) {
         match r {
             Ok(bytes) => outputs.push((name.as_str(), bytes)),
-            Err(e) => errors.push_str(&format!("{}: error: {e}\n", src.name())),
+            Err(e) => errors.push_str(&tool::error_line(src.name(), &e)),
         }
     }
     if !errors.is_empty() {
@@ -229,7 +232,7 @@ fn fill_cache(cli: &Cli, dir: &Path, compiler: &Compiler, tasks: &[(&Module, Str
     for r in results {
         match r {
             Ok((filled, times)) => counters.add_fill(filled, times),
-            Err(e) => errors.push_str(&format!("{file}: error: {e}\n")),
+            Err(e) => errors.push_str(&tool::error_line(file, &e)),
         }
     }
     let s = store.stats();
@@ -237,7 +240,7 @@ fn fill_cache(cli: &Cli, dir: &Path, compiler: &Compiler, tasks: &[(&Module, Str
     let mut err = std::io::stderr().lock();
     if let Some(r) = &remote {
         if let Some(w) = r.take_warning() {
-            let _ = writeln!(err, "kiln-compile: warning: {w}");
+            tool::warn("kiln-compile", &w);
         }
         counters.remote = Some(cached::RemoteCounters::of(&r.settings().display, &r.stats()));
     }
@@ -315,10 +318,10 @@ fn write_all(dest: &Dest, emit: Emit, outputs: &[(&str, Vec<u8>)]) -> Result<(),
         }
         Dest::File(p) => tool::write_output(Some(p), &outputs[0].1),
         Dest::Dir(d) => {
-            std::fs::create_dir_all(d).map_err(|e| ToolError::at(d.display(), tool::io_reason(&e)))?;
+            std::fs::create_dir_all(d).map_err(|e| ToolError::output(d.display(), &e))?;
             for (name, bytes) in outputs {
                 let p = d.join(format!("{name}.{}", emit.extension()));
-                tool::write_file_atomic(&p, bytes).map_err(|e| ToolError::at(p.display(), tool::io_reason(&e)))?;
+                tool::write_file_atomic(&p, bytes).map_err(|e| ToolError::output(p.display(), &e))?;
             }
             Ok(())
         }

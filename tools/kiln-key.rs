@@ -24,7 +24,7 @@ const AFTER_HELP: &str = "\
 Exit status: 0 on success, 1 when an input is invalid, 2 on bad usage.";
 
 #[derive(Parser, Debug)]
-#[command(name = "kiln-key", version = kiln::LONG_VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "kiln-key", version = kiln::VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 struct Cli {
     /// Input KIR file; `-` reads standard input (named `<stdin>` in errors)
     #[arg(value_name = "INPUT", default_value = "-", conflicts_with = "diff")]
@@ -43,8 +43,8 @@ struct Cli {
     diff: Option<Vec<String>>,
 
     /// Optimisation level of the configuration: -O0, -O1, -O2 (default) or -O3
-    #[arg(short = 'O', value_name = "LEVEL", value_parser = ["0", "1", "2", "3"])]
-    opt: Option<String>,
+    #[arg(short = 'O', value_name = "LEVEL", value_parser = kiln::cli::parse_opt_level)]
+    opt: Option<OptLevel>,
 
     /// Configuration with fast-math enabled
     #[arg(long)]
@@ -57,22 +57,21 @@ struct Cli {
     /// Configuration's code model (default: large on x86-64, the target's default elsewhere)
     #[arg(long, value_name = "MODEL", value_parser = ["default", "small", "large"])]
     code_model: Option<String>,
+
+    #[command(flatten)]
+    common: kiln::cli::Common,
 }
 
+const SPEC: tool::ToolSpec = tool::ToolSpec { name: "kiln-key", version: || kiln::version::text("kiln-key", None) };
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    tool::main_with("kiln-key", || run(&cli))
+    tool::run_tool(&SPEC, |cli: Cli| run(&cli))
 }
 
 fn config(cli: &Cli) -> CompileConfig {
     let mut c = CompileConfig::default();
-    if let Some(o) = &cli.opt {
-        c.opt_level = match o.as_str() {
-            "0" => OptLevel::O0,
-            "1" => OptLevel::O1,
-            "3" => OptLevel::O3,
-            _ => OptLevel::O2,
-        };
+    if let Some(o) = cli.opt {
+        c.opt_level = o;
     }
     c.fast_math = cli.fast_math;
     c.bounds_checks = !cli.no_bounds_checks;

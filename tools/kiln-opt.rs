@@ -4,6 +4,7 @@
 
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::Parser;
+use kiln::config::OptLevel;
 use kiln::diag::{Diagnostic, Diagnostics};
 use kiln::ir::{Span, Stream};
 use kiln::passes::{self, OptPreset, Pass, PassTiming, PipelineError, PipelineObserver, PipelineOptions};
@@ -26,7 +27,7 @@ Exit status: 0 on success, 1 when the input is invalid (or a pass fails), \
 2 on bad usage (such as an unknown pass). Run --print-passes for the passes.";
 
 #[derive(Parser, Debug)]
-#[command(name = "kiln-opt", version = kiln::LONG_VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "kiln-opt", version = kiln::VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 struct Cli {
     /// Input KIR file; `-` reads standard input (named `<stdin>` in errors)
     #[arg(value_name = "INPUT", default_value = "-")]
@@ -40,9 +41,9 @@ struct Cli {
     #[arg(long, value_name = "PASS,...", value_delimiter = ',', value_parser = pass_names(), conflicts_with = "opt")]
     passes: Vec<String>,
 
-    /// Run a preset pipeline: -O0 (no pass), -O1, -O2 (see --print-passes)
-    #[arg(short = 'O', value_name = "LEVEL", value_parser = ["0", "1", "2"])]
-    opt: Option<String>,
+    /// Run a preset pipeline: -O0 (no pass), -O1, -O2 (see --print-passes); -O3 is accepted, as LLVM's opt does, and runs -O2's passes (KIR has no higher preset)
+    #[arg(short = 'O', value_name = "LEVEL", value_parser = kiln::cli::parse_opt_level)]
+    opt: Option<OptLevel>,
 
     /// List the registered passes and the presets, then exit
     #[arg(long)]
@@ -63,6 +64,9 @@ struct Cli {
     /// Print the time spent in parsing, verifying, each pass and printing to standard error
     #[arg(long)]
     time_passes: bool,
+
+    #[command(flatten)]
+    common: kiln::cli::Common,
 }
 
 /// `--passes=` accepts exactly the registered names, so clap's usage error
@@ -71,9 +75,20 @@ fn pass_names() -> PossibleValuesParser {
     PossibleValuesParser::new(passes::REGISTRY.iter().map(|p| PossibleValue::new(p.name()).help(p.description())))
 }
 
+const SPEC: tool::ToolSpec = tool::ToolSpec { name: "kiln-opt", version: || kiln::version::text("kiln-opt", None) };
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    tool::main_with("kiln-opt", || run(&cli))
+    tool::run_tool(&SPEC, |cli: Cli| run(&cli))
+}
+
+/// The KIR preset of an `-O` level: `-O3`, LLVM's highest, is KIR's
+/// highest, `-O2`.
+fn preset_of(level: OptLevel) -> OptPreset {
+    match level {
+        OptLevel::O0 => OptPreset::O0,
+        OptLevel::O1 => OptPreset::O1,
+        OptLevel::O2 | OptLevel::O3 => OptPreset::O2,
+    }
 }
 
 fn run(cli: &Cli) -> Result<(), ToolError> {
@@ -85,12 +100,8 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         timings.push(PassTiming { name, pass: since.elapsed(), verify: Duration::ZERO })
     };
 
-    let names: Vec<&str> = match &cli.opt {
-        Some(level) => passes::preset(match level.as_str() {
-            "1" => OptPreset::O1,
-            "2" => OptPreset::O2,
-            _ => OptPreset::O0,
-        }),
+    let names: Vec<&str> = match cli.opt {
+        Some(level) => passes::preset(preset_of(level)),
         None => cli.passes.iter().map(String::as_str).collect(),
     };
     // clap already rejected unknown names; this cannot fail, but a usage
@@ -121,13 +132,11 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     match passes::run_pipeline(&mut stream, &pipeline, &opts, &mut dumps) {
         Ok(t) => timings.extend(t),
         Err(PipelineError::Pass { pass, diags }) => {
-            return Err(ToolError::Input(format!("error: pass '{pass}' failed\n{}", src.render_all(&diags))))
+            return Err(ToolError::msg_diags(format!("pass '{pass}' failed"), &src, &diags))
         }
         Err(PipelineError::Invalid { pass, diags }) => {
-            return Err(ToolError::Input(format!(
-                "error: the IR is invalid after pass '{pass}' (a bug in that pass)\n{}",
-                src.render_all(&without_dummy_spans(diags))
-            )))
+            let why = format!("the IR is invalid after pass '{pass}' (a bug in that pass)");
+            return Err(ToolError::msg_diags(why, &src, &without_dummy_spans(diags)));
         }
         Err(PipelineError::Observer(e)) => return Err(ToolError::stdout(e)),
     }
@@ -148,7 +157,7 @@ fn print_passes(w: &mut dyn Write) -> io::Result<()> {
         writeln!(w, "  {:<14} {}", p.name(), p.description())?;
     }
     writeln!(w, "Presets:")?;
-    for (flag, level) in [("-O0", OptPreset::O0), ("-O1", OptPreset::O1), ("-O2", OptPreset::O2)] {
+    for (flag, level) in [("-O0", OptPreset::O0), ("-O1", OptPreset::O1), ("-O2, -O3", OptPreset::O2)] {
         let names = passes::preset(level);
         let list = if names.is_empty() { "(no pass)".to_string() } else { names.join(",") };
         writeln!(w, "  {flag:<14} {list}")?;

@@ -4,12 +4,16 @@
 //! `docs/tools/kiln-run.md`.
 
 use clap::{Parser, ValueEnum};
+use kiln::codegen::HostTarget;
+use kiln::config::OptLevel;
 use kiln::exec::{self, Engine, Fields};
+use kiln::target::Override;
 use kiln::jit::cached::RunCounters;
 use kiln::ir::{Const, Kernel, Stream};
 use kiln::settings::{self, Settings};
 use kiln::tool::{self, ToolError};
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -49,7 +53,7 @@ enum EngineKind {
 }
 
 #[derive(Parser, Debug)]
-#[command(name = "kiln-run", version = kiln::LONG_VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "kiln-run", version = kiln::VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 struct Cli {
     /// Input KIR file; `-` reads standard input (named `<stdin>` in errors)
     #[arg(value_name = "INPUT", default_value = "-")]
@@ -103,15 +107,15 @@ struct Cli {
     #[arg(long, value_enum, value_name = "FORMAT", num_args = 0..=1, require_equals = true, default_missing_value = "text")]
     stats: Option<StatsFormat>,
 
-    /// Optimisation level of the LLVM pipeline (part of every task's key)
-    #[arg(short = 'O', value_name = "LEVEL", default_value = "2", value_parser = ["0", "1", "2", "3"])]
-    opt: String,
+    /// Optimisation level of the LLVM pipeline, 0 to 3 (part of every task's key)
+    #[arg(short = 'O', value_name = "LEVEL", default_value = "2", value_parser = kiln::cli::parse_opt_level)]
+    opt: OptLevel,
 
-    /// Compile for this CPU instead of the detected one (a simulated host; env KILN_TARGET_CPU)
+    /// Compile for this CPU instead of the detected one (a simulated host; env KILN_TARGET_CPU); checked against LLVM's list, `help` lists CPUs and features
     #[arg(long, value_name = "NAME")]
     target_cpu: Option<String>,
 
-    /// Compile for these CPU features (`+sse2,-avx,...`) instead of the detected ones (env KILN_TARGET_FEATURES)
+    /// Compile for these CPU features (`+sse2,-avx,...`) instead of the detected ones (env KILN_TARGET_FEATURES); checked against LLVM's list
     #[arg(long, value_name = "FEATURES", allow_hyphen_values = true)]
     target_features: Option<String>,
 
@@ -123,17 +127,24 @@ struct Cli {
     #[arg(long = "output", value_name = "@Y=FILE", value_parser = parse_pair)]
     outputs: Vec<(String, String)>,
 
-    /// Print the values of field @Y after the run (repeatable)
+    /// Print the values of field @Y after the run (repeatable); one of more than 1000 elements is summarised as numpy does (three values at each end of every dimension)
     #[arg(long = "print", value_name = "@Y")]
     prints: Vec<String>,
 
-    /// Print the values of every field after the run, sorted by name
+    /// Print the values of every field after the run, sorted by name (summarised as --print does)
     #[arg(long)]
     print_all: bool,
+
+    /// With --print or --print-all: print every value, however large the field
+    #[arg(long)]
+    print_full: bool,
 
     /// Print one line per field after the run, sorted by name: `@y f32[1024] blake3:HEX`
     #[arg(long)]
     digest: bool,
+
+    #[command(flatten)]
+    common: kiln::cli::Common,
 }
 
 /// `--iteration-order`'s value.
@@ -149,9 +160,11 @@ fn parse_pair(s: &str) -> Result<(String, String), String> {
     }
 }
 
+const SPEC: tool::ToolSpec =
+    tool::ToolSpec { name: "kiln-run", version: || kiln::version::text("kiln-run", Some(kiln::target::host_facts())) };
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    tool::main_with("kiln-run", || run(&cli))
+    tool::run_tool(&SPEC, |cli: Cli| run(&cli))
 }
 
 /// The engine of a run: the JIT keeps its store for the counters.
@@ -161,60 +174,76 @@ enum Runner {
     Jit(Box<kiln::jit::engine::JitEngine>, Option<(String, String)>),
 }
 
-/// `--target-cpu` / `--target-features`, else their environment variables
-/// (an empty variable counts as unset).
-fn target_override(flag: &Option<String>, var: &str) -> Option<String> {
-    flag.clone().or_else(|| std::env::var(var).ok().filter(|v| !v.is_empty()))
+/// The target of the jit engine: this host, or the CPU and features of
+/// `--target-cpu` / `--target-features` (else their environment
+/// variables; an empty variable counts as unset), checked against LLVM's
+/// lists before anything is read, compiled or written.
+fn resolve_target(cli: &Cli) -> Result<HostTarget, ToolError> {
+    fn pick<'a>(flag: &'a Option<String>, env: &'a Option<String>, flag_name: &'a str, var: &'a str) -> Override<'a> {
+        match (flag, env) {
+            (Some(v), _) => Override { value: Some(v), source: flag_name },
+            (None, Some(v)) => Override { value: Some(v), source: var },
+            (None, None) => Override { value: None, source: flag_name },
+        }
+    }
+    let env = |var: &str| std::env::var(var).ok().filter(|v| !v.is_empty());
+    let (cpu_env, features_env) = (env("KILN_TARGET_CPU"), env("KILN_TARGET_FEATURES"));
+    let cpu = pick(&cli.target_cpu, &cpu_env, "--target-cpu", "KILN_TARGET_CPU");
+    let features = pick(&cli.target_features, &features_env, "--target-features", "KILN_TARGET_FEATURES");
+    kiln::target::resolve(cpu, features).or_else(tool::target_error)
 }
 
-/// The engine for `cli`, and a warning to show (no cache directory could
-/// be derived).
-fn make_engine(cli: &Cli, settings: &Settings) -> Result<(Runner, Option<String>), ToolError> {
-    use kiln::codegen::{Compiler, HostTarget};
-    use kiln::jit::cached::{self, CachedTasks};
+/// The engine for `cli` and `target` (the interpreter has none), and a
+/// warning to show (no cache directory could be derived).
+fn make_engine(cli: &Cli, settings: &Settings, target: Option<HostTarget>) -> Result<(Runner, Option<String>), ToolError> {
+    use kiln::codegen::Compiler;
     use kiln::jit::engine::{JitEngine, JitPath};
-    let cpu = target_override(&cli.target_cpu, "KILN_TARGET_CPU");
-    let features = target_override(&cli.target_features, "KILN_TARGET_FEATURES");
-    if cli.engine == EngineKind::Interp {
-        let interp = kiln::interp::Interpreter {
-            order: cli.iteration_order.unwrap_or_default(),
-            check_races: cli.check_races,
-        };
+    let Some(target) = target else {
+        let interp = kiln::interp::Interpreter { order: cli.iteration_order.unwrap_or_default(), check_races: cli.check_races };
         return Ok((Runner::Interp(interp), None));
-    }
-    let target = HostTarget::detect_with(cpu.as_deref(), features.as_deref()).map_err(ToolError::msg)?;
-    let config = kiln::config::CompileConfig { opt_level: opt_level(&cli.opt), ..Default::default() };
+    };
+    let config = kiln::config::CompileConfig { opt_level: cli.opt, ..Default::default() };
     let compiler = Compiler::new(config, target.clone()).map_err(ToolError::msg)?;
     let threads =
         cli.threads.map(|n| n as usize).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let path = if cli.no_cache { JitPath::WholeKernel } else { JitPath::PerTask };
     let mut engine = JitEngine::new(compiler, path, threads).map_err(|e| ToolError::msg(e.message))?;
-    let mut store_root = None;
-    let mut warning = None;
-    let remote = if cli.no_cache { None } else { remote_settings(settings)? };
-    if !cli.no_cache {
-        let opened = settings.cache_root().and_then(|dir| cached::open_store(&dir, &target, settings.store_options()));
-        match opened {
-            Ok(store) => {
-                store_root = Some((store.root().display().to_string(), store.scope_name().to_string()));
-                let mut provider = CachedTasks::new(store);
-                if let Some(r) = remote {
-                    let scope = provider.store().scope_name().to_string();
-                    provider = provider.with_remote(kiln::remote::RemoteTier::new(r, &scope));
-                }
-                engine.set_provider(Box::new(provider));
+    if cli.no_cache {
+        return Ok((Runner::Jit(Box::new(engine), None), None));
+    }
+    let remote = remote_settings(settings)?;
+    let (store_root, warning) = attach_cache(&mut engine, settings, &target, remote);
+    Ok((Runner::Jit(Box::new(engine), store_root), warning))
+}
+
+/// Gives `engine` the per-task cache (and the remote tier behind it);
+/// returns the cache root and scope, or the warning for a cache that cannot
+/// be used (nowhere to keep one, permission denied, a full disk, a
+/// read-only file system, a directory that is not a cache): such a cache
+/// never fails a run, which goes on without it and says so once.
+fn attach_cache(
+    engine: &mut kiln::jit::engine::JitEngine,
+    settings: &Settings,
+    target: &HostTarget,
+    remote: Option<kiln::remote::RemoteSettings>,
+) -> (Option<(String, String)>, Option<String>) {
+    use kiln::jit::cached::{self, CachedTasks};
+    let opened = settings.cache_root().and_then(|dir| cached::open_store(&dir, target, settings.store_options()));
+    match opened {
+        Ok(store) => {
+            let root = (store.root().display().to_string(), store.scope_name().to_string());
+            let mut provider = CachedTasks::new(store);
+            if let Some(r) = remote {
+                provider = provider.with_remote(kiln::remote::RemoteTier::new(r, &root.1));
             }
-            // A cache that cannot be used (nowhere to keep one, permission
-            // denied, a full disk, a read-only file system, a directory
-            // that is not a cache) never fails a run: the run goes on
-            // without it, and says so once.
-            Err(e) => {
-                warning = Some(format!("{e}; running without a cache"));
-                engine.path = JitPath::WholeKernel;
-            }
+            engine.set_provider(Box::new(provider));
+            (Some(root), None)
+        }
+        Err(e) => {
+            engine.path = kiln::jit::engine::JitPath::WholeKernel;
+            (None, Some(format!("{e}; running without a cache")))
         }
     }
-    Ok((Runner::Jit(Box::new(engine), store_root), warning))
 }
 
 /// The remote tier's settings (the `remote*` rows of the settings, which
@@ -224,28 +253,48 @@ fn remote_settings(settings: &Settings) -> Result<Option<kiln::remote::RemoteSet
     kiln::remote::RemoteSettings::from_settings(settings).map_err(|e| ToolError::Usage(e.to_string()))
 }
 
-/// Writes to standard error; a closed one is not worth failing for.
-fn note(text: &str) {
-    use std::io::Write;
-    let _ = std::io::stderr().lock().write_all(text.as_bytes());
-}
-
-fn opt_level(text: &str) -> kiln::config::OptLevel {
-    use kiln::config::OptLevel;
-    match text {
-        "0" => OptLevel::O0,
-        "1" => OptLevel::O1,
-        "3" => OptLevel::O3,
-        _ => OptLevel::O2,
-    }
-}
-
 fn strip(s: &str, sigil: char) -> &str {
     s.strip_prefix(sigil).unwrap_or(s)
 }
 
+/// The run's phases: check the flags, read the settings and the target,
+/// read and check the input, bind fields and arguments, run, report, and
+/// only after a successful run print and write the results.
 fn run(cli: &Cli) -> Result<(), ToolError> {
-    // Flags of the jit engine would be silently ignored by the interpreter.
+    check_engine_flags(cli)?;
+    // Settings are read first: a bad one is an error even when the run
+    // would not use the cache.
+    let mut flags = settings::cache_flags(cli.cache_dir.as_deref(), cli.allow_insecure_cache);
+    flags.extend(kiln::remote::RemoteFlags { url: cli.remote.clone(), read_only: cli.remote_read_only }.settings_flags());
+    let settings = Settings::load(&flags)?;
+    let target = if cli.engine == EngineKind::Jit { Some(resolve_target(cli)?) } else { None };
+    let src = tool::read_source(&cli.input)?;
+    let stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
+    kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(&src, &ds))?;
+    let kernels = select_kernels(&stream, &cli.kernels, src.name())?;
+    let args = bind_args(&kernels, &cli.args)?;
+    let mut fields = Fields::try_zeroed(&stream).map_err(ToolError::msg)?;
+    let io = FieldIo::of(cli, &fields)?;
+    io.load_inputs(&mut fields)?;
+
+    let (mut runner, warning) = make_engine(cli, &settings, target)?;
+    if let Some(w) = warning {
+        tool::warn("kiln-run", &w);
+    }
+    let result = run_kernels(&mut runner, &stream, &kernels, &args, &mut fields);
+    report(cli, &runner, result.1);
+    // Data races are shown at their accesses, and an error of one
+    // statement at it (`FILE:LINE:COL: error: ...`).
+    result.0.map_err(|e| match (&e.races, e.at) {
+        (Some(report), _) => ToolError::diags(&src, &report.diagnostics(&src)),
+        (None, Some(_)) => ToolError::diags(&src, &e.diagnostic().into()),
+        (None, None) => ToolError::msg(e.message),
+    })?;
+    io.write_results(cli, &fields)
+}
+
+/// Flags of the jit engine would be silently ignored by the interpreter.
+fn check_engine_flags(cli: &Cli) -> Result<(), ToolError> {
     if cli.engine == EngineKind::Interp {
         for (given, flag) in [(cli.threads.is_some(), "--threads"), (cli.no_cache, "--no-cache")] {
             if given {
@@ -260,114 +309,113 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
             }
         }
     }
-    // Settings are read first: a bad one is an error even when the run
-    // would not use the cache.
-    let mut flags = settings::cache_flags(cli.cache_dir.as_deref(), cli.allow_insecure_cache);
-    flags.extend(kiln::remote::RemoteFlags { url: cli.remote.clone(), read_only: cli.remote_read_only }.settings_flags());
-    let settings = Settings::load(&flags)?;
-    let src = tool::read_source(&cli.input)?;
-    let stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
-    kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(&src, &ds))?;
+    Ok(())
+}
 
-    let kernels = select_kernels(&stream, &cli.kernels, src.name())?;
-    let args = bind_args(&kernels, &cli.args)?;
+/// Which fields are loaded, saved and printed, by name checked against
+/// the program's fields.
+struct FieldIo {
+    loads: Vec<(String, String)>,
+    saves: Vec<(String, String)>,
+    prints: Vec<String>,
+}
 
-    let mut fields = Fields::try_zeroed(&stream).map_err(ToolError::msg)?;
-    let known = |name: &str, what: &str| -> Result<String, ToolError> {
-        let n = strip(name, '@');
-        if fields.get(n).is_some() {
-            Ok(n.to_string())
-        } else {
-            Err(ToolError::msg(format!("{what} names unknown field @{n}")))
+impl FieldIo {
+    fn of(cli: &Cli, fields: &Fields) -> Result<FieldIo, ToolError> {
+        let known = |name: &str, what: &str| -> Result<String, ToolError> {
+            let n = strip(name, '@');
+            match fields.get(n) {
+                Some(_) => Ok(n.to_string()),
+                None => Err(ToolError::msg(format!("{what} names unknown field @{n}"))),
+            }
+        };
+        let pairs = |list: &[(String, String)], what: &str| -> Result<Vec<(String, String)>, ToolError> {
+            list.iter().map(|(name, file)| Ok((known(name, what)?, file.clone()))).collect()
+        };
+        Ok(FieldIo {
+            loads: pairs(&cli.inputs, "--input")?,
+            saves: pairs(&cli.outputs, "--output")?,
+            prints: cli.prints.iter().map(|n| known(n, "--print")).collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// `--input`: each file into its field (dtype and shape checked).
+    fn load_inputs(&self, fields: &mut Fields) -> Result<(), ToolError> {
+        for (name, file) in &self.loads {
+            let data = fields.get_mut(name).ok_or_else(|| ToolError::msg(format!("unknown field @{name}")))?;
+            data.load_npy_file(name, std::path::Path::new(file)).map_err(|e| match e {
+                kiln::npy::ReadError::Io(e) => ToolError::at(file, tool::io_reason(&e)),
+                kiln::npy::ReadError::Invalid(m) => ToolError::at(file, m),
+            })?;
         }
-    };
-    let mut loads = Vec::new();
-    for (name, file) in &cli.inputs {
-        loads.push((known(name, "--input")?, file.clone()));
-    }
-    let mut saves = Vec::new();
-    for (name, file) in &cli.outputs {
-        saves.push((known(name, "--output")?, file.clone()));
-    }
-    let mut prints = Vec::new();
-    for name in &cli.prints {
-        prints.push(known(name, "--print")?);
-    }
-    for (name, file) in loads {
-        let data = fields.get_mut(&name).ok_or_else(|| ToolError::msg(format!("unknown field @{name}")))?;
-        data.load_npy_file(&name, std::path::Path::new(&file)).map_err(|e| match e {
-            kiln::npy::ReadError::Io(e) => ToolError::at(&file, tool::io_reason(&e)),
-            kiln::npy::ReadError::Invalid(m) => ToolError::at(&file, m),
-        })?;
+        Ok(())
     }
 
-    let (mut runner, warning) = make_engine(cli, &settings)?;
-    if let Some(w) = warning {
-        note(&format!("kiln-run: warning: {w}\n"));
+    /// After a successful run: `--print`/`--print-all`, `--digest` on
+    /// standard output, and the `--output` files, all of them or none.
+    fn write_results(&self, cli: &Cli, fields: &Fields) -> Result<(), ToolError> {
+        let show = |d: &kiln::exec::FieldData| if cli.print_full { d.format_values() } else { d.format_for_print() };
+        let mut out = String::new();
+        let printed = self.prints.iter().filter_map(|n| Some((n.as_str(), fields.get(n)?)));
+        let all = fields.map.iter().filter(|_| cli.print_all).map(|(n, d)| (n.as_str(), d));
+        for (name, d) in printed.chain(all) {
+            let _ = writeln!(out, "@{name} : {} = {}", d.type_string(), show(d));
+        }
+        if cli.digest {
+            out.push_str(&fields.digest_lines());
+        }
+        let mut npys = Vec::new();
+        for (name, file) in &self.saves {
+            let Some(d) = fields.get(name) else { continue };
+            npys.push((std::path::Path::new(file.as_str()), d.to_npy().map_err(|m| ToolError::at(file, m))?));
+        }
+        let files: Vec<(&std::path::Path, &[u8])> = npys.iter().map(|(p, b)| (*p, b.as_slice())).collect();
+        tool::write_files_atomic(&files).map_err(|(p, e)| ToolError::output(p.display(), &e))?;
+        tool::write_output(None, out.as_bytes())
     }
+}
+
+/// Runs the kernels in order, stopping at the first failure; the JIT
+/// finishes (and counts) the records still being written. Returns the
+/// result and the interpreter's run time.
+fn run_kernels(
+    runner: &mut Runner,
+    stream: &Stream,
+    kernels: &[&Kernel],
+    args: &[Vec<Const>],
+    fields: &mut Fields,
+) -> (Result<(), exec::RunError>, f64) {
     let t0 = std::time::Instant::now();
-    let engine: &mut dyn Engine = match &mut runner {
+    let engine: &mut dyn Engine = match runner {
         Runner::Interp(i) => i,
         Runner::Jit(j, _) => &mut **j,
     };
-    let mut result = Ok(());
-    for (k, a) in kernels.iter().zip(&args) {
-        result = engine.run_kernel(&stream, &k.name, a, &mut fields);
-        if result.is_err() {
-            break;
-        }
-    }
-    if let Runner::Jit(j, _) = &mut runner {
-        // Records still being written are finished (and counted) first.
+    let result = kernels.iter().zip(args).try_for_each(|(k, a)| engine.run_kernel(stream, &k.name, a, fields));
+    if let Runner::Jit(j, _) = runner {
         j.finish();
     }
-    // The counters are shown whether or not the run succeeded.
-    let counters = match &runner {
-        Runner::Interp(_) => RunCounters { run_ms: t0.elapsed().as_secs_f64() * 1e3, ..RunCounters::default() },
+    (result, t0.elapsed().as_secs_f64() * 1e3)
+}
+
+/// The JIT's warnings, and `--stats` (shown whether or not the run
+/// succeeded).
+fn report(cli: &Cli, runner: &Runner, run_ms: f64) {
+    let counters = match runner {
+        Runner::Interp(_) => RunCounters { run_ms, ..RunCounters::default() },
         Runner::Jit(j, cache) => {
             for w in &j.stats.warnings {
-                note(&format!("kiln-run: warning: {w}\n"));
+                tool::warn("kiln-run", w);
             }
             RunCounters::of_jit(&j.stats, cache.as_ref().map(|(d, s)| (d.as_str(), s.as_str())))
         }
     };
-    match cli.stats {
-        Some(StatsFormat::Text) => note(&counters.to_text("kiln-run")),
-        Some(StatsFormat::Json) => note(&format!("{}\n", counters.to_json())),
-        None => {}
-    }
-    // Data races are shown at their accesses, and an error of one
-    // statement at it (`FILE:LINE:COL: error: ...`).
-    result.map_err(|e| match (&e.races, e.at) {
-        (Some(report), _) => ToolError::diags(&src, &report.diagnostics(&src)),
-        (None, Some(_)) => ToolError::diags(&src, &e.diagnostic().into()),
-        (None, None) => ToolError::msg(e.message),
-    })?;
-
-    // Everything below happens only after every kernel succeeded.
-    let mut out = String::new();
-    for name in &prints {
-        if let Some(d) = fields.get(name) {
-            let _ = writeln!(out, "@{name} : {} = {}", d.type_string(), d.format_values());
-        }
-    }
-    if cli.print_all {
-        for (name, d) in &fields.map {
-            let _ = writeln!(out, "@{name} : {} = {}", d.type_string(), d.format_values());
-        }
-    }
-    if cli.digest {
-        out.push_str(&fields.digest_lines());
-    }
-    // All --output files or none: a failing one leaves no others behind.
-    let mut npys = Vec::new();
-    for (name, file) in &saves {
-        let Some(d) = fields.get(name) else { continue };
-        npys.push((std::path::Path::new(file.as_str()), d.to_npy().map_err(|m| ToolError::at(file, m))?));
-    }
-    let files: Vec<(&std::path::Path, &[u8])> = npys.iter().map(|(p, b)| (*p, b.as_slice())).collect();
-    tool::write_files_atomic(&files).map_err(|(p, e)| ToolError::at(p.display(), tool::io_reason(&e)))?;
-    tool::write_output(None, out.as_bytes())
+    let text = match cli.stats {
+        Some(StatsFormat::Text) => counters.to_text("kiln-run"),
+        Some(StatsFormat::Json) => format!("{}\n", counters.to_json()),
+        None => return,
+    };
+    // A closed standard error is not worth failing for.
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 /// The kernels to run: those named (in the given order), or every kernel

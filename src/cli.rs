@@ -1,0 +1,254 @@
+//! What the tools' command lines share: LLVM's spellings of their flags,
+//! the one `-O` parser, the `--color` choice.
+//!
+//! Owns: [`LLVM_SPELLINGS`], the one table of LLVM option spellings
+//! (`opt`/`llc`/`lli`'s single-dash long options) each tool accepts as an
+//! alias of its own flag, and [`rewrite_llvm_spellings`], which applies it
+//! to argv before clap sees it (clap takes no single-dash long options);
+//! [`parse_opt_level`], the `-O` value parser of every tool; [`ColorWhen`]
+//! and [`color_choice`], the decision whether diagnostics are coloured.
+//!
+//! Must never: print, exit or look at the terminal itself (the caller says
+//! whether standard error is one), or know a tool's other flags.
+
+use crate::config::OptLevel;
+
+/// One LLVM spelling and the Kiln flag it stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spelling {
+    /// The LLVM option name, without dashes (`mcpu`).
+    pub llvm: &'static str,
+    /// The Kiln flag it becomes (`--target-cpu`); empty: accepted and
+    /// dropped (a no-op, as `-S` on `kiln-opt`, whose output is always text).
+    pub kiln: &'static str,
+    /// Whether the option takes a value (`-mcpu=NAME` or `-mcpu NAME`).
+    pub takes_value: bool,
+    /// The tools that accept it (where the meaning is the same as LLVM's).
+    pub tools: &'static [&'static str],
+}
+
+const OPT: &str = "kiln-opt";
+const RUN: &str = "kiln-run";
+const COMPILE: &str = "kiln-compile";
+
+/// LLVM spelling → Kiln flag, per tool. `-O<N>` needs no entry: clap takes
+/// it as the short option it is in LLVM too.
+pub const LLVM_SPELLINGS: &[Spelling] = &[
+    Spelling { llvm: "passes", kiln: "--passes", takes_value: true, tools: &[OPT] },
+    Spelling { llvm: "time-passes", kiln: "--time-passes", takes_value: false, tools: &[OPT] },
+    Spelling { llvm: "print-after-all", kiln: "--print-after-all", takes_value: false, tools: &[OPT] },
+    Spelling { llvm: "print-changed", kiln: "--print-changed", takes_value: false, tools: &[OPT] },
+    Spelling { llvm: "verify-each", kiln: "--verify-each", takes_value: false, tools: &[OPT] },
+    Spelling { llvm: "S", kiln: "", takes_value: false, tools: &[OPT] },
+    Spelling { llvm: "mcpu", kiln: "--target-cpu", takes_value: true, tools: &[RUN, COMPILE] },
+    Spelling { llvm: "mattr", kiln: "--target-features", takes_value: true, tools: &[RUN, COMPILE] },
+    Spelling { llvm: "filetype", kiln: "--emit", takes_value: true, tools: &[COMPILE] },
+];
+
+/// The spellings `tool` accepts.
+pub fn spellings_for(tool: &str) -> impl Iterator<Item = &'static Spelling> + '_ {
+    LLVM_SPELLINGS.iter().filter(move |s| s.tools.contains(&tool))
+}
+
+/// Rewrites the LLVM spellings `tool` accepts (`-mcpu=x`, `--mcpu x`,
+/// `-passes=a,b`, `-S`) into its own flags, leaving every other argument
+/// as it is. Stops at `--`; a value that follows an option taking one is
+/// never rewritten.
+pub fn rewrite_llvm_spellings(tool: &str, args: Vec<String>) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut iter = args.into_iter();
+    if let Some(argv0) = iter.next() {
+        out.push(argv0);
+    }
+    while let Some(arg) = iter.next() {
+        if arg == "--" {
+            out.push(arg);
+            out.extend(iter);
+            break;
+        }
+        match rewrite_one(tool, &arg) {
+            Some((new, spelling)) => {
+                if !new.is_empty() {
+                    out.push(new);
+                }
+                // `-mcpu NAME`: the value passes through untouched.
+                if spelling.takes_value && !arg.contains('=') {
+                    out.extend(iter.next());
+                }
+            }
+            None => out.push(arg),
+        }
+    }
+    out
+}
+
+/// `arg` as Kiln's flag, if it is an LLVM spelling `tool` accepts.
+fn rewrite_one(tool: &str, arg: &str) -> Option<(String, &'static Spelling)> {
+    let body = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'))?;
+    let (name, value) = match body.split_once('=') {
+        Some((n, v)) => (n, Some(v)),
+        None => (body, None),
+    };
+    let s = spellings_for(tool).find(|s| s.llvm == name)?;
+    match (value, s.takes_value) {
+        (Some(v), true) => Some((format!("{}={v}", s.kiln), s)),
+        (None, _) => Some((s.kiln.to_string(), s)),
+        // `-S=x`: not LLVM's spelling either; clap reports it.
+        (Some(_), false) => None,
+    }
+}
+
+/// The `--help` paragraph listing the LLVM spellings `tool` accepts;
+/// empty when it accepts none.
+pub fn spellings_help(tool: &str) -> String {
+    let items: Vec<String> = spellings_for(tool)
+        .map(|s| match (s.kiln.is_empty(), s.takes_value) {
+            (true, _) => format!("-{} (accepted, no effect)", s.llvm),
+            (false, true) => format!("-{}=X (= {}=X)", s.llvm, s.kiln),
+            (false, false) => format!("-{} (= {})", s.llvm, s.kiln),
+        })
+        .collect();
+    if items.is_empty() {
+        String::new()
+    } else {
+        format!("LLVM spellings accepted: {}.", items.join(", "))
+    }
+}
+
+/// `-O`'s value for every tool: `0` to `3`, as LLVM's tools take it.
+pub fn parse_opt_level(s: &str) -> Result<OptLevel, String> {
+    match s {
+        "0" => Ok(OptLevel::O0),
+        "1" => Ok(OptLevel::O1),
+        "2" => Ok(OptLevel::O2),
+        "3" => Ok(OptLevel::O3),
+        _ => Err(format!("expected 0, 1, 2 or 3, got '{s}'")),
+    }
+}
+
+/// `--color`'s value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorWhen {
+    /// When standard error is a terminal and NO_COLOR is not set
+    #[default]
+    Auto,
+    /// Always (even with NO_COLOR set)
+    Always,
+    /// Never
+    Never,
+}
+
+impl ColorWhen {
+    fn parse(s: &str) -> Option<ColorWhen> {
+        match s {
+            "auto" => Some(ColorWhen::Auto),
+            "always" => Some(ColorWhen::Always),
+            "never" => Some(ColorWhen::Never),
+            _ => None,
+        }
+    }
+}
+
+/// The last `--color` of argv before `--` (an invalid value counts as
+/// `auto`; clap reports it). Read before clap parses, so that clap's own
+/// errors are coloured by the same rule.
+pub fn color_flag(args: &[String]) -> ColorWhen {
+    let mut choice = ColorWhen::Auto;
+    let mut iter = args.iter().skip(1);
+    while let Some(a) = iter.next() {
+        if a == "--" {
+            break;
+        }
+        let value = match a.strip_prefix("--color") {
+            Some(rest) if rest.starts_with('=') => Some(&rest[1..]),
+            Some("") => iter.next().map(String::as_str),
+            _ => None,
+        };
+        if let Some(v) = value {
+            choice = ColorWhen::parse(v).unwrap_or(ColorWhen::Auto);
+        }
+    }
+    choice
+}
+
+/// Whether to colour: `always` and `never` say so; `auto` colours a
+/// terminal unless `NO_COLOR` is set to anything non-empty
+/// (<https://no-color.org>).
+pub fn color_choice(when: ColorWhen, stderr_is_terminal: bool, no_color: Option<&str>) -> bool {
+    match when {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => stderr_is_terminal && no_color.is_none_or(str::is_empty),
+    }
+}
+
+/// The flags every tool has (flattened into each tool's clap definition).
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct Common {
+    /// Colour diagnostics: auto (on a terminal, unless NO_COLOR is set), always or never
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto", global = true)]
+    pub color: ColorWhen,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn llvm_spellings_become_kiln_flags() {
+        let got = rewrite_llvm_spellings(OPT, argv("kiln-opt -passes=cse,dce -S -time-passes --verify-each in.kir"));
+        assert_eq!(got, argv("kiln-opt --passes=cse,dce --time-passes --verify-each in.kir"));
+        let got = rewrite_llvm_spellings(COMPILE, argv("kiln-compile -mcpu=znver3 -mattr -avx -filetype=asm x.kir"));
+        assert_eq!(got, argv("kiln-compile --target-cpu=znver3 --target-features -avx --emit=asm x.kir"));
+    }
+
+    #[test]
+    fn only_the_tools_spellings_and_not_after_double_dash() {
+        // kiln-run has no -passes: left for clap to reject.
+        assert_eq!(rewrite_llvm_spellings(RUN, argv("kiln-run -passes=cse x")), argv("kiln-run -passes=cse x"));
+        // -S is kiln-opt's only.
+        assert_eq!(rewrite_llvm_spellings(COMPILE, argv("kiln-compile -S")), argv("kiln-compile -S"));
+        assert_eq!(rewrite_llvm_spellings(OPT, argv("kiln-opt -- -S")), argv("kiln-opt -- -S"));
+        // Kiln's own flags and -O pass through.
+        let same = argv("kiln-run --target-cpu=x -O3 -o f --print @y");
+        assert_eq!(rewrite_llvm_spellings(RUN, same.clone()), same);
+    }
+
+    #[test]
+    fn every_spelling_names_a_known_tool() {
+        for s in LLVM_SPELLINGS {
+            assert!(!s.tools.is_empty());
+            for t in s.tools {
+                assert!([OPT, RUN, COMPILE].contains(t), "{t}");
+            }
+        }
+        assert!(spellings_help(OPT).contains("-passes=X (= --passes=X)"));
+        assert!(spellings_help(OPT).contains("-S (accepted, no effect)"));
+        assert_eq!(spellings_help("kiln-key"), "");
+    }
+
+    #[test]
+    fn opt_levels() {
+        assert_eq!(parse_opt_level("3"), Ok(OptLevel::O3));
+        assert!(parse_opt_level("4").is_err());
+        assert!(parse_opt_level("s").is_err());
+    }
+
+    #[test]
+    fn color_rules() {
+        assert_eq!(color_flag(&argv("t --color=never x")), ColorWhen::Never);
+        assert_eq!(color_flag(&argv("t --color always --color=never --color always")), ColorWhen::Always);
+        assert_eq!(color_flag(&argv("t -- --color=always")), ColorWhen::Auto);
+        assert_eq!(color_flag(&argv("t --color=bogus")), ColorWhen::Auto);
+        assert!(color_choice(ColorWhen::Auto, true, None));
+        assert!(color_choice(ColorWhen::Auto, true, Some("")));
+        assert!(!color_choice(ColorWhen::Auto, true, Some("1")));
+        assert!(!color_choice(ColorWhen::Auto, false, None));
+        assert!(color_choice(ColorWhen::Always, false, Some("1")));
+        assert!(!color_choice(ColorWhen::Never, true, None));
+    }
+}
