@@ -319,6 +319,22 @@ impl BinOp {
             BinOp::Pow | BinOp::Atan2 => ty.is_float(),
         }
     }
+    /// Whether `a op b` and `b op a` give the same bits for operands of
+    /// type `ty`: the symmetric integer operators. Float operators never
+    /// do here (which NaN an operation returns depends on operand order).
+    pub fn commutes_on(self, ty: Scalar) -> bool {
+        ty.is_int()
+            && matches!(self, BinOp::Add | BinOp::Mul | BinOp::Min | BinOp::Max | BinOp::And | BinOp::Or | BinOp::Xor)
+    }
+    /// The C library function computing it, for the operators whose
+    /// results are libm's and so not fixed bit for bit by the language.
+    pub fn libm(self) -> Option<&'static str> {
+        match self {
+            BinOp::Pow => Some("pow"),
+            BinOp::Atan2 => Some("atan2"),
+            _ => None,
+        }
+    }
 }
 
 /// Unary operators; the operand and the result have one type.
@@ -380,6 +396,17 @@ impl UnOp {
             _ => ty.is_float(),
         }
     }
+    /// The C library function computing it (see [`BinOp::libm`]).
+    pub fn libm(self) -> Option<&'static str> {
+        match self {
+            UnOp::Sin => Some("sin"),
+            UnOp::Cos => Some("cos"),
+            UnOp::Tan => Some("tan"),
+            UnOp::Exp => Some("exp"),
+            UnOp::Log => Some("log"),
+            _ => None,
+        }
+    }
 }
 
 /// Comparison predicates (signed for integers, ordered for floats except
@@ -408,6 +435,11 @@ impl CmpOp {
     }
     pub fn from_keyword(s: &str) -> Option<CmpOp> {
         CmpOp::ALL.into_iter().find(|o| o.keyword() == s)
+    }
+    /// Whether swapping the operands gives the same result for operands of
+    /// type `ty` (`eq` and `ne` on integers; see [`BinOp::commutes_on`]).
+    pub fn commutes_on(self, ty: Scalar) -> bool {
+        ty.is_int() && matches!(self, CmpOp::Eq | CmpOp::Ne)
     }
 }
 

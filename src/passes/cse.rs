@@ -88,15 +88,11 @@ impl Cx {
 fn key_of(body: &Body, s: Stmt) -> Option<Key> {
     let data = body.stmt(s);
     data.result?;
-    let is_int = |v: Value| body.ty(v).scalar().is_some_and(Scalar::is_int);
+    let scalar = |v: Value| body.ty(v).scalar().unwrap_or(Scalar::F32);
     Some(match data.kind {
         StmtKind::Const(c) => Key::Const(c),
         StmtKind::Binary(op, a, b) => {
-            let commutes = matches!(
-                op,
-                BinOp::Add | BinOp::Mul | BinOp::Min | BinOp::Max | BinOp::And | BinOp::Or | BinOp::Xor
-            );
-            if commutes && is_int(a) && b < a {
+            if op.commutes_on(scalar(a)) && b < a {
                 Key::Binary(op, b, a)
             } else {
                 Key::Binary(op, a, b)
@@ -104,7 +100,7 @@ fn key_of(body: &Body, s: Stmt) -> Option<Key> {
         }
         StmtKind::Unary(op, a) => Key::Unary(op, a),
         StmtKind::Cmp(op, a, b) => {
-            if matches!(op, CmpOp::Eq | CmpOp::Ne) && is_int(a) && b < a {
+            if op.commutes_on(scalar(a)) && b < a {
                 Key::Cmp(op, b, a)
             } else {
                 Key::Cmp(op, a, b)

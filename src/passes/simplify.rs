@@ -377,7 +377,7 @@ fn exact(c: Const) -> Option<Const> {
 /// the result is not fixed bit for bit by the language (see the module
 /// doc): `pow` and `atan2` (libm's), and NaN results.
 pub fn fold_binary(op: BinOp, a: Const, b: Const) -> Option<Const> {
-    if a.ty != b.ty || !op.accepts(a.ty) || matches!(op, BinOp::Pow | BinOp::Atan2) {
+    if a.ty != b.ty || !op.accepts(a.ty) || op.libm().is_some() {
         return None;
     }
     exact(eval_binary(op, a, b))
@@ -387,7 +387,7 @@ pub fn fold_binary(op: BinOp, a: Const, b: Const) -> Option<Const> {
 /// bit: transcendental functions (libm's), and NaN results of arithmetic.
 /// `neg` and `abs` touch only the sign bit, so they fold even on a NaN.
 pub fn fold_unary(op: UnOp, a: Const) -> Option<Const> {
-    if !op.accepts(a.ty) || matches!(op, UnOp::Sin | UnOp::Cos | UnOp::Tan | UnOp::Exp | UnOp::Log) {
+    if !op.accepts(a.ty) || op.libm().is_some() {
         return None;
     }
     let r = eval_unary(op, a);
