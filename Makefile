@@ -38,6 +38,16 @@ deps:
 	    exit 1; \
 	  fi; \
 	fi
+	@if ! command -v c++ >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "make: installing g++ (build.rs compiles src/target_tables.cpp against LLVM)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends g++ >/dev/null || exit 1; \
+	  else \
+	    echo "make: a C++ compiler is missing; run as root:"; \
+	    echo "  apt-get update && apt-get install -y --no-install-recommends g++"; \
+	    exit 1; \
+	  fi; \
+	fi
 	@command -v $(CARGO) >/dev/null || { echo "make: cargo is missing; install Rust (https://rustup.rs)"; exit 1; }
 
 # Release builds link LLVM statically (build.rs), which also needs the

@@ -464,9 +464,9 @@ fn unusable_settings_are_usage_errors_naming_their_source() {
     type Case<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, &'a str);
     let cases: Vec<Case> = vec![
         (vec!["--remote", "ftp://h:1"], vec![], "--remote: unknown scheme 'ftp'"),
-        (vec![], vec![("KILN_REMOTE", "redis://h:notaport")], "$KILN_REMOTE: "),
+        (vec![], vec![("KILN_REMOTE", "redis://h:notaport")], "error: KILN_REMOTE: "),
         (vec!["--remote", "redis://127.0.0.1:1"], vec![("KILN_REMOTE_SECRET_FILE", secret.to_str().unwrap())], "chmod 600"),
-        (vec!["--remote", "redis://127.0.0.1:1"], vec![("KILN_REMOTE_TIMEOUT", "later")], "$KILN_REMOTE_TIMEOUT: 'later'"),
+        (vec!["--remote", "redis://127.0.0.1:1"], vec![("KILN_REMOTE_TIMEOUT", "later")], "error: KILN_REMOTE_TIMEOUT: 'later'"),
     ];
     for (args, env, want) in cases {
         let mut c = lab.tool(RUN, "a");

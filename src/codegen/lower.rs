@@ -793,7 +793,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 self.if_stmt(l, *cond, *then_blk, *else_blk)?;
                 None
             }
-            StmtKind::For { var, lo, hi, body } => {
+            StmtKind::For { var, lo, hi, body, .. } => {
                 self.for_stmt(l, *var, lo, hi, *body)?;
                 None
             }

@@ -13,7 +13,7 @@ use super::{Jit, JitError, LoadedTask};
 use crate::codegen::{self, CodegenError, Compiler};
 use crate::config::MetaKind;
 use crate::exec::{Engine, FieldData, Fields, RunError};
-use crate::ir::{Const, Item, Module, Scalar, StmtKind, Stream};
+use crate::ir::{Const, Item, Module, Scalar, Stream};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
