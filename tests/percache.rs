@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{ok, tool};
+use common::{kiln_key_tasks, ok, tool};
 use kiln::cache::{Key, Lookup};
 use kiln::codegen::HostTarget;
 use kiln::config::LaunchMeta;
@@ -20,7 +20,6 @@ use std::process::Stdio;
 
 const RUN: &str = env!("CARGO_BIN_EXE_kiln-run");
 const COMPILE: &str = env!("CARGO_BIN_EXE_kiln-compile");
-const KEY: &str = env!("CARGO_BIN_EXE_kiln-key");
 const INSPECT: &str = env!("CARGO_BIN_EXE_kiln-cache-inspect");
 
 fn testdata(name: &str) -> PathBuf {
@@ -67,22 +66,8 @@ fn interp_digests(home: &Path, file: &Path) -> String {
     String::from_utf8(ok(c).stdout).unwrap()
 }
 
-/// `kiln-key -O0`: task name and key, in stream order.
-fn keys(home: &Path, file: &Path) -> Vec<(String, Key)> {
-    let mut c = tool(KEY, home);
-    c.arg(file).arg("-O0");
-    String::from_utf8(ok(c).stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (task, key) = l.split_once(' ').expect("@TASK KEY");
-            (task.trim_start_matches('@').to_string(), key.parse().expect("key"))
-        })
-        .collect()
-}
-
 fn key_of(home: &Path, file: &Path, task: &str) -> Key {
-    keys(home, file).into_iter().find(|(t, _)| t == task).unwrap_or_else(|| panic!("no task @{task}")).1
+    kiln_key_tasks(home, file).into_iter().find(|(t, _)| t == task).unwrap_or_else(|| panic!("no task @{task}")).1
 }
 
 /// `kiln-cache-inspect verify` must succeed and report nothing bad.
@@ -162,7 +147,7 @@ fn second_process_loads_everything_and_matches_both_other_paths() {
     assert_eq!(whole.digests, interp);
 
     // The records are exactly the keys kiln-key prints.
-    let expected: BTreeSet<Key> = keys(home, &file).into_iter().map(|(_, k)| k).collect();
+    let expected: BTreeSet<Key> = kiln_key_tasks(home, &file).into_iter().map(|(_, k)| k).collect();
     assert_eq!(expected.len(), 10);
     assert_eq!(scope_dirs(&cache), vec![this_host_scope_dir(&cache)]);
     assert_eq!(record_keys(&this_host_scope_dir(&cache)), expected);
@@ -210,7 +195,7 @@ fn identical_tasks_of_two_kernels_compile_once() {
     let (home, cache) = (tmp.path(), tmp.path().join("c"));
     let file = tmp.path().join("twins.kir");
     std::fs::write(&file, TWINS).unwrap();
-    let ks = keys(home, &file);
+    let ks = kiln_key_tasks(home, &file);
     assert_eq!(ks.len(), 2);
     assert_eq!(ks[0].1, ks[1].1, "the twins should share a key: {ks:?}");
 

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{ok, tool};
+use common::{kiln_key_tasks, ok, tool};
 use kiln::cache::inspect::{Cache, InspectOptions};
 use kiln::cache::Key;
 use std::collections::BTreeSet;
@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 
 const RUN: &str = env!("CARGO_BIN_EXE_kiln-run");
 const COMPILE: &str = env!("CARGO_BIN_EXE_kiln-compile");
-const KEY: &str = env!("CARGO_BIN_EXE_kiln-key");
 
 /// A kernel file: `@fill` is a loop, `@count` a serial store.
 const UNSPLIT: &str = "\
@@ -67,16 +66,7 @@ type Tasks = BTreeSet<(String, Key)>;
 
 /// `kiln-key -O0`: (task, key) of every task.
 fn key_tasks(home: &Path, file: &Path) -> Tasks {
-    let mut c = tool(KEY, home);
-    c.arg(file).arg("-O0");
-    String::from_utf8(ok(c).stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (task, key) = l.split_once(' ').expect("@TASK KEY");
-            (task.trim_start_matches('@').to_string(), key.parse().expect("key"))
-        })
-        .collect()
+    kiln_key_tasks(home, file).into_iter().collect()
 }
 
 /// (task, key) of every record in a cache, as its launch metadata names

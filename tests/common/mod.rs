@@ -73,3 +73,18 @@ pub fn ok(mut c: Command) -> Output {
     );
     out
 }
+
+/// `kiln-key -O0 FILE` run with `tool`: every task's name (without `@`)
+/// and key, in stream order.
+pub fn kiln_key_tasks(home: &Path, file: &Path) -> Vec<(String, kiln::cache::record::Key)> {
+    let mut c = tool(env!("CARGO_BIN_EXE_kiln-key"), home);
+    c.arg(file).arg("-O0");
+    String::from_utf8(ok(c).stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (task, key) = l.split_once(' ').expect("@TASK KEY");
+            (task.trim_start_matches('@').to_string(), key.parse().expect("key"))
+        })
+        .collect()
+}
