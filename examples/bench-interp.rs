@@ -51,7 +51,7 @@ fn saxpy(n: u64) -> Stream {
         body.push(blk, st);
     }
     let lp = body.new_stmt(StmtKind::For { var: i, lo: Bound::Const(0), hi: Bound::Value(nv), body: blk, serial: false }, Span::DUMMY);
-    body.values[i.index()].def = ValueDef::LoopVar(lp, 0);
+    body.values[i].def = ValueDef::LoopVar(lp, 0);
     body.push(body.entry, lp);
     let field = |name: &str| Item::Field(Field { name: name.into(), elem: Scalar::F32, shape: vec![n], span: Span::DUMMY });
     let param = |ty| Param { ty, default: None, span: Span::DUMMY };

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 pub const BUILD_INPUTS: &[&str] = &[
     "src/codegen",
     "src/jit",
-    "src/ir.rs",
+    "src/ir",
     "src/printer.rs",
     "src/key.rs",
     "src/config.rs",

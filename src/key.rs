@@ -450,7 +450,7 @@ fn renumber(body: &mut Body, header: &[Value]) {
         }
     });
     for (i, v) in order.into_iter().enumerate() {
-        body.values[v.index()].name = compact_str::format_compact!("{i}");
+        body.values[v].name = compact_str::format_compact!("{i}");
     }
 }
 

@@ -626,7 +626,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
     fn stmts(&mut self, stmts: Vec<StmtAst>, b: Block) {
         let mark = self.undo.len();
         // The block's length is known: no regrowth while it fills.
-        self.body.blocks[b.index()].reserve_exact(stmts.len());
+        self.body.blocks[b].reserve_exact(stmts.len());
         for s in stmts {
             self.stmt(s, b);
         }
@@ -707,7 +707,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                 self.stmts(then_s, then_blk);
                 if let Some(else_s) = else_s {
                     let e = self.body.new_block();
-                    if let StmtKind::If { else_blk, .. } = &mut self.body.stmts[st.index()].kind {
+                    if let StmtKind::If { else_blk, .. } = &mut self.body.stmts[st].kind {
                         *else_blk = Some(e);
                     }
                     self.stmts(else_s, e);
@@ -729,7 +729,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                 self.body.push(b, st);
                 let mark = self.undo.len();
                 let var = self.define(range.var, Type::Scalar(ty), ValueDef::LoopVar(st, 0));
-                if let StmtKind::For { var: v, .. } = &mut self.body.stmts[st.index()].kind {
+                if let StmtKind::For { var: v, .. } = &mut self.body.stmts[st].kind {
                     *v = var;
                 }
                 self.stmts(body_s, blk);
@@ -752,7 +752,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                 self.body.push(b, st);
                 let mark = self.undo.len();
                 let k = self.task_kind(*kind, st);
-                if let StmtKind::Task { kind, .. } = &mut self.body.stmts[st.index()].kind {
+                if let StmtKind::Task { kind, .. } = &mut self.body.stmts[st].kind {
                     *kind = k;
                 }
                 self.stmts(body_s, blk);
@@ -763,7 +763,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         let st = self.body.new_stmt(kind, span);
         if let Some(r) = s.result {
             let v = self.define(r, ty, ValueDef::Result(st));
-            self.body.stmts[st.index()].result = Some(v);
+            self.body.stmts[st].result = Some(v);
         }
         self.body.push(b, st);
     }
@@ -869,7 +869,7 @@ fn resolve_forward_uses(body: &mut Body, resolved: &[(Value, Value)]) {
         }
     };
     for s in &mut body.stmts {
-        for_each_value_mut(&mut s.kind, map);
+        s.kind.values_mut(map);
         if let Some(r) = &mut s.result {
             map(r);
         }
@@ -877,23 +877,7 @@ fn resolve_forward_uses(body: &mut Body, resolved: &[(Value, Value)]) {
     for p in &mut body.params {
         map(p);
     }
-    let mut i = 0;
-    body.values.retain(|_| {
-        let keep = !dropped[i];
-        i += 1;
-        keep
-    });
-}
-
-/// Calls `f` on every value a statement mentions (operands, bounds and the
-/// variables it binds; not its result).
-fn for_each_value_mut(kind: &mut StmtKind, mut f: impl FnMut(&mut Value)) {
-    crate::ir::operands_mut(kind, &mut f);
-    match kind {
-        StmtKind::For { var, .. } | StmtKind::Task { kind: TaskKind::RangeFor { var, .. }, .. } => f(var),
-        StmtKind::Task { kind: TaskKind::StructFor { vars, .. }, .. } => vars.iter_mut().for_each(f),
-        _ => {}
-    }
+    body.values.retain_by_key(|v| !dropped[v.index()]);
 }
 
 /// The value of a literal given type `ty`. Integers must fit the type

@@ -275,7 +275,7 @@ impl<W: Write + ?Sized> Printer<'_, W> {
         self.v(body, var)?;
         let ty = body.ty(var);
         let inferred = match (lo, hi) {
-            (Bound::Value(v), _) | (_, Bound::Value(v)) => match body.values.get(v.index()).map(|d| d.ty) {
+            (Bound::Value(v), _) | (_, Bound::Value(v)) => match body.values.get(*v).map(|d| d.ty) {
                 Some(Type::Scalar(s) | Type::Slot(s)) => s,
                 None => Scalar::I32,
             },

@@ -230,8 +230,8 @@ fn check_item(cx: &ModuleCx<'_>, it: &Item, diags: &mut Vec<Diagnostic>) -> Item
         Item::Kernel(k) => {
             check_params(&k.body, &k.params, true, &format!("@{}", k.name), k.span, diags);
             facts.nesting = Some(BodyChecker::run(cx, Owner::Kernel(k), diags));
-            for &s in k.body.blocks.get(k.body.entry.index()).map(Vec::as_slice).unwrap_or(&[]) {
-                if let Some(StmtData { kind: StmtKind::Task { name, .. }, span, .. }) = k.body.stmts.get(s.index()) {
+            for &s in k.body.blocks.get(k.body.entry).map(Vec::as_slice).unwrap_or(&[]) {
+                if let Some(StmtData { kind: StmtKind::Task { name, .. }, span, .. }) = k.body.stmts.get(s) {
                     facts.task_stmts.push((name.clone(), *span));
                 }
             }
@@ -400,7 +400,7 @@ fn check_params(
         return;
     }
     for (i, (p, &v)) in params.iter().zip(&body.params).enumerate() {
-        let Some(vd) = body.values.get(v.index()) else {
+        let Some(vd) = body.values.get(v) else {
             diags.push(Diagnostic::error(format!("malformed IR: parameter {} of {owner} is out of range", i + 1), p.span));
             continue;
         };
@@ -797,7 +797,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             Owner::TaskItem(t) => {
                 let parallel = ck.task_header(&t.kind, None, t.span);
                 let loop_cx = if parallel { LoopCx::Parallel } else { LoopCx::None };
-                for v in task_vars(&t.kind) {
+                for &v in t.kind.vars() {
                     ck.visible[v.index()] = true;
                 }
                 ck.block(body.entry, Cx { loop_cx, depth: 1, task: None });
@@ -854,7 +854,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         if let Owner::TaskItem(t) = self.owner {
             let mut bad = None;
             let header = StmtData { kind: StmtKind::Task { name: t.name.clone(), kind: t.kind.clone(), body: body.entry }, result: None, span };
-            visit_values(&header, &mut |v| {
+            header.kind.for_each_value(|v| {
                 if v.index() >= nv {
                     bad = Some(v)
                 }
@@ -871,12 +871,12 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         let mut next_pos = 0u32;
         while let Some(top) = stack.last_mut() {
             let (b, i, depth, task) = *top;
-            let Some(&s) = body.blocks[b.index()].get(i) else {
+            let Some(&s) = body.blocks[b].get(i) else {
                 stack.pop();
                 continue;
             };
             top.1 += 1;
-            let Some(sd) = body.stmts.get(s.index()) else {
+            let Some(sd) = body.stmts.get(s) else {
                 self.err(format!("malformed IR: statement {} in {owner} is out of range", s.0), span);
                 return false;
             };
@@ -888,8 +888,8 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             next_pos += 1;
             self.order.push(s);
             self.task_of[s.index()] = task;
-            let mut bad = None;
-            visit_values(sd, &mut |v| {
+            let mut bad = sd.result.filter(|r| r.index() >= nv);
+            sd.kind.for_each_value(|v| {
                 if v.index() >= nv {
                     bad = Some(v)
                 }
@@ -898,21 +898,21 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 self.err(format!("malformed IR: value {} used in {owner} is out of range", v.0), sd.span);
                 return false;
             }
-            let children = stmt_blocks(&sd.kind);
+            let children = sd.kind.child_blocks();
             let child_depth = if matches!(sd.kind, StmtKind::Task { .. }) { depth } else { depth + 1 };
-            if children.iter().flatten().next().is_some() && child_depth > MAX_NESTING {
+            if children.clone().next().is_some() && child_depth > MAX_NESTING {
                 self.err(format!("statements nested more than {MAX_NESTING} levels deep"), sd.span);
                 return false;
             }
             let inner_task = if matches!(sd.kind, StmtKind::Task { .. }) { Some(s) } else { task };
             // Push in reverse so that children are visited in print order.
-            for c in children.iter().rev().flatten() {
+            for c in children.rev() {
                 if c.index() >= nb || block_seen[c.index()] {
                     self.err(format!("malformed IR: a block of {owner} is out of range or shared"), sd.span);
                     return false;
                 }
                 block_seen[c.index()] = true;
-                stack.push((*c, 0, child_depth, inner_task));
+                stack.push((c, 0, child_depth, inner_task));
             }
         }
         true
@@ -940,7 +940,9 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             }
             // A task's variables belong to the task.
             let var_scope = if matches!(sd.kind, StmtKind::Task { .. }) { s.0 + 1 } else { scope };
-            for (k, v) in loop_vars(&sd.kind).iter().enumerate() {
+            let mut bound = Vec::new();
+            sd.kind.for_each_bound_var(|v| bound.push(v));
+            for (k, v) in bound.iter().enumerate() {
                 if body.value(*v).def != ValueDef::LoopVar(s, k as u32) {
                     self.err(
                         format!("malformed IR: loop variable %{} does not name its loop", body.name(*v)),
@@ -951,7 +953,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             }
         }
         if let Owner::TaskItem(t) = self.owner {
-            for (k, v) in task_vars(&t.kind).into_iter().enumerate() {
+            for (k, &v) in t.kind.vars().iter().enumerate() {
                 if !matches!(body.value(v).def, ValueDef::LoopVar(_, i) if i == k as u32) {
                     self.err(format!("malformed IR: %{} is not a loop variable of task @{}", body.name(v), t.name), t.span);
                 }
@@ -1327,7 +1329,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 }
                 let parallel = self.task_header(kind, Some(s), span);
                 let loop_cx = if parallel { LoopCx::Parallel } else { LoopCx::None };
-                let vars = task_vars(kind);
+                let vars = kind.vars();
                 self.enter_loop(&vars, *b, Cx { loop_cx, depth: cx.depth + 1, task: Some(s) });
             }
             StmtKind::Launch(name) => self.launch(name, span),
@@ -1690,9 +1692,9 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             return;
         };
         for (p, &v) in t.params.iter().zip(&t.body.params) {
-            let Some(pname) = t.body.values.get(v.index()).map(|d| d.name.as_str()) else { continue };
+            let Some(pname) = t.body.values.get(v).map(|d| d.name.as_str()) else { continue };
             let found = k.body.params.iter().zip(&k.params).find(|(kv, _)| {
-                k.body.values.get(kv.index()).is_some_and(|d| d.name == pname)
+                k.body.values.get(**kv).is_some_and(|d| d.name == pname)
             });
             match found {
                 None => self.err(
@@ -1743,81 +1745,3 @@ fn ends_with_ret(body: &Body, b: Block) -> bool {
     }
 }
 
-/// The blocks nested in a statement, in print order, without allocating.
-fn stmt_blocks(k: &StmtKind) -> [Option<Block>; 2] {
-    match k {
-        StmtKind::If { then_blk, else_blk, .. } => [Some(*then_blk), *else_blk],
-        StmtKind::For { body, .. } | StmtKind::While { body } | StmtKind::Task { body, .. } => [Some(*body), None],
-        _ => [None, None],
-    }
-}
-
-/// The variables a statement binds for its body.
-fn loop_vars(k: &StmtKind) -> Vec<Value> {
-    match k {
-        StmtKind::For { var, .. } => vec![*var],
-        StmtKind::Task { kind, .. } => task_vars(kind),
-        _ => Vec::new(),
-    }
-}
-
-fn task_vars(k: &TaskKind) -> Vec<Value> {
-    match k {
-        TaskKind::Serial => Vec::new(),
-        TaskKind::RangeFor { var, .. } => vec![*var],
-        TaskKind::StructFor { vars, .. } => vars.clone(),
-    }
-}
-
-/// Calls `f` on every value a statement mentions (result, operands, bound
-/// variables), for the range check of the structure pass.
-fn visit_values(sd: &StmtData, f: &mut impl FnMut(Value)) {
-    let bound = |b: &Bound, f: &mut dyn FnMut(Value)| {
-        if let Bound::Value(v) = b {
-            f(*v)
-        }
-    };
-    if let Some(r) = sd.result {
-        f(r)
-    }
-    match &sd.kind {
-        StmtKind::Const(_) | StmtKind::Alloca(_) | StmtKind::Break | StmtKind::Continue | StmtKind::Launch(_) => {}
-        StmtKind::While { .. } => {}
-        StmtKind::Binary(_, a, b) | StmtKind::Cmp(_, a, b) | StmtKind::StoreSlot(a, b) => {
-            f(*a);
-            f(*b)
-        }
-        StmtKind::Unary(_, a) | StmtKind::Cast(a, _) | StmtKind::LoadSlot(a) => f(*a),
-        StmtKind::Select(c, a, b) => {
-            f(*c);
-            f(*a);
-            f(*b)
-        }
-        StmtKind::Load(r) => r.indices.iter().for_each(|v| f(*v)),
-        StmtKind::Store(r, v) | StmtKind::Atomic(_, r, v) => {
-            r.indices.iter().for_each(|v| f(*v));
-            f(*v)
-        }
-        StmtKind::Call(_, args, _) => args.iter().for_each(|v| f(*v)),
-        StmtKind::Ret(v) => {
-            if let Some(v) = v {
-                f(*v)
-            }
-        }
-        StmtKind::If { cond, .. } => f(*cond),
-        StmtKind::For { var, lo, hi, .. } => {
-            f(*var);
-            bound(lo, f);
-            bound(hi, f);
-        }
-        StmtKind::Task { kind, .. } => match kind {
-            TaskKind::Serial => {}
-            TaskKind::RangeFor { var, lo, hi, .. } => {
-                f(*var);
-                bound(lo, f);
-                bound(hi, f);
-            }
-            TaskKind::StructFor { vars, .. } => vars.iter().for_each(|v| f(*v)),
-        },
-    }
-}

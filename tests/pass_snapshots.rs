@@ -68,6 +68,8 @@ fn every_pass_over_testdata() {
             let before = stream.to_string();
             run(&mut stream, pass);
             let output = stream.to_string();
+            let again = kiln::parser::parse(&output).unwrap_or_else(|d| panic!("{} output does not parse: {d}", pass.name()));
+            assert!(again.same_as(&stream), "{} on {}: parse(print(m)) != m", pass.name(), path.display());
             if is_no_op(pass.name(), path) {
                 assert_eq!(output, before, "{} now changes {}: give it a snapshot (remove it from NO_OP)", pass.name(), path.display());
             } else {

@@ -87,7 +87,7 @@ fn check(input: &[u8]) {
             let printed = stream.to_string();
             match kiln::parser::parse(&printed) {
                 Ok(again) => {
-                    assert!(again == stream, "parse(print(m)) != m");
+                    assert!(again.same_as(&stream), "parse(print(m)) != m");
                     assert_eq!(again.to_string(), printed, "printing is not idempotent");
                 }
                 Err(ds) => panic!("printed form does not parse: {ds}\n{printed}"),

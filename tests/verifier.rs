@@ -487,14 +487,14 @@ fn every_error_is_reported_in_source_order() {
 fn malformed_ir_from_a_pass_is_an_error_not_a_panic() {
     let mut s = parse("kernel @k(%a: i32) {\n  %b = add %a, %a\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
-    k.body.stmts[0].kind = StmtKind::Binary(BinOp::Add, Value(99), Value(0));
+    k.body.stmts[Stmt(0)].kind = StmtKind::Binary(BinOp::Add, Value(99), Value(0));
     let e = verify(&s).unwrap_err();
     assert!(e.0[0].message.starts_with("malformed IR: value 99"), "{}", e);
 
     let mut s = parse("kernel @k(%a: i32) {\n  %b = add %a, %a\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
     let entry = k.body.entry;
-    k.body.blocks[entry.index()].push(Stmt(0));
+    k.body.blocks[entry].push(Stmt(0));
     let e = verify(&s).unwrap_err();
     assert!(e.0[0].message.contains("placed twice"), "{}", e);
 }
@@ -506,8 +506,8 @@ fn statements_removed_by_a_pass_leave_no_trace() {
     let mut s = parse("kernel @k(%a: i32) {\n  %b = add %a, %a\n  %c = mul %a, %a\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
     let entry = k.body.entry;
-    k.body.blocks[entry.index()].remove(0);
-    k.body.stmts[0].kind = StmtKind::Binary(BinOp::Add, Value(0), Value(9));
+    k.body.blocks[entry].remove(0);
+    k.body.stmts[Stmt(0)].kind = StmtKind::Binary(BinOp::Add, Value(0), Value(9));
     assert!(verify(&s).is_ok());
 }
 
@@ -581,31 +581,31 @@ fn damage(s: &mut Stream, rng: &mut Rng, donor: &StmtKind, task_donor: &TaskKind
     let (nv, ns, nb) = (body.values.len(), body.stmts.len(), body.blocks.len());
     let types = [Type::Scalar(Scalar::I1), Type::Scalar(Scalar::I32), Type::Scalar(Scalar::F64), Type::Slot(Scalar::F32)];
     match rng.below(9) {
-        0 if ns > 0 => body.stmts[rng.below(ns)].result = Some(Value(rng.below(nv + 2) as u32)),
-        1 if nv > 0 => body.values[rng.below(nv)].ty = types[rng.below(4)],
+        0 if ns > 0 => body.stmts[Stmt(rng.below(ns) as u32)].result = Some(Value(rng.below(nv + 2) as u32)),
+        1 if nv > 0 => body.values[Value(rng.below(nv) as u32)].ty = types[rng.below(4)],
         2 if nv > 0 => {
-            body.values[rng.below(nv)].def = match rng.below(4) {
+            body.values[Value(rng.below(nv) as u32)].def = match rng.below(4) {
                 0 => ValueDef::Param(rng.below(3) as u32),
                 1 => ValueDef::Result(Stmt(rng.below(ns + 2) as u32)),
                 2 => ValueDef::LoopVar(Stmt(rng.below(ns + 2) as u32), rng.below(2) as u32),
                 _ => ValueDef::Undefined,
             }
         }
-        3 if nb > 0 => body.blocks[rng.below(nb)].push(Stmt(rng.below(ns + 2) as u32)),
+        3 if nb > 0 => body.blocks[Block(rng.below(nb) as u32)].push(Stmt(rng.below(ns + 2) as u32)),
         4 if nb > 0 => {
             let b = rng.below(nb);
-            if !body.blocks[b].is_empty() {
-                let k = rng.below(body.blocks[b].len());
-                body.blocks[b].remove(k);
+            if !body.blocks[Block(b as u32)].is_empty() {
+                let k = rng.below(body.blocks[Block(b as u32)].len());
+                body.blocks[Block(b as u32)].remove(k);
             }
         }
-        5 if ns > 0 => body.stmts[rng.below(ns)].kind = donor.clone(),
+        5 if ns > 0 => body.stmts[Stmt(rng.below(ns) as u32)].kind = donor.clone(),
         6 => body.entry = Block(rng.below(nb + 1) as u32),
         7 => body.params.push(Value(rng.below(nv + 2) as u32)),
         8 if ns > 1 => {
             let (a, b) = (rng.below(ns), rng.below(ns));
-            let k = body.stmts[a].kind.clone();
-            body.stmts[b].kind = k;
+            let k = body.stmts[Stmt(a as u32)].kind.clone();
+            body.stmts[Stmt(b as u32)].kind = k;
         }
         _ => {}
     }
@@ -712,7 +712,7 @@ fn rules_only_a_pass_can_break() {
     // written in text; a pass could make them.
     let mut s = parse("kernel @k() {\n  task @k.0 range_for %i in 0 .. 4 block_dim 4 {\n  }\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
-    let StmtKind::Task { kind: TaskKind::RangeFor { block_dim, .. }, .. } = &mut k.body.stmts[0].kind else {
+    let StmtKind::Task { kind: TaskKind::RangeFor { block_dim, .. }, .. } = &mut k.body.stmts[Stmt(0)].kind else {
         unreachable!()
     };
     *block_dim = 0;
@@ -720,7 +720,7 @@ fn rules_only_a_pass_can_break() {
 
     let mut s = parse("func @f() -> f32 {\n  %c = const 1.0 : f32\n  ret %c\n}\n\nkernel @k() {\n  %r = call @f()\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[1] else { unreachable!() };
-    k.body.values[0].ty = Type::Scalar(Scalar::I32);
+    k.body.values[Value(0)].ty = Type::Scalar(Scalar::I32);
     assert_eq!(
         verify(&s).unwrap_err().0[0].message,
         "malformed IR: %r has type i32 but its statement gives f32"

@@ -13,7 +13,7 @@
 //! it (another module of the stream, a host program calling through the
 //! JIT), which this pass cannot see.
 
-use super::util::{self, is_pure, is_terminator};
+use super::util;
 use crate::diag::Diagnostics;
 use crate::ir::*;
 use std::collections::{HashMap, HashSet};
@@ -72,7 +72,7 @@ impl Cx<'_> {
     /// Sweeps a block and its nested blocks; returns whether anything was
     /// removed.
     fn sweep(&self, body: &mut Body, b: Block) -> bool {
-        let old = std::mem::take(&mut body.blocks[b.index()]);
+        let old = std::mem::take(&mut body.blocks[b]);
         let mut changed = false;
         let mut out = Vec::with_capacity(old.len());
         for (i, &s) in old.iter().enumerate() {
@@ -86,19 +86,19 @@ impl Cx<'_> {
             // An `else {}` says nothing.
             if let StmtKind::If { else_blk: Some(e), .. } = body.stmt(s).kind {
                 if body.block(e).is_empty() {
-                    if let StmtKind::If { else_blk, .. } = &mut body.stmts[s.index()].kind {
+                    if let StmtKind::If { else_blk, .. } = &mut body.stmts[s].kind {
                         *else_blk = None;
                     }
                     changed = true;
                 }
             }
             out.push(s);
-            if is_terminator(&body.stmt(s).kind) {
+            if body.stmt(s).kind.is_terminator() {
                 changed |= i + 1 < old.len();
                 break;
             }
         }
-        body.blocks[b.index()] = out;
+        body.blocks[b] = out;
         changed
     }
 
@@ -106,7 +106,7 @@ impl Cx<'_> {
         let data = body.stmt(s);
         let unused = data.result.is_none_or(|r| self.uses[r.index()] == 0);
         match &data.kind {
-            k if is_pure(k) => unused,
+            k if k.is_pure() => unused,
             StmtKind::LoadSlot(_) => unused,
             StmtKind::Load(r) => unused && self.in_bounds(r),
             // Slots are only read by `load` and written by `store` (the

@@ -119,7 +119,7 @@ pub fn offload_kernel(
         tasks.push(build_task(body, g, name, &inputs, &mut names));
     }
     let entry = body.entry;
-    body.blocks[entry.index()] = tasks;
+    body.blocks[entry] = tasks;
     Ok(temps)
 }
 
@@ -272,7 +272,7 @@ fn redirect_shared_slots(body: &mut Body, carried: &[Value], temp_of: &HashMap<V
         return;
     }
     for s in util::reachable_from(body, body.entry) {
-        let data = &mut body.stmts[s.index()];
+        let data = &mut body.stmts[s];
         match data.kind {
             StmtKind::LoadSlot(p) if temp_of.contains_key(&p) => {
                 data.kind = StmtKind::Load(fref(&temp_of[&p], data.span));
@@ -379,7 +379,7 @@ fn build_task(body: &mut Body, g: Group, name: Name, inputs: &TaskInputs, names:
     match g.kind {
         GroupKind::Serial => {
             let blk = body.new_block();
-            body.blocks[blk.index()] = reads.loads.into_iter().chain(g.stmts.iter().copied()).collect();
+            body.blocks[blk] = reads.loads.into_iter().chain(g.stmts.iter().copied()).collect();
             util::substitute_in_block(body, blk, &reads.subst);
             let span = g.stmts.iter().map(|&s| body.stmt(s).span).reduce(Span::to).unwrap_or(Span::DUMMY);
             body.new_stmt(StmtKind::Task { name, kind: TaskKind::Serial, body: blk }, span)
@@ -405,8 +405,8 @@ fn range_task(body: &mut Body, s: Stmt, name: Name, reads: Reads) -> Stmt {
     };
     let (lo, hi) = (bound(lo), bound(hi));
     util::substitute_in_block(body, blk, &reads.subst);
-    body.blocks[blk.index()].splice(0..0, reads.loads);
-    body.stmts[s.index()].kind =
+    body.blocks[blk].splice(0..0, reads.loads);
+    body.stmts[s].kind =
         StmtKind::Task { name, kind: TaskKind::RangeFor { var, lo, hi, block_dim: DEFAULT_BLOCK_DIM }, body: blk };
     s
 }
@@ -427,11 +427,11 @@ fn struct_task(body: &mut Body, loops: &[Stmt], (field, field_span): (Name, Span
         })
         .collect();
     util::substitute_in_block(body, innermost, &reads.subst);
-    body.blocks[innermost.index()].splice(0..0, reads.loads);
+    body.blocks[innermost].splice(0..0, reads.loads);
     let kind = TaskKind::StructFor { vars: vars.clone(), field, field_span, block_dim: DEFAULT_BLOCK_DIM };
     let t = body.new_stmt(StmtKind::Task { name, kind, body: innermost }, span);
     for (i, v) in vars.into_iter().enumerate() {
-        body.values[v.index()].def = ValueDef::LoopVar(t, i as u32);
+        body.values[v].def = ValueDef::LoopVar(t, i as u32);
     }
     t
 }
@@ -449,7 +449,7 @@ fn lower_rets(body: &mut Body, top: &[Stmt]) -> Vec<Stmt> {
         span,
     );
     let inner = body.new_block();
-    body.blocks[inner.index()] = top.to_vec();
+    body.blocks[inner] = top.to_vec();
     let brk = body.new_stmt(StmtKind::Break, span);
     body.push(inner, brk);
     let mut cx = RetLowering { flag, names, used_flag: false };
@@ -472,7 +472,7 @@ impl RetLowering {
     /// Rewrites the `ret`s in `b`, which is `depth` loops inside the
     /// wrapping `while`; returns whether `b` held one.
     fn block(&mut self, body: &mut Body, b: Block, depth: u32) -> bool {
-        let old = std::mem::take(&mut body.blocks[b.index()]);
+        let old = std::mem::take(&mut body.blocks[b]);
         let mut out = Vec::with_capacity(old.len());
         let mut any = false;
         for s in old {
@@ -522,7 +522,7 @@ impl RetLowering {
                 _ => out.push(s),
             }
         }
-        body.blocks[b.index()] = out;
+        body.blocks[b] = out;
         any
     }
 }

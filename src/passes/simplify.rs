@@ -21,7 +21,7 @@
 //! are not exact for floats (`x + 0.0` is not `x` when `x` is `-0.0`;
 //! `x * 1.0` quiets a signalling NaN) are applied to integers only.
 
-use super::util::{self, is_terminator};
+use super::util;
 use crate::diag::Diagnostics;
 use crate::ir::*;
 use std::collections::{HashMap, HashSet};
@@ -92,14 +92,14 @@ enum Action {
 
 impl Cx {
     fn block(&mut self, body: &mut Body, b: Block, slots: &mut HashMap<Value, SlotVal>) {
-        let old = std::mem::take(&mut body.blocks[b.index()]);
+        let old = std::mem::take(&mut body.blocks[b]);
         let mut out: Vec<Stmt> = Vec::with_capacity(old.len());
         let mut queue: std::collections::VecDeque<Stmt> = old.into();
         while let Some(s) = queue.pop_front() {
             util::substitute(body, s, &self.subst);
             match self.stmt(body, s, slots) {
                 Action::Keep => {
-                    let ends = is_terminator(&body.stmt(s).kind);
+                    let ends = body.stmt(s).kind.is_terminator();
                     out.push(s);
                     if ends {
                         // Nothing after a `break`, `continue` or `ret` runs.
@@ -115,7 +115,7 @@ impl Cx {
                     self.changed = true;
                 }
                 Action::Fold(c) => {
-                    let data = &mut body.stmts[s.index()];
+                    let data = &mut body.stmts[s];
                     if data.kind != StmtKind::Const(c) {
                         data.kind = StmtKind::Const(c);
                         self.changed = true;
@@ -128,7 +128,7 @@ impl Cx {
                 Action::Remove => self.changed = true,
                 Action::Splice(inner) => {
                     self.changed = true;
-                    let stmts = std::mem::take(&mut body.blocks[inner.index()]);
+                    let stmts = std::mem::take(&mut body.blocks[inner]);
                     // The spliced values now live in the enclosing scope,
                     // where a later sibling may carry the same name.
                     let names = self.names.get_or_insert_with(|| util::name_counts(body));
@@ -143,7 +143,7 @@ impl Cx {
                 }
             }
         }
-        body.blocks[b.index()] = out;
+        body.blocks[b] = out;
     }
 
     fn stmt(&mut self, body: &mut Body, s: Stmt, slots: &mut HashMap<Value, SlotVal>) -> Action {
@@ -249,7 +249,7 @@ impl Cx {
                 }
                 if lo2 != lo || hi2 != hi {
                     self.changed = true;
-                    body.stmts[s.index()].kind = StmtKind::For { var, lo: lo2, hi: hi2, body: blk, serial };
+                    body.stmts[s].kind = StmtKind::For { var, lo: lo2, hi: hi2, body: blk, serial };
                 }
                 self.loop_body(body, s, blk, slots);
                 Action::Keep

@@ -390,10 +390,10 @@ impl Copier<'_> {
             }
             k => util::operands_mut(k, &mut |v| *v = self.val(*v)),
         }
-        self.dst.stmts[ns.index()].kind = kind;
+        self.dst.stmts[ns].kind = kind;
         if let Some(r) = data.result {
             let nr = self.def(r, ValueDef::Result(ns));
-            self.dst.stmts[ns.index()].result = Some(nr);
+            self.dst.stmts[ns].result = Some(nr);
         }
         ns
     }

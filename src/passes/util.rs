@@ -26,7 +26,7 @@ pub fn substitute(body: &mut Body, s: Stmt, subst: &HashMap<Value, Value>) {
     if subst.is_empty() {
         return;
     }
-    operands_mut(&mut body.stmts[s.index()].kind, &mut |v| *v = resolve(subst, *v));
+    operands_mut(&mut body.stmts[s].kind, &mut |v| *v = resolve(subst, *v));
 }
 
 /// Rewrites the operands of every statement reachable from `b` (nested
@@ -59,25 +59,6 @@ pub fn use_counts(body: &Body) -> Vec<u32> {
         }
     });
     uses
-}
-
-/// The statements of a block that may end it: nothing after them runs.
-pub fn is_terminator(kind: &StmtKind) -> bool {
-    matches!(kind, StmtKind::Break | StmtKind::Continue | StmtKind::Ret(_))
-}
-
-/// Whether a statement only computes its result from its operands: no
-/// memory, no control flow, no effect, and it cannot fail.
-pub fn is_pure(kind: &StmtKind) -> bool {
-    matches!(
-        kind,
-        StmtKind::Const(_)
-            | StmtKind::Binary(..)
-            | StmtKind::Unary(..)
-            | StmtKind::Cmp(..)
-            | StmtKind::Cast(..)
-            | StmtKind::Select(..)
-    )
 }
 
 /// Whether a `break` or `continue` in `b` (or in an `if` nested in it, but
@@ -145,7 +126,7 @@ pub fn unshare_name(body: &mut Body, v: Value, counts: &mut HashMap<Name, u32>) 
     };
     *counts.get_mut(&name).expect("counted above") -= 1;
     counts.insert(fresh.clone(), 1);
-    body.values[v.index()].name = fresh;
+    body.values[v].name = fresh;
 }
 
 /// How many values of a body carry each name.

@@ -1,0 +1,328 @@
+//! Entities and their arenas.
+//!
+//! Owns: the typed indices [`Value`], [`Stmt`] and [`Block`], the
+//! [`Arena`] that holds the data of one kind of entity and is indexed by its
+//! key only (`Index`/`IndexMut`), and [`Body`], the arenas of one function,
+//! kernel or task. Numbering follows creation order, so printing never
+//! churns.
+//!
+//! Must never: hand out its vectors: code outside `ir` reaches an entity
+//! through its key (`body[v]`, `body.stmt(s)`), never a raw `usize`.
+
+use super::span::Span;
+use super::stmt::{StmtData, StmtKind};
+use super::types::{Scalar, Type};
+use super::Name;
+use std::marker::PhantomData;
+use std::ops::{Index, IndexMut};
+
+/// A typed index into an [`Arena`].
+pub trait EntityRef: Copy {
+    fn new(index: usize) -> Self;
+    fn index(self) -> usize;
+}
+
+macro_rules! entity {
+    ($(#[$doc:meta])* $name:ident $(, $derive:ident)?) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord $(, $derive)?)]
+        pub struct $name(pub u32);
+
+        impl $name {
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+
+        impl EntityRef for $name {
+            fn new(index: usize) -> Self {
+                $name(index as u32)
+            }
+            fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+    };
+}
+
+entity!(
+    /// A local value: an index into [`Body::values`].
+    Value
+);
+entity!(
+    /// A statement: an index into [`Body::stmts`].
+    Stmt
+);
+entity!(
+    /// A block (a sequence of statements): an index into [`Body::blocks`].
+    Block,
+    Default
+);
+
+impl Stmt {
+    /// The statement a top-level task item's header binds its loop
+    /// variables by (`ValueDef::LoopVar(Stmt::HEADER, n)`): a
+    /// [`TaskItem`](super::TaskItem) header is not a statement of its body,
+    /// so it has no index of its own.
+    pub const HEADER: Stmt = Stmt(u32::MAX);
+}
+
+/// The data of one kind of entity, indexed by its key `K`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arena<K, T> {
+    items: Vec<T>,
+    key: PhantomData<fn(K) -> K>,
+}
+
+impl<K, T> Default for Arena<K, T> {
+    fn default() -> Self {
+        Arena { items: Vec::new(), key: PhantomData }
+    }
+}
+
+impl<K: EntityRef, T> Arena<K, T> {
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+    /// Adds an entity; returns its key.
+    pub fn push(&mut self, item: T) -> K {
+        self.items.push(item);
+        K::new(self.items.len() - 1)
+    }
+    /// The entity of `k`, or None when `k` is out of range (IR built by
+    /// hand or by a faulty pass; the verifier checks with this).
+    pub fn get(&self, k: K) -> Option<&T> {
+        self.items.get(k.index())
+    }
+    pub fn get_mut(&mut self, k: K) -> Option<&mut T> {
+        self.items.get_mut(k.index())
+    }
+    pub fn iter(&self) -> std::slice::Iter<'_, T> {
+        self.items.iter()
+    }
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, T> {
+        self.items.iter_mut()
+    }
+    /// Every key with its entity, in creation order.
+    pub fn enumerate(&self) -> impl Iterator<Item = (K, &T)> {
+        self.items.iter().enumerate().map(|(i, t)| (K::new(i), t))
+    }
+    /// Every key, in creation order.
+    pub fn keys(&self) -> impl Iterator<Item = K> {
+        (0..self.items.len()).map(K::new)
+    }
+    /// Gives back the room the arena grew by beyond its length.
+    pub fn shrink_to_fit(&mut self) {
+        self.items.shrink_to_fit()
+    }
+    /// Room for `n` more entities.
+    pub fn reserve(&mut self, n: usize) {
+        self.items.reserve(n)
+    }
+    /// Keeps the entities for which `keep` is true, renumbering the rest
+    /// in order (the caller remaps every key it holds).
+    pub fn retain_by_key(&mut self, mut keep: impl FnMut(K) -> bool) {
+        let mut i = 0;
+        self.items.retain(|_| {
+            let k = keep(K::new(i));
+            i += 1;
+            k
+        });
+    }
+}
+
+impl<K: EntityRef, T> Index<K> for Arena<K, T> {
+    type Output = T;
+    fn index(&self, k: K) -> &T {
+        &self.items[k.index()]
+    }
+}
+
+impl<K: EntityRef, T> IndexMut<K> for Arena<K, T> {
+    fn index_mut(&mut self, k: K) -> &mut T {
+        &mut self.items[k.index()]
+    }
+}
+
+impl<'a, K: EntityRef, T> IntoIterator for &'a Arena<K, T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.iter()
+    }
+}
+
+impl<'a, K: EntityRef, T> IntoIterator for &'a mut Arena<K, T> {
+    type Item = &'a mut T;
+    type IntoIter = std::slice::IterMut<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.iter_mut()
+    }
+}
+
+impl<K: EntityRef, T> FromIterator<T> for Arena<K, T> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        Arena { items: iter.into_iter().collect(), key: PhantomData }
+    }
+}
+
+/// Where a value comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ValueDef {
+    /// The n-th parameter of the body's function, kernel or task.
+    Param(u32),
+    /// The result of a statement.
+    Result(Stmt),
+    /// The n-th induction variable bound by a `for` or a task header.
+    LoopVar(Stmt, u32),
+    /// Named in the text but never defined (the parser keeps it so the
+    /// verifier can report every such use with its span).
+    Undefined,
+}
+
+/// A local value's data.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValueData {
+    /// The textual name, without `%` (user names are kept; passes make new
+    /// ones that do not clash).
+    pub name: Name,
+    pub ty: Type,
+    pub def: ValueDef,
+    pub span: Span,
+}
+
+/// The values and statements of one function, kernel or task.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Body {
+    pub values: Arena<Value, ValueData>,
+    pub stmts: Arena<Stmt, StmtData>,
+    /// Each block is the ordered list of its statements.
+    pub blocks: Arena<Block, Vec<Stmt>>,
+    /// The parameter values, in order.
+    pub params: Vec<Value>,
+    /// The outermost block.
+    pub entry: Block,
+}
+
+impl Index<Value> for Body {
+    type Output = ValueData;
+    fn index(&self, v: Value) -> &ValueData {
+        &self.values[v]
+    }
+}
+impl IndexMut<Value> for Body {
+    fn index_mut(&mut self, v: Value) -> &mut ValueData {
+        &mut self.values[v]
+    }
+}
+impl Index<Stmt> for Body {
+    type Output = StmtData;
+    fn index(&self, s: Stmt) -> &StmtData {
+        &self.stmts[s]
+    }
+}
+impl IndexMut<Stmt> for Body {
+    fn index_mut(&mut self, s: Stmt) -> &mut StmtData {
+        &mut self.stmts[s]
+    }
+}
+impl Index<Block> for Body {
+    type Output = Vec<Stmt>;
+    fn index(&self, b: Block) -> &Vec<Stmt> {
+        &self.blocks[b]
+    }
+}
+impl IndexMut<Block> for Body {
+    fn index_mut(&mut self, b: Block) -> &mut Vec<Stmt> {
+        &mut self.blocks[b]
+    }
+}
+
+impl Body {
+    /// An empty body with an empty entry block.
+    pub fn new() -> Body {
+        let mut body = Body::default();
+        body.entry = body.blocks.push(Vec::new());
+        body
+    }
+
+    pub fn value(&self, v: Value) -> &ValueData {
+        &self.values[v]
+    }
+    pub fn stmt(&self, s: Stmt) -> &StmtData {
+        &self.stmts[s]
+    }
+    pub fn block(&self, b: Block) -> &[Stmt] {
+        &self.blocks[b]
+    }
+    pub fn ty(&self, v: Value) -> Type {
+        self.values[v].ty
+    }
+    pub fn name(&self, v: Value) -> &str {
+        &self.values[v].name
+    }
+
+    pub fn new_value(&mut self, name: impl Into<Name>, ty: Type, def: ValueDef, span: Span) -> Value {
+        self.values.push(ValueData { name: name.into(), ty, def, span })
+    }
+    /// Adds a parameter value.
+    pub fn add_param(&mut self, name: impl Into<Name>, ty: Scalar, span: Span) -> Value {
+        let idx = self.params.len() as u32;
+        let v = self.new_value(name, Type::Scalar(ty), ValueDef::Param(idx), span);
+        self.params.push(v);
+        v
+    }
+    pub fn new_block(&mut self) -> Block {
+        self.blocks.push(Vec::new())
+    }
+    /// Creates a statement without placing it in a block.
+    pub fn new_stmt(&mut self, kind: StmtKind, span: Span) -> Stmt {
+        self.stmts.push(StmtData { kind, result: None, span })
+    }
+    /// Creates a statement that defines a fresh value of type `ty` named
+    /// `name`, and returns both.
+    pub fn new_stmt_with_result(
+        &mut self,
+        kind: StmtKind,
+        name: impl Into<Name>,
+        ty: Type,
+        span: Span,
+    ) -> (Stmt, Value) {
+        let s = self.new_stmt(kind, span);
+        let v = self.new_value(name, ty, ValueDef::Result(s), span);
+        self.stmts[s].result = Some(v);
+        (s, v)
+    }
+    /// Appends a statement to a block.
+    pub fn push(&mut self, b: Block, s: Stmt) {
+        self.blocks[b].push(s);
+    }
+
+    /// The blocks nested directly in a statement, in print order (see
+    /// [`StmtKind::child_blocks`]).
+    pub fn child_blocks(&self, s: Stmt) -> impl Iterator<Item = Block> + use<> {
+        self.stmt(s).kind.child_blocks()
+    }
+
+    /// Calls `f` on every statement reachable from `b`, in print order
+    /// (pre-order: a statement before the statements nested in it).
+    pub fn walk(&self, b: Block, f: &mut dyn FnMut(Stmt)) {
+        for &s in self.block(b) {
+            f(s);
+            for c in self.child_blocks(s) {
+                self.walk(c, f);
+            }
+        }
+    }
+
+    /// The values a statement reads (operands, indices and bounds), in
+    /// print order; nested blocks are not included.
+    pub fn operands(&self, s: Stmt) -> Vec<Value> {
+        let mut out = Vec::new();
+        self.stmt(s).kind.for_each_operand(|v| out.push(v));
+        out
+    }
+}

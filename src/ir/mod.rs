@@ -1,0 +1,41 @@
+//! The KIR data model and the facts about it.
+//!
+//! Owns: the in-memory form every other part of Kiln reads and writes, and
+//! every fact about its shape and typing, one concern per file (after
+//! Cranelift's `codegen/src/ir/`):
+//!
+//! - `entities`: the typed indices (`Value(u32)`, `Stmt(u32)`,
+//!   `Block(u32)`), the [`Arena`]s they index (`Index`/`IndexMut`; no code
+//!   outside `ir` indexes a raw vector) and [`Body`]; numbering follows
+//!   creation order, so printing never churns;
+//! - `types`: scalars, types, constants, and the typing rules
+//!   ([`result_type`], [`loop_var_type`]);
+//! - `ops`: operators and their facts (`accepts`, `commutes_on`, `libm`);
+//! - `stmt`: statements, and the one table of statement kinds from which
+//!   operands, child blocks, bound variables, purity and terminator-ness
+//!   come;
+//! - `module`: items, modules and streams;
+//! - `span`: source spans (honest equality, [`Span::is_dummy`]);
+//! - `compare`: equality up to layout ([`Stream::same_as`]).
+//!
+//! Must never: print, parse, or check anything. Well-formedness is the
+//! verifier's job; this module lets passes build any shape.
+
+mod compare;
+mod entities;
+mod module;
+mod ops;
+mod span;
+mod stmt;
+mod types;
+
+pub use entities::{Arena, Block, Body, EntityRef, Stmt, Value, ValueData, ValueDef};
+pub use module::{Field, Func, Item, Kernel, Module, Param, Stream, TaskItem};
+pub use ops::{AtomicOp, BinOp, CmpOp, UnOp};
+pub use span::Span;
+pub use stmt::{operands_mut, Bound, ChildBlocks, Class, FieldRef, StmtData, StmtKind, TaskKind, DEFAULT_BLOCK_DIM};
+pub use types::{loop_var_type, result_type, Const, Scalar, Type, TypeEnv};
+
+/// A name (global, without `@`, or local, without `%`). Names of up to 24
+/// bytes live inline, so the common case allocates nothing.
+pub type Name = compact_str::CompactString;

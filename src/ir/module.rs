@@ -1,0 +1,164 @@
+//! Items, modules and streams.
+//!
+//! Owns: the top of the data model: a [`Stream`] of [`Module`]s, each a
+//! list of [`Item`]s (fields, functions, kernels, task items) that refer to
+//! each other by [`Name`], resolved by lookups on [`Module`].
+//!
+//! Must never: print, parse or check.
+
+use super::entities::Body;
+use super::span::Span;
+use super::stmt::TaskKind;
+use super::types::{Const, Scalar};
+use super::Name;
+
+/// `field @x : f32[1024]`: a dense, zero-initialised array (rank 0 to 8).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Field {
+    pub name: Name,
+    pub elem: Scalar,
+    /// Extents, outermost first; empty for a 0-D field (a global scalar).
+    pub shape: Vec<u64>,
+    pub span: Span,
+}
+
+impl Field {
+    /// The number of elements (1 for a 0-D field).
+    pub fn len(&self) -> u64 {
+        self.shape.iter().product()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn size_bytes(&self) -> u64 {
+        self.len() * self.elem.size_bytes() as u64
+    }
+}
+
+/// A parameter's declaration; its value is `body.params[i]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    pub ty: Scalar,
+    /// `= LITERAL` on a kernel parameter: the value `kiln-run` uses when
+    /// none is given.
+    pub default: Option<Const>,
+    pub span: Span,
+}
+
+/// `func @f(%a: f32) -> f32 { ... }`
+#[derive(Clone, Debug, PartialEq)]
+pub struct Func {
+    pub name: Name,
+    pub params: Vec<Param>,
+    pub ret: Option<Scalar>,
+    pub body: Body,
+    pub span: Span,
+}
+
+/// `kernel @k(%n: i32 = 16) { ... }`: statements before `offload`, tasks
+/// after it, launches in a split stream.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    pub name: Name,
+    pub params: Vec<Param>,
+    pub body: Body,
+    pub span: Span,
+}
+
+/// A task as a top-level item of a per-task module (made by `split-tasks`):
+/// `task @k.1 of @k (%a: f32, %n: i32) range_for %i in 0 .. %n block_dim 64 { ... }`.
+/// Its parameters are the kernel parameters it reads, by the kernel's
+/// names; the body's entry block is the task body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskItem {
+    pub name: Name,
+    /// The kernel it came from (launch metadata; not part of the key).
+    pub kernel: Name,
+    pub params: Vec<Param>,
+    pub kind: TaskKind,
+    pub body: Body,
+    pub span: Span,
+}
+
+/// A top-level item.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Item {
+    Field(Field),
+    Func(Func),
+    Kernel(Kernel),
+    Task(TaskItem),
+}
+
+impl Item {
+    pub fn name(&self) -> &str {
+        match self {
+            Item::Field(x) => &x.name,
+            Item::Func(x) => &x.name,
+            Item::Kernel(x) => &x.name,
+            Item::Task(x) => &x.name,
+        }
+    }
+    pub fn span(&self) -> Span {
+        match self {
+            Item::Field(x) => x.span,
+            Item::Func(x) => x.span,
+            Item::Kernel(x) => x.span,
+            Item::Task(x) => x.span,
+        }
+    }
+}
+
+/// One module: a list of items in source order. `name` is set when the
+/// module was written as `module @name { ... }`.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Module {
+    pub name: Option<Name>,
+    pub items: Vec<Item>,
+    pub span: Span,
+}
+
+impl Module {
+    pub fn fields(&self) -> impl Iterator<Item = &Field> {
+        self.items.iter().filter_map(|i| if let Item::Field(f) = i { Some(f) } else { None })
+    }
+    pub fn funcs(&self) -> impl Iterator<Item = &Func> {
+        self.items.iter().filter_map(|i| if let Item::Func(f) = i { Some(f) } else { None })
+    }
+    pub fn kernels(&self) -> impl Iterator<Item = &Kernel> {
+        self.items.iter().filter_map(|i| if let Item::Kernel(f) = i { Some(f) } else { None })
+    }
+    pub fn tasks(&self) -> impl Iterator<Item = &TaskItem> {
+        self.items.iter().filter_map(|i| if let Item::Task(f) = i { Some(f) } else { None })
+    }
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        self.fields().find(|f| f.name == name)
+    }
+    pub fn func(&self, name: &str) -> Option<&Func> {
+        self.funcs().find(|f| f.name == name)
+    }
+    pub fn kernel(&self, name: &str) -> Option<&Kernel> {
+        self.kernels().find(|f| f.name == name)
+    }
+    pub fn task(&self, name: &str) -> Option<&TaskItem> {
+        self.tasks().find(|f| f.name == name)
+    }
+}
+
+/// What a file holds: one unnamed module, or a stream of `module @name { }`
+/// blocks (what `split-tasks` writes and the next tool in a pipe reads).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Stream {
+    pub modules: Vec<Module>,
+}
+
+impl Stream {
+    /// Whether the text was (or will print as) `module @name { }` blocks
+    /// rather than bare items.
+    pub fn is_multi(&self) -> bool {
+        self.modules.iter().any(|m| m.name.is_some())
+    }
+    /// Finds a top-level task item by name in any module of the stream.
+    pub fn find_task(&self, name: &str) -> Option<(&Module, &TaskItem)> {
+        self.modules.iter().find_map(|m| m.task(name).map(|t| (m, t)))
+    }
+}

@@ -1,0 +1,343 @@
+//! Statements, and the one table of what each kind of statement is.
+//!
+//! Owns: [`StmtKind`] and its parts ([`FieldRef`], [`Bound`],
+//! [`TaskKind`]), and [`stmt_table!`], the single place that says, for
+//! every kind, which values it reads (operands, indices, bounds), which
+//! blocks it holds, which variables it binds for them, and its [`Class`]
+//! (pure, terminator). The operand walkers (shared and mutable), the child
+//! blocks, the bound variables, purity and terminator-ness are all
+//! instances of that table, so adding an operand to a kind is one edit.
+//!
+//! Must never: describe statement shape anywhere else: parser, verifier,
+//! passes and the key ask these methods.
+
+use super::entities::{Block, Value};
+use super::ops::{AtomicOp, BinOp, CmpOp, UnOp};
+use super::span::Span;
+use super::types::{Const, Scalar};
+use super::Name;
+
+/// A reference to a field element: `@x[%i, %j]` (`@t[]` for a 0-D field).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldRef {
+    pub field: Name,
+    pub indices: Vec<Value>,
+    /// The span of `@x` (for "unknown field" and rank errors).
+    pub span: Span,
+}
+
+/// A loop bound or a task's range bound.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Bound {
+    /// An integer literal; its type is the other bound's, or `i32`.
+    Const(i64),
+    /// A value in scope (in a task header: a parameter).
+    Value(Value),
+    /// A 0-D integer field read when the task is launched: `@n[]`. Only in
+    /// task headers (offload uses it to carry a bound computed in a serial
+    /// task).
+    Field(Name, Span),
+}
+
+/// How a task runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TaskKind {
+    /// Runs once, on one thread.
+    Serial,
+    /// `range_for %i in LO .. HI block_dim N`: iterations may run in
+    /// parallel in any order, in chunks of `block_dim`.
+    RangeFor { var: Value, lo: Bound, hi: Bound, block_dim: u32 },
+    /// `struct_for %i, %j in @f block_dim N`: one iteration per element of
+    /// the field's index space (row-major), in parallel.
+    StructFor { vars: Vec<Value>, field: Name, field_span: Span, block_dim: u32 },
+}
+
+impl TaskKind {
+    pub fn keyword(&self) -> &'static str {
+        match self {
+            TaskKind::Serial => "serial",
+            TaskKind::RangeFor { .. } => "range_for",
+            TaskKind::StructFor { .. } => "struct_for",
+        }
+    }
+
+    /// The variables a task header binds, in order (`ValueDef::LoopVar(_, n)`
+    /// is the n-th).
+    pub fn vars(&self) -> &[Value] {
+        match self {
+            TaskKind::Serial => &[],
+            TaskKind::RangeFor { var, .. } => std::slice::from_ref(var),
+            TaskKind::StructFor { vars, .. } => vars,
+        }
+    }
+}
+
+/// The block size a parallel task gets when the text names none.
+pub const DEFAULT_BLOCK_DIM: u32 = 128;
+
+/// What a statement does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StmtKind {
+    /// `%c = const 3 : i32`
+    Const(Const),
+    /// `%r = add %a, %b`
+    Binary(BinOp, Value, Value),
+    /// `%r = neg %a`
+    Unary(UnOp, Value),
+    /// `%r = cmp lt %a, %b` (result `i1`)
+    Cmp(CmpOp, Value, Value),
+    /// `%r = cast %a to f32`
+    Cast(Value, Scalar),
+    /// `%r = select %c, %a, %b`
+    Select(Value, Value, Value),
+    /// `%v = load @x[%i]`
+    Load(FieldRef),
+    /// `store @x[%i], %v`
+    Store(FieldRef, Value),
+    /// `%old = atomic add @x[%i], %v`
+    Atomic(AtomicOp, FieldRef, Value),
+    /// `%p = alloca f32` (a zero-initialised slot)
+    Alloca(Scalar),
+    /// `%v = load %p`
+    LoadSlot(Value),
+    /// `store %p, %v`
+    StoreSlot(Value, Value),
+    /// `%r = call @f(%a, %b)` or `call @g(%a)` for a function without result
+    Call(Name, Vec<Value>, Span),
+    /// `ret` or `ret %v`
+    Ret(Option<Value>),
+    /// `if %c { ... } else { ... }`; the else block may be empty.
+    If { cond: Value, then_blk: Block, else_blk: Option<Block> },
+    /// `for %i in LO .. HI { ... }`: half-open, step 1; `var` (defined as
+    /// `ValueDef::LoopVar(this, 0)`) is visible in the body only.
+    /// `serial` (`for %i in LO .. HI serial { ... }`): the iterations must
+    /// run in order, so `offload` keeps the loop in a serial task.
+    For { var: Value, lo: Bound, hi: Bound, body: Block, serial: bool },
+    /// `while { ... }`: loops until `break`.
+    While { body: Block },
+    Break,
+    Continue,
+    /// `task @name KIND { ... }`: only at the top level of a kernel, after
+    /// `offload`.
+    Task { name: Name, kind: TaskKind, body: Block },
+    /// `launch @task`: only in a kernel of a split stream; runs the
+    /// top-level task item of that name from the stream with the kernel's
+    /// parameters.
+    Launch(Name),
+}
+
+/// A statement's data.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StmtData {
+    pub kind: StmtKind,
+    /// The value it defines, if any (`%r = ...`).
+    pub result: Option<Value>,
+    pub span: Span,
+}
+
+/// What a kind of statement is, beyond its parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Class {
+    /// It only computes its result from its operands: no memory, no
+    /// control flow, no effect, and it cannot fail.
+    pub pure: bool,
+    /// It ends its block: nothing after it runs.
+    pub terminator: bool,
+}
+
+const PURE: Class = Class { pure: true, terminator: false };
+const EFFECT: Class = Class { pure: false, terminator: false };
+const TERMINATOR: Class = Class { pure: false, terminator: true };
+
+/// The table of statement kinds: for each kind, the values it reads
+/// (`$op`, in print order), the blocks it holds (`$blk`, in print order),
+/// the variables it binds for them (`$bind`, in binding order), and its
+/// [`Class`]. `$iter` is `iter` or `iter_mut`: the same table makes the
+/// shared and the mutable walkers. A new kind fails to compile here until
+/// its row is written.
+macro_rules! stmt_table {
+    ($kind:expr, op: $op:ident, blk: $blk:ident, bind: $bind:ident, $iter:ident) => {
+        match $kind {
+            StmtKind::Const(_) => PURE,
+            StmtKind::Binary(_, a, b) | StmtKind::Cmp(_, a, b) => {
+                $op(a);
+                $op(b);
+                PURE
+            }
+            StmtKind::Unary(_, a) | StmtKind::Cast(a, _) => {
+                $op(a);
+                PURE
+            }
+            StmtKind::Select(c, a, b) => {
+                $op(c);
+                $op(a);
+                $op(b);
+                PURE
+            }
+            StmtKind::Load(r) => {
+                r.indices.$iter().for_each(&mut $op);
+                EFFECT
+            }
+            StmtKind::Store(r, v) | StmtKind::Atomic(_, r, v) => {
+                r.indices.$iter().for_each(&mut $op);
+                $op(v);
+                EFFECT
+            }
+            StmtKind::Alloca(_) | StmtKind::Launch(_) => EFFECT,
+            StmtKind::LoadSlot(p) => {
+                $op(p);
+                EFFECT
+            }
+            StmtKind::StoreSlot(p, v) => {
+                $op(p);
+                $op(v);
+                EFFECT
+            }
+            StmtKind::Call(_, args, _) => {
+                args.$iter().for_each(&mut $op);
+                EFFECT
+            }
+            StmtKind::Ret(v) => {
+                v.$iter().for_each(&mut $op);
+                TERMINATOR
+            }
+            StmtKind::Break | StmtKind::Continue => TERMINATOR,
+            StmtKind::If { cond, then_blk, else_blk } => {
+                $op(cond);
+                $blk(then_blk);
+                else_blk.$iter().for_each(&mut $blk);
+                EFFECT
+            }
+            StmtKind::For { var, lo, hi, body, .. } => {
+                if let Bound::Value(v) = lo {
+                    $op(v)
+                }
+                if let Bound::Value(v) = hi {
+                    $op(v)
+                }
+                $bind(var);
+                $blk(body);
+                EFFECT
+            }
+            StmtKind::While { body } => {
+                $blk(body);
+                EFFECT
+            }
+            StmtKind::Task { kind, body, .. } => {
+                match kind {
+                    TaskKind::Serial => {}
+                    TaskKind::RangeFor { var, lo, hi, .. } => {
+                        if let Bound::Value(v) = lo {
+                            $op(v)
+                        }
+                        if let Bound::Value(v) = hi {
+                            $op(v)
+                        }
+                        $bind(var);
+                    }
+                    TaskKind::StructFor { vars, .. } => vars.$iter().for_each(&mut $bind),
+                }
+                $blk(body);
+                EFFECT
+            }
+        }
+    };
+}
+
+/// The blocks nested directly in a statement (at most two), in print order.
+pub type ChildBlocks = std::iter::Flatten<std::array::IntoIter<Option<Block>, 2>>;
+
+impl StmtKind {
+    /// Its row of the table, with a callback for each part.
+    pub fn visit<'a>(
+        &'a self,
+        mut op: impl FnMut(&'a Value),
+        mut blk: impl FnMut(&'a Block),
+        mut bind: impl FnMut(&'a Value),
+    ) -> Class {
+        stmt_table!(self, op: op, blk: blk, bind: bind, iter)
+    }
+
+    /// Its row of the table, with a callback for each part that may
+    /// replace it.
+    pub fn visit_mut(
+        &mut self,
+        mut op: impl FnMut(&mut Value),
+        mut blk: impl FnMut(&mut Block),
+        mut bind: impl FnMut(&mut Value),
+    ) -> Class {
+        stmt_table!(self, op: op, blk: blk, bind: bind, iter_mut)
+    }
+
+    /// Its class: pure, terminator.
+    pub fn class(&self) -> Class {
+        self.visit(|_| {}, |_| {}, |_| {})
+    }
+
+    /// Whether it only computes its result from its operands (no memory,
+    /// no control flow, no effect, cannot fail).
+    pub fn is_pure(&self) -> bool {
+        self.class().pure
+    }
+
+    /// Whether it may end its block: nothing after it runs.
+    pub fn is_terminator(&self) -> bool {
+        self.class().terminator
+    }
+
+    /// Calls `f` on every value it reads (operands, field indices and loop
+    /// or task bounds), in print order; nested blocks are not visited.
+    pub fn for_each_operand(&self, mut f: impl FnMut(Value)) {
+        self.visit(|v| f(*v), |_| {}, |_| {});
+    }
+
+    /// Calls `f` on every value it reads, allowing it to be replaced.
+    pub fn operands_mut(&mut self, f: impl FnMut(&mut Value)) {
+        self.visit_mut(f, |_| {}, |_| {});
+    }
+
+    /// Calls `f` on every value it mentions but its result: what it reads
+    /// and the variables it binds (for renumbering and range checks).
+    pub fn values_mut(&mut self, mut f: impl FnMut(&mut Value)) {
+        stmt_table!(self, op: f, blk: ignore_mut, bind: f, iter_mut);
+    }
+
+    /// Calls `f` on every value it mentions but its result: what it reads
+    /// and the variables it binds (for range checks).
+    pub fn for_each_value(&self, mut f: impl FnMut(Value)) {
+        let mut g = |v: &Value| f(*v);
+        stmt_table!(self, op: g, blk: ignore, bind: g, iter);
+    }
+
+    /// Calls `f` on every variable it binds for its blocks (a `for`'s
+    /// variable, a task header's), in binding order.
+    pub fn for_each_bound_var(&self, mut f: impl FnMut(Value)) {
+        self.visit(|_| {}, |_| {}, |v| f(*v));
+    }
+
+    /// The blocks nested directly in it, in print order, without
+    /// allocating.
+    pub fn child_blocks(&self) -> ChildBlocks {
+        let mut out = [None, None];
+        let mut n = 0;
+        self.visit(
+            |_| {},
+            |b| {
+                out[n] = Some(*b);
+                n += 1;
+            },
+            |_| {},
+        );
+        out.into_iter().flatten()
+    }
+}
+
+fn ignore_mut(_: &mut Block) {}
+fn ignore(_: &Block) {}
+
+/// Calls `f` on every value a statement reads (operands, field indices and
+/// loop or task bounds), allowing it to be replaced. Nested blocks are not
+/// visited.
+pub fn operands_mut(kind: &mut StmtKind, f: &mut dyn FnMut(&mut Value)) {
+    kind.operands_mut(f)
+}
