@@ -500,6 +500,18 @@ struct BodyLower<'a, 's, 'd> {
     resolved: Vec<(Value, Value)>,
 }
 
+impl crate::ir::TypeEnv for BodyLower<'_, '_, '_> {
+    fn value_type(&self, v: Value) -> Option<Type> {
+        self.body.values.get(v).map(|d| d.ty)
+    }
+    fn field_elem(&self, name: &str) -> Option<Scalar> {
+        self.sigs.fields.get(name).copied()
+    }
+    fn func_ret(&self, name: &str) -> Option<Option<Scalar>> {
+        self.sigs.funcs.get(name).copied()
+    }
+}
+
 impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
     fn new(src: &'a str, sigs: &'s Sigs<'a>, diags: &'d mut Vec<Diagnostic>, keep: Keep) -> Self {
         let mut body = Body::new();
@@ -600,13 +612,6 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         v
     }
 
-    /// The scalar type of a value (a slot's element type for a slot).
-    fn scalar(&self, v: Value) -> Scalar {
-        match self.body.ty(v) {
-            Type::Scalar(s) | Type::Slot(s) => s,
-        }
-    }
-
     fn lit(&mut self, l: &LitTok, ty: Scalar) -> Const {
         lit_const(&l.with_text(self.src), ty).unwrap_or_else(|e| {
             self.diags.push(e);
@@ -619,9 +624,6 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         FieldRef { field: r.field.text(self.src).into(), indices, span: r.field.span }
     }
 
-    fn field_elem(&self, name: &str) -> Scalar {
-        self.sigs.fields.get(name).copied().unwrap_or(Scalar::I32)
-    }
 
     fn stmts(&mut self, stmts: Vec<StmtAst>, b: Block) {
         let mark = self.undo.len();
@@ -635,68 +637,36 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
 
     fn stmt(&mut self, s: StmtAst, b: Block) {
         let span = s.span;
-        // Simple statements: the kind, and the type of the result.
-        let (kind, ty) = match s.kind {
-            SKind::Const(l, t) => (StmtKind::Const(self.lit(&l, t)), Type::Scalar(t)),
-            SKind::Binary(op, a, c) => {
-                let (a, c) = (self.use_(a), self.use_(c));
-                (StmtKind::Binary(op, a, c), Type::Scalar(self.scalar(a)))
-            }
-            SKind::Unary(op, a) => {
-                let a = self.use_(a);
-                (StmtKind::Unary(op, a), Type::Scalar(self.scalar(a)))
-            }
-            SKind::Cmp(op, a, c) => {
-                let (a, c) = (self.use_(a), self.use_(c));
-                (StmtKind::Cmp(op, a, c), Type::Scalar(Scalar::I1))
-            }
-            SKind::Cast(a, t) => (StmtKind::Cast(self.use_(a), t), Type::Scalar(t)),
-            SKind::Select(c, x, y) => {
-                let (c, x, y) = (self.use_(c), self.use_(x), self.use_(y));
-                (StmtKind::Select(c, x, y), Type::Scalar(self.scalar(x)))
-            }
-            SKind::Load(r) => {
-                let ty = self.field_elem(r.field.text(self.src));
-                (StmtKind::Load(self.field_ref(r)), Type::Scalar(ty))
-            }
-            SKind::LoadSlot(p) => {
-                let p = self.use_(p);
-                (StmtKind::LoadSlot(p), Type::Scalar(self.scalar(p)))
-            }
+        // Simple statements: the kind; its result's type is the IR's rule.
+        let kind = match s.kind {
+            SKind::Const(l, t) => StmtKind::Const(self.lit(&l, t)),
+            SKind::Binary(op, a, c) => StmtKind::Binary(op, self.use_(a), self.use_(c)),
+            SKind::Unary(op, a) => StmtKind::Unary(op, self.use_(a)),
+            SKind::Cmp(op, a, c) => StmtKind::Cmp(op, self.use_(a), self.use_(c)),
+            SKind::Cast(a, t) => StmtKind::Cast(self.use_(a), t),
+            SKind::Select(c, x, y) => StmtKind::Select(self.use_(c), self.use_(x), self.use_(y)),
+            SKind::Load(r) => StmtKind::Load(self.field_ref(r)),
+            SKind::LoadSlot(p) => StmtKind::LoadSlot(self.use_(p)),
             SKind::Store(r, v) => {
                 let r = self.field_ref(r);
-                (StmtKind::Store(r, self.use_(v)), Type::Scalar(Scalar::I32))
+                StmtKind::Store(r, self.use_(v))
             }
-            SKind::StoreSlot(p, v) => {
-                let (p, v) = (self.use_(p), self.use_(v));
-                (StmtKind::StoreSlot(p, v), Type::Scalar(Scalar::I32))
-            }
+            SKind::StoreSlot(p, v) => StmtKind::StoreSlot(self.use_(p), self.use_(v)),
             SKind::Atomic(op, op_span, r, v) => {
-                let op = AtomicOp::from_keyword(op.keyword()).unwrap_or_else(|| {
-                    self.diags.push(Diagnostic::error(
-                        format!(
-                            "expected an atomic operator (`add`, `min`, `max`, `and`, `or` or `xor`), found `{}`",
-                            op.keyword()
-                        ),
-                        op_span,
-                    ));
-                    AtomicOp::Add
-                });
-                let ty = self.field_elem(r.field.text(self.src));
+                let op = self.atomic_op(op, op_span);
                 let r = self.field_ref(r);
-                (StmtKind::Atomic(op, r, self.use_(v)), Type::Scalar(ty))
+                StmtKind::Atomic(op, r, self.use_(v))
             }
-            SKind::Alloca(t) => (StmtKind::Alloca(t), Type::Slot(t)),
+            SKind::Alloca(t) => StmtKind::Alloca(t),
             SKind::Call(f, args) => {
                 let args = args.into_iter().map(|a| self.use_(a)).collect();
                 let f = self.nm(f);
-                let ret = self.sigs.funcs.get(f.text).copied().flatten().unwrap_or(Scalar::I32);
-                (StmtKind::Call(f.text.into(), args, f.span), Type::Scalar(ret))
+                StmtKind::Call(f.text.into(), args, f.span)
             }
-            SKind::Ret(v) => (StmtKind::Ret(v.map(|v| self.use_(v))), Type::Scalar(Scalar::I32)),
-            SKind::Break => (StmtKind::Break, Type::Scalar(Scalar::I32)),
-            SKind::Continue => (StmtKind::Continue, Type::Scalar(Scalar::I32)),
-            SKind::Launch(t) => (StmtKind::Launch(t.text(self.src).into()), Type::Scalar(Scalar::I32)),
+            SKind::Ret(v) => StmtKind::Ret(v.map(|v| self.use_(v))),
+            SKind::Break => StmtKind::Break,
+            SKind::Continue => StmtKind::Continue,
+            SKind::Launch(t) => StmtKind::Launch(t.text(self.src).into()),
 
             // Statements with blocks.
             SKind::If(c, then_s, else_s) => {
@@ -760,6 +730,9 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                 return;
             }
         };
+        // A result of a kind that defines none, or of an unknown field or
+        // function, is typed i32 here; the verifier reports why.
+        let ty = crate::ir::result_type(&kind, &*self).unwrap_or(Type::Scalar(Scalar::I32));
         let st = self.body.new_stmt(kind, span);
         if let Some(r) = s.result {
             let v = self.define(r, ty, ValueDef::Result(st));
@@ -786,15 +759,22 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         }
     }
 
-    /// The loop variable's type: as written, else a value bound's, else i32.
+    /// The loop variable's type: as written, else the IR's rule.
     fn range_type(&self, r: &RangeAst, lo: &Bound, hi: &Bound) -> Scalar {
-        if let Some(t) = r.ty {
-            return t;
-        }
-        match (lo, hi) {
-            (Bound::Value(v), _) | (_, Bound::Value(v)) => self.scalar(*v),
-            _ => Scalar::I32,
-        }
+        r.ty.unwrap_or_else(|| crate::ir::loop_var_type(lo, hi, |v| self.body.values.get(v).map(|d| d.ty)))
+    }
+
+    fn atomic_op(&mut self, op: BinOp, op_span: Span) -> AtomicOp {
+        AtomicOp::from_keyword(op.keyword()).unwrap_or_else(|| {
+            self.diags.push(Diagnostic::error(
+                format!(
+                    "expected an atomic operator (`add`, `min`, `max`, `and`, `or` or `xor`), found `{}`",
+                    op.keyword()
+                ),
+                op_span,
+            ));
+            AtomicOp::Add
+        })
     }
 
     /// Lowers a task header; its variables are bound by `st` and stay in

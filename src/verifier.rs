@@ -758,6 +758,21 @@ struct BodyChecker<'a, 'd> {
     deepest: u32,
 }
 
+impl crate::ir::TypeEnv for BodyChecker<'_, '_> {
+    fn value_type(&self, v: Value) -> Option<Type> {
+        self.body.values.get(v).map(|d| d.ty)
+    }
+    fn field_elem(&self, name: &str) -> Option<Scalar> {
+        self.cx.field(name).map(|f| f.elem)
+    }
+    fn func_ret(&self, name: &str) -> Option<Option<Scalar>> {
+        match self.cx.items.get(name) {
+            Some(Item::Func(f)) => Some(f.ret),
+            _ => None,
+        }
+    }
+}
+
 impl<'a, 'd> BodyChecker<'a, 'd> {
     /// Checks one body; returns its nesting and the calls it makes.
     fn run(cx: &'a ModuleCx<'a>, owner: Owner<'a>, diags: &'d mut Vec<Diagnostic>) -> Nesting {
@@ -1138,24 +1153,41 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     }
 
     fn stmt(&mut self, s: Stmt, cx: Cx) {
+        let kind = &self.body.stmt(s).kind;
+        let (rule, ty) = match kind.defines() {
+            Defines::IfCalleeReturns => {
+                let StmtKind::Call(name, args, cspan) = kind else { unreachable!("only call depends on its callee") };
+                self.call(name, args, *cspan, s, Self::level(cx))
+            }
+            Defines::Never if !matches!(kind, StmtKind::Store(..) | StmtKind::StoreSlot(..)) => {
+                self.control(s, cx);
+                (ResultRule::Forbidden, None)
+            }
+            defines => {
+                // The result's type is the IR's rule, once the operands
+                // are known to be well typed (no follow-on errors).
+                let ty = if self.operand_types(s) { crate::ir::result_type(kind, &*self) } else { None };
+                (ResultRule::from(defines), ty)
+            }
+        };
+        self.result(s, rule, ty);
+    }
+
+    /// Checks the operand types of a statement without blocks that is not
+    /// a call; true when its result's type follows from them.
+    fn operand_types(&mut self, s: Stmt) -> bool {
         let body = self.body;
         let sd = body.stmt(s);
         let span = sd.span;
-        // The type the statement gives its result; None: it defines none,
-        // or an error already made it unknown.
-        let mut result_ty: Option<Type> = None;
-        // Whether the statement must, may or must not define a value.
-        let mut result_rule = ResultRule::Forbidden;
+        let mut typed = false;
         match &sd.kind {
             StmtKind::Const(c) => {
-                result_rule = ResultRule::Required;
                 if !canonical(*c) {
                     self.err(format!("constant {} does not fit {}", c.bits as i64, c.ty), span);
                 }
-                result_ty = Some(Type::Scalar(c.ty));
+                typed = true;
             }
             StmtKind::Binary(op, a, b) => {
-                result_rule = ResultRule::Required;
                 let (ta, tb) = (self.scalar(*a, s), self.scalar(*b, s));
                 if let (Some(ta), Some(tb)) = (ta, tb) {
                     if ta != tb {
@@ -1163,37 +1195,33 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                     } else if !op.accepts(ta) {
                         self.err(format!("{} does not accept operands of type {ta}", op.keyword()), span);
                     } else {
-                        result_ty = Some(Type::Scalar(ta));
+                        typed = true;
                     }
                 }
             }
             StmtKind::Unary(op, a) => {
-                result_rule = ResultRule::Required;
                 if let Some(t) = self.scalar(*a, s) {
                     if op.accepts(t) {
-                        result_ty = Some(Type::Scalar(t));
+                        typed = true;
                     } else {
                         self.err(format!("{} does not accept an operand of type {t}", op.keyword()), span);
                     }
                 }
             }
             StmtKind::Cmp(op, a, b) => {
-                result_rule = ResultRule::Required;
                 let (ta, tb) = (self.scalar(*a, s), self.scalar(*b, s));
                 if let (Some(ta), Some(tb)) = (ta, tb) {
                     if ta != tb {
                         self.err(format!("type mismatch: cmp {} of {ta} and {tb}", op.keyword()), span);
                     }
                 }
-                result_ty = Some(Type::Scalar(Scalar::I1));
+                typed = true;
             }
-            StmtKind::Cast(a, to) => {
-                result_rule = ResultRule::Required;
+            StmtKind::Cast(a, _) => {
                 self.scalar(*a, s);
-                result_ty = Some(Type::Scalar(*to));
+                typed = true;
             }
             StmtKind::Select(c, a, b) => {
-                result_rule = ResultRule::Required;
                 if let Some(tc) = self.scalar(*c, s) {
                     if tc != Scalar::I1 {
                         self.err(format!("select condition must be i1, found {tc}"), span);
@@ -1204,13 +1232,12 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                     if ta != tb {
                         self.err(format!("type mismatch: select of {ta} and {tb}"), span);
                     } else {
-                        result_ty = Some(Type::Scalar(ta));
+                        typed = true;
                     }
                 }
             }
             StmtKind::Load(r) => {
-                result_rule = ResultRule::Required;
-                result_ty = self.field_ref(r, s).map(Type::Scalar);
+                typed = self.field_ref(r, s).is_some();
             }
             StmtKind::Store(r, v) => {
                 let elem = self.field_ref(r, s);
@@ -1222,7 +1249,6 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 }
             }
             StmtKind::Atomic(op, r, v) => {
-                result_rule = ResultRule::Optional;
                 let elem = self.field_ref(r, s);
                 let tv = self.scalar(*v, s);
                 if let Some(e) = elem {
@@ -1236,23 +1262,17 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                             );
                         }
                     }
-                    result_ty = Some(Type::Scalar(e));
+                    typed = true;
                 }
             }
-            StmtKind::Alloca(t) => {
-                result_rule = ResultRule::Required;
-                result_ty = Some(Type::Slot(*t));
-            }
-            StmtKind::LoadSlot(p) => {
-                result_rule = ResultRule::Required;
-                match self.use_value(*p, s) {
-                    Some(Type::Slot(t)) => result_ty = Some(Type::Scalar(t)),
-                    Some(Type::Scalar(_)) => {
-                        self.err(format!("load from %{}, which is not an alloca slot", body.name(*p)), span)
-                    }
-                    None => {}
+            StmtKind::Alloca(_) => typed = true,
+            StmtKind::LoadSlot(p) => match self.use_value(*p, s) {
+                Some(Type::Slot(_)) => typed = true,
+                Some(Type::Scalar(_)) => {
+                    self.err(format!("load from %{}, which is not an alloca slot", body.name(*p)), span)
                 }
-            }
+                None => {}
+            },
             StmtKind::StoreSlot(p, v) => {
                 let slot = match self.use_value(*p, s) {
                     Some(Type::Slot(t)) => Some(t),
@@ -1264,18 +1284,20 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 };
                 if let (Some(e), Some(t)) = (slot, self.scalar(*v, s)) {
                     if e != t {
-                        self.err(
-                            format!("type mismatch: store of {t} to slot %{} of {e}", body.name(*p)),
-                            span,
-                        );
+                        self.err(format!("type mismatch: store of {t} to slot %{} of {e}", body.name(*p)), span);
                     }
                 }
             }
-            StmtKind::Call(name, args, cspan) => {
-                let (rule, ty) = self.call(name, args, *cspan, s, Self::level(cx));
-                result_rule = rule;
-                result_ty = ty;
-            }
+            _ => unreachable!("calls and statements with blocks are checked elsewhere"),
+        }
+        typed
+    }
+
+    /// Checks a statement that returns, branches or loops.
+    fn control(&mut self, s: Stmt, cx: Cx) {
+        let sd = self.body.stmt(s);
+        let span = sd.span;
+        match &sd.kind {
             StmtKind::Ret(v) => self.ret(*v, s, cx),
             StmtKind::If { cond, then_blk, else_blk } => {
                 if let Some(t) = self.scalar(*cond, s) {
@@ -1329,12 +1351,11 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 }
                 let parallel = self.task_header(kind, Some(s), span);
                 let loop_cx = if parallel { LoopCx::Parallel } else { LoopCx::None };
-                let vars = kind.vars();
-                self.enter_loop(&vars, *b, Cx { loop_cx, depth: cx.depth + 1, task: Some(s) });
+                self.enter_loop(kind.vars(), *b, Cx { loop_cx, depth: cx.depth + 1, task: Some(s) });
             }
             StmtKind::Launch(name) => self.launch(name, span),
+            _ => unreachable!("simple statements are checked by operand_types"),
         }
-        self.result(s, result_rule, result_ty);
     }
 
     /// Makes loop variables visible in a loop or task body only.
@@ -1720,6 +1741,16 @@ enum ResultRule {
     Required,
     Optional,
     Forbidden,
+}
+
+impl From<Defines> for ResultRule {
+    fn from(d: Defines) -> ResultRule {
+        match d {
+            Defines::Always => ResultRule::Required,
+            Defines::Optional | Defines::IfCalleeReturns => ResultRule::Optional,
+            Defines::Never => ResultRule::Forbidden,
+        }
+    }
 }
 
 fn item_kind(it: &Item) -> &'static str {

@@ -33,7 +33,7 @@ pub use entities::{Arena, Block, Body, EntityRef, Stmt, Value, ValueData, ValueD
 pub use module::{Field, Func, Item, Kernel, Module, Param, Stream, TaskItem};
 pub use ops::{AtomicOp, BinOp, CmpOp, UnOp};
 pub use span::Span;
-pub use stmt::{operands_mut, Bound, ChildBlocks, Class, FieldRef, StmtData, StmtKind, TaskKind, DEFAULT_BLOCK_DIM};
+pub use stmt::{operands_mut, Bound, ChildBlocks, Class, Defines, FieldRef, StmtData, StmtKind, TaskKind, DEFAULT_BLOCK_DIM};
 pub use types::{loop_var_type, result_type, Const, Scalar, Type, TypeEnv};
 
 /// A name (global, without `@`, or local, without `%`). Names of up to 24

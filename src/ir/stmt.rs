@@ -244,6 +244,17 @@ macro_rules! stmt_table {
     };
 }
 
+/// Whether a kind of statement defines a value (`%r = ...`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Defines {
+    Always,
+    /// `atomic`: the old value may be named or dropped.
+    Optional,
+    /// `call`: when the callee returns a value (which may be dropped).
+    IfCalleeReturns,
+    Never,
+}
+
 /// The blocks nested directly in a statement (at most two), in print order.
 pub type ChildBlocks = std::iter::Flatten<std::array::IntoIter<Option<Block>, 2>>;
 
@@ -267,6 +278,33 @@ impl StmtKind {
         mut bind: impl FnMut(&mut Value),
     ) -> Class {
         stmt_table!(self, op: op, blk: blk, bind: bind, iter_mut)
+    }
+
+    /// Whether it defines a value; [`super::result_type`] gives its type.
+    pub fn defines(&self) -> Defines {
+        match self {
+            StmtKind::Const(_)
+            | StmtKind::Binary(..)
+            | StmtKind::Unary(..)
+            | StmtKind::Cmp(..)
+            | StmtKind::Cast(..)
+            | StmtKind::Select(..)
+            | StmtKind::Load(_)
+            | StmtKind::Alloca(_)
+            | StmtKind::LoadSlot(_) => Defines::Always,
+            StmtKind::Atomic(..) => Defines::Optional,
+            StmtKind::Call(..) => Defines::IfCalleeReturns,
+            StmtKind::Store(..)
+            | StmtKind::StoreSlot(..)
+            | StmtKind::Ret(_)
+            | StmtKind::If { .. }
+            | StmtKind::For { .. }
+            | StmtKind::While { .. }
+            | StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::Task { .. }
+            | StmtKind::Launch(_) => Defines::Never,
+        }
     }
 
     /// Its class: pure, terminator.
