@@ -3,9 +3,6 @@
 //! the canonical text's size, the time per round and the throughput.
 //!
 //! `cargo run --release --example bench-key -- tasks.kir [ROUNDS]`
-//!
-//! With `KILN_BENCH_PHASES` set, it also times the reference route (build
-//! the canonical module, print it through `Display`, hash) phase by phase.
 
 use kiln::config::CompileConfig;
 use std::time::Instant;
@@ -41,20 +38,6 @@ fn main() {
         let secs = t.elapsed().as_secs_f64();
         std::hint::black_box(keys);
         best = best.min(secs);
-    }
-    if std::env::var_os("KILN_BENCH_PHASES").is_some() {
-        let items: Vec<_> = stream.modules.iter().flat_map(|m| m.tasks().map(move |t| (m, t))).collect();
-        let t = Instant::now();
-        let mods: Vec<_> = items.iter().map(|(m, t)| kiln::key::canonical_module(m, t)).collect();
-        let a = t.elapsed();
-        let t = Instant::now();
-        let texts: Vec<String> = mods.iter().map(|m| m.to_string()).collect();
-        let b = t.elapsed();
-        let t = Instant::now();
-        let ks: Vec<_> = texts.iter().map(|x| kiln::key::key_of_text(x, &cfg)).collect();
-        let c = t.elapsed();
-        std::hint::black_box(ks);
-        println!("phases: module {:?}, print {:?}, hash {:?}", a, b, c);
     }
     println!("tasks: {}", keys.len());
     println!("canonical text: {bytes} bytes ({:.1} bytes per task)", bytes as f64 / keys.len() as f64);

@@ -33,6 +33,7 @@
 
 use crate::config::CompileConfig;
 use crate::ir::*;
+use crate::printer::{self, ItemRef, Namer, ValueName};
 use std::fmt;
 
 /// The version of the key's format: bump it when the canonical text or the
@@ -50,407 +51,56 @@ const DOMAIN: &[u8] = b"kiln task key\0";
 /// lowercase hex digits), so keys and records can never disagree on form.
 pub use crate::cache::Key;
 
-/// The canonical per-task module of `task`, a task item of module `m`:
-/// `m`'s fields and functions, the task, values renumbered, placeholder
-/// names.
-pub fn canonical_module(m: &Module, task: &TaskItem) -> Module {
-    let (fields, funcs) = module_items(m);
-    let mut items: Vec<Item> = Vec::with_capacity(fields.len() + funcs.len() + 1);
-    items.extend(fields.into_iter().map(|f| Item::Field(Field { span: Span::DUMMY, ..f.clone() })));
-    for f in funcs {
-        let mut f = f.clone();
-        renumber(&mut f.body, &[]);
-        items.push(Item::Func(f));
-    }
-    let mut t = task.clone();
-    t.name = TASK_PLACEHOLDER.into();
-    t.kernel = KERNEL_PLACEHOLDER.into();
-    let header = header_vars(&t.kind);
-    renumber(&mut t.body, &header);
-    items.push(Item::Task(t));
-    Module { name: None, items, span: Span::DUMMY }
-}
-
-/// The fields and functions of a task's module that its text includes:
-/// all of them, in module order (see the module doc for why).
-fn module_items(m: &Module) -> (Vec<&Field>, Vec<&Func>) {
-    (m.fields().collect(), m.funcs().collect())
-}
-
-/// The canonical text of a task (see the module doc): exactly
-/// `canonical_module(m, task).to_string()`, written directly, without
-/// copying the task or going through `fmt` (keying runs at hundreds of MB/s
-/// of text this way; a test pins it to the printer on every test input).
+/// The canonical text of a task (see the module doc): the printer's text
+/// of its per-task module, through the [`Renumbering`] namer. Nothing is
+/// copied: keying runs at hundreds of MB/s of text this way.
 pub fn canonical_text(m: &Module, task: &TaskItem) -> String {
     let mut out = String::with_capacity(512);
     write_canonical(&mut out, m, task);
     out
 }
 
-/// Appends the canonical text of a task to `out`.
+/// Appends the canonical text of a task to `out`: `m`'s fields and
+/// functions (see the module doc for why all of them), then the task.
 pub fn write_canonical(out: &mut String, m: &Module, task: &TaskItem) {
-    let (fields, funcs) = module_items(m);
-    let mut first = true;
-    for f in &fields {
-        out.push_str("field @");
-        out.push_str(&f.name);
-        out.push_str(" : ");
-        out.push_str(f.elem.keyword());
-        if !f.shape.is_empty() {
-            out.push('[');
-            for (i, d) in f.shape.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                push_u64(out, *d);
-            }
-            out.push(']');
-        }
-        out.push('\n');
-        first = false;
-    }
-    for f in &funcs {
-        if !first {
-            out.push('\n');
-        }
-        first = false;
-        let mut w = Canon::new(out, &f.body);
-        w.out.push_str("func @");
-        w.out.push_str(&f.name);
-        w.params(&f.params);
-        if let Some(r) = f.ret {
-            w.out.push_str(" -> ");
-            w.out.push_str(r.keyword());
-        }
-        w.block(f.body.entry, 0);
-        w.out.push('\n');
-    }
-    if !first {
-        out.push('\n');
-    }
-    let mut w = Canon::new(out, &task.body);
-    w.out.push_str("task @");
-    w.out.push_str(TASK_PLACEHOLDER);
-    w.out.push_str(" of @");
-    w.out.push_str(KERNEL_PLACEHOLDER);
-    w.params(&task.params);
-    w.out.push(' ');
-    w.task_kind(&task.kind);
-    w.block(task.body.entry, 0);
-    w.out.push('\n');
+    let fields = m.fields().map(ItemRef::Field);
+    let funcs = m.funcs().map(ItemRef::Func);
+    printer::write_items(out, fields.chain(funcs).chain([ItemRef::Task(task)]), Renumbering::default());
 }
 
-fn push_u64(out: &mut String, mut v: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend(buf[i..].iter().map(|&d| d as char));
-}
-
-fn push_i64(out: &mut String, v: i64) {
-    if v < 0 {
-        out.push('-');
-    }
-    push_u64(out, v.unsigned_abs());
-}
-
-/// The canonical writer of one body: values get numbers as their
-/// definitions are written, which is definition order.
-struct Canon<'a, 'b> {
-    out: &'a mut String,
-    body: &'b Body,
-    /// The number of each value, `u32::MAX` until it is defined.
+/// The key's naming: each body's values `%0, %1, ...` in definition order
+/// (parameters, a task header's variables, then in print order each
+/// statement's result and each loop's variable); the task `@task` of
+/// `@kernel`. A use with no definition (the verifier rejects it) keeps its
+/// name.
+#[derive(Default)]
+pub struct Renumbering {
+    /// The number of each value of the current body, `u32::MAX` until it
+    /// is defined.
     num: Vec<u32>,
     next: u32,
 }
 
-impl<'a, 'b> Canon<'a, 'b> {
-    fn new(out: &'a mut String, body: &'b Body) -> Canon<'a, 'b> {
-        Canon { out, body, num: vec![u32::MAX; body.values.len()], next: 0 }
+impl Namer for Renumbering {
+    fn begin_body(&mut self, body: &Body) {
+        self.num.clear();
+        self.num.resize(body.values.len(), u32::MAX);
+        self.next = 0;
     }
-
-    fn def(&mut self, v: Value) {
-        self.num[v.index()] = self.next;
-        self.next += 1;
-        self.v(v);
-    }
-
-    fn v(&mut self, v: Value) {
-        self.out.push('%');
-        match self.num[v.index()] {
-            // A use with no definition (the verifier rejects it) keeps its
-            // name, as renumbering the module would.
-            u32::MAX => self.out.push_str(self.body.name(v)),
-            n => push_u64(self.out, n as u64),
+    fn define(&mut self, v: Value) {
+        if let Some(n) = self.num.get_mut(v.index()) {
+            *n = self.next;
+            self.next += 1;
         }
     }
-
-    fn vals(&mut self, vs: &[Value]) {
-        for (i, &v) in vs.iter().enumerate() {
-            if i > 0 {
-                self.out.push_str(", ");
-            }
-            self.v(v);
+    fn name<'b>(&self, body: &'b Body, v: Value) -> ValueName<'b> {
+        match self.num.get(v.index()) {
+            Some(&n) if n != u32::MAX => ValueName::Number(n),
+            _ => ValueName::Text(body.name(v)),
         }
     }
-
-    fn params(&mut self, params: &[Param]) {
-        self.out.push('(');
-        for (i, p) in params.iter().enumerate() {
-            if i > 0 {
-                self.out.push_str(", ");
-            }
-            match self.body.params.get(i) {
-                Some(&v) => self.def(v),
-                None => self.out.push_str("%?"),
-            }
-            self.out.push_str(": ");
-            self.out.push_str(p.ty.keyword());
-            if let Some(d) = p.default {
-                self.out.push_str(" = ");
-                self.out.push_str(&crate::printer::fmt_const(d));
-            }
-        }
-        self.out.push(')');
-    }
-
-    fn bound(&mut self, b: &Bound) {
-        match b {
-            Bound::Const(c) => push_i64(self.out, *c),
-            Bound::Value(v) => self.v(*v),
-            Bound::Field(name, _) => {
-                self.out.push('@');
-                self.out.push_str(name);
-                self.out.push_str("[]");
-            }
-        }
-    }
-
-    fn range(&mut self, var: Value, lo: &Bound, hi: &Bound) {
-        self.def(var);
-        let ty = self.body.ty(var);
-        let inferable = matches!(lo, Bound::Value(_)) || matches!(hi, Bound::Value(_));
-        if !inferable && ty != Type::Scalar(Scalar::I32) {
-            self.out.push_str(" : ");
-            self.out.push_str(&ty.to_string());
-        }
-        self.out.push_str(" in ");
-        self.bound(lo);
-        self.out.push_str(" .. ");
-        self.bound(hi);
-    }
-
-    fn task_kind(&mut self, k: &TaskKind) {
-        match k {
-            TaskKind::Serial => self.out.push_str("serial"),
-            TaskKind::RangeFor { var, lo, hi, block_dim } => {
-                self.out.push_str("range_for ");
-                self.range(*var, lo, hi);
-                self.out.push_str(" block_dim ");
-                push_u64(self.out, *block_dim as u64);
-            }
-            TaskKind::StructFor { vars, field, block_dim, .. } => {
-                self.out.push_str("struct_for ");
-                for (i, &v) in vars.iter().enumerate() {
-                    if i > 0 {
-                        self.out.push_str(", ");
-                    }
-                    self.def(v);
-                }
-                self.out.push_str(" in @");
-                self.out.push_str(field);
-                self.out.push_str(" block_dim ");
-                push_u64(self.out, *block_dim as u64);
-            }
-        }
-    }
-
-    fn indent(&mut self, depth: usize) {
-        for _ in 0..depth {
-            self.out.push_str("  ");
-        }
-    }
-
-    /// ` {`, the statements one level deeper, and `}` at `depth`.
-    fn block(&mut self, b: Block, depth: usize) {
-        self.out.push_str(" {\n");
-        for &s in self.body.block(b) {
-            self.stmt(s, depth + 1);
-        }
-        self.indent(depth);
-        self.out.push('}');
-    }
-
-    fn field_ref(&mut self, r: &FieldRef) {
-        self.out.push('@');
-        self.out.push_str(&r.field);
-        self.out.push('[');
-        self.vals(&r.indices);
-        self.out.push(']');
-    }
-
-    fn stmt(&mut self, s: Stmt, depth: usize) {
-        let body = self.body;
-        let data = body.stmt(s);
-        self.indent(depth);
-        if let Some(r) = data.result {
-            self.def(r);
-            self.out.push_str(" = ");
-        }
-        match &data.kind {
-            StmtKind::Const(c) => {
-                self.out.push_str("const ");
-                match c.ty {
-                    Scalar::I32 | Scalar::I64 => push_i64(self.out, c.as_i64().unwrap_or_default()),
-                    _ => self.out.push_str(&crate::printer::fmt_const(*c)),
-                }
-                self.out.push_str(" : ");
-                self.out.push_str(c.ty.keyword());
-            }
-            StmtKind::Binary(op, a, b) => {
-                self.out.push_str(op.keyword());
-                self.out.push(' ');
-                self.vals(&[*a, *b]);
-            }
-            StmtKind::Unary(op, a) => {
-                self.out.push_str(op.keyword());
-                self.out.push(' ');
-                self.v(*a);
-            }
-            StmtKind::Cmp(op, a, b) => {
-                self.out.push_str("cmp ");
-                self.out.push_str(op.keyword());
-                self.out.push(' ');
-                self.vals(&[*a, *b]);
-            }
-            StmtKind::Cast(a, ty) => {
-                self.out.push_str("cast ");
-                self.v(*a);
-                self.out.push_str(" to ");
-                self.out.push_str(ty.keyword());
-            }
-            StmtKind::Select(c, a, b) => {
-                self.out.push_str("select ");
-                self.vals(&[*c, *a, *b]);
-            }
-            StmtKind::Load(r) => {
-                self.out.push_str("load ");
-                self.field_ref(r);
-            }
-            StmtKind::Store(r, v) => {
-                self.out.push_str("store ");
-                self.field_ref(r);
-                self.out.push_str(", ");
-                self.v(*v);
-            }
-            StmtKind::Atomic(op, r, v) => {
-                self.out.push_str("atomic ");
-                self.out.push_str(op.keyword());
-                self.out.push(' ');
-                self.field_ref(r);
-                self.out.push_str(", ");
-                self.v(*v);
-            }
-            StmtKind::Alloca(ty) => {
-                self.out.push_str("alloca ");
-                self.out.push_str(ty.keyword());
-            }
-            StmtKind::LoadSlot(p) => {
-                self.out.push_str("load ");
-                self.v(*p);
-            }
-            StmtKind::StoreSlot(p, v) => {
-                self.out.push_str("store ");
-                self.vals(&[*p, *v]);
-            }
-            StmtKind::Call(name, args, _) => {
-                self.out.push_str("call @");
-                self.out.push_str(name);
-                self.out.push('(');
-                self.vals(args);
-                self.out.push(')');
-            }
-            StmtKind::Ret(v) => {
-                self.out.push_str("ret");
-                if let Some(v) = v {
-                    self.out.push(' ');
-                    self.v(*v);
-                }
-            }
-            StmtKind::If { cond, then_blk, else_blk } => {
-                self.out.push_str("if ");
-                self.v(*cond);
-                self.block(*then_blk, depth);
-                if let Some(e) = else_blk {
-                    self.out.push_str(" else");
-                    self.block(*e, depth);
-                }
-            }
-            StmtKind::For { var, lo, hi, body: b, serial } => {
-                self.out.push_str("for ");
-                self.range(*var, lo, hi);
-                if *serial {
-                    self.out.push_str(" serial");
-                }
-                self.block(*b, depth);
-            }
-            StmtKind::While { body: b } => {
-                self.out.push_str("while");
-                self.block(*b, depth);
-            }
-            StmtKind::Break => self.out.push_str("break"),
-            StmtKind::Continue => self.out.push_str("continue"),
-            StmtKind::Task { name, kind, body: b } => {
-                self.out.push_str("task @");
-                self.out.push_str(name);
-                self.out.push(' ');
-                self.task_kind(kind);
-                self.block(*b, depth);
-            }
-            StmtKind::Launch(name) => {
-                self.out.push_str("launch @");
-                self.out.push_str(name);
-            }
-        }
-        self.out.push('\n');
-    }
-}
-
-fn header_vars(k: &TaskKind) -> Vec<Value> {
-    match k {
-        TaskKind::Serial => Vec::new(),
-        TaskKind::RangeFor { var, .. } => vec![*var],
-        TaskKind::StructFor { vars, .. } => vars.clone(),
-    }
-}
-
-/// Renames the values of a body `0, 1, ...` in definition order:
-/// parameters, then the header's variables, then in print order each
-/// statement's result and each loop's variable.
-fn renumber(body: &mut Body, header: &[Value]) {
-    let mut order: Vec<Value> = Vec::with_capacity(body.values.len());
-    order.extend(&body.params);
-    order.extend(header);
-    body.walk(body.entry, &mut |s| {
-        let data = body.stmt(s);
-        if let Some(r) = data.result {
-            order.push(r);
-        }
-        match &data.kind {
-            StmtKind::For { var, .. } => order.push(*var),
-            StmtKind::Task { kind, .. } => order.extend(header_vars(kind)),
-            _ => {}
-        }
-    });
-    for (i, v) in order.into_iter().enumerate() {
-        body.values[v].name = compact_str::format_compact!("{i}");
+    fn task_names<'b>(&self, _: &'b TaskItem) -> (&'b str, &'b str) {
+        (TASK_PLACEHOLDER, KERNEL_PLACEHOLDER)
     }
 }
 

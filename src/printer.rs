@@ -6,6 +6,11 @@
 //! [`fmt_const`]). `parse(print(m)) == m` for every module, and printing
 //! what was parsed from printed text gives the same text.
 //!
+//! Values are named through a [`Namer`]: the source names for `Display`
+//! ([`SourceNames`]), or a renumbering for the task key's canonical text
+//! (`crate::key`), which is this printer's output and no other's (as
+//! Cranelift's `FuncWriter` takes a naming hook).
+//!
 //! Must never: change the module, or depend on spans or source layout.
 
 use crate::ir::*;
@@ -25,16 +30,71 @@ impl fmt::Display for Stream {
 
 impl fmt::Display for Module {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut p = Printer { out: f, indent: 0 };
-        p.module(self)
+        Printer::new(f, 0, SourceNames).module(self)
     }
 }
 
 impl fmt::Display for Item {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut p = Printer { out: f, indent: 0 };
-        p.item(self)
+        Printer::new(f, 0, SourceNames).item(ItemRef::of(self))
     }
+}
+
+/// What a value prints as after its `%`.
+pub enum ValueName<'a> {
+    Text(&'a str),
+    Number(u32),
+}
+
+/// The naming hook: how values, and a task item's own names, print.
+pub trait Namer {
+    /// A body starts printing (its parameters come first).
+    fn begin_body(&mut self, _body: &Body) {}
+    /// `v` is defined here: a parameter, a task header's variable, a
+    /// statement's result or a loop's variable, in print order.
+    fn define(&mut self, _v: Value) {}
+    /// The name of `v` at a definition or a use.
+    fn name<'b>(&self, body: &'b Body, v: Value) -> ValueName<'b>;
+    /// A task item's name and its kernel's name.
+    fn task_names<'b>(&self, t: &'b TaskItem) -> (&'b str, &'b str) {
+        (&t.name, &t.kernel)
+    }
+}
+
+/// The names the values have in the module: what `Display` prints.
+pub struct SourceNames;
+
+impl Namer for SourceNames {
+    fn name<'b>(&self, body: &'b Body, v: Value) -> ValueName<'b> {
+        ValueName::Text(body.name(v))
+    }
+}
+
+/// An item of any kind, by reference: what [`write_items`] prints.
+#[derive(Clone, Copy)]
+pub enum ItemRef<'a> {
+    Field(&'a Field),
+    Func(&'a Func),
+    Kernel(&'a Kernel),
+    Task(&'a TaskItem),
+}
+
+impl<'a> ItemRef<'a> {
+    pub fn of(it: &'a Item) -> ItemRef<'a> {
+        match it {
+            Item::Field(x) => ItemRef::Field(x),
+            Item::Func(x) => ItemRef::Func(x),
+            Item::Kernel(x) => ItemRef::Kernel(x),
+            Item::Task(x) => ItemRef::Task(x),
+        }
+    }
+}
+
+/// Appends `items` to `out` as the top level of a module without a name
+/// prints them, values named by `namer`.
+pub fn write_items<'i, N: Namer>(out: &mut String, items: impl IntoIterator<Item = ItemRef<'i>>, namer: N) {
+    // Writing to a String cannot fail.
+    let _ = Printer::new(out, 0, namer).items(items);
 }
 
 /// An item printed `depth` levels deep (one level inside a `module` block),
@@ -44,8 +104,7 @@ pub struct Indented<'a>(pub &'a Item, pub usize);
 
 impl fmt::Display for Indented<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut p = Printer { out: f, indent: self.1 };
-        p.item(self.0)
+        Printer::new(f, self.1, SourceNames).item(ItemRef::of(self.0))
     }
 }
 
@@ -53,9 +112,8 @@ impl fmt::Display for Indented<'_> {
 /// prints it; writing to the `String` directly, not through a
 /// `fmt::Formatter`, lets every small write inline.
 pub fn print_item(out: &mut String, item: &Item, depth: usize) {
-    let mut p = Printer { out, indent: depth };
     // Writing to a String cannot fail.
-    let _ = p.item(item);
+    let _ = Printer::new(out, depth, SourceNames).item(ItemRef::of(item));
 }
 
 /// Whether a blank line sets an item apart from the one before it in a
@@ -121,12 +179,17 @@ fn fmt_finite_or_inf(inf: bool, neg: bool, finite: impl FnOnce() -> String) -> S
     }
 }
 
-struct Printer<'a, W: Write + ?Sized> {
+struct Printer<'a, W: Write + ?Sized, N: Namer> {
     out: &'a mut W,
     indent: usize,
+    namer: N,
 }
 
-impl<W: Write + ?Sized> Printer<'_, W> {
+impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
+    fn new(out: &'a mut W, indent: usize, namer: N) -> Self {
+        Printer { out, indent, namer }
+    }
+
     fn line_start(&mut self) -> fmt::Result {
         // One write for the usual depths instead of one per level.
         const SPACES: &str = "                                ";
@@ -143,18 +206,18 @@ impl<W: Write + ?Sized> Printer<'_, W> {
         if let Some(name) = &m.name {
             module_open(self.out, name)?;
             self.indent += 1;
-            self.items(&m.items)?;
+            self.items(m.items.iter().map(ItemRef::of))?;
             self.indent -= 1;
             self.out.write_str(MODULE_CLOSE)
         } else {
-            self.items(&m.items)
+            self.items(m.items.iter().map(ItemRef::of))
         }
     }
 
-    fn items(&mut self, items: &[Item]) -> fmt::Result {
+    fn items<'i>(&mut self, items: impl IntoIterator<Item = ItemRef<'i>>) -> fmt::Result {
         let mut prev_field = false;
-        for (i, it) in items.iter().enumerate() {
-            let is_field = matches!(it, Item::Field(_));
+        for (i, it) in items.into_iter().enumerate() {
+            let is_field = matches!(it, ItemRef::Field(_));
             // Consecutive fields stay together; everything else is set apart
             // by one blank line.
             if i > 0 && blank_line_between(prev_field, is_field) {
@@ -166,59 +229,74 @@ impl<W: Write + ?Sized> Printer<'_, W> {
         Ok(())
     }
 
-    fn item(&mut self, it: &Item) -> fmt::Result {
+    fn item(&mut self, it: ItemRef<'_>) -> fmt::Result {
         self.line_start()?;
         match it {
-            Item::Field(fl) => {
-                write!(self.out, "field @{} : {}", fl.name, fl.elem)?;
+            ItemRef::Field(fl) => {
+                self.out.write_str("field @")?;
+                self.out.write_str(&fl.name)?;
+                self.out.write_str(" : ")?;
+                self.out.write_str(fl.elem.keyword())?;
                 if !fl.shape.is_empty() {
                     self.out.write_char('[')?;
                     for (i, d) in fl.shape.iter().enumerate() {
                         if i > 0 {
                             self.out.write_str(", ")?;
                         }
-                        write!(self.out, "{d}")?;
+                        self.uint(*d)?;
                     }
                     self.out.write_char(']')?;
                 }
-                writeln!(self.out)
             }
-            Item::Func(func) => {
-                write!(self.out, "func @{}", func.name)?;
+            ItemRef::Func(func) => {
+                self.out.write_str("func @")?;
+                self.out.write_str(&func.name)?;
                 self.params(&func.body, &func.params)?;
                 if let Some(r) = func.ret {
-                    write!(self.out, " -> {r}")?;
+                    self.out.write_str(" -> ")?;
+                    self.out.write_str(r.keyword())?;
                 }
                 self.block_braced(&func.body, func.body.entry)?;
-                writeln!(self.out)
             }
-            Item::Kernel(k) => {
-                write!(self.out, "kernel @{}", k.name)?;
+            ItemRef::Kernel(k) => {
+                self.out.write_str("kernel @")?;
+                self.out.write_str(&k.name)?;
                 self.params(&k.body, &k.params)?;
                 self.block_braced(&k.body, k.body.entry)?;
-                writeln!(self.out)
             }
-            Item::Task(t) => {
-                write!(self.out, "task @{} of @{}", t.name, t.kernel)?;
+            ItemRef::Task(t) => {
+                let (name, kernel) = self.namer.task_names(t);
+                self.out.write_str("task @")?;
+                self.out.write_str(name)?;
+                self.out.write_str(" of @")?;
+                self.out.write_str(kernel)?;
                 self.params(&t.body, &t.params)?;
                 self.out.write_char(' ')?;
                 self.task_kind(&t.body, &t.kind)?;
                 self.block_braced(&t.body, t.body.entry)?;
-                writeln!(self.out)
             }
         }
+        self.out.write_char('\n')
     }
 
+    /// The parameter list; a body begins with it, so it also tells the
+    /// namer the body begins.
     fn params(&mut self, body: &Body, params: &[Param]) -> fmt::Result {
+        self.namer.begin_body(body);
         self.out.write_char('(')?;
         for (i, p) in params.iter().enumerate() {
             if i > 0 {
                 self.out.write_str(", ")?;
             }
-            let name = body.params.get(i).map(|v| body.name(*v)).unwrap_or("?");
-            write!(self.out, "%{name}: {}", p.ty)?;
+            match body.params.get(i) {
+                Some(&v) => self.def(body, v)?,
+                None => self.out.write_str("%?")?,
+            }
+            self.out.write_str(": ")?;
+            self.out.write_str(p.ty.keyword())?;
             if let Some(d) = p.default {
-                write!(self.out, " = {}", fmt_const(d))?;
+                self.out.write_str(" = ")?;
+                self.out.write_str(&fmt_const(d))?;
             }
         }
         self.out.write_char(')')
@@ -239,7 +317,16 @@ impl<W: Write + ?Sized> Printer<'_, W> {
 
     fn v(&mut self, body: &Body, v: Value) -> fmt::Result {
         self.out.write_char('%')?;
-        self.out.write_str(body.name(v))
+        match self.namer.name(body, v) {
+            ValueName::Text(t) => self.out.write_str(t),
+            ValueName::Number(n) => self.uint(n as u64),
+        }
+    }
+
+    /// A value at its definition.
+    fn def(&mut self, body: &Body, v: Value) -> fmt::Result {
+        self.namer.define(v);
+        self.v(body, v)
     }
 
     fn vals(&mut self, body: &Body, vs: &[Value]) -> fmt::Result {
@@ -269,18 +356,11 @@ impl<W: Write + ?Sized> Printer<'_, W> {
     }
 
     /// `%i in LO .. HI`, with `: TYPE` after the variable when the type
-    /// differs from the one the parser infers (the first value bound's
-    /// type, else `i32`).
+    /// differs from the one the parser infers ([`loop_var_type`]).
     fn range(&mut self, body: &Body, var: Value, lo: &Bound, hi: &Bound) -> fmt::Result {
-        self.v(body, var)?;
+        self.def(body, var)?;
         let ty = body.ty(var);
-        let inferred = match (lo, hi) {
-            (Bound::Value(v), _) | (_, Bound::Value(v)) => match body.values.get(*v).map(|d| d.ty) {
-                Some(Type::Scalar(s) | Type::Slot(s)) => s,
-                None => Scalar::I32,
-            },
-            _ => Scalar::I32,
-        };
+        let inferred = loop_var_type(lo, hi, |v| body.values.get(v).map(|d| d.ty));
         if ty != Type::Scalar(inferred) {
             write!(self.out, " : {ty}")?;
         }
@@ -296,12 +376,21 @@ impl<W: Write + ?Sized> Printer<'_, W> {
             TaskKind::RangeFor { var, lo, hi, block_dim } => {
                 self.out.write_str("range_for ")?;
                 self.range(body, *var, lo, hi)?;
-                write!(self.out, " block_dim {block_dim}")
+                self.out.write_str(" block_dim ")?;
+                self.uint(*block_dim as u64)
             }
             TaskKind::StructFor { vars, field, block_dim, .. } => {
                 self.out.write_str("struct_for ")?;
-                self.vals(body, vars)?;
-                write!(self.out, " in @{field} block_dim {block_dim}")
+                for (i, &v) in vars.iter().enumerate() {
+                    if i > 0 {
+                        self.out.write_str(", ")?;
+                    }
+                    self.def(body, v)?;
+                }
+                self.out.write_str(" in @")?;
+                self.out.write_str(field)?;
+                self.out.write_str(" block_dim ")?;
+                self.uint(*block_dim as u64)
             }
         }
     }
@@ -310,7 +399,7 @@ impl<W: Write + ?Sized> Printer<'_, W> {
         let data = body.stmt(s);
         self.line_start()?;
         if let Some(r) = data.result {
-            self.v(body, r)?;
+            self.def(body, r)?;
             self.out.write_str(" = ")?;
         }
         match &data.kind {
@@ -437,9 +526,16 @@ impl<W: Write + ?Sized> Printer<'_, W> {
     /// A signed decimal integer, as `Display for i64` prints it, without
     /// the formatting machinery.
     fn int(&mut self, v: i64) -> fmt::Result {
+        if v < 0 {
+            self.out.write_char('-')?;
+        }
+        self.uint(v.unsigned_abs())
+    }
+
+    /// An unsigned decimal integer, without the formatting machinery.
+    fn uint(&mut self, mut m: u64) -> fmt::Result {
         let mut buf = [0u8; 20];
         let mut i = buf.len();
-        let mut m = v.unsigned_abs();
         loop {
             i -= 1;
             buf[i] = b'0' + (m % 10) as u8;
@@ -447,9 +543,6 @@ impl<W: Write + ?Sized> Printer<'_, W> {
             if m == 0 {
                 break;
             }
-        }
-        if v < 0 {
-            self.out.write_char('-')?;
         }
         // Only ASCII digits were written.
         self.out.write_str(std::str::from_utf8(&buf[i..]).unwrap_or_default())
