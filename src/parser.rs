@@ -33,8 +33,6 @@ use crate::lexer::{split_items, ChunkKind, LexError, Lexer, Tok};
 use ast::{BoundAst, LitKind, LitTok, Name as AName, RangeAst, SKind, StmtAst, Sym, TaskKindAst, Top};
 use lalrpop_util::ParseError;
 use rayon::prelude::*;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// Inputs at least this large are parsed on all cores.
 const PARALLEL_THRESHOLD: usize = 1 << 20;
@@ -346,34 +344,9 @@ fn describe_expected(expected: &[String]) -> String {
     }
 }
 
-/// A fast hasher for short names (FxHash's mixing step): name lookups
-/// dominate lowering, and SipHash's DoS resistance buys nothing here.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
-        }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(K);
-        }
-    }
-    fn write_u8(&mut self, b: u8) {
-        self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// A hash map keyed by short names (see [`FxHasher`]); the verifier's
-/// name lookups use it too.
-pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// A hash map keyed by short names: FxHash (name lookups dominate
+/// lowering, and SipHash's DoS resistance buys nothing here).
+pub(crate) type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// What bodies need to know about the items of their module: field element
 /// types (for `load`/`atomic` results) and function return types (for

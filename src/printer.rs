@@ -92,7 +92,11 @@ impl<'a> ItemRef<'a> {
 
 /// Appends `items` to `out` as the top level of a module without a name
 /// prints them, values named by `namer`.
-pub fn write_items<'i, N: Namer>(out: &mut String, items: impl IntoIterator<Item = ItemRef<'i>>, namer: N) {
+pub fn write_items<'i, N: Namer>(
+    out: &mut String,
+    items: impl IntoIterator<Item = ItemRef<'i>>,
+    namer: N,
+) {
     // Writing to a String cannot fail.
     let _ = Printer::new(out, 0, namer).items(items);
 }
@@ -373,13 +377,23 @@ impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
     fn task_kind(&mut self, body: &Body, k: &TaskKind) -> fmt::Result {
         match k {
             TaskKind::Serial => self.out.write_str("serial"),
-            TaskKind::RangeFor { var, lo, hi, block_dim } => {
+            TaskKind::RangeFor {
+                var,
+                lo,
+                hi,
+                block_dim,
+            } => {
                 self.out.write_str("range_for ")?;
                 self.range(body, *var, lo, hi)?;
                 self.out.write_str(" block_dim ")?;
                 self.uint(*block_dim as u64)
             }
-            TaskKind::StructFor { vars, field, block_dim, .. } => {
+            TaskKind::StructFor {
+                vars,
+                field,
+                block_dim,
+                ..
+            } => {
                 self.out.write_str("struct_for ")?;
                 for (i, &v) in vars.iter().enumerate() {
                     if i > 0 {
@@ -476,7 +490,11 @@ impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
                     self.v(body, *v)?
                 }
             }
-            StmtKind::If { cond, then_blk, else_blk } => {
+            StmtKind::If {
+                cond,
+                then_blk,
+                else_blk,
+            } => {
                 self.out.write_str("if ")?;
                 self.v(body, *cond)?;
                 self.block_braced(body, *then_blk)?;
@@ -485,7 +503,13 @@ impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
                     self.block_braced(body, *e)?;
                 }
             }
-            StmtKind::For { var, lo, hi, body: b, serial } => {
+            StmtKind::For {
+                var,
+                lo,
+                hi,
+                body: b,
+                serial,
+            } => {
                 self.out.write_str("for ")?;
                 self.range(body, *var, lo, hi)?;
                 if *serial {
@@ -499,7 +523,11 @@ impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
             }
             StmtKind::Break => self.out.write_str("break")?,
             StmtKind::Continue => self.out.write_str("continue")?,
-            StmtKind::Task { name, kind, body: b } => {
+            StmtKind::Task {
+                name,
+                kind,
+                body: b,
+            } => {
                 write!(self.out, "task @{name} ")?;
                 self.task_kind(body, kind)?;
                 self.block_braced(body, *b)?
@@ -518,7 +546,9 @@ impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
             Scalar::F32 if f32::from_bits(c.bits as u32).is_finite() => {
                 write!(self.out, "{:?}", f32::from_bits(c.bits as u32))
             }
-            Scalar::F64 if f64::from_bits(c.bits).is_finite() => write!(self.out, "{:?}", f64::from_bits(c.bits)),
+            Scalar::F64 if f64::from_bits(c.bits).is_finite() => {
+                write!(self.out, "{:?}", f64::from_bits(c.bits))
+            }
             _ => self.out.write_str(&fmt_const(c)),
         }
     }
@@ -545,7 +575,8 @@ impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
             }
         }
         // Only ASCII digits were written.
-        self.out.write_str(std::str::from_utf8(&buf[i..]).unwrap_or_default())
+        self.out
+            .write_str(std::str::from_utf8(&buf[i..]).unwrap_or_default())
     }
 }
 
@@ -560,7 +591,13 @@ mod tests {
         assert_eq!(fmt_const(Const::f32(f32::INFINITY)), "inf");
         assert_eq!(fmt_const(Const::f64(f64::NEG_INFINITY)), "-inf");
         assert_eq!(fmt_const(Const::f32(f32::NAN)), "nan");
-        assert_eq!(fmt_const(Const { ty: Scalar::F32, bits: 0x7fc0_0001 }), "0x7fc00001");
+        assert_eq!(
+            fmt_const(Const {
+                ty: Scalar::F32,
+                bits: 0x7fc0_0001
+            }),
+            "0x7fc00001"
+        );
         assert_eq!(fmt_const(Const::f64(1e300)), "1e300");
         assert_eq!(fmt_const(Const::f32(0.1)), "0.1");
         assert_eq!(fmt_const(Const::i32(-7)), "-7");
@@ -582,12 +619,23 @@ mod tests {
         body.push(body.entry, ret);
         let f = Func {
             name: "double".into(),
-            params: vec![Param { ty: Scalar::I32, default: None, span: Span::DUMMY }],
+            params: vec![Param {
+                ty: Scalar::I32,
+                default: None,
+                span: Span::DUMMY,
+            }],
             ret: Some(Scalar::I32),
             body,
             span: Span::DUMMY,
         };
-        let m = Module { name: None, items: vec![Item::Func(f)], span: Span::DUMMY };
-        assert_eq!(m.to_string(), "func @double(%a: i32) -> i32 {\n  %r = add %a, %a\n  ret %r\n}\n");
+        let m = Module {
+            name: None,
+            items: vec![Item::Func(f)],
+            span: Span::DUMMY,
+        };
+        assert_eq!(
+            m.to_string(),
+            "func @double(%a: i32) -> i32 {\n  %r = add %a, %a\n  ret %r\n}\n"
+        );
     }
 }

@@ -25,7 +25,9 @@ impl Stream {
     /// A copy without spans, with every body reduced to what its entry
     /// block reaches, renumbered in print order.
     pub fn without_layout(&self) -> Stream {
-        Stream { modules: self.modules.iter().map(Module::without_layout).collect() }
+        Stream {
+            modules: self.modules.iter().map(Module::without_layout).collect(),
+        }
     }
 }
 
@@ -62,7 +64,11 @@ impl Module {
                 it
             })
             .collect();
-        Module { name: self.name.clone(), items, span: Span::DUMMY }
+        Module {
+            name: self.name.clone(),
+            items,
+            span: Span::DUMMY,
+        }
     }
 }
 
@@ -109,7 +115,11 @@ impl Renumbering {
     }
     /// The new number of a value (an out-of-range value keeps its own).
     fn value(&self, v: Value) -> Value {
-        self.values.get(v.index()).copied().flatten().map_or(v, Value)
+        self.values
+            .get(v.index())
+            .copied()
+            .flatten()
+            .map_or(v, Value)
     }
     fn stmt(&self, s: Stmt) -> Stmt {
         if s == Stmt::HEADER {
@@ -118,7 +128,11 @@ impl Renumbering {
         self.stmts.get(s.index()).copied().flatten().map_or(s, Stmt)
     }
     fn block(&self, b: Block) -> Block {
-        self.blocks.get(b.index()).copied().flatten().map_or(b, Block)
+        self.blocks
+            .get(b.index())
+            .copied()
+            .flatten()
+            .map_or(b, Block)
     }
 }
 
@@ -143,7 +157,9 @@ impl Body {
         }
         let mut stack = vec![self.entry];
         while let Some(b) = stack.pop() {
-            let Some(stmts) = self.blocks.get(b) else { continue };
+            let Some(stmts) = self.blocks.get(b) else {
+                continue;
+            };
             if r.blocks.get(b.index()).copied().flatten().is_some() {
                 continue;
             }
@@ -151,7 +167,9 @@ impl Body {
             r.block_order.push(b);
             let mut children = Vec::new();
             for &s in stmts {
-                let Some(sd) = self.stmts.get(s) else { continue };
+                let Some(sd) = self.stmts.get(s) else {
+                    continue;
+                };
                 Renumbering::number(&mut r.stmts, &mut r.counts[1], s.index());
                 r.order.push(s);
                 if let Some(v) = sd.result {
@@ -174,7 +192,12 @@ impl Body {
                     ValueDef::LoopVar(s, k) => ValueDef::LoopVar(r.stmt(s), k),
                     d => d,
                 };
-                values[n as usize] = Some(ValueData { name: vd.name.clone(), ty: vd.ty, def, span: Span::DUMMY });
+                values[n as usize] = Some(ValueData {
+                    name: vd.name.clone(),
+                    ty: vd.ty,
+                    def,
+                    span: Span::DUMMY,
+                });
             }
         }
         let stmts = r.order.iter().map(|&s| {
@@ -183,9 +206,16 @@ impl Body {
             strip_spans(&mut kind);
             kind.values_mut(|v| *v = r.value(*v));
             kind.visit_mut(|_| {}, |b| *b = r.block(*b), |_| {});
-            StmtData { kind, result: sd.result.map(|v| r.value(v)), span: Span::DUMMY }
+            StmtData {
+                kind,
+                result: sd.result.map(|v| r.value(v)),
+                span: Span::DUMMY,
+            }
         });
-        let blocks = r.block_order.iter().map(|&b| self.blocks[b].iter().map(|&s| r.stmt(s)).collect());
+        let blocks = r
+            .block_order
+            .iter()
+            .map(|&b| self.blocks[b].iter().map(|&s| r.stmt(s)).collect());
         Body {
             values: values.into_iter().flatten().collect(),
             stmts: stmts.collect(),
@@ -198,7 +228,9 @@ impl Body {
 
 fn strip_spans(kind: &mut StmtKind) {
     match kind {
-        StmtKind::Load(r) | StmtKind::Store(r, _) | StmtKind::Atomic(_, r, _) => r.span = Span::DUMMY,
+        StmtKind::Load(r) | StmtKind::Store(r, _) | StmtKind::Atomic(_, r, _) => {
+            r.span = Span::DUMMY
+        }
         StmtKind::Call(_, _, span) => *span = Span::DUMMY,
         StmtKind::For { lo, hi, .. } => {
             strip_bound(lo);

@@ -11,11 +11,11 @@
 //! Must never: describe statement shape anywhere else: parser, verifier,
 //! passes and the key ask these methods.
 
+use super::Name;
 use super::entities::{Block, Value};
 use super::ops::{AtomicOp, BinOp, CmpOp, UnOp};
 use super::span::Span;
 use super::types::{Const, Scalar};
-use super::Name;
 
 /// A reference to a field element: `@x[%i, %j]` (`@t[]` for a 0-D field).
 #[derive(Clone, Debug, PartialEq)]
@@ -46,10 +46,20 @@ pub enum TaskKind {
     Serial,
     /// `range_for %i in LO .. HI block_dim N`: iterations may run in
     /// parallel in any order, in chunks of `block_dim`.
-    RangeFor { var: Value, lo: Bound, hi: Bound, block_dim: u32 },
+    RangeFor {
+        var: Value,
+        lo: Bound,
+        hi: Bound,
+        block_dim: u32,
+    },
     /// `struct_for %i, %j in @f block_dim N`: one iteration per element of
     /// the field's index space (row-major), in parallel.
-    StructFor { vars: Vec<Value>, field: Name, field_span: Span, block_dim: u32 },
+    StructFor {
+        vars: Vec<Value>,
+        field: Name,
+        field_span: Span,
+        block_dim: u32,
+    },
 }
 
 impl TaskKind {
@@ -107,19 +117,35 @@ pub enum StmtKind {
     /// `ret` or `ret %v`
     Ret(Option<Value>),
     /// `if %c { ... } else { ... }`; the else block may be empty.
-    If { cond: Value, then_blk: Block, else_blk: Option<Block> },
+    If {
+        cond: Value,
+        then_blk: Block,
+        else_blk: Option<Block>,
+    },
     /// `for %i in LO .. HI { ... }`: half-open, step 1; `var` (defined as
     /// `ValueDef::LoopVar(this, 0)`) is visible in the body only.
     /// `serial` (`for %i in LO .. HI serial { ... }`): the iterations must
     /// run in order, so `offload` keeps the loop in a serial task.
-    For { var: Value, lo: Bound, hi: Bound, body: Block, serial: bool },
+    For {
+        var: Value,
+        lo: Bound,
+        hi: Bound,
+        body: Block,
+        serial: bool,
+    },
     /// `while { ... }`: loops until `break`.
-    While { body: Block },
+    While {
+        body: Block,
+    },
     Break,
     Continue,
     /// `task @name KIND { ... }`: only at the top level of a kernel, after
     /// `offload`.
-    Task { name: Name, kind: TaskKind, body: Block },
+    Task {
+        name: Name,
+        kind: TaskKind,
+        body: Block,
+    },
     /// `launch @task`: only in a kernel of a split stream; runs the
     /// top-level task item of that name from the stream with the kernel's
     /// parameters.
@@ -145,9 +171,18 @@ pub struct Class {
     pub terminator: bool,
 }
 
-const PURE: Class = Class { pure: true, terminator: false };
-const EFFECT: Class = Class { pure: false, terminator: false };
-const TERMINATOR: Class = Class { pure: false, terminator: true };
+const PURE: Class = Class {
+    pure: true,
+    terminator: false,
+};
+const EFFECT: Class = Class {
+    pure: false,
+    terminator: false,
+};
+const TERMINATOR: Class = Class {
+    pure: false,
+    terminator: true,
+};
 
 /// The table of statement kinds: for each kind, the values it reads
 /// (`$op`, in print order), the blocks it holds (`$blk`, in print order),
@@ -202,13 +237,19 @@ macro_rules! stmt_table {
                 TERMINATOR
             }
             StmtKind::Break | StmtKind::Continue => TERMINATOR,
-            StmtKind::If { cond, then_blk, else_blk } => {
+            StmtKind::If {
+                cond,
+                then_blk,
+                else_blk,
+            } => {
                 $op(cond);
                 $blk(then_blk);
                 else_blk.$iter().for_each(&mut $blk);
                 EFFECT
             }
-            StmtKind::For { var, lo, hi, body, .. } => {
+            StmtKind::For {
+                var, lo, hi, body, ..
+            } => {
                 if let Bound::Value(v) = lo {
                     $op(v)
                 }

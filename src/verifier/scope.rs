@@ -1,0 +1,126 @@
+//! Scopes: which values a statement may use.
+//!
+//! Owns: visibility (a value is visible after its definition, in its block
+//! and the blocks nested in it; loop variables in their loop only) and the
+//! errors for a use out of scope.
+//!
+//! Must never: check types beyond scalar-versus-slot.
+
+use super::*;
+
+impl<'a, 'd> BodyChecker<'a, 'd> {
+    pub(super) fn make_visible(&mut self, v: Value) {
+        self.visible[v.index()] = true;
+        self.scope.push(v);
+    }
+
+    /// A use of `v` by statement `s`: reports a use out of scope. Returns
+    /// the type when it is known (not for undefined names, so that one
+    /// mistake is not reported again as a type error).
+    pub(super) fn use_value(&mut self, v: Value, s: Stmt) -> Option<Type> {
+        if self.visible[v.index()] {
+            return Some(self.body.ty(v));
+        }
+        let body = self.body;
+        let vd = body.value(v);
+        let stmt_span = body.stmt(s).span;
+        let name = &vd.name;
+        let def_pos = |this: &Self, d: ValueDef| match d {
+            ValueDef::Result(ds) | ValueDef::LoopVar(ds, _) => this.pos.get(ds.index()).copied(),
+            _ => None,
+        };
+        match vd.def {
+            ValueDef::Undefined => {
+                // The parser keeps a use of a name it could not resolve; say
+                // why if the name is defined somewhere else in the body.
+                let msg = match self.first_def(name) {
+                    None => format!("use of undefined value %{name}"),
+                    Some(d) => self.out_of_scope(d, s),
+                };
+                self.err(msg, vd.span);
+                return None;
+            }
+            ValueDef::Param(_) => {
+                // Parameters are visible everywhere; not visible means it is
+                // not one of this body's parameters.
+                self.err(
+                    format!(
+                        "malformed IR: %{name} is not a parameter of {}",
+                        self.owner.describe()
+                    ),
+                    stmt_span,
+                );
+            }
+            d => match def_pos(self, d) {
+                Some(p) if p != NOT_PLACED => {
+                    let msg = self.out_of_scope(v, s);
+                    self.err(msg, stmt_span);
+                }
+                _ => self.err(
+                    format!("value %{name} is used but its definition is not in the body"),
+                    stmt_span,
+                ),
+            },
+        }
+        Some(vd.ty)
+    }
+
+    /// The message for a use (by `s`) of defined value `d` out of scope.
+    pub(super) fn out_of_scope(&self, d: Value, s: Stmt) -> String {
+        let body = self.body;
+        let name = body.name(d);
+        let (ds, is_loop_var) = match body.value(d).def {
+            ValueDef::Result(ds) => (ds, false),
+            ValueDef::LoopVar(ds, _) => (ds, true),
+            _ => return format!("value %{name} is not visible here"),
+        };
+        let dpos = self.pos.get(ds.index()).copied().unwrap_or(NOT_PLACED);
+        if dpos == NOT_PLACED {
+            return format!("value %{name} is used but its definition is not in the body");
+        }
+        if dpos >= self.pos[s.index()] {
+            return format!("value %{name} used before its definition");
+        }
+        let (dt, ut) = (self.task_of[ds.index()], self.task_of[s.index()]);
+        let task_name = |t: Stmt| match &body.stmt(t).kind {
+            StmtKind::Task { name, .. } => name.to_string(),
+            _ => String::new(),
+        };
+        if is_loop_var && matches!(body.stmt(ds).kind, StmtKind::Task { .. }) && dt.is_none() {
+            // The variable of a task header: only its body sees it.
+            return match ut {
+                Some(u) => format!(
+                    "value %{name} is defined in task @{} and cannot be used in task @{}",
+                    task_name(ds),
+                    task_name(u)
+                ),
+                None => format!("loop variable %{name} used outside its task"),
+            };
+        }
+        match (dt, ut) {
+            (Some(a), Some(b)) if a != b => format!(
+                "value %{name} is defined in task @{} and cannot be used in task @{}",
+                task_name(a),
+                task_name(b)
+            ),
+            _ if is_loop_var => format!("loop variable %{name} used outside its loop"),
+            _ => format!("value %{name} used outside the block that defines it"),
+        }
+    }
+
+    /// A use that must be a scalar (every use except the slot operand of
+    /// `load %p` / `store %p, %v`).
+    pub(super) fn scalar(&mut self, v: Value, s: Stmt) -> Option<Scalar> {
+        match self.use_value(v, s)? {
+            Type::Scalar(t) => Some(t),
+            Type::Slot(_) => {
+                let span = self.body.stmt(s).span;
+                self.err(
+                    format!("alloca slot %{} used as a scalar", self.body.name(v)),
+                    span,
+                );
+                None
+            }
+        }
+    }
+}

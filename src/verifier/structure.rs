@@ -1,0 +1,256 @@
+//! The arena structure of a body and its names.
+//!
+//! Owns: the first pass over a body (indices in range, each block and
+//! statement placed once, nesting bounded, statements numbered in
+//! pre-order) and the naming rules (definitions agree with their values,
+//! no name defined twice in one scope).
+//!
+//! Must never: index the arenas before `structure` has said they are
+//! sound.
+
+use super::*;
+
+impl<'a, 'd> BodyChecker<'a, 'd> {
+    /// Checks the arena structure and numbers the statements in pre-order.
+    /// Returns false (after reporting) when the body cannot be walked
+    /// safely.
+    pub(super) fn structure(&mut self) -> bool {
+        let body = self.body;
+        let owner = self.owner.describe();
+        let span = self.owner_span();
+        let nv = body.values.len();
+        let nb = body.blocks.len();
+        if body.entry.index() >= nb {
+            self.err(
+                format!("malformed IR: the entry block of {owner} is out of range"),
+                span,
+            );
+            return false;
+        }
+        if let Some(p) = body.params.iter().find(|p| p.index() >= nv) {
+            self.err(
+                format!(
+                    "malformed IR: parameter value {} of {owner} is out of range",
+                    p.0
+                ),
+                span,
+            );
+            return false;
+        }
+        if let Owner::TaskItem(t) = self.owner {
+            let mut bad = None;
+            let header = StmtData {
+                kind: StmtKind::Task {
+                    name: t.name.clone(),
+                    kind: t.kind.clone(),
+                    body: body.entry,
+                },
+                result: None,
+                span,
+            };
+            header.kind.for_each_value(|v| {
+                if v.index() >= nv {
+                    bad = Some(v)
+                }
+            });
+            if let Some(v) = bad {
+                self.err(
+                    format!(
+                        "malformed IR: value {} in the header of {owner} is out of range",
+                        v.0
+                    ),
+                    span,
+                );
+                return false;
+            }
+        }
+        let mut block_seen = vec![false; nb];
+        block_seen[body.entry.index()] = true;
+        // (block, next statement index, depth, enclosing task)
+        let mut stack: Vec<(Block, usize, usize, Option<Stmt>)> = vec![(body.entry, 0, 0, None)];
+        let mut next_pos = 0u32;
+        while let Some(top) = stack.last_mut() {
+            let (b, i, depth, task) = *top;
+            let Some(&s) = body.blocks[b].get(i) else {
+                stack.pop();
+                continue;
+            };
+            top.1 += 1;
+            let Some(sd) = body.stmts.get(s) else {
+                self.err(
+                    format!("malformed IR: statement {} in {owner} is out of range", s.0),
+                    span,
+                );
+                return false;
+            };
+            if self.pos[s.index()] != NOT_PLACED {
+                self.err(
+                    format!("malformed IR: a statement of {owner} is placed twice"),
+                    sd.span,
+                );
+                return false;
+            }
+            self.pos[s.index()] = next_pos;
+            next_pos += 1;
+            self.order.push(s);
+            self.task_of[s.index()] = task;
+            let mut bad = sd.result.filter(|r| r.index() >= nv);
+            sd.kind.for_each_value(|v| {
+                if v.index() >= nv {
+                    bad = Some(v)
+                }
+            });
+            if let Some(v) = bad {
+                self.err(
+                    format!(
+                        "malformed IR: value {} used in {owner} is out of range",
+                        v.0
+                    ),
+                    sd.span,
+                );
+                return false;
+            }
+            let children = sd.kind.child_blocks();
+            let child_depth = if matches!(sd.kind, StmtKind::Task { .. }) {
+                depth
+            } else {
+                depth + 1
+            };
+            if children.clone().next().is_some() && child_depth > MAX_NESTING {
+                self.err(
+                    format!("statements nested more than {MAX_NESTING} levels deep"),
+                    sd.span,
+                );
+                return false;
+            }
+            let inner_task = if matches!(sd.kind, StmtKind::Task { .. }) {
+                Some(s)
+            } else {
+                task
+            };
+            // Push in reverse so that children are visited in print order.
+            for c in children.rev() {
+                if c.index() >= nb || block_seen[c.index()] {
+                    self.err(
+                        format!("malformed IR: a block of {owner} is out of range or shared"),
+                        sd.span,
+                    );
+                    return false;
+                }
+                block_seen[c.index()] = true;
+                stack.push((c, 0, child_depth, inner_task));
+            }
+        }
+        true
+    }
+
+    /// Checks that the definitions of placed statements agree with their
+    /// values, and that no name is defined twice.
+    pub(super) fn names(&mut self) {
+        let body = self.body;
+        for &p in &body.params {
+            self.define_name(p, 0);
+        }
+        for i in 0..self.order.len() {
+            let s = self.order[i];
+            let sd = body.stmt(s);
+            let scope = self.scope_of(s);
+            if let Some(r) = sd.result {
+                if body.value(r).def != ValueDef::Result(s) {
+                    self.err(
+                        format!(
+                            "malformed IR: value %{} does not name its defining statement",
+                            body.name(r)
+                        ),
+                        sd.span,
+                    );
+                }
+                self.define_name(r, scope);
+            }
+            // A task's variables belong to the task.
+            let var_scope = if matches!(sd.kind, StmtKind::Task { .. }) {
+                s.0 + 1
+            } else {
+                scope
+            };
+            let mut bound = Vec::new();
+            sd.kind.for_each_bound_var(|v| bound.push(v));
+            for (k, v) in bound.iter().enumerate() {
+                if body.value(*v).def != ValueDef::LoopVar(s, k as u32) {
+                    self.err(
+                        format!(
+                            "malformed IR: loop variable %{} does not name its loop",
+                            body.name(*v)
+                        ),
+                        sd.span,
+                    );
+                }
+                self.define_name(*v, var_scope);
+            }
+        }
+        if let Owner::TaskItem(t) = self.owner {
+            for (k, &v) in t.kind.vars().iter().enumerate() {
+                if !matches!(body.value(v).def, ValueDef::LoopVar(_, i) if i == k as u32) {
+                    self.err(
+                        format!(
+                            "malformed IR: %{} is not a loop variable of task @{}",
+                            body.name(v),
+                            t.name
+                        ),
+                        t.span,
+                    );
+                }
+                self.define_name(v, 0);
+            }
+        }
+        self.duplicate_names();
+    }
+
+    /// The naming scope of the values a statement defines. Names are
+    /// unique within a body, except that each task of a kernel is a scope
+    /// of its own (tasks see no value of another task, and each becomes a
+    /// body of its own in `split-tasks`): 0 for the body, `t + 1` inside
+    /// task statement `t`. Scope 0 (parameters above all) clashes with
+    /// every scope.
+    pub(super) fn scope_of(&self, s: Stmt) -> u32 {
+        self.task_of[s.index()].map_or(0, |t| t.0 + 1)
+    }
+
+    pub(super) fn define_name(&mut self, v: Value, scope: u32) {
+        let rank = self.defs.len() as u32;
+        self.defs
+            .push((self.body.value(v).name.as_str(), scope, rank, v));
+    }
+
+    /// Reports every definition of a name after the first that it clashes
+    /// with: any other in its scope, and any at all when the name is
+    /// defined in scope 0.
+    pub(super) fn duplicate_names(&mut self) {
+        self.defs
+            .sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+        let mut group_has_scope0 = false;
+        for i in 0..self.defs.len() {
+            let (name, scope, _, v) = self.defs[i];
+            let prev = i.checked_sub(1).map(|j| self.defs[j]);
+            let same_name = prev.is_some_and(|p| p.0 == name);
+            if !same_name {
+                group_has_scope0 = scope == 0;
+                continue;
+            }
+            let clash = group_has_scope0 || prev.is_some_and(|p| p.1 == scope);
+            if clash && prev.is_some_and(|p| p.3 != v) {
+                self.err(
+                    format!("duplicate value name %{name}"),
+                    self.body.value(v).span,
+                );
+            }
+        }
+    }
+
+    /// A definition of `name`: the first in pre-order of the body scope if
+    /// there is one, else of the first task that defines it.
+    pub(super) fn first_def(&self, name: &str) -> Option<Value> {
+        let i = self.defs.partition_point(|d| d.0 < name);
+        self.defs.get(i).filter(|d| d.0 == name).map(|d| d.3)
+    }
+}

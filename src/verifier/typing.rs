@@ -1,0 +1,344 @@
+//! Types: the operand rules of every statement and its result.
+//!
+//! Owns: the operand types each kind accepts, field references, calls'
+//! arguments; a result's type is `ir::result_type`, asked only once the
+//! operands are well typed (no follow-on errors).
+//!
+//! Must never: restate the typing rules `ir` owns.
+
+use super::*;
+
+impl<'a, 'd> BodyChecker<'a, 'd> {
+    pub(super) fn stmt(&mut self, s: Stmt, cx: Cx) {
+        let kind = &self.body.stmt(s).kind;
+        let (rule, ty) = match kind.defines() {
+            Defines::IfCalleeReturns => {
+                let StmtKind::Call(name, args, cspan) = kind else {
+                    unreachable!("only call depends on its callee")
+                };
+                self.call(name, args, *cspan, s, Self::level(cx))
+            }
+            Defines::Never if !matches!(kind, StmtKind::Store(..) | StmtKind::StoreSlot(..)) => {
+                self.control(s, cx);
+                (ResultRule::Forbidden, None)
+            }
+            defines => {
+                // The result's type is the IR's rule, once the operands
+                // are known to be well typed (no follow-on errors).
+                let ty = if self.operand_types(s) {
+                    crate::ir::result_type(kind, &*self)
+                } else {
+                    None
+                };
+                (ResultRule::from(defines), ty)
+            }
+        };
+        self.result(s, rule, ty);
+    }
+
+    /// Checks the operand types of a statement without blocks that is not
+    /// a call; true when its result's type follows from them.
+    pub(super) fn operand_types(&mut self, s: Stmt) -> bool {
+        let body = self.body;
+        let sd = body.stmt(s);
+        let span = sd.span;
+        let mut typed = false;
+        match &sd.kind {
+            StmtKind::Const(c) => {
+                if !canonical(*c) {
+                    self.err(
+                        format!("constant {} does not fit {}", c.bits as i64, c.ty),
+                        span,
+                    );
+                }
+                typed = true;
+            }
+            StmtKind::Binary(op, a, b) => {
+                let (ta, tb) = (self.scalar(*a, s), self.scalar(*b, s));
+                if let (Some(ta), Some(tb)) = (ta, tb) {
+                    if ta != tb {
+                        self.err(
+                            format!("type mismatch: {} of {ta} and {tb}", op.keyword()),
+                            span,
+                        );
+                    } else if !op.accepts(ta) {
+                        self.err(
+                            format!("{} does not accept operands of type {ta}", op.keyword()),
+                            span,
+                        );
+                    } else {
+                        typed = true;
+                    }
+                }
+            }
+            StmtKind::Unary(op, a) => {
+                if let Some(t) = self.scalar(*a, s) {
+                    if op.accepts(t) {
+                        typed = true;
+                    } else {
+                        self.err(
+                            format!("{} does not accept an operand of type {t}", op.keyword()),
+                            span,
+                        );
+                    }
+                }
+            }
+            StmtKind::Cmp(op, a, b) => {
+                let (ta, tb) = (self.scalar(*a, s), self.scalar(*b, s));
+                if let (Some(ta), Some(tb)) = (ta, tb) {
+                    if ta != tb {
+                        self.err(
+                            format!("type mismatch: cmp {} of {ta} and {tb}", op.keyword()),
+                            span,
+                        );
+                    }
+                }
+                typed = true;
+            }
+            StmtKind::Cast(a, _) => {
+                self.scalar(*a, s);
+                typed = true;
+            }
+            StmtKind::Select(c, a, b) => {
+                if let Some(tc) = self.scalar(*c, s) {
+                    if tc != Scalar::I1 {
+                        self.err(format!("select condition must be i1, found {tc}"), span);
+                    }
+                }
+                let (ta, tb) = (self.scalar(*a, s), self.scalar(*b, s));
+                if let (Some(ta), Some(tb)) = (ta, tb) {
+                    if ta != tb {
+                        self.err(format!("type mismatch: select of {ta} and {tb}"), span);
+                    } else {
+                        typed = true;
+                    }
+                }
+            }
+            StmtKind::Load(r) => {
+                typed = self.field_ref(r, s).is_some();
+            }
+            StmtKind::Store(r, v) => {
+                let elem = self.field_ref(r, s);
+                let tv = self.scalar(*v, s);
+                if let (Some(e), Some(t)) = (elem, tv) {
+                    if e != t {
+                        self.err(
+                            format!("type mismatch: store of {t} to field @{} of {e}", r.field),
+                            span,
+                        );
+                    }
+                }
+            }
+            StmtKind::Atomic(op, r, v) => {
+                let elem = self.field_ref(r, s);
+                let tv = self.scalar(*v, s);
+                if let Some(e) = elem {
+                    if !op.accepts(e) {
+                        self.err(
+                            format!(
+                                "atomic {} does not accept field @{} of {e}",
+                                op.keyword(),
+                                r.field
+                            ),
+                            span,
+                        );
+                    } else if let Some(t) = tv {
+                        if e != t {
+                            self.err(
+                                format!(
+                                    "type mismatch: atomic {} of {t} on field @{} of {e}",
+                                    op.keyword(),
+                                    r.field
+                                ),
+                                span,
+                            );
+                        }
+                    }
+                    typed = true;
+                }
+            }
+            StmtKind::Alloca(_) => typed = true,
+            StmtKind::LoadSlot(p) => match self.use_value(*p, s) {
+                Some(Type::Slot(_)) => typed = true,
+                Some(Type::Scalar(_)) => self.err(
+                    format!("load from %{}, which is not an alloca slot", body.name(*p)),
+                    span,
+                ),
+                None => {}
+            },
+            StmtKind::StoreSlot(p, v) => {
+                let slot = match self.use_value(*p, s) {
+                    Some(Type::Slot(t)) => Some(t),
+                    Some(Type::Scalar(_)) => {
+                        self.err(
+                            format!("store to %{}, which is not an alloca slot", body.name(*p)),
+                            span,
+                        );
+                        None
+                    }
+                    None => None,
+                };
+                if let (Some(e), Some(t)) = (slot, self.scalar(*v, s)) {
+                    if e != t {
+                        self.err(
+                            format!(
+                                "type mismatch: store of {t} to slot %{} of {e}",
+                                body.name(*p)
+                            ),
+                            span,
+                        );
+                    }
+                }
+            }
+            _ => unreachable!("calls and statements with blocks are checked elsewhere"),
+        }
+        typed
+    }
+
+    /// Checks the result of a statement against what it computes, and
+    /// brings it into scope.
+    pub(super) fn result(&mut self, s: Stmt, rule: ResultRule, ty: Option<Type>) {
+        let sd = self.body.stmt(s);
+        match (sd.result, rule) {
+            (None, ResultRule::Required) => {
+                self.err("malformed IR: this statement must define a value", sd.span)
+            }
+            (Some(r), ResultRule::Forbidden) => self.err(
+                format!(
+                    "this statement defines no value, but is named %{}",
+                    self.body.name(r)
+                ),
+                sd.span,
+            ),
+            (Some(r), _) => {
+                let vd = self.body.value(r);
+                if let Some(t) = ty {
+                    if t != vd.ty {
+                        self.err(
+                            format!(
+                                "malformed IR: %{} has type {} but its statement gives {t}",
+                                vd.name, vd.ty
+                            ),
+                            vd.span,
+                        );
+                    }
+                }
+                self.make_visible(r);
+            }
+            (None, _) => {}
+        }
+    }
+
+    /// The element type of a field reference, after checking the field,
+    /// the rank and the index types.
+    pub(super) fn field_ref(&mut self, r: &FieldRef, s: Stmt) -> Option<Scalar> {
+        for &i in &r.indices {
+            match self.scalar(i, s) {
+                Some(Scalar::I32 | Scalar::I64) | None => {}
+                Some(t) => self.err(format!("field index must be i32 or i64, found {t}"), r.span),
+            }
+        }
+        let Some(f) = self.cx.field(&r.field) else {
+            self.unknown(&r.field, "field", r.span);
+            return None;
+        };
+        if f.shape.len() != r.indices.len() {
+            let n = r.indices.len();
+            self.err(
+                format!(
+                    "field @{} has rank {} but is indexed with {}",
+                    f.name,
+                    f.shape.len(),
+                    plural(n, "index", "indices")
+                ),
+                r.span,
+            );
+        }
+        Some(f.elem)
+    }
+
+    /// `unknown field @q`, or what the name is if it is another item.
+    pub(super) fn unknown(&mut self, name: &str, what: &str, span: Span) {
+        let msg = match self.cx.items.get(name) {
+            Some(it) => format!("@{name} is {}, not a {what}", item_kind(it)),
+            None => format!("unknown {what} @{name}"),
+        };
+        self.err(msg, span);
+    }
+
+    pub(super) fn call(
+        &mut self,
+        name: &Name,
+        args: &[Value],
+        cspan: Span,
+        s: Stmt,
+        level: u32,
+    ) -> (ResultRule, Option<Type>) {
+        // Every argument is checked first (in order, as its errors come
+        // first); short lists, the usual case, need no allocation.
+        let mut short = [None; 8];
+        let long: Vec<Option<Scalar>>;
+        let arg_types: &[Option<Scalar>] = if args.len() <= short.len() {
+            for (t, &a) in short.iter_mut().zip(args) {
+                *t = self.scalar(a, s);
+            }
+            &short[..args.len()]
+        } else {
+            long = args.iter().map(|&a| self.scalar(a, s)).collect();
+            &long
+        };
+        let f = match self.cx.items.get(name.as_str()) {
+            Some(Item::Func(f)) => f,
+            _ => {
+                self.unknown(name, "function", cspan);
+                return (ResultRule::Optional, None);
+            }
+        };
+        self.calls.push(CallSite {
+            callee: name.clone(),
+            span: cspan,
+            level,
+        });
+        if args.len() != f.params.len() {
+            self.err(
+                format!(
+                    "call to @{name} with {}, expected {}",
+                    plural(args.len(), "argument", "arguments"),
+                    f.params.len()
+                ),
+                cspan,
+            );
+        } else {
+            for (i, (t, p)) in arg_types.iter().zip(&f.params).enumerate() {
+                if let Some(t) = t {
+                    if *t != p.ty {
+                        self.err(
+                            format!(
+                                "argument {} of call to @{name} has type {t}, expected {}",
+                                i + 1,
+                                p.ty
+                            ),
+                            cspan,
+                        );
+                    }
+                }
+            }
+        }
+        match f.ret {
+            // A returned value may be dropped.
+            Some(r) => (ResultRule::Optional, Some(Type::Scalar(r))),
+            None => {
+                if let Some(r) = self.body.stmt(s).result {
+                    self.err(
+                        format!(
+                            "@{name} returns no value, but its call is named %{}",
+                            self.body.name(r)
+                        ),
+                        cspan,
+                    );
+                }
+                (ResultRule::Optional, None)
+            }
+        }
+    }
+}
