@@ -10,7 +10,7 @@ CARGO ?= cargo
 DEBUG_BIN := $(CURDIR)/target/debug
 RELEASE_BIN := $(CURDIR)/target/release
 
-.PHONY: all deps deps-static build build-release install test test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench clean
+.PHONY: all deps deps-static build build-release install test test-clippy test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench clean
 
 all: build
 
@@ -49,6 +49,9 @@ deps:
 	  fi; \
 	fi
 	@command -v $(CARGO) >/dev/null || { echo "make: cargo is missing; install Rust (https://rustup.rs)"; exit 1; }
+	@$(CARGO) clippy --version >/dev/null 2>&1 || { \
+	  if command -v rustup >/dev/null; then echo "make: installing clippy"; rustup component add clippy; \
+	  else echo "make: cargo clippy is missing; install it (rustup component add clippy)"; exit 1; fi; }
 
 # Release builds link LLVM statically (build.rs), which also needs the
 # static libraries' own dependencies, the development files of what
@@ -84,10 +87,16 @@ install: build-release
 	@bash scripts/install.sh $(RELEASE_BIN) $(PREFIX)
 
 test: deps
+	$(MAKE) --no-print-directory test-clippy
 	$(MAKE) --no-print-directory test-cargo
 	$(MAKE) --no-print-directory fuzz-smoke
 	$(MAKE) --no-print-directory test-nollvm
 	$(MAKE) --no-print-directory test-lit
+
+# Every lint is an error, in every target (tests and examples too).
+test-clippy:
+	$(CARGO) clippy --all-targets -- -D warnings
+	$(CARGO) clippy --no-default-features --lib -- -D warnings
 
 # insta: a stale or missing snapshot fails (nothing is written).
 test-cargo:

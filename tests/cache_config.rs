@@ -111,8 +111,8 @@ impl Tmpfs {
         let mut f = fs::File::create(self.0.join("filler")).unwrap();
         let block = vec![0u8; 4096];
         while f.write_all(&block).is_ok() {}
-        let mut one = [0u8; 1];
-        while f.write_all(&mut one).is_ok() {}
+        let one = [0u8; 1];
+        while f.write_all(&one).is_ok() {}
     }
 }
 

@@ -110,8 +110,7 @@ fn engines(per_task: OptLevel, whole_kernel: OptLevel) -> Vec<(JitPath, JitEngin
     [(JitPath::PerTask, per_task), (JitPath::WholeKernel, whole_kernel)]
         .into_iter()
         .map(|(p, opt)| {
-            let mut cfg = CompileConfig::default();
-            cfg.opt_level = opt;
+            let cfg = CompileConfig { opt_level: opt, ..Default::default() };
             (p, JitEngine::new(Compiler::host(cfg).unwrap(), p, 1).unwrap())
         })
         .collect()

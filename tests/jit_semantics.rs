@@ -69,8 +69,7 @@ fn get(fields: &Fields, name: &str) -> u64 {
 /// Runs `stream` on every input pair and compares with `want` (bits).
 fn check(name: &str, stream: &Stream, inputs: &[(u64, u64)], want: impl Fn(u64, u64) -> u64) {
     for opt in [OptLevel::O0, OptLevel::O2] {
-        let mut cfg = CompileConfig::default();
-        cfg.opt_level = opt;
+        let cfg = CompileConfig { opt_level: opt, ..Default::default() };
         let mut e = JitEngine::new(Compiler::host(cfg).unwrap(), JitPath::PerTask, 1).unwrap();
         for &(a, b) in inputs {
             let mut fields = Fields::zeroed(stream);
