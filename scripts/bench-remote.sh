@@ -9,11 +9,18 @@
 #   - local-warm: the local store a cold run filled, no remote;
 #   - remote-warm: an empty local store each time, a remote a cold run
 #     filled (one redis-server started here on a free loopback port,
-#     without persistence, stopped by its pid);
+#     without persistence, stopped by its pid); the local copies of the
+#     fetched records written after the kernel is ready (kiln-run's way),
+#     and, as the alternative, each started at once (--fetched-writes
+#     at-once);
 #   - down: local-warm and cold with KILN_REMOTE pointing at a port
 #     nothing listens on (the connect is refused at once), and cold with a
 #     SIGSTOPped server (connections accepted by the kernel, never
 #     answered: the connect timeout, 100 ms, is paid once).
+# The phases alternate within each repetition (cold, local-warm,
+# remote-warm, remote-warm at once, down warm, down cold, paused cold, then
+# again), so a change in the machine's load touches them all alike. Each
+# run reports wall and CPU time (the process's, every thread) to ready.
 # Fleet: N=8 machines (separate local stores) run the three kernels in
 # turn, with one shared remote and without; total tasks compiled.
 #
@@ -34,6 +41,7 @@ cleanup() {
 trap cleanup EXIT
 unset KILN_TARGET_CPU KILN_TARGET_FEATURES KILN_REMOTE KILN_REMOTE_READ_ONLY KILN_REMOTE_SECRET_FILE
 RESULTS=$WORK/results.jsonl
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 : > "$RESULTS"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -52,20 +60,24 @@ record() {  # record PHASE JSON
 start_redis main
 MAIN=$URL
 DOWN=redis://127.0.0.1:$(free_port)
-src=$ROOT/testdata/ten_tasks.kir
-echo "== ten_tasks: cold, local-warm, remote-warm, down ($REPS processes each) ==" >&2
-for i in $(seq "$REPS"); do record cold "$("$EX" "$src" --cache-dir "$WORK/cold-$i")"; done
-for i in $(seq "$REPS"); do record local_warm "$("$EX" "$src" --cache-dir "$WORK/cold-1")"; done
-KILN_REMOTE=$MAIN "$EX" "$src" --cache-dir "$WORK/filler" > /dev/null
-for i in $(seq "$REPS"); do record remote_warm "$(KILN_REMOTE=$MAIN "$EX" "$src" --cache-dir "$WORK/rw-$i")"; done
-for i in $(seq "$REPS"); do record down_warm "$(KILN_REMOTE=$DOWN "$EX" "$src" --cache-dir "$WORK/cold-1")"; done
-for i in $(seq "$REPS"); do record down_cold "$(KILN_REMOTE=$DOWN "$EX" "$src" --cache-dir "$WORK/dc-$i")"; done
-# A server that accepts connections (the kernel's backlog) but never
-# answers: SIGSTOPped.
 start_redis paused
-kill -STOP "${PIDS[-1]}"
-for i in $(seq "$REPS"); do record paused_cold "$(KILN_REMOTE=$URL "$EX" "$src" --cache-dir "$WORK/pc-$i")"; done
-kill -CONT "${PIDS[-1]}"
+PAUSED=$URL PAUSED_PID=${PIDS[-1]}
+src=$ROOT/testdata/ten_tasks.kir
+KILN_REMOTE=$MAIN "$EX" "$src" --cache-dir "$WORK/filler" > /dev/null
+echo "== ten_tasks: cold, local-warm, remote-warm (two ways), down, paused; $REPS rounds ==" >&2
+for i in $(seq "$REPS"); do
+  record cold "$("$EX" "$src" --cache-dir "$WORK/cold-$i")"
+  record local_warm "$("$EX" "$src" --cache-dir "$WORK/cold-1")"
+  record remote_warm "$(KILN_REMOTE=$MAIN "$EX" "$src" --cache-dir "$WORK/rw-$i")"
+  record remote_warm_at_once "$(KILN_REMOTE=$MAIN "$EX" "$src" --cache-dir "$WORK/rwo-$i" --fetched-writes at-once)"
+  record down_warm "$(KILN_REMOTE=$DOWN "$EX" "$src" --cache-dir "$WORK/cold-1")"
+  record down_cold "$(KILN_REMOTE=$DOWN "$EX" "$src" --cache-dir "$WORK/dc-$i")"
+  # A server that accepts connections (the kernel's backlog) but never
+  # answers: SIGSTOPped for this run only.
+  kill -STOP "$PAUSED_PID"
+  record paused_cold "$(KILN_REMOTE=$PAUSED "$EX" "$src" --cache-dir "$WORK/pc-$i")"
+  kill -CONT "$PAUSED_PID"
+done
 
 echo "== fleet: 8 machines x saxpy, reduce_sum, ten_tasks ==" >&2
 start_redis fleet
@@ -77,30 +89,42 @@ for m in $(seq 8); do
   done
 done
 
-python3 - "$RESULTS" "$REPS" <<'PY'
+python3 - "$RESULTS" "$REPS" "$LOAD0" <<'PY'
 import json, statistics, sys, platform, os
 rows = [json.loads(l) for l in open(sys.argv[1])]
 def of(phase): return [r for r in rows if r["phase"] == phase]
 def med(phase, f="ready_ms"): return statistics.median(r[f] for r in of(phase))
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
-print(f"Machine: {cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}; load average {os.getloadavg()[0]:.1f}")
+print(f"Machine: {cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}; "
+      f"load average (1, 5, 15 min) at the start {sys.argv[3]}, at the end {' '.join(f'{l:.2f}' for l in os.getloadavg())}")
 print(f"ten_tasks.kir, -O2, median of {sys.argv[2]} fresh processes, ms from kernel requested to ready to launch:\n")
-for p in ["remote_warm"]:
+for p in ["remote_warm", "remote_warm_at_once"]:
     for r in of(p):
         assert r["compiled"] == 0 and r["remote"]["hits"] == r["tasks"], r
-for p in ["down_cold", "paused_cold"]:
+for p, sent in [("down_cold", 0), ("paused_cold", 1)]:
     for r in of(p):
-        assert r["remote"]["errors"] == 1 and len(r["warnings"]) == 1, r
-cold, lw, rw = med("cold"), med("local_warm"), med("remote_warm")
-dw, dc, pc = med("down_warm"), med("down_cold"), med("paused_cold")
+        # One error, one warning, and nothing sent after it: refused, no
+        # request; paused, the kernel's lookup only.
+        assert r["remote"]["errors"] == 1 and r["remote"]["requests"] == sent and len(r["warnings"]) == 1, r
+cold = med("cold")
+print("| phase | ready, wall (ms) | ready, CPU (ms) | vs cold (wall) |")
+print("|---|---:|---:|---:|")
+for name, p in [("cold (empty local store, no remote)", "cold"), ("local-warm", "local_warm"),
+                ("remote-warm (empty local store, full remote)", "remote_warm"),
+                ("remote-warm, fetched records written at once", "remote_warm_at_once"),
+                ("local-warm, remote down", "down_warm"), ("cold, remote down (refused)", "down_cold"),
+                ("cold, remote paused (SIGSTOP)", "paused_cold")]:
+    v = med(p)
+    print(f"| {name} | {v:.2f} | {med(p, 'ready_cpu_ms'):.2f} | {cold / v:.1f}× |")
+lw, rw, rwo = med("local_warm"), med("remote_warm"), med("remote_warm_at_once")
 rms = statistics.median(r["remote"]["ms"] for r in of("remote_warm"))
-print("| phase | ready (ms) | vs cold |")
-print("|---|---:|---:|")
-for name, v in [("cold (empty local store, no remote)", cold), ("local-warm", lw), ("remote-warm (empty local store, full remote)", rw),
-                ("local-warm, remote down", dw), ("cold, remote down (refused)", dc), ("cold, remote paused (SIGSTOP)", pc)]:
-    print(f"| {name} | {v:.2f} | {cold / v:.0f}× |")
-print(f"\nremote-warm: {rms:.2f} ms of it waiting for the server (connect + one MGET); remote-warm / local-warm = {rw / lw:.2f}")
-print(f"a down remote costs: warm {dw - lw:+.2f} ms (a local hit never asks the remote), cold {dc - cold:+.2f} ms (refused), paused {pc - cold:+.2f} ms (connect timeout 100 ms)")
+print(f"\nremote-warm: {rms:.2f} ms of it waiting for the server (connect + one MGET); remote-warm / local-warm = {rw / lw:.2f}; "
+      f"writes at once / after ready = {rwo / rw:.2f} (wall), {med('remote_warm_at_once', 'ready_cpu_ms') / med('remote_warm', 'ready_cpu_ms'):.2f} (CPU)")
+for name, p, base in [("local-warm, down", "down_warm", "local_warm"), ("cold, refused", "down_cold", "cold"), ("cold, paused", "paused_cold", "cold")]:
+    wait = statistics.median(r["remote"]["ms"] for r in of(p))
+    reqs = sorted({(r["remote"]["requests"], r["remote"]["errors"]) for r in of(p)})
+    print(f"a down remote costs, {name}: wall {med(p) - med(base):+.2f} ms, CPU {med(p, 'ready_cpu_ms') - med(base, 'ready_cpu_ms'):+.2f} ms; "
+          f"the client waited {wait:.2f} ms for the server (median); (requests, errors) per run: {reqs}")
 tasks = {r["file"]: r["tasks"] for r in of("fleet_remote")}
 per_machine = sum(tasks.values())
 with_remote = sum(r["compiled"] for r in of("fleet_remote"))

@@ -149,6 +149,8 @@ fn a_second_machine_compiles_nothing_and_then_reads_locally() {
     assert_eq!(server.dbsize(), 10);
     let b = lab.run("b", &file, &server.url(), &[], &[]);
     assert_eq!(b.outcome(), (0, 10, 0, 0, 0, 0), "{}", b.stats);
+    // Written locally after the kernel was ready, and counted by then.
+    assert_eq!(b.n("stored"), 10, "{}", b.stats);
     assert_eq!(b.n("remote_bytes_read"), a.n("remote_bytes_written"));
     // The remote's records were written into b's local store.
     let b2 = lab.run("b", &file, &server.url(), &[], &[]);
@@ -160,6 +162,66 @@ fn a_second_machine_compiles_nothing_and_then_reads_locally() {
     // Keys carry the scope and the key.
     let scope = a.stats["scope"].as_str().unwrap();
     assert!(names(&server).iter().all(|n| n.starts_with(&format!("kiln:r{}:{scope}:", kiln::config::RECORD_VERSION))));
+}
+
+/// A JIT engine over the store in `dir`, with the remote at `url` if given.
+fn engine(dir: &Path, url: Option<&str>) -> kiln::jit::engine::JitEngine {
+    use kiln::codegen::{Compiler, HostTarget};
+    use kiln::config::{CompileConfig, OptLevel};
+    use kiln::jit::cached::{self, CachedTasks};
+    use kiln::remote::{settings::Endpoint, RemoteSettings, RemoteTier};
+    let target = HostTarget::detect().unwrap();
+    let compiler = Compiler::new(CompileConfig { opt_level: OptLevel::O0, ..Default::default() }, target.clone()).unwrap();
+    let mut engine = kiln::jit::engine::JitEngine::new(compiler, kiln::jit::engine::JitPath::PerTask, 1).unwrap();
+    let mut provider = CachedTasks::new(cached::open_store(dir, &target, Default::default()).unwrap());
+    if let Some(url) = url {
+        let settings = RemoteSettings {
+            endpoint: Endpoint::parse(url).unwrap(),
+            display: url.to_string(),
+            read_only: false,
+            connect_timeout: Duration::from_secs(5),
+            timeout: Duration::from_secs(5),
+            ttl: None,
+            mac_key: None,
+            max_value_len: envelope::MAX_VALUE_LEN,
+        };
+        let scope = provider.store().scope_name().to_string();
+        provider = provider.with_remote(RemoteTier::new(settings, &scope));
+    }
+    engine.set_provider(Box::new(provider));
+    engine
+}
+
+/// Makes every kernel of `file` ready on `engine`; its counters after.
+fn prepare_all(engine: &mut kiln::jit::engine::JitEngine, file: &Path) -> kiln::jit::engine::JitStats {
+    let stream = kiln::parser::parse(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let kernels: Vec<String> = stream.modules.iter().flat_map(|m| m.kernels()).map(|k| k.name.to_string()).collect();
+    for k in &kernels {
+        let split = engine.split(&stream, k).unwrap();
+        engine.prepare(split.as_deref().unwrap_or(&stream), k).unwrap();
+    }
+    engine.stats.clone()
+}
+
+/// The local copies of records the remote returned are held back until
+/// the kernel is ready, and still written when the engine is dropped
+/// without `finish` (a program that never calls it): a later process
+/// finds every one locally.
+#[test]
+fn fetched_records_are_written_locally_even_without_finish() {
+    let (lab, server) = (Lab::new(), RedisServer::start());
+    let file = testdata("ten_tasks.kir");
+    let mut filler = engine(&lab.path().join("a"), Some(&server.url()));
+    assert_eq!(prepare_all(&mut filler, &file).tasks_compiled, 10);
+    filler.finish();
+    assert_eq!(filler.stats.remote.as_ref().unwrap().1.stored, 10);
+    let mut b = engine(&lab.path().join("b"), Some(&server.url()));
+    let st = prepare_all(&mut b, &file);
+    assert_eq!((st.remote.unwrap().1.hits, st.tasks_compiled, st.records_stored), (10, 0, 0));
+    drop(b);
+    let mut again = engine(&lab.path().join("b"), None);
+    let st = prepare_all(&mut again, &file);
+    assert_eq!((st.cache_hits, st.tasks_compiled), (10, 0), "{st:?}");
 }
 
 #[test]
@@ -196,28 +258,29 @@ fn wait_for_client(server: &RedisServer) {
 }
 
 /// A server killed or paused while a run uses it: the run finishes,
-/// right, with one warning, within its own work plus an operation timeout.
+/// right, with one warning and one error, and the client's own clock shows
+/// it waited for the server at most the connect timeout and one operation
+/// timeout (the request that failed; requests go one at a time).
+/// Not the run's wall time: on a shared machine that is mostly waiting
+/// for a CPU (`docs/performance.md` measures it).
 fn server_fails_mid_run(signal: libc::c_int) {
     let (lab, server) = (Lab::new(), RedisServer::start());
     let file = testdata("offload_shapes.kir");
-    let timeout = Duration::from_millis(300);
     let mut c = lab.tool(RUN, "a");
     c.arg(&file).args(["--digest", "--stats=json", "-O0", "--threads", "1", "--remote", &server.url()]);
-    c.env("KILN_REMOTE_TIMEOUT", "300ms").stdout(Stdio::piped()).stderr(Stdio::piped());
-    let t0 = Instant::now();
+    c.env("KILN_REMOTE_TIMEOUT", "300ms").env("KILN_REMOTE_CONNECT_TIMEOUT", "300ms");
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = c.spawn().unwrap();
     wait_for_client(&server);
     server.signal(signal);
     let out = child.wait_with_output().unwrap();
-    let wall = t0.elapsed();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let run = Run::of(out);
     assert_eq!(run.digests, lab.interp(&file));
     assert_eq!((run.warnings(), run.n("remote_errors")), (1, 1), "{}", run.stderr);
-    let work: f64 = ["key_ms", "compile_ms", "load_ms", "run_ms"].iter().map(|k| run.stats[k].as_f64().unwrap()).sum();
-    // Process start and exit on a busy machine get a generous second.
-    let bound = Duration::from_secs_f64(work / 1e3) + 2 * timeout + Duration::from_secs(1);
-    assert!(wall < bound, "{wall:?} > {bound:?}: {}", run.stats);
+    // Two timeouts, and a generous second for the successful requests.
+    let waited = run.stats["remote_ms"].as_f64().unwrap();
+    assert!(waited < 2.0 * 300.0 + 1000.0, "{}", run.stats);
 }
 
 #[test]
@@ -230,13 +293,35 @@ fn a_server_paused_mid_run_costs_one_warning() {
     server_fails_mid_run(libc::SIGSTOP);
 }
 
+/// A server paused before the run (the kernel accepts connections, nobody
+/// answers): one request (the kernel's lookup, waited for within the
+/// connect timeout), then nothing more is sent for the rest of the
+/// process, though every task is compiled and, with a working remote,
+/// would have been written to it.
+#[test]
+fn a_server_paused_before_a_cold_run_is_asked_once() {
+    let (lab, server) = (Lab::new(), RedisServer::start());
+    server.signal(libc::SIGSTOP);
+    let file = testdata("ten_tasks.kir");
+    let r = lab.run("a", &file, &server.url(), &[], &[("KILN_REMOTE_CONNECT_TIMEOUT", "200ms")]);
+    assert_eq!(r.digests, lab.interp(&file));
+    assert!(r.n("tasks") >= 10 && r.n("compiled") == r.n("tasks"), "{}", r.stats);
+    let remote = ["remote_requests", "remote_errors", "remote_stored", "remote_hits", "remote_misses"].map(|n| r.n(n));
+    assert_eq!((r.warnings(), remote), (1, [1, 1, 0, 0, 0]), "{}", r.stderr);
+    assert!(r.stderr.contains("lookup failed"), "{}", r.stderr);
+    // The client's own clock: it waited for the server (the connect
+    // timeout), not nothing.
+    assert!(r.stats["remote_ms"].as_f64().unwrap() > 0.0, "{}", r.stats);
+}
+
 #[test]
 fn a_remote_that_is_down_costs_one_warning() {
     let lab = Lab::new();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let file = testdata("saxpy.kir");
     let r = lab.run("a", &file, &format!("redis://127.0.0.1:{port}"), &[], &[]);
-    assert_eq!((r.warnings(), r.n("remote_errors"), r.n("compiled")), (1, 1, r.n("tasks")), "{}", r.stderr);
+    let counts = (r.warnings(), r.n("remote_errors"), r.n("remote_requests"), r.n("compiled"));
+    assert_eq!(counts, (1, 1, 0, r.n("tasks")), "{}", r.stderr);
     assert_eq!(r.digests, lab.interp(&file));
 }
 

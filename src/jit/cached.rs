@@ -9,8 +9,8 @@
 //! task) and [`RunCounters`], the counters both tools report. With a
 //! remote tier ([`crate::remote`]) a local miss asks the remote (a
 //! kernel's tasks together, see [`TaskProvider::prefetch`]); a remote hit
-//! is loaded and written into the local store, and what is compiled is
-//! written to both.
+//! is loaded and written into the local store once the kernel is ready
+//! (see [`FetchedWrites`]), and what is compiled is written to both.
 //!
 //! Must never: compute a key any other way than [`crate::key::task_key`]
 //! (what `kiln-key` prints), load an object from a scope other than the
@@ -90,22 +90,46 @@ enum Found {
     Remote(LoadedTask),
 }
 
-/// A record write running in the background.
-type Writer = JoinHandle<Option<Result<(), CacheError>>>;
+/// Record writes running in the background: the result of each local
+/// write (none when nothing was written locally).
+type Writer = JoinHandle<Vec<Result<(), CacheError>>>;
+
+/// When the local copies of the records the remote returned are written.
+/// They are not needed for the kernel to be ready, and on a warm remote a
+/// kernel's loads would otherwise share the CPU with its writes (and wait
+/// for them past [`MAX_WRITES_IN_FLIGHT`]); `docs/performance.md`,
+/// "Remote tier", measures both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FetchedWrites {
+    /// Held back, and written in order by one background thread started
+    /// when the kernel is ready ([`TaskProvider::ready`]); at the latest by
+    /// [`TaskProvider::finish`] or when the provider is dropped.
+    #[default]
+    AfterReady,
+    /// Each started at once on a thread of its own, as a compiled
+    /// record's write is.
+    AtOnce,
+}
 
 /// The cache's [`TaskProvider`]: key, look up, load; or compile, load and
 /// store. A record is written by a thread of its own while the run goes
 /// on (the task is ready to launch once it is loaded; the write, with its
-/// `fsync`, need not delay it); [`TaskProvider::finish`] and dropping the
-/// provider wait for every write.
+/// `fsync`, need not delay it); records the remote returned wait until the
+/// kernel is ready (see [`FetchedWrites`]). [`TaskProvider::finish`] and
+/// dropping the provider write what is held back and wait for every write.
 pub struct CachedTasks {
     store: Arc<Store>,
-    /// Record writes in flight: the task's name and the writer.
+    /// Record writes in flight: what they write (for a warning) and the
+    /// writer.
     writes: VecDeque<(String, Writer)>,
-    /// What this process compiled and stored, by key: a task met again
-    /// (an identical task of another kernel) is a hit even while its
-    /// record is still being written.
+    /// What this process compiled and stored, or fetched, by key: a task
+    /// met again (an identical task of another kernel) is a hit even while
+    /// its record is still being written or held back.
     compiled: HashMap<Key, Arc<Job>>,
+    /// When fetched records are written locally.
+    fetched_writes: FetchedWrites,
+    /// Fetched records whose local write waits for the kernel to be ready.
+    held: Vec<Arc<Job>>,
     /// The remote tier, if one is configured.
     remote: Option<Arc<RemoteTier>>,
     /// Verified records the remote returned for a kernel's lookup, not
@@ -144,6 +168,8 @@ impl CachedTasks {
             store: Arc::new(store),
             writes: VecDeque::new(),
             compiled: HashMap::new(),
+            fetched_writes: FetchedWrites::default(),
+            held: Vec::new(),
             remote: None,
             fetched: HashMap::new(),
             asked: HashSet::new(),
@@ -158,16 +184,26 @@ impl CachedTasks {
         self
     }
 
+    /// The same provider writing fetched records `when` (the default:
+    /// after the kernel is ready).
+    pub fn with_fetched_writes(mut self, when: FetchedWrites) -> CachedTasks {
+        self.fetched_writes = when;
+        self
+    }
+
+    /// Whether records are written to the local store (not read-only, and
+    /// no write has failed yet).
+    fn writes_locally(&self) -> bool {
+        !self.store.read_only() && self.store_error.is_none()
+    }
+
     /// Starts writing a record in the background: to the local store
     /// (unless it cannot be written: counted as not stored), and to the
     /// remote too when `to_remote` (a record compiled here).
     fn store_later(&mut self, job: Job, to_remote: bool, task: &str, stats: &mut JitStats) {
-        while self.writes.len() >= MAX_WRITES_IN_FLIGHT {
-            self.join_oldest(stats);
-        }
         let job = Arc::new(job);
         self.compiled.insert(job.0, job.clone());
-        let local = !self.store.read_only() && self.store_error.is_none();
+        let local = self.writes_locally();
         if !local && to_remote {
             self.not_stored += 1;
         }
@@ -175,8 +211,7 @@ impl CachedTasks {
         if !local && remote.is_none() {
             return;
         }
-        let (store, j) = (self.store.clone(), job.clone());
-        // `None`: nothing was written locally.
+        let (store, j) = (self.store.clone(), job);
         let write = move || {
             let put = local.then(|| store.put_compiled(&j.0, &j.1, &j.2, j.3));
             if let Some(r) = remote {
@@ -187,17 +222,62 @@ impl CachedTasks {
                     r.put(&j.0, &bytes);
                 }
             }
-            put
+            put.into_iter().collect()
         };
+        self.spawn_write(format!("task @{task}"), write, stats);
+    }
+
+    /// Runs `write` on a thread of its own (at most
+    /// [`MAX_WRITES_IN_FLIGHT`] at once), or now when no thread can start.
+    fn spawn_write<W>(&mut self, what: String, write: W, stats: &mut JitStats)
+    where
+        W: FnOnce() -> Vec<Result<(), CacheError>> + Clone + Send + 'static,
+    {
+        while self.writes.len() >= MAX_WRITES_IN_FLIGHT {
+            self.join_oldest(stats);
+        }
         match std::thread::Builder::new().name("kiln-cache-write".into()).spawn(write.clone()) {
-            Ok(h) => self.writes.push_back((task.to_string(), h)),
+            Ok(h) => self.writes.push_back((what, h)),
             // No thread to spare: write it now.
-            Err(_) => {
-                if let Some(put) = write() {
-                    self.count_write(put, stats)
+            Err(_) => write().into_iter().for_each(|put| self.count_write(put, stats)),
+        }
+    }
+
+    /// Keeps a record the remote returned (and this process loaded) for
+    /// the local store: held back until the kernel is ready, or written at
+    /// once (see [`FetchedWrites`]).
+    fn store_fetched(&mut self, job: Job, task: &str, stats: &mut JitStats) {
+        if self.fetched_writes == FetchedWrites::AtOnce {
+            return self.store_later(job, false, task, stats);
+        }
+        let job = Arc::new(job);
+        self.compiled.insert(job.0, job.clone());
+        if self.writes_locally() {
+            self.held.push(job);
+        }
+    }
+
+    /// Starts writing the held-back fetched records, in order, on one
+    /// thread; the first failure ends the batch (and later writes).
+    fn write_held(&mut self, stats: &mut JitStats) {
+        let jobs = std::mem::take(&mut self.held);
+        if jobs.is_empty() || !self.writes_locally() {
+            return;
+        }
+        let (n, store) = (jobs.len(), self.store.clone());
+        let write = move || {
+            let mut done = Vec::with_capacity(jobs.len());
+            for j in &jobs {
+                let put = store.put_compiled(&j.0, &j.1, &j.2, j.3);
+                let failed = put.is_err();
+                done.push(put);
+                if failed {
+                    break;
                 }
             }
-        }
+            done
+        };
+        self.spawn_write(format!("{n} records fetched from the remote"), write, stats);
     }
 
     /// Counts a finished write; the first failure stops further writes.
@@ -228,7 +308,7 @@ impl CachedTasks {
         match loaded {
             Some(t) => {
                 let compile = Duration::from_millis(record.producer.compile_ms);
-                self.store_later((*key, record.meta, record.object, compile), false, hint, stats);
+                self.store_fetched((*key, record.meta, record.object, compile), hint, stats);
                 Some(t)
             }
             None => {
@@ -250,11 +330,10 @@ impl CachedTasks {
 
     /// Waits for the oldest write in flight and counts it.
     fn join_oldest(&mut self, stats: &mut JitStats) {
-        let Some((task, h)) = self.writes.pop_front() else { return };
+        let Some((what, h)) = self.writes.pop_front() else { return };
         match h.join() {
-            Ok(Some(result)) => self.count_write(result, stats),
-            Ok(None) => {}
-            Err(_) => warn(stats, format!("the cache write of task @{task} failed")),
+            Ok(done) => done.into_iter().for_each(|put| self.count_write(put, stats)),
+            Err(_) => warn(stats, format!("the cache write of {what} failed")),
         }
     }
 
@@ -392,7 +471,12 @@ impl TaskProvider for CachedTasks {
         self.count_bytes(stats);
     }
 
+    fn ready(&mut self, stats: &mut JitStats) {
+        self.write_held(stats);
+    }
+
     fn finish(&mut self, stats: &mut JitStats) {
+        self.write_held(stats);
         while !self.writes.is_empty() {
             self.join_oldest(stats);
         }
@@ -409,8 +493,10 @@ impl TaskProvider for CachedTasks {
 }
 
 impl Drop for CachedTasks {
-    /// A record being written is finished before the process can exit.
+    /// A record held back or being written is written before the process
+    /// can exit.
     fn drop(&mut self) {
+        self.write_held(&mut JitStats::default());
         for (_, h) in self.writes.drain(..) {
             let _ = h.join();
         }
@@ -510,6 +596,8 @@ pub struct RemoteCounters {
     pub remote_stored: u64,
     pub remote_rejected: u64,
     pub remote_errors: u64,
+    /// Round trips begun (see [`RemoteStats::requests`]).
+    pub remote_requests: u64,
     pub remote_bytes_read: u64,
     pub remote_bytes_written: u64,
     pub remote_ms: f64,
@@ -525,6 +613,7 @@ impl RemoteCounters {
             remote_stored: s.stored,
             remote_rejected: s.rejected,
             remote_errors: s.errors,
+            remote_requests: s.requests,
             remote_bytes_read: s.bytes_read,
             remote_bytes_written: s.bytes_written,
             remote_ms: s.ms,
@@ -650,6 +739,7 @@ impl RunCounters {
             line("remote stored", r.remote_stored.to_string());
             line("remote rejected", r.remote_rejected.to_string());
             line("remote errors", r.remote_errors.to_string());
+            line("remote requests", r.remote_requests.to_string());
             line("remote bytes in", r.remote_bytes_read.to_string());
             line("remote bytes out", r.remote_bytes_written.to_string());
             line("remote waiting", format!("{:.3} ms", r.remote_ms));

@@ -91,6 +91,11 @@ pub trait TaskProvider: Send {
     /// up together (the remote tier's one round trip per kernel).
     fn prefetch(&mut self, _compiler: &Compiler, _modules: &[&Module], _stats: &mut JitStats) {}
 
+    /// Called when [`JitEngine::prepare`] has made a kernel's tasks ready:
+    /// a provider may start work it held back until then (the cache's
+    /// local writes of records the remote returned).
+    fn ready(&mut self, _stats: &mut JitStats) {}
+
     /// Completes work left running in the background (the cache's record
     /// writes) and counts it in `stats`.
     fn finish(&mut self, _stats: &mut JitStats) {}
@@ -260,6 +265,7 @@ impl JitEngine {
                     self.tasks.insert(key, l.clone());
                     out.push(l);
                 }
+                self.provider.ready(&mut self.stats);
                 Ok(out)
             }
             JitPath::WholeKernel => {

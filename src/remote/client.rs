@@ -3,7 +3,11 @@
 //!
 //! Owns: [`Conn`] (the few commands Kiln sends, the same for a server and
 //! a cluster: batched GETs, SET with an optional expiry, DEL, SCAN over
-//! every master) and [`connect`] with the configured timeouts.
+//! every master) and [`connect`] with the configured timeouts. On one
+//! server the connect is the TCP handshake alone (no `CLIENT SETINFO`
+//! round trip), and the server's first reply is waited for within the
+//! connect timeout: a server that accepts and never answers (paused) costs
+//! that once, and a kernel's lookup is its first round trip.
 //!
 //! Must never: send a command without a timeout, send anything a caller
 //! did not ask for, or hide an error (the callers decide: the run's tier
@@ -12,23 +16,51 @@
 use super::settings::{Endpoint, RemoteSettings};
 use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
-use redis::{RedisResult, Value};
+use redis::{IntoConnectionInfo, RedisResult, Value};
+use std::time::Duration;
 
 /// An open connection to a server or to a cluster.
 pub enum Conn {
-    Single(redis::Connection),
+    Single(Single),
     Cluster(Box<ClusterConnection>),
 }
 
+/// A connection to one server.
+pub struct Single {
+    con: redis::Connection,
+    /// Whether the server has answered yet (until it has, replies are
+    /// waited for within the connect timeout).
+    answered: bool,
+    /// The operation timeout, for every reply after the first.
+    timeout: Duration,
+}
+
+impl Single {
+    /// Runs `query` on the connection; after the first success, replies
+    /// wait the operation timeout.
+    fn query<T>(&mut self, query: impl FnOnce(&mut redis::Connection) -> RedisResult<T>) -> RedisResult<T> {
+        let out = query(&mut self.con)?;
+        if !self.answered {
+            self.con.set_read_timeout(Some(self.timeout))?;
+            self.con.set_write_timeout(Some(self.timeout))?;
+            self.answered = true;
+        }
+        Ok(out)
+    }
+}
+
 /// Connects to the endpoint, waiting at most the connect timeout per
-/// node; every later reply waits at most the operation timeout.
+/// node (on one server, for its first reply too); every later reply waits
+/// at most the operation timeout.
 pub fn connect(settings: &RemoteSettings) -> RedisResult<Conn> {
     match &settings.endpoint {
         Endpoint::Single(url) => {
-            let con = redis::Client::open(url.as_str())?.get_connection_with_timeout(settings.connect_timeout)?;
-            con.set_read_timeout(Some(settings.timeout))?;
-            con.set_write_timeout(Some(settings.timeout))?;
-            Ok(Conn::Single(con))
+            let info = url.as_str().into_connection_info()?;
+            let redis = info.redis_settings().clone().set_skip_set_lib_name();
+            let con = redis::Client::open(info.set_redis_settings(redis))?.get_connection_with_timeout(settings.connect_timeout)?;
+            con.set_read_timeout(Some(settings.connect_timeout))?;
+            con.set_write_timeout(Some(settings.connect_timeout))?;
+            Ok(Conn::Single(Single { con, answered: false, timeout: settings.timeout }))
         }
         Endpoint::Cluster(nodes) => {
             let client = ClusterClient::builder(nodes.clone())
@@ -53,7 +85,7 @@ impl Conn {
             return Ok(Vec::new());
         }
         match self {
-            Conn::Single(c) => redis::cmd("MGET").arg(names).query(c),
+            Conn::Single(c) => c.query(|c| redis::cmd("MGET").arg(names).query(c)),
             Conn::Cluster(c) => per_key(c, "GET", names),
         }
     }
@@ -66,7 +98,7 @@ impl Conn {
             cmd.arg("EX").arg(s);
         }
         match self {
-            Conn::Single(c) => cmd.query(c),
+            Conn::Single(c) => c.query(|c| cmd.query(c)),
             Conn::Cluster(c) => cmd.query(&mut **c),
         }
     }
@@ -77,7 +109,7 @@ impl Conn {
             return Ok(0);
         }
         match self {
-            Conn::Single(c) => redis::cmd("DEL").arg(names).query(c),
+            Conn::Single(c) => c.query(|c| redis::cmd("DEL").arg(names).query(c)),
             Conn::Cluster(c) => Ok(per_key::<Vec<u64>>(c, "DEL", names)?.iter().sum()),
         }
     }
@@ -87,7 +119,7 @@ impl Conn {
     pub fn scan(&mut self, pattern: &str) -> RedisResult<Vec<Vec<u8>>> {
         let mut out = Vec::new();
         match self {
-            Conn::Single(c) => scan_with(pattern, &mut out, |cmd| cmd.query(c))?,
+            Conn::Single(c) => scan_with(pattern, &mut out, |cmd| c.query(|c| cmd.query(c)))?,
             Conn::Cluster(c) => {
                 for (host, port) in masters(c)? {
                     let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port });

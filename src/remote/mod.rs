@@ -54,6 +54,9 @@ pub struct RemoteStats {
     pub stored: u64,
     pub rejected: u64,
     pub errors: u64,
+    /// Requests sent: each lookup of a kernel's keys, each write (the
+    /// connect is not one). None after the first error.
+    pub requests: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
     /// Time spent waiting for the server (connect, lookups, writes).
@@ -67,6 +70,7 @@ struct Counters {
     stored: AtomicU64,
     rejected: AtomicU64,
     errors: AtomicU64,
+    requests: AtomicU64,
     bytes_read: AtomicU64,
     bytes_written: AtomicU64,
     nanos: AtomicU64,
@@ -139,6 +143,7 @@ impl RemoteTier {
             stored: l(&c.stored),
             rejected: l(&c.rejected),
             errors: l(&c.errors),
+            requests: l(&c.requests),
             bytes_read: l(&c.bytes_read),
             bytes_written: l(&c.bytes_written),
             ms: (l(&c.nanos) as f64 / 1e3).round() / 1e3,
@@ -154,16 +159,20 @@ impl RemoteTier {
         let t0 = Instant::now();
         let mut state = self.state.lock().ok()?;
         if matches!(*state, State::NotYet) {
-            *state = match client::connect(&self.settings) {
-                Ok(c) => State::Open(Box::new(c)),
+            match client::connect(&self.settings) {
+                Ok(c) => *state = State::Open(Box::new(c)),
                 Err(e) => {
+                    // Off before the lock is released: a thread waiting
+                    // for it must not connect again.
+                    *state = State::Off;
                     drop(state);
                     self.give_up("connect", &e, t0.elapsed());
                     return None;
                 }
-            };
+            }
         }
         let State::Open(conn) = &mut *state else { return None };
+        bump(&self.counters.requests, 1);
         let result = op(conn);
         if result.is_err() {
             *state = State::Off;
@@ -255,5 +264,56 @@ impl RemoteTier {
             bump(&self.counters.bytes_written, value.len() as u64);
         }
         done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::settings::Endpoint;
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A tier whose server accepts connections (the kernel's backlog) and
+    /// never answers, as a SIGSTOPped `redis-server` does.
+    fn silent_server() -> (TcpListener, RemoteTier) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("redis://{}", listener.local_addr().unwrap());
+        let settings = RemoteSettings {
+            endpoint: Endpoint::parse(&url).unwrap(),
+            display: url,
+            read_only: false,
+            connect_timeout: Duration::from_millis(50),
+            timeout: Duration::from_millis(50),
+            ttl: None,
+            mac_key: None,
+            max_value_len: envelope::MAX_VALUE_LEN,
+        };
+        (listener, RemoteTier::new(settings, "scope"))
+    }
+
+    /// The connections the listener has accepted so far.
+    fn accepted(listener: &TcpListener) -> usize {
+        listener.set_nonblocking(true).unwrap();
+        std::iter::from_fn(|| listener.accept().ok()).count()
+    }
+
+    #[test]
+    fn a_silent_server_costs_one_timeout_then_nothing() {
+        let (listener, tier) = silent_server();
+        let keys = [Key([1; 32]), Key([2; 32])];
+        assert!(matches!(tier.get_many(&keys)[..], [Fetched::Miss, Fetched::Miss]));
+        // The TCP connect succeeds (the kernel accepts); the lookup's reply
+        // is waited for within the connect timeout.
+        let warning = tier.take_warning().expect("one warning");
+        assert!(warning.contains("lookup failed"), "{warning}");
+        // Everything after the first timeout is answered without the server.
+        for key in &keys {
+            assert!(!tier.put(key, b"record"));
+        }
+        assert!(matches!(tier.get_many(&keys)[..], [Fetched::Miss, Fetched::Miss]));
+        let s = tier.stats();
+        assert_eq!((s.requests, s.errors, s.stored, s.misses), (1, 1, 0, 0), "{s:?}");
+        assert!(!tier.is_on() && tier.take_warning().is_none());
+        assert_eq!(accepted(&listener), 1);
     }
 }
