@@ -62,6 +62,10 @@ fn compile_subtarget_shim(config: &str) {
         .unwrap_or_else(|| panic!("`{config} --cxxflags` failed: LLVM 22 is needed for the `llvm` feature (run `make deps`)"));
     let mut build = cc::Build::new();
     build.cpp(true).file(SHIM).warnings(false);
+    if link_static() {
+        // `link_llvm` links the C++ runtime statically instead.
+        build.cpp_link_stdlib(None);
+    }
     for flag in flags.split_whitespace() {
         build.flag(flag);
     }
@@ -93,6 +97,21 @@ fn link_static() -> bool {
 /// The binaries that call LLVM (a static link gives LLVM to these only).
 const LLVM_BINS: &[&str] = &["kiln-run", "kiln-compile"];
 
+/// The system libraries of a static LLVM link that are linked statically
+/// too (their archives come with `zlib1g-dev` and `libzstd-dev`, which
+/// `make deps-static` installs): each shared library a warm start loads
+/// costs it a map, relocations and symbol bindings. The others stay
+/// shared (`--as-needed` drops those nothing calls, such as `libz3`).
+const STATIC_SYSTEM_LIBS: &[&str] = &["z", "zstd"];
+
+/// The end of a static link's line: the C++ runtime linked statically
+/// (the shared `libstdc++` costs a warm start its loading and thousands of
+/// symbol bindings, as LLVM's code calls it), and relative relocations
+/// packed (`DT_RELR`, glibc 2.36: the dynamic loader applies the ~50,000
+/// of a PIE that holds LLVM from a table of a few kilobytes instead of
+/// 1.2 MB). See `docs/performance.md`, "Warm start".
+const STATIC_LINK_FLAGS: &[&str] = &["-Wl,-Bstatic", "-lstdc++", "-Wl,-Bdynamic", "-Wl,-z,pack-relative-relocs"];
+
 /// Tells rustc what to link for LLVM (llvm-sys is built with
 /// `no-llvm-linking`, so this is the only place that decides).
 fn link_llvm(config: &str) {
@@ -123,14 +142,16 @@ fn link_llvm(config: &str) {
     // System libraries come as `-lNAME` or as a path to a shared library;
     // then the C++ runtime (the shared libLLVM brings its own).
     for word in run(&["--link-static", "--system-libs"]).split_whitespace() {
-        if word.starts_with("-l") {
+        if word.strip_prefix("-l").is_some_and(|name| STATIC_SYSTEM_LIBS.contains(&name)) {
+            flags.extend(["-Wl,-Bstatic", word, "-Wl,-Bdynamic"].map(str::to_string));
+        } else if word.starts_with("-l") {
             flags.push(word.to_string());
         } else if let (Some(name), Some(dir)) = (shared_lib_name(Path::new(word)), Path::new(word).parent()) {
             flags.push(format!("-L{}", dir.display()));
             flags.push(format!("-l{name}"));
         }
     }
-    flags.push("-lstdc++".into());
+    flags.extend(STATIC_LINK_FLAGS.iter().map(|f| f.to_string()));
     for flag in &flags {
         for bin in LLVM_BINS {
             println!("cargo:rustc-link-arg-bin={bin}={flag}");

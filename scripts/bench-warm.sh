@@ -16,7 +16,9 @@
 # median, and user + system CPU (means), which a shared machine disturbs
 # less. The dynamic build: KILN_BENCH_DYNAMIC=DIR holding its `kiln-run`;
 # else this script builds one (KILN_LLVM_LINK=dynamic; this rebuilds the
-# kiln crate twice, several minutes).
+# kiln crate twice, several minutes). KILN_BENCH_BEFORE=DIR adds the
+# `kiln-run` in DIR (a static build of an earlier commit) to every
+# comparison, as "before".
 #
 # Usage: scripts/bench-warm.sh [RUNS]     (default 30 runs per figure)
 set -euo pipefail
@@ -31,42 +33,69 @@ unset KILN_TARGET_CPU KILN_TARGET_FEATURES
 DYN=${KILN_BENCH_DYNAMIC:-}
 if [ -z "$DYN" ]; then
   KILN_LLVM_LINK=dynamic nice -n 10 cargo build --release --bin kiln-run >&2
-  DYN=$WORK/dynamic
+  DYN=$WORK/dynamic-build
   mkdir -p "$DYN"
   cp target/release/kiln-run "$DYN/"
 fi
 nice -n 10 cargo build --release --bins --example bench-percache >&2
-NEW=$ROOT/target/release
-# Both must be what they claim to be.
+BUILT=$ROOT/target/release
+BEFORE=${KILN_BENCH_BEFORE:-}
+# Each must be what it claims to be.
 readelf -d "$DYN/kiln-run" | grep -q 'libLLVM' || { echo "bench-warm: $DYN/kiln-run does not load libLLVM" >&2; exit 1; }
-if readelf -d "$NEW/kiln-run" | grep -q 'libLLVM'; then
-  echo "bench-warm: $NEW/kiln-run loads libLLVM (not a static build)" >&2
-  exit 1
+for b in "$BUILT/kiln-run" ${BEFORE:+"$BEFORE/kiln-run"}; do
+  if readelf -d "$b" | grep -q 'libLLVM'; then
+    echo "bench-warm: $b loads libLLVM (not a static build)" >&2
+    exit 1
+  fi
+done
+# Every side runs a copy made here the same way: how a binary's file was
+# written decides how the kernel caches its pages, and a binary as the
+# linker wrote it took more page faults and CPU time to start than a
+# copy of it (docs/performance.md, "Warm start").
+copy() { mkdir -p "$WORK/$1"; cp "${@:2}" "$WORK/$1/"; }
+copy dynamic "$DYN/kiln-run"
+copy static "$BUILT/kiln-run" "$BUILT/kiln-opt"
+NEW=$WORK/static
+if [ -n "$BEFORE" ]; then
+  copy before "$BEFORE/kiln-run"
+  BEFORE=$WORK/before
 fi
+SIZES_DYN=$DYN
+DYN=$WORK/dynamic
 
 FILE=$ROOT/testdata/ten_tasks.kir
 "$NEW/kiln-run" "$FILE" --cache-dir "$WORK/warm-new" > /dev/null
 "$DYN/kiln-run" "$FILE" --cache-dir "$WORK/warm-dyn" > /dev/null
+SIDES=("$NEW:warm-new" "$DYN:warm-dyn")
+# The optional third side's hyperfine arguments, per figure.
+B_VER=() B_WARM=() B_COLD=()
+if [ -n "$BEFORE" ]; then
+  "$BEFORE/kiln-run" "$FILE" --cache-dir "$WORK/warm-before" > /dev/null
+  SIDES+=("$BEFORE:warm-before")
+  B_VER=(-n "before --version" "$BEFORE/kiln-run --version")
+  B_WARM=(-n "before warm" "$BEFORE/kiln-run $FILE --cache-dir $WORK/warm-before")
+  B_COLD=(-n "before cold" "$BEFORE/kiln-run $FILE --cache-dir $WORK/cold")
+fi
 # Every task of a warm run is a hit.
-for b in "$NEW:warm-new" "$DYN:warm-dyn"; do
+for b in "${SIDES[@]}"; do
   hits=$("${b%%:*}/kiln-run" "$FILE" --cache-dir "$WORK/${b##*:}" --stats=json 2>&1 > /dev/null |
     python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["hits"], d["tasks"])')
   [ "${hits% *}" = "${hits#* }" ] || { echo "bench-warm: warm run of ${b%%:*} hit $hits" >&2; exit 1; }
 done
 
 hf() { hyperfine -N --style none --export-json "$WORK/$1.json" "${@:2}" > /dev/null; }
-hf version -w 5 -r "$RUNS" -n "dynamic --version" "$DYN/kiln-run --version" -n "static --version" "$NEW/kiln-run --version"
+hf version -w 5 -r "$RUNS" -n "dynamic --version" "$DYN/kiln-run --version" "${B_VER[@]}" -n "static --version" "$NEW/kiln-run --version"
 hf warm -w 5 -r "$RUNS" \
-  -n "dynamic warm" "$DYN/kiln-run $FILE --cache-dir $WORK/warm-dyn" \
+  -n "dynamic warm" "$DYN/kiln-run $FILE --cache-dir $WORK/warm-dyn" "${B_WARM[@]}" \
   -n "static warm" "$NEW/kiln-run $FILE --cache-dir $WORK/warm-new" \
   -n "kiln-opt" "$NEW/kiln-opt $FILE"
 COLD=$(( RUNS / 3 > 5 ? RUNS / 3 : 5 ))
 hf cold -r "$COLD" --prepare "rm -rf $WORK/cold" \
-  -n "dynamic cold" "$DYN/kiln-run $FILE --cache-dir $WORK/cold" \
+  -n "dynamic cold" "$DYN/kiln-run $FILE --cache-dir $WORK/cold" "${B_COLD[@]}" \
   -n "static cold" "$NEW/kiln-run $FILE --cache-dir $WORK/cold"
-"$NEW/examples/bench-percache" "$FILE" --cache-dir "$WORK/warm-new" --per-task-loads 100 > "$WORK/per-task.json"
+"$BUILT/examples/bench-percache" "$FILE" --cache-dir "$WORK/warm-new" --per-task-loads 100 > "$WORK/per-task.json"
 
-python3 - "$WORK" "$DYN/kiln-run" "$NEW" <<'EOF'
+python3 - "$WORK" "$SIZES_DYN" "$BUILT" <<'EOF'
 import json, os, platform, statistics, sys
 work, dyn, new = sys.argv[1:]
 rows = []
@@ -84,8 +113,11 @@ for r in rows:
     by[r["command"]] = (statistics.median(t) * 1e3, (r["user"] + r["system"]) * 1e3)
     print(f"| {r['command']} | {len(t)} | {by[r['command']][0]:.1f} | {q(0.25):.1f}–{q(0.75):.1f} | {by[r['command']][1]:.1f} |")
 print()
-for a, b in [("dynamic --version", "static --version"), ("dynamic warm", "static warm"), ("dynamic cold", "static cold")]:
-    print(f"- {b} / {a}: wall {by[b][0] / by[a][0]:.2f}, CPU {by[b][1] / by[a][1]:.2f}")
+for side in ["dynamic", "before"]:
+    for what in ["--version", "warm", "cold"]:
+        a, b = f"{side} {what}", f"static {what}"
+        if a in by:
+            print(f"- {b} / {a}: wall {by[b][0] / by[a][0]:.2f}, CPU {by[b][1] / by[a][1]:.2f}")
 print(f"- static warm / kiln-opt: wall {by['static warm'][0] / by['kiln-opt'][0]:.2f}")
 p = json.load(open(f"{work}/per-task.json"))["per_task_load_ms"]
 print()
@@ -97,5 +129,5 @@ print("| binary | dynamic build | static build |")
 print("|---|---:|---:|")
 mb = lambda f: f"{os.path.getsize(f) / 1e6:.1f} MB" if os.path.exists(f) else "—"
 for b in ["kiln-run", "kiln-compile", "kiln-opt", "kiln-key", "kiln-cache-inspect"]:
-    print(f"| {b} | {mb(os.path.join(os.path.dirname(dyn), b))} | {mb(os.path.join(new, b))} |")
+    print(f"| {b} | {mb(os.path.join(dyn, b))} | {mb(os.path.join(new, b))} |")
 EOF

@@ -5,7 +5,7 @@
 # here fails on a slow figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for b in bench-frontend bench-cache bench-codegen bench-percache bench-warm bench-remote; do
+for b in bench-frontend bench-cache bench-codegen bench-percache bench-warm bench-orc-floor bench-remote; do
   if [ -f "scripts/$b.sh" ]; then
     echo "=== scripts/$b.sh"
     bash "scripts/$b.sh"
