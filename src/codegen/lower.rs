@@ -1160,6 +1160,9 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         if ty.is_float() {
             let x = self.val(a)?.into_float_value();
             let y = self.val(b)?.into_float_value();
+            if let Some(name) = op.libm() {
+                return self.call_libm(l, name, ty, &[x.into(), y.into()]);
+            }
             let r: BasicValueEnum = match op {
                 BinOp::Add => self.b.build_float_add(x, y, "")?.into(),
                 BinOp::Sub => self.b.build_float_sub(x, y, "")?.into(),
@@ -1171,8 +1174,6 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 // other one, and -0.0 < +0.0, so the result never depends
                 // on operand order (unlike minnum).
                 BinOp::Min | BinOp::Max => return self.float_min_max(l, op == BinOp::Min, ty, x, y),
-                BinOp::Pow => return self.call_libm(l, "pow", ty, &[x.into(), y.into()]),
-                BinOp::Atan2 => return self.call_libm(l, "atan2", ty, &[x.into(), y.into()]),
                 _ => return Err(CodegenError::new(format!("`{}` on {ty}", op.keyword()))),
             };
             self.fmf(l, r);
@@ -1231,6 +1232,9 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let ty = self.scalar(a)?;
         if ty.is_float() {
             let x: FloatValue = self.val(a)?.into_float_value();
+            if let Some(name) = op.libm() {
+                return self.call_libm(l, name, ty, &[x.into()]);
+            }
             let r: BasicValueEnum = match op {
                 UnOp::Neg => self.b.build_float_neg(x, "")?.into(),
                 UnOp::Abs => return self.call_intrinsic(l, "llvm.fabs", ty, &[x.into()]),
@@ -1239,12 +1243,8 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 UnOp::Ceil => return self.call_intrinsic(l, "llvm.ceil", ty, &[x.into()]),
                 // llvm.round rounds half away from zero.
                 UnOp::Round => return self.call_intrinsic(l, "llvm.round", ty, &[x.into()]),
-                UnOp::Sin => return self.call_libm(l, "sin", ty, &[x.into()]),
-                UnOp::Cos => return self.call_libm(l, "cos", ty, &[x.into()]),
-                UnOp::Tan => return self.call_libm(l, "tan", ty, &[x.into()]),
-                UnOp::Exp => return self.call_libm(l, "exp", ty, &[x.into()]),
-                UnOp::Log => return self.call_libm(l, "log", ty, &[x.into()]),
-                UnOp::Not => return Err(CodegenError::new(format!("`not` on {ty}"))),
+                // `not`, and the libm operators handled above.
+                _ => return Err(CodegenError::new(format!("`{}` on {ty}", op.keyword()))),
             };
             self.fmf(l, r);
             return Ok(r);
