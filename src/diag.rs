@@ -4,7 +4,8 @@
 //! input, and [`SourceFile`] + [`header`], which print
 //! `FILE:LINE:COL: error: MESSAGE`, the source line and a caret under the
 //! span (the way LLVM's `SMDiagnostic` prints), coloured or not as the
-//! caller says ([`Palette`]: clang's colours). Line and column arithmetic
+//! caller says ([`Palette`]: clang's colours); each [`Note`] with a span
+//! gets its own `FILE:LINE:COL: note: …` line, source line and caret. Line and column arithmetic
 //! come from `codespan-reporting`. Also [`io_reason`], how an I/O error
 //! reads inside any message (libraries and tools alike).
 //!
@@ -32,8 +33,17 @@ pub struct Diagnostic {
     pub message: String,
     /// Where in the source; `None` for whole-input problems.
     pub span: Option<Span>,
-    /// Extra lines printed after the source excerpt (`note: ...`).
-    pub notes: Vec<String>,
+    /// Notes printed after the source excerpt (`note: ...`), each with
+    /// its own location and caret when it has a span.
+    pub notes: Vec<Note>,
+}
+
+/// A note attached to a diagnostic: `note: previous definition is here`,
+/// located by its own span (or about the diagnostic as a whole).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Note {
+    pub message: String,
+    pub span: Option<Span>,
 }
 
 impl Diagnostic {
@@ -45,7 +55,13 @@ impl Diagnostic {
         Diagnostic { severity: Severity::Error, message: message.into(), span: None, notes: Vec::new() }
     }
     pub fn with_note(mut self, note: impl Into<String>) -> Diagnostic {
-        self.notes.push(note.into());
+        self.notes.push(Note { message: note.into(), span: None });
+        self
+    }
+    /// Adds a note with its own location (`FILE:LINE:COL: note: …`, its
+    /// source line and caret).
+    pub fn with_note_at(mut self, note: impl Into<String>, span: Span) -> Diagnostic {
+        self.notes.push(Note { message: note.into(), span: Some(span) });
         self
     }
 }
@@ -147,16 +163,22 @@ impl SourceFile {
     /// [`SourceFile::render`], coloured as clang and LLVM's tools colour
     /// when `color` is true (the caller decides; see [`Palette`]).
     pub fn render_styled(&self, d: &Diagnostic, color: bool) -> String {
-        let location = d.span.map(|span| {
+        let mut out = self.located(d.span, d.severity, &d.message, color);
+        for n in &d.notes {
+            out.push_str(&self.located(n.span, Severity::Note, &n.message, color));
+        }
+        out
+    }
+
+    /// One header, with the source line and caret when `span` is given.
+    fn located(&self, span: Option<Span>, severity: Severity, message: &str, color: bool) -> String {
+        let location = span.map(|span| {
             let (line, col) = self.line_col(clamp(span, self.text().len()).start);
             format!("{}:{line}:{col}", self.name())
         });
-        let mut out = header(location.as_deref(), d.severity, &d.message, color);
-        if let Some(span) = d.span {
+        let mut out = header(location.as_deref(), severity, message, color);
+        if let Some(span) = span {
             out.push_str(&self.excerpt(span, color));
-        }
-        for n in &d.notes {
-            out.push_str(&header(None, Severity::Note, n, color));
         }
         out
     }
@@ -322,6 +344,25 @@ mod tests {
         // Without colour: the same text, no escape.
         assert_eq!(src.render(&d), "t.kir:1:10: error: bad\n%x = add %a, %b\n         ^~\nnote: see here\n");
         assert_eq!(header(Some("kiln-run"), Severity::Warning, "w", false), "kiln-run: warning: w\n");
+    }
+
+    #[test]
+    fn note_with_its_own_caret() {
+        let src = SourceFile::new("t.kir", "%x = add %a, %b\n%x = neg %a\n");
+        let d = Diagnostic::error("duplicate value name %x", Span::new(16, 18))
+            .with_note_at("previous definition is here", Span::new(0, 2));
+        assert_eq!(
+            src.render(&d),
+            "t.kir:2:1: error: duplicate value name %x\n%x = neg %a\n^~\n\
+             t.kir:1:1: note: previous definition is here\n%x = add %a, %b\n^~\n"
+        );
+        assert_eq!(
+            src.render_styled(&d, true),
+            "\x1b[1mt.kir:2:1:\x1b[0m \x1b[1m\x1b[31merror:\x1b[0m \x1b[1mduplicate value name %x\x1b[0m\n\
+             %x = neg %a\n\x1b[1m\x1b[32m^~\x1b[0m\n\
+             \x1b[1mt.kir:1:1:\x1b[0m \x1b[1m\x1b[90mnote:\x1b[0m \x1b[1mprevious definition is here\x1b[0m\n\
+             %x = add %a, %b\n\x1b[1m\x1b[32m^~\x1b[0m\n"
+        );
     }
 
     #[test]

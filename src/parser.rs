@@ -438,6 +438,8 @@ pub(crate) fn lower_item_as<'a>(
             let mut lw = BodyLower::new(src, sigs, diags, keep);
             let params = lw.params(&t.params);
             let kind = lw.task_kind(*t.kind, Stmt::HEADER);
+            // The header is not a statement: its uses have no entry.
+            lw.uses.clear();
             lw.stmts(t.body, Block(0));
             Item::Task(TaskItem {
                 name: t.name.text(src).into(),
@@ -471,6 +473,9 @@ struct BodyLower<'a, 's, 'd> {
     pending: FxMap<&'a str, Vec<Value>>,
     /// Undefined uses that a later definition resolved: (use, definition).
     resolved: Vec<(Value, Value)>,
+    /// The spans of the uses since the last statement was made: its
+    /// operands, for [`Body::operand_spans`].
+    uses: Vec<Span>,
 }
 
 impl crate::ir::TypeEnv for BodyLower<'_, '_, '_> {
@@ -493,6 +498,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
             // most one value; a little too much is cheaper than regrowing.
             body.stmts.reserve(bytes / 24);
             body.values.reserve(bytes / 24);
+            body.operand_spans.reserve(bytes / 24, bytes / 16);
         }
         // Names in scope at once are few (a block's definitions and those
         // of its enclosing blocks): room for 64 saves the regrowth from 3.
@@ -510,6 +516,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
             undo: Vec::with_capacity(names),
             pending: FxMap::default(),
             resolved: Vec::new(),
+            uses: Vec::with_capacity(8),
         }
     }
 
@@ -538,6 +545,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         self.body.values.shrink_to_fit();
         self.body.stmts.shrink_to_fit();
         self.body.blocks.shrink_to_fit();
+        self.body.operand_spans.shrink_to_fit();
         for b in &mut self.body.blocks {
             b.shrink_to_fit();
         }
@@ -577,6 +585,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
 
     fn use_(&mut self, n: Sym) -> Value {
         let n = self.nm(n);
+        self.uses.push(n.span);
         if let Some(&v) = self.scope.get(n.text) {
             return v;
         }
@@ -590,6 +599,19 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
             self.diags.push(e);
             Const::int(ty, 0)
         })
+    }
+
+    /// Makes a statement whose operands have all been used: they are its
+    /// operand spans.
+    fn new_stmt(&mut self, kind: StmtKind, span: Span) -> Stmt {
+        let st = self.body.new_stmt(kind, span);
+        self.operands_of(st);
+        st
+    }
+
+    /// Records the uses since the last statement as `st`'s operand spans.
+    fn operands_of(&mut self, st: Stmt) {
+        self.body.operand_spans.record(st.index(), self.uses.drain(..));
     }
 
     fn field_ref(&mut self, r: ast::FieldRefAst) -> FieldRef {
@@ -645,7 +667,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
             SKind::If(c, then_s, else_s) => {
                 let cond = self.use_(c);
                 let then_blk = self.body.new_block();
-                let st = self.body.new_stmt(StmtKind::If { cond, then_blk, else_blk: None }, span);
+                let st = self.new_stmt(StmtKind::If { cond, then_blk, else_blk: None }, span);
                 self.body.push(b, st);
                 self.stmts(then_s, then_blk);
                 if let Some(else_s) = else_s {
@@ -668,7 +690,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                 let ty = self.range_type(&range, &lo, &hi);
                 let blk = self.body.new_block();
                 let placeholder = Value(u32::MAX);
-                let st = self.body.new_stmt(StmtKind::For { var: placeholder, lo, hi, body: blk, serial }, span);
+                let st = self.new_stmt(StmtKind::For { var: placeholder, lo, hi, body: blk, serial }, span);
                 self.body.push(b, st);
                 let mark = self.undo.len();
                 let var = self.define(range.var, Type::Scalar(ty), ValueDef::LoopVar(st, 0));
@@ -681,7 +703,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
             }
             SKind::While(body_s) => {
                 let blk = self.body.new_block();
-                let st = self.body.new_stmt(StmtKind::While { body: blk }, span);
+                let st = self.new_stmt(StmtKind::While { body: blk }, span);
                 self.body.push(b, st);
                 self.stmts(body_s, blk);
                 return;
@@ -695,6 +717,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                 self.body.push(b, st);
                 let mark = self.undo.len();
                 let k = self.task_kind(*kind, st);
+                self.operands_of(st);
                 if let StmtKind::Task { kind, .. } = &mut self.body.stmts[st].kind {
                     *kind = k;
                 }
@@ -706,7 +729,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         // A result of a kind that defines none, or of an unknown field or
         // function, is typed i32 here; the verifier reports why.
         let ty = crate::ir::result_type(&kind, &*self).unwrap_or(Type::Scalar(Scalar::I32));
-        let st = self.body.new_stmt(kind, span);
+        let st = self.new_stmt(kind, span);
         if let Some(r) = s.result {
             let v = self.define(r, ty, ValueDef::Result(st));
             self.body.stmts[st].result = Some(v);

@@ -65,7 +65,7 @@ fn use_before_definition() {
     bad(
         "kernel @k() {\n  %b = add %a, %a\n  %a = const 1 : i32\n}\n",
         "value %a used before its definition",
-        "%b = add",
+        "add |%a",
     );
 }
 
@@ -132,42 +132,42 @@ fn duplicate_value_name() {
 #[test]
 fn binary_operands_have_one_type() {
     ok("kernel @k(%a: f32, %b: f32) {\n  %c = add %a, %b\n}\n");
-    bad("kernel @k(%a: i32, %b: f32) {\n  %c = add %a, %b\n}\n", "type mismatch: add of i32 and f32", "%c = add");
+    bad("kernel @k(%a: i32, %b: f32) {\n  %c = add %a, %b\n}\n", "type mismatch: add of i32 and f32", "%a, |%b");
 }
 
 #[test]
 fn operators_accept_their_types_only() {
     ok("kernel @k(%a: i32) {\n  %c = shl %a, %a\n  %d = neg %a\n}\n");
-    bad("kernel @k(%a: f32) {\n  %c = shl %a, %a\n}\n", "shl does not accept operands of type f32", "%c = shl");
-    bad("kernel @k(%a: i32) {\n  %c = sqrt %a\n}\n", "sqrt does not accept an operand of type i32", "%c = sqrt");
-    bad("kernel @k(%a: i1) {\n  %c = add %a, %a\n}\n", "add does not accept operands of type i1", "%c = add");
+    bad("kernel @k(%a: f32) {\n  %c = shl %a, %a\n}\n", "shl does not accept operands of type f32", "shl |%a");
+    bad("kernel @k(%a: i32) {\n  %c = sqrt %a\n}\n", "sqrt does not accept an operand of type i32", "sqrt |%a");
+    bad("kernel @k(%a: i1) {\n  %c = add %a, %a\n}\n", "add does not accept operands of type i1", "add |%a");
 }
 
 #[test]
 fn cmp_select_and_if() {
     ok("kernel @k(%a: f32, %b: f32) {\n  %c = cmp lt %a, %b\n  %d = select %c, %a, %b\n  if %c {\n  }\n}\n");
-    bad("kernel @k(%a: f32, %b: i32) {\n  %c = cmp lt %a, %b\n}\n", "type mismatch: cmp lt of f32 and i32", "%c = cmp");
+    bad("kernel @k(%a: f32, %b: i32) {\n  %c = cmp lt %a, %b\n}\n", "type mismatch: cmp lt of f32 and i32", "%a, |%b");
     bad(
         "kernel @k(%a: f32, %b: f32) {\n  %d = select %a, %a, %b\n}\n",
         "select condition must be i1, found f32",
-        "%d = select",
+        "select |%a",
     );
-    bad("kernel @k(%a: i32) {\n  if %a {\n  }\n}\n", "if condition must be i1, found i32", "if %a");
+    bad("kernel @k(%a: i32) {\n  if %a {\n  }\n}\n", "if condition must be i1, found i32", "if |%a");
 }
 
 #[test]
 fn alloca_slots_are_not_scalars() {
     ok("kernel @k(%v: f32) {\n  %p = alloca f32\n  store %p, %v\n  %w = load %p\n}\n");
-    bad("kernel @k() {\n  %p = alloca f32\n  %q = add %p, %p\n}\n", "alloca slot %p used as a scalar", "%q = add");
+    bad("kernel @k() {\n  %p = alloca f32\n  %q = add %p, %p\n}\n", "alloca slot %p used as a scalar", "add |%p");
     bad(
         "kernel @k(%v: f32) {\n  %w = load %v\n}\n",
         "load from %v, which is not an alloca slot",
-        "%w = load",
+        "load |%v",
     );
     bad(
         "kernel @k(%v: i32) {\n  %p = alloca f32\n  store %p, %v\n}\n",
         "type mismatch: store of i32 to slot %p of f32",
-        "store %p",
+        "%p, |%v",
     );
 }
 
@@ -184,7 +184,7 @@ fn field_rank_and_index_types() {
     bad(
         "field @x : f32[4]\nkernel @k(%f: f32) {\n  %v = load @x[%f]\n}\n",
         "field index must be i32 or i64, found f32",
-        "load |@x",
+        "[|%f]",
     );
 }
 
@@ -199,7 +199,7 @@ fn store_and_atomic_types() {
     bad(
         "field @t : f32\nkernel @k(%v: i32) {\n  store @t[], %v\n}\n",
         "type mismatch: store of i32 to field @t of f32",
-        "store @t",
+        "], |%v",
     );
     bad(
         "field @t : f32\nkernel @k(%v: f32) {\n  %o = atomic and @t[], %v\n}\n",
@@ -240,7 +240,7 @@ fn call_arity_and_argument_types() {
     bad(
         &format!("{F3}kernel @k(%x: f32, %i: i32) {{\n  %r = call @f(%i, %x, %x)\n}}\n"),
         "argument 1 of call to @f has type i32, expected f32",
-        "call |@f",
+        "(|%i",
     );
 }
 
@@ -282,7 +282,7 @@ fn ret_matches_the_function() {
     bad(
         "func @f(%a: i32) -> f32 {\n  ret %a\n}\n",
         "ret of i32 in function @f returning f32",
-        "ret %a",
+        "ret |%a",
     );
     bad(
         "func @f(%a: f32) -> f32 {\n  ret\n}\n",
@@ -665,23 +665,23 @@ fn more_type_rules() {
     bad(
         "kernel @k(%c: i1, %a: f32, %b: f64) {\n  %d = select %c, %a, %b\n}\n",
         "type mismatch: select of f32 and f64",
-        "%d = select",
+        "%a, |%b",
     );
     bad(
         "field @t : i32\nkernel @k(%v: i64) {\n  %o = atomic add @t[], %v\n}\n",
         "type mismatch: atomic add of i64 on field @t of i32",
-        "%o = atomic",
+        "], |%v",
     );
     bad(
         "kernel @k(%a: f32, %v: f32) {\n  store %a, %v\n}\n",
         "store to %a, which is not an alloca slot",
-        "store %a",
+        "store |%a",
     );
     ok("kernel @k(%a: i64, %n: i64) {\n  for %i in %a .. %n {\n  }\n}\n");
     bad(
         "kernel @k(%a: i32, %n: i64) {\n  for %i in %a .. %n {\n  }\n}\n",
         "loop bound %n has type i64, but the loop variable is i32",
-        "for %i",
+        ".. |%n",
     );
 }
 
@@ -725,4 +725,93 @@ fn rules_only_a_pass_can_break() {
         verify(&s).unwrap_err().0[0].message,
         "malformed IR: %r has type i32 but its statement gives f32"
     );
+}
+
+// ---------------------------------------------------------------- diagnostics
+
+/// Where a note of the only error starts, and its message.
+#[track_caller]
+fn note_of(src: &str) -> (String, usize) {
+    let es = errors(src);
+    assert_eq!(es.len(), 1, "expected one error");
+    assert_eq!(es[0].notes.len(), 1, "expected one note");
+    let n = &es[0].notes[0];
+    (n.message.clone(), n.span.expect("the note has a span").start as usize)
+}
+
+#[test]
+fn duplicates_note_the_previous_definition() {
+    let prev = "previous definition is here".to_string();
+    let src = "kernel @k() {\n  %t = const 1 : i32\n  %t = const 2 : i32\n}\n";
+    assert_eq!(note_of(src), (prev.clone(), anchor_offset(src, "|%t = const 1")));
+    // A loop variable clashing with a parameter: the parameter is first.
+    let src = "kernel @k(%n: i32) {\n  for %n in 0 .. 4 {\n  }\n}\n";
+    assert_eq!(note_of(src), (prev.clone(), anchor_offset(src, "k(|%n")));
+    // Three definitions: each later one notes the one it clashes with.
+    let src = "kernel @k() {\n  %t = const 1 : i32\n  %t = const 2 : i32\n  %t = const 3 : i32\n}\n";
+    let es = errors(src);
+    let notes: Vec<usize> = es.iter().map(|e| e.notes[0].span.unwrap().start as usize).collect();
+    assert_eq!(notes, [anchor_offset(src, "|%t = const 1"), anchor_offset(src, "|%t = const 2")]);
+    let src = "field @x : f32\n\nkernel @x() {\n}\n";
+    assert_eq!(note_of(src), (prev.clone(), anchor_offset(src, "field @x")));
+    let src = "kernel @k() {\n  task @k.0 serial {\n  }\n  task @k.0 serial {\n  }\n}\n";
+    assert_eq!(note_of(src), (prev, anchor_offset(src, "{\n  |task @k.0")));
+}
+
+#[test]
+fn no_follow_on_errors_from_a_value_of_unknown_type() {
+    // %c's type is unknown after the mismatch: its uses say nothing more,
+    // and neither do the uses of what is computed from it.
+    bad(
+        "kernel @k(%a: i32, %b: f32, %x: f64) {\n  %c = add %a, %b\n  %d = mul %c, %x\n  %e = sub %d, %a\n  if %d {\n  }\n}\n",
+        "type mismatch: add of i32 and f32",
+        "%a, |%b",
+    );
+    // So for a call to an unknown function and a slot used as a scalar.
+    bad(
+        "kernel @k(%x: f64) {\n  %r = call @nope(%x)\n  %s = add %r, %x\n}\n",
+        "unknown function @nope",
+        "@nope",
+    );
+    bad(
+        "kernel @k(%x: f64) {\n  %p = alloca f32\n  %q = add %p, %x\n  %r = add %q, %x\n}\n",
+        "alloca slot %p used as a scalar",
+        "add |%p",
+    );
+    // A well-typed result of a bad statement still types its uses: cmp
+    // gives i1 whatever it compares.
+    let es = errors("kernel @k(%a: i32, %b: f32, %x: f32) {\n  %c = cmp lt %a, %b\n  %d = add %c, %x\n}\n");
+    assert_eq!(es.len(), 2, "{es:?}");
+    assert_eq!(es[1].message, "type mismatch: add of i1 and f32");
+    // Scope errors about a poisoned value still count.
+    let es = errors(
+        "kernel @k(%a: i32, %b: f32, %c1: i1) {\n  if %c1 {\n    %c = add %a, %b\n  }\n  %d = neg %c\n}\n",
+    );
+    let msgs: Vec<&str> = es.iter().map(|e| e.message.as_str()).collect();
+    assert_eq!(msgs, ["type mismatch: add of i32 and f32", "value %c used outside the block that defines it"]);
+}
+
+#[test]
+fn ir_a_pass_made_points_at_the_statement() {
+    // Without operand spans (a pass's statements), an error about an
+    // operand points at its statement.
+    let src = "kernel @k(%a: i32, %b: f32) {\n  %c = add %a, %b\n}\n";
+    let mut s = parse(src);
+    let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
+    k.body.operand_spans = OperandSpans::default();
+    let es = verify(&s).unwrap_err().0;
+    assert_eq!(es[0].span.unwrap().start as usize, anchor_offset(src, "%c = add"));
+    // A table that no longer fits the statement is not used either.
+    let mut s = parse(src);
+    let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
+    let (a, b) = (k.body.params[0], k.body.params[1]);
+    k.body.stmts[Stmt(0)].kind = StmtKind::Select(a, a, b);
+    let es = verify(&s).unwrap_err().0;
+    assert!(es.iter().all(|e| e.span.unwrap().start as usize == anchor_offset(src, "%c = add")), "{es:?}");
+    // The side table is layout: not part of what the module says.
+    let mut t = parse(src);
+    let Item::Kernel(k) = &mut t.modules[0].items[0] else { unreachable!() };
+    k.body.operand_spans = OperandSpans::default();
+    assert!(parse(src).same_as(&t));
+    assert_ne!(parse(src), t);
 }

@@ -222,6 +222,8 @@ impl Body {
             blocks: blocks.collect(),
             params: self.params.iter().map(|&v| r.value(v)).collect(),
             entry: r.block(self.entry),
+            // Where operands were written is layout, as spans are.
+            operand_spans: Default::default(),
         }
     }
 }

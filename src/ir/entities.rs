@@ -10,7 +10,7 @@
 //! through its key (`body[v]`, `body.stmt(s)`), never a raw `usize`.
 
 use super::Name;
-use super::span::Span;
+use super::span::{OperandSpans, Span};
 use super::stmt::{StmtData, StmtKind};
 use super::types::{Scalar, Type};
 use std::marker::PhantomData;
@@ -211,6 +211,10 @@ pub struct Body {
     pub params: Vec<Value>,
     /// The outermost block.
     pub entry: Block,
+    /// Where each statement's operands were written (filled by the
+    /// parser; empty for what a pass made): for diagnostics only, see
+    /// [`Body::operand_span`].
+    pub operand_spans: OperandSpans,
 }
 
 impl Index<Value> for Body {
@@ -339,6 +343,33 @@ impl Body {
         }
     }
 
+    /// Where the `k`-th operand of `s` (in [`StmtKind::for_each_operand`]
+    /// order) was written; the statement's span when that is unknown (IR a
+    /// pass made, or a table that no longer fits the statement).
+    pub fn operand_span(&self, s: Stmt, k: usize) -> Span {
+        let stmt = self.stmt(s);
+        let spans = self.operand_spans.of(s.index());
+        let mut n = 0;
+        stmt.kind.for_each_operand(|_| n += 1);
+        match spans.get(k) {
+            Some(&sp) if spans.len() == n && inside(sp, stmt.span) => sp,
+            _ => stmt.span,
+        }
+    }
+
+    /// Where `s` reads `v` (its first operand that is `v`; see
+    /// [`Body::operand_span`]).
+    pub fn use_span(&self, s: Stmt, v: Value) -> Span {
+        let (mut k, mut found) = (0, None);
+        self.stmt(s).kind.for_each_operand(|u| {
+            if u == v && found.is_none() {
+                found = Some(k);
+            }
+            k += 1;
+        });
+        found.map_or(self.stmt(s).span, |k| self.operand_span(s, k))
+    }
+
     /// The values a statement reads (operands, indices and bounds), in
     /// print order; nested blocks are not included.
     pub fn operands(&self, s: Stmt) -> Vec<Value> {
@@ -346,4 +377,10 @@ impl Body {
         self.stmt(s).kind.for_each_operand(|v| out.push(v));
         out
     }
+}
+
+/// Whether `inner` is a span of text within `outer` (a recorded operand
+/// span is used only inside its statement's).
+fn inside(inner: Span, outer: Span) -> bool {
+    !inner.is_dummy() && outer.start <= inner.start && inner.end <= outer.end
 }

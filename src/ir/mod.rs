@@ -15,7 +15,8 @@
 //!   operands, child blocks, bound variables, purity and terminator-ness
 //!   come;
 //! - `module`: items, modules and streams;
-//! - `span`: source spans (honest equality, [`Span::is_dummy`]);
+//! - `span`: source spans (honest equality, [`Span::is_dummy`]) and the
+//!   operand spans a body keeps for diagnostics;
 //! - `compare`: equality up to layout ([`Stream::same_as`]).
 //!
 //! Must never: print, parse, or check anything. Well-formedness is the
@@ -32,7 +33,7 @@ mod types;
 pub use entities::{Arena, Block, Body, EntityRef, Stmt, Value, ValueData, ValueDef};
 pub use module::{Field, Func, Item, Kernel, Module, Param, Stream, TaskItem};
 pub use ops::{AtomicOp, BinOp, CmpOp, UnOp};
-pub use span::Span;
+pub use span::{OperandSpans, Span};
 pub use stmt::{
     Bound, ChildBlocks, Class, DEFAULT_BLOCK_DIM, Defines, FieldRef, StmtData, StmtKind, TaskKind,
     operands_mut,

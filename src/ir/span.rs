@@ -1,7 +1,9 @@
 //! Source spans.
 //!
-//! Owns: [`Span`], a byte range of the text a node came from, and the one
-//! dummy span of synthesised nodes ([`Span::is_dummy`]).
+//! Owns: [`Span`], a byte range of the text a node came from, the one
+//! dummy span of synthesised nodes ([`Span::is_dummy`]), and
+//! [`OperandSpans`], a body's side table of where each operand was written
+//! (for diagnostics only).
 //!
 //! Must never: take part in what a module *means*: spans compare honestly
 //! (two spans are equal when their ranges are), so comparing modules up to
@@ -41,5 +43,76 @@ impl Span {
 
     pub fn range(self) -> std::ops::Range<usize> {
         self.start as usize..self.end as usize
+    }
+}
+
+/// Where each statement's operands were written: a side table of a
+/// [`super::Body`], filled by the parser, for diagnostics only. For
+/// statement `s`, the spans of its operands in the order
+/// [`super::StmtKind::for_each_operand`] visits them. Statements a pass
+/// made have no entry, and an entry that no longer fits its statement (a
+/// pass changed the operands, or moved the statement) is not used: errors
+/// then point at the statement.
+///
+/// Not part of what a module means: [`crate::ir::Stream::same_as`] leaves
+/// it out, and the printer never reads it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OperandSpans {
+    /// Where statement `i`'s spans start in `spans`; they end where
+    /// statement `i + 1`'s start (or at the end of `spans`).
+    starts: Vec<u32>,
+    spans: Vec<Span>,
+}
+
+impl OperandSpans {
+    /// Records the operand spans of statement number `stmt`. Statements
+    /// are recorded in increasing order (skipped ones get none); a
+    /// statement already recorded is left as it is.
+    pub fn record(&mut self, stmt: usize, spans: impl IntoIterator<Item = Span>) {
+        if stmt < self.starts.len() {
+            return;
+        }
+        let at = self.spans.len() as u32;
+        self.starts.resize(stmt + 1, at);
+        self.spans.extend(spans);
+    }
+
+    /// The spans recorded for statement number `stmt` (empty when none).
+    pub fn of(&self, stmt: usize) -> &[Span] {
+        let Some(&start) = self.starts.get(stmt) else {
+            return &[];
+        };
+        let end = self.starts.get(stmt + 1).map_or(self.spans.len(), |&e| e as usize);
+        self.spans.get(start as usize..end).unwrap_or(&[])
+    }
+
+    /// Room for `stmts` more statements and `operands` more spans.
+    pub fn reserve(&mut self, stmts: usize, operands: usize) {
+        self.starts.reserve(stmts);
+        self.spans.reserve(operands);
+    }
+
+    /// Gives back the room the table grew by beyond its length.
+    pub fn shrink_to_fit(&mut self) {
+        self.starts.shrink_to_fit();
+        self.spans.shrink_to_fit();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operand_spans_by_statement() {
+        let mut t = OperandSpans::default();
+        t.record(0, [Span::new(1, 2), Span::new(3, 4)]);
+        // Statement 1 has no operands; 2 is recorded after it is skipped.
+        t.record(2, [Span::new(5, 6)]);
+        t.record(0, [Span::new(9, 9)]);
+        assert_eq!(t.of(0), &[Span::new(1, 2), Span::new(3, 4)]);
+        assert_eq!(t.of(1), &[] as &[Span]);
+        assert_eq!(t.of(2), &[Span::new(5, 6)]);
+        assert_eq!(t.of(3), &[] as &[Span]);
     }
 }

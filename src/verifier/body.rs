@@ -25,6 +25,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             task_of: vec![None; body.stmts.len()],
             order: Vec::with_capacity(body.stmts.len()),
             visible: vec![false; body.values.len()],
+            poisoned: vec![false; body.values.len()],
             scope: Vec::new(),
             defs: Vec::with_capacity(body.values.len()),
             calls: Vec::new(),

@@ -17,7 +17,8 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             StmtKind::If { cond, then_blk, else_blk } => {
                 if let Some(t) = self.scalar(*cond, s) {
                     if t != Scalar::I1 {
-                        self.err(format!("if condition must be i1, found {t}"), span);
+                        let at = self.body.operand_span(s, 0);
+                        self.err(format!("if condition must be i1, found {t}"), at);
                     }
                 }
                 let inner = Cx { depth: cx.depth + 1, ..cx };
@@ -90,7 +91,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                         if t != r {
                             self.err(
                                 format!("ret of {t} in function @{} returning {r}", f.name),
-                                span,
+                                self.body.operand_span(s, 0),
                             );
                         }
                     }
@@ -154,7 +155,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                             "range_for bound %{} must be a constant, a kernel parameter or a 0-D integer field",
                             self.body.name(*v)
                         ),
-                        span,
+                        self.body.use_span(s, *v),
                     );
                     return;
                 }
@@ -166,7 +167,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                                 "loop bound %{} has type {t}, but the loop variable is {vt}",
                                 self.body.name(*v)
                             ),
-                            span,
+                            self.body.use_span(s, *v),
                         );
                     }
                 }

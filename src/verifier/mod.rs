@@ -14,10 +14,12 @@
 //! anything that indexes with it, and recurses no deeper than
 //! [`MAX_NESTING`] blocks.
 //!
-//! Where a use has no span of its own (operands are plain [`Value`]
-//! indices), an error about it points at the statement that uses it; a use
-//! of an undefined name points at the name, which the parser keeps as a
-//! [`ValueDef::Undefined`] value with the span of the use.
+//! An error about one operand points at that operand, where the body's
+//! side table says it was written ([`Body::operand_span`]); in IR a pass
+//! made, at the statement. A use of an undefined name points at the name,
+//! which the parser keeps as a [`ValueDef::Undefined`] value with the span
+//! of the use. A value whose type an error left unknown is poisoned: its
+//! uses report no further type error.
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::*;
@@ -210,13 +212,11 @@ impl<'a> ModuleCx<'a> {
         let mut items: FxMap<&str, &Item> =
             FxMap::with_capacity_and_hasher(m.items.len(), Default::default());
         for it in &m.items {
-            if items.contains_key(it.name()) {
-                diags.push(Diagnostic::error(
-                    format!("duplicate item @{}", it.name()),
-                    it.span(),
-                ));
-            } else {
-                items.insert(it.name(), it);
+            match items.get(it.name()) {
+                Some(first) => diags.push(duplicate_item(it.name(), it.span(), first.span())),
+                None => {
+                    items.insert(it.name(), it);
+                }
             }
         }
         ModuleCx {
@@ -226,6 +226,15 @@ impl<'a> ModuleCx<'a> {
         }
     }
 }
+
+/// `duplicate item @x` at `span`, with a note at the first definition.
+fn duplicate_item(name: &str, span: Span, first: Span) -> Diagnostic {
+    Diagnostic::error(format!("duplicate item @{name}"), span)
+        .with_note_at(PREVIOUS_DEFINITION, first)
+}
+
+/// The note at the first of two definitions of one name.
+const PREVIOUS_DEFINITION: &str = "previous definition is here";
 
 /// What the module-wide checks need to know of one item once its own
 /// checks are done: a body's nesting and calls, a kernel's task statements.
@@ -301,7 +310,8 @@ fn check_item(cx: &ModuleCx<'_>, it: &Item, diags: &mut Vec<Diagnostic>) -> Item
 /// the depth of blocks and calls.
 #[derive(Default)]
 struct ModuleWide {
-    task_names: HashMap<Name, ()>,
+    /// The task statements' names so far, with their spans.
+    task_names: HashMap<Name, Span>,
     /// Every body's nesting, in source order.
     bodies: Vec<Nesting>,
 }
@@ -312,10 +322,15 @@ impl ModuleWide {
         // Task statements are named like items (`launch` and the cache
         // refer to them by name), so their names share the items' namespace.
         for (name, span) in facts.task_stmts {
-            if cx.items.contains_key(name.as_str()) || self.task_names.contains_key(&name) {
-                diags.push(Diagnostic::error(format!("duplicate item @{name}"), span));
-            } else {
-                self.task_names.insert(name, ());
+            let first = match cx.items.get(name.as_str()) {
+                Some(it) => Some(it.span()),
+                None => self.task_names.get(&name).copied(),
+            };
+            match first {
+                Some(first) => diags.push(duplicate_item(&name, span, first)),
+                None => {
+                    self.task_names.insert(name, span);
+                }
             }
         }
         if let Some(n) = facts.nesting {
@@ -506,6 +521,9 @@ struct BodyChecker<'a, 'd> {
     /// The placed statements in pre-order.
     order: Vec<Stmt>,
     visible: Vec<bool>,
+    /// Values whose type is unknown because of an error already reported
+    /// (a result of ill-typed operands): uses of them report no type error.
+    poisoned: Vec<bool>,
     /// Values made visible, in order; blocks truncate it on exit.
     scope: Vec<Value>,
     /// Every definition: its name, its naming scope (see [`Self::scope`])

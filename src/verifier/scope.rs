@@ -1,8 +1,9 @@
 //! Scopes: which values a statement may use.
 //!
 //! Owns: visibility (a value is visible after its definition, in its block
-//! and the blocks nested in it; loop variables in their loop only) and the
-//! errors for a use out of scope.
+//! and the blocks nested in it; loop variables in their loop only), the
+//! errors for a use out of scope (at the use), and silence about the type
+//! of a poisoned value (one whose type an earlier error left unknown).
 //!
 //! Must never: check types beyond scalar-versus-slot.
 
@@ -14,16 +15,28 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         self.scope.push(v);
     }
 
-    /// A use of `v` by statement `s`: reports a use out of scope. Returns
-    /// the type when it is known (not for undefined names, so that one
-    /// mistake is not reported again as a type error).
+    /// A use of `v` by statement `s`: reports a use out of scope, at the
+    /// operand. Returns the type when it is known (not for a value out of
+    /// scope or poisoned, so that one mistake is not reported again as a
+    /// type error).
     pub(super) fn use_value(&mut self, v: Value, s: Stmt) -> Option<Type> {
-        if self.visible[v.index()] {
-            return Some(self.body.ty(v));
+        if !self.visible[v.index()] {
+            // Its type says nothing here: what uses it is not checked
+            // against it (nor is its result, by the parser's typing).
+            self.out_of_scope_use(v, s);
+            return None;
         }
+        if self.poisoned[v.index()] {
+            return None;
+        }
+        Some(self.body.ty(v))
+    }
+
+    /// Reports a use of `v` by `s` where `v` is not visible.
+    fn out_of_scope_use(&mut self, v: Value, s: Stmt) {
         let body = self.body;
         let vd = body.value(v);
-        let stmt_span = body.stmt(s).span;
+        let stmt_span = body.use_span(s, v);
         let name = &vd.name;
         let def_pos = |this: &Self, d: ValueDef| match d {
             ValueDef::Result(ds) | ValueDef::LoopVar(ds, _) => this.pos.get(ds.index()).copied(),
@@ -38,7 +51,6 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                     Some(d) => self.out_of_scope(d, s),
                 };
                 self.err(msg, vd.span);
-                return None;
             }
             ValueDef::Param(_) => {
                 // Parameters are visible everywhere; not visible means it is
@@ -62,7 +74,6 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 ),
             },
         }
-        Some(vd.ty)
     }
 
     /// The message for a use (by `s`) of defined value `d` out of scope.
@@ -114,7 +125,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         match self.use_value(v, s)? {
             Type::Scalar(t) => Some(t),
             Type::Slot(_) => {
-                let span = self.body.stmt(s).span;
+                let span = self.body.use_span(s, v);
                 self.err(
                     format!("alloca slot %{} used as a scalar", self.body.name(v)),
                     span,

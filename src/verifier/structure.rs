@@ -224,24 +224,26 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
 
     /// Reports every definition of a name after the first that it clashes
     /// with: any other in its scope, and any at all when the name is
-    /// defined in scope 0.
+    /// defined in scope 0; a note points at the definition it clashes with
+    /// (the one before it in its scope, else the one in scope 0).
     pub(super) fn duplicate_names(&mut self) {
         self.defs
             .sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
-        let mut group_has_scope0 = false;
+        // The first definition of the current name, when it is in scope 0.
+        let mut group_scope0 = None;
         for i in 0..self.defs.len() {
             let (name, scope, _, v) = self.defs[i];
             let prev = i.checked_sub(1).map(|j| self.defs[j]);
-            let same_name = prev.is_some_and(|p| p.0 == name);
-            if !same_name {
-                group_has_scope0 = scope == 0;
+            let Some(prev) = prev.filter(|p| p.0 == name) else {
+                group_scope0 = (scope == 0).then_some(v);
                 continue;
-            }
-            let clash = group_has_scope0 || prev.is_some_and(|p| p.1 == scope);
-            if clash && prev.is_some_and(|p| p.3 != v) {
-                self.err(
-                    format!("duplicate value name %{name}"),
-                    self.body.value(v).span,
+            };
+            let earlier = if prev.1 == scope { Some(prev.3) } else { group_scope0 };
+            if let Some(first) = earlier.filter(|&first| first != v && prev.3 != v) {
+                let body = self.body;
+                self.diags.push(
+                    Diagnostic::error(format!("duplicate value name %{name}"), body.value(v).span)
+                        .with_note_at(PREVIOUS_DEFINITION, body.value(first).span),
                 );
             }
         }

@@ -1,8 +1,9 @@
 //! Types: the operand rules of every statement and its result.
 //!
 //! Owns: the operand types each kind accepts, field references, calls'
-//! arguments; a result's type is `ir::result_type`, asked only once the
-//! operands are well typed (no follow-on errors).
+//! arguments, each error at the operand at fault; a result's type is
+//! `ir::result_type`, asked only once the operands are well typed, and a
+//! result whose type is unknown is poisoned (no follow-on errors).
 //!
 //! Must never: restate the typing rules `ir` owns.
 
@@ -59,12 +60,12 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                     if ta != tb {
                         self.err(
                             format!("type mismatch: {} of {ta} and {tb}", op.keyword()),
-                            span,
+                            body.operand_span(s, 1),
                         );
                     } else if !op.accepts(ta) {
                         self.err(
                             format!("{} does not accept operands of type {ta}", op.keyword()),
-                            span,
+                            body.operand_span(s, 0),
                         );
                     } else {
                         typed = true;
@@ -78,7 +79,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                     } else {
                         self.err(
                             format!("{} does not accept an operand of type {t}", op.keyword()),
-                            span,
+                            body.operand_span(s, 0),
                         );
                     }
                 }
@@ -89,7 +90,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                     if ta != tb {
                         self.err(
                             format!("type mismatch: cmp {} of {ta} and {tb}", op.keyword()),
-                            span,
+                            body.operand_span(s, 1),
                         );
                     }
                 }
@@ -102,13 +103,19 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             StmtKind::Select(c, a, b) => {
                 if let Some(tc) = self.scalar(*c, s) {
                     if tc != Scalar::I1 {
-                        self.err(format!("select condition must be i1, found {tc}"), span);
+                        self.err(
+                            format!("select condition must be i1, found {tc}"),
+                            body.operand_span(s, 0),
+                        );
                     }
                 }
                 let (ta, tb) = (self.scalar(*a, s), self.scalar(*b, s));
                 if let (Some(ta), Some(tb)) = (ta, tb) {
                     if ta != tb {
-                        self.err(format!("type mismatch: select of {ta} and {tb}"), span);
+                        self.err(
+                            format!("type mismatch: select of {ta} and {tb}"),
+                            body.operand_span(s, 2),
+                        );
                     } else {
                         typed = true;
                     }
@@ -124,7 +131,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                     if e != t {
                         self.err(
                             format!("type mismatch: store of {t} to field @{} of {e}", r.field),
-                            span,
+                            body.operand_span(s, r.indices.len()),
                         );
                     }
                 }
@@ -150,7 +157,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                                     op.keyword(),
                                     r.field
                                 ),
-                                span,
+                                body.operand_span(s, r.indices.len()),
                             );
                         }
                     }
@@ -162,7 +169,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 Some(Type::Slot(_)) => typed = true,
                 Some(Type::Scalar(_)) => self.err(
                     format!("load from %{}, which is not an alloca slot", body.name(*p)),
-                    span,
+                    body.operand_span(s, 0),
                 ),
                 None => {}
             },
@@ -172,7 +179,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                     Some(Type::Scalar(_)) => {
                         self.err(
                             format!("store to %{}, which is not an alloca slot", body.name(*p)),
-                            span,
+                            body.operand_span(s, 0),
                         );
                         None
                     }
@@ -185,7 +192,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                                 "type mismatch: store of {t} to slot %{} of {e}",
                                 body.name(*p)
                             ),
-                            span,
+                            body.operand_span(s, 1),
                         );
                     }
                 }
@@ -212,6 +219,11 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             ),
             (Some(r), _) => {
                 let vd = self.body.value(r);
+                if ty.is_none() {
+                    // Its type is unknown: an error about its operands
+                    // (or its callee) was reported; its uses say nothing.
+                    self.poisoned[r.index()] = true;
+                }
                 if let Some(t) = ty {
                     if t != vd.ty {
                         self.err(
@@ -232,10 +244,14 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     /// The element type of a field reference, after checking the field,
     /// the rank and the index types.
     pub(super) fn field_ref(&mut self, r: &FieldRef, s: Stmt) -> Option<Scalar> {
-        for &i in &r.indices {
+        // A field reference's indices are its statement's first operands.
+        for (k, &i) in r.indices.iter().enumerate() {
             match self.scalar(i, s) {
                 Some(Scalar::I32 | Scalar::I64) | None => {}
-                Some(t) => self.err(format!("field index must be i32 or i64, found {t}"), r.span),
+                Some(t) => self.err(
+                    format!("field index must be i32 or i64, found {t}"),
+                    self.body.operand_span(s, k),
+                ),
             }
         }
         let Some(f) = self.cx.field(&r.field) else {
@@ -318,7 +334,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                                 i + 1,
                                 p.ty
                             ),
-                            cspan,
+                            self.body.operand_span(s, i),
                         );
                     }
                 }
