@@ -27,27 +27,68 @@ use kiln::codegen::Compiler;
 use kiln::config::{CompileConfig, OptLevel};
 use kiln::exec::{FieldData, Fields};
 use kiln::interp::Interpreter;
-use kiln::ir::{Scalar, StmtKind, Stream};
+use kiln::ir::{Body, Scalar, StmtKind, Stream, Value};
 use kiln::jit::engine::{JitEngine, JitPath};
 use std::collections::BTreeSet;
 
 
-/// Float fields some `atomic` writes (their sums depend on the order).
-fn float_atomic_fields(stream: &Stream) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for m in &stream.modules {
-        let bodies = m.kernels().map(|k| &k.body).chain(m.funcs().map(|f| &f.body)).chain(m.tasks().map(|t| &t.body));
-        for body in bodies {
-            for s in &body.stmts {
-                if let StmtKind::Atomic(_, r, _) = &s.kind {
-                    if stream.modules.iter().find_map(|m| m.field(&r.field)).is_some_and(|f| f.elem.is_float()) {
-                        out.insert(r.field.to_string());
+/// Float fields whose values depend on the order in which threads ran:
+/// those a float `atomic` writes (a sum's rounding depends on the order),
+/// and those stored from anything computed from such a field or from an
+/// atomic's result (which is the order itself). With threads they are
+/// compared as close, not equal.
+fn order_dependent_fields(stream: &Stream) -> BTreeSet<String> {
+    let is_float = |name: &str| stream.modules.iter().find_map(|m| m.field(name)).is_some_and(|f| f.elem.is_float());
+    let mut fields = BTreeSet::new();
+    loop {
+        let before = fields.len();
+        for m in &stream.modules {
+            let bodies = m.kernels().map(|k| &k.body).chain(m.funcs().map(|f| &f.body)).chain(m.tasks().map(|t| &t.body));
+            for body in bodies {
+                spread_order_dependence(body, &mut fields, &is_float);
+            }
+        }
+        if fields.len() == before {
+            break;
+        }
+    }
+    fields.retain(|f| is_float(f));
+    fields
+}
+
+/// Marks what `body` computes from order-dependent fields or atomics
+/// (through values and slots, to a fixed point) and adds the fields it
+/// stores such values to.
+fn spread_order_dependence(body: &Body, fields: &mut BTreeSet<String>, is_float: &impl Fn(&str) -> bool) {
+    let mut tainted = vec![false; body.values.len()];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        let mut mark = |v: Value, tainted: &mut Vec<bool>| {
+            changed |= !std::mem::replace(&mut tainted[v.index()], true);
+        };
+        for s in body.stmts.iter() {
+            let mut t = false;
+            s.kind.for_each_operand(|v| t |= tainted[v.index()]);
+            match &s.kind {
+                StmtKind::Atomic(_, r, _) => {
+                    if is_float(&r.field) {
+                        fields.insert(r.field.to_string());
                     }
+                    t = true;
                 }
+                StmtKind::Load(r) => t |= fields.contains(r.field.as_str()),
+                StmtKind::Store(r, _) if t => {
+                    fields.insert(r.field.to_string());
+                }
+                StmtKind::StoreSlot(p, _) if t => mark(*p, &mut tainted),
+                _ => {}
+            }
+            if let (true, Some(r)) = (t, s.result) {
+                mark(r, &mut tainted);
             }
         }
     }
-    out
 }
 
 fn close(want: &FieldData, got: &FieldData) -> bool {
@@ -94,7 +135,7 @@ fn load(text: &str) -> Result<Stream, String> {
 fn check(text: &str, engines: &mut [(JitPath, JitEngine)]) -> Result<(), String> {
     let stream = load(text)?;
     let want = run_all(&mut Interpreter::new(), &stream).map_err(|e| format!("interpreter: {e}"))?;
-    let tolerant = float_atomic_fields(&stream);
+    let tolerant = order_dependent_fields(&stream);
     for (path, engine) in engines.iter_mut() {
         for threads in [1, 2] {
             engine.set_threads(threads).map_err(|e| e.message)?;

@@ -15,60 +15,64 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     /// Returns false (after reporting) when the body cannot be walked
     /// safely.
     pub(super) fn structure(&mut self) -> bool {
+        match self.roots().and_then(|()| self.walk()) {
+            Ok(()) => true,
+            Err((msg, span)) => {
+                self.err(msg, span);
+                false
+            }
+        }
+    }
+
+    /// Checks that the entry block, the parameters and a task item's
+    /// header name nothing out of range.
+    fn roots(&self) -> Result<(), Malformed> {
         let body = self.body;
-        let owner = self.owner.describe();
-        let span = self.owner_span();
+        let (owner, span) = (self.owner.describe(), self.owner_span());
         let nv = body.values.len();
-        let nb = body.blocks.len();
-        if body.entry.index() >= nb {
-            self.err(
+        if body.entry.index() >= body.blocks.len() {
+            return Err((
                 format!("malformed IR: the entry block of {owner} is out of range"),
                 span,
-            );
-            return false;
+            ));
         }
         if let Some(p) = body.params.iter().find(|p| p.index() >= nv) {
-            self.err(
+            return Err((
                 format!(
                     "malformed IR: parameter value {} of {owner} is out of range",
                     p.0
                 ),
                 span,
-            );
-            return false;
+            ));
         }
         if let Owner::TaskItem(t) = self.owner {
-            let mut bad = None;
-            let header = StmtData {
-                kind: StmtKind::Task {
-                    name: t.name.clone(),
-                    kind: t.kind.clone(),
-                    body: body.entry,
-                },
-                result: None,
-                span,
+            let header = StmtKind::Task {
+                name: t.name.clone(),
+                kind: t.kind.clone(),
+                body: body.entry,
             };
-            header.kind.for_each_value(|v| {
-                if v.index() >= nv {
-                    bad = Some(v)
-                }
-            });
-            if let Some(v) = bad {
-                self.err(
+            if let Some(v) = out_of_range(&header, None, nv) {
+                return Err((
                     format!(
                         "malformed IR: value {} in the header of {owner} is out of range",
                         v.0
                     ),
                     span,
-                );
-                return false;
+                ));
             }
         }
-        let mut block_seen = vec![false; nb];
+        Ok(())
+    }
+
+    /// Walks the blocks from the entry, placing each statement in
+    /// pre-order ([`Self::place`]): each block reached once, nesting
+    /// bounded by [`MAX_NESTING`].
+    fn walk(&mut self) -> Result<(), Malformed> {
+        let body = self.body;
+        let mut block_seen = vec![false; body.blocks.len()];
         block_seen[body.entry.index()] = true;
         // (block, next statement index, depth, enclosing task)
         let mut stack: Vec<(Block, usize, usize, Option<Stmt>)> = vec![(body.entry, 0, 0, None)];
-        let mut next_pos = 0u32;
         while let Some(top) = stack.last_mut() {
             let (b, i, depth, task) = *top;
             let Some(&s) = body.blocks[b].get(i) else {
@@ -76,72 +80,68 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 continue;
             };
             top.1 += 1;
-            let Some(sd) = body.stmts.get(s) else {
-                self.err(
-                    format!("malformed IR: statement {} in {owner} is out of range", s.0),
-                    span,
-                );
-                return false;
-            };
-            if self.pos[s.index()] != NOT_PLACED {
-                self.err(
-                    format!("malformed IR: a statement of {owner} is placed twice"),
-                    sd.span,
-                );
-                return false;
-            }
-            self.pos[s.index()] = next_pos;
-            next_pos += 1;
-            self.order.push(s);
-            self.task_of[s.index()] = task;
-            let mut bad = sd.result.filter(|r| r.index() >= nv);
-            sd.kind.for_each_value(|v| {
-                if v.index() >= nv {
-                    bad = Some(v)
-                }
-            });
-            if let Some(v) = bad {
-                self.err(
-                    format!(
-                        "malformed IR: value {} used in {owner} is out of range",
-                        v.0
-                    ),
-                    sd.span,
-                );
-                return false;
-            }
-            let children = sd.kind.child_blocks();
-            let child_depth = if matches!(sd.kind, StmtKind::Task { .. }) {
-                depth
+            let sd = self.place(s, task)?;
+            // A task's body is not nested deeper: it is the task's top level.
+            let (child_depth, inner_task) = if matches!(sd.kind, StmtKind::Task { .. }) {
+                (depth, Some(s))
             } else {
-                depth + 1
+                (depth + 1, task)
             };
+            let children = sd.kind.child_blocks();
             if children.clone().next().is_some() && child_depth > MAX_NESTING {
-                self.err(
+                return Err((
                     format!("statements nested more than {MAX_NESTING} levels deep"),
                     sd.span,
-                );
-                return false;
+                ));
             }
-            let inner_task = if matches!(sd.kind, StmtKind::Task { .. }) {
-                Some(s)
-            } else {
-                task
-            };
             // Push in reverse so that children are visited in print order.
             for c in children.rev() {
-                if c.index() >= nb || block_seen[c.index()] {
-                    self.err(
+                if c.index() >= block_seen.len() || block_seen[c.index()] {
+                    let owner = self.owner.describe();
+                    return Err((
                         format!("malformed IR: a block of {owner} is out of range or shared"),
                         sd.span,
-                    );
-                    return false;
+                    ));
                 }
                 block_seen[c.index()] = true;
                 stack.push((c, 0, child_depth, inner_task));
             }
         }
-        true
+        Ok(())
+    }
+
+    /// Places statement `s` next in pre-order, inside `task`: it must be
+    /// in range, not placed before, and name only values in range.
+    fn place(&mut self, s: Stmt, task: Option<Stmt>) -> Result<&'a StmtData, Malformed> {
+        let body = self.body;
+        let Some(sd) = body.stmts.get(s) else {
+            let owner = self.owner.describe();
+            return Err((
+                format!("malformed IR: statement {} in {owner} is out of range", s.0),
+                self.owner_span(),
+            ));
+        };
+        if self.pos[s.index()] != NOT_PLACED {
+            let owner = self.owner.describe();
+            return Err((
+                format!("malformed IR: a statement of {owner} is placed twice"),
+                sd.span,
+            ));
+        }
+        self.pos[s.index()] = self.order.len() as u32;
+        self.order.push(s);
+        self.task_of[s.index()] = task;
+        if let Some(v) = out_of_range(&sd.kind, sd.result, body.values.len()) {
+            let owner = self.owner.describe();
+            return Err((
+                format!(
+                    "malformed IR: value {} used in {owner} is out of range",
+                    v.0
+                ),
+                sd.span,
+            ));
+        }
+        Ok(sd)
     }
 
     /// Checks that the definitions of placed statements agree with their
@@ -238,7 +238,11 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 group_scope0 = (scope == 0).then_some(v);
                 continue;
             };
-            let earlier = if prev.1 == scope { Some(prev.3) } else { group_scope0 };
+            let earlier = if prev.1 == scope {
+                Some(prev.3)
+            } else {
+                group_scope0
+            };
             if let Some(first) = earlier.filter(|&first| first != v && prev.3 != v) {
                 let body = self.body;
                 self.diags.push(
@@ -255,4 +259,19 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         let i = self.defs.partition_point(|d| d.0 < name);
         self.defs.get(i).filter(|d| d.0 == name).map(|d| d.3)
     }
+}
+
+/// Why a body cannot be walked: the message and where.
+type Malformed = (String, Span);
+
+/// A value `kind` names (or `result`, its result) that is not below `nv`,
+/// the number of values.
+fn out_of_range(kind: &StmtKind, result: Option<Value>, nv: usize) -> Option<Value> {
+    let mut bad = result.filter(|r| r.index() >= nv);
+    kind.for_each_value(|v| {
+        if v.index() >= nv {
+            bad = Some(v)
+        }
+    });
+    bad
 }

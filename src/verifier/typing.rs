@@ -40,166 +40,169 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     /// Checks the operand types of a statement without blocks that is not
     /// a call; true when its result's type follows from them.
     pub(super) fn operand_types(&mut self, s: Stmt) -> bool {
-        let body = self.body;
-        let sd = body.stmt(s);
-        let span = sd.span;
-        let mut typed = false;
+        let sd = self.body.stmt(s);
         match &sd.kind {
             StmtKind::Const(c) => {
                 if !canonical(*c) {
                     self.err(
                         format!("constant {} does not fit {}", c.bits as i64, c.ty),
-                        span,
+                        sd.span,
                     );
                 }
-                typed = true;
+                true
             }
-            StmtKind::Binary(op, a, b) => {
-                let (ta, tb) = (self.scalar(*a, s), self.scalar(*b, s));
-                if let (Some(ta), Some(tb)) = (ta, tb) {
-                    if ta != tb {
-                        self.err(
-                            format!("type mismatch: {} of {ta} and {tb}", op.keyword()),
-                            body.operand_span(s, 1),
-                        );
-                    } else if !op.accepts(ta) {
-                        self.err(
-                            format!("{} does not accept operands of type {ta}", op.keyword()),
-                            body.operand_span(s, 0),
-                        );
-                    } else {
-                        typed = true;
-                    }
-                }
-            }
-            StmtKind::Unary(op, a) => {
-                if let Some(t) = self.scalar(*a, s) {
-                    if op.accepts(t) {
-                        typed = true;
-                    } else {
-                        self.err(
-                            format!("{} does not accept an operand of type {t}", op.keyword()),
-                            body.operand_span(s, 0),
-                        );
-                    }
-                }
-            }
+            StmtKind::Binary(op, a, b) => self.binary(s, *op, *a, *b),
+            StmtKind::Unary(op, a) => self.unary(s, *op, *a),
             StmtKind::Cmp(op, a, b) => {
-                let (ta, tb) = (self.scalar(*a, s), self.scalar(*b, s));
-                if let (Some(ta), Some(tb)) = (ta, tb) {
-                    if ta != tb {
-                        self.err(
-                            format!("type mismatch: cmp {} of {ta} and {tb}", op.keyword()),
-                            body.operand_span(s, 1),
-                        );
-                    }
-                }
-                typed = true;
+                self.same_scalars(s, *a, *b, 1, |ta, tb| {
+                    format!("type mismatch: cmp {} of {ta} and {tb}", op.keyword())
+                });
+                true
             }
             StmtKind::Cast(a, _) => {
                 self.scalar(*a, s);
-                typed = true;
+                true
             }
-            StmtKind::Select(c, a, b) => {
-                if let Some(tc) = self.scalar(*c, s) {
-                    if tc != Scalar::I1 {
-                        self.err(
-                            format!("select condition must be i1, found {tc}"),
-                            body.operand_span(s, 0),
-                        );
-                    }
-                }
-                let (ta, tb) = (self.scalar(*a, s), self.scalar(*b, s));
-                if let (Some(ta), Some(tb)) = (ta, tb) {
-                    if ta != tb {
-                        self.err(
-                            format!("type mismatch: select of {ta} and {tb}"),
-                            body.operand_span(s, 2),
-                        );
-                    } else {
-                        typed = true;
-                    }
-                }
-            }
-            StmtKind::Load(r) => {
-                typed = self.field_ref(r, s).is_some();
-            }
+            StmtKind::Select(c, a, b) => self.select(s, *c, *a, *b),
+            StmtKind::Load(r) => self.field_ref(r, s).is_some(),
             StmtKind::Store(r, v) => {
-                let elem = self.field_ref(r, s);
-                let tv = self.scalar(*v, s);
-                if let (Some(e), Some(t)) = (elem, tv) {
-                    if e != t {
-                        self.err(
-                            format!("type mismatch: store of {t} to field @{} of {e}", r.field),
-                            body.operand_span(s, r.indices.len()),
-                        );
-                    }
-                }
+                self.store(s, r, *v);
+                false
             }
-            StmtKind::Atomic(op, r, v) => {
-                let elem = self.field_ref(r, s);
-                let tv = self.scalar(*v, s);
-                if let Some(e) = elem {
-                    if !op.accepts(e) {
-                        self.err(
-                            format!(
-                                "atomic {} does not accept field @{} of {e}",
-                                op.keyword(),
-                                r.field
-                            ),
-                            span,
-                        );
-                    } else if let Some(t) = tv {
-                        if e != t {
-                            self.err(
-                                format!(
-                                    "type mismatch: atomic {} of {t} on field @{} of {e}",
-                                    op.keyword(),
-                                    r.field
-                                ),
-                                body.operand_span(s, r.indices.len()),
-                            );
-                        }
-                    }
-                    typed = true;
-                }
-            }
-            StmtKind::Alloca(_) => typed = true,
-            StmtKind::LoadSlot(p) => match self.use_value(*p, s) {
-                Some(Type::Slot(_)) => typed = true,
-                Some(Type::Scalar(_)) => self.err(
-                    format!("load from %{}, which is not an alloca slot", body.name(*p)),
-                    body.operand_span(s, 0),
-                ),
-                None => {}
-            },
+            StmtKind::Atomic(op, r, v) => self.atomic(s, *op, r, *v),
+            StmtKind::Alloca(_) => true,
+            StmtKind::LoadSlot(p) => self.slot(s, *p, "load from").is_some(),
             StmtKind::StoreSlot(p, v) => {
-                let slot = match self.use_value(*p, s) {
-                    Some(Type::Slot(t)) => Some(t),
-                    Some(Type::Scalar(_)) => {
-                        self.err(
-                            format!("store to %{}, which is not an alloca slot", body.name(*p)),
-                            body.operand_span(s, 0),
-                        );
-                        None
-                    }
-                    None => None,
-                };
-                if let (Some(e), Some(t)) = (slot, self.scalar(*v, s)) {
-                    if e != t {
-                        self.err(
-                            format!(
-                                "type mismatch: store of {t} to slot %{} of {e}",
-                                body.name(*p)
-                            ),
-                            body.operand_span(s, 1),
-                        );
-                    }
-                }
+                self.store_slot(s, *p, *v);
+                false
             }
             _ => unreachable!("calls and statements with blocks are checked elsewhere"),
         }
-        typed
+    }
+
+    /// Checks that operands `a` and `b` (the latter operand number `k` of
+    /// `s`) have the same scalar type; that type when they do, `None` (and
+    /// the error `mismatch` words at `b`, if both were known) otherwise.
+    fn same_scalars(
+        &mut self,
+        s: Stmt,
+        a: Value,
+        b: Value,
+        k: usize,
+        mismatch: impl FnOnce(Scalar, Scalar) -> String,
+    ) -> Option<Scalar> {
+        let (ta, tb) = (self.scalar(a, s), self.scalar(b, s));
+        let (ta, tb) = (ta?, tb?);
+        if ta != tb {
+            self.err(mismatch(ta, tb), self.body.operand_span(s, k));
+            return None;
+        }
+        Some(ta)
+    }
+
+    fn binary(&mut self, s: Stmt, op: BinOp, a: Value, b: Value) -> bool {
+        let Some(t) = self.same_scalars(s, a, b, 1, |ta, tb| {
+            format!("type mismatch: {} of {ta} and {tb}", op.keyword())
+        }) else {
+            return false;
+        };
+        if !op.accepts(t) {
+            let at = self.body.operand_span(s, 0);
+            self.err(
+                format!("{} does not accept operands of type {t}", op.keyword()),
+                at,
+            );
+            return false;
+        }
+        true
+    }
+
+    fn unary(&mut self, s: Stmt, op: UnOp, a: Value) -> bool {
+        let Some(t) = self.scalar(a, s) else {
+            return false;
+        };
+        if !op.accepts(t) {
+            let at = self.body.operand_span(s, 0);
+            self.err(
+                format!("{} does not accept an operand of type {t}", op.keyword()),
+                at,
+            );
+            return false;
+        }
+        true
+    }
+
+    fn select(&mut self, s: Stmt, c: Value, a: Value, b: Value) -> bool {
+        if let Some(tc) = self.scalar(c, s).filter(|&t| t != Scalar::I1) {
+            let at = self.body.operand_span(s, 0);
+            self.err(format!("select condition must be i1, found {tc}"), at);
+        }
+        self.same_scalars(s, a, b, 2, |ta, tb| {
+            format!("type mismatch: select of {ta} and {tb}")
+        })
+        .is_some()
+    }
+
+    fn store(&mut self, s: Stmt, r: &FieldRef, v: Value) {
+        let elem = self.field_ref(r, s);
+        let tv = self.scalar(v, s);
+        if let (Some(e), Some(t)) = (elem, tv) {
+            if e != t {
+                let at = self.body.operand_span(s, r.indices.len());
+                self.err(
+                    format!("type mismatch: store of {t} to field @{} of {e}", r.field),
+                    at,
+                );
+            }
+        }
+    }
+
+    fn atomic(&mut self, s: Stmt, op: AtomicOp, r: &FieldRef, v: Value) -> bool {
+        let elem = self.field_ref(r, s);
+        let tv = self.scalar(v, s);
+        let Some(e) = elem else { return false };
+        if !op.accepts(e) {
+            let msg = format!(
+                "atomic {} does not accept field @{} of {e}",
+                op.keyword(),
+                r.field
+            );
+            self.err(msg, self.body.stmt(s).span);
+        } else if let Some(t) = tv.filter(|&t| t != e) {
+            let msg = format!(
+                "type mismatch: atomic {} of {t} on field @{} of {e}",
+                op.keyword(),
+                r.field
+            );
+            self.err(msg, self.body.operand_span(s, r.indices.len()));
+        }
+        true
+    }
+
+    /// The element type of slot `p`, operand 0 of `s` (`what` it does
+    /// with it, for the error when `p` is not a slot).
+    fn slot(&mut self, s: Stmt, p: Value, what: &str) -> Option<Scalar> {
+        match self.use_value(p, s)? {
+            Type::Slot(t) => Some(t),
+            Type::Scalar(_) => {
+                let msg = format!("{what} %{}, which is not an alloca slot", self.body.name(p));
+                self.err(msg, self.body.operand_span(s, 0));
+                None
+            }
+        }
+    }
+
+    fn store_slot(&mut self, s: Stmt, p: Value, v: Value) {
+        let slot = self.slot(s, p, "store to");
+        if let (Some(e), Some(t)) = (slot, self.scalar(v, s)) {
+            if e != t {
+                let msg = format!(
+                    "type mismatch: store of {t} to slot %{} of {e}",
+                    self.body.name(p)
+                );
+                self.err(msg, self.body.operand_span(s, 1));
+            }
+        }
     }
 
     /// Checks the result of a statement against what it computes, and
