@@ -10,7 +10,7 @@ CARGO ?= cargo
 DEBUG_BIN := $(CURDIR)/target/debug
 RELEASE_BIN := $(CURDIR)/target/release
 
-.PHONY: all deps deps-static build build-release install test test-clippy test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench clean
+.PHONY: all deps deps-static deps-bench build build-release install test test-clippy test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench clean
 
 all: build
 
@@ -69,6 +69,19 @@ deps-static: deps
 	  else \
 	    echo "make: the static LLVM link needs$$missing; run as root:"; \
 	    echo "  apt-get update && apt-get install -y --no-install-recommends$$missing"; \
+	    exit 1; \
+	  fi; \
+	fi
+
+# The benchmarks time whole processes with hyperfine (Debian's package).
+deps-bench: deps-static
+	@if ! command -v hyperfine >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "make: installing hyperfine (the benchmarks time whole processes with it)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends hyperfine >/dev/null || exit 1; \
+	  else \
+	    echo "make: hyperfine is missing; run as root:"; \
+	    echo "  apt-get update && apt-get install -y --no-install-recommends hyperfine"; \
 	    exit 1; \
 	  fi; \
 	fi
@@ -132,7 +145,7 @@ fuzz:
 demo: build-release
 	@bash scripts/demo.sh $(RELEASE_BIN)
 
-bench: deps-static
+bench: deps-bench
 	@bash scripts/bench.sh
 
 clean:

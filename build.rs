@@ -34,7 +34,7 @@ fn main() {
     let id = build_id::digest(&root, &version).unwrap_or_else(|e| panic!("cannot compute the build identity: {e}"));
     println!("cargo:rustc-env=KILN_BUILD_ID={id}");
     if std::env::var_os("CARGO_FEATURE_LLVM").is_some() {
-        compile_subtarget_shim(&config);
+        compile_shims(&config);
         link_llvm(&config);
     }
     // Explicit rerun directives replace cargo's default (any file of the
@@ -52,16 +52,25 @@ fn main() {
     println!("cargo:rerun-if-changed={config}");
 }
 
-/// Compiles `src/target_tables.cpp`, the one C++ file: LLVM's tables
-/// of CPUs and features (`MCSubtargetInfo`), which the C API lacks, for
-/// validating `--target-cpu` / `--target-features` (with the `cc` crate,
-/// LLVM's own `--cxxflags`).
-fn compile_subtarget_shim(config: &str) {
-    const SHIM: &str = "src/target_tables.cpp";
+/// The C++ files, for what LLVM's C API lacks: `src/target_tables.cpp`,
+/// LLVM's tables of CPUs and features (`MCSubtargetInfo`), for validating
+/// `--target-cpu` / `--target-features`; `src/jit/orc_session.cpp`, an ORC
+/// session and object layer without LLJIT (whose target machines a warm
+/// run never uses), for `jit`.
+const SHIMS: &[&str] = &["src/target_tables.cpp", "src/jit/orc_session.cpp"];
+
+/// Compiles [`SHIMS`] (with the `cc` crate, LLVM's own `--cxxflags`).
+fn compile_shims(config: &str) {
     let flags = llvm_config(config, &["--cxxflags"])
         .unwrap_or_else(|| panic!("`{config} --cxxflags` failed: LLVM 22 is needed for the `llvm` feature (run `make deps`)"));
     let mut build = cc::Build::new();
-    build.cpp(true).file(SHIM).warnings(false);
+    // Hidden symbols: the template instances a shim makes (the typeinfo
+    // of ORC's layers) are also named by the shared libLLVM, and a
+    // default-visibility copy would be kept, as exported, in every binary
+    // linked against it, with its references to libLLVM: the LLVM-free
+    // tools would load libLLVM (lit-tests/tools/llvm-wall.test). Rust
+    // calls the shims within the same link, so they need no export.
+    build.cpp(true).files(SHIMS).warnings(false).flag("-fvisibility=hidden");
     if link_static() {
         // `link_llvm` links the C++ runtime statically instead.
         build.cpp_link_stdlib(None);
@@ -69,8 +78,10 @@ fn compile_subtarget_shim(config: &str) {
     for flag in flags.split_whitespace() {
         build.flag(flag);
     }
-    build.compile("kiln_subtarget");
-    println!("cargo:rerun-if-changed={SHIM}");
+    build.compile("kiln_llvm_shims");
+    for shim in SHIMS {
+        println!("cargo:rerun-if-changed={shim}");
+    }
 }
 
 /// `llvm-config ARGS`'s output, trimmed; `None` if it cannot run or fails.

@@ -2,7 +2,7 @@
 //! what `--version` reports about this host.
 //!
 //! Owns: [`TargetTables`] (the CPUs and features LLVM's `MCSubtargetInfo`
-//! knows for a triple, read through `src/target_tables.cpp`, the one C++
+//! knows for a triple, read through `src/target_tables.cpp`, a C++
 //! file, since LLVM's C API lacks them); [`resolve`], the one check of
 //! `--target-cpu` / `--target-features` (and their environment variables)
 //! every tool makes before compiling or writing anything: an unknown CPU or

@@ -1,8 +1,9 @@
 //! The ORC JIT: loading compiled objects, one fresh JIT dylib each, and
 //! launching the tasks they hold.
 //!
-//! Owns: the [`Jit`] (an LLJIT with the process's symbols, libm included,
-//! reachable from every dylib), [`Jit::load_task`] / [`Jit::load_kernel`]
+//! Owns: the [`Jit`] (an ORC execution session over this process with
+//! JITLink's object layer, made by `src/jit/orc_session.cpp`; the process's
+//! symbols, libm included, reachable from every dylib), [`Jit::load_task`] / [`Jit::load_kernel`]
 //! (add an object to a uniquely named dylib and look its entry symbols up
 //! at once, so a damaged or unlinkable object is an error value right
 //! there), the runtime that launches a loaded task ([`runtime`]) and the
@@ -19,7 +20,6 @@ use crate::codegen::init_llvm;
 use crate::config::LaunchMeta;
 use inkwell::llvm_sys;
 use llvm_sys::error::{LLVMDisposeErrorMessage, LLVMErrorRef, LLVMGetErrorMessage};
-use llvm_sys::orc2::lljit::*;
 use llvm_sys::orc2::*;
 use std::ffi::{c_void, CStr, CString};
 use std::fmt;
@@ -80,21 +80,38 @@ fn take_error(e: LLVMErrorRef) -> String {
 /// Process-wide, so dylib names stay unique even across several [`Jit`]s.
 static DYLIB_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+// `src/jit/orc_session.cpp`: the session and its object layer without LLJIT,
+// which would make two target machines (its data layout, its IR compile
+// layer) that adding objects never uses.
+extern "C" {
+    fn kiln_orc_create(error: *mut LLVMErrorRef) -> *mut c_void;
+    fn kiln_orc_session(session: *mut c_void) -> LLVMOrcExecutionSessionRef;
+    fn kiln_orc_object_layer(session: *mut c_void) -> LLVMOrcObjectLayerRef;
+    fn kiln_orc_global_prefix() -> libc::c_char;
+    fn kiln_orc_dispose(session: *mut c_void) -> LLVMErrorRef;
+}
+
 struct JitInner {
-    lljit: LLVMOrcLLJITRef,
+    /// What `kiln_orc_create` made; `es` and `layer` live in it.
+    session: *mut c_void,
     es: LLVMOrcExecutionSessionRef,
+    layer: LLVMOrcObjectLayerRef,
+    /// The prefix of C symbols in this host's object format.
+    prefix: libc::c_char,
     /// Errors ORC reports outside a call's result (e.g. a failed
     /// materialisation): kept to explain the failing lookup, never printed.
     reported: Box<Mutex<Vec<String>>>,
 }
 
-// LLJIT is thread-safe: objects may be added and looked up concurrently.
+// ORC's session and object layer are thread-safe: objects may be added
+// and looked up concurrently.
 unsafe impl Send for JitInner {}
 unsafe impl Sync for JitInner {}
 
 impl Drop for JitInner {
     fn drop(&mut self) {
-        let e = unsafe { LLVMOrcDisposeLLJIT(self.lljit) };
+        // Ends the session: every dylib's memory is released.
+        let e = unsafe { kiln_orc_dispose(self.session) };
         if !e.is_null() {
             // Nothing to report to at teardown; free it.
             let _ = take_error(e);
@@ -112,7 +129,7 @@ extern "C" fn report_error(ctx: *mut c_void, err: LLVMErrorRef) {
     }
 }
 
-/// An LLJIT in which every loaded object gets a dylib of its own. Cheap to
+/// An ORC session in which every loaded object gets a dylib of its own. Cheap to
 /// clone (shared).
 #[derive(Clone)]
 pub struct Jit {
@@ -188,22 +205,23 @@ extern "C" fn lookup_done(err: LLVMErrorRef, result: LLVMOrcCSymbolMapPairs, n: 
 }
 
 impl Jit {
-    /// A new LLJIT for this host.
+    /// A new JIT session in this process.
     pub fn new() -> Result<Jit, JitError> {
+        // The LLVM version check; loading objects needs no target.
         init_llvm().map_err(|e| JitError::new(JitErrorKind::Setup, e.message))?;
-        let mut lljit: LLVMOrcLLJITRef = std::ptr::null_mut();
-        let builder = unsafe { LLVMOrcCreateLLJITBuilder() };
-        let e = unsafe { LLVMOrcCreateLLJIT(&mut lljit, builder) };
-        if !e.is_null() {
+        let mut e: LLVMErrorRef = std::ptr::null_mut();
+        let session = unsafe { kiln_orc_create(&mut e) };
+        if session.is_null() {
             return Err(JitError::new(JitErrorKind::Setup, take_error(e)));
         }
-        let es = unsafe { LLVMOrcLLJITGetExecutionSession(lljit) };
+        let (es, layer) = unsafe { (kiln_orc_session(session), kiln_orc_object_layer(session)) };
+        let prefix = unsafe { kiln_orc_global_prefix() };
         let reported = Box::new(Mutex::new(Vec::new()));
         // ORC's default reporter prints to stderr; a library must not.
         unsafe {
             LLVMOrcExecutionSessionSetErrorReporter(es, report_error, &*reported as *const _ as *mut c_void);
         }
-        Ok(Jit { inner: Arc::new(JitInner { lljit, es, reported }) })
+        Ok(Jit { inner: Arc::new(JitInner { session, es, layer, prefix, reported }) })
     }
 
     /// Loads a per-task object into a fresh dylib and resolves its entry
@@ -240,15 +258,14 @@ impl Jit {
         let name = format!("{clean}#{n}");
         let cname = CString::new(name.clone()).map_err(|_| JitError::new(JitErrorKind::Setup, "bad dylib name"))?;
         let inner = &self.inner;
-        // A bare dylib: LLJIT's default platform would give every dylib
-        // an LLVM context and an IR module of its own (`__dso_handle`, for
-        // static constructors and `atexit`), which task objects never use.
+        // A bare dylib: no platform (task objects have no static
+        // constructors, `atexit` or TLS to support).
         let jd = unsafe { LLVMOrcExecutionSessionCreateBareJITDylib(inner.es, cname.as_ptr()) };
         let dylib = Arc::new(Dylib { _jit: inner.clone(), jd, name });
         // libm and the rest of the process, from every dylib.
         let mut gen: LLVMOrcDefinitionGeneratorRef = std::ptr::null_mut();
-        let prefix = unsafe { LLVMOrcLLJITGetGlobalPrefix(inner.lljit) };
-        let e = unsafe { LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&mut gen, prefix, None, std::ptr::null_mut()) };
+        let e =
+            unsafe { LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&mut gen, inner.prefix, None, std::ptr::null_mut()) };
         if !e.is_null() {
             return Err(JitError::new(JitErrorKind::Setup, take_error(e)));
         }
@@ -263,7 +280,7 @@ impl Jit {
             )
         };
         // Takes ownership of the buffer, also on failure.
-        let e = unsafe { LLVMOrcLLJITAddObjectFile(inner.lljit, jd, buf) };
+        let e = unsafe { LLVMOrcObjectLayerAddObjectFile(inner.layer, jd, buf) };
         if !e.is_null() {
             return Err(JitError::new(JitErrorKind::Add, take_error(e)));
         }
@@ -273,14 +290,18 @@ impl Jit {
         Ok((dylib, addrs, times))
     }
 
-    /// Looks symbols up in one dylib (LLJIT's own lookup searches only the
-    /// main dylib), which links the object if it is not linked yet.
+    /// Looks symbols up in one dylib, which links the object if it is not
+    /// linked yet.
     fn lookup(&self, jd: LLVMOrcJITDylibRef, symbols: &[&str]) -> Result<Vec<u64>, JitError> {
         let inner = &self.inner;
         let mut names = Vec::with_capacity(symbols.len());
         for s in symbols {
-            let c = CString::new(*s).map_err(|_| JitError::new(JitErrorKind::Link, format!("bad symbol name {s:?}")))?;
-            names.push(unsafe { LLVMOrcLLJITMangleAndIntern(inner.lljit, c.as_ptr()) });
+            let mangled = match inner.prefix {
+                0 => s.to_string(),
+                p => format!("{}{s}", p as u8 as char),
+            };
+            let c = CString::new(mangled).map_err(|_| JitError::new(JitErrorKind::Link, format!("bad symbol name {s:?}")))?;
+            names.push(unsafe { LLVMOrcExecutionSessionIntern(inner.es, c.as_ptr()) });
         }
         let mut set: Vec<LLVMOrcCLookupSetElement> = names
             .iter()

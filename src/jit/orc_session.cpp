@@ -1,0 +1,74 @@
+// The JIT's ORC session without LLJIT: an ExecutionSession over this
+// process, and JITLink's object linking layer with .eh_frame
+// registration. LLJIT would also make two target machines (for its data
+// layout and its IR compile layer) that loading objects never uses. Kiln
+// adds only objects, so nothing here registers or needs a target or the
+// code generator; the rest of `jit` drives the session through LLVM's C
+// API. Called by src/jit/mod.rs only.
+#include "llvm-c/Error.h"
+#include "llvm-c/Orc.h"
+#include "llvm/ExecutionEngine/Orc/Core.h"
+#include "llvm/ExecutionEngine/Orc/EHFrameRegistrationPlugin.h"
+#include "llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h"
+#include "llvm/ExecutionEngine/Orc/SelfExecutorProcessControl.h"
+#include "llvm/Support/Error.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <memory>
+
+using namespace llvm;
+using namespace llvm::orc;
+
+namespace {
+struct Session {
+  std::unique_ptr<ExecutionSession> ES;
+  std::unique_ptr<ObjectLinkingLayer> Layer;
+};
+} // namespace
+
+// A session with its object layer; null and *error set on failure.
+extern "C" void *kiln_orc_create(LLVMErrorRef *error) {
+  *error = nullptr;
+  auto EPC = SelfExecutorProcessControl::Create();
+  if (!EPC) {
+    *error = wrap(EPC.takeError());
+    return nullptr;
+  }
+  auto S = std::make_unique<Session>();
+  S->ES = std::make_unique<ExecutionSession>(std::move(*EPC));
+  S->Layer = std::make_unique<ObjectLinkingLayer>(*S->ES);
+  auto EH = EHFrameRegistrationPlugin::Create(*S->ES);
+  if (!EH) {
+    *error = wrap(EH.takeError());
+    cantFail(S->ES->endSession());
+    return nullptr;
+  }
+  S->Layer->addPlugin(std::move(*EH));
+  return S.release();
+}
+
+extern "C" LLVMOrcExecutionSessionRef kiln_orc_session(void *s) {
+  return reinterpret_cast<LLVMOrcExecutionSessionRef>(static_cast<Session *>(s)->ES.get());
+}
+
+extern "C" LLVMOrcObjectLayerRef kiln_orc_object_layer(void *s) {
+  ObjectLayer *L = static_cast<Session *>(s)->Layer.get();
+  return reinterpret_cast<LLVMOrcObjectLayerRef>(L);
+}
+
+// The prefix the host's object format gives C symbols ('_' on Mach-O,
+// none on ELF), as LLJIT's data layout would say.
+extern "C" char kiln_orc_global_prefix(void) {
+  return Triple(sys::getProcessTriple()).isOSBinFormatMachO() ? '_' : '\0';
+}
+
+// Ends the session (every dylib's memory released) and frees it; what
+// ending reported, or null.
+extern "C" LLVMErrorRef kiln_orc_dispose(void *s) {
+  std::unique_ptr<Session> S(static_cast<Session *>(s));
+  Error E = S->ES->endSession();
+  S->Layer.reset();
+  S->ES.reset();
+  return wrap(std::move(E));
+}
