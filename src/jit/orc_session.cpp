@@ -11,6 +11,7 @@
 #include "llvm/ExecutionEngine/Orc/EHFrameRegistrationPlugin.h"
 #include "llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h"
 #include "llvm/ExecutionEngine/Orc/SelfExecutorProcessControl.h"
+#include "llvm/ExecutionEngine/Orc/TaskDispatch.h"
 #include "llvm/Support/Error.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
@@ -30,7 +31,10 @@ struct Session {
 // A session with its object layer; null and *error set on failure.
 extern "C" void *kiln_orc_create(LLVMErrorRef *error) {
   *error = nullptr;
-  auto EPC = SelfExecutorProcessControl::Create();
+  // Materialisation runs on the thread that asks for it, as in an LLJIT
+  // without compile threads: ORC's default would start a thread for every
+  // object it links.
+  auto EPC = SelfExecutorProcessControl::Create(nullptr, std::make_unique<InPlaceTaskDispatcher>());
   if (!EPC) {
     *error = wrap(EPC.takeError());
     return nullptr;
