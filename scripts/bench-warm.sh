@@ -20,11 +20,14 @@
 # `kiln-run` in DIR (a static build of an earlier commit) to every
 # comparison, as "before".
 #
-# Usage: scripts/bench-warm.sh [RUNS]     (default 30 runs per figure)
+# Usage: scripts/bench-warm.sh [RUNS]     (default 30 runs per figure and
+# round; KILN_BENCH_ROUNDS rounds of the --version and warm figures,
+# default 5, pooled)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 RUNS=${1:-30}
+ROUNDS=${KILN_BENCH_ROUNDS:-5}
 command -v hyperfine > /dev/null || { echo "bench-warm: hyperfine is missing (apt-get install hyperfine)" >&2; exit 1; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kiln-bench-warm.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -84,11 +87,16 @@ for b in "${SIDES[@]}"; do
 done
 
 hf() { hyperfine -N --style none --export-json "$WORK/$1.json" "${@:2}" > /dev/null; }
-hf version -w 5 -r "$RUNS" -n "dynamic --version" "$DYN/kiln-run --version" "${B_VER[@]}" -n "static --version" "$NEW/kiln-run --version"
-hf warm -w 5 -r "$RUNS" \
-  -n "dynamic warm" "$DYN/kiln-run $FILE --cache-dir $WORK/warm-dyn" "${B_WARM[@]}" \
-  -n "static warm" "$NEW/kiln-run $FILE --cache-dir $WORK/warm-new" \
-  -n "kiln-opt" "$NEW/kiln-opt $FILE"
+# hyperfine runs one command's runs, then the next's: a machine whose
+# speed drifts (other tenants) favours one side. So the quick figures are
+# taken in ROUNDS rounds of RUNS runs each, and pooled.
+for r in $(seq "$ROUNDS"); do
+  hf "version$r" -w 5 -r "$RUNS" -n "dynamic --version" "$DYN/kiln-run --version" "${B_VER[@]}" -n "static --version" "$NEW/kiln-run --version"
+  hf "warm$r" -w 5 -r "$RUNS" \
+    -n "dynamic warm" "$DYN/kiln-run $FILE --cache-dir $WORK/warm-dyn" "${B_WARM[@]}" \
+    -n "static warm" "$NEW/kiln-run $FILE --cache-dir $WORK/warm-new" \
+    -n "kiln-opt" "$NEW/kiln-opt $FILE"
+done
 COLD=$(( RUNS / 3 > 5 ? RUNS / 3 : 5 ))
 hf cold -r "$COLD" --prepare "rm -rf $WORK/cold" \
   -n "dynamic cold" "$DYN/kiln-run $FILE --cache-dir $WORK/cold" "${B_COLD[@]}" \
@@ -98,9 +106,16 @@ hf cold -r "$COLD" --prepare "rm -rf $WORK/cold" \
 python3 - "$WORK" "$SIZES_DYN" "$BUILT" <<'EOF'
 import json, os, platform, statistics, sys
 work, dyn, new = sys.argv[1:]
-rows = []
+import glob
+# Pool each command's rounds: all its times, and its CPU means averaged.
+pooled = {}
 for f in ["version", "warm", "cold"]:
-    rows += json.load(open(f"{work}/{f}.json"))["results"]
+    for path in sorted(glob.glob(f"{work}/{f}*.json")):
+        for r in json.load(open(path))["results"]:
+            p = pooled.setdefault(r["command"], {"command": r["command"], "times": [], "cpu": []})
+            p["times"] += r["times"]
+            p["cpu"].append(r["user"] + r["system"])
+rows = [dict(p, user=statistics.mean(p["cpu"]), system=0.0) for p in pooled.values()]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
 print(f"Machine: {cpu}, {os.cpu_count()} CPUs, Linux {platform.release()}; load average {os.getloadavg()[0]:.1f}")
 print()
