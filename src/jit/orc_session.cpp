@@ -45,7 +45,9 @@ extern "C" void *kiln_orc_create(LLVMErrorRef *error) {
   auto EH = EHFrameRegistrationPlugin::Create(*S->ES);
   if (!EH) {
     *error = wrap(EH.takeError());
-    cantFail(S->ES->endSession());
+    // The plugin error is the one to report; ending an empty session
+    // has nothing to add.
+    consumeError(S->ES->endSession());
     return nullptr;
   }
   S->Layer->addPlugin(std::move(*EH));
