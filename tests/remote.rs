@@ -164,6 +164,38 @@ fn a_second_machine_compiles_nothing_and_then_reads_locally() {
     assert!(names(&server).iter().all(|n| n.starts_with(&format!("kiln:r{}:{scope}:", kiln::config::RECORD_VERSION))));
 }
 
+/// `rediss://`: the same two machines over TLS, the server's certificate
+/// checked against the authorities the system trusts (here the test's own,
+/// through `SSL_CERT_FILE`, which rustls-native-certs reads); with an
+/// authority that did not sign it, the first lookup fails in the TLS
+/// handshake: one warning that says why, a correct run, nothing stored.
+#[test]
+fn tls_with_a_verified_certificate_and_not_without() {
+    let (lab, server) = (Lab::new(), RedisServer::start_tls());
+    let file = testdata("ten_tasks.kir");
+    let interp = lab.interp(&file);
+    let ca = server.ca_file().display().to_string();
+    let trusted = [("SSL_CERT_FILE", ca.as_str())];
+    let a = lab.run("a", &file, &server.tls_url(), &[], &trusted);
+    assert_eq!(a.outcome(), (0, 0, 10, 10, 0, 0), "{}", a.stats);
+    assert_eq!(server.dbsize(), 10);
+    let b = lab.run("b", &file, &server.tls_url(), &[], &trusted);
+    assert_eq!(b.outcome(), (0, 10, 0, 0, 0, 0), "{}", b.stats);
+    for r in [&a, &b] {
+        assert_eq!(r.digests, interp);
+        assert_eq!(r.warnings(), 0, "{}", r.stderr);
+    }
+    // Another authority (an empty bundle: none) does not vouch for it.
+    let none = lab.path().join("no-authorities.pem");
+    std::fs::write(&none, "").unwrap();
+    let untrusted = [("SSL_CERT_FILE", none.to_str().unwrap())];
+    let c = lab.run("c", &file, &server.tls_url(), &[], &untrusted);
+    assert_eq!(c.outcome(), (0, 0, 10, 0, 0, 1), "{}", c.stats);
+    assert_eq!(c.warnings(), 1, "{}", c.stderr);
+    assert!(c.stderr.contains("invalid peer certificate: UnknownIssuer"), "{}", c.stderr);
+    assert_eq!(c.digests, interp);
+}
+
 /// A JIT engine over the store in `dir`, with the remote at `url` if given.
 fn engine(dir: &Path, url: Option<&str>) -> kiln::jit::engine::JitEngine {
     use kiln::codegen::{Compiler, HostTarget};

@@ -4,7 +4,7 @@
 //! helper started (never by name) when dropped.
 
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -24,10 +24,33 @@ fn free_port(with_bus: bool) -> u16 {
     panic!("no free port pair on 127.0.0.1");
 }
 
+/// Writes a certificate authority (`ca`), and a certificate for
+/// 127.0.0.1 it signed with its key (`cert`, `key`), as PEM files
+/// (rcgen: no `openssl` command needed).
+fn write_certificates(ca: &Path, cert: &Path, key: &Path) {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let authority = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().expect("CA key")).expect("CA certificate");
+    let server_key = KeyPair::generate().expect("server key");
+    let server_cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .expect("server parameters")
+        .signed_by(&server_key, &authority)
+        .expect("server certificate");
+    std::fs::write(ca, authority.pem()).expect("write the CA");
+    std::fs::write(cert, server_cert.pem()).expect("write the certificate");
+    std::fs::write(key, server_key.serialize_pem()).expect("write the key");
+}
+
 /// One `redis-server` process.
 pub struct RedisServer {
     child: Child,
+    /// The plain port (the helper's `redis-cli` talks to it).
     pub port: u16,
+    /// The TLS port and the certificate authority that signed the
+    /// server's certificate, for a server started by
+    /// [`RedisServer::start_tls`].
+    tls: Option<(u16, PathBuf)>,
     _dir: tempfile::TempDir,
 }
 
@@ -37,8 +60,46 @@ impl RedisServer {
         RedisServer::spawn(&[], false)
     }
 
-    fn spawn(extra: &[&str], cluster: bool) -> RedisServer {
+    /// A standalone server that also listens with TLS on a port of its
+    /// own, with a certificate for 127.0.0.1 that a certificate authority
+    /// made here signed ([`RedisServer::ca_file`]); clients need not
+    /// present one.
+    pub fn start_tls() -> RedisServer {
         let dir = tempfile::tempdir().expect("server dir");
+        let (ca, cert, key) = (dir.path().join("ca.pem"), dir.path().join("server.pem"), dir.path().join("server.key"));
+        write_certificates(&ca, &cert, &key);
+        let tls_port = free_port(false);
+        let mut args = vec!["--tls-port".to_string(), tls_port.to_string(), "--tls-auth-clients".into(), "no".into()];
+        for (flag, path) in [("--tls-cert-file", &cert), ("--tls-key-file", &key), ("--tls-ca-cert-file", &ca)] {
+            args.extend([flag.to_string(), path.display().to_string()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut server = RedisServer::spawn_in(dir, &args, false);
+        let t0 = Instant::now();
+        while TcpStream::connect(("127.0.0.1", tls_port)).is_err() {
+            assert!(t0.elapsed() < Duration::from_secs(10), "redis-server's TLS port {tls_port} did not open");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        server.tls = Some((tls_port, ca));
+        server
+    }
+
+    /// `rediss://127.0.0.1:TLS_PORT` (a server from [`RedisServer::start_tls`]).
+    pub fn tls_url(&self) -> String {
+        format!("rediss://127.0.0.1:{}", self.tls.as_ref().expect("a TLS server").0)
+    }
+
+    /// The PEM file of the certificate authority that signed the TLS
+    /// server's certificate.
+    pub fn ca_file(&self) -> &Path {
+        &self.tls.as_ref().expect("a TLS server").1
+    }
+
+    fn spawn(extra: &[&str], cluster: bool) -> RedisServer {
+        RedisServer::spawn_in(tempfile::tempdir().expect("server dir"), extra, cluster)
+    }
+
+    fn spawn_in(dir: tempfile::TempDir, extra: &[&str], cluster: bool) -> RedisServer {
         let port = free_port(cluster);
         let mut c = Command::new("redis-server");
         c.args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
@@ -50,7 +111,7 @@ impl RedisServer {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         let child = c.spawn().expect("start redis-server (make deps installs it)");
-        let server = RedisServer { child, port, _dir: dir };
+        let server = RedisServer { child, port, tls: None, _dir: dir };
         server.wait_ready();
         server
     }
