@@ -38,49 +38,40 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         for &p in &body.params {
             ck.visible[p.index()] = true;
         }
-        match owner {
-            Owner::Func(f) => {
-                ck.block(
-                    body.entry,
-                    Cx {
-                        loop_cx: LoopCx::None,
-                        depth: 0,
-                        task: None,
-                    },
-                );
-                if f.ret.is_some() && !ends_with_ret(body, body.entry) {
-                    ck.err(format!("function @{} must end with ret", f.name), f.span);
-                }
-            }
+        // The entry block's context: a task item's body is its task's top
+        // level (one deeper, parallel when the task is).
+        let top = Cx {
+            loop_cx: LoopCx::None,
+            depth: 0,
+            task: None,
+        };
+        let entry_cx = match owner {
+            Owner::Func(_) => top,
             Owner::Kernel(k) => {
                 ck.kernel_top_level(k);
-                ck.block(
-                    body.entry,
-                    Cx {
-                        loop_cx: LoopCx::None,
-                        depth: 0,
-                        task: None,
-                    },
-                );
+                top
             }
             Owner::TaskItem(t) => {
                 let parallel = ck.task_header(&t.kind, None, t.span);
+                for &v in t.kind.vars() {
+                    ck.visible[v.index()] = true;
+                }
                 let loop_cx = if parallel {
                     LoopCx::Parallel
                 } else {
                     LoopCx::None
                 };
-                for &v in t.kind.vars() {
-                    ck.visible[v.index()] = true;
+                Cx {
+                    loop_cx,
+                    depth: 1,
+                    task: None,
                 }
-                ck.block(
-                    body.entry,
-                    Cx {
-                        loop_cx,
-                        depth: 1,
-                        task: None,
-                    },
-                );
+            }
+        };
+        ck.block(body.entry, entry_cx);
+        if let Owner::Func(f) = owner {
+            if f.ret.is_some() && !ends_with_ret(body, body.entry) {
+                ck.err(format!("function @{} must end with ret", f.name), f.span);
             }
         }
         ck.nesting()
