@@ -14,8 +14,9 @@
 #
 # Whole-process times are hyperfine's (Debian package `hyperfine`): wall
 # median, and user + system CPU (means), which a shared machine disturbs
-# less. The dynamic build: KILN_BENCH_DYNAMIC=DIR holding its `kiln-run`;
-# else this script builds one (KILN_LLVM_LINK=dynamic; this rebuilds the
+# less. The dynamic build: KILN_BENCH_DYNAMIC=DIR holding its `kiln-run`
+# and `kiln-compile` (kiln-run compiles in the kiln-compile beside it);
+# else this script builds them (KILN_LLVM_LINK=dynamic; this rebuilds the
 # kiln crate twice, several minutes). KILN_BENCH_BEFORE=DIR adds the
 # `kiln-run` in DIR (a static build of an earlier commit) to every
 # comparison, as "before".
@@ -35,10 +36,10 @@ unset KILN_TARGET_CPU KILN_TARGET_FEATURES
 
 DYN=${KILN_BENCH_DYNAMIC:-}
 if [ -z "$DYN" ]; then
-  KILN_LLVM_LINK=dynamic nice -n 10 cargo build --release --bin kiln-run >&2
+  KILN_LLVM_LINK=dynamic nice -n 10 cargo build --release --bin kiln-run --bin kiln-compile >&2
   DYN=$WORK/dynamic-build
   mkdir -p "$DYN"
-  cp target/release/kiln-run "$DYN/"
+  cp target/release/kiln-run target/release/kiln-compile "$DYN/"
 fi
 nice -n 10 cargo build --release --bins --example bench-percache >&2
 BUILT=$ROOT/target/release
@@ -51,16 +52,22 @@ for b in "$BUILT/kiln-run" ${BEFORE:+"$BEFORE/kiln-run"}; do
     exit 1
   fi
 done
+# kiln-run links none of LLVM's code generator (it compiles in the
+# kiln-compile beside it): no X86 code generator, instruction selection or
+# pass pipeline builder in its symbols, while kiln-compile has them.
+codegen_syms() { nm "$1" | grep -c -E 'X86TargetMachine|SelectionDAGISel|11PassBuilder' || true; }
+[ "$(codegen_syms "$BUILT/kiln-run")" = 0 ] || { echo "bench-warm: $BUILT/kiln-run links LLVM's code generator" >&2; exit 1; }
+[ "$(codegen_syms "$BUILT/kiln-compile")" != 0 ] || { echo "bench-warm: the code generator check finds nothing in kiln-compile" >&2; exit 1; }
 # Every side runs a copy made here the same way: how a binary's file was
 # written decides how the kernel caches its pages, and a binary as the
 # linker wrote it took more page faults and CPU time to start than a
 # copy of it (docs/performance.md, "Warm start").
 copy() { mkdir -p "$WORK/$1"; cp "${@:2}" "$WORK/$1/"; }
-copy dynamic "$DYN/kiln-run"
-copy static "$BUILT/kiln-run" "$BUILT/kiln-opt"
+copy dynamic "$DYN/kiln-run" "$DYN/kiln-compile"
+copy static "$BUILT/kiln-run" "$BUILT/kiln-opt" "$BUILT/kiln-compile"
 NEW=$WORK/static
 if [ -n "$BEFORE" ]; then
-  copy before "$BEFORE/kiln-run"
+  copy before "$BEFORE/kiln-run" $(ls "$BEFORE/kiln-compile" 2>/dev/null)
   BEFORE=$WORK/before
 fi
 SIZES_DYN=$DYN

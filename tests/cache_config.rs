@@ -27,15 +27,22 @@ fn is_root() -> bool {
 
 /// A copy of the tool `bin` in `dir/bin`, readable and runnable by every
 /// user: the build's own binaries may sit below a directory only its
-/// owner can enter (CI clones into a private temporary directory).
+/// owner can enter (CI clones into a private temporary directory). A
+/// `kiln-run` gets the `kiln-compile` it compiles in beside it.
 fn public_copy(dir: &Path, bin: &str) -> String {
     let bins = dir.join("bin");
     fs::create_dir_all(&bins).unwrap();
     fs::set_permissions(&bins, fs::Permissions::from_mode(0o755)).unwrap();
-    let to = bins.join(Path::new(bin).file_name().unwrap());
-    fs::copy(bin, &to).unwrap();
-    fs::set_permissions(&to, fs::Permissions::from_mode(0o755)).unwrap();
-    to.to_str().unwrap().to_string()
+    let copy = |bin: &Path| {
+        let to = bins.join(bin.file_name().unwrap());
+        fs::copy(bin, &to).unwrap();
+        fs::set_permissions(&to, fs::Permissions::from_mode(0o755)).unwrap();
+        to
+    };
+    if bin == RUN {
+        copy(Path::new(env!("CARGO_BIN_EXE_kiln-compile")));
+    }
+    copy(Path::new(bin)).to_str().unwrap().to_string()
 }
 
 /// A `kiln-run` of `kir` (on standard input) with `args`, optionally as

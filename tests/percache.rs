@@ -464,3 +464,71 @@ fn no_cache_touches_no_file_and_the_default_root_is_the_environments() {
     assert_eq!(s["cache_dir"].as_str(), Some(home.join("home/.cache/kiln").to_str().unwrap()));
     assert_eq!(s["hits"], 0);
 }
+
+/// `kiln-run` compiles in the `kiln-compile` beside it: copied alone into
+/// a directory of its own it still runs a warm cache (a hit needs no
+/// compiler), a miss is one clear error naming the program it looked for,
+/// and a failing compiler's message, exit status and the build it was
+/// asked to be reach the user.
+#[test]
+fn kiln_run_compiles_in_the_kiln_compile_beside_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, cache) = (tmp.path(), tmp.path().join("c"));
+    let file = testdata("ten_tasks.kir");
+    let lone = tmp.path().join("bin");
+    std::fs::create_dir(&lone).unwrap();
+    let lone_run = lone.join("kiln-run");
+    std::fs::copy(RUN, &lone_run).unwrap();
+    let run_lone = |extra: &[&str]| {
+        let mut c = tool(lone_run.to_str().unwrap(), home);
+        c.arg(&file).args(["--digest", "-O0"]).args(extra);
+        c.output().unwrap()
+    };
+    let with_cache = ["--cache-dir", cache.to_str().unwrap()];
+
+    let out = run_lone(&with_cache);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let missing = lone.join("kiln-compile");
+    assert!(err.contains(&format!("cannot run the compiler {}", missing.display())), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    // Filled by the pair, the cache serves the lone kiln-run.
+    run_cached(home, &cache, &file);
+    let out = run_lone(&[&with_cache[..], &["--stats=json"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stats_json(&out.stderr)["hits"].as_u64(), Some(10));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), interp_digests(home, &file));
+
+    // A compiler that fails: what it said, and how it ended.
+    let args = tmp.path().join("args");
+    let script = format!("#!/bin/sh\necho \"$@\" > {}\necho 'kiln-compile: error: out of luck' >&2\nexit 3\n", args.display());
+    std::fs::write(&missing, script).unwrap();
+    std::fs::set_permissions(&missing, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = run_lone(&["--no-cache"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("failed (exit status 3): error: out of luck"), "{err}");
+    let args = std::fs::read_to_string(&args).unwrap();
+    assert!(args.contains(&format!("--build-id={}", kiln::config::BUILD_ID)), "{args}");
+    assert!(args.contains("--kernel ten_tasks") && args.contains("-O0"), "{args}");
+}
+
+/// `kiln-compile --build-id` refuses to be another build than the one
+/// asked for (`kiln-run` asks for its own).
+#[test]
+fn kiln_compile_refuses_another_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut c = tool(COMPILE, tmp.path());
+    c.arg(testdata("ten_tasks.kir")).args(["--build-id=0123", "-o"]).arg(tmp.path().join("out/"));
+    let out = c.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("this is build {}, but build 0123 was asked for", kiln::config::BUILD_ID)), "{err}");
+    assert!(!tmp.path().join("out").exists());
+    let mut c = tool(COMPILE, tmp.path());
+    c.arg(testdata("ten_tasks.kir")).arg(format!("--build-id={}", kiln::config::BUILD_ID)).arg("-o").arg(tmp.path().join("out/"));
+    ok(c);
+    assert_eq!(std::fs::read_dir(tmp.path().join("out")).unwrap().count(), 10);
+}

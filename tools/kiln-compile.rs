@@ -85,6 +85,14 @@ struct Cli {
     #[arg(long)]
     print_target: bool,
 
+    /// Compile the tasks kernel NAME launches into one object (the whole-kernel form `kiln-run --no-cache` runs; entries kiln_task.0, kiln_task.1, ...)
+    #[arg(long, value_name = "NAME", conflicts_with = "cache_dir")]
+    kernel: Option<String>,
+
+    /// Refuse to compile unless this is build ID (`kiln-run` passes its own: an object is keyed by the build that made it)
+    #[arg(long, value_name = "ID")]
+    build_id: Option<String>,
+
     /// Fill this per-task cache with the objects (in the target's scope); write files only with -o
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
@@ -127,6 +135,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> Result<(), ToolError> {
+    check_build(cli.build_id.as_deref())?;
     let cpu = Override { value: cli.target_cpu.as_deref(), source: "--target-cpu" };
     let features = Override { value: cli.target_features.as_deref(), source: "--target-features" };
     let target = match kiln::target::resolve(cpu, features) {
@@ -152,6 +161,12 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         EmitArg::Llvm => Emit::LlvmIr,
         EmitArg::Asm => Emit::Assembly,
     };
+    if let Some(kernel) = &cli.kernel {
+        let (bytes, _) =
+            compiler.emit_kernel(&stream, kernel, emit).map_err(|e| ToolError::Input(tool::error_line(src.name(), &e.to_string())))?;
+        let dest = destination(cli.output.as_deref(), 1, emit)?;
+        return write_all(&dest, emit, &[(kernel.as_str(), bytes)]);
+    }
     if let Some(dir) = &cli.cache_dir {
         if emit != Emit::Object {
             return Err(ToolError::Usage("--cache-dir stores objects; it cannot be combined with --emit llvm or asm".into()));
@@ -269,6 +284,18 @@ fn fill_cache(cli: &Cli, dir: &Path, compiler: &Compiler, tasks: &[(&Module, Str
         Ok(())
     } else {
         Err(ToolError::Input(errors))
+    }
+}
+
+/// `--build-id`: this must be the build asked for.
+fn check_build(wanted: Option<&str>) -> Result<(), ToolError> {
+    match wanted {
+        Some(id) if id != kiln::config::BUILD_ID => Err(ToolError::msg(format!(
+            "this is build {}, but build {id} was asked for (--build-id): an object must be made by the build that keys it; \
+             install kiln-run and kiln-compile together",
+            kiln::config::BUILD_ID
+        ))),
+        _ => Ok(()),
     }
 }
 

@@ -26,7 +26,8 @@ order, or the ones named with --kernel, over fields that start zeroed \
 unless set with --arg. A split stream (the output of split-tasks) runs the \
 kernels of its launch module. Afterwards it prints the fields asked for \
 with --print/--print-all and their digests with --digest, and writes the \
---output files.";
+--output files. The jit engine compiles tasks the cache lacks in the \
+kiln-compile installed beside kiln-run, one process per kernel.";
 
 const AFTER_HELP: &str = "\
 Exit status: 0 on success; 1 when the input is invalid, an argument or \
@@ -196,14 +197,17 @@ fn resolve_target(cli: &Cli) -> Result<HostTarget, ToolError> {
 /// The engine for `cli` and `target` (the interpreter has none), and a
 /// warning to show (no cache directory could be derived).
 fn make_engine(cli: &Cli, settings: &Settings, target: Option<HostTarget>) -> Result<(Runner, Option<String>), ToolError> {
-    use kiln::codegen::Compiler;
+    use kiln::codegen::CompileProcess;
     use kiln::jit::engine::{JitEngine, JitPath};
     let Some(target) = target else {
         let interp = kiln::interp::Interpreter { order: cli.iteration_order.unwrap_or_default(), check_races: cli.check_races };
         return Ok((Runner::Interp(interp), None));
     };
     let config = kiln::config::CompileConfig { opt_level: cli.opt, ..Default::default() };
-    let compiler = Compiler::new(config, target.clone()).map_err(ToolError::msg)?;
+    // Tasks are compiled by a kiln-compile process, so that this one never
+    // links or initialises LLVM's code generator (docs/performance.md,
+    // "Warm start").
+    let compiler = CompileProcess::beside_this_program(config, target.clone()).map_err(ToolError::msg)?;
     let threads =
         cli.threads.map(|n| n as usize).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let path = if cli.no_cache { JitPath::WholeKernel } else { JitPath::PerTask };

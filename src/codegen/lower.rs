@@ -146,7 +146,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         let mut new = Vec::new();
         for f in funcs {
             if let Some((_, prev)) = self.funcs.get(f.name.as_str()) {
-                if *prev != f {
+                if !prev.same_as(f) {
                     return Err(CodegenError::new(format!(
                         "two different definitions of function @{} in one kernel",
                         f.name

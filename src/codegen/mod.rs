@@ -12,8 +12,11 @@
 //! different kernels share one cached object; names reach error messages
 //! from the launcher side).
 
+pub mod backend;
 pub mod lower;
 pub mod sites;
+
+pub use backend::{Backend, CompileProcess};
 
 use crate::config::{CodeModel, CompileConfig, LaunchMeta, OptLevel};
 use crate::ir::{Field, Module, Stmt, StmtKind, Stream, TaskItem};
@@ -143,38 +146,63 @@ pub fn llvm_library_version() -> (u32, u32, u32) {
     (a, b, c)
 }
 
-/// Initialises LLVM's X86 target once, after checking that the loaded
-/// library's major.minor version is the one this build was made for
-/// ([`crate::config::LLVM_VERSION`]): objects and keys depend on it.
+/// Checks once that the loaded library's major.minor version is the one
+/// this build was made for ([`crate::config::LLVM_VERSION`]: objects and
+/// keys depend on it), and registers the X86 target's description and
+/// machine-code layer: what detecting the host, LLVM's CPU and feature
+/// tables (`crate::target`) and loading objects (`jit`) use. Not the code
+/// generator: that is [`init_codegen`], which only a [`Compiler`] calls,
+/// so a tool that never compiles in-process (`kiln-run`) links none of it.
 pub fn init_llvm() -> Result<(), CodegenError> {
     static INIT: OnceLock<Result<(), CodegenError>> = OnceLock::new();
     INIT.get_or_init(|| {
         check_llvm_version(llvm_library_version(), crate::config::LLVM_VERSION)?;
-        init_x86()
+        init_x86_mc()
     })
     .clone()
 }
 
-/// Registers the X86 target: its description, machine code layer, code
-/// generator and assembly printer (which also writes objects) — the
-/// components `build.rs` links; not the assembly parser or the
-/// disassembler, which Kiln never uses.
+/// [`init_llvm`], and the X86 code generator and assembly printer (which
+/// also writes objects) registered: what a [`Compiler`] needs.
+pub fn init_codegen() -> Result<(), CodegenError> {
+    static INIT: OnceLock<Result<(), CodegenError>> = OnceLock::new();
+    INIT.get_or_init(|| {
+        init_llvm()?;
+        init_x86_codegen()
+    })
+    .clone()
+}
+
+/// Registers the X86 target's description and machine-code layer — not
+/// the assembly parser or the disassembler, which Kiln never uses.
 #[cfg(target_arch = "x86_64")]
-fn init_x86() -> Result<(), CodegenError> {
-    use llvm_sys::target::*;
+fn init_x86_mc() -> Result<(), CodegenError> {
     // Each only registers the target's factories (idempotent).
     unsafe {
-        LLVMInitializeX86TargetInfo();
-        LLVMInitializeX86Target();
-        LLVMInitializeX86TargetMC();
-        LLVMInitializeX86AsmPrinter();
+        llvm_sys::target::LLVMInitializeX86TargetInfo();
+        llvm_sys::target::LLVMInitializeX86TargetMC();
+    }
+    Ok(())
+}
+
+/// Registers the X86 code generator and assembly printer.
+#[cfg(target_arch = "x86_64")]
+fn init_x86_codegen() -> Result<(), CodegenError> {
+    unsafe {
+        llvm_sys::target::LLVMInitializeX86Target();
+        llvm_sys::target::LLVMInitializeX86AsmPrinter();
     }
     Ok(())
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn init_x86() -> Result<(), CodegenError> {
+fn init_x86_mc() -> Result<(), CodegenError> {
     Err(CodegenError::new("Kiln's code generator and JIT are built for x86-64 hosts only"))
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn init_x86_codegen() -> Result<(), CodegenError> {
+    init_x86_mc()
 }
 
 /// Checks that the loaded LLVM library (`major.minor.patch`) is the
@@ -234,7 +262,7 @@ impl Compiler {
     /// target machine is made by the first compile, so a run whose tasks
     /// all come from the cache never pays for it.
     pub fn new(config: CompileConfig, target: HostTarget) -> Result<Compiler, CodegenError> {
-        init_llvm()?;
+        init_codegen()?;
         let c = Compiler { config, target };
         c.llvm_target()?;
         Ok(c)
@@ -361,8 +389,8 @@ impl Compiler {
     /// Compiles a per-task module to the chosen output.
     pub fn emit_task(&self, module: &Module, emit: Emit) -> Result<(Vec<u8>, LaunchMeta), CodegenError> {
         let task = single_task(module)?;
+        let meta = task_meta(module)?;
         let fields: Vec<&Field> = module.fields().collect();
-        let meta = LaunchMeta::of_task(task, &fields, ENTRY_SYMBOL)?;
         let bytes = self.with_target_machine(|tm| {
             let cx = Context::create();
             // The LLVM module is named neutrally: a per-task object must
@@ -390,52 +418,75 @@ impl Compiler {
 
     /// [`Compiler::compile_kernel`] to the chosen output.
     pub fn emit_kernel(&self, stream: &Stream, kernel: &str, emit: Emit) -> Result<(Vec<u8>, Vec<LaunchMeta>), CodegenError> {
-        let launched = launched_tasks(stream, kernel)?;
-        let mut fields: Vec<&Field> = Vec::new();
-        for (m, _) in &launched {
-            for f in m.fields() {
-                match fields.iter().find(|g| g.name == f.name) {
-                    None => fields.push(f),
-                    Some(g) if g.elem != f.elem || g.shape != f.shape => {
-                        return Err(CodegenError::new(format!(
-                            "field @{} is declared with two different types in kernel @{kernel}",
-                            f.name
-                        )))
-                    }
-                    Some(_) => {}
-                }
-            }
-        }
+        let plan = KernelPlan::of(stream, kernel)?;
         self.with_target_machine(|tm| {
             let cx = Context::create();
-            let mut l = self.prepare(&cx, "kiln.kernel", tm, fields.clone());
-            l.add_funcs(launched.iter().flat_map(|(m, _)| m.funcs()))?;
-            let mut metas = Vec::new();
-            let mut done: Vec<(&str, String)> = Vec::new();
-            for (_, task) in &launched {
-                // A kernel that launches one task twice gets one entry for it.
-                let sym = match done.iter().find(|(n, _)| *n == task.name.as_str()) {
-                    Some((_, s)) => s.clone(),
-                    None => {
-                        let s = kernel_entry_symbol(done.len());
-                        l.add_task(
-                            &s,
-                            &TaskSource {
-                                body: &task.body,
-                                block: task.body.entry,
-                                kind: &task.kind,
-                                params: &task.body.params,
-                            },
-                        )?;
-                        done.push((task.name.as_str(), s.clone()));
-                        s
-                    }
-                };
-                metas.push(LaunchMeta::of_task(task, &fields, &sym)?);
+            let mut l = self.prepare(&cx, "kiln.kernel", tm, plan.fields.clone());
+            l.add_funcs(plan.launched.iter().flat_map(|(m, _)| m.funcs()))?;
+            for (task, sym) in &plan.entries {
+                let source =
+                    TaskSource { body: &task.body, block: task.body.entry, kind: &task.kind, params: &task.body.params };
+                l.add_task(sym, &source)?;
             }
-            Ok((self.finish(&l, tm, emit)?, metas))
+            Ok((self.finish(&l, tm, emit)?, plan.launches))
         })
     }
+}
+
+/// What a whole-kernel object holds, decided from the IR alone (so a
+/// process that compiles elsewhere knows how to launch the object it gets
+/// back): the launched tasks, the union of their fields in first-use
+/// order, one entry symbol per distinct task ([`kernel_entry_symbol`]), and
+/// each launch's metadata.
+pub struct KernelPlan<'s> {
+    pub launched: Vec<(&'s Module, &'s TaskItem)>,
+    pub fields: Vec<&'s Field>,
+    /// Each distinct launched task once, with its entry symbol.
+    pub entries: Vec<(&'s TaskItem, String)>,
+    /// One per `launch` of the kernel, in order.
+    pub launches: Vec<LaunchMeta>,
+}
+
+impl<'s> KernelPlan<'s> {
+    /// The plan of `kernel` of the split stream `stream`.
+    pub fn of(stream: &'s Stream, kernel: &str) -> Result<KernelPlan<'s>, CodegenError> {
+        let launched = launched_tasks(stream, kernel)?;
+        let mut fields: Vec<&Field> = Vec::new();
+        for f in launched.iter().flat_map(|(m, _)| m.fields()) {
+            match fields.iter().find(|g| g.name == f.name) {
+                None => fields.push(f),
+                Some(g) if g.elem != f.elem || g.shape != f.shape => {
+                    return Err(CodegenError::new(format!(
+                        "field @{} is declared with two different types in kernel @{kernel}",
+                        f.name
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        let mut entries: Vec<(&TaskItem, String)> = Vec::new();
+        let mut launches = Vec::with_capacity(launched.len());
+        for (_, task) in &launched {
+            // A kernel that launches one task twice gets one entry for it.
+            let sym = match entries.iter().find(|(t, _)| t.name == task.name) {
+                Some((_, s)) => s.clone(),
+                None => {
+                    let s = kernel_entry_symbol(entries.len());
+                    entries.push((task, s.clone()));
+                    s
+                }
+            };
+            launches.push(LaunchMeta::of_task(task, &fields, &sym)?);
+        }
+        Ok(KernelPlan { launched, fields, entries, launches })
+    }
+}
+
+/// The launch metadata of a per-task module's task (entry
+/// [`ENTRY_SYMBOL`]), decided from the IR alone.
+pub fn task_meta(module: &Module) -> Result<LaunchMeta, CodegenError> {
+    let fields: Vec<&Field> = module.fields().collect();
+    Ok(LaunchMeta::of_task(single_task(module)?, &fields, ENTRY_SYMBOL)?)
 }
 
 /// The one task item of a per-task module.

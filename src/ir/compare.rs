@@ -1,6 +1,6 @@
 //! Equality up to layout.
 //!
-//! Owns: [`Stream::same_as`], what "the same module" means for the round
+//! Owns: [`Stream::same_as`] (and [`Func::same_as`]), what "the same module" means for the round
 //! trip `parse(print(m))`: the same items, and bodies whose statements
 //! reachable from their entry blocks are the same, with entities numbered
 //! in print order and spans left out. A pass may leave statements or
@@ -12,7 +12,7 @@
 //! spans and arena numbering included).
 
 use super::entities::{Block, Body, Stmt, Value, ValueData, ValueDef};
-use super::module::{Item, Module, Stream};
+use super::module::{Func, Item, Module, Stream};
 use super::span::Span;
 use super::stmt::{Bound, StmtData, StmtKind, TaskKind};
 
@@ -34,41 +34,50 @@ impl Stream {
 impl Module {
     /// See [`Stream::without_layout`].
     pub fn without_layout(&self) -> Module {
-        let items = self
-            .items
-            .iter()
-            .map(|it| {
-                let mut it = it.clone();
-                match &mut it {
-                    Item::Field(f) => f.span = Span::DUMMY,
-                    Item::Func(f) => {
-                        f.span = Span::DUMMY;
-                        f.params.iter_mut().for_each(|p| p.span = Span::DUMMY);
-                        f.body = f.body.without_layout(&[]);
-                    }
-                    Item::Kernel(k) => {
-                        k.span = Span::DUMMY;
-                        k.params.iter_mut().for_each(|p| p.span = Span::DUMMY);
-                        k.body = k.body.without_layout(&[]);
-                    }
-                    Item::Task(t) => {
-                        t.span = Span::DUMMY;
-                        t.params.iter_mut().for_each(|p| p.span = Span::DUMMY);
-                        let header: Vec<Value> = t.kind.vars().to_vec();
-                        let map = t.body.print_order(&header);
-                        strip_task_kind(&mut t.kind);
-                        t.kind_values_mut(|v| *v = map.value(*v));
-                        t.body = t.body.renumbered(&map);
-                    }
-                }
-                it
-            })
-            .collect();
         Module {
             name: self.name.clone(),
-            items,
+            items: self.items.iter().map(Item::without_layout).collect(),
             span: Span::DUMMY,
         }
+    }
+}
+
+impl Item {
+    /// See [`Stream::without_layout`].
+    pub fn without_layout(&self) -> Item {
+        let mut it = self.clone();
+        match &mut it {
+            Item::Field(f) => f.span = Span::DUMMY,
+            Item::Func(f) => {
+                f.span = Span::DUMMY;
+                f.params.iter_mut().for_each(|p| p.span = Span::DUMMY);
+                f.body = f.body.without_layout(&[]);
+            }
+            Item::Kernel(k) => {
+                k.span = Span::DUMMY;
+                k.params.iter_mut().for_each(|p| p.span = Span::DUMMY);
+                k.body = k.body.without_layout(&[]);
+            }
+            Item::Task(t) => {
+                t.span = Span::DUMMY;
+                t.params.iter_mut().for_each(|p| p.span = Span::DUMMY);
+                let header: Vec<Value> = t.kind.vars().to_vec();
+                let map = t.body.print_order(&header);
+                strip_task_kind(&mut t.kind);
+                t.kind_values_mut(|v| *v = map.value(*v));
+                t.body = t.body.renumbered(&map);
+            }
+        }
+        it
+    }
+}
+
+impl Func {
+    /// Whether two functions say the same thing (see the module doc): the
+    /// copies of one function in the per-task modules of a kernel, read
+    /// back from text, are laid out differently.
+    pub fn same_as(&self, other: &Func) -> bool {
+        Item::Func(self.clone()).without_layout() == Item::Func(other.clone()).without_layout()
     }
 }
 

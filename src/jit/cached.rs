@@ -24,9 +24,9 @@ use super::engine::{JitStats, ProvideError, TaskProvider};
 use super::{Jit, LoadedTask};
 use crate::cache::record::{self, Producer};
 use crate::cache::{CacheError, HostScope, Key, Lookup, Store, StoreOptions};
-use crate::codegen::{self, Compiler, HostTarget};
+use crate::codegen::{self, Backend, CodegenError, CompiledTask, HostTarget};
 use crate::config::{CompileConfig, LaunchMeta, LLVM_VERSION};
-use crate::ir::{Field, Module};
+use crate::ir::Module;
 use crate::remote::{Fetched, RemoteStats, RemoteTier};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -59,9 +59,7 @@ pub fn open_store(root: &Path, target: &HostTarget, options: StoreOptions) -> Re
 pub fn key_and_meta(module: &Module, config: &CompileConfig) -> Result<(Key, LaunchMeta), codegen::CodegenError> {
     let task = codegen::single_task(module)?;
     let key = crate::key::task_key(module, task, config);
-    let fields: Vec<&Field> = module.fields().collect();
-    let meta = LaunchMeta::of_task(task, &fields, codegen::ENTRY_SYMBOL)?;
-    Ok((key, meta))
+    Ok((key, codegen::task_meta(module)?))
 }
 
 /// Whether a record's metadata launches the same way as `expected`. Names
@@ -137,6 +135,14 @@ pub struct CachedTasks {
     fetched: HashMap<Key, crate::cache::Record>,
     /// Keys already asked of the remote (found or not).
     asked: HashSet<Key>,
+    /// The keys of the modules of the last [`TaskProvider::prefetch`], in
+    /// its order, each with the module's address: `provide` is called for
+    /// them in that order while the kernel's stream is borrowed, and takes
+    /// its key from here instead of printing the module again.
+    keyed: VecDeque<(usize, Key, LaunchMeta)>,
+    /// What the last prefetch compiled (the tasks neither tier held), not
+    /// loaded yet.
+    precompiled: HashMap<Key, Result<CompiledTask, CodegenError>>,
     /// Records not written: a read-only cache's, or every one after the
     /// first write failed (a full disk, a read-only file system). One
     /// summary line says so at the end, not one per task.
@@ -173,6 +179,8 @@ impl CachedTasks {
             remote: None,
             fetched: HashMap::new(),
             asked: HashSet::new(),
+            keyed: VecDeque::new(),
+            precompiled: HashMap::new(),
             not_stored: 0,
             store_error: None,
         }
@@ -406,13 +414,18 @@ impl TaskProvider for CachedTasks {
     fn provide(
         &mut self,
         jit: &Jit,
-        compiler: &Compiler,
+        backend: &dyn Backend,
         module: &Module,
         task: &str,
         stats: &mut JitStats,
     ) -> Result<LoadedTask, ProvideError> {
         let t0 = Instant::now();
-        let (key, meta) = key_and_meta(module, &compiler.config).map_err(ProvideError::Codegen)?;
+        let (key, meta) = match self.keyed.front() {
+            Some((at, _, _)) if *at == module as *const Module as usize => {
+                self.keyed.pop_front().map(|(_, k, m)| (k, m)).ok_or_else(|| ProvideError::Other("no key".into()))?
+            }
+            _ => key_and_meta(module, backend.config()).map_err(ProvideError::Codegen)?,
+        };
         stats.key_time += t0.elapsed();
         let mut found = self.lookup(jit, &key, &meta, task, stats);
         if !matches!(found, Found::Loaded(_)) {
@@ -435,7 +448,8 @@ impl TaskProvider for CachedTasks {
                     Found::Missing => stats.cache_misses += 1,
                     _ => stats.corrupt_replaced += 1,
                 }
-                let c = compiler.compile_task(module).map_err(ProvideError::Codegen)?;
+                let compiled = self.precompiled.remove(&key);
+                let c = compiled.unwrap_or_else(|| backend.compile_task(module)).map_err(ProvideError::Codegen)?;
                 stats.tasks_compiled += 1;
                 stats.compile_time += c.compile_time;
                 let t1 = Instant::now();
@@ -451,27 +465,43 @@ impl TaskProvider for CachedTasks {
         result
     }
 
-    fn prefetch(&mut self, compiler: &Compiler, modules: &[&Module], stats: &mut JitStats) {
-        let Some(remote) = self.remote.clone().filter(|r| r.is_on()) else { return };
+    fn prefetch(&mut self, backend: &dyn Backend, modules: &[&Module], stats: &mut JitStats) {
         let t0 = Instant::now();
-        let mut keys = Vec::new();
+        self.keyed.clear();
         for m in modules {
             // A module that does not key fails in `provide`, with its error.
-            if let Ok((key, _)) = key_and_meta(m, &compiler.config) {
-                // Local first: a key the local store holds is not asked.
-                if !self.asked.contains(&key) && !self.compiled.contains_key(&key) && !self.store.record_path(&key).exists() {
-                    keys.push(key);
-                }
+            match key_and_meta(m, backend.config()) {
+                Ok((key, meta)) => self.keyed.push_back((*m as *const Module as usize, key, meta)),
+                Err(_) => break,
+            }
+        }
+        // Local first: a key the local store holds (or this process made)
+        // is neither asked of the remote nor compiled here.
+        let mut absent: Vec<(&Module, Key)> = Vec::new();
+        for (m, (_, key, _)) in modules.iter().zip(&self.keyed) {
+            if !self.compiled.contains_key(key) && !absent.iter().any(|(_, k)| k == key) && !self.store.record_path(key).exists() {
+                absent.push((m, *key));
             }
         }
         stats.key_time += t0.elapsed();
-        if !keys.is_empty() {
-            self.ask_remote(&remote, &keys);
+        if let Some(remote) = self.remote.clone().filter(|r| r.is_on()) {
+            let keys: Vec<Key> = absent.iter().map(|(_, k)| *k).filter(|k| !self.asked.contains(k)).collect();
+            if !keys.is_empty() {
+                self.ask_remote(&remote, &keys);
+            }
+        }
+        // What neither tier holds is compiled together.
+        absent.retain(|(_, k)| !self.fetched.contains_key(k) && !self.precompiled.contains_key(k));
+        if !absent.is_empty() {
+            let batch: Vec<&Module> = absent.iter().map(|(m, _)| *m).collect();
+            let compiled = backend.compile_tasks(&batch);
+            self.precompiled.extend(absent.iter().map(|(_, k)| *k).zip(compiled));
         }
         self.count_bytes(stats);
     }
 
     fn ready(&mut self, stats: &mut JitStats) {
+        self.keyed.clear();
         self.write_held(stats);
     }
 
@@ -528,11 +558,11 @@ pub struct FillTimes {
 /// a good record for a per-task module (`kiln-compile --cache-dir`,
 /// `--remote`): a hit is checked (checksum, key, metadata; the remote's
 /// signature) but not loaded, since the objects may be for another host.
-pub fn fill(store: &Store, remote: Option<&RemoteTier>, compiler: &Compiler, module: &Module) -> Result<(Filled, FillTimes), ProvideError> {
+pub fn fill(store: &Store, remote: Option<&RemoteTier>, compiler: &dyn Backend, module: &Module) -> Result<(Filled, FillTimes), ProvideError> {
     let other = |e: CacheError| ProvideError::Other(e.to_string());
     let mut times = FillTimes::default();
     let t0 = Instant::now();
-    let (key, meta) = key_and_meta(module, &compiler.config).map_err(ProvideError::Codegen)?;
+    let (key, meta) = key_and_meta(module, compiler.config()).map_err(ProvideError::Codegen)?;
     times.key = t0.elapsed();
     let t1 = Instant::now();
     let (local, mut outcome) = match store.get(&key).map_err(other)? {

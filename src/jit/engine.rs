@@ -10,7 +10,7 @@
 
 use super::runtime::{self, LaunchNames};
 use super::{Jit, JitError, LoadedTask};
-use crate::codegen::{self, CodegenError, Compiler};
+use crate::codegen::{self, Backend, CodegenError, CompiledTask};
 use crate::config::MetaKind;
 use crate::exec::{Engine, FieldData, Fields, RunError};
 use crate::ir::{Const, Item, Module, Scalar, Stream};
@@ -80,7 +80,7 @@ pub trait TaskProvider: Send {
     fn provide(
         &mut self,
         jit: &Jit,
-        compiler: &Compiler,
+        backend: &dyn Backend,
         module: &Module,
         task: &str,
         stats: &mut JitStats,
@@ -88,8 +88,10 @@ pub trait TaskProvider: Send {
 
     /// Called with a kernel's task modules not loaded yet, before the
     /// first [`TaskProvider::provide`] of them: a provider may look them
-    /// up together (the remote tier's one round trip per kernel).
-    fn prefetch(&mut self, _compiler: &Compiler, _modules: &[&Module], _stats: &mut JitStats) {}
+    /// up together (the remote tier's one round trip per kernel) and
+    /// compile the ones it lacks together (one `kiln-compile` process per
+    /// kernel, see [`crate::codegen::CompileProcess`]).
+    fn prefetch(&mut self, _backend: &dyn Backend, _modules: &[&Module], _stats: &mut JitStats) {}
 
     /// Called when [`JitEngine::prepare`] has made a kernel's tasks ready:
     /// a provider may start work it held back until then (the cache's
@@ -119,20 +121,25 @@ impl std::fmt::Display for ProvideError {
     }
 }
 
-/// Compiles each task in-process and loads it (no cache).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CompileAndLoad;
+/// Compiles each task and loads it (no cache): a kernel's tasks are
+/// compiled together when it is prepared.
+#[derive(Debug, Default)]
+pub struct CompileAndLoad {
+    /// Compiled by [`TaskProvider::prefetch`], by module text, not loaded yet.
+    compiled: HashMap<String, Result<CompiledTask, CodegenError>>,
+}
 
 impl TaskProvider for CompileAndLoad {
     fn provide(
         &mut self,
         jit: &Jit,
-        compiler: &Compiler,
+        backend: &dyn Backend,
         module: &Module,
         task: &str,
         stats: &mut JitStats,
     ) -> Result<LoadedTask, ProvideError> {
-        let c = compiler.compile_task(module).map_err(ProvideError::Codegen)?;
+        let compiled = self.compiled.remove(&module.to_string());
+        let c = compiled.unwrap_or_else(|| backend.compile_task(module)).map_err(ProvideError::Codegen)?;
         stats.tasks_compiled += 1;
         stats.compile_time += c.compile_time;
         let t0 = Instant::now();
@@ -140,6 +147,11 @@ impl TaskProvider for CompileAndLoad {
         stats.tasks_loaded += 1;
         stats.load_time += t0.elapsed();
         Ok(t)
+    }
+
+    fn prefetch(&mut self, backend: &dyn Backend, modules: &[&Module], _stats: &mut JitStats) {
+        let texts: Vec<String> = modules.iter().map(|m| m.to_string()).collect();
+        self.compiled.extend(texts.into_iter().zip(backend.compile_tasks(modules)));
     }
 }
 
@@ -156,7 +168,7 @@ struct Split {
 /// Runs kernels through the JIT.
 pub struct JitEngine {
     pub jit: Jit,
-    pub compiler: Compiler,
+    pub backend: Box<dyn Backend>,
     pub path: JitPath,
     pub stats: JitStats,
     provider: Box<dyn TaskProvider>,
@@ -175,14 +187,14 @@ pub struct JitEngine {
 impl JitEngine {
     /// An engine running parallel tasks on `threads` threads (1: all on
     /// the calling thread); the threads start with the first parallel task.
-    pub fn new(compiler: Compiler, path: JitPath, threads: usize) -> Result<JitEngine, RunError> {
+    pub fn new(backend: impl Backend + 'static, path: JitPath, threads: usize) -> Result<JitEngine, RunError> {
         let jit = Jit::new().map_err(|e| RunError::new(e.to_string()))?;
         Ok(JitEngine {
             jit,
-            compiler,
+            backend: Box::new(backend),
             path,
             stats: JitStats::default(),
-            provider: Box::new(CompileAndLoad),
+            provider: Box::<CompileAndLoad>::default(),
             threads,
             pool: None,
             tasks: HashMap::new(),
@@ -247,10 +259,17 @@ impl JitEngine {
         match self.path {
             JitPath::PerTask => {
                 let texts: Vec<String> = launched.iter().map(|(m, _)| m.to_string()).collect();
-                let fresh: Vec<&Module> =
-                    launched.iter().zip(&texts).filter(|(_, t)| !self.tasks.contains_key(*t)).map(|((m, _), _)| *m).collect();
+                // Each module not loaded yet, once (a kernel may launch a
+                // task twice).
+                let mut seen = std::collections::HashSet::new();
+                let fresh: Vec<&Module> = launched
+                    .iter()
+                    .zip(&texts)
+                    .filter(|(_, t)| !self.tasks.contains_key(*t) && seen.insert(t.as_str()))
+                    .map(|((m, _), _)| *m)
+                    .collect();
                 if !fresh.is_empty() {
-                    self.provider.prefetch(&self.compiler, &fresh, &mut self.stats);
+                    self.provider.prefetch(&*self.backend, &fresh, &mut self.stats);
                 }
                 let mut out = Vec::with_capacity(launched.len());
                 for ((m, t), key) in launched.into_iter().zip(texts) {
@@ -260,7 +279,7 @@ impl JitEngine {
                     }
                     let l = self
                         .provider
-                        .provide(&self.jit, &self.compiler, m, &t.name, &mut self.stats)
+                        .provide(&self.jit, &*self.backend, m, &t.name, &mut self.stats)
                         .map_err(|e| RunError::new(format!("kernel @{kernel}, task @{}: {e}", t.name)))?;
                     self.tasks.insert(key, l.clone());
                     out.push(l);
@@ -277,7 +296,7 @@ impl JitEngine {
                     Vec::new()
                 } else {
                     let c = self
-                        .compiler
+                        .backend
                         .compile_kernel(stream, kernel)
                         .map_err(|e| RunError::new(format!("kernel @{kernel}: {e}")))?;
                     self.stats.compile_time += c.compile_time;

@@ -1,0 +1,238 @@
+//! Where compiled objects come from: this process ([`Compiler`]) or a
+//! `kiln-compile` process started for the purpose ([`CompileProcess`]).
+//!
+//! Owns: the [`Backend`] trait the JIT engine and the cache's providers
+//! compile through, its in-process implementation, and
+//! [`CompileProcess`], which `kiln-run` uses so that LLVM's code
+//! generator is neither linked into it nor initialised by a run whose
+//! tasks all come from the cache (`docs/performance.md`, "Warm start").
+//! The process's request is KIR text on its standard input and
+//! `kiln-compile`'s own flags; its answer is object files, whose launch
+//! metadata this side derives from the same IR ([`task_meta`],
+//! [`KernelPlan`]).
+//!
+//! Must never: run a `kiln-compile` of another build than this one (its
+//! objects would be stored under keys that name this build: the process
+//! is given `--build-id` and refuses a mismatch), leave its temporary
+//! directory behind, or compile a configuration the process cannot be
+//! told exactly.
+
+use super::{task_meta, CodegenError, CompiledKernel, CompiledTask, Compiler, HostTarget, KernelPlan};
+use crate::config::{CompileConfig, OptLevel};
+use crate::ir::{Module, Stream};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// A code generator for one target and configuration.
+pub trait Backend: Send + Sync {
+    /// The configuration objects are compiled with (part of every key).
+    fn config(&self) -> &CompileConfig;
+
+    /// The machine objects are compiled for.
+    fn target(&self) -> &HostTarget;
+
+    /// Compiles per-task modules, each to its own object; one result per
+    /// module, in order.
+    fn compile_tasks(&self, modules: &[&Module]) -> Vec<Result<CompiledTask, CodegenError>>;
+
+    /// Compiles every task `kernel` of the split stream `stream` launches
+    /// into one object (the whole-kernel path).
+    fn compile_kernel(&self, stream: &Stream, kernel: &str) -> Result<CompiledKernel, CodegenError>;
+
+    /// Compiles one per-task module.
+    fn compile_task(&self, module: &Module) -> Result<CompiledTask, CodegenError> {
+        let result = self.compile_tasks(&[module]).into_iter().next();
+        result.unwrap_or_else(|| Err(CodegenError::new("the code generator returned no object")))
+    }
+}
+
+impl Backend for Compiler {
+    fn config(&self) -> &CompileConfig {
+        &self.config
+    }
+
+    fn target(&self) -> &HostTarget {
+        &self.target
+    }
+
+    fn compile_tasks(&self, modules: &[&Module]) -> Vec<Result<CompiledTask, CodegenError>> {
+        modules.iter().map(|m| Compiler::compile_task(self, m)).collect()
+    }
+
+    fn compile_kernel(&self, stream: &Stream, kernel: &str) -> Result<CompiledKernel, CodegenError> {
+        Compiler::compile_kernel(self, stream, kernel)
+    }
+}
+
+/// Compiles in a `kiln-compile` process: the program `kiln-compile` beside
+/// the running executable (as installed, and as cargo builds them), run
+/// once per batch of tasks (a kernel's misses) with every task compiled in
+/// parallel there. A batch's compile time is the process's wall time,
+/// shared equally among its tasks.
+#[derive(Clone, Debug)]
+pub struct CompileProcess {
+    config: CompileConfig,
+    target: HostTarget,
+    program: PathBuf,
+}
+
+/// The program's name.
+pub const COMPILE_PROGRAM: &str = "kiln-compile";
+
+impl CompileProcess {
+    /// A backend running `kiln-compile` from the running executable's
+    /// directory. Fails for a configuration `kiln-compile`'s flags cannot
+    /// express, or when the running executable cannot be found; a missing
+    /// `kiln-compile` is found at the first compile, naming the path.
+    pub fn beside_this_program(config: CompileConfig, target: HostTarget) -> Result<CompileProcess, CodegenError> {
+        let exe = std::env::current_exe()
+            .map_err(|e| CodegenError::new(format!("cannot find the running program (to run {COMPILE_PROGRAM} beside it): {e}")))?;
+        CompileProcess::new(config, target, exe.with_file_name(COMPILE_PROGRAM))
+    }
+
+    /// A backend running `program` (a `kiln-compile`).
+    pub fn new(config: CompileConfig, target: HostTarget, program: PathBuf) -> Result<CompileProcess, CodegenError> {
+        if config.code_model != CompileConfig::default().code_model {
+            return Err(CodegenError::new(format!(
+                "{COMPILE_PROGRAM} has no flag for the code model {:?}; compile in-process",
+                config.code_model
+            )));
+        }
+        Ok(CompileProcess { config, target, program })
+    }
+
+    /// The program it runs.
+    pub fn program(&self) -> &Path {
+        &self.program
+    }
+
+    /// The flags that make `kiln-compile` compile exactly as this backend
+    /// is configured, and check that it is this build.
+    fn flags(&self) -> Vec<String> {
+        let level = match self.config.opt_level {
+            OptLevel::O0 => "-O0",
+            OptLevel::O1 => "-O1",
+            OptLevel::O2 => "-O2",
+            OptLevel::O3 => "-O3",
+        };
+        let mut flags = vec![
+            level.to_string(),
+            format!("--target-cpu={}", self.target.cpu),
+            format!("--target-features={}", self.target.features),
+            format!("--build-id={}", self.config.build_id),
+            "--color=never".to_string(),
+        ];
+        if self.config.fast_math {
+            flags.push("--fast-math".into());
+        }
+        if !self.config.bounds_checks {
+            flags.push("--no-bounds-checks".into());
+        }
+        flags
+    }
+
+    /// Runs the program with `args` and these flags, `input` on its
+    /// standard input; its standard output, or why it failed.
+    fn run(&self, args: &[&str], input: &str) -> Result<Vec<u8>, CodegenError> {
+        let program = self.program.display();
+        let mut child = Command::new(&self.program)
+            .args(args)
+            .args(self.flags())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                CodegenError::new(format!(
+                    "cannot run the compiler {program}: {e} (tasks are compiled by the {COMPILE_PROGRAM} installed beside this program)"
+                ))
+            })?;
+        // The process reads all of its input before it writes: no
+        // deadlock on full pipes. A write error shows in its exit status.
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(input.as_bytes());
+        }
+        let out = child.wait_with_output().map_err(|e| CodegenError::new(format!("the compiler {program} failed: {e}")))?;
+        if out.status.success() {
+            return Ok(out.stdout);
+        }
+        let said = String::from_utf8_lossy(&out.stderr);
+        let said = said.trim().lines().map(|l| l.strip_prefix("kiln-compile: ").unwrap_or(l)).collect::<Vec<_>>().join("; ");
+        let status = match out.status.code() {
+            Some(c) => format!("exit status {c}"),
+            None => "killed by a signal".to_string(),
+        };
+        Err(CodegenError::new(format!("the compiler {program} failed ({status}): {said}")))
+    }
+
+    /// Compiles `modules` (distinct task names) in one process run; the
+    /// objects in order.
+    fn compile_batch(&self, modules: &[&Module]) -> Result<Vec<Vec<u8>>, CodegenError> {
+        let dir = tempfile::Builder::new()
+            .prefix("kiln-compile.")
+            .tempdir()
+            .map_err(|e| CodegenError::new(format!("cannot make a directory for the compiler's objects: {e}")))?;
+        let input = Stream { modules: modules.iter().map(|m| (*m).clone()).collect() }.to_string();
+        let out = format!("{}/", dir.path().display());
+        self.run(&["-", "-o", &out], &input)?;
+        let read = |m: &Module| {
+            let name = &super::single_task(m)?.name;
+            let path = dir.path().join(format!("{name}.o"));
+            std::fs::read(&path)
+                .map_err(|e| CodegenError::new(format!("the compiler wrote no object for task @{name} ({}): {e}", path.display())))
+        };
+        modules.iter().map(|m| read(m)).collect()
+    }
+}
+
+impl Backend for CompileProcess {
+    fn config(&self) -> &CompileConfig {
+        &self.config
+    }
+
+    fn target(&self) -> &HostTarget {
+        &self.target
+    }
+
+    fn compile_tasks(&self, modules: &[&Module]) -> Vec<Result<CompiledTask, CodegenError>> {
+        // Metadata first: a module that has none is its own error, and is
+        // not sent.
+        let metas: Vec<_> = modules.iter().map(|m| task_meta(m)).collect();
+        let mut batch: Vec<&Module> = Vec::new();
+        for (m, meta) in modules.iter().zip(&metas) {
+            // One file per task name: a name met again is the same task
+            // (a kernel's launches name their tasks uniquely).
+            if meta.is_ok() && !batch.iter().any(|b| same_task_name(b, m)) {
+                batch.push(m);
+            }
+        }
+        let t0 = Instant::now();
+        let objects = if batch.is_empty() { Ok(Vec::new()) } else { self.compile_batch(&batch) };
+        let share = t0.elapsed() / u32::try_from(batch.len().max(1)).unwrap_or(u32::MAX);
+        modules
+            .iter()
+            .zip(metas)
+            .map(|(m, meta)| {
+                let meta = meta?;
+                let objects = objects.as_ref().map_err(Clone::clone)?;
+                let i = batch.iter().position(|b| same_task_name(b, m)).unwrap_or(0);
+                let object = objects.get(i).cloned().ok_or_else(|| CodegenError::new("the compiler returned too few objects"))?;
+                Ok(CompiledTask { object, meta, compile_time: share })
+            })
+            .collect()
+    }
+
+    fn compile_kernel(&self, stream: &Stream, kernel: &str) -> Result<CompiledKernel, CodegenError> {
+        let plan = KernelPlan::of(stream, kernel)?;
+        let t0 = Instant::now();
+        let object = self.run(&["-", "--kernel", kernel, "-o", "-"], &stream.to_string())?;
+        Ok(CompiledKernel { object, launches: plan.launches, compile_time: t0.elapsed() })
+    }
+}
+
+/// Whether two per-task modules hold tasks of one name.
+fn same_task_name(a: &Module, b: &Module) -> bool {
+    matches!((super::single_task(a), super::single_task(b)), (Ok(x), Ok(y)) if x.name == y.name)
+}
