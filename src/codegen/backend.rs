@@ -21,7 +21,7 @@ use super::{task_meta, CodegenError, CompiledKernel, CompiledTask, Compiler, Hos
 use crate::config::{CompileConfig, OptLevel};
 use crate::ir::{Module, Stream};
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -101,11 +101,6 @@ impl CompileProcess {
             )));
         }
         Ok(CompileProcess { config, target, program })
-    }
-
-    /// The program it runs.
-    pub fn program(&self) -> &Path {
-        &self.program
     }
 
     /// The flags that make `kiln-compile` compile exactly as this backend

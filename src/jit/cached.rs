@@ -374,6 +374,18 @@ impl CachedTasks {
         &self.store
     }
 
+    /// `module`'s key and launch metadata: the ones the last prefetch
+    /// computed, when `module` is the next it keyed, else computed now.
+    fn key_of(&mut self, module: &Module, backend: &dyn Backend) -> Result<(Key, LaunchMeta), CodegenError> {
+        let at = module as *const Module as usize;
+        if self.keyed.front().is_some_and(|(a, _, _)| *a == at) {
+            if let Some((_, key, meta)) = self.keyed.pop_front() {
+                return Ok((key, meta));
+            }
+        }
+        key_and_meta(module, backend.config())
+    }
+
     fn lookup(&self, jit: &Jit, key: &Key, meta: &LaunchMeta, hint: &str, stats: &mut JitStats) -> Found {
         let t0 = Instant::now();
         if let Some(job) = self.compiled.get(key).filter(|j| same_launch(&j.1, meta)) {
@@ -420,12 +432,7 @@ impl TaskProvider for CachedTasks {
         stats: &mut JitStats,
     ) -> Result<LoadedTask, ProvideError> {
         let t0 = Instant::now();
-        let (key, meta) = match self.keyed.front() {
-            Some((at, _, _)) if *at == module as *const Module as usize => {
-                self.keyed.pop_front().map(|(_, k, m)| (k, m)).ok_or_else(|| ProvideError::Other("no key".into()))?
-            }
-            _ => key_and_meta(module, backend.config()).map_err(ProvideError::Codegen)?,
-        };
+        let (key, meta) = self.key_of(module, backend).map_err(ProvideError::Codegen)?;
         stats.key_time += t0.elapsed();
         let mut found = self.lookup(jit, &key, &meta, task, stats);
         if !matches!(found, Found::Loaded(_)) {
