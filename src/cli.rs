@@ -117,13 +117,10 @@ pub fn spellings_help(tool: &str) -> String {
 
 /// `-O`'s value for every tool: `0` to `3`, as LLVM's tools take it.
 pub fn parse_opt_level(s: &str) -> Result<OptLevel, String> {
-    match s {
-        "0" => Ok(OptLevel::O0),
-        "1" => Ok(OptLevel::O1),
-        "2" => Ok(OptLevel::O2),
-        "3" => Ok(OptLevel::O3),
-        _ => Err(format!("expected 0, 1, 2 or 3, got '{s}'")),
-    }
+    OptLevel::ALL
+        .into_iter()
+        .find(|l| s == l.number().to_string())
+        .ok_or_else(|| format!("expected 0, 1, 2 or 3, got '{s}'"))
 }
 
 /// `--color`'s value.

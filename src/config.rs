@@ -21,6 +21,21 @@ pub enum OptLevel {
     O3,
 }
 
+impl OptLevel {
+    /// Every level, in order.
+    pub const ALL: [OptLevel; 4] = [OptLevel::O0, OptLevel::O1, OptLevel::O2, OptLevel::O3];
+
+    /// The level's number, as `-O` and LLVM's pipeline names spell it.
+    pub fn number(self) -> u8 {
+        match self {
+            OptLevel::O0 => 0,
+            OptLevel::O1 => 1,
+            OptLevel::O2 => 2,
+            OptLevel::O3 => 3,
+        }
+    }
+}
+
 /// The code model objects are compiled for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum CodeModel {

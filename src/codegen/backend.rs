@@ -18,7 +18,7 @@
 //! told exactly.
 
 use super::{task_meta, CodegenError, CompiledKernel, CompiledTask, Compiler, HostTarget, KernelPlan};
-use crate::config::{CompileConfig, OptLevel};
+use crate::config::CompileConfig;
 use crate::ir::{Module, Stream};
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -106,14 +106,8 @@ impl CompileProcess {
     /// The flags that make `kiln-compile` compile exactly as this backend
     /// is configured, and check that it is this build.
     fn flags(&self) -> Vec<String> {
-        let level = match self.config.opt_level {
-            OptLevel::O0 => "-O0",
-            OptLevel::O1 => "-O1",
-            OptLevel::O2 => "-O2",
-            OptLevel::O3 => "-O3",
-        };
         let mut flags = vec![
-            level.to_string(),
+            format!("-O{}", self.config.opt_level.number()),
             format!("--target-cpu={}", self.target.cpu),
             format!("--target-features={}", self.target.features),
             format!("--build-id={}", self.config.build_id),

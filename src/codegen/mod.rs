@@ -337,19 +337,14 @@ impl Compiler {
             })
     }
 
-    fn pipeline(&self) -> &'static str {
-        match self.config.opt_level {
-            OptLevel::O0 => "default<O0>",
-            OptLevel::O1 => "default<O1>",
-            OptLevel::O2 => "default<O2>",
-            OptLevel::O3 => "default<O3>",
-        }
+    fn pipeline(&self) -> String {
+        format!("default<O{}>", self.config.opt_level.number())
     }
 
     /// Optimises a lowered module and emits it.
     fn finish(&self, l: &Lowering<'_, '_>, tm: &TargetMachine, emit: Emit) -> Result<Vec<u8>, CodegenError> {
         l.verify()?;
-        l.module.run_passes(self.pipeline(), tm, PassBuilderOptions::create()).map_err(|e| {
+        l.module.run_passes(&self.pipeline(), tm, PassBuilderOptions::create()).map_err(|e| {
             CodegenError::new(format!("LLVM optimisation failed: {}", e.to_string_lossy()))
         })?;
         match emit {
