@@ -20,7 +20,7 @@
 //! record is erased, counted, compiled afresh and stored again; ask the
 //! remote for a key the local store holds.
 
-use super::engine::{JitStats, ProvideError, TaskProvider};
+use super::engine::{JitStats, Prefetched, ProvideError, TaskProvider};
 use super::{Jit, LoadedTask};
 use crate::cache::record::{self, Producer};
 use crate::cache::{CacheError, HostScope, Key, Lookup, Store, StoreOptions};
@@ -135,11 +135,9 @@ pub struct CachedTasks {
     fetched: HashMap<Key, crate::cache::Record>,
     /// Keys already asked of the remote (found or not).
     asked: HashSet<Key>,
-    /// The keys of the modules of the last [`TaskProvider::prefetch`], in
-    /// its order, each with the module's address: `provide` is called for
-    /// them in that order while the kernel's stream is borrowed, and takes
-    /// its key from here instead of printing the module again.
-    keyed: VecDeque<(usize, Key, LaunchMeta)>,
+    /// The keys and launch metadata the last [`TaskProvider::prefetch`]
+    /// computed, for `provide` to take instead of keying a module again.
+    keyed: Prefetched<(Key, LaunchMeta)>,
     /// What the last prefetch compiled (the tasks neither tier held), not
     /// loaded yet.
     precompiled: HashMap<Key, Result<CompiledTask, CodegenError>>,
@@ -179,7 +177,7 @@ impl CachedTasks {
             remote: None,
             fetched: HashMap::new(),
             asked: HashSet::new(),
-            keyed: VecDeque::new(),
+            keyed: Prefetched::default(),
             precompiled: HashMap::new(),
             not_stored: 0,
             store_error: None,
@@ -377,13 +375,7 @@ impl CachedTasks {
     /// `module`'s key and launch metadata: the ones the last prefetch
     /// computed, when `module` is the next it keyed, else computed now.
     fn key_of(&mut self, module: &Module, backend: &dyn Backend) -> Result<(Key, LaunchMeta), CodegenError> {
-        let at = module as *const Module as usize;
-        if self.keyed.front().is_some_and(|(a, _, _)| *a == at) {
-            if let Some((_, key, meta)) = self.keyed.pop_front() {
-                return Ok((key, meta));
-            }
-        }
-        key_and_meta(module, backend.config())
+        self.keyed.take(module).map_or_else(|| key_and_meta(module, backend.config()), Ok)
     }
 
     fn lookup(&self, jit: &Jit, key: &Key, meta: &LaunchMeta, hint: &str, stats: &mut JitStats) -> Found {
@@ -474,21 +466,20 @@ impl TaskProvider for CachedTasks {
 
     fn prefetch(&mut self, backend: &dyn Backend, modules: &[&Module], stats: &mut JitStats) {
         let t0 = Instant::now();
-        self.keyed.clear();
-        for m in modules {
-            // A module that does not key fails in `provide`, with its error.
-            match key_and_meta(m, backend.config()) {
-                Ok((key, meta)) => self.keyed.push_back((*m as *const Module as usize, key, meta)),
-                Err(_) => break,
-            }
-        }
+        // A module that does not key fails in `provide`, with its error.
+        let keyed: Vec<(&Module, (Key, LaunchMeta))> =
+            modules.iter().map_while(|m| key_and_meta(m, backend.config()).ok().map(|k| (*m, k))).collect();
         // Local first: a key the local store holds (or this process made)
         // is neither asked of the remote nor compiled here.
         let mut absent: Vec<(&Module, Key)> = Vec::new();
-        for (m, (_, key, _)) in modules.iter().zip(&self.keyed) {
+        for (m, (key, _)) in &keyed {
             if !self.compiled.contains_key(key) && !absent.iter().any(|(_, k)| k == key) && !self.store.record_path(key).exists() {
                 absent.push((m, *key));
             }
+        }
+        self.keyed.clear();
+        for (m, k) in keyed {
+            self.keyed.push(m, k);
         }
         stats.key_time += t0.elapsed();
         if let Some(remote) = self.remote.clone().filter(|r| r.is_on()) {

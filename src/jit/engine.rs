@@ -14,7 +14,7 @@ use crate::codegen::{self, Backend, CodegenError, CompiledTask};
 use crate::config::MetaKind;
 use crate::exec::{Engine, FieldData, Fields, RunError};
 use crate::ir::{Const, Item, Module, Scalar, Stream};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -121,12 +121,51 @@ impl std::fmt::Display for ProvideError {
     }
 }
 
+/// What a provider's [`TaskProvider::prefetch`] made for each of its
+/// modules, for the [`TaskProvider::provide`] calls that follow. The
+/// engine provides the prefetched modules in prefetch's order while the
+/// kernel's stream is borrowed, so a module is found at the front by its
+/// address, and nothing is printed or hashed again; a module not found
+/// there is worked out afresh by the provider.
+#[derive(Debug)]
+pub struct Prefetched<T> {
+    queue: VecDeque<(usize, T)>,
+}
+
+impl<T> Default for Prefetched<T> {
+    fn default() -> Self {
+        Prefetched { queue: VecDeque::new() }
+    }
+}
+
+impl<T> Prefetched<T> {
+    /// Forgets everything (a new prefetch, or the kernel is ready).
+    pub fn clear(&mut self) {
+        self.queue.clear();
+    }
+
+    /// Keeps `value` for `module`, after the ones kept before.
+    pub fn push(&mut self, module: &Module, value: T) {
+        self.queue.push_back((address(module), value));
+    }
+
+    /// The value kept for `module`, when it is the next one.
+    pub fn take(&mut self, module: &Module) -> Option<T> {
+        let next = self.queue.front().is_some_and(|(a, _)| *a == address(module));
+        next.then(|| self.queue.pop_front().map(|(_, v)| v)).flatten()
+    }
+}
+
+fn address(module: &Module) -> usize {
+    module as *const Module as usize
+}
+
 /// Compiles each task and loads it (no cache): a kernel's tasks are
 /// compiled together when it is prepared.
 #[derive(Debug, Default)]
 pub struct CompileAndLoad {
-    /// Compiled by [`TaskProvider::prefetch`], by module text, not loaded yet.
-    compiled: HashMap<String, Result<CompiledTask, CodegenError>>,
+    /// Compiled by [`TaskProvider::prefetch`], not loaded yet.
+    compiled: Prefetched<Result<CompiledTask, CodegenError>>,
 }
 
 impl TaskProvider for CompileAndLoad {
@@ -138,7 +177,7 @@ impl TaskProvider for CompileAndLoad {
         task: &str,
         stats: &mut JitStats,
     ) -> Result<LoadedTask, ProvideError> {
-        let compiled = self.compiled.remove(&module.to_string());
+        let compiled = self.compiled.take(module);
         let c = compiled.unwrap_or_else(|| backend.compile_task(module)).map_err(ProvideError::Codegen)?;
         stats.tasks_compiled += 1;
         stats.compile_time += c.compile_time;
@@ -150,8 +189,10 @@ impl TaskProvider for CompileAndLoad {
     }
 
     fn prefetch(&mut self, backend: &dyn Backend, modules: &[&Module], _stats: &mut JitStats) {
-        let texts: Vec<String> = modules.iter().map(|m| m.to_string()).collect();
-        self.compiled.extend(texts.into_iter().zip(backend.compile_tasks(modules)));
+        self.compiled.clear();
+        for (m, c) in modules.iter().zip(backend.compile_tasks(modules)) {
+            self.compiled.push(m, c);
+        }
     }
 }
 
