@@ -2,6 +2,7 @@
 # Both install what is missing (LLVM 22 from Debian's packages), build, and run.
 
 SHELL := /bin/bash
+comma := ,
 LLVM_PREFIX := /usr/lib/llvm-22
 LLVM_BIN := $(LLVM_PREFIX)/bin
 CARGO ?= cargo
@@ -14,39 +15,31 @@ RELEASE_BIN := $(CURDIR)/target/release
 
 all: build
 
+# $(call apt-install,PACKAGES,WHAT,WHY): the shell text that installs
+# PACKAGES (WHAT is missing, WHY it is needed) with apt-get as root, and
+# otherwise prints the exact command and fails.
+apt-install = \
+  if [ "$$(id -u)" = 0 ]; then \
+    echo "make: installing $(strip $(1)) ($(strip $(3)))"; \
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(1) >/dev/null || exit 1; \
+  else \
+    echo "make: $(strip $(2)) is missing; run as root:"; \
+    echo "  apt-get update && apt-get install -y --no-install-recommends $(strip $(1))"; \
+    exit 1; \
+  fi
+
 # Installs LLVM 22 (which brings lit, FileCheck and not) and Redis (the
 # remote tier's tests start their own servers) when they are missing.
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 deps:
 	@if [ ! -x $(LLVM_BIN)/llvm-config ] || [ ! -x $(LLVM_BIN)/lit ] || [ ! -x $(LLVM_BIN)/FileCheck ]; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "make: installing llvm-22-dev (LLVM 22, lit, FileCheck)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends llvm-22-dev >/dev/null || exit 1; \
-	  else \
-	    echo "make: LLVM 22 is missing; run as root:"; \
-	    echo "  apt-get update && apt-get install -y --no-install-recommends llvm-22-dev"; \
-	    exit 1; \
-	  fi; \
+	  $(call apt-install,llvm-22-dev,LLVM 22,LLVM 22$(comma) lit$(comma) FileCheck); \
 	fi
 	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "make: installing redis-server redis-tools (the remote tier's tests)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server redis-tools >/dev/null || exit 1; \
-	  else \
-	    echo "make: Redis is missing; run as root:"; \
-	    echo "  apt-get update && apt-get install -y --no-install-recommends redis-server redis-tools"; \
-	    exit 1; \
-	  fi; \
+	  $(call apt-install,redis-server redis-tools,Redis,the remote tier's tests); \
 	fi
 	@if ! command -v c++ >/dev/null; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "make: installing g++ (build.rs compiles src/target_tables.cpp against LLVM)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends g++ >/dev/null || exit 1; \
-	  else \
-	    echo "make: a C++ compiler is missing; run as root:"; \
-	    echo "  apt-get update && apt-get install -y --no-install-recommends g++"; \
-	    exit 1; \
-	  fi; \
+	  $(call apt-install,g++,a C++ compiler,build.rs compiles the C++ shims against LLVM); \
 	fi
 	@command -v $(CARGO) >/dev/null || { echo "make: cargo is missing; install Rust (https://rustup.rs)"; exit 1; }
 	@$(CARGO) clippy --version >/dev/null 2>&1 || { \
@@ -63,27 +56,13 @@ deps-static: deps
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "make: installing$$missing (for the static LLVM link)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
-	  else \
-	    echo "make: the static LLVM link needs$$missing; run as root:"; \
-	    echo "  apt-get update && apt-get install -y --no-install-recommends$$missing"; \
-	    exit 1; \
-	  fi; \
+	  $(call apt-install,$$missing,a library the static LLVM link needs,for the static LLVM link); \
 	fi
 
 # The benchmarks time whole processes with hyperfine (Debian's package).
 deps-bench: deps-static
 	@if ! command -v hyperfine >/dev/null; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "make: installing hyperfine (the benchmarks time whole processes with it)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends hyperfine >/dev/null || exit 1; \
-	  else \
-	    echo "make: hyperfine is missing; run as root:"; \
-	    echo "  apt-get update && apt-get install -y --no-install-recommends hyperfine"; \
-	    exit 1; \
-	  fi; \
+	  $(call apt-install,hyperfine,hyperfine,the benchmarks time whole processes with it); \
 	fi
 
 build: deps
