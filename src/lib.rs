@@ -15,6 +15,7 @@ pub mod parser;
 pub mod printer;
 pub mod verifier;
 pub mod frontend;
+pub mod import;
 
 pub mod passes;
 pub mod key;

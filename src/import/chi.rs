@@ -1,0 +1,992 @@
+//! Quadrants' IR (CHI) as its printer writes it after offloading: the
+//! statements of one dump, their types, their nesting and the Python
+//! location (`File "F", line N, in K:`, the source line and a caret line)
+//! printed after each, read by a recursive-descent parser over the
+//! `lexer`'s tokens, one line at a time.
+//!
+//! Owns: the syntax tree of a task-form dump ([`Task`], [`Stmt`], [`Kind`])
+//! and its parser; the names of the statements kiln-import refuses
+//! ([`Refusal`]), found here when their syntax alone says so.
+//!
+//! Must never: decide what a statement becomes in KIR (that is `lower`'s),
+//! or panic on any input.
+
+use super::lexer::{self, Tok};
+use super::log::{span, Line};
+use crate::diag::Diagnostic;
+use crate::ir::Span;
+use std::fmt;
+
+/// Where a statement came from in the Python program.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PyLoc {
+    pub file: String,
+    pub line: u32,
+    /// 1-based column of the caret; 0 when the printer gave none.
+    pub col: u32,
+    /// The Python function.
+    pub func: String,
+}
+
+impl fmt::Display for PyLoc {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self.col {
+            0 => write!(f, "{}:{}", self.file, self.line),
+            c => write!(f, "{}:{}:{}", self.file, self.line, c),
+        }
+    }
+}
+
+/// A type hint (`<f32>`, `<*i32>`, `<u1>`, `<*[Tensor (3) f32]>`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ty {
+    /// A primitive by Quadrants' name (`f32`, `u1`, `u8`).
+    Prim(String),
+    /// A pointer to a primitive.
+    Ptr(String),
+    /// Anything else (tensors, structs), as printed.
+    Other(String),
+}
+
+/// A range_for task's bound.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Bound {
+    Const(i64),
+    /// `tmp(offset=NB)`: a global temporary written by an earlier task.
+    Tmp(u64),
+}
+
+/// What an offloaded task is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TaskKind {
+    Serial,
+    RangeFor { begin: Bound, end: Bound, block_dim: u32 },
+    /// Over the dense SNode `S<snode>dense`.
+    StructFor { snode: u32, block_dim: u32 },
+}
+
+/// One offloaded task of a dump.
+#[derive(Clone, Debug)]
+pub struct Task {
+    /// The offloaded statement's own number (what `loop $N index K` names).
+    pub id: u32,
+    pub kind: TaskKind,
+    pub body: Vec<Stmt>,
+    pub span: Span,
+    pub loc: Option<PyLoc>,
+}
+
+/// One statement, with its number, type hint, the span of its line in the
+/// log and its Python location.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stmt {
+    pub id: u32,
+    pub ty: Option<Ty>,
+    pub kind: Kind,
+    pub span: Span,
+    pub loc: Option<PyLoc>,
+}
+
+/// The statements kiln-import reads (operands are statement numbers).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kind {
+    /// `const V` (the literal as printed: `3`, `-1.5`, `1e+20`, `true`, `nan`).
+    Const(String),
+    /// `argload[i]`: a scalar argument.
+    ArgLoad(u32),
+    /// `argaddr[i]`: an ndarray argument's address.
+    ArgAddr(u32),
+    /// `external_tensor_shape_along_axis A, arg_id [i]`.
+    ShapeAlongAxis { axis: u32, arg: u32 },
+    /// `loop $L index K`.
+    LoopIndex { lp: u32, index: u32 },
+    /// `global ptr [S<place>place<T>], index [...]`.
+    GlobalPtr { place: u32, indices: Vec<u32> },
+    /// `global tmp var (offset = N B)`.
+    GlobalTmp { offset: u64 },
+    /// `external_ptr $base, [...]`.
+    ExternalPtr { base: u32, indices: Vec<u32> },
+    GlobalLoad(u32),
+    GlobalStore { dest: u32, val: u32 },
+    Alloca,
+    LocalLoad(u32),
+    LocalStore { dest: u32, val: u32 },
+    /// A unary operator by Quadrants' name (`neg`, `sin`, `bit_not`, ...).
+    Unary { op: String, a: u32 },
+    /// `cast_value<T> $a`.
+    Cast { to: String, a: u32 },
+    /// A binary operator by Quadrants' name (`add`, `floordiv`, `cmp_lt`, ...).
+    Binary { op: String, a: u32, b: u32 },
+    Select { c: u32, a: u32, b: u32 },
+    /// `atomic OP($dest, $val)`.
+    Atomic { op: String, dest: u32, val: u32 },
+    If { cond: u32, then: Vec<Stmt>, els: Option<Vec<Stmt>> },
+    /// `while true { ... }`.
+    While(Vec<Stmt>),
+    /// `while control MASK, $cond`: leaves the loop when `cond` is zero.
+    WhileControl { cond: u32 },
+    /// `continue`, of the loop `scope` when printed.
+    Continue { scope: Option<u32> },
+    /// A serial `for in range($a, $b)` inside a task.
+    RangeFor { begin: u32, end: u32, reversed: bool, body: Vec<Stmt> },
+}
+
+/// A statement kiln-import does not import, by name, with why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Refusal {
+    /// The statement as Quadrants names it (`print`, `stack alloc`).
+    pub name: String,
+    pub why: &'static str,
+}
+
+/// Why a statement (or type) by this name cannot be imported.
+pub fn refusal(name: &str) -> Refusal {
+    let why = match name {
+        n if n.starts_with("stack") => "an autodiff stack (reverse-mode AD); KIR has no stacks",
+        n if n.contains("Tensor") || n.starts_with("matrix") || n == "shift ptr" || n == "get_element" => {
+            "a matrix or vector held as one value; KIR values are scalars"
+        }
+        n if n.starts_with("mesh") => "a mesh-for; KIR has no meshes",
+        "clear_list" | "offloaded listgen" | "offloaded garbage" | "get root" | "get child" | "lookup"
+        | "linearized" | "offset" => "a sparse SNode (or a lowered SNode access); KIR fields are dense",
+        n if n.starts_with("sparse SNode") => "KIR fields are dense arrays",
+        "print" => "KIR has no output statement",
+        "assert" => "KIR has no assertions",
+        "return" => "KIR kernels return no value",
+        "rand" => "KIR has no random numbers",
+        "internal call" | "call" | "so" | "asm" | "bc" => "KIR cannot call into Quadrants' runtime or external code",
+        "tls prologue" | "tls_epilogue" | "bls prologue" | "bls_epilogue" => {
+            "thread- or block-local storage of a later stage; import the 'offload_to_executable' stage"
+        }
+        _ => "KIR has no equivalent",
+    };
+    Refusal { name: name.to_string(), why }
+}
+
+/// A parse error or a refusal, at a line of the log.
+#[derive(Clone, Debug)]
+pub enum Error {
+    Syntax { message: String, span: Span },
+    Refused { refusal: Refusal, span: Span, loc: Option<PyLoc> },
+}
+
+impl Error {
+    /// The diagnostic: refusals name the statement, its line (the span) and
+    /// its Python location.
+    pub fn diagnostic(&self) -> Diagnostic {
+        match self {
+            Error::Syntax { message, span } => Diagnostic::error(message.clone(), *span),
+            Error::Refused { refusal, span, loc } => {
+                let at = loc.as_ref().map(|l| format!(" (from {l})")).unwrap_or_default();
+                Diagnostic::error(format!("cannot import '{}'{at}: {}", refusal.name, refusal.why), *span)
+            }
+        }
+    }
+}
+
+fn syntax(message: impl Into<String>, span: Span) -> Error {
+    Error::Syntax { message: message.into(), span }
+}
+
+/// Quadrants' binary operators (`quadrants/inc/binary_op.inc.h`).
+pub const BINARY_OPS: &[&str] = &[
+    "mul", "add", "sub", "truediv", "floordiv", "div", "mod", "max", "min", "bit_and", "bit_or", "bit_xor", "bit_shl",
+    "bit_shr", "bit_sar", "cmp_lt", "cmp_le", "cmp_gt", "cmp_ge", "cmp_eq", "cmp_ne", "atan2", "pow", "logical_or",
+    "logical_and",
+];
+
+/// Quadrants' unary operators (`quadrants/inc/unary_op.inc.h`), casts apart.
+pub const UNARY_OPS: &[&str] = &[
+    "neg", "sqrt", "round", "floor", "frexp", "ceil", "abs", "sgn", "sin", "asin", "cos", "acos", "tan", "tanh", "inv",
+    "rcp", "exp", "log", "popcnt", "clz", "ffs", "rsqrt", "bit_not", "logic_not",
+];
+
+/// The tasks of one dump: the lines strictly inside its `kernel {` ... `}`.
+pub fn parse_dump(lines: &[Line<'_>]) -> Result<Vec<Task>, Error> {
+    let mut p = Parser { lines, pos: 0 };
+    let mut tasks = Vec::new();
+    while p.pos < lines.len() {
+        let line = lines[p.pos];
+        let mut c = Cursor::new(line);
+        let (id, ty) = c.head()?;
+        let is_offloaded = ty.is_none() && c.eat(Tok::Eq) && c.eat_word("offloaded");
+        if !is_offloaded {
+            return Err(syntax(
+                "not an offloaded task: this stage is not in task form (import a stage from 'offload_to_executable' on)",
+                line.span(),
+            ));
+        }
+        p.pos += 1;
+        tasks.push(p.task(id, c)?);
+    }
+    Ok(tasks)
+}
+
+struct Parser<'l, 'a> {
+    lines: &'l [Line<'a>],
+    pos: usize,
+}
+
+impl<'a> Parser<'_, 'a> {
+    fn at_end_line(&self) -> Line<'a> {
+        self.lines.get(self.pos).copied().unwrap_or_else(|| *self.lines.last().expect("a dump has lines"))
+    }
+
+    /// The rest of an offloaded statement (its header tokens in `c`), its
+    /// blocks and its location.
+    fn task(&mut self, id: u32, mut c: Cursor<'_, 'a>) -> Result<Task, Error> {
+        let line = c.line;
+        let kind = match c.word() {
+            None => TaskKind::Serial,
+            Some("range_for") => {
+                c.expect(Tok::LParen, "'('")?;
+                let begin = c.bound()?;
+                c.expect(Tok::Comma, "','")?;
+                let end = c.bound()?;
+                c.expect(Tok::RParen, "')'")?;
+                TaskKind::RangeFor { begin, end, block_dim: 0 }
+            }
+            Some("struct_for") => {
+                c.expect(Tok::LParen, "'('")?;
+                let (snode, kind) = c.snode()?;
+                c.expect(Tok::RParen, "')'")?;
+                if kind != "dense" {
+                    return Err(self.refuse(&format!("sparse SNode ({kind})"), line));
+                }
+                TaskKind::StructFor { snode, block_dim: 0 }
+            }
+            Some("listgen") => return Err(self.refuse("offloaded listgen", line)),
+            Some("garbage") => return Err(self.refuse("offloaded garbage", line)),
+            Some(w) if w.starts_with("mesh") => return Err(self.refuse("mesh_for", line)),
+            Some(w) => return Err(syntax(format!("unknown task kind '{w}'"), line.span())),
+        };
+        let mut block_dim = 0;
+        // key=value options; a serial task has none.
+        while let Some(key) = c.word() {
+            c.expect(Tok::Eq, "'='")?;
+            match key {
+                "grid_dim" => {
+                    c.int()?;
+                }
+                "block_dim" => block_dim = c.int()? as u32,
+                "bls" => {
+                    if c.word() != Some("none") {
+                        return Err(self.refuse("block-local storage", line));
+                    }
+                }
+                "loop_name" => {
+                    c.word();
+                }
+                "gdw_level" => return Err(self.refuse("graph do-while", line)),
+                _ => return Err(syntax(format!("unknown task option '{key}'"), line.span())),
+            }
+        }
+        c.end()?;
+        let kind = match kind {
+            TaskKind::RangeFor { begin, end, .. } => TaskKind::RangeFor { begin, end, block_dim },
+            TaskKind::StructFor { snode, .. } => TaskKind::StructFor { snode, block_dim },
+            k => k,
+        };
+        let mut body = None;
+        while self.pos < self.lines.len() {
+            let t = self.lines[self.pos].text.trim();
+            match t {
+                "body {" => {
+                    self.pos += 1;
+                    body = Some(self.block()?);
+                    self.close("}")?;
+                }
+                "tls prologue {" | "bls prologue {" | "bls_epilogue {" | "tls_epilogue {" => {
+                    return Err(self.refuse(t.trim_end_matches(" {"), self.lines[self.pos]))
+                }
+                _ => break,
+            }
+        }
+        let Some(body) = body else {
+            return Err(syntax("an offloaded task without a body", line.span()));
+        };
+        let loc = self.location();
+        Ok(Task { id, kind, body, span: line.span(), loc })
+    }
+
+    /// Expects the line `want` (`}` or `} else {`) and steps over it.
+    fn close(&mut self, want: &str) -> Result<(), Error> {
+        let line = self.at_end_line();
+        if self.pos < self.lines.len() && line.text.trim() == want {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(syntax(format!("expected '{want}'"), line.span()))
+        }
+    }
+
+    /// Statements up to (not including) a line starting with `}`.
+    fn block(&mut self) -> Result<Vec<Stmt>, Error> {
+        let mut out = Vec::new();
+        while self.pos < self.lines.len() {
+            let line = self.lines[self.pos];
+            if line.text.trim_start().starts_with('}') {
+                return Ok(out);
+            }
+            self.pos += 1;
+            out.push(self.stmt(line)?);
+        }
+        Err(syntax("a block without its closing '}'", self.at_end_line().span()))
+    }
+
+    /// A refusal at `line`, with the Python location printed after it (for
+    /// a statement that opens a block, after the block).
+    fn refuse(&mut self, name: &str, line: Line<'_>) -> Error {
+        if line.text.trim_end().ends_with('{') {
+            let indent = line.text.len() - line.text.trim_start().len();
+            while self.pos < self.lines.len() {
+                let l = self.lines[self.pos];
+                self.pos += 1;
+                if l.text.trim() == "}" && l.text.len() - l.text.trim_start().len() == indent {
+                    break;
+                }
+            }
+        }
+        let loc = self.location();
+        Error::Refused { refusal: refusal(name), span: line.span(), loc }
+    }
+
+    /// The Python location printed after a statement, if any: the `File`
+    /// line, then pairs of a source line and a caret line.
+    fn location(&mut self) -> Option<PyLoc> {
+        let line = self.lines.get(self.pos)?;
+        let mut loc = file_line(line.text.trim_start())?;
+        self.pos += 1;
+        let mut first = true;
+        while self.pos + 1 < self.lines.len() {
+            let hint = self.lines[self.pos + 1].text;
+            if !hint.chars().all(|ch| ch == ' ' || ch == '^') {
+                break;
+            }
+            if first {
+                loc.col = hint.find('^').map_or(0, |c| c as u32 + 1);
+                first = false;
+            }
+            self.pos += 2;
+        }
+        Some(loc)
+    }
+
+    /// One statement whose first line is `line` (already consumed), its
+    /// blocks and location.
+    fn stmt(&mut self, line: Line<'a>) -> Result<Stmt, Error> {
+        let mut c = Cursor::new(line);
+        // Statements printed without a `$N` name: `print ...`, `N : assert`.
+        match c.peek() {
+            Some(Tok::Word(w @ ("print" | "so" | "asm" | "bc"))) => return Err(self.refuse(w, line)),
+            Some(Tok::Word(_)) => {
+                return Err(syntax("not a statement of Quadrants' IR (is the log interleaved?)", line.span()))
+            }
+            Some(Tok::Num(_)) => {
+                c.bump();
+                c.eat(Tok::Colon);
+                let name = c.phrase();
+                return Err(self.refuse(if name.is_empty() { "statement" } else { &name }, line));
+            }
+            _ => {}
+        }
+        let (id, ty) = c.head()?;
+        let kind = if c.eat(Tok::Eq) {
+            self.value(&mut c, line)?
+        } else if c.eat(Tok::Colon) {
+            self.effect(&mut c, line)?
+        } else if c.eat_word("continue") {
+            let scope = if c.eat(Tok::LParen) {
+                c.expect_word("scope")?;
+                c.expect(Tok::Eq, "'='")?;
+                let s = c.id()?;
+                c.expect(Tok::RParen, "')'")?;
+                Some(s)
+            } else {
+                None
+            };
+            c.end()?;
+            Kind::Continue { scope }
+        } else {
+            return Err(c.unexpected("'=', ':' or 'continue'"));
+        };
+        // Only an ndarray's address has a type that is no scalar or pointer.
+        if let (Some(Ty::Other(t)), false) = (&ty, matches!(kind, Kind::ArgAddr(_))) {
+            return Err(self.refuse_type(t, line));
+        }
+        let loc = self.location();
+        Ok(Stmt { id, ty, kind, span: line.span(), loc })
+    }
+
+    fn refuse_type(&mut self, ty: &str, line: Line<'_>) -> Error {
+        let name = if ty.contains("Tensor") { format!("type <{ty}> (matrix)") } else { format!("type <{ty}>") };
+        let mut e = self.refuse(&name, line);
+        if let Error::Refused { refusal, .. } = &mut e {
+            refusal.why = if ty.contains("Tensor") {
+                "a matrix or vector held as one value; KIR values are scalars"
+            } else {
+                "KIR has no such type"
+            };
+        }
+        e
+    }
+
+    /// What follows `$N =`.
+    fn value(&mut self, c: &mut Cursor<'_, 'a>, line: Line<'a>) -> Result<Kind, Error> {
+        if c.peek() == Some(Tok::LBracket) {
+            return Err(self.refuse("matrix init", line));
+        }
+        let start = c.i;
+        let Some(w) = c.word() else { return Err(c.unexpected("an operation")) };
+        let kind = match w {
+            "const" => {
+                let neg = c.eat(Tok::Minus);
+                let v = match c.bump() {
+                    Some(Tok::Num(n)) | Some(Tok::Word(n)) => n,
+                    _ => return Err(c.unexpected("a constant")),
+                };
+                Kind::Const(if neg { format!("-{v}") } else { v.to_string() })
+            }
+            "alloca" => {
+                if c.eat(Tok::LParen) {
+                    return Err(self.refuse("alloca(shared)", line));
+                }
+                Kind::Alloca
+            }
+            "argload" | "argaddr" => {
+                let ids = c.num_list()?;
+                if ids.len() != 1 {
+                    return Err(self.refuse(&format!("{w} of a struct argument"), line));
+                }
+                if w == "argload" {
+                    Kind::ArgLoad(ids[0])
+                } else {
+                    Kind::ArgAddr(ids[0])
+                }
+            }
+            "external_tensor_shape_along_axis" => {
+                let axis = c.int()? as u32;
+                c.expect(Tok::Comma, "','")?;
+                c.expect_word("arg_id")?;
+                let ids = c.num_list()?;
+                if ids.len() != 1 {
+                    return Err(self.refuse("external_tensor_shape_along_axis of a struct argument", line));
+                }
+                Kind::ShapeAlongAxis { axis, arg: ids[0] }
+            }
+            "loop" => {
+                let lp = c.id()?;
+                match c.word() {
+                    Some("index") => match c.peek() {
+                        Some(Tok::Num(_)) => Kind::LoopIndex { lp, index: c.int()? as u32 },
+                        _ => return Err(self.refuse("loop index linear", line)),
+                    },
+                    Some("block") => return Err(self.refuse("loop block corner index", line)),
+                    _ => return Err(c.unexpected("'index'")),
+                }
+            }
+            "global" => match c.word() {
+                Some("ptr") => {
+                    c.expect(Tok::LBracket, "'['")?;
+                    let (place, kind) = c.snode()?;
+                    if kind != "place" {
+                        return Err(syntax(format!("a global pointer to S{place}{kind}, not to a place"), line.span()));
+                    }
+                    // The place's element type: `<f32>`.
+                    c.type_hint()?;
+                    c.expect(Tok::RBracket, "']'")?;
+                    c.expect(Tok::Comma, "','")?;
+                    c.expect_word("index")?;
+                    let indices = c.id_list()?;
+                    c.expect_word("activate")?;
+                    c.expect(Tok::Eq, "'='")?;
+                    c.word();
+                    Kind::GlobalPtr { place, indices }
+                }
+                Some("load") => {
+                    c.eat_word("volatile");
+                    Kind::GlobalLoad(c.id()?)
+                }
+                Some("tmp") => {
+                    c.expect_word("var")?;
+                    c.expect(Tok::LParen, "'('")?;
+                    c.expect_word("offset")?;
+                    c.expect(Tok::Eq, "'='")?;
+                    let offset = c.int()?;
+                    c.expect_word("B")?;
+                    c.expect(Tok::RParen, "')'")?;
+                    Kind::GlobalTmp { offset }
+                }
+                _ => {
+                    c.i = start;
+                    return Err(self.refuse(&c.phrase(), line));
+                }
+            },
+            "local" => {
+                c.expect_word("load")?;
+                c.expect(Tok::LBracket, "'['")?;
+                let a = c.id()?;
+                c.expect(Tok::RBracket, "']'")?;
+                Kind::LocalLoad(a)
+            }
+            "external_ptr" => {
+                let base = c.id()?;
+                c.expect(Tok::Comma, "','")?;
+                let indices = c.id_list()?;
+                if c.eat(Tok::Comma) {
+                    return Err(self.refuse("external_ptr to a matrix element", line));
+                }
+                c.expect_word("layout")?;
+                c.expect(Tok::Eq, "'='")?;
+                c.word();
+                c.expect_word("is_grad")?;
+                c.expect(Tok::Eq, "'='")?;
+                if c.word() != Some("false") {
+                    return Err(self.refuse("external_ptr to a gradient", line));
+                }
+                Kind::ExternalPtr { base, indices }
+            }
+            "select" => {
+                c.expect(Tok::LParen, "'('")?;
+                let cnd = c.id()?;
+                c.expect(Tok::Comma, "','")?;
+                let a = c.id()?;
+                c.expect(Tok::Comma, "','")?;
+                let b = c.id()?;
+                c.expect(Tok::RParen, "')'")?;
+                Kind::Select { c: cnd, a, b }
+            }
+            "atomic" => {
+                let Some(op) = c.word() else { return Err(c.unexpected("an atomic operator")) };
+                c.expect(Tok::LParen, "'('")?;
+                let dest = c.id()?;
+                c.expect(Tok::Comma, "','")?;
+                let val = c.id()?;
+                if !c.eat(Tok::RParen) {
+                    return Err(self.refuse(&format!("atomic {op}"), line));
+                }
+                Kind::Atomic { op: op.to_string(), dest, val }
+            }
+            "cast_value" => {
+                let Some(Ty::Prim(to)) = c.type_hint()? else {
+                    return Err(self.refuse("cast_value to a non-scalar type", line));
+                };
+                Kind::Cast { to, a: c.id()? }
+            }
+            op if BINARY_OPS.contains(&op) && matches!(c.peek2(), (Some(Tok::Id(_)), Some(Tok::Id(_)))) => {
+                let a = c.id()?;
+                let b = c.id()?;
+                Kind::Binary { op: op.to_string(), a, b }
+            }
+            op if UNARY_OPS.contains(&op) && matches!(c.peek(), Some(Tok::Id(_))) => {
+                Kind::Unary { op: op.to_string(), a: c.id()? }
+            }
+            _ => {
+                c.i = start;
+                return Err(self.refuse(&c.phrase(), line));
+            }
+        };
+        c.end()?;
+        Ok(kind)
+    }
+
+    /// What follows `$N :`.
+    fn effect(&mut self, c: &mut Cursor<'_, 'a>, line: Line<'a>) -> Result<Kind, Error> {
+        let start = c.i;
+        let kind = match c.word() {
+            Some(w @ ("global" | "local")) => {
+                c.expect_word("store")?;
+                c.expect(Tok::LBracket, "'['")?;
+                let dest = c.id()?;
+                c.expect(Tok::Arrow, "'<-'")?;
+                let val = c.id()?;
+                c.expect(Tok::RBracket, "']'")?;
+                c.end()?;
+                if w == "global" {
+                    Kind::GlobalStore { dest, val }
+                } else {
+                    Kind::LocalStore { dest, val }
+                }
+            }
+            Some("if") => {
+                let cond = c.id()?;
+                c.expect(Tok::LBrace, "'{'")?;
+                c.end()?;
+                let then = self.block()?;
+                let els = if self.at_end_line().text.trim() == "} else {" {
+                    self.pos += 1;
+                    Some(self.block()?)
+                } else {
+                    None
+                };
+                self.close("}")?;
+                Kind::If { cond, then, els }
+            }
+            Some("while") => match c.word() {
+                Some("true") => {
+                    c.expect(Tok::LBrace, "'{'")?;
+                    c.end()?;
+                    let body = self.block()?;
+                    self.close("}")?;
+                    Kind::While(body)
+                }
+                Some("control") => {
+                    if !c.eat_word("nullptr") {
+                        return Err(self.refuse("while control with a mask", line));
+                    }
+                    c.expect(Tok::Comma, "','")?;
+                    let cond = c.id()?;
+                    c.end()?;
+                    Kind::WhileControl { cond }
+                }
+                _ => return Err(c.unexpected("'true' or 'control'")),
+            },
+            Some(w @ ("for" | "reversed")) => {
+                let reversed = w == "reversed";
+                if reversed {
+                    c.expect_word("for")?;
+                }
+                c.expect_word("in")?;
+                c.expect_word("range")?;
+                c.expect(Tok::LParen, "'('")?;
+                let begin = c.id()?;
+                c.expect(Tok::Comma, "','")?;
+                let end = c.id()?;
+                c.expect(Tok::RParen, "')'")?;
+                if c.peek() == Some(Tok::LParen) {
+                    return Err(self.refuse("bit-vectorized for", line));
+                }
+                c.expect_word("block_dim")?;
+                c.expect(Tok::Eq, "'='")?;
+                c.bump();
+                if c.eat_word("loop_name") {
+                    c.expect(Tok::Eq, "'='")?;
+                    c.word();
+                }
+                c.expect(Tok::LBrace, "'{'")?;
+                c.end()?;
+                let body = self.block()?;
+                self.close("}")?;
+                Kind::RangeFor { begin, end, reversed, body }
+            }
+            _ => {
+                c.i = start;
+                let name = c.phrase();
+                return Err(self.refuse(if name.is_empty() { "statement" } else { &name }, line));
+            }
+        };
+        Ok(kind)
+    }
+}
+
+/// `File "F", line N, in K:` as a location (column still unknown).
+fn file_line(t: &str) -> Option<PyLoc> {
+    let rest = t.strip_prefix("File \"")?;
+    let q = rest.rfind("\", line ")?;
+    let file = &rest[..q];
+    let rest = &rest[q + "\", line ".len()..];
+    let comma = rest.find(", in ")?;
+    let line = rest[..comma].parse().ok()?;
+    let func = rest[comma + ", in ".len()..].strip_suffix(':')?;
+    Some(PyLoc { file: file.to_string(), line, col: 0, func: func.to_string() })
+}
+
+/// A cursor over the tokens of one line.
+struct Cursor<'l, 'a> {
+    line: Line<'a>,
+    toks: Vec<lexer::Spanned<'a>>,
+    i: usize,
+    _l: std::marker::PhantomData<&'l ()>,
+}
+
+impl<'a> Cursor<'_, 'a> {
+    fn new(line: Line<'a>) -> Self {
+        Cursor { line, toks: lexer::tokens(line.text), i: 0, _l: std::marker::PhantomData }
+    }
+    fn peek(&self) -> Option<Tok<'a>> {
+        self.toks.get(self.i).and_then(|t| t.tok)
+    }
+    fn peek2(&self) -> (Option<Tok<'a>>, Option<Tok<'a>>) {
+        (self.peek(), self.toks.get(self.i + 1).and_then(|t| t.tok))
+    }
+    fn bump(&mut self) -> Option<Tok<'a>> {
+        let t = self.peek();
+        if self.i < self.toks.len() {
+            self.i += 1;
+        }
+        t
+    }
+    fn eat(&mut self, t: Tok<'_>) -> bool {
+        if self.peek() == Some(t) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn eat_word(&mut self, w: &str) -> bool {
+        if self.peek() == Some(Tok::Word(w)) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn word(&mut self) -> Option<&'a str> {
+        match self.peek() {
+            Some(Tok::Word(w)) => {
+                self.i += 1;
+                Some(w)
+            }
+            _ => None,
+        }
+    }
+    /// Consecutive words from here (`stack alloc`, `matrix of global ptr`).
+    fn phrase(&mut self) -> String {
+        let mut words = Vec::new();
+        while let Some(w) = self.word() {
+            words.push(w);
+        }
+        words.join(" ")
+    }
+    /// The span of the current token (or the line's end).
+    fn here(&self) -> Span {
+        match self.toks.get(self.i) {
+            Some(t) => span(self.line.start + t.start, self.line.start + t.end),
+            None => {
+                let end = self.line.start + self.line.text.trim_end().len();
+                span(end, end)
+            }
+        }
+    }
+    fn unexpected(&self, want: &str) -> Error {
+        let found = match self.toks.get(self.i) {
+            None => "the end of the line".to_string(),
+            Some(t) => format!("'{}'", &self.line.text[t.start..t.end]),
+        };
+        syntax(format!("expected {want}, found {found}"), self.here())
+    }
+    fn expect(&mut self, t: Tok<'_>, what: &str) -> Result<(), Error> {
+        if self.eat(t) {
+            Ok(())
+        } else {
+            Err(self.unexpected(what))
+        }
+    }
+    fn expect_word(&mut self, w: &str) -> Result<(), Error> {
+        if self.eat_word(w) {
+            Ok(())
+        } else {
+            Err(self.unexpected(&format!("'{w}'")))
+        }
+    }
+    fn end(&self) -> Result<(), Error> {
+        if self.i == self.toks.len() {
+            Ok(())
+        } else {
+            Err(self.unexpected("the end of the statement"))
+        }
+    }
+    fn id(&mut self) -> Result<u32, Error> {
+        match self.peek() {
+            Some(Tok::Id(n)) => match n.parse() {
+                Ok(v) => {
+                    self.i += 1;
+                    Ok(v)
+                }
+                Err(_) => Err(syntax(format!("statement number ${n} is too large"), self.here())),
+            },
+            _ => Err(self.unexpected("a statement ($N)")),
+        }
+    }
+    fn int(&mut self) -> Result<u64, Error> {
+        match self.peek() {
+            Some(Tok::Num(n)) => match n.parse() {
+                Ok(v) => {
+                    self.i += 1;
+                    Ok(v)
+                }
+                Err(_) => Err(syntax(format!("expected an integer, found '{n}'"), self.here())),
+            },
+            _ => Err(self.unexpected("an integer")),
+        }
+    }
+    /// `[1, 2]` of integers.
+    fn num_list(&mut self) -> Result<Vec<u32>, Error> {
+        self.expect(Tok::LBracket, "'['")?;
+        let mut out = Vec::new();
+        while !self.eat(Tok::RBracket) {
+            if !out.is_empty() {
+                self.expect(Tok::Comma, "','")?;
+            }
+            out.push(u32::try_from(self.int()?).map_err(|_| syntax("index too large", self.here()))?);
+        }
+        Ok(out)
+    }
+    /// `[$1, $2]` of statements.
+    fn id_list(&mut self) -> Result<Vec<u32>, Error> {
+        self.expect(Tok::LBracket, "'['")?;
+        let mut out = Vec::new();
+        while !self.eat(Tok::RBracket) {
+            if !out.is_empty() {
+                self.expect(Tok::Comma, "','")?;
+            }
+            out.push(self.id()?);
+        }
+        Ok(out)
+    }
+    /// `S12dense`: the SNode's id and kind.
+    fn snode(&mut self) -> Result<(u32, &'a str), Error> {
+        let here = self.here();
+        let Some(w) = self.word() else { return Err(self.unexpected("an SNode (S<id><kind>)")) };
+        let digits = w.strip_prefix('S').map(|r| r.len() - r.trim_start_matches(|c: char| c.is_ascii_digit()).len());
+        match digits {
+            Some(n) if n > 0 => {
+                let id = w[1..1 + n].parse().map_err(|_| syntax("SNode id too large", here))?;
+                Ok((id, &w[1 + n..]))
+            }
+            _ => Err(syntax(format!("expected an SNode (S<id><kind>), found '{w}'"), here)),
+        }
+    }
+    /// A range_for bound: an integer, or `tmp(offset=NB)`.
+    fn bound(&mut self) -> Result<Bound, Error> {
+        let neg = self.eat(Tok::Minus);
+        match self.peek() {
+            Some(Tok::Num(_)) => {
+                let here = self.here();
+                let v = self.int()?;
+                let v = i64::try_from(v).map_err(|_| syntax("bound out of range", here))?;
+                Ok(Bound::Const(if neg { -v } else { v }))
+            }
+            Some(Tok::Word("tmp")) => {
+                self.i += 1;
+                self.expect(Tok::LParen, "'('")?;
+                self.expect_word("offset")?;
+                self.expect(Tok::Eq, "'='")?;
+                let off = self.int()?;
+                self.expect_word("B")?;
+                self.expect(Tok::RParen, "')'")?;
+                Ok(Bound::Tmp(off))
+            }
+            Some(Tok::Id(_)) => Err(Error::Refused {
+                refusal: Refusal { name: "range_for bound computed in the task".into(), why: "KIR task bounds are literals, parameters or 0-D fields" },
+                span: self.line.span(),
+                loc: None,
+            }),
+            _ => Err(self.unexpected("a bound")),
+        }
+    }
+    /// `<...>` at the cursor: `None` when absent.
+    fn type_hint(&mut self) -> Result<Option<Ty>, Error> {
+        if self.peek() != Some(Tok::Lt) {
+            return Ok(None);
+        }
+        let open = self.toks[self.i].end;
+        let mut depth = 0usize;
+        while let Some(t) = self.toks.get(self.i) {
+            match t.tok {
+                Some(Tok::Lt) => depth += 1,
+                Some(Tok::Gt) => {
+                    depth -= 1;
+                    if depth == 0 {
+                        let text = self.line.text[open..t.start].trim();
+                        self.i += 1;
+                        return Ok(Some(parse_ty(text)));
+                    }
+                }
+                _ => {}
+            }
+            self.i += 1;
+        }
+        Err(syntax("a type without its closing '>'", self.here()))
+    }
+    /// The optional type hint and the `$N` name that start a statement.
+    fn head(&mut self) -> Result<(u32, Option<Ty>), Error> {
+        let ty = self.type_hint()?;
+        let id = self.id()?;
+        Ok((id, ty))
+    }
+}
+
+/// A type hint's text: `f32`, `*i32`, or anything else as [`Ty::Other`].
+fn parse_ty(text: &str) -> Ty {
+    let simple = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    match text.strip_prefix('*') {
+        Some(p) if simple(p) => Ty::Ptr(p.to_string()),
+        None if simple(text) => Ty::Prim(text.to_string()),
+        _ => Ty::Other(text.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::log::scan;
+
+    fn parse(text: &str) -> Result<Vec<Task>, Error> {
+        let log = scan(text).expect("scans");
+        let n = log.lines.len();
+        // The test dumps are the whole text, `kernel {` ... `}`.
+        parse_dump(&log.lines[1..n - 1])
+    }
+
+    #[test]
+    fn a_range_for_task_with_locations() {
+        let text = "kernel {\n  $0 = offloaded range_for(0, tmp(offset=4B)) grid_dim=0 block_dim=32 \n  body {\n    <i32> $1 = loop $0 index 0\n    File \"/t/k.py\", line 12, in saxpy:\n        y[i] = a * x[i]\n          ^\n    <*f32> $2 = global ptr [S2place<f32>], index [$1] activate=false\n    <f32> $3 = global load $2\n    $4 : global store [$2 <- $3]\n  }\n}\n";
+        let tasks = parse(text).expect("parses");
+        assert_eq!(tasks.len(), 1);
+        assert_eq!(tasks[0].kind, TaskKind::RangeFor { begin: Bound::Const(0), end: Bound::Tmp(4), block_dim: 32 });
+        let b = &tasks[0].body;
+        assert_eq!(b[0].kind, Kind::LoopIndex { lp: 0, index: 0 });
+        assert_eq!(b[0].loc.as_ref().map(|l| l.to_string()).as_deref(), Some("/t/k.py:12:11"));
+        assert_eq!(b[1].kind, Kind::GlobalPtr { place: 2, indices: vec![1] });
+        assert_eq!(b[1].ty, Some(Ty::Ptr("f32".into())));
+        assert_eq!(b[3].kind, Kind::GlobalStore { dest: 2, val: 3 });
+    }
+
+    #[test]
+    fn control_flow() {
+        let text = "kernel {\n  $0 = offloaded  \n  body {\n    $1 : while true {\n      <i32> $2 = const 0\n      $3 : if $2 {\n        $4 : while control nullptr, $2\n      } else {\n        $5 continue (scope=$1)\n      }\n    }\n  }\n}\n";
+        let tasks = parse(text).expect("parses");
+        let Kind::While(body) = &tasks[0].body[0].kind else { panic!("a while") };
+        let Kind::If { then, els: Some(els), .. } = &body[1].kind else { panic!("an if/else") };
+        assert_eq!(then[0].kind, Kind::WhileControl { cond: 2 });
+        assert_eq!(els[0].kind, Kind::Continue { scope: Some(1) });
+    }
+
+    #[test]
+    fn refusals_name_the_statement() {
+        for (line, name) in [
+            ("    print $1, \"\\n\"", "print"),
+            ("    11 : assert $1, \"no\"", "assert"),
+            ("    <f32> $2 = stack alloc (max_size=5)", "stack alloc"),
+            ("    <*[Tensor (3) f32]> $2 = global ptr [S4place<f32>], index [$1] activate=true", "type <*[Tensor (3) f32]> (matrix)"),
+            ("    $2 : return tmp1", "return"),
+        ] {
+            let text = format!("kernel {{\n  $0 = offloaded  \n  body {{\n{line}\n    File \"/t/k.py\", line 3, in k:\n        print(x)\n        ^^^^^\n  }}\n}}\n");
+            match parse(&text) {
+                Err(Error::Refused { refusal, loc, .. }) => {
+                    assert_eq!(refusal.name, name);
+                    assert_eq!(loc.map(|l| l.to_string()).as_deref(), Some("/t/k.py:3:9"));
+                }
+                other => panic!("{line}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn sparse_tasks_are_refused() {
+        let text = "kernel {\n  $0 = offloaded listgen S0root->S3pointer gdw_level=-1\n}\n";
+        assert!(matches!(parse(text), Err(Error::Refused { refusal, .. }) if refusal.name == "offloaded listgen"));
+        let text = "kernel {\n  $0 = offloaded struct_for(S3pointer) grid_dim=0 block_dim=4 bls=none \n  body {\n  }\n}\n";
+        assert!(matches!(parse(text), Err(Error::Refused { refusal, .. }) if refusal.name == "sparse SNode (pointer)"));
+    }
+
+    #[test]
+    fn garbage_is_a_syntax_error() {
+        let text = "kernel {\n  $0 = offloaded  \n  body {\n    $1 = = ?\n  }\n}\n";
+        assert!(matches!(parse(text), Err(Error::Syntax { .. })));
+        let text = "kernel {\n  $0 : for @tmp0 in range(0, 4) block_dim=adaptive {\n  }\n}\n";
+        assert!(matches!(parse(text), Err(Error::Syntax { message, .. }) if message.contains("task form")));
+    }
+}

@@ -1,0 +1,797 @@
+//! From Quadrants' offloaded tasks to task-form KIR text: one KIR kernel
+//! per Quadrants kernel, one `task` per offloaded task, fields from the
+//! field table, ndarray arguments as fields of their shape at the call,
+//! global temporaries as 0-D fields, scalar arguments as parameters.
+//!
+//! Owns: what each imported statement becomes in KIR (including the few
+//! expansions: `floordiv`, `sgn`, `rsqrt`, `while control`, atomics on a
+//! local), the names of the items and values it writes, and the refusals
+//! that need more than syntax (a dtype KIR lacks, an operator without a
+//! KIR form, a `continue` of an outer loop).
+//!
+//! Must never: parse or verify KIR (the caller reads the text back through
+//! the parser and the verifier), or panic on any input.
+
+use super::chi::{self, Bound, Error, Kind, PyLoc, Refusal, Stmt, Task, TaskKind, Ty};
+use super::table::{self, Table};
+use crate::ir::{Scalar, Span};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write;
+
+/// One Quadrants kernel to import: its tasks in launch order.
+pub struct KernelIn {
+    /// Quadrants' name (`saxpy_c60_0`).
+    pub quadrants_name: String,
+    /// The Python function's name (`saxpy`): the table's key.
+    pub python_name: String,
+    /// The KIR kernel's name.
+    pub kir_name: String,
+    pub tasks: Vec<Task>,
+}
+
+/// The KIR text of all kernels, with the fields they use.
+pub fn lower(table: &Table, kernels: &[KernelIn]) -> Result<String, Error> {
+    let mut names = Names::default();
+    for k in kernels {
+        names.reserve(&k.kir_name);
+        for i in 0..k.tasks.len() {
+            names.reserve(&format!("{}.{i}", k.kir_name));
+        }
+    }
+    let field_names: Vec<String> = table.fields.iter().map(|f| names.unique(&sanitize(&f.name))).collect();
+    let mut m = Module { table, field_names, used: BTreeMap::new(), extra: Vec::new(), names };
+    let mut kernels_text = String::new();
+    for k in kernels {
+        kernels_text += &m.kernel(k)?;
+    }
+    let mut out = String::new();
+    for (&i, &ty) in &m.used {
+        let f = &table.fields[i];
+        let _ = writeln!(out, "field @{} : {}{}", m.field_names[i], ty, shape(&f.shape));
+    }
+    for (name, ty, sh) in &m.extra {
+        let _ = writeln!(out, "field @{name} : {ty}{}", shape(sh));
+    }
+    out += &kernels_text;
+    Ok(out)
+}
+
+fn shape(s: &[u64]) -> String {
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!("[{}]", s.iter().map(u64::to_string).collect::<Vec<_>>().join(", "))
+    }
+}
+
+/// A KIR name from any text: `[A-Za-z_][A-Za-z0-9_]*` (no dots, so it can
+/// never collide with the names this module makes by adding `.suffix`).
+pub fn sanitize(s: &str) -> String {
+    let mut out: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    if !out.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        out.insert(0, '_');
+    }
+    out
+}
+
+/// The item names given out so far (one namespace in KIR).
+#[derive(Default)]
+struct Names(HashSet<String>);
+
+impl Names {
+    fn reserve(&mut self, n: &str) {
+        self.0.insert(n.to_string());
+    }
+    fn unique(&mut self, want: &str) -> String {
+        let mut name = want.to_string();
+        let mut k = 1;
+        while self.0.contains(&name) {
+            name = format!("{want}.{k}");
+            k += 1;
+        }
+        self.0.insert(name.clone());
+        name
+    }
+}
+
+struct Module<'t> {
+    table: &'t Table,
+    field_names: Vec<String>,
+    /// Table fields used, by index, with their KIR element type.
+    used: BTreeMap<usize, Scalar>,
+    /// Fields made for one kernel: ndarrays and global temporaries.
+    extra: Vec<(String, Scalar, Vec<u64>)>,
+    names: Names,
+}
+
+/// What a Quadrants statement stands for in KIR.
+#[derive(Clone, Debug)]
+enum V {
+    /// A KIR value of a type; `konst` the literal when it is a constant.
+    Val { name: String, ty: Scalar, konst: Option<String> },
+    /// A field element: `@f[%i, %j]`.
+    Ptr { field: String, idx: Vec<String>, elem: Scalar },
+    /// An `alloca` slot.
+    Slot { name: String, elem: Scalar },
+    /// An ndarray argument's address (`argaddr[i]`).
+    NdBase { arg: u32 },
+    /// A loop (task or `for`), for `loop $L index K`.
+    Loop { vars: Vec<String> },
+}
+
+/// The loops around a statement: (Quadrants statement, is a `while`).
+type Loops = Vec<(u32, bool)>;
+
+/// One kernel being lowered.
+struct Kernel<'k> {
+    k: &'k KernelIn,
+    params: Vec<Option<(String, Scalar)>>,
+    /// ndarray argument index -> (field name, element type, shape).
+    ndarrays: HashMap<u32, (String, Scalar, Vec<u64>)>,
+    /// Global temporaries by offset: (field name, element type).
+    tmps: BTreeMap<u64, (String, Scalar)>,
+}
+
+/// One task's body being written.
+struct Body {
+    out: String,
+    depth: usize,
+    vals: HashMap<u32, V>,
+    fresh: usize,
+}
+
+impl Body {
+    fn line(&mut self, s: impl AsRef<str>) {
+        for _ in 0..self.depth {
+            self.out.push_str("  ");
+        }
+        self.out.push_str(s.as_ref());
+        self.out.push('\n');
+    }
+    fn fresh(&mut self, id: u32) -> String {
+        self.fresh += 1;
+        format!("%t.{id}.{}", self.fresh)
+    }
+}
+
+fn located(message: String, s: &Stmt) -> Error {
+    let at = s.loc.as_ref().map(|l| format!(" (from {l})")).unwrap_or_default();
+    Error::Syntax { message: format!("{message}{at}"), span: s.span }
+}
+
+fn refused(name: impl Into<String>, why: &'static str, span: Span, loc: Option<&PyLoc>) -> Error {
+    Error::Refused { refusal: Refusal { name: name.into(), why }, span, loc: loc.cloned() }
+}
+
+fn refused_stmt(name: impl Into<String>, s: &Stmt) -> Error {
+    let r = chi::refusal(&name.into());
+    Error::Refused { refusal: r, span: s.span, loc: s.loc.clone() }
+}
+
+/// KIR's scalar for a Quadrants primitive type, or a refusal naming it.
+fn scalar_of(prim: &str, span: Span, loc: Option<&PyLoc>) -> Result<Scalar, Error> {
+    table::scalar(prim).ok_or_else(|| refused(format!("type {prim}"), "KIR's types are i1, i32, i64, f32 and f64", span, loc))
+}
+
+/// The KIR type a statement's hint gives its result (pointers: their
+/// element).
+fn hint(s: &Stmt) -> Result<Option<Scalar>, Error> {
+    match &s.ty {
+        None => Ok(None),
+        Some(Ty::Prim(p)) | Some(Ty::Ptr(p)) => scalar_of(p, s.span, s.loc.as_ref()).map(Some),
+        Some(Ty::Other(t)) => Err(refused_stmt(format!("type <{t}>"), s)),
+    }
+}
+
+/// A float literal as printed by fmt's `{}` (shortest round trip:
+/// `1.5`, `1e+20`, `inf`, `-nan`) as KIR's exact hex bits.
+fn float_bits(text: &str, ty: Scalar) -> Option<String> {
+    let (neg, mag) = match text.strip_prefix('-') {
+        Some(m) => (true, m),
+        None => (false, text),
+    };
+    let v: f64 = match mag {
+        "inf" => f64::INFINITY,
+        "nan" => f64::NAN,
+        _ if mag.starts_with(|c: char| c.is_ascii_digit()) => mag.parse().ok()?,
+        _ => return None,
+    };
+    let v = if neg { -v } else { v };
+    Some(match ty {
+        Scalar::F32 => {
+            let f: f32 = if mag == "inf" || mag == "nan" { v as f32 } else { text.parse().ok()? };
+            format!("0x{:08x}", f.to_bits())
+        }
+        _ => format!("0x{:016x}", v.to_bits()),
+    })
+}
+
+impl Module<'_> {
+    fn kernel(&mut self, k: &KernelIn) -> Result<String, Error> {
+        let args = self.table.kernels.get(&k.python_name).map(|a| a.args.as_slice()).unwrap_or(&[]);
+        let mut params = Vec::new();
+        let mut param_names = Names::default();
+        for a in args {
+            params.push(match (a.kind.as_str(), table::scalar(&a.dtype)) {
+                ("scalar", Some(t)) => Some((param_names.unique(&sanitize(&a.name)), t)),
+                _ => None,
+            });
+        }
+        let mut kc = Kernel { k, params, ndarrays: HashMap::new(), tmps: BTreeMap::new() };
+        let mut tasks = String::new();
+        for (i, t) in k.tasks.iter().enumerate() {
+            tasks += &self.task(&mut kc, i, t)?;
+        }
+        for (_, (name, ty)) in &kc.tmps {
+            self.extra.push((name.clone(), *ty, Vec::new()));
+        }
+        let mut nd: Vec<_> = kc.ndarrays.into_iter().collect();
+        nd.sort_by_key(|(i, _)| *i);
+        for (_, (name, ty, sh)) in nd {
+            self.extra.push((name, ty, sh));
+        }
+        let ps: Vec<String> = kc.params.iter().flatten().map(|(n, t)| format!("%{n}: {t}")).collect();
+        Ok(format!("kernel @{}({}) {{\n{tasks}}}\n", k.kir_name, ps.join(", ")))
+    }
+
+    /// The table field placed at SNode `place`, marked used.
+    fn field_at(&mut self, place: u32, s: &Stmt) -> Result<(String, Scalar, usize), Error> {
+        let Some(i) = self.table.fields.iter().position(|f| f.place == place) else {
+            return Err(located(format!("no field of the field table is placed at SNode {place}"), s));
+        };
+        let f = &self.table.fields[i];
+        let ty = scalar_of(&f.dtype, s.span, s.loc.as_ref())?;
+        self.used.insert(i, ty);
+        Ok((self.field_names[i].clone(), ty, f.shape.len()))
+    }
+
+    /// The 0-D field of the global temporary at `offset`, of type `ty`.
+    fn tmp(&mut self, kc: &mut Kernel, offset: u64, ty: Scalar, span: Span, loc: Option<&PyLoc>) -> Result<String, Error> {
+        if let Some((name, t)) = kc.tmps.get(&offset) {
+            if *t != ty {
+                return Err(Error::Syntax {
+                    message: format!("the global temporary at offset {offset} is used as {t} and as {ty}"),
+                    span,
+                });
+            }
+            return Ok(name.clone());
+        }
+        let _ = loc;
+        let name = self.names.unique(&format!("{}.tmp{offset}", kc.k.kir_name));
+        kc.tmps.insert(offset, (name.clone(), ty));
+        Ok(name)
+    }
+
+    fn task(&mut self, kc: &mut Kernel, i: usize, t: &Task) -> Result<String, Error> {
+        let mut b = Body { out: String::new(), depth: 2, vals: HashMap::new(), fresh: 0 };
+        let name = format!("{}.{i}", kc.k.kir_name);
+        let mut loops: Loops = Vec::new();
+        let head = match &t.kind {
+            TaskKind::Serial => "serial".to_string(),
+            TaskKind::RangeFor { begin, end, block_dim } => {
+                let var = format!("%i.{}", t.id);
+                let mut bound = |bd: &Bound| -> Result<String, Error> {
+                    Ok(match bd {
+                        Bound::Const(v) => v.to_string(),
+                        Bound::Tmp(off) => format!("@{}[]", self.tmp(kc, *off, Scalar::I32, t.span, t.loc.as_ref())?),
+                    })
+                };
+                let (lo, hi) = (bound(begin)?, bound(end)?);
+                b.vals.insert(t.id, V::Loop { vars: vec![var.clone()] });
+                loops.push((t.id, false));
+                format!("range_for {var} : i32 in {lo} .. {hi}{}", block(*block_dim))
+            }
+            TaskKind::StructFor { snode, block_dim } => {
+                let Some(fi) = self.table.fields.iter().position(|f| f.ancestors.first() == Some(snode)) else {
+                    let nested = self.table.fields.iter().any(|f| f.ancestors.contains(snode));
+                    return Err(if nested {
+                        refused(
+                            format!("struct_for over S{snode}dense, which is not a place's parent"),
+                            "KIR's struct_for walks one field's whole index space",
+                            t.span,
+                            t.loc.as_ref(),
+                        )
+                    } else {
+                        Error::Syntax { message: format!("no field of the field table is under SNode {snode}"), span: t.span }
+                    });
+                };
+                let f = &self.table.fields[fi];
+                if f.shape.is_empty() {
+                    return Err(refused("struct_for over a 0-D field", "KIR's struct_for needs a field of rank 1 or more", t.span, t.loc.as_ref()));
+                }
+                let ty = scalar_of(&f.dtype, t.span, t.loc.as_ref())?;
+                self.used.insert(fi, ty);
+                let vars: Vec<String> = (0..f.shape.len()).map(|k| format!("%i.{}.{k}", t.id)).collect();
+                let head = format!("struct_for {} in @{}{}", vars.join(", "), self.field_names[fi], block(*block_dim));
+                b.vals.insert(t.id, V::Loop { vars });
+                loops.push((t.id, false));
+                head
+            }
+        };
+        self.block(kc, &mut b, &mut loops, &t.body)?;
+        Ok(format!("  task @{name} {head} {{\n{}  }}\n", b.out))
+    }
+
+    fn block(&mut self, kc: &mut Kernel, b: &mut Body, loops: &mut Loops, stmts: &[Stmt]) -> Result<(), Error> {
+        for s in stmts {
+            self.stmt(kc, b, loops, s)?;
+        }
+        Ok(())
+    }
+
+    fn val(&self, b: &Body, id: u32, s: &Stmt) -> Result<(String, Scalar), Error> {
+        match b.vals.get(&id) {
+            Some(V::Val { name, ty, .. }) => Ok((name.clone(), *ty)),
+            Some(_) => Err(located(format!("${id} is not a value here"), s)),
+            None => Err(located(format!("${id} is used before it is defined"), s)),
+        }
+    }
+
+    /// `id` as an `i1` condition (`cmp ne %x, 0` for an integer).
+    fn cond(&self, b: &mut Body, id: u32, s: &Stmt) -> Result<String, Error> {
+        let (v, ty) = self.val(b, id, s)?;
+        if ty == Scalar::I1 {
+            return Ok(v);
+        }
+        let z = b.fresh(s.id);
+        let c = b.fresh(s.id);
+        b.line(format!("{z} = const {} : {ty}", if ty.is_float() { "0.0" } else { "0" }));
+        b.line(format!("{c} = cmp ne {v}, {z}"));
+        Ok(c)
+    }
+
+    fn stmt(&mut self, kc: &mut Kernel, b: &mut Body, loops: &mut Loops, s: &Stmt) -> Result<(), Error> {
+        let n = format!("%{}", s.id);
+        // An ndarray's address is typed as the ndarray's struct.
+        let ty = if matches!(s.kind, Kind::ArgAddr(_)) { None } else { hint(s)? };
+        let need_ty = || ty.ok_or_else(|| located("a statement without its type".to_string(), s));
+        let def = |b: &mut Body, ty: Scalar, konst: Option<String>| {
+            b.vals.insert(s.id, V::Val { name: format!("%{}", s.id), ty, konst });
+        };
+        match &s.kind {
+            Kind::Const(text) => {
+                let ty = need_ty()?;
+                let lit = match ty {
+                    Scalar::I1 => match text.as_str() {
+                        "true" | "1" => Some("true".to_string()),
+                        "false" | "0" => Some("false".to_string()),
+                        _ => None,
+                    },
+                    Scalar::I32 | Scalar::I64 => text.parse::<i64>().ok().map(|v| v.to_string()),
+                    Scalar::F32 | Scalar::F64 => float_bits(text, ty),
+                };
+                let Some(lit) = lit else {
+                    return Err(located(format!("'{text}' is not a constant of type {ty}"), s));
+                };
+                b.line(format!("{n} = const {lit} : {ty}"));
+                def(b, ty, Some(lit));
+            }
+            Kind::ArgLoad(i) => {
+                let Some(Some((name, pty))) = kc.params.get(*i as usize) else {
+                    return Err(located(
+                        format!("argument {i} of kernel '{}' is not a scalar argument of the field table", kc.k.python_name),
+                        s,
+                    ));
+                };
+                if ty.is_some_and(|t| t != *pty) {
+                    return Err(located(format!("argument {i} is {pty} in the field table but loaded as {}", need_ty()?), s));
+                }
+                b.vals.insert(s.id, V::Val { name: format!("%{name}"), ty: *pty, konst: None });
+            }
+            Kind::ArgAddr(i) => {
+                self.ndarray(kc, *i, s)?;
+                b.vals.insert(s.id, V::NdBase { arg: *i });
+            }
+            Kind::ShapeAlongAxis { axis, arg } => {
+                let (_, _, sh) = self.ndarray(kc, *arg, s)?;
+                let Some(&extent) = sh.get(*axis as usize) else {
+                    return Err(located(format!("ndarray argument {arg} has no axis {axis} in the field table"), s));
+                };
+                let ty = ty.unwrap_or(Scalar::I32);
+                b.line(format!("{n} = const {extent} : {ty}"));
+                def(b, ty, Some(extent.to_string()));
+            }
+            Kind::LoopIndex { lp, index } => match b.vals.get(lp) {
+                Some(V::Loop { vars }) if (*index as usize) < vars.len() => {
+                    let v = vars[*index as usize].clone();
+                    b.vals.insert(s.id, V::Val { name: v, ty: Scalar::I32, konst: None });
+                }
+                _ => return Err(located(format!("${lp} is not a loop with an index {index}"), s)),
+            },
+            Kind::GlobalPtr { place, indices } => {
+                let (field, elem, rank) = self.field_at(*place, s)?;
+                if ty.is_some_and(|t| t != elem) {
+                    return Err(located(format!("field @{field} is {elem} in the field table but accessed as {}", need_ty()?), s));
+                }
+                if indices.len() != rank {
+                    return Err(located(format!("field @{field} has rank {rank} but is indexed with {}", indices.len()), s));
+                }
+                let idx = indices.iter().map(|i| self.val(b, *i, s).map(|v| v.0)).collect::<Result<_, _>>()?;
+                b.vals.insert(s.id, V::Ptr { field: format!("@{field}"), idx, elem });
+            }
+            Kind::GlobalTmp { offset } => {
+                let elem = need_ty()?;
+                let field = self.tmp(kc, *offset, elem, s.span, s.loc.as_ref())?;
+                b.vals.insert(s.id, V::Ptr { field: format!("@{field}"), idx: Vec::new(), elem });
+            }
+            Kind::ExternalPtr { base, indices } => {
+                let Some(V::NdBase { arg }) = b.vals.get(base).cloned() else {
+                    return Err(located(format!("${base} is not an ndarray argument"), s));
+                };
+                let (field, elem, sh) = self.ndarray(kc, arg, s)?;
+                if indices.len() != sh.len() {
+                    return Err(located(format!("ndarray @{field} has rank {} but is indexed with {}", sh.len(), indices.len()), s));
+                }
+                if ty.is_some_and(|t| t != elem) {
+                    return Err(located(format!("ndarray @{field} is {elem} in the field table but accessed as {}", need_ty()?), s));
+                }
+                let idx = indices.iter().map(|i| self.val(b, *i, s).map(|v| v.0)).collect::<Result<_, _>>()?;
+                b.vals.insert(s.id, V::Ptr { field: format!("@{field}"), idx, elem });
+            }
+            Kind::GlobalLoad(p) => match b.vals.get(p).cloned() {
+                Some(V::Ptr { field, idx, elem }) => {
+                    b.line(format!("{n} = load {field}[{}]", idx.join(", ")));
+                    def(b, elem, None);
+                }
+                Some(V::Slot { name, elem }) => {
+                    b.line(format!("{n} = load {name}"));
+                    def(b, elem, None);
+                }
+                _ => return Err(located(format!("${p} is not a pointer"), s)),
+            },
+            Kind::GlobalStore { dest, val } | Kind::LocalStore { dest, val } => {
+                let (v, vty) = self.val(b, *val, s)?;
+                match b.vals.get(dest).cloned() {
+                    Some(V::Ptr { field, idx, elem }) if elem == vty => b.line(format!("store {field}[{}], {v}", idx.join(", "))),
+                    Some(V::Slot { name, elem }) if elem == vty => b.line(format!("store {name}, {v}")),
+                    Some(V::Ptr { .. } | V::Slot { .. }) => {
+                        return Err(located(format!("a store of {vty} to a pointer of another type"), s))
+                    }
+                    _ => return Err(located(format!("${dest} is not a pointer"), s)),
+                }
+            }
+            Kind::Alloca => {
+                let elem = need_ty()?;
+                b.line(format!("{n} = alloca {elem}"));
+                b.vals.insert(s.id, V::Slot { name: n, elem });
+            }
+            Kind::LocalLoad(p) => match b.vals.get(p).cloned() {
+                Some(V::Slot { name, elem }) => {
+                    b.line(format!("{n} = load {name}"));
+                    def(b, elem, None);
+                }
+                _ => return Err(located(format!("${p} is not a local"), s)),
+            },
+            Kind::Unary { op, a } => self.unary(b, s, op, *a, ty)?,
+            Kind::Cast { to, a } => {
+                let to = scalar_of(to, s.span, s.loc.as_ref())?;
+                let (v, _) = self.val(b, *a, s)?;
+                b.line(format!("{n} = cast {v} to {to}"));
+                def(b, to, None);
+            }
+            Kind::Binary { op, a, b: rhs } => self.binary(b, s, op, *a, *rhs, ty)?,
+            Kind::Select { c, a, b: other } => {
+                let c = self.cond(b, *c, s)?;
+                let (x, xt) = self.val(b, *a, s)?;
+                let (y, _) = self.val(b, *other, s)?;
+                b.line(format!("{n} = select {c}, {x}, {y}"));
+                def(b, xt, None);
+            }
+            Kind::Atomic { op, dest, val } => self.atomic(b, s, op, *dest, *val)?,
+            Kind::If { cond, then, els } => {
+                let c = self.cond(b, *cond, s)?;
+                b.line(format!("if {c} {{"));
+                b.depth += 1;
+                self.block(kc, b, loops, then)?;
+                b.depth -= 1;
+                if let Some(els) = els {
+                    b.line("} else {");
+                    b.depth += 1;
+                    self.block(kc, b, loops, els)?;
+                    b.depth -= 1;
+                }
+                b.line("}");
+            }
+            Kind::While(body) => {
+                b.line("while {");
+                b.depth += 1;
+                loops.push((s.id, true));
+                self.block(kc, b, loops, body)?;
+                loops.pop();
+                b.depth -= 1;
+                b.line("}");
+            }
+            Kind::WhileControl { cond } => {
+                if !loops.last().is_some_and(|l| l.1) {
+                    return Err(located("'while control' outside a while loop".to_string(), s));
+                }
+                let (v, cty) = self.val(b, *cond, s)?;
+                let konst = match b.vals.get(cond) {
+                    Some(V::Val { konst, .. }) => konst.clone(),
+                    _ => None,
+                };
+                match konst.as_deref() {
+                    Some("0" | "false") => b.line("break"),
+                    Some(_) => {}
+                    None => {
+                        let z = b.fresh(s.id);
+                        let c = b.fresh(s.id);
+                        let zero = match cty {
+                            Scalar::I1 => "false",
+                            t if t.is_float() => "0.0",
+                            _ => "0",
+                        };
+                        b.line(format!("{z} = const {zero} : {cty}"));
+                        b.line(format!("{c} = cmp eq {v}, {z}"));
+                        b.line(format!("if {c} {{"));
+                        b.line("  break");
+                        b.line("}");
+                    }
+                }
+            }
+            Kind::Continue { scope } => match (loops.last(), scope) {
+                (None, _) => return Err(located("'continue' outside a loop".to_string(), s)),
+                (Some((inner, _)), Some(sc)) if inner != sc => {
+                    return Err(refused_stmt("continue of an outer loop", s).with_why("KIR's continue ends the innermost loop's iteration"))
+                }
+                _ => b.line("continue"),
+            },
+            Kind::RangeFor { begin, end, reversed, body } => {
+                let (lo, lt) = self.val(b, *begin, s)?;
+                let (hi, _) = self.val(b, *end, s)?;
+                let var = format!("%i.{}", s.id);
+                if *reversed {
+                    let sum = b.fresh(s.id);
+                    let one = b.fresh(s.id);
+                    let last = b.fresh(s.id);
+                    let r = format!("%r.{}", s.id);
+                    b.line(format!("{sum} = add {lo}, {hi}"));
+                    b.line(format!("{one} = const 1 : {lt}"));
+                    b.line(format!("{last} = sub {sum}, {one}"));
+                    b.line(format!("for {r} in {lo} .. {hi} {{"));
+                    b.line(format!("  {var} = sub {last}, {r}"));
+                } else {
+                    b.line(format!("for {var} in {lo} .. {hi} {{"));
+                }
+                b.vals.insert(s.id, V::Loop { vars: vec![var] });
+                b.depth += 1;
+                loops.push((s.id, false));
+                self.block(kc, b, loops, body)?;
+                loops.pop();
+                b.depth -= 1;
+                b.line("}");
+            }
+        }
+        Ok(())
+    }
+
+    /// The field of ndarray argument `i`: (name, element type, shape).
+    fn ndarray(&mut self, kc: &mut Kernel, i: u32, s: &Stmt) -> Result<(String, Scalar, Vec<u64>), Error> {
+        if let Some(f) = kc.ndarrays.get(&i) {
+            return Ok(f.clone());
+        }
+        let args = self.table.kernels.get(&kc.k.python_name).map(|a| a.args.as_slice()).unwrap_or(&[]);
+        let Some(a) = args.get(i as usize) else {
+            return Err(located(format!("argument {i} of kernel '{}' is not in the field table", kc.k.python_name), s));
+        };
+        if a.kind != "ndarray" {
+            return Err(located(format!("argument {i} ('{}') is a {}, not an ndarray", a.name, a.kind), s));
+        }
+        let elem = scalar_of(&a.dtype, s.span, s.loc.as_ref())?;
+        let name = self.names.unique(&format!("{}.{}", kc.k.kir_name, sanitize(&a.name)));
+        let f = (name, elem, a.shape.clone());
+        kc.ndarrays.insert(i, f.clone());
+        Ok(f)
+    }
+
+    fn unary(&mut self, b: &mut Body, s: &Stmt, op: &str, a: u32, ty: Option<Scalar>) -> Result<(), Error> {
+        let n = format!("%{}", s.id);
+        let (v, vt) = self.val(b, a, s)?;
+        let rt = ty.unwrap_or(vt);
+        let def = |b: &mut Body, t: Scalar| {
+            b.vals.insert(s.id, V::Val { name: format!("%{}", s.id), ty: t, konst: None });
+        };
+        let one = |b: &mut Body| {
+            let c = b.fresh(s.id);
+            b.line(format!("{c} = const 1.0 : {vt}"));
+            c
+        };
+        match op {
+            "neg" | "abs" => b.line(format!("{n} = {op} {v}")),
+            "floor" | "ceil" | "round" if vt.is_int() => {
+                b.vals.insert(s.id, V::Val { name: v, ty: vt, konst: None });
+                return Ok(());
+            }
+            "sqrt" | "sin" | "cos" | "tan" | "exp" | "log" | "floor" | "ceil" | "round" if vt.is_float() => {
+                b.line(format!("{n} = {op} {v}"))
+            }
+            "bit_not" if vt.is_int() => b.line(format!("{n} = not {v}")),
+            "logic_not" => {
+                let z = b.fresh(s.id);
+                let zero = match vt {
+                    Scalar::I1 => "false",
+                    t if t.is_float() => "0.0",
+                    _ => "0",
+                };
+                b.line(format!("{z} = const {zero} : {vt}"));
+                if rt == Scalar::I1 {
+                    b.line(format!("{n} = cmp eq {v}, {z}"));
+                } else {
+                    let c = b.fresh(s.id);
+                    b.line(format!("{c} = cmp eq {v}, {z}"));
+                    b.line(format!("{n} = cast {c} to {rt}"));
+                }
+            }
+            "rsqrt" if vt.is_float() => {
+                let r = b.fresh(s.id);
+                b.line(format!("{r} = sqrt {v}"));
+                let o = one(b);
+                b.line(format!("{n} = div {o}, {r}"));
+            }
+            "inv" | "rcp" if vt.is_float() => {
+                let o = one(b);
+                b.line(format!("{n} = div {o}, {v}"));
+            }
+            "sgn" if vt != Scalar::I1 => {
+                let z = b.fresh(s.id);
+                let (p, m, pf, mf) = (b.fresh(s.id), b.fresh(s.id), b.fresh(s.id), b.fresh(s.id));
+                b.line(format!("{z} = const {} : {vt}", if vt.is_float() { "0.0" } else { "0" }));
+                b.line(format!("{p} = cmp gt {v}, {z}"));
+                b.line(format!("{m} = cmp lt {v}, {z}"));
+                b.line(format!("{pf} = cast {p} to {rt}"));
+                b.line(format!("{mf} = cast {m} to {rt}"));
+                b.line(format!("{n} = sub {pf}, {mf}"));
+            }
+            _ => return Err(refused_stmt(format!("{op} of {vt}"), s).with_why("KIR has no such operator")),
+        }
+        def(b, rt);
+        Ok(())
+    }
+
+    fn binary(&mut self, b: &mut Body, s: &Stmt, op: &str, a: u32, c: u32, ty: Option<Scalar>) -> Result<(), Error> {
+        let n = format!("%{}", s.id);
+        let (x, xt) = self.val(b, a, s)?;
+        let (y, yt) = self.val(b, c, s)?;
+        if xt != yt {
+            return Err(located(format!("'{op}' of {xt} and {yt}"), s));
+        }
+        let t = xt;
+        let mut rt = ty.unwrap_or(t);
+        let cmp = |p: &str| format!("cmp {p}");
+        let kir: Option<String> = match op {
+            "add" | "sub" | "mul" | "min" | "max" if t != Scalar::I1 => Some(op.to_string()),
+            "div" | "truediv" if t != Scalar::I1 => Some("div".into()),
+            "mod" if t != Scalar::I1 => Some("rem".into()),
+            "pow" | "atan2" if t.is_float() => Some(op.to_string()),
+            "bit_and" if t.is_int() => Some("and".into()),
+            "bit_or" if t.is_int() => Some("or".into()),
+            "bit_xor" if t.is_int() => Some("xor".into()),
+            "bit_shl" if t.is_int() && t != Scalar::I1 => Some("shl".into()),
+            "bit_sar" if t.is_int() && t != Scalar::I1 => Some("shr".into()),
+            "bit_shr" if t.is_int() && t != Scalar::I1 => Some("ushr".into()),
+            "cmp_lt" => Some(cmp("lt")),
+            "cmp_le" => Some(cmp("le")),
+            "cmp_gt" => Some(cmp("gt")),
+            "cmp_ge" => Some(cmp("ge")),
+            "cmp_eq" => Some(cmp("eq")),
+            "cmp_ne" => Some(cmp("ne")),
+            _ => None,
+        };
+        if let Some(k) = kir {
+            if k.starts_with("cmp") && rt != Scalar::I1 {
+                let c = b.fresh(s.id);
+                b.line(format!("{c} = {k} {x}, {y}"));
+                b.line(format!("{n} = cast {c} to {rt}"));
+            } else {
+                if k.starts_with("cmp") {
+                    rt = Scalar::I1;
+                }
+                b.line(format!("{n} = {k} {x}, {y}"));
+            }
+        } else {
+            match op {
+                "floordiv" if t.is_float() => {
+                    let d = b.fresh(s.id);
+                    b.line(format!("{d} = div {x}, {y}"));
+                    b.line(format!("{n} = floor {d}"));
+                }
+                "floordiv" if t != Scalar::I1 => {
+                    // Python's floor division: C's quotient, one less when the
+                    // remainder is not zero and its sign differs from the divisor's.
+                    let [q, r, z, rnz, rneg, yneg, diff, adj, one, qm] = [(); 10].map(|_| b.fresh(s.id));
+                    b.line(format!("{q} = div {x}, {y}"));
+                    b.line(format!("{r} = rem {x}, {y}"));
+                    b.line(format!("{z} = const 0 : {t}"));
+                    b.line(format!("{rnz} = cmp ne {r}, {z}"));
+                    b.line(format!("{rneg} = cmp lt {r}, {z}"));
+                    b.line(format!("{yneg} = cmp lt {y}, {z}"));
+                    b.line(format!("{diff} = xor {rneg}, {yneg}"));
+                    b.line(format!("{adj} = and {rnz}, {diff}"));
+                    b.line(format!("{one} = const 1 : {t}"));
+                    b.line(format!("{qm} = sub {q}, {one}"));
+                    b.line(format!("{n} = select {adj}, {qm}, {q}"));
+                }
+                "logical_and" | "logical_or" => {
+                    let cx = self.cond(b, a, s)?;
+                    let cy = self.cond(b, c, s)?;
+                    let k = if op == "logical_and" { "and" } else { "or" };
+                    if rt == Scalar::I1 {
+                        b.line(format!("{n} = {k} {cx}, {cy}"));
+                    } else {
+                        let r = b.fresh(s.id);
+                        b.line(format!("{r} = {k} {cx}, {cy}"));
+                        b.line(format!("{n} = cast {r} to {rt}"));
+                    }
+                }
+                _ => return Err(refused_stmt(format!("{op} of {t}"), s).with_why("KIR has no such operator")),
+            }
+        }
+        b.vals.insert(s.id, V::Val { name: n, ty: rt, konst: None });
+        Ok(())
+    }
+
+    fn atomic(&mut self, b: &mut Body, s: &Stmt, op: &str, dest: u32, val: u32) -> Result<(), Error> {
+        let n = format!("%{}", s.id);
+        let (v, vt) = self.val(b, val, s)?;
+        match b.vals.get(&dest).cloned() {
+            Some(V::Ptr { field, idx, elem }) => {
+                if elem != vt {
+                    return Err(located(format!("atomic {op} of {vt} into a field of {elem}"), s));
+                }
+                let idx = idx.join(", ");
+                let kop = match op {
+                    "add" | "min" | "max" => op,
+                    "bit_and" => "and",
+                    "bit_or" => "or",
+                    "bit_xor" => "xor",
+                    "sub" => {
+                        let m = b.fresh(s.id);
+                        b.line(format!("{m} = neg {v}"));
+                        b.line(format!("{n} = atomic add {field}[{idx}], {m}"));
+                        b.vals.insert(s.id, V::Val { name: n, ty: elem, konst: None });
+                        return Ok(());
+                    }
+                    _ => return Err(refused_stmt(format!("atomic {op}"), s).with_why("KIR's atomics are add, min, max, and, or and xor")),
+                };
+                b.line(format!("{n} = atomic {kop} {field}[{idx}], {v}"));
+                b.vals.insert(s.id, V::Val { name: n, ty: elem, konst: None });
+            }
+            Some(V::Slot { name, elem }) => {
+                // A local is private to its iteration: the atomic is a
+                // load, the operation and a store; it yields the old value.
+                let kop = match op {
+                    "add" | "sub" | "mul" | "min" | "max" => op,
+                    "bit_and" => "and",
+                    "bit_or" => "or",
+                    "bit_xor" => "xor",
+                    _ => return Err(refused_stmt(format!("atomic {op}"), s).with_why("KIR has no such operator")),
+                };
+                let new = b.fresh(s.id);
+                b.line(format!("{n} = load {name}"));
+                b.line(format!("{new} = {kop} {n}, {v}"));
+                b.line(format!("store {name}, {new}"));
+                b.vals.insert(s.id, V::Val { name: n, ty: elem, konst: None });
+            }
+            _ => return Err(located(format!("${dest} is not a pointer"), s)),
+        }
+        Ok(())
+    }
+}
+
+fn block(block_dim: u32) -> String {
+    if block_dim == 0 {
+        String::new()
+    } else {
+        format!(" block_dim {block_dim}")
+    }
+}
+
+impl Error {
+    /// The same refusal with another reason.
+    fn with_why(self, why: &'static str) -> Error {
+        match self {
+            Error::Refused { refusal, span, loc } => Error::Refused { refusal: Refusal { why, ..refusal }, span, loc },
+            e => e,
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! `kiln-import`'s library: a captured Quadrants 1.3.3 log (`print_ir=True,
+//! print_ir_dbg_info=True`, standard output and standard error in one
+//! file) and its field table in, verified task-form KIR out.
+//!
+//! The pipeline: `log` cuts the log into pass headers and dumps and checks
+//! its version and shape; the dumps of the chosen stage (by default
+//! `Start offload_to_executable`, one dump per offloaded task) are grouped
+//! by kernel compilation; `chi` parses each (a logos lexer, `lexer`, under
+//! a recursive-descent parser) into tasks whose statements keep their
+//! Python `file:line:col`; `table` reads the field table; `lower` writes
+//! KIR text, which is read back by the KIR parser and verifier, so what
+//! the caller gets is a verified [`Stream`] (printed by the one printer).
+//!
+//! Owns: the import as a whole, the stage's selection, the grouping of
+//! dumps into kernels and the kernels' KIR names.
+//!
+//! Must never: print, exit or panic on any input; touch LLVM (the importer
+//! is on the LLVM-free side of the wall); change the KIR language to fit
+//! Quadrants (what KIR cannot say is refused by name).
+
+pub mod chi;
+pub mod lexer;
+pub mod log;
+pub mod lower;
+pub mod table;
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::ir::Stream;
+use std::collections::HashMap;
+
+/// The stage imported when none is named: the dump the printer labels
+/// `Start offload_to_executable`, the first in task form and the last
+/// before Quadrants lowers SNode accesses for its code generator.
+pub const DEFAULT_STAGE: &str = "offload_to_executable";
+
+/// Why an import failed.
+#[derive(Debug)]
+pub enum ImportError {
+    /// Bad log, or a statement refused: located in the log.
+    Log(Diagnostic),
+    /// Bad field table: located in the table's text when serde says where.
+    Table(Diagnostic),
+    /// The KIR written does not parse or verify: a bug of the importer,
+    /// with the text and its diagnostics.
+    Invalid { text: String, diags: Diagnostics },
+}
+
+/// One kernel's compilations so far, by Quadrants' name.
+struct Instance {
+    quadrants_name: String,
+    dumps: Vec<usize>,
+}
+
+/// The Python function's name of a Quadrants kernel name: `saxpy_c60_0`
+/// without its `_c<N>_<M>` suffix.
+pub fn python_name(quadrants_name: &str) -> &str {
+    let strip = |s: &str| -> Option<usize> {
+        let (rest, m) = s.rsplit_once('_')?;
+        let (rest2, c) = rest.rsplit_once('_')?;
+        let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+        (digits(m) && c.strip_prefix('c').is_some_and(digits) && !rest2.is_empty()).then_some(rest2.len())
+    };
+    match strip(quadrants_name) {
+        Some(n) => &quadrants_name[..n],
+        None => quadrants_name,
+    }
+}
+
+/// Imports the kernels of `log` at `stage` with the field table `table`.
+pub fn import(log_text: &str, table_text: &str, stage: &str) -> Result<Stream, ImportError> {
+    let table = table::parse(table_text).map_err(ImportError::Table)?;
+    if table.quadrants != log::QUADRANTS_VERSION {
+        return Err(ImportError::Table(Diagnostic::error_nospan(format!(
+            "the field table is from Quadrants {}; kiln-import reads Quadrants {}",
+            table.quadrants,
+            log::QUADRANTS_VERSION
+        ))));
+    }
+    let scanned = log::scan(log_text).map_err(ImportError::Log)?;
+    let wanted = |label: &str| label == stage || label.strip_prefix("Start ") == Some(stage);
+
+    // Compilations in order of first appearance: a new `Initial IR` of a
+    // kernel starts a new one (the same kernel compiled again).
+    let mut instances: Vec<Instance> = Vec::new();
+    let mut current: HashMap<&str, usize> = HashMap::new();
+    for (i, d) in scanned.dumps.iter().enumerate() {
+        if d.label == "Initial IR" {
+            current.remove(d.kernel.as_str());
+        }
+        if !wanted(&d.label) {
+            continue;
+        }
+        let Some(_) = d.body else {
+            let h = scanned.lines[d.header];
+            return Err(ImportError::Log(Diagnostic::error(
+                format!("truncated log: the header of kernel '{}' is not followed by its dump", d.kernel),
+                h.span(),
+            )));
+        };
+        let k = *current.entry(d.kernel.as_str()).or_insert_with(|| {
+            instances.push(Instance { quadrants_name: d.kernel.clone(), dumps: Vec::new() });
+            instances.len() - 1
+        });
+        if let Some(&first) = instances[k].dumps.first() {
+            let f = &scanned.dumps[first];
+            if f.thread != d.thread {
+                return Err(ImportError::Log(Diagnostic::error(
+                    format!(
+                        "interleaved log: the tasks of kernel '{}' were compiled on threads {} and {}, so their order is unknown (capture with num_compile_threads=1)",
+                        d.kernel, f.thread, d.thread
+                    ),
+                    scanned.lines[d.header].span(),
+                )));
+            }
+        }
+        instances[k].dumps.push(i);
+    }
+    if instances.is_empty() {
+        let mut labels: Vec<&str> = Vec::new();
+        for d in &scanned.dumps {
+            if !labels.contains(&d.label.as_str()) {
+                labels.push(&d.label);
+            }
+        }
+        let have = if labels.is_empty() {
+            "the log has no IR dumps (was it captured with print_ir=True?)".to_string()
+        } else {
+            format!("the log's stages are: {}", labels.join(", "))
+        };
+        return Err(ImportError::Log(Diagnostic::error_nospan(format!("no dump of stage '{stage}'; {have}"))));
+    }
+
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for inst in &instances {
+        *count.entry(python_name(&inst.quadrants_name)).or_default() += 1;
+    }
+    let mut kernels = Vec::new();
+    for inst in &instances {
+        let py = python_name(&inst.quadrants_name);
+        let mut tasks = Vec::new();
+        for &di in &inst.dumps {
+            let (first, last) = scanned.dumps[di].body.expect("checked above");
+            let t = chi::parse_dump(&scanned.lines[first + 1..last]).map_err(|e| ImportError::Log(e.diagnostic()))?;
+            tasks.extend(t);
+        }
+        let kir = if count[py] == 1 { py } else { inst.quadrants_name.as_str() };
+        kernels.push(lower::KernelIn {
+            quadrants_name: inst.quadrants_name.clone(),
+            python_name: py.to_string(),
+            kir_name: lower::sanitize(kir),
+            tasks,
+        });
+    }
+    let text = lower::lower(&table, &kernels).map_err(|e| ImportError::Log(e.diagnostic()))?;
+    let stream = match crate::parser::parse(&text) {
+        Ok(s) => s,
+        Err(diags) => return Err(ImportError::Invalid { text, diags }),
+    };
+    if let Err(diags) = crate::verifier::verify(&stream) {
+        return Err(ImportError::Invalid { text, diags });
+    }
+    Ok(stream)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TABLE: &str = r#"{"quadrants": "1.3.3",
+      "fields": [{"name": "x", "dtype": "f32", "shape": [16], "place": 2, "ancestors": [1, 0]},
+                 {"name": "y", "dtype": "f32", "shape": [16], "place": 4, "ancestors": [3, 0]},
+                 {"name": "g", "dtype": "i32", "shape": [4, 8], "place": 6, "ancestors": [5, 0]}],
+      "kernels": {"saxpy": {"args": [{"name": "a", "kind": "scalar", "dtype": "f32"},
+                                     {"name": "n", "kind": "scalar", "dtype": "i32"}]}}}"#;
+
+    fn header(kernel: &str) -> String {
+        format!("[I 12/01/26 23:28:20.309 6361] [ir_printer.cpp:operator()@912] [{kernel}] Start offload_to_executable:\n")
+    }
+
+    fn run(log: &str) -> Result<String, ImportError> {
+        import(log, TABLE, DEFAULT_STAGE).map(|s| s.to_string())
+    }
+
+    #[test]
+    fn python_names() {
+        assert_eq!(python_name("saxpy_c60_0"), "saxpy");
+        assert_eq!(python_name("my_kernel_c7_12"), "my_kernel");
+        assert_eq!(python_name("plain"), "plain");
+        assert_eq!(python_name("_c1_2"), "_c1_2");
+    }
+
+    #[test]
+    fn saxpy_in_two_tasks() {
+        let log = format!(
+            "[Quadrants] version 1.3.3, llvm 22.1.0\n{h}kernel {{\n  $0 = offloaded  \n  body {{\n    <i32> $1 = argload[1]\n    <*i32> $2 = global tmp var (offset = 0 B)\n    $3 : global store [$2 <- $1]\n  }}\n}}\n{h}kernel {{\n  $0 = offloaded range_for(0, tmp(offset=0B)) grid_dim=0 block_dim=32 \n  body {{\n    <i32> $1 = loop $0 index 0\n    <f32> $2 = argload[0]\n    <*f32> $3 = global ptr [S2place<f32>], index [$1] activate=false\n    <f32> $4 = global load $3\n    <f32> $5 = mul $2 $4\n    <*f32> $6 = global ptr [S4place<f32>], index [$1] activate=true\n    $7 : global store [$6 <- $5]\n  }}\n}}\n",
+            h = header("saxpy_c60_0")
+        );
+        let kir = run(&log).expect("imports");
+        assert!(kir.contains("kernel @saxpy(%a: f32, %n: i32) {"), "{kir}");
+        assert!(kir.contains("task @saxpy.1 range_for %i.0 in 0 .. @saxpy.tmp0[] block_dim 32 {"), "{kir}");
+        assert!(kir.contains("field @saxpy.tmp0 : i32"), "{kir}");
+    }
+
+    #[test]
+    fn floordiv_and_atomics_on_locals_verify() {
+        let log = format!(
+            "{h}kernel {{\n  $0 = offloaded  \n  body {{\n    <i32> $1 = const -7\n    <i32> $2 = const 2\n    <i32> $3 = floordiv $1 $2\n    <*i32> $4 = alloca\n    <i32> $5 = atomic add($4, $3)\n    <f32> $6 = const 1e+20\n    <f32> $7 = cast_value<f32> $3\n    <f32> $8 = floordiv $7 $6\n    <f32> $9 = sgn $8\n    <u1> $10 = logic_not $3\n    <i32> $11 = select($10, $1, $2)\n    <i32> $12 = const 0\n    <*f32> $13 = global ptr [S6place<i32>], index [$11, $12] activate=false\n  }}\n}}\n",
+            h = header("k_c1_0")
+        );
+        let e = run(&log).err().expect("a type mismatch is reported");
+        let ImportError::Log(d) = e else { panic!("{e:?}") };
+        assert!(d.message.contains("is i32 in the field table but accessed as f32"), "{}", d.message);
+        let log = log.replace("<*f32> $13", "<*i32> $13");
+        run(&log).expect("imports and verifies");
+    }
+
+    #[test]
+    fn a_stage_that_is_not_there() {
+        let e = import("", TABLE, "Simplified IV").err().expect("no such stage");
+        let ImportError::Log(d) = e else { panic!("{e:?}") };
+        assert!(d.message.contains("no IR dumps"), "{}", d.message);
+    }
+
+    #[test]
+    fn a_table_of_another_version() {
+        let e = import("", &TABLE.replace("1.3.3", "1.4.0"), DEFAULT_STAGE).err().expect("refused");
+        assert!(matches!(e, ImportError::Table(d) if d.message.contains("Quadrants 1.4.0")));
+    }
+}

@@ -1,0 +1,135 @@
+//! The field table a Quadrants capture writes beside its log: the
+//! Quadrants version, every field (name, dtype, shape, the id of its place
+//! SNode and of its ancestors, nearest first) and each kernel's arguments
+//! (scalars and ndarrays, with the shape an ndarray had at the call).
+//!
+//! ```json
+//! {"quadrants": "1.3.3",
+//!  "fields": [{"name": "x", "dtype": "f32", "shape": [4096], "place": 2, "ancestors": [1, 0]}],
+//!  "kernels": {"saxpy": {"args": [{"name": "a", "kind": "scalar", "dtype": "f32"},
+//!                                  {"name": "arr", "kind": "ndarray", "dtype": "f32", "shape": [16]}]}}}
+//! ```
+//!
+//! Owns: the table's format (serde; keys it does not know are allowed, so
+//! the capture may add some), its errors at their line and column, and the
+//! mapping of Quadrants' dtypes to KIR's scalars.
+//!
+//! Must never: read the log, or panic on any input.
+
+use crate::diag::Diagnostic;
+use crate::ir::Scalar;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// The whole table.
+#[derive(Debug, Deserialize)]
+pub struct Table {
+    pub quadrants: String,
+    #[serde(default)]
+    pub fields: Vec<Field>,
+    #[serde(default)]
+    pub kernels: BTreeMap<String, KernelArgs>,
+}
+
+/// One field: a place SNode and its dense ancestors.
+#[derive(Debug, Deserialize)]
+pub struct Field {
+    pub name: String,
+    pub dtype: String,
+    pub shape: Vec<u64>,
+    pub place: u32,
+    #[serde(default)]
+    pub ancestors: Vec<u32>,
+}
+
+/// A kernel's arguments, in the order `argload[i]` numbers them.
+#[derive(Debug, Deserialize)]
+pub struct KernelArgs {
+    pub args: Vec<Arg>,
+}
+
+/// One argument.
+#[derive(Debug, Deserialize)]
+pub struct Arg {
+    pub name: String,
+    /// `scalar` or `ndarray` (others are refused when the kernel uses them).
+    pub kind: String,
+    pub dtype: String,
+    #[serde(default)]
+    pub shape: Vec<u64>,
+}
+
+/// Reads a table; a malformed one is an error at its line and column
+/// (`span` over the table's text).
+pub fn parse(text: &str) -> Result<Table, Diagnostic> {
+    serde_json::from_str(text).map_err(|e| {
+        let offset = offset_of(text, e.line(), e.column());
+        let msg = e.to_string();
+        // serde_json appends " at line L column C"; the location says it.
+        let msg = match msg.rfind(" at line ") {
+            Some(i) => msg[..i].to_string(),
+            None => msg,
+        };
+        Diagnostic::error(format!("malformed field table: {msg}"), super::log::span(offset, offset))
+    })
+}
+
+/// The byte offset of a 1-based line and column (serde_json's), clamped to
+/// the text.
+fn offset_of(text: &str, line: usize, column: usize) -> usize {
+    let mut start = 0;
+    for (i, l) in text.split_inclusive('\n').enumerate() {
+        if i + 1 == line {
+            return start + column.saturating_sub(1).min(l.len());
+        }
+        start += l.len();
+    }
+    text.len()
+}
+
+/// KIR's scalar for a Quadrants dtype; `None` for those KIR lacks (`u8`,
+/// `i16`, `f16`, ...).
+pub fn scalar(dtype: &str) -> Option<Scalar> {
+    match dtype {
+        "u1" | "i1" => Some(Scalar::I1),
+        "i32" => Some(Scalar::I32),
+        "i64" => Some(Scalar::I64),
+        "f32" => Some(Scalar::F32),
+        "f64" => Some(Scalar::F64),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_form_with_an_extra_key() {
+        let t = parse(
+            r#"{"quadrants": "1.3.3", "capture": {"argv": []},
+                "fields": [{"name": "x", "dtype": "f32", "shape": [4096], "place": 2, "ancestors": [1, 0], "extra": 1}],
+                "kernels": {"saxpy": {"args": [{"name": "a", "kind": "scalar", "dtype": "f32"},
+                                               {"name": "arr", "kind": "ndarray", "dtype": "f32", "shape": [16]}]}}}"#,
+        )
+        .expect("parses");
+        assert_eq!(t.fields[0].place, 2);
+        assert_eq!(t.kernels["saxpy"].args[1].shape, vec![16]);
+    }
+
+    #[test]
+    fn a_malformed_table_is_located() {
+        let text = "{\"quadrants\": \"1.3.3\",\n \"fields\": [{\"name\": 3}]}";
+        let e = parse(text).err().expect("malformed");
+        assert!(e.message.starts_with("malformed field table: invalid type"), "{}", e.message);
+        let start = e.span.expect("located").start as usize;
+        assert!(start > text.find('\n').expect("two lines"), "{start}");
+    }
+
+    #[test]
+    fn dtypes() {
+        assert_eq!(scalar("u1"), Some(Scalar::I1));
+        assert_eq!(scalar("f64"), Some(Scalar::F64));
+        assert_eq!(scalar("u8"), None);
+    }
+}

@@ -1,0 +1,73 @@
+//! `kiln-import`: reads a captured Quadrants log and its field table and
+//! writes verified, task-form KIR. A thin `main` over `kiln::import`; see
+//! `docs/tools/kiln-import.md`.
+
+use clap::Parser;
+use kiln::diag::{Diagnostics, SourceFile};
+use kiln::import::{self, ImportError};
+use kiln::tool::{self, ToolError};
+use std::process::ExitCode;
+
+const ABOUT: &str = "Import the kernels of a Quadrants log as task-form KIR";
+
+const LONG_ABOUT: &str = "\
+Reads a log of a Quadrants 1.3.3 program run with print_ir=True and \
+print_ir_dbg_info=True (standard output and standard error in one file) and \
+the field table its capture wrote, and prints one KIR kernel per Quadrants \
+kernel, one task per offloaded task, in the canonical form, after the \
+verifier. Fields come from the table, ndarray arguments become fields of \
+the shape they had at the call, global temporaries become 0-D fields and \
+scalar arguments kernel parameters. What KIR cannot express (sparse SNodes, \
+matrices held as one value, autodiff stacks, meshes, print, assert, ...) is \
+refused by name, with its line in the log and its Python location.";
+
+const AFTER_HELP: &str = "\
+Exit status: 0 on success, 1 when the log or the table is bad or holds \
+something KIR cannot express, 2 on bad usage.";
+
+#[derive(Parser, Debug)]
+#[command(name = "kiln-import", version = kiln::VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+struct Cli {
+    /// The captured log; `-` reads standard input (named `<stdin>` in errors)
+    #[arg(value_name = "LOG", default_value = "-")]
+    input: String,
+
+    /// The field table (JSON) written with the log: fields, their SNode ids, kernel arguments
+    #[arg(long, value_name = "FIELDS.json")]
+    fields: String,
+
+    /// The printed stage to import: a pass label of the log, with or without its `Start ` prefix
+    #[arg(long, value_name = "NAME", default_value = import::DEFAULT_STAGE)]
+    stage: String,
+
+    /// Write the output to FILE (only if everything succeeds) instead of standard output
+    #[arg(short = 'o', value_name = "FILE")]
+    output: Option<String>,
+
+    #[command(flatten)]
+    common: kiln::cli::Common,
+}
+
+const SPEC: tool::ToolSpec = tool::ToolSpec { name: "kiln-import", version: || kiln::version::text("kiln-import", None) };
+
+fn main() -> ExitCode {
+    tool::run_tool(&SPEC, |cli: Cli| run(&cli))
+}
+
+fn run(cli: &Cli) -> Result<(), ToolError> {
+    if cli.input == "-" && cli.fields == "-" {
+        return Err(ToolError::Usage("the log and the field table cannot both be standard input".into()));
+    }
+    let log = tool::read_source(&cli.input)?;
+    let table = tool::read_source(&cli.fields)?;
+    let stream = import::import(log.text(), table.text(), &cli.stage).map_err(|e| match e {
+        ImportError::Log(d) => ToolError::diags(&log, &Diagnostics(vec![d])),
+        ImportError::Table(d) => ToolError::diags(&table, &Diagnostics(vec![d])),
+        ImportError::Invalid { text, diags } => ToolError::msg_diags(
+            "the KIR written does not verify (a bug in kiln-import)",
+            &SourceFile::new("<kiln-import output>", text),
+            &diags,
+        ),
+    })?;
+    tool::write_output_with(cli.output.as_deref(), |w| write!(w, "{stream}"))
+}
