@@ -60,9 +60,14 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     }
     let log = tool::read_source(&cli.input)?;
     let table = tool::read_source(&cli.fields)?;
+    // An error about a whole file (no span) is located by the file's name.
+    let located = |src: &SourceFile, d: kiln::diag::Diagnostic| match d.span {
+        None => ToolError::at(src.name(), d.message),
+        Some(_) => ToolError::diags(src, &Diagnostics(vec![d])),
+    };
     let stream = import::import(log.text(), table.text(), &cli.stage).map_err(|e| match e {
-        ImportError::Log(d) => ToolError::diags(&log, &Diagnostics(vec![d])),
-        ImportError::Table(d) => ToolError::diags(&table, &Diagnostics(vec![d])),
+        ImportError::Log(d) => located(&log, d),
+        ImportError::Table(d) => located(&table, d),
         ImportError::Invalid { text, diags } => ToolError::msg_diags(
             "the KIR written does not verify (a bug in kiln-import)",
             &SourceFile::new("<kiln-import output>", text),

@@ -85,6 +85,9 @@ pub struct Stmt {
     pub kind: Kind,
     pub span: Span,
     pub loc: Option<PyLoc>,
+    /// `loc` is the nearest statement's before this one (the printer gave
+    /// this one none).
+    pub near: bool,
 }
 
 /// The statements kiln-import reads (operands are statement numbers).
@@ -167,7 +170,9 @@ pub fn refusal(name: &str) -> Refusal {
 #[derive(Clone, Debug)]
 pub enum Error {
     Syntax { message: String, span: Span },
-    Refused { refusal: Refusal, span: Span, loc: Option<PyLoc> },
+    /// `near`: the location is the nearest statement's before it (the
+    /// printer gave this one none).
+    Refused { refusal: Refusal, span: Span, loc: Option<PyLoc>, near: bool },
 }
 
 impl Error {
@@ -176,8 +181,9 @@ impl Error {
     pub fn diagnostic(&self) -> Diagnostic {
         match self {
             Error::Syntax { message, span } => Diagnostic::error(message.clone(), *span),
-            Error::Refused { refusal, span, loc } => {
-                let at = loc.as_ref().map(|l| format!(" (from {l})")).unwrap_or_default();
+            Error::Refused { refusal, span, loc, near } => {
+                let from = if *near { "near" } else { "from" };
+                let at = loc.as_ref().map(|l| format!(" ({from} {l})")).unwrap_or_default();
                 Diagnostic::error(format!("cannot import '{}'{at}: {}", refusal.name, refusal.why), *span)
             }
         }
@@ -203,7 +209,7 @@ pub const UNARY_OPS: &[&str] = &[
 
 /// The tasks of one dump: the lines strictly inside its `kernel {` ... `}`.
 pub fn parse_dump(lines: &[Line<'_>]) -> Result<Vec<Task>, Error> {
-    let mut p = Parser { lines, pos: 0 };
+    let mut p = Parser { lines, pos: 0, last_loc: None };
     let mut tasks = Vec::new();
     while p.pos < lines.len() {
         let line = lines[p.pos];
@@ -225,6 +231,8 @@ pub fn parse_dump(lines: &[Line<'_>]) -> Result<Vec<Task>, Error> {
 struct Parser<'l, 'a> {
     lines: &'l [Line<'a>],
     pos: usize,
+    /// The last Python location read, for a refused statement without one.
+    last_loc: Option<PyLoc>,
 }
 
 impl<'a> Parser<'_, 'a> {
@@ -347,8 +355,10 @@ impl<'a> Parser<'_, 'a> {
                 }
             }
         }
-        let loc = self.location();
-        Error::Refused { refusal: refusal(name), span: line.span(), loc }
+        match self.location() {
+            Some(loc) => Error::Refused { refusal: refusal(name), span: line.span(), loc: Some(loc), near: false },
+            None => Error::Refused { refusal: refusal(name), span: line.span(), loc: self.last_loc.clone(), near: true },
+        }
     }
 
     /// The Python location printed after a statement, if any: the `File`
@@ -369,6 +379,7 @@ impl<'a> Parser<'_, 'a> {
             }
             self.pos += 2;
         }
+        self.last_loc = Some(loc.clone());
         Some(loc)
     }
 
@@ -414,8 +425,11 @@ impl<'a> Parser<'_, 'a> {
         if let (Some(Ty::Other(t)), false) = (&ty, matches!(kind, Kind::ArgAddr(_))) {
             return Err(self.refuse_type(t, line));
         }
-        let loc = self.location();
-        Ok(Stmt { id, ty, kind, span: line.span(), loc })
+        let (loc, near) = match self.location() {
+            Some(l) => (Some(l), false),
+            None => (self.last_loc.clone(), true),
+        };
+        Ok(Stmt { id, ty, kind, span: line.span(), loc, near })
     }
 
     fn refuse_type(&mut self, ty: &str, line: Line<'_>) -> Error {
@@ -741,10 +755,19 @@ impl<'a> Cursor<'_, 'a> {
             _ => None,
         }
     }
-    /// Consecutive words from here (`stack alloc`, `matrix of global ptr`).
+    /// Consecutive words from here (`stack alloc`, `matrix of global ptr`),
+    /// up to an operand: an SNode (`S3pointer`) or a value (`tmp4`).
     fn phrase(&mut self) -> String {
+        let operand = |w: &str| {
+            let digit_after = |p: &str| w.strip_prefix(p).is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
+            digit_after("S") || digit_after("tmp")
+        };
         let mut words = Vec::new();
-        while let Some(w) = self.word() {
+        while let Some(Tok::Word(w)) = self.peek() {
+            if operand(w) {
+                break;
+            }
+            self.i += 1;
             words.push(w);
         }
         words.join(" ")
@@ -872,6 +895,7 @@ impl<'a> Cursor<'_, 'a> {
                 refusal: Refusal { name: "range_for bound computed in the task".into(), why: "KIR task bounds are literals, parameters or 0-D fields" },
                 span: self.line.span(),
                 loc: None,
+                near: false,
             }),
             _ => Err(self.unexpected("a bound")),
         }
@@ -924,10 +948,11 @@ mod tests {
     use crate::import::log::scan;
 
     fn parse(text: &str) -> Result<Vec<Task>, Error> {
-        let log = scan(text).expect("scans");
+        let text = format!("[I 1 2] [ir_printer.cpp:operator()@912] [k_c1_0] Start offload_to_executable:\n{text}");
+        let log = scan(&text).expect("scans");
         let n = log.lines.len();
-        // The test dumps are the whole text, `kernel {` ... `}`.
-        parse_dump(&log.lines[1..n - 1])
+        // The test dumps are the rest of the text, `kernel {` ... `}`.
+        parse_dump(&log.lines[2..n - 1])
     }
 
     #[test]
@@ -965,7 +990,7 @@ mod tests {
         ] {
             let text = format!("kernel {{\n  $0 = offloaded  \n  body {{\n{line}\n    File \"/t/k.py\", line 3, in k:\n        print(x)\n        ^^^^^\n  }}\n}}\n");
             match parse(&text) {
-                Err(Error::Refused { refusal, loc, .. }) => {
+                Err(Error::Refused { refusal, loc, near: false, .. }) => {
                     assert_eq!(refusal.name, name);
                     assert_eq!(loc.map(|l| l.to_string()).as_deref(), Some("/t/k.py:3:9"));
                 }

@@ -155,17 +155,18 @@ impl Body {
 }
 
 fn located(message: String, s: &Stmt) -> Error {
-    let at = s.loc.as_ref().map(|l| format!(" (from {l})")).unwrap_or_default();
+    let from = if s.near { "near" } else { "from" };
+    let at = s.loc.as_ref().map(|l| format!(" ({from} {l})")).unwrap_or_default();
     Error::Syntax { message: format!("{message}{at}"), span: s.span }
 }
 
 fn refused(name: impl Into<String>, why: &'static str, span: Span, loc: Option<&PyLoc>) -> Error {
-    Error::Refused { refusal: Refusal { name: name.into(), why }, span, loc: loc.cloned() }
+    Error::Refused { refusal: Refusal { name: name.into(), why }, span, loc: loc.cloned(), near: false }
 }
 
 fn refused_stmt(name: impl Into<String>, s: &Stmt) -> Error {
     let r = chi::refusal(&name.into());
-    Error::Refused { refusal: r, span: s.span, loc: s.loc.clone() }
+    Error::Refused { refusal: r, span: s.span, loc: s.loc.clone(), near: s.near }
 }
 
 /// KIR's scalar for a Quadrants primitive type, or a refusal naming it.
@@ -173,12 +174,20 @@ fn scalar_of(prim: &str, span: Span, loc: Option<&PyLoc>) -> Result<Scalar, Erro
     table::scalar(prim).ok_or_else(|| refused(format!("type {prim}"), "KIR's types are i1, i32, i64, f32 and f64", span, loc))
 }
 
+/// [`scalar_of`] for a statement's type, located as the statement is.
+fn stmt_scalar(prim: &str, s: &Stmt) -> Result<Scalar, Error> {
+    scalar_of(prim, s.span, s.loc.as_ref()).map_err(|e| match e {
+        Error::Refused { refusal, span, loc, .. } => Error::Refused { refusal, span, loc, near: s.near },
+        e => e,
+    })
+}
+
 /// The KIR type a statement's hint gives its result (pointers: their
 /// element).
 fn hint(s: &Stmt) -> Result<Option<Scalar>, Error> {
     match &s.ty {
         None => Ok(None),
-        Some(Ty::Prim(p)) | Some(Ty::Ptr(p)) => scalar_of(p, s.span, s.loc.as_ref()).map(Some),
+        Some(Ty::Prim(p)) | Some(Ty::Ptr(p)) => stmt_scalar(p, s).map(Some),
         Some(Ty::Other(t)) => Err(refused_stmt(format!("type <{t}>"), s)),
     }
 }
@@ -240,7 +249,7 @@ impl Module<'_> {
             return Err(located(format!("no field of the field table is placed at SNode {place}"), s));
         };
         let f = &self.table.fields[i];
-        let ty = scalar_of(&f.dtype, s.span, s.loc.as_ref())?;
+        let ty = stmt_scalar(&f.dtype, s)?;
         self.used.insert(i, ty);
         Ok((self.field_names[i].clone(), ty, f.shape.len()))
     }
@@ -368,6 +377,12 @@ impl Module<'_> {
             }
             Kind::ArgLoad(i) => {
                 let Some(Some((name, pty))) = kc.params.get(*i as usize) else {
+                    let args = self.table.kernels.get(&kc.k.python_name).map(|a| a.args.as_slice()).unwrap_or(&[]);
+                    if let Some(a) = args.get(*i as usize).filter(|a| a.kind == "scalar") {
+                        return Err(stmt_scalar(&a.dtype, s).err().unwrap_or_else(|| {
+                            located(format!("argument {i} ('{}') cannot be a parameter", a.name), s)
+                        }));
+                    }
                     return Err(located(
                         format!("argument {i} of kernel '{}' is not a scalar argument of the field table", kc.k.python_name),
                         s,
@@ -464,7 +479,7 @@ impl Module<'_> {
             },
             Kind::Unary { op, a } => self.unary(b, s, op, *a, ty)?,
             Kind::Cast { to, a } => {
-                let to = scalar_of(to, s.span, s.loc.as_ref())?;
+                let to = stmt_scalar(to, s)?;
                 let (v, _) = self.val(b, *a, s)?;
                 b.line(format!("{n} = cast {v} to {to}"));
                 def(b, to, None);
@@ -577,7 +592,7 @@ impl Module<'_> {
         if a.kind != "ndarray" {
             return Err(located(format!("argument {i} ('{}') is a {}, not an ndarray", a.name, a.kind), s));
         }
-        let elem = scalar_of(&a.dtype, s.span, s.loc.as_ref())?;
+        let elem = stmt_scalar(&a.dtype, s)?;
         let name = self.names.unique(&format!("{}.{}", kc.k.kir_name, sanitize(&a.name)));
         let f = (name, elem, a.shape.clone());
         kc.ndarrays.insert(i, f.clone());
@@ -790,7 +805,7 @@ impl Error {
     /// The same refusal with another reason.
     fn with_why(self, why: &'static str) -> Error {
         match self {
-            Error::Refused { refusal, span, loc } => Error::Refused { refusal: Refusal { why, ..refusal }, span, loc },
+            Error::Refused { refusal, span, loc, near } => Error::Refused { refusal: Refusal { why, ..refusal }, span, loc, near },
             e => e,
         }
     }
