@@ -231,7 +231,7 @@ impl Module<'_> {
         for (i, t) in k.tasks.iter().enumerate() {
             tasks += &self.task(&mut kc, i, t)?;
         }
-        for (_, (name, ty)) in &kc.tmps {
+        for (name, ty) in kc.tmps.values() {
             self.extra.push((name.clone(), *ty, Vec::new()));
         }
         let mut nd: Vec<_> = kc.ndarrays.into_iter().collect();

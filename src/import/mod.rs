@@ -207,7 +207,7 @@ mod tests {
             "{h}kernel {{\n  $0 = offloaded  \n  body {{\n    <i32> $1 = const -7\n    <i32> $2 = const 2\n    <i32> $3 = floordiv $1 $2\n    <*i32> $4 = alloca\n    <i32> $5 = atomic add($4, $3)\n    <f32> $6 = const 1e+20\n    <f32> $7 = cast_value<f32> $3\n    <f32> $8 = floordiv $7 $6\n    <f32> $9 = sgn $8\n    <u1> $10 = logic_not $3\n    <i32> $11 = select($10, $1, $2)\n    <i32> $12 = const 0\n    <*f32> $13 = global ptr [S6place<i32>], index [$11, $12] activate=false\n  }}\n}}\n",
             h = header("k_c1_0")
         );
-        let e = run(&log).err().expect("a type mismatch is reported");
+        let e = run(&log).expect_err("a type mismatch is reported");
         let ImportError::Log(d) = e else { panic!("{e:?}") };
         assert!(d.message.contains("is i32 in the field table but accessed as f32"), "{}", d.message);
         let log = log.replace("<*f32> $13", "<*i32> $13");
@@ -216,14 +216,14 @@ mod tests {
 
     #[test]
     fn a_stage_that_is_not_there() {
-        let e = import("", TABLE, "Simplified IV").err().expect("no such stage");
+        let e = import("", TABLE, "Simplified IV").expect_err("no such stage");
         let ImportError::Log(d) = e else { panic!("{e:?}") };
         assert!(d.message.contains("no IR dumps"), "{}", d.message);
     }
 
     #[test]
     fn a_table_of_another_version() {
-        let e = import("", &TABLE.replace("1.3.3", "1.4.0"), DEFAULT_STAGE).err().expect("refused");
+        let e = import("", &TABLE.replace("1.3.3", "1.4.0"), DEFAULT_STAGE).expect_err("refused");
         assert!(matches!(e, ImportError::Table(d) if d.message.contains("Quadrants 1.4.0")));
     }
 }

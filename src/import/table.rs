@@ -120,7 +120,7 @@ mod tests {
     #[test]
     fn a_malformed_table_is_located() {
         let text = "{\"quadrants\": \"1.3.3\",\n \"fields\": [{\"name\": 3}]}";
-        let e = parse(text).err().expect("malformed");
+        let e = parse(text).expect_err("malformed");
         assert!(e.message.starts_with("malformed field table: invalid type"), "{}", e.message);
         let start = e.span.expect("located").start as usize;
         assert!(start > text.find('\n').expect("two lines"), "{start}");
