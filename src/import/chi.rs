@@ -209,7 +209,7 @@ pub const UNARY_OPS: &[&str] = &[
 
 /// The tasks of one dump: the lines strictly inside its `kernel {` ... `}`.
 pub fn parse_dump(lines: &[Line<'_>]) -> Result<Vec<Task>, Error> {
-    let mut p = Parser { lines, pos: 0, last_loc: None };
+    let mut p = Parser { lines, pos: 0, last_loc: None, depth: 0 };
     let mut tasks = Vec::new();
     while p.pos < lines.len() {
         let line = lines[p.pos];
@@ -233,11 +233,19 @@ struct Parser<'l, 'a> {
     pos: usize,
     /// The last Python location read, for a refused statement without one.
     last_loc: Option<PyLoc>,
+    /// Blocks open around the line being read.
+    depth: usize,
 }
+
+/// How deeply blocks may nest in a dump: KIR's own limit (253 levels in a
+/// body) is far above what Quadrants prints, and a bound keeps the
+/// recursive parser and lowering off the end of the stack on any input.
+pub const MAX_DEPTH: usize = 64;
 
 impl<'a> Parser<'_, 'a> {
     fn at_end_line(&self) -> Line<'a> {
-        self.lines.get(self.pos).copied().unwrap_or_else(|| *self.lines.last().expect("a dump has lines"))
+        let none = Line { text: "", start: 0, number: 0 };
+        self.lines.get(self.pos).or(self.lines.last()).copied().unwrap_or(none)
     }
 
     /// The rest of an offloaded statement (its header tokens in `c`), its
@@ -276,7 +284,10 @@ impl<'a> Parser<'_, 'a> {
                 "grid_dim" => {
                     c.int()?;
                 }
-                "block_dim" => block_dim = c.int()? as u32,
+                "block_dim" => {
+                    let here = c.here();
+                    block_dim = u32::try_from(c.int()?).map_err(|_| syntax("block_dim out of range", here))?;
+                }
                 "bls" => {
                     if c.word() != Some("none") {
                         return Err(self.refuse("block-local storage", line));
@@ -330,6 +341,16 @@ impl<'a> Parser<'_, 'a> {
 
     /// Statements up to (not including) a line starting with `}`.
     fn block(&mut self) -> Result<Vec<Stmt>, Error> {
+        if self.depth >= MAX_DEPTH {
+            return Err(syntax(format!("blocks nested more than {MAX_DEPTH} deep"), self.at_end_line().span()));
+        }
+        self.depth += 1;
+        let r = self.block_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn block_inner(&mut self) -> Result<Vec<Stmt>, Error> {
         let mut out = Vec::new();
         while self.pos < self.lines.len() {
             let line = self.lines[self.pos];

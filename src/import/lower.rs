@@ -249,6 +249,7 @@ impl Module<'_> {
             return Err(located(format!("no field of the field table is placed at SNode {place}"), s));
         };
         let f = &self.table.fields[i];
+        check_shape(&f.name, &f.shape).map_err(|m| located(m, s))?;
         let ty = stmt_scalar(&f.dtype, s)?;
         self.used.insert(i, ty);
         Ok((self.field_names[i].clone(), ty, f.shape.len()))
@@ -285,6 +286,13 @@ impl Module<'_> {
                         Bound::Tmp(off) => format!("@{}[]", self.tmp(kc, *off, Scalar::I32, t.span, t.loc.as_ref())?),
                     })
                 };
+                for bd in [begin, end] {
+                    if let Bound::Const(v) = bd {
+                        if i32::try_from(*v).is_err() {
+                            return Err(Error::Syntax { message: format!("range_for bound {v} does not fit i32"), span: t.span });
+                        }
+                    }
+                }
                 let (lo, hi) = (bound(begin)?, bound(end)?);
                 b.vals.insert(t.id, V::Loop { vars: vec![var.clone()] });
                 loops.push((t.id, false));
@@ -305,6 +313,7 @@ impl Module<'_> {
                     });
                 };
                 let f = &self.table.fields[fi];
+                check_shape(&f.name, &f.shape).map_err(|message| Error::Syntax { message, span: t.span })?;
                 if f.shape.is_empty() {
                     return Err(refused("struct_for over a 0-D field", "KIR's struct_for needs a field of rank 1 or more", t.span, t.loc.as_ref()));
                 }
@@ -366,7 +375,8 @@ impl Module<'_> {
                         "false" | "0" => Some("false".to_string()),
                         _ => None,
                     },
-                    Scalar::I32 | Scalar::I64 => text.parse::<i64>().ok().map(|v| v.to_string()),
+                    Scalar::I32 => text.parse::<i32>().ok().map(|v| v.to_string()),
+                    Scalar::I64 => text.parse::<i64>().ok().map(|v| v.to_string()),
                     Scalar::F32 | Scalar::F64 => float_bits(text, ty),
                 };
                 let Some(lit) = lit else {
@@ -403,6 +413,9 @@ impl Module<'_> {
                     return Err(located(format!("ndarray argument {arg} has no axis {axis} in the field table"), s));
                 };
                 let ty = ty.unwrap_or(Scalar::I32);
+                if ty != Scalar::I32 || i32::try_from(extent).is_err() {
+                    return Err(located(format!("ndarray axis {axis} of extent {extent} as {ty}"), s));
+                }
                 b.line(format!("{n} = const {extent} : {ty}"));
                 def(b, ty, Some(extent.to_string()));
             }
@@ -593,6 +606,7 @@ impl Module<'_> {
             return Err(located(format!("argument {i} ('{}') is a {}, not an ndarray", a.name, a.kind), s));
         }
         let elem = stmt_scalar(&a.dtype, s)?;
+        check_shape(&a.name, &a.shape).map_err(|m| located(m, s))?;
         let name = self.names.unique(&format!("{}.{}", kc.k.kir_name, sanitize(&a.name)));
         let f = (name, elem, a.shape.clone());
         kc.ndarrays.insert(i, f.clone());
@@ -791,6 +805,15 @@ impl Module<'_> {
         }
         Ok(())
     }
+}
+
+/// A shape of the table KIR can declare: rank at most 8, extents from 1
+/// to 2^40 (the verifier's own bound on a field's bytes is checked after).
+fn check_shape(name: &str, shape: &[u64]) -> Result<(), String> {
+    if shape.len() > 8 || shape.iter().any(|&e| e == 0 || e > 1 << 40) {
+        return Err(format!("'{name}' has the shape {shape:?} in the field table; KIR fields have 0 to 8 extents of at least 1"));
+    }
+    Ok(())
 }
 
 fn block(block_dim: u32) -> String {

@@ -214,6 +214,47 @@ mod tests {
         run(&log).expect("imports and verifies");
     }
 
+    /// Every prefix of a log, and the log with any one line cut short, is
+    /// imported or refused, never a panic.
+    #[test]
+    fn no_panic_on_truncated_or_damaged_logs() {
+        let log = format!(
+            "[Quadrants] version 1.3.3, llvm 22.1.0\n{h}kernel {{\n  $0 = offloaded range_for(0, tmp(offset=0B)) grid_dim=0 block_dim=32 \n  body {{\n    <i32> $1 = loop $0 index 0\n    File \"/t/k.py\", line 3, in k:\n        y[i] = 1\n        ^^^^\n    <*f32> $2 = global ptr [S4place<f32>], index [$1] activate=true\n    <f32> $3 = const 1.5\n    $4 : while true {{\n      $5 : if $1 {{\n        $6 : while control nullptr, $1\n      }} else {{\n        $7 continue (scope=$4)\n      }}\n      <f32> $8 = atomic add($2, $3)\n    }}\n  }}\n}}\n",
+            h = header("k_c1_0")
+        );
+        let lines: Vec<&str> = log.split_inclusive('\n').collect();
+        for k in 0..=lines.len() {
+            let _ = run(&lines[..k].concat());
+            for cut in 0..lines.get(k).map_or(0, |l| l.len()) {
+                let mut damaged = lines.clone();
+                let l = lines[k];
+                let cut = (0..=cut).rev().find(|&c| l.is_char_boundary(c)).unwrap_or(0);
+                damaged[k] = &l[..cut];
+                let _ = run(&damaged.concat());
+            }
+        }
+        let deep = format!(
+            "{}kernel {{\n  $0 = offloaded  \n  body {{\n{}{}  }}\n}}\n",
+            header("k_c1_0"),
+            "    $1 : while true {\n".repeat(100_000),
+            "    }\n".repeat(100_000)
+        );
+        // As deep as the limit allows imports (and verifies) on a test
+        // thread's small stack.
+        let d = chi::MAX_DEPTH - 1;
+        let ok = format!(
+            "{}kernel {{\n  $0 = offloaded  \n  body {{\n{}{}  }}\n}}\n",
+            header("k_c1_0"),
+            "    $1 : while true {\n".repeat(d),
+            "    }\n".repeat(d)
+        );
+        run(&ok).expect("imports");
+        match run(&deep) {
+            Err(ImportError::Log(d)) => assert!(d.message.contains("nested more than"), "{}", d.message),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn a_stage_that_is_not_there() {
         let e = import("", TABLE, "Simplified IV").expect_err("no such stage");
