@@ -1029,6 +1029,29 @@ mod tests {
     }
 
     #[test]
+    fn meshes_and_other_statements_are_refused_by_name() {
+        let text = "kernel {\n  $0 = offloaded mesh_for(Vertex -> Unknown) num_patches=4 grid_dim=0 block_dim=32 bls=none \n  body {\n  }\n}\n";
+        assert!(matches!(parse(text), Err(Error::Refused { refusal, .. }) if refusal.name == "mesh_for"));
+        for (line, name) in [
+            ("    <i32> $2 = mesh patch idx", "mesh patch idx"),
+            ("    <f32> $2 = rand()", "rand"),
+            ("    <f32> $2 = asin $1", "asin"),
+            ("    <i32> $2 = atomic cas($1, $1, $1)", "atomic cas"),
+            ("    $2 : while control $1, $1", "while control with a mask"),
+            ("    <*f32> $2 = alloca(shared)", "alloca(shared)"),
+            ("    <[Tensor (3) f32]> $2 = [$1, $1, $1]", "matrix init"),
+        ] {
+            let text = format!("kernel {{\n  $0 = offloaded  \n  body {{\n    <f32> $1 = const 1\n{line}\n  }}\n}}\n");
+            match parse(&text) {
+                // `asin` parses; lowering refuses it (no KIR operator).
+                Ok(t) if name == "asin" => assert_eq!(t[0].body[1].kind, Kind::Unary { op: "asin".into(), a: 1 }),
+                Err(Error::Refused { refusal, .. }) => assert_eq!(refusal.name, name, "{line}"),
+                other => panic!("{line}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
     fn garbage_is_a_syntax_error() {
         let text = "kernel {\n  $0 = offloaded  \n  body {\n    $1 = = ?\n  }\n}\n";
         assert!(matches!(parse(text), Err(Error::Syntax { .. })));
