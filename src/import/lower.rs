@@ -706,7 +706,20 @@ impl Module<'_> {
             "cmp_ne" => Some(cmp("ne")),
             _ => None,
         };
-        if let Some(k) = kir {
+        if op == "cmp_ne" && t.is_float() {
+            // Quadrants compares floats for inequality ordered (LLVM's `one`:
+            // false when either is NaN); KIR's `ne` is unordered. Ordered
+            // inequality is `lt or gt`.
+            let [lt, gt, r] = [(); 3].map(|_| b.fresh(s.id));
+            b.line(format!("{lt} = cmp lt {x}, {y}"));
+            b.line(format!("{gt} = cmp gt {x}, {y}"));
+            if rt == Scalar::I1 {
+                b.line(format!("{n} = or {lt}, {gt}"));
+            } else {
+                b.line(format!("{r} = or {lt}, {gt}"));
+                b.line(format!("{n} = cast {r} to {rt}"));
+            }
+        } else if let Some(k) = kir {
             if k.starts_with("cmp") && rt != Scalar::I1 {
                 let c = b.fresh(s.id);
                 b.line(format!("{c} = {k} {x}, {y}"));
