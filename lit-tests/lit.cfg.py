@@ -35,6 +35,11 @@ config.substitutions.append(("%testdata", os.path.join(repo, "testdata")))
 # Cargo examples used as test tools (built by `make test-lit`).
 config.substitutions.append(("%cache-fill", os.path.join(bin_dir, "examples", "cache-fill")))
 
+# `REQUIRES: kiln-run` for tests that run kernels: an LLVM-free build
+# (`cargo build --no-default-features --bins`) has no kiln-run.
+if os.path.exists(os.path.join(bin_dir, "kiln-run")):
+    config.available_features.add("kiln-run")
+
 # The host architecture (`REQUIRES: x86_64` for tests of the x86-64 code model).
 import platform
 config.available_features.add(platform.machine())

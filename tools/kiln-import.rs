@@ -65,7 +65,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         None => ToolError::at(src.name(), d.message),
         Some(_) => ToolError::diags(src, &Diagnostics(vec![d])),
     };
-    let stream = import::import(log.text(), table.text(), &cli.stage).map_err(|e| match e {
+    let imported = import::import(log.text(), table.text(), &cli.stage).map_err(|e| match e {
         ImportError::Log(d) => located(&log, d),
         ImportError::Table(d) => located(&table, d),
         ImportError::Invalid { text, diags } => ToolError::msg_diags(
@@ -74,5 +74,11 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
             &diags,
         ),
     })?;
-    tool::write_output_with(cli.output.as_deref(), |w| write!(w, "{stream}"))
+    if !imported.left_out.is_empty() {
+        tool::warn(
+            "kiln-import",
+            &format!("left out the kernels the field table does not name: {}", imported.left_out.join(", ")),
+        );
+    }
+    tool::write_output_with(cli.output.as_deref(), |w| write!(w, "{}", imported.stream))
 }

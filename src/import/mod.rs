@@ -45,6 +45,15 @@ pub enum ImportError {
     Invalid { text: String, diags: Diagnostics },
 }
 
+/// A successful import: the verified KIR, and the kernels of the log left
+/// out because the field table does not name them (Quadrants' own, such as
+/// the `tensor_to_ext_arr` that `to_numpy()` runs), by Quadrants' name.
+#[derive(Debug)]
+pub struct Imported {
+    pub stream: Stream,
+    pub left_out: Vec<String>,
+}
+
 /// One kernel's compilations so far, by Quadrants' name.
 struct Instance {
     quadrants_name: String,
@@ -52,8 +61,17 @@ struct Instance {
 }
 
 /// The Python function's name of a Quadrants kernel name: `saxpy_c60_0`
-/// without its `_c<N>_<M>` suffix.
+/// without its `_c<N>_<M>` suffix (before `_reverse_grad` or
+/// `_forward_grad` in the name of a kernel's derivative).
 pub fn python_name(quadrants_name: &str) -> &str {
+    let base = ["_reverse_grad", "_forward_grad"].iter().find_map(|s| quadrants_name.strip_suffix(s));
+    match base {
+        Some(b) if python_name_of(b).len() < b.len() => python_name_of(b),
+        _ => python_name_of(quadrants_name),
+    }
+}
+
+fn python_name_of(quadrants_name: &str) -> &str {
     let strip = |s: &str| -> Option<usize> {
         let (rest, m) = s.rsplit_once('_')?;
         let (rest2, c) = rest.rsplit_once('_')?;
@@ -67,7 +85,11 @@ pub fn python_name(quadrants_name: &str) -> &str {
 }
 
 /// Imports the kernels of `log` at `stage` with the field table `table`.
-pub fn import(log_text: &str, table_text: &str, stage: &str) -> Result<Stream, ImportError> {
+///
+/// When the table names kernels, only those are imported (a named kernel
+/// the log does not compile is an error); a table without kernels imports
+/// every kernel of the log.
+pub fn import(log_text: &str, table_text: &str, stage: &str) -> Result<Imported, ImportError> {
     let table = table::parse(table_text).map_err(ImportError::Table)?;
     if table.quadrants != log::QUADRANTS_VERSION {
         return Err(ImportError::Table(Diagnostic::error_nospan(format!(
@@ -130,6 +152,20 @@ pub fn import(log_text: &str, table_text: &str, stage: &str) -> Result<Stream, I
         return Err(ImportError::Log(Diagnostic::error_nospan(format!("no dump of stage '{stage}'; {have}"))));
     }
 
+    let mut left_out = Vec::new();
+    if !table.kernels.is_empty() {
+        let (keep, out): (Vec<Instance>, Vec<Instance>) =
+            instances.into_iter().partition(|i| table.kernels.contains_key(python_name(&i.quadrants_name)));
+        left_out = out.into_iter().map(|i| i.quadrants_name).collect();
+        instances = keep;
+        for name in table.kernels.keys() {
+            if !instances.iter().any(|i| python_name(&i.quadrants_name) == name) {
+                return Err(ImportError::Log(Diagnostic::error_nospan(format!(
+                    "kernel '{name}' of the field table has no dump of stage '{stage}' in the log (loaded from Quadrants' offline cache? capture with offline_cache=False)"
+                ))));
+            }
+        }
+    }
     let mut count: HashMap<&str, usize> = HashMap::new();
     for inst in &instances {
         *count.entry(python_name(&inst.quadrants_name)).or_default() += 1;
@@ -159,7 +195,7 @@ pub fn import(log_text: &str, table_text: &str, stage: &str) -> Result<Stream, I
     if let Err(diags) = crate::verifier::verify(&stream) {
         return Err(ImportError::Invalid { text, diags });
     }
-    Ok(stream)
+    Ok(Imported { stream, left_out })
 }
 
 #[cfg(test)]
@@ -178,7 +214,9 @@ mod tests {
     }
 
     fn run(log: &str) -> Result<String, ImportError> {
-        import(log, TABLE, DEFAULT_STAGE).map(|s| s.to_string())
+        // The tests' logs compile `saxpy` or `k`; the table names the one there.
+        let table = if log.contains("[saxpy_") { TABLE.to_string() } else { TABLE.replace("\"saxpy\"", "\"k\"") };
+        import(log, &table, DEFAULT_STAGE).map(|s| s.stream.to_string())
     }
 
     #[test]
@@ -187,6 +225,8 @@ mod tests {
         assert_eq!(python_name("my_kernel_c7_12"), "my_kernel");
         assert_eq!(python_name("plain"), "plain");
         assert_eq!(python_name("_c1_2"), "_c1_2");
+        assert_eq!(python_name("k_c61_0_reverse_grad"), "k");
+        assert_eq!(python_name("k_reverse_grad"), "k_reverse_grad");
     }
 
     #[test]
@@ -260,6 +300,17 @@ mod tests {
         let e = import("", TABLE, "Simplified IV").expect_err("no such stage");
         let ImportError::Log(d) = e else { panic!("{e:?}") };
         assert!(d.message.contains("no IR dumps"), "{}", d.message);
+    }
+
+    #[test]
+    fn only_the_kernels_the_table_names() {
+        let log = format!("{}kernel {{\n  $0 = offloaded  \n  body {{\n  }}\n}}\n", header("tensor_to_ext_arr_c9_0"));
+        let both = format!("{log}{}", log.replace("tensor_to_ext_arr_c9_0", "k_c1_0"));
+        let imported = import(&both, &TABLE.replace("\"saxpy\"", "\"k\""), DEFAULT_STAGE).expect("imports");
+        assert_eq!(imported.left_out, ["tensor_to_ext_arr_c9_0"]);
+        assert!(imported.stream.to_string().contains("task @k.0 serial {"));
+        let e = import(&log, TABLE, DEFAULT_STAGE).expect_err("saxpy is not there");
+        assert!(matches!(e, ImportError::Log(d) if d.message.contains("kernel 'saxpy' of the field table has no dump")));
     }
 
     #[test]
