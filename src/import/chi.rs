@@ -358,6 +358,11 @@ impl<'a> Parser<'_, 'a> {
                 return Ok(out);
             }
             self.pos += 1;
+            // `decorate $4 : Loop-unique 1`: an analysis fact, no effect.
+            if line.text.trim_start().starts_with("decorate ") {
+                self.location();
+                continue;
+            }
             out.push(self.stmt(line)?);
         }
         Err(syntax("a block without its closing '}'", self.at_end_line().span()))

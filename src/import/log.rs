@@ -48,7 +48,8 @@ pub struct Dump {
     pub kernel: String,
     /// The pass label without its colon (`Start offload_to_executable`).
     pub label: String,
-    /// The thread that printed the header (spdlog's thread id).
+    /// The thread that printed the header (spdlog's thread id; empty in a
+    /// short label).
     pub thread: String,
     /// Index of the header line.
     pub header: usize,
@@ -64,8 +65,25 @@ pub struct Log<'a> {
 }
 
 /// A header written by the IR printer's pass printer: (thread, kernel,
-/// label). Other spdlog lines are `None`.
+/// label). Other spdlog lines are `None`. The capture's per-call logs keep
+/// only the label's last part, `[saxpy_c62_0] Start offload_to_executable:`
+/// (no thread then).
 fn header(text: &str) -> Option<(&str, &str, &str)> {
+    short_header(text).or_else(|| long_header(text))
+}
+
+/// `[KERNEL] LABEL:`, KERNEL a Python identifier with Quadrants' suffixes.
+fn short_header(text: &str) -> Option<(&str, &str, &str)> {
+    let rest = text.strip_prefix('[')?;
+    let (kernel, rest) = rest.split_once("] ")?;
+    let ident = kernel.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && kernel.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let label = rest.strip_suffix(':')?;
+    (ident && !label.is_empty() && !label.contains(':') && kernel != "Quadrants" && kernel != "Taichi")
+        .then_some(("", kernel, label))
+}
+
+fn long_header(text: &str) -> Option<(&str, &str, &str)> {
     let rest = text.strip_prefix('[')?;
     let close = rest.find("] [")?;
     let thread = rest[..close].rsplit(' ').next().unwrap_or("");
@@ -196,6 +214,14 @@ mod tests {
         let d = &log.dumps[0];
         assert_eq!((d.kernel.as_str(), d.label.as_str(), d.thread.as_str()), ("saxpy_c60_0", "Start offload_to_executable", "6361"));
         assert_eq!(d.body, Some((3, 5)));
+    }
+
+    #[test]
+    fn short_labels_of_the_capture() {
+        let log = scan("[saxpy_c62_0] Start offload_to_executable:\nkernel {\n}\n").expect("scans");
+        assert_eq!((log.dumps[0].kernel.as_str(), log.dumps[0].label.as_str()), ("saxpy_c62_0", "Start offload_to_executable"));
+        assert!(header("[Quadrants] Starting on arch=x64").is_none());
+        assert!(header("[x y] z:").is_none());
     }
 
     #[test]

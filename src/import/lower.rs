@@ -245,14 +245,35 @@ impl Module<'_> {
 
     /// The table field placed at SNode `place`, marked used.
     fn field_at(&mut self, place: u32, s: &Stmt) -> Result<(String, Scalar, usize), Error> {
-        let Some(i) = self.table.fields.iter().position(|f| f.place == place) else {
-            return Err(located(format!("no field of the field table is placed at SNode {place}"), s));
-        };
+        let i = self.unique_field(|f| f.place == place, s.span, &format!("placed at SNode {place}"))?;
         let f = &self.table.fields[i];
+        field_kind_ok(f).map_err(|(name, why)| refused_stmt(name, s).with_why(why))?;
         check_shape(&f.name, &f.shape).map_err(|m| located(m, s))?;
         let ty = stmt_scalar(&f.dtype, s)?;
         self.used.insert(i, ty);
         Ok((self.field_names[i].clone(), ty, f.shape.len()))
+    }
+
+    /// The one field `pick` selects: fields of two Quadrants runtimes
+    /// (`init`) may share SNode ids, which is an error here.
+    fn unique_field(&self, pick: impl Fn(&table::Field) -> bool, span: Span, what: &str) -> Result<usize, Error> {
+        let mut hits = self.table.fields.iter().enumerate().filter(|(_, f)| pick(f));
+        let Some((i, first)) = hits.next() else {
+            return Err(Error::Syntax { message: format!("no field of the field table is {what}"), span });
+        };
+        if let Some((_, other)) = hits.find(|(_, f)| f.init != first.init) {
+            return Err(Error::Syntax {
+                message: format!(
+                    "fields of two Quadrants runtimes are {what} ('{}' of init {} and '{}' of init {}): import each runtime's calls with a table of its fields",
+                    first.name,
+                    first.init.unwrap_or(0),
+                    other.name,
+                    other.init.unwrap_or(0)
+                ),
+                span,
+            });
+        }
+        Ok(i)
     }
 
     /// The 0-D field of the global temporary at `offset`, of type `ty`.
@@ -299,7 +320,11 @@ impl Module<'_> {
                 format!("range_for {var} : i32 in {lo} .. {hi}{}", block(*block_dim))
             }
             TaskKind::StructFor { snode, block_dim } => {
-                let Some(fi) = self.table.fields.iter().position(|f| f.ancestors.first() == Some(snode)) else {
+                let fi = self.table.fields.iter().position(|f| f.ancestors.first() == Some(snode));
+                if fi.is_some() {
+                    self.unique_field(|f| f.ancestors.first() == Some(snode), t.span, &format!("under SNode {snode}"))?;
+                }
+                let Some(fi) = fi else {
                     let nested = self.table.fields.iter().any(|f| f.ancestors.contains(snode));
                     return Err(if nested {
                         refused(
@@ -314,6 +339,7 @@ impl Module<'_> {
                 };
                 let f = &self.table.fields[fi];
                 check_shape(&f.name, &f.shape).map_err(|message| Error::Syntax { message, span: t.span })?;
+                field_kind_ok(f).map_err(|(name, why)| refused(name, why, t.span, t.loc.as_ref()))?;
                 if f.shape.is_empty() {
                     return Err(refused("struct_for over a 0-D field", "KIR's struct_for needs a field of rank 1 or more", t.span, t.loc.as_ref()));
                 }
@@ -388,10 +414,14 @@ impl Module<'_> {
             Kind::ArgLoad(i) => {
                 let Some(Some((name, pty))) = kc.params.get(*i as usize) else {
                     let args = self.table.kernels.get(&kc.k.python_name).map(|a| a.args.as_slice()).unwrap_or(&[]);
-                    if let Some(a) = args.get(*i as usize).filter(|a| a.kind == "scalar") {
-                        return Err(stmt_scalar(&a.dtype, s).err().unwrap_or_else(|| {
-                            located(format!("argument {i} ('{}') cannot be a parameter", a.name), s)
-                        }));
+                    if let Some(a) = args.get(*i as usize) {
+                        if a.kind == "scalar" {
+                            return Err(stmt_scalar(&a.dtype, s).err().unwrap_or_else(|| {
+                                located(format!("argument {i} ('{}') cannot be a parameter", a.name), s)
+                            }));
+                        }
+                        return Err(refused_stmt(format!("argument '{}' of kind {}", a.name, a.kind), s)
+                            .with_why("KIR parameters are scalars (templates and structs are not imported)"));
                     }
                     return Err(located(
                         format!("argument {i} of kernel '{}' is not a scalar argument of the field table", kc.k.python_name),
@@ -818,6 +848,18 @@ impl Module<'_> {
         }
         Ok(())
     }
+}
+
+/// A field KIR can hold: scalar elements, under dense SNodes only (as far
+/// as the table says); else the refusal's name and reason.
+fn field_kind_ok(f: &table::Field) -> Result<(), (String, &'static str)> {
+    if let Some(k) = f.kind.as_deref().filter(|k| *k != "scalar") {
+        return Err((format!("{k} field '{}'", f.name), "a matrix or vector held as one value; KIR values are scalars"));
+    }
+    if let Some(k) = f.ancestor_kinds.iter().find(|k| *k != "dense" && *k != "root") {
+        return Err((format!("sparse SNode ({k}) of field '{}'", f.name), "KIR fields are dense arrays"));
+    }
+    Ok(())
 }
 
 /// A shape of the table KIR can declare: rank at most 8, extents from 1

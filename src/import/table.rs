@@ -40,6 +40,17 @@ pub struct Field {
     pub place: u32,
     #[serde(default)]
     pub ancestors: Vec<u32>,
+    /// The SNode kind of each ancestor (`dense`, `root`, `pointer`, ...),
+    /// when the capture says.
+    #[serde(default)]
+    pub ancestor_kinds: Vec<String>,
+    /// `scalar`, or `matrix` for a vector or matrix field (refused).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Which Quadrants runtime (`qd.init`) the field belongs to, for a
+    /// program that initialised more than one (absent: 0).
+    #[serde(default)]
+    pub init: Option<u32>,
 }
 
 /// A kernel's arguments, in the order `argload[i]` numbers them.
@@ -54,6 +65,8 @@ pub struct Arg {
     pub name: String,
     /// `scalar` or `ndarray` (others are refused when the kernel uses them).
     pub kind: String,
+    /// Absent for `other` (templates, structs: only their `repr`).
+    #[serde(default)]
     pub dtype: String,
     #[serde(default)]
     pub shape: Vec<u64>,
@@ -110,7 +123,9 @@ mod tests {
             r#"{"quadrants": "1.3.3", "capture": {"argv": []},
                 "fields": [{"name": "x", "dtype": "f32", "shape": [4096], "place": 2, "ancestors": [1, 0], "extra": 1}],
                 "kernels": {"saxpy": {"args": [{"name": "a", "kind": "scalar", "dtype": "f32"},
-                                               {"name": "arr", "kind": "ndarray", "dtype": "f32", "shape": [16]}]}}}"#,
+                                               {"name": "arr", "kind": "ndarray", "dtype": "f32", "shape": [16]},
+                                               {"name": "t", "kind": "other", "repr": "template()"}],
+                                      "returns": ["i64"]}}}"#,
         )
         .expect("parses");
         assert_eq!(t.fields[0].place, 2);
