@@ -109,7 +109,7 @@ test-lit:
 fuzz-smoke:
 	$(CARGO) test --test fuzz_corpus
 
-# A real campaign: FUZZ_TARGET (parse, record, npy) for FUZZ_RUNS inputs with
+# A real campaign: FUZZ_TARGET (parse, record, npy, config, import) for FUZZ_RUNS inputs with
 # cargo-fuzz and libFuzzer on the stable toolchain (RUSTC_BOOTSTRAP=1 lets it
 # take cargo-fuzz's -Z flags); installs cargo-fuzz when missing. Slow: run
 # it by hand, niced, one target at a time.

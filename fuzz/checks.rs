@@ -81,3 +81,21 @@ pub fn config(data: &[u8]) {
         }
     }
 }
+
+/// The field table the `import` target's logs are read with: the fields
+/// and kernels of `lit-tests/import/Inputs/basic.fields.json`, whose log the
+/// seeds are cut from.
+const IMPORT_TABLE: &str = r#"{"quadrants":"1.3.3","fields":[{"name":"x","dtype":"f32","shape":[16],"place":2,"ancestors":[1,0]},{"name":"y","dtype":"f32","shape":[16],"place":4,"ancestors":[3,0]},{"name":"g","dtype":"i32","shape":[4,8],"place":6,"ancestors":[5,0]},{"name":"total","dtype":"f32","shape":[],"place":8,"ancestors":[7,0]},{"name":"count","dtype":"i64","shape":[],"place":10,"ancestors":[9,0]}],"kernels":{"saxpy":{"args":[{"name":"a","kind":"scalar","dtype":"f32"},{"name":"n","kind":"scalar","dtype":"i32"}]},"fill2d":{"args":[{"name":"base","kind":"scalar","dtype":"i32"}]},"collatz":{"args":[{"name":"start","kind":"scalar","dtype":"i32"}]},"reduce":{"args":[{"name":"scale","kind":"scalar","dtype":"f32"}]},"nd":{"args":[{"name":"arr","kind":"ndarray","dtype":"f32","shape":[3,5]},{"name":"bias","kind":"scalar","dtype":"f32"}]}}}"#;
+
+/// Any bytes, as a Quadrants log: `import::import` never panics (nor
+/// overflows a stack), and what it imports verifies and round-trips
+/// through the printer (it is KIR that any tool accepts, or an error).
+pub fn import(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Ok(imported) = kiln::import::import(&text, IMPORT_TABLE, kiln::import::DEFAULT_STAGE) {
+        kiln::verifier::verify(&imported.stream).expect("imported KIR verifies");
+        let printed = imported.stream.to_string();
+        let again = kiln::parser::parse(&printed).expect("imported KIR parses");
+        assert!(again.same_as(&imported.stream), "parse(print(imported)) != imported");
+    }
+}

@@ -90,3 +90,8 @@ fn npy_corpus() {
 fn config_corpus() {
     replay("config", checks::config);
 }
+
+#[test]
+fn import_corpus() {
+    replay("import", checks::import);
+}
