@@ -138,6 +138,9 @@ struct Body {
     depth: usize,
     vals: HashMap<u32, V>,
     fresh: usize,
+    /// Every statement number seen in the task: the printer numbers each
+    /// once (`re_id`), so a second one is a damaged log.
+    seen: HashSet<u32>,
 }
 
 impl Body {
@@ -294,7 +297,7 @@ impl Module<'_> {
     }
 
     fn task(&mut self, kc: &mut Kernel, i: usize, t: &Task) -> Result<String, Error> {
-        let mut b = Body { out: String::new(), depth: 2, vals: HashMap::new(), fresh: 0 };
+        let mut b = Body { out: String::new(), depth: 2, vals: HashMap::new(), fresh: 0, seen: HashSet::from([t.id]) };
         let name = format!("{}.{i}", kc.k.kir_name);
         let mut loops: Loops = Vec::new();
         let head = match &t.kind {
@@ -357,9 +360,13 @@ impl Module<'_> {
     }
 
     fn block(&mut self, kc: &mut Kernel, b: &mut Body, loops: &mut Loops, stmts: &[Stmt]) -> Result<(), Error> {
+        // What a block defines is not visible after it (as in KIR); the
+        // printer's IR never uses it there, a damaged log may.
+        let outer: HashSet<u32> = b.vals.keys().copied().collect();
         for s in stmts {
             self.stmt(kc, b, loops, s)?;
         }
+        b.vals.retain(|k, _| outer.contains(k));
         Ok(())
     }
 
@@ -385,9 +392,26 @@ impl Module<'_> {
     }
 
     fn stmt(&mut self, kc: &mut Kernel, b: &mut Body, loops: &mut Loops, s: &Stmt) -> Result<(), Error> {
+        if !b.seen.insert(s.id) {
+            return Err(located(format!("${} is numbered twice in this task (is the log damaged?)", s.id), s));
+        }
         let n = format!("%{}", s.id);
         // An ndarray's address is typed as the ndarray's struct.
         let ty = if matches!(s.kind, Kind::ArgAddr(_)) { None } else { hint(s)? };
+        self.stmt_kind(kc, b, loops, s, &n, ty)?;
+        // A value's hint must be the type of what was written for it.
+        if let (Some(t), Some(V::Val { ty: vt, .. })) = (ty, b.vals.get(&s.id)) {
+            if *vt != t && !matches!(s.kind, Kind::LoopIndex { .. }) {
+                return Err(located(format!("${} is typed <{t}> but computes {vt} (is the log damaged?)", s.id), s));
+            }
+        }
+        Ok(())
+    }
+
+    /// What `stmt` writes for `s`, whose KIR value is `n` and hint `ty`.
+    #[allow(clippy::too_many_arguments)]
+    fn stmt_kind(&mut self, kc: &mut Kernel, b: &mut Body, loops: &mut Loops, s: &Stmt, n: &str, ty: Option<Scalar>) -> Result<(), Error> {
+        let n = n.to_string();
         let need_ty = || ty.ok_or_else(|| located("a statement without its type".to_string(), s));
         let def = |b: &mut Body, ty: Scalar, konst: Option<String>| {
             b.vals.insert(s.id, V::Val { name: format!("%{}", s.id), ty, konst });
@@ -531,7 +555,10 @@ impl Module<'_> {
             Kind::Select { c, a, b: other } => {
                 let c = self.cond(b, *c, s)?;
                 let (x, xt) = self.val(b, *a, s)?;
-                let (y, _) = self.val(b, *other, s)?;
+                let (y, yt) = self.val(b, *other, s)?;
+                if xt != yt {
+                    return Err(located(format!("select of {xt} and {yt}"), s));
+                }
                 b.line(format!("{n} = select {c}, {x}, {y}"));
                 def(b, xt, None);
             }
@@ -596,7 +623,10 @@ impl Module<'_> {
             },
             Kind::RangeFor { begin, end, reversed, body } => {
                 let (lo, lt) = self.val(b, *begin, s)?;
-                let (hi, _) = self.val(b, *end, s)?;
+                let (hi, ht) = self.val(b, *end, s)?;
+                if lt != ht || !matches!(lt, Scalar::I32 | Scalar::I64) {
+                    return Err(located(format!("a for over {lt} .. {ht}"), s));
+                }
                 let var = format!("%i.{}", s.id);
                 if *reversed {
                     let sum = b.fresh(s.id);
@@ -655,16 +685,26 @@ impl Module<'_> {
             b.line(format!("{c} = const 1.0 : {vt}"));
             c
         };
+        // What the KIR written computes: the operand's type for an
+        // operator, the hint's for what ends in a cast.
+        let mut actual = rt;
         match op {
-            "neg" | "abs" => b.line(format!("{n} = {op} {v}")),
+            "neg" | "abs" if vt != Scalar::I1 => {
+                b.line(format!("{n} = {op} {v}"));
+                actual = vt;
+            }
             "floor" | "ceil" | "round" if vt.is_int() => {
                 b.vals.insert(s.id, V::Val { name: v, ty: vt, konst: None });
                 return Ok(());
             }
             "sqrt" | "sin" | "cos" | "tan" | "exp" | "log" | "floor" | "ceil" | "round" if vt.is_float() => {
-                b.line(format!("{n} = {op} {v}"))
+                b.line(format!("{n} = {op} {v}"));
+                actual = vt;
             }
-            "bit_not" if vt.is_int() => b.line(format!("{n} = not {v}")),
+            "bit_not" if vt.is_int() => {
+                b.line(format!("{n} = not {v}"));
+                actual = vt;
+            }
             "logic_not" => {
                 let z = b.fresh(s.id);
                 let zero = match vt {
@@ -686,10 +726,12 @@ impl Module<'_> {
                 b.line(format!("{r} = sqrt {v}"));
                 let o = one(b);
                 b.line(format!("{n} = div {o}, {r}"));
+                actual = vt;
             }
             "inv" | "rcp" if vt.is_float() => {
                 let o = one(b);
                 b.line(format!("{n} = div {o}, {v}"));
+                actual = vt;
             }
             "sgn" if vt != Scalar::I1 => {
                 let z = b.fresh(s.id);
@@ -703,7 +745,7 @@ impl Module<'_> {
             }
             _ => return Err(refused_stmt(format!("{op} of {vt}"), s).with_why("KIR has no such operator")),
         }
-        def(b, rt);
+        def(b, actual);
         Ok(())
     }
 
@@ -715,7 +757,10 @@ impl Module<'_> {
             return Err(located(format!("'{op}' of {xt} and {yt}"), s));
         }
         let t = xt;
-        let mut rt = ty.unwrap_or(t);
+        let hint_ty = ty.unwrap_or(t);
+        // The type of what is written: the operands' for arithmetic, i1 for
+        // a comparison, the hint's where a cast ends it.
+        let mut rt = hint_ty;
         let cmp = |p: &str| format!("cmp {p}");
         let kir: Option<String> = match op {
             "add" | "sub" | "mul" | "min" | "max" if t != Scalar::I1 => Some(op.to_string()),
@@ -755,9 +800,7 @@ impl Module<'_> {
                 b.line(format!("{c} = {k} {x}, {y}"));
                 b.line(format!("{n} = cast {c} to {rt}"));
             } else {
-                if k.starts_with("cmp") {
-                    rt = Scalar::I1;
-                }
+                rt = if k.starts_with("cmp") { Scalar::I1 } else { t };
                 b.line(format!("{n} = {k} {x}, {y}"));
             }
         } else {
@@ -766,6 +809,7 @@ impl Module<'_> {
                     let d = b.fresh(s.id);
                     b.line(format!("{d} = div {x}, {y}"));
                     b.line(format!("{n} = floor {d}"));
+                    rt = t;
                 }
                 "floordiv" if t != Scalar::I1 => {
                     // Python's floor division: C's quotient, one less when the
@@ -782,6 +826,7 @@ impl Module<'_> {
                     b.line(format!("{one} = const 1 : {t}"));
                     b.line(format!("{qm} = sub {q}, {one}"));
                     b.line(format!("{n} = select {adj}, {qm}, {q}"));
+                    rt = t;
                 }
                 "logical_and" | "logical_or" => {
                     let cx = self.cond(b, a, s)?;
@@ -811,6 +856,13 @@ impl Module<'_> {
                     return Err(located(format!("atomic {op} of {vt} into a field of {elem}"), s));
                 }
                 let idx = idx.join(", ");
+                let fits = match op {
+                    "bit_and" | "bit_or" | "bit_xor" => matches!(elem, Scalar::I32 | Scalar::I64),
+                    _ => elem != Scalar::I1,
+                };
+                if !fits {
+                    return Err(refused_stmt(format!("atomic {op} on {elem}"), s).with_why("KIR has no such atomic"));
+                }
                 let kop = match op {
                     "add" | "min" | "max" => op,
                     "bit_and" => "and",
@@ -838,6 +890,13 @@ impl Module<'_> {
                     "bit_xor" => "xor",
                     _ => return Err(refused_stmt(format!("atomic {op}"), s).with_why("KIR has no such operator")),
                 };
+                let fits = match kop {
+                    "and" | "or" | "xor" => elem.is_int(),
+                    _ => elem != Scalar::I1,
+                };
+                if !fits || elem != vt {
+                    return Err(located(format!("atomic {op} of {vt} on a local of {elem}"), s));
+                }
                 let new = b.fresh(s.id);
                 b.line(format!("{n} = load {name}"));
                 b.line(format!("{new} = {kop} {n}, {v}"));

@@ -276,7 +276,7 @@ mod tests {
         let ok = format!(
             "{}kernel {{\n  $0 = offloaded  \n  body {{\n{}{}  }}\n}}\n",
             header("k_c1_0"),
-            "    $1 : while true {\n".repeat(d),
+            (1..=d).map(|k| format!("    ${k} : while true {{\n")).collect::<String>(),
             "    }\n".repeat(d)
         );
         run(&ok).expect("imports");
