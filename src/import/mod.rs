@@ -286,6 +286,23 @@ mod tests {
         }
     }
 
+    /// Damaged logs that would make invalid KIR are errors at their line.
+    #[test]
+    fn damage_is_an_error_not_invalid_kir() {
+        let task = |body: &str| format!("{}kernel {{\n  $0 = offloaded  \n  body {{\n{body}  }}\n}}\n", header("k_c1_0"));
+        for (body, want) in [
+            ("    <i32> $1 = const 1\n    <i32> $1 = const 2\n", "$1 is numbered twice"),
+            ("    <f32> $1 = const 1\n    <i32> $2 = sqrt $1\n", "$2 is typed <i32> but computes f32"),
+            ("    <u1> $1 = const true\n    $2 : if $1 {\n      <i32> $3 = const 1\n    }\n    <i32> $4 = add $3 $3\n", "$3 is used before it is defined"),
+            ("    <i32> $1 = const 1\n    <f32> $2 = const 1\n    <i32> $3 = select($1, $1, $2)\n", "select of i32 and f32"),
+        ] {
+            match run(&task(body)) {
+                Err(ImportError::Log(d)) => assert!(d.message.contains(want), "{body}: {}", d.message),
+                other => panic!("{body}: {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn a_stage_that_is_not_there() {
         let e = import("", TABLE, "Simplified IV").expect_err("no such stage");
