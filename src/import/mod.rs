@@ -105,6 +105,7 @@ pub fn import(log_text: &str, table_text: &str, stage: &str) -> Result<Imported,
     // kernel starts a new one (the same kernel compiled again).
     let mut instances: Vec<Instance> = Vec::new();
     let mut current: HashMap<&str, usize> = HashMap::new();
+    let mut previous: Option<&str> = None;
     for (i, d) in scanned.dumps.iter().enumerate() {
         if d.label == "Initial IR" {
             current.remove(d.kernel.as_str());
@@ -112,6 +113,12 @@ pub fn import(log_text: &str, table_text: &str, stage: &str) -> Result<Imported,
         if !wanted(&d.label) {
             continue;
         }
+        // A kernel's tasks compile one after the other: its dumps after
+        // another kernel's are another compilation.
+        if previous.is_some_and(|p| p != d.kernel) {
+            current.remove(d.kernel.as_str());
+        }
+        previous = Some(d.kernel.as_str());
         let Some(_) = d.body else {
             let h = scanned.lines[d.header];
             return Err(ImportError::Log(Diagnostic::error(
@@ -127,6 +134,21 @@ pub fn import(log_text: &str, table_text: &str, stage: &str) -> Result<Imported,
         // other (num_compile_threads=1, which the capture forces); the
         // printing thread is no evidence either way, so it is not checked.
         instances[k].dumps.push(i);
+    }
+    // Quadrants names each compilation once (`_c<N>_<K>`): the same name
+    // compiled twice is the same log (or part of it) joined twice.
+    for (n, inst) in instances.iter().enumerate() {
+        if let Some(first) = instances[..n].iter().find(|o| o.quadrants_name == inst.quadrants_name) {
+            let line = |i: &Instance| scanned.lines[scanned.dumps[i.dumps[0]].header];
+            return Err(ImportError::Log(Diagnostic::error(
+                format!(
+                    "kernel '{}' is compiled twice in the log (first at line {}): is the same log joined twice?",
+                    inst.quadrants_name,
+                    line(first).number
+                ),
+                line(inst).span(),
+            )));
+        }
     }
     if instances.is_empty() {
         let mut labels: Vec<&str> = Vec::new();
@@ -300,6 +322,20 @@ mod tests {
                 Err(ImportError::Log(d)) => assert!(d.message.contains(want), "{body}: {}", d.message),
                 other => panic!("{body}: {other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn the_same_compilation_twice() {
+        let one = format!("{}kernel {{\n  $0 = offloaded  \n  body {{\n  }}\n}}\n", header("k_c1_0"));
+        let other = one.replace("k_c1_0", "j_c2_0");
+        let table = TABLE.replace("\"saxpy\"", "\"k\"").replace("}}}", "}, \"j\": {\"args\": []}}}");
+        // Two tasks of one compilation, then another kernel: fine.
+        import(&format!("{one}{one}{other}"), &table, DEFAULT_STAGE).expect("imports");
+        // The same compilation after another kernel's: joined twice.
+        match import(&format!("{one}{other}{one}"), &table, DEFAULT_STAGE) {
+            Err(ImportError::Log(d)) => assert!(d.message.contains("compiled twice in the log (first at line 1)"), "{}", d.message),
+            other => panic!("{other:?}"),
         }
     }
 
