@@ -13,7 +13,7 @@ use crate::diag::{self, Diagnostics, Severity, SourceFile};
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Whether this process colours what it prints on standard error, decided
 /// once by [`run_tool`] from `--color`, `NO_COLOR` and the terminal.
@@ -22,6 +22,16 @@ static COLOR: AtomicBool = AtomicBool::new(false);
 /// Whether diagnostics are coloured in this process.
 pub fn color() -> bool {
     COLOR.load(Ordering::Relaxed)
+}
+
+/// How many errors this process reports before it stops (0: all), set once
+/// by [`run_tool`] from `--error-limit` (`-ferror-limit=`) where the tool
+/// has it ([`crate::cli::DiagArgs`]).
+static ERROR_LIMIT: AtomicUsize = AtomicUsize::new(crate::cli::DEFAULT_ERROR_LIMIT);
+
+/// The error limit of this process's diagnostics.
+pub fn error_limit() -> usize {
+    ERROR_LIMIT.load(Ordering::Relaxed)
 }
 
 /// Why a tool stops without success.
@@ -71,11 +81,11 @@ impl ToolError {
     /// source (`error: pass 'cse' failed` and why).
     pub fn msg_diags(text: impl std::fmt::Display, src: &SourceFile, ds: &Diagnostics) -> ToolError {
         let head = diag::header(None, Severity::Error, &text.to_string(), color());
-        ToolError::Input(head + &src.render_all_styled(ds, color()))
+        ToolError::Input(head + &src.render_limited(ds, color(), error_limit()))
     }
-    /// Diagnostics rendered against their source.
+    /// Diagnostics rendered against their source, up to the error limit.
     pub fn diags(src: &SourceFile, ds: &Diagnostics) -> ToolError {
-        ToolError::Input(src.render_all_styled(ds, color()))
+        ToolError::Input(src.render_limited(ds, color(), error_limit()))
     }
     /// An I/O error on writing to stdout: a closed pipe is quiet.
     pub fn stdout(e: io::Error) -> ToolError {
@@ -176,7 +186,13 @@ pub fn run_tool<C: clap::Parser>(spec: &ToolSpec, body: impl FnOnce(C) -> Result
     if args.iter().skip(1).take_while(|a| *a != "--").any(|a| a == "--version" || a == "-V") {
         return main_with(spec.name, || write_output(None, (spec.version)().as_bytes()));
     }
-    let parsed = cmd.try_get_matches_from(&args).and_then(|m| C::from_arg_matches(&m));
+    let parsed = cmd.try_get_matches_from(&args).and_then(|m| C::from_arg_matches(&m).map(|c| (m, c)));
+    let parsed = parsed.map(|(matches, cli)| {
+        if let Ok(Some(&limit)) = matches.try_get_one::<usize>(crate::cli::DiagArgs::ERROR_LIMIT_ID) {
+            ERROR_LIMIT.store(limit, Ordering::Relaxed);
+        }
+        cli
+    });
     match parsed {
         Ok(cli) => main_with(spec.name, || body(cli)),
         Err(e) => clap_error(spec.name, e),

@@ -5,7 +5,6 @@
 
 use clap::{Parser, ValueEnum};
 use kiln::codegen::HostTarget;
-use kiln::config::OptLevel;
 use kiln::exec::{self, Engine, Fields};
 use kiln::target::Override;
 use kiln::jit::cached::RunCounters;
@@ -108,9 +107,8 @@ struct Cli {
     #[arg(long, value_enum, value_name = "FORMAT", num_args = 0..=1, require_equals = true, default_missing_value = "text")]
     stats: Option<StatsFormat>,
 
-    /// Optimisation level of the LLVM pipeline, 0 to 3 (part of every task's key)
-    #[arg(short = 'O', value_name = "LEVEL", default_value = "2", value_parser = kiln::cli::parse_opt_level)]
-    opt: OptLevel,
+    #[command(flatten)]
+    config: kiln::cli::ConfigArgs,
 
     /// Compile for this CPU instead of the detected one (a simulated host; env KILN_TARGET_CPU); checked against LLVM's list, `help` lists CPUs and features
     #[arg(long, value_name = "NAME")]
@@ -143,6 +141,9 @@ struct Cli {
     /// Print one line per field after the run, sorted by name: `@y f32[1024] blake3:HEX`
     #[arg(long)]
     digest: bool,
+
+    #[command(flatten)]
+    diag: kiln::cli::DiagArgs,
 
     #[command(flatten)]
     common: kiln::cli::Common,
@@ -203,7 +204,7 @@ fn make_engine(cli: &Cli, settings: &Settings, target: Option<HostTarget>) -> Re
         let interp = kiln::interp::Interpreter { order: cli.iteration_order.unwrap_or_default(), check_races: cli.check_races };
         return Ok((Runner::Interp(interp), None));
     };
-    let config = kiln::config::CompileConfig { opt_level: cli.opt, ..Default::default() };
+    let config = cli.config.config();
     // Tasks are compiled by a kiln-compile process, so that this one never
     // links or initialises LLVM's code generator (docs/performance.md,
     // "Warm start").
