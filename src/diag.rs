@@ -44,6 +44,34 @@ pub struct Diagnostic {
 pub struct Note {
     pub message: String,
     pub span: Option<Span>,
+    /// A place in another file (the Python source a statement came from):
+    /// printed instead of `span`.
+    pub elsewhere: Option<Elsewhere>,
+}
+
+/// A place in a file other than the one a diagnostic is rendered against,
+/// with the text of its line when it could be read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Elsewhere {
+    pub file: String,
+    /// 1-based.
+    pub line: u32,
+    /// 1-based, in characters.
+    pub col: u32,
+    pub line_text: Option<String>,
+}
+
+impl Elsewhere {
+    /// `file:line:col`, with the line's text read from `file` (as the path
+    /// is written, relative to the working directory) when it can be: a
+    /// file that is gone or unreadable only loses the excerpt.
+    pub fn read(file: &str, line: u32, col: u32) -> Elsewhere {
+        let line_text = std::fs::read(file).ok().and_then(|bytes| {
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            text.lines().nth((line as usize).checked_sub(1)?).map(str::to_string)
+        });
+        Elsewhere { file: file.to_string(), line, col, line_text }
+    }
 }
 
 impl Diagnostic {
@@ -55,13 +83,19 @@ impl Diagnostic {
         Diagnostic { severity: Severity::Error, message: message.into(), span: None, notes: Vec::new() }
     }
     pub fn with_note(mut self, note: impl Into<String>) -> Diagnostic {
-        self.notes.push(Note { message: note.into(), span: None });
+        self.notes.push(Note { message: note.into(), span: None, elsewhere: None });
         self
     }
     /// Adds a note with its own location (`FILE:LINE:COL: note: …`, its
     /// source line and caret).
     pub fn with_note_at(mut self, note: impl Into<String>, span: Span) -> Diagnostic {
-        self.notes.push(Note { message: note.into(), span: Some(span) });
+        self.notes.push(Note { message: note.into(), span: Some(span), elsewhere: None });
+        self
+    }
+    /// Adds a note located in another file (`FILE:LINE:COL: note: …`, with
+    /// that line and a caret when its text is known).
+    pub fn with_note_elsewhere(mut self, note: impl Into<String>, at: Elsewhere) -> Diagnostic {
+        self.notes.push(Note { message: note.into(), span: None, elsewhere: Some(at) });
         self
     }
 }
@@ -165,7 +199,10 @@ impl SourceFile {
     pub fn render_styled(&self, d: &Diagnostic, color: bool) -> String {
         let mut out = self.located(d.span, d.severity, &d.message, color);
         for n in &d.notes {
-            out.push_str(&self.located(n.span, Severity::Note, &n.message, color));
+            match &n.elsewhere {
+                Some(at) => out.push_str(&elsewhere(at, &n.message, color)),
+                None => out.push_str(&self.located(n.span, Severity::Note, &n.message, color)),
+            }
         }
         out
     }
@@ -227,16 +264,35 @@ impl SourceFile {
         let Ok(line_range) = self.line_range((), line_idx) else { return String::new() };
         let line_start = line_range.start;
         let line_end = line_start + text[line_range].trim_end_matches(['\n', '\r']).len();
-        let at = r.start.min(line_end);
-        let (from, to) = excerpt_window(text, line_start, line_end, at);
-        let (cut_left, cut_right) = (if from > line_start { "..." } else { "" }, if to < line_end { "..." } else { "" });
-        let end_on_line = r.end.min(to).max(at);
-        let width = text[at..end_on_line].chars().count().max(1);
-        let lead = text[from..at].chars().map(|c| if c == '\t' { '\t' } else { ' ' });
-        let pad: String = " ".repeat(cut_left.len()).chars().chain(lead).collect();
-        let caret = Palette::new(color).caret;
-        format!("{cut_left}{}{cut_right}\n{pad}{caret}^{}{caret:#}\n", &text[from..to], "~".repeat(width - 1))
+        let line = &text[line_start..line_end];
+        line_excerpt(line, r.start.min(line_end) - line_start, r.end.min(line_end).max(r.start) - line_start, color)
     }
+}
+
+/// A note at another file's place: its header, and its line with a caret
+/// under the column when the line's text is known.
+fn elsewhere(at: &Elsewhere, message: &str, color: bool) -> String {
+    let location = format!("{}:{}:{}", at.file, at.line, at.col);
+    let mut out = header(Some(&location), Severity::Note, message, color);
+    if let Some(line) = &at.line_text {
+        let line = line.trim_end_matches(['\n', '\r']);
+        let byte = line.char_indices().nth((at.col as usize).saturating_sub(1)).map_or(line.len(), |(i, _)| i);
+        out.push_str(&line_excerpt(line, byte, byte, color));
+    }
+    out
+}
+
+/// `line` (or a window of it around the caret, see [`excerpt_window`])
+/// and a caret line under the bytes `at..end` of it (`^` then `~`).
+fn line_excerpt(line: &str, at: usize, end: usize, color: bool) -> String {
+    let (from, to) = excerpt_window(line, 0, line.len(), at);
+    let (cut_left, cut_right) = (if from > 0 { "..." } else { "" }, if to < line.len() { "..." } else { "" });
+    let end = end.min(to).max(at);
+    let width = line[at..end].chars().count().max(1);
+    let lead = line[from..at].chars().map(|c| if c == '\t' { '\t' } else { ' ' });
+    let pad: String = " ".repeat(cut_left.len()).chars().chain(lead).collect();
+    let caret = Palette::new(color).caret;
+    format!("{cut_left}{}{cut_right}\n{pad}{caret}^{}{caret:#}\n", &line[from..to], "~".repeat(width - 1))
 }
 
 /// The last line of diagnostics cut short by an error limit.

@@ -106,6 +106,10 @@ impl Namer for Renumbering {
     fn task_names<'b>(&self, _: &'b TaskItem) -> (&'b str, &'b str) {
         (TASK_PLACEHOLDER, KERNEL_PLACEHOLDER)
     }
+    /// Where a statement came from changes no object: never keyed.
+    fn locations(&self) -> bool {
+        false
+    }
 }
 
 /// The key of a canonical text under a configuration.

@@ -29,7 +29,7 @@ lalrpop_util::lalrpop_mod!(
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::*;
-use crate::lexer::{split_items, ChunkKind, LexError, Lexer, Tok};
+use crate::lexer::{decode_string, split_items, ChunkKind, LexError, Lexer, Tok};
 use ast::{BoundAst, LitKind, LitTok, Name as AName, RangeAst, SKind, StmtAst, Sym, TaskKindAst, Top};
 use lalrpop_util::ParseError;
 use rayon::prelude::*;
@@ -630,7 +630,36 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         self.leave_scope(mark);
     }
 
-    fn stmt(&mut self, s: StmtAst, b: Block) {
+    /// Lowers one statement into block `b`, with its location if it has
+    /// one. The statement is the first one [`BodyLower::stmt_kind`] makes
+    /// (a statement with blocks is made before what they hold).
+    fn stmt(&mut self, mut s: StmtAst, b: Block) {
+        let loc = s.loc.take().and_then(|l| self.loc(l));
+        let first = self.body.stmts.len();
+        self.stmt_kind(s, b);
+        if let (Some(loc), Some(data)) = (loc, self.body.stmts.get_mut(Stmt(first as u32))) {
+            data.loc = Some(loc);
+        }
+    }
+
+    /// A location's file, line and column; `None` (and an error) when one
+    /// of them is not valid.
+    fn loc(&mut self, l: ast::LocAst) -> Option<Box<Loc>> {
+        let quoted = self.src.get(l.file.range()).unwrap_or("\"\"");
+        let file = decode_string(&quoted[1..quoted.len() - 1]).map_err(|e| self.diags.push(Diagnostic::error(e, l.file)));
+        let mut number = |t: &LitTok, what: &str| {
+            let n = lit_const(&t.with_text(self.src), Scalar::I64).ok().and_then(|c| c.as_i64());
+            let n = n.and_then(|n| u32::try_from(n).ok()).filter(|&n| n >= 1);
+            if n.is_none() {
+                self.diags.push(Diagnostic::error(format!("a location's {what} must be a number from 1 to {}", u32::MAX), t.span));
+            }
+            n
+        };
+        let (line, col) = (number(&l.line, "line"), number(&l.col, "column"));
+        Some(Box::new(Loc { file: file.ok()?.into(), line: line?, col: col? }))
+    }
+
+    fn stmt_kind(&mut self, s: StmtAst, b: Block) {
         let span = s.span;
         // Simple statements: the kind; its result's type is the IR's rule.
         let kind = match s.kind {

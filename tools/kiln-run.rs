@@ -290,10 +290,15 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     report(cli, &runner, result.1);
     // Data races are shown at their accesses, and an error of one
     // statement at it (`FILE:LINE:COL: error: ...`).
-    result.0.map_err(|e| match (&e.races, e.at) {
-        (Some(report), _) => ToolError::diags(&src, &report.diagnostics(&src)),
-        (None, Some(_)) => ToolError::diags(&src, &e.diagnostic().into()),
-        (None, None) => ToolError::msg(e.message),
+    // A statement imported from another program (`loc(...)`) is shown at
+    // its place there too.
+    result.0.map_err(|e| {
+        if e.races.is_none() && e.at.is_none() {
+            return ToolError::msg(e.message);
+        }
+        let locs = stream.locs();
+        let origin = |span| locs.get(&span).map(|l| kiln::diag::Elsewhere::read(&l.file, l.line, l.col));
+        ToolError::diags(&src, &e.diagnostics(&src, &origin))
     })?;
     io.write_results(cli, &fields)
 }
