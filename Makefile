@@ -11,7 +11,7 @@ CARGO ?= cargo
 DEBUG_BIN := $(CURDIR)/target/debug
 RELEASE_BIN := $(CURDIR)/target/release
 
-.PHONY: all deps deps-static deps-bench build build-release install test test-clippy test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench clean quadrants test-quadrants
+.PHONY: all deps deps-static deps-bench build build-release install test test-clippy test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench clean quadrants test-quadrants quadrants-captured
 
 all: build
 
@@ -133,7 +133,8 @@ QD_STAMP := $(QD_VENV)/.kiln-stamp
 PYTHON3 ?= python3
 quadrants:
 	@if [ -f $(QD_STAMP) ] && [ "$$(cat $(QD_STAMP))" = "$(QD_PKGS)" ] && \
-	    $(QD_PY) -c 'import quadrants, numpy' >/dev/null 2>&1; then exit 0; fi; \
+	    $(QD_PY) -c 'import importlib.util as u, sys; sys.exit(not all(map(u.find_spec, ("quadrants", "numpy", "pytest"))))' \
+	      >/dev/null 2>&1; then exit 0; fi; \
 	echo "make: creating $(QD_VENV) ($(QD_PKGS))"; \
 	rm -rf $(QD_VENV) && mkdir -p $(dir $(QD_VENV)) && \
 	$(PYTHON3) -m venv $(QD_VENV) && \
@@ -143,7 +144,11 @@ quadrants:
 
 # The capture's own tests (not yet part of `make test`).
 test-quadrants: quadrants
-	cd tools && $(QD_PY) -m pytest -q kiln_quadrants/test_capture.py
+	nice -n 15 $(QD_PY) -m pytest -q tools/kiln_quadrants/test_capture.py
+
+# Re-make the committed captures under testdata/quadrants/captured/.
+quadrants-captured: quadrants
+	nice -n 15 $(QD_PY) tools/kiln_quadrants/refresh_captured.py
 
 demo: build-release
 	@bash scripts/demo.sh $(RELEASE_BIN)

@@ -53,9 +53,11 @@ FORCED_INIT = {
 
 # The logger's line that names a stage: "[I 12/01/26 23:28:55.844 7779]
 # [ir_printer.cpp:operator()@912] [saxpy_c60_0] Start offload_to_executable:".
+# The .offload.log files keep it without the logger's prefix (no timestamp,
+# so that committed captures do not churn): "[saxpy_c60_0] Start ...:".
 STAGE_RE = re.compile(
-    r"^\[[A-Z] \d\d/\d\d/\d\d [0-9:.]+ \d+\] \[ir_printer\.cpp:[^\]]*\] "
-    r"\[(?P<kernel>[^\]]+)\] (?P<stage>.*):$"
+    r"^(?:\[[A-Z] \d\d/\d\d/\d\d [0-9:.]+ \d+\] \[ir_printer\.cpp:[^\]]*\] )?"
+    r"\[(?P<kernel>[^\]]+)\] (?P<stage>[^\[\]]*):$"
 )
 OFFLOAD_STAGE = "Start offload_to_executable"
 
@@ -311,8 +313,13 @@ class Capture:
                             cap.busy = True
                 finally:
                     text = (cap.out / log_rel).read_text(errors="replace")
-                    compiled = bool(split_stages(text))
+                    stages = split_stages(text)
+                    compiled = bool(stages)
                     entry: dict[str, Any] = {"kernel": name, "call": n}
+                    if compiled:
+                        # The name the log's stage lines use, e.g. saxpy_c60_0.
+                        entry["compiled_name"] = stages[0]["kernel"]
+                        entry["tasks"] = sum(1 for d in stages if d["stage"] == OFFLOAD_STAGE)
                     if compiled:
                         off_rel = f"calls/{tag}.offload.log"
                         (cap.out / off_rel).write_text(offload_dumps(text))
@@ -330,7 +337,11 @@ class Capture:
                     entry["compiled"] = compiled
                     entry["args"] = argvals
                     cap.calls.append(entry)
-                    cap.kernels.setdefault(name, {"args": schema})
+                    if name not in cap.kernels:
+                        rets = getattr(kernel, "return_type", None) or ()
+                        cap.kernels[name] = {"args": schema}
+                        if rets:
+                            cap.kernels[name]["returns"] = [_dtype_name(r) for r in rets]
                 fields = cap.fields()
                 after = cap._snapshot(fields, nds, tag, "after")
                 entry["values"] = {
@@ -389,7 +400,7 @@ class Capture:
             "forced": FORCED_INIT,
             "calls": self.calls,
         }
-        (self.out / "capture.json").write_text(json.dumps(cap, indent=1) + "\n")
+        (self.out / "capture.json").write_text(_dump_capture(cap))
 
 
 def _dump_table(table: dict[str, Any]) -> str:
@@ -403,15 +414,26 @@ def _dump_table(table: dict[str, Any]) -> str:
     lines.append(' "kernels": {')
     ks = list(table["kernels"].items())
     for i, (name, k) in enumerate(ks):
+        rets = f', "returns": {one(k["returns"])}' if "returns" in k else ""
         lines.append(f"  {one(name)}: {{\"args\": [")
         args = [f"   {one(a)}," for a in k["args"]]
         if args:
             args[-1] = args[-1][:-1]
         lines += args
-        lines.append("  ]}" + ("," if i + 1 < len(ks) else ""))
+        lines.append(f"  ]{rets}}}" + ("," if i + 1 < len(ks) else ""))
     lines.append(" }")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _dump_capture(cap: dict[str, Any]) -> str:
+    """capture.json with one call per line."""
+    one = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
+    head = [f" {one(k)}: {one(v)}," for k, v in cap.items() if k != "calls"]
+    calls = [f"  {one(c)}," for c in cap["calls"]]
+    if calls:
+        calls[-1] = calls[-1][:-1]
+    return "\n".join(["{", *head, ' "calls": [', *calls, " ]", "}"]) + "\n"
 
 
 def _NONE_MODE():
