@@ -159,6 +159,10 @@ class Capture:
     init_kwargs: list[dict[str, Any]] = dc_field(default_factory=list)
     busy: bool = False  # inside our own snapshot or a captured call
     names: dict[int, str] = dc_field(default_factory=dict)  # id(field) -> global name, kept past the run
+    generation: int = -1  # how many times qd.init ran, less one
+    seen: dict[tuple[int, int], dict[str, Any]] = dc_field(default_factory=dict)  # (generation, place) -> entry
+    # id(field member Expr) -> (the Expr, kept alive so that ids stay unique; generation)
+    member_gen: dict[int, tuple[Any, int]] = dc_field(default_factory=dict)
 
     # -- the program's fields ---------------------------------------------
 
@@ -181,13 +185,20 @@ class Capture:
 
         self.note_names(self._globals())
         names = self.names
+        # Only fields of the current runtime: after a second qd.init, the
+        # old ones point at freed SNodes (reading them crashes or lies).
+        # Every field member was made by create_field_member, which patch()
+        # wraps to note the runtime it was made in.
         found = [o for o in gc.get_objects() if isinstance(o, Field)]
         infos = []
         for f in found:
             try:
+                gens = {self.member_gen.get(id(v), (None, -2))[1] for v in f.vars}
+                if gens != {self.generation}:
+                    continue
                 sn = f.snode
                 place = sn.ptr.id
-            except Exception:  # a field whose runtime went away with a re-init
+            except Exception:  # a field that cannot be described: leave it out
                 continue
             ancestors, kinds = [], []
             # The C++ parent chain: after a tree is materialised, the Python
@@ -223,6 +234,7 @@ class Capture:
                 fi.name = f"field{n}"
                 taken.add(fi.name)
             fi.entry["name"] = fi.name
+            self.seen[(self.generation, fi.entry["place"])] = fi.entry
         return infos
 
     def _snapshot(self, fields: list[FieldInfo], nd: dict[str, Any], tag: str, when: str) -> dict[str, str]:
@@ -316,6 +328,8 @@ class Capture:
                     stages = split_stages(text)
                     compiled = bool(stages)
                     entry: dict[str, Any] = {"kernel": name, "call": n}
+                    if cap.generation > 0:  # after a second qd.init: which runtime ran it
+                        entry["init"] = cap.generation
                     if compiled:
                         # The name the log's stage lines use, e.g. saxpy_c60_0.
                         entry["compiled_name"] = stages[0]["kernel"]
@@ -367,10 +381,21 @@ class Capture:
 
         def init(arch=None, *args, **kwargs):
             cap.init_kwargs.append({"arch": str(arch), **{k: repr(v) for k, v in kwargs.items()}})
+            cap.generation += 1
             kwargs.update(FORCED_INIT)
             return orig_init(qd.cpu, *args, **kwargs)
 
         init.__doc__ = orig_init.__doc__
+        impl = importlib.import_module("quadrants.lang.impl")
+        orig_member = impl.create_field_member
+
+        def create_field_member(*args, **kwargs):
+            made = orig_member(*args, **kwargs)
+            primal = made[0]
+            cap.member_gen[id(primal)] = (primal, cap.generation)
+            return made
+
+        impl.create_field_member = create_field_member
         for mod in (qd, misc, importlib.import_module("quadrants.lang")):
             if getattr(mod, "init", None) is orig_init:
                 mod.init = init
@@ -382,11 +407,17 @@ class Capture:
     def write(self) -> None:
         import quadrants as qd
 
-        fields = []
         try:
-            fields = [fi.entry for fi in self.fields()]
+            self.fields()  # those made after the last call too
         except Exception:
             pass
+        # A program that called qd.init more than once has fields of each
+        # runtime; SNode ids start again in each, so say which runtime.
+        fields = []
+        for (gen, _place), entry in sorted(self.seen.items()):
+            if self.generation > 0:
+                entry = {**entry, "init": gen}
+            fields.append(entry)
         table = {
             "quadrants": ".".join(map(str, qd.__version__)),
             "fields": fields,

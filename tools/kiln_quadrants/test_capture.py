@@ -165,6 +165,38 @@ def test_a_program_that_raises(tmp_path):
     assert [f["name"] for f in table["fields"]] == ["x"]
 
 
+def test_a_program_that_calls_init_twice(tmp_path):
+    """SNode ids start again in a new runtime: fields and calls say which one."""
+    prog = tmp_path / "reinit.py"
+    prog.write_text(
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.i32, shape=4)\n"
+        "@qd.kernel\n"
+        "def k1():\n"
+        "    for i in x:\n"
+        "        x[i] = i\n"
+        "k1()\n"
+        "qd.init(arch=qd.cpu)\n"
+        "y = qd.field(qd.f32, shape=3)\n"
+        "@qd.kernel\n"
+        "def k2():\n"
+        "    for i in y:\n"
+        "        y[i] = 1.5\n"
+        "k2()\n"
+    )
+    out = tmp_path / "out"
+    r = capture(prog, out)
+    assert r.returncode == 0, r.stderr
+    fields = json.loads((out / "fields.json").read_text())["fields"]
+    assert [(f["name"], f["init"]) for f in fields] == [("x", 0), ("y", 1)]
+    assert fields[0]["place"] == fields[1]["place"]
+    calls = json.loads((out / "capture.json").read_text())["calls"]
+    assert [c.get("init", 0) for c in calls] == [0, 1]
+    assert list(calls[1]["values"]) == ["y"]
+    np.testing.assert_array_equal(load(out, calls[1]["values"]["y"]["after"]), np.full(3, 1.5, np.float32))
+
+
 def test_program_argv_and_exit_status(tmp_path):
     prog = tmp_path / "args.py"
     prog.write_text("import sys\nsys.exit(int(sys.argv[1]) + len(sys.argv))\n")
