@@ -514,13 +514,23 @@ def run(program: str | os.PathLike, argv: list[str], out_dir: str | os.PathLike)
         status = code if isinstance(code, int) else (0 if code is None else 1)
         if code not in (None, 0) and not isinstance(code, int):
             print(code, file=sys.stderr)
-    except BaseException:
-        traceback.print_exc()
+    except BaseException as e:
+        _print_program_traceback(e, program)
         status = 1
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
         cap.write()
     return status
+
+
+def _print_program_traceback(e: BaseException, program: Path) -> None:
+    """The traceback from the program's first frame on, as Python would print it for the program alone."""
+    tb = e.__traceback__
+    target = str(program.resolve())
+    t = tb
+    while t is not None and str(Path(t.tb_frame.f_code.co_filename).resolve()) != target:
+        t = t.tb_next
+    traceback.print_exception(type(e), e, t if t is not None else tb)
 
 
 def main(args: list[str] | None = None) -> int:
