@@ -152,7 +152,6 @@ class Capture:
     out: Path
     program: Path
     argv: list[str]
-    qd: Any = None
     calls: list[dict[str, Any]] = dc_field(default_factory=list)
     kernels: dict[str, dict[str, Any]] = dc_field(default_factory=dict)
     last_log: dict[str, str] = dc_field(default_factory=dict)
@@ -315,12 +314,18 @@ class Capture:
                 fields = cap.fields()
                 before = cap._snapshot(fields, nds, tag, "before")
                 log_rel = f"calls/{tag}.log"
+                error = None
                 (cap.out / "calls").mkdir(exist_ok=True)
                 try:
                     with redirect_fds(cap.out / log_rel):
                         cap.busy = False
                         try:
                             result = orig_call(kernel, *args, **kwargs)
+                        except BaseException as e:
+                            # The message's last line: Quadrants puts its own stack trace first.
+                            lines = [ln for ln in str(e).splitlines() if ln.strip()]
+                            error = f"{type(e).__name__}: {lines[-1].strip() if lines else ''}"
+                            raise
                         finally:
                             cap.busy = True
                 finally:
@@ -349,6 +354,8 @@ class Capture:
                             entry["output"] = log_rel
                         entry["log"] = cap.last_log.get(name)
                     entry["compiled"] = compiled
+                    if error is not None:  # the call raised: no values after it
+                        entry["error"] = error
                     entry["args"] = argvals
                     cap.calls.append(entry)
                     if name not in cap.kernels:
@@ -373,7 +380,6 @@ class Capture:
     def patch(self) -> None:
         import quadrants as qd
 
-        self.qd = qd
         misc = importlib.import_module("quadrants.lang.misc")
         kmod = importlib.import_module("quadrants.lang.kernel")
         orig_init = misc.init

@@ -165,6 +165,27 @@ def test_a_program_that_raises(tmp_path):
     assert [f["name"] for f in table["fields"]] == ["x"]
 
 
+def test_a_kernel_that_does_not_compile(tmp_path):
+    prog = tmp_path / "bad.py"
+    prog.write_text(
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.i32, shape=4)\n"
+        "@qd.kernel\n"
+        "def bad():\n"
+        "    for i in x:\n"
+        "        x[i] = undefined_name\n"
+        "bad()\n"
+    )
+    out = tmp_path / "out"
+    r = capture(prog, out)
+    assert r.returncode == 1
+    assert 'bad.py", line 8' in r.stderr
+    (call,) = json.loads((out / "capture.json").read_text())["calls"]
+    assert call["error"] == 'QuadrantsNameError: Name "undefined_name" is not defined'
+    assert call["log"] is None and "values" not in call
+
+
 def test_a_program_that_calls_init_twice(tmp_path):
     """SNode ids start again in a new runtime: fields and calls say which one."""
     prog = tmp_path / "reinit.py"
