@@ -78,12 +78,13 @@ PREFIX ?= /usr/local
 install: build-release
 	@bash scripts/install.sh $(RELEASE_BIN) $(PREFIX)
 
-test: deps
+test: deps quadrants
 	$(MAKE) --no-print-directory test-clippy
 	$(MAKE) --no-print-directory test-cargo
 	$(MAKE) --no-print-directory fuzz-smoke
 	$(MAKE) --no-print-directory test-nollvm
 	$(MAKE) --no-print-directory test-lit
+	$(MAKE) --no-print-directory test-quadrants
 
 # Every lint is an error, in every target (tests and examples too).
 test-clippy:
@@ -142,7 +143,8 @@ quadrants:
 	$(QD_PY) -c 'import quadrants, numpy' && \
 	echo "$(QD_PKGS)" > $(QD_STAMP)
 
-# The capture's own tests (not yet part of `make test`).
+# The Quadrants bridge's tests (part of `make test`): the capture on the
+# corpus, with the venv `make quadrants` makes.
 test-quadrants: quadrants
 	nice -n 15 $(QD_PY) -m pytest -q tools/kiln_quadrants/test_capture.py
 

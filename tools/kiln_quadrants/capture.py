@@ -121,13 +121,19 @@ def split_stages(text: str) -> list[dict[str, Any]]:
     return out
 
 
-def offload_dumps(text: str) -> str:
-    """The ``Start offload_to_executable:`` dumps of a log (one per task), label lines kept."""
+def offload_dumps(text: str, root: str | os.PathLike | None = None) -> str:
+    """The ``Start offload_to_executable:`` dumps of a log (one per task), label lines kept.
+
+    Python file names under ``root`` (the working directory by default) are
+    written relative to it, so that a capture does not depend on where the
+    checkout or the virtual environment is.
+    """
+    prefix = str(Path(root if root is not None else Path.cwd()).resolve()) + os.sep
     parts = []
     for d in split_stages(text):
         if d["stage"] == OFFLOAD_STAGE:
             parts.append(f"[{d['kernel']}] {d['stage']}:\n" + "\n".join(d["lines"]) + "\n")
-    return "".join(parts)
+    return "".join(parts).replace(f'File "{prefix}', 'File "')
 
 
 def _dtype_name(dt: Any) -> str:
