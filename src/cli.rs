@@ -184,6 +184,45 @@ impl clap::ValueEnum for CodeModel {
     }
 }
 
+/// `--kernel`'s value for every tool: `NAME` or `@NAME` (the same kernel),
+/// without the `@`.
+pub fn parse_kernel_name(s: &str) -> Result<String, String> {
+    let name = s.strip_prefix('@').unwrap_or(s);
+    let word = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    let number = !name.is_empty() && name.chars().all(|c| c.is_ascii_digit());
+    if word || number {
+        Ok(name.to_string())
+    } else {
+        Err(format!("expected a kernel name (`NAME` or `@NAME`), got '{s}'"))
+    }
+}
+
+/// The message for a `--kernel` that names no kernel of `file`: the
+/// nearest name by edit distance when one is close (`did you mean @x?`, as
+/// clap and rustc suggest), and the kernels there are when they are few.
+pub fn no_such_kernel<'a>(name: &str, file: &str, kernels: impl IntoIterator<Item = &'a str>) -> String {
+    let kernels: Vec<&str> = kernels.into_iter().collect();
+    let mut text = format!("no kernel named @{name} in {file}");
+    let nearest = kernels
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(name, k), *k))
+        .filter(|&(d, k)| d <= (name.len().max(k.len()) / 3).max(1))
+        .min();
+    if let Some((_, k)) = nearest {
+        text.push_str(&format!("; did you mean @{k}?"));
+    }
+    match kernels.len() {
+        0 => text.push_str(" (it has no kernel)"),
+        1..=8 => {
+            let list: Vec<String> = kernels.iter().map(|k| format!("@{k}")).collect();
+            text.push_str(&format!(" (kernels: {})", list.join(", ")));
+        }
+        _ => {}
+    }
+    text
+}
+
 /// `--color`'s value.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum ColorWhen {
@@ -306,6 +345,27 @@ mod tests {
         assert!(spellings_help(OPT).contains("-S (accepted, no effect)"));
         assert_eq!(spellings_help("kiln-key"), "LLVM spellings accepted: -ffast-math (= --fast-math), -ferror-limit=X (= --error-limit=X).");
         assert_eq!(spellings_help("kiln-cache-inspect"), "");
+    }
+
+    #[test]
+    fn kernel_names_with_or_without_the_sigil() {
+        assert_eq!(parse_kernel_name("@saxpy").as_deref(), Ok("saxpy"));
+        assert_eq!(parse_kernel_name("saxpy").as_deref(), Ok("saxpy"));
+        assert_eq!(parse_kernel_name("@7").as_deref(), Ok("7"));
+        assert!(parse_kernel_name("@@saxpy").is_err());
+        assert!(parse_kernel_name("").is_err());
+        assert!(parse_kernel_name("a b").is_err());
+        assert_eq!(
+            no_such_kernel("saxyp", "f.kir", ["saxpy", "fill"]),
+            "no kernel named @saxyp in f.kir; did you mean @saxpy? (kernels: @saxpy, @fill)"
+        );
+        assert_eq!(no_such_kernel("zzz", "f.kir", ["saxpy"]), "no kernel named @zzz in f.kir (kernels: @saxpy)");
+        assert_eq!(no_such_kernel("k", "f.kir", []), "no kernel named @k in f.kir (it has no kernel)");
+        let many: Vec<String> = (0..20).map(|i| format!("kernel{i}")).collect();
+        assert_eq!(
+            no_such_kernel("kernel3x", "f.kir", many.iter().map(String::as_str)),
+            "no kernel named @kernel3x in f.kir; did you mean @kernel3?"
+        );
     }
 
     #[test]

@@ -81,7 +81,7 @@ struct Cli {
     print_target: bool,
 
     /// Compile the tasks kernel NAME launches into one object (the whole-kernel form `kiln-run --no-cache` runs; entries kiln_task.0, kiln_task.1, ...)
-    #[arg(long, value_name = "NAME", conflicts_with = "cache_dir")]
+    #[arg(long, value_name = "@NAME", conflicts_with = "cache_dir", value_parser = kiln::cli::parse_kernel_name)]
     kernel: Option<String>,
 
     /// Refuse to compile unless this is build ID (`kiln-run` passes its own: an object is keyed by the build that made it)
@@ -162,10 +162,19 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         EmitArg::Asm => Emit::Assembly,
     };
     if let Some(kernel) = &cli.kernel {
+        let kernels = || stream.modules.iter().flat_map(|m| m.kernels()).map(|k| k.name.as_str());
+        if !kernels().any(|k| k == kernel) {
+            return Err(ToolError::msg(kiln::cli::no_such_kernel(kernel, src.name(), kernels())));
+        }
         let (bytes, _) =
             compiler.emit_kernel(&stream, kernel, emit).map_err(|e| ToolError::Input(tool::error_line(src.name(), &e.to_string())))?;
         let dest = destination(cli.output.as_deref(), 1, emit)?;
         return write_all(&dest, emit, &[(kernel.as_str(), bytes)]);
+    }
+    if tasks.is_empty() {
+        // As llc compiles an empty module: nothing is written, and it is said.
+        tool::warn(src.name(), "no task to compile: the input has no kernel");
+        return Ok(());
     }
     if let Some(dir) = &cli.cache_dir {
         if emit != Emit::Object {

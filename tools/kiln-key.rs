@@ -97,6 +97,9 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     let Some(name) = &cli.explain else {
         let src = tool::read_source(&cli.input)?;
         let set = KeySet::of_text(src.text(), &cfg).map_err(|ds| ToolError::diags(&src, &ds))?;
+        if set.tasks.is_empty() {
+            tool::warn(src.name(), "no task to key: the input has no kernel");
+        }
         drop(src);
         return print_keys(cli, &set);
     };

@@ -60,7 +60,7 @@ struct Cli {
     input: String,
 
     /// Run this kernel (repeatable, run in the order given); default: every kernel in file order
-    #[arg(long = "kernel", value_name = "@KERNEL")]
+    #[arg(long = "kernel", value_name = "@KERNEL", value_parser = kiln::cli::parse_kernel_name)]
     kernels: Vec<String>,
 
     /// Set kernel parameter NAME (with or without `%`) to VALUE, parsed as the parameter's type
@@ -432,14 +432,19 @@ fn report(cli: &Cli, runner: &Runner, run_ms: f64) {
 /// of every module in file order.
 fn select_kernels<'s>(stream: &'s Stream, names: &[String], file: &str) -> Result<Vec<&'s Kernel>, ToolError> {
     let all: Vec<&Kernel> = stream.modules.iter().flat_map(|m| m.kernels()).collect();
+    if all.is_empty() {
+        return Err(ToolError::at(file, "no kernel to run: the input has none"));
+    }
     if names.is_empty() {
         return Ok(all);
     }
+    let by_name: std::collections::HashMap<&str, &Kernel> = all.iter().map(|k| (k.name.as_str(), *k)).collect();
     names
         .iter()
         .map(|n| {
-            let n = strip(n, '@');
-            all.iter().copied().find(|k| k.name == n).ok_or_else(|| ToolError::msg(format!("no kernel named @{n} in {file}")))
+            by_name.get(n.as_str()).copied().ok_or_else(|| {
+                ToolError::msg(kiln::cli::no_such_kernel(n, file, all.iter().map(|k| k.name.as_str())))
+            })
         })
         .collect()
 }
