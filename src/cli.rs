@@ -290,11 +290,27 @@ pub struct DiagArgs {
     /// Stop after N errors, 0 for no limit (clang's -ferror-limit=N)
     #[arg(long, value_name = "N", default_value_t = DEFAULT_ERROR_LIMIT)]
     pub error_limit: usize,
+
+    /// How errors and warnings are written on standard error: as LLVM's tools write them, or one JSON object per line (for editors and CI)
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "human")]
+    pub diagnostics_format: DiagnosticsFormat,
 }
 
 impl DiagArgs {
     /// The id of `--error-limit` in the parsed arguments.
     pub const ERROR_LIMIT_ID: &'static str = "error_limit";
+    /// The id of `--diagnostics-format` in the parsed arguments.
+    pub const FORMAT_ID: &'static str = "diagnostics_format";
+}
+
+/// `--diagnostics-format`'s value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiagnosticsFormat {
+    /// `FILE:LINE:COL: error: MESSAGE`, the source line and a caret
+    #[default]
+    Human,
+    /// One JSON object per line: severity, message, file, line, column, end_line, end_column, span, notes
+    Json,
 }
 
 /// The flags every tool has (flattened into each tool's clap definition).

@@ -295,6 +295,75 @@ fn line_excerpt(line: &str, at: usize, end: usize, color: bool) -> String {
     format!("{cut_left}{}{cut_right}\n{pad}{caret}^{}{caret:#}\n", &line[from..to], "~".repeat(width - 1))
 }
 
+/// A severity's name in JSON diagnostics: `error`, `warning`, `note`.
+pub fn severity_name(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Note => "note",
+    }
+}
+
+/// One diagnostic without a place in a source as a line of JSON (the
+/// machine-readable twin of [`header`]): `file` is the location, if any.
+pub fn json_line(location: Option<&str>, severity: Severity, message: &str) -> String {
+    let mut v = serde_json::json!({"severity": severity_name(severity), "message": message, "file": location});
+    v["notes"] = serde_json::json!([]);
+    format!("{v}\n")
+}
+
+impl SourceFile {
+    /// The diagnostics as JSON, one object per line, in the manner of
+    /// rustc's `--error-format=json`, up to `limit` errors (0: all) as
+    /// [`SourceFile::render_limited`] counts them: `severity`, `message`,
+    /// `file`, `line`, `column`, `end_line`, `end_column` (1-based, columns
+    /// in characters; the end is exclusive), `span` (`start`, `end`: byte
+    /// offsets) and `notes` (each with the same keys; a note in another file
+    /// names it). Unlocated: `line`, `column` and `span` are null.
+    pub fn render_json(&self, ds: &Diagnostics, limit: usize) -> String {
+        let mut out = String::new();
+        let mut errors = 0;
+        for d in &ds.0 {
+            if d.severity == Severity::Error {
+                if limit != 0 && errors == limit {
+                    out.push_str(&json_line(Some(self.name()), Severity::Error, TOO_MANY_ERRORS));
+                    break;
+                }
+                errors += 1;
+            }
+            let mut v = self.json_of(d.severity, &d.message, d.span);
+            v["notes"] = d
+                .notes
+                .iter()
+                .map(|n| match &n.elsewhere {
+                    Some(at) => serde_json::json!({
+                        "severity": "note", "message": n.message, "file": at.file, "line": at.line,
+                        "column": at.col, "end_line": at.line, "end_column": at.col + 1, "span": null,
+                    }),
+                    None => self.json_of(Severity::Note, &n.message, n.span),
+                })
+                .collect();
+            out.push_str(&format!("{v}\n"));
+        }
+        out
+    }
+
+    fn json_of(&self, severity: Severity, message: &str, span: Option<Span>) -> serde_json::Value {
+        let mut v = serde_json::json!({"severity": severity_name(severity), "message": message, "file": self.name()});
+        let located = span.map(|s| clamp(s, self.text().len()));
+        let (start, end) = located.clone().map_or((None, None), |r| (Some(self.line_col(r.start)), Some(self.line_col(r.end))));
+        v["line"] = serde_json::json!(start.map(|p| p.0));
+        v["column"] = serde_json::json!(start.map(|p| p.1));
+        v["end_line"] = serde_json::json!(end.map(|p| p.0));
+        v["end_column"] = serde_json::json!(end.map(|p| p.1));
+        v["span"] = match located {
+            Some(r) => serde_json::json!({"start": r.start, "end": r.end}),
+            None => serde_json::Value::Null,
+        };
+        v
+    }
+}
+
 /// The last line of diagnostics cut short by an error limit.
 pub const TOO_MANY_ERRORS: &str = "too many errors emitted, stopping now [-ferror-limit=]";
 
