@@ -11,7 +11,7 @@ CARGO ?= cargo
 DEBUG_BIN := $(CURDIR)/target/debug
 RELEASE_BIN := $(CURDIR)/target/release
 
-.PHONY: all deps deps-static deps-bench build build-release install test test-clippy test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench clean
+.PHONY: all deps deps-static deps-bench build build-release install test test-clippy test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench clean quadrants test-quadrants quadrants-captured
 
 all: build
 
@@ -78,12 +78,13 @@ PREFIX ?= /usr/local
 install: build-release
 	@bash scripts/install.sh $(RELEASE_BIN) $(PREFIX)
 
-test: deps
+test: deps quadrants
 	$(MAKE) --no-print-directory test-clippy
 	$(MAKE) --no-print-directory test-cargo
 	$(MAKE) --no-print-directory fuzz-smoke
 	$(MAKE) --no-print-directory test-nollvm
 	$(MAKE) --no-print-directory test-lit
+	$(MAKE) --no-print-directory test-quadrants
 
 # Every lint is an error, in every target (tests and examples too).
 test-clippy:
@@ -120,6 +121,36 @@ fuzz:
 	mkdir -p target/fuzz-corpus/$(FUZZ_TARGET)
 	cd fuzz && RUSTC_BOOTSTRAP=1 nice -n 19 $(CARGO) fuzz run -O $(FUZZ_TARGET) \
 	  ../target/fuzz-corpus/$(FUZZ_TARGET) seeds/$(FUZZ_TARGET) -- -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=2048
+
+# The Python half of the Quadrants bridge (docs/quadrants-ir.md): a virtual
+# environment with Quadrants 1.3.3, numpy and pytest from PyPI, for
+# tools/kiln_quadrants (the capture) and the corpus in testdata/quadrants.
+# The stamp records what was installed, so a second run costs nothing; a
+# venv whose python no longer starts or imports quadrants is made anew.
+QD_VENV := $(CURDIR)/target/quadrants-venv
+QD_PY := $(QD_VENV)/bin/python
+QD_PKGS := quadrants==1.3.3 numpy pytest
+QD_STAMP := $(QD_VENV)/.kiln-stamp
+PYTHON3 ?= python3
+quadrants:
+	@if [ -f $(QD_STAMP) ] && [ "$$(cat $(QD_STAMP))" = "$(QD_PKGS)" ] && \
+	    $(QD_PY) -c 'import importlib.util as u, sys; sys.exit(not all(map(u.find_spec, ("quadrants", "numpy", "pytest"))))' \
+	      >/dev/null 2>&1; then exit 0; fi; \
+	echo "make: creating $(QD_VENV) ($(QD_PKGS))"; \
+	rm -rf $(QD_VENV) && mkdir -p $(dir $(QD_VENV)) && \
+	$(PYTHON3) -m venv $(QD_VENV) && \
+	$(QD_PY) -m pip install -q --disable-pip-version-check $(QD_PKGS) && \
+	$(QD_PY) -c 'import quadrants, numpy' && \
+	echo "$(QD_PKGS)" > $(QD_STAMP)
+
+# The Quadrants bridge's tests (part of `make test`): the capture on the
+# corpus, with the venv `make quadrants` makes.
+test-quadrants: quadrants
+	nice -n 15 $(QD_PY) -m pytest -q tools/kiln_quadrants/test_capture.py
+
+# Re-make the committed captures under testdata/quadrants/captured/.
+quadrants-captured: quadrants
+	nice -n 15 $(QD_PY) tools/kiln_quadrants/refresh_captured.py
 
 demo: build-release
 	@bash scripts/demo.sh $(RELEASE_BIN)

@@ -6,12 +6,14 @@
 //! alias of its own flag, and [`rewrite_llvm_spellings`], which applies it
 //! to argv before clap sees it (clap takes no single-dash long options);
 //! [`parse_opt_level`], the `-O` value parser of every tool; [`ColorWhen`]
-//! and [`color_choice`], the decision whether diagnostics are coloured.
+//! and [`color_choice`], the decision whether diagnostics are coloured;
+//! [`ConfigArgs`], the one group of flags that spells a
+//! [`CompileConfig`] on every tool that compiles or keys.
 //!
 //! Must never: print, exit or look at the terminal itself (the caller says
 //! whether standard error is one), or know a tool's other flags.
 
-use crate::config::OptLevel;
+use crate::config::{CodeModel, CompileConfig, OptLevel};
 
 /// One LLVM spelling and the Kiln flag it stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +32,7 @@ pub struct Spelling {
 const OPT: &str = "kiln-opt";
 const RUN: &str = "kiln-run";
 const COMPILE: &str = "kiln-compile";
+const KEY: &str = "kiln-key";
 
 /// LLVM spelling → Kiln flag, per tool. `-O<N>` needs no entry: clap takes
 /// it as the short option it is in LLVM too.
@@ -43,6 +46,8 @@ pub const LLVM_SPELLINGS: &[Spelling] = &[
     Spelling { llvm: "mcpu", kiln: "--target-cpu", takes_value: true, tools: &[RUN, COMPILE] },
     Spelling { llvm: "mattr", kiln: "--target-features", takes_value: true, tools: &[RUN, COMPILE] },
     Spelling { llvm: "filetype", kiln: "--emit", takes_value: true, tools: &[COMPILE] },
+    Spelling { llvm: "ffast-math", kiln: "--fast-math", takes_value: false, tools: &[RUN, COMPILE, KEY] },
+    Spelling { llvm: "ferror-limit", kiln: "--error-limit", takes_value: true, tools: &[OPT, KEY, COMPILE, RUN] },
 ];
 
 /// The spellings `tool` accepts.
@@ -123,6 +128,101 @@ pub fn parse_opt_level(s: &str) -> Result<OptLevel, String> {
         .ok_or_else(|| format!("expected 0, 1, 2 or 3, got '{s}'"))
 }
 
+/// The compile configuration's flags, flattened into every tool that
+/// compiles or keys (`kiln-compile`, `kiln-run`, `kiln-key`): the one
+/// mapping from the command line to a [`CompileConfig`]. The fields the
+/// command line does not set (record format, versions, build identity)
+/// are this build's own.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ConfigArgs {
+    /// Optimisation level of the LLVM pipeline, 0 to 3 (part of every task's key)
+    #[arg(short = 'O', value_name = "LEVEL", default_value = "2", value_parser = parse_opt_level)]
+    pub opt: OptLevel,
+
+    /// Allow LLVM's fast-math transformations (part of every key; results may differ from the interpreter's)
+    #[arg(long)]
+    pub fast_math: bool,
+
+    /// Leave out the bounds checks of field accesses (part of every key; an out-of-bounds access is then undefined)
+    #[arg(long)]
+    pub no_bounds_checks: bool,
+
+    /// The code model objects are compiled for (part of every key)
+    #[arg(long, value_name = "MODEL", default_value_t = CompileConfig::default().code_model)]
+    pub code_model: CodeModel,
+}
+
+impl ConfigArgs {
+    /// The configuration these flags spell.
+    pub fn config(&self) -> CompileConfig {
+        CompileConfig {
+            opt_level: self.opt,
+            fast_math: self.fast_math,
+            bounds_checks: !self.no_bounds_checks,
+            code_model: self.code_model,
+            ..CompileConfig::default()
+        }
+    }
+
+    /// The names of the flags' arguments (for clap's `conflicts_with_all`).
+    pub const IDS: [&'static str; 4] = ["opt", "fast_math", "no_bounds_checks", "code_model"];
+}
+
+/// `--code-model`'s values: the names [`CodeModel::keyword`] owns.
+impl clap::ValueEnum for CodeModel {
+    fn value_variants<'a>() -> &'a [Self] {
+        &CodeModel::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let help = match self {
+            CodeModel::Default => "the target's default",
+            CodeModel::Small => "code and data within 2 GiB",
+            CodeModel::Large => "no limit on distances (the default on x86-64)",
+        };
+        Some(clap::builder::PossibleValue::new(self.keyword()).help(help))
+    }
+}
+
+/// `--kernel`'s value for every tool: `NAME` or `@NAME` (the same kernel),
+/// without the `@`.
+pub fn parse_kernel_name(s: &str) -> Result<String, String> {
+    let name = s.strip_prefix('@').unwrap_or(s);
+    let word = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    let number = !name.is_empty() && name.chars().all(|c| c.is_ascii_digit());
+    if word || number {
+        Ok(name.to_string())
+    } else {
+        Err(format!("expected a kernel name (`NAME` or `@NAME`), got '{s}'"))
+    }
+}
+
+/// The message for a `--kernel` that names no kernel of `file`: the
+/// nearest name by edit distance when one is close (`did you mean @x?`, as
+/// clap and rustc suggest), and the kernels there are when they are few.
+pub fn no_such_kernel<'a>(name: &str, file: &str, kernels: impl IntoIterator<Item = &'a str>) -> String {
+    let kernels: Vec<&str> = kernels.into_iter().collect();
+    let mut text = format!("no kernel named @{name} in {file}");
+    let nearest = kernels
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(name, k), *k))
+        .filter(|&(d, k)| d <= (name.len().max(k.len()) / 3).max(1))
+        .min();
+    if let Some((_, k)) = nearest {
+        text.push_str(&format!("; did you mean @{k}?"));
+    }
+    match kernels.len() {
+        0 => text.push_str(" (it has no kernel)"),
+        1..=8 => {
+            let list: Vec<String> = kernels.iter().map(|k| format!("@{k}")).collect();
+            text.push_str(&format!(" (kernels: {})", list.join(", ")));
+        }
+        _ => {}
+    }
+    text
+}
+
 /// `--color`'s value.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum ColorWhen {
@@ -179,6 +279,40 @@ pub fn color_choice(when: ColorWhen, stderr_is_terminal: bool, no_color: Option<
     }
 }
 
+/// The number of errors a tool reports before it stops, as clang's
+/// `-ferror-limit` defaults.
+pub const DEFAULT_ERROR_LIMIT: usize = 20;
+
+/// The diagnostics flags of every tool that reads KIR (flattened into its
+/// clap definition); [`crate::tool::run_tool`] reads them by id.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct DiagArgs {
+    /// Stop after N errors, 0 for no limit (clang's -ferror-limit=N)
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_ERROR_LIMIT)]
+    pub error_limit: usize,
+
+    /// How errors and warnings are written on standard error: as LLVM's tools write them, or one JSON object per line (for editors and CI)
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "human")]
+    pub diagnostics_format: DiagnosticsFormat,
+}
+
+impl DiagArgs {
+    /// The id of `--error-limit` in the parsed arguments.
+    pub const ERROR_LIMIT_ID: &'static str = "error_limit";
+    /// The id of `--diagnostics-format` in the parsed arguments.
+    pub const FORMAT_ID: &'static str = "diagnostics_format";
+}
+
+/// `--diagnostics-format`'s value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiagnosticsFormat {
+    /// `FILE:LINE:COL: error: MESSAGE`, the source line and a caret
+    #[default]
+    Human,
+    /// One JSON object per line: severity, message, file, line, column, end_line, end_column, span, notes
+    Json,
+}
+
 /// The flags every tool has (flattened into each tool's clap definition).
 #[derive(clap::Args, Debug, Clone, Copy)]
 pub struct Common {
@@ -220,12 +354,34 @@ mod tests {
         for s in LLVM_SPELLINGS {
             assert!(!s.tools.is_empty());
             for t in s.tools {
-                assert!([OPT, RUN, COMPILE].contains(t), "{t}");
+                assert!([OPT, RUN, COMPILE, KEY].contains(t), "{t}");
             }
         }
         assert!(spellings_help(OPT).contains("-passes=X (= --passes=X)"));
         assert!(spellings_help(OPT).contains("-S (accepted, no effect)"));
-        assert_eq!(spellings_help("kiln-key"), "");
+        assert_eq!(spellings_help("kiln-key"), "LLVM spellings accepted: -ffast-math (= --fast-math), -ferror-limit=X (= --error-limit=X).");
+        assert_eq!(spellings_help("kiln-cache-inspect"), "");
+    }
+
+    #[test]
+    fn kernel_names_with_or_without_the_sigil() {
+        assert_eq!(parse_kernel_name("@saxpy").as_deref(), Ok("saxpy"));
+        assert_eq!(parse_kernel_name("saxpy").as_deref(), Ok("saxpy"));
+        assert_eq!(parse_kernel_name("@7").as_deref(), Ok("7"));
+        assert!(parse_kernel_name("@@saxpy").is_err());
+        assert!(parse_kernel_name("").is_err());
+        assert!(parse_kernel_name("a b").is_err());
+        assert_eq!(
+            no_such_kernel("saxyp", "f.kir", ["saxpy", "fill"]),
+            "no kernel named @saxyp in f.kir; did you mean @saxpy? (kernels: @saxpy, @fill)"
+        );
+        assert_eq!(no_such_kernel("zzz", "f.kir", ["saxpy"]), "no kernel named @zzz in f.kir (kernels: @saxpy)");
+        assert_eq!(no_such_kernel("k", "f.kir", []), "no kernel named @k in f.kir (it has no kernel)");
+        let many: Vec<String> = (0..20).map(|i| format!("kernel{i}")).collect();
+        assert_eq!(
+            no_such_kernel("kernel3x", "f.kir", many.iter().map(String::as_str)),
+            "no kernel named @kernel3x in f.kir; did you mean @kernel3?"
+        );
     }
 
     #[test]

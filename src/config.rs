@@ -47,10 +47,36 @@ pub enum CodeModel {
     Large,
 }
 
+impl CodeModel {
+    /// Every model, in the order `--help` lists them.
+    pub const ALL: [CodeModel; 3] = [CodeModel::Default, CodeModel::Small, CodeModel::Large];
+
+    /// The model's name, as `--code-model` spells it.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            CodeModel::Default => "default",
+            CodeModel::Small => "small",
+            CodeModel::Large => "large",
+        }
+    }
+}
+
+impl std::fmt::Display for CodeModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.keyword())
+    }
+}
+
 /// Everything besides the task's text that determines its object's bytes.
 /// The host (triple, CPU, features) is not here: it scopes the cache
 /// directory instead.
+///
+/// Its serialised form ([`CompileConfig::to_wire`]) is also what crosses
+/// the process boundary to a `kiln-compile` child: the child reads it
+/// whole ([`CompileConfig::from_wire`]) and refuses a field it does not
+/// know, so no setting can be keyed on one side and dropped on the other.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CompileConfig {
     pub opt_level: OptLevel,
     pub fast_math: bool,
@@ -101,6 +127,37 @@ impl CompileConfig {
             llvm_version: llvm_version.into(),
             build_id: BUILD_ID.to_string(),
         }
+    }
+}
+
+impl CompileConfig {
+    /// The configuration as one line of JSON: exactly the fields the key
+    /// hashes, for a `kiln-compile` process (`--compile-config`).
+    pub fn to_wire(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|e| unreachable!("a CompileConfig always serialises: {e}"))
+    }
+
+    /// A configuration sent by [`CompileConfig::to_wire`], if this build can
+    /// honour it: every field known (an unknown one is refused, never
+    /// dropped), and the record format, Kiln version, LLVM version and
+    /// build identity this build's own (an object is never made by a build
+    /// other than the one its key names).
+    pub fn from_wire(text: &str) -> Result<CompileConfig, String> {
+        let config: CompileConfig =
+            serde_json::from_str(text).map_err(|e| format!("cannot honour the compile configuration: {e}"))?;
+        let ours = CompileConfig::default();
+        let fixed: [(&str, String, String); 4] = [
+            ("record_version", config.record_version.to_string(), ours.record_version.to_string()),
+            ("kiln_version", config.kiln_version.clone(), ours.kiln_version.clone()),
+            ("llvm_version", config.llvm_version.clone(), ours.llvm_version.clone()),
+            ("build_id", config.build_id.clone(), ours.build_id.clone()),
+        ];
+        for (field, asked, have) in fixed {
+            if asked != have {
+                return Err(format!("cannot honour the compile configuration: {field} is {asked}, but this build's is {have}"));
+            }
+        }
+        Ok(config)
     }
 }
 

@@ -44,6 +44,34 @@ pub struct Diagnostic {
 pub struct Note {
     pub message: String,
     pub span: Option<Span>,
+    /// A place in another file (the Python source a statement came from):
+    /// printed instead of `span`.
+    pub elsewhere: Option<Elsewhere>,
+}
+
+/// A place in a file other than the one a diagnostic is rendered against,
+/// with the text of its line when it could be read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Elsewhere {
+    pub file: String,
+    /// 1-based.
+    pub line: u32,
+    /// 1-based, in characters.
+    pub col: u32,
+    pub line_text: Option<String>,
+}
+
+impl Elsewhere {
+    /// `file:line:col`, with the line's text read from `file` (as the path
+    /// is written, relative to the working directory) when it can be: a
+    /// file that is gone or unreadable only loses the excerpt.
+    pub fn read(file: &str, line: u32, col: u32) -> Elsewhere {
+        let line_text = std::fs::read(file).ok().and_then(|bytes| {
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            text.lines().nth((line as usize).checked_sub(1)?).map(str::to_string)
+        });
+        Elsewhere { file: file.to_string(), line, col, line_text }
+    }
 }
 
 impl Diagnostic {
@@ -55,13 +83,19 @@ impl Diagnostic {
         Diagnostic { severity: Severity::Error, message: message.into(), span: None, notes: Vec::new() }
     }
     pub fn with_note(mut self, note: impl Into<String>) -> Diagnostic {
-        self.notes.push(Note { message: note.into(), span: None });
+        self.notes.push(Note { message: note.into(), span: None, elsewhere: None });
         self
     }
     /// Adds a note with its own location (`FILE:LINE:COL: note: …`, its
     /// source line and caret).
     pub fn with_note_at(mut self, note: impl Into<String>, span: Span) -> Diagnostic {
-        self.notes.push(Note { message: note.into(), span: Some(span) });
+        self.notes.push(Note { message: note.into(), span: Some(span), elsewhere: None });
+        self
+    }
+    /// Adds a note located in another file (`FILE:LINE:COL: note: …`, with
+    /// that line and a caret when its text is known).
+    pub fn with_note_elsewhere(mut self, note: impl Into<String>, at: Elsewhere) -> Diagnostic {
+        self.notes.push(Note { message: note.into(), span: None, elsewhere: Some(at) });
         self
     }
 }
@@ -165,7 +199,10 @@ impl SourceFile {
     pub fn render_styled(&self, d: &Diagnostic, color: bool) -> String {
         let mut out = self.located(d.span, d.severity, &d.message, color);
         for n in &d.notes {
-            out.push_str(&self.located(n.span, Severity::Note, &n.message, color));
+            match &n.elsewhere {
+                Some(at) => out.push_str(&elsewhere(at, &n.message, color)),
+                None => out.push_str(&self.located(n.span, Severity::Note, &n.message, color)),
+            }
         }
         out
     }
@@ -190,23 +227,165 @@ impl SourceFile {
 
     /// [`SourceFile::render_all`], coloured when `color` is true.
     pub fn render_all_styled(&self, ds: &Diagnostics, color: bool) -> String {
-        ds.0.iter().map(|d| self.render_styled(d, color)).collect()
+        self.render_limited(ds, color, 0)
+    }
+
+    /// Renders the diagnostics in order, up to `limit` errors (0: no
+    /// limit; warnings and an error's notes do not count), then, when
+    /// errors are left out, one `FILE: error: too many errors emitted,
+    /// stopping now [-ferror-limit=]`, as clang ends. The output is bounded
+    /// by the limit whatever the input: each excerpt is a window of its
+    /// line ([`EXCERPT_WIDTH`]).
+    pub fn render_limited(&self, ds: &Diagnostics, color: bool, limit: usize) -> String {
+        let mut out = String::new();
+        let mut errors = 0;
+        for d in &ds.0 {
+            if d.severity == Severity::Error {
+                if limit != 0 && errors == limit {
+                    out.push_str(&header(Some(self.name()), Severity::Error, TOO_MANY_ERRORS, color));
+                    break;
+                }
+                errors += 1;
+            }
+            out.push_str(&self.render_styled(d, color));
+        }
+        out
     }
 
     /// The source line of `span`'s start, and a caret line under the span
-    /// (`^` then `~` to the span's end on that line).
+    /// (`^` then `~` to the span's end on that line). A line wider than
+    /// [`EXCERPT_WIDTH`] characters is shown as a window of that width
+    /// around the caret, each cut end marked `...`; the work is bounded by
+    /// the window, not the line.
     fn excerpt(&self, span: Span, color: bool) -> String {
-        let r = clamp(span, self.text().len());
+        let text = self.text();
+        let r = clamp(span, text.len());
         let Ok(line_idx) = self.line_index((), r.start) else { return String::new() };
         let Ok(line_range) = self.line_range((), line_idx) else { return String::new() };
-        let line = self.text()[line_range.clone()].trim_end_matches(['\n', '\r']);
-        let col = self.text()[line_range.start..r.start].chars().count();
-        let end_on_line = r.end.min(line_range.start + line.len()).max(r.start);
-        let width = self.text()[r.start..end_on_line].chars().count().max(1);
-        let pad: String = line.chars().take(col).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
-        let caret = Palette::new(color).caret;
-        format!("{line}\n{pad}{caret}^{}{caret:#}\n", "~".repeat(width - 1))
+        let line_start = line_range.start;
+        let line_end = line_start + text[line_range].trim_end_matches(['\n', '\r']).len();
+        let line = &text[line_start..line_end];
+        line_excerpt(line, r.start.min(line_end) - line_start, r.end.min(line_end).max(r.start) - line_start, color)
     }
+}
+
+/// A note at another file's place: its header, and its line with a caret
+/// under the column when the line's text is known.
+fn elsewhere(at: &Elsewhere, message: &str, color: bool) -> String {
+    let location = format!("{}:{}:{}", at.file, at.line, at.col);
+    let mut out = header(Some(&location), Severity::Note, message, color);
+    if let Some(line) = &at.line_text {
+        let line = line.trim_end_matches(['\n', '\r']);
+        let byte = line.char_indices().nth((at.col as usize).saturating_sub(1)).map_or(line.len(), |(i, _)| i);
+        out.push_str(&line_excerpt(line, byte, byte, color));
+    }
+    out
+}
+
+/// `line` (or a window of it around the caret, see [`excerpt_window`])
+/// and a caret line under the bytes `at..end` of it (`^` then `~`).
+fn line_excerpt(line: &str, at: usize, end: usize, color: bool) -> String {
+    let (from, to) = excerpt_window(line, 0, line.len(), at);
+    let (cut_left, cut_right) = (if from > 0 { "..." } else { "" }, if to < line.len() { "..." } else { "" });
+    let end = end.min(to).max(at);
+    let width = line[at..end].chars().count().max(1);
+    let lead = line[from..at].chars().map(|c| if c == '\t' { '\t' } else { ' ' });
+    let pad: String = " ".repeat(cut_left.len()).chars().chain(lead).collect();
+    let caret = Palette::new(color).caret;
+    format!("{cut_left}{}{cut_right}\n{pad}{caret}^{}{caret:#}\n", &line[from..to], "~".repeat(width - 1))
+}
+
+/// A severity's name in JSON diagnostics: `error`, `warning`, `note`.
+pub fn severity_name(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Note => "note",
+    }
+}
+
+/// One diagnostic without a place in a source as a line of JSON (the
+/// machine-readable twin of [`header`]): `file` is the location, if any.
+pub fn json_line(location: Option<&str>, severity: Severity, message: &str) -> String {
+    let mut v = serde_json::json!({"severity": severity_name(severity), "message": message, "file": location});
+    v["notes"] = serde_json::json!([]);
+    format!("{v}\n")
+}
+
+impl SourceFile {
+    /// The diagnostics as JSON, one object per line, in the manner of
+    /// rustc's `--error-format=json`, up to `limit` errors (0: all) as
+    /// [`SourceFile::render_limited`] counts them: `severity`, `message`,
+    /// `file`, `line`, `column`, `end_line`, `end_column` (1-based, columns
+    /// in characters; the end is exclusive), `span` (`start`, `end`: byte
+    /// offsets) and `notes` (each with the same keys; a note in another file
+    /// names it). Unlocated: `line`, `column` and `span` are null.
+    pub fn render_json(&self, ds: &Diagnostics, limit: usize) -> String {
+        let mut out = String::new();
+        let mut errors = 0;
+        for d in &ds.0 {
+            if d.severity == Severity::Error {
+                if limit != 0 && errors == limit {
+                    out.push_str(&json_line(Some(self.name()), Severity::Error, TOO_MANY_ERRORS));
+                    break;
+                }
+                errors += 1;
+            }
+            let mut v = self.json_of(d.severity, &d.message, d.span);
+            v["notes"] = d
+                .notes
+                .iter()
+                .map(|n| match &n.elsewhere {
+                    Some(at) => serde_json::json!({
+                        "severity": "note", "message": n.message, "file": at.file, "line": at.line,
+                        "column": at.col, "end_line": at.line, "end_column": at.col + 1, "span": null,
+                    }),
+                    None => self.json_of(Severity::Note, &n.message, n.span),
+                })
+                .collect();
+            out.push_str(&format!("{v}\n"));
+        }
+        out
+    }
+
+    fn json_of(&self, severity: Severity, message: &str, span: Option<Span>) -> serde_json::Value {
+        let mut v = serde_json::json!({"severity": severity_name(severity), "message": message, "file": self.name()});
+        let located = span.map(|s| clamp(s, self.text().len()));
+        let (start, end) = located.clone().map_or((None, None), |r| (Some(self.line_col(r.start)), Some(self.line_col(r.end))));
+        v["line"] = serde_json::json!(start.map(|p| p.0));
+        v["column"] = serde_json::json!(start.map(|p| p.1));
+        v["end_line"] = serde_json::json!(end.map(|p| p.0));
+        v["end_column"] = serde_json::json!(end.map(|p| p.1));
+        v["span"] = match located {
+            Some(r) => serde_json::json!({"start": r.start, "end": r.end}),
+            None => serde_json::Value::Null,
+        };
+        v
+    }
+}
+
+/// The last line of diagnostics cut short by an error limit.
+pub const TOO_MANY_ERRORS: &str = "too many errors emitted, stopping now [-ferror-limit=]";
+
+/// The widest part of a source line an excerpt shows, in characters.
+pub const EXCERPT_WIDTH: usize = 120;
+
+/// How many characters of a cut line an excerpt shows before the caret.
+const EXCERPT_BEFORE: usize = 40;
+
+/// The byte range of the line `line_start..line_end` of `text` that an
+/// excerpt with its caret at `at` shows: the whole line when it is at most
+/// [`EXCERPT_WIDTH`] characters, else a window of that many characters
+/// that starts [`EXCERPT_BEFORE`] characters before the caret (or at the
+/// line's start). Looks at no more than the window's characters.
+fn excerpt_window(text: &str, line_start: usize, line_end: usize, at: usize) -> (usize, usize) {
+    let line = &text[line_start..line_end];
+    if line.chars().take(EXCERPT_WIDTH + 1).count() <= EXCERPT_WIDTH {
+        return (line_start, line_end);
+    }
+    let from = text[line_start..at].char_indices().rev().nth(EXCERPT_BEFORE - 1).map_or(line_start, |(i, _)| line_start + i);
+    let to = text[from..line_end].char_indices().nth(EXCERPT_WIDTH).map_or(line_end, |(i, _)| from + i);
+    (from, to)
 }
 
 /// codespan-reporting reads locations through this, with the lazily built
@@ -344,6 +523,45 @@ mod tests {
         // Without colour: the same text, no escape.
         assert_eq!(src.render(&d), "t.kir:1:10: error: bad\n%x = add %a, %b\n         ^~\nnote: see here\n");
         assert_eq!(header(Some("kiln-run"), Severity::Warning, "w", false), "kiln-run: warning: w\n");
+    }
+
+    #[test]
+    fn a_long_line_is_shown_as_a_window_around_the_caret() {
+        let line = format!("{}%bad{}", "a".repeat(1000), "b".repeat(1000));
+        let src = SourceFile::new("t.kir", format!("{line}\n"));
+        let out = src.render(&Diagnostic::error("bad", Span::new(1000, 1004)));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "t.kir:1:1001: error: bad");
+        let shown = format!("...{}%bad{}...", "a".repeat(EXCERPT_BEFORE), "b".repeat(EXCERPT_WIDTH - EXCERPT_BEFORE - 4));
+        assert_eq!(lines[1], shown);
+        assert_eq!(lines[2], format!("{}^~~~", " ".repeat(3 + EXCERPT_BEFORE)));
+        // Near the start: cut on the right only; a short line whole.
+        let out = src.render(&Diagnostic::error("bad", Span::new(2, 3)));
+        assert_eq!(out.lines().nth(1).unwrap(), format!("{}...", "a".repeat(EXCERPT_WIDTH)));
+        assert_eq!(out.lines().nth(2).unwrap(), "  ^");
+        let src = SourceFile::new("t.kir", format!("{}\n", "é".repeat(EXCERPT_WIDTH)));
+        let out = src.render(&Diagnostic::error("bad", Span::new(4, 6)));
+        assert_eq!(out.lines().nth(1).unwrap(), "é".repeat(EXCERPT_WIDTH));
+    }
+
+    #[test]
+    fn the_error_limit_counts_errors_and_says_it_stopped() {
+        let src = SourceFile::new("t.kir", "%x\n");
+        let mut ds = Diagnostics::default();
+        for i in 0..5 {
+            ds.push(Diagnostic::error(format!("e{i}"), Span::new(0, 2)).with_note("n"));
+            ds.push(Diagnostic { severity: Severity::Warning, message: format!("w{i}"), span: None, notes: Vec::new() });
+        }
+        let out = src.render_limited(&ds, false, 2);
+        let heads: Vec<&str> = out.lines().filter(|l| l.contains(": ") && !l.starts_with("%")).collect();
+        assert_eq!(
+            heads,
+            ["t.kir:1:1: error: e0", "note: n", "warning: w0", "t.kir:1:1: error: e1", "note: n", "warning: w1", &format!("t.kir: error: {TOO_MANY_ERRORS}")]
+        );
+        // Exactly at the limit, or no limit: no stop line.
+        assert!(!src.render_limited(&ds, false, 5).contains(TOO_MANY_ERRORS));
+        assert_eq!(src.render_limited(&ds, false, 0), src.render_all(&ds));
+        assert_eq!(src.render_all(&ds).matches("error: e").count(), 5);
     }
 
     #[test]

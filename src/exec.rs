@@ -161,6 +161,25 @@ impl RunError {
             None => crate::diag::Diagnostic::error_nospan(self.message.clone()),
         }
     }
+
+    /// The error as diagnostics of the source the stream was parsed from:
+    /// a race report's (one per race), or this one's; each statement it
+    /// names also at the place `origin` says it came from (the Python line
+    /// of a statement with a `loc`, see [`crate::ir::Stream::locs`]).
+    pub fn diagnostics(
+        &self,
+        src: &crate::diag::SourceFile,
+        origin: &dyn Fn(Span) -> Option<crate::diag::Elsewhere>,
+    ) -> crate::diag::Diagnostics {
+        if let Some(report) = &self.races {
+            return report.diagnostics_with(src, origin);
+        }
+        let d = self.diagnostic();
+        match self.at.and_then(origin) {
+            Some(place) => d.with_note_elsewhere("the statement was imported from here", place).into(),
+            None => d.into(),
+        }
+    }
 }
 
 /// The out-of-bounds error both engines report, in one wording: `index`

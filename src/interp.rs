@@ -244,6 +244,10 @@ macro_rules! float_un {
             UnOp::Sin => a.sin(),
             UnOp::Cos => a.cos(),
             UnOp::Tan => a.tan(),
+            UnOp::Asin => a.asin(),
+            UnOp::Acos => a.acos(),
+            UnOp::Atan => a.atan(),
+            UnOp::Tanh => a.tanh(),
             UnOp::Exp => a.exp(),
             UnOp::Log => a.ln(),
             // Rust's software `floor`/`ceil` return a signalling NaN

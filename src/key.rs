@@ -106,6 +106,10 @@ impl Namer for Renumbering {
     fn task_names<'b>(&self, _: &'b TaskItem) -> (&'b str, &'b str) {
         (TASK_PLACEHOLDER, KERNEL_PLACEHOLDER)
     }
+    /// Where a statement came from changes no object: never keyed.
+    fn locations(&self) -> bool {
+        false
+    }
 }
 
 /// The key of a canonical text under a configuration.
@@ -137,10 +141,11 @@ fn key_with_prefix(prefix: &blake3::Hasher, text: &str) -> Key {
     Key(*h.finalize().as_bytes())
 }
 
-/// The configuration as it is hashed: serde_json, fields in declared order.
+/// The configuration as it is hashed: its wire form
+/// ([`CompileConfig::to_wire`], serde_json with fields in declared order),
+/// the very text a `kiln-compile` process is sent.
 pub fn config_json(config: &CompileConfig) -> String {
-    // Serialising a struct of plain data cannot fail.
-    serde_json::to_string(config).expect("CompileConfig serialises")
+    config.to_wire()
 }
 
 /// The key of task item `task` of module `m`.

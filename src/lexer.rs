@@ -79,6 +79,10 @@ pub enum Tok<'a> {
     #[token("sin", |_| UnOp::Sin)]
     #[token("cos", |_| UnOp::Cos)]
     #[token("tan", |_| UnOp::Tan)]
+    #[token("asin", |_| UnOp::Asin)]
+    #[token("acos", |_| UnOp::Acos)]
+    #[token("atan", |_| UnOp::Atan)]
+    #[token("tanh", |_| UnOp::Tanh)]
     #[token("exp", |_| UnOp::Exp)]
     #[token("log", |_| UnOp::Log)]
     #[token("floor", |_| UnOp::Floor)]
@@ -157,6 +161,15 @@ pub enum Tok<'a> {
     Break,
     #[token("continue")]
     Continue,
+    /// `loc`, which starts a statement's source location.
+    #[token("loc")]
+    Loc,
+    /// A string literal, without its quotes and undecoded: any character
+    /// but `"`, `\`, `{`, `}`, `;` and control characters, or `\XX`, two
+    /// hex digits of an ASCII byte (so that the byte scans of
+    /// [`split_items`] never meet a brace or a comment inside one).
+    #[regex(r#""([^"\\{};\x00-\x1f\x7f]|\\[0-9A-Fa-f][0-9A-Fa-f])*""#, |lex| { let s = lex.slice(); &s[1..s.len() - 1] })]
+    Str(&'a str),
     /// Any other bare word (never valid; kept whole so that errors can
     /// name it, e.g. an unknown type `f16`).
     #[regex(r"[A-Za-z_][A-Za-z0-9_]*", |lex| lex.slice(), priority = 1)]
@@ -201,6 +214,7 @@ impl fmt::Display for Tok<'_> {
             Tok::UnOp(o) => write!(f, "`{}`", o.keyword()),
             Tok::Pred(o) => write!(f, "`{}`", o.keyword()),
             Tok::Word(w) => write!(f, "`{w}`"),
+            Tok::Str(s) => write!(f, "string \"{s}\""),
             other => write!(f, "`{}`", other.keyword_text()),
         }
     }
@@ -239,6 +253,7 @@ impl Tok<'_> {
             Tok::While => "while",
             Tok::Break => "break",
             Tok::Continue => "continue",
+            Tok::Loc => "loc",
             Tok::LBrace => "{",
             Tok::RBrace => "}",
             Tok::LParen => "(",
@@ -518,6 +533,49 @@ fn is_name_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c == b'.'
 }
 
+/// Whether a string literal writes `c` as an escape (`\XX`): the quote,
+/// the backslash, what the byte scans of [`split_items`] look for (braces
+/// and the comment sign) and control characters.
+fn escaped_in_strings(c: char) -> bool {
+    matches!(c, '"' | '\\' | '{' | '}' | ';') || c.is_ascii_control()
+}
+
+/// `s` as a string literal, quotes included: every character that
+/// [`escaped_in_strings`] names written `\XX`, the rest as it is. What
+/// [`decode_string`] reads back.
+pub fn quote_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        if escaped_in_strings(c) {
+            out.push_str(&format!("\\{:02X}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The text of a string literal's body (its quotes stripped, as
+/// [`Tok::Str`] holds it), its escapes decoded; why not, when an escape
+/// names a byte that is not ASCII.
+pub fn decode_string(raw: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        let hex = rest.get(at + 1..at + 3).unwrap_or("");
+        match u8::from_str_radix(hex, 16) {
+            Ok(b) if b.is_ascii() => out.push(b as char),
+            _ => return Err(format!("invalid escape `\\{hex}` in a string: an escape is `\\` and two hex digits of an ASCII character")),
+        }
+        rest = &rest[at + 3..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -599,3 +657,4 @@ mod tests {
         assert_eq!(chunks[3].end, s.len());
     }
 }
+

@@ -29,7 +29,7 @@ lalrpop_util::lalrpop_mod!(
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::*;
-use crate::lexer::{split_items, ChunkKind, LexError, Lexer, Tok};
+use crate::lexer::{decode_string, split_items, ChunkKind, LexError, Lexer, Tok};
 use ast::{BoundAst, LitKind, LitTok, Name as AName, RangeAst, SKind, StmtAst, Sym, TaskKindAst, Top};
 use lalrpop_util::ParseError;
 use rayon::prelude::*;
@@ -160,8 +160,66 @@ pub(crate) fn parse_chunk(text: &str, c: &crate::lexer::Chunk) -> Parsed {
     let piece = &text[c.start..c.end];
     grammar::ChunkParser::new().parse(Lexer::new(piece, c.start)).map_err(|e| {
         let first = syntax_error(text, e);
-        more_syntax_errors(text, c, first)
+        match unclosed_delimiter(text, c, &first) {
+            Some(d) => vec![d],
+            None => more_syntax_errors(text, c, first),
+        }
     })
+}
+
+/// When a chunk's delimiters do not balance, the one error that matters:
+/// `unclosed delimiter` at the opening `{`, `(` or `[` that was never closed,
+/// with a note where the parser gave up (`gave_up`), as rustc reports it.
+/// Which opener: a `(` or `[` still open where the parser gave up (it
+/// wanted its closer); else one closed by a delimiter of another kind
+/// (`(` ... `}`); else the first `{` whose `}` stands on a line indented differently from
+/// its own (the `}` that closed it belonged to an outer block); else the
+/// innermost one left open at the chunk's end. `None` when every delimiter
+/// is closed (or a stray closer, which the parser's error already names).
+fn unclosed_delimiter(text: &str, c: &crate::lexer::Chunk, gave_up: &Diagnostic) -> Option<Diagnostic> {
+    let mut open: Vec<(Tok<'_>, usize)> = Vec::new();
+    let mut misplaced: Option<(Tok<'_>, usize)> = None;
+    let closes = |o: &Tok<'_>, t: &Tok<'_>| matches!((o, t), (Tok::LBrace, Tok::RBrace) | (Tok::LParen, Tok::RParen) | (Tok::LBracket, Tok::RBracket));
+    let mut stop = gave_up.span.map(|s| s.start as usize);
+    for tok in Lexer::new(&text[c.start..c.end], c.start) {
+        let (at, t, _) = tok.ok()?;
+        if stop.is_some_and(|s| at >= s) {
+            stop = None;
+            if let Some(&(o @ (Tok::LParen | Tok::LBracket), from)) = open.last() {
+                return Some(unclosed_at((o, from), gave_up));
+            }
+        }
+        match t {
+            Tok::LBrace | Tok::LParen | Tok::LBracket => open.push((t, at)),
+            Tok::RBrace | Tok::RParen | Tok::RBracket => match open.pop() {
+                Some((o, from)) if closes(&o, &t) => {
+                    if misplaced.is_none() && o == Tok::LBrace && indentation(text, from) != indentation(text, at) {
+                        misplaced = Some((o, from));
+                    }
+                }
+                Some(unclosed) => return Some(unclosed_at(unclosed, gave_up)),
+                None => return None,
+            },
+            _ => {}
+        }
+    }
+    let last = *open.last()?;
+    Some(unclosed_at(misplaced.unwrap_or(last), gave_up))
+}
+
+fn unclosed_at((t, at): (Tok<'_>, usize), gave_up: &Diagnostic) -> Diagnostic {
+    let d = Diagnostic::error(format!("unclosed delimiter {t}"), Span::new(at, at + 1));
+    match gave_up.span {
+        Some(s) => d.with_note_at(format!("the parser gave up here: {}", gave_up.message), s),
+        None => d,
+    }
+}
+
+/// The leading blanks of the line holding byte `at`.
+fn indentation(text: &str, at: usize) -> &str {
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line = &text[start..];
+    &line[..line.len() - line.trim_start_matches([' ', '\t']).len()]
 }
 
 /// Parses only the header of the chunk `c` — its text up to the `{` at
@@ -268,7 +326,11 @@ fn syntax_error(text: &str, e: ParseError<usize, Tok<'_>, LexError>) -> Diagnost
             Span::new(location, location),
         ),
         ParseError::UnrecognizedToken { token: (l, t, r), expected } => {
-            Diagnostic::error(format!("expected {}, found {t}", describe_expected(&expected)), Span::new(l, r))
+            let hint = match t {
+                Tok::Word(w) => nearest_keyword(w, &expected).map(|k| format!("; did you mean `{k}`?")).unwrap_or_default(),
+                _ => String::new(),
+            };
+            Diagnostic::error(format!("expected {}, found {t}{hint}", describe_expected(&expected)), Span::new(l, r))
         }
         ParseError::ExtraToken { token: (l, t, r) } => Diagnostic::error(format!("unexpected {t}"), Span::new(l, r)),
         ParseError::User { error } => {
@@ -294,6 +356,33 @@ fn show_char(c: char) -> String {
     } else {
         format!("U+{:04X}", c as u32)
     }
+}
+
+/// The keyword among what the grammar expected nearest to the bare word
+/// `w` (a misspelt keyword, operator or type), by Damerau-Levenshtein
+/// distance, when it is close: at most a third of the longer word, and at
+/// least one edit.
+fn nearest_keyword(w: &str, expected: &[String]) -> Option<String> {
+    let mut words: Vec<String> = Vec::new();
+    for e in expected.iter().map(|s| s.trim_matches('"')) {
+        match e {
+            "type" => words.extend(Scalar::ALL.iter().map(|t| t.keyword().to_string())),
+            "binary operator" => words.extend(BinOp::ALL.iter().map(|o| o.keyword().to_string())),
+            "unary operator" => words.extend(UnOp::ALL.iter().map(|o| o.keyword().to_string())),
+            "predicate" => words.extend(CmpOp::ALL.iter().map(|o| o.keyword().to_string())),
+            "ret " => words.push("ret".into()),
+            k if k.chars().all(|c| c.is_ascii_lowercase() || c == '_') && !k.is_empty() => words.push(k.to_string()),
+            _ => {}
+        }
+    }
+    // Ties go to the longer common prefix (`sqr`: `sqrt`, not `shr`).
+    let prefix = |k: &str| w.chars().zip(k.chars()).take_while(|(a, b)| a == b).count();
+    words
+        .into_iter()
+        .map(|k| (strsim::damerau_levenshtein(w, &k), std::cmp::Reverse(prefix(&k)), k))
+        .filter(|(d, _, k)| *d >= 1 && *d <= (w.len().max(k.len()) / 3).max(1))
+        .min()
+        .map(|(_, _, k)| k)
 }
 
 /// Names what the grammar expected, in words: a whole class where the set
@@ -630,7 +719,36 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         self.leave_scope(mark);
     }
 
-    fn stmt(&mut self, s: StmtAst, b: Block) {
+    /// Lowers one statement into block `b`, with its location if it has
+    /// one. The statement is the first one [`BodyLower::stmt_kind`] makes
+    /// (a statement with blocks is made before what they hold).
+    fn stmt(&mut self, mut s: StmtAst, b: Block) {
+        let loc = s.loc.take().and_then(|l| self.loc(l));
+        let first = self.body.stmts.len();
+        self.stmt_kind(s, b);
+        if let (Some(loc), Some(data)) = (loc, self.body.stmts.get_mut(Stmt(first as u32))) {
+            data.loc = Some(loc);
+        }
+    }
+
+    /// A location's file, line and column; `None` (and an error) when one
+    /// of them is not valid.
+    fn loc(&mut self, l: ast::LocAst) -> Option<Box<Loc>> {
+        let quoted = self.src.get(l.file.range()).unwrap_or("\"\"");
+        let file = decode_string(&quoted[1..quoted.len() - 1]).map_err(|e| self.diags.push(Diagnostic::error(e, l.file)));
+        let mut number = |t: &LitTok, what: &str| {
+            let n = lit_const(&t.with_text(self.src), Scalar::I64).ok().and_then(|c| c.as_i64());
+            let n = n.and_then(|n| u32::try_from(n).ok()).filter(|&n| n >= 1);
+            if n.is_none() {
+                self.diags.push(Diagnostic::error(format!("a location's {what} must be a number from 1 to {}", u32::MAX), t.span));
+            }
+            n
+        };
+        let (line, col) = (number(&l.line, "line"), number(&l.col, "column"));
+        Some(Box::new(Loc { file: file.ok()?.into(), line: line?, col: col? }))
+    }
+
+    fn stmt_kind(&mut self, s: StmtAst, b: Block) {
         let span = s.span;
         // Simple statements: the kind; its result's type is the IR's rule.
         let kind = match s.kind {

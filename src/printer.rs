@@ -59,6 +59,10 @@ pub trait Namer {
     fn task_names<'b>(&self, t: &'b TaskItem) -> (&'b str, &'b str) {
         (&t.name, &t.kernel)
     }
+    /// Whether statements' source locations (`loc(...)`) are printed.
+    fn locations(&self) -> bool {
+        true
+    }
 }
 
 /// The names the values have in the module: what `Display` prints.
@@ -533,6 +537,9 @@ impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
                 self.block_braced(body, *b)?
             }
             StmtKind::Launch(name) => write!(self.out, "launch @{name}")?,
+        }
+        if let Some(loc) = data.loc.as_deref().filter(|_| self.namer.locations()) {
+            write!(self.out, " loc({}:{}:{})", crate::lexer::quote_string(&loc.file), loc.line, loc.col)?;
         }
         self.out.write_char('\n')
     }

@@ -22,7 +22,7 @@
 //! element no iteration touched (the shadow grows by pages of
 //! [`PAGE`] elements, as they are first touched).
 
-use crate::diag::{Diagnostic, Diagnostics, SourceFile};
+use crate::diag::{Diagnostic, Diagnostics, Elsewhere, SourceFile};
 use crate::ir::{Name, Span};
 use std::collections::HashMap;
 use std::fmt;
@@ -381,11 +381,25 @@ impl RaceReport {
     /// One error per race at its later access, naming the earlier one's
     /// location (`FILE:LINE:COL`), then one with the count of the others.
     pub fn diagnostics(&self, src: &SourceFile) -> Diagnostics {
+        self.diagnostics_with(src, &|_| None)
+    }
+
+    /// [`RaceReport::diagnostics`], with a note for each access whose
+    /// statement `origin` places in the program the KIR came from (its
+    /// Python line, say).
+    pub fn diagnostics_with(&self, src: &SourceFile, origin: &dyn Fn(Span) -> Option<Elsewhere>) -> Diagnostics {
         let mut ds = Diagnostics::default();
         for r in &self.races {
             let (line, col) = src.line_col(r.other_span.start as usize);
             let at = format!(" at {}:{line}:{col}", src.name());
-            ds.push(Diagnostic::error(r.message(&at), r.span));
+            let mut d = Diagnostic::error(r.message(&at), r.span);
+            for (span, iteration, kind) in [(r.span, &r.iteration, r.kind), (r.other_span, &r.other_iteration, r.other_kind)] {
+                if let Some(place) = origin(span) {
+                    let what = format!("iteration {iteration} {} here", kind.verb());
+                    d = d.with_note_elsewhere(what, place);
+                }
+            }
+            ds.push(d);
         }
         if self.more > 0 {
             let first = &self.races[0];

@@ -13,7 +13,7 @@ use crate::diag::{self, Diagnostics, Severity, SourceFile};
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Whether this process colours what it prints on standard error, decided
 /// once by [`run_tool`] from `--color`, `NO_COLOR` and the terminal.
@@ -22,6 +22,44 @@ static COLOR: AtomicBool = AtomicBool::new(false);
 /// Whether diagnostics are coloured in this process.
 pub fn color() -> bool {
     COLOR.load(Ordering::Relaxed)
+}
+
+/// How many errors this process reports before it stops (0: all), set once
+/// by [`run_tool`] from `--error-limit` (`-ferror-limit=`) where the tool
+/// has it ([`crate::cli::DiagArgs`]).
+static ERROR_LIMIT: AtomicUsize = AtomicUsize::new(crate::cli::DEFAULT_ERROR_LIMIT);
+
+/// The error limit of this process's diagnostics.
+pub fn error_limit() -> usize {
+    ERROR_LIMIT.load(Ordering::Relaxed)
+}
+
+/// Whether this process writes its diagnostics as JSON lines, set once by
+/// [`run_tool`] from `--diagnostics-format` where the tool has it.
+static JSON: AtomicBool = AtomicBool::new(false);
+
+fn json() -> bool {
+    JSON.load(Ordering::Relaxed)
+}
+
+/// One line about bad input, or a warning, as this process writes them:
+/// LLVM's `LOCATION: error: MESSAGE`, or a line of JSON.
+fn line(location: Option<&str>, severity: Severity, message: &str) -> String {
+    if json() {
+        diag::json_line(location, severity, message)
+    } else {
+        diag::header(location, severity, message, color())
+    }
+}
+
+/// Diagnostics against their source, up to the error limit, as this
+/// process writes them.
+fn render(src: &SourceFile, ds: &Diagnostics) -> String {
+    if json() {
+        src.render_json(ds, error_limit())
+    } else {
+        src.render_limited(ds, color(), error_limit())
+    }
 }
 
 /// Why a tool stops without success.
@@ -47,7 +85,7 @@ impl From<crate::settings::SettingsError> for ToolError {
         if e.usage {
             ToolError::Usage(e.to_string())
         } else {
-            ToolError::Input(format!("{}: error: {}\n", e.location, e.message))
+            ToolError::Input(line(Some(&e.location), Severity::Error, &e.message))
         }
     }
 }
@@ -56,11 +94,11 @@ impl ToolError {
     /// An input error with one line of text; `error: ` is prefixed (and
     /// the tool's name, by [`main_with`]).
     pub fn msg(text: impl std::fmt::Display) -> ToolError {
-        ToolError::Input(diag::header(None, Severity::Error, &text.to_string(), color()))
+        ToolError::Input(line(None, Severity::Error, &text.to_string()))
     }
     /// An input error located at a path: `PATH: error: TEXT`.
     pub fn at(path: impl std::fmt::Display, text: impl std::fmt::Display) -> ToolError {
-        ToolError::Input(diag::header(Some(&path.to_string()), Severity::Error, &text.to_string(), color()))
+        ToolError::Input(line(Some(&path.to_string()), Severity::Error, &text.to_string()))
     }
     /// An error writing the output `path`: `PATH: error: cannot write
     /// output: REASON`, so that it never reads like a missing input.
@@ -70,12 +108,11 @@ impl ToolError {
     /// An unlocated error line, then diagnostics rendered against their
     /// source (`error: pass 'cse' failed` and why).
     pub fn msg_diags(text: impl std::fmt::Display, src: &SourceFile, ds: &Diagnostics) -> ToolError {
-        let head = diag::header(None, Severity::Error, &text.to_string(), color());
-        ToolError::Input(head + &src.render_all_styled(ds, color()))
+        ToolError::Input(line(None, Severity::Error, &text.to_string()) + &render(src, ds))
     }
-    /// Diagnostics rendered against their source.
+    /// Diagnostics rendered against their source, up to the error limit.
     pub fn diags(src: &SourceFile, ds: &Diagnostics) -> ToolError {
-        ToolError::Input(src.render_all_styled(ds, color()))
+        ToolError::Input(render(src, ds))
     }
     /// An I/O error on writing to stdout: a closed pipe is quiet.
     pub fn stdout(e: io::Error) -> ToolError {
@@ -110,7 +147,7 @@ pub fn main_with(tool: &str, body: impl FnOnce() -> Result<(), ToolError>) -> Ex
             ExitCode::from(1)
         }
         Err(ToolError::Usage(text)) => {
-            let _ = io::stderr().lock().write_all(diag::header(Some(tool), Severity::Error, &text, color()).as_bytes());
+            let _ = io::stderr().lock().write_all(line(Some(tool), Severity::Error, &text).as_bytes());
             ExitCode::from(2)
         }
     }
@@ -119,14 +156,14 @@ pub fn main_with(tool: &str, body: impl FnOnce() -> Result<(), ToolError>) -> Ex
 /// One `LOCATION: error: TEXT` line, coloured as this process's
 /// diagnostics are (for a tool that gathers several errors).
 pub fn error_line(location: &str, text: &str) -> String {
-    diag::header(Some(location), Severity::Error, text, color())
+    line(Some(location), Severity::Error, text)
 }
 
 /// Prints `TOOL: warning: TEXT` on standard error (coloured as the
 /// process's diagnostics are); a closed standard error is not worth
 /// failing for.
 pub fn warn(tool: &str, text: &str) {
-    let _ = io::stderr().lock().write_all(diag::header(Some(tool), Severity::Warning, text, color()).as_bytes());
+    let _ = io::stderr().lock().write_all(line(Some(tool), Severity::Warning, text).as_bytes());
 }
 
 /// A target that cannot be used ([`crate::target::resolve`]): `help`
@@ -176,7 +213,16 @@ pub fn run_tool<C: clap::Parser>(spec: &ToolSpec, body: impl FnOnce(C) -> Result
     if args.iter().skip(1).take_while(|a| *a != "--").any(|a| a == "--version" || a == "-V") {
         return main_with(spec.name, || write_output(None, (spec.version)().as_bytes()));
     }
-    let parsed = cmd.try_get_matches_from(&args).and_then(|m| C::from_arg_matches(&m));
+    let parsed = cmd.try_get_matches_from(&args).and_then(|m| C::from_arg_matches(&m).map(|c| (m, c)));
+    let parsed = parsed.map(|(matches, cli)| {
+        if let Ok(Some(&limit)) = matches.try_get_one::<usize>(crate::cli::DiagArgs::ERROR_LIMIT_ID) {
+            ERROR_LIMIT.store(limit, Ordering::Relaxed);
+        }
+        if let Ok(Some(&format)) = matches.try_get_one::<crate::cli::DiagnosticsFormat>(crate::cli::DiagArgs::FORMAT_ID) {
+            JSON.store(format == crate::cli::DiagnosticsFormat::Json, Ordering::Relaxed);
+        }
+        cli
+    });
     match parsed {
         Ok(cli) => main_with(spec.name, || body(cli)),
         Err(e) => clap_error(spec.name, e),

@@ -182,13 +182,17 @@ fn unary_operators() {
     let f32s: Vec<(u64, u64)> = F32S.iter().map(|x| (x.to_bits() as u64, 0)).collect();
     let a = |x: u64| f32::from_bits(x as u32);
     type F = fn(f32) -> f32;
-    let ops: [(UnOp, F); 11] = [
+    let ops: [(UnOp, F); 15] = [
         (UnOp::Neg, |x| -x),
         (UnOp::Abs, |x| x.abs()),
         (UnOp::Sqrt, |x| x.sqrt()),
         (UnOp::Sin, |x| x.sin()),
         (UnOp::Cos, |x| x.cos()),
         (UnOp::Tan, |x| x.tan()),
+        (UnOp::Asin, |x| x.asin()),
+        (UnOp::Acos, |x| x.acos()),
+        (UnOp::Atan, |x| x.atan()),
+        (UnOp::Tanh, |x| x.tanh()),
         (UnOp::Exp, |x| x.exp()),
         (UnOp::Log, |x| x.ln()),
         (UnOp::Floor, |x| x.floor()),

@@ -511,8 +511,60 @@ fn kiln_run_compiles_in_the_kiln_compile_beside_it() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("failed (exit status 3): error: out of luck"), "{err}");
     let args = std::fs::read_to_string(&args).unwrap();
-    assert!(args.contains(&format!("--build-id={}", kiln::config::BUILD_ID)), "{args}");
-    assert!(args.contains("--kernel ten_tasks") && args.contains("-O0"), "{args}");
+    // The configuration goes whole, as the key hashes it: the build
+    // identity and the -O level with it.
+    let wire = kiln::key::config_json(&kiln::config::CompileConfig { opt_level: kiln::config::OptLevel::O0, ..Default::default() });
+    assert!(args.contains(&format!("--compile-config={wire}")), "{args}");
+    assert!(args.contains(&format!("\"build_id\":\"{}\"", kiln::config::BUILD_ID)), "{args}");
+    assert!(args.contains("--kernel ten_tasks"), "{args}");
+}
+
+/// The configuration crosses the process boundary whole: every field of
+/// a non-default configuration reaches the `kiln-compile` child (its
+/// objects are byte for byte the in-process compiler's under that
+/// configuration, and not the default's), and a configuration with a
+/// field the child does not know, or of another build, is refused rather
+/// than compiled with the field dropped.
+#[test]
+fn the_compile_configuration_reaches_the_child_whole() {
+    use kiln::codegen::{Backend, CompileProcess, Compiler};
+    use kiln::config::{CodeModel, CompileConfig, OptLevel};
+    let text = std::fs::read_to_string(testdata("ten_tasks.kir")).unwrap();
+    let stream = kiln::passes::to_task_stream(kiln::parser::parse(&text).unwrap()).unwrap();
+    let modules: Vec<&kiln::ir::Module> = kiln::codegen::task_modules(&stream).map(|(m, _)| m).take(3).collect();
+    let target = HostTarget::detect().unwrap();
+    let config = CompileConfig {
+        opt_level: OptLevel::O3,
+        fast_math: true,
+        bounds_checks: false,
+        code_model: CodeModel::Small,
+        ..CompileConfig::default()
+    };
+    let objects = |b: &dyn Backend| -> Vec<Vec<u8>> {
+        b.compile_tasks(&modules).into_iter().map(|r| r.unwrap().object).collect()
+    };
+    let child = CompileProcess::new(config.clone(), target.clone(), COMPILE.into()).unwrap();
+    let here = Compiler::new(config, target.clone()).unwrap();
+    let default = Compiler::new(CompileConfig::default(), target).unwrap();
+    let from_child = objects(&child);
+    assert_eq!(from_child, objects(&here), "the child compiled another configuration");
+    assert_ne!(from_child, objects(&default), "the configuration made no difference: the test shows nothing");
+
+    // A field added to a copy of the configuration is received, and
+    // refused by a build that cannot honour it.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut added: Value = serde_json::from_str(&kiln::key::config_json(&CompileConfig::default())).unwrap();
+    added["vector_width"] = Value::from(4);
+    let other_build = kiln::key::config_json(&CompileConfig { build_id: "0123".into(), ..CompileConfig::default() });
+    for (wire, says) in [(added.to_string(), "unknown field `vector_width`"), (other_build, "build_id is 0123, but this build's is")] {
+        let mut c = tool(COMPILE, tmp.path());
+        c.arg(testdata("ten_tasks.kir")).arg(format!("--compile-config={wire}")).arg("-o").arg(tmp.path().join("out/"));
+        let out = c.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("cannot honour the compile configuration") && err.contains(says), "{err}");
+        assert!(!tmp.path().join("out").exists());
+    }
 }
 
 /// `kiln-compile --build-id` refuses to be another build than the one

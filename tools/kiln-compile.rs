@@ -7,7 +7,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use kiln::codegen::{self, Compiler, Emit};
 use kiln::target::Override;
-use kiln::config::{CompileConfig, OptLevel};
+use kiln::config::CompileConfig;
 use kiln::ir::Module;
 use kiln::jit::cached::{self, FillTimes, Filled, RunCounters};
 use kiln::tool::{self, ToolError};
@@ -57,17 +57,12 @@ struct Cli {
     #[arg(long, value_enum, default_value = "obj")]
     emit: EmitArg,
 
-    /// Optimisation level of the LLVM pipeline: 0 to 3
-    #[arg(short = 'O', value_name = "LEVEL", default_value = "2", value_parser = kiln::cli::parse_opt_level)]
-    opt: OptLevel,
+    #[command(flatten)]
+    config: kiln::cli::ConfigArgs,
 
-    /// Allow LLVM's fast-math transformations (results may differ from the interpreter)
-    #[arg(long)]
-    fast_math: bool,
-
-    /// Leave out the bounds checks of field accesses (an out-of-bounds access is then undefined)
-    #[arg(long)]
-    no_bounds_checks: bool,
+    /// The whole compile configuration as one JSON object, exactly as keyed (what `kiln-run` sends; a field this build does not know, or another build's identity, is refused)
+    #[arg(long, value_name = "JSON", hide = true, conflicts_with_all = kiln::cli::ConfigArgs::IDS)]
+    compile_config: Option<String>,
 
     /// Compile for this CPU instead of the detected host CPU (checked against LLVM's list; `help` lists CPUs and features)
     #[arg(long, value_name = "NAME")]
@@ -86,7 +81,7 @@ struct Cli {
     print_target: bool,
 
     /// Compile the tasks kernel NAME launches into one object (the whole-kernel form `kiln-run --no-cache` runs; entries kiln_task.0, kiln_task.1, ...)
-    #[arg(long, value_name = "NAME", conflicts_with = "cache_dir")]
+    #[arg(long, value_name = "@NAME", conflicts_with = "cache_dir", value_parser = kiln::cli::parse_kernel_name)]
     kernel: Option<String>,
 
     /// Refuse to compile unless this is build ID (`kiln-run` passes its own: an object is keyed by the build that made it)
@@ -113,6 +108,9 @@ struct Cli {
     #[arg(long, value_enum, value_name = "FORMAT", num_args = 0..=1, require_equals = true,
           default_missing_value = "text", requires = "cache_dir")]
     stats: Option<StatsFormat>,
+
+    #[command(flatten)]
+    diag: kiln::cli::DiagArgs,
 
     #[command(flatten)]
     common: kiln::cli::Common,
@@ -146,8 +144,10 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         let text = format!("triple: {}\ncpu: {}\nfeatures: {}\n", target.triple, target.cpu, target.features);
         return tool::write_output(None, text.as_bytes());
     }
-    let config =
-        CompileConfig { opt_level: cli.opt, fast_math: cli.fast_math, bounds_checks: !cli.no_bounds_checks, ..Default::default() };
+    let config = match &cli.compile_config {
+        Some(wire) => CompileConfig::from_wire(wire).map_err(ToolError::msg)?,
+        None => cli.config.config(),
+    };
     let compiler = Compiler::new(config, target).map_err(ToolError::msg)?;
 
     let src = tool::read_source(&cli.input)?;
@@ -162,10 +162,19 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         EmitArg::Asm => Emit::Assembly,
     };
     if let Some(kernel) = &cli.kernel {
+        let kernels = || stream.modules.iter().flat_map(|m| m.kernels()).map(|k| k.name.as_str());
+        if !kernels().any(|k| k == kernel) {
+            return Err(ToolError::msg(kiln::cli::no_such_kernel(kernel, src.name(), kernels())));
+        }
         let (bytes, _) =
             compiler.emit_kernel(&stream, kernel, emit).map_err(|e| ToolError::Input(tool::error_line(src.name(), &e.to_string())))?;
         let dest = destination(cli.output.as_deref(), 1, emit)?;
         return write_all(&dest, emit, &[(kernel.as_str(), bytes)]);
+    }
+    if tasks.is_empty() {
+        // As llc compiles an empty module: nothing is written, and it is said.
+        tool::warn(src.name(), "no task to compile: the input has no kernel");
+        return Ok(());
     }
     if let Some(dir) = &cli.cache_dir {
         if emit != Emit::Object {

@@ -45,6 +45,9 @@ struct Cli {
     output: Option<String>,
 
     #[command(flatten)]
+    diag: kiln::cli::DiagArgs,
+
+    #[command(flatten)]
     common: kiln::cli::Common,
 }
 

@@ -2,7 +2,7 @@
 //! `main` over `kiln::key`; see `docs/tools/kiln-key.md`.
 
 use clap::Parser;
-use kiln::config::{CodeModel, CompileConfig, OptLevel};
+use kiln::config::CompileConfig;
 use kiln::diag::SourceFile;
 use kiln::key::{self, Change, KeySet};
 use kiln::tool::{self, ToolError};
@@ -42,21 +42,11 @@ struct Cli {
     #[arg(long, num_args = 2, value_names = ["OLD", "NEW"])]
     diff: Option<Vec<String>>,
 
-    /// Optimisation level of the configuration: -O0, -O1, -O2 (default) or -O3
-    #[arg(short = 'O', value_name = "LEVEL", value_parser = kiln::cli::parse_opt_level)]
-    opt: Option<OptLevel>,
+    #[command(flatten)]
+    config: kiln::cli::ConfigArgs,
 
-    /// Configuration with fast-math enabled
-    #[arg(long)]
-    fast_math: bool,
-
-    /// Configuration without bounds checks
-    #[arg(long)]
-    no_bounds_checks: bool,
-
-    /// Configuration's code model (default: large on x86-64, the target's default elsewhere)
-    #[arg(long, value_name = "MODEL", value_parser = ["default", "small", "large"])]
-    code_model: Option<String>,
+    #[command(flatten)]
+    diag: kiln::cli::DiagArgs,
 
     #[command(flatten)]
     common: kiln::cli::Common,
@@ -66,23 +56,6 @@ const SPEC: tool::ToolSpec = tool::ToolSpec { name: "kiln-key", version: || kiln
 
 fn main() -> ExitCode {
     tool::run_tool(&SPEC, |cli: Cli| run(&cli))
-}
-
-fn config(cli: &Cli) -> CompileConfig {
-    let mut c = CompileConfig::default();
-    if let Some(o) = cli.opt {
-        c.opt_level = o;
-    }
-    c.fast_math = cli.fast_math;
-    c.bounds_checks = !cli.no_bounds_checks;
-    if let Some(m) = &cli.code_model {
-        c.code_model = match m.as_str() {
-            "small" => CodeModel::Small,
-            "large" => CodeModel::Large,
-            _ => CodeModel::Default,
-        };
-    }
-    c
 }
 
 /// Reads, parses, verifies and splits one KIR input.
@@ -111,7 +84,7 @@ fn key_set(path: &str, cfg: &CompileConfig) -> Result<KeySet, ToolError> {
 }
 
 fn run(cli: &Cli) -> Result<(), ToolError> {
-    let cfg = config(cli);
+    let cfg = cli.config.config();
     if let Some(paths) = &cli.diff {
         if paths[0] == "-" && paths[1] == "-" {
             return Err(ToolError::Usage(
@@ -124,6 +97,9 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     let Some(name) = &cli.explain else {
         let src = tool::read_source(&cli.input)?;
         let set = KeySet::of_text(src.text(), &cfg).map_err(|ds| ToolError::diags(&src, &ds))?;
+        if set.tasks.is_empty() {
+            tool::warn(src.name(), "no task to key: the input has no kernel");
+        }
         drop(src);
         return print_keys(cli, &set);
     };

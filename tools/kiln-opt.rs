@@ -66,6 +66,9 @@ struct Cli {
     time_passes: bool,
 
     #[command(flatten)]
+    diag: kiln::cli::DiagArgs,
+
+    #[command(flatten)]
     common: kiln::cli::Common,
 }
 

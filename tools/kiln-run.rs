@@ -5,7 +5,6 @@
 
 use clap::{Parser, ValueEnum};
 use kiln::codegen::HostTarget;
-use kiln::config::OptLevel;
 use kiln::exec::{self, Engine, Fields};
 use kiln::target::Override;
 use kiln::jit::cached::RunCounters;
@@ -61,7 +60,7 @@ struct Cli {
     input: String,
 
     /// Run this kernel (repeatable, run in the order given); default: every kernel in file order
-    #[arg(long = "kernel", value_name = "@KERNEL")]
+    #[arg(long = "kernel", value_name = "@KERNEL", value_parser = kiln::cli::parse_kernel_name)]
     kernels: Vec<String>,
 
     /// Set kernel parameter NAME (with or without `%`) to VALUE, parsed as the parameter's type
@@ -108,9 +107,8 @@ struct Cli {
     #[arg(long, value_enum, value_name = "FORMAT", num_args = 0..=1, require_equals = true, default_missing_value = "text")]
     stats: Option<StatsFormat>,
 
-    /// Optimisation level of the LLVM pipeline, 0 to 3 (part of every task's key)
-    #[arg(short = 'O', value_name = "LEVEL", default_value = "2", value_parser = kiln::cli::parse_opt_level)]
-    opt: OptLevel,
+    #[command(flatten)]
+    config: kiln::cli::ConfigArgs,
 
     /// Compile for this CPU instead of the detected one (a simulated host; env KILN_TARGET_CPU); checked against LLVM's list, `help` lists CPUs and features
     #[arg(long, value_name = "NAME")]
@@ -143,6 +141,9 @@ struct Cli {
     /// Print one line per field after the run, sorted by name: `@y f32[1024] blake3:HEX`
     #[arg(long)]
     digest: bool,
+
+    #[command(flatten)]
+    diag: kiln::cli::DiagArgs,
 
     #[command(flatten)]
     common: kiln::cli::Common,
@@ -203,7 +204,7 @@ fn make_engine(cli: &Cli, settings: &Settings, target: Option<HostTarget>) -> Re
         let interp = kiln::interp::Interpreter { order: cli.iteration_order.unwrap_or_default(), check_races: cli.check_races };
         return Ok((Runner::Interp(interp), None));
     };
-    let config = kiln::config::CompileConfig { opt_level: cli.opt, ..Default::default() };
+    let config = cli.config.config();
     // Tasks are compiled by a kiln-compile process, so that this one never
     // links or initialises LLVM's code generator (docs/performance.md,
     // "Warm start").
@@ -289,10 +290,15 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     report(cli, &runner, result.1);
     // Data races are shown at their accesses, and an error of one
     // statement at it (`FILE:LINE:COL: error: ...`).
-    result.0.map_err(|e| match (&e.races, e.at) {
-        (Some(report), _) => ToolError::diags(&src, &report.diagnostics(&src)),
-        (None, Some(_)) => ToolError::diags(&src, &e.diagnostic().into()),
-        (None, None) => ToolError::msg(e.message),
+    // A statement imported from another program (`loc(...)`) is shown at
+    // its place there too.
+    result.0.map_err(|e| {
+        if e.races.is_none() && e.at.is_none() {
+            return ToolError::msg(e.message);
+        }
+        let locs = stream.locs();
+        let origin = |span| locs.get(&span).map(|l| kiln::diag::Elsewhere::read(&l.file, l.line, l.col));
+        ToolError::diags(&src, &e.diagnostics(&src, &origin))
     })?;
     io.write_results(cli, &fields)
 }
@@ -426,14 +432,19 @@ fn report(cli: &Cli, runner: &Runner, run_ms: f64) {
 /// of every module in file order.
 fn select_kernels<'s>(stream: &'s Stream, names: &[String], file: &str) -> Result<Vec<&'s Kernel>, ToolError> {
     let all: Vec<&Kernel> = stream.modules.iter().flat_map(|m| m.kernels()).collect();
+    if all.is_empty() {
+        return Err(ToolError::at(file, "no kernel to run: the input has none"));
+    }
     if names.is_empty() {
         return Ok(all);
     }
+    let by_name: std::collections::HashMap<&str, &Kernel> = all.iter().map(|k| (k.name.as_str(), *k)).collect();
     names
         .iter()
         .map(|n| {
-            let n = strip(n, '@');
-            all.iter().copied().find(|k| k.name == n).ok_or_else(|| ToolError::msg(format!("no kernel named @{n} in {file}")))
+            by_name.get(n.as_str()).copied().ok_or_else(|| {
+                ToolError::msg(kiln::cli::no_such_kernel(n, file, all.iter().map(|k| k.name.as_str())))
+            })
         })
         .collect()
 }

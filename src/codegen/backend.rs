@@ -13,9 +13,10 @@
 //!
 //! Must never: run a `kiln-compile` of another build than this one (its
 //! objects would be stored under keys that name this build: the process
-//! is given `--build-id` and refuses a mismatch), leave its temporary
-//! directory behind, or compile a configuration the process cannot be
-//! told exactly.
+//! is sent the whole configuration, build identity included, and refuses
+//! a mismatch), leave its temporary directory behind, or tell the process
+//! the configuration any other way than whole, in the form the key hashes
+//! (`--compile-config`).
 
 use super::{task_meta, CodegenError, CompiledKernel, CompiledTask, Compiler, HostTarget, KernelPlan};
 use crate::config::CompileConfig;
@@ -83,8 +84,7 @@ pub const COMPILE_PROGRAM: &str = "kiln-compile";
 
 impl CompileProcess {
     /// A backend running `kiln-compile` from the running executable's
-    /// directory. Fails for a configuration `kiln-compile`'s flags cannot
-    /// express, or when the running executable cannot be found; a missing
+    /// directory. Fails when the running executable cannot be found; a missing
     /// `kiln-compile` is found at the first compile, naming the path.
     pub fn beside_this_program(config: CompileConfig, target: HostTarget) -> Result<CompileProcess, CodegenError> {
         let exe = std::env::current_exe()
@@ -94,32 +94,20 @@ impl CompileProcess {
 
     /// A backend running `program` (a `kiln-compile`).
     pub fn new(config: CompileConfig, target: HostTarget, program: PathBuf) -> Result<CompileProcess, CodegenError> {
-        if config.code_model != CompileConfig::default().code_model {
-            return Err(CodegenError::new(format!(
-                "{COMPILE_PROGRAM} has no flag for the code model {:?}; compile in-process",
-                config.code_model
-            )));
-        }
         Ok(CompileProcess { config, target, program })
     }
 
     /// The flags that make `kiln-compile` compile exactly as this backend
-    /// is configured, and check that it is this build.
+    /// is configured: the configuration whole, in the form the key hashes
+    /// (the process refuses one it cannot honour, another build's
+    /// included), and the target.
     fn flags(&self) -> Vec<String> {
-        let mut flags = vec![
-            format!("-O{}", self.config.opt_level.number()),
+        vec![
+            format!("--compile-config={}", crate::key::config_json(&self.config)),
             format!("--target-cpu={}", self.target.cpu),
             format!("--target-features={}", self.target.features),
-            format!("--build-id={}", self.config.build_id),
             "--color=never".to_string(),
-        ];
-        if self.config.fast_math {
-            flags.push("--fast-math".into());
-        }
-        if !self.config.bounds_checks {
-            flags.push("--no-bounds-checks".into());
-        }
-        flags
+        ]
     }
 
     /// Runs the program with `args` and these flags, `input` on its

@@ -1430,9 +1430,13 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         for (v, iv) in vars(self, l, lp.iv)? {
             self.vals[v.index()] = Some(iv.into());
         }
-        // `ret` in a parallel task's body ends its iteration.
+        // `ret` in a parallel task's body ends its iteration, and so does
+        // `continue` (the verifier refuses `break` there: its iterations
+        // run independently).
         self.exit = Exit::Entry(lp.latch);
+        self.loops.push((lp.latch, exit));
         self.block(l, block)?;
+        self.loops.pop();
         self.exit = Exit::Entry(exit);
         self.close_counted_loop(&lp, i64t, begin)
     }

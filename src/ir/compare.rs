@@ -219,6 +219,8 @@ impl Body {
                 kind,
                 result: sd.result.map(|v| r.value(v)),
                 span: Span::DUMMY,
+                // Where a statement came from is not what it means.
+                loc: None,
             }
         });
         let blocks = r

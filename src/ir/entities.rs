@@ -305,6 +305,7 @@ impl Body {
             kind,
             result: None,
             span,
+            loc: None,
         })
     }
     /// Creates a statement that defines a fresh value of type `ty` named

@@ -33,7 +33,7 @@ mod types;
 pub use entities::{Arena, Block, Body, EntityRef, Stmt, Value, ValueData, ValueDef};
 pub use module::{Field, Func, Item, Kernel, Module, Param, Stream, TaskItem};
 pub use ops::{AtomicOp, BinOp, CmpOp, UnOp};
-pub use span::{OperandSpans, Span};
+pub use span::{Loc, OperandSpans, Span};
 pub use stmt::{
     Bound, ChildBlocks, Class, DEFAULT_BLOCK_DIM, Defines, FieldRef, StmtData, StmtKind, TaskKind,
     operands_mut,

@@ -179,4 +179,21 @@ impl Stream {
             .iter()
             .find_map(|m| m.task(name).map(|t| (m, t)))
     }
+
+    /// The source location (`loc(...)`) of every statement that has one,
+    /// by the statement's span: how a diagnostic at a statement of the text
+    /// finds where that statement came from.
+    pub fn locs(&self) -> std::collections::HashMap<Span, &super::Loc> {
+        let bodies = self.modules.iter().flat_map(|m| &m.items).filter_map(|i| match i {
+            Item::Func(f) => Some(&f.body),
+            Item::Kernel(k) => Some(&k.body),
+            Item::Task(t) => Some(&t.body),
+            Item::Field(_) => None,
+        });
+        bodies
+            .flat_map(|b| b.stmts.iter())
+            .filter_map(|d| Some((d.span, d.loc.as_deref()?)))
+            .filter(|(span, _)| !span.is_dummy())
+            .collect()
+    }
 }

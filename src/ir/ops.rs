@@ -127,6 +127,10 @@ pub enum UnOp {
     Sin,
     Cos,
     Tan,
+    Asin,
+    Acos,
+    Atan,
+    Tanh,
     Exp,
     Log,
     Floor,
@@ -135,7 +139,7 @@ pub enum UnOp {
 }
 
 impl UnOp {
-    pub const ALL: [UnOp; 12] = [
+    pub const ALL: [UnOp; 16] = [
         UnOp::Neg,
         UnOp::Not,
         UnOp::Abs,
@@ -143,6 +147,10 @@ impl UnOp {
         UnOp::Sin,
         UnOp::Cos,
         UnOp::Tan,
+        UnOp::Asin,
+        UnOp::Acos,
+        UnOp::Atan,
+        UnOp::Tanh,
         UnOp::Exp,
         UnOp::Log,
         UnOp::Floor,
@@ -158,6 +166,10 @@ impl UnOp {
             UnOp::Sin => "sin",
             UnOp::Cos => "cos",
             UnOp::Tan => "tan",
+            UnOp::Asin => "asin",
+            UnOp::Acos => "acos",
+            UnOp::Atan => "atan",
+            UnOp::Tanh => "tanh",
             UnOp::Exp => "exp",
             UnOp::Log => "log",
             UnOp::Floor => "floor",
@@ -182,6 +194,10 @@ impl UnOp {
             UnOp::Sin => Some("sin"),
             UnOp::Cos => Some("cos"),
             UnOp::Tan => Some("tan"),
+            UnOp::Asin => Some("asin"),
+            UnOp::Acos => Some("acos"),
+            UnOp::Atan => Some("atan"),
+            UnOp::Tanh => Some("tanh"),
             UnOp::Exp => Some("exp"),
             UnOp::Log => Some("log"),
             _ => None,

@@ -1,6 +1,7 @@
 //! Source spans.
 //!
-//! Owns: [`Span`], a byte range of the text a node came from, the one
+//! Owns: [`Span`], a byte range of the text a node came from; [`Loc`],
+//! where a statement came from in the program the KIR was made from; the one
 //! dummy span of synthesised nodes ([`Span::is_dummy`]), and
 //! [`OperandSpans`], a body's side table of where each operand was written
 //! (for diagnostics only).
@@ -8,6 +9,19 @@
 //! Must never: take part in what a module *means*: spans compare honestly
 //! (two spans are equal when their ranges are), so comparing modules up to
 //! layout goes through [`crate::ir::Stream::same_as`], which ignores them.
+
+/// Where a statement came from in the program the IR was made from (a
+/// Quadrants kernel's Python file, say), written after the statement as
+/// `loc("kernels.py":16:13)` in the manner of MLIR's locations: a file,
+/// a 1-based line and a 1-based column. Printed and parsed back, never
+/// part of a task's key, and shown by run-time diagnostics beside the
+/// statement's own location in the KIR text.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Loc {
+    pub file: crate::ir::Name,
+    pub line: u32,
+    pub col: u32,
+}
 
 /// A byte range in the source text a node came from. Synthesised nodes use
 /// [`Span::DUMMY`].

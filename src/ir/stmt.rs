@@ -159,6 +159,9 @@ pub struct StmtData {
     /// The value it defines, if any (`%r = ...`).
     pub result: Option<Value>,
     pub span: Span,
+    /// Where it came from in the program the KIR was made from
+    /// (`loc(...)`), if it says.
+    pub loc: Option<Box<super::Loc>>,
 }
 
 /// What a kind of statement is, beyond its parts.

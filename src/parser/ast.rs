@@ -171,6 +171,17 @@ pub struct StmtAst {
     pub result: Option<Sym>,
     pub kind: SKind,
     pub span: Span,
+    pub loc: Option<LocAst>,
+}
+
+/// `loc("file":LINE:COL)`: the file is the string literal's span, quotes
+/// included, its escapes not yet decoded.
+#[derive(Debug)]
+pub struct LocAst {
+    pub file: Span,
+    pub line: LitTok,
+    pub col: LitTok,
+    pub span: Span,
 }
 
 /// What a statement says.

@@ -326,7 +326,9 @@ fn syntax_errors_say_what_was_expected() {
             "expected an operation (`const`, `add`, `load`, `call`, ...), found `frob`",
             "frob",
         ),
-        ("kernel @k() {\n", "expected a statement or `}`, found end of input", ""),
+        // An unclosed block is reported at its brace (the note says where
+        // the parser gave up).
+        ("kernel @k() {\n", "unclosed delimiter `{`", "{"),
         ("kernel @k() {\n  $\n}\n", "unexpected character `$`", "$"),
         (
             "kernel @k() {\n  %x = cmp foo %a, %b\n}\n",

@@ -391,6 +391,7 @@ impl Copier<'_> {
             k => util::operands_mut(k, &mut |v| *v = self.val(*v)),
         }
         self.dst.stmts[ns].kind = kind;
+        self.dst.stmts[ns].loc = data.loc.clone();
         if let Some(r) = data.result {
             let nr = self.def(r, ValueDef::Result(ns));
             self.dst.stmts[ns].result = Some(nr);

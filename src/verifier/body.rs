@@ -71,7 +71,19 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         ck.block(body.entry, entry_cx);
         if let Owner::Func(f) = owner {
             if f.ret.is_some() && !ends_with_ret(body, body.entry) {
-                ck.err(format!("function @{} must end with ret", f.name), f.span);
+                // A statement after a `ret` is the usual slip: point at it.
+                let entry = body.block(body.entry);
+                let ret = entry.iter().position(|&s| matches!(body.stmt(s).kind, StmtKind::Ret(_)));
+                match ret.and_then(|i| Some((entry[i], *entry.get(i + 1)?))) {
+                    Some((r, after)) => ck.diags.push(
+                        Diagnostic::error(
+                            format!("statement after `ret` in function @{}: it never runs, and the function must end with `ret`", f.name),
+                            body.stmt(after).span,
+                        )
+                        .with_note_at("the function returns here", body.stmt(r).span),
+                    ),
+                    None => ck.err(format!("function @{} must end with ret", f.name), f.span),
+                }
             }
         }
         ck.nesting()

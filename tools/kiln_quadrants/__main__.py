@@ -1,0 +1,5 @@
+import sys
+
+from .capture import main
+
+sys.exit(main())

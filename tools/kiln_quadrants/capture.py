@@ -1,0 +1,563 @@
+"""Capture what Kiln's Quadrants importer needs from an unmodified Quadrants program.
+
+The program runs in this process (runpy) with ``qd.init`` forced to the CPU
+backend and to printing the IR after every pass, with debug info. For every
+kernel call it keeps:
+
+* the IR Quadrants printed while the call compiled (``calls/NNN-KERNEL.log``,
+  everything the C++ side wrote to file descriptors 1 and 2, in order), and
+  the importer's input cut out of it (``calls/NNN-KERNEL.offload.log``: the
+  ``Start offload_to_executable:`` dump of each offloaded task);
+* the scalar and ndarray arguments;
+* every field's value, and every ndarray argument's, before and after the
+  call (``values/NNN-NAME.{before,after}.npy``).
+
+It writes ``fields.json`` (the field table: names, dtypes, shapes, SNode ids)
+and ``capture.json`` (the calls, in order). docs/quadrants-ir.md describes
+the log and both files.
+
+The IR is printed by C++ straight to fd 1 (the statements) and fd 2 (the
+stage labels, through the logger), never through ``sys.stdout``, so this
+module captures at the file-descriptor level: both descriptors point at one
+file during a call, which keeps each label in front of its dump.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import importlib
+import json
+import os
+import re
+import runpy
+import sys
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass, field as dc_field
+from pathlib import Path
+from typing import Any
+
+# qd.init options the capture forces, whatever the program asks for.
+# offline_cache and src_ll_cache off: a kernel loaded from a cache is never
+# compiled, so its IR is never printed. One compile thread: tasks of one
+# kernel are compiled (and printed) one after the other, never interleaved.
+FORCED_INIT = {
+    "print_ir": True,
+    "print_ir_dbg_info": True,
+    "fast_math": False,
+    "offline_cache": False,
+    "src_ll_cache": False,
+    "num_compile_threads": 1,
+}
+
+# The logger's line that names a stage: "[I 12/01/26 23:28:55.844 7779]
+# [ir_printer.cpp:operator()@912] [saxpy_c60_0] Start offload_to_executable:".
+# The .offload.log files keep it without the logger's prefix (no timestamp,
+# so that committed captures do not churn): "[saxpy_c60_0] Start ...:".
+STAGE_RE = re.compile(
+    r"^(?:\[[A-Z] \d\d/\d\d/\d\d [0-9:.]+ \d+\] \[ir_printer\.cpp:[^\]]*\] )?"
+    r"\[(?P<kernel>[^\]]+)\] (?P<stage>[^\[\]]*):$"
+)
+OFFLOAD_STAGE = "Start offload_to_executable"
+
+
+def _flush_all() -> None:
+    """Flush Python's and C's buffered standard streams before an fd switch."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # a closed or replaced stream: nothing to flush
+            pass
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except Exception:
+        pass
+
+
+@contextmanager
+def redirect_fds(path: Path | None):
+    """Point fds 1 and 2 at ``path`` (appending; /dev/null when None) for the block."""
+    _flush_all()
+    target = os.open(str(path) if path else os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    saved = (os.dup(1), os.dup(2))
+    os.dup2(target, 1)
+    os.dup2(target, 2)
+    os.close(target)
+    try:
+        yield
+    finally:
+        _flush_all()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+
+
+def split_stages(text: str) -> list[dict[str, Any]]:
+    """Cut a log into its dumps: ``[{"kernel", "stage", "lines"}]`` in order.
+
+    A dump is the stage line, then ``kernel {`` up to the first line that is
+    exactly ``}`` (the printer writes the wrapper's braces at column 0; every
+    other line of a dump is indented or is a line of Python source from the
+    debug info, which belongs to a kernel body and so is indented too).
+    """
+    out: list[dict[str, Any]] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        m = STAGE_RE.match(lines[i])
+        i += 1
+        if not m:
+            continue
+        body: list[str] = []
+        if i < len(lines) and lines[i] == "kernel {":
+            while i < len(lines):
+                body.append(lines[i])
+                i += 1
+                if body[-1] == "}":
+                    break
+        out.append({"kernel": m["kernel"], "stage": m["stage"], "lines": body})
+    return out
+
+
+def offload_dumps(text: str, root: str | os.PathLike | None = None) -> str:
+    """The ``Start offload_to_executable:`` dumps of a log (one per task), label lines kept.
+
+    Python file names under ``root`` (the working directory by default) are
+    written relative to it, so that a capture does not depend on where the
+    checkout or the virtual environment is.
+    """
+    prefix = str(Path(root if root is not None else Path.cwd()).resolve()) + os.sep
+    parts = []
+    for d in split_stages(text):
+        if d["stage"] == OFFLOAD_STAGE:
+            parts.append(f"[{d['kernel']}] {d['stage']}:\n" + "\n".join(d["lines"]) + "\n")
+    return "".join(parts).replace(f'File "{prefix}', 'File "')
+
+
+def _dtype_name(dt: Any) -> str:
+    """Quadrants' spelling of a primitive type (``f32``, ``i64``, ``u8``)."""
+    s = str(dt)
+    return s.rsplit(".", 1)[-1]
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
+@dataclass
+class FieldInfo:
+    obj: Any
+    name: str
+    entry: dict[str, Any]
+
+
+@dataclass
+class Capture:
+    out: Path
+    program: Path
+    argv: list[str]
+    calls: list[dict[str, Any]] = dc_field(default_factory=list)
+    kernels: dict[str, dict[str, Any]] = dc_field(default_factory=dict)
+    last_log: dict[str, str] = dc_field(default_factory=dict)
+    init_kwargs: list[dict[str, Any]] = dc_field(default_factory=list)
+    busy: bool = False  # inside our own snapshot or a captured call
+    names: dict[int, str] = dc_field(default_factory=dict)  # id(field) -> global name, kept past the run
+    generation: int = -1  # how many times qd.init ran, less one
+    seen: dict[tuple[int, int], dict[str, Any]] = dc_field(default_factory=dict)  # (generation, place) -> entry
+    # id(field member Expr) -> (the Expr, kept alive so that ids stay unique; generation)
+    member_gen: dict[int, tuple[Any, int]] = dc_field(default_factory=dict)
+
+    # -- the program's fields ---------------------------------------------
+
+    def _globals(self) -> dict[str, Any]:
+        main = sys.modules.get("__main__")
+        return dict(vars(main)) if main is not None else {}
+
+    def note_names(self, globs: dict[str, Any]) -> None:
+        """Remember which global holds each field (the first name wins)."""
+        from quadrants.lang.field import Field
+
+        for k, v in globs.items():
+            if isinstance(v, Field) and not k.startswith("__") and id(v) not in self.names:
+                self.names[id(v)] = k
+
+    def fields(self) -> list[FieldInfo]:
+        """Every live field, named after the global that holds it, by SNode id."""
+        from quadrants.lang.field import Field, ScalarField
+        from quadrants.lang.matrix import MatrixField
+
+        self.note_names(self._globals())
+        names = self.names
+        # Only fields of the current runtime: after a second qd.init, the
+        # old ones point at freed SNodes (reading them crashes or lies).
+        # Every field member was made by create_field_member, which patch()
+        # wraps to note the runtime it was made in.
+        found = [o for o in gc.get_objects() if isinstance(o, Field)]
+        infos = []
+        for f in found:
+            try:
+                gens = {self.member_gen.get(id(v), (None, -2))[1] for v in f.vars}
+                if gens != {self.generation}:
+                    continue
+                sn = f.snode
+                place = sn.ptr.id
+            except Exception:  # a field that cannot be described: leave it out
+                continue
+            ancestors, kinds = [], []
+            # The C++ parent chain: after a tree is materialised, the Python
+            # wrapper's parent() of a dense node answers a fresh, wrong root.
+            p = sn.ptr.parent
+            while p is not None:
+                ancestors.append(p.id)
+                kinds.append(p.type.name)
+                p = p.parent
+            entry: dict[str, Any] = {
+                "name": None,
+                "dtype": _dtype_name(f.dtype),
+                "shape": [int(s) for s in f.shape],
+                "place": place,
+                "ancestors": ancestors,
+                "ancestor_kinds": kinds,
+            }
+            if isinstance(f, MatrixField):
+                entry["kind"] = "matrix"
+                entry["element_shape"] = [int(f.n), int(f.m)]
+            elif isinstance(f, ScalarField):
+                entry["kind"] = "scalar"
+            else:
+                entry["kind"] = type(f).__name__
+            infos.append(FieldInfo(f, names.get(id(f), ""), entry))
+        infos.sort(key=lambda fi: fi.entry["place"])
+        n = 0
+        taken = {fi.name for fi in infos if fi.name}
+        for fi in infos:
+            if not fi.name:
+                while f"field{n}" in taken:
+                    n += 1
+                fi.name = f"field{n}"
+                taken.add(fi.name)
+            fi.entry["name"] = fi.name
+            self.seen[(self.generation, fi.entry["place"])] = fi.entry
+        return infos
+
+    def _snapshot(self, fields: list[FieldInfo], nd: dict[str, Any], tag: str, when: str) -> dict[str, str]:
+        """Save every field and ndarray argument as .npy; returns name -> relative path."""
+        import numpy as np
+
+        saved = {}
+        vdir = self.out / "values"
+        vdir.mkdir(exist_ok=True)
+        with redirect_fds(None):  # the readers are kernels too: their IR is noise here
+            for fi in fields:
+                if fi.entry["kind"] not in ("scalar", "matrix"):
+                    continue
+                try:
+                    arr = fi.obj.to_numpy()
+                except Exception:  # a sparse field that cannot be read whole, say
+                    continue
+                rel = f"values/{tag}-{_safe(fi.name)}.{when}.npy"
+                np.save(self.out / rel, arr)
+                saved[fi.name] = rel
+            for name, val in nd.items():
+                arr = val.to_numpy() if hasattr(val, "to_numpy") else np.array(val, copy=True)
+                rel = f"values/{tag}-arg.{_safe(name)}.{when}.npy"
+                np.save(self.out / rel, arr)
+                saved[f"arg:{name}"] = rel
+        return saved
+
+    # -- kernel calls -----------------------------------------------------
+
+    def _describe_args(self, kernel: Any, args: tuple, kwargs: dict) -> tuple[list, dict, dict]:
+        """(schema for fields.json, values for capture.json, ndarray args by name)."""
+        import numpy as np
+        from quadrants.types import ndarray_type, primitive_types
+
+        import inspect
+
+        metas = list(kernel.arg_metas)
+        bound: dict[str, Any] = {m.name: v for m, v in zip(metas, args)}
+        for m in metas:
+            if m.name in kwargs:
+                bound[m.name] = kwargs[m.name]
+            elif m.name not in bound and m.default is not inspect.Parameter.empty:
+                bound[m.name] = m.default
+        schema, values, nds = [], {}, {}
+        for m in metas:
+            v = bound.get(m.name)
+            ann = m.annotation
+            if isinstance(ann, ndarray_type.NdarrayType) or isinstance(v, np.ndarray):
+                dt = _np_to_qd(v.dtype) if isinstance(v, np.ndarray) else _dtype_name(v.dtype)
+                shape = [int(s) for s in v.shape]
+                schema.append({"name": m.name, "kind": "ndarray", "dtype": dt, "shape": shape})
+                values[m.name] = {"kind": "ndarray", "dtype": dt, "shape": shape}
+                nds[m.name] = v
+            elif any(ann is t for t in primitive_types.all_types) or ann in (int, float):
+                dt = _dtype_name(ann) if ann not in (int, float) else {int: "i32", float: "f32"}[ann]
+                schema.append({"name": m.name, "kind": "scalar", "dtype": dt})
+                values[m.name] = {"kind": "scalar", "dtype": dt, "value": _jsonable(v)}
+            else:
+                schema.append({"name": m.name, "kind": "other", "annotation": repr(ann)})
+                values[m.name] = {"kind": "other", "repr": repr(v)}
+        return schema, values, nds
+
+    def wrap_call(self, orig_call):
+        cap = self
+
+        def __call__(kernel, *args, **kwargs):
+            func = getattr(kernel, "func", None)
+            module = getattr(func, "__module__", "") or ""
+            internal = module.startswith("quadrants")
+            if cap.busy or internal or getattr(kernel, "autodiff_mode", None) not in (None, _NONE_MODE()):
+                return orig_call(kernel, *args, **kwargs)
+            name = func.__name__
+            cap.busy = True
+            try:
+                n = len(cap.calls)
+                tag = f"{n:03d}-{_safe(name)}"
+                schema, argvals, nds = cap._describe_args(kernel, args, kwargs)
+                fields = cap.fields()
+                before = cap._snapshot(fields, nds, tag, "before")
+                log_rel = f"calls/{tag}.log"
+                error = None
+                (cap.out / "calls").mkdir(exist_ok=True)
+                try:
+                    with redirect_fds(cap.out / log_rel):
+                        cap.busy = False
+                        try:
+                            result = orig_call(kernel, *args, **kwargs)
+                        except BaseException as e:
+                            # The message's last line: Quadrants puts its own stack trace first.
+                            lines = [ln for ln in str(e).splitlines() if ln.strip()]
+                            error = f"{type(e).__name__}: {lines[-1].strip() if lines else ''}"
+                            raise
+                        finally:
+                            cap.busy = True
+                finally:
+                    text = (cap.out / log_rel).read_text(errors="replace")
+                    stages = split_stages(text)
+                    compiled = bool(stages)
+                    entry: dict[str, Any] = {"kernel": name, "call": n}
+                    if cap.generation > 0:  # after a second qd.init: which runtime ran it
+                        entry["init"] = cap.generation
+                    if compiled:
+                        # The name the log's stage lines use, e.g. saxpy_c60_0.
+                        entry["compiled_name"] = stages[0]["kernel"]
+                        entry["tasks"] = sum(1 for d in stages if d["stage"] == OFFLOAD_STAGE)
+                    if compiled:
+                        off_rel = f"calls/{tag}.offload.log"
+                        (cap.out / off_rel).write_text(offload_dumps(text))
+                        cap.last_log[name] = off_rel
+                        entry["log"] = off_rel
+                        entry["full_log"] = log_rel
+                    else:
+                        # Already compiled: no IR this time; the log of the
+                        # call that compiled it still describes it.
+                        if not text:
+                            (cap.out / log_rel).unlink()
+                        else:
+                            entry["output"] = log_rel
+                        entry["log"] = cap.last_log.get(name)
+                    entry["compiled"] = compiled
+                    if error is not None:  # the call raised: no values after it
+                        entry["error"] = error
+                    entry["args"] = argvals
+                    cap.calls.append(entry)
+                    if name not in cap.kernels:
+                        rets = getattr(kernel, "return_type", None) or ()
+                        cap.kernels[name] = {"args": schema}
+                        if rets:
+                            cap.kernels[name]["returns"] = [_dtype_name(r) for r in rets]
+                fields = cap.fields()
+                after = cap._snapshot(fields, nds, tag, "after")
+                entry["values"] = {
+                    k: {"before": before.get(k), "after": after.get(k)} for k in sorted(set(before) | set(after))
+                }
+                if result is not None:
+                    entry["return"] = _jsonable(result)
+                return result
+            finally:
+                cap.busy = False
+
+        __call__._kiln_wrapped = True  # type: ignore[attr-defined]
+        return __call__
+
+    def patch(self) -> None:
+        import quadrants as qd
+
+        misc = importlib.import_module("quadrants.lang.misc")
+        kmod = importlib.import_module("quadrants.lang.kernel")
+        orig_init = misc.init
+        cap = self
+
+        def init(arch=None, *args, **kwargs):
+            cap.init_kwargs.append({"arch": str(arch), **{k: repr(v) for k, v in kwargs.items()}})
+            cap.generation += 1
+            kwargs.update(FORCED_INIT)
+            return orig_init(qd.cpu, *args, **kwargs)
+
+        init.__doc__ = orig_init.__doc__
+        impl = importlib.import_module("quadrants.lang.impl")
+        orig_member = impl.create_field_member
+
+        def create_field_member(*args, **kwargs):
+            made = orig_member(*args, **kwargs)
+            primal = made[0]
+            cap.member_gen[id(primal)] = (primal, cap.generation)
+            return made
+
+        impl.create_field_member = create_field_member
+        for mod in (qd, misc, importlib.import_module("quadrants.lang")):
+            if getattr(mod, "init", None) is orig_init:
+                mod.init = init
+        if not getattr(kmod.Kernel.__call__, "_kiln_wrapped", False):
+            kmod.Kernel.__call__ = self.wrap_call(kmod.Kernel.__call__)
+
+    # -- outputs ----------------------------------------------------------
+
+    def write(self) -> None:
+        import quadrants as qd
+
+        try:
+            self.fields()  # those made after the last call too
+        except Exception:
+            pass
+        # A program that called qd.init more than once has fields of each
+        # runtime; SNode ids start again in each, so say which runtime.
+        fields = []
+        for (gen, _place), entry in sorted(self.seen.items()):
+            if self.generation > 0:
+                entry = {**entry, "init": gen}
+            fields.append(entry)
+        table = {
+            "quadrants": ".".join(map(str, qd.__version__)),
+            "fields": fields,
+            "kernels": self.kernels,
+        }
+        (self.out / "fields.json").write_text(_dump_table(table))
+        cap = {
+            "program": str(self.program),
+            "argv": self.argv,
+            "init": self.init_kwargs,
+            "forced": FORCED_INIT,
+            "calls": self.calls,
+        }
+        (self.out / "capture.json").write_text(_dump_capture(cap))
+
+
+def _dump_table(table: dict[str, Any]) -> str:
+    """fields.json with one field, and one kernel argument, per line (diffable, short)."""
+    one = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
+    lines = ["{", f' "quadrants": {one(table["quadrants"])},', ' "fields": [']
+    lines += [f"  {one(f)}," for f in table["fields"]]
+    if table["fields"]:
+        lines[-1] = lines[-1][:-1]
+    lines.append(" ],")
+    lines.append(' "kernels": {')
+    ks = list(table["kernels"].items())
+    for i, (name, k) in enumerate(ks):
+        rets = f', "returns": {one(k["returns"])}' if "returns" in k else ""
+        lines.append(f"  {one(name)}: {{\"args\": [")
+        args = [f"   {one(a)}," for a in k["args"]]
+        if args:
+            args[-1] = args[-1][:-1]
+        lines += args
+        lines.append(f"  ]{rets}}}" + ("," if i + 1 < len(ks) else ""))
+    lines.append(" }")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _dump_capture(cap: dict[str, Any]) -> str:
+    """capture.json with one call per line."""
+    one = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
+    head = [f" {one(k)}: {one(v)}," for k, v in cap.items() if k != "calls"]
+    calls = [f"  {one(c)}," for c in cap["calls"]]
+    if calls:
+        calls[-1] = calls[-1][:-1]
+    return "\n".join(["{", *head, ' "calls": [', *calls, " ]", "}"]) + "\n"
+
+
+def _NONE_MODE():
+    from quadrants.lang.kernel_impl import _NONE  # type: ignore[attr-defined]
+
+    return _NONE
+
+
+def _np_to_qd(dt: Any) -> str:
+    import numpy as np
+
+    dt = np.dtype(dt)
+    kind = {"f": "f", "i": "i", "u": "u", "b": "u"}[dt.kind]
+    return f"{kind}{dt.itemsize * 8}" if dt.kind != "b" else "u1"
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    try:
+        import numpy as np
+
+        if isinstance(v, np.generic):
+            return v.item()
+    except Exception:
+        pass
+    return repr(v)
+
+
+def run(program: str | os.PathLike, argv: list[str], out_dir: str | os.PathLike) -> int:
+    """Run ``program`` with ``argv`` under capture into ``out_dir``; the exit status."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    program = Path(program)
+    cap = Capture(out=out, program=program, argv=list(argv))
+    cap.patch()
+    old_argv, old_path = sys.argv[:], sys.path[:]
+    sys.argv = [str(program), *argv]
+    sys.path.insert(0, str(program.resolve().parent))
+    status = 0
+    try:
+        cap.note_names(runpy.run_path(str(program), run_name="__main__"))
+    except SystemExit as e:
+        code = e.code
+        status = code if isinstance(code, int) else (0 if code is None else 1)
+        if code not in (None, 0) and not isinstance(code, int):
+            print(code, file=sys.stderr)
+    except BaseException as e:
+        _print_program_traceback(e, program)
+        status = 1
+    finally:
+        sys.argv, sys.path[:] = old_argv, old_path
+        cap.write()
+    return status
+
+
+def _print_program_traceback(e: BaseException, program: Path) -> None:
+    """The traceback from the program's first frame on, as Python would print it for the program alone."""
+    tb = e.__traceback__
+    target = str(program.resolve())
+    t = tb
+    while t is not None and str(Path(t.tb_frame.f_code.co_filename).resolve()) != target:
+        t = t.tb_next
+    traceback.print_exception(type(e), e, t if t is not None else tb)
+
+
+def main(args: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        prog="python -m kiln_quadrants.capture",
+        description="Run a Quadrants program on the CPU and capture its kernels' IR, fields and values.",
+    )
+    ap.add_argument("-o", "--output", required=True, help="output directory")
+    ap.add_argument("program", help="the Quadrants program (a .py file)")
+    ap.add_argument("argv", nargs=argparse.REMAINDER, help="the program's own arguments")
+    ns = ap.parse_args(args)
+    return run(ns.program, ns.argv, ns.output)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""Re-make testdata/quadrants/captured/: captures of a few corpus programs, for tests that need no Python.
+
+Run from the repository's root with the venv's python (`make quadrants-captured`).
+Keeps fields.json, capture.json and the offload logs; drops the .npy values and
+the full logs (too large to commit; truncated/ keeps the head of one, which
+shows how every stage looks). The truncated/ and other-shapes/ examples are
+made by hand (see their README) and kept as they are.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+PROGRAMS = [
+    "saxpy.py",
+    "ranks.py",  # struct_for over fields of rank 1-3
+    "control.py",  # while, break, continue, if/else
+    "atomic_ops.py",
+    "ndarray_args.py",
+    "reduce.py",  # global temporaries, returned values
+    "refused/pointer_snode.py",
+    "refused/bitmasked.py",
+    "refused/vector_field.py",
+    "refused/print_in_kernel.py",
+    "refused/assert_in_kernel.py",
+]
+
+
+def main() -> int:
+    root = Path.cwd()
+    corpus = Path("testdata/quadrants")
+    dest_root = corpus / "captured"
+    env = dict(os.environ, PYTHONPATH=str(root / "tools"))
+    for prog in PROGRAMS:
+        name = Path(prog).stem
+        dest = dest_root / name
+        if dest.name in ("truncated", "other-shapes"):
+            raise SystemExit(f"refresh_captured: {name} would overwrite a hand-made example")
+        shutil.rmtree(dest, ignore_errors=True)
+        r = subprocess.run(
+            [sys.executable, "-m", "kiln_quadrants", "-o", str(dest), str(corpus / prog)],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if r.returncode != 0:
+            sys.stderr.write(r.stderr)
+            print(f"refresh_captured: {prog} failed", file=sys.stderr)
+            return 1
+        shutil.rmtree(dest / "values", ignore_errors=True)
+        for log in (dest / "calls").glob("*.log"):
+            if not log.name.endswith(".offload.log"):
+                log.unlink()
+        print(f"captured {prog} -> {dest}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,302 @@
+"""Tests of the capture: run it on corpus programs and check what it wrote.
+
+Run with the venv that `make quadrants` builds:
+    target/quadrants-venv/bin/python -m pytest tools/kiln_quadrants/test_capture.py
+Each capture runs in a child process: Quadrants' runtime is per process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+CORPUS = ROOT / "testdata" / "quadrants"
+CAPTURED = CORPUS / "captured"
+
+sys.path.insert(0, str(HERE.parent))
+from kiln_quadrants.capture import OFFLOAD_STAGE, split_stages  # noqa: E402
+
+
+def capture(program: Path, out: Path, *argv: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(HERE.parent))
+    return subprocess.run(
+        [sys.executable, "-m", "kiln_quadrants", "-o", str(out), str(program), *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def load(out: Path, rel: str) -> np.ndarray:
+    return np.load(out / rel)
+
+
+@pytest.fixture(scope="module")
+def saxpy(tmp_path_factory):
+    out = tmp_path_factory.mktemp("saxpy")
+    r = capture(CORPUS / "saxpy.py", out)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def ndarrays(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ndarray_args")
+    r = capture(CORPUS / "ndarray_args.py", out)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_saxpy_field_table(saxpy):
+    table = json.loads((saxpy / "fields.json").read_text())
+    assert table["quadrants"] == "1.3.3"
+    fields = {f["name"]: f for f in table["fields"]}
+    assert set(fields) == {"x", "y"}
+    for f in fields.values():
+        assert f["dtype"] == "f32" and f["shape"] == [4096] and f["kind"] == "scalar"
+        assert f["ancestor_kinds"] == ["dense", "root"]
+        assert len(f["ancestors"]) == 2
+    assert fields["x"]["place"] != fields["y"]["place"]
+    assert table["kernels"]["saxpy"] == {"args": [{"name": "a", "kind": "scalar", "dtype": "f32"}]}
+    assert table["kernels"]["init_xy"] == {"args": []}
+
+
+def test_saxpy_log_names_the_fields_snodes(saxpy):
+    """The SNode ids in the IR are the ones the field table gives."""
+    table = json.loads((saxpy / "fields.json").read_text())
+    x, y = sorted(table["fields"], key=lambda f: f["name"])
+    calls = json.loads((saxpy / "capture.json").read_text())["calls"]
+    log = (saxpy / calls[1]["log"]).read_text()
+    dumps = [d for d in split_stages(log) if d["stage"] == OFFLOAD_STAGE]
+    assert len(dumps) == 1 and calls[1]["tasks"] == 1
+    text = "\n".join(dumps[0]["lines"])
+    # `for i in x` is a struct_for over x's dense parent.
+    assert f"offloaded struct_for(S{x['ancestors'][0]}dense)" in text
+    assert f"global ptr [S{x['place']}place<f32>]" in text
+    assert f"global ptr [S{y['place']}place<f32>]" in text
+    assert "<f32> $2 = argload[0]" in text
+
+
+def test_saxpy_calls_and_values(saxpy):
+    cap = json.loads((saxpy / "capture.json").read_text())
+    calls = cap["calls"]
+    assert [c["kernel"] for c in calls] == ["init_xy", "saxpy", "saxpy"]
+    assert [c["call"] for c in calls] == [0, 1, 2]
+    assert [c["compiled"] for c in calls] == [True, True, False]
+    # The second saxpy compiled nothing: it points at the log of the first.
+    assert calls[2]["log"] == calls[1]["log"]
+    assert calls[1]["args"]["a"] == {"kind": "scalar", "dtype": "f32", "value": 2.0}
+    assert calls[2]["args"]["a"]["value"] == 0.25
+    i = np.arange(4096)
+    x0 = load(saxpy, calls[0]["values"]["x"]["before"])
+    assert x0.dtype == np.float32 and not x0.any()
+    x = load(saxpy, calls[0]["values"]["x"]["after"])
+    y = load(saxpy, calls[0]["values"]["y"]["after"])
+    np.testing.assert_array_equal(x, (i % 17).astype(np.float32))
+    np.testing.assert_array_equal(y, (i % 5).astype(np.float32) * np.float32(0.5))
+    for c, a in zip(calls[1:], (2.0, 0.25)):
+        vals = {k: (load(saxpy, v["before"]), load(saxpy, v["after"])) for k, v in c["values"].items()}
+        xb, xa = vals["x"]
+        yb, ya = vals["y"]
+        np.testing.assert_array_equal(xa, xb)
+        np.testing.assert_array_equal(ya, np.float32(a) * xb + yb)
+
+
+def test_ndarray_args(ndarrays):
+    table = json.loads((ndarrays / "fields.json").read_text())
+    k = table["kernels"]
+    assert k["scale"]["args"] == [
+        {"name": "arr", "kind": "ndarray", "dtype": "f32", "shape": [16]},
+        {"name": "k", "kind": "scalar", "dtype": "f32"},
+    ]
+    assert k["add_rows"]["args"][0] == {"name": "m", "kind": "ndarray", "dtype": "i32", "shape": [3, 4]}
+    assert k["axpy_nd"]["args"][0] == {"name": "a", "kind": "scalar", "dtype": "f64"}
+    assert k["axpy_nd"]["args"][1]["dtype"] == "f64"
+    calls = {c["kernel"]: c for c in json.loads((ndarrays / "capture.json").read_text())["calls"]}
+    v = calls["scale"]["values"]["arg:arr"]
+    np.testing.assert_array_equal(load(ndarrays, v["after"]), load(ndarrays, v["before"]) * np.float32(0.5))
+    m = load(ndarrays, calls["add_rows"]["values"]["arg:m"]["before"])
+    rows = load(ndarrays, calls["add_rows"]["values"]["arg:rows"]["after"])
+    np.testing.assert_array_equal(rows, m.sum(axis=1))
+    v = calls["axpy_nd"]["values"]
+    np.testing.assert_array_equal(
+        load(ndarrays, v["arg:y"]["after"]), 2.0 * load(ndarrays, v["arg:x"]["before"]) + load(ndarrays, v["arg:y"]["before"])
+    )
+    acc = calls["to_field"]["values"]["acc"]
+    assert load(ndarrays, acc["before"]).shape == ()
+    assert float(load(ndarrays, acc["after"])) == float(np.arange(8, dtype=np.float32).sum() * 0.5)
+    # ndarray shapes are read at run time: a task's end is a global temporary.
+    log = (ndarrays / calls["axpy_nd"]["log"]).read_text()
+    assert "external_tensor_shape_along_axis 0, arg_id [1]" in log
+    assert "range_for(0, tmp(offset=0B))" in log
+
+
+def test_a_program_that_raises(tmp_path):
+    prog = tmp_path / "boom.py"
+    prog.write_text(
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu, print_ir=False)\n"  # forced back on by the capture
+        "x = qd.field(qd.i32, shape=4)\n"
+        "@qd.kernel\n"
+        "def k():\n"
+        "    for i in x:\n"
+        "        x[i] = i\n"
+        "k()\n"
+        "raise ValueError('boom')\n"
+    )
+    out = tmp_path / "out"
+    r = capture(prog, out)
+    assert r.returncode == 1
+    assert "Traceback" in r.stderr and "ValueError: boom" in r.stderr
+    cap = json.loads((out / "capture.json").read_text())
+    assert [c["kernel"] for c in cap["calls"]] == ["k"]
+    assert cap["init"][0]["print_ir"] == "False"
+    assert "Start offload_to_executable" in (out / cap["calls"][0]["log"]).read_text()
+    table = json.loads((out / "fields.json").read_text())
+    assert [f["name"] for f in table["fields"]] == ["x"]
+
+
+def test_a_kernel_that_does_not_compile(tmp_path):
+    prog = tmp_path / "bad.py"
+    prog.write_text(
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.i32, shape=4)\n"
+        "@qd.kernel\n"
+        "def bad():\n"
+        "    for i in x:\n"
+        "        x[i] = undefined_name\n"
+        "bad()\n"
+    )
+    out = tmp_path / "out"
+    r = capture(prog, out)
+    assert r.returncode == 1
+    assert 'bad.py", line 8' in r.stderr
+    (call,) = json.loads((out / "capture.json").read_text())["calls"]
+    assert call["error"] == 'QuadrantsNameError: Name "undefined_name" is not defined'
+    assert call["log"] is None and "values" not in call
+
+
+def test_a_program_that_calls_init_twice(tmp_path):
+    """SNode ids start again in a new runtime: fields and calls say which one."""
+    prog = tmp_path / "reinit.py"
+    prog.write_text(
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.i32, shape=4)\n"
+        "@qd.kernel\n"
+        "def k1():\n"
+        "    for i in x:\n"
+        "        x[i] = i\n"
+        "k1()\n"
+        "qd.init(arch=qd.cpu)\n"
+        "y = qd.field(qd.f32, shape=3)\n"
+        "@qd.kernel\n"
+        "def k2():\n"
+        "    for i in y:\n"
+        "        y[i] = 1.5\n"
+        "k2()\n"
+    )
+    out = tmp_path / "out"
+    r = capture(prog, out)
+    assert r.returncode == 0, r.stderr
+    fields = json.loads((out / "fields.json").read_text())["fields"]
+    assert [(f["name"], f["init"]) for f in fields] == [("x", 0), ("y", 1)]
+    assert fields[0]["place"] == fields[1]["place"]
+    calls = json.loads((out / "capture.json").read_text())["calls"]
+    assert [c.get("init", 0) for c in calls] == [0, 1]
+    assert list(calls[1]["values"]) == ["y"]
+    np.testing.assert_array_equal(load(out, calls[1]["values"]["y"]["after"]), np.full(3, 1.5, np.float32))
+
+
+def test_program_argv_and_exit_status(tmp_path):
+    prog = tmp_path / "args.py"
+    prog.write_text("import sys\nsys.exit(int(sys.argv[1]) + len(sys.argv))\n")
+    assert capture(prog, tmp_path / "o1", "3").returncode == 5
+    assert capture(prog, tmp_path / "o2", "-2").returncode == 0
+
+
+def test_split_stages_on_committed_logs():
+    """Every committed offload log splits into whole dumps, one per task."""
+    logs = sorted(CAPTURED.glob("*/calls/*.offload.log"))
+    assert logs, "no committed captures"
+    for p in logs:
+        text = p.read_text()
+        dumps = split_stages(text)
+        assert dumps, p
+        for d in dumps:
+            assert d["stage"] == OFFLOAD_STAGE
+            assert d["lines"][0] == "kernel {" and d["lines"][-1] == "}", p
+
+
+def test_truncated_log_leaves_an_unterminated_dump():
+    text = (CAPTURED / "truncated" / "saxpy.truncated.log").read_text()
+    dumps = split_stages(text)
+    assert dumps and dumps[-1]["lines"][-1] != "}"
+
+
+# -- the whole corpus ----------------------------------------------------
+
+REFUSED_MARKS = {
+    "pointer_snode": "offloaded listgen S1pointer",
+    "bitmasked": "struct_for(S1bitmasked)",
+    "vector_field": "[Tensor (3) f32]",
+    "print_in_kernel": 'print "x[ ", $',
+    "assert_in_kernel": ': assert $9, "k must be positive"',
+}
+# Forms no importable program may produce at Start offload_to_executable.
+FOREIGN = ("listgen", "clear_list", "Tensor", "shift ptr", " : assert ", "    print ", "tls prologue", "rand()")
+PROGRAMS = sorted(p.relative_to(ROOT) for p in CORPUS.glob("**/*.py") if "captured" not in p.parts)
+
+
+def test_corpus_is_large_enough():
+    importable = [p for p in PROGRAMS if p.parent == CORPUS.relative_to(ROOT)]
+    kernels = sum(p_text.count("@qd.kernel") for p_text in ((ROOT / p).read_text() for p in importable))
+    assert kernels >= 40
+    for bench in ("saxpy", "fill", "memcpy", "stencil2d", "math_opts", "atomic_ops"):
+        assert (CORPUS / f"{bench}.py").exists()
+    assert {p.stem for p in PROGRAMS if p.parent.name == "refused"} == set(REFUSED_MARKS)
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=str)
+def test_corpus_program(program, tmp_path):
+    """Every corpus program runs under the capture; refused ones show what makes them so,
+    the others none of it; committed captures are what the capture writes today."""
+    env = dict(os.environ, PYTHONPATH=str(HERE.parent))
+    out = tmp_path / "out"
+    r = subprocess.run(
+        [sys.executable, "-m", "kiln_quadrants", "-o", str(out), str(program)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    cap = json.loads((out / "capture.json").read_text())
+    assert cap["calls"]
+    offload = ""
+    for c in cap["calls"]:
+        assert c["log"], c
+        if c["compiled"]:
+            text = (out / c["log"]).read_text()
+            dumps = split_stages(text)
+            assert len(dumps) == c["tasks"] >= 1
+            assert all(d["lines"][-1] == "}" for d in dumps)
+            offload += text
+    name = program.stem
+    if program.parent.name == "refused":
+        assert REFUSED_MARKS[name] in offload
+    else:
+        for form in FOREIGN:
+            assert form not in offload, form
+    committed = CAPTURED / name
+    if committed.is_dir():
+        assert (out / "fields.json").read_text() == (committed / "fields.json").read_text()
+        for log in (committed / "calls").glob("*.offload.log"):
+            assert (out / "calls" / log.name).read_text() == log.read_text(), log
