@@ -5,9 +5,10 @@
 //!
 //! Owns: what each imported statement becomes in KIR (including the few
 //! expansions: `floordiv`, `sgn`, `rsqrt`, `while control`, atomics on a
-//! local), the names of the items and values it writes, and the refusals
-//! that need more than syntax (a dtype KIR lacks, an operator without a
-//! KIR form, a `continue` of an outer loop).
+//! local, an ordered float `cmp_ne`), each with the statement's Python
+//! location as its `loc`, the names of the items and values it writes,
+//! and the refusals that need more than syntax (a dtype KIR lacks, an
+//! operator without a KIR form, a `continue` of an outer loop).
 //!
 //! Must never: parse or verify KIR (the caller reads the text back through
 //! the parser and the verifier), or panic on any input.
@@ -141,6 +142,10 @@ struct Body {
     /// Every statement number seen in the task: the printer numbers each
     /// once (`re_id`), so a second one is a damaged log.
     seen: HashSet<u32>,
+    /// ` loc("file":line:col)` of the statement being written, put after
+    /// each KIR statement made for it (after the closing brace of a block
+    /// statement, as KIR writes a `for`'s or an `if`'s).
+    loc: String,
 }
 
 impl Body {
@@ -148,7 +153,11 @@ impl Body {
         for _ in 0..self.depth {
             self.out.push_str("  ");
         }
-        self.out.push_str(s.as_ref());
+        let s = s.as_ref();
+        self.out.push_str(s);
+        if !s.ends_with('{') {
+            self.out.push_str(&self.loc);
+        }
         self.out.push('\n');
     }
     fn fresh(&mut self, id: u32) -> String {
@@ -297,7 +306,14 @@ impl Module<'_> {
     }
 
     fn task(&mut self, kc: &mut Kernel, i: usize, t: &Task) -> Result<String, Error> {
-        let mut b = Body { out: String::new(), depth: 2, vals: HashMap::new(), fresh: 0, seen: HashSet::from([t.id]) };
+        let mut b = Body {
+            out: String::new(),
+            depth: 2,
+            vals: HashMap::new(),
+            fresh: 0,
+            seen: HashSet::from([t.id]),
+            loc: String::new(),
+        };
         let name = format!("{}.{i}", kc.k.kir_name);
         let mut loops: Loops = Vec::new();
         let head = match &t.kind {
@@ -356,7 +372,7 @@ impl Module<'_> {
             }
         };
         self.block(kc, &mut b, &mut loops, &t.body)?;
-        Ok(format!("  task @{name} {head} {{\n{}  }}\n", b.out))
+        Ok(format!("  task @{name} {head} {{\n{}  }}{}\n", b.out, loc_suffix(t.loc.as_ref(), false)))
     }
 
     fn block(&mut self, kc: &mut Kernel, b: &mut Body, loops: &mut Loops, stmts: &[Stmt]) -> Result<(), Error> {
@@ -398,7 +414,10 @@ impl Module<'_> {
         let n = format!("%{}", s.id);
         // An ndarray's address is typed as the ndarray's struct.
         let ty = if matches!(s.kind, Kind::ArgAddr(_)) { None } else { hint(s)? };
-        self.stmt_kind(kc, b, loops, s, &n, ty)?;
+        let outer = std::mem::replace(&mut b.loc, loc_suffix(s.loc.as_ref(), s.near));
+        let done = self.stmt_kind(kc, b, loops, s, &n, ty);
+        b.loc = outer;
+        done?;
         // A value's hint must be the type of what was written for it.
         if let (Some(t), Some(V::Val { ty: vt, .. })) = (ty, b.vals.get(&s.id)) {
             if *vt != t && !matches!(s.kind, Kind::LoopIndex { .. }) {
@@ -697,7 +716,9 @@ impl Module<'_> {
                 b.vals.insert(s.id, V::Val { name: v, ty: vt, konst: None });
                 return Ok(());
             }
-            "sqrt" | "sin" | "cos" | "tan" | "exp" | "log" | "floor" | "ceil" | "round" if vt.is_float() => {
+            "sqrt" | "sin" | "cos" | "tan" | "asin" | "acos" | "tanh" | "exp" | "log" | "floor" | "ceil" | "round"
+                if vt.is_float() =>
+            {
                 b.line(format!("{n} = {op} {v}"));
                 actual = vt;
             }
@@ -906,6 +927,18 @@ impl Module<'_> {
             _ => return Err(located(format!("${dest} is not a pointer"), s)),
         }
         Ok(())
+    }
+}
+
+/// ` loc("file":line:col)` for a statement's own Python location; nothing
+/// for a guess (`near`, the nearest statement's) or a location without a
+/// column, which KIR's `loc` cannot say.
+fn loc_suffix(loc: Option<&PyLoc>, near: bool) -> String {
+    match loc {
+        Some(l) if !near && l.line >= 1 && l.col >= 1 => {
+            format!(" loc({}:{}:{})", crate::lexer::quote_string(&l.file), l.line, l.col)
+        }
+        _ => String::new(),
     }
 }
 
