@@ -1,5 +1,5 @@
-# A differential capture of the math functions and float operators on f32
-# and f64: Quadrants' values printed at the end, in kiln-run's format.
+# A differential capture of the math functions (asin, acos, tanh too) and
+# float operators on f32 and f64: Quadrants' values printed at the end, in kiln-run's format.
 import sys
 import numpy as np
 import quadrants as qd
@@ -11,8 +11,8 @@ qd.init(arch=qd.cpu, print_ir=True, print_ir_dbg_info=True, fast_math=False,
 N = 12
 a = qd.field(qd.f32, shape=N)
 b = qd.field(qd.f64, shape=N)
-r32 = qd.field(qd.f32, shape=(N, 10))
-r64 = qd.field(qd.f64, shape=(N, 10))
+r32 = qd.field(qd.f32, shape=(N, 13))
+r64 = qd.field(qd.f64, shape=(N, 13))
 
 
 @qd.kernel
@@ -36,6 +36,9 @@ def math32(p: qd.f32):
         r32[i, 7] = qd.atan2(x, p)
         r32[i, 8] = x / p + x * x - qd.max(x, 0.1) + qd.min(x, -0.2)
         r32[i, 9] = qd.round(x * 3.0) + qd.floor(x * 2.0) * 10.0 + qd.ceil(x) * 100.0
+        r32[i, 10] = qd.asin(x * 0.45)
+        r32[i, 11] = qd.acos(x * 0.45)
+        r32[i, 12] = qd.tanh(x)
 
 
 @qd.kernel
@@ -52,6 +55,9 @@ def math64(q: qd.f64):
         r64[i, 7] = qd.atan2(x, q)
         r64[i, 8] = x / q + x * x - qd.max(x, 0.1) + qd.min(x, -0.2)
         r64[i, 9] = qd.round(x * 3.0) + qd.floor(x * 2.0) * 10.0 + qd.ceil(x) * 100.0
+        r64[i, 10] = qd.asin(x * 0.45)
+        r64[i, 11] = qd.acos(x * 0.45)
+        r64[i, 12] = qd.tanh(x)
 
 
 init()
