@@ -145,8 +145,8 @@ quadrants:
 
 # The Quadrants bridge's tests (part of `make test`): the capture on the
 # corpus, with the venv `make quadrants` makes.
-test-quadrants: quadrants
-	nice -n 15 $(QD_PY) -m pytest -q tools/kiln_quadrants/test_capture.py
+test-quadrants: quadrants build
+	KILN_BIN_DIR=$(DEBUG_BIN) $(QD_PY) -m pytest -q tools/kiln_quadrants/test_capture.py tools/kiln_quadrants/test_replay.py
 
 # Re-make the committed captures under testdata/quadrants/captured/.
 quadrants-captured: quadrants

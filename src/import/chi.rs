@@ -132,6 +132,8 @@ pub enum Kind {
     Continue { scope: Option<u32> },
     /// A serial `for in range($a, $b)` inside a task.
     RangeFor { begin: u32, end: u32, reversed: bool, body: Vec<Stmt> },
+    /// `return tmpA, tmpB`: the kernel's return values (`tmpN` is `$N`).
+    Return(Vec<u32>),
 }
 
 /// A statement kiln-import does not import, by name, with why.
@@ -155,7 +157,6 @@ pub fn refusal(name: &str) -> Refusal {
         n if n.starts_with("sparse SNode") => "KIR fields are dense arrays",
         "print" => "KIR has no output statement",
         "assert" => "KIR has no assertions",
-        "return" => "KIR kernels return no value",
         "rand" => "KIR has no random numbers",
         "internal call" | "call" | "so" | "asm" | "bc" => "KIR cannot call into Quadrants' runtime or external code",
         "tls prologue" | "tls_epilogue" | "bls prologue" | "bls_epilogue" => {
@@ -681,6 +682,20 @@ impl<'a> Parser<'_, 'a> {
                 }
                 _ => return Err(c.unexpected("'true' or 'control'")),
             },
+            Some("return") => {
+                let mut vals = Vec::new();
+                loop {
+                    let Some(n) = c.word().and_then(|w| w.strip_prefix("tmp")).and_then(|n| n.parse().ok()) else {
+                        return Err(c.unexpected("a returned value ('tmpN')"));
+                    };
+                    vals.push(n);
+                    if !c.eat(Tok::Comma) {
+                        break;
+                    }
+                }
+                c.end()?;
+                Kind::Return(vals)
+            }
             Some(w @ ("for" | "reversed")) => {
                 let reversed = w == "reversed";
                 if reversed {
@@ -1012,7 +1027,6 @@ mod tests {
             ("    11 : assert $1, \"no\"", "assert"),
             ("    <f32> $2 = stack alloc (max_size=5)", "stack alloc"),
             ("    <*[Tensor (3) f32]> $2 = global ptr [S4place<f32>], index [$1] activate=true", "type <*[Tensor (3) f32]> (matrix)"),
-            ("    $2 : return tmp1", "return"),
         ] {
             let text = format!("kernel {{\n  $0 = offloaded  \n  body {{\n{line}\n    File \"/t/k.py\", line 3, in k:\n        print(x)\n        ^^^^^\n  }}\n}}\n");
             match parse(&text) {

@@ -131,6 +131,8 @@ struct Kernel<'k> {
     ndarrays: HashMap<u32, (String, Scalar, Vec<u64>)>,
     /// Global temporaries by offset: (field name, element type).
     tmps: BTreeMap<u64, (String, Scalar)>,
+    /// Return values by position: (field name, type).
+    rets: BTreeMap<usize, (String, Scalar)>,
 }
 
 /// One task's body being written.
@@ -238,12 +240,12 @@ impl Module<'_> {
                 _ => None,
             });
         }
-        let mut kc = Kernel { k, params, ndarrays: HashMap::new(), tmps: BTreeMap::new() };
+        let mut kc = Kernel { k, params, ndarrays: HashMap::new(), tmps: BTreeMap::new(), rets: BTreeMap::new() };
         let mut tasks = String::new();
         for (i, t) in k.tasks.iter().enumerate() {
             tasks += &self.task(&mut kc, i, t)?;
         }
-        for (name, ty) in kc.tmps.values() {
+        for (name, ty) in kc.tmps.values().chain(kc.rets.values()) {
             self.extra.push((name.clone(), *ty, Vec::new()));
         }
         let mut nd: Vec<_> = kc.ndarrays.into_iter().collect();
@@ -286,6 +288,27 @@ impl Module<'_> {
             });
         }
         Ok(i)
+    }
+
+    /// `return`: each value stored into its 0-D field `@k.retI`. Its own
+    /// function, out of line, so that the recursive statement lowering's
+    /// frame stays small (blocks nest 64 deep on a test thread's stack).
+    #[inline(never)]
+    fn ret(&mut self, kc: &mut Kernel, b: &mut Body, vals: &[u32], s: &Stmt) -> Result<(), Error> {
+        for (i, v) in vals.iter().enumerate() {
+            let (v, ty) = self.val(b, *v, s)?;
+            let field = match kc.rets.get(&i) {
+                Some((name, t)) if *t == ty => name.clone(),
+                Some((_, t)) => return Err(located(format!("return value {i} is {t} and {ty}"), s)),
+                None => {
+                    let name = self.names.unique(&format!("{}.ret{i}", kc.k.kir_name));
+                    kc.rets.insert(i, (name.clone(), ty));
+                    name
+                }
+            };
+            b.line(format!("store @{field}[], {v}"));
+        }
+        Ok(())
     }
 
     /// The 0-D field of the global temporary at `offset`, of type `ty`.
@@ -633,6 +656,9 @@ impl Module<'_> {
                     }
                 }
             }
+            // A kernel's return values: 0-D fields `@k.ret0`, `@k.ret1`, ...
+            // (KIR kernels return nothing; a caller reads the fields).
+            Kind::Return(vals) => self.ret(kc, b, vals, s)?,
             Kind::Continue { scope } => match (loops.last(), scope) {
                 (None, _) => return Err(located("'continue' outside a loop".to_string(), s)),
                 (Some((inner, _)), Some(sc)) if inner != sc => {

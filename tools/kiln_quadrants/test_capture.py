@@ -252,6 +252,7 @@ REFUSED_MARKS = {
     "vector_field": "[Tensor (3) f32]",
     "print_in_kernel": 'print "x[ ", $',
     "assert_in_kernel": ': assert $9, "k must be positive"',
+    "narrow_types": "cast_value<i8>",
 }
 # Forms no importable program may produce at Start offload_to_executable.
 FOREIGN = ("listgen", "clear_list", "Tensor", "shift ptr", " : assert ", "    print ", "tls prologue", "rand()")

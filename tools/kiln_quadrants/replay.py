@@ -1,0 +1,332 @@
+"""``kiln-quadrants run``: check Kiln against Quadrants on a whole, unmodified program.
+
+Owns: the ``run`` command. It captures the program (``capture.py``, in a
+process of its own), imports each compiled kernel with ``kiln-import``,
+replays every call through ``kiln-run`` twice, the JIT (through the
+per-task cache) and the interpreter, from the values Quadrants had before
+the call, and compares what Kiln computed with what Quadrants computed:
+integers exactly, floats within ``--ulps`` units in the last place
+(``docs/quadrants.md`` says why that bound). One line per kernel, then a
+summary.
+
+Exit status: 0 when everything agrees; 1 on a disagreement (naming the
+kernel, the call, the field, the first differing index and both values), on
+a data race found with ``--check-races``, or when the program raises (its
+traceback is printed); 2 when a kernel cannot be imported (naming the
+statement) and nothing disagrees. The other kernels are still checked.
+
+Must never: change the program's own output, write outside ``--keep DIR``
+(or a temporary directory) and the cache, or report agreement for a call it
+did not replay.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+# Floats may differ from Quadrants' by this many units in the last place
+# (docs/quadrants.md, "Tolerance"): both compile the same operations with
+# LLVM and call the same libm, so the corpus agrees to 0 ulps; the bound
+# leaves room for a math function that Quadrants lowers to an LLVM
+# intrinsic and Kiln calls in glibc (each correctly rounded within 1 ulp
+# for sin, cos, exp, log; 2 for tan, pow, atan2), composed once.
+DEFAULT_ULPS = 4
+
+TOOL = "kiln-quadrants"
+
+
+def find_tool(name: str) -> str:
+    """A Kiln tool: $KILN_BIN_DIR, else beside this package's checkout or install, else $PATH."""
+    here = Path(__file__).resolve().parent
+    candidates = []
+    if os.environ.get("KILN_BIN_DIR"):
+        candidates.append(Path(os.environ["KILN_BIN_DIR"]))
+    # Installed: PREFIX/share/kiln/python/kiln_quadrants -> PREFIX/bin.
+    candidates.append(here.parents[3] / "bin" if len(here.parents) > 3 else here)
+    # A checkout: tools/kiln_quadrants -> target/{release,debug}.
+    candidates += [here.parents[1] / "target" / "release", here.parents[1] / "target" / "debug"]
+    for d in candidates:
+        p = d / name
+        if p.is_file() and os.access(p, os.X_OK):
+            return str(p)
+    found = shutil.which(name)
+    if found:
+        return found
+    raise SystemExit(f"{TOOL}: error: cannot find {name} (set KILN_BIN_DIR, or put it on PATH)")
+
+
+# ---------------------------------------------------------------------------
+# Comparing values.
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Units in the last place between two float arrays of one dtype (0 where both are NaN).
+
+    Each float's bits, read as a signed integer, are mapped onto one
+    monotonic line (negative floats mirrored below zero, -0.0 onto 0.0), on
+    which adjacent floats are adjacent integers; the distance is the
+    difference there. f64 distances are computed in Python integers (they
+    can pass 2**63).
+    """
+    size = a.dtype.itemsize
+    bits = {4: np.int32, 8: np.int64}[size]
+    wide = np.int64 if size == 4 else object
+    bottom = -(1 << (8 * size - 1))
+
+    def line(x: np.ndarray) -> np.ndarray:
+        i = np.ascontiguousarray(x).view(bits).astype(wide)
+        return np.where(i < 0, bottom - i, i)
+
+    d = np.abs(line(a) - line(b))
+    return np.where(np.isnan(a) & np.isnan(b), 0, d)
+
+
+@dataclass
+class Difference:
+    index: tuple
+    quadrants: object
+    kiln: object
+    ulps: int | None
+
+
+def first_difference(want: np.ndarray, got: np.ndarray, ulps: int) -> Difference | None:
+    """The first element where ``got`` is not ``want`` (floats: more than ``ulps`` apart)."""
+    if want.shape != got.shape:
+        return Difference((), f"shape {want.shape}", f"shape {got.shape}", None)
+    if want.dtype.kind == "f":
+        d = ulp_distance(want, got)
+        bad = np.argwhere(d > ulps)
+        if bad.size == 0:
+            return None
+        i = tuple(int(x) for x in bad[0])
+        return Difference(i, want[i].item(), got[i].item(), int(d[i]))
+    bad = np.argwhere(want != got)
+    if bad.size == 0:
+        return None
+    i = tuple(int(x) for x in bad[0])
+    return Difference(i, want[i].item(), got[i].item(), None)
+
+
+def max_ulps(want: np.ndarray, got: np.ndarray) -> int:
+    if want.dtype.kind != "f" or want.shape != got.shape or want.size == 0:
+        return 0
+    return int(ulp_distance(want, got).max())
+
+
+# ---------------------------------------------------------------------------
+# One run.
+
+
+@dataclass
+class KernelReport:
+    name: str
+    calls: int = 0
+    fields: set = field(default_factory=set)
+    import_error: str | None = None
+    failures: list = field(default_factory=list)
+    races: list = field(default_factory=list)
+    worst_ulps: int = 0
+
+
+FIELD_RE = re.compile(r"^\s*field @(\S+) :", re.M)
+
+
+def kir_fields(kir: Path) -> set[str]:
+    return set(FIELD_RE.findall(kir.read_text()))
+
+
+class Replay:
+    def __init__(self, work: Path, ns: argparse.Namespace):
+        self.work = work
+        self.cap = work / "capture"
+        self.ns = ns
+        self.kiln_import = find_tool("kiln-import")
+        self.kiln_run = find_tool("kiln-run")
+        self.imported: dict[str, tuple[Path | None, str | None]] = {}
+        self.reports: dict[str, KernelReport] = {}
+        self.manifest: list[dict] = []
+
+    def capture(self) -> int:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
+        cmd = [sys.executable, "-m", "kiln_quadrants", "-o", str(self.cap), self.ns.program, *self.ns.args]
+        return subprocess.run(cmd, env=env).returncode
+
+    def import_log(self, log: str, kernel: str) -> tuple[Path | None, str | None]:
+        """The KIR of a call's log (imported once per log), or why it cannot be imported."""
+        if log not in self.imported:
+            out = self.work / "kir" / (Path(log).name.removesuffix(".offload.log") + ".kir")
+            out.parent.mkdir(parents=True, exist_ok=True)
+            r = subprocess.run(
+                [self.kiln_import, str(self.cap / log), "--fields", str(self.cap / "fields.json"), "-o", str(out), "--color=never"],
+                capture_output=True, text=True,
+            )
+            self.imported[log] = (out, None) if r.returncode == 0 else (None, r.stderr.strip())
+        return self.imported[log]
+
+    def replay_call(self, call: dict) -> None:
+        kernel = call["kernel"]
+        rep = self.reports.setdefault(kernel, KernelReport(kernel))
+        rep.calls += 1
+        if call.get("error"):
+            rep.failures.append(f"call {call['call']}: Quadrants raised: {call['error']}")
+            return
+        kir, err = self.import_log(call["log"], kernel)
+        if kir is None:
+            rep.import_error = err
+            return
+        declared = kir_fields(kir)
+        args, inputs = [], []
+        values = {}
+        for name, a in call.get("args", {}).items():
+            if a.get("kind") == "scalar":
+                args += ["--arg", f"{name}={a['value']!r}" if isinstance(a["value"], float) else f"{name}={a['value']}"]
+        for key, v in call.get("values", {}).items():
+            fname = f"{kernel}.{key[4:]}" if key.startswith("arg:") else key
+            if fname not in declared:
+                continue
+            values[fname] = v
+            inputs += ["--input", f"@{fname}={self.cap / v['before']}"]
+        # A kernel's return values are the 0-D fields @k.ret0, @k.ret1, ...
+        # (kiln-import); Quadrants' values are in the capture.
+        returned = call.get("return")
+        if returned is not None:
+            for i, value in enumerate(returned if isinstance(returned, list) else [returned]):
+                fname = f"{kernel}.ret{i}"
+                if fname in declared:
+                    values[fname] = {"returned": value}
+        entry = {"kernel": kernel, "call": call["call"], "kir": str(kir.relative_to(self.work)), "args": call.get("args", {}), "values": {}}
+        engines = [("jit", ["--threads", "2"] + (["--cache-dir", self.ns.cache_dir] if self.ns.cache_dir else [])), ("interp", ["--engine", "interp"])]
+        if self.ns.check_races:
+            engines.append(("races", ["--engine", "interp", "--check-races"]))
+        for engine, extra in engines:
+            outputs, outs = [], {}
+            for fname in values:
+                p = self.work / "values" / f"{call['call']:03d}-{_safe(fname)}.kiln-{engine}.npy"
+                p.parent.mkdir(parents=True, exist_ok=True)
+                outs[fname] = p
+                outputs += ["--output", f"@{fname}={p}"]
+            cmd = [self.kiln_run, str(kir), "--kernel", kernel, "--color=never", *extra, *args, *inputs, *outputs]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                what = "data race" if engine == "races" and "data race" in r.stderr else f"kiln-run ({engine}) failed"
+                target = rep.races if engine == "races" else rep.failures
+                target.append(f"call {call['call']}: {what}:\n{_indent(r.stderr.strip())}")
+                continue
+            if engine == "races":
+                continue
+            for fname, v in values.items():
+                rep.fields.add(fname)
+                got = np.load(outs[fname])
+                want = np.array(v["returned"], dtype=got.dtype) if "returned" in v else np.load(self.cap / v["after"])
+                rep.worst_ulps = max(rep.worst_ulps, max_ulps(want, got))
+                d = first_difference(want, got, self.ns.ulps)
+                if d is not None:
+                    at = f"[{', '.join(map(str, d.index))}]" if d.index else ""
+                    ulps = f" ({d.ulps} ulps > {self.ns.ulps})" if d.ulps is not None else ""
+                    rep.failures.append(
+                        f"call {call['call']}: field @{fname}{at}: Quadrants {d.quadrants!r}, Kiln ({engine}) {d.kiln!r}{ulps}"
+                    )
+                if "returned" in v:
+                    entry["values"].setdefault(fname, {"quadrants_returned": v["returned"]})
+                else:
+                    entry["values"].setdefault(fname, {"before": _rel(self.cap / v["before"], self.work), "quadrants": _rel(self.cap / v["after"], self.work)})
+                entry["values"][fname][f"kiln-{engine}" if engine != "jit" else "kiln"] = _rel(outs[fname], self.work)
+        self.manifest.append(entry)
+
+    def report(self) -> int:
+        status = 0
+        agree = differ = unimported = 0
+        for rep in self.reports.values():
+            if rep.import_error:
+                unimported += 1
+                status = status or 2
+                print(f"SKIP {rep.name}: cannot be imported:\n{_indent(rep.import_error)}")
+            elif rep.failures or rep.races:
+                differ += 1
+                status = 1
+                print(f"FAIL {rep.name}")
+                for f in rep.failures + rep.races:
+                    print(_indent(f))
+            else:
+                agree += 1
+                print(f"ok   {rep.name}: {rep.calls} call{'s' if rep.calls != 1 else ''}, "
+                      f"{len(rep.fields)} field{'s' if len(rep.fields) != 1 else ''}, JIT and interpreter agree with Quadrants"
+                      f" (max {rep.worst_ulps} ulp{'s' if rep.worst_ulps != 1 else ''})")
+        if status == 2 and any(r.failures or r.races for r in self.reports.values()):
+            status = 1
+        print(f"{len(self.reports)} kernels: {agree} agree, {differ} differ, {unimported} not imported")
+        (self.work / "manifest.json").write_text(json.dumps({"calls": self.manifest}, indent=1) + "\n")
+        return status
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
+def _rel(p: Path, base: Path) -> str:
+    return str(Path(p).resolve().relative_to(base.resolve()))
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def run(ns: argparse.Namespace) -> int:
+    if ns.keep:
+        work = Path(ns.keep)
+        if work.exists() and any(work.iterdir()):
+            print(f"{TOOL}: error: --keep {work}: the directory is not empty", file=sys.stderr)
+            return 2
+        work.mkdir(parents=True, exist_ok=True)
+        return _run_in(work, ns)
+    with tempfile.TemporaryDirectory(prefix="kiln-quadrants.") as d:
+        return _run_in(Path(d), ns)
+
+
+def _run_in(work: Path, ns: argparse.Namespace) -> int:
+    replay = Replay(work, ns)
+    status = replay.capture()
+    if status != 0:
+        print(f"{TOOL}: error: {ns.program} ended with status {status}", file=sys.stderr)
+        return 1
+    cap = json.loads((replay.cap / "capture.json").read_text())
+    for call in cap["calls"]:
+        replay.replay_call(call)
+    return replay.report()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog=TOOL, description="Run Quadrants programs through Kiln and check Kiln against Quadrants.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser(
+        "run",
+        help="run an unmodified Quadrants program on the CPU, replay every kernel call in Kiln (JIT and interpreter) and compare",
+        description="Runs PROGRAM.py with Quadrants on the CPU (fast_math off, IR printing on), imports each kernel with "
+        "kiln-import, replays every call with kiln-run (the JIT through the cache, and the interpreter) from the values "
+        "Quadrants had before it, and compares: integers exactly, floats within --ulps. "
+        "Exit status: 0 when everything agrees, 1 on a disagreement, a race (--check-races) or a program that raises, "
+        "2 when a kernel cannot be imported.",
+    )
+    r.add_argument("--keep", metavar="DIR", help="keep the logs, each kernel's .kir, the values and DIR/manifest.json in DIR (empty or new)")
+    r.add_argument("--check-races", action="store_true", help="also replay under kiln-run --check-races and report every data race")
+    r.add_argument("--cache-dir", metavar="DIR", help="the per-task cache the JIT replays through (default: kiln-run's)")
+    r.add_argument("--ulps", type=int, default=DEFAULT_ULPS, metavar="N", help=f"float tolerance in units in the last place (default {DEFAULT_ULPS})")
+    r.add_argument("program", metavar="PROGRAM.py")
+    r.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
+    ns = ap.parse_args(argv)
+    return run(ns)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Tests of `kiln-quadrants run`: the whole corpus through Kiln, against Quadrants.
+
+Run by `make test-quadrants` with the venv `make quadrants` builds and
+KILN_BIN_DIR pointing at the built tools (kiln-import, kiln-run,
+kiln-compile). Every program of testdata/quadrants/ must agree (exit 0);
+each refused program is refused by name (exit 2); the racy prefix sum is
+reported at its Python line with both accesses (exit 1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+CORPUS = ROOT / "testdata" / "quadrants"
+WRAPPER = ROOT / "tools" / "kiln-quadrants"
+
+sys.path.insert(0, str(HERE.parent))
+from kiln_quadrants.replay import first_difference, ulp_distance  # noqa: E402
+
+PROGRAMS = sorted(CORPUS.glob("*.py"))
+REFUSED = sorted((CORPUS / "refused").glob("*.py"))
+
+
+def kq(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = dict(os.environ, KILN_QUADRANTS_PYTHON=sys.executable)
+    return subprocess.run([str(WRAPPER), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> str:
+    return str(tmp_path_factory.mktemp("cache"))
+
+
+@pytest.fixture(scope="module")
+def corpus_runs(cache: str) -> dict[str, subprocess.CompletedProcess]:
+    """Every corpus program through `kiln-quadrants run`, once."""
+    return {p.name: kq("run", "--cache-dir", cache, str(p.relative_to(ROOT))) for p in PROGRAMS}
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.name)
+def test_corpus_program_agrees(program: Path, corpus_runs):
+    r = corpus_runs[program.name]
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = [l for l in r.stdout.splitlines() if l.startswith(("ok ", "FAIL", "SKIP"))]
+    assert lines and all(l.startswith("ok ") for l in lines), r.stdout
+    assert "0 differ, 0 not imported" in r.stdout
+
+
+def test_corpus_has_forty_kernels(corpus_runs):
+    """The corpus is what the issue asks: at least 40 kernels, all agreeing."""
+    total = sum(l.startswith("ok ") for r in corpus_runs.values() for l in r.stdout.splitlines())
+    assert total >= 40, total
+
+
+@pytest.mark.parametrize("program", REFUSED, ids=lambda p: p.name)
+def test_refused_program_names_the_feature(program: Path, cache: str):
+    r = kq("run", "--cache-dir", cache, str(program.relative_to(ROOT)))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "cannot be imported" in r.stdout and "cannot import" in r.stdout, r.stdout
+
+
+def test_race_is_reported_at_the_python_line(cache: str):
+    prog = CORPUS / "racy" / "prefix_sum.py"
+    r = kq("run", "--check-races", "--cache-dir", cache, str(prog.relative_to(ROOT)))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "data race" in r.stdout, r.stdout
+    # Both accesses, at their Python lines in the program.
+    notes = [l for l in r.stdout.splitlines() if "racy/prefix_sum.py:" in l and ": note: iteration" in l]
+    assert len(notes) >= 2, r.stdout
+    assert any("reads here" in l for l in notes) and any("writes here" in l for l in notes), r.stdout
+
+
+def test_keep_writes_the_manifest(tmp_path: Path, cache: str):
+    keep = tmp_path / "keep"
+    r = kq("run", "--keep", str(keep), "--cache-dir", cache, "testdata/quadrants/saxpy.py")
+    assert r.returncode == 0, r.stdout + r.stderr
+    m = json.loads((keep / "manifest.json").read_text())
+    saxpy = [c for c in m["calls"] if c["kernel"] == "saxpy"]
+    assert len(saxpy) == 2
+    for c in m["calls"]:
+        assert (keep / c["kir"]).is_file()
+        for v in c["values"].values():
+            for k in ("before", "quadrants", "kiln"):
+                assert (keep / v[k]).is_file(), (k, v)
+            assert np.array_equal(np.load(keep / v["quadrants"]), np.load(keep / v["kiln"]))
+    # A non-empty --keep directory is refused.
+    r = kq("run", "--keep", str(keep), "testdata/quadrants/saxpy.py")
+    assert r.returncode == 2 and "not empty" in r.stderr
+
+
+def test_a_disagreement_names_kernel_call_field_index_and_values(tmp_path: Path, cache: str):
+    """A tolerance of -1 ulps, which no float meets, makes every float field a
+    disagreement: the report names the kernel, the call, the field, the first
+    index and both values, and the exit status is 1."""
+    r = kq("run", "--ulps", "-1", "--cache-dir", cache, "testdata/quadrants/saxpy.py")
+    assert r.returncode == 1, r.stdout + r.stderr
+    fail = [l for l in r.stdout.splitlines() if "call " in l and "field @" in l]
+    assert fail, r.stdout
+    assert "Quadrants" in fail[0] and "Kiln (jit)" in fail[0] and "[0]" in fail[0], fail[0]
+
+
+def test_a_program_that_raises_gets_its_traceback(tmp_path: Path):
+    prog = tmp_path / "raises.py"
+    prog.write_text("import quadrants as qd\nqd.init(arch=qd.cpu)\nraise ValueError('planted')\n")
+    r = kq("run", str(prog))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "ValueError: planted" in r.stderr and "Traceback" in r.stderr
+
+
+def test_ulp_distance():
+    a = np.array([1.0, -0.0, 0.0, np.nan, 1.0], dtype=np.float32)
+    b = np.array([np.nextafter(np.float32(1.0), np.float32(2.0)), 0.0, -0.0, np.nan, 1.0], dtype=np.float32)
+    assert list(ulp_distance(a, b)) == [1, 0, 0, 0, 0]
+    tiny = np.array([np.float32(1e-45)], dtype=np.float32)
+    assert list(ulp_distance(tiny, -tiny)) == [2]
+    x = np.array([1.0, 2.0], dtype=np.float64)
+    assert list(ulp_distance(x, x)) == [0, 0]
+    d = first_difference(np.array([1, 2, 3], dtype=np.int32), np.array([1, 2, 4], dtype=np.int32), 4)
+    assert d.index == (2,) and d.quadrants == 3 and d.kiln == 4
+    assert first_difference(a, a.copy(), 0) is None
