@@ -127,3 +127,60 @@ def test_ulp_distance():
     d = first_difference(np.array([1, 2, 3], dtype=np.int32), np.array([1, 2, 4], dtype=np.int32), 4)
     assert d.index == (2,) and d.quadrants == 3 and d.kiln == 4
     assert first_difference(a, a.copy(), 0) is None
+
+
+EDIT_BEFORE = '''import quadrants as qd
+
+qd.init(arch=qd.cpu)
+
+N = 256
+x = qd.field(qd.f32, shape=N)
+y = qd.field(qd.f32, shape=N)
+
+
+@qd.kernel
+def two_loops(a: qd.f32):
+    for i in range(N):
+        x[i] = qd.cast(i, qd.f32) * 0.5
+    for j in range(N):
+        y[j] = a * x[j] + 1.0
+
+
+two_loops(2.0)
+'''
+
+
+def test_editing_one_loop_recompiles_one_task(tmp_path: Path):
+    """The seed's promise on a Quadrants kernel: edit one loop of the program,
+    and kiln-key --diff names exactly one changed task, and a warm run of the
+    edited kernel compiles exactly one."""
+    bins = Path(os.environ["KILN_BIN_DIR"])
+    kirs = []
+    for name, text in [("before", EDIT_BEFORE), ("after", EDIT_BEFORE.replace("a * x[j] + 1.0", "a * x[j] - 1.0"))]:
+        prog = tmp_path / f"{name}.py"
+        prog.write_text(text)
+        keep = tmp_path / f"keep-{name}"
+        r = kq("run", "--keep", str(keep), "--cache-dir", str(tmp_path / "replay-cache"), str(prog))
+        assert r.returncode == 0, r.stdout + r.stderr
+        calls = json.loads((keep / "manifest.json").read_text())["calls"]
+        kirs.append(keep / calls[0]["kir"])
+    diff = subprocess.run([str(bins / "kiln-key"), "--diff", str(kirs[0]), str(kirs[1])], capture_output=True, text=True)
+    assert diff.returncode == 0, diff.stderr
+    changed = [l for l in diff.stdout.splitlines() if l.startswith("@")]
+    assert len(changed) == 1 and changed[0].startswith("@two_loops.1"), diff.stdout
+    assert "1 unchanged" in diff.stdout, diff.stdout
+
+    cache = tmp_path / "cache"
+
+    def compiled(kir: Path) -> int:
+        r = subprocess.run(
+            [str(bins / "kiln-run"), str(kir), "--cache-dir", str(cache), "--stats=json", "--arg", "a=2.0"],
+            capture_output=True, text=True,
+        )
+        assert r.returncode == 0, r.stderr
+        stats = json.loads([l for l in r.stderr.splitlines() if l.startswith("{")][-1])
+        return stats["compiled"]
+
+    assert compiled(kirs[0]) == 2
+    assert compiled(kirs[1]) == 1
+    assert compiled(kirs[1]) == 0
