@@ -122,10 +122,11 @@ impl SettingValue for bool {
 }
 
 impl SettingValue for Size {
-    const TYPE: &'static str = "a size (bytes, or a number with K, M, G, T, e.g. 5G)";
+    const TYPE: &'static str = "a size (a number of GiB, or with a unit: K, M, G, T powers of 1024, KB, MB, GB, TB of 1000, B; e.g. 5, 500M, 2GB)";
     fn from_toml(v: &toml::Value) -> Result<Size, String> {
         match v {
-            toml::Value::Integer(n) if *n >= 0 => Ok(Size(*n as u64)),
+            // A bare number is GiB, as in ccache, written or quoted.
+            toml::Value::Integer(n) if *n >= 0 => Size::from_text(&n.to_string()),
             toml::Value::String(s) => Size::from_text(s),
             _ => Err(expected(Self::TYPE, v)),
         }
@@ -134,7 +135,10 @@ impl SettingValue for Size {
         parse_size(s).map(Size)
     }
     fn show(&self) -> Option<String> {
-        Some(format!("{} ({} bytes)", format_size(self.0), self.0))
+        Some(match self.0 {
+            0 => "0 (no limit)".to_string(),
+            n => format!("{} ({n} bytes)", format_size(n)),
+        })
     }
 }
 
@@ -254,6 +258,16 @@ macro_rules! settings {
                 }
             }
 
+            /// The value `text` sets `name` to, in words (`5.0 GiB (5368709120
+            /// bytes)`), as `config set` echoes it; `None` for an unknown
+            /// name or a text that is no value of the setting.
+            pub fn shown(name: &str, text: &str) -> Option<String> {
+                match name {
+                    $( stringify!($name) => <$ty as SettingValue>::from_text(text).ok().and_then(|v| v.show()), )+
+                    _ => None,
+                }
+            }
+
             /// How `config set` writes `text` (already checked) for `name`.
             fn toml_form(name: &str, text: &str) -> Option<toml_edit::Value> {
                 match name {
@@ -279,7 +293,7 @@ settings! {
     cache_dir: Option<PathBuf> = None, env "KILN_CACHE_DIR", cache_file false,
         "The cache root (default: $XDG_CACHE_HOME/kiln, else ~/.cache/kiln).";
     max_size: Size = Size(5 << 30), env "KILN_CACHE_MAX_SIZE", cache_file true,
-        "The size the cache's records are kept within (default 5 GiB).";
+        "The size the cache's records are kept within (default 5 GiB; a bare number is GiB, 0 no limit).";
     shared_group: Option<String> = None, env "KILN_CACHE_SHARED_GROUP", cache_file true,
         "The Unix group that shares the cache: its directories are setgid to it, records and directories group-writable, and group-writable entries of that group are trusted.";
     read_only: bool = false, env "KILN_CACHE_READ_ONLY", cache_file true,
@@ -497,6 +511,7 @@ impl Settings {
             allow_insecure: self.allow_insecure.value,
             read_only: self.read_only.value,
             shared_group: self.shared_group.value.clone(),
+            // 0 is no limit, to the store too.
             max_size: self.max_size.value.0,
             ..StoreOptions::default()
         }

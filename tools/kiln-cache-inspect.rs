@@ -167,7 +167,8 @@ fn run(cli: Cli) -> Result<(), ToolError> {
         Command::Init { shared, .. } => init(&root, &settings, shared.as_deref()),
         Command::Config { command: Some(ConfigCommand::Set { key, value }) } => {
             let path = settings::set_in_cache_file(open()?.root(), &key, &value)?;
-            write_output(None, format!("{key} set in {}\n", path.display()).as_bytes())
+            let shown = Settings::shown(&key, &value).unwrap_or(value);
+            write_output(None, format!("{key} = {shown}, set in {}\n", path.display()).as_bytes())
         }
         Command::List => {
             let listing = open()?.list().map_err(cache_err)?;
@@ -305,7 +306,7 @@ fn text_list(l: &inspect::Listing, now: u64) -> String {
         if s.records.is_empty() {
             continue;
         }
-        let _ = writeln!(out, "  {:<16}  {:<24}  {:<10}  {:>7}  {:>9}  LAST USE", "KEY", "TASK", "KIND", "SIZE", "AGE");
+        let _ = writeln!(out, "  {:<16}  {:<24}  {:<10}  {:>10}  {:>9}  LAST USE", "KEY", "TASK", "KIND", "SIZE", "AGE");
         for r in &s.records {
             let hex = r.key.to_hex();
             let task = match (&r.task, &r.problem) {
@@ -315,7 +316,7 @@ fn text_list(l: &inspect::Listing, now: u64) -> String {
             };
             let _ = writeln!(
                 out,
-                "  {:<16}  {:<24}  {:<10}  {:>7}  {:>9}  {}",
+                "  {:<16}  {:<24}  {:<10}  {:>10}  {:>9}  {}",
                 &hex[..16],
                 task,
                 r.kind.unwrap_or("?"),

@@ -55,7 +55,7 @@ fn precedence_default_user_cache_env_flag() {
     let s = load(&env, &[]).unwrap();
     let user = dir.path().join("conf/kiln/kiln.toml");
     let cache = dir.path().join("cache/kiln.toml");
-    assert_eq!((s.max_size.value, &s.max_size.source), (Size(2_000_000_000), &Source::CacheFile(cache.clone())));
+    assert_eq!((s.max_size.value, &s.max_size.source), (Size(2 << 30), &Source::CacheFile(cache.clone())));
     assert_eq!((s.read_only.value, &s.read_only.source), (true, &Source::UserFile(user.clone())));
     assert_eq!(s.shared_group.value.as_deref(), Some("staff"));
     assert_eq!(s.remote.value.as_deref(), Some("redis://127.0.0.1:1"));
@@ -66,7 +66,7 @@ fn precedence_default_user_cache_env_flag() {
     env.0.push(("KILN_CACHE_READ_ONLY", "0".into()));
     env.0.push(("KILN_ALLOW_INSECURE_CACHE", "".into()));
     let s = load(&env, &[]).unwrap();
-    assert_eq!((s.max_size.value, &s.max_size.source), (Size(3_000_000_000), &Source::Env("KILN_CACHE_MAX_SIZE")));
+    assert_eq!((s.max_size.value, &s.max_size.source), (Size(3 << 30), &Source::Env("KILN_CACHE_MAX_SIZE")));
     assert_eq!((s.read_only.value, &s.read_only.source), (false, &Source::Env("KILN_CACHE_READ_ONLY")));
     assert_eq!(s.allow_insecure.source, Source::Default, "an empty variable is unset");
 
@@ -83,6 +83,23 @@ fn precedence_default_user_cache_env_flag() {
 }
 
 #[test]
+fn sizes_as_ccache_means_them() {
+    let (_dir, env) = setup(None, Some("max_size = 0\n"));
+    let s = load(&env, &[]).unwrap();
+    assert_eq!(s.max_size.value, Size(0));
+    assert_eq!(s.store_options().max_size, 0, "0 is no limit (StoreOptions::max_size)");
+    assert_eq!(Settings::shown("max_size", "0").as_deref(), Some("0 (no limit)"));
+    assert_eq!(Settings::shown("max_size", "5").as_deref(), Some("5.0 GiB (5368709120 bytes)"));
+    assert_eq!(Settings::shown("max_size", "100KB").as_deref(), Some("97.7 KiB (100000 bytes)"));
+    // Below 1 MiB without a unit: refused, saying why.
+    let flag = Flag { name: "max_size", flag: "--max-size", text: "0.0001".into() };
+    let err = load(&env, &[flag]).unwrap_err();
+    assert!(err.message.contains("below 1 MiB must say its unit"), "{}", err.message);
+    let (_dir, env) = setup(None, Some("max_size = 0.0001\n"));
+    assert!(load(&env, &[]).is_err(), "a float in the file is no size either");
+}
+
+#[test]
 fn the_cache_dir_flag_picks_the_cache_file() {
     let (dir, env) = setup(None, Some("max_size = \"2G\"\n"));
     let other = dir.path().join("other");
@@ -90,7 +107,8 @@ fn the_cache_dir_flag_picks_the_cache_file() {
     fs::write(other.join(FILE_NAME), "max_size = 7\n").unwrap();
     let flag = Flag { name: "cache_dir", flag: "--cache-dir", text: other.display().to_string() };
     let s = load(&env, &[flag]).unwrap();
-    assert_eq!((s.max_size.value, s.cache_root().unwrap()), (Size(7), other));
+    // A bare number is GiB, as in ccache.
+    assert_eq!((s.max_size.value, s.cache_root().unwrap()), (Size(7 << 30), other));
     // With no KILN_CACHE_DIR, the user file may name the cache.
     let (dir, mut env) = setup(None, None);
     env.0.retain(|(k, _)| *k != "KILN_CACHE_DIR");
@@ -155,7 +173,7 @@ fn set_keeps_other_keys_and_comments() {
     let text = fs::read_to_string(&path).unwrap();
     assert_eq!(text, "# kept\nremote = \"redis://h\" # also kept\nmax_size = \"5G\"\nread_only = true\n");
     let s = load(&env, &[]).unwrap();
-    assert_eq!((s.max_size.value, s.read_only.value), (Size(5_000_000_000), true));
+    assert_eq!((s.max_size.value, s.read_only.value), (Size(5 << 30), true));
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o644);
     // Refused, and the file unchanged: a bad value, an unknown key, a key
