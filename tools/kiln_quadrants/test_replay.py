@@ -184,3 +184,21 @@ def test_editing_one_loop_recompiles_one_task(tmp_path: Path):
     assert compiled(kirs[0]) == 2
     assert compiled(kirs[1]) == 1
     assert compiled(kirs[1]) == 0
+
+
+def test_a_field_of_the_same_name_shares_a_record_only_with_the_same_task(tmp_path: Path):
+    """Two programs with a field `x` of different shapes: their tasks' keys
+    differ (no record is shared); the same program captured twice keys alike."""
+    bins = Path(os.environ["KILN_BIN_DIR"])
+    keys = {}
+    for name, n in [("a", 256), ("b", 512), ("a_again", 256)]:
+        prog = tmp_path / f"{name}.py"
+        prog.write_text(EDIT_BEFORE.replace("N = 256", f"N = {n}"))
+        keep = tmp_path / f"keep-{name}"
+        r = kq("run", "--keep", str(keep), "--cache-dir", str(tmp_path / "cache"), str(prog))
+        assert r.returncode == 0, r.stdout + r.stderr
+        kir = keep / json.loads((keep / "manifest.json").read_text())["calls"][0]["kir"]
+        out = subprocess.run([str(bins / "kiln-key"), str(kir)], capture_output=True, text=True, check=True).stdout
+        keys[name] = [line.split()[1] for line in out.splitlines()]
+    assert keys["a"] == keys["a_again"]
+    assert not set(keys["a"]) & set(keys["b"]), keys
