@@ -520,7 +520,7 @@ impl Cache {
         let canonical = fs::canonicalize(root).map_err(|e| CacheError::io(root, "resolve", e))?;
         let meta = fs::symlink_metadata(&canonical).map_err(|e| CacheError::io(&canonical, "inspect", e))?;
         if !meta.is_dir() {
-            return Err(CacheError::NotACache { path: root.into(), reason: "not a directory".into() });
+            return Err(CacheError::NotADirectory { path: root.into() });
         }
         // A root whose set-up was cut short (a full disk) is an empty
         // cache here; the next process that writes finishes it.

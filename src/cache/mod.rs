@@ -63,6 +63,8 @@ pub enum CacheError {
     Untrusted { path: PathBuf, reason: String },
     /// The directory exists but is not a Kiln cache.
     NotACache { path: PathBuf, reason: String },
+    /// The cache's path names something that is not a directory (a file).
+    NotADirectory { path: PathBuf },
     /// The cache directory does not exist.
     NoCache { path: PathBuf },
     /// No cache directory was given and none can be derived from the
@@ -107,6 +109,11 @@ impl fmt::Display for CacheError {
             CacheError::NotACache { path, reason } => {
                 write!(f, "{}: not a Kiln cache ({reason})", path.display())
             }
+            CacheError::NotADirectory { path } => write!(
+                f,
+                "{}: is not a directory, and a cache is one (name a directory for the cache, or move the file away)",
+                path.display()
+            ),
             CacheError::NoCache { path } => write!(f, "{}: no cache directory here", path.display()),
             CacheError::NoDefaultDir => write!(
                 f,

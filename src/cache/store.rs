@@ -306,7 +306,7 @@ pub fn check_trusted(path: &Path, meta: &fs::Metadata) -> Result<(), CacheError>
 /// [`Access::check`] of a directory.
 fn check_dir(access: &Access, path: &Path, meta: &fs::Metadata) -> Result<(), CacheError> {
     if !meta.file_type().is_symlink() && !meta.is_dir() {
-        return Err(CacheError::Untrusted { path: path.into(), reason: "is not a directory".into() });
+        return Err(CacheError::NotADirectory { path: path.into() });
     }
     access.check(path, meta)
 }
