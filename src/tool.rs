@@ -450,3 +450,65 @@ fn temp_beside(path: &Path, mode: Option<u32>) -> io::Result<tempfile::NamedTemp
     }
     Ok(tmp)
 }
+
+/// The one progress display of the tools that compile tasks (`kiln-compile`,
+/// and `kiln-run` through its compiler process): `compiling [====>    ]
+/// 12/40 tasks 3s` on standard error. Shown only when standard error is a
+/// terminal, the tool was not told to be quiet (`-q`), and the work is long
+/// enough to want it (16 tasks or more); never on a pipe. Tasks may be added
+/// as the work is found (one batch per kernel).
+pub struct TaskProgress {
+    state: std::sync::Mutex<ProgressState>,
+    enabled: bool,
+}
+
+#[derive(Default)]
+struct ProgressState {
+    total: u64,
+    done: u64,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl TaskProgress {
+    /// The fewest tasks worth a bar.
+    const MIN_TASKS: u64 = 16;
+
+    pub fn new(quiet: bool) -> TaskProgress {
+        let enabled = !quiet && io::stderr().is_terminal();
+        TaskProgress { state: std::sync::Mutex::new(ProgressState::default()), enabled }
+    }
+
+    /// `n` more tasks to compile.
+    pub fn add(&self, n: usize) {
+        let Ok(mut s) = self.state.lock() else { return };
+        s.total += n as u64;
+        if let Some(bar) = &s.bar {
+            bar.set_length(s.total);
+        } else if self.enabled && s.total >= Self::MIN_TASKS {
+            let bar = indicatif::ProgressBar::new(s.total);
+            if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} compiling [{bar:30}] {pos}/{len} tasks {elapsed}") {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.set_position(s.done);
+            s.bar = Some(bar);
+        }
+    }
+
+    /// One task compiled.
+    pub fn done(&self) {
+        let Ok(mut s) = self.state.lock() else { return };
+        s.done += 1;
+        if let Some(bar) = &s.bar {
+            bar.inc(1);
+        }
+    }
+
+    /// The work is over: the bar is cleared away.
+    pub fn finish(&self) {
+        if let Ok(mut s) = self.state.lock() {
+            if let Some(bar) = s.bar.take() {
+                bar.finish_and_clear();
+            }
+        }
+    }
+}

@@ -4,7 +4,6 @@
 //! `docs/tools/kiln-compile.md`.
 
 use clap::Parser;
-use indicatif::{ProgressBar, ProgressStyle};
 use kiln::codegen::{self, Compiler, Emit};
 use kiln::target::Override;
 use kiln::config::CompileConfig;
@@ -12,7 +11,7 @@ use kiln::ir::Module;
 use kiln::jit::cached::{self, FillTimes, Filled, RunCounters};
 use kiln::tool::{self, ToolError};
 use rayon::prelude::*;
-use std::io::{IsTerminal, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use kiln::settings::{self, Settings};
 use std::process::ExitCode;
@@ -59,6 +58,14 @@ struct Cli {
 
     #[command(flatten)]
     config: kiln::cli::ConfigArgs,
+
+    /// Show no progress bar (one is shown on a terminal when 16 or more tasks are compiled)
+    #[arg(short = 'q', long)]
+    quiet: bool,
+
+    /// Write a line `done` on standard output as each task is compiled (what kiln-run reads for its progress)
+    #[arg(long, hide = true)]
+    report_progress: bool,
 
     /// The whole compile configuration as one JSON object, exactly as keyed (what `kiln-run` sends; a field this build does not know, or another build's identity, is refused)
     #[arg(long, value_name = "JSON", hide = true, conflicts_with_all = kiln::cli::ConfigArgs::IDS)]
@@ -188,22 +195,18 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     let dest = destination(cli.output.as_deref(), tasks.len(), emit)?;
 
     let pool = thread_pool(cli)?;
-    let bar = progress_bar(tasks.len());
+    let progress = task_progress(cli, tasks.len());
     let results: Vec<Result<Vec<u8>, String>> = pool.install(|| {
         tasks
             .par_iter()
             .map(|(m, name)| {
                 let r = compiler.emit_task(m, emit).map(|(bytes, _)| bytes).map_err(|e| format!("task @{name}: {e}"));
-                if let Some(b) = &bar {
-                    b.inc(1);
-                }
+                task_done(cli, &progress);
                 r
             })
             .collect()
     });
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    progress.finish();
     let mut outputs = Vec::with_capacity(tasks.len());
     let mut errors = String::new();
     for ((_, name), r) in tasks.iter().zip(results) {
@@ -231,22 +234,18 @@ fn fill_cache(cli: &Cli, dir: &Path, compiler: &Compiler, tasks: &[(&Module, Str
     let remote = kiln::remote::RemoteSettings::from_settings(&settings).map_err(|e| ToolError::Usage(e.to_string()))?;
     let remote = remote.map(|r| kiln::remote::RemoteTier::new(r, store.scope_name()));
     let pool = thread_pool(cli)?;
-    let bar = progress_bar(tasks.len());
+    let progress = task_progress(cli, tasks.len());
     let results: Vec<Result<(Filled, FillTimes), String>> = pool.install(|| {
         tasks
             .par_iter()
             .map(|(m, name)| {
                 let r = cached::fill(&store, remote.as_ref(), compiler, m).map_err(|e| format!("task @{name}: {e}"));
-                if let Some(b) = &bar {
-                    b.inc(1);
-                }
+                task_done(cli, &progress);
                 r
             })
             .collect()
     });
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    progress.finish();
     let mut counters = RunCounters {
         cache_dir: Some(store.root().display().to_string()),
         scope: Some(store.scope_name().to_string()),
@@ -364,15 +363,22 @@ fn write_all(dest: &Dest, emit: Emit, outputs: &[(&str, Vec<u8>)]) -> Result<(),
     }
 }
 
-/// A progress bar on a terminal for runs long enough to want one.
-fn progress_bar(n: usize) -> Option<ProgressBar> {
-    if n < 16 || !std::io::stderr().is_terminal() {
-        return None;
+/// The progress display of `tasks` tasks (`tool::TaskProgress`: on a
+/// terminal, unless `-q`; never when a kiln-run reads the progress lines).
+fn task_progress(cli: &Cli, tasks: usize) -> tool::TaskProgress {
+    let p = tool::TaskProgress::new(cli.quiet || cli.report_progress);
+    p.add(tasks);
+    p
+}
+
+/// One task compiled: the bar moves, and with `--report-progress` the
+/// process says so on standard output (one line, for the kiln-run that
+/// started it).
+fn task_done(cli: &Cli, progress: &tool::TaskProgress) {
+    progress.done();
+    if cli.report_progress {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", kiln::codegen::backend::DONE_LINE).and_then(|_| out.flush());
     }
-    let b = ProgressBar::new(n as u64);
-    if let Ok(style) = ProgressStyle::with_template("{spinner} compiling [{bar:30}] {pos}/{len} tasks {elapsed}") {
-        b.set_style(style.progress_chars("=> "));
-    }
-    Some(b)
 }
 

@@ -110,6 +110,10 @@ struct Cli {
     #[command(flatten)]
     config: kiln::cli::ConfigArgs,
 
+    /// Show no progress bar (one is shown on a terminal while 16 or more tasks are compiled)
+    #[arg(short = 'q', long)]
+    quiet: bool,
+
     /// Compile for this CPU instead of the detected one (a simulated host; env KILN_TARGET_CPU); checked against LLVM's list, `help` lists CPUs and features
     #[arg(long, value_name = "NAME")]
     target_cpu: Option<String>,
@@ -197,7 +201,12 @@ fn resolve_target(cli: &Cli) -> Result<HostTarget, ToolError> {
 
 /// The engine for `cli` and `target` (the interpreter has none), and a
 /// warning to show (no cache directory could be derived).
-fn make_engine(cli: &Cli, settings: &Settings, target: Option<HostTarget>) -> Result<(Runner, Option<String>), ToolError> {
+fn make_engine(
+    cli: &Cli,
+    settings: &Settings,
+    target: Option<HostTarget>,
+    progress: &std::sync::Arc<tool::TaskProgress>,
+) -> Result<(Runner, Option<String>), ToolError> {
     use kiln::codegen::CompileProcess;
     use kiln::jit::engine::{JitEngine, JitPath};
     let Some(target) = target else {
@@ -209,6 +218,13 @@ fn make_engine(cli: &Cli, settings: &Settings, target: Option<HostTarget>) -> Re
     // links or initialises LLVM's code generator (docs/performance.md,
     // "Warm start").
     let compiler = CompileProcess::beside_this_program(config, target.clone()).map_err(ToolError::msg)?;
+    // The compiler process reports each task it compiles: the same
+    // progress as kiln-compile's, on a terminal.
+    let p = std::sync::Arc::clone(progress);
+    let compiler = compiler.with_progress(kiln::codegen::ProgressHook(std::sync::Arc::new(move |event| match event {
+        kiln::codegen::Progress::Started(n) => p.add(n),
+        kiln::codegen::Progress::Done => p.done(),
+    })));
     let threads =
         cli.threads.map(|n| n as usize).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let path = if cli.no_cache { JitPath::WholeKernel } else { JitPath::PerTask };
@@ -282,11 +298,13 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     let io = FieldIo::of(cli, &fields)?;
     io.load_inputs(&mut fields)?;
 
-    let (mut runner, warning) = make_engine(cli, &settings, target)?;
+    let progress = std::sync::Arc::new(tool::TaskProgress::new(cli.quiet));
+    let (mut runner, warning) = make_engine(cli, &settings, target, &progress)?;
     if let Some(w) = warning {
         tool::warn("kiln-run", &w);
     }
     let result = run_kernels(&mut runner, &stream, &kernels, &args, &mut fields);
+    progress.finish();
     report(cli, &runner, result.1);
     // Data races are shown at their accesses, and an error of one
     // statement at it (`FILE:LINE:COL: error: ...`).

@@ -77,7 +77,30 @@ pub struct CompileProcess {
     config: CompileConfig,
     target: HostTarget,
     program: PathBuf,
+    progress: Option<ProgressHook>,
 }
+
+/// What a compiler process reports while it works, for a tool's progress
+/// bar: a batch of tasks started, one task of it done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    Started(usize),
+    Done,
+}
+
+/// The tool's callback for [`Progress`] (the library never draws it).
+#[derive(Clone)]
+pub struct ProgressHook(pub std::sync::Arc<dyn Fn(Progress) + Send + Sync>);
+
+impl std::fmt::Debug for ProgressHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressHook")
+    }
+}
+
+/// The line a `kiln-compile --report-progress` writes on standard output
+/// for each task it has compiled.
+pub const DONE_LINE: &str = "done";
 
 /// The program's name.
 pub const COMPILE_PROGRAM: &str = "kiln-compile";
@@ -94,7 +117,14 @@ impl CompileProcess {
 
     /// A backend running `program` (a `kiln-compile`).
     pub fn new(config: CompileConfig, target: HostTarget, program: PathBuf) -> Result<CompileProcess, CodegenError> {
-        Ok(CompileProcess { config, target, program })
+        Ok(CompileProcess { config, target, program, progress: None })
+    }
+
+    /// This backend, calling `hook` as each batch starts and each of its
+    /// tasks is compiled (the process reports each with a line).
+    pub fn with_progress(mut self, hook: ProgressHook) -> CompileProcess {
+        self.progress = Some(hook);
+        self
     }
 
     /// The flags that make `kiln-compile` compile exactly as this backend
@@ -111,11 +141,14 @@ impl CompileProcess {
     }
 
     /// Runs the program with `args` and these flags, `input` on its
-    /// standard input; its standard output, or why it failed.
-    fn run(&self, args: &[&str], input: &str) -> Result<Vec<u8>, CodegenError> {
+    /// standard input; its standard output, or why it failed. With
+    /// `report`, the output is the process's progress lines, each passed
+    /// to the hook as it comes.
+    fn run(&self, args: &[&str], input: &str, report: Option<&ProgressHook>) -> Result<Vec<u8>, CodegenError> {
         let program = self.program.display();
         let mut child = Command::new(&self.program)
             .args(args)
+            .args(report.map(|_| "--report-progress"))
             .args(self.flags())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -131,7 +164,11 @@ impl CompileProcess {
         if let Some(mut stdin) = child.stdin.take() {
             let _ = stdin.write_all(input.as_bytes());
         }
-        let out = child.wait_with_output().map_err(|e| CodegenError::new(format!("the compiler {program} failed: {e}")))?;
+        let out = match report {
+            None => child.wait_with_output(),
+            Some(hook) => wait_reporting(child, hook),
+        }
+        .map_err(|e| CodegenError::new(format!("the compiler {program} failed: {e}")))?;
         if out.status.success() {
             return Ok(out.stdout);
         }
@@ -153,7 +190,10 @@ impl CompileProcess {
             .map_err(|e| CodegenError::new(format!("cannot make a directory for the compiler's objects: {e}")))?;
         let input = Stream { modules: modules.iter().map(|m| (*m).clone()).collect() }.to_string();
         let out = format!("{}/", dir.path().display());
-        self.run(&["-", "-o", &out], &input)?;
+        if let Some(hook) = &self.progress {
+            (hook.0)(Progress::Started(modules.len()));
+        }
+        self.run(&["-", "-o", &out], &input, self.progress.as_ref())?;
         let read = |m: &Module| {
             let name = &super::single_task(m)?.name;
             let path = dir.path().join(format!("{name}.o"));
@@ -204,7 +244,7 @@ impl Backend for CompileProcess {
     fn compile_kernel(&self, stream: &Stream, kernel: &str) -> Result<CompiledKernel, CodegenError> {
         let plan = KernelPlan::of(stream, kernel)?;
         let t0 = Instant::now();
-        let object = self.run(&["-", "--kernel", kernel, "-o", "-"], &stream.to_string())?;
+        let object = self.run(&["-", "--kernel", kernel, "-o", "-"], &stream.to_string(), None)?;
         Ok(CompiledKernel { object, launches: plan.launches, compile_time: t0.elapsed() })
     }
 }
@@ -212,4 +252,32 @@ impl Backend for CompileProcess {
 /// Whether two per-task modules hold tasks of one name.
 fn same_task_name(a: &Module, b: &Module) -> bool {
     matches!((super::single_task(a), super::single_task(b)), (Ok(x), Ok(y)) if x.name == y.name)
+}
+
+/// Waits for `child`, passing each progress line of its standard output to
+/// `hook` as it comes; its standard error is read on a thread of its own
+/// meanwhile, so that neither pipe can fill and stall the process.
+fn wait_reporting(mut child: std::process::Child, hook: &ProgressHook) -> std::io::Result<std::process::Output> {
+    use std::io::{BufRead as _, Read as _};
+    let stderr = child.stderr.take();
+    let errors = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut e) = stderr {
+            let _ = e.read_to_end(&mut bytes);
+        }
+        bytes
+    });
+    let mut stdout = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        for line in std::io::BufReader::new(out).lines() {
+            match line {
+                Ok(l) if l == DONE_LINE => (hook.0)(Progress::Done),
+                Ok(l) => stdout.extend_from_slice(format!("{l}\n").as_bytes()),
+                Err(_) => break,
+            }
+        }
+    }
+    let status = child.wait()?;
+    let stderr = errors.join().unwrap_or_default();
+    Ok(std::process::Output { status, stdout, stderr })
 }

@@ -16,7 +16,7 @@ pub mod backend;
 pub mod lower;
 pub mod sites;
 
-pub use backend::{Backend, CompileProcess};
+pub use backend::{Backend, CompileProcess, Progress, ProgressHook};
 
 use crate::config::{CodeModel, CompileConfig, LaunchMeta, OptLevel};
 use crate::ir::{Field, Module, Stmt, StmtKind, Stream, TaskItem};
