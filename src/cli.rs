@@ -33,6 +33,7 @@ const OPT: &str = "kiln-opt";
 const RUN: &str = "kiln-run";
 const COMPILE: &str = "kiln-compile";
 const KEY: &str = "kiln-key";
+const IMPORT: &str = "kiln-import";
 
 /// LLVM spelling → Kiln flag, per tool. `-O<N>` needs no entry: clap takes
 /// it as the short option it is in LLVM too.
@@ -47,7 +48,7 @@ pub const LLVM_SPELLINGS: &[Spelling] = &[
     Spelling { llvm: "mattr", kiln: "--target-features", takes_value: true, tools: &[RUN, COMPILE] },
     Spelling { llvm: "filetype", kiln: "--emit", takes_value: true, tools: &[COMPILE] },
     Spelling { llvm: "ffast-math", kiln: "--fast-math", takes_value: false, tools: &[RUN, COMPILE, KEY] },
-    Spelling { llvm: "ferror-limit", kiln: "--error-limit", takes_value: true, tools: &[OPT, KEY, COMPILE, RUN] },
+    Spelling { llvm: "ferror-limit", kiln: "--error-limit", takes_value: true, tools: &[OPT, KEY, COMPILE, RUN, IMPORT] },
 ];
 
 /// The spellings `tool` accepts.
@@ -354,7 +355,7 @@ mod tests {
         for s in LLVM_SPELLINGS {
             assert!(!s.tools.is_empty());
             for t in s.tools {
-                assert!([OPT, RUN, COMPILE, KEY].contains(t), "{t}");
+                assert!([OPT, RUN, COMPILE, KEY, IMPORT].contains(t), "{t}");
             }
         }
         assert!(spellings_help(OPT).contains("-passes=X (= --passes=X)"));
