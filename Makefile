@@ -11,7 +11,7 @@ CARGO ?= cargo
 DEBUG_BIN := $(CURDIR)/target/debug
 RELEASE_BIN := $(CURDIR)/target/release
 
-.PHONY: all deps deps-static deps-bench build build-release install test test-clippy test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench clean quadrants test-quadrants quadrants-captured
+.PHONY: all deps deps-static deps-bench build build-release install test test-fmt test-clippy test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench clean quadrants test-quadrants quadrants-captured
 
 all: build
 
@@ -45,6 +45,9 @@ deps:
 	@$(CARGO) clippy --version >/dev/null 2>&1 || { \
 	  if command -v rustup >/dev/null; then echo "make: installing clippy"; rustup component add clippy; \
 	  else echo "make: cargo clippy is missing; install it (rustup component add clippy)"; exit 1; fi; }
+	@$(CARGO) fmt --version >/dev/null 2>&1 || { \
+	  if command -v rustup >/dev/null; then echo "make: installing rustfmt"; rustup component add rustfmt; \
+	  else echo "make: cargo fmt is missing; install it (rustup component add rustfmt)"; exit 1; fi; }
 
 # Release builds link LLVM statically (build.rs), which also needs the
 # static libraries' own dependencies, the development files of what
@@ -79,12 +82,17 @@ install: build-release
 	@bash scripts/install.sh $(RELEASE_BIN) $(PREFIX)
 
 test: deps quadrants
+	$(MAKE) --no-print-directory test-fmt
 	$(MAKE) --no-print-directory test-clippy
 	$(MAKE) --no-print-directory test-cargo
 	$(MAKE) --no-print-directory fuzz-smoke
 	$(MAKE) --no-print-directory test-nollvm
 	$(MAKE) --no-print-directory test-lit
 	$(MAKE) --no-print-directory test-quadrants
+
+# The code is as rustfmt writes it (rustfmt.toml: the house style).
+test-fmt:
+	$(CARGO) fmt --check
 
 # Every lint is an error, in every target (tests and examples too).
 test-clippy:

@@ -61,8 +61,9 @@ const SHIMS: &[&str] = &["src/target_tables.cpp", "src/jit/orc_session.cpp"];
 
 /// Compiles [`SHIMS`] (with the `cc` crate, LLVM's own `--cxxflags`).
 fn compile_shims(config: &str) {
-    let flags = llvm_config(config, &["--cxxflags"])
-        .unwrap_or_else(|| panic!("`{config} --cxxflags` failed: LLVM 22 is needed for the `llvm` feature (run `make deps`)"));
+    let flags = llvm_config(config, &["--cxxflags"]).unwrap_or_else(|| {
+        panic!("`{config} --cxxflags` failed: LLVM 22 is needed for the `llvm` feature (run `make deps`)")
+    });
     let mut build = cc::Build::new();
     // Hidden symbols: the template instances a shim makes (the typeinfo
     // of ORC's layers) are also named by the shared libLLVM, and a

@@ -77,7 +77,10 @@ fn run(args: Args) -> Result<(), String> {
     );
     println!("put (with fsync), {} records: median {:.1} us", keys.len(), pct(&mut put_us, 0.5));
     let s = store.stats();
-    println!("counters: {} hits, {} misses, {} corrupt, {} B read, {} B written", s.hits, s.misses, s.corrupt, s.bytes_read, s.bytes_written);
+    println!(
+        "counters: {} hits, {} misses, {} corrupt, {} B read, {} B written",
+        s.hits, s.misses, s.corrupt, s.bytes_read, s.bytes_written
+    );
     Ok(())
 }
 

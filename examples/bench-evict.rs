@@ -56,7 +56,13 @@ fn key(i: u32) -> Key {
 }
 
 fn meta() -> LaunchMeta {
-    LaunchMeta { task: "@bench".into(), entry_symbol: "kiln_task".into(), kind: MetaKind::Serial, params: vec![], fields: vec![] }
+    LaunchMeta {
+        task: "@bench".into(),
+        entry_symbol: "kiln_task".into(),
+        kind: MetaKind::Serial,
+        params: vec![],
+        fields: vec![],
+    }
 }
 
 fn options(max_size: u64) -> StoreOptions {
@@ -83,7 +89,13 @@ fn run(args: Args) -> Result<(), String> {
         Ok(())
     });
     filled?;
-    println!("fill: {} records of {} object bytes: {} wall, {} CPU", args.records, args.size, ms(wall_fill), ms(cpu_fill));
+    println!(
+        "fill: {} records of {} object bytes: {} wall, {} CPU",
+        args.records,
+        args.size,
+        ms(wall_fill),
+        ms(cpu_fill)
+    );
 
     let trigger = key(args.records);
     let g = counters::group_of_shard(&trigger.shard());

@@ -50,10 +50,14 @@ fn saxpy(n: u64) -> Stream {
     for st in [s1, s2, s3, s4, s5] {
         body.push(blk, st);
     }
-    let lp = body.new_stmt(StmtKind::For { var: i, lo: Bound::Const(0), hi: Bound::Value(nv), body: blk, serial: false }, Span::DUMMY);
+    let lp = body.new_stmt(
+        StmtKind::For { var: i, lo: Bound::Const(0), hi: Bound::Value(nv), body: blk, serial: false },
+        Span::DUMMY,
+    );
     body.values[i].def = ValueDef::LoopVar(lp, 0);
     body.push(body.entry, lp);
-    let field = |name: &str| Item::Field(Field { name: name.into(), elem: Scalar::F32, shape: vec![n], span: Span::DUMMY });
+    let field =
+        |name: &str| Item::Field(Field { name: name.into(), elem: Scalar::F32, shape: vec![n], span: Span::DUMMY });
     let param = |ty| Param { ty, default: None, span: Span::DUMMY };
     let kernel = Item::Kernel(Kernel {
         name: "saxpy".into(),
@@ -113,6 +117,9 @@ fn main() {
     let secs = start.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - cpu0;
     let stmts = 5.0 * n as f64 * reps as f64;
-    println!("saxpy ({mode}): n = {n} of {len}, {reps} runs, {secs:.3} s, cpu {cpu:.3} s, peak rss {} KiB", peak_rss_kib());
+    println!(
+        "saxpy ({mode}): n = {n} of {len}, {reps} runs, {secs:.3} s, cpu {cpu:.3} s, peak rss {} KiB",
+        peak_rss_kib()
+    );
     println!("{:.1} million statements/s ({:.2} ns per statement, cpu)", stmts / cpu / 1e6, cpu * 1e9 / stmts);
 }

@@ -87,7 +87,8 @@ fn main() {
     let config = CompileConfig { opt_level: opt, ..Default::default() };
     let compiler = Compiler::new(config.clone(), target.clone()).unwrap_or_else(|e| fail(e.to_string()));
     let mut engine = JitEngine::new(compiler.clone(), JitPath::PerTask, 1).unwrap_or_else(|e| fail(e.message));
-    let store = cached::open_store(std::path::Path::new(&cache), &target, Default::default()).unwrap_or_else(|e| fail(e.to_string()));
+    let store = cached::open_store(std::path::Path::new(&cache), &target, Default::default())
+        .unwrap_or_else(|e| fail(e.to_string()));
     let settings = kiln::settings::Settings::load(&[]).unwrap_or_else(|e| fail(e.to_string()));
     let remote = kiln::remote::RemoteSettings::from_settings(&settings).unwrap_or_else(|e| fail(e.to_string()));
     let mut provider = CachedTasks::new(store).with_fetched_writes(fetched_writes);
@@ -134,10 +135,12 @@ fn main() {
     });
 
     if per_task > 0 {
-        let store = cached::open_store(std::path::Path::new(&cache), &target, Default::default()).unwrap_or_else(|e| fail(e.to_string()));
+        let store = cached::open_store(std::path::Path::new(&cache), &target, Default::default())
+            .unwrap_or_else(|e| fail(e.to_string()));
         let jit = Jit::new().unwrap_or_else(|e| fail(e.to_string()));
         let mut split = stream.clone();
-        kiln::passes::run_passes(&kiln::passes::default_pipeline(), &mut split).unwrap_or_else(|_| fail("split".into()));
+        kiln::passes::run_passes(&kiln::passes::default_pipeline(), &mut split)
+            .unwrap_or_else(|_| fail("split".into()));
         let modules: Vec<_> = kiln::codegen::task_modules(&split).map(|(m, _)| m).collect();
         let (mut total, mut key, mut read, mut add, mut link) = (vec![], vec![], vec![], vec![], vec![]);
         for _ in 0..per_task {

@@ -103,7 +103,15 @@ fn main() {
             kt.push(l.times.link);
         }
         let (cm, lm) = (median(ct.clone()), median(lt.clone()));
-        println!("{:<16} {:>12} {:>12} {:>10} {:>10}  ({} bytes)", name, ms(cm), ms(lm), ms(median(at)), ms(median(kt)), c.object.len());
+        println!(
+            "{:<16} {:>12} {:>12} {:>10} {:>10}  ({} bytes)",
+            name,
+            ms(cm),
+            ms(lm),
+            ms(median(at)),
+            ms(median(kt)),
+            c.object.len()
+        );
         all_compile.extend(ct);
         all_load.extend(lt);
     }
@@ -182,7 +190,8 @@ fn main() {
             jt.push(t0.elapsed());
         }
         // Same arithmetic as the Rust loop, so the same result bits.
-        let jy: Vec<f32> = fields.get("y").unwrap().bytes.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+        let jy: Vec<f32> =
+            fields.get("y").unwrap().bytes.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
         assert_eq!(jy, rust_y, "the JIT's saxpy differs from Rust's");
         put(&mut fields, "y", &ys);
         let jit_t = median(jt);

@@ -124,7 +124,8 @@ fn run(args: Args) -> Result<(), String> {
         staged.commit().map_err(|e| e.to_string())?;
         if let Some(ago) = args.last_use_ago {
             let path = store.record_path(&k);
-            let file = std::fs::File::options().write(true).open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let file =
+                std::fs::File::options().write(true).open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
             file.set_modified(SystemTime::now() - ago).map_err(|e| format!("{}: {e}", path.display()))?;
         }
         if !args.quiet && writeln!(out, "{k}").is_err() {

@@ -48,7 +48,12 @@ pub const LLVM_SPELLINGS: &[Spelling] = &[
     Spelling { llvm: "mattr", kiln: "--target-features", takes_value: true, tools: &[RUN, COMPILE] },
     Spelling { llvm: "filetype", kiln: "--emit", takes_value: true, tools: &[COMPILE] },
     Spelling { llvm: "ffast-math", kiln: "--fast-math", takes_value: false, tools: &[RUN, COMPILE, KEY] },
-    Spelling { llvm: "ferror-limit", kiln: "--error-limit", takes_value: true, tools: &[OPT, KEY, COMPILE, RUN, IMPORT] },
+    Spelling {
+        llvm: "ferror-limit",
+        kiln: "--error-limit",
+        takes_value: true,
+        tools: &[OPT, KEY, COMPILE, RUN, IMPORT],
+    },
 ];
 
 /// The spellings `tool` accepts.
@@ -360,7 +365,10 @@ mod tests {
         }
         assert!(spellings_help(OPT).contains("-passes=X (= --passes=X)"));
         assert!(spellings_help(OPT).contains("-S (accepted, no effect)"));
-        assert_eq!(spellings_help("kiln-key"), "LLVM spellings accepted: -ffast-math (= --fast-math), -ferror-limit=X (= --error-limit=X).");
+        assert_eq!(
+            spellings_help("kiln-key"),
+            "LLVM spellings accepted: -ffast-math (= --fast-math), -ferror-limit=X (= --error-limit=X)."
+        );
         assert_eq!(spellings_help("kiln-cache-inspect"), "");
     }
 

@@ -154,7 +154,9 @@ impl CompileConfig {
         ];
         for (field, asked, have) in fixed {
             if asked != have {
-                return Err(format!("cannot honour the compile configuration: {field} is {asked}, but this build's is {have}"));
+                return Err(format!(
+                    "cannot honour the compile configuration: {field} is {asked}, but this build's is {have}"
+                ));
             }
         }
         Ok(config)
@@ -336,7 +338,8 @@ mod tests {
         assert_eq!(serde_json::from_str::<LaunchMeta>(&json).unwrap(), meta);
         // A type no build knows makes the metadata unreadable (a damaged
         // record), never a wrong launch.
-        for bad in [json.replace(r#""elem":"f32""#, r#""elem":"f16""#), json.replace(r#"["n","i32"]"#, r#"["n","u8"]"#)] {
+        for bad in [json.replace(r#""elem":"f32""#, r#""elem":"f16""#), json.replace(r#"["n","i32"]"#, r#"["n","u8"]"#)]
+        {
             let e = serde_json::from_str::<LaunchMeta>(&bad).unwrap_err();
             assert!(e.to_string().contains("unknown element type"), "{e}");
         }

@@ -351,7 +351,8 @@ impl SourceFile {
     fn json_of(&self, severity: Severity, message: &str, span: Option<Span>) -> serde_json::Value {
         let mut v = serde_json::json!({"severity": severity_name(severity), "message": message, "file": self.name()});
         let located = span.map(|s| clamp(s, self.text().len()));
-        let (start, end) = located.clone().map_or((None, None), |r| (Some(self.line_col(r.start)), Some(self.line_col(r.end))));
+        let (start, end) =
+            located.clone().map_or((None, None), |r| (Some(self.line_col(r.start)), Some(self.line_col(r.end))));
         v["line"] = serde_json::json!(start.map(|p| p.0));
         v["column"] = serde_json::json!(start.map(|p| p.1));
         v["end_line"] = serde_json::json!(end.map(|p| p.0));
@@ -383,7 +384,8 @@ fn excerpt_window(text: &str, line_start: usize, line_end: usize, at: usize) -> 
     if line.chars().take(EXCERPT_WIDTH + 1).count() <= EXCERPT_WIDTH {
         return (line_start, line_end);
     }
-    let from = text[line_start..at].char_indices().rev().nth(EXCERPT_BEFORE - 1).map_or(line_start, |(i, _)| line_start + i);
+    let from =
+        text[line_start..at].char_indices().rev().nth(EXCERPT_BEFORE - 1).map_or(line_start, |(i, _)| line_start + i);
     let to = text[from..line_end].char_indices().nth(EXCERPT_WIDTH).map_or(line_end, |(i, _)| from + i);
     (from, to)
 }
@@ -504,10 +506,7 @@ mod tests {
     fn renders_llvm_style() {
         let src = SourceFile::new("t.kir", "kernel @k() {\n  %x = add %a, %b\n}\n");
         let d = Diagnostic::error("use of undefined value %a", Span::new(25, 27));
-        assert_eq!(
-            src.render(&d),
-            "t.kir:2:12: error: use of undefined value %a\n  %x = add %a, %b\n           ^~\n"
-        );
+        assert_eq!(src.render(&d), "t.kir:2:12: error: use of undefined value %a\n  %x = add %a, %b\n           ^~\n");
     }
 
     #[test]
@@ -532,7 +531,8 @@ mod tests {
         let out = src.render(&Diagnostic::error("bad", Span::new(1000, 1004)));
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "t.kir:1:1001: error: bad");
-        let shown = format!("...{}%bad{}...", "a".repeat(EXCERPT_BEFORE), "b".repeat(EXCERPT_WIDTH - EXCERPT_BEFORE - 4));
+        let shown =
+            format!("...{}%bad{}...", "a".repeat(EXCERPT_BEFORE), "b".repeat(EXCERPT_WIDTH - EXCERPT_BEFORE - 4));
         assert_eq!(lines[1], shown);
         assert_eq!(lines[2], format!("{}^~~~", " ".repeat(3 + EXCERPT_BEFORE)));
         // Near the start: cut on the right only; a short line whole.
@@ -550,13 +550,26 @@ mod tests {
         let mut ds = Diagnostics::default();
         for i in 0..5 {
             ds.push(Diagnostic::error(format!("e{i}"), Span::new(0, 2)).with_note("n"));
-            ds.push(Diagnostic { severity: Severity::Warning, message: format!("w{i}"), span: None, notes: Vec::new() });
+            ds.push(Diagnostic {
+                severity: Severity::Warning,
+                message: format!("w{i}"),
+                span: None,
+                notes: Vec::new(),
+            });
         }
         let out = src.render_limited(&ds, false, 2);
         let heads: Vec<&str> = out.lines().filter(|l| l.contains(": ") && !l.starts_with("%")).collect();
         assert_eq!(
             heads,
-            ["t.kir:1:1: error: e0", "note: n", "warning: w0", "t.kir:1:1: error: e1", "note: n", "warning: w1", &format!("t.kir: error: {TOO_MANY_ERRORS}")]
+            [
+                "t.kir:1:1: error: e0",
+                "note: n",
+                "warning: w0",
+                "t.kir:1:1: error: e1",
+                "note: n",
+                "warning: w1",
+                &format!("t.kir: error: {TOO_MANY_ERRORS}")
+            ]
         );
         // Exactly at the limit, or no limit: no stop line.
         assert!(!src.render_limited(&ds, false, 5).contains(TOO_MANY_ERRORS));

@@ -206,7 +206,13 @@ impl std::error::Error for RunError {}
 pub trait Engine {
     /// Runs kernel `kernel` of `stream` with `args` (one per kernel
     /// parameter, in order, already of the parameter's type).
-    fn run_kernel(&mut self, stream: &Stream, kernel: &str, args: &[Const], fields: &mut Fields) -> Result<(), RunError>;
+    fn run_kernel(
+        &mut self,
+        stream: &Stream,
+        kernel: &str,
+        args: &[Const],
+        fields: &mut Fields,
+    ) -> Result<(), RunError>;
 }
 
 // ---------------------------------------------------------------------------
@@ -312,7 +318,11 @@ impl FieldData {
         self.check_npy_header(name, &h)?;
         let want = h.data_len().map(|n| n + h.data_start as u64);
         if want != Some(file.len() as u64) {
-            return Err(format!("@{name}: not a valid .npy file: it is {} bytes long, its header describes {}", file.len(), want.unwrap_or(0)));
+            return Err(format!(
+                "@{name}: not a valid .npy file: it is {} bytes long, its header describes {}",
+                file.len(),
+                want.unwrap_or(0)
+            ));
         }
         let npy = npyz::NpyFile::new(file).map_err(|e| format!("@{name}: not a valid .npy file: {e}"))?;
         let fortran = npy.order() == npyz::Order::Fortran;
@@ -440,7 +450,11 @@ mod tests {
 
     fn data(elem: Scalar, shape: &[u64], vals: &[u64]) -> FieldData {
         let size = elem.size_bytes();
-        FieldData { elem, shape: shape.to_vec(), bytes: vals.iter().flat_map(|v| v.to_le_bytes().into_iter().take(size)).collect() }
+        FieldData {
+            elem,
+            shape: shape.to_vec(),
+            bytes: vals.iter().flat_map(|v| v.to_le_bytes().into_iter().take(size)).collect(),
+        }
     }
 
     #[test]
@@ -448,7 +462,9 @@ mod tests {
         for elem in Scalar::ALL {
             let vals: Vec<u64> = match elem {
                 Scalar::I1 => vec![0, 1, 1, 0, 1, 0],
-                Scalar::F32 => [1.5f32, -0.0, f32::INFINITY, 2.0, 3.0, 4.0].iter().map(|v| v.to_bits() as u64).collect(),
+                Scalar::F32 => {
+                    [1.5f32, -0.0, f32::INFINITY, 2.0, 3.0, 4.0].iter().map(|v| v.to_bits() as u64).collect()
+                }
                 Scalar::F64 => [1.5f64, -0.0, f64::NAN, 2.0, 3.0, 4.0].iter().map(|v| v.to_bits()).collect(),
                 Scalar::I32 => [1i32, -1, i32::MIN, 4, 5, 6].iter().map(|v| *v as u32 as u64).collect(),
                 Scalar::I64 => [1i64, -1, i64::MIN, 4, 5, 6].iter().map(|v| *v as u64).collect(),
@@ -490,7 +506,8 @@ mod tests {
     fn values_print_nested_with_kir_literals() {
         let d = data(Scalar::I32, &[2, 2], &[1, 2, 3, (-4i32) as u32 as u64]);
         assert_eq!(d.format_values(), "[[1, 2], [3, -4]]");
-        let f = data(Scalar::F32, &[3], &[1.0f32.to_bits() as u64, f32::NAN.to_bits() as u64, (-0.0f32).to_bits() as u64]);
+        let f =
+            data(Scalar::F32, &[3], &[1.0f32.to_bits() as u64, f32::NAN.to_bits() as u64, (-0.0f32).to_bits() as u64]);
         assert_eq!(f.format_values(), "[1.0, nan, -0.0]");
         assert_eq!(data(Scalar::I1, &[], &[1]).format_values(), "true");
         assert_eq!(data(Scalar::F64, &[0], &[]).format_values(), "[]");

@@ -318,12 +318,21 @@ pub fn per_kernel<R: Send>(text: &str, f: impl Fn(Module) -> R + Sync + Send) ->
         }
     };
     let empty = Sigs::default();
-    let sig_items: Vec<Item> = headers.into_iter().map(|h| lower(h, &empty, Keep::Resident)).collect::<Result<_, _>>().ok()?;
-    let full = |c: &Chunk, keep: Keep| lower(only_item(parser::parse_chunk(text, c).map_err(|_| NotHere)?)?, &sigs, keep);
+    let sig_items: Vec<Item> =
+        headers.into_iter().map(|h| lower(h, &empty, Keep::Resident)).collect::<Result<_, _>>().ok()?;
+    let full =
+        |c: &Chunk, keep: Keep| lower(only_item(parser::parse_chunk(text, c).map_err(|_| NotHere)?)?, &sigs, keep);
     // Every function in full, by name (names are unique: the input checked).
-    let funcs = map_all(chunks, parallel, |c| if c.kind == ChunkKind::Func { full(c, Keep::Resident).map(Some) } else { Ok(None) }).ok()?;
+    let funcs =
+        map_all(
+            chunks,
+            parallel,
+            |c| if c.kind == ChunkKind::Func { full(c, Keep::Resident).map(Some) } else { Ok(None) },
+        )
+        .ok()?;
     let by_name: std::collections::HashMap<&str, &Item> = funcs.iter().flatten().map(|it| (it.name(), it)).collect();
-    let index: std::collections::HashMap<&str, usize> = sig_items.iter().enumerate().map(|(i, it)| (it.name(), i)).collect();
+    let index: std::collections::HashMap<&str, usize> =
+        sig_items.iter().enumerate().map(|(i, it)| (it.name(), i)).collect();
     let sorted: std::collections::BTreeMap<&str, usize> = index.iter().map(|(&n, &i)| (n, i)).collect();
     let fields: Vec<usize> = (0..chunks.len()).filter(|&i| chunks[i].kind == ChunkKind::Field).collect();
     let kernels: Vec<usize> = (0..chunks.len()).filter(|&i| chunks[i].kind == ChunkKind::Kernel).collect();
@@ -352,7 +361,10 @@ pub fn per_kernel<R: Send>(text: &str, f: impl Fn(Module) -> R + Sync + Send) ->
 }
 
 /// The names of the functions `item` calls, transitively.
-fn callees<'a>(item: &'a Item, funcs: &std::collections::HashMap<&str, &'a Item>) -> std::collections::HashSet<&'a str> {
+fn callees<'a>(
+    item: &'a Item,
+    funcs: &std::collections::HashMap<&str, &'a Item>,
+) -> std::collections::HashSet<&'a str> {
     let mut seen = std::collections::HashSet::new();
     let mut todo = vec![item];
     while let Some(it) = todo.pop() {

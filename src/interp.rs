@@ -56,7 +56,13 @@ impl Interpreter {
 }
 
 impl Engine for Interpreter {
-    fn run_kernel(&mut self, stream: &Stream, kernel: &str, args: &[Const], fields: &mut Fields) -> Result<(), RunError> {
+    fn run_kernel(
+        &mut self,
+        stream: &Stream,
+        kernel: &str,
+        args: &[Const],
+        fields: &mut Fields,
+    ) -> Result<(), RunError> {
         if self.order == IterationOrder::Ascending && !self.check_races {
             let prog = Program::lower(stream, kernel)?;
             return prog.run(args, fields, *self);
@@ -393,39 +399,115 @@ enum Space {
 
 #[derive(Clone, Debug)]
 enum Inst {
-    Const { dst: Reg, bits: u64 },
-    Copy { dst: Reg, src: Reg },
-    Bin { op: BinOp, ty: Scalar, dst: Reg, a: Reg, b: Reg },
-    Un { op: UnOp, ty: Scalar, dst: Reg, a: Reg },
-    Cmp { op: CmpOp, ty: Scalar, dst: Reg, a: Reg, b: Reg },
-    Cast { from: Scalar, to: Scalar, dst: Reg, a: Reg },
-    Select { dst: Reg, c: Reg, a: Reg, b: Reg },
-    Load { dst: Reg, acc: u32 },
-    Store { acc: u32, src: Reg },
-    Atomic { op: AtomicOp, dst: Option<Reg>, acc: u32, src: Reg },
+    Const {
+        dst: Reg,
+        bits: u64,
+    },
+    Copy {
+        dst: Reg,
+        src: Reg,
+    },
+    Bin {
+        op: BinOp,
+        ty: Scalar,
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    Un {
+        op: UnOp,
+        ty: Scalar,
+        dst: Reg,
+        a: Reg,
+    },
+    Cmp {
+        op: CmpOp,
+        ty: Scalar,
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    Cast {
+        from: Scalar,
+        to: Scalar,
+        dst: Reg,
+        a: Reg,
+    },
+    Select {
+        dst: Reg,
+        c: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    Load {
+        dst: Reg,
+        acc: u32,
+    },
+    Store {
+        acc: u32,
+        src: Reg,
+    },
+    Atomic {
+        op: AtomicOp,
+        dst: Option<Reg>,
+        acc: u32,
+        src: Reg,
+    },
     /// Reads a 0-D integer field as an integer of type `to` (a task
     /// header's `@n[]` bound).
-    LoadBound { dst: Reg, field: u32, to: Scalar },
-    Call { code: u32, args: u32, dst: Option<Reg> },
-    Ret { val: Option<Reg> },
-    Jump { to: u32 },
-    JumpIfNot { cond: Reg, to: u32 },
+    LoadBound {
+        dst: Reg,
+        field: u32,
+        to: Scalar,
+    },
+    Call {
+        code: u32,
+        args: u32,
+        dst: Option<Reg>,
+    },
+    Ret {
+        val: Option<Reg>,
+    },
+    Jump {
+        to: u32,
+    },
+    JumpIfNot {
+        cond: Reg,
+        to: u32,
+    },
     /// Enters a counted loop: jumps to `exit` unless `var < hi`.
-    ForEnter { var: Reg, hi: Reg, exit: u32 },
+    ForEnter {
+        var: Reg,
+        hi: Reg,
+        exit: u32,
+    },
     /// Ends an iteration: `var += 1`, and jumps to `body` while `var < hi`.
-    ForNext { var: Reg, hi: Reg, body: u32 },
+    ForNext {
+        var: Reg,
+        hi: Reg,
+        body: u32,
+    },
     /// Starts a launch of the parallel loop `par` of this code: jumps to
     /// `exit` when it has no iteration, else sets the variables of the
     /// first iteration in the run order.
-    ParBegin { par: u32, exit: u32 },
+    ParBegin {
+        par: u32,
+        exit: u32,
+    },
     /// Ends an iteration of the current parallel launch: sets the next
     /// iteration's variables and jumps to `body`, or falls through.
-    ParNext { body: u32 },
+    ParNext {
+        body: u32,
+    },
     /// Ends the current parallel launch (an error if it raced).
     ParEnd,
     /// Sets the task named in run-time errors (`u32::MAX`: none).
-    SetTask { task: u32 },
-    Launch { code: u32 },
+    SetTask {
+        task: u32,
+    },
+    Launch {
+        code: u32,
+    },
     End,
 }
 
@@ -885,7 +967,9 @@ impl<'s> ProgramBuilder<'s> {
                 match lw.loops.last_mut() {
                     Some(l) if is_break => l.breaks.push(j),
                     Some(l) => l.continues.push(j),
-                    None => return Err(err(format!("kernel @{}: `break` or `continue` outside a loop", self.kernel.name))),
+                    None => {
+                        return Err(err(format!("kernel @{}: `break` or `continue` outside a loop", self.kernel.name)))
+                    }
                 }
             }
             StmtKind::Task { name, kind, body: b } => {
@@ -951,14 +1035,12 @@ impl<'s> ProgramBuilder<'s> {
         let mut from = Vec::new();
         for (i, p) in t.params.iter().enumerate() {
             let pname = t.body.name(t.body.params[i]);
-            let k = self
-                .kernel
-                .body
-                .params
-                .iter()
-                .position(|v| self.kernel.body.name(*v) == pname)
-                .ok_or_else(|| {
-                    err(format!("kernel @{}: task @{name} reads parameter %{pname}, which the kernel does not have", self.kernel.name))
+            let k =
+                self.kernel.body.params.iter().position(|v| self.kernel.body.name(*v) == pname).ok_or_else(|| {
+                    err(format!(
+                        "kernel @{}: task @{name} reads parameter %{pname}, which the kernel does not have",
+                        self.kernel.name
+                    ))
                 })?;
             if self.kernel.params[k].ty != p.ty {
                 return Err(err(format!(
@@ -1018,7 +1100,11 @@ impl Program {
         lw.emit(Inst::End);
         let params = kernel.body.params.iter().map(|v| v.0).collect();
         b.codes[entry as usize] = Some(lw.finish(params, format!("kernel @{name}"), false));
-        let codes = b.codes.into_iter().map(|c| c.ok_or_else(|| err("internal: a body was not lowered"))).collect::<Result<_, _>>()?;
+        let codes = b
+            .codes
+            .into_iter()
+            .map(|c| c.ok_or_else(|| err("internal: a body was not lowered")))
+            .collect::<Result<_, _>>()?;
         Ok(Program {
             kernel: kernel.name.clone(),
             kernel_params: kernel.params.iter().map(|p| p.ty).collect(),

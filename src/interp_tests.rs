@@ -491,11 +491,15 @@ fn struct_for_visits_elements_row_major() {
     let mut b = B::new();
     let i = b.loop_var(Scalar::I32);
     let j = b.loop_var(Scalar::I32);
-    b.task("k.0", TaskKind::StructFor { vars: vec![i, j], field: "g".into(), field_span: Span::DUMMY, block_dim: 8 }, |b| {
-        let one = b.c(i32c(1));
-        let old = b.val(StmtKind::Atomic(AtomicOp::Add, fref("c", &[]), one), Type::Scalar(Scalar::I32));
-        b.store("g", &[i, j], old);
-    });
+    b.task(
+        "k.0",
+        TaskKind::StructFor { vars: vec![i, j], field: "g".into(), field_span: Span::DUMMY, block_dim: 8 },
+        |b| {
+            let one = b.c(i32c(1));
+            let old = b.val(StmtKind::Atomic(AtomicOp::Add, fref("c", &[]), one), Type::Scalar(Scalar::I32));
+            b.store("g", &[i, j], old);
+        },
+    );
     let s = stream(vec![field("g", Scalar::I32, &[2, 3]), field("c", Scalar::I32, &[]), kernel("k", b, &[])]);
     let f = run(&s, "k", &[]).unwrap();
     assert_eq!(i32s(&f, "g"), [0, 1, 2, 3, 4, 5]);
@@ -541,7 +545,11 @@ fn launches_bind_task_parameters_by_name() {
     let s = Stream {
         modules: vec![
             Module { name: Some("k.0".into()), items: vec![x(), task], span: Span::DUMMY },
-            Module { name: Some("main".into()), items: vec![x(), kernel("k", k, &[Scalar::I32, Scalar::I32])], span: Span::DUMMY },
+            Module {
+                name: Some("main".into()),
+                items: vec![x(), kernel("k", k, &[Scalar::I32, Scalar::I32])],
+                span: Span::DUMMY,
+            },
         ],
     };
     let f = run(&s, "k", &[i32c(100), i32c(3)]).unwrap();

@@ -65,11 +65,7 @@ pub fn canonical_text(m: &Module, task: &TaskItem) -> String {
 pub fn write_canonical(out: &mut String, m: &Module, task: &TaskItem) {
     let fields = m.fields().map(ItemRef::Field);
     let funcs = m.funcs().map(ItemRef::Func);
-    printer::write_items(
-        out,
-        fields.chain(funcs).chain([ItemRef::Task(task)]),
-        Renumbering::default(),
-    );
+    printer::write_items(out, fields.chain(funcs).chain([ItemRef::Task(task)]), Renumbering::default());
 }
 
 /// The key's naming: each body's values `%0, %1, ...` in definition order
@@ -169,23 +165,14 @@ pub struct TaskKey {
 pub fn stream_keys(stream: &Stream, config: &CompileConfig) -> Vec<TaskKey> {
     let mut out = Vec::new();
     each_task_key(stream, config, |t, key, text| {
-        out.push(TaskKey {
-            task: t.name.clone(),
-            kernel: t.kernel.clone(),
-            key,
-            text,
-        })
+        out.push(TaskKey { task: t.name.clone(), kernel: t.kernel.clone(), key, text })
     });
     out
 }
 
 /// Calls `f` with every task item of a split stream, its key and its
 /// canonical text, in stream order.
-fn each_task_key(
-    stream: &Stream,
-    config: &CompileConfig,
-    mut f: impl FnMut(&TaskItem, Key, String),
-) {
+fn each_task_key(stream: &Stream, config: &CompileConfig, mut f: impl FnMut(&TaskItem, Key, String)) {
     let prefix = config_prefix(&config_json(config));
     for m in &stream.modules {
         for t in m.tasks() {
@@ -233,10 +220,7 @@ pub fn config_fields(json: &str) -> Vec<(String, serde_json::Value)> {
                 fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                     f.write_str("a JSON object")
                 }
-                fn visit_map<A: serde::de::MapAccess<'de>>(
-                    self,
-                    mut a: A,
-                ) -> Result<Ordered, A::Error> {
+                fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Ordered, A::Error> {
                     let mut v = Vec::new();
                     while let Some(e) = a.next_entry()? {
                         v.push(e);
@@ -247,9 +231,7 @@ pub fn config_fields(json: &str) -> Vec<(String, serde_json::Value)> {
             d.deserialize_map(V)
         }
     }
-    serde_json::from_str::<Ordered>(json)
-        .map(|o| o.0)
-        .unwrap_or_default()
+    serde_json::from_str::<Ordered>(json).map(|o| o.0).unwrap_or_default()
 }
 
 /// The keys of a stream's tasks under one configuration, in the form
@@ -286,11 +268,7 @@ fn parse_key<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
 impl KeySet {
     /// The keys of a split stream's tasks.
     pub fn of_stream(stream: &Stream, config: &CompileConfig) -> KeySet {
-        KeySet {
-            format_version: KEY_FORMAT_VERSION,
-            config: config.clone(),
-            tasks: entries(stream, config, true),
-        }
+        KeySet { format_version: KEY_FORMAT_VERSION, config: config.clone(), tasks: entries(stream, config, true) }
     }
 
     /// The keys of every task of KIR text (kernels offloaded and split by
@@ -301,28 +279,18 @@ impl KeySet {
     /// through the whole stream, so results and diagnostics are exactly
     /// those of `parse`, `verify`, `to_task_stream` and [`Self::of_stream`].
     pub fn of_text(text: &str, config: &CompileConfig) -> Result<KeySet, crate::diag::Diagnostics> {
-        let set = |tasks| KeySet {
-            format_version: KEY_FORMAT_VERSION,
-            config: config.clone(),
-            tasks,
-        };
+        let set = |tasks| KeySet { format_version: KEY_FORMAT_VERSION, config: config.clone(), tasks };
         // Every task comes from the one kernel held in full: the others are
         // signatures, with empty bodies.
         let per_kernel = crate::frontend::per_kernel(text, |m| {
-            crate::passes::to_task_stream(Stream { modules: vec![m] })
-                .ok()
-                .map(|s| entries(&s, config, false))
+            crate::passes::to_task_stream(Stream { modules: vec![m] }).ok().map(|s| entries(&s, config, false))
         });
         if let Some(tasks) = per_kernel.and_then(|r| r.into_iter().collect::<Option<Vec<_>>>()) {
             return Ok(set(tasks.into_iter().flatten().collect()));
         }
         let stream = crate::parser::parse(text)?;
         crate::verifier::verify(&stream)?;
-        Ok(set(entries(
-            &crate::passes::to_task_stream(stream)?,
-            config,
-            false,
-        )))
+        Ok(set(entries(&crate::passes::to_task_stream(stream)?, config, false)))
     }
 }
 
@@ -366,11 +334,7 @@ pub fn diff(old: &KeySet, new: &KeySet) -> Vec<(String, Change)> {
     let config: Vec<(String, serde_json::Value, serde_json::Value)> = new_cfg
         .iter()
         .filter_map(|(name, nv)| {
-            let ov = old_cfg
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| v.clone())
-                .unwrap_or(serde_json::Value::Null);
+            let ov = old_cfg.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).unwrap_or(serde_json::Value::Null);
             (ov != *nv).then(|| (name.clone(), ov, nv.clone()))
         })
         .collect();
@@ -390,11 +354,7 @@ pub fn diff(old: &KeySet, new: &KeySet) -> Vec<(String, Change)> {
         });
         out.push((
             n.task.clone(),
-            Change::Changed {
-                text,
-                config: config.clone(),
-                format: old.format_version != new.format_version,
-            },
+            Change::Changed { text, config: config.clone(), format: old.format_version != new.format_version },
         ));
     }
     for o in &old.tasks {

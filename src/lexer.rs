@@ -568,7 +568,11 @@ pub fn decode_string(raw: &str) -> Result<String, String> {
         let hex = rest.get(at + 1..at + 3).unwrap_or("");
         match u8::from_str_radix(hex, 16) {
             Ok(b) if b.is_ascii() => out.push(b as char),
-            _ => return Err(format!("invalid escape `\\{hex}` in a string: an escape is `\\` and two hex digits of an ASCII character")),
+            _ => {
+                return Err(format!(
+                    "invalid escape `\\{hex}` in a string: an escape is `\\` and two hex digits of an ASCII character"
+                ))
+            }
         }
         rest = &rest[at + 3..];
     }
@@ -657,4 +661,3 @@ mod tests {
         assert_eq!(chunks[3].end, s.len());
     }
 }
-

@@ -9,17 +9,17 @@
 //! touch inkwell, behind the `llvm` feature.
 
 pub mod diag;
+pub mod frontend;
+pub mod import;
 pub mod ir;
 pub mod lexer;
 pub mod parser;
 pub mod printer;
 pub mod verifier;
-pub mod frontend;
-pub mod import;
 
-pub mod passes;
-pub mod key;
 pub mod interp;
+pub mod key;
+pub mod passes;
 pub mod races;
 
 pub mod cache;
@@ -28,8 +28,8 @@ pub mod remote;
 pub mod build_id;
 pub mod config;
 pub mod exec;
-pub mod settings;
 pub mod npy;
+pub mod settings;
 
 pub mod cli;
 pub mod tool;

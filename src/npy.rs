@@ -318,7 +318,8 @@ pub fn read_file(path: &Path, check: impl FnOnce(&Header) -> Result<(), String>)
     (&mut f).take(12 + MAX_HEADER_LEN as u64).read_to_end(&mut buf)?;
     let h = header(&buf).map_err(|e| format!("not a valid .npy file: {e}"))?;
     check(&h)?;
-    let total = h.data_len().and_then(|n| n.checked_add(h.data_start as u64)).ok_or("its shape is too large".to_string())?;
+    let total =
+        h.data_len().and_then(|n| n.checked_add(h.data_start as u64)).ok_or("its shape is too large".to_string())?;
     if meta.len() != total {
         return Err(format!(
             "not a valid .npy file: it is {} bytes long, its header describes {total} ({} of header, {} of data)",
@@ -358,7 +359,10 @@ mod tests {
         let text = "{\"shape\": (), \"descr\": \">i8\", \"fortran_order\": False}";
         let h = header(&npy(text)).unwrap();
         assert_eq!((h.elem, h.shape.len(), h.data_start), (Some(Scalar::I64), 0, 10 + text.len()));
-        assert_eq!(header(&npy("{'descr': '<u2', 'fortran_order': False, 'shape': (2,)}")).unwrap().type_string(), "dtype <u2 [2]");
+        assert_eq!(
+            header(&npy("{'descr': '<u2', 'fortran_order': False, 'shape': (2,)}")).unwrap().type_string(),
+            "dtype <u2 [2]"
+        );
         assert_eq!(header(&npy("{'descr': '|i4', 'fortran_order': False, 'shape': (2,)}")).unwrap().elem, None);
         assert_eq!(header(&npy("{'descr': '=i4', 'fortran_order': False, 'shape': (2,)}")).unwrap().elem, None);
     }

@@ -179,7 +179,9 @@ pub(crate) fn parse_chunk(text: &str, c: &crate::lexer::Chunk) -> Parsed {
 fn unclosed_delimiter(text: &str, c: &crate::lexer::Chunk, gave_up: &Diagnostic) -> Option<Diagnostic> {
     let mut open: Vec<(Tok<'_>, usize)> = Vec::new();
     let mut misplaced: Option<(Tok<'_>, usize)> = None;
-    let closes = |o: &Tok<'_>, t: &Tok<'_>| matches!((o, t), (Tok::LBrace, Tok::RBrace) | (Tok::LParen, Tok::RParen) | (Tok::LBracket, Tok::RBracket));
+    let closes = |o: &Tok<'_>, t: &Tok<'_>| {
+        matches!((o, t), (Tok::LBrace, Tok::RBrace) | (Tok::LParen, Tok::RParen) | (Tok::LBracket, Tok::RBracket))
+    };
     let mut stop = gave_up.span.map(|s| s.start as usize);
     for tok in Lexer::new(&text[c.start..c.end], c.start) {
         let (at, t, _) = tok.ok()?;
@@ -327,7 +329,9 @@ fn syntax_error(text: &str, e: ParseError<usize, Tok<'_>, LexError>) -> Diagnost
         ),
         ParseError::UnrecognizedToken { token: (l, t, r), expected } => {
             let hint = match t {
-                Tok::Word(w) => nearest_keyword(w, &expected).map(|k| format!("; did you mean `{k}`?")).unwrap_or_default(),
+                Tok::Word(w) => {
+                    nearest_keyword(w, &expected).map(|k| format!("; did you mean `{k}`?")).unwrap_or_default()
+                }
                 _ => String::new(),
             };
             Diagnostic::error(format!("expected {}, found {t}{hint}", describe_expected(&expected)), Span::new(l, r))
@@ -708,7 +712,6 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         FieldRef { field: r.field.text(self.src).into(), indices, span: r.field.span }
     }
 
-
     fn stmts(&mut self, stmts: Vec<StmtAst>, b: Block) {
         let mark = self.undo.len();
         // The block's length is known: no regrowth while it fills.
@@ -735,12 +738,16 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
     /// of them is not valid.
     fn loc(&mut self, l: ast::LocAst) -> Option<Box<Loc>> {
         let quoted = self.src.get(l.file.range()).unwrap_or("\"\"");
-        let file = decode_string(&quoted[1..quoted.len() - 1]).map_err(|e| self.diags.push(Diagnostic::error(e, l.file)));
+        let file =
+            decode_string(&quoted[1..quoted.len() - 1]).map_err(|e| self.diags.push(Diagnostic::error(e, l.file)));
         let mut number = |t: &LitTok, what: &str| {
             let n = lit_const(&t.with_text(self.src), Scalar::I64).ok().and_then(|c| c.as_i64());
             let n = n.and_then(|n| u32::try_from(n).ok()).filter(|&n| n >= 1);
             if n.is_none() {
-                self.diags.push(Diagnostic::error(format!("a location's {what} must be a number from 1 to {}", u32::MAX), t.span));
+                self.diags.push(Diagnostic::error(
+                    format!("a location's {what} must be a number from 1 to {}", u32::MAX),
+                    t.span,
+                ));
             }
             n
         };

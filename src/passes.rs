@@ -47,14 +47,8 @@ impl Pass for Verify {
 }
 
 /// Every pass, in the order `--print-passes` lists them.
-pub static REGISTRY: &[&dyn Pass] = &[
-    &Verify,
-    &offload::Offload,
-    &simplify::Simplify,
-    &cse::Cse,
-    &dce::Dce,
-    &split::SplitTasks,
-];
+pub static REGISTRY: &[&dyn Pass] =
+    &[&Verify, &offload::Offload, &simplify::Simplify, &cse::Cse, &dce::Dce, &split::SplitTasks];
 
 /// The pipeline that turns a kernel file into keyed, compilable per-task
 /// modules: the `-O2` preset (`simplify, dce, offload, simplify, cse, dce`)
@@ -65,15 +59,7 @@ pub static REGISTRY: &[&dyn Pass] = &[
 /// (so loop nests over a field's shape become `struct_for` tasks) and
 /// removes dead top-level code that would otherwise become tasks.
 pub fn default_pipeline() -> [&'static dyn Pass; 7] {
-    [
-        &simplify::Simplify,
-        &dce::Dce,
-        &offload::Offload,
-        &simplify::Simplify,
-        &cse::Cse,
-        &dce::Dce,
-        &split::SplitTasks,
-    ]
+    [&simplify::Simplify, &dce::Dce, &offload::Offload, &simplify::Simplify, &cse::Cse, &dce::Dce, &split::SplitTasks]
 }
 
 /// Runs passes in order, stopping at the first that fails.
@@ -242,7 +228,8 @@ pub fn format_timings(timings: &[PassTiming]) -> String {
             t.name
         );
     }
-    let _ = writeln!(out, "   {:.4} (100.0%)                      {:.4}   Total", total.as_secs_f64(), total.as_secs_f64());
+    let _ =
+        writeln!(out, "   {:.4} (100.0%)                      {:.4}   Total", total.as_secs_f64(), total.as_secs_f64());
     out
 }
 

@@ -96,11 +96,7 @@ impl<'a> ItemRef<'a> {
 
 /// Appends `items` to `out` as the top level of a module without a name
 /// prints them, values named by `namer`.
-pub fn write_items<'i, N: Namer>(
-    out: &mut String,
-    items: impl IntoIterator<Item = ItemRef<'i>>,
-    namer: N,
-) {
+pub fn write_items<'i, N: Namer>(out: &mut String, items: impl IntoIterator<Item = ItemRef<'i>>, namer: N) {
     // Writing to a String cannot fail.
     let _ = Printer::new(out, 0, namer).items(items);
 }
@@ -381,23 +377,13 @@ impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
     fn task_kind(&mut self, body: &Body, k: &TaskKind) -> fmt::Result {
         match k {
             TaskKind::Serial => self.out.write_str("serial"),
-            TaskKind::RangeFor {
-                var,
-                lo,
-                hi,
-                block_dim,
-            } => {
+            TaskKind::RangeFor { var, lo, hi, block_dim } => {
                 self.out.write_str("range_for ")?;
                 self.range(body, *var, lo, hi)?;
                 self.out.write_str(" block_dim ")?;
                 self.uint(*block_dim as u64)
             }
-            TaskKind::StructFor {
-                vars,
-                field,
-                block_dim,
-                ..
-            } => {
+            TaskKind::StructFor { vars, field, block_dim, .. } => {
                 self.out.write_str("struct_for ")?;
                 for (i, &v) in vars.iter().enumerate() {
                     if i > 0 {
@@ -494,11 +480,7 @@ impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
                     self.v(body, *v)?
                 }
             }
-            StmtKind::If {
-                cond,
-                then_blk,
-                else_blk,
-            } => {
+            StmtKind::If { cond, then_blk, else_blk } => {
                 self.out.write_str("if ")?;
                 self.v(body, *cond)?;
                 self.block_braced(body, *then_blk)?;
@@ -507,13 +489,7 @@ impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
                     self.block_braced(body, *e)?;
                 }
             }
-            StmtKind::For {
-                var,
-                lo,
-                hi,
-                body: b,
-                serial,
-            } => {
+            StmtKind::For { var, lo, hi, body: b, serial } => {
                 self.out.write_str("for ")?;
                 self.range(body, *var, lo, hi)?;
                 if *serial {
@@ -527,11 +503,7 @@ impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
             }
             StmtKind::Break => self.out.write_str("break")?,
             StmtKind::Continue => self.out.write_str("continue")?,
-            StmtKind::Task {
-                name,
-                kind,
-                body: b,
-            } => {
+            StmtKind::Task { name, kind, body: b } => {
                 write!(self.out, "task @{name} ")?;
                 self.task_kind(body, kind)?;
                 self.block_braced(body, *b)?
@@ -582,8 +554,7 @@ impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
             }
         }
         // Only ASCII digits were written.
-        self.out
-            .write_str(std::str::from_utf8(&buf[i..]).unwrap_or_default())
+        self.out.write_str(std::str::from_utf8(&buf[i..]).unwrap_or_default())
     }
 }
 
@@ -598,13 +569,7 @@ mod tests {
         assert_eq!(fmt_const(Const::f32(f32::INFINITY)), "inf");
         assert_eq!(fmt_const(Const::f64(f64::NEG_INFINITY)), "-inf");
         assert_eq!(fmt_const(Const::f32(f32::NAN)), "nan");
-        assert_eq!(
-            fmt_const(Const {
-                ty: Scalar::F32,
-                bits: 0x7fc0_0001
-            }),
-            "0x7fc00001"
-        );
+        assert_eq!(fmt_const(Const { ty: Scalar::F32, bits: 0x7fc0_0001 }), "0x7fc00001");
         assert_eq!(fmt_const(Const::f64(1e300)), "1e300");
         assert_eq!(fmt_const(Const::f32(0.1)), "0.1");
         assert_eq!(fmt_const(Const::i32(-7)), "-7");
@@ -615,34 +580,19 @@ mod tests {
     fn prints_a_function() {
         let mut body = Body::new();
         let a = body.add_param("a", Scalar::I32, Span::DUMMY);
-        let (s, r) = body.new_stmt_with_result(
-            StmtKind::Binary(BinOp::Add, a, a),
-            "r",
-            Type::Scalar(Scalar::I32),
-            Span::DUMMY,
-        );
+        let (s, r) =
+            body.new_stmt_with_result(StmtKind::Binary(BinOp::Add, a, a), "r", Type::Scalar(Scalar::I32), Span::DUMMY);
         body.push(body.entry, s);
         let ret = body.new_stmt(StmtKind::Ret(Some(r)), Span::DUMMY);
         body.push(body.entry, ret);
         let f = Func {
             name: "double".into(),
-            params: vec![Param {
-                ty: Scalar::I32,
-                default: None,
-                span: Span::DUMMY,
-            }],
+            params: vec![Param { ty: Scalar::I32, default: None, span: Span::DUMMY }],
             ret: Some(Scalar::I32),
             body,
             span: Span::DUMMY,
         };
-        let m = Module {
-            name: None,
-            items: vec![Item::Func(f)],
-            span: Span::DUMMY,
-        };
-        assert_eq!(
-            m.to_string(),
-            "func @double(%a: i32) -> i32 {\n  %r = add %a, %a\n  ret %r\n}\n"
-        );
+        let m = Module { name: None, items: vec![Item::Func(f)], span: Span::DUMMY };
+        assert_eq!(m.to_string(), "func @double(%a: i32) -> i32 {\n  %r = add %a, %a\n  ret %r\n}\n");
     }
 }

@@ -393,7 +393,9 @@ impl RaceReport {
             let (line, col) = src.line_col(r.other_span.start as usize);
             let at = format!(" at {}:{line}:{col}", src.name());
             let mut d = Diagnostic::error(r.message(&at), r.span);
-            for (span, iteration, kind) in [(r.span, &r.iteration, r.kind), (r.other_span, &r.other_iteration, r.other_kind)] {
+            for (span, iteration, kind) in
+                [(r.span, &r.iteration, r.kind), (r.other_span, &r.other_iteration, r.other_kind)]
+            {
                 if let Some(place) = origin(span) {
                     let what = format!("iteration {iteration} {} here", kind.verb());
                     d = d.with_note_elsewhere(what, place);

@@ -359,9 +359,10 @@ fn file_error(path: &Path, text: &str, offset: Option<usize>, message: String) -
 /// The name of the setting an unknown `name` is closest to, if any is
 /// close (a typo's likely intent).
 fn suggestion(name: &str) -> String {
-    let close = TABLE.iter().map(|i| i.name).find(|n| {
-        n.contains(name) || name.contains(n) || n.replace('_', "") == name.replace(['_', '-'], "")
-    });
+    let close = TABLE
+        .iter()
+        .map(|i| i.name)
+        .find(|n| n.contains(name) || name.contains(n) || n.replace('_', "") == name.replace(['_', '-'], ""));
     match close {
         Some(n) => format!(" (did you mean '{n}'?)"),
         None => format!(" (known: {})", TABLE.iter().map(|i| i.name).collect::<Vec<_>>().join(", ")),
@@ -386,9 +387,9 @@ pub fn apply_file(settings: &mut Settings, path: &Path, text: &str, cache_file: 
             }
             Some(_) => {}
         }
-        settings.set(name, Raw::Toml(value.get_ref()), source.clone()).map_err(|m| {
-            file_error(path, text, Some(value.span().start), format!("bad value for '{name}': {m}"))
-        })?;
+        settings
+            .set(name, Raw::Toml(value.get_ref()), source.clone())
+            .map_err(|m| file_error(path, text, Some(value.span().start), format!("bad value for '{name}': {m}")))?;
     }
     Ok(())
 }
@@ -404,8 +405,10 @@ pub fn user_file(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
 /// Reads a config file if it exists; `None` when it does not.
 fn read_file(path: &Path) -> Result<Option<String>, SettingsError> {
     match std::fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|e| {
-            SettingsError { location: path.display().to_string(), message: format!("not UTF-8 text: {e}"), usage: false }
+        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|e| SettingsError {
+            location: path.display().to_string(),
+            message: format!("not UTF-8 text: {e}"),
+            usage: false,
         }),
         Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => Ok(None),
         Err(e) => Err(SettingsError {
@@ -523,7 +526,8 @@ impl Settings {
 /// (temporary file and rename). Returns the file's path.
 pub fn set_in_cache_file(root: &Path, name: &str, text: &str) -> Result<PathBuf, SettingsError> {
     let usage = |message: String| SettingsError { location: format!("config set {name}"), message, usage: true };
-    let info = TABLE.iter().find(|i| i.name == name).ok_or_else(|| usage(format!("unknown setting{}", suggestion(name))))?;
+    let info =
+        TABLE.iter().find(|i| i.name == name).ok_or_else(|| usage(format!("unknown setting{}", suggestion(name))))?;
     if !info.in_cache_file {
         return Err(usage(format!("'{name}' cannot be set in the cache's own {FILE_NAME}")));
     }
@@ -532,12 +536,16 @@ pub fn set_in_cache_file(root: &Path, name: &str, text: &str) -> Result<PathBuf,
     let old = read_file(&path)?.unwrap_or_default();
     // The file as it is must be valid: never build on a file in error.
     apply_file(&mut Settings::defaults(), &path, &old, true)?;
-    let mut doc: toml_edit::DocumentMut =
-        old.parse().map_err(|e: toml_edit::TomlError| file_error(&path, &old, e.span().map(|s| s.start), e.message().into()))?;
+    let mut doc: toml_edit::DocumentMut = old
+        .parse()
+        .map_err(|e: toml_edit::TomlError| file_error(&path, &old, e.span().map(|s| s.start), e.message().into()))?;
     let value = Settings::toml_form(name, text).ok_or_else(|| usage("unknown setting".into()))?;
     doc[name] = toml_edit::Item::Value(value);
-    write_atomic(root, &path, doc.to_string().as_bytes())
-        .map_err(|e| SettingsError { location: path.display().to_string(), message: format!("cannot write: {}", crate::diag::io_reason(&e)), usage: false })?;
+    write_atomic(root, &path, doc.to_string().as_bytes()).map_err(|e| SettingsError {
+        location: path.display().to_string(),
+        message: format!("cannot write: {}", crate::diag::io_reason(&e)),
+        usage: false,
+    })?;
     Ok(path)
 }
 

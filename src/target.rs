@@ -52,7 +52,8 @@ impl TargetTables {
         // malloc'd message.
         let out = unsafe { kiln_subtarget_tables(c.as_ptr(), &mut err) };
         let err = take(err);
-        let text = take(out).ok_or_else(|| CodegenError::new(err.unwrap_or_else(|| "LLVM gave no target tables".into())))?;
+        let text =
+            take(out).ok_or_else(|| CodegenError::new(err.unwrap_or_else(|| "LLVM gave no target tables".into())))?;
         Ok(TargetTables::parse(triple, &text))
     }
 
@@ -192,7 +193,10 @@ mod tests {
     use super::*;
 
     fn tables() -> TargetTables {
-        TargetTables::parse("x86_64-t", "c\tznver3\nc\tznver4\nc\tskylake\nf\tavx2\tAVX2\nf\tavx512f\tAVX-512\nf\tfma\tFMA\n")
+        TargetTables::parse(
+            "x86_64-t",
+            "c\tznver3\nc\tznver4\nc\tskylake\nf\tavx2\tAVX2\nf\tavx512f\tAVX-512\nf\tfma\tFMA\n",
+        )
     }
 
     #[test]
@@ -204,7 +208,9 @@ mod tests {
         let TargetError::Unknown(m) = t.check_cpu("qqqqqqqqqq", "KILN_TARGET_CPU").unwrap_err() else { panic!() };
         assert_eq!(m, "KILN_TARGET_CPU: unknown CPU 'qqqqqqqqqq' for x86_64-t (KILN_TARGET_CPU=help lists them)");
         assert!(t.check_features("+avx2,-avx512f,,", "--target-features").is_ok());
-        let TargetError::Unknown(m) = t.check_features("+avx2,-avx512", "--target-features").unwrap_err() else { panic!() };
+        let TargetError::Unknown(m) = t.check_features("+avx2,-avx512", "--target-features").unwrap_err() else {
+            panic!()
+        };
         assert!(m.starts_with("--target-features: unknown feature 'avx512' for x86_64-t; did you mean avx512f"), "{m}");
         let TargetError::Unknown(m) = t.check_features("fma", "--target-features").unwrap_err() else { panic!() };
         assert!(m.contains("'fma' needs a sign"), "{m}");

@@ -218,7 +218,8 @@ pub fn run_tool<C: clap::Parser>(spec: &ToolSpec, body: impl FnOnce(C) -> Result
         if let Ok(Some(&limit)) = matches.try_get_one::<usize>(crate::cli::DiagArgs::ERROR_LIMIT_ID) {
             ERROR_LIMIT.store(limit, Ordering::Relaxed);
         }
-        if let Ok(Some(&format)) = matches.try_get_one::<crate::cli::DiagnosticsFormat>(crate::cli::DiagArgs::FORMAT_ID) {
+        if let Ok(Some(&format)) = matches.try_get_one::<crate::cli::DiagnosticsFormat>(crate::cli::DiagArgs::FORMAT_ID)
+        {
             JSON.store(format == crate::cli::DiagnosticsFormat::Json, Ordering::Relaxed);
         }
         cli
@@ -245,7 +246,10 @@ pub fn command<C: clap::CommandFactory>(name: &str, color: bool) -> clap::Comman
 /// a usage error on standard error as `TOOL: error: ...` (exit 2).
 fn clap_error(tool: &str, e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
-    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
         let text = e.render();
         let text = if color() { text.ansi().to_string() } else { text.to_string() };
         let mut out = io::stdout().lock();
@@ -283,7 +287,9 @@ fn generate(args: &[String], cmd: clap::Command) -> Option<Result<(), ToolError>
                 Some("fish") => Shell::Fish,
                 other => {
                     let got = other.unwrap_or("nothing");
-                    return Some(Err(ToolError::Usage(format!("--generate-completion takes bash, zsh or fish, not {got}"))));
+                    return Some(Err(ToolError::Usage(format!(
+                        "--generate-completion takes bash, zsh or fish, not {got}"
+                    ))));
                 }
             };
             let mut out = Vec::new();
@@ -342,7 +348,8 @@ pub fn write_output_with(
         Some(p) => {
             let done = (|| match output_target(Path::new(p))? {
                 Target::Direct(path) => {
-                    let mut out = io::BufWriter::with_capacity(1 << 16, std::fs::OpenOptions::new().write(true).open(path)?);
+                    let mut out =
+                        io::BufWriter::with_capacity(1 << 16, std::fs::OpenOptions::new().write(true).open(path)?);
                     write(&mut out)?;
                     out.flush()
                 }
@@ -425,7 +432,9 @@ fn output_target(path: &Path) -> io::Result<Target> {
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => Err(io::Error::from(io::ErrorKind::IsADirectory)),
         Ok(m) if !m.is_file() => Ok(Target::Direct(path.to_path_buf())),
-        Ok(m) => Ok(Target::Replace { path: std::fs::canonicalize(path)?, mode: Some(m.permissions().mode() & 0o7777) }),
+        Ok(m) => {
+            Ok(Target::Replace { path: std::fs::canonicalize(path)?, mode: Some(m.permissions().mode() & 0o7777) })
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Target::Replace { path: path.to_path_buf(), mode: None }),
         Err(e) => Err(e),
     }
@@ -486,7 +495,9 @@ impl TaskProgress {
             bar.set_length(s.total);
         } else if self.enabled && s.total >= Self::MIN_TASKS {
             let bar = indicatif::ProgressBar::new(s.total);
-            if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} compiling [{bar:30}] {pos}/{len} tasks {elapsed}") {
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("{spinner} compiling [{bar:30}] {pos}/{len} tasks {elapsed}")
+            {
                 bar.set_style(style.progress_chars("=> "));
             }
             bar.set_position(s.done);

@@ -55,11 +55,23 @@ mod tests {
 
     #[test]
     fn llvm_tools_say_what_llvm_detected() {
-        let h = HostFacts { llvm_version: "22.1.0".into(), triple: "x86_64-t".into(), cpu: "znver3".into(), scope: "s".into() };
+        let h = HostFacts {
+            llvm_version: "22.1.0".into(),
+            triple: "x86_64-t".into(),
+            cpu: "znver3".into(),
+            scope: "s".into(),
+        };
         let t = text("kiln-run", Some(Ok(h)));
-        let first = format!("kiln-run {} (build {}, llvm {})\n", crate::VERSION, crate::config::BUILD_ID, crate::config::LLVM_VERSION);
+        let first = format!(
+            "kiln-run {} (build {}, llvm {})\n",
+            crate::VERSION,
+            crate::config::BUILD_ID,
+            crate::config::LLVM_VERSION
+        );
         assert!(t.starts_with(&first), "{t}");
-        assert!(t.ends_with("  LLVM library: 22.1.0\n  Default target: x86_64-t\n  Host CPU: znver3\n  Cache scope: s\n"));
+        assert!(
+            t.ends_with("  LLVM library: 22.1.0\n  Default target: x86_64-t\n  Host CPU: znver3\n  Cache scope: s\n")
+        );
         assert!(text("kiln-opt", None).contains("This tool does not load LLVM"));
         assert!(text("kiln-run", Some(Err("no".into()))).ends_with("\n  Host: not detected: no\n"));
     }

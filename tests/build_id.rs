@@ -109,7 +109,11 @@ fn docs_help_text_and_other_crates_change_nothing() {
     append(&tree.path().join("src/cache/counters.rs"), "\n// a comment\n");
     append(&tree.path().join("src/jit/engine.rs"), "\n// a comment\n");
     append(&tree.path().join("src/codegen/backend.rs"), "\n// a comment\n");
-    replace_in(&tree.path().join("src/cache/store.rs"), "DEFAULT_MAX_SIZE: u64 = 5 << 30", "DEFAULT_MAX_SIZE: u64 = 4 << 30");
+    replace_in(
+        &tree.path().join("src/cache/store.rs"),
+        "DEFAULT_MAX_SIZE: u64 = 5 << 30",
+        "DEFAULT_MAX_SIZE: u64 = 4 << 30",
+    );
     let lock = tree.path().join("Cargo.lock");
     fs::write(&lock, bump_version(&fs::read_to_string(&lock).unwrap(), "clap")).unwrap();
     assert_eq!(build_id::digest(tree.path(), "22.1.8").unwrap(), base);
@@ -129,7 +133,12 @@ fn every_listed_input_exists() {
         assert!(repo.join(input).exists(), "{input}");
     }
     let files = build_id::input_files(repo).unwrap();
-    assert!(files.iter().any(|f| f.ends_with("codegen/lower.rs")) && files.iter().any(|f| f.ends_with("jit/runtime.rs")));
+    assert!(
+        files.iter().any(|f| f.ends_with("codegen/lower.rs")) && files.iter().any(|f| f.ends_with("jit/runtime.rs"))
+    );
     let locked = build_id::locked_versions(&fs::read_to_string(repo.join("Cargo.lock")).unwrap()).unwrap();
-    assert!(locked.iter().any(|l| l.starts_with("inkwell ")) && locked.iter().any(|l| l.starts_with("llvm-sys ")), "{locked:?}");
+    assert!(
+        locked.iter().any(|l| l.starts_with("inkwell ")) && locked.iter().any(|l| l.starts_with("llvm-sys ")),
+        "{locked:?}"
+    );
 }

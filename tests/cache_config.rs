@@ -103,7 +103,11 @@ struct Tmpfs(PathBuf);
 impl Tmpfs {
     fn mount(dir: &Path, size: &str) -> Tmpfs {
         fs::create_dir_all(dir).unwrap();
-        let ok = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700"), "tmpfs"]).arg(dir).status().unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .unwrap();
         assert!(ok.success(), "mount tmpfs on {}", dir.display());
         Tmpfs(dir.to_path_buf())
     }
@@ -272,7 +276,8 @@ fn a_read_only_cache_is_looked_up_and_never_written() {
     assert_correct_with_one_warning(&out, &other, "read-only cache: 10 compiled task records not stored");
     assert_eq!(snapshot(&cache), before, "nothing written, touched or removed");
     // The same from the cache's own kiln.toml.
-    let set = Command::new(INSPECT).args(["--cache-dir", cache_arg, "config", "set", "read_only", "true"]).output().unwrap();
+    let set =
+        Command::new(INSPECT).args(["--cache-dir", cache_arg, "config", "set", "read_only", "true"]).output().unwrap();
     assert!(set.status.success(), "{}", text(&set.stderr));
     let before = snapshot(&cache);
     let out = run(&other, &["--cache-dir", cache_arg], &[]);
@@ -298,7 +303,10 @@ impl Accounts {
         let mut acc = Accounts { group: group.clone(), users: Vec::new() };
         for n in 1..=2 {
             let user = format!("ku{n}{tag}{}", std::process::id());
-            let ok = Command::new("useradd").args(["-M", "-N", "-s", "/usr/sbin/nologin", "-G", &group, &user]).status().unwrap();
+            let ok = Command::new("useradd")
+                .args(["-M", "-N", "-s", "/usr/sbin/nologin", "-G", &group, &user])
+                .status()
+                .unwrap();
             assert!(ok.success(), "useradd {user}");
             acc.users.push(user);
         }
@@ -307,7 +315,9 @@ impl Accounts {
 
     fn setpriv(&self, i: usize) -> Vec<String> {
         let user = &self.users[i];
-        ["setpriv", &format!("--reuid={user}"), &format!("--regid={}", self.group), "--init-groups"].map(String::from).to_vec()
+        ["setpriv", &format!("--reuid={user}"), &format!("--regid={}", self.group), "--init-groups"]
+            .map(String::from)
+            .to_vec()
     }
 }
 

@@ -176,7 +176,11 @@ fn spawn(root: &Path, role: &str, id: u32) -> Child {
 /// Runs `kiln-cache-inspect` on `root`; (exit code, stdout, stderr).
 fn inspect(root: &Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(INSPECT).arg("--cache-dir").arg(root).args(args).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 fn verify_clean(root: &Path) -> Result<u64, String> {
@@ -228,7 +232,10 @@ fn many_processes_on_shared_keys() -> Result<(), String> {
     ensure(!out.contains("size counter"), || format!("size counters drifted:\n{out}"))?;
     let stats = Cache::open(&root, &InspectOptions::default()).unwrap().stats().unwrap();
     ensure(stats.total.temp_files == 0, || format!("{} temporary files left by clean exits", stats.total.temp_files))?;
-    println!("    {WORKERS} workers, {} ops, {hits} hits, {puts} puts, {prunes} prunes, {checked} records verified", WORKERS * OPS_PER_WORKER);
+    println!(
+        "    {WORKERS} workers, {} ops, {hits} hits, {puts} puts, {prunes} prunes, {checked} records verified",
+        WORKERS * OPS_PER_WORKER
+    );
     Ok(())
 }
 
@@ -298,7 +305,9 @@ fn writer_killed_before_rename() -> Result<(), String> {
     ensure(there, || format!("{} was not there", tmp.display()))?;
 
     let store = open(&root)?;
-    ensure(matches!(store.get(&key(1000)), Ok(Lookup::Miss)), || "a reader took the temporary file for a record".into())?;
+    ensure(matches!(store.get(&key(1000)), Ok(Lookup::Miss)), || {
+        "a reader took the temporary file for a record".into()
+    })?;
     ensure(tmp.is_file(), || "the temporary file vanished".into())?;
     verify_clean(&root)?;
     // Young: a live writer's file is never pruned.
@@ -340,7 +349,9 @@ fn writers_killed_at_random_moments() -> Result<(), String> {
     let store = open(&root)?;
     for k in 2000..2004 {
         match store.get(&key(k)).map_err(|e| e.to_string())? {
-            Lookup::Hit(r) => ensure(r.object.len() == 24 << 20 && r.object.iter().all(|&b| b == 0x5a), || "bad object".into())?,
+            Lookup::Hit(r) => {
+                ensure(r.object.len() == 24 << 20 && r.object.iter().all(|&b| b == 0x5a), || "bad object".into())?
+            }
             Lookup::Miss => {}
             Lookup::Corrupt(c) => return Err(format!("key {k}: corrupt after kills: {c}")),
         }

@@ -30,7 +30,9 @@ fn edges(ty: Scalar) -> Vec<u64> {
         Scalar::I1 => vec![0, 1],
         // Shift amounts at and past the width (31..33, 64), negative ones.
         Scalar::I32 => i32s(&[0, 1, -1, 2, -7, 31, 32, 33, 64, i32::MIN as i64, i32::MAX as i64, i32::MIN as i64 + 1]),
-        Scalar::I64 => [0, 1, -1, 3, -9, 63, 64, 65, 1 << 40, i64::MIN, i64::MAX, i64::MIN + 1].iter().map(|&x| x as u64).collect(),
+        Scalar::I64 => {
+            [0, 1, -1, 3, -9, 63, 64, 65, 1 << 40, i64::MIN, i64::MAX, i64::MIN + 1].iter().map(|&x| x as u64).collect()
+        }
         Scalar::F32 => [
             0.0f32.to_bits(),
             (-0.0f32).to_bits(),
@@ -130,7 +132,8 @@ fn kernel(ty: Scalar, n: usize, ops: &[Op]) -> String {
     for op in ops {
         let _ = writeln!(s, "field @{} : {}[{n}]", op.field, op.ty.keyword());
     }
-    let _ = write!(s, "\nkernel @conformance() {{\n  for %i in 0 .. {n} {{\n    %a = load @a[%i]\n    %b = load @b[%i]\n");
+    let _ =
+        write!(s, "\nkernel @conformance() {{\n  for %i in 0 .. {n} {{\n    %a = load @a[%i]\n    %b = load @b[%i]\n");
     for op in ops {
         s.push_str(&op.body);
     }
@@ -197,7 +200,12 @@ fn check(ty: Scalar) {
     for opt in [OptLevel::O0, OptLevel::O2] {
         bad.extend(disagreements(ty, opt));
     }
-    assert!(bad.is_empty(), "{} disagreements:\n{}", bad.len(), bad.iter().take(40).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} disagreements:\n{}",
+        bad.len(),
+        bad.iter().take(40).cloned().collect::<Vec<_>>().join("\n")
+    );
 }
 
 #[test]

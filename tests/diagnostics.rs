@@ -76,7 +76,9 @@ fn the_limit_is_a_flag_of_every_tool_that_reads_kir() {
     let dir = tempfile::tempdir().unwrap();
     let text = duplicates(50, 1);
     for bin in [OPT, KEY, COMPILE, RUN] {
-        for (args, want) in [(&["-ferror-limit=3"][..], 3), (&["--error-limit", "5"][..], 5), (&["-ferror-limit", "0"][..], 49)] {
+        for (args, want) in
+            [(&["-ferror-limit=3"][..], 3), (&["--error-limit", "5"][..], 5), (&["-ferror-limit", "0"][..], 49)]
+        {
             let out = run(bin, dir.path(), &text, args);
             let err = String::from_utf8_lossy(&out.stderr);
             assert_eq!(out.status.code(), Some(1), "{bin} {args:?}: {err}");

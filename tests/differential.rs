@@ -74,7 +74,9 @@ fn check(text: &str) -> Result<usize, String> {
 fn testdata_digests_survive_every_pass() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "kir")).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "kir")).collect()
+        })
         .unwrap_or_default();
     files.sort();
     assert!(!files.is_empty(), "no testdata/*.kir files");
@@ -103,7 +105,12 @@ fn generated_kernels_digests_survive_every_pass() {
         }
     }
     // One full report is enough to debug; count the rest.
-    assert!(failures.is_empty(), "{} of {GENERATED} generated modules failed; the first:\n{}", failures.len(), failures[0]);
+    assert!(
+        failures.is_empty(),
+        "{} of {GENERATED} generated modules failed; the first:\n{}",
+        failures.len(),
+        failures[0]
+    );
 }
 
 #[test]
@@ -113,12 +120,68 @@ fn the_generator_is_deterministic_and_uses_every_statement_kind() {
     assert_ne!(generate(7, &cfg), generate(8, &cfg));
     let all: String = (FIRST_SEED..FIRST_SEED + 200).map(|s| generate(s, &cfg)).collect();
     for kw in [
-        "const ", " add ", " sub ", " mul ", " div ", " rem ", " min ", " max ", " and ", " or ", " xor ", " shl ",
-        " shr ", " ushr ", " pow ", " atan2 ", " neg ", " not ", " abs ", " sqrt ", " sin ", " cos ", " tan ", " exp ",
-        " log ", " floor ", " ceil ", " round ", "cmp lt", "cmp le", "cmp gt", "cmp ge", "cmp eq", "cmp ne", " cast ",
-        " select ", "= load @", "store @", "atomic add", "atomic min", "atomic max", "atomic and", "atomic or",
-        "atomic xor", "alloca", "store %", "= load %", "call @", "ret %", "ret\n", "if %", "} else {", "for %", "while {",
-        "break", "continue", ": i64 in", "const nan", "const inf", "const -0.0", "-2147483648", "-9223372036854775808",
+        "const ",
+        " add ",
+        " sub ",
+        " mul ",
+        " div ",
+        " rem ",
+        " min ",
+        " max ",
+        " and ",
+        " or ",
+        " xor ",
+        " shl ",
+        " shr ",
+        " ushr ",
+        " pow ",
+        " atan2 ",
+        " neg ",
+        " not ",
+        " abs ",
+        " sqrt ",
+        " sin ",
+        " cos ",
+        " tan ",
+        " exp ",
+        " log ",
+        " floor ",
+        " ceil ",
+        " round ",
+        "cmp lt",
+        "cmp le",
+        "cmp gt",
+        "cmp ge",
+        "cmp eq",
+        "cmp ne",
+        " cast ",
+        " select ",
+        "= load @",
+        "store @",
+        "atomic add",
+        "atomic min",
+        "atomic max",
+        "atomic and",
+        "atomic or",
+        "atomic xor",
+        "alloca",
+        "store %",
+        "= load %",
+        "call @",
+        "ret %",
+        "ret\n",
+        "if %",
+        "} else {",
+        "for %",
+        "while {",
+        "break",
+        "continue",
+        ": i64 in",
+        "const nan",
+        "const inf",
+        "const -0.0",
+        "-2147483648",
+        "-9223372036854775808",
     ] {
         assert!(all.contains(kw), "no generated module uses `{kw}`");
     }

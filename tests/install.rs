@@ -28,7 +28,8 @@ fn flags(help: &str) -> BTreeSet<String> {
         .filter_map(|l| {
             let l = l.trim_start();
             let l = l.strip_prefix("-").and_then(|r| r.split_once(", ")).map(|(_, r)| r).unwrap_or(l);
-            let name: String = l.strip_prefix("--")?.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+            let name: String =
+                l.strip_prefix("--")?.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
             (!name.is_empty()).then_some(name)
         })
         .collect()

@@ -31,7 +31,6 @@ use kiln::ir::{Body, Scalar, StmtKind, Stream, Value};
 use kiln::jit::engine::{JitEngine, JitPath};
 use std::collections::BTreeSet;
 
-
 /// Float fields whose values depend on the order in which threads ran:
 /// those a float `atomic` writes (a sum's rounding depends on the order),
 /// and those stored from anything computed from such a field or from an
@@ -43,7 +42,8 @@ fn order_dependent_fields(stream: &Stream) -> BTreeSet<String> {
     loop {
         let before = fields.len();
         for m in &stream.modules {
-            let bodies = m.kernels().map(|k| &k.body).chain(m.funcs().map(|f| &f.body)).chain(m.tasks().map(|t| &t.body));
+            let bodies =
+                m.kernels().map(|k| &k.body).chain(m.funcs().map(|f| &f.body)).chain(m.tasks().map(|t| &t.body));
             for body in bodies {
                 spread_order_dependence(body, &mut fields, &is_float);
             }
@@ -110,12 +110,22 @@ fn close(want: &FieldData, got: &FieldData) -> bool {
 }
 
 /// Compares the JIT's fields with the interpreter's.
-fn compare(label: &str, want: &Fields, got: &Fields, tolerant: &BTreeSet<String>, threads: usize) -> Result<(), String> {
+fn compare(
+    label: &str,
+    want: &Fields,
+    got: &Fields,
+    tolerant: &BTreeSet<String>,
+    threads: usize,
+) -> Result<(), String> {
     for (name, w) in &want.map {
         let g = got.get(name).ok_or_else(|| format!("{label}: field @{name} is missing"))?;
         let same = if threads > 1 && tolerant.contains(name.as_str()) { close(w, g) } else { w.digest() == g.digest() };
         if !same {
-            return Err(format!("{label}: field @{name} differs\n  interp: {}\n  jit:    {}", w.format_values(), g.format_values()));
+            return Err(format!(
+                "{label}: field @{name} differs\n  interp: {}\n  jit:    {}",
+                w.format_values(),
+                g.format_values()
+            ));
         }
     }
     if got.map.len() != want.map.len() {

@@ -24,9 +24,11 @@ fn saxpy_stream(n: u64, hi: i64) -> Stream {
     body.push(e, s);
     let (s, yi) = body.new_stmt_with_result(StmtKind::Load(fref("y")), "yi", Type::Scalar(Scalar::F32), Span::DUMMY);
     body.push(e, s);
-    let (s, m) = body.new_stmt_with_result(StmtKind::Binary(BinOp::Mul, a, xi), "m", Type::Scalar(Scalar::F32), Span::DUMMY);
+    let (s, m) =
+        body.new_stmt_with_result(StmtKind::Binary(BinOp::Mul, a, xi), "m", Type::Scalar(Scalar::F32), Span::DUMMY);
     body.push(e, s);
-    let (s, r) = body.new_stmt_with_result(StmtKind::Binary(BinOp::Add, m, yi), "r", Type::Scalar(Scalar::F32), Span::DUMMY);
+    let (s, r) =
+        body.new_stmt_with_result(StmtKind::Binary(BinOp::Add, m, yi), "r", Type::Scalar(Scalar::F32), Span::DUMMY);
     body.push(e, s);
     let s = body.new_stmt(StmtKind::Store(fref("y"), r), Span::DUMMY);
     body.push(e, s);
@@ -144,7 +146,6 @@ fn host_target_uses_detected_features() {
     assert!(ir.contains(&format!("\"target-cpu\"=\"{}\"", t.cpu)));
 }
 
-
 /// A per-task module `@name` whose range_for task stores `@f(x[i])` into
 /// `out[i]`, where `@f(v) = v * factor`. Every such module defines the
 /// same symbols (`kiln_task`, `kiln_fn.f`) with different code.
@@ -152,9 +153,11 @@ fn helper_module(name: &str, out: &str, factor: f32, n: u64) -> Module {
     let mut fb = Body::new();
     let v = fb.add_param("v", Scalar::F32, Span::DUMMY);
     let fe = fb.entry;
-    let (s, c) = fb.new_stmt_with_result(StmtKind::Const(Const::f32(factor)), "c", Type::Scalar(Scalar::F32), Span::DUMMY);
+    let (s, c) =
+        fb.new_stmt_with_result(StmtKind::Const(Const::f32(factor)), "c", Type::Scalar(Scalar::F32), Span::DUMMY);
     fb.push(fe, s);
-    let (s, r) = fb.new_stmt_with_result(StmtKind::Binary(BinOp::Mul, v, c), "r", Type::Scalar(Scalar::F32), Span::DUMMY);
+    let (s, r) =
+        fb.new_stmt_with_result(StmtKind::Binary(BinOp::Mul, v, c), "r", Type::Scalar(Scalar::F32), Span::DUMMY);
     fb.push(fe, s);
     let s = fb.new_stmt(StmtKind::Ret(Some(r)), Span::DUMMY);
     fb.push(fe, s);
@@ -171,7 +174,12 @@ fn helper_module(name: &str, out: &str, factor: f32, n: u64) -> Module {
     let fref = |f: &str| FieldRef { field: f.into(), indices: vec![i], span: Span::DUMMY };
     let (s, xi) = body.new_stmt_with_result(StmtKind::Load(fref("x")), "xi", Type::Scalar(Scalar::F32), Span::DUMMY);
     body.push(e, s);
-    let (s, r) = body.new_stmt_with_result(StmtKind::Call("f".into(), vec![xi], Span::DUMMY), "r", Type::Scalar(Scalar::F32), Span::DUMMY);
+    let (s, r) = body.new_stmt_with_result(
+        StmtKind::Call("f".into(), vec![xi], Span::DUMMY),
+        "r",
+        Type::Scalar(Scalar::F32),
+        Span::DUMMY,
+    );
     body.push(e, s);
     let s = body.new_stmt(StmtKind::Store(fref(out), r), Span::DUMMY);
     body.push(e, s);
@@ -243,10 +251,22 @@ fn sin_module() -> Module {
     };
     let x = r(&mut body, StmtKind::Load(FieldRef { field: "t".into(), indices: vec![], span: Span::DUMMY }), "x");
     let y = r(&mut body, StmtKind::Unary(UnOp::Sin, x), "y");
-    let s = body.new_stmt(StmtKind::Store(FieldRef { field: "t".into(), indices: vec![], span: Span::DUMMY }, y), Span::DUMMY);
+    let s = body
+        .new_stmt(StmtKind::Store(FieldRef { field: "t".into(), indices: vec![], span: Span::DUMMY }, y), Span::DUMMY);
     body.push(e, s);
-    let task = TaskItem { name: "s.0".into(), kernel: "s".into(), params: vec![], kind: TaskKind::Serial, body, span: Span::DUMMY };
-    Module { name: Some("s.0".into()), items: vec![Item::Field(field("t", Scalar::F32, &[])), Item::Task(task)], span: Span::DUMMY }
+    let task = TaskItem {
+        name: "s.0".into(),
+        kernel: "s".into(),
+        params: vec![],
+        kind: TaskKind::Serial,
+        body,
+        span: Span::DUMMY,
+    };
+    Module {
+        name: Some("s.0".into()),
+        items: vec![Item::Field(field("t", Scalar::F32, &[])), Item::Task(task)],
+        span: Span::DUMMY,
+    }
 }
 
 #[test]

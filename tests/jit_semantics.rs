@@ -33,9 +33,17 @@ fn one_op(a_ty: Scalar, r_ty: Scalar, op: impl Fn(Value, Value) -> StmtKind) -> 
     let b = load(&mut body, "b", "b");
     let (s, r) = body.new_stmt_with_result(op(a, b), "r", Type::Scalar(r_ty), Span::DUMMY);
     body.push(e, s);
-    let s = body.new_stmt(StmtKind::Store(FieldRef { field: "r".into(), indices: vec![], span: Span::DUMMY }, r), Span::DUMMY);
+    let s = body
+        .new_stmt(StmtKind::Store(FieldRef { field: "r".into(), indices: vec![], span: Span::DUMMY }, r), Span::DUMMY);
     body.push(e, s);
-    let task = TaskItem { name: "k.0".into(), kernel: "k".into(), params: vec![], kind: TaskKind::Serial, body, span: Span::DUMMY };
+    let task = TaskItem {
+        name: "k.0".into(),
+        kernel: "k".into(),
+        params: vec![],
+        kind: TaskKind::Serial,
+        body,
+        span: Span::DUMMY,
+    };
     let fields = vec![field("a", a_ty), field("b", a_ty), field("r", r_ty)];
     let mut items = fields.clone();
     items.push(Item::Task(task));
@@ -153,8 +161,24 @@ fn float_binary_operators() {
         (BinOp::Div, |a, b| a / b),
         (BinOp::Rem, |a, b| a % b),
         // minimumNumber / maximumNumber: NaN gives the other, -0 < +0.
-        (BinOp::Min, |a, b| if a.is_nan() { b } else if b.is_nan() || a < b || (a == b && a.is_sign_negative()) { a } else { b }),
-        (BinOp::Max, |a, b| if a.is_nan() { b } else if b.is_nan() || a > b || (a == b && b.is_sign_negative()) { a } else { b }),
+        (BinOp::Min, |a, b| {
+            if a.is_nan() {
+                b
+            } else if b.is_nan() || a < b || (a == b && a.is_sign_negative()) {
+                a
+            } else {
+                b
+            }
+        }),
+        (BinOp::Max, |a, b| {
+            if a.is_nan() {
+                b
+            } else if b.is_nan() || a > b || (a == b && b.is_sign_negative()) {
+                a
+            } else {
+                b
+            }
+        }),
         (BinOp::Pow, |a, b| a.powf(b)),
         (BinOp::Atan2, |a, b| a.atan2(b)),
     ];
@@ -205,7 +229,8 @@ fn unary_operators() {
     }
     let i32s: Vec<(u64, u64)> = I32S.iter().map(|&x| (x as u32 as u64, 0)).collect();
     type G = fn(i32) -> i32;
-    let ops: [(UnOp, G); 3] = [(UnOp::Neg, |x| x.wrapping_neg()), (UnOp::Not, |x| !x), (UnOp::Abs, |x| x.wrapping_abs())];
+    let ops: [(UnOp, G); 3] =
+        [(UnOp::Neg, |x| x.wrapping_neg()), (UnOp::Not, |x| !x), (UnOp::Abs, |x| x.wrapping_abs())];
     for (op, f) in ops {
         let s = one_op(Scalar::I32, Scalar::I32, |x, _| StmtKind::Unary(op, x));
         check(op.keyword(), &s, &i32s, |x, _| f(x as u32 as i32) as u32 as u64);

@@ -145,9 +145,11 @@ fn changing_any_configuration_field_changes_every_key() {
         let candidates: Vec<serde_json::Value> = match &value {
             serde_json::Value::Bool(b) => vec![(!b).into()],
             serde_json::Value::Number(n) => vec![(n.as_u64().unwrap_or(0) + 1).into()],
-            serde_json::Value::String(s) => {
-                ["O0", "O1", "O2", "O3", "Default", "Small", "Large", "other"].iter().map(|c| (*c).into()).chain([format!("{s}x").into()]).collect()
-            }
+            serde_json::Value::String(s) => ["O0", "O1", "O2", "O3", "Default", "Small", "Large", "other"]
+                .iter()
+                .map(|c| (*c).into())
+                .chain([format!("{s}x").into()])
+                .collect(),
             other => panic!("configuration field {name} has an unexpected JSON form {other}"),
         };
         let changed = candidates
@@ -215,7 +217,16 @@ fn explain_shows_exactly_what_was_hashed() {
     let names: Vec<&str> = e.config_fields.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
-        ["opt_level", "fast_math", "bounds_checks", "code_model", "record_version", "kiln_version", "llvm_version", "build_id"],
+        [
+            "opt_level",
+            "fast_math",
+            "bounds_checks",
+            "code_model",
+            "record_version",
+            "kiln_version",
+            "llvm_version",
+            "build_id"
+        ],
         "each field, in declared order"
     );
     assert!(e.text.contains("task @task of @kernel(%0: f32, %1: i32) range_for %2 in 0 .. %1"), "{}", e.text);
@@ -229,7 +240,10 @@ fn explain_shows_exactly_what_was_hashed() {
 fn diff_names_the_changed_task_and_why() {
     let cfg = CompileConfig::default();
     let set = |text: &str, cfg: &CompileConfig| {
-        KeySet::of_stream(&kiln::passes::to_task_stream(kiln::parser::parse(text).expect("parses")).expect("splits"), cfg)
+        KeySet::of_stream(
+            &kiln::passes::to_task_stream(kiln::parser::parse(text).expect("parses")).expect("splits"),
+            cfg,
+        )
     };
     let old = set(BASE, &cfg);
     let new = set(&BASE.replace("const 3.0 : f32", "const 4.0 : f32"), &cfg);

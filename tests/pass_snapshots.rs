@@ -20,7 +20,17 @@ fn prerequisites(pass: &str) -> &'static [&'static str] {
 const NO_OP: &[(&str, &[&str])] = &[
     (
         "cse",
-        &["heat2d", "histogram", "mandelbrot", "nbody", "offload_shapes", "prologue", "reduce_sum", "saxpy", "shared_helper"],
+        &[
+            "heat2d",
+            "histogram",
+            "mandelbrot",
+            "nbody",
+            "offload_shapes",
+            "prologue",
+            "reduce_sum",
+            "saxpy",
+            "shared_helper",
+        ],
     ),
     (
         "dce",
@@ -40,7 +50,17 @@ const NO_OP: &[(&str, &[&str])] = &[
     ),
     (
         "simplify",
-        &["heat2d", "histogram", "mandelbrot", "nbody", "prologue", "reduce_sum", "saxpy", "shared_helper", "ten_tasks"],
+        &[
+            "heat2d",
+            "histogram",
+            "mandelbrot",
+            "nbody",
+            "prologue",
+            "reduce_sum",
+            "saxpy",
+            "shared_helper",
+            "ten_tasks",
+        ],
     ),
 ];
 
@@ -68,12 +88,25 @@ fn every_pass_over_testdata() {
             let before = stream.to_string();
             run(&mut stream, pass);
             let output = stream.to_string();
-            let again = kiln::parser::parse(&output).unwrap_or_else(|d| panic!("{} output does not parse: {d}", pass.name()));
+            let again =
+                kiln::parser::parse(&output).unwrap_or_else(|d| panic!("{} output does not parse: {d}", pass.name()));
             assert!(again.same_as(&stream), "{} on {}: parse(print(m)) != m", pass.name(), path.display());
             if is_no_op(pass.name(), path) {
-                assert_eq!(output, before, "{} now changes {}: give it a snapshot (remove it from NO_OP)", pass.name(), path.display());
+                assert_eq!(
+                    output,
+                    before,
+                    "{} now changes {}: give it a snapshot (remove it from NO_OP)",
+                    pass.name(),
+                    path.display()
+                );
             } else {
-                assert_ne!(output, before, "{} changes nothing in {}: list it in NO_OP and lit-tests/passes", pass.name(), path.display());
+                assert_ne!(
+                    output,
+                    before,
+                    "{} changes nothing in {}: list it in NO_OP and lit-tests/passes",
+                    pass.name(),
+                    path.display()
+                );
                 insta::assert_snapshot!(pass.name(), output);
             }
         }

@@ -387,7 +387,14 @@ fn simulated_hosts_never_share_objects() {
     // A host this machine may not be able to run (AVX-512 everywhere) is
     // kiln-compile's to fill; this host's kiln-run never loads from it.
     let mut c = tool(COMPILE, home);
-    c.arg(&file).args(["-O0", "--cache-dir", cache_arg, "--target-cpu", "sapphirerapids", "--target-features=+avx512f"]);
+    c.arg(&file).args([
+        "-O0",
+        "--cache-dir",
+        cache_arg,
+        "--target-cpu",
+        "sapphirerapids",
+        "--target-features=+avx512f",
+    ]);
     let out = ok(c);
     assert!(String::from_utf8_lossy(&out.stderr).contains("10 tasks: 0 hits, 10 misses"), "{out:?}");
     let native = run_cached(home, &cache, &file);
@@ -410,7 +417,10 @@ fn kiln_compile_fills_the_cache_kiln_run_loads() {
         stats_json(&out.stderr)
     };
     let first = fill();
-    assert_eq!((first["tasks"].as_u64(), first["misses"].as_u64(), first["stored"].as_u64()), (Some(10), Some(10), Some(10)));
+    assert_eq!(
+        (first["tasks"].as_u64(), first["misses"].as_u64(), first["stored"].as_u64()),
+        (Some(10), Some(10), Some(10))
+    );
     // No object files beside the cache without -o.
     assert!(!std::fs::read_dir(tmp.path()).unwrap().flatten().any(|e| e.path().extension().is_some_and(|x| x == "o")));
     let second = fill();
@@ -503,7 +513,8 @@ fn kiln_run_compiles_in_the_kiln_compile_beside_it() {
 
     // A compiler that fails: what it said, and how it ended.
     let args = tmp.path().join("args");
-    let script = format!("#!/bin/sh\necho \"$@\" > {}\necho 'kiln-compile: error: out of luck' >&2\nexit 3\n", args.display());
+    let script =
+        format!("#!/bin/sh\necho \"$@\" > {}\necho 'kiln-compile: error: out of luck' >&2\nexit 3\n", args.display());
     std::fs::write(&missing, script).unwrap();
     std::fs::set_permissions(&missing, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = run_lone(&["--no-cache"]);
@@ -513,7 +524,10 @@ fn kiln_run_compiles_in_the_kiln_compile_beside_it() {
     let args = std::fs::read_to_string(&args).unwrap();
     // The configuration goes whole, as the key hashes it: the build
     // identity and the -O level with it.
-    let wire = kiln::key::config_json(&kiln::config::CompileConfig { opt_level: kiln::config::OptLevel::O0, ..Default::default() });
+    let wire = kiln::key::config_json(&kiln::config::CompileConfig {
+        opt_level: kiln::config::OptLevel::O0,
+        ..Default::default()
+    });
     assert!(args.contains(&format!("--compile-config={wire}")), "{args}");
     assert!(args.contains(&format!("\"build_id\":\"{}\"", kiln::config::BUILD_ID)), "{args}");
     assert!(args.contains("--kernel ten_tasks"), "{args}");
@@ -556,7 +570,9 @@ fn the_compile_configuration_reaches_the_child_whole() {
     let mut added: Value = serde_json::from_str(&kiln::key::config_json(&CompileConfig::default())).unwrap();
     added["vector_width"] = Value::from(4);
     let other_build = kiln::key::config_json(&CompileConfig { build_id: "0123".into(), ..CompileConfig::default() });
-    for (wire, says) in [(added.to_string(), "unknown field `vector_width`"), (other_build, "build_id is 0123, but this build's is")] {
+    for (wire, says) in
+        [(added.to_string(), "unknown field `vector_width`"), (other_build, "build_id is 0123, but this build's is")]
+    {
         let mut c = tool(COMPILE, tmp.path());
         c.arg(testdata("ten_tasks.kir")).arg(format!("--compile-config={wire}")).arg("-o").arg(tmp.path().join("out/"));
         let out = c.output().unwrap();
@@ -580,7 +596,10 @@ fn kiln_compile_refuses_another_build() {
     assert!(err.contains(&format!("this is build {}, but build 0123 was asked for", kiln::config::BUILD_ID)), "{err}");
     assert!(!tmp.path().join("out").exists());
     let mut c = tool(COMPILE, tmp.path());
-    c.arg(testdata("ten_tasks.kir")).arg(format!("--build-id={}", kiln::config::BUILD_ID)).arg("-o").arg(tmp.path().join("out/"));
+    c.arg(testdata("ten_tasks.kir"))
+        .arg(format!("--build-id={}", kiln::config::BUILD_ID))
+        .arg("-o")
+        .arg(tmp.path().join("out/"));
     ok(c);
     assert_eq!(std::fs::read_dir(tmp.path().join("out")).unwrap().count(), 10);
 }

@@ -58,7 +58,12 @@ fn every_racy_kernel_is_flagged_in_every_order() {
             Ok(_) => failures.push(format!("seed {seed} ({pattern:?}, {order}): no race found\n{text}")),
         }
     }
-    assert!(failures.is_empty(), "{} of {GENERATED} racy modules:\n{}", failures.len(), failures[..failures.len().min(3)].join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {GENERATED} racy modules:\n{}",
+        failures.len(),
+        failures[..failures.len().min(3)].join("\n")
+    );
 }
 
 /// Whether a run in `order` gave the plain run's digests. kernelgen's
@@ -94,7 +99,9 @@ fn race_free_kernels_pass_and_give_one_digest_in_every_order() {
                     let differ: Vec<&String> = d.keys().filter(|k| d.get(*k) != plain.get(*k)).collect();
                     failures.push(format!("seed {seed} ({pattern:?}, {order}): other digests of {differ:?}\n{text}"))
                 }
-                Err((k, e)) => failures.push(format!("seed {seed} ({pattern:?}, {order}): kernel @{k}: {}\n{text}", e.message)),
+                Err((k, e)) => {
+                    failures.push(format!("seed {seed} ({pattern:?}, {order}): kernel @{k}: {}\n{text}", e.message))
+                }
             }
         }
     }
@@ -138,7 +145,13 @@ fn a_prefix_sum_races_and_its_serial_form_does_not() {
     let Err((_, e)) = run(Interpreter { order: IterationOrder::Descending, check_races: true }, &stream) else {
         panic!("no race found")
     };
-    assert!(e.message.starts_with("data race in task @scan.0 of kernel @scan: iteration 6 writes @s[6], which iteration 7 reads"), "{}", e.message);
+    assert!(
+        e.message.starts_with(
+            "data race in task @scan.0 of kernel @scan: iteration 6 writes @s[6], which iteration 7 reads"
+        ),
+        "{}",
+        e.message
+    );
     let serial = parse(&text.replace("1 .. 8 {", "1 .. 8 serial {"));
     for order in orders(1) {
         assert!(run(Interpreter { order, check_races: true }, &serial).is_ok());

@@ -66,12 +66,14 @@ fn readme_tour_runs_verbatim() {
 fn readme_opens_with_the_two_commands() {
     let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
     let block = readme.split("```sh\n").nth(1).and_then(|b| b.split("```").next()).expect("a first sh block");
-    let commands: Vec<&str> = block.lines().map(|l| l.split('#').next().unwrap_or("").trim()).filter(|l| !l.is_empty()).collect();
+    let commands: Vec<&str> =
+        block.lines().map(|l| l.split('#').next().unwrap_or("").trim()).filter(|l| !l.is_empty()).collect();
     assert_eq!(commands, ["make demo", "make test"]);
 }
 
 #[test]
 fn extraction_skips_comments_and_blank_lines() {
-    let readme = "x\n## A five-minute tour\ntext\n```sh\n# c\nkiln-opt a\n\n  kiln-key b  \n```\n```sh\nnot this\n```\n";
+    let readme =
+        "x\n## A five-minute tour\ntext\n```sh\n# c\nkiln-opt a\n\n  kiln-key b  \n```\n```sh\nnot this\n```\n";
     assert_eq!(tour_commands(readme), ["kiln-opt a", "kiln-key b"]);
 }

@@ -99,7 +99,9 @@ fn call_chain_beyond_the_limit_is_one_error_everywhere() {
             firsts.push(stderr(&o).lines().next().unwrap_or_default().to_string());
         }
         let depth = 2 + n + ifs;
-        let want = format!("kernel @main: blocks and calls nest {depth} levels deep, more than the limit of {LIMIT}: @main -> @f0 -> ");
+        let want = format!(
+            "kernel @main: blocks and calls nest {depth} levels deep, more than the limit of {LIMIT}: @main -> @f0 -> "
+        );
         assert!(firsts[0].contains(&want), "{}", firsts[0]);
         assert!(firsts.iter().all(|l| *l == firsts[0]), "{firsts:#?}");
     }
@@ -169,7 +171,11 @@ fn npy_inputs_are_bounded_by_their_kind_and_header() {
         let (code, err) = run_input(dir.path(), &file);
         assert_eq!(code, Some(if ok { 0 } else { 1 }), "{len}: {err}");
         if !ok {
-            let want = format!("it is {} bytes long, its header describes {}", 10 + header.len() + len, 10 + header.len() + 4096 * 4);
+            let want = format!(
+                "it is {} bytes long, its header describes {}",
+                10 + header.len() + len,
+                10 + header.len() + 4096 * 4
+            );
             assert!(err.contains(&want), "{err}");
         }
     }
@@ -236,7 +242,8 @@ fn keys_per_kernel_equal_keys_of_the_whole_stream() {
             continue;
         }
         let Ok(split) = to_task_stream(stream) else { continue };
-        let whole: Vec<_> = KeySet::of_stream(&split, &cfg).tasks.into_iter().map(|t| (t.task, t.kernel, t.key)).collect();
+        let whole: Vec<_> =
+            KeySet::of_stream(&split, &cfg).tasks.into_iter().map(|t| (t.task, t.kernel, t.key)).collect();
         let streamed = KeySet::of_text(&text, &cfg).unwrap_or_else(|e| panic!("{name}: {e:?}"));
         let streamed: Vec<_> = streamed.tasks.into_iter().map(|t| (t.task, t.kernel, t.key)).collect();
         assert_eq!(streamed, whole, "{name}");

@@ -112,7 +112,8 @@ struct Run {
 impl Run {
     fn of(out: Output) -> Run {
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        let line = stderr.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no JSON stats in:\n{stderr}"));
+        let line =
+            stderr.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no JSON stats in:\n{stderr}"));
         let stats = serde_json::from_str(line).expect("stats JSON");
         Run { digests: String::from_utf8(out.stdout).unwrap(), stats, stderr }
     }
@@ -203,7 +204,8 @@ fn engine(dir: &Path, url: Option<&str>) -> kiln::jit::engine::JitEngine {
     use kiln::jit::cached::{self, CachedTasks};
     use kiln::remote::{settings::Endpoint, RemoteSettings, RemoteTier};
     let target = HostTarget::detect().unwrap();
-    let compiler = Compiler::new(CompileConfig { opt_level: OptLevel::O0, ..Default::default() }, target.clone()).unwrap();
+    let compiler =
+        Compiler::new(CompileConfig { opt_level: OptLevel::O0, ..Default::default() }, target.clone()).unwrap();
     let mut engine = kiln::jit::engine::JitEngine::new(compiler, kiln::jit::engine::JitPath::PerTask, 1).unwrap();
     let mut provider = CachedTasks::new(cached::open_store(dir, &target, Default::default()).unwrap());
     if let Some(url) = url {
@@ -281,7 +283,10 @@ fn wait_for_client(server: &RedisServer) {
     let t0 = Instant::now();
     loop {
         let info: String = redis::cmd("INFO").arg("clients").query(&mut con).unwrap();
-        if info.lines().any(|l| l.trim().strip_prefix("connected_clients:").is_some_and(|n| n.parse::<u32>().unwrap() >= 2)) {
+        if info
+            .lines()
+            .any(|l| l.trim().strip_prefix("connected_clients:").is_some_and(|n| n.parse::<u32>().unwrap() >= 2))
+        {
             return;
         }
         assert!(t0.elapsed() < Duration::from_secs(30), "kiln-run never connected");
@@ -509,7 +514,12 @@ fn a_trapping_unsigned_object_never_reaches_a_client_with_a_secret() {
     let secret = secret.to_str().unwrap();
     let b = lab.run("b", &file, &server.url(), &[], &[("KILN_REMOTE_SECRET_FILE", secret)]);
     let n = all.len() as u64;
-    assert_eq!((b.n("remote_hits"), b.n("remote_rejected"), b.n("compiled"), b.n("remote_stored")), (0, n, n, n), "{}", b.stats);
+    assert_eq!(
+        (b.n("remote_hits"), b.n("remote_rejected"), b.n("compiled"), b.n("remote_stored")),
+        (0, n, n, n),
+        "{}",
+        b.stats
+    );
     assert_eq!(b.digests, interp);
     let (code, report) = lab.inspect(&server.url(), &["verify"], &[("KILN_REMOTE_SECRET_FILE", secret)]);
     assert_eq!((code, report["healthy"].as_u64()), (0, Some(n)), "{report}");
@@ -563,7 +573,11 @@ fn kiln_compile_fills_the_remote_for_a_fleet() {
     let (lab, server) = (Lab::new(), RedisServer::start());
     let file = testdata("ten_tasks.kir");
     let mut c = lab.tool(COMPILE, "ci");
-    c.arg(&file).args(["-O0", "--cache-dir"]).arg(lab.path().join("ci-cache")).args(["--remote", &server.url(), "--stats=json"]);
+    c.arg(&file).args(["-O0", "--cache-dir"]).arg(lab.path().join("ci-cache")).args([
+        "--remote",
+        &server.url(),
+        "--stats=json",
+    ]);
     let out = ok(c);
     let stats = Run::of(Output { stdout: Vec::new(), ..out }).stats;
     assert_eq!((stats["remote_stored"].as_u64(), stats["misses"].as_u64()), (Some(10), Some(10)), "{stats}");
@@ -582,8 +596,16 @@ fn unusable_settings_are_usage_errors_naming_their_source() {
     let cases: Vec<Case> = vec![
         (vec!["--remote", "ftp://h:1"], vec![], "--remote: unknown scheme 'ftp'"),
         (vec![], vec![("KILN_REMOTE", "redis://h:notaport")], "error: KILN_REMOTE: "),
-        (vec!["--remote", "redis://127.0.0.1:1"], vec![("KILN_REMOTE_SECRET_FILE", secret.to_str().unwrap())], "chmod 600"),
-        (vec!["--remote", "redis://127.0.0.1:1"], vec![("KILN_REMOTE_TIMEOUT", "later")], "error: KILN_REMOTE_TIMEOUT: 'later'"),
+        (
+            vec!["--remote", "redis://127.0.0.1:1"],
+            vec![("KILN_REMOTE_SECRET_FILE", secret.to_str().unwrap())],
+            "chmod 600",
+        ),
+        (
+            vec!["--remote", "redis://127.0.0.1:1"],
+            vec![("KILN_REMOTE_TIMEOUT", "later")],
+            "error: KILN_REMOTE_TIMEOUT: 'later'",
+        ),
     ];
     for (args, env, want) in cases {
         let mut c = lab.tool(RUN, "a");
@@ -641,7 +663,8 @@ fn the_url_may_come_from_the_caches_config_file() {
     ok(c);
     std::fs::write(root.join("kiln.toml"), format!("remote = \"{}\"\n", server.url())).unwrap();
     // Its local records go, so the run must ask the remote.
-    let scope = std::fs::read_dir(&root).unwrap().flatten().map(|e| e.path()).find(|p| p.join("host.json").is_file()).unwrap();
+    let scope =
+        std::fs::read_dir(&root).unwrap().flatten().map(|e| e.path()).find(|p| p.join("host.json").is_file()).unwrap();
     std::fs::remove_dir_all(scope).unwrap();
     let mut c = lab.tool(RUN, "b");
     c.arg(&file).args(["--digest", "--stats=json", "-O0", "--threads", "1"]);

@@ -43,7 +43,8 @@ fn every_kir_file_round_trips() {
 #[test]
 fn same_as_ignores_layout_and_nothing_else() {
     let parse = |t: &str| kiln::parser::parse(t).expect("parses");
-    let base = "kernel @k(%n: i32) {\n  %a = const 1 : i32\n  %b = add %a, %n\n  store @x[%a], %b\n}\nfield @x : i32[4]\n";
+    let base =
+        "kernel @k(%n: i32) {\n  %a = const 1 : i32\n  %b = add %a, %n\n  store @x[%a], %b\n}\nfield @x : i32[4]\n";
     let m = parse(base);
     // Other spans (blank lines, comments, indentation): the same.
     assert!(parse(&format!("; c\n\n{}", base.replace("  ", "      "))).same_as(&m));
@@ -59,7 +60,8 @@ fn same_as_ignores_layout_and_nothing_else() {
     assert!(dead.same_as(&m));
     assert_ne!(dead, m, "the structural equality sees the arena");
     // Anything the text says: different.
-    for (from, to) in [("const 1", "const 2"), ("add", "sub"), ("%b", "%c"), ("i32[4]", "i32[5]"), ("@x[%a]", "@x[%n]")] {
+    for (from, to) in [("const 1", "const 2"), ("add", "sub"), ("%b", "%c"), ("i32[4]", "i32[5]"), ("@x[%a]", "@x[%n]")]
+    {
         assert!(!parse(&base.replace(from, to)).same_as(&m), "{from} -> {to} must differ");
     }
 }

@@ -93,7 +93,10 @@ fn every_engine_names_the_statement() {
             assert_eq!(located(SRC, &e), (line, text.to_string()), "{path:?}, @{kernel}: {e}");
             // The interpreter runs the kernel unsplit: only the task's name
             // differs (`-` there, the task offload made here).
-            let msg = e.message.replace(&format!("task @{kernel}.1:"), "task -:").replace(&format!("task @{kernel}.0:"), "task -:");
+            let msg = e
+                .message
+                .replace(&format!("task @{kernel}.1:"), "task -:")
+                .replace(&format!("task @{kernel}.0:"), "task -:");
             assert_eq!(msg, want.message, "{path:?}, @{kernel}");
         }
     }
@@ -101,7 +104,8 @@ fn every_engine_names_the_statement() {
 
 #[test]
 fn a_moved_comment_changes_no_key_and_the_line_follows_the_statement() {
-    let moved_src = SRC.replace("    %v = const 1.0 : f32\n", "    ; a comment\n\n    %v = const 1.0 : f32\n    ; another\n");
+    let moved_src =
+        SRC.replace("    %v = const 1.0 : f32\n", "    ; a comment\n\n    %v = const 1.0 : f32\n    ; another\n");
     assert_ne!(moved_src, SRC);
     let config = CompileConfig::default();
     let keys = kiln::key::KeySet::of_text(SRC, &config).unwrap();

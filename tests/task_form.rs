@@ -73,12 +73,7 @@ fn key_tasks(home: &Path, file: &Path) -> Tasks {
 /// the task.
 fn cached_tasks(cache: &Path) -> Tasks {
     let listing = Cache::open(cache, &InspectOptions::default()).expect("a cache").list().expect("list");
-    listing
-        .scopes
-        .iter()
-        .flat_map(|s| &s.records)
-        .map(|r| (r.task.clone().expect("a sound record"), r.key))
-        .collect()
+    listing.scopes.iter().flat_map(|s| &s.records).map(|r| (r.task.clone().expect("a sound record"), r.key)).collect()
 }
 
 fn compile_tasks(home: &Path, file: &Path) -> Tasks {

@@ -107,11 +107,7 @@ fn duplicate_value_name() {
         "duplicate value name %t",
         "\n  |%t = const 2",
     );
-    bad(
-        "kernel @k(%n: i32) {\n  for %n in 0 .. 4 {\n  }\n}\n",
-        "duplicate value name %n",
-        "for |%n",
-    );
+    bad("kernel @k(%n: i32) {\n  for %n in 0 .. 4 {\n  }\n}\n", "duplicate value name %n", "for |%n");
     // Each task of a kernel names its values on its own; parameters are
     // shared by all tasks, so their names are taken in every task.
     ok("field @x : i32[4]\nkernel @k() {\n  task @k.0 serial {\n    %i = const 0 : i32\n    store @x[%i], %i\n  }\n  task @k.1 range_for %i in 0 .. 4 block_dim 4 {\n    store @x[%i], %i\n  }\n}\n");
@@ -159,11 +155,7 @@ fn cmp_select_and_if() {
 fn alloca_slots_are_not_scalars() {
     ok("kernel @k(%v: f32) {\n  %p = alloca f32\n  store %p, %v\n  %w = load %p\n}\n");
     bad("kernel @k() {\n  %p = alloca f32\n  %q = add %p, %p\n}\n", "alloca slot %p used as a scalar", "add |%p");
-    bad(
-        "kernel @k(%v: f32) {\n  %w = load %v\n}\n",
-        "load from %v, which is not an alloca slot",
-        "load |%v",
-    );
+    bad("kernel @k(%v: f32) {\n  %w = load %v\n}\n", "load from %v, which is not an alloca slot", "load |%v");
     bad(
         "kernel @k(%v: i32) {\n  %p = alloca f32\n  store %p, %v\n}\n",
         "type mismatch: store of i32 to slot %p of f32",
@@ -270,30 +262,14 @@ fn function_must_end_with_ret() {
         "function @f must end with ret",
         "func @f",
     );
-    bad(
-        "func @f(%a: f32) -> f32 {\n  while {\n    ret %a\n  }\n}\n",
-        "function @f must end with ret",
-        "func @f",
-    );
+    bad("func @f(%a: f32) -> f32 {\n  while {\n    ret %a\n  }\n}\n", "function @f must end with ret", "func @f");
 }
 
 #[test]
 fn ret_matches_the_function() {
-    bad(
-        "func @f(%a: i32) -> f32 {\n  ret %a\n}\n",
-        "ret of i32 in function @f returning f32",
-        "ret |%a",
-    );
-    bad(
-        "func @f(%a: f32) -> f32 {\n  ret\n}\n",
-        "ret without a value in function @f returning f32",
-        "ret",
-    );
-    bad(
-        "func @f(%a: f32) {\n  ret %a\n}\n",
-        "ret with a value in function @f, which returns nothing",
-        "ret %a",
-    );
+    bad("func @f(%a: i32) -> f32 {\n  ret %a\n}\n", "ret of i32 in function @f returning f32", "ret |%a");
+    bad("func @f(%a: f32) -> f32 {\n  ret\n}\n", "ret without a value in function @f returning f32", "ret");
+    bad("func @f(%a: f32) {\n  ret %a\n}\n", "ret with a value in function @f, which returns nothing", "ret %a");
 }
 
 #[test]
@@ -318,11 +294,7 @@ fn break_and_continue_need_a_loop() {
         "break in the body of a parallel task: its iterations run independently (continue ends one)",
         "break",
     );
-    bad(
-        "kernel @k() {\n  task @k.0 serial {\n    continue\n  }\n}\n",
-        "continue outside a loop",
-        "continue",
-    );
+    bad("kernel @k() {\n  task @k.0 serial {\n    continue\n  }\n}\n", "continue outside a loop", "continue");
 }
 
 #[test]
@@ -345,11 +317,7 @@ fn recursion_is_rejected() {
 #[test]
 fn for_bounds_match_the_variable() {
     ok("kernel @k(%n: i64) {\n  for %i in 0 .. %n {\n  }\n  for %j : i64 in 0 .. 10 {\n  }\n}\n");
-    bad(
-        "kernel @k() {\n  for %i in 0 .. 3000000000 {\n  }\n}\n",
-        "loop bound 3000000000 does not fit i32",
-        "for %i",
-    );
+    bad("kernel @k() {\n  for %i in 0 .. 3000000000 {\n  }\n}\n", "loop bound 3000000000 does not fit i32", "for %i");
     bad(
         "kernel @k(%n: f32) {\n  for %i in 0 .. %n {\n  }\n}\n",
         "loop variable %i must be i32 or i64, found f32",
@@ -389,11 +357,7 @@ fn struct_for_binds_one_variable_per_dimension() {
         "struct_for binds 1 variable but field @g has rank 2",
         "in |@g",
     );
-    bad(
-        "kernel @k() {\n  task @k.0 struct_for %i in @nope block_dim 8 {\n  }\n}\n",
-        "unknown field @nope",
-        "@nope",
-    );
+    bad("kernel @k() {\n  task @k.0 struct_for %i in @nope block_dim 8 {\n  }\n}\n", "unknown field @nope", "@nope");
 }
 
 #[test]
@@ -429,11 +393,7 @@ fn split_stream() {
         "launch @k.0: the task's parameter %a is f32, but kernel @k's is i32",
         "launch",
     );
-    bad(
-        "func @f() {\n  launch @t\n}\n",
-        "launch @t outside a kernel",
-        "launch",
-    );
+    bad("func @f() {\n  launch @t\n}\n", "launch @t outside a kernel", "launch");
 }
 
 #[test]
@@ -451,11 +411,7 @@ fn verify_module_resolves_launches_in_the_module_only() {
 #[test]
 fn default_values() {
     ok("kernel @k(%n: i32 = 7, %a: f32 = 2.5, %c: i1 = true) {\n}\n");
-    bad(
-        "func @f(%a: i32 = 1) {\n}\n",
-        "parameter %a of @f has a default value; only kernel parameters may",
-        "%a: i32",
-    );
+    bad("func @f(%a: i32 = 1) {\n}\n", "parameter %a of @f has a default value; only kernel parameters may", "%a: i32");
     // Defaults that the parser cannot produce but a pass could.
     let mut s = parse("kernel @k(%n: i32 = 7) {\n}\n");
     let set = |s: &mut Stream, c: Const| {
@@ -579,7 +535,8 @@ fn damage(s: &mut Stream, rng: &mut Rng, donor: &StmtKind, task_donor: &TaskKind
     }
     let Some(body) = body_mut(&mut items[i]) else { return };
     let (nv, ns, nb) = (body.values.len(), body.stmts.len(), body.blocks.len());
-    let types = [Type::Scalar(Scalar::I1), Type::Scalar(Scalar::I32), Type::Scalar(Scalar::F64), Type::Slot(Scalar::F32)];
+    let types =
+        [Type::Scalar(Scalar::I1), Type::Scalar(Scalar::I32), Type::Scalar(Scalar::F64), Type::Slot(Scalar::F32)];
     match rng.below(9) {
         0 if ns > 0 => body.stmts[Stmt(rng.below(ns) as u32)].result = Some(Value(rng.below(nv + 2) as u32)),
         1 if nv > 0 => body.values[Value(rng.below(nv) as u32)].ty = types[rng.below(4)],
@@ -672,11 +629,7 @@ fn more_type_rules() {
         "type mismatch: atomic add of i64 on field @t of i32",
         "], |%v",
     );
-    bad(
-        "kernel @k(%a: f32, %v: f32) {\n  store %a, %v\n}\n",
-        "store to %a, which is not an alloca slot",
-        "store |%a",
-    );
+    bad("kernel @k(%a: f32, %v: f32) {\n  store %a, %v\n}\n", "store to %a, which is not an alloca slot", "store |%a");
     ok("kernel @k(%a: i64, %n: i64) {\n  for %i in %a .. %n {\n  }\n}\n");
     bad(
         "kernel @k(%a: i32, %n: i64) {\n  for %i in %a .. %n {\n  }\n}\n",
@@ -718,13 +671,11 @@ fn rules_only_a_pass_can_break() {
     *block_dim = 0;
     assert_eq!(verify(&s).unwrap_err().0[0].message, "block_dim must be at least 1");
 
-    let mut s = parse("func @f() -> f32 {\n  %c = const 1.0 : f32\n  ret %c\n}\n\nkernel @k() {\n  %r = call @f()\n}\n");
+    let mut s =
+        parse("func @f() -> f32 {\n  %c = const 1.0 : f32\n  ret %c\n}\n\nkernel @k() {\n  %r = call @f()\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[1] else { unreachable!() };
     k.body.values[Value(0)].ty = Type::Scalar(Scalar::I32);
-    assert_eq!(
-        verify(&s).unwrap_err().0[0].message,
-        "malformed IR: %r has type i32 but its statement gives f32"
-    );
+    assert_eq!(verify(&s).unwrap_err().0[0].message, "malformed IR: %r has type i32 but its statement gives f32");
 }
 
 // ---------------------------------------------------------------- diagnostics
@@ -768,11 +719,7 @@ fn no_follow_on_errors_from_a_value_of_unknown_type() {
         "%a, |%b",
     );
     // So for a call to an unknown function and a slot used as a scalar.
-    bad(
-        "kernel @k(%x: f64) {\n  %r = call @nope(%x)\n  %s = add %r, %x\n}\n",
-        "unknown function @nope",
-        "@nope",
-    );
+    bad("kernel @k(%x: f64) {\n  %r = call @nope(%x)\n  %s = add %r, %x\n}\n", "unknown function @nope", "@nope");
     bad(
         "kernel @k(%x: f64) {\n  %p = alloca f32\n  %q = add %p, %x\n  %r = add %q, %x\n}\n",
         "alloca slot %p used as a scalar",
@@ -784,9 +731,7 @@ fn no_follow_on_errors_from_a_value_of_unknown_type() {
     assert_eq!(es.len(), 2, "{es:?}");
     assert_eq!(es[1].message, "type mismatch: add of i1 and f32");
     // Scope errors about a poisoned value still count.
-    let es = errors(
-        "kernel @k(%a: i32, %b: f32, %c1: i1) {\n  if %c1 {\n    %c = add %a, %b\n  }\n  %d = neg %c\n}\n",
-    );
+    let es = errors("kernel @k(%a: i32, %b: f32, %c1: i1) {\n  if %c1 {\n    %c = add %a, %b\n  }\n  %d = neg %c\n}\n");
     let msgs: Vec<&str> = es.iter().map(|e| e.message.as_str()).collect();
     assert_eq!(msgs, ["type mismatch: add of i32 and f32", "value %c used outside the block that defines it"]);
 }

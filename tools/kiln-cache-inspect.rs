@@ -8,11 +8,11 @@
 use clap::{Parser, Subcommand};
 use kiln::cache::access::Access;
 use kiln::cache::inspect::{self, Cache, InspectOptions, PrunePlan, Totals};
+use kiln::cache::size::{format_duration, format_size, parse_duration, parse_size};
 use kiln::cache::store::init_root;
 use kiln::cache::{CacheError, CacheStats};
-use kiln::settings::{self, Settings};
-use kiln::cache::size::{format_duration, format_size, parse_duration, parse_size};
 use kiln::config::{MetaBound, MetaKind, MetaParam};
+use kiln::settings::{self, Settings};
 use kiln::tool::{write_output, ToolError};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -265,7 +265,8 @@ fn text_config(rows: &[settings::Row]) -> String {
 /// Writes `value` as JSON or the text `text` makes, to stdout.
 fn emit(json: bool, value: &impl Serialize, text: impl FnOnce() -> String) -> Result<(), ToolError> {
     let out = if json {
-        let mut s = serde_json::to_string_pretty(value).map_err(|e| ToolError::msg(format!("cannot write JSON: {e}")))?;
+        let mut s =
+            serde_json::to_string_pretty(value).map_err(|e| ToolError::msg(format!("cannot write JSON: {e}")))?;
         s.push('\n');
         s
     } else {
@@ -306,7 +307,8 @@ fn text_list(l: &inspect::Listing, now: u64) -> String {
         if s.records.is_empty() {
             continue;
         }
-        let _ = writeln!(out, "  {:<16}  {:<24}  {:<10}  {:>10}  {:>9}  LAST USE", "KEY", "TASK", "KIND", "SIZE", "AGE");
+        let _ =
+            writeln!(out, "  {:<16}  {:<24}  {:<10}  {:>10}  {:>9}  LAST USE", "KEY", "TASK", "KIND", "SIZE", "AGE");
         for r in &s.records {
             let hex = r.key.to_hex();
             let task = match (&r.task, &r.problem) {
@@ -389,7 +391,9 @@ fn text_show(s: &inspect::Shown, now: u64) -> String {
         MetaKind::RangeFor { lo, hi, block_dim } => {
             format!("range_for {} .. {} block_dim {block_dim}", bound(lo, &m.params), bound(hi, &m.params))
         }
-        MetaKind::StructFor { field, rank, block_dim } => format!("struct_for over {field} (rank {rank}) block_dim {block_dim}"),
+        MetaKind::StructFor { field, rank, block_dim } => {
+            format!("struct_for over {field} (rank {rank}) block_dim {block_dim}")
+        }
     };
     let params: Vec<String> = m.params.iter().map(|p| format!("{}: {}", p.name, p.ty)).collect();
     let fields: Vec<String> = m
@@ -517,7 +521,9 @@ mod remote {
                 ));
             }
             if *foreign_scopes && this_host.is_none() {
-                return Err(ToolError::Usage("--foreign-scopes needs this host's scope: pass --host-scope SCOPE".into()));
+                return Err(ToolError::Usage(
+                    "--foreign-scopes needs this host's scope: pass --host-scope SCOPE".into(),
+                ));
             }
         }
         let conn = client::connect(&settings).map_err(redis_err(&shown))?;
@@ -542,11 +548,14 @@ mod remote {
                 match left {
                     0 => Ok(()),
                     n if *fix => Err(ToolError::msg(format!("{n} bad record(s) could not be removed"))),
-                    n => Err(ToolError::msg(format!("{n} bad record(s); `{TOOL} --remote URL verify --fix` removes them"))),
+                    n => Err(ToolError::msg(format!(
+                        "{n} bad record(s); `{TOOL} --remote URL verify --fix` removes them"
+                    ))),
                 }
             }
             Command::Prune { older_than, foreign_scopes, dry_run, .. } => {
-                let plan = RemotePrunePlan { older_than: *older_than, foreign_scopes: *foreign_scopes, dry_run: *dry_run };
+                let plan =
+                    RemotePrunePlan { older_than: *older_than, foreign_scopes: *foreign_scopes, dry_run: *dry_run };
                 let r = ins.prune(&plan, now).map_err(redis_err(&shown))?;
                 emit(json, &r, || text_prune(&r))
             }
@@ -593,7 +602,11 @@ mod remote {
     }
 
     fn plural(n: u64) -> &'static str {
-        if n == 1 { "" } else { "s" }
+        if n == 1 {
+            ""
+        } else {
+            "s"
+        }
     }
 
     fn text_stats(s: &Stats) -> String {
@@ -634,7 +647,8 @@ mod remote {
                     (None, Some(p)) => format!("<bad: {p}>"),
                     (None, None) => "?".into(),
                 };
-                let age = r.created_unix.map_or("?".into(), |c| format_duration(Duration::from_secs(now.saturating_sub(c))));
+                let age =
+                    r.created_unix.map_or("?".into(), |c| format_duration(Duration::from_secs(now.saturating_sub(c))));
                 let hex = r.key.to_hex();
                 let _ = writeln!(
                     out,

@@ -5,15 +5,15 @@
 
 use clap::Parser;
 use kiln::codegen::{self, Compiler, Emit};
-use kiln::target::Override;
 use kiln::config::CompileConfig;
 use kiln::ir::Module;
 use kiln::jit::cached::{self, FillTimes, Filled, RunCounters};
+use kiln::settings::{self, Settings};
+use kiln::target::Override;
 use kiln::tool::{self, ToolError};
 use rayon::prelude::*;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use kiln::settings::{self, Settings};
 use std::process::ExitCode;
 
 const ABOUT: &str = "Compile the tasks of a KIR file to host objects";
@@ -132,8 +132,10 @@ enum StatsFormat {
     Json,
 }
 
-const SPEC: tool::ToolSpec =
-    tool::ToolSpec { name: "kiln-compile", version: || kiln::version::text("kiln-compile", Some(kiln::target::host_facts())) };
+const SPEC: tool::ToolSpec = tool::ToolSpec {
+    name: "kiln-compile",
+    version: || kiln::version::text("kiln-compile", Some(kiln::target::host_facts())),
+};
 
 fn main() -> ExitCode {
     tool::run_tool(&SPEC, |cli: Cli| run(&cli))
@@ -173,8 +175,9 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         if !kernels().any(|k| k == kernel) {
             return Err(ToolError::msg(kiln::cli::no_such_kernel(kernel, src.name(), kernels())));
         }
-        let (bytes, _) =
-            compiler.emit_kernel(&stream, kernel, emit).map_err(|e| ToolError::Input(tool::error_line(src.name(), &e.to_string())))?;
+        let (bytes, _) = compiler
+            .emit_kernel(&stream, kernel, emit)
+            .map_err(|e| ToolError::Input(tool::error_line(src.name(), &e.to_string())))?;
         let dest = destination(cli.output.as_deref(), 1, emit)?;
         return write_all(&dest, emit, &[(kernel.as_str(), bytes)]);
     }
@@ -185,7 +188,9 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     }
     if let Some(dir) = &cli.cache_dir {
         if emit != Emit::Object {
-            return Err(ToolError::Usage("--cache-dir stores objects; it cannot be combined with --emit llvm or asm".into()));
+            return Err(ToolError::Usage(
+                "--cache-dir stores objects; it cannot be combined with --emit llvm or asm".into(),
+            ));
         }
         fill_cache(cli, dir, &compiler, &tasks, src.name())?;
         if cli.output.is_none() {
@@ -224,11 +229,19 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
 /// Fills the cache under `dir` with every task's object (in parallel):
 /// a good record is kept, a missing or damaged one is compiled and stored.
 /// Prints one summary line (and `--stats`) on standard error.
-fn fill_cache(cli: &Cli, dir: &Path, compiler: &Compiler, tasks: &[(&Module, String)], file: &str) -> Result<(), ToolError> {
+fn fill_cache(
+    cli: &Cli,
+    dir: &Path,
+    compiler: &Compiler,
+    tasks: &[(&Module, String)],
+    file: &str,
+) -> Result<(), ToolError> {
     // The other settings (shared_group, read_only, ...) come from the
     // config files and the environment, as for kiln-run.
     let mut flags = settings::cache_flags(Some(dir), cli.allow_insecure_cache);
-    flags.extend(kiln::remote::RemoteFlags { url: cli.remote.clone(), read_only: cli.remote_read_only }.settings_flags());
+    flags.extend(
+        kiln::remote::RemoteFlags { url: cli.remote.clone(), read_only: cli.remote_read_only }.settings_flags(),
+    );
     let settings = Settings::load(&flags)?;
     let store = cached::open_store(dir, &compiler.target, settings.store_options()).map_err(ToolError::msg)?;
     let remote = kiln::remote::RemoteSettings::from_settings(&settings).map_err(|e| ToolError::Usage(e.to_string()))?;
@@ -308,7 +321,8 @@ fn check_build(wanted: Option<&str>) -> Result<(), ToolError> {
 }
 
 fn thread_pool(cli: &Cli) -> Result<rayon::ThreadPool, ToolError> {
-    let threads = cli.threads.map(|n| n as usize).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads =
+        cli.threads.map(|n| n as usize).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
@@ -381,4 +395,3 @@ fn task_done(cli: &Cli, progress: &tool::TaskProgress) {
         let _ = writeln!(out, "{}", kiln::codegen::backend::DONE_LINE).and_then(|_| out.flush());
     }
 }
-

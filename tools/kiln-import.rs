@@ -51,7 +51,8 @@ struct Cli {
     common: kiln::cli::Common,
 }
 
-const SPEC: tool::ToolSpec = tool::ToolSpec { name: "kiln-import", version: || kiln::version::text("kiln-import", None) };
+const SPEC: tool::ToolSpec =
+    tool::ToolSpec { name: "kiln-import", version: || kiln::version::text("kiln-import", None) };
 
 fn main() -> ExitCode {
     tool::run_tool(&SPEC, |cli: Cli| run(&cli))

@@ -6,10 +6,10 @@
 use clap::{Parser, ValueEnum};
 use kiln::codegen::HostTarget;
 use kiln::exec::{self, Engine, Fields};
-use kiln::target::Override;
-use kiln::jit::cached::RunCounters;
 use kiln::ir::{Const, Kernel, Stream};
+use kiln::jit::cached::RunCounters;
 use kiln::settings::{self, Settings};
+use kiln::target::Override;
 use kiln::tool::{self, ToolError};
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -210,7 +210,8 @@ fn make_engine(
     use kiln::codegen::CompileProcess;
     use kiln::jit::engine::{JitEngine, JitPath};
     let Some(target) = target else {
-        let interp = kiln::interp::Interpreter { order: cli.iteration_order.unwrap_or_default(), check_races: cli.check_races };
+        let interp =
+            kiln::interp::Interpreter { order: cli.iteration_order.unwrap_or_default(), check_races: cli.check_races };
         return Ok((Runner::Interp(interp), None));
     };
     let config = cli.config.config();
@@ -286,7 +287,9 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     // Settings are read first: a bad one is an error even when the run
     // would not use the cache.
     let mut flags = settings::cache_flags(cli.cache_dir.as_deref(), cli.allow_insecure_cache);
-    flags.extend(kiln::remote::RemoteFlags { url: cli.remote.clone(), read_only: cli.remote_read_only }.settings_flags());
+    flags.extend(
+        kiln::remote::RemoteFlags { url: cli.remote.clone(), read_only: cli.remote_read_only }.settings_flags(),
+    );
     let settings = Settings::load(&flags)?;
     let target = if cli.engine == EngineKind::Jit { Some(resolve_target(cli)?) } else { None };
     let src = tool::read_source(&cli.input)?;
@@ -331,7 +334,8 @@ fn check_engine_flags(cli: &Cli) -> Result<(), ToolError> {
         }
     } else {
         // And those of the interpreter by the jit engine.
-        for (given, flag) in [(cli.iteration_order.is_some(), "--iteration-order"), (cli.check_races, "--check-races")] {
+        for (given, flag) in [(cli.iteration_order.is_some(), "--iteration-order"), (cli.check_races, "--check-races")]
+        {
             if given {
                 return Err(ToolError::Usage(format!("{flag} applies only to --engine interp")));
             }
@@ -460,9 +464,10 @@ fn select_kernels<'s>(stream: &'s Stream, names: &[String], file: &str) -> Resul
     names
         .iter()
         .map(|n| {
-            by_name.get(n.as_str()).copied().ok_or_else(|| {
-                ToolError::msg(kiln::cli::no_such_kernel(n, file, all.iter().map(|k| k.name.as_str())))
-            })
+            by_name
+                .get(n.as_str())
+                .copied()
+                .ok_or_else(|| ToolError::msg(kiln::cli::no_such_kernel(n, file, all.iter().map(|k| k.name.as_str()))))
         })
         .collect()
 }
@@ -488,8 +493,12 @@ fn bind_args(kernels: &[&Kernel], given: &[(String, String)]) -> Result<Vec<Vec<
                     let pname = k.body.name(*v);
                     // The last --arg for a name wins, like most tools' flags.
                     match given.iter().rev().find(|(n, _)| strip(n, '%') == pname) {
-                        Some((_, text)) => exec::parse_value(text, p.ty)
-                            .map_err(|m| ToolError::msg(format!("--arg {pname}: {m} (parameter %{pname} of @{} is {})", k.name, p.ty))),
+                        Some((_, text)) => exec::parse_value(text, p.ty).map_err(|m| {
+                            ToolError::msg(format!(
+                                "--arg {pname}: {m} (parameter %{pname} of @{} is {})",
+                                k.name, p.ty
+                            ))
+                        }),
                         None => p.default.ok_or_else(|| {
                             ToolError::msg(format!(
                                 "kernel @{}: parameter %{pname} has no default value; set it with --arg {pname}=VALUE",

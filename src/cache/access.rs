@@ -105,11 +105,13 @@ impl Access {
             return Ok(());
         }
         if meta.gid() != group.gid {
-            std::os::unix::fs::lchown(path, None, Some(group.gid)).map_err(|e| CacheError::io(path, "change the group of", e))?;
+            std::os::unix::fs::lchown(path, None, Some(group.gid))
+                .map_err(|e| CacheError::io(path, "change the group of", e))?;
         }
         let mode = if meta.is_dir() { self.dir_mode() } else { self.file_mode() };
         if meta.mode() & 0o7777 != mode {
-            fs::set_permissions(path, fs::Permissions::from_mode(mode)).map_err(|e| CacheError::io(path, "change the mode of", e))?;
+            fs::set_permissions(path, fs::Permissions::from_mode(mode))
+                .map_err(|e| CacheError::io(path, "change the mode of", e))?;
         }
         Ok(())
     }

@@ -378,7 +378,11 @@ mod tests {
 
     /// The first `n` keys (from `from` on) whose shard is in group `g`.
     fn keys_in_group(g: u8, from: u32, n: usize) -> Vec<Key> {
-        (from..).map(|i| Key::from(blake3::hash(&i.to_le_bytes()))).filter(|k| group_of_shard(&k.shard()) == g).take(n).collect()
+        (from..)
+            .map(|i| Key::from(blake3::hash(&i.to_le_bytes())))
+            .filter(|k| group_of_shard(&k.shard()) == g)
+            .take(n)
+            .collect()
     }
 
     /// What the files on disk add up to, per group.

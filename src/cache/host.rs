@@ -68,7 +68,10 @@ fn detected_features() -> Vec<String> {
             if std::arch::is_x86_feature_detected!($f) { out.push(concat!("+", $f).to_string()); }
         )*};
     }
-    probe!("sse2", "sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c", "avx512f");
+    probe!(
+        "sse2", "sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "avx", "avx2", "fma", "bmi1", "bmi2", "lzcnt", "f16c",
+        "avx512f"
+    );
     out
 }
 
@@ -132,7 +135,12 @@ pub struct HostFile {
 impl HostFile {
     /// The description of `scope`.
     pub fn of(scope: &HostScope) -> HostFile {
-        HostFile { scope: scope.name(), triple: scope.triple.clone(), cpu: scope.cpu.clone(), features: scope.features.clone() }
+        HostFile {
+            scope: scope.name(),
+            triple: scope.triple.clone(),
+            cpu: scope.cpu.clone(),
+            features: scope.features.clone(),
+        }
     }
 
     /// The scope it describes.

@@ -17,21 +17,21 @@
 //! that does not match a Kiln pattern (a directory under a record's name
 //! only when empty), or remove anything on a dry run.
 
+use super::access::Access;
 use super::counters::{self, GroupSize, Locked, GROUPS};
-use super::layout::{COUNTERS_DIR, STATS_FILE};
 use super::host::{self, HostFile};
 use super::layout::{is_scope_name, HOST_FILE};
-use super::access::Access;
-use super::record::{self, Corrupt, Header, Key, Producer, Record, MAX_RECORD_LEN};
 use super::layout::{is_shard_name, is_temp_name, key_of};
-use super::store::{check_markers, is_unfinished_root};
+use super::layout::{COUNTERS_DIR, STATS_FILE};
 use super::prune::{dir_removal, dry_run, plan_prune, Planned};
 pub use super::prune::{PrunePlan, PruneReason, Removal};
+use super::record::{self, Corrupt, Header, Key, Producer, Record, MAX_RECORD_LEN};
+use super::store::{check_markers, is_unfinished_root};
 use super::{CacheError, CacheStats};
 use crate::config::{LaunchMeta, MetaKind};
 use rayon::prelude::*;
-use serde::Serialize;
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
+use serde::Serialize;
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::os::fd::OwnedFd;
@@ -251,7 +251,11 @@ fn peek_file(f: &FileEntry) -> Result<(Header, LaunchMeta, Producer), Corrupt> {
     let first = read_prefix(&f.at, 4096.min(f.size)).map_err(|_| Corrupt::TooShort { len: 0 })?;
     let header = record::decode_header(&first, f.size)?;
     let need = record::peek_len(Some(&header)) as u64;
-    let bytes = if need as usize <= first.len() { first } else { read_prefix(&f.at, need).map_err(|_| Corrupt::TooShort { len: 0 })? };
+    let bytes = if need as usize <= first.len() {
+        first
+    } else {
+        read_prefix(&f.at, need).map_err(|_| Corrupt::TooShort { len: 0 })?
+    };
     record::peek(&bytes, f.size)
 }
 
@@ -481,7 +485,12 @@ pub struct PruneReport {
 /// Opens a directory the listing showed, relative to its parent: `None`
 /// (and the entry reported as misplaced) when something else took its
 /// place since, or when it vanished.
-fn open_child(at: &At, path: &Path, role: &'static str, misplaced: &mut Vec<Misplaced>) -> Result<Option<Arc<OwnedFd>>, CacheError> {
+fn open_child(
+    at: &At,
+    path: &Path,
+    role: &'static str,
+    misplaced: &mut Vec<Misplaced>,
+) -> Result<Option<Arc<OwnedFd>>, CacheError> {
     match open_dir_at(&at.dir, &at.name) {
         Ok(fd) => Ok(Some(Arc::new(fd))),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
@@ -560,12 +569,21 @@ impl Cache {
         let root = Arc::new(counters::open_root(&self.root).map_err(|e| CacheError::io(&self.root, "open", e))?);
         let mut scan = Scan { scopes: Vec::new(), root_temps: Vec::new(), misplaced: Vec::new() };
         for e in list_dir(&root, &self.root)? {
-            let role = if is_scope_name(&e.name) { Some("scope") } else { (e.name == COUNTERS_DIR).then_some("counter directory") };
+            let role = if is_scope_name(&e.name) {
+                Some("scope")
+            } else {
+                (e.name == COUNTERS_DIR).then_some("counter directory")
+            };
             let at = At { dir: root.clone(), name: e.name.clone() };
             let path = self.root.join(&e.name);
             if e.is_dir() && role == Some("scope") {
                 match open_child(&at, &path, "scope", &mut scan.misplaced)? {
-                    Some(dir) => scan.scopes.push(self.scan_scope(DirEntry { path, at }, dir, only_shard, &mut scan.misplaced)?),
+                    Some(dir) => scan.scopes.push(self.scan_scope(
+                        DirEntry { path, at },
+                        dir,
+                        only_shard,
+                        &mut scan.misplaced,
+                    )?),
                     None => continue,
                 }
             } else if e.is_file() && is_temp_name(&e.name) {
@@ -686,7 +704,8 @@ impl Cache {
                 t.add_temp(f.size);
             }
             stats.total.merge(&t);
-            let lasting = counters::read_stats(&s.dir).map_err(|e| CacheError::io(s.dir.join(STATS_FILE), "read", e))?;
+            let lasting =
+                counters::read_stats(&s.dir).map_err(|e| CacheError::io(s.dir.join(STATS_FILE), "read", e))?;
             stats.lasting.add(&lasting);
             stats.scopes.push(ScopeStats {
                 name: s.name.clone(),
@@ -700,7 +719,8 @@ impl Cache {
             stats.total.add_temp(f.size);
         }
         stats.hit_rate = stats.lasting.hit_rate();
-        let sizes = counters::read_sizes(&self.root).map_err(|e| CacheError::io(self.root.join(COUNTERS_DIR), "read", e))?;
+        let sizes =
+            counters::read_sizes(&self.root).map_err(|e| CacheError::io(self.root.join(COUNTERS_DIR), "read", e))?;
         stats.counted = counters::total(&sizes);
         Ok(stats)
     }
@@ -793,14 +813,21 @@ impl Cache {
         let results: Vec<Option<BadRecord>> = all
             .par_iter()
             .map(|(s, r)| {
-                let outcome = if r.not_a_file { Err(Corrupt::NotAFile) } else { verify_file(&r.file.at, &r.key).map(|_| ()) };
+                let outcome =
+                    if r.not_a_file { Err(Corrupt::NotAFile) } else { verify_file(&r.file.at, &r.key).map(|_| ()) };
                 match outcome {
                     Ok(()) => Ok(None),
                     // Removed by a concurrent prune between scan and read.
                     Err(_) if stat_at(&r.file.at.dir, &r.file.at.name).is_err() => Ok(None),
                     Err(reason) => {
                         let removed = fix && remove_in_place_of_record(&r.file)?;
-                        Ok(Some(BadRecord { scope: s.name.clone(), key: r.key, path: r.file.path.clone(), reason, removed }))
+                        Ok(Some(BadRecord {
+                            scope: s.name.clone(),
+                            key: r.key,
+                            path: r.file.path.clone(),
+                            reason,
+                            removed,
+                        }))
                     }
                 }
             })
@@ -859,7 +886,8 @@ impl Cache {
         let fd = counters::open_counters_dir(&self.root, &self.access).map_err(|e| CacheError::io(&dir, "open", e))?;
         for g in 0..GROUPS {
             let name = counters::group_file(g);
-            let lock = Locked::exclusive(&fd, &name, &self.access).map_err(|e| CacheError::io(dir.join(&name), "lock", e))?;
+            let lock =
+                Locked::exclusive(&fd, &name, &self.access).map_err(|e| CacheError::io(dir.join(&name), "lock", e))?;
             counters::recount(&self.root, g, &lock).map_err(|e| CacheError::io(dir.join(&name), "recount", e))?;
         }
         Ok(())
@@ -925,7 +953,11 @@ fn remove_all(planned: Vec<Removal>) -> Result<Vec<Removal>, CacheError> {
         Some(at) => remove_entry(at, &r.path, r.expect),
         None => Ok(false),
     };
-    let pool = if planned.len() > 64 { rayon::ThreadPoolBuilder::new().num_threads(REMOVE_THREADS).build().ok() } else { None };
+    let pool = if planned.len() > 64 {
+        rayon::ThreadPoolBuilder::new().num_threads(REMOVE_THREADS).build().ok()
+    } else {
+        None
+    };
     let done: Vec<Result<bool, CacheError>> = match &pool {
         Some(pool) => pool.install(|| planned.par_iter().map(remove).collect()),
         None => planned.iter().map(remove).collect(),
@@ -982,8 +1014,8 @@ fn remove_entry(at: &At, path: &Path, expect: Option<Identity>) -> Result<bool, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cache::{HostScope, Store, StoreOptions};
     use crate::cache::store::tests::meta;
+    use crate::cache::{HostScope, Store, StoreOptions};
     use std::os::unix::fs::MetadataExt;
 
     fn key(n: u32) -> Key {
@@ -1109,16 +1141,25 @@ mod tests {
         let cache = Cache::open(dir.path(), &opts("a")).unwrap();
 
         // A young temporary file belongs to a live writer: kept.
-        let r = cache.prune(&PrunePlan { temp_older_than: Some(Duration::from_secs(3600)), ..Default::default() }).unwrap();
+        let r =
+            cache.prune(&PrunePlan { temp_older_than: Some(Duration::from_secs(3600)), ..Default::default() }).unwrap();
         assert!(r.removed.is_empty() && tmp.exists());
-        File::options().write(true).open(&tmp).unwrap().set_modified(SystemTime::now() - Duration::from_secs(7200)).unwrap();
-        let r = cache.prune(&PrunePlan { temp_older_than: Some(Duration::from_secs(3600)), ..Default::default() }).unwrap();
+        File::options()
+            .write(true)
+            .open(&tmp)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(7200))
+            .unwrap();
+        let r =
+            cache.prune(&PrunePlan { temp_older_than: Some(Duration::from_secs(3600)), ..Default::default() }).unwrap();
         assert_eq!(r.removed.len(), 1);
         assert!(!tmp.exists());
 
         // Not used for 3.5 hours: the two oldest of this scope (the other
         // scope's were used 2 and 1 hours ago).
-        let r = cache.prune(&PrunePlan { older_than: Some(Duration::from_secs(3 * 3600 + 1800)), ..Default::default() }).unwrap();
+        let r = cache
+            .prune(&PrunePlan { older_than: Some(Duration::from_secs(3 * 3600 + 1800)), ..Default::default() })
+            .unwrap();
         assert_eq!(r.removed.len(), 2);
         let r = cache.prune(&PrunePlan { foreign_scopes: true, dry_run: true, ..Default::default() }).unwrap();
         assert!(r.removed.iter().any(|x| x.kind == "directory") && foreign_dir.exists());
@@ -1136,7 +1177,10 @@ mod tests {
         assert_eq!(cache.stats().unwrap().total.records, 3);
         assert_eq!(fs::read_to_string(&stray).unwrap(), "mine");
         let unknown = Cache::open(dir.path(), &InspectOptions::default()).unwrap();
-        assert!(matches!(unknown.prune(&PrunePlan { foreign_scopes: true, ..Default::default() }), Err(CacheError::UnknownHost { .. })));
+        assert!(matches!(
+            unknown.prune(&PrunePlan { foreign_scopes: true, ..Default::default() }),
+            Err(CacheError::UnknownHost { .. })
+        ));
     }
 
     #[test]
@@ -1224,7 +1268,12 @@ mod tests {
         let cache = Cache::open(dir.path(), &InspectOptions::default()).unwrap();
         let scan = cache.scan(None).unwrap();
         let (moved, victim) = swap_shard_for_link(&store, dir.path(), outside.path(), b"precious");
-        let planned = plan_prune(&scan, &PrunePlan { max_size: Some(0), ..Default::default() }, cache.this_host(), SystemTime::now());
+        let planned = plan_prune(
+            &scan,
+            &PrunePlan { max_size: Some(0), ..Default::default() },
+            cache.this_host(),
+            SystemTime::now(),
+        );
         let (removed, _) = cache.execute_prune(planned).unwrap();
         assert_eq!(removed.len(), 2);
         // The record went from where the walk found it; nothing outside
@@ -1236,7 +1285,10 @@ mod tests {
     #[test]
     fn refuses_what_is_not_a_cache() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(matches!(Cache::open(&dir.path().join("none"), &InspectOptions::default()), Err(CacheError::NoCache { .. })));
+        assert!(matches!(
+            Cache::open(&dir.path().join("none"), &InspectOptions::default()),
+            Err(CacheError::NoCache { .. })
+        ));
         assert!(matches!(Cache::open(dir.path(), &InspectOptions::default()), Err(CacheError::NotACache { .. })));
         // A tag and a file that is not Kiln's: not a cache.
         fs::write(dir.path().join(crate::cache::CACHEDIR_TAG), crate::cache::CACHEDIR_TAG_SIGNATURE).unwrap();

@@ -115,10 +115,9 @@ impl fmt::Display for CacheError {
                 path.display()
             ),
             CacheError::NoCache { path } => write!(f, "{}: no cache directory here", path.display()),
-            CacheError::NoDefaultDir => write!(
-                f,
-                "no cache directory: set {CACHE_DIR_ENV}, XDG_CACHE_HOME or HOME, or pass --cache-dir"
-            ),
+            CacheError::NoDefaultDir => {
+                write!(f, "no cache directory: set {CACHE_DIR_ENV}, XDG_CACHE_HOME or HOME, or pass --cache-dir")
+            }
             CacheError::EmptyObject => write!(f, "refusing to store an empty object"),
             CacheError::Encode(e) => write!(f, "cannot encode record: {e}"),
             CacheError::Lookup(text) => f.write_str(text),
@@ -130,11 +129,9 @@ impl fmt::Display for CacheError {
                  (run a kiln-run or kiln-compile with this cache, or pass --host-scope SCOPE)",
                 root.join(host::HOSTS_DIR).display()
             ),
-            CacheError::ScopeMismatch { path, found, expected } => write!(
-                f,
-                "{}: scope directory describes host '{found}', not '{expected}'",
-                path.display()
-            ),
+            CacheError::ScopeMismatch { path, found, expected } => {
+                write!(f, "{}: scope directory describes host '{found}', not '{expected}'", path.display())
+            }
         }
     }
 }

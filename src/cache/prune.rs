@@ -91,7 +91,15 @@ pub(super) fn dry_run(planned: Planned) -> (Vec<Removal>, Vec<PathBuf>) {
 /// The removal of a foreign scope's directory.
 pub(super) fn dir_removal(dir: DirEntry) -> Removal {
     let path = dir.path;
-    Removal { path, kind: "directory", size: 0, reason: PruneReason::ForeignScope, last_use_unix: None, expect: None, at: None }
+    Removal {
+        path,
+        kind: "directory",
+        size: 0,
+        reason: PruneReason::ForeignScope,
+        last_use_unix: None,
+        expect: None,
+        at: None,
+    }
 }
 
 /// The prune policy, from a scan alone (no file system access): foreign
@@ -177,7 +185,6 @@ fn record_removal(r: &RecordEntry, reason: PruneReason) -> Removal {
     Removal { last_use_unix: Some(unix_secs(r.file.mtime)), ..removal(&r.file, "record", reason) }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,7 +200,11 @@ mod tests {
     /// Where the made-up entries are: the plan only carries it to the
     /// executor, which these tests do not run.
     fn nowhere(name: &str) -> At {
-        let dir = rustix::fs::open("/", rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY, rustix::fs::Mode::empty());
+        let dir = rustix::fs::open(
+            "/",
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        );
         At { dir: std::sync::Arc::new(dir.expect("open /")), name: name.into() }
     }
 
@@ -202,7 +213,11 @@ mod tests {
     }
 
     fn record(path: &str, size: u64, secs_ago: u64) -> RecordEntry {
-        RecordEntry { key: Key::from(blake3::hash(path.as_bytes())), file: file(path, size, secs_ago), not_a_file: false }
+        RecordEntry {
+            key: Key::from(blake3::hash(path.as_bytes())),
+            file: file(path, size, secs_ago),
+            not_a_file: false,
+        }
     }
 
     fn scope(name: &str, records: Vec<RecordEntry>, temps: Vec<FileEntry>) -> ScopeScan {
@@ -226,7 +241,11 @@ mod tests {
         let h = 3600;
         let a = scope(
             "a",
-            vec![record("/c/a/00/r1", 100, 30 * h), record("/c/a/00/r2", 200, 20 * h), record("/c/a/00/r3", 300, 10 * h)],
+            vec![
+                record("/c/a/00/r1", 100, 30 * h),
+                record("/c/a/00/r2", 200, 20 * h),
+                record("/c/a/00/r3", 300, 10 * h),
+            ],
             vec![file("/c/a/00/r1.tmp-1-0000000000000000", 5, 2 * h)],
         );
         let b = scope("b", vec![record("/c/b/00/r9", 900, h)], vec![]);
@@ -235,8 +254,7 @@ mod tests {
 
     fn plan(p: PrunePlan) -> Vec<(String, &'static str, PruneReason)> {
         let planned = plan_prune(&scan(), &p, Some("a"), at(0));
-        let mut out: Vec<_> =
-            planned.files.iter().map(|r| (r.path.display().to_string(), r.kind, r.reason)).collect();
+        let mut out: Vec<_> = planned.files.iter().map(|r| (r.path.display().to_string(), r.kind, r.reason)).collect();
         out.extend(planned.dirs.iter().map(|d| (d.path.display().to_string(), "directory", PruneReason::ForeignScope)));
         out
     }
@@ -257,8 +275,10 @@ mod tests {
         // 1000 only after r1, r2 and r3 (900 left).
         assert_eq!(paths(PrunePlan { max_size: Some(1400), ..Default::default() }), ["/c/a/00/r1"]);
         let got = plan(PrunePlan { max_size: Some(1000), ..Default::default() });
-        let want: Vec<(String, &str, PruneReason)> =
-            ["/c/a/00/r1", "/c/a/00/r2", "/c/a/00/r3"].iter().map(|p| (p.to_string(), "record", PruneReason::MaxSize)).collect();
+        let want: Vec<(String, &str, PruneReason)> = ["/c/a/00/r1", "/c/a/00/r2", "/c/a/00/r3"]
+            .iter()
+            .map(|p| (p.to_string(), "record", PruneReason::MaxSize))
+            .collect();
         assert_eq!(got, want);
         // The other host's record counts towards the bound and can go.
         assert_eq!(paths(PrunePlan { max_size: Some(0), ..Default::default() }).len(), 4);

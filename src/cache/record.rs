@@ -302,8 +302,13 @@ pub fn decode_header(bytes: &[u8], file_len: u64) -> Result<Header, Corrupt> {
     }
     let mut key = [0u8; 32];
     key.copy_from_slice(&bytes[28..60]);
-    let header =
-        Header { version, meta_len: u32_at(bytes, 12), producer_len: u32_at(bytes, 16), object_len: u64_at(bytes, 20), key: Key(key) };
+    let header = Header {
+        version,
+        meta_len: u32_at(bytes, 12),
+        producer_len: u32_at(bytes, 16),
+        object_len: u64_at(bytes, 20),
+        key: Key(key),
+    };
     match header.declared_len() {
         Some(n) if n == file_len => Ok(header),
         declared => Err(Corrupt::LengthMismatch { declared: declared.unwrap_or(u64::MAX), actual: file_len }),
@@ -379,7 +384,12 @@ mod tests {
 
     fn record(object: &[u8]) -> (Key, Producer, Vec<u8>) {
         let key = Key::from(blake3::hash(b"k"));
-        let producer = Producer { kiln_version: "0.1.0".into(), llvm_version: "22.1.0".into(), created_unix: 1_700_000_000, compile_ms: 42 };
+        let producer = Producer {
+            kiln_version: "0.1.0".into(),
+            llvm_version: "22.1.0".into(),
+            created_unix: 1_700_000_000,
+            compile_ms: 42,
+        };
         let bytes = encode(&key, &meta(), &producer, object).unwrap();
         (key, producer, bytes)
     }

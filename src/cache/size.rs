@@ -143,7 +143,14 @@ mod tests {
 
     #[test]
     fn sizes_print_in_binary_units_and_parse_back() {
-        for (n, s) in [(0, "0 B"), (512, "512 B"), (1434, "1.4 KiB"), (20 << 20, "20.0 MiB"), (5 << 30, "5.0 GiB"), (1_048_575, "1.0 MiB")] {
+        for (n, s) in [
+            (0, "0 B"),
+            (512, "512 B"),
+            (1434, "1.4 KiB"),
+            (20 << 20, "20.0 MiB"),
+            (5 << 30, "5.0 GiB"),
+            (1_048_575, "1.0 MiB"),
+        ] {
             assert_eq!(format_size(n), s);
             let back = parse_size(s).unwrap();
             assert!(back.abs_diff(n) * 20 <= n.max(1), "{s} -> {back}");
@@ -159,7 +166,9 @@ mod tests {
         assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("-3d").is_err());
-        for (secs, s) in [(0, "0s"), (45, "45s"), (200, "3m 20s"), (7_200, "2h"), (442_800, "5d 3h"), (12 * 604_800, "12w")] {
+        for (secs, s) in
+            [(0, "0s"), (45, "45s"), (200, "3m 20s"), (7_200, "2h"), (442_800, "5d 3h"), (12 * 604_800, "12w")]
+        {
             assert_eq!(format_duration(Duration::from_secs(secs)), s);
             assert_eq!(parse_duration(s), Ok(Duration::from_secs(secs)));
         }

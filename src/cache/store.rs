@@ -15,13 +15,13 @@
 //! [`Lookup::Corrupt`] (or a vanished file into anything but a miss).
 
 use super::access::Access;
-pub use super::layout::{is_record_name, is_shard_name, is_temp_name, key_of};
-use super::layout::temp_name;
+use super::counters::{self, GroupSize, Locked};
 use super::host::{self, HostFile, HostScope, NativeFile, HOSTS_DIR, HOST_FILE};
+use super::layout::temp_name;
+pub use super::layout::{is_record_name, is_shard_name, is_temp_name, key_of};
 use super::record::{self, Corrupt, Key, Producer, Record, MAX_RECORD_LEN};
 use super::{CacheError, CACHEDIR_TAG, CACHEDIR_TAG_SIGNATURE, LAYOUT_VERSION, MARKER, MARKER_PREFIX};
 use crate::config::LaunchMeta;
-use super::counters::{self, GroupSize, Locked};
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::fs::{self, File};
@@ -195,7 +195,12 @@ pub(super) mod sys {
         loop {
             // SAFETY: `name` is a valid C string and `dir` an open fd.
             let fd = unsafe {
-                libc::openat(dir.as_raw_fd(), name.as_ptr(), flags | libc::O_CLOEXEC | libc::O_NOFOLLOW, mode as libc::c_uint)
+                libc::openat(
+                    dir.as_raw_fd(),
+                    name.as_ptr(),
+                    flags | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+                    mode as libc::c_uint,
+                )
             };
             match check(fd) {
                 // SAFETY: a new fd that nothing else owns.
@@ -596,7 +601,13 @@ impl Store {
 
     /// Unlinks `name` in `shard` (only if it is still `identity`, when
     /// given) and takes it off its group's counter; whether it was there.
-    fn remove_counted(&self, shard: &OwnedFd, shard_name: &str, name: &str, identity: Option<(u64, u64)>) -> io::Result<bool> {
+    fn remove_counted(
+        &self,
+        shard: &OwnedFd,
+        shard_name: &str,
+        name: &str,
+        identity: Option<(u64, u64)>,
+    ) -> io::Result<bool> {
         let lock = self.lock_group(shard_name);
         let st = match sys::stat_at(shard, name) {
             Ok(st) => st,
@@ -776,7 +787,13 @@ impl Store {
 
     /// [`Store::put`] of an object that took `compile` to compile: the time
     /// is kept in the record and credited as saved on each hit.
-    pub fn put_compiled(&self, key: &Key, meta: &LaunchMeta, object: &[u8], compile: Duration) -> Result<(), CacheError> {
+    pub fn put_compiled(
+        &self,
+        key: &Key,
+        meta: &LaunchMeta,
+        object: &[u8],
+        compile: Duration,
+    ) -> Result<(), CacheError> {
         self.stage_compiled(key, meta, object, compile)?.commit()
     }
 
@@ -788,7 +805,13 @@ impl Store {
     }
 
     /// [`Store::stage`] of an object that took `compile` to compile.
-    pub fn stage_compiled(&self, key: &Key, meta: &LaunchMeta, object: &[u8], compile: Duration) -> Result<Staged<'_>, CacheError> {
+    pub fn stage_compiled(
+        &self,
+        key: &Key,
+        meta: &LaunchMeta,
+        object: &[u8],
+        compile: Duration,
+    ) -> Result<Staged<'_>, CacheError> {
         if self.options.read_only {
             return Err(CacheError::ReadOnly);
         }
@@ -819,10 +842,12 @@ impl Store {
                 Err(e) => return Err(CacheError::io(shard_path.join(&tmp), "create", e)),
             }
         };
-        let staged = Staged { store: self, shard, shard_path, tmp, final_name, len: bytes.len() as u64, committed: false };
+        let staged =
+            Staged { store: self, shard, shard_path, tmp, final_name, len: bytes.len() as u64, committed: false };
         if self.access.group.is_some() {
             // The umask may have taken the group's write bit.
-            sys::fchmod(&fd, self.access.file_mode()).map_err(|e| CacheError::io(staged.temp_path(), "change the mode of", e))?;
+            sys::fchmod(&fd, self.access.file_mode())
+                .map_err(|e| CacheError::io(staged.temp_path(), "change the mode of", e))?;
         }
         let mut file = File::from(fd);
         file.write_all(&bytes).map_err(|e| CacheError::io(staged.shard_path.join(&staged.tmp), "write", e))?;
@@ -940,7 +965,8 @@ pub(crate) mod tests {
         assert_eq!((s.hits, s.misses, s.puts, s.corrupt), (1, 2, 1, 0));
         assert!(s.bytes_read > 10 && s.bytes_written == s.bytes_read);
         // The scope directory records its host.
-        let host: HostFile = serde_json::from_slice(&fs::read(root.join(scope().name()).join(HOST_FILE)).unwrap()).unwrap();
+        let host: HostFile =
+            serde_json::from_slice(&fs::read(root.join(scope().name()).join(HOST_FILE)).unwrap()).unwrap();
         assert_eq!(host.host(), scope());
     }
 

@@ -110,8 +110,9 @@ impl CompileProcess {
     /// directory. Fails when the running executable cannot be found; a missing
     /// `kiln-compile` is found at the first compile, naming the path.
     pub fn beside_this_program(config: CompileConfig, target: HostTarget) -> Result<CompileProcess, CodegenError> {
-        let exe = std::env::current_exe()
-            .map_err(|e| CodegenError::new(format!("cannot find the running program (to run {COMPILE_PROGRAM} beside it): {e}")))?;
+        let exe = std::env::current_exe().map_err(|e| {
+            CodegenError::new(format!("cannot find the running program (to run {COMPILE_PROGRAM} beside it): {e}"))
+        })?;
         CompileProcess::new(config, target, exe.with_file_name(COMPILE_PROGRAM))
     }
 
@@ -173,7 +174,8 @@ impl CompileProcess {
             return Ok(out.stdout);
         }
         let said = String::from_utf8_lossy(&out.stderr);
-        let said = said.trim().lines().map(|l| l.strip_prefix("kiln-compile: ").unwrap_or(l)).collect::<Vec<_>>().join("; ");
+        let said =
+            said.trim().lines().map(|l| l.strip_prefix("kiln-compile: ").unwrap_or(l)).collect::<Vec<_>>().join("; ");
         let status = match out.status.code() {
             Some(c) => format!("exit status {c}"),
             None => "killed by a signal".to_string(),
@@ -197,8 +199,9 @@ impl CompileProcess {
         let read = |m: &Module| {
             let name = &super::single_task(m)?.name;
             let path = dir.path().join(format!("{name}.o"));
-            std::fs::read(&path)
-                .map_err(|e| CodegenError::new(format!("the compiler wrote no object for task @{name} ({}): {e}", path.display())))
+            std::fs::read(&path).map_err(|e| {
+                CodegenError::new(format!("the compiler wrote no object for task @{name} ({}): {e}", path.display()))
+            })
         };
         modules.iter().map(|m| read(m)).collect()
     }
@@ -235,7 +238,10 @@ impl Backend for CompileProcess {
                 let meta = meta?;
                 let objects = objects.as_ref().map_err(Clone::clone)?;
                 let i = batch.iter().position(|b| same_task_name(b, m)).unwrap_or(0);
-                let object = objects.get(i).cloned().ok_or_else(|| CodegenError::new("the compiler returned too few objects"))?;
+                let object = objects
+                    .get(i)
+                    .cloned()
+                    .ok_or_else(|| CodegenError::new("the compiler returned too few objects"))?;
                 Ok(CompiledTask { object, meta, compile_time: share })
             })
             .collect()

@@ -18,8 +18,8 @@ use super::sites::{Numbering, NO_STMT};
 use super::CodegenError;
 use crate::config::CompileConfig;
 use crate::ir::{
-    AtomicOp, BinOp, Body, Bound, CmpOp, Const, Field, Func, Name, Scalar, Stmt, StmtKind, TaskKind, Type, UnOp,
-    Value, ValueDef,
+    AtomicOp, BinOp, Body, Bound, CmpOp, Const, Field, Func, Name, Scalar, Stmt, StmtKind, TaskKind, Type, UnOp, Value,
+    ValueDef,
 };
 use inkwell::attributes::{Attribute, AttributeLoc};
 use inkwell::basic_block::BasicBlock;
@@ -357,7 +357,8 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
     fn task_entry(&mut self, symbol: &str, body: &'a Body) -> Result<(FnCx<'a, 'ctx>, BasicBlock<'ctx>)> {
         let cx = self.cx;
         let ptr = cx.ptr_type(AddressSpace::default());
-        let fv = self.module.add_function(symbol, cx.void_type().fn_type(&[ptr.into()], false), Some(Linkage::External));
+        let fv =
+            self.module.add_function(symbol, cx.void_type().fn_type(&[ptr.into()], false), Some(Linkage::External));
         self.set_fn_attrs(fv);
         fv.add_attribute(AttributeLoc::Param(0), self.enum_attr("noalias"));
         let mut fx = FnCx::new(self, fv, body, Exit::Func(None))?;
@@ -762,7 +763,10 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         call.add_attribute(AttributeLoc::Function, l.enum_attr("nounwind"));
         call.add_attribute(AttributeLoc::Function, l.enum_attr("willreturn"));
         // memory(none): the statement touches no memory.
-        call.add_attribute(AttributeLoc::Function, self.cx.create_enum_attribute(Attribute::get_named_enum_kind_id("memory"), 0));
+        call.add_attribute(
+            AttributeLoc::Function,
+            self.cx.create_enum_attribute(Attribute::get_named_enum_kind_id("memory"), 0),
+        );
         call.try_as_basic_value().basic().ok_or_else(|| bug("inline asm without a result"))
     }
 
@@ -1009,7 +1013,12 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         Ok(())
     }
 
-    fn bound(&mut self, l: &Lowering<'a, 'ctx>, b: &Bound, ity: inkwell::types::IntType<'ctx>) -> Result<IntValue<'ctx>> {
+    fn bound(
+        &mut self,
+        l: &Lowering<'a, 'ctx>,
+        b: &Bound,
+        ity: inkwell::types::IntType<'ctx>,
+    ) -> Result<IntValue<'ctx>> {
         let v = match b {
             Bound::Const(c) => return Ok(ity.const_int(*c as u64, true)),
             Bound::Value(v) => self.ival(*v)?,
@@ -1276,7 +1285,8 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 CmpOp::Eq => FloatPredicate::OEQ,
                 CmpOp::Ne => FloatPredicate::UNE,
             };
-            let r = self.b.build_float_compare(p, self.val(a)?.into_float_value(), self.val(b)?.into_float_value(), "")?;
+            let r =
+                self.b.build_float_compare(p, self.val(a)?.into_float_value(), self.val(b)?.into_float_value(), "")?;
             self.fmf(l, r);
             return Ok(r);
         }

@@ -276,7 +276,10 @@ impl Compiler {
     /// Runs `f` with this thread's target machine for this compiler's
     /// target and configuration (made once per thread: a target machine
     /// is not shared between threads, and making one costs about 0.3 ms).
-    fn with_target_machine<R>(&self, f: impl FnOnce(&TargetMachine) -> Result<R, CodegenError>) -> Result<R, CodegenError> {
+    fn with_target_machine<R>(
+        &self,
+        f: impl FnOnce(&TargetMachine) -> Result<R, CodegenError>,
+    ) -> Result<R, CodegenError> {
         type Machines = Vec<((HostTarget, OptLevel, CodeModel), TargetMachine)>;
         thread_local! {
             static MACHINES: std::cell::RefCell<Machines> = const { std::cell::RefCell::new(Vec::new()) };
@@ -344,9 +347,9 @@ impl Compiler {
     /// Optimises a lowered module and emits it.
     fn finish(&self, l: &Lowering<'_, '_>, tm: &TargetMachine, emit: Emit) -> Result<Vec<u8>, CodegenError> {
         l.verify()?;
-        l.module.run_passes(&self.pipeline(), tm, PassBuilderOptions::create()).map_err(|e| {
-            CodegenError::new(format!("LLVM optimisation failed: {}", e.to_string_lossy()))
-        })?;
+        l.module
+            .run_passes(&self.pipeline(), tm, PassBuilderOptions::create())
+            .map_err(|e| CodegenError::new(format!("LLVM optimisation failed: {}", e.to_string_lossy())))?;
         match emit {
             Emit::LlvmIr => Ok(l.module.print_to_string().to_bytes().to_vec()),
             Emit::Object | Emit::Assembly => {
@@ -366,7 +369,8 @@ impl Compiler {
         tm: &TargetMachine,
         fields: Vec<&'a Field>,
     ) -> Lowering<'a, 'ctx> {
-        let l = Lowering::new(cx, name, &self.config, &self.target.triple, &self.target.cpu, &self.target.features, fields);
+        let l =
+            Lowering::new(cx, name, &self.config, &self.target.triple, &self.target.cpu, &self.target.features, fields);
         l.module.set_triple(&tm.get_triple());
         l.module.set_data_layout(&tm.get_target_data().get_data_layout());
         l
@@ -412,15 +416,24 @@ impl Compiler {
     }
 
     /// [`Compiler::compile_kernel`] to the chosen output.
-    pub fn emit_kernel(&self, stream: &Stream, kernel: &str, emit: Emit) -> Result<(Vec<u8>, Vec<LaunchMeta>), CodegenError> {
+    pub fn emit_kernel(
+        &self,
+        stream: &Stream,
+        kernel: &str,
+        emit: Emit,
+    ) -> Result<(Vec<u8>, Vec<LaunchMeta>), CodegenError> {
         let plan = KernelPlan::of(stream, kernel)?;
         self.with_target_machine(|tm| {
             let cx = Context::create();
             let mut l = self.prepare(&cx, "kiln.kernel", tm, plan.fields.clone());
             l.add_funcs(plan.launched.iter().flat_map(|(m, _)| m.funcs()))?;
             for (task, sym) in &plan.entries {
-                let source =
-                    TaskSource { body: &task.body, block: task.body.entry, kind: &task.kind, params: &task.body.params };
+                let source = TaskSource {
+                    body: &task.body,
+                    block: task.body.entry,
+                    kind: &task.kind,
+                    params: &task.body.params,
+                };
                 l.add_task(sym, &source)?;
             }
             Ok((self.finish(&l, tm, emit)?, plan.launches))
@@ -512,7 +525,10 @@ pub fn launched_tasks<'s>(stream: &'s Stream, kernel: &str) -> Result<Vec<(&'s M
         match &k.body.stmt(s).kind {
             StmtKind::Launch(name) => match stream.find_task(name) {
                 Some(mt) => out.push(mt),
-                None => bad = Some(CodegenError::new(format!("kernel @{kernel} launches @{name}, which is not in the input"))),
+                None => {
+                    bad =
+                        Some(CodegenError::new(format!("kernel @{kernel} launches @{name}, which is not in the input")))
+                }
             },
             _ => {
                 bad = Some(CodegenError::new(format!(

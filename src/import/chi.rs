@@ -60,9 +60,16 @@ pub enum Bound {
 #[derive(Clone, Debug, PartialEq)]
 pub enum TaskKind {
     Serial,
-    RangeFor { begin: Bound, end: Bound, block_dim: u32 },
+    RangeFor {
+        begin: Bound,
+        end: Bound,
+        block_dim: u32,
+    },
     /// Over the dense SNode `S<snode>dense`.
-    StructFor { snode: u32, block_dim: u32 },
+    StructFor {
+        snode: u32,
+        block_dim: u32,
+    },
 }
 
 /// One offloaded task of a dump.
@@ -100,38 +107,89 @@ pub enum Kind {
     /// `argaddr[i]`: an ndarray argument's address.
     ArgAddr(u32),
     /// `external_tensor_shape_along_axis A, arg_id [i]`.
-    ShapeAlongAxis { axis: u32, arg: u32 },
+    ShapeAlongAxis {
+        axis: u32,
+        arg: u32,
+    },
     /// `loop $L index K`.
-    LoopIndex { lp: u32, index: u32 },
+    LoopIndex {
+        lp: u32,
+        index: u32,
+    },
     /// `global ptr [S<place>place<T>], index [...]`.
-    GlobalPtr { place: u32, indices: Vec<u32> },
+    GlobalPtr {
+        place: u32,
+        indices: Vec<u32>,
+    },
     /// `global tmp var (offset = N B)`.
-    GlobalTmp { offset: u64 },
+    GlobalTmp {
+        offset: u64,
+    },
     /// `external_ptr $base, [...]`.
-    ExternalPtr { base: u32, indices: Vec<u32> },
+    ExternalPtr {
+        base: u32,
+        indices: Vec<u32>,
+    },
     GlobalLoad(u32),
-    GlobalStore { dest: u32, val: u32 },
+    GlobalStore {
+        dest: u32,
+        val: u32,
+    },
     Alloca,
     LocalLoad(u32),
-    LocalStore { dest: u32, val: u32 },
+    LocalStore {
+        dest: u32,
+        val: u32,
+    },
     /// A unary operator by Quadrants' name (`neg`, `sin`, `bit_not`, ...).
-    Unary { op: String, a: u32 },
+    Unary {
+        op: String,
+        a: u32,
+    },
     /// `cast_value<T> $a`.
-    Cast { to: String, a: u32 },
+    Cast {
+        to: String,
+        a: u32,
+    },
     /// A binary operator by Quadrants' name (`add`, `floordiv`, `cmp_lt`, ...).
-    Binary { op: String, a: u32, b: u32 },
-    Select { c: u32, a: u32, b: u32 },
+    Binary {
+        op: String,
+        a: u32,
+        b: u32,
+    },
+    Select {
+        c: u32,
+        a: u32,
+        b: u32,
+    },
     /// `atomic OP($dest, $val)`.
-    Atomic { op: String, dest: u32, val: u32 },
-    If { cond: u32, then: Vec<Stmt>, els: Option<Vec<Stmt>> },
+    Atomic {
+        op: String,
+        dest: u32,
+        val: u32,
+    },
+    If {
+        cond: u32,
+        then: Vec<Stmt>,
+        els: Option<Vec<Stmt>>,
+    },
     /// `while true { ... }`.
     While(Vec<Stmt>),
     /// `while control MASK, $cond`: leaves the loop when `cond` is zero.
-    WhileControl { cond: u32 },
+    WhileControl {
+        cond: u32,
+    },
     /// `continue`, of the loop `scope` when printed.
-    Continue { scope: Option<u32> },
+    Continue {
+        scope: Option<u32>,
+    },
     /// A serial `for in range($a, $b)` inside a task.
-    RangeFor { begin: u32, end: u32, reversed: bool, body: Vec<Stmt> },
+    RangeFor {
+        begin: u32,
+        end: u32,
+        reversed: bool,
+        body: Vec<Stmt>,
+    },
     /// `return tmpA, tmpB`: the kernel's return values (`tmpN` is `$N`).
     Return(Vec<u32>),
 }
@@ -170,10 +228,18 @@ pub fn refusal(name: &str) -> Refusal {
 /// A parse error or a refusal, at a line of the log.
 #[derive(Clone, Debug)]
 pub enum Error {
-    Syntax { message: String, span: Span },
+    Syntax {
+        message: String,
+        span: Span,
+    },
     /// `near`: the location is the nearest statement's before it (the
     /// printer gave this one none).
-    Refused { refusal: Refusal, span: Span, loc: Option<PyLoc>, near: bool },
+    Refused {
+        refusal: Refusal,
+        span: Span,
+        loc: Option<PyLoc>,
+        near: bool,
+    },
 }
 
 impl Error {
@@ -197,15 +263,59 @@ fn syntax(message: impl Into<String>, span: Span) -> Error {
 
 /// Quadrants' binary operators (`quadrants/inc/binary_op.inc.h`).
 pub const BINARY_OPS: &[&str] = &[
-    "mul", "add", "sub", "truediv", "floordiv", "div", "mod", "max", "min", "bit_and", "bit_or", "bit_xor", "bit_shl",
-    "bit_shr", "bit_sar", "cmp_lt", "cmp_le", "cmp_gt", "cmp_ge", "cmp_eq", "cmp_ne", "atan2", "pow", "logical_or",
+    "mul",
+    "add",
+    "sub",
+    "truediv",
+    "floordiv",
+    "div",
+    "mod",
+    "max",
+    "min",
+    "bit_and",
+    "bit_or",
+    "bit_xor",
+    "bit_shl",
+    "bit_shr",
+    "bit_sar",
+    "cmp_lt",
+    "cmp_le",
+    "cmp_gt",
+    "cmp_ge",
+    "cmp_eq",
+    "cmp_ne",
+    "atan2",
+    "pow",
+    "logical_or",
     "logical_and",
 ];
 
 /// Quadrants' unary operators (`quadrants/inc/unary_op.inc.h`), casts apart.
 pub const UNARY_OPS: &[&str] = &[
-    "neg", "sqrt", "round", "floor", "frexp", "ceil", "abs", "sgn", "sin", "asin", "cos", "acos", "tan", "tanh", "inv",
-    "rcp", "exp", "log", "popcnt", "clz", "ffs", "rsqrt", "bit_not", "logic_not",
+    "neg",
+    "sqrt",
+    "round",
+    "floor",
+    "frexp",
+    "ceil",
+    "abs",
+    "sgn",
+    "sin",
+    "asin",
+    "cos",
+    "acos",
+    "tan",
+    "tanh",
+    "inv",
+    "rcp",
+    "exp",
+    "log",
+    "popcnt",
+    "clz",
+    "ffs",
+    "rsqrt",
+    "bit_not",
+    "logic_not",
 ];
 
 /// The tasks of one dump: the lines strictly inside its `kernel {` ... `}`.
@@ -384,7 +494,9 @@ impl<'a> Parser<'_, 'a> {
         }
         match self.location() {
             Some(loc) => Error::Refused { refusal: refusal(name), span: line.span(), loc: Some(loc), near: false },
-            None => Error::Refused { refusal: refusal(name), span: line.span(), loc: self.last_loc.clone(), near: true },
+            None => {
+                Error::Refused { refusal: refusal(name), span: line.span(), loc: self.last_loc.clone(), near: true }
+            }
         }
     }
 
@@ -933,7 +1045,10 @@ impl<'a> Cursor<'_, 'a> {
                 Ok(Bound::Tmp(off))
             }
             Some(Tok::Id(_)) => Err(Error::Refused {
-                refusal: Refusal { name: "range_for bound computed in the task".into(), why: "KIR task bounds are literals, parameters or 0-D fields" },
+                refusal: Refusal {
+                    name: "range_for bound computed in the task".into(),
+                    why: "KIR task bounds are literals, parameters or 0-D fields",
+                },
                 span: self.line.span(),
                 loc: None,
                 near: false,
@@ -1026,7 +1141,10 @@ mod tests {
             ("    print $1, \"\\n\"", "print"),
             ("    11 : assert $1, \"no\"", "assert"),
             ("    <f32> $2 = stack alloc (max_size=5)", "stack alloc"),
-            ("    <*[Tensor (3) f32]> $2 = global ptr [S4place<f32>], index [$1] activate=true", "type <*[Tensor (3) f32]> (matrix)"),
+            (
+                "    <*[Tensor (3) f32]> $2 = global ptr [S4place<f32>], index [$1] activate=true",
+                "type <*[Tensor (3) f32]> (matrix)",
+            ),
         ] {
             let text = format!("kernel {{\n  $0 = offloaded  \n  body {{\n{line}\n    File \"/t/k.py\", line 3, in k:\n        print(x)\n        ^^^^^\n  }}\n}}\n");
             match parse(&text) {
@@ -1043,7 +1161,8 @@ mod tests {
     fn sparse_tasks_are_refused() {
         let text = "kernel {\n  $0 = offloaded listgen S0root->S3pointer gdw_level=-1\n}\n";
         assert!(matches!(parse(text), Err(Error::Refused { refusal, .. }) if refusal.name == "offloaded listgen"));
-        let text = "kernel {\n  $0 = offloaded struct_for(S3pointer) grid_dim=0 block_dim=4 bls=none \n  body {\n  }\n}\n";
+        let text =
+            "kernel {\n  $0 = offloaded struct_for(S3pointer) grid_dim=0 block_dim=4 bls=none \n  body {\n  }\n}\n";
         assert!(matches!(parse(text), Err(Error::Refused { refusal, .. }) if refusal.name == "sparse SNode (pointer)"));
     }
 

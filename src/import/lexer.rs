@@ -127,7 +127,10 @@ mod tests {
     #[test]
     fn numbers_strings_and_arrows() {
         assert_eq!(toks("1e+20 2.5e-07 -3"), vec![Tok::Num("1e+20"), Tok::Num("2.5e-07"), Tok::Minus, Tok::Num("3")]);
-        assert_eq!(toks(r#"print $3, "a\"b""#), vec![Tok::Word("print"), Tok::Id("3"), Tok::Comma, Tok::Str(r#""a\"b""#)]);
+        assert_eq!(
+            toks(r#"print $3, "a\"b""#),
+            vec![Tok::Word("print"), Tok::Id("3"), Tok::Comma, Tok::Str(r#""a\"b""#)]
+        );
         assert_eq!(toks("[$6 <- $8]"), vec![Tok::LBracket, Tok::Id("6"), Tok::Arrow, Tok::Id("8"), Tok::RBracket]);
     }
 

@@ -145,7 +145,10 @@ pub fn scan(text: &str) -> Result<Log<'_>, Diagnostic> {
                     None => "an IR dump".to_string(),
                 };
                 return Err(Diagnostic::error(
-                    format!("interleaved log: a new log message starts inside {what}, which began at line {}", lines[first].number),
+                    format!(
+                        "interleaved log: a new log message starts inside {what}, which began at line {}",
+                        lines[first].number
+                    ),
                     line.span(),
                 ));
             }
@@ -204,22 +207,31 @@ pub fn scan(text: &str) -> Result<Log<'_>, Diagnostic> {
 mod tests {
     use super::*;
 
-    const H: &str = "[I 12/01/26 23:28:20.309 6361] [ir_printer.cpp:operator()@912] [saxpy_c60_0] Start offload_to_executable:";
+    const H: &str =
+        "[I 12/01/26 23:28:20.309 6361] [ir_printer.cpp:operator()@912] [saxpy_c60_0] Start offload_to_executable:";
 
     #[test]
     fn headers_and_dumps() {
-        let text = format!("[Quadrants] version 1.3.3, llvm 22.1.0\nnoise\n{H}\nkernel {{\n  $0 = offloaded  \n}}\nmore noise\n");
+        let text = format!(
+            "[Quadrants] version 1.3.3, llvm 22.1.0\nnoise\n{H}\nkernel {{\n  $0 = offloaded  \n}}\nmore noise\n"
+        );
         let log = scan(&text).expect("scans");
         assert_eq!(log.dumps.len(), 1);
         let d = &log.dumps[0];
-        assert_eq!((d.kernel.as_str(), d.label.as_str(), d.thread.as_str()), ("saxpy_c60_0", "Start offload_to_executable", "6361"));
+        assert_eq!(
+            (d.kernel.as_str(), d.label.as_str(), d.thread.as_str()),
+            ("saxpy_c60_0", "Start offload_to_executable", "6361")
+        );
         assert_eq!(d.body, Some((3, 5)));
     }
 
     #[test]
     fn short_labels_of_the_capture() {
         let log = scan("[saxpy_c62_0] Start offload_to_executable:\nkernel {\n}\n").expect("scans");
-        assert_eq!((log.dumps[0].kernel.as_str(), log.dumps[0].label.as_str()), ("saxpy_c62_0", "Start offload_to_executable"));
+        assert_eq!(
+            (log.dumps[0].kernel.as_str(), log.dumps[0].label.as_str()),
+            ("saxpy_c62_0", "Start offload_to_executable")
+        );
         assert!(header("[Quadrants] Starting on arch=x64").is_none());
         assert!(header("[x y] z:").is_none());
     }

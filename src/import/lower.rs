@@ -185,7 +185,8 @@ fn refused_stmt(name: impl Into<String>, s: &Stmt) -> Error {
 
 /// KIR's scalar for a Quadrants primitive type, or a refusal naming it.
 fn scalar_of(prim: &str, span: Span, loc: Option<&PyLoc>) -> Result<Scalar, Error> {
-    table::scalar(prim).ok_or_else(|| refused(format!("type {prim}"), "KIR's types are i1, i32, i64, f32 and f64", span, loc))
+    table::scalar(prim)
+        .ok_or_else(|| refused(format!("type {prim}"), "KIR's types are i1, i32, i64, f32 and f64", span, loc))
 }
 
 /// [`scalar_of`] for a statement's type, located as the statement is.
@@ -312,7 +313,14 @@ impl Module<'_> {
     }
 
     /// The 0-D field of the global temporary at `offset`, of type `ty`.
-    fn tmp(&mut self, kc: &mut Kernel, offset: u64, ty: Scalar, span: Span, loc: Option<&PyLoc>) -> Result<String, Error> {
+    fn tmp(
+        &mut self,
+        kc: &mut Kernel,
+        offset: u64,
+        ty: Scalar,
+        span: Span,
+        loc: Option<&PyLoc>,
+    ) -> Result<String, Error> {
         if let Some((name, t)) = kc.tmps.get(&offset) {
             if *t != ty {
                 return Err(Error::Syntax {
@@ -352,7 +360,10 @@ impl Module<'_> {
                 for bd in [begin, end] {
                     if let Bound::Const(v) = bd {
                         if i32::try_from(*v).is_err() {
-                            return Err(Error::Syntax { message: format!("range_for bound {v} does not fit i32"), span: t.span });
+                            return Err(Error::Syntax {
+                                message: format!("range_for bound {v} does not fit i32"),
+                                span: t.span,
+                            });
                         }
                     }
                 }
@@ -376,14 +387,22 @@ impl Module<'_> {
                             t.loc.as_ref(),
                         )
                     } else {
-                        Error::Syntax { message: format!("no field of the field table is under SNode {snode}"), span: t.span }
+                        Error::Syntax {
+                            message: format!("no field of the field table is under SNode {snode}"),
+                            span: t.span,
+                        }
                     });
                 };
                 let f = &self.table.fields[fi];
                 check_shape(&f.name, &f.shape).map_err(|message| Error::Syntax { message, span: t.span })?;
                 field_kind_ok(f).map_err(|(name, why)| refused(name, why, t.span, t.loc.as_ref()))?;
                 if f.shape.is_empty() {
-                    return Err(refused("struct_for over a 0-D field", "KIR's struct_for needs a field of rank 1 or more", t.span, t.loc.as_ref()));
+                    return Err(refused(
+                        "struct_for over a 0-D field",
+                        "KIR's struct_for needs a field of rank 1 or more",
+                        t.span,
+                        t.loc.as_ref(),
+                    ));
                 }
                 let ty = scalar_of(&f.dtype, t.span, t.loc.as_ref())?;
                 self.used.insert(fi, ty);
@@ -452,7 +471,15 @@ impl Module<'_> {
 
     /// What `stmt` writes for `s`, whose KIR value is `n` and hint `ty`.
     #[allow(clippy::too_many_arguments)]
-    fn stmt_kind(&mut self, kc: &mut Kernel, b: &mut Body, loops: &mut Loops, s: &Stmt, n: &str, ty: Option<Scalar>) -> Result<(), Error> {
+    fn stmt_kind(
+        &mut self,
+        kc: &mut Kernel,
+        b: &mut Body,
+        loops: &mut Loops,
+        s: &Stmt,
+        n: &str,
+        ty: Option<Scalar>,
+    ) -> Result<(), Error> {
         let n = n.to_string();
         let need_ty = || ty.ok_or_else(|| located("a statement without its type".to_string(), s));
         let def = |b: &mut Body, ty: Scalar, konst: Option<String>| {
@@ -490,12 +517,18 @@ impl Module<'_> {
                             .with_why("KIR parameters are scalars (templates and structs are not imported)"));
                     }
                     return Err(located(
-                        format!("argument {i} of kernel '{}' is not a scalar argument of the field table", kc.k.python_name),
+                        format!(
+                            "argument {i} of kernel '{}' is not a scalar argument of the field table",
+                            kc.k.python_name
+                        ),
                         s,
                     ));
                 };
                 if ty.is_some_and(|t| t != *pty) {
-                    return Err(located(format!("argument {i} is {pty} in the field table but loaded as {}", need_ty()?), s));
+                    return Err(located(
+                        format!("argument {i} is {pty} in the field table but loaded as {}", need_ty()?),
+                        s,
+                    ));
                 }
                 b.vals.insert(s.id, V::Val { name: format!("%{name}"), ty: *pty, konst: None });
             }
@@ -525,10 +558,16 @@ impl Module<'_> {
             Kind::GlobalPtr { place, indices } => {
                 let (field, elem, rank) = self.field_at(*place, s)?;
                 if ty.is_some_and(|t| t != elem) {
-                    return Err(located(format!("field @{field} is {elem} in the field table but accessed as {}", need_ty()?), s));
+                    return Err(located(
+                        format!("field @{field} is {elem} in the field table but accessed as {}", need_ty()?),
+                        s,
+                    ));
                 }
                 if indices.len() != rank {
-                    return Err(located(format!("field @{field} has rank {rank} but is indexed with {}", indices.len()), s));
+                    return Err(located(
+                        format!("field @{field} has rank {rank} but is indexed with {}", indices.len()),
+                        s,
+                    ));
                 }
                 let idx = indices.iter().map(|i| self.val(b, *i, s).map(|v| v.0)).collect::<Result<_, _>>()?;
                 b.vals.insert(s.id, V::Ptr { field: format!("@{field}"), idx, elem });
@@ -544,10 +583,16 @@ impl Module<'_> {
                 };
                 let (field, elem, sh) = self.ndarray(kc, arg, s)?;
                 if indices.len() != sh.len() {
-                    return Err(located(format!("ndarray @{field} has rank {} but is indexed with {}", sh.len(), indices.len()), s));
+                    return Err(located(
+                        format!("ndarray @{field} has rank {} but is indexed with {}", sh.len(), indices.len()),
+                        s,
+                    ));
                 }
                 if ty.is_some_and(|t| t != elem) {
-                    return Err(located(format!("ndarray @{field} is {elem} in the field table but accessed as {}", need_ty()?), s));
+                    return Err(located(
+                        format!("ndarray @{field} is {elem} in the field table but accessed as {}", need_ty()?),
+                        s,
+                    ));
                 }
                 let idx = indices.iter().map(|i| self.val(b, *i, s).map(|v| v.0)).collect::<Result<_, _>>()?;
                 b.vals.insert(s.id, V::Ptr { field: format!("@{field}"), idx, elem });
@@ -566,7 +611,9 @@ impl Module<'_> {
             Kind::GlobalStore { dest, val } | Kind::LocalStore { dest, val } => {
                 let (v, vty) = self.val(b, *val, s)?;
                 match b.vals.get(dest).cloned() {
-                    Some(V::Ptr { field, idx, elem }) if elem == vty => b.line(format!("store {field}[{}], {v}", idx.join(", "))),
+                    Some(V::Ptr { field, idx, elem }) if elem == vty => {
+                        b.line(format!("store {field}[{}], {v}", idx.join(", ")))
+                    }
                     Some(V::Slot { name, elem }) if elem == vty => b.line(format!("store {name}, {v}")),
                     Some(V::Ptr { .. } | V::Slot { .. }) => {
                         return Err(located(format!("a store of {vty} to a pointer of another type"), s))
@@ -662,7 +709,8 @@ impl Module<'_> {
             Kind::Continue { scope } => match (loops.last(), scope) {
                 (None, _) => return Err(located("'continue' outside a loop".to_string(), s)),
                 (Some((inner, _)), Some(sc)) if inner != sc => {
-                    return Err(refused_stmt("continue of an outer loop", s).with_why("KIR's continue ends the innermost loop's iteration"))
+                    return Err(refused_stmt("continue of an outer loop", s)
+                        .with_why("KIR's continue ends the innermost loop's iteration"))
                 }
                 _ => b.line("continue"),
             },
@@ -922,7 +970,10 @@ impl Module<'_> {
                         b.vals.insert(s.id, V::Val { name: n, ty: elem, konst: None });
                         return Ok(());
                     }
-                    _ => return Err(refused_stmt(format!("atomic {op}"), s).with_why("KIR's atomics are add, min, max, and, or and xor")),
+                    _ => {
+                        return Err(refused_stmt(format!("atomic {op}"), s)
+                            .with_why("KIR's atomics are add, min, max, and, or and xor"))
+                    }
                 };
                 b.line(format!("{n} = atomic {kop} {field}[{idx}], {v}"));
                 b.vals.insert(s.id, V::Val { name: n, ty: elem, konst: None });
@@ -972,7 +1023,10 @@ fn loc_suffix(loc: Option<&PyLoc>, near: bool) -> String {
 /// as the table says); else the refusal's name and reason.
 fn field_kind_ok(f: &table::Field) -> Result<(), (String, &'static str)> {
     if let Some(k) = f.kind.as_deref().filter(|k| *k != "scalar") {
-        return Err((format!("{k} field '{}'", f.name), "a matrix or vector held as one value; KIR values are scalars"));
+        return Err((
+            format!("{k} field '{}'", f.name),
+            "a matrix or vector held as one value; KIR values are scalars",
+        ));
     }
     if let Some(k) = f.ancestor_kinds.iter().find(|k| *k != "dense" && *k != "root") {
         return Err((format!("sparse SNode ({k}) of field '{}'", f.name), "KIR fields are dense arrays"));
@@ -984,7 +1038,9 @@ fn field_kind_ok(f: &table::Field) -> Result<(), (String, &'static str)> {
 /// to 2^40 (the verifier's own bound on a field's bytes is checked after).
 fn check_shape(name: &str, shape: &[u64]) -> Result<(), String> {
     if shape.len() > 8 || shape.iter().any(|&e| e == 0 || e > 1 << 40) {
-        return Err(format!("'{name}' has the shape {shape:?} in the field table; KIR fields have 0 to 8 extents of at least 1"));
+        return Err(format!(
+            "'{name}' has the shape {shape:?} in the field table; KIR fields have 0 to 8 extents of at least 1"
+        ));
     }
     Ok(())
 }
@@ -1001,7 +1057,9 @@ impl Error {
     /// The same refusal with another reason.
     fn with_why(self, why: &'static str) -> Error {
         match self {
-            Error::Refused { refusal, span, loc, near } => Error::Refused { refusal: Refusal { why, ..refusal }, span, loc, near },
+            Error::Refused { refusal, span, loc, near } => {
+                Error::Refused { refusal: Refusal { why, ..refusal }, span, loc, near }
+            }
             e => e,
         }
     }

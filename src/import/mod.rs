@@ -223,7 +223,9 @@ mod tests {
                                      {"name": "n", "kind": "scalar", "dtype": "i32"}]}}}"#;
 
     fn header(kernel: &str) -> String {
-        format!("[I 12/01/26 23:28:20.309 6361] [ir_printer.cpp:operator()@912] [{kernel}] Start offload_to_executable:\n")
+        format!(
+            "[I 12/01/26 23:28:20.309 6361] [ir_printer.cpp:operator()@912] [{kernel}] Start offload_to_executable:\n"
+        )
     }
 
     fn run(log: &str) -> Result<String, ImportError> {
@@ -311,7 +313,8 @@ mod tests {
     /// Damaged logs that would make invalid KIR are errors at their line.
     #[test]
     fn damage_is_an_error_not_invalid_kir() {
-        let task = |body: &str| format!("{}kernel {{\n  $0 = offloaded  \n  body {{\n{body}  }}\n}}\n", header("k_c1_0"));
+        let task =
+            |body: &str| format!("{}kernel {{\n  $0 = offloaded  \n  body {{\n{body}  }}\n}}\n", header("k_c1_0"));
         for (body, want) in [
             ("    <i32> $1 = const 1\n    <i32> $1 = const 2\n", "$1 is numbered twice"),
             ("    <f32> $1 = const 1\n    <i32> $2 = sqrt $1\n", "$2 is typed <i32> but computes f32"),
@@ -334,7 +337,9 @@ mod tests {
         import(&format!("{one}{one}{other}"), &table, DEFAULT_STAGE).expect("imports");
         // The same compilation after another kernel's: joined twice.
         match import(&format!("{one}{other}{one}"), &table, DEFAULT_STAGE) {
-            Err(ImportError::Log(d)) => assert!(d.message.contains("compiled twice in the log (first at line 1)"), "{}", d.message),
+            Err(ImportError::Log(d)) => {
+                assert!(d.message.contains("compiled twice in the log (first at line 1)"), "{}", d.message)
+            }
             other => panic!("{other:?}"),
         }
     }

@@ -25,9 +25,7 @@ impl Stream {
     /// A copy without spans, with every body reduced to what its entry
     /// block reaches, renumbered in print order.
     pub fn without_layout(&self) -> Stream {
-        Stream {
-            modules: self.modules.iter().map(Module::without_layout).collect(),
-        }
+        Stream { modules: self.modules.iter().map(Module::without_layout).collect() }
     }
 }
 
@@ -124,11 +122,7 @@ impl Renumbering {
     }
     /// The new number of a value (an out-of-range value keeps its own).
     fn value(&self, v: Value) -> Value {
-        self.values
-            .get(v.index())
-            .copied()
-            .flatten()
-            .map_or(v, Value)
+        self.values.get(v.index()).copied().flatten().map_or(v, Value)
     }
     fn stmt(&self, s: Stmt) -> Stmt {
         if s == Stmt::HEADER {
@@ -137,11 +131,7 @@ impl Renumbering {
         self.stmts.get(s.index()).copied().flatten().map_or(s, Stmt)
     }
     fn block(&self, b: Block) -> Block {
-        self.blocks
-            .get(b.index())
-            .copied()
-            .flatten()
-            .map_or(b, Block)
+        self.blocks.get(b.index()).copied().flatten().map_or(b, Block)
     }
 }
 
@@ -201,12 +191,7 @@ impl Body {
                     ValueDef::LoopVar(s, k) => ValueDef::LoopVar(r.stmt(s), k),
                     d => d,
                 };
-                values[n as usize] = Some(ValueData {
-                    name: vd.name.clone(),
-                    ty: vd.ty,
-                    def,
-                    span: Span::DUMMY,
-                });
+                values[n as usize] = Some(ValueData { name: vd.name.clone(), ty: vd.ty, def, span: Span::DUMMY });
             }
         }
         let stmts = r.order.iter().map(|&s| {
@@ -223,10 +208,7 @@ impl Body {
                 loc: None,
             }
         });
-        let blocks = r
-            .block_order
-            .iter()
-            .map(|&b| self.blocks[b].iter().map(|&s| r.stmt(s)).collect());
+        let blocks = r.block_order.iter().map(|&b| self.blocks[b].iter().map(|&s| r.stmt(s)).collect());
         Body {
             values: values.into_iter().flatten().collect(),
             stmts: stmts.collect(),
@@ -241,9 +223,7 @@ impl Body {
 
 fn strip_spans(kind: &mut StmtKind) {
     match kind {
-        StmtKind::Load(r) | StmtKind::Store(r, _) | StmtKind::Atomic(_, r, _) => {
-            r.span = Span::DUMMY
-        }
+        StmtKind::Load(r) | StmtKind::Store(r, _) | StmtKind::Atomic(_, r, _) => r.span = Span::DUMMY,
         StmtKind::Call(_, _, span) => *span = Span::DUMMY,
         StmtKind::For { lo, hi, .. } => {
             strip_bound(lo);

@@ -9,10 +9,10 @@
 //! Must never: hand out its vectors: code outside `ir` reaches an entity
 //! through its key (`body[v]`, `body.stmt(s)`), never a raw `usize`.
 
-use super::Name;
 use super::span::{OperandSpans, Span};
 use super::stmt::{StmtData, StmtKind};
 use super::types::{Scalar, Type};
+use super::Name;
 use std::marker::PhantomData;
 use std::ops::{Index, IndexMut};
 
@@ -76,10 +76,7 @@ pub struct Arena<K, T> {
 
 impl<K, T> Default for Arena<K, T> {
     fn default() -> Self {
-        Arena {
-            items: Vec::new(),
-            key: PhantomData,
-        }
+        Arena { items: Vec::new(), key: PhantomData }
     }
 }
 
@@ -168,10 +165,7 @@ impl<'a, K: EntityRef, T> IntoIterator for &'a mut Arena<K, T> {
 
 impl<K: EntityRef, T> FromIterator<T> for Arena<K, T> {
     fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
-        Arena {
-            items: iter.into_iter().collect(),
-            key: PhantomData,
-        }
+        Arena { items: iter.into_iter().collect(), key: PhantomData }
     }
 }
 
@@ -275,19 +269,8 @@ impl Body {
         &self.values[v].name
     }
 
-    pub fn new_value(
-        &mut self,
-        name: impl Into<Name>,
-        ty: Type,
-        def: ValueDef,
-        span: Span,
-    ) -> Value {
-        self.values.push(ValueData {
-            name: name.into(),
-            ty,
-            def,
-            span,
-        })
+    pub fn new_value(&mut self, name: impl Into<Name>, ty: Type, def: ValueDef, span: Span) -> Value {
+        self.values.push(ValueData { name: name.into(), ty, def, span })
     }
     /// Adds a parameter value.
     pub fn add_param(&mut self, name: impl Into<Name>, ty: Scalar, span: Span) -> Value {
@@ -301,12 +284,7 @@ impl Body {
     }
     /// Creates a statement without placing it in a block.
     pub fn new_stmt(&mut self, kind: StmtKind, span: Span) -> Stmt {
-        self.stmts.push(StmtData {
-            kind,
-            result: None,
-            span,
-            loc: None,
-        })
+        self.stmts.push(StmtData { kind, result: None, span, loc: None })
     }
     /// Creates a statement that defines a fresh value of type `ty` named
     /// `name`, and returns both.

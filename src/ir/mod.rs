@@ -35,10 +35,9 @@ pub use module::{Field, Func, Item, Kernel, Module, Param, Stream, TaskItem};
 pub use ops::{AtomicOp, BinOp, CmpOp, UnOp};
 pub use span::{Loc, OperandSpans, Span};
 pub use stmt::{
-    Bound, ChildBlocks, Class, DEFAULT_BLOCK_DIM, Defines, FieldRef, StmtData, StmtKind, TaskKind,
-    operands_mut,
+    operands_mut, Bound, ChildBlocks, Class, Defines, FieldRef, StmtData, StmtKind, TaskKind, DEFAULT_BLOCK_DIM,
 };
-pub use types::{Const, Scalar, Type, TypeEnv, loop_var_type, result_type};
+pub use types::{loop_var_type, result_type, Const, Scalar, Type, TypeEnv};
 
 /// A name (global, without `@`, or local, without `%`). Names of up to 24
 /// bytes live inline, so the common case allocates nothing.

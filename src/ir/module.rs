@@ -6,11 +6,11 @@
 //!
 //! Must never: print, parse or check.
 
-use super::Name;
 use super::entities::Body;
 use super::span::Span;
 use super::stmt::TaskKind;
 use super::types::{Const, Scalar};
+use super::Name;
 
 /// `field @x : f32[1024]`: a dense, zero-initialised array (rank 0 to 8).
 #[derive(Clone, Debug, PartialEq)]
@@ -119,32 +119,16 @@ pub struct Module {
 
 impl Module {
     pub fn fields(&self) -> impl Iterator<Item = &Field> {
-        self.items.iter().filter_map(|i| {
-            if let Item::Field(f) = i {
-                Some(f)
-            } else {
-                None
-            }
-        })
+        self.items.iter().filter_map(|i| if let Item::Field(f) = i { Some(f) } else { None })
     }
     pub fn funcs(&self) -> impl Iterator<Item = &Func> {
-        self.items
-            .iter()
-            .filter_map(|i| if let Item::Func(f) = i { Some(f) } else { None })
+        self.items.iter().filter_map(|i| if let Item::Func(f) = i { Some(f) } else { None })
     }
     pub fn kernels(&self) -> impl Iterator<Item = &Kernel> {
-        self.items.iter().filter_map(|i| {
-            if let Item::Kernel(f) = i {
-                Some(f)
-            } else {
-                None
-            }
-        })
+        self.items.iter().filter_map(|i| if let Item::Kernel(f) = i { Some(f) } else { None })
     }
     pub fn tasks(&self) -> impl Iterator<Item = &TaskItem> {
-        self.items
-            .iter()
-            .filter_map(|i| if let Item::Task(f) = i { Some(f) } else { None })
+        self.items.iter().filter_map(|i| if let Item::Task(f) = i { Some(f) } else { None })
     }
     pub fn field(&self, name: &str) -> Option<&Field> {
         self.fields().find(|f| f.name == name)
@@ -175,9 +159,7 @@ impl Stream {
     }
     /// Finds a top-level task item by name in any module of the stream.
     pub fn find_task(&self, name: &str) -> Option<(&Module, &TaskItem)> {
-        self.modules
-            .iter()
-            .find_map(|m| m.task(name).map(|t| (m, t)))
+        self.modules.iter().find_map(|m| m.task(name).map(|t| (m, t)))
     }
 
     /// The source location (`loc(...)`) of every statement that has one,

@@ -77,13 +77,9 @@ impl BinOp {
     /// Whether the operator accepts operands of type `ty`.
     pub fn accepts(self, ty: Scalar) -> bool {
         match self {
-            BinOp::Add
-            | BinOp::Sub
-            | BinOp::Mul
-            | BinOp::Div
-            | BinOp::Rem
-            | BinOp::Min
-            | BinOp::Max => ty != Scalar::I1,
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem | BinOp::Min | BinOp::Max => {
+                ty != Scalar::I1
+            }
             BinOp::And | BinOp::Or | BinOp::Xor => ty.is_int(),
             BinOp::Shl | BinOp::Shr | BinOp::Ushr => ty.is_int() && ty != Scalar::I1,
             BinOp::Pow | BinOp::Atan2 => ty.is_float(),
@@ -94,16 +90,7 @@ impl BinOp {
     /// do here (which NaN an operation returns depends on operand order).
     pub fn commutes_on(self, ty: Scalar) -> bool {
         ty.is_int()
-            && matches!(
-                self,
-                BinOp::Add
-                    | BinOp::Mul
-                    | BinOp::Min
-                    | BinOp::Max
-                    | BinOp::And
-                    | BinOp::Or
-                    | BinOp::Xor
-            )
+            && matches!(self, BinOp::Add | BinOp::Mul | BinOp::Min | BinOp::Max | BinOp::And | BinOp::Or | BinOp::Xor)
     }
     /// The C library function computing it (on f64; `f` appended for
     /// f32), for the operators whose results are libm's and so not fixed
@@ -218,14 +205,7 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
-    pub const ALL: [CmpOp; 6] = [
-        CmpOp::Lt,
-        CmpOp::Le,
-        CmpOp::Gt,
-        CmpOp::Ge,
-        CmpOp::Eq,
-        CmpOp::Ne,
-    ];
+    pub const ALL: [CmpOp; 6] = [CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge, CmpOp::Eq, CmpOp::Ne];
     pub fn keyword(self) -> &'static str {
         match self {
             CmpOp::Lt => "lt",
@@ -258,14 +238,8 @@ pub enum AtomicOp {
 }
 
 impl AtomicOp {
-    pub const ALL: [AtomicOp; 6] = [
-        AtomicOp::Add,
-        AtomicOp::Min,
-        AtomicOp::Max,
-        AtomicOp::And,
-        AtomicOp::Or,
-        AtomicOp::Xor,
-    ];
+    pub const ALL: [AtomicOp; 6] =
+        [AtomicOp::Add, AtomicOp::Min, AtomicOp::Max, AtomicOp::And, AtomicOp::Or, AtomicOp::Xor];
     pub fn keyword(self) -> &'static str {
         match self {
             AtomicOp::Add => "add",

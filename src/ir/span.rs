@@ -36,10 +36,7 @@ impl Span {
     pub const DUMMY: Span = Span { start: 0, end: 0 };
 
     pub fn new(start: usize, end: usize) -> Span {
-        Span {
-            start: start as u32,
-            end: end as u32,
-        }
+        Span { start: start as u32, end: end as u32 }
     }
 
     /// Whether this is [`Span::DUMMY`] (a node made by a pass, not read).
@@ -49,10 +46,7 @@ impl Span {
 
     /// The smallest span covering both.
     pub fn to(self, other: Span) -> Span {
-        Span {
-            start: self.start.min(other.start),
-            end: self.end.max(other.end),
-        }
+        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
     }
 
     pub fn range(self) -> std::ops::Range<usize> {

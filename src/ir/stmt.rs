@@ -11,11 +11,11 @@
 //! Must never: describe statement shape anywhere else: parser, verifier,
 //! passes and the key ask these methods.
 
-use super::Name;
 use super::entities::{Block, Value};
 use super::ops::{AtomicOp, BinOp, CmpOp, UnOp};
 use super::span::Span;
 use super::types::{Const, Scalar};
+use super::Name;
 
 /// A reference to a field element: `@x[%i, %j]` (`@t[]` for a 0-D field).
 #[derive(Clone, Debug, PartialEq)]
@@ -46,20 +46,10 @@ pub enum TaskKind {
     Serial,
     /// `range_for %i in LO .. HI block_dim N`: iterations may run in
     /// parallel in any order, in chunks of `block_dim`.
-    RangeFor {
-        var: Value,
-        lo: Bound,
-        hi: Bound,
-        block_dim: u32,
-    },
+    RangeFor { var: Value, lo: Bound, hi: Bound, block_dim: u32 },
     /// `struct_for %i, %j in @f block_dim N`: one iteration per element of
     /// the field's index space (row-major), in parallel.
-    StructFor {
-        vars: Vec<Value>,
-        field: Name,
-        field_span: Span,
-        block_dim: u32,
-    },
+    StructFor { vars: Vec<Value>, field: Name, field_span: Span, block_dim: u32 },
 }
 
 impl TaskKind {
@@ -174,18 +164,9 @@ pub struct Class {
     pub terminator: bool,
 }
 
-const PURE: Class = Class {
-    pure: true,
-    terminator: false,
-};
-const EFFECT: Class = Class {
-    pure: false,
-    terminator: false,
-};
-const TERMINATOR: Class = Class {
-    pure: false,
-    terminator: true,
-};
+const PURE: Class = Class { pure: true, terminator: false };
+const EFFECT: Class = Class { pure: false, terminator: false };
+const TERMINATOR: Class = Class { pure: false, terminator: true };
 
 /// The table of statement kinds: for each kind, the values it reads
 /// (`$op`, in print order), the blocks it holds (`$blk`, in print order),
@@ -240,19 +221,13 @@ macro_rules! stmt_table {
                 TERMINATOR
             }
             StmtKind::Break | StmtKind::Continue => TERMINATOR,
-            StmtKind::If {
-                cond,
-                then_blk,
-                else_blk,
-            } => {
+            StmtKind::If { cond, then_blk, else_blk } => {
                 $op(cond);
                 $blk(then_blk);
                 else_blk.$iter().for_each(&mut $blk);
                 EFFECT
             }
-            StmtKind::For {
-                var, lo, hi, body, ..
-            } => {
+            StmtKind::For { var, lo, hi, body, .. } => {
                 if let Bound::Value(v) = lo {
                     $op(v)
                 }

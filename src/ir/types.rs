@@ -25,13 +25,7 @@ pub enum Scalar {
 }
 
 impl Scalar {
-    pub const ALL: [Scalar; 5] = [
-        Scalar::I1,
-        Scalar::I32,
-        Scalar::I64,
-        Scalar::F32,
-        Scalar::F64,
-    ];
+    pub const ALL: [Scalar; 5] = [Scalar::I1, Scalar::I32, Scalar::I64, Scalar::F32, Scalar::F64];
 
     pub fn is_int(self) -> bool {
         matches!(self, Scalar::I1 | Scalar::I32 | Scalar::I64)
@@ -119,34 +113,19 @@ pub struct Const {
 
 impl Const {
     pub fn bool(b: bool) -> Const {
-        Const {
-            ty: Scalar::I1,
-            bits: b as u64,
-        }
+        Const { ty: Scalar::I1, bits: b as u64 }
     }
     pub fn i32(v: i32) -> Const {
-        Const {
-            ty: Scalar::I32,
-            bits: v as u32 as u64,
-        }
+        Const { ty: Scalar::I32, bits: v as u32 as u64 }
     }
     pub fn i64(v: i64) -> Const {
-        Const {
-            ty: Scalar::I64,
-            bits: v as u64,
-        }
+        Const { ty: Scalar::I64, bits: v as u64 }
     }
     pub fn f32(v: f32) -> Const {
-        Const {
-            ty: Scalar::F32,
-            bits: v.to_bits() as u64,
-        }
+        Const { ty: Scalar::F32, bits: v.to_bits() as u64 }
     }
     pub fn f64(v: f64) -> Const {
-        Const {
-            ty: Scalar::F64,
-            bits: v.to_bits(),
-        }
+        Const { ty: Scalar::F64, bits: v.to_bits() }
     }
     /// An integer constant of type `ty`, wrapped to its width.
     pub fn int(ty: Scalar, v: i64) -> Const {

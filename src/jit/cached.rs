@@ -300,7 +300,14 @@ impl CachedTasks {
     /// A remote hit for `key` (asking the remote now if the kernel's
     /// lookup did not), loaded; `None` when the remote has no usable
     /// record (a refused one is counted as rejected).
-    fn remote_lookup(&mut self, jit: &Jit, key: &Key, meta: &LaunchMeta, hint: &str, stats: &mut JitStats) -> Option<LoadedTask> {
+    fn remote_lookup(
+        &mut self,
+        jit: &Jit,
+        key: &Key,
+        meta: &LaunchMeta,
+        hint: &str,
+        stats: &mut JitStats,
+    ) -> Option<LoadedTask> {
         let remote = self.remote.clone()?;
         if !self.asked.contains(key) {
             self.ask_remote(&remote, &[*key]);
@@ -309,7 +316,8 @@ impl CachedTasks {
         let t0 = Instant::now();
         // The record passed every check of the remote tier before it got
         // here; only now do its bytes reach LLVM.
-        let loaded = if same_launch(&record.meta, meta) { jit.load_task(hint, &record.object, meta).ok() } else { None };
+        let loaded =
+            if same_launch(&record.meta, meta) { jit.load_task(hint, &record.object, meta).ok() } else { None };
         stats.load_time += t0.elapsed();
         match loaded {
             Some(t) => {
@@ -473,7 +481,10 @@ impl TaskProvider for CachedTasks {
         // is neither asked of the remote nor compiled here.
         let mut absent: Vec<(&Module, Key)> = Vec::new();
         for (m, (key, _)) in &keyed {
-            if !self.compiled.contains_key(key) && !absent.iter().any(|(_, k)| k == key) && !self.store.record_path(key).exists() {
+            if !self.compiled.contains_key(key)
+                && !absent.iter().any(|(_, k)| k == key)
+                && !self.store.record_path(key).exists()
+            {
                 absent.push((m, *key));
             }
         }
@@ -556,7 +567,12 @@ pub struct FillTimes {
 /// a good record for a per-task module (`kiln-compile --cache-dir`,
 /// `--remote`): a hit is checked (checksum, key, metadata; the remote's
 /// signature) but not loaded, since the objects may be for another host.
-pub fn fill(store: &Store, remote: Option<&RemoteTier>, compiler: &dyn Backend, module: &Module) -> Result<(Filled, FillTimes), ProvideError> {
+pub fn fill(
+    store: &Store,
+    remote: Option<&RemoteTier>,
+    compiler: &dyn Backend,
+    module: &Module,
+) -> Result<(Filled, FillTimes), ProvideError> {
     let other = |e: CacheError| ProvideError::Other(e.to_string());
     let mut times = FillTimes::default();
     let t0 = Instant::now();
@@ -589,7 +605,8 @@ pub fn fill(store: &Store, remote: Option<&RemoteTier>, compiler: &dyn Backend, 
         // The remote lacks (or holds a bad copy of) what this store has.
         (Some(r), None) => {
             if let Some(remote) = remote {
-                let bytes = record::encode(&key, &r.meta, &r.producer, &r.object).map_err(|e| other(CacheError::Encode(e)))?;
+                let bytes =
+                    record::encode(&key, &r.meta, &r.producer, &r.object).map_err(|e| other(CacheError::Encode(e)))?;
                 remote.put(&key, &bytes);
             }
             return Ok((Filled::Hit, times));
@@ -604,7 +621,8 @@ pub fn fill(store: &Store, remote: Option<&RemoteTier>, compiler: &dyn Backend, 
             if let Some(remote) = remote {
                 let compile_ms = c.compile_time.as_millis().try_into().unwrap_or(u64::MAX);
                 let producer = Producer { compile_ms, ..Producer::now(LLVM_VERSION) };
-                let bytes = record::encode(&key, &c.meta, &producer, &c.object).map_err(|e| other(CacheError::Encode(e)))?;
+                let bytes =
+                    record::encode(&key, &c.meta, &producer, &c.object).map_err(|e| other(CacheError::Encode(e)))?;
                 remote.put(&key, &bytes);
             }
             (c.meta, c.object, c.compile_time)
@@ -813,7 +831,11 @@ mod tests {
     #[test]
     fn fills_add_up() {
         let mut c = RunCounters::default();
-        let t = FillTimes { key: Duration::from_micros(10), read: Duration::from_micros(20), compile: Duration::from_millis(3) };
+        let t = FillTimes {
+            key: Duration::from_micros(10),
+            read: Duration::from_micros(20),
+            compile: Duration::from_millis(3),
+        };
         for f in [Filled::Hit, Filled::Stored, Filled::Replaced, Filled::Stored] {
             c.add_fill(f, t);
         }

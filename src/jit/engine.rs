@@ -383,7 +383,13 @@ fn make_pool(threads: usize) -> Result<Option<rayon::ThreadPool>, RunError> {
 }
 
 impl Engine for JitEngine {
-    fn run_kernel(&mut self, stream: &Stream, kernel: &str, args: &[Const], fields: &mut Fields) -> Result<(), RunError> {
+    fn run_kernel(
+        &mut self,
+        stream: &Stream,
+        kernel: &str,
+        args: &[Const],
+        fields: &mut Fields,
+    ) -> Result<(), RunError> {
         let split = self.split(stream, kernel)?;
         let stream = split.as_deref().unwrap_or(stream);
         let k = stream

@@ -234,19 +234,34 @@ impl Jit {
 
     /// Loads a whole-kernel object into one fresh dylib and resolves every
     /// launch's entry at once.
-    pub fn load_kernel(&self, name_hint: &str, object: &[u8], launches: &[LaunchMeta]) -> Result<Vec<LoadedTask>, JitError> {
+    pub fn load_kernel(
+        &self,
+        name_hint: &str,
+        object: &[u8],
+        launches: &[LaunchMeta],
+    ) -> Result<Vec<LoadedTask>, JitError> {
         let syms: Vec<&str> = launches.iter().map(|m| m.entry_symbol.as_str()).collect();
         let (dylib, addrs, times) = self.add_object(name_hint, object, &syms)?;
         Ok(launches
             .iter()
             .zip(addrs)
-            .map(|(m, a)| LoadedTask { entry: runtime::entry_from_address(a), meta: m.clone(), times, dylib: dylib.clone() })
+            .map(|(m, a)| LoadedTask {
+                entry: runtime::entry_from_address(a),
+                meta: m.clone(),
+                times,
+                dylib: dylib.clone(),
+            })
             .collect())
     }
 
     /// Adds `object` to a new dylib and looks `symbols` up in it. On
     /// failure the dylib is cleared; its name is never used again.
-    fn add_object(&self, hint: &str, object: &[u8], symbols: &[&str]) -> Result<(Arc<Dylib>, Vec<u64>, LoadTimes), JitError> {
+    fn add_object(
+        &self,
+        hint: &str,
+        object: &[u8],
+        symbols: &[&str],
+    ) -> Result<(Arc<Dylib>, Vec<u64>, LoadTimes), JitError> {
         let t0 = Instant::now();
         // ORC reads the object header when the object is added, but an
         // empty buffer is refused here so no path depends on that.
@@ -264,8 +279,9 @@ impl Jit {
         let dylib = Arc::new(Dylib { _jit: inner.clone(), jd, name });
         // libm and the rest of the process, from every dylib.
         let mut gen: LLVMOrcDefinitionGeneratorRef = std::ptr::null_mut();
-        let e =
-            unsafe { LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&mut gen, inner.prefix, None, std::ptr::null_mut()) };
+        let e = unsafe {
+            LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&mut gen, inner.prefix, None, std::ptr::null_mut())
+        };
         if !e.is_null() {
             return Err(JitError::new(JitErrorKind::Setup, take_error(e)));
         }
@@ -300,7 +316,8 @@ impl Jit {
                 0 => s.to_string(),
                 p => format!("{}{s}", p as u8 as char),
             };
-            let c = CString::new(mangled).map_err(|_| JitError::new(JitErrorKind::Link, format!("bad symbol name {s:?}")))?;
+            let c = CString::new(mangled)
+                .map_err(|_| JitError::new(JitErrorKind::Link, format!("bad symbol name {s:?}")))?;
             names.push(unsafe { LLVMOrcExecutionSessionIntern(inner.es, c.as_ptr()) });
         }
         let mut set: Vec<LLVMOrcCLookupSetElement> = names

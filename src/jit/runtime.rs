@@ -127,7 +127,9 @@ pub fn param_slots(
                     names.kernel, names.task
                 )));
             }
-            let a = args.get(k).ok_or_else(|| RunError::new(format!("kernel @{}: missing argument %{name}", names.kernel)))?;
+            let a = args
+                .get(k)
+                .ok_or_else(|| RunError::new(format!("kernel @{}: missing argument %{name}", names.kernel)))?;
             Ok(a.bits)
         })
         .collect()
@@ -163,7 +165,12 @@ fn read_int_field(fields: &Fields, name: &str, names: LaunchNames) -> Result<i64
 /// the access, worded as the interpreter words it, at the statement the
 /// slot names (`locate` maps the object's statement numbers to spans:
 /// `codegen::sites::locate`).
-fn slot_error(slot: &ErrorSlot, meta: &LaunchMeta, names: LaunchNames, locate: &dyn Fn(u32) -> Option<Span>) -> RunError {
+fn slot_error(
+    slot: &ErrorSlot,
+    meta: &LaunchMeta,
+    names: LaunchNames,
+    locate: &dyn Fn(u32) -> Option<Span>,
+) -> RunError {
     let at = locate(slot.stmt);
     let Some(mf) = meta.fields.get(slot.field as usize) else {
         return RunError::new(format!("kernel @{}, task @{}: out-of-bounds access", names.kernel, names.task)).at(at);
@@ -263,7 +270,9 @@ fn bind_fields<'f>(meta: &LaunchMeta, names: LaunchNames, fields: &'f mut Fields
         .into_iter()
         .zip(&meta.fields)
         .map(|(w, mf)| {
-            w.ok_or_else(|| RunError::new(format!("kernel @{}: task @{}: no field @{}", names.kernel, names.task, mf.name)))
+            w.ok_or_else(|| {
+                RunError::new(format!("kernel @{}: task @{}: no field @{}", names.kernel, names.task, mf.name))
+            })
         })
         .collect()
 }

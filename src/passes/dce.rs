@@ -128,8 +128,9 @@ impl Cx<'_> {
     fn in_bounds(&self, r: &FieldRef) -> bool {
         let Some(shape) = self.shapes.get(&r.field) else { return false };
         shape.len() == r.indices.len()
-            && r.indices.iter().zip(shape).all(|(v, &n)| {
-                self.consts.get(v).and_then(|c| c.as_i64()).is_some_and(|i| i >= 0 && (i as u64) < n)
-            })
+            && r.indices
+                .iter()
+                .zip(shape)
+                .all(|(v, &n)| self.consts.get(v).and_then(|c| c.as_i64()).is_some_and(|i| i >= 0 && (i as u64) < n))
     }
 }

@@ -300,8 +300,12 @@ fn store_carried(body: &mut Body, groups: &mut [Group], temp_of: &HashMap<Value,
             match body.ty(r) {
                 Type::Slot(t) => {
                     let zname = names.fresh(&format!("{}.zero", body.name(r)));
-                    let (z, zv) =
-                        body.new_stmt_with_result(StmtKind::Const(Const { ty: t, bits: 0 }), zname, Type::Scalar(t), span);
+                    let (z, zv) = body.new_stmt_with_result(
+                        StmtKind::Const(Const { ty: t, bits: 0 }),
+                        zname,
+                        Type::Scalar(t),
+                        span,
+                    );
                     let st = body.new_stmt(StmtKind::Store(field, zv), span);
                     out.extend([z, st]);
                 }
@@ -442,12 +446,8 @@ fn struct_task(body: &mut Body, loops: &[Stmt], (field, field_span): (Name, Span
 fn lower_rets(body: &mut Body, top: &[Stmt]) -> Vec<Stmt> {
     let mut names = util::NameGen::new(body);
     let span = top.iter().map(|&s| body.stmt(s).span).reduce(Span::to).unwrap_or(Span::DUMMY);
-    let (flag_stmt, flag) = body.new_stmt_with_result(
-        StmtKind::Alloca(Scalar::I1),
-        names.fresh("ret.flag"),
-        Type::Slot(Scalar::I1),
-        span,
-    );
+    let (flag_stmt, flag) =
+        body.new_stmt_with_result(StmtKind::Alloca(Scalar::I1), names.fresh("ret.flag"), Type::Slot(Scalar::I1), span);
     let inner = body.new_block();
     body.blocks[inner] = top.to_vec();
     let brk = body.new_stmt(StmtKind::Break, span);
@@ -534,10 +534,9 @@ fn fref(field: &Name, span: Span) -> FieldRef {
 /// The values a `for` reads in its bounds.
 fn header_values(body: &Body, s: Stmt) -> HashSet<Value> {
     match &body.stmt(s).kind {
-        StmtKind::For { lo, hi, .. } => [lo, hi]
-            .into_iter()
-            .filter_map(|b| if let Bound::Value(v) = b { Some(*v) } else { None })
-            .collect(),
+        StmtKind::For { lo, hi, .. } => {
+            [lo, hi].into_iter().filter_map(|b| if let Bound::Value(v) = b { Some(*v) } else { None }).collect()
+        }
         _ => HashSet::new(),
     }
 }

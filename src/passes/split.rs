@@ -113,7 +113,10 @@ pub fn split_module(m: &Module) -> Result<Vec<Module>, Diagnostic> {
         None if m.name.is_some() || has_items || has_launches => return Ok(vec![m.clone()]),
         Some(k) if has_items || has_launches => {
             return Err(Diagnostic::error(
-                format!("kernel @{} holds tasks in a module that is already split (it has task items or launches)", k.name),
+                format!(
+                    "kernel @{} holds tasks in a module that is already split (it has task items or launches)",
+                    k.name
+                ),
                 k.span,
             ))
         }
@@ -290,14 +293,7 @@ pub fn extract_task(k: &Kernel, s: Stmt) -> TaskItem {
     let kind = cp.kind(kind, Stmt::HEADER);
     let entry = cp.dst.entry;
     cp.fill(*root, entry);
-    TaskItem {
-        name: name.clone(),
-        kernel: k.name.clone(),
-        params,
-        kind,
-        body: cp.dst,
-        span: src.stmt(s).span,
-    }
+    TaskItem { name: name.clone(), kernel: k.name.clone(), params, kind, body: cp.dst, span: src.stmt(s).span }
 }
 
 /// Copies statements from one body into another, renumbering values and

@@ -68,7 +68,11 @@ fn split_mixed(m: Module) -> Result<Vec<Module>, Diagnostics> {
         Item::Field(_) | Item::Func(_) => true,
     };
     let mut todo = Stream {
-        modules: vec![Module { name: m.name.clone(), items: m.items.iter().filter(|it| kept(it)).cloned().collect(), span: m.span }],
+        modules: vec![Module {
+            name: m.name.clone(),
+            items: m.items.iter().filter(|it| kept(it)).cloned().collect(),
+            span: m.span,
+        }],
     };
     super::run_passes(&super::default_pipeline(), &mut todo)?;
     // `split-tasks` puts the launch module last, after the task modules.

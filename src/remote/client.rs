@@ -57,7 +57,8 @@ pub fn connect(settings: &RemoteSettings) -> RedisResult<Conn> {
         Endpoint::Single(url) => {
             let info = url.as_str().into_connection_info()?;
             let redis = info.redis_settings().clone().set_skip_set_lib_name();
-            let con = redis::Client::open(info.set_redis_settings(redis))?.get_connection_with_timeout(settings.connect_timeout)?;
+            let con = redis::Client::open(info.set_redis_settings(redis))?
+                .get_connection_with_timeout(settings.connect_timeout)?;
             con.set_read_timeout(Some(settings.connect_timeout))?;
             con.set_write_timeout(Some(settings.connect_timeout))?;
             Ok(Conn::Single(Single { con, answered: false, timeout: settings.timeout }))

@@ -170,7 +170,13 @@ mod tests {
     use crate::config::{LaunchMeta, MetaKind};
 
     fn record(key: &Key) -> Vec<u8> {
-        let meta = LaunchMeta { task: "t".into(), entry_symbol: "e".into(), kind: MetaKind::Serial, params: vec![], fields: vec![] };
+        let meta = LaunchMeta {
+            task: "t".into(),
+            entry_symbol: "e".into(),
+            kind: MetaKind::Serial,
+            params: vec![],
+            fields: vec![],
+        };
         let producer = Producer { kiln_version: "0".into(), llvm_version: "22".into(), created_unix: 1, compile_ms: 0 };
         record::encode(key, &meta, &producer, b"\x7fELF object").unwrap()
     }
@@ -206,7 +212,10 @@ mod tests {
         assert_eq!(open("t", &key, &unsigned, none), Err(Rejected::WrongName));
         assert_eq!(open("s", &other, &unsigned, none), Err(Rejected::WrongName));
         // A record of another key sealed under this key's name.
-        assert_eq!(open("s", &key, &seal(&name, &record(&other), None), none), Err(Rejected::KeyMismatch { found: other.to_hex() }));
+        assert_eq!(
+            open("s", &key, &seal(&name, &record(&other), None), none),
+            Err(Rejected::KeyMismatch { found: other.to_hex() })
+        );
         assert_eq!(open("s", &key, b"garbage", none), Err(Rejected::NotAnEnvelope));
         for len in [0, 8, ENVELOPE_LEN, unsigned.len() - 1] {
             assert!(open("s", &key, &unsigned[..len], none).is_err(), "{len}");
@@ -220,6 +229,9 @@ mod tests {
         damaged[70] ^= 1;
         assert!(matches!(open("s", &key, &seal(&name, &damaged, None), none), Err(Rejected::Record { .. })));
         let small = Expect { mac: None, limit: unsigned.len() as u64 - 1 };
-        assert_eq!(open("s", &key, &unsigned, small), Err(Rejected::Oversized { len: unsigned.len() as u64, limit: small.limit }));
+        assert_eq!(
+            open("s", &key, &unsigned, small),
+            Err(Rejected::Oversized { len: unsigned.len() as u64, limit: small.limit })
+        );
     }
 }

@@ -159,7 +159,13 @@ impl Inspector<'_> {
             s.records.sort_by_key(|r| r.key);
         }
         other_keys.sort();
-        Ok(RemoteListing { remote: self.remote.clone(), nodes, scopes: scopes.into_values().collect(), total, other_keys })
+        Ok(RemoteListing {
+            remote: self.remote.clone(),
+            nodes,
+            scopes: scopes.into_values().collect(),
+            total,
+            other_keys,
+        })
     }
 
     fn describe(&self, name: String, scope: &str, key: Key, value: &[u8]) -> RemoteRecord {
@@ -168,7 +174,16 @@ impl Inspector<'_> {
             Ok(r) => (Some(r.meta.task), Some(r.producer.created_unix), None),
             Err(why) => (None, None, Some(why)),
         };
-        RemoteRecord { name, scope: scope.to_string(), key, size: value.len() as u64, signed, task, created_unix, problem }
+        RemoteRecord {
+            name,
+            scope: scope.to_string(),
+            key,
+            size: value.len() as u64,
+            signed,
+            task,
+            created_unix,
+            problem,
+        }
     }
 
     /// Checks every record; with `fix`, deletes the bad ones.
@@ -195,9 +210,9 @@ impl Inspector<'_> {
         let mut after = listing.total;
         for s in &listing.scopes {
             for r in &s.records {
-                let old = plan.older_than.is_some_and(|age| {
-                    r.created_unix.is_some_and(|c| now_unix.saturating_sub(c) > age.as_secs())
-                });
+                let old = plan
+                    .older_than
+                    .is_some_and(|age| r.created_unix.is_some_and(|c| now_unix.saturating_sub(c) > age.as_secs()));
                 let reason = match (plan.foreign_scopes && !s.this_host, old) {
                     (true, _) => "foreign-scope",
                     (false, true) => "older-than",

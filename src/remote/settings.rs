@@ -11,11 +11,11 @@
 //! scheme, or a secret file that is short or readable by others; every
 //! refusal names the setting and where it came from (usage errors).
 
+use crate::settings::{Flag, Settings, Source};
 use redis::IntoConnectionInfo;
 use std::fmt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use crate::settings::{Flag, Settings, Source};
 use std::time::Duration;
 
 /// The fewest bytes a secret file may hold.
@@ -37,7 +37,8 @@ impl Endpoint {
     /// `rediss://...` (TLS), `redis+cluster://[USER:PASS@]HOST:PORT[,HOST:PORT...]`
     /// or `rediss+cluster://...`. Each node URL is checked by the crate.
     pub fn parse(url: &str) -> Result<Endpoint, String> {
-        let (scheme, rest) = url.split_once("://").ok_or_else(|| format!("'{url}' is not a URL (expected redis://HOST:PORT)"))?;
+        let (scheme, rest) =
+            url.split_once("://").ok_or_else(|| format!("'{url}' is not a URL (expected redis://HOST:PORT)"))?;
         let node_scheme = match scheme {
             "redis" | "rediss" => {
                 url.into_connection_info().map_err(|e| format!("'{url}': {e}"))?;
@@ -223,7 +224,10 @@ mod tests {
 
     #[test]
     fn urls() {
-        assert_eq!(Endpoint::parse("redis://127.0.0.1:6379").unwrap(), Endpoint::Single("redis://127.0.0.1:6379".into()));
+        assert_eq!(
+            Endpoint::parse("redis://127.0.0.1:6379").unwrap(),
+            Endpoint::Single("redis://127.0.0.1:6379".into())
+        );
         assert_eq!(Endpoint::parse("redis://u:p@h:1/3").unwrap(), Endpoint::Single("redis://u:p@h:1/3".into()));
         assert_eq!(
             Endpoint::parse("redis+cluster://u:p@a:1,b:2/").unwrap(),
@@ -249,7 +253,10 @@ mod tests {
         let s = resolve(&flags(Some("redis://f:1")), &vars).unwrap().unwrap();
         assert_eq!(s.endpoint, Endpoint::Single("redis://f:1".into()));
         assert!(s.read_only);
-        assert_eq!((s.connect_timeout, s.timeout, s.ttl), (Duration::from_millis(100), Duration::from_millis(250), Some(7 * 86400)));
+        assert_eq!(
+            (s.connect_timeout, s.timeout, s.ttl),
+            (Duration::from_millis(100), Duration::from_millis(250), Some(7 * 86400))
+        );
         assert_eq!(s.max_value_len, super::super::envelope::MAX_VALUE_LEN);
         let s = resolve(&flags(None), &vars).unwrap().unwrap();
         assert_eq!(s.endpoint, Endpoint::Single("redis://e:1".into()));
@@ -261,7 +268,8 @@ mod tests {
     fn a_config_file_url_comes_last() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("kiln")).unwrap();
-        std::fs::write(dir.path().join("kiln/kiln.toml"), "remote = \"redis://file:1\"\nremote_timeout = \"3s\"\n").unwrap();
+        std::fs::write(dir.path().join("kiln/kiln.toml"), "remote = \"redis://file:1\"\nremote_timeout = \"3s\"\n")
+            .unwrap();
         let conf = dir.path().to_str().unwrap();
         let s = resolve(&flags(None), &[("XDG_CONFIG_HOME", conf)]).unwrap().unwrap();
         assert_eq!((s.endpoint, s.timeout), (Endpoint::Single("redis://file:1".into()), Duration::from_secs(3)));

@@ -10,11 +10,7 @@ use super::*;
 
 impl<'a, 'd> BodyChecker<'a, 'd> {
     /// Checks one body; returns its nesting and the calls it makes.
-    pub(super) fn run(
-        cx: &'a ModuleCx<'a>,
-        owner: Owner<'a>,
-        diags: &'d mut Vec<Diagnostic>,
-    ) -> Nesting {
+    pub(super) fn run(cx: &'a ModuleCx<'a>, owner: Owner<'a>, diags: &'d mut Vec<Diagnostic>) -> Nesting {
         let body = owner.body();
         let mut ck = BodyChecker {
             cx,
@@ -40,11 +36,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         }
         // The entry block's context: a task item's body is its task's top
         // level (one deeper, parallel when the task is).
-        let top = Cx {
-            loop_cx: LoopCx::None,
-            depth: 0,
-            task: None,
-        };
+        let top = Cx { loop_cx: LoopCx::None, depth: 0, task: None };
         let entry_cx = match owner {
             Owner::Func(_) => top,
             Owner::Kernel(k) => {
@@ -56,16 +48,8 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 for &v in t.kind.vars() {
                     ck.visible[v.index()] = true;
                 }
-                let loop_cx = if parallel {
-                    LoopCx::Parallel
-                } else {
-                    LoopCx::None
-                };
-                Cx {
-                    loop_cx,
-                    depth: 1,
-                    task: None,
-                }
+                let loop_cx = if parallel { LoopCx::Parallel } else { LoopCx::None };
+                Cx { loop_cx, depth: 1, task: None }
             }
         };
         ck.block(body.entry, entry_cx);
@@ -95,13 +79,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             Owner::Kernel(k) => (k.name.clone(), "kernel", k.span),
             Owner::TaskItem(t) => (t.name.clone(), "task", t.span),
         };
-        Nesting {
-            name,
-            what,
-            span,
-            deepest: self.deepest,
-            calls: self.calls,
-        }
+        Nesting { name, what, span, deepest: self.deepest, calls: self.calls }
     }
 
     /// The level of a block checked in `cx` (see [`Nesting`]): a body's
@@ -133,10 +111,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         if top.iter().any(is_task) {
             if let Some(s) = top.iter().find(|s| !is_task(s)) {
                 self.err(
-                    format!(
-                        "statement outside a task in kernel @{}, whose body holds tasks",
-                        k.name
-                    ),
+                    format!("statement outside a task in kernel @{}, whose body holds tasks", k.name),
                     body.stmt(*s).span,
                 );
             }

@@ -16,11 +16,7 @@ use super::*;
 ///
 /// Reports each strongly connected component of the call graph that has a
 /// cycle once, at a call that closes it, naming the cycle.
-pub(super) fn check_recursion(
-    graph: &CallGraph<'_>,
-    sccs: &[Vec<usize>],
-    diags: &mut Vec<Diagnostic>,
-) {
+pub(super) fn check_recursion(graph: &CallGraph<'_>, sccs: &[Vec<usize>], diags: &mut Vec<Diagnostic>) {
     let succ = &graph.succ;
     for scc in sccs {
         if !graph.is_cycle(scc) {
@@ -60,15 +56,9 @@ pub(super) fn check_recursion(
         }
         path.extend(tail.into_iter().rev());
         path.push(start);
-        let names: Vec<String> = path
-            .iter()
-            .map(|&i| format!("@{}", graph.bodies[i].name))
-            .collect();
+        let names: Vec<String> = path.iter().map(|&i| format!("@{}", graph.bodies[i].name)).collect();
         diags.push(Diagnostic::error(
-            format!(
-                "recursive call: {} (recursion is not allowed)",
-                names.join(" -> ")
-            ),
+            format!("recursive call: {} (recursion is not allowed)", names.join(" -> ")),
             span,
         ));
     }
@@ -79,11 +69,7 @@ pub(super) fn check_recursion(
 /// outermost offender is reported: not a function that a body already
 /// reported calls. Bodies in a cycle (reported as recursion) count only
 /// their own blocks.
-pub(super) fn check_call_depth(
-    graph: &CallGraph<'_>,
-    sccs: &[Vec<usize>],
-    diags: &mut Vec<Diagnostic>,
-) {
+pub(super) fn check_call_depth(graph: &CallGraph<'_>, sccs: &[Vec<usize>], diags: &mut Vec<Diagnostic>) {
     let n = graph.bodies.len();
     // Tarjan's components come callees first, so one pass in that order
     // sees every callee's depth before its callers.
@@ -135,12 +121,7 @@ pub(super) fn call_path(bodies: &[Nesting], path: &[usize]) -> String {
     }
     let head: Vec<String> = path[..SHOW].iter().map(name).collect();
     let tail: Vec<String> = path[path.len() - SHOW..].iter().map(name).collect();
-    format!(
-        "{} -> ... ({} more) -> {}",
-        head.join(" -> "),
-        path.len() - 2 * SHOW,
-        tail.join(" -> ")
-    )
+    format!("{} -> ... ({} more) -> {}", head.join(" -> "), path.len() - 2 * SHOW, tail.join(" -> "))
 }
 
 /// Strongly connected components (Tarjan's algorithm, iterative so that
@@ -202,33 +183,19 @@ pub(super) fn tarjan(succ: &[Vec<(usize, Span)>]) -> Vec<Vec<usize>> {
 impl<'b> CallGraph<'b> {
     pub(super) fn new(bodies: &'b [Nesting]) -> Self {
         let mut index: HashMap<&str, usize> = HashMap::new();
-        for (i, b) in bodies
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.what == "function")
-        {
+        for (i, b) in bodies.iter().enumerate().filter(|(_, b)| b.what == "function") {
             index.entry(b.name.as_str()).or_insert(i);
         }
         let resolved = |b: &'b Nesting| {
-            b.calls
-                .iter()
-                .filter_map(|c| index.get(c.callee.as_str()).map(|&j| (j, c)))
-                .collect::<Vec<_>>()
+            b.calls.iter().filter_map(|c| index.get(c.callee.as_str()).map(|&j| (j, c))).collect::<Vec<_>>()
         };
-        let (mut succ, mut levels) = (
-            Vec::with_capacity(bodies.len()),
-            Vec::with_capacity(bodies.len()),
-        );
+        let (mut succ, mut levels) = (Vec::with_capacity(bodies.len()), Vec::with_capacity(bodies.len()));
         for b in bodies {
             let calls = resolved(b);
             succ.push(calls.iter().map(|&(j, c)| (j, c.span)).collect());
             levels.push(calls.iter().map(|&(_, c)| c.level).collect());
         }
-        CallGraph {
-            bodies,
-            succ,
-            levels,
-        }
+        CallGraph { bodies, succ, levels }
     }
 
     /// Whether a strongly connected component holds a cycle.

@@ -31,10 +31,9 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 let vt = self.loop_var_type(*var, span);
                 for bound in [lo, hi] {
                     match bound {
-                        Bound::Field(name, fspan) => self.err(
-                            format!("field bound @{name}[] is only allowed in a task header"),
-                            *fspan,
-                        ),
+                        Bound::Field(name, fspan) => {
+                            self.err(format!("field bound @{name}[] is only allowed in a task header"), *fspan)
+                        }
                         _ => self.bound(bound, vt, s, false),
                     }
                 }
@@ -78,10 +77,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         let span = self.body.stmt(s).span;
         let ty = v.and_then(|v| self.scalar(v, s));
         if cx.task.is_some() || matches!(self.owner, Owner::TaskItem(_)) {
-            self.err(
-                "ret inside a task: a task runs to the end of its body",
-                span,
-            );
+            self.err("ret inside a task: a task runs to the end of its body", span);
             return;
         }
         match self.owner {
@@ -96,17 +92,10 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                         }
                     }
                 }
-                (Some(r), None) => self.err(
-                    format!("ret without a value in function @{} returning {r}", f.name),
-                    span,
-                ),
-                (None, Some(_)) => self.err(
-                    format!(
-                        "ret with a value in function @{}, which returns nothing",
-                        f.name
-                    ),
-                    span,
-                ),
+                (Some(r), None) => self.err(format!("ret without a value in function @{} returning {r}", f.name), span),
+                (None, Some(_)) => {
+                    self.err(format!("ret with a value in function @{}, which returns nothing", f.name), span)
+                }
                 (None, None) => {}
             },
             // A plain `ret` ends the kernel early.
@@ -126,10 +115,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         match vd.ty {
             Type::Scalar(t @ (Scalar::I32 | Scalar::I64)) => Some(t),
             t => {
-                self.err(
-                    format!("loop variable %{} must be i32 or i64, found {t}", vd.name),
-                    span,
-                );
+                self.err(format!("loop variable %{} must be i32 or i64, found {t}", vd.name), span);
                 None
             }
         }
@@ -163,10 +149,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 if let (Some(t), Some(vt)) = (t, var_ty) {
                     if t != vt {
                         self.err(
-                            format!(
-                                "loop bound %{} has type {t}, but the loop variable is {vt}",
-                                self.body.name(*v)
-                            ),
+                            format!("loop bound %{} has type {t}, but the loop variable is {vt}", self.body.name(*v)),
                             self.body.use_span(s, *v),
                         );
                     }
@@ -179,10 +162,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 };
                 if !f.shape.is_empty() {
                     self.err(
-                        format!(
-                            "range_for bound @{name} must be a 0-D field, but has rank {}",
-                            f.shape.len()
-                        ),
+                        format!("range_for bound @{name} must be a 0-D field, but has rank {}", f.shape.len()),
                         *fspan,
                     );
                 } else if let Some(vt) = var_ty {
@@ -202,12 +182,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     pub(super) fn task_header(&mut self, kind: &TaskKind, s: Option<Stmt>, span: Span) -> bool {
         match kind {
             TaskKind::Serial => false,
-            TaskKind::RangeFor {
-                var,
-                lo,
-                hi,
-                block_dim,
-            } => {
+            TaskKind::RangeFor { var, lo, hi, block_dim } => {
                 let vt = self.loop_var_type(*var, span);
                 if let Some(s) = s {
                     self.bound(lo, vt, s, true);
@@ -220,12 +195,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 }
                 true
             }
-            TaskKind::StructFor {
-                vars,
-                field,
-                field_span,
-                block_dim,
-            } => {
+            TaskKind::StructFor { vars, field, field_span, block_dim } => {
                 for &v in vars {
                     self.loop_var_type(v, span);
                 }
@@ -233,12 +203,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                     None => self.unknown(field, "field", *field_span),
                     Some(f) => {
                         if f.shape.is_empty() {
-                            self.err(
-                                format!(
-                                    "struct_for over 0-D field @{field}: it has no index space"
-                                ),
-                                *field_span,
-                            );
+                            self.err(format!("struct_for over 0-D field @{field}: it has no index space"), *field_span);
                         } else if f.shape.len() != vars.len() {
                             self.err(
                                 format!(
@@ -279,10 +244,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                     } else if let (Type::Scalar(t), Some(vt)) = (vd.ty, vt) {
                         if t != vt {
                             self.err(
-                                format!(
-                                    "loop bound %{} has type {t}, but the loop variable is {vt}",
-                                    vd.name
-                                ),
+                                format!("loop bound %{} has type {t}, but the loop variable is {vt}", vd.name),
                                 span,
                             );
                         }
@@ -298,10 +260,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 Bound::Field(name, fspan) => match self.cx.field(name) {
                     None => self.unknown(name, "field", *fspan),
                     Some(f) if !f.shape.is_empty() => self.err(
-                        format!(
-                            "range_for bound @{name} must be a 0-D field, but has rank {}",
-                            f.shape.len()
-                        ),
+                        format!("range_for bound @{name} must be a 0-D field, but has rank {}", f.shape.len()),
                         *fspan,
                     ),
                     Some(f) => {
@@ -349,7 +308,10 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 .find(|(kv, _)| k.body.values.get(**kv).is_some_and(|d| d.name == pname));
             match found {
                 None => self.err(
-                    format!("launch @{name}: the task reads parameter %{pname}, which kernel @{} does not have", k.name),
+                    format!(
+                        "launch @{name}: the task reads parameter %{pname}, which kernel @{} does not have",
+                        k.name
+                    ),
                     span,
                 ),
                 Some((_, kp)) if kp.ty != p.ty => self.err(

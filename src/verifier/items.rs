@@ -11,19 +11,13 @@ pub(super) fn check_field(f: &Field, diags: &mut Vec<Diagnostic>) {
     let name = &f.name;
     if f.shape.len() > MAX_RANK {
         diags.push(Diagnostic::error(
-            format!(
-                "field @{name} has rank {}, more than the maximum of {MAX_RANK}",
-                f.shape.len()
-            ),
+            format!("field @{name} has rank {}, more than the maximum of {MAX_RANK}", f.shape.len()),
             f.span,
         ));
         return;
     }
     if let Some(d) = f.shape.iter().position(|&e| e == 0) {
-        diags.push(Diagnostic::error(
-            format!("field @{name} has extent 0 in dimension {}", d + 1),
-            f.span,
-        ));
+        diags.push(Diagnostic::error(format!("field @{name} has extent 0 in dimension {}", d + 1), f.span));
         return;
     }
     let bytes = f
@@ -33,10 +27,7 @@ pub(super) fn check_field(f: &Field, diags: &mut Vec<Diagnostic>) {
         .filter(|&b| b <= MAX_FIELD_BYTES);
     if bytes.is_none() {
         diags.push(Diagnostic::error(
-            format!(
-                "field @{name} : {} is larger than the limit of 2^40 bytes",
-                field_type(f)
-            ),
+            format!("field @{name} : {} is larger than the limit of 2^40 bytes", field_type(f)),
             f.span,
         ));
     }
@@ -66,39 +57,27 @@ pub(super) fn check_params(
     for (i, (p, &v)) in params.iter().zip(&body.params).enumerate() {
         let Some(vd) = body.values.get(v) else {
             diags.push(Diagnostic::error(
-                format!(
-                    "malformed IR: parameter {} of {owner} is out of range",
-                    i + 1
-                ),
+                format!("malformed IR: parameter {} of {owner} is out of range", i + 1),
                 p.span,
             ));
             continue;
         };
         if vd.def != ValueDef::Param(i as u32) || vd.ty != Type::Scalar(p.ty) {
             diags.push(Diagnostic::error(
-                format!(
-                    "malformed IR: parameter %{} of {owner} does not match its declaration",
-                    vd.name
-                ),
+                format!("malformed IR: parameter %{} of {owner} does not match its declaration", vd.name),
                 p.span,
             ));
         }
         let Some(d) = p.default else { continue };
         if !defaults_allowed {
             diags.push(Diagnostic::error(
-                format!(
-                    "parameter %{} of {owner} has a default value; only kernel parameters may",
-                    vd.name
-                ),
+                format!("parameter %{} of {owner} has a default value; only kernel parameters may", vd.name),
                 p.span,
             ));
             continue;
         }
         if let Some(msg) = default_error(d, p.ty) {
-            diags.push(Diagnostic::error(
-                format!("default value of %{} {msg}", vd.name),
-                p.span,
-            ));
+            diags.push(Diagnostic::error(format!("default value of %{} {msg}", vd.name), p.span));
         }
     }
 }

@@ -82,21 +82,15 @@ pub fn verify(stream: &Stream) -> Result<(), Diagnostics> {
 
 /// A module of a stream must have a name that no earlier module has (an
 /// unnamed module is only allowed alone).
-fn check_module_name<'a>(
-    stream: &Stream,
-    m: &'a Module,
-    seen: &mut HashMap<&'a str, ()>,
-    diags: &mut Vec<Diagnostic>,
-) {
+fn check_module_name<'a>(stream: &Stream, m: &'a Module, seen: &mut HashMap<&'a str, ()>, diags: &mut Vec<Diagnostic>) {
     match &m.name {
         Some(n) if seen.insert(n.as_str(), ()).is_some() => {
             diags.push(Diagnostic::error(format!("duplicate module @{n}"), m.span));
         }
         Some(_) => {}
-        None if stream.is_multi() => diags.push(Diagnostic::error(
-            "module without a name in a stream of named modules",
-            m.span,
-        )),
+        None if stream.is_multi() => {
+            diags.push(Diagnostic::error("module without a name in a stream of named modules", m.span))
+        }
         None => {}
     }
 }
@@ -209,8 +203,7 @@ impl<'a> ModuleCx<'a> {
     /// Indexes a module's items by name (the first of a name wins) and
     /// reports the later ones as duplicates.
     fn new(m: &'a Module, stream: Option<&'a Stream>, diags: &mut Vec<Diagnostic>) -> Self {
-        let mut items: FxMap<&str, &Item> =
-            FxMap::with_capacity_and_hasher(m.items.len(), Default::default());
+        let mut items: FxMap<&str, &Item> = FxMap::with_capacity_and_hasher(m.items.len(), Default::default());
         for it in &m.items {
             match items.get(it.name()) {
                 Some(first) => diags.push(duplicate_item(it.name(), it.span(), first.span())),
@@ -219,18 +212,13 @@ impl<'a> ModuleCx<'a> {
                 }
             }
         }
-        ModuleCx {
-            module: m,
-            stream,
-            items,
-        }
+        ModuleCx { module: m, stream, items }
     }
 }
 
 /// `duplicate item @x` at `span`, with a note at the first definition.
 fn duplicate_item(name: &str, span: Span, first: Span) -> Diagnostic {
-    Diagnostic::error(format!("duplicate item @{name}"), span)
-        .with_note_at(PREVIOUS_DEFINITION, first)
+    Diagnostic::error(format!("duplicate item @{name}"), span).with_note_at(PREVIOUS_DEFINITION, first)
 }
 
 /// The note at the first of two definitions of one name.
@@ -253,52 +241,20 @@ fn check_item(cx: &ModuleCx<'_>, it: &Item, diags: &mut Vec<Diagnostic>) -> Item
     match it {
         Item::Field(f) => check_field(f, diags),
         Item::Func(f) => {
-            check_params(
-                &f.body,
-                &f.params,
-                false,
-                &format!("@{}", f.name),
-                f.span,
-                diags,
-            );
+            check_params(&f.body, &f.params, false, &format!("@{}", f.name), f.span, diags);
             facts.nesting = Some(BodyChecker::run(cx, Owner::Func(f), diags));
         }
         Item::Kernel(k) => {
-            check_params(
-                &k.body,
-                &k.params,
-                true,
-                &format!("@{}", k.name),
-                k.span,
-                diags,
-            );
+            check_params(&k.body, &k.params, true, &format!("@{}", k.name), k.span, diags);
             facts.nesting = Some(BodyChecker::run(cx, Owner::Kernel(k), diags));
-            for &s in k
-                .body
-                .blocks
-                .get(k.body.entry)
-                .map(Vec::as_slice)
-                .unwrap_or(&[])
-            {
-                if let Some(StmtData {
-                    kind: StmtKind::Task { name, .. },
-                    span,
-                    ..
-                }) = k.body.stmts.get(s)
-                {
+            for &s in k.body.blocks.get(k.body.entry).map(Vec::as_slice).unwrap_or(&[]) {
+                if let Some(StmtData { kind: StmtKind::Task { name, .. }, span, .. }) = k.body.stmts.get(s) {
                     facts.task_stmts.push((name.clone(), *span));
                 }
             }
         }
         Item::Task(t) => {
-            check_params(
-                &t.body,
-                &t.params,
-                true,
-                &format!("task @{}", t.name),
-                t.span,
-                diags,
-            );
+            check_params(&t.body, &t.params, true, &format!("task @{}", t.name), t.span, diags);
             facts.nesting = Some(BodyChecker::run(cx, Owner::TaskItem(t), diags));
         }
     }
@@ -375,16 +331,8 @@ impl<'a> ItemVerifier<'a> {
             })
             .collect();
         check_fields_agree(signatures, &mut diags);
-        let wide = signatures
-            .modules
-            .iter()
-            .map(|_| ModuleWide::default())
-            .collect();
-        ItemVerifier {
-            modules,
-            wide,
-            diags,
-        }
+        let wide = signatures.modules.iter().map(|_| ModuleWide::default()).collect();
+        ItemVerifier { modules, wide, diags }
     }
 
     /// Checks one full item of module `module` (an index into the
@@ -395,9 +343,7 @@ impl<'a> ItemVerifier<'a> {
         let facts = match self.modules.get(module) {
             Some(cx) => check_item(cx, item, &mut diags),
             None => {
-                diags.push(Diagnostic::error_nospan(format!(
-                    "malformed stream: no module {module}"
-                )));
+                diags.push(Diagnostic::error_nospan(format!("malformed stream: no module {module}")));
                 ItemFacts::default()
             }
         };
@@ -587,11 +533,9 @@ fn ends_with_ret(body: &Body, b: Block) -> bool {
     // MAX_NESTING before this runs.
     match body.block(b).last().map(|&s| &body.stmt(s).kind) {
         Some(StmtKind::Ret(_)) => true,
-        Some(StmtKind::If {
-            then_blk,
-            else_blk: Some(e),
-            ..
-        }) => ends_with_ret(body, *then_blk) && ends_with_ret(body, *e),
+        Some(StmtKind::If { then_blk, else_blk: Some(e), .. }) => {
+            ends_with_ret(body, *then_blk) && ends_with_ret(body, *e)
+        }
         _ => false,
     }
 }

@@ -55,23 +55,14 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             ValueDef::Param(_) => {
                 // Parameters are visible everywhere; not visible means it is
                 // not one of this body's parameters.
-                self.err(
-                    format!(
-                        "malformed IR: %{name} is not a parameter of {}",
-                        self.owner.describe()
-                    ),
-                    stmt_span,
-                );
+                self.err(format!("malformed IR: %{name} is not a parameter of {}", self.owner.describe()), stmt_span);
             }
             d => match def_pos(self, d) {
                 Some(p) if p != NOT_PLACED => {
                     let msg = self.out_of_scope(v, s);
                     self.err(msg, stmt_span);
                 }
-                _ => self.err(
-                    format!("value %{name} is used but its definition is not in the body"),
-                    stmt_span,
-                ),
+                _ => self.err(format!("value %{name} is used but its definition is not in the body"), stmt_span),
             },
         }
     }
@@ -126,10 +117,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             Type::Scalar(t) => Some(t),
             Type::Slot(_) => {
                 let span = self.body.use_span(s, v);
-                self.err(
-                    format!("alloca slot %{} used as a scalar", self.body.name(v)),
-                    span,
-                );
+                self.err(format!("alloca slot %{} used as a scalar", self.body.name(v)), span);
                 None
             }
         }

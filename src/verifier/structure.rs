@@ -31,34 +31,15 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         let (owner, span) = (self.owner.describe(), self.owner_span());
         let nv = body.values.len();
         if body.entry.index() >= body.blocks.len() {
-            return Err((
-                format!("malformed IR: the entry block of {owner} is out of range"),
-                span,
-            ));
+            return Err((format!("malformed IR: the entry block of {owner} is out of range"), span));
         }
         if let Some(p) = body.params.iter().find(|p| p.index() >= nv) {
-            return Err((
-                format!(
-                    "malformed IR: parameter value {} of {owner} is out of range",
-                    p.0
-                ),
-                span,
-            ));
+            return Err((format!("malformed IR: parameter value {} of {owner} is out of range", p.0), span));
         }
         if let Owner::TaskItem(t) = self.owner {
-            let header = StmtKind::Task {
-                name: t.name.clone(),
-                kind: t.kind.clone(),
-                body: body.entry,
-            };
+            let header = StmtKind::Task { name: t.name.clone(), kind: t.kind.clone(), body: body.entry };
             if let Some(v) = out_of_range(&header, None, nv) {
-                return Err((
-                    format!(
-                        "malformed IR: value {} in the header of {owner} is out of range",
-                        v.0
-                    ),
-                    span,
-                ));
+                return Err((format!("malformed IR: value {} in the header of {owner} is out of range", v.0), span));
             }
         }
         Ok(())
@@ -82,26 +63,17 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             top.1 += 1;
             let sd = self.place(s, task)?;
             // A task's body is not nested deeper: it is the task's top level.
-            let (child_depth, inner_task) = if matches!(sd.kind, StmtKind::Task { .. }) {
-                (depth, Some(s))
-            } else {
-                (depth + 1, task)
-            };
+            let (child_depth, inner_task) =
+                if matches!(sd.kind, StmtKind::Task { .. }) { (depth, Some(s)) } else { (depth + 1, task) };
             let children = sd.kind.child_blocks();
             if children.clone().next().is_some() && child_depth > MAX_NESTING {
-                return Err((
-                    format!("statements nested more than {MAX_NESTING} levels deep"),
-                    sd.span,
-                ));
+                return Err((format!("statements nested more than {MAX_NESTING} levels deep"), sd.span));
             }
             // Push in reverse so that children are visited in print order.
             for c in children.rev() {
                 if c.index() >= block_seen.len() || block_seen[c.index()] {
                     let owner = self.owner.describe();
-                    return Err((
-                        format!("malformed IR: a block of {owner} is out of range or shared"),
-                        sd.span,
-                    ));
+                    return Err((format!("malformed IR: a block of {owner} is out of range or shared"), sd.span));
                 }
                 block_seen[c.index()] = true;
                 stack.push((c, 0, child_depth, inner_task));
@@ -116,30 +88,18 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         let body = self.body;
         let Some(sd) = body.stmts.get(s) else {
             let owner = self.owner.describe();
-            return Err((
-                format!("malformed IR: statement {} in {owner} is out of range", s.0),
-                self.owner_span(),
-            ));
+            return Err((format!("malformed IR: statement {} in {owner} is out of range", s.0), self.owner_span()));
         };
         if self.pos[s.index()] != NOT_PLACED {
             let owner = self.owner.describe();
-            return Err((
-                format!("malformed IR: a statement of {owner} is placed twice"),
-                sd.span,
-            ));
+            return Err((format!("malformed IR: a statement of {owner} is placed twice"), sd.span));
         }
         self.pos[s.index()] = self.order.len() as u32;
         self.order.push(s);
         self.task_of[s.index()] = task;
         if let Some(v) = out_of_range(&sd.kind, sd.result, body.values.len()) {
             let owner = self.owner.describe();
-            return Err((
-                format!(
-                    "malformed IR: value {} used in {owner} is out of range",
-                    v.0
-                ),
-                sd.span,
-            ));
+            return Err((format!("malformed IR: value {} used in {owner} is out of range", v.0), sd.span));
         }
         Ok(sd)
     }
@@ -158,32 +118,19 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             if let Some(r) = sd.result {
                 if body.value(r).def != ValueDef::Result(s) {
                     self.err(
-                        format!(
-                            "malformed IR: value %{} does not name its defining statement",
-                            body.name(r)
-                        ),
+                        format!("malformed IR: value %{} does not name its defining statement", body.name(r)),
                         sd.span,
                     );
                 }
                 self.define_name(r, scope);
             }
             // A task's variables belong to the task.
-            let var_scope = if matches!(sd.kind, StmtKind::Task { .. }) {
-                s.0 + 1
-            } else {
-                scope
-            };
+            let var_scope = if matches!(sd.kind, StmtKind::Task { .. }) { s.0 + 1 } else { scope };
             let mut bound = Vec::new();
             sd.kind.for_each_bound_var(|v| bound.push(v));
             for (k, v) in bound.iter().enumerate() {
                 if body.value(*v).def != ValueDef::LoopVar(s, k as u32) {
-                    self.err(
-                        format!(
-                            "malformed IR: loop variable %{} does not name its loop",
-                            body.name(*v)
-                        ),
-                        sd.span,
-                    );
+                    self.err(format!("malformed IR: loop variable %{} does not name its loop", body.name(*v)), sd.span);
                 }
                 self.define_name(*v, var_scope);
             }
@@ -192,11 +139,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             for (k, &v) in t.kind.vars().iter().enumerate() {
                 if !matches!(body.value(v).def, ValueDef::LoopVar(_, i) if i == k as u32) {
                     self.err(
-                        format!(
-                            "malformed IR: %{} is not a loop variable of task @{}",
-                            body.name(v),
-                            t.name
-                        ),
+                        format!("malformed IR: %{} is not a loop variable of task @{}", body.name(v), t.name),
                         t.span,
                     );
                 }
@@ -218,8 +161,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
 
     pub(super) fn define_name(&mut self, v: Value, scope: u32) {
         let rank = self.defs.len() as u32;
-        self.defs
-            .push((self.body.value(v).name.as_str(), scope, rank, v));
+        self.defs.push((self.body.value(v).name.as_str(), scope, rank, v));
     }
 
     /// Reports every definition of a name after the first that it clashes
@@ -227,8 +169,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     /// defined in scope 0; a note points at the definition it clashes with
     /// (the one before it in its scope, else the one in scope 0).
     pub(super) fn duplicate_names(&mut self) {
-        self.defs
-            .sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+        self.defs.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
         // The first definition of the current name, when it is in scope 0.
         let mut group_scope0 = None;
         for i in 0..self.defs.len() {
@@ -238,11 +179,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 group_scope0 = (scope == 0).then_some(v);
                 continue;
             };
-            let earlier = if prev.1 == scope {
-                Some(prev.3)
-            } else {
-                group_scope0
-            };
+            let earlier = if prev.1 == scope { Some(prev.3) } else { group_scope0 };
             if let Some(first) = earlier.filter(|&first| first != v && prev.3 != v) {
                 let body = self.body;
                 self.diags.push(

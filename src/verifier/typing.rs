@@ -14,9 +14,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         let kind = &self.body.stmt(s).kind;
         let (rule, ty) = match kind.defines() {
             Defines::IfCalleeReturns => {
-                let StmtKind::Call(name, args, cspan) = kind else {
-                    unreachable!("only call depends on its callee")
-                };
+                let StmtKind::Call(name, args, cspan) = kind else { unreachable!("only call depends on its callee") };
                 self.call(name, args, *cspan, s, Self::level(cx))
             }
             Defines::Never if !matches!(kind, StmtKind::Store(..) | StmtKind::StoreSlot(..)) => {
@@ -26,11 +24,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             defines => {
                 // The result's type is the IR's rule, once the operands
                 // are known to be well typed (no follow-on errors).
-                let ty = if self.operand_types(s) {
-                    crate::ir::result_type(kind, &*self)
-                } else {
-                    None
-                };
+                let ty = if self.operand_types(s) { crate::ir::result_type(kind, &*self) } else { None };
                 (ResultRule::from(defines), ty)
             }
         };
@@ -44,10 +38,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         match &sd.kind {
             StmtKind::Const(c) => {
                 if !canonical(*c) {
-                    self.err(
-                        format!("constant {} does not fit {}", c.bits as i64, c.ty),
-                        sd.span,
-                    );
+                    self.err(format!("constant {} does not fit {}", c.bits as i64, c.ty), sd.span);
                 }
                 true
             }
@@ -101,17 +92,14 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     }
 
     fn binary(&mut self, s: Stmt, op: BinOp, a: Value, b: Value) -> bool {
-        let Some(t) = self.same_scalars(s, a, b, 1, |ta, tb| {
-            format!("type mismatch: {} of {ta} and {tb}", op.keyword())
-        }) else {
+        let Some(t) =
+            self.same_scalars(s, a, b, 1, |ta, tb| format!("type mismatch: {} of {ta} and {tb}", op.keyword()))
+        else {
             return false;
         };
         if !op.accepts(t) {
             let at = self.body.operand_span(s, 0);
-            self.err(
-                format!("{} does not accept operands of type {t}", op.keyword()),
-                at,
-            );
+            self.err(format!("{} does not accept operands of type {t}", op.keyword()), at);
             return false;
         }
         true
@@ -123,10 +111,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         };
         if !op.accepts(t) {
             let at = self.body.operand_span(s, 0);
-            self.err(
-                format!("{} does not accept an operand of type {t}", op.keyword()),
-                at,
-            );
+            self.err(format!("{} does not accept an operand of type {t}", op.keyword()), at);
             return false;
         }
         true
@@ -137,10 +122,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             let at = self.body.operand_span(s, 0);
             self.err(format!("select condition must be i1, found {tc}"), at);
         }
-        self.same_scalars(s, a, b, 2, |ta, tb| {
-            format!("type mismatch: select of {ta} and {tb}")
-        })
-        .is_some()
+        self.same_scalars(s, a, b, 2, |ta, tb| format!("type mismatch: select of {ta} and {tb}")).is_some()
     }
 
     fn store(&mut self, s: Stmt, r: &FieldRef, v: Value) {
@@ -149,10 +131,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         if let (Some(e), Some(t)) = (elem, tv) {
             if e != t {
                 let at = self.body.operand_span(s, r.indices.len());
-                self.err(
-                    format!("type mismatch: store of {t} to field @{} of {e}", r.field),
-                    at,
-                );
+                self.err(format!("type mismatch: store of {t} to field @{} of {e}", r.field), at);
             }
         }
     }
@@ -162,18 +141,10 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         let tv = self.scalar(v, s);
         let Some(e) = elem else { return false };
         if !op.accepts(e) {
-            let msg = format!(
-                "atomic {} does not accept field @{} of {e}",
-                op.keyword(),
-                r.field
-            );
+            let msg = format!("atomic {} does not accept field @{} of {e}", op.keyword(), r.field);
             self.err(msg, self.body.stmt(s).span);
         } else if let Some(t) = tv.filter(|&t| t != e) {
-            let msg = format!(
-                "type mismatch: atomic {} of {t} on field @{} of {e}",
-                op.keyword(),
-                r.field
-            );
+            let msg = format!("type mismatch: atomic {} of {t} on field @{} of {e}", op.keyword(), r.field);
             self.err(msg, self.body.operand_span(s, r.indices.len()));
         }
         true
@@ -196,10 +167,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         let slot = self.slot(s, p, "store to");
         if let (Some(e), Some(t)) = (slot, self.scalar(v, s)) {
             if e != t {
-                let msg = format!(
-                    "type mismatch: store of {t} to slot %{} of {e}",
-                    self.body.name(p)
-                );
+                let msg = format!("type mismatch: store of {t} to slot %{} of {e}", self.body.name(p));
                 self.err(msg, self.body.operand_span(s, 1));
             }
         }
@@ -210,16 +178,10 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     pub(super) fn result(&mut self, s: Stmt, rule: ResultRule, ty: Option<Type>) {
         let sd = self.body.stmt(s);
         match (sd.result, rule) {
-            (None, ResultRule::Required) => {
-                self.err("malformed IR: this statement must define a value", sd.span)
+            (None, ResultRule::Required) => self.err("malformed IR: this statement must define a value", sd.span),
+            (Some(r), ResultRule::Forbidden) => {
+                self.err(format!("this statement defines no value, but is named %{}", self.body.name(r)), sd.span)
             }
-            (Some(r), ResultRule::Forbidden) => self.err(
-                format!(
-                    "this statement defines no value, but is named %{}",
-                    self.body.name(r)
-                ),
-                sd.span,
-            ),
             (Some(r), _) => {
                 let vd = self.body.value(r);
                 if ty.is_none() {
@@ -230,10 +192,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 if let Some(t) = ty {
                     if t != vd.ty {
                         self.err(
-                            format!(
-                                "malformed IR: %{} has type {} but its statement gives {t}",
-                                vd.name, vd.ty
-                            ),
+                            format!("malformed IR: %{} has type {} but its statement gives {t}", vd.name, vd.ty),
                             vd.span,
                         );
                     }
@@ -251,10 +210,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         for (k, &i) in r.indices.iter().enumerate() {
             match self.scalar(i, s) {
                 Some(Scalar::I32 | Scalar::I64) | None => {}
-                Some(t) => self.err(
-                    format!("field index must be i32 or i64, found {t}"),
-                    self.body.operand_span(s, k),
-                ),
+                Some(t) => self.err(format!("field index must be i32 or i64, found {t}"), self.body.operand_span(s, k)),
             }
         }
         let Some(f) = self.cx.field(&r.field) else {
@@ -313,11 +269,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 return (ResultRule::Optional, None);
             }
         };
-        self.calls.push(CallSite {
-            callee: name.clone(),
-            span: cspan,
-            level,
-        });
+        self.calls.push(CallSite { callee: name.clone(), span: cspan, level });
         if args.len() != f.params.len() {
             self.err(
                 format!(
@@ -332,11 +284,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 if let Some(t) = t {
                     if *t != p.ty {
                         self.err(
-                            format!(
-                                "argument {} of call to @{name} has type {t}, expected {}",
-                                i + 1,
-                                p.ty
-                            ),
+                            format!("argument {} of call to @{name} has type {t}, expected {}", i + 1, p.ty),
                             self.body.operand_span(s, i),
                         );
                     }
@@ -348,13 +296,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             Some(r) => (ResultRule::Optional, Some(Type::Scalar(r))),
             None => {
                 if let Some(r) = self.body.stmt(s).result {
-                    self.err(
-                        format!(
-                            "@{name} returns no value, but its call is named %{}",
-                            self.body.name(r)
-                        ),
-                        cspan,
-                    );
+                    self.err(format!("@{name} returns no value, but its call is named %{}", self.body.name(r)), cspan);
                 }
                 (ResultRule::Optional, None)
             }

@@ -390,7 +390,8 @@ impl<'c> Gen<'c> {
     }
 
     fn unary(&mut self) {
-        let ty = *self.rng.pick(&[Scalar::I1, Scalar::I32, Scalar::I64, Scalar::F32, Scalar::F64, Scalar::F32, Scalar::F64]);
+        let ty =
+            *self.rng.pick(&[Scalar::I1, Scalar::I32, Scalar::I64, Scalar::F32, Scalar::F64, Scalar::F32, Scalar::F64]);
         let ops: &[&str] = match ty {
             Scalar::I1 => &["not"],
             Scalar::I32 | Scalar::I64 => &["neg", "not", "abs"],
@@ -648,7 +649,9 @@ impl<'c> Gen<'c> {
             let n = 2 + self.rng.below(6);
             self.stmts(n);
             for f in ["ma", "mb"] {
-                if self.par.as_ref().is_some_and(|p| p.owned.first() == Some(&f)) || self.rng.chance(30) && self.par.as_ref().is_some_and(|p| p.owned.contains(&f)) {
+                if self.par.as_ref().is_some_and(|p| p.owned.first() == Some(&f))
+                    || self.rng.chance(30) && self.par.as_ref().is_some_and(|p| p.owned.contains(&f))
+                {
                     self.store(f);
                 }
             }

@@ -65,12 +65,7 @@ pub fn tool(bin: &str, home: &Path) -> Command {
 /// Runs `c`, which must succeed; its output.
 pub fn ok(mut c: Command) -> Output {
     let out = c.output().expect("spawn");
-    assert!(
-        out.status.success(),
-        "{c:?} failed ({}):\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{c:?} failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr));
     out
 }
 

@@ -31,7 +31,8 @@ fn write_certificates(ca: &Path, cert: &Path, key: &Path) {
     use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let authority = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().expect("CA key")).expect("CA certificate");
+    let authority =
+        CertifiedIssuer::self_signed(ca_params, KeyPair::generate().expect("CA key")).expect("CA certificate");
     let server_key = KeyPair::generate().expect("server key");
     let server_cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
         .expect("server parameters")
@@ -119,7 +120,9 @@ impl RedisServer {
     fn wait_ready(&self) {
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(10) {
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() && self.try_cli(&["PING"]).is_some_and(|r| r == "PONG") {
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+                && self.try_cli(&["PING"]).is_some_and(|r| r == "PONG")
+            {
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -197,7 +200,8 @@ pub struct RedisCluster {
 
 impl RedisCluster {
     pub fn start() -> RedisCluster {
-        let conf = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"];
+        let conf =
+            ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"];
         let nodes: Vec<RedisServer> = (0..3).map(|_| RedisServer::spawn(&conf, true)).collect();
         let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
         let out = Command::new("redis-cli")
