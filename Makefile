@@ -152,8 +152,11 @@ quadrants:
 	echo "$(QD_PKGS)" > $(QD_STAMP)
 
 # The Quadrants bridge's tests (part of `make test`): the capture on the
-# corpus, with the venv `make quadrants` makes.
-test-quadrants: quadrants build
+# corpus, with the venv `make quadrants` makes. The tools are built as
+# test-lit builds them (with the examples: the same features, so nothing is
+# compiled again).
+test-quadrants: quadrants
+	$(CARGO) build --bins --examples
 	KILN_BIN_DIR=$(DEBUG_BIN) $(QD_PY) -m pytest -q tools/kiln_quadrants/test_capture.py tools/kiln_quadrants/test_replay.py
 
 # Re-make the committed captures under testdata/quadrants/captured/.
