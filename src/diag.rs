@@ -122,6 +122,22 @@ impl Diagnostics {
     pub fn has_errors(&self) -> bool {
         self.0.iter().any(|d| d.severity == Severity::Error)
     }
+    /// The diagnostics to show under an error limit (0: none): all of them
+    /// up to the one error past the limit, and whether any were left out.
+    /// Warnings and an error's notes do not count.
+    pub fn within_limit(&self, limit: usize) -> (&[Diagnostic], bool) {
+        let mut errors = 0;
+        for (i, d) in self.0.iter().enumerate() {
+            if d.severity == Severity::Error {
+                if limit != 0 && errors == limit {
+                    return (&self.0[..i], true);
+                }
+                errors += 1;
+            }
+        }
+        (&self.0, false)
+    }
+
     /// `Ok(())` when there is no error, else `Err(self)`.
     pub fn into_result(self) -> Result<(), Diagnostics> {
         if self.has_errors() {
@@ -237,17 +253,10 @@ impl SourceFile {
     /// by the limit whatever the input: each excerpt is a window of its
     /// line ([`EXCERPT_WIDTH`]).
     pub fn render_limited(&self, ds: &Diagnostics, color: bool, limit: usize) -> String {
-        let mut out = String::new();
-        let mut errors = 0;
-        for d in &ds.0 {
-            if d.severity == Severity::Error {
-                if limit != 0 && errors == limit {
-                    out.push_str(&header(Some(self.name()), Severity::Error, TOO_MANY_ERRORS, color));
-                    break;
-                }
-                errors += 1;
-            }
-            out.push_str(&self.render_styled(d, color));
+        let (shown, cut) = ds.within_limit(limit);
+        let mut out: String = shown.iter().map(|d| self.render_styled(d, color)).collect();
+        if cut {
+            out.push_str(&header(Some(self.name()), Severity::Error, TOO_MANY_ERRORS, color));
         }
         out
     }
@@ -321,16 +330,9 @@ impl SourceFile {
     /// offsets) and `notes` (each with the same keys; a note in another file
     /// names it). Unlocated: `line`, `column` and `span` are null.
     pub fn render_json(&self, ds: &Diagnostics, limit: usize) -> String {
+        let (shown, cut) = ds.within_limit(limit);
         let mut out = String::new();
-        let mut errors = 0;
-        for d in &ds.0 {
-            if d.severity == Severity::Error {
-                if limit != 0 && errors == limit {
-                    out.push_str(&json_line(Some(self.name()), Severity::Error, TOO_MANY_ERRORS));
-                    break;
-                }
-                errors += 1;
-            }
+        for d in shown {
             let mut v = self.json_of(d.severity, &d.message, d.span);
             v["notes"] = d
                 .notes
@@ -344,6 +346,9 @@ impl SourceFile {
                 })
                 .collect();
             out.push_str(&format!("{v}\n"));
+        }
+        if cut {
+            out.push_str(&json_line(Some(self.name()), Severity::Error, TOO_MANY_ERRORS));
         }
         out
     }

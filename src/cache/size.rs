@@ -82,15 +82,6 @@ pub fn format_size(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
-/// A size limit as it is shown: [`format_size`], or `no limit` for 0.
-pub fn format_limit(bytes: u64) -> String {
-    if bytes == 0 {
-        "no limit".to_string()
-    } else {
-        format_size(bytes)
-    }
-}
-
 /// Parses a duration: `30d`, `12h`, `90s`, `1w 2d`, `0s`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s.trim())
@@ -155,8 +146,6 @@ mod tests {
             let back = parse_size(s).unwrap();
             assert!(back.abs_diff(n) * 20 <= n.max(1), "{s} -> {back}");
         }
-        assert_eq!(format_limit(0), "no limit");
-        assert_eq!(format_limit(5 << 30), "5.0 GiB");
     }
 
     #[test]
