@@ -169,9 +169,6 @@ impl ConfigArgs {
             ..CompileConfig::default()
         }
     }
-
-    /// The names of the flags' arguments (for clap's `conflicts_with_all`).
-    pub const IDS: [&'static str; 4] = ["opt", "fast_math", "no_bounds_checks", "code_model"];
 }
 
 /// `--code-model`'s values: the names [`CodeModel::keyword`] owns.

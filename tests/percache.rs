@@ -581,6 +581,14 @@ fn the_compile_configuration_reaches_the_child_whole() {
         assert!(err.contains("cannot honour the compile configuration") && err.contains(says), "{err}");
         assert!(!tmp.path().join("out").exists());
     }
+    // The configuration comes whole or from flags, never both.
+    let wire = kiln::key::config_json(&CompileConfig::default());
+    for flag in ["-O3", "--fast-math", "--no-bounds-checks", "--code-model=small"] {
+        let mut c = tool(COMPILE, tmp.path());
+        c.arg(testdata("ten_tasks.kir")).arg(format!("--compile-config={wire}")).arg(flag);
+        let out = c.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{flag}: {}", String::from_utf8_lossy(&out.stderr));
+    }
 }
 
 /// `kiln-compile --build-id` refuses to be another build than the one

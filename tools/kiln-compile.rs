@@ -68,7 +68,7 @@ struct Cli {
     report_progress: bool,
 
     /// The whole compile configuration as one JSON object, exactly as keyed (what `kiln-run` sends; a field this build does not know, or another build's identity, is refused)
-    #[arg(long, value_name = "JSON", hide = true, conflicts_with_all = kiln::cli::ConfigArgs::IDS)]
+    #[arg(long, value_name = "JSON", hide = true, conflicts_with = "ConfigArgs")]
     compile_config: Option<String>,
 
     /// Compile for this CPU instead of the detected host CPU (checked against LLVM's list; `help` lists CPUs and features)
