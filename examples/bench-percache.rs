@@ -18,9 +18,9 @@
 //! per-task warm load N times per task — key, read, verify, add, link,
 //! look up, each into a fresh dylib — and adds the median and quartiles.
 
+use kiln::cached::{self, CachedTasks, FetchedWrites};
 use kiln::codegen::{Compiler, HostTarget};
 use kiln::config::{CompileConfig, OptLevel};
-use kiln::jit::cached::{self, CachedTasks, FetchedWrites};
 use kiln::jit::engine::{JitEngine, JitPath};
 use kiln::jit::Jit;
 use std::time::Instant;
@@ -123,13 +123,13 @@ fn main() {
         "ready_ms": ms(ready),
         "ready_cpu_ms": ready_cpu,
         "frontend_ms": ms(t_front - t0),
-        "key_ms": ms(st.key_time),
-        "compile_ms": ms(st.compile_time),
-        "load_ms": ms(st.load_time),
-        "hits": st.cache_hits,
-        "misses": st.cache_misses,
-        "corrupt_replaced": st.corrupt_replaced,
-        "compiled": st.tasks_compiled,
+        "key_ms": ms(st.run.key_time),
+        "compile_ms": ms(st.run.compile_time),
+        "load_ms": ms(st.run.load_time),
+        "hits": st.run.hits,
+        "misses": st.run.misses,
+        "corrupt_replaced": st.run.corrupt_replaced,
+        "compiled": st.run.compiled,
         "remote": st.remote.as_ref().map(|(_, r)| serde_json::to_value(r).unwrap_or_default()),
         "warnings": st.warnings,
     });

@@ -100,12 +100,12 @@ print(f"Machine: {cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.rel
 print(f"ten_tasks.kir, -O2, median of {sys.argv[2]} fresh processes, ms from kernel requested to ready to launch:\n")
 for p in ["remote_warm", "remote_warm_at_once"]:
     for r in of(p):
-        assert r["compiled"] == 0 and r["remote"]["hits"] == r["tasks"], r
+        assert r["compiled"] == 0 and r["remote"]["remote_hits"] == r["tasks"], r
 for p, sent in [("down_cold", 0), ("paused_cold", 1)]:
     for r in of(p):
         # One error, one warning, and nothing sent after it: refused, no
         # request; paused, the kernel's lookup only.
-        assert r["remote"]["errors"] == 1 and r["remote"]["requests"] == sent and len(r["warnings"]) == 1, r
+        assert r["remote"]["remote_errors"] == 1 and r["remote"]["remote_requests"] == sent and len(r["warnings"]) == 1, r
 cold = med("cold")
 print("| phase | ready, wall (ms) | ready, CPU (ms) | vs cold (wall) |")
 print("|---|---:|---:|---:|")
@@ -117,12 +117,12 @@ for name, p in [("cold (empty local store, no remote)", "cold"), ("local-warm", 
     v = med(p)
     print(f"| {name} | {v:.2f} | {med(p, 'ready_cpu_ms'):.2f} | {cold / v:.1f}× |")
 lw, rw, rwo = med("local_warm"), med("remote_warm"), med("remote_warm_at_once")
-rms = statistics.median(r["remote"]["ms"] for r in of("remote_warm"))
+rms = statistics.median(r["remote"]["remote_ms"] for r in of("remote_warm"))
 print(f"\nremote-warm: {rms:.2f} ms of it waiting for the server (connect + one MGET); remote-warm / local-warm = {rw / lw:.2f}; "
       f"writes at once / after ready = {rwo / rw:.2f} (wall), {med('remote_warm_at_once', 'ready_cpu_ms') / med('remote_warm', 'ready_cpu_ms'):.2f} (CPU)")
 for name, p, base in [("local-warm, down", "down_warm", "local_warm"), ("cold, refused", "down_cold", "cold"), ("cold, paused", "paused_cold", "cold")]:
-    wait = statistics.median(r["remote"]["ms"] for r in of(p))
-    reqs = sorted({(r["remote"]["requests"], r["remote"]["errors"]) for r in of(p)})
+    wait = statistics.median(r["remote"]["remote_ms"] for r in of(p))
+    reqs = sorted({(r["remote"]["remote_requests"], r["remote"]["remote_errors"]) for r in of(p)})
     print(f"a down remote costs, {name}: wall {med(p) - med(base):+.2f} ms, CPU {med(p, 'ready_cpu_ms') - med(base, 'ready_cpu_ms'):+.2f} ms; "
           f"the client waited {wait:.2f} ms for the server (median); (requests, errors) per run: {reqs}")
 tasks = {r["file"]: r["tasks"] for r in of("fleet_remote")}

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 /// below it.
 ///
 /// Left out on purpose, because they change no object: the cache
-/// provider and its counters (`jit/cached.rs`), the JIT's loading and
+/// provider (`cached.rs`), the run's counters (`stats.rs`), the JIT's loading and
 /// launching (`jit/mod.rs`, `jit/engine.rs`, `jit/orc_session.cpp`),
 /// spawning the compiler process (`codegen/backend.rs`), the cache store's
 /// policy, the passes (a task is keyed by its text after them), the

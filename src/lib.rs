@@ -30,11 +30,14 @@ pub mod config;
 pub mod exec;
 pub mod npy;
 pub mod settings;
+pub mod stats;
 
 pub mod cli;
 pub mod tool;
 pub mod version;
 
+#[cfg(feature = "llvm")]
+pub mod cached;
 #[cfg(feature = "llvm")]
 pub mod codegen;
 #[cfg(feature = "llvm")]

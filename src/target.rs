@@ -182,7 +182,7 @@ pub fn host_facts() -> Result<crate::version::HostFacts, String> {
     let (a, b, c) = codegen::llvm_library_version();
     Ok(crate::version::HostFacts {
         llvm_version: format!("{a}.{b}.{c}"),
-        scope: crate::jit::cached::host_scope(&host).name(),
+        scope: crate::cached::host_scope(&host).name(),
         triple: host.triple,
         cpu: host.cpu,
     })

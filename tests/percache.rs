@@ -10,9 +10,9 @@ mod common;
 
 use common::{kiln_key_tasks, ok, tool};
 use kiln::cache::{Key, Lookup};
+use kiln::cached;
 use kiln::codegen::HostTarget;
 use kiln::config::LaunchMeta;
-use kiln::jit::cached;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -199,9 +199,9 @@ fn tls_with_a_verified_certificate_and_not_without() {
 
 /// A JIT engine over the store in `dir`, with the remote at `url` if given.
 fn engine(dir: &Path, url: Option<&str>) -> kiln::jit::engine::JitEngine {
+    use kiln::cached::{self, CachedTasks};
     use kiln::codegen::{Compiler, HostTarget};
     use kiln::config::{CompileConfig, OptLevel};
-    use kiln::jit::cached::{self, CachedTasks};
     use kiln::remote::{settings::Endpoint, RemoteSettings, RemoteTier};
     let target = HostTarget::detect().unwrap();
     let compiler =
@@ -246,16 +246,16 @@ fn fetched_records_are_written_locally_even_without_finish() {
     let (lab, server) = (Lab::new(), RedisServer::start());
     let file = testdata("ten_tasks.kir");
     let mut filler = engine(&lab.path().join("a"), Some(&server.url()));
-    assert_eq!(prepare_all(&mut filler, &file).tasks_compiled, 10);
+    assert_eq!(prepare_all(&mut filler, &file).run.compiled, 10);
     filler.finish();
     assert_eq!(filler.stats.remote.as_ref().unwrap().1.stored, 10);
     let mut b = engine(&lab.path().join("b"), Some(&server.url()));
     let st = prepare_all(&mut b, &file);
-    assert_eq!((st.remote.unwrap().1.hits, st.tasks_compiled, st.records_stored), (10, 0, 0));
+    assert_eq!((st.remote.unwrap().1.hits, st.run.compiled, st.run.stored), (10, 0, 0));
     drop(b);
     let mut again = engine(&lab.path().join("b"), None);
     let st = prepare_all(&mut again, &file);
-    assert_eq!((st.cache_hits, st.tasks_compiled), (10, 0), "{st:?}");
+    assert_eq!((st.run.hits, st.run.compiled), (10, 0), "{st:?}");
 }
 
 #[test]

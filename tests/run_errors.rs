@@ -118,9 +118,9 @@ fn a_moved_comment_changes_no_key_and_the_line_follows_the_statement() {
     let mut e = jit(JitPath::PerTask);
     let first = run(&mut e, &parse(SRC), "direct", &[]);
     assert_eq!(located(SRC, &first), (17, "store @x[%i], %v".to_string()));
-    let compiled = e.stats.tasks_compiled;
+    let compiled = e.stats.run.compiled;
     let second = run(&mut e, &parse(&moved_src), "direct", &[]);
-    assert_eq!(e.stats.tasks_compiled, compiled, "the loaded task was not reused");
+    assert_eq!(e.stats.run.compiled, compiled, "the loaded task was not reused");
     assert_eq!(located(&moved_src, &second), (20, "store @x[%i], %v".to_string()));
 }
 

@@ -4,11 +4,12 @@
 //! `docs/tools/kiln-compile.md`.
 
 use clap::Parser;
+use kiln::cached::{self, FillTimes, Filled};
 use kiln::codegen::{self, Compiler, Emit};
 use kiln::config::CompileConfig;
 use kiln::ir::Module;
-use kiln::jit::cached::{self, FillTimes, Filled, RunCounters};
 use kiln::settings::{self, Settings};
+use kiln::stats::RunReport;
 use kiln::target::Override;
 use kiln::tool::{self, ToolError};
 use rayon::prelude::*;
@@ -259,26 +260,25 @@ fn fill_cache(
             .collect()
     });
     progress.finish();
-    let mut counters = RunCounters {
-        cache_dir: Some(store.root().display().to_string()),
-        scope: Some(store.scope_name().to_string()),
-        ..RunCounters::default()
+    let mut counters = RunReport {
+        cache: Some((store.root().display().to_string(), store.scope_name().to_string())),
+        ..RunReport::default()
     };
     let mut errors = String::new();
     for r in results {
         match r {
-            Ok((filled, times)) => counters.add_fill(filled, times),
+            Ok((filled, times)) => filled.count(times, &mut counters),
             Err(e) => errors.push_str(&tool::error_line(file, &e)),
         }
     }
     let s = store.stats();
-    (counters.bytes_read, counters.bytes_written) = (s.bytes_read, s.bytes_written);
+    (counters.run.bytes_read, counters.run.bytes_written) = (s.bytes_read, s.bytes_written);
     let mut err = std::io::stderr().lock();
     if let Some(r) = &remote {
         if let Some(w) = r.take_warning() {
             tool::warn("kiln-compile", &w);
         }
-        counters.remote = Some(cached::RemoteCounters::of(&r.settings().display, &r.stats()));
+        counters.remote = Some((r.settings().display.clone(), r.stats()));
     }
     // Statistics inform: one that cannot be added up is skipped quietly.
     let _ = store.flush_stats();
@@ -286,11 +286,11 @@ fn fill_cache(
         err,
         "kiln-compile: {} tasks: {} hits, {} misses, {} corrupt replaced ({} in {})",
         counters.tasks,
-        counters.hits,
-        counters.misses,
-        counters.corrupt_replaced,
-        counters.scope.as_deref().unwrap_or(""),
-        counters.cache_dir.as_deref().unwrap_or("")
+        counters.run.hits,
+        counters.run.misses,
+        counters.run.corrupt_replaced,
+        store.scope_name(),
+        store.root().display()
     );
     match cli.stats {
         Some(StatsFormat::Text) => {

@@ -7,14 +7,15 @@ use clap::{Parser, ValueEnum};
 use kiln::codegen::HostTarget;
 use kiln::exec::{self, Engine, Fields};
 use kiln::ir::{Const, Kernel, Stream};
-use kiln::jit::cached::RunCounters;
 use kiln::settings::{self, Settings};
+use kiln::stats::{RunReport, RunStats};
 use kiln::target::Override;
 use kiln::tool::{self, ToolError};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 const ABOUT: &str = "Run KIR kernels and show or save their fields";
 
@@ -249,7 +250,7 @@ fn attach_cache(
     target: &HostTarget,
     remote: Option<kiln::remote::RemoteSettings>,
 ) -> (Option<(String, String)>, Option<String>) {
-    use kiln::jit::cached::{self, CachedTasks};
+    use kiln::cached::{self, CachedTasks};
     let opened = settings.cache_root().and_then(|dir| cached::open_store(&dir, target, settings.store_options()));
     match opened {
         Ok(store) => {
@@ -416,7 +417,7 @@ fn run_kernels(
     kernels: &[&Kernel],
     args: &[Vec<Const>],
     fields: &mut Fields,
-) -> (Result<(), exec::RunError>, f64) {
+) -> (Result<(), exec::RunError>, Duration) {
     let t0 = std::time::Instant::now();
     let engine: &mut dyn Engine = match runner {
         Runner::Interp(i) => i,
@@ -426,19 +427,19 @@ fn run_kernels(
     if let Runner::Jit(j, _) = runner {
         j.finish();
     }
-    (result, t0.elapsed().as_secs_f64() * 1e3)
+    (result, t0.elapsed())
 }
 
 /// The JIT's warnings, and `--stats` (shown whether or not the run
 /// succeeded).
-fn report(cli: &Cli, runner: &Runner, run_ms: f64) {
+fn report(cli: &Cli, runner: &Runner, run_time: Duration) {
     let counters = match runner {
-        Runner::Interp(_) => RunCounters { run_ms, ..RunCounters::default() },
+        Runner::Interp(_) => RunReport { run: RunStats { run_time, ..RunStats::default() }, ..RunReport::default() },
         Runner::Jit(j, cache) => {
             for w in &j.stats.warnings {
                 tool::warn("kiln-run", w);
             }
-            RunCounters::of_jit(&j.stats, cache.as_ref().map(|(d, s)| (d.as_str(), s.as_str())))
+            j.stats.report(cache.clone())
         }
     };
     let text = match cli.stats {

@@ -16,7 +16,7 @@ use crate::exec::{Engine, FieldData, Fields, RunError};
 use crate::ir::{Const, Item, Module, Scalar, Stream};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Which compiled form a kernel runs from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,30 +32,10 @@ pub enum JitPath {
 pub struct JitStats {
     /// Task launches seen.
     pub launches: u64,
-    /// Task modules compiled (per-task path).
-    pub tasks_compiled: u64,
     /// Task objects loaded (per-task path).
     pub tasks_loaded: u64,
-    /// Tasks that took the whole-kernel path.
-    pub whole_kernel_tasks: u64,
-    /// Tasks loaded from a cache record (cached per-task path).
-    pub cache_hits: u64,
-    /// Tasks compiled because the cache held no record for them.
-    pub cache_misses: u64,
-    /// Tasks compiled because their record was damaged or its object would
-    /// not add or link (the record was removed and written afresh).
-    pub corrupt_replaced: u64,
-    /// Records written to the cache.
-    pub records_stored: u64,
-    pub bytes_read: u64,
-    pub bytes_written: u64,
-    /// Computing task keys (canonical text and hash).
-    pub key_time: Duration,
-    pub compile_time: Duration,
-    /// Reading and verifying records, adding objects, linking and looking
-    /// entries up.
-    pub load_time: Duration,
-    pub run_time: Duration,
+    /// The counters `--stats` reports.
+    pub run: crate::stats::RunStats,
     /// Cache problems the run survived (a record that could not be
     /// written, a shard that could not be read): the tool shows them.
     pub warnings: Vec<String>,
@@ -67,7 +47,13 @@ pub struct JitStats {
 impl JitStats {
     /// Tasks made ready to launch, on either path.
     pub fn tasks(&self) -> u64 {
-        self.tasks_loaded + self.whole_kernel_tasks
+        self.tasks_loaded + self.run.whole_kernel_tasks
+    }
+
+    /// The `--stats` report of this engine's run; `cache` is the root and
+    /// scope of its store, if it had one.
+    pub fn report(&self, cache: Option<(String, String)>) -> crate::stats::RunReport {
+        crate::stats::RunReport { cache, tasks: self.tasks(), run: self.run.clone(), remote: self.remote.clone() }
     }
 }
 
@@ -179,12 +165,12 @@ impl TaskProvider for CompileAndLoad {
     ) -> Result<LoadedTask, ProvideError> {
         let compiled = self.compiled.take(module);
         let c = compiled.unwrap_or_else(|| backend.compile_task(module)).map_err(ProvideError::Codegen)?;
-        stats.tasks_compiled += 1;
-        stats.compile_time += c.compile_time;
+        stats.run.compiled += 1;
+        stats.run.compile_time += c.compile_time;
         let t0 = Instant::now();
         let t = jit.load_task(task, &c.object, &c.meta).map_err(ProvideError::Jit)?;
         stats.tasks_loaded += 1;
-        stats.load_time += t0.elapsed();
+        stats.run.load_time += t0.elapsed();
         Ok(t)
     }
 
@@ -340,14 +326,14 @@ impl JitEngine {
                         .backend
                         .compile_kernel(stream, kernel)
                         .map_err(|e| RunError::new(format!("kernel @{kernel}: {e}")))?;
-                    self.stats.compile_time += c.compile_time;
+                    self.stats.run.compile_time += c.compile_time;
                     let t0 = Instant::now();
                     let ls = self
                         .jit
                         .load_kernel(kernel, &c.object, &c.launches)
                         .map_err(|e| RunError::new(format!("kernel @{kernel}: {e}")))?;
-                    self.stats.load_time += t0.elapsed();
-                    self.stats.whole_kernel_tasks += ls.len() as u64;
+                    self.stats.run.load_time += t0.elapsed();
+                    self.stats.run.whole_kernel_tasks += ls.len() as u64;
                     ls
                 };
                 self.kernels.insert(key, ls.clone());
@@ -432,7 +418,7 @@ impl Engine for JitEngine {
             }
             Ok(())
         })();
-        self.stats.run_time += t0.elapsed();
+        self.stats.run.run_time += t0.elapsed();
         for n in temps {
             fields.map.remove(n.as_str());
         }

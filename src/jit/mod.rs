@@ -12,7 +12,6 @@
 //! Must never: compile (that is `codegen`), read or write the cache, print,
 //! or reuse a dylib name (ORC does not check duplicates in release builds).
 
-pub mod cached;
 pub mod engine;
 pub mod runtime;
 

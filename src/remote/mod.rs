@@ -25,10 +25,10 @@ pub use envelope::Rejected;
 pub use settings::{RemoteFlags, RemoteSettings, SettingError};
 
 use crate::cache::record::{Key, Record};
+use crate::stats::{bump, bump_time};
 use client::Conn;
 use envelope::Expect;
-use serde::Serialize;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -46,38 +46,22 @@ pub enum Fetched {
     Rejected(Rejected),
 }
 
-/// What the tier has done in this process (`--stats`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct RemoteStats {
-    pub hits: u64,
-    pub misses: u64,
-    pub stored: u64,
-    pub rejected: u64,
-    pub errors: u64,
-    /// Requests sent: each lookup of a kernel's keys, each write (the
-    /// connect is not one). None after the first error.
-    pub requests: u64,
-    pub bytes_read: u64,
-    pub bytes_written: u64,
-    /// Time spent waiting for the server (connect, lookups, writes).
-    pub ms: f64,
-}
-
-#[derive(Default)]
-struct Counters {
-    hits: AtomicU64,
-    misses: AtomicU64,
-    stored: AtomicU64,
-    rejected: AtomicU64,
-    errors: AtomicU64,
-    requests: AtomicU64,
-    bytes_read: AtomicU64,
-    bytes_written: AtomicU64,
-    nanos: AtomicU64,
-}
-
-fn bump(c: &AtomicU64, n: u64) {
-    c.fetch_add(n, Ordering::Relaxed);
+crate::counters! {
+    /// What the tier has done in this process (`--stats`).
+    pub struct RemoteStats / atomic RemoteAtomics {
+        hits: Count = ("remote_hits", "remote hits"),
+        misses: Count = ("remote_misses", "remote misses"),
+        stored: Count = ("remote_stored", "remote stored"),
+        rejected: Count = ("remote_rejected", "remote rejected"),
+        errors: Count = ("remote_errors", "remote errors"),
+        /// Requests sent: each lookup of a kernel's keys, each write (the
+        /// connect is not one). None after the first error.
+        requests: Count = ("remote_requests", "remote requests"),
+        bytes_read: Count = ("remote_bytes_read", "remote bytes in"),
+        bytes_written: Count = ("remote_bytes_written", "remote bytes out"),
+        /// Time spent waiting for the server (connect, lookups, writes).
+        waiting: Time = ("remote_ms", "remote waiting"),
+    }
 }
 
 /// The connection, once tried.
@@ -96,7 +80,7 @@ pub struct RemoteTier {
     scope: String,
     state: Mutex<State>,
     off: AtomicBool,
-    counters: Counters,
+    counters: RemoteAtomics,
     warning: Mutex<Option<String>>,
 }
 
@@ -108,7 +92,7 @@ impl RemoteTier {
             scope: scope.to_string(),
             state: Mutex::new(State::NotYet),
             off: AtomicBool::new(false),
-            counters: Counters::default(),
+            counters: RemoteAtomics::default(),
             warning: Mutex::new(None),
         }
     }
@@ -135,19 +119,7 @@ impl RemoteTier {
 
     /// The counters so far.
     pub fn stats(&self) -> RemoteStats {
-        let c = &self.counters;
-        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        RemoteStats {
-            hits: l(&c.hits),
-            misses: l(&c.misses),
-            stored: l(&c.stored),
-            rejected: l(&c.rejected),
-            errors: l(&c.errors),
-            requests: l(&c.requests),
-            bytes_read: l(&c.bytes_read),
-            bytes_written: l(&c.bytes_written),
-            ms: (l(&c.nanos) as f64 / 1e3).round() / 1e3,
-        }
+        self.counters.snapshot()
     }
 
     /// Runs `op` on the connection (opening it first if needed); `None`
@@ -180,7 +152,7 @@ impl RemoteTier {
         drop(state);
         match result {
             Ok(v) => {
-                bump(&self.counters.nanos, t0.elapsed().as_nanos() as u64);
+                bump_time(&self.counters.waiting, t0.elapsed());
                 Some(v)
             }
             Err(e) => {
@@ -191,7 +163,7 @@ impl RemoteTier {
     }
 
     fn give_up(&self, what: &str, e: &redis::RedisError, spent: Duration) {
-        bump(&self.counters.nanos, spent.as_nanos() as u64);
+        bump_time(&self.counters.waiting, spent);
         bump(&self.counters.errors, 1);
         if let Ok(mut s) = self.state.lock() {
             *s = State::Off;

@@ -6,7 +6,7 @@
 //! cache is enabled), [`host_scope`] (the one mapping from the target
 //! codegen compiles for to the cache scope it reads and writes),
 //! [`open_store`], [`fill`] (what `kiln-compile --cache-dir` does for one
-//! task) and [`RunCounters`], the counters both tools report. With a
+//! task) and [`Filled::count`], its part of the `--stats` report. With a
 //! remote tier ([`crate::remote`]) a local miss asks the remote (a
 //! kernel's tasks together, see [`TaskProvider::prefetch`]); a remote hit
 //! is loaded and written into the local store once the kernel is ready
@@ -20,17 +20,16 @@
 //! record is erased, counted, compiled afresh and stored again; ask the
 //! remote for a key the local store holds.
 
-use super::engine::{JitStats, Prefetched, ProvideError, TaskProvider};
-use super::{Jit, LoadedTask};
 use crate::cache::record::{self, Producer};
 use crate::cache::{CacheError, HostScope, Key, Lookup, Store, StoreOptions};
 use crate::codegen::{self, Backend, CodegenError, CompiledTask, HostTarget};
 use crate::config::{CompileConfig, LaunchMeta, LLVM_VERSION};
 use crate::ir::Module;
-use crate::remote::{Fetched, RemoteStats, RemoteTier};
-use serde::Serialize;
+use crate::jit::engine::{JitStats, Prefetched, ProvideError, TaskProvider};
+use crate::jit::{Jit, LoadedTask};
+use crate::remote::{Fetched, RemoteTier};
+use crate::stats::RunReport;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -289,7 +288,7 @@ impl CachedTasks {
     /// Counts a finished write; the first failure stops further writes.
     fn count_write(&mut self, result: Result<(), CacheError>, stats: &mut JitStats) {
         match result {
-            Ok(()) => stats.records_stored += 1,
+            Ok(()) => stats.run.stored += 1,
             Err(e) => {
                 self.not_stored += 1;
                 self.store_error.get_or_insert_with(|| e.to_string());
@@ -318,7 +317,7 @@ impl CachedTasks {
         // here; only now do its bytes reach LLVM.
         let loaded =
             if same_launch(&record.meta, meta) { jit.load_task(hint, &record.object, meta).ok() } else { None };
-        stats.load_time += t0.elapsed();
+        stats.run.load_time += t0.elapsed();
         match loaded {
             Some(t) => {
                 let compile = Duration::from_millis(record.producer.compile_ms);
@@ -366,7 +365,7 @@ impl CachedTasks {
     /// warning, once), as the run's.
     fn count_bytes(&self, stats: &mut JitStats) {
         let s = self.store.stats();
-        (stats.bytes_read, stats.bytes_written) = (s.bytes_read, s.bytes_written);
+        (stats.run.bytes_read, stats.run.bytes_written) = (s.bytes_read, s.bytes_written);
         if let Some(r) = &self.remote {
             if let Some(w) = r.take_warning() {
                 stats.warnings.push(w);
@@ -390,12 +389,12 @@ impl CachedTasks {
         let t0 = Instant::now();
         if let Some(job) = self.compiled.get(key).filter(|j| same_launch(&j.1, meta)) {
             if let Ok(t) = jit.load_task(hint, &job.2, meta) {
-                stats.load_time += t0.elapsed();
+                stats.run.load_time += t0.elapsed();
                 return Found::Loaded(t);
             }
         }
         let got = self.store.get(key);
-        stats.load_time += t0.elapsed();
+        stats.run.load_time += t0.elapsed();
         let record = match got {
             Ok(Lookup::Hit(r)) => r,
             Ok(Lookup::Miss) => return Found::Missing,
@@ -411,7 +410,7 @@ impl CachedTasks {
             // A fresh dylib per attempt: a failed one's name is never
             // reused, and the add or link error is an ordinary value.
             if let Ok(t) = jit.load_task(hint, &record.object, meta) {
-                stats.load_time += t.times.add + t.times.link;
+                stats.run.load_time += t.times.add + t.times.link;
                 return Found::Loaded(t);
             }
         }
@@ -433,7 +432,7 @@ impl TaskProvider for CachedTasks {
     ) -> Result<LoadedTask, ProvideError> {
         let t0 = Instant::now();
         let (key, meta) = self.key_of(module, backend).map_err(ProvideError::Codegen)?;
-        stats.key_time += t0.elapsed();
+        stats.run.key_time += t0.elapsed();
         let mut found = self.lookup(jit, &key, &meta, task, stats);
         if !matches!(found, Found::Loaded(_)) {
             if let Some(t) = self.remote_lookup(jit, &key, &meta, task, stats) {
@@ -442,7 +441,7 @@ impl TaskProvider for CachedTasks {
         }
         let result = match found {
             Found::Loaded(t) => {
-                stats.cache_hits += 1;
+                stats.run.hits += 1;
                 stats.tasks_loaded += 1;
                 Ok(t)
             }
@@ -452,17 +451,17 @@ impl TaskProvider for CachedTasks {
             }
             other => {
                 match other {
-                    Found::Missing => stats.cache_misses += 1,
-                    _ => stats.corrupt_replaced += 1,
+                    Found::Missing => stats.run.misses += 1,
+                    _ => stats.run.corrupt_replaced += 1,
                 }
                 let compiled = self.precompiled.remove(&key);
                 let c = compiled.unwrap_or_else(|| backend.compile_task(module)).map_err(ProvideError::Codegen)?;
-                stats.tasks_compiled += 1;
-                stats.compile_time += c.compile_time;
+                stats.run.compiled += 1;
+                stats.run.compile_time += c.compile_time;
                 let t1 = Instant::now();
                 // Loaded before it is stored: a failed artifact is never stored.
                 let loaded = jit.load_task(task, &c.object, &meta).map_err(ProvideError::Jit)?;
-                stats.load_time += t1.elapsed();
+                stats.run.load_time += t1.elapsed();
                 stats.tasks_loaded += 1;
                 self.store_later((key, c.meta, c.object, c.compile_time), true, task, stats);
                 Ok(loaded)
@@ -492,7 +491,7 @@ impl TaskProvider for CachedTasks {
         for (m, k) in keyed {
             self.keyed.push(m, k);
         }
-        stats.key_time += t0.elapsed();
+        stats.run.key_time += t0.elapsed();
         if let Some(remote) = self.remote.clone().filter(|r| r.is_on()) {
             let keys: Vec<Key> = absent.iter().map(|(_, k)| *k).filter(|k| !self.asked.contains(k)).collect();
             if !keys.is_empty() {
@@ -632,165 +631,24 @@ pub fn fill(
     Ok((outcome, times))
 }
 
-/// The remote tier's part of [`RunCounters`].
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct RemoteCounters {
-    /// The remote's URL, password redacted.
-    pub remote: String,
-    pub remote_hits: u64,
-    pub remote_misses: u64,
-    pub remote_stored: u64,
-    pub remote_rejected: u64,
-    pub remote_errors: u64,
-    /// Round trips begun (see [`RemoteStats::requests`]).
-    pub remote_requests: u64,
-    pub remote_bytes_read: u64,
-    pub remote_bytes_written: u64,
-    pub remote_ms: f64,
-}
-
-impl RemoteCounters {
-    /// The counters of a remote tier at `url`.
-    pub fn of(url: &str, s: &RemoteStats) -> RemoteCounters {
-        RemoteCounters {
-            remote: url.to_string(),
-            remote_hits: s.hits,
-            remote_misses: s.misses,
-            remote_stored: s.stored,
-            remote_rejected: s.rejected,
-            remote_errors: s.errors,
-            remote_requests: s.requests,
-            remote_bytes_read: s.bytes_read,
-            remote_bytes_written: s.bytes_written,
-            remote_ms: s.ms,
+impl Filled {
+    /// Counts one [`fill`]'s outcome and times into `report`.
+    pub fn count(self, times: FillTimes, report: &mut RunReport) {
+        let run = &mut report.run;
+        report.tasks += 1;
+        match self {
+            Filled::Hit => run.hits += 1,
+            Filled::Remote => run.stored += 1,
+            Filled::Stored => run.misses += 1,
+            Filled::Replaced => run.corrupt_replaced += 1,
         }
-    }
-}
-
-/// Where a run's tasks came from: the counters `kiln-run --stats` and
-/// `kiln-compile --stats` print (as text or as one JSON object).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct RunCounters {
-    /// The cache root, or `None` when no cache was used.
-    pub cache_dir: Option<String>,
-    /// The scope directory of the target.
-    pub scope: Option<String>,
-    /// Tasks made ready (loaded, or compiled and stored by kiln-compile).
-    pub tasks: u64,
-    pub hits: u64,
-    /// Tasks compiled because no record was there.
-    pub misses: u64,
-    /// Damaged or unloadable records erased, compiled afresh and stored.
-    pub corrupt_replaced: u64,
-    /// Task modules compiled (misses plus replacements, per-task path).
-    pub compiled: u64,
-    /// Records written.
-    pub stored: u64,
-    /// Tasks that took the whole-kernel path (no cache).
-    pub whole_kernel_tasks: u64,
-    pub bytes_read: u64,
-    pub bytes_written: u64,
-    pub key_ms: f64,
-    pub compile_ms: f64,
-    pub load_ms: f64,
-    pub run_ms: f64,
-    /// The remote tier's counters (left out when none is configured).
-    #[serde(flatten)]
-    pub remote: Option<RemoteCounters>,
-}
-
-fn ms(d: Duration) -> f64 {
-    // Three decimals: microseconds, enough for a per-task load.
-    (d.as_secs_f64() * 1e6).round() / 1e3
-}
-
-impl RunCounters {
-    /// The counters of a JIT engine's run; `cache` is the root and scope
-    /// of its store, if it had one.
-    pub fn of_jit(stats: &JitStats, cache: Option<(&str, &str)>) -> RunCounters {
-        RunCounters {
-            cache_dir: cache.map(|c| c.0.to_string()),
-            scope: cache.map(|c| c.1.to_string()),
-            tasks: stats.tasks(),
-            hits: stats.cache_hits,
-            misses: stats.cache_misses,
-            corrupt_replaced: stats.corrupt_replaced,
-            compiled: stats.tasks_compiled,
-            stored: stats.records_stored,
-            whole_kernel_tasks: stats.whole_kernel_tasks,
-            bytes_read: stats.bytes_read,
-            bytes_written: stats.bytes_written,
-            key_ms: ms(stats.key_time),
-            compile_ms: ms(stats.compile_time),
-            load_ms: ms(stats.load_time),
-            run_ms: ms(stats.run_time),
-            remote: stats.remote.as_ref().map(|(url, s)| RemoteCounters::of(url, s)),
+        if matches!(self, Filled::Stored | Filled::Replaced) {
+            run.compiled += 1;
+            run.stored += 1;
         }
-    }
-
-    /// Adds the outcome of one [`fill`].
-    pub fn add_fill(&mut self, filled: Filled, times: FillTimes) {
-        self.tasks += 1;
-        match filled {
-            Filled::Hit => self.hits += 1,
-            Filled::Remote => self.stored += 1,
-            Filled::Stored => self.misses += 1,
-            Filled::Replaced => self.corrupt_replaced += 1,
-        }
-        if matches!(filled, Filled::Stored | Filled::Replaced) {
-            self.compiled += 1;
-            self.stored += 1;
-        }
-        self.key_ms += ms(times.key);
-        self.load_ms += ms(times.read);
-        self.compile_ms += ms(times.compile);
-    }
-
-    /// The counters as one JSON object on one line.
-    pub fn to_json(&self) -> String {
-        // Plain data: serialising cannot fail.
-        serde_json::to_string(self).expect("counters serialise")
-    }
-
-    /// The counters as aligned text, one per line, headed by `tool`.
-    pub fn to_text(&self, tool: &str) -> String {
-        let mut out = format!("{tool}: stats\n");
-        let mut line = |name: &str, value: String| {
-            let _ = writeln!(out, "  {name:<18} {value}");
-        };
-        match (&self.cache_dir, &self.scope) {
-            (Some(d), Some(s)) => {
-                line("cache", d.clone());
-                line("scope", s.clone());
-            }
-            _ => line("cache", "off".into()),
-        }
-        line("tasks", self.tasks.to_string());
-        line("hits", self.hits.to_string());
-        line("misses", self.misses.to_string());
-        line("corrupt replaced", self.corrupt_replaced.to_string());
-        line("compiled", self.compiled.to_string());
-        line("stored", self.stored.to_string());
-        line("whole-kernel tasks", self.whole_kernel_tasks.to_string());
-        line("bytes read", self.bytes_read.to_string());
-        line("bytes written", self.bytes_written.to_string());
-        line("keying", format!("{:.3} ms", self.key_ms));
-        line("compiling", format!("{:.3} ms", self.compile_ms));
-        line("loading", format!("{:.3} ms", self.load_ms));
-        line("running", format!("{:.3} ms", self.run_ms));
-        if let Some(r) = &self.remote {
-            line("remote", r.remote.clone());
-            line("remote hits", r.remote_hits.to_string());
-            line("remote misses", r.remote_misses.to_string());
-            line("remote stored", r.remote_stored.to_string());
-            line("remote rejected", r.remote_rejected.to_string());
-            line("remote errors", r.remote_errors.to_string());
-            line("remote requests", r.remote_requests.to_string());
-            line("remote bytes in", r.remote_bytes_read.to_string());
-            line("remote bytes out", r.remote_bytes_written.to_string());
-            line("remote waiting", format!("{:.3} ms", r.remote_ms));
-        }
-        out
+        run.key_time += times.key;
+        run.load_time += times.read;
+        run.compile_time += times.compile;
     }
 }
 
@@ -830,17 +688,18 @@ mod tests {
 
     #[test]
     fn fills_add_up() {
-        let mut c = RunCounters::default();
+        let mut c = RunReport::default();
         let t = FillTimes {
             key: Duration::from_micros(10),
             read: Duration::from_micros(20),
             compile: Duration::from_millis(3),
         };
         for f in [Filled::Hit, Filled::Stored, Filled::Replaced, Filled::Stored] {
-            c.add_fill(f, t);
+            f.count(t, &mut c);
         }
-        assert_eq!((c.tasks, c.hits, c.misses, c.corrupt_replaced, c.compiled, c.stored), (4, 1, 2, 1, 3, 3));
-        assert!((c.compile_ms - 12.0).abs() < 1e-9 && (c.key_ms - 0.04).abs() < 1e-9);
+        let r = &c.run;
+        assert_eq!((c.tasks, r.hits, r.misses, r.corrupt_replaced, r.compiled, r.stored), (4, 1, 2, 1, 3, 3));
+        assert_eq!((r.compile_time, r.key_time), (Duration::from_millis(12), Duration::from_micros(40)));
         let text = c.to_text("kiln-compile");
         assert!(text.starts_with("kiln-compile: stats\n  cache              off\n  tasks              4\n"), "{text}");
         let json: serde_json::Value = serde_json::from_str(&c.to_json()).unwrap();
