@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 /// The files and directories (relative to the crate root) whose contents
 /// decide an object's bytes or how it is called, and nothing else: codegen's
 /// lowering and pipeline, the runtime ABI a task is called with
-/// (`jit/runtime.rs`: `TaskContext`, `ErrorSlot`, the entry signature), the
+/// (`codegen/abi.rs`: `TaskContext`, `ErrorSlot`, the entry signature; `jit/runtime.rs`: the parameter slots and the launch), the
 /// IR with its printer, the lexer, grammar and parser (a `kiln-compile`
 /// process re-parses the task text it is sent), the key code, the compile
 /// configuration and the record format. A directory stands for every file
@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 /// tools and the docs.
 pub const BUILD_INPUTS: &[&str] = &[
     "src/codegen/mod.rs",
+    "src/codegen/abi.rs",
     "src/codegen/lower.rs",
     "src/codegen/sites.rs",
     "src/jit/runtime.rs",

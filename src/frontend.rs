@@ -37,9 +37,7 @@ use rayon::prelude::*;
 use std::fmt;
 use std::io;
 
-/// Inputs at least this large are parsed on all cores (as by
-/// [`parser::parse`]).
-const PARALLEL_THRESHOLD: usize = 1 << 20;
+use crate::parser::PARALLEL_THRESHOLD;
 
 /// The canonical text of a stream, held as the printed items in order.
 #[derive(Debug)]

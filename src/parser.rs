@@ -34,8 +34,9 @@ use ast::{BoundAst, LitKind, LitTok, Name as AName, RangeAst, SKind, StmtAst, Sy
 use lalrpop_util::ParseError;
 use rayon::prelude::*;
 
-/// Inputs at least this large are parsed on all cores.
-const PARALLEL_THRESHOLD: usize = 1 << 20;
+/// Inputs at least this large are parsed on all cores (here and by
+/// [`crate::frontend`]).
+pub const PARALLEL_THRESHOLD: usize = 1 << 20;
 
 /// Parses KIR text into a stream of modules.
 ///

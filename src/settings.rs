@@ -206,6 +206,9 @@ pub struct Info {
     pub name: &'static str,
     /// The environment variable that overrides the files.
     pub env: &'static str,
+    /// The command-line flag that overrides the environment, in the tools
+    /// that take it (see [`Flag::new`]).
+    pub flag: Option<&'static str>,
     pub ty: &'static str,
     /// Whether the cache's own `kiln.toml` may set it (`cache_dir` cannot
     /// be read from a file inside the cache it names).
@@ -224,7 +227,7 @@ pub struct Row {
 }
 
 macro_rules! settings {
-    ($( $name:ident : $ty:ty = $default:expr, env $env:literal, cache_file $cf:literal, $doc:literal; )+) => {
+    ($( $name:ident : $ty:ty = $default:expr, env $env:literal, flag $flag:expr, cache_file $cf:literal, $doc:literal; )+) => {
         /// Every setting's effective value and source.
         #[derive(Clone, Debug)]
         pub struct Settings {
@@ -233,7 +236,14 @@ macro_rules! settings {
 
         /// The table of settings, in the order `config` shows them.
         pub const TABLE: &[Info] = &[
-            $( Info { name: stringify!($name), env: $env, ty: <$ty as SettingValue>::TYPE, in_cache_file: $cf, doc: $doc }, )+
+            $( Info {
+                name: stringify!($name),
+                env: $env,
+                flag: $flag,
+                ty: <$ty as SettingValue>::TYPE,
+                in_cache_file: $cf,
+                doc: $doc,
+            }, )+
         ];
 
         impl Settings {
@@ -290,30 +300,34 @@ macro_rules! settings {
 }
 
 settings! {
-    cache_dir: Option<PathBuf> = None, env "KILN_CACHE_DIR", cache_file false,
+    cache_dir: Option<PathBuf> = None, env "KILN_CACHE_DIR", flag Some("--cache-dir"), cache_file false,
         "The cache root (default: $XDG_CACHE_HOME/kiln, else ~/.cache/kiln).";
-    max_size: Size = Size(5 << 30), env "KILN_CACHE_MAX_SIZE", cache_file true,
+    max_size: Size = Size(5 << 30), env "KILN_CACHE_MAX_SIZE", flag None, cache_file true,
         "The size the cache's records are kept within (default 5 GiB; a bare number is GiB, 0 no limit).";
-    shared_group: Option<String> = None, env "KILN_CACHE_SHARED_GROUP", cache_file true,
+    shared_group: Option<String> = None, env "KILN_CACHE_SHARED_GROUP", flag None, cache_file true,
         "The Unix group that shares the cache: its directories are setgid to it, records and directories group-writable, and group-writable entries of that group are trusted.";
-    read_only: bool = false, env "KILN_CACHE_READ_ONLY", cache_file true,
+    read_only: bool = false, env "KILN_CACHE_READ_ONLY", flag None, cache_file true,
         "Look records up but never write: compiled tasks are not stored, damaged records are left, recency is not updated.";
-    allow_insecure: bool = false, env "KILN_ALLOW_INSECURE_CACHE", cache_file false,
-        "Accept cache directories that another user owns or that others may write (--allow-insecure-cache); never from the cache's own file, which would waive the check of the directory holding it.";
-    remote: Option<String> = None, env "KILN_REMOTE", cache_file true,
-        "The remote tier's URL: redis://HOST:PORT[/DB], rediss://... or redis+cluster://HOST:PORT[,HOST:PORT...] (--remote).";
-    remote_read_only: bool = false, env "KILN_REMOTE_READ_ONLY", cache_file true,
-        "Read the remote tier, never write it (--remote-read-only).";
-    remote_connect_timeout: Duration = Duration::from_millis(100), env "KILN_REMOTE_CONNECT_TIMEOUT", cache_file true,
+    allow_insecure: bool = false, env "KILN_ALLOW_INSECURE_CACHE", flag Some("--allow-insecure-cache"), cache_file false,
+        "Accept cache directories that another user owns or that others may write; never from the cache's own file, which would waive the check of the directory holding it.";
+    remote: Option<String> = None, env "KILN_REMOTE", flag Some("--remote"), cache_file true,
+        "The remote tier's URL: redis://HOST:PORT[/DB], rediss://... or redis+cluster://HOST:PORT[,HOST:PORT...].";
+    remote_read_only: bool = false, env "KILN_REMOTE_READ_ONLY", flag Some("--remote-read-only"), cache_file true,
+        "Read the remote tier, never write it.";
+    remote_connect_timeout: Duration = Duration::from_millis(100), env "KILN_REMOTE_CONNECT_TIMEOUT", flag None, cache_file true,
         "How long to wait for a connection to the remote before going on without it.";
-    remote_timeout: Duration = Duration::from_secs(1), env "KILN_REMOTE_TIMEOUT", cache_file true,
+    remote_timeout: Duration = Duration::from_secs(1), env "KILN_REMOTE_TIMEOUT", flag None, cache_file true,
         "How long to wait for one reply of the remote before going on without it.";
-    remote_ttl: Option<Duration> = None, env "KILN_REMOTE_TTL", cache_file true,
+    remote_ttl: Option<Duration> = None, env "KILN_REMOTE_TTL", flag None, cache_file true,
         "Records written to the remote expire after this long (whole seconds, Redis EX); unset: never.";
-    remote_secret_file: Option<PathBuf> = None, env "KILN_REMOTE_SECRET_FILE", cache_file false,
+    remote_secret_file: Option<PathBuf> = None, env "KILN_REMOTE_SECRET_FILE", flag None, cache_file false,
         "A file (at least 32 bytes, mode 600) whose secret signs written records and without whose signature no record is accepted; never from the cache's own file.";
-    remote_max_record_size: Size = Size(crate::remote::envelope::MAX_VALUE_LEN), env "KILN_REMOTE_MAX_RECORD_SIZE", cache_file true,
+    remote_max_record_size: Size = Size(crate::remote::envelope::MAX_VALUE_LEN), env "KILN_REMOTE_MAX_RECORD_SIZE", flag None, cache_file true,
         "The largest remote value read (larger ones are rejected unread).";
+    target_cpu: Option<String> = None, env "KILN_TARGET_CPU", flag Some("--target-cpu"), cache_file false,
+        "kiln-run compiles for this CPU instead of the detected one (a simulated host), checked against LLVM's list (help lists them); never from the cache's own file, which hosts share.";
+    target_features: Option<String> = None, env "KILN_TARGET_FEATURES", flag Some("--target-features"), cache_file false,
+        "kiln-run compiles for these CPU features (+sse2,-avx,...) instead of the detected ones, checked against LLVM's list; never from the cache's own file.";
 }
 
 /// A value to set: from a TOML file, or text (environment, flag, `config
@@ -419,8 +433,8 @@ fn read_file(path: &Path) -> Result<Option<String>, SettingsError> {
     }
 }
 
-/// A setting given on the command line: the setting's name, the flag as
-/// the user wrote it (for messages) and its text.
+/// A setting given on the command line: the setting's name, its flag (for
+/// messages) and its text.
 #[derive(Clone, Debug)]
 pub struct Flag {
     pub name: &'static str,
@@ -428,17 +442,52 @@ pub struct Flag {
     pub text: String,
 }
 
+impl Flag {
+    /// The setting `name` given by its flag, as [`TABLE`] names it.
+    ///
+    /// # Panics
+    /// When `name` is not a row with a flag: a programming error that any
+    /// test of the flag shows.
+    pub fn new(name: &'static str, text: impl Into<String>) -> Flag {
+        let info = TABLE.iter().find(|i| i.name == name);
+        let flag = info.and_then(|i| i.flag).unwrap_or_else(|| panic!("setting {name} has no flag in the table"));
+        Flag { name, flag, text: text.into() }
+    }
+}
+
 /// The flags every cache-using tool has: `--cache-dir DIR` and
 /// `--allow-insecure-cache` (only those given).
 pub fn cache_flags(cache_dir: Option<&Path>, allow_insecure: bool) -> Vec<Flag> {
     let mut flags = Vec::new();
     if let Some(dir) = cache_dir {
-        flags.push(Flag { name: "cache_dir", flag: "--cache-dir", text: dir.display().to_string() });
+        flags.push(Flag::new("cache_dir", dir.display().to_string()));
     }
     if allow_insecure {
-        flags.push(Flag { name: "allow_insecure", flag: "--allow-insecure-cache", text: "true".into() });
+        flags.push(Flag::new("allow_insecure", "true"));
     }
     flags
+}
+
+/// The settings table as Markdown, for `docs/`: one row per setting whose
+/// name starts with `prefix` (`""` for all), with its flag, variable,
+/// type, default, whether the cache's own file may hold it, and its doc.
+/// `tests/tidy.rs` checks that the tables in `docs/` are this text.
+pub fn markdown_table(prefix: &str) -> String {
+    let mut out = String::from(
+        "| setting | flag | environment | type | default | in the cache's `kiln.toml` | meaning |\n\
+         | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    let defaults = Settings::defaults().rows();
+    for (info, row) in TABLE.iter().zip(defaults).filter(|(i, _)| i.name.starts_with(prefix)) {
+        let code = |s: &str| format!("`{s}`");
+        let flag = info.flag.map(code).unwrap_or_default();
+        let default = row.value.unwrap_or_else(|| "unset".to_string());
+        let cache_file = if info.in_cache_file { "yes" } else { "no" };
+        let doc = info.doc.replace('|', "\\|");
+        let (name, env) = (code(info.name), code(info.env));
+        out.push_str(&format!("| {name} | {flag} | {env} | {} | {default} | {cache_file} | {doc} |\n", info.ty));
+    }
+    out
 }
 
 impl Settings {
@@ -460,9 +509,7 @@ impl Settings {
         // settled first, with the precedence of every setting.
         s.apply_env_and_flags(env, flags, |info| info.name == "cache_dir")?;
         if s.cache_dir.value.is_none() {
-            // The XDG default, without KILN_CACHE_DIR (handled above).
-            let no_kiln = |name: &str| if name == cache::CACHE_DIR_ENV { None } else { env(name) };
-            s.cache_dir.value = cache::resolve_cache_dir_with(None, no_kiln).ok();
+            s.cache_dir.value = cache::default_cache_dir(env).ok();
         }
         if let Some(root) = s.cache_dir.value.clone() {
             let path = root.join(FILE_NAME);

@@ -128,7 +128,12 @@ fn suggest<'a>(name: &str, valid: impl Iterator<Item = &'a str>, source: &str) -
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
     let near: Vec<&str> = scored.iter().take(3).map(|(_, v)| *v).collect();
     let flag = source.split('=').next().unwrap_or(source);
-    let list = format!("{flag}=help lists them");
+    // A flag or a variable is shown set to `help`; a file's setting
+    // (`target_cpu in user file F`) by its name.
+    let list = match flag.split_once(" in ") {
+        Some((setting, _)) => format!("{setting} = \"help\" lists them"),
+        None => format!("{flag}=help lists them"),
+    };
     match near.as_slice() {
         [] => format!(" ({list})"),
         [one] => format!("; did you mean {one}? ({list})"),
@@ -207,6 +212,11 @@ mod tests {
         assert_eq!(m, "--target-cpu: unknown CPU 'znver9' for x86_64-t; did you mean znver3 or znver4? (--target-cpu=help lists them)");
         let TargetError::Unknown(m) = t.check_cpu("qqqqqqqqqq", "KILN_TARGET_CPU").unwrap_err() else { panic!() };
         assert_eq!(m, "KILN_TARGET_CPU: unknown CPU 'qqqqqqqqqq' for x86_64-t (KILN_TARGET_CPU=help lists them)");
+        let TargetError::Unknown(m) = t.check_cpu("qqqqqqqqqq", "target_cpu in user file /c/kiln.toml").unwrap_err()
+        else {
+            panic!()
+        };
+        assert!(m.ends_with("(target_cpu = \"help\" lists them)"), "{m}");
         assert!(t.check_features("+avx2,-avx512f,,", "--target-features").is_ok());
         let TargetError::Unknown(m) = t.check_features("+avx2,-avx512", "--target-features").unwrap_err() else {
             panic!()

@@ -498,22 +498,20 @@ mod remote {
     }
 
     /// This host's scope: `--host-scope`, else the one recorded in the
-    /// local cache (if there is one).
-    fn this_host(cli: &Cli) -> Option<String> {
-        cli.host_scope.clone().or_else(|| {
-            let root = kiln::cache::resolve_cache_dir(cli.cache_dir.as_deref()).ok()?;
-            kiln::cache::host::native_scope(&root)
-        })
+    /// local cache of `settings` (if there is one).
+    fn this_host(cli: &Cli, settings: &Settings) -> Option<String> {
+        cli.host_scope.clone().or_else(|| kiln::cache::host::native_scope(settings.cache_dir.value.as_deref()?))
     }
 
     pub fn run(cli: &Cli, url: &str) -> Result<(), ToolError> {
         let mut flags = settings::cache_flags(cli.cache_dir.as_deref(), cli.allow_insecure_cache);
         flags.extend(RemoteFlags { url: Some(url.to_string()), read_only: false }.settings_flags());
-        let settings = RemoteSettings::from_settings(&Settings::load(&flags)?)
+        let all = Settings::load(&flags)?;
+        let settings = RemoteSettings::from_settings(&all)
             .map_err(|e| ToolError::Usage(e.to_string()))?
             .ok_or_else(|| ToolError::Usage("--remote needs a URL".into()))?;
         let shown = settings.display.clone();
-        let this_host = this_host(cli);
+        let this_host = this_host(cli, &all);
         if let Command::Prune { max_size, temp, foreign_scopes, .. } = &cli.command {
             if max_size.is_some() || temp.is_some() {
                 return Err(ToolError::Usage(

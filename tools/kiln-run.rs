@@ -182,21 +182,14 @@ enum Runner {
 }
 
 /// The target of the jit engine: this host, or the CPU and features of
-/// `--target-cpu` / `--target-features` (else their environment
-/// variables; an empty variable counts as unset), checked against LLVM's
-/// lists before anything is read, compiled or written.
-fn resolve_target(cli: &Cli) -> Result<HostTarget, ToolError> {
-    fn pick<'a>(flag: &'a Option<String>, env: &'a Option<String>, flag_name: &'a str, var: &'a str) -> Override<'a> {
-        match (flag, env) {
-            (Some(v), _) => Override { value: Some(v), source: flag_name },
-            (None, Some(v)) => Override { value: Some(v), source: var },
-            (None, None) => Override { value: None, source: flag_name },
-        }
-    }
-    let env = |var: &str| std::env::var(var).ok().filter(|v| !v.is_empty());
-    let (cpu_env, features_env) = (env("KILN_TARGET_CPU"), env("KILN_TARGET_FEATURES"));
-    let cpu = pick(&cli.target_cpu, &cpu_env, "--target-cpu", "KILN_TARGET_CPU");
-    let features = pick(&cli.target_features, &features_env, "--target-features", "KILN_TARGET_FEATURES");
+/// the `target_cpu` / `target_features` settings (`--target-cpu`,
+/// `KILN_TARGET_CPU`, ...), checked against LLVM's lists before anything is
+/// read, compiled or written.
+fn resolve_target(settings: &Settings) -> Result<HostTarget, ToolError> {
+    let (cpu, features) = (&settings.target_cpu, &settings.target_features);
+    let (cpu_at, features_at) = (cpu.source.location("target_cpu"), features.source.location("target_features"));
+    let cpu = Override { value: cpu.value.as_deref(), source: &cpu_at };
+    let features = Override { value: features.value.as_deref(), source: &features_at };
     kiln::target::resolve(cpu, features).or_else(tool::target_error)
 }
 
@@ -291,8 +284,10 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     flags.extend(
         kiln::remote::RemoteFlags { url: cli.remote.clone(), read_only: cli.remote_read_only }.settings_flags(),
     );
+    let target_flags = [("target_cpu", &cli.target_cpu), ("target_features", &cli.target_features)];
+    flags.extend(target_flags.into_iter().filter_map(|(name, v)| Some(settings::Flag::new(name, v.clone()?))));
     let settings = Settings::load(&flags)?;
-    let target = if cli.engine == EngineKind::Jit { Some(resolve_target(cli)?) } else { None };
+    let target = if cli.engine == EngineKind::Jit { Some(resolve_target(&settings)?) } else { None };
     let src = tool::read_source(&cli.input)?;
     let stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
     kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(&src, &ds))?;

@@ -36,10 +36,7 @@ pub use store::{CacheStats, Lookup, Store, StoreOptions, DEFAULT_MAX_SIZE};
 use std::ffi::OsString;
 use std::fmt;
 use std::io;
-use std::path::{Path, PathBuf};
-
-/// The environment variable naming the cache root.
-pub const CACHE_DIR_ENV: &str = "KILN_CACHE_DIR";
+use std::path::PathBuf;
 
 /// The file name of the standard cache directory tag at the root.
 pub const CACHEDIR_TAG: &str = "CACHEDIR.TAG";
@@ -116,7 +113,7 @@ impl fmt::Display for CacheError {
             ),
             CacheError::NoCache { path } => write!(f, "{}: no cache directory here", path.display()),
             CacheError::NoDefaultDir => {
-                write!(f, "no cache directory: set {CACHE_DIR_ENV}, XDG_CACHE_HOME or HOME, or pass --cache-dir")
+                write!(f, "no cache directory: set KILN_CACHE_DIR, XDG_CACHE_HOME or HOME, or pass --cache-dir")
             }
             CacheError::EmptyObject => write!(f, "refusing to store an empty object"),
             CacheError::Encode(e) => write!(f, "cannot encode record: {e}"),
@@ -138,26 +135,13 @@ impl fmt::Display for CacheError {
 
 impl std::error::Error for CacheError {}
 
-/// The cache root: `explicit` (a tool's `--cache-dir`) if given, else
-/// `$KILN_CACHE_DIR`, else `$XDG_CACHE_HOME/kiln`, else `$HOME/.cache/kiln`.
-/// Empty variables count as unset, and `XDG_CACHE_HOME` must be absolute
-/// (as the XDG base directory specification says).
-pub fn resolve_cache_dir(explicit: Option<&Path>) -> Result<PathBuf, CacheError> {
-    resolve_cache_dir_with(explicit, |name| std::env::var_os(name))
-}
-
-/// [`resolve_cache_dir`] over any environment (for tests).
-pub fn resolve_cache_dir_with(
-    explicit: Option<&Path>,
-    env: impl Fn(&str) -> Option<OsString>,
-) -> Result<PathBuf, CacheError> {
-    if let Some(p) = explicit {
-        return Ok(p.to_path_buf());
-    }
+/// The cache root when no setting names one (`cache_dir`, whose
+/// `KILN_CACHE_DIR` and `--cache-dir` the settings table handles):
+/// `$XDG_CACHE_HOME/kiln`, else `$HOME/.cache/kiln`. Empty variables count
+/// as unset, and `XDG_CACHE_HOME` must be absolute (as the XDG base
+/// directory specification says).
+pub fn default_cache_dir(env: impl Fn(&str) -> Option<OsString>) -> Result<PathBuf, CacheError> {
     let var = |name: &str| env(name).filter(|v| !v.is_empty());
-    if let Some(dir) = var(CACHE_DIR_ENV) {
-        return Ok(PathBuf::from(dir));
-    }
     if let Some(xdg) = var("XDG_CACHE_HOME").map(PathBuf::from).filter(|p| p.is_absolute()) {
         return Ok(xdg.join("kiln"));
     }
@@ -176,14 +160,13 @@ mod tests {
     }
 
     #[test]
-    fn cache_dir_resolution_order() {
-        let all = [("KILN_CACHE_DIR", "/k"), ("XDG_CACHE_HOME", "/x"), ("HOME", "/h")];
-        assert_eq!(resolve_cache_dir_with(Some(Path::new("/e")), env(&all)).unwrap(), PathBuf::from("/e"));
-        assert_eq!(resolve_cache_dir_with(None, env(&all)).unwrap(), PathBuf::from("/k"));
-        let no_kiln = [("KILN_CACHE_DIR", ""), ("XDG_CACHE_HOME", "/x"), ("HOME", "/h")];
-        assert_eq!(resolve_cache_dir_with(None, env(&no_kiln)).unwrap(), PathBuf::from("/x/kiln"));
+    fn default_cache_dir_order() {
+        let both = [("XDG_CACHE_HOME", "/x"), ("HOME", "/h")];
+        assert_eq!(default_cache_dir(env(&both)).unwrap(), PathBuf::from("/x/kiln"));
+        let empty_xdg = [("XDG_CACHE_HOME", ""), ("HOME", "/h")];
+        assert_eq!(default_cache_dir(env(&empty_xdg)).unwrap(), PathBuf::from("/h/.cache/kiln"));
         let relative_xdg = [("XDG_CACHE_HOME", "rel"), ("HOME", "/h")];
-        assert_eq!(resolve_cache_dir_with(None, env(&relative_xdg)).unwrap(), PathBuf::from("/h/.cache/kiln"));
-        assert!(matches!(resolve_cache_dir_with(None, env(&[])), Err(CacheError::NoDefaultDir)));
+        assert_eq!(default_cache_dir(env(&relative_xdg)).unwrap(), PathBuf::from("/h/.cache/kiln"));
+        assert!(matches!(default_cache_dir(env(&[])), Err(CacheError::NoDefaultDir)));
     }
 }

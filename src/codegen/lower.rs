@@ -36,21 +36,10 @@ use inkwell::values::{
 use inkwell::{AddressSpace, AtomicOrdering, FloatPredicate, IntPredicate};
 use std::collections::HashMap;
 
-/// The most indices a field access has (the rank limit of a field).
-pub const MAX_RANK: usize = 8;
+use crate::ir::MAX_RANK;
 
-/// Positions of the members of the task context struct (`docs/runtime.md`).
-const CTX_FIELDS: u32 = 0;
-const CTX_PARAMS: u32 = 1;
-const CTX_ERROR: u32 = 2;
-const CTX_BEGIN: u32 = 3;
-const CTX_END: u32 = 4;
-
-/// Byte offsets in the error slot.
-const ERR_FIELD_OFFSET: u64 = 4;
-const ERR_RANK_OFFSET: u64 = 8;
-const ERR_STMT_OFFSET: u64 = 12;
-const ERR_INDEX_OFFSET: u64 = 16;
+use super::abi::{self, CTX_BEGIN, CTX_END, CTX_ERROR, CTX_FIELDS, CTX_PARAMS};
+use super::abi::{ERR_FIELD_OFFSET, ERR_INDEX_OFFSET, ERR_RANK_OFFSET, ERR_STMT_OFFSET};
 
 type Result<T> = std::result::Result<T, CodegenError>;
 
@@ -112,9 +101,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         features: &str,
         fields: Vec<&'a Field>,
     ) -> Lowering<'a, 'ctx> {
-        let ptr = cx.ptr_type(AddressSpace::default());
-        let i64t = cx.i64_type();
-        let ctx_ty = cx.struct_type(&[ptr.into(), ptr.into(), ptr.into(), i64t.into(), i64t.into()], false);
+        let ctx_ty = abi::context_type(cx);
         let field_pos = fields.iter().enumerate().map(|(i, f)| (f.name.as_str(), i as u32)).collect();
         Lowering {
             cx,

@@ -12,6 +12,7 @@
 //! different kernels share one cached object; names reach error messages
 //! from the launcher side).
 
+pub mod abi;
 pub mod backend;
 pub mod lower;
 pub mod sites;

@@ -15,7 +15,7 @@
 
 use super::chi::{self, Bound, Error, Kind, PyLoc, Refusal, Stmt, Task, TaskKind, Ty};
 use super::table::{self, Table};
-use crate::ir::{Scalar, Span};
+use crate::ir::{Scalar, Span, MAX_RANK};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 
@@ -1034,12 +1034,12 @@ fn field_kind_ok(f: &table::Field) -> Result<(), (String, &'static str)> {
     Ok(())
 }
 
-/// A shape of the table KIR can declare: rank at most 8, extents from 1
+/// A shape of the table KIR can declare: rank at most [`MAX_RANK`], extents from 1
 /// to 2^40 (the verifier's own bound on a field's bytes is checked after).
 fn check_shape(name: &str, shape: &[u64]) -> Result<(), String> {
-    if shape.len() > 8 || shape.iter().any(|&e| e == 0 || e > 1 << 40) {
+    if shape.len() > MAX_RANK || shape.iter().any(|&e| e == 0 || e > 1 << 40) {
         return Err(format!(
-            "'{name}' has the shape {shape:?} in the field table; KIR fields have 0 to 8 extents of at least 1"
+            "'{name}' has the shape {shape:?} in the field table; KIR fields have 0 to {MAX_RANK} extents of at least 1"
         ));
     }
     Ok(())

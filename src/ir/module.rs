@@ -12,7 +12,12 @@ use super::stmt::TaskKind;
 use super::types::{Const, Scalar};
 use super::Name;
 
-/// `field @x : f32[1024]`: a dense, zero-initialised array (rank 0 to 8).
+/// The largest rank of a field: the verifier's limit, the number of
+/// indices codegen passes and the runtime's error slot holds.
+pub const MAX_RANK: usize = 8;
+
+/// `field @x : f32[1024]`: a dense, zero-initialised array (rank 0 to
+/// [`MAX_RANK`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Field {
     pub name: Name,

@@ -3,7 +3,7 @@
 //! field storage: serial tasks on the calling thread, `range_for` and
 //! `struct_for` in chunks of `block_dim` iterations over a thread pool.
 //!
-//! Owns: [`TaskContext`], [`ErrorSlot`], [`launch`] (in phases: the
+//! Owns: [`launch`] of a task over the ABI of `codegen::abi` (in phases: the
 //! iteration space, the fields' storage, the chunks, the error slot) and
 //! the run-time errors of compiled code (their text is the interpreter's,
 //! `exec::out_of_bounds`; their location comes from the task's module).
@@ -16,48 +16,14 @@ use crate::config::{LaunchMeta, MetaBound, MetaKind};
 use crate::exec::{out_of_bounds, FieldData, Fields, RunError};
 use crate::ir::{Scalar, Span, DEFAULT_BLOCK_DIM};
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 
-/// A task's entry: `void kiln_task(const TaskContext *)`.
-pub type EntryFn = unsafe extern "C" fn(*const TaskContext);
+pub use crate::codegen::abi::{EntryFn, ErrorSlot, TaskContext};
 
 pub(crate) fn entry_from_address(a: u64) -> EntryFn {
     // The address comes from a successful ORC lookup of a function symbol
     // the object defines with this signature.
     unsafe { std::mem::transmute::<usize, EntryFn>(a as usize) }
-}
-
-/// What a task entry receives (layout fixed by `docs/runtime.md`).
-#[repr(C)]
-#[derive(Debug)]
-pub struct TaskContext {
-    /// Base pointers of the fields, in the order of `LaunchMeta::fields`.
-    pub fields: *const *mut u8,
-    /// The task's parameters as 64-bit slots, in the order of
-    /// `LaunchMeta::params`.
-    pub params: *const u64,
-    pub error: *mut ErrorSlot,
-    /// The chunk of linear iterations to run, `[begin, end)` (parallel
-    /// tasks; a serial task ignores them).
-    pub begin: i64,
-    pub end: i64,
-}
-
-/// Where compiled code reports the first run-time error of a launch.
-#[repr(C)]
-#[derive(Debug, Default)]
-pub struct ErrorSlot {
-    /// 0: no error; 1: an error was recorded (the first wins, by a
-    /// compare-and-swap from 0 to 1).
-    pub state: AtomicU32,
-    /// The field's position in `LaunchMeta::fields`.
-    pub field: u32,
-    /// How many of `index` are set.
-    pub rank: u32,
-    /// The statement that failed, by its number in the object
-    /// (`codegen::sites`).
-    pub stmt: u32,
-    pub index: [i64; 8],
 }
 
 /// Raw pointers that are only read during a launch, shared by the pool's

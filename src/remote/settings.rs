@@ -148,10 +148,10 @@ impl RemoteFlags {
     pub fn settings_flags(&self) -> Vec<Flag> {
         let mut flags = Vec::new();
         if let Some(url) = &self.url {
-            flags.push(Flag { name: "remote", flag: "--remote", text: url.clone() });
+            flags.push(Flag::new("remote", url.clone()));
         }
         if self.read_only {
-            flags.push(Flag { name: "remote_read_only", flag: "--remote-read-only", text: "true".into() });
+            flags.push(Flag::new("remote_read_only", "true"));
         }
         flags
     }

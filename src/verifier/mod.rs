@@ -63,8 +63,7 @@ pub const MAX_CALL_DEPTH: usize = 512;
 /// overflow.
 pub const MAX_FIELD_BYTES: u64 = 1 << 40;
 
-/// The largest rank of a field.
-pub const MAX_RANK: usize = 8;
+pub use crate::ir::MAX_RANK;
 
 /// Checks a stream: every module on its own, `launch` targets across the
 /// stream, and that fields of one name agree across modules. Reports every

@@ -1,0 +1,179 @@
+//! Tidy checks, as rust-analyzer's: facts the compiler cannot check but a
+//! test can, over the source tree and the docs.
+//!
+//! - The settings tables in `docs/` are `settings::markdown_table`'s text.
+//!   `KILN_UPDATE_DOCS=1 cargo test --test tidy` rewrites them.
+//! - Every `KILN_*` variable named in the sources and docs is a row of the
+//!   settings table, or one of the few that are not settings (below).
+//! - The code map of `docs/ARCHITECTURE.md` names every file of `src/`,
+//!   and every `src/` path it names exists.
+//! - A constant is defined once: no two files define a top-level constant
+//!   of the same name and value.
+
+use kiln::settings::{self, TABLE};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The files below `dir` (relative to the crate root) ending in one of
+/// `exts`, sorted.
+fn files(dir: &str, exts: &[&str]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = walkdir::WalkDir::new(root().join(dir))
+        .into_iter()
+        .map(|e| e.expect("walk the tree").into_path())
+        .filter(|p| p.is_file() && exts.iter().any(|x| p.extension().is_some_and(|e| e == *x)))
+        .map(|p| p.strip_prefix(root()).unwrap().to_path_buf())
+        .collect();
+    out.sort();
+    out
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+const BEGIN: &str = "<!-- settings-table ";
+const END: &str = "<!-- end settings-table -->";
+
+/// `text` with each `<!-- settings-table PREFIX -->` block's body replaced
+/// by the generated table.
+fn with_generated_tables(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(BEGIN) {
+        let header_end = at + rest[at..].find("-->\n").expect("an unclosed settings-table marker") + 4;
+        let prefix = rest[at + BEGIN.len()..header_end - 4].trim();
+        let prefix = if prefix == "all" { "" } else { prefix };
+        let end = header_end + rest[header_end..].find(END).expect("a settings-table block without its end marker");
+        out.push_str(&rest[..header_end]);
+        out.push_str(&settings::markdown_table(prefix));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn settings_tables_in_the_docs_are_the_table() {
+    let update = std::env::var_os("KILN_UPDATE_DOCS").is_some();
+    let mut blocks = 0;
+    for doc in files("docs", &["md"]) {
+        let text = read(&doc);
+        blocks += text.matches(BEGIN).count();
+        let want = with_generated_tables(&text);
+        if want == text {
+            continue;
+        }
+        if update {
+            fs::write(root().join(&doc), want).unwrap();
+        } else {
+            panic!(
+                "{}: a settings table differs from src/settings.rs; run KILN_UPDATE_DOCS=1 cargo test --test tidy",
+                doc.display()
+            );
+        }
+    }
+    assert!(blocks >= 2, "docs/cache.md and docs/remote.md hold generated settings tables");
+}
+
+/// `KILN_*` variables that are not settings: build-time stamps, the test
+/// and benchmark harnesses' knobs, the Python bridge's interpreter, and
+/// this file's own switch.
+const NOT_SETTINGS: &[&str] = &[
+    "KILN_BUILD_ID",
+    "KILN_LLVM_VERSION",
+    "KILN_LLVM_LINK",
+    "KILN_BIN_DIR",
+    "KILN_QUADRANTS_PYTHON",
+    "KILN_UPDATE_DOCS",
+    "KILN_BENCH_",
+    "KILN_CACHE_TEST_",
+];
+
+#[test]
+fn every_kiln_variable_is_a_setting() {
+    let re = regex_lite::Regex::new(r"KILN_[A-Z0-9_]+").unwrap();
+    let settings: BTreeSet<&str> = TABLE.iter().map(|i| i.env).collect();
+    let mut unknown = BTreeSet::new();
+    let sources = ["src", "tools", "docs", "scripts", "lit-tests"].into_iter();
+    let mut paths: Vec<PathBuf> =
+        sources.flat_map(|d| files(d, &["rs", "md", "sh", "py", "test", "kir", "lalrpop", "cpp"])).collect();
+    paths.extend(["README.md", "Makefile", "build.rs"].map(PathBuf::from));
+    for path in paths {
+        for m in re.find_iter(&read(&path)) {
+            let var = m.as_str();
+            if !settings.contains(var) && !NOT_SETTINGS.iter().any(|p| var.starts_with(p)) {
+                unknown.insert(format!("{}: {var}", path.display()));
+            }
+        }
+    }
+    assert!(unknown.is_empty(), "variables read outside the settings table: {unknown:#?}");
+}
+
+/// The code map: each row's first cell (the paths it is about) and the
+/// whole row.
+fn code_map() -> Vec<(String, String)> {
+    let text = read(Path::new("docs/ARCHITECTURE.md"));
+    let start = text.find("| path | owns | must never |").expect("the code map's header");
+    text[start..]
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| (l.split('|').nth(1).unwrap_or("").to_string(), l.to_string()))
+        .collect()
+}
+
+/// The names in backticks in `text`.
+fn quoted(text: &str) -> Vec<&str> {
+    text.split('`').skip(1).step_by(2).collect()
+}
+
+#[test]
+fn the_code_map_names_every_source_file() {
+    let rows = code_map();
+    let mut missing = Vec::new();
+    for file in files("src", &["rs", "lalrpop", "cpp"]) {
+        let path = file.to_str().unwrap();
+        let name = file.file_name().unwrap().to_str().unwrap();
+        // Test modules belong to the module they test.
+        if name == "tests.rs" || name.ends_with("_tests.rs") {
+            continue;
+        }
+        let stem = name.rsplit_once('.').map_or(name, |s| s.0);
+        let dir = file.parent().unwrap().to_str().unwrap();
+        let short = format!("{}/{name}", dir.rsplit('/').next().unwrap());
+        let named = rows.iter().any(|(paths, row)| {
+            quoted(paths).contains(&path)
+                || (quoted(paths).contains(&format!("{dir}/").as_str())
+                    && quoted(row).iter().any(|q| [stem, name, short.as_str()].contains(q)))
+        });
+        if !named {
+            missing.push(path.to_string());
+        }
+    }
+    assert!(missing.is_empty(), "files the code map of docs/ARCHITECTURE.md does not name: {missing:#?}");
+    for (paths, _) in &rows {
+        for p in quoted(paths).into_iter().filter(|p| p.starts_with("src/")) {
+            assert!(root().join(p).exists(), "docs/ARCHITECTURE.md's code map names {p}, which does not exist");
+        }
+    }
+}
+
+#[test]
+fn constants_are_defined_once() {
+    let re =
+        regex_lite::Regex::new(r"(?m)^(?:pub(?:\([a-z]+\))? )?const ([A-Z][A-Z0-9_]*): ([^=]+) = ([^;]+);").unwrap();
+    let mut seen: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for file in files("src", &["rs"]) {
+        for c in re.captures_iter(&read(&file)) {
+            let key = (c[1].to_string(), c[3].trim().to_string());
+            seen.entry(key).or_default().insert(file.display().to_string());
+        }
+    }
+    let twice: Vec<_> = seen.into_iter().filter(|(_, files)| files.len() > 1).collect();
+    assert!(twice.is_empty(), "the same constant defined in more than one file: {twice:#?}");
+}
