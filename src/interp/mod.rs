@@ -1,0 +1,103 @@
+//! The reference interpreter: runs kernels of a verified stream with exactly
+//! the semantics of `docs/language.md`. It is the oracle passes, the JIT and
+//! the cache are checked against.
+//!
+//! Owns: lowering a body (function, kernel, task item) to a compact,
+//! flat instruction form ([`Code`]) with fields resolved to indices and
+//! values resolved to registers, and executing it over [`Fields`].
+//! Parallel tasks run their iterations one after the other, in increasing
+//! index order by default (a valid order of a parallel loop), so results
+//! are deterministic; [`Interpreter::order`] picks another order, and
+//! [`Interpreter::check_races`] keeps shadow state per field element during
+//! each parallel launch to report data races (`crate::races`). Either asks
+//! for parallel tasks, so the interpreter then runs kernels as `offload`
+//! makes them (with its temporaries for the run only).
+//!
+//! Must never: print, panic on any input (a stream that slipped past the
+//! verifier gives a [`RunError`]), or skip a bounds check: the interpreter
+//! always checks, whatever the compile configuration says, because an
+//! out-of-bounds access here would be a Rust panic, not undefined memory.
+//!
+//! Where `docs/language.md` leaves a choice open, the interpreter (and the
+//! JIT, which matches it) decides: float `min`/`max` order `-0.0` below
+//! `+0.0` (LLVM's `minimumnum`/`maximumnum`), so the result never depends
+//! on operand order; `cmp` on `i1` is unsigned (`false < true`); `ret`
+//! outside a function ends the kernel (in a task body, which the verifier
+//! rejects, it would end the iteration); NaN payloads and signs are
+//! whatever the host's arithmetic gives (IEEE leaves them open, so tests
+//! never compare stored NaNs bitwise); transcendental functions are the
+//! host libm's (`f32::sin` is `sinf`), the ones the JIT calls too.
+//!
+//! Values live in a `Vec<u64>` register file per body, in "register form":
+//! `i1` is 0 or 1, `i32` is sign-extended to 64 bits (so indices and loop
+//! bounds of either integer type compare as `i64`), `i64` as is, `f32` its
+//! bits in the low half, `f64` its bits. The functions [`eval_binary`],
+//! [`eval_unary`], [`eval_cmp`] and [`eval_cast`] hold every arithmetic rule
+//! of the language and work on [`Const`]s so passes and tests can share them.
+
+use crate::exec::{out_of_bounds, Engine, FieldData, Fields, RunError};
+use crate::ir::*;
+use crate::races::{AccessKind, IterationOrder, Permutation, Race, RaceReport, Shadow};
+use std::collections::HashMap;
+
+mod code;
+mod run;
+mod scalar;
+
+use code::*;
+use scalar::*;
+pub use scalar::{eval_binary, eval_cast, eval_cmp, eval_unary};
+
+/// The reference interpreter engine (each run lowers what it needs).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Interpreter {
+    /// The order the iterations of parallel tasks run in.
+    pub order: IterationOrder,
+    /// Report data races in parallel tasks (a run-time error).
+    pub check_races: bool,
+}
+
+impl Interpreter {
+    pub fn new() -> Interpreter {
+        Interpreter::default()
+    }
+}
+
+impl Engine for Interpreter {
+    fn run_kernel(
+        &mut self,
+        stream: &Stream,
+        kernel: &str,
+        args: &[Const],
+        fields: &mut Fields,
+    ) -> Result<(), RunError> {
+        if self.order == IterationOrder::Ascending && !self.check_races {
+            let prog = Program::lower(stream, kernel)?;
+            return prog.run(args, fields, *self);
+        }
+        // Iteration orders and races are properties of parallel tasks:
+        // run the kernels as offload makes them.
+        let mut tasks = stream.clone();
+        for m in &mut tasks.modules {
+            crate::passes::offload::offload_module(m)
+                .map_err(|d| err(format!("cannot offload the kernels into tasks: {}", d.message)))?;
+        }
+        let prog = Program::lower(&tasks, kernel)?;
+        // Offload's temporaries exist for this run only.
+        let mut temps = Vec::new();
+        for f in tasks.modules.iter().flat_map(|m| m.fields()) {
+            if fields.get(&f.name).is_none() {
+                fields.map.insert(f.name.clone(), FieldData::try_zeroed(f).map_err(RunError::new)?);
+                temps.push(f.name.clone());
+            }
+        }
+        let r = prog.run(args, fields, *self);
+        for n in temps {
+            fields.map.remove(&n);
+        }
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests;

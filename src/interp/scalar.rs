@@ -1,0 +1,279 @@
+//! The interpreter's scalar semantics: register form and every arithmetic,
+//! comparison and cast rule of the language, on registers and on
+//! [`Const`]s (`eval_*`, which passes and tests share).
+//!
+//! Owns: register form (see the module above), `bin_reg`, `un_reg`,
+//! `cmp_reg`, `cast_reg` and the `eval_*` wrappers.
+//!
+//! Must never: depend on anything but the operation and its operands'
+//! bits (no host state but libm).
+
+use crate::ir::*;
+
+/// Converts a constant to register form.
+pub(super) fn to_reg(c: Const) -> u64 {
+    match c.ty {
+        Scalar::I1 => c.bits & 1,
+        Scalar::I32 => c.bits as u32 as i32 as i64 as u64,
+        Scalar::I64 | Scalar::F64 => c.bits,
+        Scalar::F32 => c.bits & 0xffff_ffff,
+    }
+}
+
+/// Converts a register back to a constant of type `ty`.
+pub(super) fn from_reg(ty: Scalar, r: u64) -> Const {
+    let bits = match ty {
+        Scalar::I1 => r & 1,
+        Scalar::I32 | Scalar::F32 => r & 0xffff_ffff,
+        Scalar::I64 | Scalar::F64 => r,
+    };
+    Const { ty, bits }
+}
+
+/// Truncates an `i64` result to the width of `ty` in register form.
+#[inline(always)]
+pub(super) fn norm_int(ty: Scalar, r: i64) -> u64 {
+    match ty {
+        Scalar::I1 => (r & 1) as u64,
+        Scalar::I32 => r as i32 as i64 as u64,
+        _ => r as u64,
+    }
+}
+
+/// `x` with the quiet bit set when it is a NaN (what the floating-point
+/// unit does to a NaN it propagates; `docs/language.md`), else `x`.
+macro_rules! quieted {
+    ($t:ty, $x:expr) => {{
+        let x: $t = $x;
+        if x.is_nan() {
+            <$t>::from_bits(x.to_bits() | (1 << (<$t>::MANTISSA_DIGITS - 2)))
+        } else {
+            x
+        }
+    }};
+}
+
+/// `min` of floats: the other operand when one is NaN (IEEE minNum, LLVM
+/// `minimumnum`), the second one quieted when both are, and `-0.0` below
+/// `+0.0` so the result never depends on operand order.
+macro_rules! fminmax {
+    ($name:ident, $t:ty, $less:tt) => {
+        #[inline(always)]
+        fn $name(a: $t, b: $t) -> $t {
+            if a.is_nan() {
+                quieted!($t, b)
+            } else if b.is_nan() {
+                a
+            } else if a $less b {
+                a
+            } else if b $less a {
+                b
+            } else if (a.is_sign_negative() as u8) $less (b.is_sign_negative() as u8) {
+                // Equal and both zero with different signs: for min the
+                // negative one (sign bit 1) wins, for max the positive one.
+                b
+            } else {
+                a
+            }
+        }
+    };
+}
+fminmax!(fmin32, f32, <);
+fminmax!(fmax32, f32, >);
+fminmax!(fmin64, f64, <);
+fminmax!(fmax64, f64, >);
+
+macro_rules! float_bin {
+    ($op:expr, $a:expr, $b:expr, $min:ident, $max:ident) => {{
+        let (a, b) = ($a, $b);
+        match $op {
+            BinOp::Add => a + b,
+            BinOp::Sub => a - b,
+            BinOp::Mul => a * b,
+            BinOp::Div => a / b,
+            // Rust's `%` on floats is C's fmod: the result has the
+            // dividend's sign.
+            BinOp::Rem => a % b,
+            BinOp::Min => $min(a, b),
+            BinOp::Max => $max(a, b),
+            BinOp::Pow => a.powf(b),
+            BinOp::Atan2 => a.atan2(b),
+            // Bitwise and shift operators do not accept floats (the
+            // verifier rejects them); give a defined result anyway.
+            _ => 0.0,
+        }
+    }};
+}
+
+#[inline(always)]
+pub(super) fn bin_reg(op: BinOp, ty: Scalar, a: u64, b: u64) -> u64 {
+    match ty {
+        Scalar::F32 => {
+            let r = float_bin!(op, f32::from_bits(a as u32), f32::from_bits(b as u32), fmin32, fmax32);
+            r.to_bits() as u64
+        }
+        Scalar::F64 => float_bin!(op, f64::from_bits(a), f64::from_bits(b), fmin64, fmax64).to_bits(),
+        _ => {
+            let (x, y) = (a as i64, b as i64);
+            let width = ty.bits();
+            // Shift amounts are taken modulo the bit width (a power of two).
+            let sh = (y as u32) & (width - 1);
+            let r = match op {
+                BinOp::Add => x.wrapping_add(y),
+                BinOp::Sub => x.wrapping_sub(y),
+                BinOp::Mul => x.wrapping_mul(y),
+                BinOp::Div => {
+                    if y == 0 {
+                        0
+                    } else if ty == Scalar::I32 {
+                        (x as i32).wrapping_div(y as i32) as i64
+                    } else {
+                        x.wrapping_div(y)
+                    }
+                }
+                BinOp::Rem => {
+                    if y == 0 {
+                        0
+                    } else {
+                        x.wrapping_rem(y)
+                    }
+                }
+                BinOp::Min => x.min(y),
+                BinOp::Max => x.max(y),
+                BinOp::And => x & y,
+                BinOp::Or => x | y,
+                BinOp::Xor => x ^ y,
+                BinOp::Shl => x.wrapping_shl(sh),
+                BinOp::Shr => x.wrapping_shr(sh),
+                BinOp::Ushr => match ty {
+                    Scalar::I32 => ((x as u32) >> sh) as i32 as i64,
+                    _ => ((x as u64) >> sh) as i64,
+                },
+                BinOp::Pow | BinOp::Atan2 => 0,
+            };
+            norm_int(ty, r)
+        }
+    }
+}
+
+macro_rules! float_un {
+    ($op:expr, $t:ty, $a:expr) => {{
+        let a: $t = $a;
+        match $op {
+            UnOp::Neg => -a,
+            UnOp::Abs => a.abs(),
+            UnOp::Sqrt => a.sqrt(),
+            UnOp::Sin => a.sin(),
+            UnOp::Cos => a.cos(),
+            UnOp::Tan => a.tan(),
+            UnOp::Asin => a.asin(),
+            UnOp::Acos => a.acos(),
+            UnOp::Atan => a.atan(),
+            UnOp::Tanh => a.tanh(),
+            UnOp::Exp => a.exp(),
+            UnOp::Log => a.ln(),
+            // Rust's software `floor`/`ceil` return a signalling NaN
+            // unchanged; the unit (and C's `floor`) quiets it.
+            UnOp::Floor => quieted!($t, a.floor()),
+            UnOp::Ceil => quieted!($t, a.ceil()),
+            // Rust's `round` rounds half away from zero, as KIR does.
+            UnOp::Round => a.round(),
+            UnOp::Not => 0.0,
+        }
+    }};
+}
+
+#[inline(always)]
+pub(super) fn un_reg(op: UnOp, ty: Scalar, a: u64) -> u64 {
+    match ty {
+        Scalar::F32 => float_un!(op, f32, f32::from_bits(a as u32)).to_bits() as u64,
+        Scalar::F64 => float_un!(op, f64, f64::from_bits(a)).to_bits(),
+        _ => {
+            let x = a as i64;
+            let r = match op {
+                UnOp::Neg => x.wrapping_neg(),
+                UnOp::Not => !x,
+                UnOp::Abs => x.wrapping_abs(),
+                _ => 0,
+            };
+            norm_int(ty, r)
+        }
+    }
+}
+
+#[inline(always)]
+pub(super) fn cmp_reg(op: CmpOp, ty: Scalar, a: u64, b: u64) -> u64 {
+    macro_rules! cmp {
+        ($x:expr, $y:expr) => {{
+            let (x, y) = ($x, $y);
+            // Rust's float comparisons are ordered (false on NaN) except
+            // `!=`, which is true on NaN: exactly KIR's rule.
+            match op {
+                CmpOp::Lt => x < y,
+                CmpOp::Le => x <= y,
+                CmpOp::Gt => x > y,
+                CmpOp::Ge => x >= y,
+                CmpOp::Eq => x == y,
+                CmpOp::Ne => x != y,
+            }
+        }};
+    }
+    let r = match ty {
+        Scalar::F32 => cmp!(f32::from_bits(a as u32), f32::from_bits(b as u32)),
+        Scalar::F64 => cmp!(f64::from_bits(a), f64::from_bits(b)),
+        // Integers compare signed; `i1` is 0 or 1 in register form, so
+        // `false < true`.
+        _ => cmp!(a as i64, b as i64),
+    };
+    r as u64
+}
+
+#[inline(always)]
+pub(super) fn cast_reg(from: Scalar, to: Scalar, a: u64) -> u64 {
+    if from == to {
+        return a;
+    }
+    if from.is_int() {
+        // Register form is already sign-extended (i1 is 0/1).
+        let i = a as i64;
+        match to {
+            Scalar::I1 => (i != 0) as u64,
+            Scalar::I32 | Scalar::I64 => norm_int(to, i),
+            Scalar::F32 => (i as f32).to_bits() as u64,
+            Scalar::F64 => (i as f64).to_bits(),
+        }
+    } else {
+        // Widening f32 to f64 is exact, so every conversion from f32 can go
+        // through f64 without changing its result.
+        let x = if from == Scalar::F32 { f32::from_bits(a as u32) as f64 } else { f64::from_bits(a) };
+        match to {
+            // NaN != 0.0 is true, as KIR's unordered `ne`.
+            Scalar::I1 => (x != 0.0) as u64,
+            // Rust's `as` saturates and maps NaN to 0.
+            Scalar::I32 => x as i32 as i64 as u64,
+            Scalar::I64 => x as i64 as u64,
+            Scalar::F32 => (x as f32).to_bits() as u64,
+            Scalar::F64 => x.to_bits(),
+        }
+    }
+}
+
+/// `a OP b` on constants of one type, with KIR's semantics.
+pub fn eval_binary(op: BinOp, a: Const, b: Const) -> Const {
+    from_reg(a.ty, bin_reg(op, a.ty, to_reg(a), to_reg(b)))
+}
+
+/// `OP a` on a constant, with KIR's semantics.
+pub fn eval_unary(op: UnOp, a: Const) -> Const {
+    from_reg(a.ty, un_reg(op, a.ty, to_reg(a)))
+}
+
+/// `cmp OP a, b` on constants of one type (an `i1`).
+pub fn eval_cmp(op: CmpOp, a: Const, b: Const) -> Const {
+    Const::bool(cmp_reg(op, a.ty, to_reg(a), to_reg(b)) != 0)
+}
+
+/// `cast a to ty`, with KIR's semantics.
+pub fn eval_cast(a: Const, to: Scalar) -> Const {
+    from_reg(to, cast_reg(a.ty, to, to_reg(a)))
+}
