@@ -77,24 +77,23 @@ pub fn write_canonical(out: &mut String, m: &Module, task: &TaskItem) {
 pub struct Renumbering {
     /// The number of each value of the current body, `u32::MAX` until it
     /// is defined.
-    num: Vec<u32>,
+    num: SecondaryMap<Value, u32>,
     next: u32,
 }
 
 impl Namer for Renumbering {
     fn begin_body(&mut self, body: &Body) {
-        self.num.clear();
-        self.num.resize(body.values.len(), u32::MAX);
+        self.num = SecondaryMap::for_arena(&body.values, u32::MAX);
         self.next = 0;
     }
     fn define(&mut self, v: Value) {
-        if let Some(n) = self.num.get_mut(v.index()) {
+        if let Some(n) = self.num.get_mut(v) {
             *n = self.next;
             self.next += 1;
         }
     }
     fn name<'b>(&self, body: &'b Body, v: Value) -> ValueName<'b> {
-        match self.num.get(v.index()) {
+        match self.num.get(v) {
             Some(&n) if n != u32::MAX => ValueName::Number(n),
             _ => ValueName::Text(body.name(v)),
         }

@@ -519,13 +519,13 @@ pub(crate) fn lower_item_as<'a>(
         ast::Item::Func(f) => {
             let mut lw = BodyLower::new(src, sigs, diags, keep);
             let params = lw.params(&f.params);
-            lw.stmts(f.body, Block(0));
+            lw.stmts(f.body, Block::new(0));
             Item::Func(Func { name: f.name.text(src).into(), params, ret: f.ret, body: lw.finish(), span: f.span })
         }
         ast::Item::Kernel(k) => {
             let mut lw = BodyLower::new(src, sigs, diags, keep);
             let params = lw.params(&k.params);
-            lw.stmts(k.body, Block(0));
+            lw.stmts(k.body, Block::new(0));
             Item::Kernel(Kernel { name: k.name.text(src).into(), params, body: lw.finish(), span: k.span })
         }
         ast::Item::Task(t) => {
@@ -534,7 +534,7 @@ pub(crate) fn lower_item_as<'a>(
             let kind = lw.task_kind(*t.kind, Stmt::HEADER);
             // The header is not a statement: its uses have no entry.
             lw.uses.clear();
-            lw.stmts(t.body, Block(0));
+            lw.stmts(t.body, Block::new(0));
             Item::Task(TaskItem {
                 name: t.name.text(src).into(),
                 kernel: t.kernel.text(src).into(),
@@ -730,7 +730,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         let loc = s.loc.take().and_then(|l| self.loc(l));
         let first = self.body.stmts.len();
         self.stmt_kind(s, b);
-        if let (Some(loc), Some(data)) = (loc, self.body.stmts.get_mut(Stmt(first as u32))) {
+        if let (Some(loc), Some(data)) = (loc, self.body.stmts.get_mut(Stmt::new(first))) {
             data.loc = Some(loc);
         }
     }
@@ -815,7 +815,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                 let (lo, hi) = (self.bound(&range.lo), self.bound(&range.hi));
                 let ty = self.range_type(&range, &lo, &hi);
                 let blk = self.body.new_block();
-                let placeholder = Value(u32::MAX);
+                let placeholder = Value::new(u32::MAX as usize);
                 let st = self.new_stmt(StmtKind::For { var: placeholder, lo, hi, body: blk, serial }, span);
                 self.body.push(b, st);
                 let mark = self.undo.len();
@@ -950,36 +950,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
 /// definition, and drops the placeholder values (renumbering the rest) so
 /// that no `Undefined` value is left that nothing refers to.
 fn resolve_forward_uses(body: &mut Body, resolved: &[(Value, Value)]) {
-    let n = body.values.len();
-    let mut target: Vec<u32> = (0..n as u32).collect();
-    let mut dropped = vec![false; n];
-    for &(u, d) in resolved {
-        target[u.index()] = d.0;
-        dropped[u.index()] = true;
-    }
-    let mut new_index = vec![0u32; n];
-    let mut next = 0u32;
-    for i in 0..n {
-        new_index[i] = next;
-        if !dropped[i] {
-            next += 1;
-        }
-    }
-    let map = |v: &mut Value| {
-        if let Some(&t) = target.get(v.index()) {
-            *v = Value(new_index[t as usize]);
-        }
-    };
-    for s in &mut body.stmts {
-        s.kind.values_mut(map);
-        if let Some(r) = &mut s.result {
-            map(r);
-        }
-    }
-    for p in &mut body.params {
-        map(p);
-    }
-    body.values.retain_by_key(|v| !dropped[v.index()]);
+    body.replace_values(resolved);
 }
 
 /// The value of a literal given type `ty`. Integers must fit the type

@@ -443,14 +443,14 @@ fn every_error_is_reported_in_source_order() {
 fn malformed_ir_from_a_pass_is_an_error_not_a_panic() {
     let mut s = parse("kernel @k(%a: i32) {\n  %b = add %a, %a\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
-    k.body.stmts[Stmt(0)].kind = StmtKind::Binary(BinOp::Add, Value(99), Value(0));
+    k.body.stmts[Stmt::new(0)].kind = StmtKind::Binary(BinOp::Add, Value::new(99), Value::new(0));
     let e = verify(&s).unwrap_err();
     assert!(e.0[0].message.starts_with("malformed IR: value 99"), "{}", e);
 
     let mut s = parse("kernel @k(%a: i32) {\n  %b = add %a, %a\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
     let entry = k.body.entry;
-    k.body.blocks[entry].push(Stmt(0));
+    k.body.blocks[entry].push(Stmt::new(0));
     let e = verify(&s).unwrap_err();
     assert!(e.0[0].message.contains("placed twice"), "{}", e);
 }
@@ -463,7 +463,7 @@ fn statements_removed_by_a_pass_leave_no_trace() {
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
     let entry = k.body.entry;
     k.body.blocks[entry].remove(0);
-    k.body.stmts[Stmt(0)].kind = StmtKind::Binary(BinOp::Add, Value(0), Value(9));
+    k.body.stmts[Stmt::new(0)].kind = StmtKind::Binary(BinOp::Add, Value::new(0), Value::new(9));
     assert!(verify(&s).is_ok());
 }
 
@@ -538,31 +538,31 @@ fn damage(s: &mut Stream, rng: &mut Rng, donor: &StmtKind, task_donor: &TaskKind
     let types =
         [Type::Scalar(Scalar::I1), Type::Scalar(Scalar::I32), Type::Scalar(Scalar::F64), Type::Slot(Scalar::F32)];
     match rng.below(9) {
-        0 if ns > 0 => body.stmts[Stmt(rng.below(ns) as u32)].result = Some(Value(rng.below(nv + 2) as u32)),
-        1 if nv > 0 => body.values[Value(rng.below(nv) as u32)].ty = types[rng.below(4)],
+        0 if ns > 0 => body.stmts[Stmt::new(rng.below(ns))].result = Some(Value::new(rng.below(nv + 2))),
+        1 if nv > 0 => body.values[Value::new(rng.below(nv))].ty = types[rng.below(4)],
         2 if nv > 0 => {
-            body.values[Value(rng.below(nv) as u32)].def = match rng.below(4) {
+            body.values[Value::new(rng.below(nv))].def = match rng.below(4) {
                 0 => ValueDef::Param(rng.below(3) as u32),
-                1 => ValueDef::Result(Stmt(rng.below(ns + 2) as u32)),
-                2 => ValueDef::LoopVar(Stmt(rng.below(ns + 2) as u32), rng.below(2) as u32),
+                1 => ValueDef::Result(Stmt::new(rng.below(ns + 2))),
+                2 => ValueDef::LoopVar(Stmt::new(rng.below(ns + 2)), rng.below(2) as u32),
                 _ => ValueDef::Undefined,
             }
         }
-        3 if nb > 0 => body.blocks[Block(rng.below(nb) as u32)].push(Stmt(rng.below(ns + 2) as u32)),
+        3 if nb > 0 => body.blocks[Block::new(rng.below(nb))].push(Stmt::new(rng.below(ns + 2))),
         4 if nb > 0 => {
             let b = rng.below(nb);
-            if !body.blocks[Block(b as u32)].is_empty() {
-                let k = rng.below(body.blocks[Block(b as u32)].len());
-                body.blocks[Block(b as u32)].remove(k);
+            if !body.blocks[Block::new(b)].is_empty() {
+                let k = rng.below(body.blocks[Block::new(b)].len());
+                body.blocks[Block::new(b)].remove(k);
             }
         }
-        5 if ns > 0 => body.stmts[Stmt(rng.below(ns) as u32)].kind = donor.clone(),
-        6 => body.entry = Block(rng.below(nb + 1) as u32),
-        7 => body.params.push(Value(rng.below(nv + 2) as u32)),
+        5 if ns > 0 => body.stmts[Stmt::new(rng.below(ns))].kind = donor.clone(),
+        6 => body.entry = Block::new(rng.below(nb + 1)),
+        7 => body.params.push(Value::new(rng.below(nv + 2))),
         8 if ns > 1 => {
             let (a, b) = (rng.below(ns), rng.below(ns));
-            let k = body.stmts[Stmt(a as u32)].kind.clone();
-            body.stmts[Stmt(b as u32)].kind = k;
+            let k = body.stmts[Stmt::new(a)].kind.clone();
+            body.stmts[Stmt::new(b)].kind = k;
         }
         _ => {}
     }
@@ -665,7 +665,7 @@ fn rules_only_a_pass_can_break() {
     // written in text; a pass could make them.
     let mut s = parse("kernel @k() {\n  task @k.0 range_for %i in 0 .. 4 block_dim 4 {\n  }\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
-    let StmtKind::Task { kind: TaskKind::RangeFor { block_dim, .. }, .. } = &mut k.body.stmts[Stmt(0)].kind else {
+    let StmtKind::Task { kind: TaskKind::RangeFor { block_dim, .. }, .. } = &mut k.body.stmts[Stmt::new(0)].kind else {
         unreachable!()
     };
     *block_dim = 0;
@@ -674,7 +674,7 @@ fn rules_only_a_pass_can_break() {
     let mut s =
         parse("func @f() -> f32 {\n  %c = const 1.0 : f32\n  ret %c\n}\n\nkernel @k() {\n  %r = call @f()\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[1] else { unreachable!() };
-    k.body.values[Value(0)].ty = Type::Scalar(Scalar::I32);
+    k.body.values[Value::new(0)].ty = Type::Scalar(Scalar::I32);
     assert_eq!(verify(&s).unwrap_err().0[0].message, "malformed IR: %r has type i32 but its statement gives f32");
 }
 
@@ -750,7 +750,7 @@ fn ir_a_pass_made_points_at_the_statement() {
     let mut s = parse(src);
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
     let (a, b) = (k.body.params[0], k.body.params[1]);
-    k.body.stmts[Stmt(0)].kind = StmtKind::Select(a, a, b);
+    k.body.stmts[Stmt::new(0)].kind = StmtKind::Select(a, a, b);
     let es = verify(&s).unwrap_err().0;
     assert!(es.iter().all(|e| e.span.unwrap().start as usize == anchor_offset(src, "%c = add")), "{es:?}");
     // The side table is layout: not part of what the module says.

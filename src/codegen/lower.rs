@@ -18,8 +18,8 @@ use super::sites::{Numbering, NO_STMT};
 use super::CodegenError;
 use crate::config::CompileConfig;
 use crate::ir::{
-    AtomicOp, BinOp, Body, Bound, CmpOp, Const, Field, Func, Name, Scalar, Stmt, StmtKind, TaskKind, Type, UnOp, Value,
-    ValueDef,
+    AtomicOp, BinOp, Body, Bound, CmpOp, Const, Field, Func, Name, Scalar, SecondaryMap, Stmt, StmtKind, TaskKind,
+    Type, UnOp, Value, ValueDef,
 };
 use inkwell::attributes::{Attribute, AttributeLoc};
 use inkwell::basic_block::BasicBlock;
@@ -302,7 +302,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         fx.stmt_no = self.numbering.number(&f.body);
         for (k, &v) in f.body.params.iter().enumerate() {
             let p = fv.get_nth_param(k as u32 + 1).ok_or_else(|| bug("parameter count"))?;
-            fx.vals[v.index()] = Some(p);
+            fx.vals[v] = Some(p);
         }
         let start = fx.start;
         fx.b.position_at_end(start);
@@ -377,7 +377,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
                     fx.pb.build_bit_cast(lo, cx.f32_type(), "")?
                 }
             };
-            fx.vals[v.index()] = Some(val);
+            fx.vals[v] = Some(val);
         }
         Ok(())
     }
@@ -524,7 +524,7 @@ struct FnCx<'a, 'ctx> {
     ctx: PointerValue<'ctx>,
     start: BasicBlock<'ctx>,
     prologue: BasicBlock<'ctx>,
-    vals: Vec<Option<BasicValueEnum<'ctx>>>,
+    vals: SecondaryMap<Value, Option<BasicValueEnum<'ctx>>>,
     bases: HashMap<u32, PointerValue<'ctx>>,
     err: Option<PointerValue<'ctx>>,
     /// (continue target, break target) of the enclosing loops.
@@ -534,7 +534,7 @@ struct FnCx<'a, 'ctx> {
     abort: Option<BasicBlock<'ctx>>,
     /// The number of each statement of `body` (`codegen::sites`), and of
     /// the one being lowered.
-    stmt_no: Vec<u32>,
+    stmt_no: SecondaryMap<Stmt, u32>,
     cur_stmt: u32,
 }
 
@@ -559,13 +559,13 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             ctx,
             start,
             prologue,
-            vals: vec![None; body.values.len()],
+            vals: SecondaryMap::for_arena(&body.values, None),
             bases: HashMap::new(),
             err: None,
             loops: Vec::new(),
             exit,
             abort: None,
-            stmt_no: Vec::new(),
+            stmt_no: SecondaryMap::with_default(NO_STMT),
             cur_stmt: NO_STMT,
         })
     }
@@ -647,7 +647,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
     }
 
     fn val(&self, v: Value) -> Result<BasicValueEnum<'ctx>> {
-        self.vals.get(v.index()).copied().flatten().ok_or_else(|| {
+        self.vals[v].ok_or_else(|| {
             let d = self.body.value(v);
             if d.def == ValueDef::Undefined {
                 CodegenError::new(format!("use of undefined value %{}", d.name))
@@ -671,7 +671,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
     fn block(&mut self, l: &mut Lowering<'a, 'ctx>, blk: crate::ir::Block) -> Result<()> {
         for &s in self.body.block(blk) {
             self.ensure_open();
-            self.cur_stmt = self.stmt_no.get(s.index()).copied().unwrap_or(NO_STMT);
+            self.cur_stmt = self.stmt_no[s];
             self.stmt(l, s)?;
         }
         Ok(())
@@ -805,7 +805,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             StmtKind::Launch(name) => return Err(CodegenError::new(format!("`launch @{name}` in a task body"))),
         };
         if let (Some(rv), Some(v)) = (data.result, result) {
-            self.vals[rv.index()] = Some(v);
+            self.vals[rv] = Some(v);
         }
         Ok(())
     }
@@ -976,7 +976,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         // The KIR name, for readable `--emit=llvm` (prefixed: a numeric
         // name like `%0` must not look like LLVM's own numbering).
         let lp = self.open_counted_loop("for", ity, &format!("v.{}", self.body.name(var)), hi, exit)?;
-        self.vals[var.index()] = Some(lp.iv.into());
+        self.vals[var] = Some(lp.iv.into());
         self.loops.push((lp.latch, exit));
         self.block(l, body)?;
         self.loops.pop();
@@ -1425,7 +1425,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let i64t = self.cx.i64_type();
         let lp = self.open_counted_loop("chunk", i64t, "lin", end, exit)?;
         for (v, iv) in vars(self, l, lp.iv)? {
-            self.vals[v.index()] = Some(iv.into());
+            self.vals[v] = Some(iv.into());
         }
         // `ret` in a parallel task's body ends its iteration, and so does
         // `continue` (the verifier refuses `break` there: its iterations

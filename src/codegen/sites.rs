@@ -16,7 +16,7 @@
 //! Must never: touch LLVM, or depend on spans (they only come out of
 //! [`locate`]).
 
-use crate::ir::{Body, Func, Module, Span, Stmt, TaskItem};
+use crate::ir::{Body, Func, Module, SecondaryMap, Span, Stmt, TaskItem};
 
 /// The number codegen passes when a failure has no statement (never
 /// produced for a statement of the object).
@@ -59,10 +59,10 @@ impl Numbering {
     /// The numbers of `body`'s statements, indexed by `Stmt` (statements
     /// not reachable from the entry block get [`NO_STMT`]); advances past
     /// them.
-    pub fn number(&mut self, body: &Body) -> Vec<u32> {
-        let mut numbers = vec![NO_STMT; body.stmts.len()];
+    pub fn number(&mut self, body: &Body) -> SecondaryMap<Stmt, u32> {
+        let mut numbers = SecondaryMap::for_arena(&body.stmts, NO_STMT);
         for s in stmts_in_order(body) {
-            numbers[s.index()] = self.next;
+            numbers[s] = self.next;
             self.next = self.next.saturating_add(1);
         }
         numbers
@@ -123,7 +123,7 @@ mod tests {
         let mut n = Numbering::default();
         let f = n.number(&funcs[0].body);
         let t = n.number(&tasks[0].body);
-        assert_eq!(stmts_in_order(&funcs[0].body).iter().map(|s| f[s.index()]).collect::<Vec<_>>(), [0, 1]);
-        assert_eq!(stmts_in_order(&tasks[0].body).iter().map(|s| t[s.index()]).collect::<Vec<_>>(), [2, 3]);
+        assert_eq!(stmts_in_order(&funcs[0].body).iter().map(|&s| f[s]).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(stmts_in_order(&tasks[0].body).iter().map(|&s| t[s]).collect::<Vec<_>>(), [2, 3]);
     }
 }

@@ -13,6 +13,11 @@ use super::*;
 
 pub(super) type Reg = u32;
 
+/// The register of a value: one per value of the body, by its number.
+pub(super) fn reg(v: impl std::borrow::Borrow<Value>) -> Reg {
+    v.borrow().index() as Reg
+}
+
 /// A field element reference with its field resolved.
 #[derive(Clone, Debug)]
 pub(super) struct Access {
@@ -373,14 +378,14 @@ impl<'s> ProgramBuilder<'s> {
         }
         self.sites.push(span);
         let site = self.sites.len() as u32 - 1;
-        lw.accesses.push(Access { field, idx: r.indices.iter().map(|v| v.0).collect(), site, at: span });
+        lw.accesses.push(Access { field, idx: r.indices.iter().map(reg).collect(), site, at: span });
         Ok(lw.accesses.len() as u32 - 1)
     }
 
     /// Lowers a loop bound into a register holding an integer of type `ty`.
     pub(super) fn bound(&mut self, lw: &mut BodyLowerer, b: &Bound, ty: Scalar) -> Result<Reg, RunError> {
         Ok(match b {
-            Bound::Value(v) => v.0,
+            Bound::Value(v) => reg(v),
             Bound::Const(c) => {
                 let dst = lw.temp();
                 lw.emit(Inst::Const { dst, bits: to_reg(Const::int(ty, *c)) });
@@ -466,7 +471,7 @@ impl<'s> ProgramBuilder<'s> {
                 let ty = lw.scalar(*var)?;
                 let lo = self.bound(lw, lo, ty)?;
                 let hi = self.bound(lw, hi, ty)?;
-                let par = ParLoop { vars: Box::new([var.0]), space: Space::Range { lo, hi }, span };
+                let par = ParLoop { vars: Box::new([reg(var)]), space: Space::Range { lo, hi }, span };
                 self.par_loop(lw, par, blk)?;
             }
             TaskKind::StructFor { vars, field, .. } => {
@@ -480,7 +485,7 @@ impl<'s> ProgramBuilder<'s> {
                         vars.len()
                     )));
                 }
-                let vars = vars.iter().map(|v| v.0).collect();
+                let vars = vars.iter().map(reg).collect();
                 self.par_loop(lw, ParLoop { vars, space: Space::Struct { shape: shape.into() }, span }, blk)?;
             }
         }
@@ -512,7 +517,7 @@ impl<'s> ProgramBuilder<'s> {
     pub(super) fn stmt(&mut self, lw: &mut BodyLowerer, s: Stmt) -> Result<(), RunError> {
         let body = lw.body;
         let data = body.stmt(s);
-        let dst = data.result.map(|v| v.0);
+        let dst = data.result.map(reg);
         let need = |d: Option<Reg>| d.ok_or_else(|| err("a statement that yields a value has no result"));
         match &data.kind {
             StmtKind::Const(c) => {
@@ -520,22 +525,22 @@ impl<'s> ProgramBuilder<'s> {
             }
             StmtKind::Binary(op, a, b) => {
                 let ty = lw.scalar(*a)?;
-                lw.emit(Inst::Bin { op: *op, ty, dst: need(dst)?, a: a.0, b: b.0 });
+                lw.emit(Inst::Bin { op: *op, ty, dst: need(dst)?, a: reg(a), b: reg(b) });
             }
             StmtKind::Unary(op, a) => {
                 let ty = lw.scalar(*a)?;
-                lw.emit(Inst::Un { op: *op, ty, dst: need(dst)?, a: a.0 });
+                lw.emit(Inst::Un { op: *op, ty, dst: need(dst)?, a: reg(a) });
             }
             StmtKind::Cmp(op, a, b) => {
                 let ty = lw.scalar(*a)?;
-                lw.emit(Inst::Cmp { op: *op, ty, dst: need(dst)?, a: a.0, b: b.0 });
+                lw.emit(Inst::Cmp { op: *op, ty, dst: need(dst)?, a: reg(a), b: reg(b) });
             }
             StmtKind::Cast(a, to) => {
                 let from = lw.scalar(*a)?;
-                lw.emit(Inst::Cast { from, to: *to, dst: need(dst)?, a: a.0 });
+                lw.emit(Inst::Cast { from, to: *to, dst: need(dst)?, a: reg(a) });
             }
             StmtKind::Select(c, a, b) => {
-                lw.emit(Inst::Select { dst: need(dst)?, c: c.0, a: a.0, b: b.0 });
+                lw.emit(Inst::Select { dst: need(dst)?, c: reg(c), a: reg(a), b: reg(b) });
             }
             StmtKind::Load(r) => {
                 let acc = self.access(lw, r, data.span)?;
@@ -543,11 +548,11 @@ impl<'s> ProgramBuilder<'s> {
             }
             StmtKind::Store(r, v) => {
                 let acc = self.access(lw, r, data.span)?;
-                lw.emit(Inst::Store { acc, src: v.0 });
+                lw.emit(Inst::Store { acc, src: reg(v) });
             }
             StmtKind::Atomic(op, r, v) => {
                 let acc = self.access(lw, r, data.span)?;
-                lw.emit(Inst::Atomic { op: *op, dst, acc, src: v.0 });
+                lw.emit(Inst::Atomic { op: *op, dst, acc, src: reg(v) });
             }
             // A slot's register holds its content; `alloca` (re)zeroes it
             // each time it runs.
@@ -555,27 +560,27 @@ impl<'s> ProgramBuilder<'s> {
                 lw.emit(Inst::Const { dst: need(dst)?, bits: 0 });
             }
             StmtKind::LoadSlot(p) => {
-                lw.emit(Inst::Copy { dst: need(dst)?, src: p.0 });
+                lw.emit(Inst::Copy { dst: need(dst)?, src: reg(p) });
             }
             StmtKind::StoreSlot(p, v) => {
-                lw.emit(Inst::Copy { dst: p.0, src: v.0 });
+                lw.emit(Inst::Copy { dst: reg(p), src: reg(v) });
             }
             StmtKind::Call(name, args, _) => {
                 let code = self.func(lw.module, name)?;
-                lw.arglists.push(args.iter().map(|v| v.0).collect());
+                lw.arglists.push(args.iter().map(reg).collect());
                 let args = lw.arglists.len() as u32 - 1;
                 lw.emit(Inst::Call { code, args, dst });
             }
             StmtKind::Ret(v) => {
                 if lw.is_func {
-                    lw.emit(Inst::Ret { val: v.map(|v| v.0) });
+                    lw.emit(Inst::Ret { val: v.map(reg) });
                 } else {
                     let j = lw.emit(Inst::Jump { to: 0 });
                     lw.rets.push(j);
                 }
             }
             StmtKind::If { cond, then_blk, else_blk } => {
-                let jf = lw.emit(Inst::JumpIfNot { cond: cond.0, to: 0 });
+                let jf = lw.emit(Inst::JumpIfNot { cond: reg(cond), to: 0 });
                 self.block(lw, *then_blk)?;
                 match else_blk {
                     Some(e) => {
@@ -597,7 +602,7 @@ impl<'s> ProgramBuilder<'s> {
                 let lo = self.bound(lw, lo, ty)?;
                 let hi = self.bound(lw, hi, ty)?;
                 let b = *b;
-                self.counted_loop(lw, var.0, lo, hi, &mut |this, lw| this.block(lw, b))?;
+                self.counted_loop(lw, reg(var), lo, hi, &mut |this, lw| this.block(lw, b))?;
             }
             StmtKind::While { body: b } => {
                 let top = lw.here();
@@ -667,7 +672,7 @@ impl<'s> ProgramBuilder<'s> {
         lw.emit(Inst::End);
         self.in_progress.pop();
         self.in_progress_names.pop();
-        let params = f.body.params.iter().map(|v| v.0).collect();
+        let params = f.body.params.iter().map(reg).collect();
         self.codes[id as usize] = Some(lw.finish(params, format!("function @{name}"), f.ret.is_some()));
         Ok(id)
     }
@@ -708,7 +713,7 @@ impl<'s> ProgramBuilder<'s> {
         let mut lw = BodyLowerer::new(&t.body, m, false);
         self.task_body(&mut lw, &t.kind, t.body.entry, t.span)?;
         lw.emit(Inst::End);
-        let params = t.body.params.iter().map(|v| v.0).collect();
+        let params = t.body.params.iter().map(reg).collect();
         let mut code = lw.finish(params, format!("task @{name}"), false);
         code.param_from_kernel = from;
         code.task = task;
@@ -750,7 +755,7 @@ impl Program {
             lw.patch(r, end);
         }
         lw.emit(Inst::End);
-        let params = kernel.body.params.iter().map(|v| v.0).collect();
+        let params = kernel.body.params.iter().map(reg).collect();
         b.codes[entry as usize] = Some(lw.finish(params, format!("kernel @{name}"), false));
         let codes = b
             .codes

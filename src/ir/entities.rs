@@ -1,13 +1,15 @@
 //! Entities and their arenas.
 //!
-//! Owns: the typed indices [`Value`], [`Stmt`] and [`Block`], the
-//! [`Arena`] that holds the data of one kind of entity and is indexed by its
-//! key only (`Index`/`IndexMut`), and [`Body`], the arenas of one function,
-//! kernel or task. Numbering follows creation order, so printing never
-//! churns.
+//! Owns: the typed indices [`Value`], [`Stmt`] and [`Block`] (their
+//! numbers private), the [`Arena`] that holds the data of one kind of
+//! entity and is indexed by its key only (`Index`/`IndexMut`), the side
+//! tables keyed the same way ([`SecondaryMap`], [`EntitySet`]), and
+//! [`Body`], the arenas of one function, kernel or task. Numbering follows
+//! creation order, so printing never churns.
 //!
 //! Must never: hand out its vectors: code outside `ir` reaches an entity
-//! through its key (`body[v]`, `body.stmt(s)`), never a raw `usize`.
+//! through its key (`body[v]`, `body.stmt(s)`, a `SecondaryMap` or an
+//! `EntitySet`), never a raw `usize`.
 
 use super::span::{OperandSpans, Span};
 use super::stmt::{StmtData, StmtKind};
@@ -26,11 +28,19 @@ macro_rules! entity {
     ($(#[$doc:meta])* $name:ident $(, $derive:ident)?) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord $(, $derive)?)]
-        pub struct $name(pub u32);
+        pub struct $name(pub(super) u32);
 
         impl $name {
             pub fn index(self) -> usize {
                 self.0 as usize
+            }
+        }
+
+        /// The entity's number (creation order), as messages about
+        /// malformed IR give it.
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{}", self.0)
             }
         }
 
@@ -169,6 +179,96 @@ impl<K: EntityRef, T> FromIterator<T> for Arena<K, T> {
     }
 }
 
+/// Data attached to entities from outside their arena (as Cranelift's
+/// `SecondaryMap`): every key maps to a value, the default until set, so a
+/// side table needs no length kept in step with its arena. Reading a key
+/// past the end gives the default; writing one grows the map.
+#[derive(Clone, Debug)]
+pub struct SecondaryMap<K, V: Clone> {
+    items: Vec<V>,
+    default: V,
+    key: PhantomData<fn(K) -> K>,
+}
+
+impl<K: EntityRef, V: Clone> SecondaryMap<K, V> {
+    /// A map whose every key holds `default`.
+    pub fn with_default(default: V) -> Self {
+        SecondaryMap { items: Vec::new(), default, key: PhantomData }
+    }
+    /// A map with room for the keys of `arena`, each holding `default`.
+    pub fn for_arena<T>(arena: &Arena<K, T>, default: V) -> Self {
+        SecondaryMap { items: vec![default.clone(); arena.len()], default, key: PhantomData }
+    }
+    /// The value of `k`, or `None` when `k` is past every key written or
+    /// sized for (a key from IR that slipped past the structure check).
+    pub fn get(&self, k: K) -> Option<&V> {
+        self.items.get(k.index())
+    }
+    pub fn get_mut(&mut self, k: K) -> Option<&mut V> {
+        self.items.get_mut(k.index())
+    }
+}
+
+impl<K: EntityRef, V: Clone + Default> Default for SecondaryMap<K, V> {
+    fn default() -> Self {
+        SecondaryMap::with_default(V::default())
+    }
+}
+
+impl<K: EntityRef, V: Clone> Index<K> for SecondaryMap<K, V> {
+    type Output = V;
+    fn index(&self, k: K) -> &V {
+        self.items.get(k.index()).unwrap_or(&self.default)
+    }
+}
+
+impl<K: EntityRef, V: Clone> IndexMut<K> for SecondaryMap<K, V> {
+    fn index_mut(&mut self, k: K) -> &mut V {
+        if k.index() >= self.items.len() {
+            self.items.resize(k.index() + 1, self.default.clone());
+        }
+        &mut self.items[k.index()]
+    }
+}
+
+/// A set of entities of one kind (as Cranelift's `EntitySet`), one bit
+/// each.
+#[derive(Clone, Debug)]
+pub struct EntitySet<K> {
+    bits: Vec<u64>,
+    key: PhantomData<fn(K) -> K>,
+}
+
+impl<K> Default for EntitySet<K> {
+    fn default() -> Self {
+        EntitySet { bits: Vec::new(), key: PhantomData }
+    }
+}
+
+impl<K: EntityRef> EntitySet<K> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn contains(&self, k: K) -> bool {
+        self.bits.get(k.index() / 64).is_some_and(|w| w >> (k.index() % 64) & 1 == 1)
+    }
+    /// Adds `k`; whether it was not there before.
+    pub fn insert(&mut self, k: K) -> bool {
+        let (w, b) = (k.index() / 64, k.index() % 64);
+        if w >= self.bits.len() {
+            self.bits.resize(w + 1, 0);
+        }
+        let was = self.bits[w] >> b & 1 == 1;
+        self.bits[w] |= 1 << b;
+        !was
+    }
+    pub fn remove(&mut self, k: K) {
+        if let Some(w) = self.bits.get_mut(k.index() / 64) {
+            *w &= !(1 << (k.index() % 64));
+        }
+    }
+}
+
 /// Where a value comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ValueDef {
@@ -300,6 +400,34 @@ impl Body {
         self.stmts[s].result = Some(v);
         (s, v)
     }
+    /// Replaces every use of each `from` of `pairs` by its `to` (itself no
+    /// `from`), and drops the `from` values, renumbering the others in
+    /// order.
+    pub fn replace_values(&mut self, pairs: &[(Value, Value)]) {
+        let mut target = SecondaryMap::with_default(None);
+        let mut dropped = EntitySet::new();
+        for &(from, to) in pairs {
+            target[from] = Some(to);
+            dropped.insert(from);
+        }
+        // The number each kept value gets once the dropped are gone.
+        let mut renumbered = SecondaryMap::for_arena(&self.values, Value(0));
+        let mut next = 0;
+        for v in self.values.keys() {
+            renumbered[v] = Value(next);
+            next += u32::from(!dropped.contains(v));
+        }
+        let map = |v: &mut Value| *v = renumbered[target[*v].unwrap_or(*v)];
+        for s in &mut self.stmts {
+            s.kind.values_mut(map);
+            if let Some(r) = &mut s.result {
+                map(r);
+            }
+        }
+        self.params.iter_mut().for_each(map);
+        self.values.retain_by_key(|v| !dropped.contains(v));
+    }
+
     /// Appends a statement to a block.
     pub fn push(&mut self, b: Block, s: Stmt) {
         self.blocks[b].push(s);
@@ -362,4 +490,28 @@ impl Body {
 /// span is used only inside its statement's).
 fn inside(inner: Span, outer: Span) -> bool {
     !inner.is_dummy() && outer.start <= inner.start && inner.end <= outer.end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secondary_maps_default_and_grow() {
+        let mut arena: Arena<Value, ()> = Arena::default();
+        let (a, b) = (arena.push(()), arena.push(()));
+        let mut m = SecondaryMap::for_arena(&arena, 7u32);
+        assert_eq!((m[a], m[b], m.get(Value::new(5))), (7, 7, None));
+        m[Value::new(5)] = 1;
+        assert_eq!((m[Value::new(4)], m[Value::new(5)], m[Value::new(9)]), (7, 1, 7));
+    }
+
+    #[test]
+    fn entity_sets_hold_keys_across_words() {
+        let mut s = EntitySet::new();
+        assert!(s.insert(Stmt::new(3)) && s.insert(Stmt::new(130)) && !s.insert(Stmt::new(3)));
+        assert!(s.contains(Stmt::new(130)) && !s.contains(Stmt::new(64)) && !s.contains(Stmt::new(1000)));
+        s.remove(Stmt::new(130));
+        assert!(!s.contains(Stmt::new(130)) && s.contains(Stmt::new(3)));
+    }
 }

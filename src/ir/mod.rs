@@ -30,7 +30,7 @@ mod span;
 mod stmt;
 mod types;
 
-pub use entities::{Arena, Block, Body, EntityRef, Stmt, Value, ValueData, ValueDef};
+pub use entities::{Arena, Block, Body, EntityRef, EntitySet, SecondaryMap, Stmt, Value, ValueData, ValueDef};
 pub use module::{Field, Func, Item, Kernel, Module, Param, Stream, TaskItem, MAX_RANK};
 pub use ops::{AtomicOp, BinOp, CmpOp, UnOp};
 pub use span::{Loc, OperandSpans, Span};

@@ -83,21 +83,21 @@ fn f32_literals_are_not_double_rounded() {
 #[test]
 fn operations_and_their_result_types() {
     let (k, ty) = last("%r = add %a, %b");
-    assert!(matches!(k, StmtKind::Binary(BinOp::Add, Value(0), Value(1))));
+    assert!(matches!(k, StmtKind::Binary(BinOp::Add, a, b) if (a, b) == (v(0), v(1))));
     assert_eq!(ty, F32);
     assert!(matches!(last("%r = atan2 %a, %b").0, StmtKind::Binary(BinOp::Atan2, _, _)));
     assert!(matches!(last("%r = ushr %i, %i").0, StmtKind::Binary(BinOp::Ushr, _, _)));
     let (k, ty) = last("%r = sqrt %a");
-    assert!(matches!(k, StmtKind::Unary(UnOp::Sqrt, Value(0))));
+    assert!(matches!(k, StmtKind::Unary(UnOp::Sqrt, a) if a == v(0)));
     assert_eq!(ty, F32);
     let (k, ty) = last("%r = cmp le %a, %b");
     assert!(matches!(k, StmtKind::Cmp(CmpOp::Le, _, _)));
     assert_eq!(ty, I1);
     let (k, ty) = last("%r = cast %i to f64");
-    assert!(matches!(k, StmtKind::Cast(Value(2), Scalar::F64)));
+    assert!(matches!(k, StmtKind::Cast(a, Scalar::F64) if a == v(2)));
     assert_eq!(ty, Some(Type::Scalar(Scalar::F64)));
     let (k, ty) = last("%r = select %c, %a, %b");
-    assert!(matches!(k, StmtKind::Select(Value(3), Value(0), Value(1))));
+    assert!(matches!(k, StmtKind::Select(c, a, b) if (c, a, b) == (v(3), v(0), v(1))));
     assert_eq!(ty, F32);
 }
 
@@ -107,15 +107,15 @@ fn fields_loads_stores_atomics() {
     match k {
         StmtKind::Load(r) => {
             assert_eq!(r.field, "g");
-            assert_eq!(r.indices, vec![Value(2), Value(2)]);
+            assert_eq!(r.indices, vec![v(2), v(2)]);
         }
         k => panic!("{k:?}"),
     }
     assert_eq!(ty, I32);
     assert_eq!(last("%r = load @t[]").1, Some(Type::Scalar(Scalar::F64)));
-    assert!(matches!(last("store @x[%i], %a").0, StmtKind::Store(_, Value(0))));
+    assert!(matches!(last("store @x[%i], %a").0, StmtKind::Store(_, a) if a == v(0)));
     let (k, ty) = last("%o = atomic max @g[%i, %i], %i");
-    assert!(matches!(k, StmtKind::Atomic(AtomicOp::Max, _, Value(2))));
+    assert!(matches!(k, StmtKind::Atomic(AtomicOp::Max, _, a) if a == v(2)));
     assert_eq!(ty, I32);
     let (k, ty) = last("atomic add @x[%i], %a");
     assert!(matches!(k, StmtKind::Atomic(AtomicOp::Add, _, _)));
@@ -135,13 +135,13 @@ fn slots() {
 #[test]
 fn calls_and_returns() {
     let (k, ty) = last("%r = call @f(%a)");
-    assert!(matches!(k, StmtKind::Call(ref n, ref args, _) if n == "f" && args == &[Value(0)]));
+    assert!(matches!(k, StmtKind::Call(ref n, ref args, _) if n == "f" && args == &[v(0)]));
     assert_eq!(ty, F32);
     let (k, ty) = last("call @g0()");
     assert!(matches!(k, StmtKind::Call(ref n, ref args, _) if n == "g0" && args.is_empty()));
     assert_eq!(ty, None);
     assert_eq!(last("ret").0, StmtKind::Ret(None));
-    assert_eq!(last("ret %a").0, StmtKind::Ret(Some(Value(0))));
+    assert_eq!(last("ret %a").0, StmtKind::Ret(Some(v(0))));
     // `ret` then `%x = ...` is a bare `ret` followed by a statement.
     let b = kbody("ret\n%x = const 1 : i32");
     let stmts = b.block(b.entry);
@@ -160,14 +160,14 @@ fn control_flow_and_scopes() {
     let stmts = b.block(b.entry).to_vec();
     match &b.stmt(stmts[0]).kind {
         StmtKind::If { cond, then_blk, else_blk: Some(e) } => {
-            assert_eq!(*cond, Value(3));
+            assert_eq!(*cond, v(3));
             assert_eq!(b.block(*then_blk).len(), 1);
             assert_eq!(b.block(*e).len(), 1);
         }
         k => panic!("{k:?}"),
     }
     match &b.stmt(stmts[1]).kind {
-        StmtKind::For { var, lo: Bound::Const(0), hi: Bound::Value(Value(2)), body, serial: false } => {
+        StmtKind::For { var, lo: Bound::Const(0), hi: Bound::Value(hi), body, serial: false } if *hi == v(2) => {
             assert_eq!(b.value(*var).def, ValueDef::LoopVar(stmts[1], 0));
             assert_eq!(b.ty(*var), Type::Scalar(Scalar::I32));
             assert_eq!(b.stmt(b.block(*body)[1]).kind, StmtKind::Break);
@@ -306,7 +306,7 @@ fn split_stream_of_modules() {
     let Item::Kernel(k) = &s.modules[1].items[1] else { panic!() };
     assert_eq!(k.body.stmt(k.body.block(k.body.entry)[0]).kind, StmtKind::Launch("step.1".into()));
     // The module's own fields type its loads.
-    assert_eq!(t.body.ty(Value(2)), Type::Scalar(Scalar::F32));
+    assert_eq!(t.body.ty(v(2)), Type::Scalar(Scalar::F32));
     assert_eq!(s.to_string(), text);
 }
 
@@ -446,4 +446,9 @@ fn several_errors_in_one_item() {
             (8, "expected an item or `module`, found `else`"),
         ]
     );
+}
+
+/// Value number `n` of a body.
+fn v(n: usize) -> Value {
+    Value::new(n)
 }

@@ -62,7 +62,7 @@ pub fn dce_body(body: &mut Body, shapes: &HashMap<Name, Vec<u64>>) {
 }
 
 struct Cx<'a> {
-    uses: Vec<u32>,
+    uses: SecondaryMap<Value, u32>,
     loaded: HashSet<Value>,
     consts: HashMap<Value, Const>,
     shapes: &'a HashMap<Name, Vec<u64>>,
@@ -104,7 +104,7 @@ impl Cx<'_> {
 
     fn removable(&self, body: &Body, s: Stmt) -> bool {
         let data = body.stmt(s);
-        let unused = data.result.is_none_or(|r| self.uses[r.index()] == 0);
+        let unused = data.result.is_none_or(|r| self.uses[r] == 0);
         match &data.kind {
             k if k.is_pure() => unused,
             StmtKind::LoadSlot(_) => unused,

@@ -268,8 +268,10 @@ pub fn extract_task(k: &Kernel, s: Stmt) -> TaskItem {
         panic!("extract_task is given a task statement")
     };
     // The kernel parameters the task reads, in kernel order.
-    let mut read = vec![false; src.values.len()];
-    let mut mark = |v: Value| read[v.index()] = true;
+    let mut read = EntitySet::new();
+    let mut mark = |v: Value| {
+        read.insert(v);
+    };
     if let TaskKind::RangeFor { lo, hi, .. } = kind {
         for b in [lo, hi] {
             if let Bound::Value(v) = b {
@@ -279,13 +281,13 @@ pub fn extract_task(k: &Kernel, s: Stmt) -> TaskItem {
     }
     src.walk(*root, &mut |t| src.operands(t).into_iter().for_each(&mut mark));
 
-    let mut cp = Copier { src, dst: Body::new(), map: vec![None; src.values.len()] };
+    let mut cp = Copier { src, dst: Body::new(), map: SecondaryMap::for_arena(&src.values, None) };
     let mut params = Vec::new();
     for (i, &p) in src.params.iter().enumerate() {
-        if read[p.index()] {
+        if read.contains(p) {
             let vd = src.value(p);
             let np = cp.dst.add_param(vd.name.clone(), vd.ty.scalar().unwrap_or(Scalar::I32), vd.span);
-            cp.map[p.index()] = Some(np);
+            cp.map[p] = Some(np);
             let decl = k.params.get(i).map(|d| Param { ty: d.ty, default: None, span: d.span });
             params.push(decl.unwrap_or(Param { ty: Scalar::I32, default: None, span: vd.span }));
         }
@@ -301,26 +303,26 @@ pub fn extract_task(k: &Kernel, s: Stmt) -> TaskItem {
 struct Copier<'a> {
     src: &'a Body,
     dst: Body,
-    map: Vec<Option<Value>>,
+    map: SecondaryMap<Value, Option<Value>>,
 }
 
 impl Copier<'_> {
     fn val(&mut self, v: Value) -> Value {
-        if let Some(n) = self.map[v.index()] {
+        if let Some(n) = self.map[v] {
             return n;
         }
         // A use with no definition in the copied code (the verifier rejects
         // it); keep it visible as undefined rather than invent one.
         let vd = self.src.value(v);
         let n = self.dst.new_value(vd.name.clone(), vd.ty, ValueDef::Undefined, vd.span);
-        self.map[v.index()] = Some(n);
+        self.map[v] = Some(n);
         n
     }
 
     fn def(&mut self, v: Value, def: ValueDef) -> Value {
         let vd = self.src.value(v);
         let n = self.dst.new_value(vd.name.clone(), vd.ty, def, vd.span);
-        self.map[v.index()] = Some(n);
+        self.map[v] = Some(n);
         n
     }
 

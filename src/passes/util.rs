@@ -48,12 +48,12 @@ pub fn reachable_from(body: &Body, b: Block) -> Vec<Stmt> {
 }
 
 /// How many times each value is read by statements reachable from the
-/// entry block (indexed by `Value::index`).
-pub fn use_counts(body: &Body) -> Vec<u32> {
-    let mut uses = vec![0u32; body.values.len()];
+/// entry block.
+pub fn use_counts(body: &Body) -> SecondaryMap<Value, u32> {
+    let mut uses = SecondaryMap::for_arena(&body.values, 0);
     body.walk(body.entry, &mut |s| {
         for v in body.operands(s) {
-            if let Some(n) = uses.get_mut(v.index()) {
+            if let Some(n) = uses.get_mut(v) {
                 *n += 1;
             }
         }

@@ -17,11 +17,11 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             owner,
             body,
             diags,
-            pos: vec![NOT_PLACED; body.stmts.len()],
-            task_of: vec![None; body.stmts.len()],
+            pos: SecondaryMap::for_arena(&body.stmts, NOT_PLACED),
+            task_of: SecondaryMap::for_arena(&body.stmts, None),
             order: Vec::with_capacity(body.stmts.len()),
-            visible: vec![false; body.values.len()],
-            poisoned: vec![false; body.values.len()],
+            visible: EntitySet::new(),
+            poisoned: EntitySet::new(),
             scope: Vec::new(),
             defs: Vec::with_capacity(body.values.len()),
             calls: Vec::new(),
@@ -32,7 +32,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         }
         ck.names();
         for &p in &body.params {
-            ck.visible[p.index()] = true;
+            ck.visible.insert(p);
         }
         // The entry block's context: a task item's body is its task's top
         // level (one deeper, parallel when the task is).
@@ -46,7 +46,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             Owner::TaskItem(t) => {
                 let parallel = ck.task_header(&t.kind, None, t.span);
                 for &v in t.kind.vars() {
-                    ck.visible[v.index()] = true;
+                    ck.visible.insert(v);
                 }
                 let loop_cx = if parallel { LoopCx::Parallel } else { LoopCx::None };
                 Cx { loop_cx, depth: 1, task: None }
@@ -125,7 +125,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             self.stmt(s, cx);
         }
         for v in self.scope.drain(mark..) {
-            self.visible[v.index()] = false;
+            self.visible.remove(v);
         }
     }
 
@@ -137,7 +137,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         }
         self.block(b, cx);
         for v in self.scope.drain(mark..) {
-            self.visible[v.index()] = false;
+            self.visible.remove(v);
         }
     }
 }

@@ -460,21 +460,21 @@ struct BodyChecker<'a, 'd> {
     body: &'a Body,
     diags: &'d mut Vec<Diagnostic>,
     /// Pre-order position of each statement placed in the body.
-    pos: Vec<u32>,
+    pos: SecondaryMap<Stmt, u32>,
     /// The enclosing task statement of each placed statement.
-    task_of: Vec<Option<Stmt>>,
+    task_of: SecondaryMap<Stmt, Option<Stmt>>,
     /// The placed statements in pre-order.
     order: Vec<Stmt>,
-    visible: Vec<bool>,
+    visible: EntitySet<Value>,
     /// Values whose type is unknown because of an error already reported
     /// (a result of ill-typed operands): uses of them report no type error.
-    poisoned: Vec<bool>,
+    poisoned: EntitySet<Value>,
     /// Values made visible, in order; blocks truncate it on exit.
     scope: Vec<Value>,
     /// Every definition: its name, its naming scope (see [`Self::scope`])
     /// and its pre-order rank; after `names`, sorted. Sorting short names
     /// beats hashing them for bodies of the usual size.
-    defs: Vec<(&'a str, u32, u32, Value)>,
+    defs: Vec<(&'a str, Option<Stmt>, u32, Value)>,
     /// Calls to functions, for the recursion and depth checks.
     calls: Vec<CallSite>,
     /// The deepest block level seen (see [`Nesting`]).

@@ -11,7 +11,7 @@ use super::*;
 
 impl<'a, 'd> BodyChecker<'a, 'd> {
     pub(super) fn make_visible(&mut self, v: Value) {
-        self.visible[v.index()] = true;
+        self.visible.insert(v);
         self.scope.push(v);
     }
 
@@ -20,13 +20,13 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     /// scope or poisoned, so that one mistake is not reported again as a
     /// type error).
     pub(super) fn use_value(&mut self, v: Value, s: Stmt) -> Option<Type> {
-        if !self.visible[v.index()] {
+        if !self.visible.contains(v) {
             // Its type says nothing here: what uses it is not checked
             // against it (nor is its result, by the parser's typing).
             self.out_of_scope_use(v, s);
             return None;
         }
-        if self.poisoned[v.index()] {
+        if self.poisoned.contains(v) {
             return None;
         }
         Some(self.body.ty(v))
@@ -39,7 +39,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         let stmt_span = body.use_span(s, v);
         let name = &vd.name;
         let def_pos = |this: &Self, d: ValueDef| match d {
-            ValueDef::Result(ds) | ValueDef::LoopVar(ds, _) => this.pos.get(ds.index()).copied(),
+            ValueDef::Result(ds) | ValueDef::LoopVar(ds, _) => this.pos.get(ds).copied(),
             _ => None,
         };
         match vd.def {
@@ -76,14 +76,14 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             ValueDef::LoopVar(ds, _) => (ds, true),
             _ => return format!("value %{name} is not visible here"),
         };
-        let dpos = self.pos.get(ds.index()).copied().unwrap_or(NOT_PLACED);
+        let dpos = self.pos.get(ds).copied().unwrap_or(NOT_PLACED);
         if dpos == NOT_PLACED {
             return format!("value %{name} is used but its definition is not in the body");
         }
-        if dpos >= self.pos[s.index()] {
+        if dpos >= self.pos[s] {
             return format!("value %{name} used before its definition");
         }
-        let (dt, ut) = (self.task_of[ds.index()], self.task_of[s.index()]);
+        let (dt, ut) = (self.task_of[ds], self.task_of[s]);
         let task_name = |t: Stmt| match &body.stmt(t).kind {
             StmtKind::Task { name, .. } => name.to_string(),
             _ => String::new(),

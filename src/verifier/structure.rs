@@ -29,17 +29,16 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     fn roots(&self) -> Result<(), Malformed> {
         let body = self.body;
         let (owner, span) = (self.owner.describe(), self.owner_span());
-        let nv = body.values.len();
-        if body.entry.index() >= body.blocks.len() {
+        if body.blocks.get(body.entry).is_none() {
             return Err((format!("malformed IR: the entry block of {owner} is out of range"), span));
         }
-        if let Some(p) = body.params.iter().find(|p| p.index() >= nv) {
-            return Err((format!("malformed IR: parameter value {} of {owner} is out of range", p.0), span));
+        if let Some(p) = body.params.iter().find(|&&p| body.values.get(p).is_none()) {
+            return Err((format!("malformed IR: parameter value {p} of {owner} is out of range"), span));
         }
         if let Owner::TaskItem(t) = self.owner {
             let header = StmtKind::Task { name: t.name.clone(), kind: t.kind.clone(), body: body.entry };
-            if let Some(v) = out_of_range(&header, None, nv) {
-                return Err((format!("malformed IR: value {} in the header of {owner} is out of range", v.0), span));
+            if let Some(v) = out_of_range(&header, None, &body.values) {
+                return Err((format!("malformed IR: value {v} in the header of {owner} is out of range"), span));
             }
         }
         Ok(())
@@ -50,8 +49,8 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     /// bounded by [`MAX_NESTING`].
     fn walk(&mut self) -> Result<(), Malformed> {
         let body = self.body;
-        let mut block_seen = vec![false; body.blocks.len()];
-        block_seen[body.entry.index()] = true;
+        let mut block_seen = EntitySet::new();
+        block_seen.insert(body.entry);
         // (block, next statement index, depth, enclosing task)
         let mut stack: Vec<(Block, usize, usize, Option<Stmt>)> = vec![(body.entry, 0, 0, None)];
         while let Some(top) = stack.last_mut() {
@@ -71,11 +70,10 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             }
             // Push in reverse so that children are visited in print order.
             for c in children.rev() {
-                if c.index() >= block_seen.len() || block_seen[c.index()] {
+                if body.blocks.get(c).is_none() || !block_seen.insert(c) {
                     let owner = self.owner.describe();
                     return Err((format!("malformed IR: a block of {owner} is out of range or shared"), sd.span));
                 }
-                block_seen[c.index()] = true;
                 stack.push((c, 0, child_depth, inner_task));
             }
         }
@@ -88,18 +86,18 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         let body = self.body;
         let Some(sd) = body.stmts.get(s) else {
             let owner = self.owner.describe();
-            return Err((format!("malformed IR: statement {} in {owner} is out of range", s.0), self.owner_span()));
+            return Err((format!("malformed IR: statement {s} in {owner} is out of range"), self.owner_span()));
         };
-        if self.pos[s.index()] != NOT_PLACED {
+        if self.pos[s] != NOT_PLACED {
             let owner = self.owner.describe();
             return Err((format!("malformed IR: a statement of {owner} is placed twice"), sd.span));
         }
-        self.pos[s.index()] = self.order.len() as u32;
+        self.pos[s] = self.order.len() as u32;
         self.order.push(s);
-        self.task_of[s.index()] = task;
-        if let Some(v) = out_of_range(&sd.kind, sd.result, body.values.len()) {
+        self.task_of[s] = task;
+        if let Some(v) = out_of_range(&sd.kind, sd.result, &body.values) {
             let owner = self.owner.describe();
-            return Err((format!("malformed IR: value {} used in {owner} is out of range", v.0), sd.span));
+            return Err((format!("malformed IR: value {} used in {owner} is out of range", v), sd.span));
         }
         Ok(sd)
     }
@@ -109,7 +107,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     pub(super) fn names(&mut self) {
         let body = self.body;
         for &p in &body.params {
-            self.define_name(p, 0);
+            self.define_name(p, None);
         }
         for i in 0..self.order.len() {
             let s = self.order[i];
@@ -125,7 +123,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 self.define_name(r, scope);
             }
             // A task's variables belong to the task.
-            let var_scope = if matches!(sd.kind, StmtKind::Task { .. }) { s.0 + 1 } else { scope };
+            let var_scope = if matches!(sd.kind, StmtKind::Task { .. }) { Some(s) } else { scope };
             let mut bound = Vec::new();
             sd.kind.for_each_bound_var(|v| bound.push(v));
             for (k, v) in bound.iter().enumerate() {
@@ -143,7 +141,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                         t.span,
                     );
                 }
-                self.define_name(v, 0);
+                self.define_name(v, None);
             }
         }
         self.duplicate_names();
@@ -155,11 +153,11 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     /// body of its own in `split-tasks`): 0 for the body, `t + 1` inside
     /// task statement `t`. Scope 0 (parameters above all) clashes with
     /// every scope.
-    pub(super) fn scope_of(&self, s: Stmt) -> u32 {
-        self.task_of[s.index()].map_or(0, |t| t.0 + 1)
+    pub(super) fn scope_of(&self, s: Stmt) -> Option<Stmt> {
+        self.task_of[s]
     }
 
-    pub(super) fn define_name(&mut self, v: Value, scope: u32) {
+    pub(super) fn define_name(&mut self, v: Value, scope: Option<Stmt>) {
         let rank = self.defs.len() as u32;
         self.defs.push((self.body.value(v).name.as_str(), scope, rank, v));
     }
@@ -176,7 +174,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             let (name, scope, _, v) = self.defs[i];
             let prev = i.checked_sub(1).map(|j| self.defs[j]);
             let Some(prev) = prev.filter(|p| p.0 == name) else {
-                group_scope0 = (scope == 0).then_some(v);
+                group_scope0 = scope.is_none().then_some(v);
                 continue;
             };
             let earlier = if prev.1 == scope { Some(prev.3) } else { group_scope0 };
@@ -201,12 +199,11 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
 /// Why a body cannot be walked: the message and where.
 type Malformed = (String, Span);
 
-/// A value `kind` names (or `result`, its result) that is not below `nv`,
-/// the number of values.
-fn out_of_range(kind: &StmtKind, result: Option<Value>, nv: usize) -> Option<Value> {
-    let mut bad = result.filter(|r| r.index() >= nv);
+/// A value `kind` names (or `result`, its result) that is not in `values`.
+fn out_of_range(kind: &StmtKind, result: Option<Value>, values: &Arena<Value, ValueData>) -> Option<Value> {
+    let mut bad = result.filter(|&r| values.get(r).is_none());
     kind.for_each_value(|v| {
-        if v.index() >= nv {
+        if values.get(v).is_none() {
             bad = Some(v)
         }
     });

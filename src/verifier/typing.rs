@@ -187,7 +187,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 if ty.is_none() {
                     // Its type is unknown: an error about its operands
                     // (or its callee) was reported; its uses say nothing.
-                    self.poisoned[r.index()] = true;
+                    self.poisoned.insert(r);
                 }
                 if let Some(t) = ty {
                     if t != vd.ty {
