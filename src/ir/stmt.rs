@@ -3,8 +3,9 @@
 //! Owns: [`StmtKind`] and its parts ([`FieldRef`], [`Bound`],
 //! [`TaskKind`]), and [`stmt_table!`], the single place that says, for
 //! every kind, which values it reads (operands, indices, bounds), which
-//! blocks it holds, which variables it binds for them, and its [`Class`]
-//! (pure, terminator). The operand walkers (shared and mutable), the child
+//! blocks it holds, which variables it binds for them, which fields it
+//! touches, and its [`Class`] (pure, terminator, whether it defines a
+//! value). The operand walkers (shared and mutable), the child
 //! blocks, the bound variables, purity and terminator-ness are all
 //! instances of that table, so adding an operand to a kind is one edit.
 //!
@@ -162,20 +163,33 @@ pub struct Class {
     pub pure: bool,
     /// It ends its block: nothing after it runs.
     pub terminator: bool,
+    /// Whether it defines a value (`%r = ...`).
+    pub defines: Defines,
 }
 
-const PURE: Class = Class { pure: true, terminator: false };
-const EFFECT: Class = Class { pure: false, terminator: false };
-const TERMINATOR: Class = Class { pure: false, terminator: true };
+const fn class(pure: bool, terminator: bool, defines: Defines) -> Class {
+    Class { pure, terminator, defines }
+}
+const PURE: Class = class(true, false, Defines::Always);
+/// An effect (memory, control flow) that defines a value: `load`, `alloca`.
+const READS: Class = class(false, false, Defines::Always);
+const EFFECT: Class = class(false, false, Defines::Never);
+const ATOMIC: Class = class(false, false, Defines::Optional);
+const CALL: Class = class(false, false, Defines::IfCalleeReturns);
+const TERMINATOR: Class = class(false, true, Defines::Never);
 
 /// The table of statement kinds: for each kind, the values it reads
 /// (`$op`, in print order), the blocks it holds (`$blk`, in print order),
-/// the variables it binds for them (`$bind`, in binding order), and its
-/// [`Class`]. `$iter` is `iter` or `iter_mut`: the same table makes the
-/// shared and the mutable walkers. A new kind fails to compile here until
-/// its row is written.
+/// the variables it binds for them (`$bind`, in binding order), the fields
+/// it touches (`$field`: accesses, and the fields a loop or task header
+/// reads), and its [`Class`] (with whether it defines a value). `$iter` is
+/// `iter` or `iter_mut`: the same table makes the shared and the mutable
+/// walkers. A new kind fails to compile here until its row is written.
 macro_rules! stmt_table {
     ($kind:expr, op: $op:ident, blk: $blk:ident, bind: $bind:ident, $iter:ident) => {
+        stmt_table!($kind, op: $op, blk: $blk, bind: $bind, field: ignore_field, $iter)
+    };
+    ($kind:expr, op: $op:ident, blk: $blk:ident, bind: $bind:ident, field: $field:ident, $iter:ident) => {
         match $kind {
             StmtKind::Const(_) => PURE,
             StmtKind::Binary(_, a, b) | StmtKind::Cmp(_, a, b) => {
@@ -194,18 +208,27 @@ macro_rules! stmt_table {
                 PURE
             }
             StmtKind::Load(r) => {
+                $field(&r.field);
                 r.indices.$iter().for_each(&mut $op);
-                EFFECT
+                READS
             }
-            StmtKind::Store(r, v) | StmtKind::Atomic(_, r, v) => {
+            StmtKind::Store(r, v) => {
+                $field(&r.field);
                 r.indices.$iter().for_each(&mut $op);
                 $op(v);
                 EFFECT
             }
-            StmtKind::Alloca(_) | StmtKind::Launch(_) => EFFECT,
+            StmtKind::Atomic(_, r, v) => {
+                $field(&r.field);
+                r.indices.$iter().for_each(&mut $op);
+                $op(v);
+                ATOMIC
+            }
+            StmtKind::Alloca(_) => READS,
+            StmtKind::Launch(_) => EFFECT,
             StmtKind::LoadSlot(p) => {
                 $op(p);
-                EFFECT
+                READS
             }
             StmtKind::StoreSlot(p, v) => {
                 $op(p);
@@ -214,7 +237,7 @@ macro_rules! stmt_table {
             }
             StmtKind::Call(_, args, _) => {
                 args.$iter().for_each(&mut $op);
-                EFFECT
+                CALL
             }
             StmtKind::Ret(v) => {
                 v.$iter().for_each(&mut $op);
@@ -228,11 +251,12 @@ macro_rules! stmt_table {
                 EFFECT
             }
             StmtKind::For { var, lo, hi, body, .. } => {
-                if let Bound::Value(v) = lo {
-                    $op(v)
-                }
-                if let Bound::Value(v) = hi {
-                    $op(v)
+                for b in [lo, hi] {
+                    match b {
+                        Bound::Value(v) => $op(v),
+                        Bound::Field(f, _) => $field(f),
+                        Bound::Const(_) => {}
+                    }
                 }
                 $bind(var);
                 $blk(body);
@@ -246,15 +270,19 @@ macro_rules! stmt_table {
                 match kind {
                     TaskKind::Serial => {}
                     TaskKind::RangeFor { var, lo, hi, .. } => {
-                        if let Bound::Value(v) = lo {
-                            $op(v)
-                        }
-                        if let Bound::Value(v) = hi {
-                            $op(v)
+                        for b in [lo, hi] {
+                            match b {
+                                Bound::Value(v) => $op(v),
+                                Bound::Field(f, _) => $field(f),
+                                Bound::Const(_) => {}
+                            }
                         }
                         $bind(var);
                     }
-                    TaskKind::StructFor { vars, .. } => vars.$iter().for_each(&mut $bind),
+                    TaskKind::StructFor { vars, field, .. } => {
+                        $field(field);
+                        vars.$iter().for_each(&mut $bind)
+                    }
                 }
                 $blk(body);
                 EFFECT
@@ -301,29 +329,7 @@ impl StmtKind {
 
     /// Whether it defines a value; [`super::result_type`] gives its type.
     pub fn defines(&self) -> Defines {
-        match self {
-            StmtKind::Const(_)
-            | StmtKind::Binary(..)
-            | StmtKind::Unary(..)
-            | StmtKind::Cmp(..)
-            | StmtKind::Cast(..)
-            | StmtKind::Select(..)
-            | StmtKind::Load(_)
-            | StmtKind::Alloca(_)
-            | StmtKind::LoadSlot(_) => Defines::Always,
-            StmtKind::Atomic(..) => Defines::Optional,
-            StmtKind::Call(..) => Defines::IfCalleeReturns,
-            StmtKind::Store(..)
-            | StmtKind::StoreSlot(..)
-            | StmtKind::Ret(_)
-            | StmtKind::If { .. }
-            | StmtKind::For { .. }
-            | StmtKind::While { .. }
-            | StmtKind::Break
-            | StmtKind::Continue
-            | StmtKind::Task { .. }
-            | StmtKind::Launch(_) => Defines::Never,
-        }
+        self.class().defines
     }
 
     /// Its class: pure, terminator.
@@ -372,6 +378,13 @@ impl StmtKind {
         self.visit(|_| {}, |_| {}, |v| f(*v));
     }
 
+    /// Calls `f` on every field it touches: the field of an access, and
+    /// a field a loop or task header reads (`@n[]` bounds, a `struct_for`'s
+    /// field); called functions' fields are not included.
+    pub fn for_each_field<'a>(&'a self, mut f: impl FnMut(&'a Name)) {
+        stmt_table!(self, op: ignore_value, blk: ignore, bind: ignore_value, field: f, iter);
+    }
+
     /// The blocks nested directly in it, in print order, without
     /// allocating.
     pub fn child_blocks(&self) -> ChildBlocks {
@@ -391,10 +404,52 @@ impl StmtKind {
 
 fn ignore_mut(_: &mut Block) {}
 fn ignore(_: &Block) {}
+fn ignore_value(_: &Value) {}
+fn ignore_field(_: &Name) {}
 
 /// Calls `f` on every value a statement reads (operands, field indices and
 /// loop or task bounds), allowing it to be replaced. Nested blocks are not
 /// visited.
 pub fn operands_mut(kind: &mut StmtKind, f: &mut dyn FnMut(&mut Value)) {
     kind.operands_mut(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::EntityRef;
+
+    fn field(name: &str) -> FieldRef {
+        FieldRef { field: name.into(), indices: vec![Value::new(0)], span: Span::DUMMY }
+    }
+
+    fn fields_of(kind: &StmtKind) -> Vec<String> {
+        let mut out = Vec::new();
+        kind.for_each_field(|f| out.push(f.to_string()));
+        out
+    }
+
+    #[test]
+    fn the_table_names_the_fields_a_statement_touches() {
+        let v = Value::new(1);
+        assert_eq!(fields_of(&StmtKind::Load(field("x"))), ["x"]);
+        assert_eq!(fields_of(&StmtKind::Atomic(AtomicOp::Add, field("y"), v)), ["y"]);
+        let range =
+            TaskKind::RangeFor { var: v, lo: Bound::Const(0), hi: Bound::Field("n".into(), Span::DUMMY), block_dim: 8 };
+        assert_eq!(fields_of(&StmtKind::Task { name: "t".into(), kind: range, body: Block::new(1) }), ["n"]);
+        let each = TaskKind::StructFor { vars: vec![v], field: "f".into(), field_span: Span::DUMMY, block_dim: 8 };
+        assert_eq!(fields_of(&StmtKind::Task { name: "t".into(), kind: each, body: Block::new(1) }), ["f"]);
+        assert!(fields_of(&StmtKind::StoreSlot(v, v)).is_empty());
+    }
+
+    #[test]
+    fn the_table_says_what_defines_a_value() {
+        let v = Value::new(1);
+        assert_eq!(StmtKind::Load(field("x")).defines(), Defines::Always);
+        assert_eq!(StmtKind::Alloca(Scalar::F32).defines(), Defines::Always);
+        assert_eq!(StmtKind::Atomic(AtomicOp::Add, field("x"), v).defines(), Defines::Optional);
+        assert_eq!(StmtKind::Call("f".into(), vec![], Span::DUMMY).defines(), Defines::IfCalleeReturns);
+        assert_eq!(StmtKind::Store(field("x"), v).defines(), Defines::Never);
+        assert!(StmtKind::Binary(BinOp::Add, v, v).is_pure() && !StmtKind::Load(field("x")).is_pure());
+    }
 }

@@ -242,22 +242,13 @@ pub fn task_needs<'m>(m: &ByName<'m>, body: &Body, root: Block, kind: &TaskKind)
 /// The fields a block touches and the functions it calls, nested blocks
 /// included (with repeats).
 fn scan<'x>(body: &'x Body, b: Block, fields: &mut Vec<&'x str>, calls: &mut Vec<&'x str>) {
-    for &s in body.block(b) {
-        match &body.stmt(s).kind {
-            StmtKind::Load(r) | StmtKind::Store(r, _) | StmtKind::Atomic(_, r, _) => fields.push(&r.field),
-            StmtKind::Call(name, ..) => calls.push(name),
-            StmtKind::If { then_blk, else_blk, .. } => {
-                scan(body, *then_blk, fields, calls);
-                if let Some(e) = else_blk {
-                    scan(body, *e, fields, calls);
-                }
-            }
-            StmtKind::For { body: c, .. } | StmtKind::While { body: c } | StmtKind::Task { body: c, .. } => {
-                scan(body, *c, fields, calls)
-            }
-            _ => {}
+    body.walk(b, &mut |s| {
+        let kind = &body.stmt(s).kind;
+        kind.for_each_field(|f| fields.push(f));
+        if let StmtKind::Call(name, ..) = kind {
+            calls.push(name);
         }
-    }
+    });
 }
 
 /// The task statement `s` of kernel `k` as a task item with a body of its
