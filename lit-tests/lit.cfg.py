@@ -27,7 +27,7 @@ repo = os.path.dirname(config.test_source_root)
 def whole_word(name):
     return r"(?<![\w/.-])%s(?![\w/.-])" % re.escape(name)
 
-for tool in ["kiln-opt", "kiln-key", "kiln-compile", "kiln-run", "kiln-cache-inspect", "kiln-import"]:
+for tool in ["kiln-opt", "kiln-key", "kiln-compile", "kiln-run", "kiln-cache-inspect", "kiln-import", "kiln-reduce"]:
     config.substitutions.append((whole_word(tool), os.path.join(bin_dir, tool)))
 for tool in ["FileCheck", "not", "llvm-readelf", "llvm-objdump"]:
     config.substitutions.append((whole_word(tool), os.path.join(llvm_bin, tool)))

@@ -21,6 +21,7 @@ pub mod interp;
 pub mod key;
 pub mod passes;
 pub mod races;
+pub mod reduce;
 
 pub mod cache;
 pub mod remote;
