@@ -35,6 +35,7 @@ pub mod stats;
 
 pub mod cli;
 pub mod tool;
+pub mod trace;
 pub mod version;
 
 #[cfg(feature = "llvm")]
