@@ -138,3 +138,43 @@ fn an_error_message_reproducer_shrinks_the_same_whatever_the_jobs() {
     assert!(statements(&one) <= 4, "{one}");
     assert!(verifies(&one, dir.path()) && interesting(dir.path(), &test, &one), "{one}");
 }
+
+#[test]
+fn ctrl_c_leaves_the_best_result_so_far_in_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let input_text = generated("    %z = const 0 : i32\n    store @out[%z], %i\n");
+    let input = dir.path().join("gen.kir");
+    std::fs::write(&input, &input_text).unwrap();
+    // Slow enough that the reduction is still going when interrupted.
+    let test = script(dir.path(), "slow.sh", r#"sleep 0.2; grep -q "store @out" "$2""#);
+    let out = dir.path().join("reduced.kir");
+    let mut child = Command::new(REDUCE)
+        .arg("--test")
+        .arg(&test)
+        .arg("--test-arg")
+        .arg(bin_dir())
+        .args(["-j", "2"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&out)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first better result is written once the input was found
+    // interesting and a first candidate accepted.
+    while std::fs::read_to_string(&out).ok().is_none_or(|t| statements(&t) >= 500) {
+        assert!(child.try_wait().unwrap().is_none(), "kiln-reduce ended before it was interrupted");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: signals the child this test started, by its pid.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let run = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted: "), "{stderr}");
+    let kept = std::fs::read_to_string(&out).unwrap();
+    assert!(statements(&kept) < 500 && verifies(&kept, dir.path()), "{kept}");
+    assert!(kept.contains("store @out"), "{kept}");
+}
