@@ -74,7 +74,7 @@ build: deps
 build-release: deps-static
 	$(CARGO) build --release --bins
 
-# The five tools (a release build), their man pages and bash, zsh and fish
+# The seven tools (a release build), their man pages and bash, zsh and fish
 # completions under PREFIX (DESTDIR stages it); scripts/install.sh says
 # where each goes.
 PREFIX ?= /usr/local

@@ -27,11 +27,13 @@ repo = os.path.dirname(config.test_source_root)
 def whole_word(name):
     return r"(?<![\w/.-])%s(?![\w/.-])" % re.escape(name)
 
-for tool in ["kiln-opt", "kiln-key", "kiln-compile", "kiln-run", "kiln-cache-inspect", "kiln-import"]:
+for tool in ["kiln-opt", "kiln-key", "kiln-compile", "kiln-run", "kiln-cache-inspect", "kiln-import", "kiln-reduce"]:
     config.substitutions.append((whole_word(tool), os.path.join(bin_dir, tool)))
 for tool in ["FileCheck", "not", "llvm-readelf", "llvm-objdump"]:
     config.substitutions.append((whole_word(tool), os.path.join(llvm_bin, tool)))
 config.substitutions.append(("%testdata", os.path.join(repo, "testdata")))
+# scripts/update-checks with the freshly built tools (lit-tests/update-checks).
+config.substitutions.append(("%update-checks", "python3 %s --bin-dir %s" % (os.path.join(repo, "scripts", "update-checks"), bin_dir)))
 # Cargo examples used as test tools (built by `make test-lit`).
 config.substitutions.append(("%cache-fill", os.path.join(bin_dir, "examples", "cache-fill")))
 

@@ -57,6 +57,7 @@ pub fn open_store(root: &Path, target: &HostTarget, options: StoreOptions) -> Re
 /// of its task under the names it has in this module.
 pub fn key_and_meta(module: &Module, config: &CompileConfig) -> Result<(Key, LaunchMeta), codegen::CodegenError> {
     let task = codegen::single_task(module)?;
+    let _span = crate::trace::span("key", "key", &task.name);
     let key = crate::key::task_key(module, task, config);
     Ok((key, codegen::task_meta(module)?))
 }
@@ -308,6 +309,7 @@ impl CachedTasks {
         stats: &mut JitStats,
     ) -> Option<LoadedTask> {
         let remote = self.remote.clone()?;
+        let _span = crate::trace::span("remote", "remote fetch", hint);
         if !self.asked.contains(key) {
             self.ask_remote(&remote, &[*key]);
         }
@@ -333,6 +335,7 @@ impl CachedTasks {
 
     /// Asks the remote for `keys` at once and keeps the verified records.
     fn ask_remote(&mut self, remote: &RemoteTier, keys: &[Key]) {
+        let _span = crate::trace::span("remote", "remote fetch", &format!("({} tasks)", keys.len()));
         self.asked.extend(keys.iter().copied());
         for (key, found) in keys.iter().zip(remote.get_many(keys)) {
             if let Fetched::Hit(r) = found {
@@ -386,6 +389,7 @@ impl CachedTasks {
     }
 
     fn lookup(&self, jit: &Jit, key: &Key, meta: &LaunchMeta, hint: &str, stats: &mut JitStats) -> Found {
+        let _span = crate::trace::span("cache", "cache lookup", hint);
         let t0 = Instant::now();
         if let Some(job) = self.compiled.get(key).filter(|j| same_launch(&j.1, meta)) {
             if let Ok(t) = jit.load_task(hint, &job.2, meta) {
@@ -577,8 +581,12 @@ pub fn fill(
     let t0 = Instant::now();
     let (key, meta) = key_and_meta(module, compiler.config()).map_err(ProvideError::Codegen)?;
     times.key = t0.elapsed();
+    let task = codegen::single_task(module).map(|t| t.name.to_string()).unwrap_or_default();
     let t1 = Instant::now();
-    let (local, mut outcome) = match store.get(&key).map_err(other)? {
+    let lookup = crate::trace::span("cache", "cache lookup", &task);
+    let got = store.get(&key).map_err(other)?;
+    drop(lookup);
+    let (local, mut outcome) = match got {
         Lookup::Hit(r) if same_launch(&r.meta, &meta) => (Some(r), Filled::Hit),
         Lookup::Hit(_) => {
             store.discard(&key).map_err(other)?;
@@ -588,7 +596,10 @@ pub fn fill(
         Lookup::Miss => (None, Filled::Stored),
     };
     let remote = remote.filter(|r| r.is_on());
-    let from_remote = match remote.map(|r| r.get_many(&[key]).pop()) {
+    let fetch = remote.map(|_| crate::trace::span("remote", "remote fetch", &task));
+    let fetched = remote.map(|r| r.get_many(&[key]).pop());
+    drop(fetch);
+    let from_remote = match fetched {
         Some(Some(Fetched::Hit(r))) if same_launch(&r.meta, &meta) => Some(r),
         Some(Some(Fetched::Hit(_))) => {
             if let Some(r) = remote {
@@ -615,7 +626,9 @@ pub fn fill(
             (r.meta, r.object, Duration::from_millis(r.producer.compile_ms))
         }
         (None, None) => {
+            let compiling = crate::trace::span("compile", "compile", &task);
             let c = compiler.compile_task(module).map_err(ProvideError::Codegen)?;
+            drop(compiling);
             times.compile = c.compile_time;
             if let Some(remote) = remote {
                 let compile_ms = c.compile_time.as_millis().try_into().unwrap_or(u64::MAX);

@@ -316,6 +316,28 @@ pub enum DiagnosticsFormat {
     Json,
 }
 
+/// `--time-trace[=FILE]` (`kiln-opt`, `kiln-key`; `src/trace.rs`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct TraceArgs {
+    /// Write where the time went as Chrome Trace Event JSON (clang's -ftime-trace; open it in Perfetto or chrome://tracing) to FILE, or to INPUT.time-trace.json
+    #[arg(long = "time-trace", value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub time_trace: Option<String>,
+}
+
+impl TraceArgs {
+    /// Where the trace goes, if asked for: FILE, else the input's file
+    /// name (`stdin` for `-`) with `.time-trace.json`, in the current
+    /// directory.
+    pub fn path(&self, input: &str) -> Option<String> {
+        let given = self.time_trace.as_deref()?;
+        if !given.is_empty() {
+            return Some(given.to_string());
+        }
+        let stem = std::path::Path::new(input).file_stem().and_then(|s| s.to_str()).filter(|_| input != "-");
+        Some(format!("{}.time-trace.json", stem.unwrap_or("stdin")))
+    }
+}
+
 /// The flags every tool has (flattened into each tool's clap definition).
 #[derive(clap::Args, Debug, Clone, Copy)]
 pub struct Common {

@@ -175,6 +175,7 @@ fn each_task_key(stream: &Stream, config: &CompileConfig, mut f: impl FnMut(&Tas
     let prefix = config_prefix(&config_json(config));
     for m in &stream.modules {
         for t in m.tasks() {
+            let _key = crate::trace::span("key", "key", &t.name);
             let text = canonical_text(m, t);
             f(t, key_with_prefix(&prefix, &text), text);
         }

@@ -21,6 +21,7 @@ pub mod interp;
 pub mod key;
 pub mod passes;
 pub mod races;
+pub mod reduce;
 
 pub mod cache;
 pub mod remote;
@@ -34,6 +35,7 @@ pub mod stats;
 
 pub mod cli;
 pub mod tool;
+pub mod trace;
 pub mod version;
 
 #[cfg(feature = "llvm")]

@@ -151,6 +151,7 @@ pub fn run_pipeline(
     for &pass in passes {
         // Only --print-changed pays for a copy of the IR.
         let before = opts.print_changed.then(|| stream.clone());
+        let _span = crate::trace::span("pass", pass.name(), crate::trace::WHOLE_INPUT);
         let start = Instant::now();
         let ran = pass.run(stream);
         let pass_time = start.elapsed();

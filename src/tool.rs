@@ -301,8 +301,33 @@ fn generate(args: &[String], cmd: clap::Command) -> Option<Result<(), ToolError>
     }
 }
 
+/// Runs a tool's body with `--time-trace` ([`crate::cli::TraceArgs`]):
+/// when asked, the recorder is started, the whole body is one span named
+/// after the tool, and the trace is written to `path` afterwards (also
+/// when the body failed). The tool's own output is written first, so a
+/// trace that cannot be written is one error (exit 1) and nothing else is
+/// lost.
+pub fn with_time_trace(
+    tool: &str,
+    path: Option<String>,
+    body: impl FnOnce() -> Result<(), ToolError>,
+) -> Result<(), ToolError> {
+    let Some(path) = path else { return body() };
+    crate::trace::start();
+    let result = {
+        let _whole = crate::trace::span("tool", tool, crate::trace::WHOLE_INPUT);
+        body()
+    };
+    let written = write_file_atomic(Path::new(&path), crate::trace::to_json(tool).as_bytes());
+    match (result, written) {
+        (Ok(()), Err(e)) => Err(ToolError::output(&path, &e)),
+        (result, _) => result,
+    }
+}
+
 /// Reads a whole input: a path, or `-` for stdin (named `<stdin>`).
 pub fn read_source(path: &str) -> Result<SourceFile, ToolError> {
+    let _read = crate::trace::span("phase", "read", crate::trace::WHOLE_INPUT);
     let mut bytes = Vec::new();
     let name = if path == "-" {
         io::stdin().lock().read_to_end(&mut bytes).map_err(|e| ToolError::at("<stdin>", e))?;

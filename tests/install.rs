@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-const TOOLS: [&str; 6] = ["kiln-opt", "kiln-key", "kiln-compile", "kiln-run", "kiln-cache-inspect", "kiln-import"];
+const TOOLS: [&str; 7] =
+    ["kiln-opt", "kiln-key", "kiln-compile", "kiln-run", "kiln-cache-inspect", "kiln-import", "kiln-reduce"];
 
 fn bin_dir() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_kiln-opt")).parent().expect("binaries have a directory")

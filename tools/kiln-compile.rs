@@ -12,6 +12,7 @@ use kiln::settings::{self, Settings};
 use kiln::stats::RunReport;
 use kiln::target::Override;
 use kiln::tool::{self, ToolError};
+use kiln::trace;
 use rayon::prelude::*;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -118,6 +119,9 @@ struct Cli {
     stats: Option<StatsFormat>,
 
     #[command(flatten)]
+    trace: kiln::cli::TraceArgs,
+
+    #[command(flatten)]
     diag: kiln::cli::DiagArgs,
 
     #[command(flatten)]
@@ -139,11 +143,12 @@ const SPEC: tool::ToolSpec = tool::ToolSpec {
 };
 
 fn main() -> ExitCode {
-    tool::run_tool(&SPEC, |cli: Cli| run(&cli))
+    tool::run_tool(&SPEC, |cli: Cli| tool::with_time_trace("kiln-compile", cli.trace.path(&cli.input), || run(&cli)))
 }
 
 fn run(cli: &Cli) -> Result<(), ToolError> {
     check_build(cli.build_id.as_deref())?;
+    let setup = trace::span("phase", "setup", trace::WHOLE_INPUT);
     let cpu = Override { value: cli.target_cpu.as_deref(), source: "--target-cpu" };
     let features = Override { value: cli.target_features.as_deref(), source: "--target-features" };
     let target = match kiln::target::resolve(cpu, features) {
@@ -159,10 +164,15 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         None => cli.config.config(),
     };
     let compiler = Compiler::new(config, target).map_err(ToolError::msg)?;
+    drop(setup);
 
     let src = tool::read_source(&cli.input)?;
+    let parsed = trace::span("phase", "parse", trace::WHOLE_INPUT);
     let stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
+    drop(parsed);
+    let verified = trace::span("phase", "verify", trace::WHOLE_INPUT);
     kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(&src, &ds))?;
+    drop(verified);
     let stream = kiln::passes::to_task_stream(stream).map_err(|ds| ToolError::diags(&src, &ds))?;
 
     let tasks: Vec<(&Module, String)> = codegen::task_modules(&stream).map(|(m, t)| (m, t.name.to_string())).collect();
@@ -193,19 +203,22 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
                 "--cache-dir stores objects; it cannot be combined with --emit llvm or asm".into(),
             ));
         }
+        let filling = trace::span("phase", "fill cache", trace::WHOLE_INPUT);
         fill_cache(cli, dir, &compiler, &tasks, src.name())?;
+        drop(filling);
         if cli.output.is_none() {
             return Ok(());
         }
     }
+    let compiling = trace::span("phase", "compile tasks", trace::WHOLE_INPUT);
     let dest = destination(cli.output.as_deref(), tasks.len(), emit)?;
-
     let pool = thread_pool(cli)?;
     let progress = task_progress(cli, tasks.len());
     let results: Vec<Result<Vec<u8>, String>> = pool.install(|| {
         tasks
             .par_iter()
             .map(|(m, name)| {
+                let _span = trace::span("compile", "compile", name);
                 let r = compiler.emit_task(m, emit).map(|(bytes, _)| bytes).map_err(|e| format!("task @{name}: {e}"));
                 task_done(cli, &progress);
                 r
@@ -213,6 +226,8 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
             .collect()
     });
     progress.finish();
+    drop(compiling);
+    let _write = trace::span("phase", "write", trace::WHOLE_INPUT);
     let mut outputs = Vec::with_capacity(tasks.len());
     let mut errors = String::new();
     for ((_, name), r) in tasks.iter().zip(results) {

@@ -6,6 +6,7 @@ use kiln::config::CompileConfig;
 use kiln::diag::SourceFile;
 use kiln::key::{self, Change, KeySet};
 use kiln::tool::{self, ToolError};
+use kiln::trace;
 use std::process::ExitCode;
 
 const ABOUT: &str = "Print the cache key of every task of a KIR file";
@@ -46,6 +47,9 @@ struct Cli {
     config: kiln::cli::ConfigArgs,
 
     #[command(flatten)]
+    trace: kiln::cli::TraceArgs,
+
+    #[command(flatten)]
     diag: kiln::cli::DiagArgs,
 
     #[command(flatten)]
@@ -55,7 +59,7 @@ struct Cli {
 const SPEC: tool::ToolSpec = tool::ToolSpec { name: "kiln-key", version: || kiln::version::text("kiln-key", None) };
 
 fn main() -> ExitCode {
-    tool::run_tool(&SPEC, |cli: Cli| run(&cli))
+    tool::run_tool(&SPEC, |cli: Cli| tool::with_time_trace("kiln-key", cli.trace.path(&cli.input), || run(&cli)))
 }
 
 /// Reads, parses, verifies and splits one KIR input.
@@ -67,8 +71,13 @@ fn load(path: &str) -> Result<(SourceFile, kiln::ir::Stream), ToolError> {
 
 /// Parses, verifies and splits KIR text already read.
 fn split(src: &SourceFile) -> Result<kiln::ir::Stream, ToolError> {
+    let span = |name| trace::span("phase", name, trace::WHOLE_INPUT);
+    let parsed = span("parse");
     let stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(src, &ds))?;
+    drop(parsed);
+    let verified = span("verify");
     kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(src, &ds))?;
+    drop(verified);
     kiln::passes::to_task_stream(stream).map_err(|ds| ToolError::diags(src, &ds))
 }
 
@@ -96,11 +105,19 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     }
     let Some(name) = &cli.explain else {
         let src = tool::read_source(&cli.input)?;
-        let set = KeySet::of_text(src.text(), &cfg).map_err(|ds| ToolError::diags(&src, &ds))?;
+        let set = if trace::on() {
+            // Traced: phase by phase (the same keys as the streaming path).
+            let stream = split(&src)?;
+            let _keys = trace::span("phase", "keys", trace::WHOLE_INPUT);
+            KeySet::of_stream(&stream, &cfg)
+        } else {
+            KeySet::of_text(src.text(), &cfg).map_err(|ds| ToolError::diags(&src, &ds))?
+        };
         if set.tasks.is_empty() {
             tool::warn(src.name(), "no task to key: the input has no kernel");
         }
         drop(src);
+        let _print = trace::span("phase", "print", trace::WHOLE_INPUT);
         return print_keys(cli, &set);
     };
     let (src, stream) = load(&cli.input)?;

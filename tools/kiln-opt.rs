@@ -9,6 +9,7 @@ use kiln::diag::{Diagnostic, Diagnostics};
 use kiln::ir::{Span, Stream};
 use kiln::passes::{self, OptPreset, Pass, PassTiming, PipelineError, PipelineObserver, PipelineOptions};
 use kiln::tool::{self, ToolError};
+use kiln::trace;
 use std::io::{self, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -66,6 +67,9 @@ struct Cli {
     time_passes: bool,
 
     #[command(flatten)]
+    trace: kiln::cli::TraceArgs,
+
+    #[command(flatten)]
     diag: kiln::cli::DiagArgs,
 
     #[command(flatten)]
@@ -81,7 +85,7 @@ fn pass_names() -> PossibleValuesParser {
 const SPEC: tool::ToolSpec = tool::ToolSpec { name: "kiln-opt", version: || kiln::version::text("kiln-opt", None) };
 
 fn main() -> ExitCode {
-    tool::run_tool(&SPEC, |cli: Cli| run(&cli))
+    tool::run_tool(&SPEC, |cli: Cli| tool::with_time_trace("kiln-opt", cli.trace.path(&cli.input), || run(&cli)))
 }
 
 /// The KIR preset of an `-O` level: `-O3`, LLVM's highest, is KIR's
@@ -113,17 +117,21 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
 
     let start = Instant::now();
     let src = tool::read_source(&cli.input)?;
-    if pipeline.is_empty() && !(cli.print_after_all || cli.print_changed || cli.time_passes) {
+    if pipeline.is_empty() && !(cli.print_after_all || cli.print_changed || cli.time_passes || trace::on()) {
         // Nothing needs the whole IR: the streaming front end holds only
         // the items in flight (same output, same diagnostics).
         let text = kiln::frontend::parse_verify_print(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
         return tool::write_output_with(cli.output.as_deref(), |w| text.write_to(w));
     }
+    let parsed = trace::span("phase", "parse", trace::WHOLE_INPUT);
     let mut stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
+    drop(parsed);
     phase("(parse)", start, &mut timings);
 
     let start = Instant::now();
+    let verified = trace::span("phase", "verify", trace::WHOLE_INPUT);
     kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(&src, &ds))?;
+    drop(verified);
     phase("(verify input)", start, &mut timings);
 
     let opts = PipelineOptions {
@@ -145,7 +153,9 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     }
 
     let start = Instant::now();
+    let printed = trace::span("phase", "print", trace::WHOLE_INPUT);
     tool::write_output_with(cli.output.as_deref(), |w| write!(w, "{stream}"))?;
+    drop(printed);
     phase("(print)", start, &mut timings);
 
     if cli.time_passes {

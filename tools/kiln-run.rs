@@ -11,6 +11,7 @@ use kiln::settings::{self, Settings};
 use kiln::stats::{RunReport, RunStats};
 use kiln::target::Override;
 use kiln::tool::{self, ToolError};
+use kiln::trace;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -148,6 +149,9 @@ struct Cli {
     digest: bool,
 
     #[command(flatten)]
+    trace: kiln::cli::TraceArgs,
+
+    #[command(flatten)]
     diag: kiln::cli::DiagArgs,
 
     #[command(flatten)]
@@ -171,7 +175,7 @@ const SPEC: tool::ToolSpec =
     tool::ToolSpec { name: "kiln-run", version: || kiln::version::text("kiln-run", Some(kiln::target::host_facts())) };
 
 fn main() -> ExitCode {
-    tool::run_tool(&SPEC, |cli: Cli| run(&cli))
+    tool::run_tool(&SPEC, |cli: Cli| tool::with_time_trace("kiln-run", cli.trace.path(&cli.input), || run(&cli)))
 }
 
 /// The engine of a run: the JIT keeps its store for the counters.
@@ -278,6 +282,8 @@ fn strip(s: &str, sigil: char) -> &str {
 /// only after a successful run print and write the results.
 fn run(cli: &Cli) -> Result<(), ToolError> {
     check_engine_flags(cli)?;
+    let span = |name| trace::span("phase", name, trace::WHOLE_INPUT);
+    let setup = span("settings");
     // Settings are read first: a bad one is an error even when the run
     // would not use the cache.
     let mut flags = settings::cache_flags(cli.cache_dir.as_deref(), cli.allow_insecure_cache);
@@ -288,22 +294,34 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     flags.extend(target_flags.into_iter().filter_map(|(name, v)| Some(settings::Flag::new(name, v.clone()?))));
     let settings = Settings::load(&flags)?;
     let target = if cli.engine == EngineKind::Jit { Some(resolve_target(&settings)?) } else { None };
+    drop(setup);
     let src = tool::read_source(&cli.input)?;
+    let parsed = span("parse");
     let stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
+    drop(parsed);
+    let verified = span("verify");
     kiln::verifier::verify(&stream).map_err(|ds| ToolError::diags(&src, &ds))?;
+    drop(verified);
+    let inputs = span("fields");
     let kernels = select_kernels(&stream, &cli.kernels, src.name())?;
     let args = bind_args(&kernels, &cli.args)?;
     let mut fields = Fields::try_zeroed(&stream).map_err(ToolError::msg)?;
     let io = FieldIo::of(cli, &fields)?;
     io.load_inputs(&mut fields)?;
 
+    drop(inputs);
     let progress = std::sync::Arc::new(tool::TaskProgress::new(cli.quiet));
+    let engine = span("engine");
     let (mut runner, warning) = make_engine(cli, &settings, target, &progress)?;
+    drop(engine);
     if let Some(w) = warning {
         tool::warn("kiln-run", &w);
     }
+    let running = span("run");
     let result = run_kernels(&mut runner, &stream, &kernels, &args, &mut fields);
+    drop(running);
     progress.finish();
+    let _output = span("output");
     report(cli, &runner, result.1);
     // Data races are shown at their accesses, and an error of one
     // statement at it (`FILE:LINE:COL: error: ...`).

@@ -195,7 +195,21 @@ impl CompileProcess {
         if let Some(hook) = &self.progress {
             (hook.0)(Progress::Started(modules.len()));
         }
-        self.run(&["-", "-o", &out], &input, self.progress.as_ref())?;
+        // Traced: the process traces itself, and its spans join this
+        // process's trace on a track of their own.
+        let trace = crate::trace::on().then(|| dir.path().join("trace.json"));
+        let trace_flag = trace.as_ref().map(|p| format!("--time-trace={}", p.display()));
+        let mut args = vec!["-", "-o", &out];
+        args.extend(trace_flag.as_deref());
+        let names: Vec<String> =
+            modules.iter().filter_map(|m| super::single_task(m).ok()).map(|t| t.name.to_string()).collect();
+        let span = crate::trace::span("compile", COMPILE_PROGRAM, &names.join(","));
+        let started = crate::trace::now_us();
+        self.run(&args, &input, self.progress.as_ref())?;
+        drop(span);
+        if let Some(text) = trace.and_then(|p| std::fs::read_to_string(p).ok()) {
+            crate::trace::merge(&text, started);
+        }
         let read = |m: &Module| {
             let name = &super::single_task(m)?.name;
             let path = dir.path().join(format!("{name}.o"));

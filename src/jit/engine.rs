@@ -414,6 +414,7 @@ impl Engine for JitEngine {
                     JitPath::WholeKernel => codegen::sites::locate(&launched, n),
                 };
                 self.stats.launches += 1;
+                let _span = crate::trace::span("launch", "launch", &item.name);
                 runtime::launch(t.entry, &t.meta, names, &slots, fields, self.pool.as_ref(), &locate)?;
             }
             Ok(())

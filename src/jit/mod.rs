@@ -227,6 +227,7 @@ impl Jit {
     /// (`meta.entry_symbol`) at once. `name_hint` only helps debugging (the
     /// dylib's name is made unique with a process-wide counter).
     pub fn load_task(&self, name_hint: &str, object: &[u8], meta: &LaunchMeta) -> Result<LoadedTask, JitError> {
+        let _span = crate::trace::span("load", "load", name_hint);
         let (dylib, addrs, times) = self.add_object(name_hint, object, &[meta.entry_symbol.as_str()])?;
         Ok(LoadedTask { entry: runtime::entry_from_address(addrs[0]), meta: meta.clone(), times, dylib })
     }

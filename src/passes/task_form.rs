@@ -32,6 +32,7 @@ fn is_split(k: &Kernel) -> bool {
 
 /// Brings a verified stream into per-task form by the rule above.
 pub fn to_task_stream(stream: Stream) -> Result<Stream, Diagnostics> {
+    let _span = crate::trace::span("phase", "split", crate::trace::WHOLE_INPUT);
     let needs = |m: &Module| m.kernels().any(is_unsplit);
     if !stream.modules.iter().any(needs) {
         return Ok(stream);
