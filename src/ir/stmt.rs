@@ -178,6 +178,18 @@ const ATOMIC: Class = class(false, false, Defines::Optional);
 const CALL: Class = class(false, false, Defines::IfCalleeReturns);
 const TERMINATOR: Class = class(false, true, Defines::Never);
 
+/// A loop or task bound's part in the table: the value it reads, or the
+/// field (`@n[]`).
+macro_rules! bound_parts {
+    ($b:expr, $op:ident, $field:ident) => {
+        match $b {
+            Bound::Value(v) => $op(v),
+            Bound::Field(f, _) => $field(f),
+            Bound::Const(_) => {}
+        }
+    };
+}
+
 /// The table of statement kinds: for each kind, the values it reads
 /// (`$op`, in print order), the blocks it holds (`$blk`, in print order),
 /// the variables it binds for them (`$bind`, in binding order), the fields
@@ -252,11 +264,7 @@ macro_rules! stmt_table {
             }
             StmtKind::For { var, lo, hi, body, .. } => {
                 for b in [lo, hi] {
-                    match b {
-                        Bound::Value(v) => $op(v),
-                        Bound::Field(f, _) => $field(f),
-                        Bound::Const(_) => {}
-                    }
+                    bound_parts!(b, $op, $field)
                 }
                 $bind(var);
                 $blk(body);
@@ -271,11 +279,7 @@ macro_rules! stmt_table {
                     TaskKind::Serial => {}
                     TaskKind::RangeFor { var, lo, hi, .. } => {
                         for b in [lo, hi] {
-                            match b {
-                                Bound::Value(v) => $op(v),
-                                Bound::Field(f, _) => $field(f),
-                                Bound::Const(_) => {}
-                            }
+                            bound_parts!(b, $op, $field)
                         }
                         $bind(var);
                     }
