@@ -259,8 +259,9 @@ pub fn evict(root: &Path, g: u8, limit: u64, lock: &Locked) -> io::Result<Evicti
     let mut evicted: Vec<(String, u64)> = Vec::new();
     if size.bytes > limit {
         let mut all: Vec<(&str, &RecordEntry)> = sized(&scan).collect();
-        // Least recently used first, ties by path (scope, shard, name).
-        all.sort_by(|a, b| (a.1.file.mtime, &a.1.file.path).cmp(&(b.1.file.mtime, &b.1.file.path)));
+        // Least recently used first, ties by scope and key (the order of
+        // their paths: a key's hex digits are its shard and file name).
+        all.sort_by(|a, b| (a.1.file.mtime, a.0, a.1.key).cmp(&(b.1.file.mtime, b.0, b.1.key)));
         for (scope, r) in all {
             if size.bytes <= target {
                 break;

@@ -1,7 +1,7 @@
 //! Looking inside a cache: the logic of `kiln-cache-inspect`'s `list`,
 //! `stats`, `zero-stats`, `show` and `extract`, returning plain data that
 //! the tool formats as text or JSON (`verify` and `prune`, which may
-//! remove, are `repair`'s, and re-exported here).
+//! remove, are methods of the same [`Cache`] in `repair`).
 //!
 //! Owns: opening a cache root for inspection (the markers, a half-made
 //! root as an empty cache, the trust check), which scope is this host's,
@@ -20,7 +20,6 @@ use super::host::{self, HostFile};
 use super::layout::{COUNTERS_DIR, HOST_FILE, STATS_FILE};
 pub use super::prune::{PrunePlan, PruneReason, Removal};
 use super::record::{self, Corrupt, Header, Key, Producer, Record, MAX_RECORD_LEN};
-pub use super::repair::{BadEntry, BadRecord, CounterDrift, PruneReport, VerifyReport};
 use super::root::{check_markers, is_unfinished_root};
 use super::scan::{self, unix_secs, At, FileEntry, RecordEntry, Scan, ScopeScan, Shards};
 use super::{CacheError, CacheStats};

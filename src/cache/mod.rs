@@ -34,7 +34,7 @@ pub mod inspect;
 pub mod layout;
 mod prune;
 pub mod record;
-mod repair;
+pub mod repair;
 pub mod root;
 pub mod scan;
 pub mod size;
