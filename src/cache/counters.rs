@@ -3,19 +3,21 @@
 //! statistics, in small files that every process updates under a short
 //! lock, and least-recently-used eviction of one shard group.
 //!
-//! Owns: the counter files (`counters/<g>` at the root: records and bytes
-//! of shard group `g` over every scope; `stats` in each scope: its
-//! lasting [`CacheStats`]), their fixed-size JSON format, the `flock` held
-//! around each update (`std::fs::File::lock`), the recount of a group
-//! from disk, and the eviction of a group down to 90 % of its share of
-//! `max_size`.
+//! Owns: [`CacheStats`] (what a store counts, and a scope's lasting
+//! statistics), the counter files (`counters/<g>` at the root: records
+//! and bytes of shard group `g` over every scope; `stats` in each scope:
+//! its lasting [`CacheStats`]), their fixed-size JSON format, the `flock`
+//! held around each update (`std::fs::File::lock`), the recount of a
+//! group from disk (the walk of `scan`, one group), and the eviction of a
+//! group down to 90 % of its share of `max_size`.
 //!
 //! Must never: hold a lock while compiling or reading a record (only a
-//! rename, an unlink, a counter update or one group's directory scan
-//! happens under one), follow a link below the root (removals go through
-//! directory handles opened with `O_NOFOLLOW`), remove anything but a
-//! record file that is still the one the scan saw, or fail a store
-//! because a counter file is damaged (the group is recounted instead).
+//! rename, an unlink, a counter update or one group's directory walk
+//! happens under one), follow a link below the root (the walk and the
+//! removals go through directory handles opened with `O_NOFOLLOW`),
+//! remove anything but a record file that is still the one the walk saw
+//! (`fs::remove_if_unchanged`), or fail a store because a counter file is
+//! damaged (the group is recounted instead).
 
 use super::access::Access;
 use super::fs::{self as cfs, OFlags};
