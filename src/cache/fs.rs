@@ -88,10 +88,10 @@ pub struct Identity {
 
 /// Seconds and nanoseconds since the epoch (either side of it) as a time.
 fn system_time(secs: i64, nanos: i64) -> SystemTime {
-    let nanos = Duration::from_nanos(nanos.clamp(0, 999_999_999) as u64);
+    let nanos = nanos.clamp(0, 999_999_999) as u32;
     match u64::try_from(secs) {
-        Ok(s) => UNIX_EPOCH + Duration::from_secs(s) + nanos,
-        Err(_) => UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs()) + nanos,
+        Ok(s) => UNIX_EPOCH + Duration::new(s, nanos),
+        Err(_) => UNIX_EPOCH - Duration::from_secs(secs.unsigned_abs()) + Duration::new(0, nanos),
     }
 }
 
