@@ -26,8 +26,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The config file's name, in the cache root and in the user's directory.
-pub const FILE_NAME: &str = "kiln.toml";
+/// The config file's name, in the cache root and in the user's directory
+/// (the cache's layout owns it: `prune` and the set-up know the file).
+pub use crate::cache::layout::SETTINGS_FILE as FILE_NAME;
 
 /// Where a setting's value came from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -588,7 +589,7 @@ pub fn set_in_cache_file(root: &Path, name: &str, text: &str) -> Result<PathBuf,
         .map_err(|e: toml_edit::TomlError| file_error(&path, &old, e.span().map(|s| s.start), e.message().into()))?;
     let value = Settings::toml_form(name, text).ok_or_else(|| usage("unknown setting".into()))?;
     doc[name] = toml_edit::Item::Value(value);
-    write_atomic(root, &path, doc.to_string().as_bytes()).map_err(|e| SettingsError {
+    write_atomic(root, doc.to_string().as_bytes()).map_err(|e| SettingsError {
         location: path.display().to_string(),
         message: format!("cannot write: {}", crate::diag::io_reason(&e)),
         usage: false,
@@ -596,23 +597,13 @@ pub fn set_in_cache_file(root: &Path, name: &str, text: &str) -> Result<PathBuf,
     Ok(path)
 }
 
-/// Writes `path` (in `dir`) whole: a temporary file named as the store
-/// names its temporaries (so `prune --temp` knows it), synced, renamed.
-fn write_atomic(dir: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let tmp = dir.join(cache::layout::temp_name(FILE_NAME));
-    let write = || -> io::Result<()> {
-        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o644).open(&tmp)?;
-        f.write_all(bytes)?;
-        // Readable by everyone who may use the cache, whatever the umask.
-        f.set_permissions(std::fs::Permissions::from_mode(0o644))?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+/// Writes `FILE_NAME` in `dir` whole, readable by everyone who may use
+/// the cache whatever the umask: the cache's one atomic small-file write
+/// (`cache::fs::write_atomic`), so its temporary is one `prune --temp`
+/// knows.
+fn write_atomic(dir: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = cache::fs::open_dir_path(&std::fs::canonicalize(dir)?)?;
+    cache::fs::write_atomic(&dir, FILE_NAME, bytes, cache::fs::FileMode::Exact(0o644))
 }
 
 #[cfg(test)]

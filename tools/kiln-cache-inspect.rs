@@ -8,6 +8,7 @@
 use clap::{Parser, Subcommand};
 use kiln::cache::access::Access;
 use kiln::cache::inspect::{self, Cache, InspectOptions, PrunePlan, Totals};
+use kiln::cache::repair;
 use kiln::cache::size::{format_duration, format_size, parse_duration, parse_size};
 use kiln::cache::store::init_root;
 use kiln::cache::{CacheError, CacheStats};
@@ -426,7 +427,7 @@ fn text_show(s: &inspect::Shown, now: u64) -> String {
     out
 }
 
-fn text_verify(r: &inspect::VerifyReport, root: &Path) -> String {
+fn text_verify(r: &repair::VerifyReport, root: &Path) -> String {
     let mut out = String::new();
     let removed = |yes: bool| if yes { " (removed)" } else { "" };
     for b in &r.bad {
@@ -459,7 +460,7 @@ fn text_verify(r: &inspect::VerifyReport, root: &Path) -> String {
     out
 }
 
-fn text_prune(r: &inspect::PruneReport, root: &Path, now: u64) -> String {
+fn text_prune(r: &repair::PruneReport, root: &Path, now: u64) -> String {
     let mut out = String::new();
     let verb = if r.dry_run { "would remove" } else { "removed" };
     for x in &r.removed {

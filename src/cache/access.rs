@@ -13,6 +13,7 @@
 //! entry, or leave a shared cache's new entry with the modes the umask
 //! happened to give.
 
+use super::fs::FileMode;
 use super::CacheError;
 use std::ffi::CString;
 use std::fs;
@@ -56,11 +57,6 @@ pub fn resolve_group(name: &str) -> Result<Group, CacheError> {
     }
 }
 
-fn geteuid() -> u32 {
-    // SAFETY: no arguments, cannot fail.
-    unsafe { libc::geteuid() }
-}
-
 impl Access {
     /// The access of the given settings: the group resolved.
     pub fn new(allow_insecure: bool, shared_group: Option<&str>) -> Result<Access, CacheError> {
@@ -85,6 +81,15 @@ impl Access {
         }
     }
 
+    /// How new files are made: [`Access::file_mode`] under the umask in a
+    /// private cache, exactly in a shared one (the group must write them).
+    pub fn new_file_mode(&self) -> FileMode {
+        match self.group {
+            Some(_) => FileMode::Exact(self.file_mode()),
+            None => FileMode::UnderUmask(self.file_mode()),
+        }
+    }
+
     /// Creates a directory if missing (a concurrent creator is fine). In a
     /// shared cache the new directory gets the group and the mode whatever
     /// the umask; an existing one is left as it is, for the trust check.
@@ -101,7 +106,7 @@ impl Access {
     pub fn share(&self, path: &Path) -> Result<(), CacheError> {
         let Some(group) = &self.group else { return Ok(()) };
         let meta = fs::symlink_metadata(path).map_err(|e| CacheError::io(path, "inspect", e))?;
-        if meta.uid() != geteuid() || meta.file_type().is_symlink() {
+        if meta.uid() != super::fs::euid() || meta.file_type().is_symlink() {
             return Ok(());
         }
         if meta.gid() != group.gid {
@@ -139,7 +144,7 @@ impl Access {
         if self.group.as_ref().is_some_and(|g| g.gid == gid) {
             return Ok(());
         }
-        let me = geteuid();
+        let me = super::fs::euid();
         if uid != me {
             return Err(untrusted(path, format!("is owned by uid {uid}, not by you (uid {me})")));
         }

@@ -3,36 +3,34 @@
 //! statistics, in small files that every process updates under a short
 //! lock, and least-recently-used eviction of one shard group.
 //!
-//! Owns: the counter files (`counters/<g>` at the root: records and bytes
-//! of shard group `g` over every scope; `stats` in each scope: its
-//! lasting [`CacheStats`]), their fixed-size JSON format, the `flock` held
-//! around each update (`std::fs::File::lock`), the recount of a group
-//! from disk, and the eviction of a group down to 90 % of its share of
-//! `max_size`.
+//! Owns: [`CacheStats`] (what a store counts, and a scope's lasting
+//! statistics), the counter files (`counters/<g>` at the root: records
+//! and bytes of shard group `g` over every scope; `stats` in each scope:
+//! its lasting [`CacheStats`]), their fixed-size JSON format, the `flock`
+//! held around each update (`std::fs::File::lock`), the recount of a
+//! group from disk (the walk of `scan`, one group), and the eviction of a
+//! group down to 90 % of its share of `max_size`.
 //!
 //! Must never: hold a lock while compiling or reading a record (only a
-//! rename, an unlink, a counter update or one group's directory scan
-//! happens under one), follow a link below the root (removals go through
-//! directory handles opened with `O_NOFOLLOW`), remove anything but a
-//! record file that is still the one the scan saw, or fail a store
-//! because a counter file is damaged (the group is recounted instead).
+//! rename, an unlink, a counter update or one group's directory walk
+//! happens under one), follow a link below the root (the walk and the
+//! removals go through directory handles opened with `O_NOFOLLOW`),
+//! remove anything but a record file that is still the one the walk saw
+//! (`fs::remove_if_unchanged`), or fail a store because a counter file is
+//! damaged (the group is recounted instead).
 
 use super::access::Access;
-use super::host;
-use super::layout::is_record_name;
-use super::store::{sys, CacheStats};
+use super::fs::{self as cfs, OFlags};
+pub use super::layout::{group_of_shard, COUNTERS_DIR, STATS_FILE};
+use super::scan::{self, RecordEntry, Scan, Shards};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use std::fs::{self, File};
+use std::fs::File;
 use std::io;
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-/// The directory at the root holding the size counters of the groups.
-pub const COUNTERS_DIR: &str = "counters";
-/// The file in each scope directory holding its lasting statistics.
-pub const STATS_FILE: &str = "stats";
 /// Shard groups: records are grouped by the first hex digit of their key,
 /// each group with its own size counter, lock and share of `max_size`.
 pub const GROUPS: u8 = 16;
@@ -56,9 +54,52 @@ impl GroupSize {
     }
 }
 
-/// The shard group of a shard directory's name (its first hex digit).
-pub fn group_of_shard(shard: &str) -> u8 {
-    shard.get(..1).and_then(|c| u8::from_str_radix(c, 16).ok()).unwrap_or(0)
+/// What one store has done since it was opened; also the lasting
+/// statistics of a scope, which every process adds its own to when it
+/// finishes ([`Store::flush_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    /// Damaged or rejected records removed.
+    pub corrupt: u64,
+    /// Records written.
+    pub puts: u64,
+    /// Records removed by the size bound.
+    pub evicted: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Compile time saved: the compile milliseconds recorded in each record
+    /// that was a hit.
+    pub compile_ms_saved: u64,
+}
+
+impl CacheStats {
+    /// Applies `f` to each pair of fields (the one list of the fields).
+    pub(super) fn zip(&self, o: &CacheStats, f: impl Fn(u64, u64) -> u64) -> CacheStats {
+        CacheStats {
+            hits: f(self.hits, o.hits),
+            misses: f(self.misses, o.misses),
+            corrupt: f(self.corrupt, o.corrupt),
+            puts: f(self.puts, o.puts),
+            evicted: f(self.evicted, o.evicted),
+            bytes_read: f(self.bytes_read, o.bytes_read),
+            bytes_written: f(self.bytes_written, o.bytes_written),
+            compile_ms_saved: f(self.compile_ms_saved, o.compile_ms_saved),
+        }
+    }
+
+    /// Adds `o` field by field.
+    pub fn add(&mut self, o: &CacheStats) {
+        *self = self.zip(o, u64::saturating_add);
+    }
+
+    /// The share of lookups that hit, if there were any.
+    pub fn hit_rate(&self) -> Option<f64> {
+        let lookups = self.hits + self.misses + self.corrupt;
+        (lookups > 0).then(|| self.hits as f64 / lookups as f64)
+    }
 }
 
 /// The file name of group `g`'s size counter.
@@ -81,11 +122,11 @@ impl Locked {
     /// link or anything but a regular file.
     pub fn exclusive(dir: &OwnedFd, name: &str, access: &Access) -> io::Result<Locked> {
         let mode = access.file_mode();
-        let fd = sys::openat(dir, name, libc::O_RDWR | libc::O_CREAT | libc::O_NONBLOCK, mode)?;
+        let fd = cfs::open_at(dir, name, OFlags::RDWR | OFlags::CREATE | OFlags::NONBLOCK, mode)?;
         let locked = Self::checked(File::from(fd), true)?;
         // A new file of a shared cache: group-writable for the others.
         if access.group.is_some() && locked.is_new() {
-            sys::fchmod(&locked.0, mode)?;
+            cfs::set_mode(&locked.0, mode)?;
         }
         Ok(locked)
     }
@@ -93,8 +134,7 @@ impl Locked {
     /// Opens an existing `path` for reading under a shared lock; `None`
     /// when there is no such file.
     pub fn shared(path: &Path) -> io::Result<Option<Locked>> {
-        use std::os::unix::fs::OpenOptionsExt;
-        match File::options().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path) {
+        match cfs::open_read_path(path) {
             Ok(file) => Self::checked(file, false).map(Some),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
@@ -163,87 +203,28 @@ pub fn merge_stats(scope: &OwnedFd, delta: &CacheStats, access: &Access) -> io::
 /// Opens the root's counter directory (creating it with `access`'s
 /// mode and group), refusing a link.
 pub fn open_counters_dir(root: &Path, access: &Access) -> io::Result<OwnedFd> {
-    access.make_dir(&root.join(COUNTERS_DIR)).map_err(|e| match e {
-        super::CacheError::Io { err, .. } => err,
-        other => io::Error::other(other.to_string()),
-    })?;
-    sys::open_dir(&open_root(root)?, COUNTERS_DIR)
+    access.make_dir(&root.join(COUNTERS_DIR)).map_err(super::CacheError::into_io)?;
+    cfs::open_dir(cfs::open_dir_path(root)?, COUNTERS_DIR)
 }
 
-/// Opens the canonical root as a directory handle.
-pub fn open_root(root: &Path) -> io::Result<OwnedFd> {
-    use std::os::unix::fs::OpenOptionsExt;
-    Ok(File::options().read(true).custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW).open(root)?.into())
+/// Every record of group `g` in every scope of `root` (the walk of
+/// `scan`, in the calling thread: the caller holds the group's lock).
+pub fn scan_group(root: &Path, g: u8) -> io::Result<Scan> {
+    scan::scan(root, Shards::Group(g)).map_err(super::CacheError::into_io)
 }
 
-/// One record of a group as the scan saw it.
-#[derive(Clone, Debug)]
-pub struct GroupEntry {
-    pub scope: String,
-    pub shard: String,
-    pub name: String,
-    pub size: u64,
-    /// Last use (mtime), seconds and nanoseconds.
-    pub mtime: (i64, i64),
-    pub ino: u64,
+/// The regular files among a scan's records (what the size counts).
+fn sized(scan: &Scan) -> impl Iterator<Item = (&str, &RecordEntry)> {
+    scan.records().filter(|(_, r)| !r.not_a_file)
 }
 
-/// Lists a directory's entries (name, lstat) without following links; a
-/// directory that is not there lists as empty.
-fn entries(dir: &Path) -> io::Result<Vec<(String, fs::Metadata)>> {
-    let iter = match fs::read_dir(dir) {
-        Ok(it) => it,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    let mut out = Vec::new();
-    for entry in iter {
-        let entry = entry?;
-        let Ok(name) = entry.file_name().into_string() else { continue };
-        match entry.metadata() {
-            Ok(m) => out.push((name, m)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
+/// The size of the records a scan found.
+pub fn size_of(scan: &Scan) -> GroupSize {
+    let mut size = GroupSize::default();
+    for (_, r) in sized(scan) {
+        size.add(GroupSize { records: 1, bytes: r.file.size });
     }
-    Ok(out)
-}
-
-/// Every record of group `g` in every scope of `root` (only real
-/// directories with Kiln's names, only regular files with record names).
-pub fn scan_group(root: &Path, g: u8) -> io::Result<Vec<GroupEntry>> {
-    let mut out = Vec::new();
-    for (scope, meta) in entries(root)? {
-        if !meta.is_dir() || !host::is_scope_name(&scope) {
-            continue;
-        }
-        let scope_dir = root.join(&scope);
-        for low in 0..16u8 {
-            let shard = format!("{g:x}{low:x}");
-            let shard_dir = scope_dir.join(&shard);
-            if !fs::symlink_metadata(&shard_dir).is_ok_and(|m| m.is_dir()) {
-                continue;
-            }
-            for (name, m) in entries(&shard_dir)? {
-                if m.is_file() && is_record_name(&name) {
-                    out.push(GroupEntry {
-                        scope: scope.clone(),
-                        shard: shard.clone(),
-                        name,
-                        size: m.len(),
-                        mtime: (m.mtime(), m.mtime_nsec()),
-                        ino: m.ino(),
-                    });
-                }
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// The size of some scanned records.
-pub fn size_of(entries: &[GroupEntry]) -> GroupSize {
-    GroupSize { records: entries.len() as u64, bytes: entries.iter().map(|e| e.size).sum() }
+    size
 }
 
 /// The records and bytes of group `g` on disk.
@@ -274,29 +255,25 @@ pub struct Eviction {
 /// store renames or removes a record of the group meanwhile. A record
 /// changed since the scan (another inode, or used: a newer mtime) stays.
 pub fn evict(root: &Path, g: u8, limit: u64, lock: &Locked) -> io::Result<Eviction> {
-    let mut all = scan_group(root, g)?;
-    let mut size = size_of(&all);
+    let scan = scan_group(root, g)?;
+    let mut size = size_of(&scan);
     let target = (limit as u128 * EVICT_TO_PERCENT as u128 / 100) as u64;
     let mut evicted: Vec<(String, u64)> = Vec::new();
     if size.bytes > limit {
-        all.sort_by(|a, b| (a.mtime, &a.scope, &a.shard, &a.name).cmp(&(b.mtime, &b.scope, &b.shard, &b.name)));
-        let root_fd = open_root(root)?;
-        let mut dirs: Option<(String, String, OwnedFd)> = None;
-        for e in &all {
+        let mut all: Vec<(&str, &RecordEntry)> = sized(&scan).collect();
+        // Least recently used first, ties by scope and key (the order of
+        // their paths: a key's hex digits are its shard and file name).
+        all.sort_by(|a, b| (a.1.file.mtime, a.0, a.1.key).cmp(&(b.1.file.mtime, b.0, b.1.key)));
+        for (scope, r) in all {
             if size.bytes <= target {
                 break;
             }
-            if dirs.as_ref().is_none_or(|(s, h, _)| *s != e.scope || *h != e.shard) {
-                let shard = sys::open_dir(&root_fd, &e.scope).and_then(|s| sys::open_dir(&s, &e.shard));
-                dirs = shard.ok().map(|fd| (e.scope.clone(), e.shard.clone(), fd));
-            }
-            let Some((_, _, shard)) = &dirs else { continue };
-            if remove_if_unchanged(shard, e)? {
+            if remove_if_unchanged(r)? {
                 size.records -= 1;
-                size.bytes -= e.size;
+                size.bytes -= r.file.size;
                 match evicted.last_mut() {
-                    Some((s, n)) if *s == e.scope => *n += 1,
-                    _ => evicted.push((e.scope.clone(), 1)),
+                    Some((s, n)) if s == scope => *n += 1,
+                    _ => evicted.push((scope.to_string(), 1)),
                 }
             }
         }
@@ -318,21 +295,14 @@ fn merge_counts(list: Vec<(String, u64)>) -> Vec<(String, u64)> {
     out
 }
 
-/// Unlinks the record `e` names if it is still the file the scan saw;
-/// whether it did.
-fn remove_if_unchanged(shard: &OwnedFd, e: &GroupEntry) -> io::Result<bool> {
-    match sys::stat_at(shard, &e.name) {
-        Ok(st) if st.ino == e.ino && st.mtime == e.mtime && st.is_file => {}
-        Ok(_) => return Ok(false),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(false),
-        Err(err) => return Err(err),
-    }
-    match sys::unlinkat(shard, &e.name) {
-        Ok(()) => Ok(true),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(false),
+/// Unlinks the record `r` if it is still the file the scan saw, through
+/// the shard handle the scan opened; whether it did.
+fn remove_if_unchanged(r: &RecordEntry) -> io::Result<bool> {
+    match cfs::remove_if_unchanged(&*r.file.at.dir, &r.file.at.name, Some(r.file.identity())) {
+        Ok(removed) => Ok(removed.is_some()),
         // Another user's record in a shared cache: it stays.
-        Err(err) if err.kind() == io::ErrorKind::PermissionDenied => Ok(false),
-        Err(err) => Err(err),
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Ok(false),
+        Err(e) => Err(e),
     }
 }
 
@@ -366,6 +336,7 @@ mod tests {
     use super::*;
     use crate::cache::store::tests::meta;
     use crate::cache::{HostScope, Key, Lookup, Store, StoreOptions};
+    use std::fs;
     use std::time::{Duration, SystemTime};
 
     fn scope(cpu: &str) -> HostScope {
@@ -516,7 +487,7 @@ mod tests {
     #[test]
     fn a_counter_file_round_trips_and_damage_reads_as_none() {
         let dir = tempfile::tempdir().unwrap();
-        let fd = open_root(dir.path()).unwrap();
+        let fd = cfs::open_dir_path(dir.path()).unwrap();
         let f = Locked::exclusive(&fd, "c", &Access::default()).unwrap();
         assert_eq!(f.read::<GroupSize>(), Some(GroupSize::default()));
         f.write(&GroupSize { records: 3, bytes: 12345 }).unwrap();

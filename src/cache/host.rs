@@ -168,17 +168,10 @@ pub fn machine_tag() -> Option<String> {
     Some(blake3::hash(id.as_bytes()).to_hex()[..16].to_string())
 }
 
-/// The machine's host name, if it has one.
+/// The machine's host name, if it has one (`uname`'s node name).
 pub fn hostname() -> Option<String> {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname writes at
-    // most that many bytes.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return None;
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    Some(String::from_utf8_lossy(&buf[..end]).into_owned())
+    let uts = rustix::system::uname();
+    Some(uts.nodename().to_string_lossy().into_owned())
 }
 
 /// This machine's own scope under `root`, as recorded by a Kiln process

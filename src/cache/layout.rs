@@ -1,24 +1,56 @@
 //! The cache's layout: how every file and directory under a root is
-//! named, the one place the store, the counters, inspection and pruning
-//! read it from.
+//! named, the one place the store, the counters, the scan, inspection,
+//! pruning and the settings writer read it from.
 //!
 //! Owns: a record's place (`<scope>/<shard>/<file>`: the key's first two
-//! hex digits name the shard, the other 62 and `.kobj` the file), the
-//! patterns that tell Kiln's names from anything else (records, shards,
-//! temporary files `NAME.tmp-PID-RANDOM`), and the key a record's name
-//! stands for. The names of the small files live with their owners
-//! (`CACHEDIR.TAG` and the marker in `cache`, `host.json` and scope names
-//! in `host`, the counter directory and `stats` in `counters`) and are
-//! re-exported here.
+//! hex digits name the shard, the other 62 and `.kobj` the file; [`Key`]'s
+//! `shard` and `file_name`), the names of the small files (`CACHEDIR.TAG`
+//! and Kiln's marker with the layout version they carry, the counter
+//! directory and `stats`, the cache's `kiln.toml`; `host.json` and scope
+//! names are `host`'s, re-exported here), the patterns that tell Kiln's
+//! names from anything else (records, shards, temporary files
+//! `NAME.tmp-PID-RANDOM`), and the key a record's name stands for.
 //!
-//! Must never: touch the file system.
+//! Must never: touch the file system, or use a module of the cache other
+//! than `record` (the key) and `host` (scope names): everything else
+//! reads its names from here.
 
-pub use super::counters::{COUNTERS_DIR, STATS_FILE};
 pub use super::host::{is_scope_name, HOSTS_DIR, HOST_FILE};
 use super::record::{Key, RECORD_EXT};
-pub use super::{CACHEDIR_TAG, MARKER};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The file name of the standard cache directory tag at the root.
+pub const CACHEDIR_TAG: &str = "CACHEDIR.TAG";
+/// The signature line a `CACHEDIR.TAG` must start with
+/// (<https://bford.info/cachedir/>).
+pub const CACHEDIR_TAG_SIGNATURE: &str = "Signature: 8a477f597d28d172789f06886806bc55";
+/// Kiln's own marker file at the root.
+pub const MARKER: &str = ".kiln-cache";
+/// The first line of Kiln's marker file; the layout version follows it.
+pub const MARKER_PREFIX: &str = "kiln-cache layout ";
+/// The directory layout this build writes and reads.
+pub const LAYOUT_VERSION: u32 = 1;
+/// The directory at the root holding the size counters of the groups.
+pub const COUNTERS_DIR: &str = "counters";
+/// The file in each scope directory holding its lasting statistics.
+pub const STATS_FILE: &str = "stats";
+/// The settings file: the cache's own at its root, and the user's in
+/// their configuration directory (`settings` reads both).
+pub const SETTINGS_FILE: &str = "kiln.toml";
+
+impl Key {
+    /// The shard directory: the first two hex digits.
+    pub fn shard(&self) -> String {
+        shard_name(self)
+    }
+
+    /// The record's file name inside its shard: the other 62 hex digits
+    /// and `.kobj`.
+    pub fn file_name(&self) -> String {
+        record_file_name(self)
+    }
+}
 
 /// The shard directory of a record: the key's first two hex digits.
 pub fn shard_name(key: &Key) -> String {
@@ -62,7 +94,7 @@ pub fn is_temp_name(name: &str) -> bool {
     let Some((base, rest)) = name.split_once(".tmp-") else { return false };
     let Some((pid, random)) = rest.split_once('-') else { return false };
     let base_ok = is_record_name(base)
-        || [CACHEDIR_TAG, MARKER, HOST_FILE, crate::settings::FILE_NAME].contains(&base)
+        || [CACHEDIR_TAG, MARKER, HOST_FILE, SETTINGS_FILE].contains(&base)
         || base.strip_suffix(".json").is_some_and(|m| m.len() == 16 && m.bytes().all(|c| c.is_ascii_hexdigit()));
     base_ok
         && !pid.is_empty()
@@ -82,6 +114,13 @@ pub fn is_record_name(name: &str) -> bool {
 /// Whether `name` is a shard directory's name: two lowercase hex digits.
 pub fn is_shard_name(name: &str) -> bool {
     name.len() == 2 && name.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The shard group of a shard directory's name (its first hex digit):
+/// records are grouped so, each group with its own size counter, lock and
+/// share of `max_size` (`counters`).
+pub fn group_of_shard(shard: &str) -> u8 {
+    shard.get(..1).and_then(|c| u8::from_str_radix(c, 16).ok()).unwrap_or(0)
 }
 
 /// The key of the record at `shard/name`, if both names are Kiln's.

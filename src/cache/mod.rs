@@ -4,12 +4,19 @@
 //! Owns: the record format ([`record`]), who may use a cache and the
 //! trust check ([`access`]), host scopes and their directory
 //! names ([`host`]), how every file under a root is named ([`layout`]),
-//! the store with its trust checks ([`store`]), the
-//! size counters, lasting statistics and size-bound eviction
-//! ([`counters`]), the inspection and pruning logic behind
-//! `kiln-cache-inspect` ([`inspect`]; the prune policy in `prune.rs`),
-//! the human sizes and durations they read and write ([`size`]), and the
-//! resolution of the default cache directory that every tool shares.
+//! the one file-system layer every other part makes its system calls
+//! through ([`fs`]), the root's set-up and markers ([`root`]), the store
+//! with its trust checks ([`store`]), the size counters, lasting
+//! statistics and size-bound eviction ([`counters`]), the one walk of a
+//! cache tree ([`scan`]), the inspection behind `kiln-cache-inspect`
+//! ([`inspect`]; `verify` and the prune executor in `repair.rs`, the prune
+//! policy in `prune.rs`), the human sizes and durations they read and
+//! write ([`size`]), and the resolution of the default cache directory
+//! that every tool shares.
+//!
+//! The modules form layers, each using only those below it: `record`,
+//! `host`, `size`; `layout`; `fs`; `access`; `root`, `scan`; `counters`;
+//! `store`, `prune`; `inspect`; `repair`.
 //!
 //! Must never: touch LLVM (codegen hands in the detected host and the
 //! object bytes), print, exit or panic on anything found on disk; trust a
@@ -21,34 +28,28 @@
 
 pub mod access;
 pub mod counters;
+pub mod fs;
 pub mod host;
 pub mod inspect;
 pub mod layout;
 mod prune;
 pub mod record;
+pub mod repair;
+pub mod root;
+pub mod scan;
 pub mod size;
 pub mod store;
 
+pub use counters::CacheStats;
 pub use host::HostScope;
+pub use layout::{CACHEDIR_TAG, CACHEDIR_TAG_SIGNATURE, LAYOUT_VERSION, MARKER, MARKER_PREFIX};
 pub use record::{Corrupt, Key, Producer, Record};
-pub use store::{CacheStats, Lookup, Store, StoreOptions, DEFAULT_MAX_SIZE};
+pub use store::{Lookup, Store, StoreOptions, DEFAULT_MAX_SIZE};
 
 use std::ffi::OsString;
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
-
-/// The file name of the standard cache directory tag at the root.
-pub const CACHEDIR_TAG: &str = "CACHEDIR.TAG";
-/// The signature line a `CACHEDIR.TAG` must start with
-/// (<https://bford.info/cachedir/>).
-pub const CACHEDIR_TAG_SIGNATURE: &str = "Signature: 8a477f597d28d172789f06886806bc55";
-/// Kiln's own marker file at the root.
-pub const MARKER: &str = ".kiln-cache";
-/// The first line of Kiln's marker file; the layout version follows it.
-pub const MARKER_PREFIX: &str = "kiln-cache layout ";
-/// The directory layout this build writes and reads.
-pub const LAYOUT_VERSION: u32 = 1;
 
 /// Why a cache operation failed. Damage to a record is not an error (see
 /// [`Lookup::Corrupt`]); these are the conditions a caller must hear about.
@@ -88,6 +89,15 @@ pub enum CacheError {
 impl CacheError {
     pub(crate) fn io(path: impl Into<PathBuf>, op: &'static str, err: io::Error) -> CacheError {
         CacheError::Io { path: path.into(), op, err }
+    }
+
+    /// The I/O error inside, for the counters' `io::Result`s (another
+    /// error becomes one, with its message).
+    pub(crate) fn into_io(self) -> io::Error {
+        match self {
+            CacheError::Io { err, .. } => err,
+            other => io::Error::other(other.to_string()),
+        }
     }
 }
 

@@ -7,12 +7,12 @@
 //! scans built by hand.
 //!
 //! Must never: touch the file system. The executor
-//! (`inspect::Cache::execute_prune`) removes what the plan lists, and only
-//! if each file is still what the scan saw.
+//! (`repair`, `Cache::execute_prune`) removes what the plan lists, and
+//! only if each file is still what the scan saw.
 
-use super::counters::STATS_FILE;
-use super::inspect::{file_name, unix_secs, At, DirEntry, FileEntry, Identity, RecordEntry, Scan, ScopeScan};
-use super::layout::is_temp_name;
+use super::fs::Identity;
+use super::layout::{is_temp_name, STATS_FILE};
+use super::scan::{file_name, unix_secs, At, DirEntry, FileEntry, RecordEntry, Scan, ScopeScan};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
@@ -209,7 +209,14 @@ mod tests {
     }
 
     fn file(path: &str, size: u64, secs_ago: u64) -> FileEntry {
-        FileEntry { path: PathBuf::from(path), at: nowhere(path), size, mtime: at(secs_ago), ino: size + secs_ago }
+        FileEntry {
+            path: PathBuf::from(path),
+            at: nowhere(path),
+            size,
+            mtime: at(secs_ago),
+            dev: 0,
+            ino: size + secs_ago,
+        }
     }
 
     fn record(path: &str, size: u64, secs_ago: u64) -> RecordEntry {
@@ -224,7 +231,6 @@ mod tests {
         let dir = PathBuf::from(format!("/c/{name}"));
         ScopeScan {
             name: name.into(),
-            host: None,
             records,
             temps,
             layout_files: vec![file(&format!("/c/{name}/host.json"), 10, 0), file(&format!("/c/{name}/stats"), 10, 0)],
@@ -342,7 +348,7 @@ mod tests {
         let planned = plan_prune(&scan(), &PrunePlan { foreign_scopes: true, ..Default::default() }, Some("a"), at(0));
         assert_eq!(planned.files[0].last_use_unix, Some(NOW - 3600));
         assert_eq!(planned.files[1].last_use_unix, None);
-        assert_eq!(planned.files[0].expect, Some(Identity { ino: 900 + 3600, mtime: at(3600) }));
+        assert_eq!(planned.files[0].expect, Some(Identity { dev: 0, ino: 900 + 3600, mtime: at(3600) }));
     }
 
     #[test]

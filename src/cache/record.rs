@@ -54,17 +54,6 @@ impl Key {
         }
         s
     }
-
-    /// The shard directory: the first two hex digits.
-    pub fn shard(&self) -> String {
-        super::layout::shard_name(self)
-    }
-
-    /// The record's file name inside its shard: the other 62 hex digits
-    /// and `.kobj`.
-    pub fn file_name(&self) -> String {
-        super::layout::record_file_name(self)
-    }
 }
 
 /// The extension of a record file.

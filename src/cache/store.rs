@@ -1,12 +1,12 @@
 //! The store: get, put and erase records in one host scope of a cache
 //! root, safely under many concurrent processes.
 //!
-//! Owns: creating and checking the root (`CACHEDIR.TAG`, Kiln's marker)
-//! and the scope directory, the trust checks, the record paths, the
-//! temporary-file-then-rename write protocol, the [`CacheStats`]
-//! counters the JIT reports (and their flush into the scope's lasting
-//! statistics), and the accounting of every rename and unlink in its shard
-//! group's size counter, under the group's lock (`counters`).
+//! Owns: opening a scope of a root (the root's set-up is `root`'s) and
+//! its trust checks, the record paths, the temporary-file-then-rename
+//! write protocol, the [`CacheStats`] a store counts (and their flush into
+//! the scope's lasting statistics), and the accounting of every rename and
+//! unlink in its shard group's size counter, under the group's lock
+//! (`counters`). Every system call goes through `fs`.
 //!
 //! Must never: follow a symbolic link below the scope directory (every
 //! open below it is an `openat` relative to the scope directory's handle
@@ -15,19 +15,19 @@
 //! [`Lookup::Corrupt`] (or a vanished file into anything but a miss).
 
 use super::access::Access;
-use super::counters::{self, GroupSize, Locked};
+use super::counters::{self, CacheStats, GroupSize, Locked};
+use super::fs::{self as cfs, Identity};
 use super::host::{self, HostFile, HostScope, NativeFile, HOSTS_DIR, HOST_FILE};
 use super::layout::temp_name;
 pub use super::layout::{is_record_name, is_shard_name, is_temp_name, key_of};
 use super::record::{self, Corrupt, Key, Producer, Record, MAX_RECORD_LEN};
-use super::{CacheError, CACHEDIR_TAG, CACHEDIR_TAG_SIGNATURE, LAYOUT_VERSION, MARKER, MARKER_PREFIX};
+use super::root::{check_dir, open_root, write_json};
+pub use super::root::{check_markers, check_trusted, init_root, is_unfinished_root};
+use super::CacheError;
 use crate::config::LaunchMeta;
-use serde::{Deserialize, Serialize};
-use std::ffi::CString;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
@@ -95,54 +95,6 @@ pub enum Lookup {
     Corrupt(Corrupt),
 }
 
-/// What one store has done since it was opened; also the lasting
-/// statistics of a scope, which every process adds its own to when it
-/// finishes ([`Store::flush_stats`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct CacheStats {
-    pub hits: u64,
-    pub misses: u64,
-    /// Damaged or rejected records removed.
-    pub corrupt: u64,
-    /// Records written.
-    pub puts: u64,
-    /// Records removed by the size bound.
-    pub evicted: u64,
-    pub bytes_read: u64,
-    pub bytes_written: u64,
-    /// Compile time saved: the compile milliseconds recorded in each record
-    /// that was a hit.
-    pub compile_ms_saved: u64,
-}
-
-impl CacheStats {
-    /// Applies `f` to each pair of fields (the one list of the fields).
-    fn zip(&self, o: &CacheStats, f: impl Fn(u64, u64) -> u64) -> CacheStats {
-        CacheStats {
-            hits: f(self.hits, o.hits),
-            misses: f(self.misses, o.misses),
-            corrupt: f(self.corrupt, o.corrupt),
-            puts: f(self.puts, o.puts),
-            evicted: f(self.evicted, o.evicted),
-            bytes_read: f(self.bytes_read, o.bytes_read),
-            bytes_written: f(self.bytes_written, o.bytes_written),
-            compile_ms_saved: f(self.compile_ms_saved, o.compile_ms_saved),
-        }
-    }
-
-    /// Adds `o` field by field.
-    pub fn add(&mut self, o: &CacheStats) {
-        *self = self.zip(o, u64::saturating_add);
-    }
-
-    /// The share of lookups that hit, if there were any.
-    pub fn hit_rate(&self) -> Option<f64> {
-        let lookups = self.hits + self.misses + self.corrupt;
-        (lookups > 0).then(|| self.hits as f64 / lookups as f64)
-    }
-}
-
 /// The counters of one store: everything so far, and what of it has been
 /// merged into the scope's lasting statistics; and the root's counter
 /// directory, opened on first use.
@@ -173,269 +125,9 @@ pub struct Store {
     counters: Counters,
 }
 
-/// The thin, checked wrappers over the `*at` system calls the store needs.
-pub(super) mod sys {
-    use super::*;
-
-    fn c(name: &str) -> io::Result<CString> {
-        CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in file name"))
-    }
-
-    fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
-        if rc < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(rc)
-        }
-    }
-
-    /// `openat(dir, name, flags | O_CLOEXEC | O_NOFOLLOW, mode)`.
-    pub fn openat(dir: &OwnedFd, name: &str, flags: libc::c_int, mode: libc::mode_t) -> io::Result<OwnedFd> {
-        let name = c(name)?;
-        loop {
-            // SAFETY: `name` is a valid C string and `dir` an open fd.
-            let fd = unsafe {
-                libc::openat(
-                    dir.as_raw_fd(),
-                    name.as_ptr(),
-                    flags | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-                    mode as libc::c_uint,
-                )
-            };
-            match check(fd) {
-                // SAFETY: a new fd that nothing else owns.
-                Ok(fd) => return Ok(unsafe { OwnedFd::from_raw_fd(fd) }),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// Opens a directory below `dir`, refusing a symlink.
-    pub fn open_dir(dir: &OwnedFd, name: &str) -> io::Result<OwnedFd> {
-        openat(dir, name, libc::O_RDONLY | libc::O_DIRECTORY, 0)
-    }
-
-    pub fn mkdirat(dir: &OwnedFd, name: &str, mode: libc::mode_t) -> io::Result<()> {
-        let name = c(name)?;
-        // SAFETY: valid C string and fd.
-        check(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode) }).map(|_| ())
-    }
-
-    pub fn unlinkat(dir: &OwnedFd, name: &str) -> io::Result<()> {
-        let name = c(name)?;
-        // SAFETY: valid C string and fd.
-        check(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) }).map(|_| ())
-    }
-
-    pub fn renameat(dir: &OwnedFd, from: &str, to: &str) -> io::Result<()> {
-        let (from, to) = (c(from)?, c(to)?);
-        // SAFETY: valid C strings and fd.
-        check(unsafe { libc::renameat(dir.as_raw_fd(), from.as_ptr(), dir.as_raw_fd(), to.as_ptr()) }).map(|_| ())
-    }
-
-    /// What `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)` says of a file.
-    pub struct Stat {
-        pub dev: u64,
-        pub ino: u64,
-        pub size: u64,
-        /// Seconds and nanoseconds.
-        pub mtime: (i64, i64),
-        pub is_file: bool,
-    }
-
-    /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`.
-    pub fn stat_at(dir: &OwnedFd, name: &str) -> io::Result<Stat> {
-        let name = c(name)?;
-        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: valid C string, fd and out pointer.
-        check(unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr(), st.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) })?;
-        // SAFETY: fstatat succeeded, so it filled `st`.
-        let st = unsafe { st.assume_init() };
-        // The field types differ between platforms.
-        #[allow(clippy::unnecessary_cast)]
-        Ok(Stat {
-            dev: st.st_dev as u64,
-            ino: st.st_ino as u64,
-            size: st.st_size as u64,
-            mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
-            is_file: st.st_mode & libc::S_IFMT == libc::S_IFREG,
-        })
-    }
-
-    /// Sets the modification time of an open file to now, leaving the
-    /// access time alone.
-    pub fn touch(file: &File) -> io::Result<()> {
-        let times = [
-            libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_OMIT },
-            libc::timespec { tv_sec: 0, tv_nsec: libc::UTIME_NOW },
-        ];
-        // SAFETY: an open fd and a two-element array, as futimens requires.
-        check(unsafe { libc::futimens(file.as_raw_fd(), times.as_ptr()) }).map(|_| ())
-    }
-
-    /// `fstat(fd)`: (owner, group, mode).
-    pub fn owner_mode(fd: &OwnedFd) -> io::Result<(u32, u32, u32)> {
-        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: an open fd and an out pointer.
-        check(unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) })?;
-        // SAFETY: fstat succeeded, so it filled `st`.
-        let st = unsafe { st.assume_init() };
-        Ok((st.st_uid, st.st_gid, st.st_mode))
-    }
-
-    /// `fchmod(fd, mode)`.
-    pub fn fchmod(fd: &impl AsRawFd, mode: u32) -> io::Result<()> {
-        // SAFETY: an open fd.
-        check(unsafe { libc::fchmod(fd.as_raw_fd(), mode as libc::mode_t) }).map(|_| ())
-    }
-
-    pub fn geteuid() -> u32 {
-        // SAFETY: no arguments, cannot fail.
-        unsafe { libc::geteuid() }
-    }
-}
-
 /// Whether an I/O error means "the file is not there (any more)".
 fn vanished(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::NotFound
-}
-
-/// Refuses a directory the store would load code from if another user
-/// owns it or others may write to it (like ssh with its keys); the rules
-/// of a private cache (see [`Access::check`] for a shared one).
-pub fn check_trusted(path: &Path, meta: &fs::Metadata) -> Result<(), CacheError> {
-    check_dir(&Access::default(), path, meta)
-}
-
-/// [`Access::check`] of a directory.
-fn check_dir(access: &Access, path: &Path, meta: &fs::Metadata) -> Result<(), CacheError> {
-    if !meta.file_type().is_symlink() && !meta.is_dir() {
-        return Err(CacheError::NotADirectory { path: path.into() });
-    }
-    access.check(path, meta)
-}
-
-/// Whether `root` carries both `CACHEDIR.TAG` with the standard signature
-/// and Kiln's marker; the reason it is not a Kiln cache otherwise.
-pub fn check_markers(root: &Path) -> Result<(), String> {
-    let read_start = |name: &str| -> Option<Vec<u8>> {
-        let meta = fs::symlink_metadata(root.join(name)).ok()?;
-        if !meta.is_file() {
-            return None;
-        }
-        let mut buf = Vec::new();
-        File::open(root.join(name)).ok()?.take(256).read_to_end(&mut buf).ok()?;
-        Some(buf)
-    };
-    match read_start(CACHEDIR_TAG) {
-        Some(b) if b.starts_with(CACHEDIR_TAG_SIGNATURE.as_bytes()) => {}
-        Some(_) => return Err(format!("{CACHEDIR_TAG} lacks the standard signature")),
-        None => return Err(format!("no {CACHEDIR_TAG}")),
-    }
-    match read_start(MARKER) {
-        Some(b) if b.starts_with(MARKER_PREFIX.as_bytes()) => {
-            let rest = String::from_utf8_lossy(&b[MARKER_PREFIX.len()..]);
-            match rest.trim().parse::<u32>() {
-                Ok(LAYOUT_VERSION) => Ok(()),
-                Ok(v) => Err(format!("cache layout {v}, this build reads layout {LAYOUT_VERSION}")),
-                Err(_) => Err(format!("{MARKER} is damaged")),
-            }
-        }
-        Some(_) => Err(format!("{MARKER} is not Kiln's marker")),
-        None => Err(format!("no {MARKER} marker")),
-    }
-}
-
-/// Writes a small file atomically (temporary, rename), unless it already
-/// holds exactly `bytes`.
-fn write_small_file(access: &Access, dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CacheError> {
-    let path = dir.join(name);
-    if fs::read(&path).is_ok_and(|b| b == bytes) {
-        return Ok(());
-    }
-    let tmp = dir.join(temp_name(name));
-    let write = || -> io::Result<()> {
-        let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(access.file_mode()).open(&tmp)?;
-        if access.group.is_some() {
-            sys::fchmod(&f, access.file_mode())?;
-        }
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, &path)
-    };
-    write().map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        CacheError::io(&path, "write", e)
-    })
-}
-
-fn cachedir_tag() -> String {
-    format!(
-        "{CACHEDIR_TAG_SIGNATURE}\n# This file is a cache directory tag created by Kiln.\n\
-         # For information about cache directory tags see https://bford.info/cachedir/\n"
-    )
-}
-
-/// Creates the cache root if needed (mode 0700, or the shared group's
-/// modes; with `CACHEDIR.TAG` and Kiln's marker), checks it, and returns
-/// its canonical path. An existing directory without the markers is
-/// adopted only when empty (or holding only what an interrupted set-up
-/// left: the tag, temporaries, the cache's `kiln.toml`).
-pub fn init_root(root: &Path, access: &Access) -> Result<PathBuf, CacheError> {
-    if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent).map_err(|e| CacheError::io(parent, "create directory", e))?;
-    }
-    access.make_dir(root)?;
-    let root = open_root(root, access)?;
-    if let Err(reason) = check_markers(&root) {
-        // Adopt an empty directory, or one that another process is
-        // initialising right now or left half-made (a full disk).
-        if !is_unfinished_root(&root)? {
-            // Another process may have finished initialising between the
-            // first check and the scan: it writes the tag, then the marker
-            // (each renamed into place), and only then anything else. So
-            // whatever made this directory look foreign, a second check
-            // sees complete markers if a Kiln process put them there.
-            if check_markers(&root).is_ok() {
-                return Ok(root);
-            }
-            return Err(CacheError::NotACache { path: root, reason });
-        }
-        write_small_file(access, &root, CACHEDIR_TAG, cachedir_tag().as_bytes())?;
-        write_small_file(access, &root, MARKER, format!("{MARKER_PREFIX}{LAYOUT_VERSION}\n").as_bytes())?;
-    }
-    Ok(root)
-}
-
-/// Whether `root` holds nothing but what Kiln's set-up writes before its
-/// marker: the tag, temporaries and the cache's `kiln.toml` (and no
-/// marker). Such a root is finished by the next process that opens it for
-/// writing, and is an empty cache to `kiln-cache-inspect`.
-pub fn is_unfinished_root(root: &Path) -> Result<bool, CacheError> {
-    let entries = fs::read_dir(root).map_err(|e| CacheError::io(root, "read", e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| CacheError::io(root, "read", e))?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if !(name == CACHEDIR_TAG || name == crate::settings::FILE_NAME || is_temp_name(&name)) {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
-/// The canonical path of an existing root, after its trust check.
-fn open_root(root: &Path, access: &Access) -> Result<PathBuf, CacheError> {
-    // The root itself may be reached through a link the user chose; below
-    // it nothing is followed.
-    let root = fs::canonicalize(root).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => CacheError::NoCache { path: root.into() },
-        _ => CacheError::io(root, "resolve", e),
-    })?;
-    let meta = fs::symlink_metadata(&root).map_err(|e| CacheError::io(&root, "inspect", e))?;
-    check_dir(access, &root, &meta)?;
-    Ok(root)
 }
 
 impl Store {
@@ -463,12 +155,7 @@ impl Store {
             return Err(CacheError::Untrusted { path: scope_dir, reason: "is a symbolic link".into() });
         }
         check_dir(&access, &scope_dir, &meta)?;
-        let scope_fd: OwnedFd = fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
-            .open(&scope_dir)
-            .map_err(|e| CacheError::io(&scope_dir, "open", e))?
-            .into();
+        let scope_fd = cfs::open_dir_path(&scope_dir).map_err(|e| CacheError::io(&scope_dir, "open", e))?;
 
         let host_file = HostFile::of(&scope);
         match fs::read(scope_dir.join(HOST_FILE)) {
@@ -482,10 +169,10 @@ impl Store {
                     })
                 }
                 // A damaged description is rewritten: it only describes.
-                Err(_) if !ro => write_json(&access, &scope_dir, HOST_FILE, &host_file)?,
+                Err(_) if !ro => write_json(&access, &scope_fd, &scope_dir, HOST_FILE, &host_file)?,
                 Err(_) => {}
             },
-            Err(e) if vanished(&e) && !ro => write_json(&access, &scope_dir, HOST_FILE, &host_file)?,
+            Err(e) if vanished(&e) && !ro => write_json(&access, &scope_fd, &scope_dir, HOST_FILE, &host_file)?,
             Err(e) if vanished(&e) => {}
             Err(e) => return Err(CacheError::io(scope_dir.join(HOST_FILE), "read", e)),
         }
@@ -494,7 +181,8 @@ impl Store {
                 let hosts = root.join(HOSTS_DIR);
                 access.make_dir(&hosts)?;
                 let native = NativeFile { scope: scope_name.clone(), hostname: host::hostname().unwrap_or_default() };
-                write_json(&access, &hosts, &format!("{tag}.json"), &native)?;
+                let fd = cfs::open_dir_path(&hosts).map_err(|e| CacheError::io(&hosts, "open", e))?;
+                write_json(&access, &fd, &hosts, &format!("{tag}.json"), &native)?;
             }
         }
         Ok(Store { root, scope, scope_name, scope_dir, scope_fd, options, access, counters: Counters::default() })
@@ -593,37 +281,26 @@ impl Store {
         for (scope, n) in evicted {
             if *scope == self.scope_name {
                 self.counters.bump(|s| s.evicted += n);
-            } else if let Ok(fd) = counters::open_root(&self.root).and_then(|r| sys::open_dir(&r, scope)) {
+            } else if let Ok(fd) = cfs::open_dir_path(&self.root).and_then(|r| cfs::open_dir(r, scope)) {
                 let _ = counters::merge_stats(&fd, &CacheStats { evicted: *n, ..Default::default() }, &self.access);
             }
         }
     }
 
     /// Unlinks `name` in `shard` (only if it is still `identity`, when
-    /// given) and takes it off its group's counter; whether it was there.
+    /// given: `fs::remove_if_unchanged`) and takes it off its group's
+    /// counter; whether it was there.
     fn remove_counted(
         &self,
         shard: &OwnedFd,
         shard_name: &str,
         name: &str,
-        identity: Option<(u64, u64)>,
+        identity: Option<Identity>,
     ) -> io::Result<bool> {
         let lock = self.lock_group(shard_name);
-        let st = match sys::stat_at(shard, name) {
-            Ok(st) => st,
-            Err(e) if vanished(&e) => return Ok(false),
-            Err(e) => return Err(e),
-        };
-        if identity.is_some_and(|id| id != (st.dev, st.ino)) {
-            return Ok(false);
-        }
-        match sys::unlinkat(shard, name) {
-            Ok(()) => {}
-            Err(e) if vanished(&e) => return Ok(false),
-            Err(e) => return Err(e),
-        }
+        let Some(st) = cfs::remove_if_unchanged(shard, name, identity)? else { return Ok(false) };
         if let Ok((g, lock)) = &lock {
-            self.account(*g, lock, None, st.is_file.then_some(st.size));
+            self.account(*g, lock, None, st.is_file().then_some(st.size));
         }
         Ok(true)
     }
@@ -634,7 +311,7 @@ impl Store {
     /// that is a symlink, or a file the process may not read.
     pub fn get(&self, key: &Key) -> Result<Lookup, CacheError> {
         let path = || self.record_path(key);
-        let shard = match sys::open_dir(&self.scope_fd, &key.shard()) {
+        let shard = match cfs::open_dir(&self.scope_fd, &key.shard()) {
             Ok(fd) => fd,
             Err(e) if vanished(&e) => return Ok(self.miss()),
             Err(e) => return Err(CacheError::io(self.scope_dir.join(key.shard()), "open", e)),
@@ -642,23 +319,20 @@ impl Store {
         self.check_fd(&shard, &self.scope_dir.join(key.shard()))?;
         let name = key.file_name();
         // O_NONBLOCK: a FIFO planted under a record's name must not hang us.
-        let fd = match sys::openat(&shard, &name, libc::O_RDONLY | libc::O_NONBLOCK, 0) {
-            Ok(fd) => fd,
+        let mut file = match cfs::open_read(&shard, &name) {
+            Ok(file) => file,
             Err(e) if vanished(&e) => return Ok(self.miss()),
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                return Ok(self.corrupt_at(&shard, key, None, Corrupt::NotAFile))
-            }
+            Err(e) if cfs::is_link_error(&e) => return Ok(self.corrupt_at(&shard, key, None, Corrupt::NotAFile)),
             Err(e) => return Err(CacheError::io(path(), "open", e)),
         };
-        let mut file = File::from(fd);
-        let meta = file.metadata().map_err(|e| CacheError::io(path(), "inspect", e))?;
-        let identity = Some((meta.dev(), meta.ino()));
+        let meta = cfs::stat_fd(&file).map_err(|e| CacheError::io(path(), "inspect", e))?;
+        let identity = Some(meta.identity());
         if !meta.is_file() {
             return Ok(self.corrupt_at(&shard, key, identity, Corrupt::NotAFile));
         }
-        self.access.check_ids(&path(), meta.uid(), meta.gid(), meta.mode())?;
-        if meta.len() > MAX_RECORD_LEN {
-            return Ok(self.corrupt_at(&shard, key, identity, Corrupt::TooLarge { len: meta.len() }));
+        self.access.check_ids(&path(), meta.uid, meta.gid, meta.mode)?;
+        if meta.size > MAX_RECORD_LEN {
+            return Ok(self.corrupt_at(&shard, key, identity, Corrupt::TooLarge { len: meta.size }));
         }
         // The header first: its magic, version, lengths (against fstat's)
         // and key are checked before the body is read, and the body is
@@ -669,8 +343,8 @@ impl Store {
         }
         self.counters.bump(|s| s.bytes_read += bytes.len() as u64);
         let head = bytes.len();
-        let declared = match record::decode_header(&bytes, meta.len()) {
-            Ok(h) if h.key == *key => meta.len(),
+        let declared = match record::decode_header(&bytes, meta.size) {
+            Ok(h) if h.key == *key => meta.size,
             Ok(h) => return Ok(self.corrupt_at(&shard, key, identity, Corrupt::KeyMismatch { found: h.key.to_hex() })),
             Err(c) => return Ok(self.corrupt_at(&shard, key, identity, c)),
         };
@@ -692,7 +366,7 @@ impl Store {
         // Recency is best effort: a record another user wrote into a
         // shared cache cannot be touched, and is still a hit.
         if !self.options.read_only {
-            let _ = sys::touch(&file);
+            let _ = cfs::touch(&file);
         }
         self.counters.bump(|s| {
             s.hits += 1;
@@ -704,27 +378,23 @@ impl Store {
     /// The owner and mode check of a shard directory, as of the root and
     /// the scope.
     fn check_fd(&self, fd: &OwnedFd, path: &Path) -> Result<(), CacheError> {
-        let (uid, gid, mode) = sys::owner_mode(fd).map_err(|e| CacheError::io(path, "inspect", e))?;
-        self.access.check_ids(path, uid, gid, mode)
+        let st = cfs::stat_fd(fd).map_err(|e| CacheError::io(path, "inspect", e))?;
+        self.access.check_ids(path, st.uid, st.gid, st.mode)
     }
 
     /// In a shared cache, gives a directory this user just made the shared
     /// group and mode, whatever the umask.
     fn share_fd(&self, fd: &OwnedFd, path: &Path) -> Result<(), CacheError> {
         let Some(group) = &self.access.group else { return Ok(()) };
-        let (uid, gid, mode) = sys::owner_mode(fd).map_err(|e| CacheError::io(path, "inspect", e))?;
-        if uid != sys::geteuid() {
+        let st = cfs::stat_fd(fd).map_err(|e| CacheError::io(path, "inspect", e))?;
+        if st.uid != cfs::euid() {
             return Ok(());
         }
-        if gid != group.gid {
-            // SAFETY: an open fd; -1 keeps the owner.
-            let rc = unsafe { libc::fchown(fd.as_raw_fd(), u32::MAX, group.gid) };
-            if rc < 0 {
-                return Err(CacheError::io(path, "change the group of", io::Error::last_os_error()));
-            }
+        if st.gid != group.gid {
+            cfs::set_group(fd, group.gid).map_err(|e| CacheError::io(path, "change the group of", e))?;
         }
-        if mode & 0o7777 != self.access.dir_mode() {
-            sys::fchmod(fd, self.access.dir_mode()).map_err(|e| CacheError::io(path, "change the mode of", e))?;
+        if st.mode != self.access.dir_mode() {
+            cfs::set_mode(fd, self.access.dir_mode()).map_err(|e| CacheError::io(path, "change the mode of", e))?;
         }
         Ok(())
     }
@@ -742,7 +412,7 @@ impl Store {
     /// Removes the damaged record `name` in `shard` (unless another writer
     /// replaced it since it was read: `identity` is what was read) and
     /// counts it.
-    fn corrupt_at(&self, shard: &OwnedFd, key: &Key, identity: Option<(u64, u64)>, why: Corrupt) -> Lookup {
+    fn corrupt_at(&self, shard: &OwnedFd, key: &Key, identity: Option<Identity>, why: Corrupt) -> Lookup {
         // Already gone or replaced is fine; any other failure leaves the
         // record to be found damaged again, which is still correct. A
         // read-only store removes nothing.
@@ -768,7 +438,7 @@ impl Store {
         if self.options.read_only {
             return Ok(false);
         }
-        let shard = match sys::open_dir(&self.scope_fd, &key.shard()) {
+        let shard = match cfs::open_dir(&self.scope_fd, &key.shard()) {
             Ok(fd) => fd,
             Err(e) if vanished(&e) => return Ok(false),
             Err(e) => return Err(CacheError::io(self.scope_dir.join(key.shard()), "open", e)),
@@ -823,33 +493,20 @@ impl Store {
         let bytes = record::encode(key, meta, &producer, object).map_err(CacheError::Encode)?;
         let shard_name = key.shard();
         let shard_path = self.scope_dir.join(&shard_name);
-        let created = match sys::mkdirat(&self.scope_fd, &shard_name, self.access.dir_mode()) {
-            Ok(()) => true,
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
-            Err(e) => return Err(CacheError::io(&shard_path, "create directory", e)),
-        };
-        let shard = sys::open_dir(&self.scope_fd, &shard_name).map_err(|e| CacheError::io(&shard_path, "open", e))?;
+        let created = cfs::mkdir_at(&self.scope_fd, &shard_name, self.access.dir_mode())
+            .map_err(|e| CacheError::io(&shard_path, "create directory", e))?;
+        let shard = cfs::open_dir(&self.scope_fd, &shard_name).map_err(|e| CacheError::io(&shard_path, "open", e))?;
         if created {
             self.share_fd(&shard, &shard_path)?;
         }
         self.check_fd(&shard, &shard_path)?;
         let final_name = key.file_name();
-        let (tmp, fd) = loop {
-            let tmp = temp_name(&final_name);
-            match sys::openat(&shard, &tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, self.access.file_mode()) {
-                Ok(fd) => break (tmp, fd),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(CacheError::io(shard_path.join(&tmp), "create", e)),
-            }
-        };
+        // In a shared cache the mode is set whatever the umask (which may
+        // have taken the group's write bit).
+        let (tmp, mut file) = cfs::create_temp(&shard, &final_name, self.access.new_file_mode())
+            .map_err(|e| CacheError::io(shard_path.join(temp_name(&final_name)), "create", e))?;
         let staged =
             Staged { store: self, shard, shard_path, tmp, final_name, len: bytes.len() as u64, committed: false };
-        if self.access.group.is_some() {
-            // The umask may have taken the group's write bit.
-            sys::fchmod(&fd, self.access.file_mode())
-                .map_err(|e| CacheError::io(staged.temp_path(), "change the mode of", e))?;
-        }
-        let mut file = File::from(fd);
         file.write_all(&bytes).map_err(|e| CacheError::io(staged.shard_path.join(&staged.tmp), "write", e))?;
         if self.options.fsync {
             file.sync_all().map_err(|e| CacheError::io(staged.shard_path.join(&staged.tmp), "sync", e))?;
@@ -890,8 +547,8 @@ impl Staged<'_> {
         let store = self.store;
         let shard_name = self.shard_path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
         let lock = store.lock_group(&shard_name);
-        let replaced = sys::stat_at(&self.shard, &self.final_name).ok().filter(|st| st.is_file).map(|st| st.size);
-        sys::renameat(&self.shard, &self.tmp, &self.final_name)
+        let replaced = cfs::stat_at(&self.shard, &self.final_name).ok().filter(|st| st.is_file()).map(|st| st.size);
+        cfs::rename_at(&self.shard, &self.tmp, &self.final_name)
             .map_err(|e| CacheError::io(self.shard_path.join(&self.final_name), "rename into", e))?;
         self.committed = true;
         store.counters.bump(|s| {
@@ -908,22 +565,18 @@ impl Staged<'_> {
 impl Drop for Staged<'_> {
     fn drop(&mut self) {
         if !self.committed {
-            let _ = sys::unlinkat(&self.shard, &self.tmp);
+            let _ = cfs::unlink_at(&self.shard, &self.tmp);
         }
     }
-}
-
-fn write_json(access: &Access, dir: &Path, name: &str, value: &impl Serialize) -> Result<(), CacheError> {
-    let mut text = serde_json::to_vec_pretty(value).map_err(|e| CacheError::Encode(e.to_string()))?;
-    text.push(b'\n');
-    write_small_file(access, dir, name, &text)
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::cache::{CACHEDIR_TAG, MARKER};
     use crate::config::{MetaBound, MetaKind};
-    use std::os::unix::fs::PermissionsExt;
+    use std::fs::File;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     pub(crate) fn meta(task: &str) -> LaunchMeta {
         LaunchMeta {
@@ -1074,7 +727,7 @@ pub(crate) mod tests {
 
         // Another owner: root can give the directory away; anyone else
         // finds `/` owned by root.
-        if sys::geteuid() == 0 {
+        if cfs::euid() == 0 {
             std::os::unix::fs::chown(&scope_dir, Some(65534), Some(65534)).unwrap();
             let err = Store::open(&root, scope(), StoreOptions::default()).err().expect("foreign owner accepted");
             assert!(err.to_string().contains("owned by uid 65534"), "{err}");
@@ -1124,14 +777,13 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("c");
         // The process's own group serves as the declared group.
-        // SAFETY: no arguments, cannot fail.
-        let gid = unsafe { libc::getegid() };
+        let gid = rustix::process::getegid().as_raw();
         let shared = StoreOptions { shared_group: Some(gid.to_string()), ..Default::default() };
-        // SAFETY: umask only changes this process's mask; restored below.
-        let old_umask = unsafe { libc::umask(0o077) };
+        // The umask is this process's; restored below.
+        let old_umask = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
         let store = Store::open(&root, scope(), shared.clone()).unwrap();
         store.put(&key(1), &meta("t"), b"obj").unwrap();
-        unsafe { libc::umask(old_umask) };
+        rustix::process::umask(old_umask);
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
         let record = store.record_path(&key(1));
         for d in [root.clone(), root.join(scope().name()), record.parent().unwrap().to_path_buf()] {

@@ -2,7 +2,11 @@
 //! name it is stored under, and optionally signs it.
 //!
 //! Owns: the key names ([`key_name`], [`parse_key_name`]), the envelope
-//! layout ([`seal`], [`open`]) and the [`Rejected`] reasons. The layout:
+//! layout ([`seal`], [`open`]), the signing key type ([`MacKey`]; the
+//! settings derive it from the secret file), the longest value
+//! ([`MAX_VALUE_LEN`], the settings table's default) and the [`Rejected`]
+//! reasons. It uses `cache::record` and nothing of the settings, so the
+//! settings may use it. The layout:
 //!
 //! | offset | size | field |
 //! |-------:|-----:|-------|
@@ -18,7 +22,6 @@
 //! and the record decoder's own checks (lengths, checksum, metadata) with
 //! the key it holds equal to the one asked for; or panic on any bytes.
 
-use super::settings::MacKey;
 use crate::cache::record::{self, Corrupt, Key, Record, MAX_RECORD_LEN};
 use crate::config::RECORD_VERSION;
 use serde::Serialize;
@@ -32,6 +35,17 @@ pub const ENVELOPE_LEN: usize = 73;
 const SIGNED: u8 = 1;
 /// Every Kiln key on a server starts with this.
 pub const NAME_PREFIX: &str = "kiln:";
+
+/// The key that signs and verifies records (derived from the secret by
+/// `settings::read_secret`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct MacKey(pub [u8; 32]);
+
+impl fmt::Debug for MacKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("MacKey(..)")
+    }
+}
 
 /// The largest value a reader accepts by default (a client may set a
 /// lower limit, `KILN_REMOTE_MAX_RECORD_SIZE`).

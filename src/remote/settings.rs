@@ -11,6 +11,7 @@
 //! scheme, or a secret file that is short or readable by others; every
 //! refusal names the setting and where it came from (usage errors).
 
+pub use super::envelope::MacKey;
 use crate::settings::{Flag, Settings, Source};
 use redis::IntoConnectionInfo;
 use std::fmt;
@@ -91,16 +92,6 @@ pub fn redact(url: &str) -> String {
             }
         }
         _ => url.to_string(),
-    }
-}
-
-/// The key that signs and verifies records (derived from the secret).
-#[derive(Clone, PartialEq, Eq)]
-pub struct MacKey(pub [u8; 32]);
-
-impl fmt::Debug for MacKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("MacKey(..)")
     }
 }
 
