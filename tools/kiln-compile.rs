@@ -80,8 +80,8 @@ struct Cli {
     #[arg(long, value_name = "FEATURES", allow_hyphen_values = true)]
     target_features: Option<String>,
 
-    /// Compile on N threads (default: all cores)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    /// Compile on N threads, 1 to 256 (default: all cores)
+    #[arg(long, value_name = "N", value_parser = kiln::cli::threads_parser())]
     threads: Option<u32>,
 
     /// Print the target (triple, CPU, features) and exit
@@ -321,8 +321,7 @@ fn check_build(wanted: Option<&str>) -> Result<(), ToolError> {
 }
 
 fn thread_pool(cli: &Cli) -> Result<rayon::ThreadPool, ToolError> {
-    let threads =
-        cli.threads.map(|n| n as usize).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads = kiln::cli::thread_count(cli.threads);
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()

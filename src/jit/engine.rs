@@ -354,8 +354,16 @@ fn stmt_spans(stream: &Stream) -> Vec<(u32, u32)> {
     bodies.flat_map(|b| b.stmts.iter().map(|s| (s.span.start, s.span.end))).collect()
 }
 
-/// A pool of `threads` threads; none for one thread (chunks then run on
-/// the calling thread).
+/// The stack of each worker thread: 64 MiB, eight times a main thread's
+/// usual 8 MiB, so that what runs on the calling thread with `--threads 1`
+/// also runs on a worker: a call chain as deep as the verifier allows
+/// (`MAX_CALL_DEPTH`, 512) of functions with hundreds of parameters, at any
+/// `-O` (at `-O 0` every value has a stack slot). It is address space, not
+/// memory: pages are touched only as deep as the calls go.
+pub const WORKER_STACK: usize = 64 << 20;
+
+/// A pool of `threads` threads of [`WORKER_STACK`] each; none for one
+/// thread (chunks then run on the calling thread).
 fn make_pool(threads: usize) -> Result<Option<rayon::ThreadPool>, RunError> {
     if threads <= 1 {
         return Ok(None);
@@ -363,6 +371,7 @@ fn make_pool(threads: usize) -> Result<Option<rayon::ThreadPool>, RunError> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("kiln-worker-{i}"))
+        .stack_size(WORKER_STACK)
         .build()
         .map(Some)
         .map_err(|e| RunError::new(format!("cannot start {threads} threads: {e}")))
