@@ -100,3 +100,116 @@ fn the_interpreter_binds_many_fields() {
     let out = stdout(&run(RUN, dir.path(), &["--engine", "interp", "--print", "@f79999", "--print", "@f0", &fields]));
     assert_eq!(out, "@f79999 : i32[4] = [0, 1, 2, 3]\n@f0 : i32[4] = [0, 1, 2, 3]\n");
 }
+
+/// Runs `bin` with `args` and `env` under `cap` bytes of address space;
+/// its output, whatever its status.
+fn run_capped(bin: &str, dir: &Path, args: &[&str], env: &[(&str, &str)], cap: u64) -> Output {
+    let mut c = tool(bin, dir);
+    c.args(args).envs(env.iter().copied());
+    cap_memory(&mut c, cap);
+    c.output().expect("spawn")
+}
+
+/// Inputs were read whole with no cap: `kiln-opt /dev/zero` grew to 2 GB
+/// before running out of memory.
+#[test]
+fn inputs_larger_than_max_input_size_are_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_capped(OPT, dir.path(), &["/dev/zero"], &[], 1 << 30);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "/dev/zero: error: input is larger than 256.0 MiB (the max_input_size setting, KILN_MAX_INPUT_SIZE)\n"
+    );
+    // A regular file over the setting is refused before it is read, by
+    // every tool that reads one; a file within it is read.
+    let big = write(dir.path(), "big.kir", &gen_scale("statements", 100_000));
+    for bin in [OPT, KEY, RUN, env!("CARGO_BIN_EXE_kiln-compile")] {
+        let out = run_capped(bin, dir.path(), &[&big], &[("KILN_MAX_INPUT_SIZE", "1M")], CAP);
+        assert_eq!(out.status.code(), Some(1), "{bin}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.ends_with(": error: input is larger than 1.0 MiB (the max_input_size setting, KILN_MAX_INPUT_SIZE)\n"),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+    let out = run_capped(OPT, dir.path(), &[&big], &[("KILN_MAX_INPUT_SIZE", "4M")], CAP);
+    assert!(out.status.success());
+}
+
+/// `--threads 65535` failed only after 19–25 s of starting threads.
+#[test]
+fn threads_beyond_the_maximum_are_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "k.kir", &gen_scale("loops", 2));
+    for bin in [RUN, env!("CARGO_BIN_EXE_kiln-compile")] {
+        let out = run_capped(bin, dir.path(), &["--threads", "65535", &file], &[], CAP);
+        assert_eq!(out.status.code(), Some(2), "{bin}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("invalid value '65535' for '--threads <N>': 65535 is not in 1..=256"), "{err}");
+    }
+    let out = run_capped(RUN, dir.path(), &["--threads", "256", "--digest", &file], &[], 1 << 40);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A `.npy` file of `n` `bool`s, all true.
+fn bool_npy(n: usize) -> Vec<u8> {
+    let mut header = format!("{{'descr': '|b1', 'fortran_order': False, 'shape': ({n},), }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.resize(out.len() + n, 1);
+    out
+}
+
+/// A `bool` `.npy` input was held at 8 bytes an element: a valid 512 MiB
+/// file aborted. Here 32 Mi elements under 400 MiB of address space, which
+/// the 256 MiB of 8-byte elements alone did not fit beside the program.
+#[test]
+fn a_bool_npy_input_is_read_into_one_byte_elements() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 32 << 20;
+    let kir = write(dir.path(), "b.kir", &format!("field @b : i1[{n}]\nkernel @k() {{\n}}\n"));
+    std::fs::write(dir.path().join("b.npy"), bool_npy(n)).unwrap();
+    let input = format!("@b={}", dir.path().join("b.npy").display());
+    let out_npy = format!("@b={}", dir.path().join("out.npy").display());
+    let args = ["--engine", "interp", "--input", &input, "--output", &out_npy, &kir];
+    let out = run_capped(RUN, dir.path(), &args, &[], 400 << 20);
+    assert!(out.status.success(), "{}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    // What it wrote back: every element true, one byte each.
+    let written = std::fs::read(dir.path().join("out.npy")).unwrap();
+    let header_len = written.len() - n;
+    assert!(String::from_utf8_lossy(&written[..header_len]).contains(&format!("'shape': ({n}, ),")));
+    assert!(written[header_len..].iter().all(|&b| b == 1));
+}
+
+/// Worker threads had no stack size of their own: a call chain as deep as
+/// the verifier allows, of functions of 300 parameters, overflowed a
+/// worker's stack at `-O 0` and ran only with `--threads 1`. At the limit
+/// (the kernel, its loop and 510 calls nest 512 deep) on two workers:
+/// each function adds its 300 parameters (all `%i`) to what the next
+/// returns, so `@out[i]` is 510 · 301 · i.
+#[test]
+fn a_call_chain_at_the_verifiers_limit_runs_on_worker_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "deep.kir", &gen_scale("wide-depth", 510));
+    let out = run_capped(
+        RUN,
+        dir.path(),
+        &["--no-cache", "-O", "0", "--threads", "2", "--print", "@out", &file],
+        &[],
+        4 << 30,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    let last = 510 * 301 * 1023;
+    assert!(
+        text.starts_with("@out : i32[1024] = [0, 153510, 307020, ") && text.contains(&format!(", {last}]")),
+        "{text}"
+    );
+}
