@@ -9,6 +9,7 @@ loops       one kernel: N top-level loops (N range_for tasks after offload)
 carries     one kernel: N loops, each reading the value the one before made
 tasks       as loops; the benchmark offloads and splits it into 2N task
             modules (`kiln-opt --passes=offload,split-tasks`)
+launches    a split stream: one serial task of N statements launched N times
 fields      N fields, one task storing into each
 functions   N functions in one call chain of 64, called by one task
 params      one loop summing N kernel parameters
@@ -35,6 +36,14 @@ def statements(n):
     out += ["    %%v%d = add %%v%d, %%i" % (j, j - 1) for j in range(1, n)]
     out += ["    store @out[%%i], %%v%d" % (n - 1), "  }", "}"]
     return out
+
+def launches(n):
+    """A split stream: one serial task of n statements launched n times."""
+    body = ["    %v0 = load @out[]"] + ["    %%v%d = add %%v%d, %%v%d" % (j, j - 1, j - 1) for j in range(1, n)]
+    body.append("    %one = const 1 : i32\n    %w = add %v0, %one\n    store @out[], %w")
+    task = "module @k.0 {\n  field @out : i32\n\n  task @k.0 of @k() serial {\n%s\n  }\n}" % "\n".join(body)
+    main = "module @main {\n  field @out : i32\n\n  kernel @k() {\n%s\n  }\n}" % "\n".join(["    launch @k.0"] * n)
+    return [task, "", main]
 
 def fields(n):
     out = ["field @f%d : i32[4]" % i for i in range(n)]
@@ -100,7 +109,7 @@ def errors(n):
 
 GEN = {
     "statements": statements, "loops": lambda n: loops(n, False), "carries": lambda n: loops(n, True),
-    "tasks": lambda n: loops(n, False), "fields": fields, "functions": functions, "params": params, "depth": depth, "wide-depth": wide_depth,
+    "tasks": lambda n: loops(n, False), "launches": launches, "fields": fields, "functions": functions, "params": params, "depth": depth, "wide-depth": wide_depth,
     "deadchain": deadchain, "errors": errors,
 }
 

@@ -213,3 +213,22 @@ fn a_call_chain_at_the_verifiers_limit_runs_on_worker_threads() {
         "{text}"
     );
 }
+
+/// The JIT engine printed a task's module once per launch (and hashed the
+/// text once per launch): a 9,000-statement task launched 9,000 times used
+/// 2.2 GB, and aborted with `--no-cache`, which kept every launch's text in
+/// one key.
+#[test]
+fn a_task_launched_many_times_is_prepared_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "launches.kir", &gen_scale("launches", 9_000));
+    for path in [&["--no-cache"][..], &[]] {
+        let args = [path, &["-O", "0", "--threads", "1", "--stats", "--print", "@out", &file]].concat();
+        let out = run(RUN, dir.path(), &args);
+        assert_eq!(stdout(&out), "@out : i32 = 9000\n", "{path:?}");
+        // The per-task path loads the task once.
+        let stats = String::from_utf8_lossy(&out.stderr);
+        let tasks = stats.lines().find(|l| l.trim_start().starts_with("tasks ")).unwrap_or_default().to_string();
+        assert!(!path.is_empty() || tasks.ends_with(" 1"), "one task made ready: {stats}");
+    }
+}
