@@ -232,3 +232,57 @@ fn a_task_launched_many_times_is_prepared_once() {
         assert!(!path.is_empty() || tasks.ends_with(" 1"), "one task made ready: {stats}");
     }
 }
+
+/// Long text was echoed whole in diagnostics: a 1 MB literal or word, a
+/// 100 KB argument value, every member of a 3,000-function recursion
+/// cycle. Each now reads as one error of bounded length, with the cut text's
+/// length.
+#[test]
+fn long_text_in_diagnostics_is_cut_with_its_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge = "9".repeat(1_000_000);
+    let cycle: Vec<String> = (0..3000)
+        .map(|i| format!("func @f{i}(%x: i32) -> i32 {{\n  %r = call @f{}(%x)\n  ret %r\n}}", (i + 1) % 3000))
+        .collect();
+    let cases = [
+        (format!("kernel @k() {{\n  %a = const {huge} : i32\n}}\n"), "…[1000002 bytes] is out of range for i32"),
+        (format!("kernel @k() {{\n  %a = {}\n}}\n", "w".repeat(1_000_000)), "…[1000002 bytes]"),
+        (format!("{}\nkernel @k() {{\n}}\n", cycle.join("\n")), "bytes in all]"),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let file = write(dir.path(), &format!("{i}.kir"), text);
+        for bin in [OPT, KEY] {
+            let out = run_capped(bin, dir.path(), &[&file], &[], CAP);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{bin} {i}: {err}");
+            assert!(out.stderr.len() < 4096 && err.contains(want), "{bin} {i}: {} bytes: {err}", err.len());
+        }
+    }
+    let file = write(dir.path(), "arg.kir", "kernel @k(%n: i32 = 1) {\n}\n");
+    let arg = format!("n={}", &huge[..100_000]);
+    let out = run_capped(RUN, dir.path(), &["--arg", &arg, &file], &[], CAP);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(out.stderr.len() < 1024 && err.contains("…[100002 bytes] is out of range for i32"), "{err}");
+}
+
+/// A kernel whose name is 300 bytes long could not be compiled to files:
+/// "file name too long". Every name the verifier accepts now runs and
+/// compiles to a file.
+#[test]
+fn names_of_any_length_compile_and_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "k".repeat(300);
+    let text =
+        format!("field @out : i32[4]\nkernel @{name}() {{\n  for %i in 0 .. 4 {{\n    store @out[%i], %i\n  }}\n}}\n");
+    let file = write(dir.path(), "long.kir", &text);
+    let out = run(RUN, dir.path(), &["--print", "@out", &file]);
+    assert_eq!(stdout(&out), "@out : i32[4] = [0, 1, 2, 3]\n");
+    let objs = dir.path().join("objs");
+    let objs_arg = format!("{}/", objs.display());
+    run(env!("CARGO_BIN_EXE_kiln-compile"), dir.path(), &["-filetype=obj", "-o", &objs_arg, &file]);
+    let names: Vec<String> =
+        std::fs::read_dir(&objs).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names.len(), 1);
+    assert!(names[0].starts_with(&"k".repeat(160)) && names[0].ends_with(".o") && names[0].len() < 200, "{names:?}");
+}

@@ -367,11 +367,13 @@ fn write_all(dest: &Dest, emit: Emit, outputs: &[(&str, Vec<u8>)]) -> Result<(),
         Dest::File(p) => tool::write_output(Some(p), &outputs[0].1),
         Dest::Dir(d) => {
             std::fs::create_dir_all(d).map_err(|e| ToolError::output(d.display(), &e))?;
-            for (name, bytes) in outputs {
-                let p = d.join(format!("{name}.{}", emit.extension()));
-                tool::write_file_atomic(&p, bytes).map_err(|e| ToolError::output(p.display(), &e))?;
-            }
-            Ok(())
+            let paths: Vec<PathBuf> = outputs
+                .iter()
+                .map(|(name, _)| d.join(format!("{}.{}", kiln::codegen::backend::file_stem(name), emit.extension())))
+                .collect();
+            let files: Vec<(&std::path::Path, &[u8])> =
+                paths.iter().zip(outputs).map(|(p, (_, b))| (p.as_path(), b.as_slice())).collect();
+            tool::write_files_atomic(&files).map_err(|(p, e)| ToolError::output(p.display(), &e))
         }
     }
 }
