@@ -7,7 +7,8 @@
 # growth ratio per doubling (the geometric mean of t(2n)/t(n) over the three
 # doublings) and the peak RSS of the largest size. See docs/performance.md.
 #
-#   scripts/bench-scale.sh [BIN_DIR]      (default target/debug; SCALE=2 doubles every n, SCALE=0.1 a tenth)
+#   scripts/bench-scale.sh [BIN_DIR]      (default target/debug; SCALE=2 doubles every n, SCALE=0.1 a tenth;
+#                                          DIMS="loops tasks" measures only those dimensions)
 #
 # Needs GNU time (peak RSS) and python3.
 set -euo pipefail
@@ -19,7 +20,7 @@ SCALE=${SCALE:-1}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 echo "bench-scale: $BIN, $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
-BIN="$BIN" WORK="$WORK" SCALE="$SCALE" python3 - <<'PY'
+BIN="$BIN" WORK="$WORK" SCALE="$SCALE" DIMS="${DIMS:-}" python3 - <<'PY'
 import json, math, os, re, subprocess, sys
 BIN, WORK, SCALE = os.environ["BIN"], os.environ["WORK"], float(os.environ["SCALE"])
 GEN = os.path.join("scripts", "gen-scale.py")
@@ -50,7 +51,7 @@ DIMS = {
     "fields":     (1000, "offload,split-tasks", ["key", "interp"]),
     "functions":  (1000, "offload,split-tasks", ["key", "interp", "jit"]),
     "params":     (1000, "offload,split-tasks", ["key", "interp"]),
-    "depth":      (64, "offload,split-tasks", ["key", "interp", "jit"]),
+    "depth":      (60, "offload,split-tasks", ["key", "interp", "jit"]),
     "deadchain":  (12500, "dce", []),
     "errors":     (1000, "offload", ["key"]),
     "launches":   (500, "", ["key", "interp", "jit"]),
@@ -90,7 +91,10 @@ def measure(dim, n, pipeline, tools):
 print()
 print(f"{'dimension':<11} {'stage':<26} {'n':>7} {'times at n, 2n, 4n, 8n (s)':>36} {'x/doubling':>10}")
 worst = []
+ONLY = os.environ.get("DIMS", "").split()
 for dim, (n0, pipeline, tools) in DIMS.items():
+    if ONLY and dim not in ONLY:
+        continue
     ns = [max(1, int(n0 * SCALE)) * k for k in (1, 2, 4, 8)]
     rows = [measure(dim, n, pipeline, tools) for n in ns]
     for stage in rows[0][1]:

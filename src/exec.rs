@@ -330,7 +330,7 @@ impl FieldData {
         // Straight into the field's own storage, element by element: a
         // 512 MiB `bool` file becomes 512 MiB of `i1`, never 8 bytes an
         // element on the way.
-        let n = self.len() as usize;
+        let n = self.len();
         let mut bytes = match self.elem {
             Scalar::I1 => le_bytes(npy, n, |b: bool| [b as u8]),
             Scalar::I32 => le_bytes(npy, n, i32::to_le_bytes),
