@@ -286,6 +286,23 @@ pub fn color_choice(when: ColorWhen, stderr_is_terminal: bool, no_color: Option<
 /// `-ferror-limit` defaults.
 pub const DEFAULT_ERROR_LIMIT: usize = 20;
 
+/// The most threads `--threads` takes (`kiln-run`, `kiln-compile`): far
+/// above any machine Kiln runs on, and low enough that a mistyped count is
+/// a usage error at once rather than thousands of threads started.
+pub const MAX_THREADS: u32 = 256;
+
+/// The parser of `--threads N`: 1 to [`MAX_THREADS`].
+pub fn threads_parser() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(1..=i64::from(MAX_THREADS))
+}
+
+/// The threads to use: `--threads`, else every core (at most
+/// [`MAX_THREADS`]).
+pub fn thread_count(flag: Option<u32>) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    flag.map_or(cores.min(MAX_THREADS as usize), |n| n as usize)
+}
+
 /// The diagnostics flags of every tool that reads KIR (flattened into its
 /// clap definition); [`crate::tool::run_tool`] reads them by id.
 #[derive(clap::Args, Debug, Clone, Copy)]

@@ -316,7 +316,7 @@ pub fn severity_name(severity: Severity) -> &'static str {
 /// One diagnostic without a place in a source as a line of JSON (the
 /// machine-readable twin of [`header`]): `file` is the location, if any.
 pub fn json_line(location: Option<&str>, severity: Severity, message: &str) -> String {
-    let mut v = serde_json::json!({"severity": severity_name(severity), "message": message, "file": location});
+    let mut v = serde_json::json!({"severity": severity_name(severity), "message": bounded(message), "file": location});
     v["notes"] = serde_json::json!([]);
     format!("{v}\n")
 }
@@ -354,7 +354,8 @@ impl SourceFile {
     }
 
     fn json_of(&self, severity: Severity, message: &str, span: Option<Span>) -> serde_json::Value {
-        let mut v = serde_json::json!({"severity": severity_name(severity), "message": message, "file": self.name()});
+        let mut v =
+            serde_json::json!({"severity": severity_name(severity), "message": bounded(message), "file": self.name()});
         let located = span.map(|s| clamp(s, self.text().len()));
         let (start, end) =
             located.clone().map_or((None, None), |r| (Some(self.line_col(r.start)), Some(self.line_col(r.end))));
@@ -465,6 +466,40 @@ pub fn severity_label(severity: Severity) -> &'static str {
     }
 }
 
+/// The longest run of non-space characters a message shows whole, in
+/// bytes (a literal, a word, a name, a value; paths are usually shorter).
+pub const MAX_WORD: usize = 256;
+
+/// The longest message shown whole, in bytes (after long words are cut).
+pub const MAX_MESSAGE: usize = 1024;
+
+/// `message` as every renderer shows it, bounded whatever the input: a
+/// run of non-space characters over [`MAX_WORD`] bytes becomes its first
+/// 64 bytes, `…` and its length (`999…[1000000 bytes]`: a 1 MB literal),
+/// and a message still over [`MAX_MESSAGE`] bytes its first part, `…` and
+/// its whole length (the members of a long recursion cycle).
+pub fn bounded(message: &str) -> std::borrow::Cow<'_, str> {
+    let long_word = message.split(' ').any(|w| w.len() > MAX_WORD);
+    if !long_word && message.len() <= MAX_MESSAGE {
+        return message.into();
+    }
+    let words: Vec<String> = message.split(' ').map(|w| cut(w, MAX_WORD, 64, "bytes")).collect();
+    cut(&words.join(" "), MAX_MESSAGE, MAX_MESSAGE - 64, "bytes in all").into()
+}
+
+/// `text` if it is at most `max` bytes long, else its first `keep` bytes
+/// (on a character boundary), `…` and its length.
+fn cut(text: &str, max: usize, keep: usize, unit: &str) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut at = keep;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    format!("{}…[{} {unit}]", &text[..at], text.len())
+}
+
 /// One header line, `LOCATION: error: MESSAGE` (`error: MESSAGE` without a
 /// location; a tool's name is a location too), coloured when `color` is
 /// true. Every line a tool prints about bad input starts with one.
@@ -472,7 +507,7 @@ pub fn header(location: Option<&str>, severity: Severity, message: &str, color: 
     let p = Palette::new(color);
     let (bold, label) = (p.bold, p.of(severity));
     let at = location.map(|l| format!("{bold}{l}:{bold:#} ")).unwrap_or_default();
-    format!("{at}{label}{}{label:#} {bold}{message}{bold:#}\n", severity_label(severity))
+    format!("{at}{label}{}{label:#} {bold}{}{bold:#}\n", severity_label(severity), bounded(message))
 }
 
 fn clamp(span: Span, len: usize) -> std::ops::Range<usize> {
@@ -527,6 +562,22 @@ mod tests {
         // Without colour: the same text, no escape.
         assert_eq!(src.render(&d), "t.kir:1:10: error: bad\n%x = add %a, %b\n         ^~\nnote: see here\n");
         assert_eq!(header(Some("kiln-run"), Severity::Warning, "w", false), "kiln-run: warning: w\n");
+    }
+
+    #[test]
+    fn long_words_and_messages_are_cut_with_their_length() {
+        assert_eq!(bounded("short words stay"), "short words stay");
+        let literal = format!("literal `{}` is out of range", "9".repeat(1_000_000));
+        let want = format!("literal `{}…[1000002 bytes] is out of range", "9".repeat(63));
+        assert_eq!(bounded(&literal), want);
+        let cycle: Vec<String> = (0..3000).map(|i| format!("@f{i}")).collect();
+        let cycle = format!("recursive call: {}", cycle.join(" -> "));
+        let shown = bounded(&cycle);
+        assert!(shown.len() <= MAX_MESSAGE + 32, "{}", shown.len());
+        assert!(shown.starts_with("recursive call: @f0 -> @f1 -> "));
+        assert!(shown.ends_with(&format!("…[{} bytes in all]", cycle.len())), "{shown}");
+        // A cut never splits a character.
+        assert!(bounded(&"é".repeat(200)).starts_with(&"é".repeat(32)));
     }
 
     #[test]

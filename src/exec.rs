@@ -326,22 +326,27 @@ impl FieldData {
         }
         let npy = npyz::NpyFile::new(file).map_err(|e| format!("@{name}: not a valid .npy file: {e}"))?;
         let fortran = npy.order() == npyz::Order::Fortran;
-        let bad = |e: std::io::Error| format!("@{name}: cannot read the .npy data: {e}");
-        let mut le: Vec<u64> = match self.elem {
-            Scalar::I1 => npy.into_vec::<bool>().map_err(bad)?.into_iter().map(|b| b as u64).collect(),
-            Scalar::I32 => npy.into_vec::<i32>().map_err(bad)?.into_iter().map(|v| v as u32 as u64).collect(),
-            Scalar::I64 => npy.into_vec::<i64>().map_err(bad)?.into_iter().map(|v| v as u64).collect(),
-            Scalar::F32 => npy.into_vec::<f32>().map_err(bad)?.into_iter().map(|v| v.to_bits() as u64).collect(),
-            Scalar::F64 => npy.into_vec::<f64>().map_err(bad)?.into_iter().map(f64::to_bits).collect(),
-        };
-        if le.len() != self.len() {
-            return Err(format!("@{name}: the file holds {} elements, not {}", le.len(), self.len()));
+        let bad = |e: String| format!("@{name}: cannot read the .npy data: {e}");
+        // Straight into the field's own storage, element by element: a
+        // 512 MiB `bool` file becomes 512 MiB of `i1`, never 8 bytes an
+        // element on the way.
+        let n = self.len();
+        let mut bytes = match self.elem {
+            Scalar::I1 => le_bytes(npy, n, |b: bool| [b as u8]),
+            Scalar::I32 => le_bytes(npy, n, i32::to_le_bytes),
+            Scalar::I64 => le_bytes(npy, n, i64::to_le_bytes),
+            Scalar::F32 => le_bytes(npy, n, f32::to_le_bytes),
+            Scalar::F64 => le_bytes(npy, n, f64::to_le_bytes),
+        }
+        .map_err(bad)?;
+        let size = self.elem.size_bytes();
+        if bytes.len() != n * size {
+            return Err(format!("@{name}: the file holds {} elements, not {n}", bytes.len() / size));
         }
         if fortran && self.shape.len() > 1 {
-            le = fortran_to_c(&le, &self.shape);
+            bytes = fortran_to_c(&bytes, &self.shape, size);
         }
-        let size = self.elem.size_bytes();
-        self.bytes = le.iter().flat_map(|b| b.to_le_bytes().into_iter().take(size)).collect();
+        self.bytes = bytes;
         Ok(())
     }
 
@@ -369,13 +374,27 @@ impl FieldData {
     }
 }
 
-/// Reorders elements stored column-major (first index fastest) into
-/// row-major order.
-fn fortran_to_c(data: &[u64], shape: &[u64]) -> Vec<u64> {
-    let n = data.len();
-    let mut out = vec![0; n];
+/// The little-endian bytes of the `n` elements of a `.npy` file's data, as
+/// `to_le` writes each.
+fn le_bytes<T: npyz::Deserialize, const K: usize>(
+    npy: npyz::NpyFile<&[u8]>,
+    n: usize,
+    to_le: impl Fn(T) -> [u8; K],
+) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(n.saturating_mul(K));
+    for v in npy.data::<T>().map_err(|e| e.to_string())? {
+        out.extend_from_slice(&to_le(v.map_err(|e| e.to_string())?));
+    }
+    Ok(out)
+}
+
+/// Reorders elements of `size` bytes stored column-major (first index
+/// fastest) into row-major order.
+fn fortran_to_c(data: &[u8], shape: &[u64], size: usize) -> Vec<u8> {
+    let n = data.len() / size;
+    let mut out = Vec::with_capacity(data.len());
     let mut idx = vec![0u64; shape.len()];
-    for slot in out.iter_mut() {
+    for _ in 0..n {
         // `idx` walks row-major; its column-major offset is where the
         // element sits in the file.
         let mut off = 0u64;
@@ -384,7 +403,8 @@ fn fortran_to_c(data: &[u64], shape: &[u64]) -> Vec<u64> {
             off += idx[d] * stride;
             stride *= ext;
         }
-        *slot = data[off as usize];
+        let at = off as usize * size;
+        out.extend_from_slice(&data[at..at + size]);
         for d in (0..shape.len()).rev() {
             idx[d] += 1;
             if idx[d] < shape[d] {
@@ -499,7 +519,8 @@ mod tests {
     #[test]
     fn fortran_order_is_reordered() {
         // A 2x3 array [[0,1,2],[3,4,5]] stored column-major: 0,3,1,4,2,5.
-        assert_eq!(fortran_to_c(&[0, 3, 1, 4, 2, 5], &[2, 3]), [0, 1, 2, 3, 4, 5]);
+        assert_eq!(fortran_to_c(&[0, 3, 1, 4, 2, 5], &[2, 3], 1), [0, 1, 2, 3, 4, 5]);
+        assert_eq!(fortran_to_c(&[0, 0, 3, 0, 1, 0, 4, 0], &[2, 2], 2), [0, 0, 1, 0, 3, 0, 4, 0]);
     }
 
     #[test]

@@ -34,6 +34,7 @@
 use crate::config::CompileConfig;
 use crate::ir::*;
 use crate::printer::{self, ItemRef, Namer, ValueName};
+use std::collections::HashMap;
 use std::fmt;
 
 /// The version of the key's format: bump it when the canonical text or the
@@ -338,9 +339,18 @@ pub fn diff(old: &KeySet, new: &KeySet) -> Vec<(String, Change)> {
             (ov != *nv).then(|| (name.clone(), ov, nv.clone()))
         })
         .collect();
+    // Tasks by name, the first of a name as a scan would find it.
+    let by_name = |set: &'_ KeySet| {
+        let mut m: HashMap<String, usize> = HashMap::with_capacity(set.tasks.len());
+        for (i, t) in set.tasks.iter().enumerate() {
+            m.entry(t.task.clone()).or_insert(i);
+        }
+        m
+    };
+    let (old_by_name, new_by_name) = (by_name(old), by_name(new));
     let mut out = Vec::new();
     for n in &new.tasks {
-        let Some(o) = old.tasks.iter().find(|o| o.task == n.task) else {
+        let Some(o) = old_by_name.get(&n.task).map(|&i| &old.tasks[i]) else {
             out.push((n.task.clone(), Change::Added));
             continue;
         };
@@ -358,7 +368,7 @@ pub fn diff(old: &KeySet, new: &KeySet) -> Vec<(String, Change)> {
         ));
     }
     for o in &old.tasks {
-        if !new.tasks.iter().any(|n| n.task == o.task) {
+        if !new_by_name.contains_key(&o.task) {
             out.push((o.task.clone(), Change::Removed));
         }
     }

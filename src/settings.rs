@@ -329,6 +329,8 @@ settings! {
         "kiln-run compiles for this CPU instead of the detected one (a simulated host), checked against LLVM's list (help lists them); never from the cache's own file, which hosts share.";
     target_features: Option<String> = None, env "KILN_TARGET_FEATURES", flag Some("--target-features"), cache_file false,
         "kiln-run compiles for these CPU features (+sse2,-avx,...) instead of the detected ones, checked against LLVM's list; never from the cache's own file.";
+    max_input_size: Size = Size(256 << 20), env "KILN_MAX_INPUT_SIZE", flag None, cache_file false,
+        "The largest input file a tool reads (default 256 MiB; 0 no limit): a larger one is an error before it is read.";
 }
 
 /// A value to set: from a TOML file, or text (environment, flag, `config

@@ -325,16 +325,21 @@ pub fn with_time_trace(
     }
 }
 
-/// Reads a whole input: a path, or `-` for stdin (named `<stdin>`).
+/// Reads a whole input: a path, or `-` for stdin (named `<stdin>`), of at
+/// most the `max_input_size` setting's bytes (a longer one, `/dev/zero`
+/// included, is an error once the limit is passed, never read whole).
 pub fn read_source(path: &str) -> Result<SourceFile, ToolError> {
     let _read = crate::trace::span("phase", "read", crate::trace::WHOLE_INPUT);
-    let mut bytes = Vec::new();
-    let name = if path == "-" {
-        io::stdin().lock().read_to_end(&mut bytes).map_err(|e| ToolError::at("<stdin>", e))?;
-        "<stdin>".to_string()
+    let limit = crate::settings::Settings::load(&[])?.max_input_size.value.0;
+    let (name, bytes) = if path == "-" {
+        ("<stdin>".to_string(), read_capped(io::stdin().lock(), limit).map_err(|e| ToolError::at("<stdin>", e))?)
     } else {
-        bytes = std::fs::read(path).map_err(|e| ToolError::at(path, io_reason(&e)))?;
-        path.to_string()
+        let file = std::fs::File::open(path).map_err(|e| ToolError::at(path, io_reason(&e)))?;
+        // A regular file says its size: one too large is not read at all.
+        if file.metadata().is_ok_and(|m| m.is_file() && limit != 0 && m.len() > limit) {
+            return Err(ToolError::at(path, too_large(limit)));
+        }
+        (path.to_string(), read_capped(file, limit).map_err(|e| ToolError::at(path, e))?)
     };
     let text = String::from_utf8(bytes).map_err(|e| {
         ToolError::at(&name, format!("input is not valid UTF-8 (at byte {})", e.utf8_error().valid_up_to()))
@@ -343,6 +348,25 @@ pub fn read_source(path: &str) -> Result<SourceFile, ToolError> {
 }
 
 pub use crate::diag::io_reason;
+
+/// Reads `r` to its end, or fails once more than `limit` bytes (0: no
+/// limit) came: what an input too large reads as.
+fn read_capped(r: impl Read, limit: u64) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    let cap = if limit == 0 { u64::MAX } else { limit.saturating_add(1) };
+    r.take(cap).read_to_end(&mut bytes).map_err(|e| io_reason(&e))?;
+    if limit != 0 && bytes.len() as u64 > limit {
+        return Err(too_large(limit));
+    }
+    Ok(bytes)
+}
+
+fn too_large(limit: u64) -> String {
+    format!(
+        "input is larger than {} (the max_input_size setting, KILN_MAX_INPUT_SIZE)",
+        crate::cache::size::format_size(limit)
+    )
+}
 
 /// Writes a tool's output: to stdout when `path` is `None` or `-`, else to
 /// the file, through a temporary in the same directory renamed into place,

@@ -7,7 +7,6 @@
 mod common;
 
 use common::tool;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Output;
 
@@ -36,16 +35,7 @@ fn run(bin: &str, dir: &Path, text: &str, args: &[&str]) -> Output {
     std::fs::write(&file, text).unwrap();
     let mut c = tool(bin, dir);
     c.arg(&file).args(args);
-    // SAFETY: setrlimit is async-signal-safe; nothing else runs in the child.
-    unsafe {
-        c.pre_exec(|| {
-            let cap = libc::rlimit { rlim_cur: 2 << 30, rlim_max: 2 << 30 };
-            if libc::setrlimit(libc::RLIMIT_AS, &cap) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    common::cap_memory(&mut c, 2 << 30);
     c.output().unwrap()
 }
 

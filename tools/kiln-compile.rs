@@ -81,8 +81,8 @@ struct Cli {
     #[arg(long, value_name = "FEATURES", allow_hyphen_values = true)]
     target_features: Option<String>,
 
-    /// Compile on N threads (default: all cores)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    /// Compile on N threads, 1 to 256 (default: all cores)
+    #[arg(long, value_name = "N", value_parser = kiln::cli::threads_parser())]
     threads: Option<u32>,
 
     /// Print the target (triple, CPU, features) and exit
@@ -336,8 +336,7 @@ fn check_build(wanted: Option<&str>) -> Result<(), ToolError> {
 }
 
 fn thread_pool(cli: &Cli) -> Result<rayon::ThreadPool, ToolError> {
-    let threads =
-        cli.threads.map(|n| n as usize).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads = kiln::cli::thread_count(cli.threads);
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
@@ -383,11 +382,13 @@ fn write_all(dest: &Dest, emit: Emit, outputs: &[(&str, Vec<u8>)]) -> Result<(),
         Dest::File(p) => tool::write_output(Some(p), &outputs[0].1),
         Dest::Dir(d) => {
             std::fs::create_dir_all(d).map_err(|e| ToolError::output(d.display(), &e))?;
-            for (name, bytes) in outputs {
-                let p = d.join(format!("{name}.{}", emit.extension()));
-                tool::write_file_atomic(&p, bytes).map_err(|e| ToolError::output(p.display(), &e))?;
-            }
-            Ok(())
+            let paths: Vec<PathBuf> = outputs
+                .iter()
+                .map(|(name, _)| d.join(format!("{}.{}", kiln::codegen::backend::file_stem(name), emit.extension())))
+                .collect();
+            let files: Vec<(&std::path::Path, &[u8])> =
+                paths.iter().zip(outputs).map(|(p, (_, b))| (p.as_path(), b.as_slice())).collect();
+            tool::write_files_atomic(&files).map_err(|(p, e)| ToolError::output(p.display(), &e))
         }
     }
 }

@@ -81,8 +81,8 @@ struct Cli {
     #[arg(long)]
     check_races: bool,
 
-    /// Run parallel tasks on N threads (jit engine; default: all cores)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    /// Run parallel tasks on N threads, 1 to 256 (jit engine; default: all cores)
+    #[arg(long, value_name = "N", value_parser = kiln::cli::threads_parser())]
     threads: Option<u32>,
 
     /// Compile each kernel whole, in-process, into one module and one JIT dylib; read and write no cache
@@ -224,8 +224,7 @@ fn make_engine(
         kiln::codegen::Progress::Started(n) => p.add(n),
         kiln::codegen::Progress::Done => p.done(),
     })));
-    let threads =
-        cli.threads.map(|n| n as usize).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads = kiln::cli::thread_count(cli.threads);
     let path = if cli.no_cache { JitPath::WholeKernel } else { JitPath::PerTask };
     let mut engine = JitEngine::new(compiler, path, threads).map_err(|e| ToolError::msg(e.message))?;
     if cli.no_cache {

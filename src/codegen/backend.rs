@@ -212,7 +212,7 @@ impl CompileProcess {
         }
         let read = |m: &Module| {
             let name = &super::single_task(m)?.name;
-            let path = dir.path().join(format!("{name}.o"));
+            let path = dir.path().join(format!("{}.o", file_stem(name)));
             std::fs::read(&path).map_err(|e| {
                 CodegenError::new(format!("the compiler wrote no object for task @{name} ({}): {e}", path.display()))
             })
@@ -270,6 +270,27 @@ impl Backend for CompileProcess {
 }
 
 /// Whether two per-task modules hold tasks of one name.
+/// The longest file stem [`file_stem`] keeps as it is, in bytes (file
+/// systems allow 255 a name, with room left for an extension).
+pub const MAX_FILE_STEM: usize = 200;
+
+/// The file stem of the output of task `name` (`kiln-compile -o DIR/`,
+/// and the objects a [`CompileProcess`] reads back): the name itself
+/// up to [`MAX_FILE_STEM`] bytes, else its first 160 bytes, `-` and 16 hex
+/// digits of its blake3 hash, so a name of any length the verifier accepts
+/// makes a file name the system takes, and two long names stay apart.
+pub fn file_stem(name: &str) -> String {
+    if name.len() <= MAX_FILE_STEM {
+        return name.to_string();
+    }
+    let mut cut = 160;
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let hash = blake3::hash(name.as_bytes()).to_hex();
+    format!("{}-{}", &name[..cut], &hash[..16])
+}
+
 fn same_task_name(a: &Module, b: &Module) -> bool {
     matches!((super::single_task(a), super::single_task(b)), (Ok(x), Ok(y)) if x.name == y.name)
 }

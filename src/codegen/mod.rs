@@ -20,13 +20,14 @@ pub mod sites;
 pub use backend::{Backend, CompileProcess, Progress, ProgressHook};
 
 use crate::config::{CodeModel, CompileConfig, LaunchMeta, OptLevel};
-use crate::ir::{Field, Module, Stmt, StmtKind, Stream, TaskItem};
+use crate::ir::{Field, Module, Stmt, StmtKind, Stream, StreamIndex, TaskItem};
 use inkwell::context::Context;
 use inkwell::llvm_sys;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{self, FileType, RelocMode, Target, TargetMachine, TargetTriple};
 use inkwell::OptimizationLevel;
 use lower::{Lowering, TaskSource};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -461,9 +462,13 @@ impl<'s> KernelPlan<'s> {
     pub fn of(stream: &'s Stream, kernel: &str) -> Result<KernelPlan<'s>, CodegenError> {
         let launched = launched_tasks(stream, kernel)?;
         let mut fields: Vec<&Field> = Vec::new();
+        let mut field_at: HashMap<&str, usize> = HashMap::new();
         for f in launched.iter().flat_map(|(m, _)| m.fields()) {
-            match fields.iter().find(|g| g.name == f.name) {
-                None => fields.push(f),
+            match field_at.get(f.name.as_str()).map(|&i| fields[i]) {
+                None => {
+                    field_at.insert(&f.name, fields.len());
+                    fields.push(f)
+                }
                 Some(g) if g.elem != f.elem || g.shape != f.shape => {
                     return Err(CodegenError::new(format!(
                         "field @{} is declared with two different types in kernel @{kernel}",
@@ -474,17 +479,15 @@ impl<'s> KernelPlan<'s> {
             }
         }
         let mut entries: Vec<(&TaskItem, String)> = Vec::new();
+        let mut entry_at: HashMap<&str, usize> = HashMap::new();
         let mut launches = Vec::with_capacity(launched.len());
         for (_, task) in &launched {
             // A kernel that launches one task twice gets one entry for it.
-            let sym = match entries.iter().find(|(t, _)| t.name == task.name) {
-                Some((_, s)) => s.clone(),
-                None => {
-                    let s = kernel_entry_symbol(entries.len());
-                    entries.push((task, s.clone()));
-                    s
-                }
-            };
+            let i = *entry_at.entry(&task.name).or_insert_with(|| {
+                entries.push((task, kernel_entry_symbol(entries.len())));
+                entries.len() - 1
+            });
+            let sym = entries[i].1.clone();
             launches.push(LaunchMeta::of_task(task, &fields, &sym)?);
         }
         Ok(KernelPlan { launched, fields, entries, launches })
@@ -512,11 +515,8 @@ pub fn single_task(module: &Module) -> Result<&TaskItem, CodegenError> {
 /// The task items a kernel of a split stream launches, in launch order,
 /// with the modules that hold them.
 pub fn launched_tasks<'s>(stream: &'s Stream, kernel: &str) -> Result<Vec<(&'s Module, &'s TaskItem)>, CodegenError> {
-    let k = stream
-        .modules
-        .iter()
-        .find_map(|m| m.kernel(kernel))
-        .ok_or_else(|| CodegenError::new(format!("no kernel @{kernel} in the input")))?;
+    let items = StreamIndex::new(stream);
+    let (_, k) = items.kernel(kernel).ok_or_else(|| CodegenError::new(format!("no kernel @{kernel} in the input")))?;
     let mut out = Vec::new();
     let mut bad: Option<CodegenError> = None;
     k.body.walk(k.body.entry, &mut |s: Stmt| {
@@ -524,7 +524,7 @@ pub fn launched_tasks<'s>(stream: &'s Stream, kernel: &str) -> Result<Vec<(&'s M
             return;
         }
         match &k.body.stmt(s).kind {
-            StmtKind::Launch(name) => match stream.find_task(name) {
+            StmtKind::Launch(name) => match items.task(name) {
                 Some(mt) => out.push(mt),
                 None => {
                     bad =

@@ -212,8 +212,11 @@ pub(super) fn err(msg: impl Into<String>) -> RunError {
 
 /// Lowering state shared by all bodies of one program.
 pub(super) struct ProgramBuilder<'s> {
-    pub(super) stream: &'s Stream,
+    /// The stream's items by name, indexed once for every lookup.
+    pub(super) items: StreamIndex<'s>,
     pub(super) kernel: &'s Kernel,
+    /// The kernel's parameters by name (tasks bind theirs by name).
+    pub(super) kernel_params: HashMap<&'s str, usize>,
     pub(super) codes: Vec<Option<Code>>,
     pub(super) fields: Vec<FieldInfo>,
     pub(super) field_ids: HashMap<Name, u32>,
@@ -336,18 +339,13 @@ pub(super) fn rets_continue(lw: &mut BodyLowerer) {
 }
 
 impl<'s> ProgramBuilder<'s> {
-    pub(super) fn module(&self, m: usize) -> &'s Module {
-        &self.stream.modules[m]
-    }
-
     pub(super) fn field_id(&mut self, module: usize, name: &str) -> Result<u32, RunError> {
         if let Some(&id) = self.field_ids.get(name) {
             return Ok(id);
         }
         let decl = self
-            .module(module)
-            .field(name)
-            .or_else(|| self.stream.modules.iter().find_map(|m| m.field(name)))
+            .items
+            .field(module, name)
             .ok_or_else(|| err(format!("kernel @{}: unknown field @{name}", self.kernel.name)))?;
         let id = self.fields.len() as u32;
         self.fields.push(FieldInfo { name: decl.name.clone(), elem: decl.elem, shape: decl.shape.clone() });
@@ -660,8 +658,8 @@ impl<'s> ProgramBuilder<'s> {
             return Ok(id);
         }
         let f = self
-            .module(module)
-            .func(name)
+            .items
+            .func(module, name)
             .ok_or_else(|| err(format!("kernel @{}: call of unknown function @{name}", self.kernel.name)))?;
         let id = self.reserve();
         self.func_ids.insert(key, id);
@@ -682,23 +680,19 @@ impl<'s> ProgramBuilder<'s> {
             return Ok(id);
         }
         let (m, t) = self
-            .stream
-            .modules
-            .iter()
-            .enumerate()
-            .find_map(|(i, m)| m.task(name).map(|t| (i, t)))
+            .items
+            .task_at(name)
             .ok_or_else(|| err(format!("kernel @{}: launch of unknown task @{name}", self.kernel.name)))?;
         // Bind the task's parameters by name to the kernel's.
         let mut from = Vec::new();
         for (i, p) in t.params.iter().enumerate() {
             let pname = t.body.name(t.body.params[i]);
-            let k =
-                self.kernel.body.params.iter().position(|v| self.kernel.body.name(*v) == pname).ok_or_else(|| {
-                    err(format!(
-                        "kernel @{}: task @{name} reads parameter %{pname}, which the kernel does not have",
-                        self.kernel.name
-                    ))
-                })?;
+            let k = *self.kernel_params.get(pname).ok_or_else(|| {
+                err(format!(
+                    "kernel @{}: task @{name} reads parameter %{pname}, which the kernel does not have",
+                    self.kernel.name
+                ))
+            })?;
             if self.kernel.params[k].ty != p.ty {
                 return Err(err(format!(
                     "kernel @{}: task @{name} takes %{pname} as {}, the kernel passes {}",
@@ -726,15 +720,14 @@ impl Program {
     /// Lowers kernel `name` of `stream` with every function and task it
     /// reaches.
     pub(super) fn lower(stream: &Stream, name: &str) -> Result<Program, RunError> {
-        let (mi, kernel) = stream
-            .modules
-            .iter()
-            .enumerate()
-            .find_map(|(i, m)| m.kernel(name).map(|k| (i, k)))
-            .ok_or_else(|| err(format!("no kernel named @{name}")))?;
+        let items = StreamIndex::new(stream);
+        let (mi, kernel) = items.kernel(name).ok_or_else(|| err(format!("no kernel named @{name}")))?;
+        let kernel_params =
+            kernel.body.params.iter().enumerate().map(|(i, &v)| (kernel.body.name(v), i)).rev().collect();
         let mut b = ProgramBuilder {
-            stream,
+            items,
             kernel,
+            kernel_params,
             codes: Vec::new(),
             fields: Vec::new(),
             field_ids: HashMap::new(),

@@ -31,7 +31,7 @@ mod stmt;
 mod types;
 
 pub use entities::{Arena, Block, Body, EntityRef, EntitySet, SecondaryMap, Stmt, Value, ValueData, ValueDef};
-pub use module::{Field, Func, Item, Kernel, Module, Param, Stream, TaskItem, MAX_RANK};
+pub use module::{Field, Func, Item, Kernel, Module, Param, Stream, StreamIndex, TaskItem, MAX_RANK};
 pub use ops::{AtomicOp, BinOp, CmpOp, UnOp};
 pub use span::{Loc, OperandSpans, Span};
 pub use stmt::{

@@ -162,7 +162,8 @@ impl Stream {
     pub fn is_multi(&self) -> bool {
         self.modules.iter().any(|m| m.name.is_some())
     }
-    /// Finds a top-level task item by name in any module of the stream.
+    /// Finds a top-level task item by name in any module of the stream (a
+    /// scan: for many names, build a [`StreamIndex`] once).
     pub fn find_task(&self, name: &str) -> Option<(&Module, &TaskItem)> {
         self.modules.iter().find_map(|m| m.task(name).map(|t| (m, t)))
     }
@@ -182,5 +183,91 @@ impl Stream {
             .filter_map(|d| Some((d.span, d.loc.as_deref()?)))
             .filter(|(span, _)| !span.is_dummy())
             .collect()
+    }
+}
+
+/// Every item of a stream by name, built once in one pass over the stream:
+/// the lookups of a loop over many names (a kernel's launches, the fields
+/// and functions an interpreter binds) cost O(1) each instead of a scan of
+/// the stream, which made them quadratic in a split stream's size. The
+/// first item of a kind and name in stream order wins, as the scans did.
+pub struct StreamIndex<'a> {
+    stream: &'a Stream,
+    first: std::collections::HashMap<(ItemTag, &'a str), (usize, &'a Item)>,
+    in_module: std::collections::HashMap<(usize, ItemTag, &'a str), &'a Item>,
+}
+
+/// Which kind of item a name is looked up as.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum ItemTag {
+    Field,
+    Func,
+    Kernel,
+    Task,
+}
+
+impl Item {
+    fn tag(&self) -> ItemTag {
+        match self {
+            Item::Field(_) => ItemTag::Field,
+            Item::Func(_) => ItemTag::Func,
+            Item::Kernel(_) => ItemTag::Kernel,
+            Item::Task(_) => ItemTag::Task,
+        }
+    }
+}
+
+impl<'a> StreamIndex<'a> {
+    pub fn new(stream: &'a Stream) -> StreamIndex<'a> {
+        let mut first = std::collections::HashMap::new();
+        let mut in_module = std::collections::HashMap::new();
+        for (mi, m) in stream.modules.iter().enumerate() {
+            for it in &m.items {
+                let tag = it.tag();
+                first.entry((tag, it.name())).or_insert((mi, it));
+                in_module.entry((mi, tag, it.name())).or_insert(it);
+            }
+        }
+        StreamIndex { stream, first, in_module }
+    }
+    fn get(&self, tag: ItemTag, name: &str) -> Option<(usize, &'a Item)> {
+        self.first.get(&(tag, name)).copied()
+    }
+    /// The first task item named `name` in the stream, with its module.
+    pub fn task(&self, name: &str) -> Option<(&'a Module, &'a TaskItem)> {
+        match self.get(ItemTag::Task, name)? {
+            (mi, Item::Task(t)) => Some((&self.stream.modules[mi], t)),
+            _ => None,
+        }
+    }
+    /// The first task item named `name` in the stream, with its module's
+    /// index.
+    pub fn task_at(&self, name: &str) -> Option<(usize, &'a TaskItem)> {
+        match self.get(ItemTag::Task, name)? {
+            (mi, Item::Task(t)) => Some((mi, t)),
+            _ => None,
+        }
+    }
+    /// The first kernel named `name` in the stream, with its module's index.
+    pub fn kernel(&self, name: &str) -> Option<(usize, &'a Kernel)> {
+        match self.get(ItemTag::Kernel, name)? {
+            (mi, Item::Kernel(k)) => Some((mi, k)),
+            _ => None,
+        }
+    }
+    /// The field named `name` in module `mi`, else the first in the stream.
+    pub fn field(&self, mi: usize, name: &str) -> Option<&'a Field> {
+        let tag = ItemTag::Field;
+        match self.in_module.get(&(mi, tag, name)).copied().or_else(|| Some(self.get(tag, name)?.1))? {
+            Item::Field(f) => Some(f),
+            _ => None,
+        }
+    }
+    /// The function named `name` in module `mi`.
+    pub fn func(&self, mi: usize, name: &str) -> Option<&'a Func> {
+        match self.in_module.get(&(mi, ItemTag::Func, name))? {
+            Item::Func(f) => Some(f),
+            _ => None,
+        }
     }
 }

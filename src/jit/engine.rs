@@ -285,22 +285,24 @@ impl JitEngine {
         let launched = codegen::launched_tasks(stream, kernel).map_err(|e| RunError::new(e.message))?;
         match self.path {
             JitPath::PerTask => {
-                let texts: Vec<String> = launched.iter().map(|(m, _)| m.to_string()).collect();
+                let (texts, text_of) = module_texts(&launched);
                 // Each module not loaded yet, once (a kernel may launch a
                 // task twice).
                 let mut seen = std::collections::HashSet::new();
                 let fresh: Vec<&Module> = launched
                     .iter()
-                    .zip(&texts)
-                    .filter(|(_, t)| !self.tasks.contains_key(*t) && seen.insert(t.as_str()))
+                    .zip(&text_of)
+                    .filter(|(_, &i)| seen.insert(i) && !self.tasks.contains_key(&texts[i]))
                     .map(|((m, _), _)| *m)
                     .collect();
                 if !fresh.is_empty() {
                     self.provider.prefetch(&*self.backend, &fresh, &mut self.stats);
                 }
+                // Each distinct module looked up (its text hashed) once.
+                let mut ready: Vec<Option<LoadedTask>> = texts.iter().map(|t| self.tasks.get(t).cloned()).collect();
                 let mut out = Vec::with_capacity(launched.len());
-                for ((m, t), key) in launched.into_iter().zip(texts) {
-                    if let Some(l) = self.tasks.get(&key) {
+                for ((m, t), &i) in launched.into_iter().zip(&text_of) {
+                    if let Some(l) = &ready[i] {
                         out.push(l.clone());
                         continue;
                     }
@@ -308,14 +310,18 @@ impl JitEngine {
                         .provider
                         .provide(&self.jit, &*self.backend, m, &t.name, &mut self.stats)
                         .map_err(|e| RunError::new(format!("kernel @{kernel}, task @{}: {e}", t.name)))?;
-                    self.tasks.insert(key, l.clone());
+                    self.tasks.insert(texts[i].clone(), l.clone());
+                    ready[i] = Some(l.clone());
                     out.push(l);
                 }
                 self.provider.ready(&mut self.stats);
                 Ok(out)
             }
             JitPath::WholeKernel => {
-                let key: String = launched.iter().map(|(m, _)| m.to_string()).collect();
+                // The distinct modules' texts and the order they are
+                // launched in: a task launched n times is in it once.
+                let (texts, text_of) = module_texts(&launched);
+                let key = format!("{}\0{text_of:?}", texts.concat());
                 if let Some(ls) = self.kernels.get(&key) {
                     return Ok(ls.clone());
                 }
@@ -343,6 +349,25 @@ impl JitEngine {
     }
 }
 
+/// The canonical text of each distinct module of a kernel's launches, in
+/// order of first launch, and for each launch the index of its module's
+/// text: a task launched many times is printed once, not once per launch
+/// (a 9,000-statement task launched 9,000 times was printed 9,000 times).
+fn module_texts(launched: &[(&Module, &crate::ir::TaskItem)]) -> (Vec<String>, Vec<usize>) {
+    let mut texts = Vec::new();
+    let mut index: HashMap<*const Module, usize> = HashMap::new();
+    let text_of = launched
+        .iter()
+        .map(|&(m, _)| {
+            *index.entry(m as *const Module).or_insert_with(|| {
+                texts.push(m.to_string());
+                texts.len() - 1
+            })
+        })
+        .collect();
+    (texts, text_of)
+}
+
 /// The span of every statement of every body of `stream`, in order.
 fn stmt_spans(stream: &Stream) -> Vec<(u32, u32)> {
     let bodies = stream.modules.iter().flat_map(|m| &m.items).filter_map(|item| match item {
@@ -354,8 +379,16 @@ fn stmt_spans(stream: &Stream) -> Vec<(u32, u32)> {
     bodies.flat_map(|b| b.stmts.iter().map(|s| (s.span.start, s.span.end))).collect()
 }
 
-/// A pool of `threads` threads; none for one thread (chunks then run on
-/// the calling thread).
+/// The stack of each worker thread: 64 MiB, eight times a main thread's
+/// usual 8 MiB, so that what runs on the calling thread with `--threads 1`
+/// also runs on a worker: a call chain as deep as the verifier allows
+/// (`MAX_CALL_DEPTH`, 512) of functions with hundreds of parameters, at any
+/// `-O` (at `-O 0` every value has a stack slot). It is address space, not
+/// memory: pages are touched only as deep as the calls go.
+pub const WORKER_STACK: usize = 64 << 20;
+
+/// A pool of `threads` threads of [`WORKER_STACK`] each; none for one
+/// thread (chunks then run on the calling thread).
 fn make_pool(threads: usize) -> Result<Option<rayon::ThreadPool>, RunError> {
     if threads <= 1 {
         return Ok(None);
@@ -363,6 +396,7 @@ fn make_pool(threads: usize) -> Result<Option<rayon::ThreadPool>, RunError> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("kiln-worker-{i}"))
+        .stack_size(WORKER_STACK)
         .build()
         .map(Some)
         .map_err(|e| RunError::new(format!("cannot start {threads} threads: {e}")))

@@ -16,6 +16,7 @@ use crate::config::{LaunchMeta, MetaBound, MetaKind};
 use crate::exec::{out_of_bounds, FieldData, Fields, RunError};
 use crate::ir::{Scalar, Span, DEFAULT_BLOCK_DIM};
 use rayon::prelude::*;
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 pub use crate::codegen::abi::{EntryFn, ErrorSlot, TaskContext};
@@ -197,8 +198,12 @@ fn iteration_space(meta: &LaunchMeta, names: LaunchNames, slots: &[u64], fields:
 /// `meta.fields`, checked against what the object was compiled for.
 fn bind_fields<'f>(meta: &LaunchMeta, names: LaunchNames, fields: &'f mut Fields) -> Result<Vec<Base<'f>>, RunError> {
     let mut wanted: Vec<Option<Base>> = (0..meta.fields.len()).map(|_| None).collect();
+    // One pass over the storage with the task's fields by name: linear in
+    // both, where a search of `meta.fields` per field was their product.
+    let pos_of: HashMap<&str, usize> =
+        meta.fields.iter().enumerate().map(|(i, f)| (f.name.as_str(), i)).rev().collect();
     for (name, data) in fields.map.iter_mut() {
-        let Some(pos) = meta.fields.iter().position(|f| f.name == name.as_str()) else { continue };
+        let Some(&pos) = pos_of.get(name.as_str()) else { continue };
         let mf = &meta.fields[pos];
         if mf.elem != data.elem || mf.shape != data.shape {
             return Err(RunError::new(format!(

@@ -34,72 +34,143 @@ impl super::Pass for Dce {
     }
 }
 
-/// Removes dead statements from one body until none is left. `shapes`
-/// gives the fields' extents (to know which field loads cannot fail).
+/// Removes dead statements from one body until none is left, in one
+/// sweep: statements after a terminator are dropped first, then a worklist
+/// starts from every statement and, each time one is removed, revisits
+/// what may have become removable with it (the definitions of its
+/// operands, a slot's alloca and stores once its last load goes, the
+/// statement whose block it emptied). Every condition of [`Cx::removable`]
+/// only becomes true as statements go, so this reaches the same fixed
+/// point as sweeping until nothing changes, in time linear in the body.
+/// `shapes` gives the fields' extents (to know which field loads cannot
+/// fail).
 pub fn dce_body(body: &mut Body, shapes: &HashMap<Name, Vec<u64>>) {
-    loop {
-        let uses = util::use_counts(body);
-        // Slots some statement reads; the others are written and never read.
-        let mut loaded = HashSet::new();
-        let mut consts = HashMap::new();
-        body.walk(body.entry, &mut |s| match &body.stmt(s).kind {
-            StmtKind::LoadSlot(p) => {
-                loaded.insert(*p);
-            }
-            StmtKind::Const(c) => {
-                if let Some(r) = body.stmt(s).result {
-                    consts.insert(r, *c);
-                }
-            }
-            _ => {}
-        });
-        let cx = Cx { uses, loaded, consts, shapes };
-        let entry = body.entry;
-        if !cx.sweep(body, entry) {
-            break;
+    let entry = body.entry;
+    drop_unreachable(body, entry);
+    let mut cx = Cx::new(body, shapes);
+    let mut work: Vec<Stmt> = util::reachable_from(body, entry);
+    work.reverse();
+    while let Some(s) = work.pop() {
+        if cx.removed.contains(&s) || !cx.removable(body, s) {
+            continue;
+        }
+        cx.remove(body, s, &mut work);
+    }
+    cx.rebuild(body, entry);
+}
+
+/// Drops the statements after the first terminator of `b` and of every
+/// block nested in it.
+fn drop_unreachable(body: &mut Body, b: Block) {
+    if let Some(end) = body.block(b).iter().position(|&s| body.stmt(s).kind.is_terminator()) {
+        body.blocks[b].truncate(end + 1);
+    }
+    for i in 0..body.block(b).len() {
+        let s = body.block(b)[i];
+        for c in body.child_blocks(s) {
+            drop_unreachable(body, c);
         }
     }
 }
 
 struct Cx<'a> {
+    /// Uses of each value by statements not removed.
     uses: SecondaryMap<Value, u32>,
-    loaded: HashSet<Value>,
+    /// Loads of each slot by statements not removed.
+    loaded: HashMap<Value, u32>,
+    /// The stores to each slot.
+    stores: HashMap<Value, Vec<Stmt>>,
     consts: HashMap<Value, Const>,
+    /// The statement and child block that hold each nested statement.
+    parent: HashMap<Stmt, (Stmt, Block)>,
+    /// Statements not removed in each block.
+    live: HashMap<Block, usize>,
+    removed: HashSet<Stmt>,
     shapes: &'a HashMap<Name, Vec<u64>>,
 }
 
-impl Cx<'_> {
-    /// Sweeps a block and its nested blocks; returns whether anything was
-    /// removed.
-    fn sweep(&self, body: &mut Body, b: Block) -> bool {
-        let old = std::mem::take(&mut body.blocks[b]);
-        let mut changed = false;
-        let mut out = Vec::with_capacity(old.len());
-        for (i, &s) in old.iter().enumerate() {
+impl<'a> Cx<'a> {
+    fn new(body: &Body, shapes: &'a HashMap<Name, Vec<u64>>) -> Cx<'a> {
+        let mut cx = Cx {
+            uses: util::use_counts(body),
+            loaded: HashMap::new(),
+            stores: HashMap::new(),
+            consts: HashMap::new(),
+            parent: HashMap::new(),
+            live: HashMap::new(),
+            removed: HashSet::new(),
+            shapes,
+        };
+        body.walk(body.entry, &mut |s| {
             for c in body.child_blocks(s) {
-                changed |= self.sweep(body, c);
+                cx.live.insert(c, body.block(c).len());
+                cx.parent.extend(body.block(c).iter().map(|&t| (t, (s, c))));
             }
-            if self.removable(body, s) {
-                changed = true;
-                continue;
+            match &body.stmt(s).kind {
+                StmtKind::LoadSlot(p) => *cx.loaded.entry(*p).or_insert(0) += 1,
+                StmtKind::StoreSlot(p, _) => cx.stores.entry(*p).or_default().push(s),
+                StmtKind::Const(c) => {
+                    if let Some(r) = body.stmt(s).result {
+                        cx.consts.insert(r, *c);
+                    }
+                }
+                _ => {}
             }
-            // An `else {}` says nothing.
+        });
+        cx
+    }
+
+    /// Removes `s` (its child blocks are already empty) and queues what
+    /// may have become removable with it.
+    fn remove(&mut self, body: &Body, s: Stmt, work: &mut Vec<Stmt>) {
+        self.removed.insert(s);
+        for v in body.operands(s) {
+            let n = &mut self.uses[v];
+            *n -= 1;
+            if *n == 0 {
+                if let ValueDef::Result(d) = body.value(v).def {
+                    work.push(d);
+                }
+            }
+        }
+        if let StmtKind::LoadSlot(p) = body.stmt(s).kind {
+            let n = self.loaded.get_mut(&p).expect("counted in new");
+            *n -= 1;
+            if *n == 0 {
+                work.extend(self.stores.get(&p).into_iter().flatten().copied());
+                if let ValueDef::Result(d) = body.value(p).def {
+                    work.push(d);
+                }
+            }
+        }
+        if let Some(&(up, c)) = self.parent.get(&s) {
+            *self.live.get_mut(&c).expect("counted in new") -= 1;
+            work.push(up);
+        }
+    }
+
+    /// Leaves out the removed statements of `b` and the blocks nested in
+    /// it; an `else {}` says nothing, so it goes too.
+    fn rebuild(&self, body: &mut Body, b: Block) {
+        body.blocks[b].retain(|s| !self.removed.contains(s));
+        for i in 0..body.block(b).len() {
+            let s = body.block(b)[i];
+            for c in body.child_blocks(s) {
+                self.rebuild(body, c);
+            }
             if let StmtKind::If { else_blk: Some(e), .. } = body.stmt(s).kind {
                 if body.block(e).is_empty() {
                     if let StmtKind::If { else_blk, .. } = &mut body.stmts[s].kind {
                         *else_blk = None;
                     }
-                    changed = true;
                 }
             }
-            out.push(s);
-            if body.stmt(s).kind.is_terminator() {
-                changed |= i + 1 < old.len();
-                break;
-            }
         }
-        body.blocks[b] = out;
-        changed
+    }
+
+    /// Whether none of a block's statements is left.
+    fn empty(&self, b: Block) -> bool {
+        self.live.get(&b).is_none_or(|&n| n == 0)
     }
 
     fn removable(&self, body: &Body, s: Stmt) -> bool {
@@ -112,15 +183,17 @@ impl Cx<'_> {
             // Slots are only read by `load` and written by `store` (the
             // verifier sees to it), so a slot never loaded is dead along
             // with its stores, which this same sweep removes.
-            StmtKind::Alloca(_) => data.result.is_none_or(|r| !self.loaded.contains(&r)),
-            StmtKind::StoreSlot(p, _) => !self.loaded.contains(p),
-            StmtKind::If { then_blk, else_blk, .. } => {
-                body.block(*then_blk).is_empty() && else_blk.is_none_or(|e| body.block(e).is_empty())
-            }
+            StmtKind::Alloca(_) => data.result.is_none_or(|r| !self.is_loaded(r)),
+            StmtKind::StoreSlot(p, _) => !self.is_loaded(*p),
+            StmtKind::If { then_blk, else_blk, .. } => self.empty(*then_blk) && else_blk.is_none_or(|e| self.empty(e)),
             // A `for` always ends; with an empty body it does nothing.
-            StmtKind::For { body: blk, .. } => body.block(*blk).is_empty(),
+            StmtKind::For { body: blk, .. } => self.empty(*blk),
             _ => false,
         }
+    }
+
+    fn is_loaded(&self, slot: Value) -> bool {
+        self.loaded.get(&slot).is_some_and(|&n| n > 0)
     }
 
     /// Whether a field reference's indices are all constants within the

@@ -63,7 +63,7 @@ impl super::Pass for Offload {
 /// Offloads every kernel of a module, adding the temporary fields they
 /// need.
 pub fn offload_module(m: &mut Module) -> Result<(), Diagnostic> {
-    let mut globals: HashSet<Name> = m.items.iter().map(|i| Name::from(i.name())).collect();
+    let mut globals = util::NameGen::with_taken(m.items.iter().map(|i| Name::from(i.name())));
     let shapes: HashMap<Name, (Scalar, Vec<u64>)> =
         m.fields().map(|f| (f.name.clone(), (f.elem, f.shape.clone()))).collect();
     let mut items = Vec::with_capacity(m.items.len());
@@ -100,7 +100,7 @@ struct Group {
 pub fn offload_kernel(
     k: &mut Kernel,
     shapes: &HashMap<Name, (Scalar, Vec<u64>)>,
-    globals: &mut HashSet<Name>,
+    globals: &mut util::NameGen,
 ) -> Result<Vec<Field>, Diagnostic> {
     let Some((top, has_ret)) = top_level(k)? else { return Ok(Vec::new()) };
     let body = &mut k.body;
@@ -125,11 +125,8 @@ pub fn offload_kernel(
 
 /// The first free item name `@<kernel>.<prefix><n>` (counting from 0),
 /// taken into `globals`.
-fn fresh_global(globals: &mut HashSet<Name>, kernel: &str, prefix: &str) -> Name {
-    (0u32..)
-        .map(|n| compact_str::format_compact!("{kernel}.{prefix}{n}"))
-        .find(|cand| globals.insert(cand.clone()))
-        .expect("some number is free")
+fn fresh_global(globals: &mut util::NameGen, kernel: &str, prefix: &str) -> Name {
+    globals.numbered(&format!("{kernel}.{prefix}"), 0)
 }
 
 /// The kernel's top-level statements to offload and whether any of them
@@ -209,6 +206,7 @@ fn carried_values(body: &Body, groups: &[Group], top: &[Stmt]) -> Carried {
     }
     let mut per_group: Vec<Vec<Value>> = vec![Vec::new(); groups.len()];
     let mut any: Vec<Value> = Vec::new();
+    let mut in_any: HashSet<Value> = HashSet::new();
     for (gi, g) in groups.iter().enumerate() {
         let mut seen = HashSet::new();
         for &s in &g.stmts {
@@ -216,7 +214,7 @@ fn carried_values(body: &Body, groups: &[Group], top: &[Stmt]) -> Carried {
                 for v in body.operands(t) {
                     if def_group.get(&v).is_some_and(|&d| d != gi) && seen.insert(v) {
                         per_group[gi].push(v);
-                        if !any.contains(&v) {
+                        if in_any.insert(v) {
                             any.push(v);
                         }
                     }
@@ -228,9 +226,10 @@ fn carried_values(body: &Body, groups: &[Group], top: &[Stmt]) -> Carried {
             }
         }
     }
+    let position: HashMap<Stmt, usize> = top.iter().enumerate().map(|(i, &t)| (t, i)).collect();
     any.sort_by_key(|v| {
         let ValueDef::Result(s) = body.value(*v).def else { return usize::MAX };
-        top.iter().position(|&t| t == s).unwrap_or(usize::MAX)
+        position.get(&s).copied().unwrap_or(usize::MAX)
     });
     let const_of = |v: Value| match body.value(v).def {
         ValueDef::Result(s) => match body.stmt(s).kind {
@@ -250,7 +249,7 @@ fn temp_fields(
     body: &Body,
     kernel: &str,
     carried: &[Value],
-    globals: &mut HashSet<Name>,
+    globals: &mut util::NameGen,
 ) -> (Vec<Field>, HashMap<Value, Name>) {
     let mut temps = Vec::new();
     let mut temp_of: HashMap<Value, Name> = HashMap::new();

@@ -74,7 +74,7 @@ struct Cx {
     subst: HashMap<Value, Value>,
     changed: bool,
     /// Name counts, computed the first time a branch is spliced.
-    names: Option<HashMap<Name, u32>>,
+    names: Option<util::NameCounts>,
 }
 
 /// What to do with a statement after looking at it.

@@ -258,8 +258,10 @@ pub fn extract_task(k: &Kernel, s: Stmt) -> TaskItem {
     let StmtKind::Task { name, kind, body: root } = &src.stmt(s).kind else {
         panic!("extract_task is given a task statement")
     };
-    // The kernel parameters the task reads, in kernel order.
-    let mut read = EntitySet::new();
+    // The kernel parameters the task reads, in kernel order. Sets and maps
+    // of the values the task touches, not vectors over all the kernel's:
+    // a kernel of n tasks is split in time linear in n, not n².
+    let mut read: HashSet<Value> = HashSet::new();
     let mut mark = |v: Value| {
         read.insert(v);
     };
@@ -272,13 +274,13 @@ pub fn extract_task(k: &Kernel, s: Stmt) -> TaskItem {
     }
     src.walk(*root, &mut |t| src.operands(t).into_iter().for_each(&mut mark));
 
-    let mut cp = Copier { src, dst: Body::new(), map: SecondaryMap::for_arena(&src.values, None) };
+    let mut cp = Copier { src, dst: Body::new(), map: HashMap::new() };
     let mut params = Vec::new();
     for (i, &p) in src.params.iter().enumerate() {
-        if read.contains(p) {
+        if read.contains(&p) {
             let vd = src.value(p);
             let np = cp.dst.add_param(vd.name.clone(), vd.ty.scalar().unwrap_or(Scalar::I32), vd.span);
-            cp.map[p] = Some(np);
+            cp.map.insert(p, np);
             let decl = k.params.get(i).map(|d| Param { ty: d.ty, default: None, span: d.span });
             params.push(decl.unwrap_or(Param { ty: Scalar::I32, default: None, span: vd.span }));
         }
@@ -294,26 +296,26 @@ pub fn extract_task(k: &Kernel, s: Stmt) -> TaskItem {
 struct Copier<'a> {
     src: &'a Body,
     dst: Body,
-    map: SecondaryMap<Value, Option<Value>>,
+    map: HashMap<Value, Value>,
 }
 
 impl Copier<'_> {
     fn val(&mut self, v: Value) -> Value {
-        if let Some(n) = self.map[v] {
+        if let Some(&n) = self.map.get(&v) {
             return n;
         }
         // A use with no definition in the copied code (the verifier rejects
         // it); keep it visible as undefined rather than invent one.
         let vd = self.src.value(v);
         let n = self.dst.new_value(vd.name.clone(), vd.ty, ValueDef::Undefined, vd.span);
-        self.map[v] = Some(n);
+        self.map.insert(v, n);
         n
     }
 
     fn def(&mut self, v: Value, def: ValueDef) -> Value {
         let vd = self.src.value(v);
         let n = self.dst.new_value(vd.name.clone(), vd.ty, def, vd.span);
-        self.map[v] = Some(n);
+        self.map.insert(v, n);
         n
     }
 

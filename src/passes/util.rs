@@ -87,55 +87,85 @@ pub fn slots_stored_in(body: &Body, s: Stmt, out: &mut HashSet<Value>) {
     }
 }
 
-/// Makes names that do not clash with any value of a body.
+/// Makes names that do not clash with a set of taken names (the values of
+/// a body, or a module's items). Each numbered prefix keeps the next number
+/// to try: names are only ever taken, never freed, so the numbers before it
+/// are all taken and a search resumes there, which keeps making `n` names
+/// of one prefix linear in `n`.
+#[derive(Default)]
 pub struct NameGen {
     taken: HashSet<Name>,
+    /// The next number to try for each prefix and first number.
+    next: HashMap<(Name, u32), u32>,
 }
 
 impl NameGen {
+    /// Names that clash with no value of `body`.
     pub fn new(body: &Body) -> NameGen {
-        NameGen { taken: body.values.iter().map(|v| v.name.clone()).collect() }
+        NameGen::with_taken(body.values.iter().map(|v| v.name.clone()))
+    }
+    /// Names that clash with none of `taken`.
+    pub fn with_taken(taken: impl IntoIterator<Item = Name>) -> NameGen {
+        NameGen { taken: taken.into_iter().collect(), next: HashMap::new() }
+    }
+    /// Whether `name` is taken.
+    pub fn is_taken(&self, name: &str) -> bool {
+        self.taken.contains(name)
+    }
+    /// Takes `name`; whether it was free.
+    pub fn take(&mut self, name: Name) -> bool {
+        self.taken.insert(name)
     }
     /// `base` if it is free, else `base.1`, `base.2`, ...
     pub fn fresh(&mut self, base: &str) -> Name {
-        let mut name = Name::from(base);
-        let mut n = 1u32;
-        while self.taken.contains(&name) {
-            name = compact_str::format_compact!("{base}.{n}");
-            n += 1;
+        if self.taken.insert(Name::from(base)) {
+            return Name::from(base);
         }
-        self.taken.insert(name.clone());
-        name
+        self.numbered(&format!("{base}."), 1)
+    }
+    /// The first free `<prefix><n>` for `n` counting from `first`.
+    pub fn numbered(&mut self, prefix: &str, first: u32) -> Name {
+        let next = self.next.entry((Name::from(prefix), first)).or_insert(first);
+        let mut n = *next;
+        loop {
+            let cand = compact_str::format_compact!("{prefix}{n}");
+            n += 1;
+            if self.taken.insert(cand.clone()) {
+                *next = n;
+                return cand;
+            }
+        }
     }
 }
 
-/// Gives a value defined at `s` a name no other value of the body has, if
-/// its name is shared (used after code moves between scopes).
-pub fn unshare_name(body: &mut Body, v: Value, counts: &mut HashMap<Name, u32>) {
+/// How many values of a body carry each name, and the names to rename a
+/// shared one to (see [`unshare_name`]).
+pub struct NameCounts {
+    counts: HashMap<Name, u32>,
+    names: NameGen,
+}
+
+/// Gives a value a name no other value of the body has, if its name is
+/// shared (used after code moves between scopes).
+pub fn unshare_name(body: &mut Body, v: Value, counts: &mut NameCounts) {
     let name = body.value(v).name.clone();
-    if counts.get(&name).copied().unwrap_or(0) <= 1 {
+    if counts.counts.get(&name).copied().unwrap_or(0) <= 1 {
         return;
     }
-    let mut n = 1u32;
-    let fresh = loop {
-        let cand = compact_str::format_compact!("{name}.{n}");
-        if !counts.contains_key(&cand) {
-            break cand;
-        }
-        n += 1;
-    };
-    *counts.get_mut(&name).expect("counted above") -= 1;
-    counts.insert(fresh.clone(), 1);
+    let fresh = counts.names.numbered(&format!("{name}."), 1);
+    *counts.counts.get_mut(&name).expect("counted above") -= 1;
+    counts.counts.insert(fresh.clone(), 1);
     body.values[v].name = fresh;
 }
 
 /// How many values of a body carry each name.
-pub fn name_counts(body: &Body) -> HashMap<Name, u32> {
-    let mut m = HashMap::new();
+pub fn name_counts(body: &Body) -> NameCounts {
+    let mut counts = HashMap::new();
     for v in &body.values {
-        *m.entry(v.name.clone()).or_insert(0) += 1;
+        *counts.entry(v.name.clone()).or_insert(0) += 1;
     }
-    m
+    let names = NameGen::with_taken(counts.keys().cloned());
+    NameCounts { counts, names }
 }
 
 /// The shapes of a module's fields, by name.

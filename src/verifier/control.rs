@@ -213,6 +213,8 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                                 ),
                                 *field_span,
                             );
+                        } else {
+                            self.struct_for_extents(vars, f, *field_span);
                         }
                     }
                 }
@@ -220,6 +222,28 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                     self.err("block_dim must be at least 1", span);
                 }
                 true
+            }
+        }
+    }
+
+    /// A `struct_for`'s variables are `i32`: a dimension of more than
+    /// 2^31 elements has indices they cannot hold (they would wrap, and the
+    /// loop would index the wrong elements), so it is refused here, never
+    /// run with a wrong result.
+    fn struct_for_extents(&mut self, vars: &[Value], f: &Field, span: Span) {
+        for (d, (&v, &extent)) in vars.iter().zip(&f.shape).enumerate() {
+            let ty = self.body.values.get(v).and_then(|d| d.ty.scalar()).unwrap_or(Scalar::I32);
+            let max = if ty == Scalar::I64 { i64::MAX as u64 } else { i32::MAX as u64 };
+            if extent > max + 1 {
+                self.err(
+                    format!(
+                        "struct_for over @{}: dimension {d} has {extent} elements, more than its {ty} variable %{} can index ({}); loop over it with a range_for of i64 bounds",
+                        f.name,
+                        self.body.name(v),
+                        max + 1
+                    ),
+                    span,
+                );
             }
         }
     }

@@ -25,6 +25,7 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::*;
 use rustc_hash::FxHashMap as FxMap;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 mod body;
 mod calls;
@@ -71,9 +72,10 @@ pub use crate::ir::MAX_RANK;
 pub fn verify(stream: &Stream) -> Result<(), Diagnostics> {
     let mut diags = Vec::new();
     let mut module_names = HashMap::new();
+    let index = Arc::new(StreamIndex::new(stream));
     for m in &stream.modules {
         check_module_name(stream, m, &mut module_names, &mut diags);
-        check_module(m, Some(stream), &mut diags);
+        check_module(m, Some(index.clone()), &mut diags);
     }
     check_fields_agree(stream, &mut diags);
     finish(diags)
@@ -168,8 +170,9 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 /// What a module's bodies may refer to.
 struct ModuleCx<'a> {
     module: &'a Module,
-    /// Where `launch` looks for task items: the whole stream, or the module.
-    stream: Option<&'a Stream>,
+    /// Where `launch` looks for task items: the whole stream (indexed once
+    /// for all its modules), or the module.
+    stream: Option<Arc<StreamIndex<'a>>>,
     items: FxMap<&'a str, &'a Item>,
 }
 
@@ -181,14 +184,14 @@ impl<'a> ModuleCx<'a> {
         }
     }
     fn task_item(&self, name: &str) -> Option<&'a TaskItem> {
-        match self.stream {
-            Some(s) => s.find_task(name).map(|(_, t)| t),
+        match &self.stream {
+            Some(s) => s.task(name).map(|(_, t)| t),
             None => self.module.task(name),
         }
     }
 }
 
-fn check_module(m: &Module, stream: Option<&Stream>, diags: &mut Vec<Diagnostic>) {
+fn check_module<'a>(m: &'a Module, stream: Option<Arc<StreamIndex<'a>>>, diags: &mut Vec<Diagnostic>) {
     let cx = ModuleCx::new(m, stream, diags);
     let mut wide = ModuleWide::default();
     for it in &m.items {
@@ -201,7 +204,7 @@ fn check_module(m: &Module, stream: Option<&Stream>, diags: &mut Vec<Diagnostic>
 impl<'a> ModuleCx<'a> {
     /// Indexes a module's items by name (the first of a name wins) and
     /// reports the later ones as duplicates.
-    fn new(m: &'a Module, stream: Option<&'a Stream>, diags: &mut Vec<Diagnostic>) -> Self {
+    fn new(m: &'a Module, stream: Option<Arc<StreamIndex<'a>>>, diags: &mut Vec<Diagnostic>) -> Self {
         let mut items: FxMap<&str, &Item> = FxMap::with_capacity_and_hasher(m.items.len(), Default::default());
         for it in &m.items {
             match items.get(it.name()) {
@@ -321,12 +324,13 @@ impl<'a> ItemVerifier<'a> {
     pub fn new(signatures: &'a Stream) -> Self {
         let mut diags = Vec::new();
         let mut module_names = HashMap::new();
+        let index = Arc::new(StreamIndex::new(signatures));
         let modules = signatures
             .modules
             .iter()
             .map(|m| {
                 check_module_name(signatures, m, &mut module_names, &mut diags);
-                ModuleCx::new(m, Some(signatures), &mut diags)
+                ModuleCx::new(m, Some(index.clone()), &mut diags)
             })
             .collect();
         check_fields_agree(signatures, &mut diags);

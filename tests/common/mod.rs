@@ -83,3 +83,29 @@ pub fn kiln_key_tasks(home: &Path, file: &Path) -> Vec<(String, kiln::cache::rec
         })
         .collect()
 }
+
+/// Caps the address space of the process `c` starts (`RLIMIT_AS`), so a
+/// test of a large input fails on memory that grows with it instead of
+/// taking the machine.
+pub fn cap_memory(c: &mut Command, bytes: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs in the child.
+    unsafe {
+        c.pre_exec(move || {
+            let cap = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
+            if libc::setrlimit(libc::RLIMIT_AS, &cap) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// The text `scripts/gen-scale.py DIMENSION N` writes: the scaling
+/// benchmark's inputs, which the scaling tests run too.
+pub fn gen_scale(dimension: &str, n: usize) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gen-scale.py");
+    let out = Command::new("python3").arg(script).arg(dimension).arg(n.to_string()).output().expect("python3");
+    assert!(out.status.success(), "gen-scale.py {dimension} {n}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("UTF-8")
+}

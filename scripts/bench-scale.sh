@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Scaling benchmark (issue 29): for each dimension of scripts/gen-scale.py,
+# inputs at n, 2n, 4n and 8n, each stage timed -- parse, verify, each pass
+# (kiln-opt --time-passes), key (kiln-key), split (the split-tasks pass),
+# compile (kiln-compile -O2), JIT preparation and run (kiln-run --stats=json:
+# compiling, loading), interpretation (kiln-run --engine interp) -- with the
+# growth ratio per doubling (the geometric mean of t(2n)/t(n) over the three
+# doublings) and the peak RSS of the largest size. See docs/performance.md.
+#
+#   scripts/bench-scale.sh [BIN_DIR]      (default target/debug; SCALE=2 doubles every n, SCALE=0.1 a tenth;
+#                                          DIMS="loops tasks" measures only those dimensions)
+#
+# Needs GNU time (peak RSS) and python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${1:-target/debug}
+SCALE=${SCALE:-1}
+[ -x /usr/bin/time ] || { echo "bench-scale: GNU time is missing: apt-get install -y time" >&2; exit 1; }
+[ -x "$BIN/kiln-opt" ] || { echo "bench-scale: no tools in $BIN (cargo build --bins)" >&2; exit 1; }
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+echo "bench-scale: $BIN, $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
+BIN="$BIN" WORK="$WORK" SCALE="$SCALE" DIMS="${DIMS:-}" python3 - <<'PY'
+import json, math, os, re, subprocess, sys
+BIN, WORK, SCALE = os.environ["BIN"], os.environ["WORK"], float(os.environ["SCALE"])
+GEN = os.path.join("scripts", "gen-scale.py")
+
+def timed(args, env=None):
+    """Runs a command under GNU time: (seconds, peak RSS in MiB, stdout, stderr)."""
+    full = ["/usr/bin/time", "-f", "@@%e %M"] + args
+    p = subprocess.run(full, capture_output=True, text=True, env=dict(os.environ, **(env or {})))
+    m = re.search(r"@@([\d.]+) (\d+)\s*$", p.stderr)
+    err = p.stderr[: m.start()] if m else p.stderr
+    return float(m.group(1)), int(m.group(2)) / 1024, p.stdout, err, p.returncode
+
+def passes(err):
+    """Stage -> seconds from kiln-opt --time-passes."""
+    out = {}
+    for line in err.splitlines():
+        m = re.match(r"\s+([\d.]+) \(\s*[\d.]+%\)\s+[\d.]+ \(\s*[\d.]+%\)\s+[\d.]+\s+(\S.*)$", line)
+        if m and m.group(2) != "Total":
+            out[m.group(2).strip("()")] = float(m.group(1))
+    return out
+
+# dimension: (first n, passes for kiln-opt, tools run on the input)
+DIMS = {
+    "statements": (12500, "offload,dce", ["key", "interp", "jit"]),
+    "loops":      (2000, "offload,dce,split-tasks", ["key", "interp"]),
+    "carries":    (2000, "offload,split-tasks", ["key", "interp"]),
+    "tasks":      (2000, "offload,split-tasks", ["split-key"]),
+    "fields":     (1000, "offload,split-tasks", ["key", "interp"]),
+    "functions":  (1000, "offload,split-tasks", ["key", "interp", "jit"]),
+    "params":     (1000, "offload,split-tasks", ["key", "interp"]),
+    "depth":      (60, "offload,split-tasks", ["key", "interp", "jit"]),
+    "deadchain":  (12500, "dce", []),
+    "errors":     (1000, "offload", ["key"]),
+    "launches":   (500, "", ["key", "interp", "jit"]),
+}
+
+def measure(dim, n, pipeline, tools):
+    path = os.path.join(WORK, f"{dim}-{n}.kir")
+    with open(path, "w") as f:
+        subprocess.run([sys.executable, GEN, dim, str(n)], stdout=f, check=True)
+    size = os.path.getsize(path)
+    t, mem, out, err, rc = timed([f"{BIN}/kiln-opt", "--time-passes"] + ([f"--passes={pipeline}"] if pipeline else []) + [path])
+    stages = {k: v for k, v in passes(err).items()}
+    stages["kiln-opt (process)"] = t
+    peak = {"kiln-opt": mem}
+    if "split-key" in tools:
+        split = path + ".split.kir"
+        subprocess.run([f"{BIN}/kiln-opt", f"--passes={pipeline}", path, "-o", split], check=True)
+        t, mem, *_ = timed([f"{BIN}/kiln-key", split])
+        stages["key (split stream)"], peak["kiln-key"] = t, mem
+        t, mem, *_ = timed([f"{BIN}/kiln-key", "--diff", split, split])
+        stages["key --diff"], peak["kiln-key --diff"] = t, mem
+    if "key" in tools:
+        t, mem, *_ = timed([f"{BIN}/kiln-key", path])
+        stages["key (process)"], peak["kiln-key"] = t, mem
+    if "interp" in tools:
+        t, mem, *_ = timed([f"{BIN}/kiln-run", "--engine", "interp", path])
+        stages["interpretation (process)"], peak["kiln-run interp"] = t, mem
+    if "jit" in tools:
+        t, mem, out, err, rc = timed([f"{BIN}/kiln-run", "--no-cache", "-O", "0", "--stats=json", path])
+        s = json.loads(err.strip().splitlines()[-1]) if rc == 0 else {}
+        stages["compile -O0 (JIT)"] = s.get("compile_ms", math.nan) / 1000
+        stages["JIT preparation (load)"] = s.get("load_ms", math.nan) / 1000
+        stages["JIT run"] = s.get("run_ms", math.nan) / 1000
+        peak["kiln-run jit"] = mem
+    return size, stages, peak
+
+print()
+print(f"{'dimension':<11} {'stage':<26} {'n':>7} {'times at n, 2n, 4n, 8n (s)':>36} {'x/doubling':>10}")
+worst = []
+ONLY = os.environ.get("DIMS", "").split()
+for dim, (n0, pipeline, tools) in DIMS.items():
+    if ONLY and dim not in ONLY:
+        continue
+    ns = [max(1, int(n0 * SCALE)) * k for k in (1, 2, 4, 8)]
+    rows = [measure(dim, n, pipeline, tools) for n in ns]
+    for stage in rows[0][1]:
+        ts = [r[1].get(stage, math.nan) for r in rows]
+        # Ratios over doublings whose times are measurable (>= 5 ms).
+        ratios = [b / a for a, b in zip(ts, ts[1:]) if a >= 0.005 and b > 0]
+        g = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else math.nan
+        if g == g:
+            worst.append((g, dim, stage))
+        shown = " ".join(f"{t:8.3f}" for t in ts)
+        print(f"{dim:<11} {stage:<26} {ns[0]:>7} {shown:>36} {g:>10.2f}")
+    size, _, peak = rows[-1]
+    mems = ", ".join(f"{k} {v:.0f} MiB" for k, v in peak.items())
+    print(f"{dim:<11} {'peak RSS at 8n':<26} {ns[-1]:>7} input {size / 2**20:.1f} MiB; {mems}")
+worst.sort(reverse=True)
+print()
+print("largest growth per doubling: " + "; ".join(f"{d}/{s} {g:.2f}" for g, d, s in worst[:5]))
+PY
