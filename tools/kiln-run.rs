@@ -320,21 +320,28 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     let result = run_kernels(&mut runner, &stream, &kernels, &args, &mut fields);
     drop(running);
     progress.finish();
-    let _output = span("output");
+    let output = span("output");
     report(cli, &runner, result.1);
     // Data races are shown at their accesses, and an error of one
     // statement at it (`FILE:LINE:COL: error: ...`).
     // A statement imported from another program (`loc(...)`) is shown at
     // its place there too.
-    result.0.map_err(|e| {
-        if e.races.is_none() && e.at.is_none() {
-            return ToolError::msg(e.message);
-        }
-        let locs = stream.locs();
-        let origin = |span| locs.get(&span).map(|l| kiln::diag::Elsewhere::read(&l.file, l.line, l.col));
-        ToolError::diags(&src, &e.diagnostics(&src, &origin))
-    })?;
-    io.write_results(cli, &fields)
+    let outcome = result
+        .0
+        .map_err(|e| {
+            if e.races.is_none() && e.at.is_none() {
+                return ToolError::msg(e.message);
+            }
+            let locs = stream.locs();
+            let origin = |span| locs.get(&span).map(|l| kiln::diag::Elsewhere::read(&l.file, l.line, l.col));
+            ToolError::diags(&src, &e.diagnostics(&src, &origin))
+        })
+        .and_then(|()| io.write_results(cli, &fields));
+    drop(output);
+    // The JIT's session and its dylibs go before the tool's span ends.
+    let _teardown = span("teardown");
+    drop(runner);
+    outcome
 }
 
 /// Flags of the jit engine would be silently ignored by the interpreter.
