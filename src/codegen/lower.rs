@@ -16,6 +16,7 @@
 
 mod access;
 mod loops;
+mod vecmath;
 mod versioning;
 
 use super::sites::{Numbering, NO_STMT};
@@ -92,6 +93,9 @@ pub struct Lowering<'a, 'ctx> {
     /// LLVM's constant folder (see [`FnCx::float_constant`]); `None` on
     /// targets without one.
     float_barrier: Option<&'static str>,
+    /// The vector ISAs the target allows libm's vector variants in
+    /// (`lower::vecmath`), as (ABI letter, bits).
+    vector_isas: Vec<(char, u32)>,
 }
 
 impl<'a, 'ctx> Lowering<'a, 'ctx> {
@@ -121,6 +125,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
             numbering: Numbering::default(),
             cpu_attr: cx.create_string_attribute("target-cpu", cpu),
             features_attr: cx.create_string_attribute("target-features", features),
+            vector_isas: vecmath::vector_isas(triple, features),
             float_barrier: if triple.starts_with("x86_64") || triple.starts_with("i686") {
                 Some("=x,0")
             } else if triple.starts_with("aarch64") {
@@ -514,7 +519,9 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             }
         };
         let c = self.b.build_call(f, args, "")?;
-        c.add_attribute(AttributeLoc::Function, l.enum_attr("nobuiltin"));
+        if !l.offer_vector_variants(c, &sym, args.len(), ty)? {
+            c.add_attribute(AttributeLoc::Function, l.enum_attr("nobuiltin"));
+        }
         self.fmf(l, c);
         c.try_as_basic_value().basic().ok_or_else(|| bug("libm call without a result"))
     }
