@@ -499,7 +499,9 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
     /// functions Rust's `f32::sin`/`f64::sin` end in, so the interpreter
     /// and the JIT agree bit for bit. `nobuiltin` keeps LLVM from
     /// rewriting the call into a different but not bit-identical one
-    /// (e.g. `pow(2, x)` into `exp2(x)`).
+    /// (e.g. `pow(2, x)` into `exp2(x)`). In fast-math mode on a target
+    /// with vector math, the call that vectorises instead
+    /// (`lower::vecmath`).
     fn call_libm(
         &self,
         l: &Lowering<'a, 'ctx>,
@@ -507,6 +509,9 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         ty: Scalar,
         args: &[BasicMetadataValueEnum<'ctx>],
     ) -> Result<BasicValueEnum<'ctx>> {
+        if l.fast_math && !l.vector_isas.is_empty() {
+            return self.call_vector_math(l, name, ty, args);
+        }
         let sym = if ty == Scalar::F32 { format!("{name}f") } else { name.to_string() };
         let t = l.reg_ty(ty);
         let f = match l.module.get_function(&sym) {
@@ -519,9 +524,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             }
         };
         let c = self.b.build_call(f, args, "")?;
-        if !l.offer_vector_variants(c, &sym, args.len(), ty)? {
-            c.add_attribute(AttributeLoc::Function, l.enum_attr("nobuiltin"));
-        }
+        c.add_attribute(AttributeLoc::Function, l.enum_attr("nobuiltin"));
         self.fmf(l, c);
         c.try_as_basic_value().basic().ok_or_else(|| bug("libm call without a result"))
     }

@@ -28,12 +28,12 @@
 //! would be called on a CPU without its instructions), or change a call in
 //! default mode.
 
-use super::{bug, Lowering, Result};
+use super::{bug, FnCx, Lowering, Result};
 use crate::ir::Scalar;
-use inkwell::attributes::{Attribute, AttributeLoc};
+use inkwell::attributes::AttributeLoc;
 use inkwell::module::Linkage;
 use inkwell::types::BasicMetadataTypeEnum;
-use inkwell::values::{BasicValue, CallSiteValue};
+use inkwell::values::{BasicMetadataValueEnum, BasicValue, BasicValueEnum};
 use inkwell::AddressSpace;
 
 /// The call attribute LLVM's vectoriser reads the variants from.
@@ -59,38 +59,42 @@ pub(super) fn vector_isas(triple: &str, features: &str) -> Vec<(char, u32)> {
     isas
 }
 
-impl<'ctx> Lowering<'_, 'ctx> {
-    /// Offers the vector variants of libm function `sym` (of `arity`
-    /// arguments of type `ty`) to `call`, in fast-math mode; declares them.
-    pub(super) fn offer_vector_variants(
+impl<'a, 'ctx> FnCx<'a, 'ctx> {
+    /// Calls LLVM's intrinsic for libm function `name` (`llvm.sin.f32`),
+    /// offered the libmvec variants of the C function (`_ZGVdN8v_sinf`)
+    /// for every ISA the target allows; the vectoriser picks one, and the
+    /// calls left scalar become the C function's.
+    ///
+    /// An intrinsic, not a call of `sinf`: the vectoriser uses a variant
+    /// only for a call known not to touch memory, and LLVM rewrites such a
+    /// call of some functions (`logf`) into the intrinsic, which would drop
+    /// the variants.
+    pub(super) fn call_vector_math(
         &self,
-        call: CallSiteValue<'ctx>,
-        sym: &str,
-        arity: usize,
+        l: &Lowering<'a, 'ctx>,
+        name: &str,
         ty: Scalar,
-    ) -> Result<bool> {
-        if !self.fast_math || self.vector_isas.is_empty() {
-            return Ok(false);
-        }
-        let params = "v".repeat(arity);
-        let mut names = Vec::with_capacity(self.vector_isas.len());
-        for &(isa, bits) in &self.vector_isas {
+        args: &[BasicMetadataValueEnum<'ctx>],
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let f = self.intrinsic(l, &format!("llvm.{name}"), l.reg_ty(ty))?;
+        let scalar = f.get_name().to_str().map_err(|_| bug("intrinsic name"))?.to_string();
+        let c_name = if ty == Scalar::F32 { format!("{name}f") } else { name.to_string() };
+        let params = "v".repeat(args.len());
+        let mut names = Vec::with_capacity(l.vector_isas.len());
+        for &(isa, bits) in &l.vector_isas {
             let lanes = bits / ty.bits();
-            let name = format!("_ZGV{isa}N{lanes}{params}_{sym}");
-            self.declare_vector(&name, ty, lanes, arity)?;
-            names.push(format!("{name}({name})"));
+            let vector = format!("_ZGV{isa}N{lanes}{params}_{c_name}");
+            l.declare_vector(&vector, ty, lanes, args.len())?;
+            names.push(format!("_ZGV_LLVM_N{lanes}{params}_{scalar}({vector})"));
         }
-        let variants = self.cx.create_string_attribute(VARIANTS_ATTR, &names.join(","));
-        call.add_attribute(AttributeLoc::Function, variants);
-        // memory(none): no errno in fast-math mode.
-        call.add_attribute(
-            AttributeLoc::Function,
-            self.cx.create_enum_attribute(Attribute::get_named_enum_kind_id("memory"), 0),
-        );
-        call.add_attribute(AttributeLoc::Function, self.enum_attr("willreturn"));
-        Ok(true)
+        let c = self.b.build_call(f, args, "")?;
+        c.add_attribute(AttributeLoc::Function, self.cx.create_string_attribute(VARIANTS_ATTR, &names.join(",")));
+        self.fmf(l, c);
+        c.try_as_basic_value().basic().ok_or_else(|| bug("intrinsic without a result"))
     }
+}
 
+impl<'ctx> Lowering<'_, 'ctx> {
     /// Declares vector function `name` (`lanes` × `ty` per argument and
     /// result) and keeps it through the optimiser until the vectoriser
     /// asks for it (`llvm.compiler.used`, as LLVM's own mapping pass does).
