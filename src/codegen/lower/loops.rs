@@ -20,7 +20,7 @@ use inkwell::basic_block::BasicBlock;
 use inkwell::intrinsics::Intrinsic;
 use inkwell::module::Linkage;
 use inkwell::types::IntType;
-use inkwell::values::{BasicValueEnum, IntValue, PhiValue};
+use inkwell::values::{BasicValueEnum, InstructionValue, IntValue, PhiValue};
 use inkwell::{AddressSpace, IntPredicate};
 
 impl<'a, 'ctx> Lowering<'a, 'ctx> {
@@ -270,7 +270,48 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         self.proven.clear();
         done?;
         self.b.position_at_end(checked);
-        emit(self, l)
+        emit(self, l)?;
+        // The checked copy runs only when some access fails: not worth
+        // LLVM's time to vectorise or unroll (cold compile).
+        match self.b.get_insert_block().and_then(|bb| bb.get_terminator()) {
+            Some(latch) => self.keep_scalar(latch),
+            None => Err(bug("a versioned loop without a latch")),
+        }
+    }
+
+    /// Marks the loop whose back edge is `latch` as one LLVM must not
+    /// vectorise, interleave or unroll (`llvm.loop` metadata, a distinct
+    /// node that names itself first).
+    fn keep_scalar(&self, latch: InstructionValue<'ctx>) -> Result<()> {
+        use inkwell::llvm_sys::core::{
+            LLVMMDNodeInContext2, LLVMMDStringInContext2, LLVMMetadataAsValue, LLVMReplaceMDNodeOperandWith,
+            LLVMSetMetadata, LLVMValueAsMetadata,
+        };
+        use inkwell::values::AsValueRef;
+        let cx = self.cx.raw();
+        let flag = |name: &str, value: Option<BasicValueEnum<'ctx>>| unsafe {
+            let mut ops = vec![LLVMMDStringInContext2(cx, name.as_ptr().cast(), name.len())];
+            ops.extend(value.map(|v| LLVMValueAsMetadata(v.as_value_ref())));
+            LLVMMDNodeInContext2(cx, ops.as_mut_ptr(), ops.len())
+        };
+        let off = self.cx.bool_type().const_zero().into();
+        let one = self.cx.i32_type().const_int(1, false).into();
+        let mut ops = vec![
+            // A placeholder for the node itself: pointing operand 0 at
+            // the node makes LLVM take it out of uniquing (distinct).
+            flag("kiln.loop", None),
+            flag("llvm.loop.vectorize.enable", Some(off)),
+            flag("llvm.loop.interleave.count", Some(one)),
+            flag("llvm.loop.unroll.disable", None),
+        ];
+        unsafe {
+            let node = LLVMMDNodeInContext2(cx, ops.as_mut_ptr(), ops.len());
+            let as_value = LLVMMetadataAsValue(cx, node);
+            LLVMReplaceMDNodeOperandWith(as_value, 0, node);
+            let kind = self.cx.get_kind_id("llvm.loop");
+            LLVMSetMetadata(latch.as_value_ref(), kind, as_value);
+        }
+        Ok(())
     }
 
     pub(super) fn while_stmt(&mut self, l: &mut Lowering<'a, 'ctx>, body: crate::ir::Block) -> Result<()> {
