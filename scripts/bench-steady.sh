@@ -10,7 +10,7 @@
 #     gcc -O3 -march=native -fopenmp, with and without -ffast-math (glibc's
 #     libmvec), OMP_NUM_THREADS=THREADS: median of CALLS calls;
 #   - the same kernel in Quadrants 1.3.3 (scripts/steady/steady.py) with
-#     fast_math on (its default) and off, cpu_max_num_threads=2: median of
+#     fast_math on (its default) and off, cpu_max_num_threads=THREADS: median of
 #     CALLS calls (needs `make quadrants`);
 #   - saxpy over 16M f32 (scripts/steady/saxpy16m.kir) against the C triad
 #     in steady.c: the memory-bound floor.
@@ -65,7 +65,7 @@ c() {
 # quadrants on|off: ms per call.
 quadrants() {
   local out=() r
-  for r in $(seq "$REPS"); do out+=("$("$PY" scripts/steady/steady.py "$1" "$CALLS" 2>/dev/null | tail -1)"); done
+  for r in $(seq "$REPS"); do out+=("$("$PY" scripts/steady/steady.py "$1" "$CALLS" "$THREADS" 2>/dev/null | tail -1)"); done
   median "${out[@]}"
 }
 

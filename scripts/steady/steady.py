@@ -1,6 +1,7 @@
 # The eight-loop kernel of scripts/bench-steady.sh in Quadrants 1.3.3 (the
-# twin of steady.kir and steady.c), on the CPU with 2 threads.
-# Usage: python steady.py on|off CALLS   (fast_math on or off)
+# twin of steady.kir and steady.c), on the CPU.
+# Usage: python steady.py on|off CALLS [THREADS]   (fast_math on or off;
+# default 2 threads)
 # Prints the median milliseconds per call of CALLS calls (after one).
 import statistics
 import sys
@@ -8,7 +9,8 @@ import time
 
 import quadrants as qd
 
-qd.init(arch=qd.cpu, cpu_max_num_threads=2, fast_math=sys.argv[1] == "on", offline_cache=False)
+threads = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+qd.init(arch=qd.cpu, cpu_max_num_threads=threads, fast_math=sys.argv[1] == "on", offline_cache=False)
 N = 1 << 20
 x, a, b, c, d, e, f, g, h = (qd.field(qd.f32, shape=N) for _ in range(9))
 
