@@ -11,7 +11,7 @@ CARGO ?= cargo
 DEBUG_BIN := $(CURDIR)/target/debug
 RELEASE_BIN := $(CURDIR)/target/release
 
-.PHONY: all deps deps-static deps-bench build build-release install test test-fmt test-clippy test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench clean quadrants test-quadrants quadrants-captured
+.PHONY: all deps deps-static deps-bench build build-release install test test-fmt test-clippy test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench accuracy clean quadrants test-quadrants quadrants-captured
 
 all: build
 
@@ -168,6 +168,13 @@ demo: build-release
 
 bench: deps-bench
 	@bash scripts/bench.sh
+
+# The accuracy of --fast-math's math (glibc's libmvec, vectorised) over
+# every f32 input, through the JIT, against f64: a Markdown table for
+# docs/performance.md ("Fast-math accuracy"). Slow (minutes per function);
+# `make test` runs a sample of it (tests/fast_math_accuracy.rs).
+accuracy: deps-static
+	$(CARGO) run --release --example accuracy
 
 clean:
 	$(CARGO) clean

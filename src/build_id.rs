@@ -35,6 +35,7 @@ pub const BUILD_INPUTS: &[&str] = &[
     "src/codegen/mod.rs",
     "src/codegen/abi.rs",
     "src/codegen/lower.rs",
+    "src/codegen/lower",
     "src/codegen/sites.rs",
     "src/jit/runtime.rs",
     "src/ir",

@@ -145,7 +145,7 @@ pub struct ConfigArgs {
     #[arg(short = 'O', value_name = "LEVEL", default_value = "2", value_parser = parse_opt_level)]
     pub opt: OptLevel,
 
-    /// Allow LLVM's fast-math transformations (part of every key; results may differ from the interpreter's)
+    /// Allow LLVM's fast-math transformations, and vectorise math calls to glibc's libmvec (part of every key; results may differ from the interpreter's)
     #[arg(long)]
     pub fast_math: bool,
 

@@ -14,12 +14,17 @@
 //! emit an instruction whose result can be undefined on some input, or
 //! touch a target machine (see `codegen::target`).
 
+mod access;
+mod loops;
+mod vecmath;
+mod versioning;
+
 use super::sites::{Numbering, NO_STMT};
 use super::CodegenError;
 use crate::config::CompileConfig;
 use crate::ir::{
-    AtomicOp, BinOp, Body, Bound, CmpOp, Const, Field, Func, Name, Scalar, SecondaryMap, Stmt, StmtKind, TaskKind,
-    Type, UnOp, Value, ValueDef,
+    BinOp, Body, CmpOp, Const, Field, Func, Name, Scalar, SecondaryMap, Stmt, StmtKind, TaskKind, Type, UnOp, Value,
+    ValueDef,
 };
 use inkwell::attributes::{Attribute, AttributeLoc};
 use inkwell::basic_block::BasicBlock;
@@ -28,13 +33,13 @@ use inkwell::context::Context;
 use inkwell::intrinsics::Intrinsic;
 use inkwell::llvm_sys;
 use inkwell::module::{Linkage, Module};
-use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum, IntType, StructType};
+use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum, StructType};
 use inkwell::values::{
     AsValueRef, BasicMetadataValueEnum, BasicValue, BasicValueEnum, FloatValue, FunctionValue, InstructionValue,
-    IntValue, PhiValue, PointerValue,
+    IntValue, PointerValue,
 };
 use inkwell::{AddressSpace, AtomicOrdering, FloatPredicate, IntPredicate};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::ir::MAX_RANK;
 
@@ -88,6 +93,9 @@ pub struct Lowering<'a, 'ctx> {
     /// LLVM's constant folder (see [`FnCx::float_constant`]); `None` on
     /// targets without one.
     float_barrier: Option<&'static str>,
+    /// The vector ISAs the target allows libm's vector variants in
+    /// (`lower::vecmath`), as (ABI letter, bits).
+    vector_isas: Vec<(char, u32)>,
 }
 
 impl<'a, 'ctx> Lowering<'a, 'ctx> {
@@ -117,6 +125,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
             numbering: Numbering::default(),
             cpu_attr: cx.create_string_attribute("target-cpu", cpu),
             features_attr: cx.create_string_attribute("target-features", features),
+            vector_isas: vecmath::vector_isas(triple, features),
             float_barrier: if triple.starts_with("x86_64") || triple.starts_with("i686") {
                 Some("=x,0")
             } else if triple.starts_with("aarch64") {
@@ -245,57 +254,6 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         }
     }
 
-    /// The private, cold reporter of an out-of-bounds access: the first
-    /// error claims the slot (compare-and-swap of its state), later ones
-    /// are dropped.
-    fn oob_fn(&mut self) -> Result<FunctionValue<'ctx>> {
-        if let Some(f) = self.oob {
-            return Ok(f);
-        }
-        let cx = self.cx;
-        let ptr = cx.ptr_type(AddressSpace::default());
-        let i32t = cx.i32_type();
-        let i64t = cx.i64_type();
-        // (context, field, rank, statement, index...)
-        let mut params: Vec<BasicMetadataTypeEnum> = vec![ptr.into(), i32t.into(), i32t.into(), i32t.into()];
-        params.extend(std::iter::repeat_n(BasicMetadataTypeEnum::from(i64t), MAX_RANK));
-        let f = self.module.add_function("kiln.oob", cx.void_type().fn_type(&params, false), Some(Linkage::Private));
-        self.set_fn_attrs(f);
-        f.add_attribute(AttributeLoc::Function, self.enum_attr("cold"));
-        f.add_attribute(AttributeLoc::Function, self.enum_attr("noinline"));
-        let b = cx.create_builder();
-        let entry = cx.append_basic_block(f, "entry");
-        let claim = cx.append_basic_block(f, "claim");
-        let done = cx.append_basic_block(f, "done");
-        b.position_at_end(entry);
-        let ctx = f.get_nth_param(0).unwrap().into_pointer_value();
-        let slot_pp = b.build_struct_gep(self.ctx_ty, ctx, CTX_ERROR, "err.pp")?;
-        let slot = b.build_load(ptr, slot_pp, "err")?.into_pointer_value();
-        let r = b.build_cmpxchg(
-            slot,
-            i32t.const_zero(),
-            i32t.const_int(1, false),
-            AtomicOrdering::Monotonic,
-            AtomicOrdering::Monotonic,
-        )?;
-        let won = b.build_extract_value(r, 1, "won")?.into_int_value();
-        b.build_conditional_branch(won, claim, done)?;
-        b.position_at_end(claim);
-        let i8t = cx.i8_type();
-        let at = |off: u64| unsafe { b.build_in_bounds_gep(i8t, slot, &[i64t.const_int(off, false)], "") };
-        b.build_store(at(ERR_FIELD_OFFSET)?, f.get_nth_param(1).unwrap())?;
-        b.build_store(at(ERR_RANK_OFFSET)?, f.get_nth_param(2).unwrap())?;
-        b.build_store(at(ERR_STMT_OFFSET)?, f.get_nth_param(3).unwrap())?;
-        for k in 0..MAX_RANK {
-            b.build_store(at(ERR_INDEX_OFFSET + 8 * k as u64)?, f.get_nth_param(4 + k as u32).unwrap())?;
-        }
-        b.build_unconditional_branch(done)?;
-        b.position_at_end(done);
-        b.build_return(None)?;
-        self.oob = Some(f);
-        Ok(f)
-    }
-
     fn define_func(&mut self, f: &'a Func) -> Result<()> {
         let (fv, _) = self.funcs[f.name.as_str()];
         let mut fx = FnCx::new(self, fv, &f.body, Exit::Func(f.ret))?;
@@ -311,182 +269,6 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
             fx.ret_default(self)?;
         }
         fx.finish()
-    }
-
-    /// Defines the entry function `symbol` of a task (signature and context
-    /// in `docs/runtime.md`), in phases: the entry and its prologue, the
-    /// parameters, the chunk and what the launcher guarantees about it,
-    /// then the body in the task's iteration space.
-    pub fn add_task(&mut self, symbol: &str, task: &TaskSource<'a>) -> Result<()> {
-        let (mut fx, exit) = self.task_entry(symbol, task.body)?;
-        self.load_params(&mut fx, task)?;
-        let (begin, end) = self.load_chunk(&mut fx)?;
-        self.assume_chunk(&mut fx, task.kind, begin, end)?;
-        let start = fx.start;
-        fx.b.position_at_end(start);
-        match task.kind {
-            TaskKind::Serial => {
-                fx.block(self, task.block)?;
-                if fx.open() {
-                    fx.b.build_unconditional_branch(exit)?;
-                }
-            }
-            TaskKind::RangeFor { var, .. } => self.range_for_loop(&mut fx, task, *var, begin, end)?,
-            TaskKind::StructFor { vars, field, .. } => self.struct_for_loop(&mut fx, task, vars, field, begin, end)?,
-        }
-        fx.b.position_at_end(exit);
-        fx.b.build_return(None)?;
-        fx.finish()
-    }
-
-    /// The entry function `void symbol(ptr noalias ctx)` with its body's
-    /// statement numbers, and the block every exit of it goes to.
-    fn task_entry(&mut self, symbol: &str, body: &'a Body) -> Result<(FnCx<'a, 'ctx>, BasicBlock<'ctx>)> {
-        let cx = self.cx;
-        let ptr = cx.ptr_type(AddressSpace::default());
-        let fv =
-            self.module.add_function(symbol, cx.void_type().fn_type(&[ptr.into()], false), Some(Linkage::External));
-        self.set_fn_attrs(fv);
-        fv.add_attribute(AttributeLoc::Param(0), self.enum_attr("noalias"));
-        let mut fx = FnCx::new(self, fv, body, Exit::Func(None))?;
-        fx.stmt_no = self.numbering.number(body);
-        let exit = cx.append_basic_block(fv, "exit");
-        fx.exit = Exit::Entry(exit);
-        fx.abort = Some(exit);
-        Ok((fx, exit))
-    }
-
-    /// Reads the task's parameters from their 64-bit slots, once, in the
-    /// prologue.
-    fn load_params(&self, fx: &mut FnCx<'a, 'ctx>, task: &TaskSource<'a>) -> Result<()> {
-        let cx = self.cx;
-        let ptr = cx.ptr_type(AddressSpace::default());
-        let i64t = cx.i64_type();
-        let params_pp = fx.pb.build_struct_gep(self.ctx_ty, fx.ctx, CTX_PARAMS, "params.pp")?;
-        let params = fx.pb.build_load(ptr, params_pp, "params")?.into_pointer_value();
-        for (k, &v) in task.params.iter().enumerate() {
-            let ty = task.body.ty(v).scalar().ok_or_else(|| bug("slot-typed parameter"))?;
-            let at = unsafe { fx.pb.build_in_bounds_gep(i64t, params, &[i64t.const_int(k as u64, false)], "") }?;
-            let raw = fx.pb.build_load(i64t, at, "")?.into_int_value();
-            let val: BasicValueEnum = match ty {
-                Scalar::I64 => raw.into(),
-                Scalar::I32 | Scalar::I1 => fx.pb.build_int_truncate(raw, self.reg_ty(ty).into_int_type(), "")?.into(),
-                Scalar::F64 => fx.pb.build_bit_cast(raw, cx.f64_type(), "")?,
-                Scalar::F32 => {
-                    let lo = fx.pb.build_int_truncate(raw, cx.i32_type(), "")?;
-                    fx.pb.build_bit_cast(lo, cx.f32_type(), "")?
-                }
-            };
-            fx.vals[v] = Some(val);
-        }
-        Ok(())
-    }
-
-    /// The chunk `[begin, end)` of linear iterations, from the context.
-    fn load_chunk(&self, fx: &mut FnCx<'a, 'ctx>) -> Result<(IntValue<'ctx>, IntValue<'ctx>)> {
-        let i64t = self.cx.i64_type();
-        let begin_p = fx.pb.build_struct_gep(self.ctx_ty, fx.ctx, CTX_BEGIN, "begin.p")?;
-        let end_p = fx.pb.build_struct_gep(self.ctx_ty, fx.ctx, CTX_END, "end.p")?;
-        let begin = fx.pb.build_load(i64t, begin_p, "begin")?.into_int_value();
-        let end = fx.pb.build_load(i64t, end_p, "end")?.into_int_value();
-        Ok((begin, end))
-    }
-
-    /// What the launcher guarantees about a chunk (docs/runtime.md), told
-    /// to LLVM so it can drop bounds checks the iteration space already
-    /// implies (and then vectorise).
-    fn assume_chunk(
-        &self,
-        fx: &mut FnCx<'a, 'ctx>,
-        kind: &TaskKind,
-        begin: IntValue<'ctx>,
-        end: IntValue<'ctx>,
-    ) -> Result<()> {
-        let (lo, hi) = match kind {
-            TaskKind::Serial => return Ok(()),
-            TaskKind::RangeFor { lo, hi, .. } => (
-                if let Bound::Const(c) = lo { Some(*c) } else { None },
-                if let Bound::Const(c) = hi { Some(*c) } else { None },
-            ),
-            TaskKind::StructFor { field, .. } => {
-                let len = self.fields.iter().find(|f| f.name == *field).map(|f| f.len());
-                (Some(0), len.and_then(|n| i64::try_from(n).ok()))
-            }
-        };
-        let i64t = self.cx.i64_type();
-        let assume = Intrinsic::find("llvm.assume")
-            .and_then(|i| i.get_declaration(&self.module, &[]))
-            .ok_or_else(|| bug("llvm.assume not found"))?;
-        let mut facts = vec![fx.pb.build_int_compare(IntPredicate::SLE, begin, end, "")?];
-        if let Some(lo) = lo {
-            facts.push(fx.pb.build_int_compare(IntPredicate::SGE, begin, i64t.const_int(lo as u64, true), "")?);
-        }
-        if let Some(hi) = hi {
-            facts.push(fx.pb.build_int_compare(IntPredicate::SLE, end, i64t.const_int(hi as u64, true), "")?);
-        }
-        for f in facts {
-            fx.pb.build_call(assume, &[f.into()], "")?;
-        }
-        Ok(())
-    }
-
-    /// A `range_for` body over the chunk: the linear index is the loop
-    /// variable, truncated to its type.
-    fn range_for_loop(
-        &mut self,
-        fx: &mut FnCx<'a, 'ctx>,
-        task: &TaskSource<'a>,
-        var: Value,
-        begin: IntValue<'ctx>,
-        end: IntValue<'ctx>,
-    ) -> Result<()> {
-        let vty = task.body.ty(var).scalar().ok_or_else(|| bug("loop variable type"))?;
-        fx.chunk_loop(self, task.block, begin, end, |fx, _l, lin| {
-            let v = fx.b.build_int_truncate_or_bit_cast(lin, fx_int_ty(fx.cx, vty), "")?;
-            Ok(vec![(var, v)])
-        })
-    }
-
-    /// A `struct_for` body over the chunk: the linear index split into the
-    /// field's indices, row-major (the last varies fastest).
-    fn struct_for_loop(
-        &mut self,
-        fx: &mut FnCx<'a, 'ctx>,
-        task: &TaskSource<'a>,
-        vars: &[Value],
-        field: &Name,
-        begin: IntValue<'ctx>,
-        end: IntValue<'ctx>,
-    ) -> Result<()> {
-        let f = self
-            .fields
-            .iter()
-            .find(|f| f.name == *field)
-            .ok_or_else(|| CodegenError::new(format!("struct_for over unknown field @{field}")))?;
-        let shape = f.shape.clone();
-        let var_tys: Vec<(Value, Scalar)> = vars
-            .iter()
-            .map(|&v| Ok((v, task.body.ty(v).scalar().ok_or_else(|| bug("loop variable type"))?)))
-            .collect::<Result<_>>()?;
-        let i64t = self.cx.i64_type();
-        fx.chunk_loop(self, task.block, begin, end, |fx, _l, lin| {
-            // `lin` is below the field's length, so what is left after the
-            // inner dimensions is the outermost index itself.
-            let mut out = Vec::with_capacity(var_tys.len());
-            let mut rest = lin;
-            for (d, &(v, ty)) in var_tys.iter().enumerate().rev() {
-                let idx = if d == 0 {
-                    rest
-                } else {
-                    let ext = i64t.const_int(shape.get(d).copied().unwrap_or(1), false);
-                    let idx = fx.b.build_int_unsigned_rem(rest, ext, "")?;
-                    rest = fx.b.build_int_unsigned_div(rest, ext, "")?;
-                    idx
-                };
-                out.push((v, fx.b.build_int_truncate_or_bit_cast(idx, fx_int_ty(fx.cx, ty), "")?));
-            }
-            Ok(out)
-        })
     }
 
     /// Checks the module (a failure is a bug in this lowering).
@@ -536,6 +318,11 @@ struct FnCx<'a, 'ctx> {
     /// the one being lowered.
     stmt_no: SecondaryMap<Stmt, u32>,
     cur_stmt: u32,
+    /// The statement being lowered, and the accesses whose bounds the
+    /// enclosing versioned loop's test proved (`lower::versioning`): empty
+    /// outside the fast copy of such a loop.
+    cur: Option<Stmt>,
+    proven: HashSet<Stmt>,
 }
 
 impl<'a, 'ctx> FnCx<'a, 'ctx> {
@@ -567,6 +354,8 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             abort: None,
             stmt_no: SecondaryMap::with_default(NO_STMT),
             cur_stmt: NO_STMT,
+            cur: None,
+            proven: HashSet::new(),
         })
     }
 
@@ -672,6 +461,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         for &s in self.body.block(blk) {
             self.ensure_open();
             self.cur_stmt = self.stmt_no[s];
+            self.cur = Some(s);
             self.stmt(l, s)?;
         }
         Ok(())
@@ -709,7 +499,9 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
     /// functions Rust's `f32::sin`/`f64::sin` end in, so the interpreter
     /// and the JIT agree bit for bit. `nobuiltin` keeps LLVM from
     /// rewriting the call into a different but not bit-identical one
-    /// (e.g. `pow(2, x)` into `exp2(x)`).
+    /// (e.g. `pow(2, x)` into `exp2(x)`). In fast-math mode on a target
+    /// with vector math, the call that vectorises instead
+    /// (`lower::vecmath`).
     fn call_libm(
         &self,
         l: &Lowering<'a, 'ctx>,
@@ -717,6 +509,9 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         ty: Scalar,
         args: &[BasicMetadataValueEnum<'ctx>],
     ) -> Result<BasicValueEnum<'ctx>> {
+        if l.fast_math && !l.vector_isas.is_empty() {
+            return self.call_vector_math(l, name, ty, args);
+        }
         let sym = if ty == Scalar::F32 { format!("{name}f") } else { name.to_string() };
         let t = l.reg_ty(ty);
         let f = match l.module.get_function(&sym) {
@@ -828,72 +623,6 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         })
     }
 
-    /// `load @x[...]` (an `i1` element is a byte, compared with zero).
-    fn load(&mut self, l: &mut Lowering<'a, 'ctx>, r: &crate::ir::FieldRef) -> Result<BasicValueEnum<'ctx>> {
-        let (ptr, elem) = self.address(l, r)?;
-        let raw = self.b.build_load(l.mem_ty(elem), ptr, "")?;
-        Ok(if elem == Scalar::I1 {
-            let z = self.cx.i8_type().const_zero();
-            self.b.build_int_compare(IntPredicate::NE, raw.into_int_value(), z, "")?.into()
-        } else {
-            raw
-        })
-    }
-
-    /// `store @x[...], %v` (an `i1` is stored as a byte 0 or 1).
-    fn store(&mut self, l: &mut Lowering<'a, 'ctx>, r: &crate::ir::FieldRef, v: Value) -> Result<()> {
-        let (ptr, elem) = self.address(l, r)?;
-        let mut val = self.val(v)?;
-        if elem == Scalar::I1 {
-            val = self.b.build_int_z_extend(val.into_int_value(), self.cx.i8_type(), "")?.into();
-        }
-        self.b.build_store(ptr, val)?;
-        Ok(())
-    }
-
-    /// `atomic OP @x[...], %v`: an `atomicrmw`, or a compare-and-swap loop
-    /// for float `min`/`max`; returns the old value.
-    fn atomic(
-        &mut self,
-        l: &mut Lowering<'a, 'ctx>,
-        op: AtomicOp,
-        r: &crate::ir::FieldRef,
-        v: Value,
-    ) -> Result<BasicValueEnum<'ctx>> {
-        let (ptr, elem) = self.address(l, r)?;
-        let val = self.val(v)?;
-        use llvm_sys::LLVMAtomicRMWBinOp::*;
-        let rmw = match (op, elem.is_float()) {
-            (AtomicOp::Add, false) => LLVMAtomicRMWBinOpAdd,
-            (AtomicOp::Min, false) => LLVMAtomicRMWBinOpMin,
-            (AtomicOp::Max, false) => LLVMAtomicRMWBinOpMax,
-            (AtomicOp::And, false) => LLVMAtomicRMWBinOpAnd,
-            (AtomicOp::Or, false) => LLVMAtomicRMWBinOpOr,
-            (AtomicOp::Xor, false) => LLVMAtomicRMWBinOpXor,
-            (AtomicOp::Add, true) => LLVMAtomicRMWBinOpFAdd,
-            // No atomicrmw has the minimumNumber semantics of the
-            // `min`/`max` operators: a compare-and-swap loop.
-            (AtomicOp::Min | AtomicOp::Max, true) => {
-                return self.float_cas_loop(l, ptr, elem, val.into_float_value(), op == AtomicOp::Min);
-            }
-            (op, true) => return Err(CodegenError::new(format!("atomic {} on a float field", op.keyword()))),
-        };
-        if elem == Scalar::I1 {
-            return Err(CodegenError::new(format!("atomic {} on an i1 field", op.keyword())));
-        }
-        let old = unsafe {
-            llvm_sys::core::LLVMBuildAtomicRMW(
-                self.b.as_mut_ptr(),
-                rmw,
-                ptr.as_value_ref(),
-                val.as_value_ref(),
-                llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
-                0,
-            )
-        };
-        Ok(unsafe { BasicValueEnum::new(old) })
-    }
-
     /// `alloca`, and loads and stores of a slot.
     fn slot_stmt(&mut self, l: &mut Lowering<'a, 'ctx>, kind: &StmtKind) -> Result<Option<BasicValueEnum<'ctx>>> {
         Ok(match kind {
@@ -958,161 +687,6 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         }
         self.b.position_at_end(join);
         Ok(())
-    }
-
-    fn for_stmt(
-        &mut self,
-        l: &mut Lowering<'a, 'ctx>,
-        var: Value,
-        lo: &Bound,
-        hi: &Bound,
-        body: crate::ir::Block,
-    ) -> Result<()> {
-        let ty = self.scalar(var)?;
-        let ity = fx_int_ty(self.cx, ty);
-        let lo = self.bound(l, lo, ity)?;
-        let hi = self.bound(l, hi, ity)?;
-        let exit = self.cx.append_basic_block(self.func, "for.exit");
-        // The KIR name, for readable `--emit=llvm` (prefixed: a numeric
-        // name like `%0` must not look like LLVM's own numbering).
-        let lp = self.open_counted_loop("for", ity, &format!("v.{}", self.body.name(var)), hi, exit)?;
-        self.vals[var] = Some(lp.iv.into());
-        self.loops.push((lp.latch, exit));
-        self.block(l, body)?;
-        self.loops.pop();
-        self.close_counted_loop(&lp, ity, lo)?;
-        self.b.position_at_end(exit);
-        Ok(())
-    }
-
-    fn while_stmt(&mut self, l: &mut Lowering<'a, 'ctx>, body: crate::ir::Block) -> Result<()> {
-        let head = self.cx.append_basic_block(self.func, "while.body");
-        let exit = self.cx.append_basic_block(self.func, "while.exit");
-        self.b.build_unconditional_branch(head)?;
-        self.b.position_at_end(head);
-        self.loops.push((head, exit));
-        self.block(l, body)?;
-        self.loops.pop();
-        if self.open() {
-            self.b.build_unconditional_branch(head)?;
-        }
-        self.b.position_at_end(exit);
-        Ok(())
-    }
-
-    fn bound(
-        &mut self,
-        l: &Lowering<'a, 'ctx>,
-        b: &Bound,
-        ity: inkwell::types::IntType<'ctx>,
-    ) -> Result<IntValue<'ctx>> {
-        let v = match b {
-            Bound::Const(c) => return Ok(ity.const_int(*c as u64, true)),
-            Bound::Value(v) => self.ival(*v)?,
-            Bound::Field(name, _) => {
-                let pos = *l
-                    .field_pos
-                    .get(name.as_str())
-                    .ok_or_else(|| CodegenError::new(format!("loop bound reads unknown field @{name}")))?;
-                let f = l.fields[pos as usize];
-                if !f.elem.is_int() || !f.shape.is_empty() {
-                    return Err(CodegenError::new(format!("loop bound @{name} is not a 0-D integer field")));
-                }
-                let base = self.base(l, pos)?;
-                let raw = self.b.build_load(l.mem_ty(f.elem), base, "")?.into_int_value();
-                if f.elem == Scalar::I1 {
-                    return Ok(self.b.build_int_z_extend_or_bit_cast(raw, ity, "")?);
-                }
-                raw
-            }
-        };
-        Ok(self.b.build_int_cast_sign_flag(v, ity, true, "")?)
-    }
-
-    /// The address of a field element, after the bounds check (when on).
-    fn address(&mut self, l: &mut Lowering<'a, 'ctx>, r: &crate::ir::FieldRef) -> Result<(PointerValue<'ctx>, Scalar)> {
-        let pos = *l
-            .field_pos
-            .get(r.field.as_str())
-            .ok_or_else(|| CodegenError::new(format!("unknown field @{}", r.field)))?;
-        let f = l.fields[pos as usize];
-        if r.indices.len() != f.shape.len() {
-            return Err(CodegenError::new(format!(
-                "@{} has rank {} but is indexed with {} indices",
-                f.name,
-                f.shape.len(),
-                r.indices.len()
-            )));
-        }
-        let i64t = self.cx.i64_type();
-        let mut idx = Vec::with_capacity(r.indices.len());
-        for &v in &r.indices {
-            let i = self.ival(v)?;
-            let t = self.scalar(v)?;
-            idx.push(if t == Scalar::I1 {
-                self.b.build_int_z_extend(i, i64t, "")?
-            } else {
-                self.b.build_int_s_extend_or_bit_cast(i, i64t, "")?
-            });
-        }
-        if l.bounds_checks {
-            let mut ok: Option<IntValue> = None;
-            for (d, &i) in idx.iter().enumerate() {
-                let c = self.b.build_int_compare(IntPredicate::ULT, i, i64t.const_int(f.shape[d], false), "")?;
-                ok = Some(match ok {
-                    None => c,
-                    Some(o) => self.b.build_and(o, c, "")?,
-                });
-            }
-            if let Some(ok) = ok {
-                let fail = self.cx.append_basic_block(self.func, "oob");
-                let cont = self.cx.append_basic_block(self.func, "inbounds");
-                let br = self.b.build_conditional_branch(ok, cont, fail)?;
-                self.branch_weights(br, 1 << 20, 1)?;
-                self.b.position_at_end(fail);
-                let oob = l.oob_fn()?;
-                let mut args: Vec<BasicMetadataValueEnum> = vec![
-                    self.ctx.into(),
-                    self.cx.i32_type().const_int(pos as u64, false).into(),
-                    self.cx.i32_type().const_int(idx.len() as u64, false).into(),
-                    self.cx.i32_type().const_int(self.cur_stmt as u64, false).into(),
-                ];
-                for k in 0..MAX_RANK {
-                    args.push(idx.get(k).copied().unwrap_or(i64t.const_zero()).into());
-                }
-                self.b.build_call(oob, &args, "")?;
-                let abort = self.abort_block(l)?;
-                self.b.build_unconditional_branch(abort)?;
-                self.b.position_at_end(cont);
-            }
-        }
-        let mut lin = i64t.const_zero();
-        for (d, &i) in idx.iter().enumerate() {
-            lin = if d == 0 {
-                i
-            } else {
-                let m = self.b.build_int_mul(lin, i64t.const_int(f.shape[d], false), "")?;
-                self.b.build_int_add(m, i, "")?
-            };
-        }
-        let base = self.base(l, pos)?;
-        let ptr = if l.bounds_checks {
-            unsafe { self.b.build_in_bounds_gep(l.mem_ty(f.elem), base, &[lin], "") }?
-        } else {
-            unsafe { self.b.build_gep(l.mem_ty(f.elem), base, &[lin], "") }?
-        };
-        Ok((ptr, f.elem))
-    }
-
-    fn branch_weights(&self, br: InstructionValue<'ctx>, taken: u32, not_taken: u32) -> Result<()> {
-        let i32t = self.cx.i32_type();
-        let md = self.cx.metadata_node(&[
-            self.cx.metadata_string("branch_weights").into(),
-            i32t.const_int(taken as u64, false).into(),
-            i32t.const_int(not_taken as u64, false).into(),
-        ]);
-        let kind = self.cx.get_kind_id("prof");
-        br.set_metadata(md, kind).map_err(|e| bug(format!("{e:?}")))
     }
 
     fn call(
@@ -1375,114 +949,4 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let quieted = self.b.build_bit_cast(quieted, l.reg_ty(ty), "")?;
         Ok(self.b.build_select(both, quieted, r, "")?)
     }
-
-    /// `old = *ptr; *ptr = min(old, v)` (or `max`) atomically, as a
-    /// compare-and-swap loop on the bits; returns `old`.
-    fn float_cas_loop(
-        &mut self,
-        l: &Lowering<'a, 'ctx>,
-        ptr: PointerValue<'ctx>,
-        elem: Scalar,
-        v: FloatValue<'ctx>,
-        min: bool,
-    ) -> Result<BasicValueEnum<'ctx>> {
-        let ity = fx_int_ty(self.cx, if elem == Scalar::F32 { Scalar::I32 } else { Scalar::I64 });
-        let fty = l.reg_ty(elem);
-        let pre = self.b.get_insert_block().ok_or_else(|| bug("no insert block"))?;
-        let first = self.b.build_load(ity, ptr, "cas.first")?;
-        let first_i = first.as_instruction_value().ok_or_else(|| bug("load is not an instruction"))?;
-        first_i.set_atomic_ordering(AtomicOrdering::Monotonic).map_err(|e| bug(format!("{e:?}")))?;
-        first_i.set_alignment(elem.size_bytes() as u32).map_err(|e| bug(format!("{e:?}")))?;
-        let head = self.cx.append_basic_block(self.func, "cas.loop");
-        let done = self.cx.append_basic_block(self.func, "cas.done");
-        self.b.build_unconditional_branch(head)?;
-        self.b.position_at_end(head);
-        let phi = self.b.build_phi(ity, "cas.old")?;
-        let old = phi.as_basic_value().into_int_value();
-        let oldf = self.b.build_bit_cast(old, fty, "")?;
-        let newf = self.float_min_max(l, min, elem, oldf.into_float_value(), v)?;
-        let new = self.b.build_bit_cast(newf, ity, "")?.into_int_value();
-        let pair = self.b.build_cmpxchg(ptr, old, new, AtomicOrdering::Monotonic, AtomicOrdering::Monotonic)?;
-        let seen = self.b.build_extract_value(pair, 0, "")?.into_int_value();
-        let ok = self.b.build_extract_value(pair, 1, "")?.into_int_value();
-        self.b.build_conditional_branch(ok, done, head)?;
-        phi.add_incoming(&[(&first.into_int_value(), pre), (&seen, head)]);
-        self.b.position_at_end(done);
-        Ok(self.b.build_bit_cast(old, fty, "")?)
-    }
-
-    /// The loop of a parallel task entry over linear indices
-    /// `[begin, end)`; `vars` maps a linear index to the task's variables.
-    fn chunk_loop(
-        &mut self,
-        l: &mut Lowering<'a, 'ctx>,
-        block: crate::ir::Block,
-        begin: IntValue<'ctx>,
-        end: IntValue<'ctx>,
-        vars: impl Fn(&mut Self, &Lowering<'a, 'ctx>, IntValue<'ctx>) -> Result<Vec<(Value, IntValue<'ctx>)>>,
-    ) -> Result<()> {
-        let Exit::Entry(exit) = self.exit else { return Err(bug("chunk loop outside an entry")) };
-        let i64t = self.cx.i64_type();
-        let lp = self.open_counted_loop("chunk", i64t, "lin", end, exit)?;
-        for (v, iv) in vars(self, l, lp.iv)? {
-            self.vals[v] = Some(iv.into());
-        }
-        // `ret` in a parallel task's body ends its iteration, and so does
-        // `continue` (the verifier refuses `break` there: its iterations
-        // run independently).
-        self.exit = Exit::Entry(lp.latch);
-        self.loops.push((lp.latch, exit));
-        self.block(l, block)?;
-        self.loops.pop();
-        self.exit = Exit::Entry(exit);
-        self.close_counted_loop(&lp, i64t, begin)
-    }
-
-    /// Starts a counted loop `iv in [start, end)` (start supplied when it is
-    /// closed): head with the induction phi, the test against `end` that
-    /// leaves to `exit`, and the body block, where the builder is left.
-    fn open_counted_loop(
-        &mut self,
-        prefix: &str,
-        ty: IntType<'ctx>,
-        iv_name: &str,
-        end: IntValue<'ctx>,
-        exit: BasicBlock<'ctx>,
-    ) -> Result<CountedLoop<'ctx>> {
-        let pre = self.b.get_insert_block().ok_or_else(|| bug("no insert block"))?;
-        let head = self.cx.append_basic_block(self.func, &format!("{prefix}.head"));
-        let body_bb = self.cx.append_basic_block(self.func, &format!("{prefix}.body"));
-        let latch = self.cx.append_basic_block(self.func, &format!("{prefix}.latch"));
-        self.b.build_unconditional_branch(head)?;
-        self.b.position_at_end(head);
-        let phi = self.b.build_phi(ty, iv_name)?;
-        let iv = phi.as_basic_value().into_int_value();
-        let go = self.b.build_int_compare(IntPredicate::SLT, iv, end, "")?;
-        self.b.build_conditional_branch(go, body_bb, exit)?;
-        self.b.position_at_end(body_bb);
-        Ok(CountedLoop { pre, head, latch, phi, iv })
-    }
-
-    /// Ends a counted loop's body: falls into the latch (unless the body
-    /// already left), steps the variable and closes the phi with `start`.
-    fn close_counted_loop(&mut self, lp: &CountedLoop<'ctx>, ty: IntType<'ctx>, start: IntValue<'ctx>) -> Result<()> {
-        if self.open() {
-            self.b.build_unconditional_branch(lp.latch)?;
-        }
-        self.b.position_at_end(lp.latch);
-        // `iv < end` held, so `iv + 1` cannot overflow.
-        let next = self.b.build_int_nsw_add(lp.iv, ty.const_int(1, false), "")?;
-        self.b.build_unconditional_branch(lp.head)?;
-        lp.phi.add_incoming(&[(&start, lp.pre), (&next, lp.latch)]);
-        Ok(())
-    }
-}
-
-/// The blocks and induction variable of a counted loop being emitted.
-struct CountedLoop<'ctx> {
-    pre: BasicBlock<'ctx>,
-    head: BasicBlock<'ctx>,
-    latch: BasicBlock<'ctx>,
-    phi: PhiValue<'ctx>,
-    iv: IntValue<'ctx>,
 }

@@ -268,6 +268,9 @@ impl Jit {
         if object.is_empty() {
             return Err(JitError::new(JitErrorKind::Add, "the object is empty"));
         }
+        if names_vector_math(object) {
+            load_vector_math()?;
+        }
         let n = DYLIB_COUNTER.fetch_add(1, Ordering::Relaxed);
         let clean: String = hint.chars().map(|c| if c.is_ascii_graphic() { c } else { '_' }).collect();
         let name = format!("{clean}#{n}");
@@ -376,4 +379,33 @@ impl Jit {
             Err(_) => Err(JitError::new(JitErrorKind::Link, "the lookup never completed")),
         }
     }
+}
+
+/// Whether an object names a function of glibc's vector math library
+/// (fast-math code, `codegen::lower::vecmath`): its symbols all start with
+/// the vector function ABI's `_ZGV`. A false positive only loads the
+/// library for nothing.
+fn names_vector_math(object: &[u8]) -> bool {
+    object.windows(4).any(|w| w == b"_ZGV")
+}
+
+/// Loads libmvec into the process, once, where the dylibs' process search
+/// finds its symbols (`RTLD_GLOBAL`). Not at start-up: default-mode runs
+/// never pay for it.
+fn load_vector_math() -> Result<(), JitError> {
+    static LOADED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let r = LOADED.get_or_init(|| {
+        let handle = unsafe { libc::dlopen(c"libmvec.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+        if handle.is_null() {
+            let why = unsafe { libc::dlerror() };
+            let why = if why.is_null() {
+                "unknown reason".to_string()
+            } else {
+                unsafe { std::ffi::CStr::from_ptr(why) }.to_string_lossy().into_owned()
+            };
+            return Err(format!("cannot load glibc's vector math library for fast-math code: {why}"));
+        }
+        Ok(())
+    });
+    r.clone().map_err(|e| JitError::new(JitErrorKind::Setup, e))
 }

@@ -2,6 +2,7 @@
 //! uses some of them, so the others are dead code there.
 #![allow(dead_code)]
 
+pub mod accuracy;
 pub mod kernelgen;
 pub mod racegen;
 pub mod redis_server;

@@ -1,0 +1,269 @@
+//! Field accesses: the address of an element behind its bounds check,
+//! loads, stores and atomics, and the cold reporter a failed check calls.
+//!
+//! Owns: the bounds check of one access (the indices against the field's
+//! shape, the error slot's fields written once by the first failure) and
+//! the element's memory form (`i1` as a byte).
+//!
+//! Must never: leave an access unchecked unless bounds checks are off or
+//! the enclosing loop's pre-loop test proved it (`FnCx::proven`).
+
+use super::{bug, fx_int_ty, FnCx, Lowering, Result, MAX_RANK};
+use super::{CTX_ERROR, ERR_FIELD_OFFSET, ERR_INDEX_OFFSET, ERR_RANK_OFFSET, ERR_STMT_OFFSET};
+use crate::codegen::CodegenError;
+use crate::ir::{AtomicOp, Scalar, Value};
+use inkwell::attributes::AttributeLoc;
+use inkwell::llvm_sys;
+use inkwell::module::Linkage;
+use inkwell::types::BasicMetadataTypeEnum;
+use inkwell::values::{
+    AsValueRef, BasicMetadataValueEnum, BasicValue, BasicValueEnum, FloatValue, FunctionValue, InstructionValue,
+    IntValue, PointerValue,
+};
+use inkwell::{AddressSpace, AtomicOrdering, IntPredicate};
+
+impl<'a, 'ctx> Lowering<'a, 'ctx> {
+    /// The private, cold reporter of an out-of-bounds access: the first
+    /// error claims the slot (compare-and-swap of its state), later ones
+    /// are dropped.
+    pub(super) fn oob_fn(&mut self) -> Result<FunctionValue<'ctx>> {
+        if let Some(f) = self.oob {
+            return Ok(f);
+        }
+        let cx = self.cx;
+        let ptr = cx.ptr_type(AddressSpace::default());
+        let i32t = cx.i32_type();
+        let i64t = cx.i64_type();
+        // (context, field, rank, statement, index...)
+        let mut params: Vec<BasicMetadataTypeEnum> = vec![ptr.into(), i32t.into(), i32t.into(), i32t.into()];
+        params.extend(std::iter::repeat_n(BasicMetadataTypeEnum::from(i64t), MAX_RANK));
+        let f = self.module.add_function("kiln.oob", cx.void_type().fn_type(&params, false), Some(Linkage::Private));
+        self.set_fn_attrs(f);
+        f.add_attribute(AttributeLoc::Function, self.enum_attr("cold"));
+        f.add_attribute(AttributeLoc::Function, self.enum_attr("noinline"));
+        let b = cx.create_builder();
+        let entry = cx.append_basic_block(f, "entry");
+        let claim = cx.append_basic_block(f, "claim");
+        let done = cx.append_basic_block(f, "done");
+        b.position_at_end(entry);
+        let ctx = f.get_nth_param(0).unwrap().into_pointer_value();
+        let slot_pp = b.build_struct_gep(self.ctx_ty, ctx, CTX_ERROR, "err.pp")?;
+        let slot = b.build_load(ptr, slot_pp, "err")?.into_pointer_value();
+        let r = b.build_cmpxchg(
+            slot,
+            i32t.const_zero(),
+            i32t.const_int(1, false),
+            AtomicOrdering::Monotonic,
+            AtomicOrdering::Monotonic,
+        )?;
+        let won = b.build_extract_value(r, 1, "won")?.into_int_value();
+        b.build_conditional_branch(won, claim, done)?;
+        b.position_at_end(claim);
+        let i8t = cx.i8_type();
+        let at = |off: u64| unsafe { b.build_in_bounds_gep(i8t, slot, &[i64t.const_int(off, false)], "") };
+        b.build_store(at(ERR_FIELD_OFFSET)?, f.get_nth_param(1).unwrap())?;
+        b.build_store(at(ERR_RANK_OFFSET)?, f.get_nth_param(2).unwrap())?;
+        b.build_store(at(ERR_STMT_OFFSET)?, f.get_nth_param(3).unwrap())?;
+        for k in 0..MAX_RANK {
+            b.build_store(at(ERR_INDEX_OFFSET + 8 * k as u64)?, f.get_nth_param(4 + k as u32).unwrap())?;
+        }
+        b.build_unconditional_branch(done)?;
+        b.position_at_end(done);
+        b.build_return(None)?;
+        self.oob = Some(f);
+        Ok(f)
+    }
+}
+
+impl<'a, 'ctx> FnCx<'a, 'ctx> {
+    /// `load @x[...]` (an `i1` element is a byte, compared with zero).
+    pub(super) fn load(&mut self, l: &mut Lowering<'a, 'ctx>, r: &crate::ir::FieldRef) -> Result<BasicValueEnum<'ctx>> {
+        let (ptr, elem) = self.address(l, r)?;
+        let raw = self.b.build_load(l.mem_ty(elem), ptr, "")?;
+        Ok(if elem == Scalar::I1 {
+            let z = self.cx.i8_type().const_zero();
+            self.b.build_int_compare(IntPredicate::NE, raw.into_int_value(), z, "")?.into()
+        } else {
+            raw
+        })
+    }
+
+    /// `store @x[...], %v` (an `i1` is stored as a byte 0 or 1).
+    pub(super) fn store(&mut self, l: &mut Lowering<'a, 'ctx>, r: &crate::ir::FieldRef, v: Value) -> Result<()> {
+        let (ptr, elem) = self.address(l, r)?;
+        let mut val = self.val(v)?;
+        if elem == Scalar::I1 {
+            val = self.b.build_int_z_extend(val.into_int_value(), self.cx.i8_type(), "")?.into();
+        }
+        self.b.build_store(ptr, val)?;
+        Ok(())
+    }
+
+    /// `atomic OP @x[...], %v`: an `atomicrmw`, or a compare-and-swap loop
+    /// for float `min`/`max`; returns the old value.
+    pub(super) fn atomic(
+        &mut self,
+        l: &mut Lowering<'a, 'ctx>,
+        op: AtomicOp,
+        r: &crate::ir::FieldRef,
+        v: Value,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let (ptr, elem) = self.address(l, r)?;
+        let val = self.val(v)?;
+        use llvm_sys::LLVMAtomicRMWBinOp::*;
+        let rmw = match (op, elem.is_float()) {
+            (AtomicOp::Add, false) => LLVMAtomicRMWBinOpAdd,
+            (AtomicOp::Min, false) => LLVMAtomicRMWBinOpMin,
+            (AtomicOp::Max, false) => LLVMAtomicRMWBinOpMax,
+            (AtomicOp::And, false) => LLVMAtomicRMWBinOpAnd,
+            (AtomicOp::Or, false) => LLVMAtomicRMWBinOpOr,
+            (AtomicOp::Xor, false) => LLVMAtomicRMWBinOpXor,
+            (AtomicOp::Add, true) => LLVMAtomicRMWBinOpFAdd,
+            // No atomicrmw has the minimumNumber semantics of the
+            // `min`/`max` operators: a compare-and-swap loop.
+            (AtomicOp::Min | AtomicOp::Max, true) => {
+                return self.float_cas_loop(l, ptr, elem, val.into_float_value(), op == AtomicOp::Min);
+            }
+            (op, true) => return Err(CodegenError::new(format!("atomic {} on a float field", op.keyword()))),
+        };
+        if elem == Scalar::I1 {
+            return Err(CodegenError::new(format!("atomic {} on an i1 field", op.keyword())));
+        }
+        let old = unsafe {
+            llvm_sys::core::LLVMBuildAtomicRMW(
+                self.b.as_mut_ptr(),
+                rmw,
+                ptr.as_value_ref(),
+                val.as_value_ref(),
+                llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
+                0,
+            )
+        };
+        Ok(unsafe { BasicValueEnum::new(old) })
+    }
+
+    /// The address of a field element, after the bounds check (when on).
+    pub(super) fn address(
+        &mut self,
+        l: &mut Lowering<'a, 'ctx>,
+        r: &crate::ir::FieldRef,
+    ) -> Result<(PointerValue<'ctx>, Scalar)> {
+        let pos = *l
+            .field_pos
+            .get(r.field.as_str())
+            .ok_or_else(|| CodegenError::new(format!("unknown field @{}", r.field)))?;
+        let f = l.fields[pos as usize];
+        if r.indices.len() != f.shape.len() {
+            return Err(CodegenError::new(format!(
+                "@{} has rank {} but is indexed with {} indices",
+                f.name,
+                f.shape.len(),
+                r.indices.len()
+            )));
+        }
+        let i64t = self.cx.i64_type();
+        let mut idx = Vec::with_capacity(r.indices.len());
+        for &v in &r.indices {
+            let i = self.ival(v)?;
+            let t = self.scalar(v)?;
+            idx.push(if t == Scalar::I1 {
+                self.b.build_int_z_extend(i, i64t, "")?
+            } else {
+                self.b.build_int_s_extend_or_bit_cast(i, i64t, "")?
+            });
+        }
+        if l.bounds_checks && !self.cur.is_some_and(|s| self.proven.contains(&s)) {
+            let mut ok: Option<IntValue> = None;
+            for (d, &i) in idx.iter().enumerate() {
+                let c = self.b.build_int_compare(IntPredicate::ULT, i, i64t.const_int(f.shape[d], false), "")?;
+                ok = Some(match ok {
+                    None => c,
+                    Some(o) => self.b.build_and(o, c, "")?,
+                });
+            }
+            if let Some(ok) = ok {
+                let fail = self.cx.append_basic_block(self.func, "oob");
+                let cont = self.cx.append_basic_block(self.func, "inbounds");
+                let br = self.b.build_conditional_branch(ok, cont, fail)?;
+                self.branch_weights(br, 1 << 20, 1)?;
+                self.b.position_at_end(fail);
+                let oob = l.oob_fn()?;
+                let mut args: Vec<BasicMetadataValueEnum> = vec![
+                    self.ctx.into(),
+                    self.cx.i32_type().const_int(pos as u64, false).into(),
+                    self.cx.i32_type().const_int(idx.len() as u64, false).into(),
+                    self.cx.i32_type().const_int(self.cur_stmt as u64, false).into(),
+                ];
+                for k in 0..MAX_RANK {
+                    args.push(idx.get(k).copied().unwrap_or(i64t.const_zero()).into());
+                }
+                self.b.build_call(oob, &args, "")?;
+                let abort = self.abort_block(l)?;
+                self.b.build_unconditional_branch(abort)?;
+                self.b.position_at_end(cont);
+            }
+        }
+        let mut lin = i64t.const_zero();
+        for (d, &i) in idx.iter().enumerate() {
+            lin = if d == 0 {
+                i
+            } else {
+                let m = self.b.build_int_mul(lin, i64t.const_int(f.shape[d], false), "")?;
+                self.b.build_int_add(m, i, "")?
+            };
+        }
+        let base = self.base(l, pos)?;
+        let ptr = if l.bounds_checks {
+            unsafe { self.b.build_in_bounds_gep(l.mem_ty(f.elem), base, &[lin], "") }?
+        } else {
+            unsafe { self.b.build_gep(l.mem_ty(f.elem), base, &[lin], "") }?
+        };
+        Ok((ptr, f.elem))
+    }
+
+    pub(super) fn branch_weights(&self, br: InstructionValue<'ctx>, taken: u32, not_taken: u32) -> Result<()> {
+        let i32t = self.cx.i32_type();
+        let md = self.cx.metadata_node(&[
+            self.cx.metadata_string("branch_weights").into(),
+            i32t.const_int(taken as u64, false).into(),
+            i32t.const_int(not_taken as u64, false).into(),
+        ]);
+        let kind = self.cx.get_kind_id("prof");
+        br.set_metadata(md, kind).map_err(|e| bug(format!("{e:?}")))
+    }
+
+    /// `old = *ptr; *ptr = min(old, v)` (or `max`) atomically, as a
+    /// compare-and-swap loop on the bits; returns `old`.
+    pub(super) fn float_cas_loop(
+        &mut self,
+        l: &Lowering<'a, 'ctx>,
+        ptr: PointerValue<'ctx>,
+        elem: Scalar,
+        v: FloatValue<'ctx>,
+        min: bool,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let ity = fx_int_ty(self.cx, if elem == Scalar::F32 { Scalar::I32 } else { Scalar::I64 });
+        let fty = l.reg_ty(elem);
+        let pre = self.b.get_insert_block().ok_or_else(|| bug("no insert block"))?;
+        let first = self.b.build_load(ity, ptr, "cas.first")?;
+        let first_i = first.as_instruction_value().ok_or_else(|| bug("load is not an instruction"))?;
+        first_i.set_atomic_ordering(AtomicOrdering::Monotonic).map_err(|e| bug(format!("{e:?}")))?;
+        first_i.set_alignment(elem.size_bytes() as u32).map_err(|e| bug(format!("{e:?}")))?;
+        let head = self.cx.append_basic_block(self.func, "cas.loop");
+        let done = self.cx.append_basic_block(self.func, "cas.done");
+        self.b.build_unconditional_branch(head)?;
+        self.b.position_at_end(head);
+        let phi = self.b.build_phi(ity, "cas.old")?;
+        let old = phi.as_basic_value().into_int_value();
+        let oldf = self.b.build_bit_cast(old, fty, "")?;
+        let newf = self.float_min_max(l, min, elem, oldf.into_float_value(), v)?;
+        let new = self.b.build_bit_cast(newf, ity, "")?.into_int_value();
+        let pair = self.b.build_cmpxchg(ptr, old, new, AtomicOrdering::Monotonic, AtomicOrdering::Monotonic)?;
+        let seen = self.b.build_extract_value(pair, 0, "")?.into_int_value();
+        let ok = self.b.build_extract_value(pair, 1, "")?.into_int_value();
+        self.b.build_conditional_branch(ok, done, head)?;
+        phi.add_incoming(&[(&first.into_int_value(), pre), (&seen, head)]);
+        self.b.position_at_end(done);
+        Ok(self.b.build_bit_cast(old, fty, "")?)
+    }
+}

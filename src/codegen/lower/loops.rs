@@ -1,0 +1,467 @@
+//! The loops of a lowering: a task entry's phases and its iteration space
+//! (the chunk loop of a `range_for` or `struct_for`), `for` and `while`
+//! statements, and the counted loop they share; where a loop is versioned
+//! (`lower::versioning`), its body is lowered twice, without and with the
+//! bounds checks the pre-loop test proved.
+//!
+//! Owns: the control flow of loops (head, latch, induction variable, what
+//! `break`, `continue` and `ret` branch to) and the facts about a task's
+//! iteration space told to LLVM.
+//!
+//! Must never: change the order in which iterations run or which iteration
+//! reports an error: a versioned loop's two copies compute the same thing.
+
+use super::versioning;
+use super::{bug, fx_int_ty, Exit, FnCx, Lowering, Result, TaskSource, CTX_BEGIN, CTX_END, CTX_PARAMS};
+use crate::codegen::CodegenError;
+use crate::ir::{Body, Bound, Name, Scalar, TaskKind, Value};
+use inkwell::attributes::AttributeLoc;
+use inkwell::basic_block::BasicBlock;
+use inkwell::intrinsics::Intrinsic;
+use inkwell::module::Linkage;
+use inkwell::types::IntType;
+use inkwell::values::{BasicValueEnum, InstructionValue, IntValue, PhiValue};
+use inkwell::{AddressSpace, IntPredicate};
+
+impl<'a, 'ctx> Lowering<'a, 'ctx> {
+    /// Defines the entry function `symbol` of a task (signature and context
+    /// in `docs/runtime.md`), in phases: the entry and its prologue, the
+    /// parameters, the chunk and what the launcher guarantees about it,
+    /// then the body in the task's iteration space.
+    pub fn add_task(&mut self, symbol: &str, task: &TaskSource<'a>) -> Result<()> {
+        let (mut fx, exit) = self.task_entry(symbol, task.body)?;
+        self.load_params(&mut fx, task)?;
+        let (begin, end) = self.load_chunk(&mut fx)?;
+        self.assume_chunk(&mut fx, task.kind, begin, end)?;
+        let start = fx.start;
+        fx.b.position_at_end(start);
+        match task.kind {
+            TaskKind::Serial => {
+                fx.block(self, task.block)?;
+                if fx.open() {
+                    fx.b.build_unconditional_branch(exit)?;
+                }
+            }
+            TaskKind::RangeFor { var, .. } => self.range_for_loop(&mut fx, task, *var, begin, end)?,
+            TaskKind::StructFor { vars, field, .. } => self.struct_for_loop(&mut fx, task, vars, field, begin, end)?,
+        }
+        fx.b.position_at_end(exit);
+        fx.b.build_return(None)?;
+        fx.finish()
+    }
+
+    /// The entry function `void symbol(ptr noalias ctx)` with its body's
+    /// statement numbers, and the block every exit of it goes to.
+    pub(super) fn task_entry(&mut self, symbol: &str, body: &'a Body) -> Result<(FnCx<'a, 'ctx>, BasicBlock<'ctx>)> {
+        let cx = self.cx;
+        let ptr = cx.ptr_type(AddressSpace::default());
+        let fv =
+            self.module.add_function(symbol, cx.void_type().fn_type(&[ptr.into()], false), Some(Linkage::External));
+        self.set_fn_attrs(fv);
+        fv.add_attribute(AttributeLoc::Param(0), self.enum_attr("noalias"));
+        let mut fx = FnCx::new(self, fv, body, Exit::Func(None))?;
+        fx.stmt_no = self.numbering.number(body);
+        let exit = cx.append_basic_block(fv, "exit");
+        fx.exit = Exit::Entry(exit);
+        fx.abort = Some(exit);
+        Ok((fx, exit))
+    }
+
+    /// Reads the task's parameters from their 64-bit slots, once, in the
+    /// prologue.
+    pub(super) fn load_params(&self, fx: &mut FnCx<'a, 'ctx>, task: &TaskSource<'a>) -> Result<()> {
+        let cx = self.cx;
+        let ptr = cx.ptr_type(AddressSpace::default());
+        let i64t = cx.i64_type();
+        let params_pp = fx.pb.build_struct_gep(self.ctx_ty, fx.ctx, CTX_PARAMS, "params.pp")?;
+        let params = fx.pb.build_load(ptr, params_pp, "params")?.into_pointer_value();
+        for (k, &v) in task.params.iter().enumerate() {
+            let ty = task.body.ty(v).scalar().ok_or_else(|| bug("slot-typed parameter"))?;
+            let at = unsafe { fx.pb.build_in_bounds_gep(i64t, params, &[i64t.const_int(k as u64, false)], "") }?;
+            let raw = fx.pb.build_load(i64t, at, "")?.into_int_value();
+            let val: BasicValueEnum = match ty {
+                Scalar::I64 => raw.into(),
+                Scalar::I32 | Scalar::I1 => fx.pb.build_int_truncate(raw, self.reg_ty(ty).into_int_type(), "")?.into(),
+                Scalar::F64 => fx.pb.build_bit_cast(raw, cx.f64_type(), "")?,
+                Scalar::F32 => {
+                    let lo = fx.pb.build_int_truncate(raw, cx.i32_type(), "")?;
+                    fx.pb.build_bit_cast(lo, cx.f32_type(), "")?
+                }
+            };
+            fx.vals[v] = Some(val);
+        }
+        Ok(())
+    }
+
+    /// The chunk `[begin, end)` of linear iterations, from the context.
+    pub(super) fn load_chunk(&self, fx: &mut FnCx<'a, 'ctx>) -> Result<(IntValue<'ctx>, IntValue<'ctx>)> {
+        let i64t = self.cx.i64_type();
+        let begin_p = fx.pb.build_struct_gep(self.ctx_ty, fx.ctx, CTX_BEGIN, "begin.p")?;
+        let end_p = fx.pb.build_struct_gep(self.ctx_ty, fx.ctx, CTX_END, "end.p")?;
+        let begin = fx.pb.build_load(i64t, begin_p, "begin")?.into_int_value();
+        let end = fx.pb.build_load(i64t, end_p, "end")?.into_int_value();
+        Ok((begin, end))
+    }
+
+    /// What the launcher guarantees about a chunk (docs/runtime.md), told
+    /// to LLVM so it can drop bounds checks the iteration space already
+    /// implies (and then vectorise).
+    pub(super) fn assume_chunk(
+        &self,
+        fx: &mut FnCx<'a, 'ctx>,
+        kind: &TaskKind,
+        begin: IntValue<'ctx>,
+        end: IntValue<'ctx>,
+    ) -> Result<()> {
+        let (lo, hi) = match kind {
+            TaskKind::Serial => return Ok(()),
+            TaskKind::RangeFor { lo, hi, .. } => (
+                if let Bound::Const(c) = lo { Some(*c) } else { None },
+                if let Bound::Const(c) = hi { Some(*c) } else { None },
+            ),
+            TaskKind::StructFor { field, .. } => {
+                let len = self.fields.iter().find(|f| f.name == *field).map(|f| f.len());
+                (Some(0), len.and_then(|n| i64::try_from(n).ok()))
+            }
+        };
+        let i64t = self.cx.i64_type();
+        let assume = Intrinsic::find("llvm.assume")
+            .and_then(|i| i.get_declaration(&self.module, &[]))
+            .ok_or_else(|| bug("llvm.assume not found"))?;
+        let mut facts = vec![fx.pb.build_int_compare(IntPredicate::SLE, begin, end, "")?];
+        if let Some(lo) = lo {
+            facts.push(fx.pb.build_int_compare(IntPredicate::SGE, begin, i64t.const_int(lo as u64, true), "")?);
+        }
+        if let Some(hi) = hi {
+            facts.push(fx.pb.build_int_compare(IntPredicate::SLE, end, i64t.const_int(hi as u64, true), "")?);
+        }
+        for f in facts {
+            fx.pb.build_call(assume, &[f.into()], "")?;
+        }
+        Ok(())
+    }
+
+    /// A `range_for` body over the chunk: the linear index is the loop
+    /// variable, truncated to its type.
+    pub(super) fn range_for_loop(
+        &mut self,
+        fx: &mut FnCx<'a, 'ctx>,
+        task: &TaskSource<'a>,
+        var: Value,
+        begin: IntValue<'ctx>,
+        end: IntValue<'ctx>,
+    ) -> Result<()> {
+        let vty = task.body.ty(var).scalar().ok_or_else(|| bug("loop variable type"))?;
+        let last = fx.b.build_int_sub(end, self.cx.i64_type().const_int(1, false), "last")?;
+        fx.chunk_loop(self, task.block, begin, end, &[(var, begin, last)], |fx, _l, lin| {
+            let v = fx.b.build_int_truncate_or_bit_cast(lin, fx_int_ty(fx.cx, vty), "")?;
+            Ok(vec![(var, v)])
+        })
+    }
+
+    /// A `struct_for` body over the chunk: the linear index split into the
+    /// field's indices, row-major (the last varies fastest).
+    pub(super) fn struct_for_loop(
+        &mut self,
+        fx: &mut FnCx<'a, 'ctx>,
+        task: &TaskSource<'a>,
+        vars: &[Value],
+        field: &Name,
+        begin: IntValue<'ctx>,
+        end: IntValue<'ctx>,
+    ) -> Result<()> {
+        let f = self
+            .fields
+            .iter()
+            .find(|f| f.name == *field)
+            .ok_or_else(|| CodegenError::new(format!("struct_for over unknown field @{field}")))?;
+        let shape = f.shape.clone();
+        let var_tys: Vec<(Value, Scalar)> = vars
+            .iter()
+            .map(|&v| Ok((v, task.body.ty(v).scalar().ok_or_else(|| bug("loop variable type"))?)))
+            .collect::<Result<_>>()?;
+        let i64t = self.cx.i64_type();
+        let ranges = struct_for_ranges(fx, &var_tys, &shape, begin, end)?;
+        fx.chunk_loop(self, task.block, begin, end, &ranges, |fx, _l, lin| {
+            // `lin` is below the field's length, so what is left after the
+            // inner dimensions is the outermost index itself.
+            let mut out = Vec::with_capacity(var_tys.len());
+            let mut rest = lin;
+            for (d, &(v, ty)) in var_tys.iter().enumerate().rev() {
+                let idx = if d == 0 {
+                    rest
+                } else {
+                    let ext = i64t.const_int(shape.get(d).copied().unwrap_or(1), false);
+                    let idx = fx.b.build_int_unsigned_rem(rest, ext, "")?;
+                    rest = fx.b.build_int_unsigned_div(rest, ext, "")?;
+                    idx
+                };
+                out.push((v, fx.b.build_int_truncate_or_bit_cast(idx, fx_int_ty(fx.cx, ty), "")?));
+            }
+            Ok(out)
+        })
+    }
+}
+
+impl<'a, 'ctx> FnCx<'a, 'ctx> {
+    pub(super) fn for_stmt(
+        &mut self,
+        l: &mut Lowering<'a, 'ctx>,
+        var: Value,
+        lo: &Bound,
+        hi: &Bound,
+        body: crate::ir::Block,
+    ) -> Result<()> {
+        let ty = self.scalar(var)?;
+        let ity = fx_int_ty(self.cx, ty);
+        let lo = self.bound(l, lo, ity)?;
+        let hi = self.bound(l, hi, ity)?;
+        let exit = self.cx.append_basic_block(self.func, "for.exit");
+        // The KIR name, for readable `--emit=llvm` (prefixed: a numeric
+        // name like `%0` must not look like LLVM's own numbering).
+        let iv_name = format!("v.{}", self.body.name(var));
+        let emit = |fx: &mut Self, l: &mut Lowering<'a, 'ctx>| {
+            let lp = fx.open_counted_loop("for", ity, &iv_name, hi, exit)?;
+            fx.vals[var] = Some(lp.iv.into());
+            fx.loops.push((lp.latch, exit));
+            fx.block(l, body)?;
+            fx.loops.pop();
+            fx.close_counted_loop(&lp, ity, lo)
+        };
+        // Only an outermost loop is versioned: one test covers the loops
+        // nested in it, and the checked copy is today's code.
+        if self.loops.is_empty() {
+            let i64t = self.cx.i64_type();
+            let min = self.b.build_int_s_extend_or_bit_cast(lo, i64t, "")?;
+            let hi64 = self.b.build_int_s_extend_or_bit_cast(hi, i64t, "")?;
+            let max = self.b.build_int_sub(hi64, i64t.const_int(1, false), "")?;
+            self.versioned(l, body, &[(var, min, max)], emit)?;
+        } else {
+            emit(self, l)?;
+        }
+        self.b.position_at_end(exit);
+        Ok(())
+    }
+
+    /// Emits a loop by `emit`, once, or twice behind the pre-loop test of
+    /// its versioning (`lower::versioning`) when bounds checks are on and
+    /// some access of `block` is provable: a fast copy with the proven
+    /// accesses unchecked, then the checked one. `ranges` are the loop's
+    /// own variables' `[min, max]` (`i64`), computed before the loop.
+    fn versioned(
+        &mut self,
+        l: &mut Lowering<'a, 'ctx>,
+        block: crate::ir::Block,
+        ranges: &[(Value, IntValue<'ctx>, IntValue<'ctx>)],
+        emit: impl Fn(&mut Self, &mut Lowering<'a, 'ctx>) -> Result<()>,
+    ) -> Result<()> {
+        let vars: Vec<Value> = ranges.iter().map(|&(v, ..)| v).collect();
+        let field = |name: &str| l.field_pos.get(name).map(|&p| l.fields[p as usize]);
+        let plan = if l.bounds_checks { versioning::plan(self.body, block, &vars, field) } else { None };
+        let Some(plan) = plan else { return emit(self, l) };
+        let ok = self.version_test(&plan, ranges)?;
+        let fast = self.cx.append_basic_block(self.func, "fast");
+        let checked = self.cx.append_basic_block(self.func, "checked");
+        let br = self.b.build_conditional_branch(ok, fast, checked)?;
+        self.branch_weights(br, 1 << 20, 1)?;
+        self.b.position_at_end(fast);
+        self.proven = plan.proven;
+        let done = emit(self, l);
+        self.proven.clear();
+        done?;
+        self.b.position_at_end(checked);
+        emit(self, l)?;
+        // The checked copy runs only when some access fails: not worth
+        // LLVM's time to vectorise or unroll (cold compile).
+        match self.b.get_insert_block().and_then(|bb| bb.get_terminator()) {
+            Some(latch) => self.keep_scalar(latch),
+            None => Err(bug("a versioned loop without a latch")),
+        }
+    }
+
+    /// Marks the loop whose back edge is `latch` as one LLVM must not
+    /// vectorise, interleave or unroll (`llvm.loop` metadata, a distinct
+    /// node that names itself first).
+    fn keep_scalar(&self, latch: InstructionValue<'ctx>) -> Result<()> {
+        use inkwell::llvm_sys::core::{
+            LLVMMDNodeInContext2, LLVMMDStringInContext2, LLVMMetadataAsValue, LLVMReplaceMDNodeOperandWith,
+            LLVMSetMetadata, LLVMValueAsMetadata,
+        };
+        use inkwell::values::AsValueRef;
+        let cx = self.cx.raw();
+        let flag = |name: &str, value: Option<BasicValueEnum<'ctx>>| unsafe {
+            let mut ops = vec![LLVMMDStringInContext2(cx, name.as_ptr().cast(), name.len())];
+            ops.extend(value.map(|v| LLVMValueAsMetadata(v.as_value_ref())));
+            LLVMMDNodeInContext2(cx, ops.as_mut_ptr(), ops.len())
+        };
+        let off = self.cx.bool_type().const_zero().into();
+        let one = self.cx.i32_type().const_int(1, false).into();
+        let mut ops = vec![
+            // A placeholder for the node itself: pointing operand 0 at
+            // the node makes LLVM take it out of uniquing (distinct).
+            flag("kiln.loop", None),
+            flag("llvm.loop.vectorize.enable", Some(off)),
+            flag("llvm.loop.interleave.count", Some(one)),
+            flag("llvm.loop.unroll.disable", None),
+        ];
+        unsafe {
+            let node = LLVMMDNodeInContext2(cx, ops.as_mut_ptr(), ops.len());
+            let as_value = LLVMMetadataAsValue(cx, node);
+            LLVMReplaceMDNodeOperandWith(as_value, 0, node);
+            let kind = self.cx.get_kind_id("llvm.loop");
+            LLVMSetMetadata(latch.as_value_ref(), kind, as_value);
+        }
+        Ok(())
+    }
+
+    pub(super) fn while_stmt(&mut self, l: &mut Lowering<'a, 'ctx>, body: crate::ir::Block) -> Result<()> {
+        let head = self.cx.append_basic_block(self.func, "while.body");
+        let exit = self.cx.append_basic_block(self.func, "while.exit");
+        self.b.build_unconditional_branch(head)?;
+        self.b.position_at_end(head);
+        self.loops.push((head, exit));
+        self.block(l, body)?;
+        self.loops.pop();
+        if self.open() {
+            self.b.build_unconditional_branch(head)?;
+        }
+        self.b.position_at_end(exit);
+        Ok(())
+    }
+
+    pub(super) fn bound(
+        &mut self,
+        l: &Lowering<'a, 'ctx>,
+        b: &Bound,
+        ity: inkwell::types::IntType<'ctx>,
+    ) -> Result<IntValue<'ctx>> {
+        let v = match b {
+            Bound::Const(c) => return Ok(ity.const_int(*c as u64, true)),
+            Bound::Value(v) => self.ival(*v)?,
+            Bound::Field(name, _) => {
+                let pos = *l
+                    .field_pos
+                    .get(name.as_str())
+                    .ok_or_else(|| CodegenError::new(format!("loop bound reads unknown field @{name}")))?;
+                let f = l.fields[pos as usize];
+                if !f.elem.is_int() || !f.shape.is_empty() {
+                    return Err(CodegenError::new(format!("loop bound @{name} is not a 0-D integer field")));
+                }
+                let base = self.base(l, pos)?;
+                let raw = self.b.build_load(l.mem_ty(f.elem), base, "")?.into_int_value();
+                if f.elem == Scalar::I1 {
+                    return Ok(self.b.build_int_z_extend_or_bit_cast(raw, ity, "")?);
+                }
+                raw
+            }
+        };
+        Ok(self.b.build_int_cast_sign_flag(v, ity, true, "")?)
+    }
+
+    /// The loop of a parallel task entry over linear indices
+    /// `[begin, end)`; `vars` maps a linear index to the task's variables.
+    pub(super) fn chunk_loop(
+        &mut self,
+        l: &mut Lowering<'a, 'ctx>,
+        block: crate::ir::Block,
+        begin: IntValue<'ctx>,
+        end: IntValue<'ctx>,
+        ranges: &[(Value, IntValue<'ctx>, IntValue<'ctx>)],
+        vars: impl Fn(&mut Self, &Lowering<'a, 'ctx>, IntValue<'ctx>) -> Result<Vec<(Value, IntValue<'ctx>)>>,
+    ) -> Result<()> {
+        let Exit::Entry(exit) = self.exit else { return Err(bug("chunk loop outside an entry")) };
+        let i64t = self.cx.i64_type();
+        let emit = |fx: &mut Self, l: &mut Lowering<'a, 'ctx>| {
+            let lp = fx.open_counted_loop("chunk", i64t, "lin", end, exit)?;
+            for (v, iv) in vars(fx, l, lp.iv)? {
+                fx.vals[v] = Some(iv.into());
+            }
+            // `ret` in a parallel task's body ends its iteration, and so
+            // does `continue` (the verifier refuses `break` there: its
+            // iterations run independently).
+            fx.exit = Exit::Entry(lp.latch);
+            fx.loops.push((lp.latch, exit));
+            fx.block(l, block)?;
+            fx.loops.pop();
+            fx.exit = Exit::Entry(exit);
+            fx.close_counted_loop(&lp, i64t, begin)
+        };
+        self.versioned(l, block, ranges, emit)
+    }
+
+    /// Starts a counted loop `iv in [start, end)` (start supplied when it is
+    /// closed): head with the induction phi, the test against `end` that
+    /// leaves to `exit`, and the body block, where the builder is left.
+    fn open_counted_loop(
+        &mut self,
+        prefix: &str,
+        ty: IntType<'ctx>,
+        iv_name: &str,
+        end: IntValue<'ctx>,
+        exit: BasicBlock<'ctx>,
+    ) -> Result<CountedLoop<'ctx>> {
+        let pre = self.b.get_insert_block().ok_or_else(|| bug("no insert block"))?;
+        let head = self.cx.append_basic_block(self.func, &format!("{prefix}.head"));
+        let body_bb = self.cx.append_basic_block(self.func, &format!("{prefix}.body"));
+        let latch = self.cx.append_basic_block(self.func, &format!("{prefix}.latch"));
+        self.b.build_unconditional_branch(head)?;
+        self.b.position_at_end(head);
+        let phi = self.b.build_phi(ty, iv_name)?;
+        let iv = phi.as_basic_value().into_int_value();
+        let go = self.b.build_int_compare(IntPredicate::SLT, iv, end, "")?;
+        self.b.build_conditional_branch(go, body_bb, exit)?;
+        self.b.position_at_end(body_bb);
+        Ok(CountedLoop { pre, head, latch, phi, iv })
+    }
+
+    /// Ends a counted loop's body: falls into the latch (unless the body
+    /// already left), steps the variable and closes the phi with `start`.
+    fn close_counted_loop(&mut self, lp: &CountedLoop<'ctx>, ty: IntType<'ctx>, start: IntValue<'ctx>) -> Result<()> {
+        if self.open() {
+            self.b.build_unconditional_branch(lp.latch)?;
+        }
+        self.b.position_at_end(lp.latch);
+        // `iv < end` held, so `iv + 1` cannot overflow.
+        let next = self.b.build_int_nsw_add(lp.iv, ty.const_int(1, false), "")?;
+        self.b.build_unconditional_branch(lp.head)?;
+        lp.phi.add_incoming(&[(&start, lp.pre), (&next, lp.latch)]);
+        Ok(())
+    }
+}
+
+/// The ranges of a `struct_for`'s variables over the chunk `[begin, end)`
+/// of row-major linear indices: the outermost from the chunk's ends, the
+/// others their whole extent.
+fn struct_for_ranges<'ctx>(
+    fx: &mut FnCx<'_, 'ctx>,
+    var_tys: &[(Value, Scalar)],
+    shape: &[u64],
+    begin: IntValue<'ctx>,
+    end: IntValue<'ctx>,
+) -> Result<Vec<(Value, IntValue<'ctx>, IntValue<'ctx>)>> {
+    let i64t = fx.cx.i64_type();
+    let one = i64t.const_int(1, false);
+    let mut ranges = Vec::with_capacity(var_tys.len());
+    for (d, &(v, _)) in var_tys.iter().enumerate() {
+        let extent = shape.get(d).copied().unwrap_or(1);
+        if d == 0 {
+            let stride = i64t.const_int(shape.iter().skip(1).product::<u64>().max(1), false);
+            let last = fx.b.build_int_sub(end, one, "")?;
+            let min = fx.b.build_int_signed_div(begin, stride, "")?;
+            let max = fx.b.build_int_signed_div(last, stride, "")?;
+            ranges.push((v, min, max));
+        } else {
+            ranges.push((v, i64t.const_zero(), i64t.const_int(extent.wrapping_sub(1), true)));
+        }
+    }
+    Ok(ranges)
+}
+
+/// The blocks and induction variable of a counted loop being emitted.
+struct CountedLoop<'ctx> {
+    pre: BasicBlock<'ctx>,
+    head: BasicBlock<'ctx>,
+    latch: BasicBlock<'ctx>,
+    phi: PhiValue<'ctx>,
+    iv: IntValue<'ctx>,
+}
