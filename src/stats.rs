@@ -4,10 +4,10 @@
 //! Owns: the `counters!` table macro (one row per counter: its field, its
 //! kind, its JSON name and its text label), which derives a table's plain
 //! snapshot struct, its atomic twin for counters shared between threads,
-//! and its rows; the run's table ([`RunStats`]); and the report a tool
-//! prints ([`RunReport`]: as aligned text, or as one JSON object, in the
-//! tables' row order). The remote tier's table is
-//! [`crate::remote::RemoteStats`], made with the same macro.
+//! and its rows; the run's table ([`RunStats`]), the remote tier's
+//! ([`RemoteStats`], which `remote` bumps); and the report a tool prints
+//! ([`RunReport`]: as aligned text, or as one JSON object, in the tables'
+//! row order).
 //!
 //! Must never: print or exit; name a counter anywhere but in its table's
 //! row (a new counter is one row: its field, JSON key and text label
@@ -193,6 +193,24 @@ counters! {
     }
 }
 
+counters! {
+    /// What the remote tier has done in this process (`--stats`).
+    pub struct RemoteStats / atomic RemoteAtomics {
+        hits: Count = ("remote_hits", "remote hits"),
+        misses: Count = ("remote_misses", "remote misses"),
+        stored: Count = ("remote_stored", "remote stored"),
+        rejected: Count = ("remote_rejected", "remote rejected"),
+        errors: Count = ("remote_errors", "remote errors"),
+        /// Requests sent: each lookup of a kernel's keys, each write (the
+        /// connect is not one). None after the first error.
+        requests: Count = ("remote_requests", "remote requests"),
+        bytes_read: Count = ("remote_bytes_read", "remote bytes in"),
+        bytes_written: Count = ("remote_bytes_written", "remote bytes out"),
+        /// Time spent waiting for the server (connect, lookups, writes).
+        waiting: Time = ("remote_ms", "remote waiting"),
+    }
+}
+
 /// The report of one run: `--stats` as text or JSON.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunReport {
@@ -204,7 +222,7 @@ pub struct RunReport {
     pub run: RunStats,
     /// The remote tier's URL (password redacted) and counters, when one is
     /// configured.
-    pub remote: Option<(String, crate::remote::RemoteStats)>,
+    pub remote: Option<(String, RemoteStats)>,
 }
 
 impl RunReport {
@@ -265,7 +283,6 @@ impl Serialize for RunReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::remote::{RemoteAtomics, RemoteStats};
 
     fn report() -> RunReport {
         let run = RunStats { hits: 3, misses: 1, compile_time: Duration::from_micros(1500), ..RunStats::default() };

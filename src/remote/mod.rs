@@ -25,7 +25,8 @@ pub use envelope::Rejected;
 pub use settings::{RemoteFlags, RemoteSettings, SettingError};
 
 use crate::cache::record::{Key, Record};
-use crate::stats::{bump, bump_time};
+pub use crate::stats::RemoteStats;
+use crate::stats::{bump, bump_time, RemoteAtomics};
 use client::Conn;
 use envelope::Expect;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,24 +45,6 @@ pub enum Fetched {
     Miss,
     /// A value that failed a check; counted, never to be loaded.
     Rejected(Rejected),
-}
-
-crate::counters! {
-    /// What the tier has done in this process (`--stats`).
-    pub struct RemoteStats / atomic RemoteAtomics {
-        hits: Count = ("remote_hits", "remote hits"),
-        misses: Count = ("remote_misses", "remote misses"),
-        stored: Count = ("remote_stored", "remote stored"),
-        rejected: Count = ("remote_rejected", "remote rejected"),
-        errors: Count = ("remote_errors", "remote errors"),
-        /// Requests sent: each lookup of a kernel's keys, each write (the
-        /// connect is not one). None after the first error.
-        requests: Count = ("remote_requests", "remote requests"),
-        bytes_read: Count = ("remote_bytes_read", "remote bytes in"),
-        bytes_written: Count = ("remote_bytes_written", "remote bytes out"),
-        /// Time spent waiting for the server (connect, lookups, writes).
-        waiting: Time = ("remote_ms", "remote waiting"),
-    }
 }
 
 /// The connection, once tried.
