@@ -330,7 +330,11 @@ pub fn with_time_trace(
 /// included, is an error once the limit is passed, never read whole).
 pub fn read_source(path: &str) -> Result<SourceFile, ToolError> {
     let _read = crate::trace::span("phase", "read", crate::trace::WHOLE_INPUT);
-    let limit = crate::settings::Settings::load(&[])?.max_input_size.value.0;
+    // The cap is a setting, but reading an input must not fail because a
+    // config file is damaged: the tools that use the cache report that
+    // themselves; here the default cap then holds.
+    let settings = crate::settings::Settings::load(&[]).unwrap_or_else(|_| crate::settings::Settings::defaults());
+    let limit = settings.max_input_size.value.0;
     let (name, bytes) = if path == "-" {
         ("<stdin>".to_string(), read_capped(io::stdin().lock(), limit).map_err(|e| ToolError::at("<stdin>", e))?)
     } else {
