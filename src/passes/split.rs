@@ -18,7 +18,6 @@
 //! error (run `offload` first); the default pipeline does. A stream that is
 //! already split passes through unchanged.
 
-use super::util;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::*;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -360,27 +359,20 @@ impl Copier<'_> {
         let data = self.src.stmt(s);
         let ns = self.dst.new_stmt(StmtKind::Break, data.span);
         let mut kind = data.kind.clone();
-        match &mut kind {
-            StmtKind::If { cond, then_blk, else_blk } => {
-                *cond = self.val(*cond);
-                *then_blk = self.block(*then_blk);
-                if let Some(e) = else_blk {
-                    *e = self.block(*e);
-                }
-            }
-            StmtKind::For { var, lo, hi, body, .. } => {
-                *lo = self.bound(lo);
-                *hi = self.bound(hi);
-                *var = self.def(*var, ValueDef::LoopVar(ns, 0));
-                *body = self.block(*body);
-            }
-            StmtKind::While { body } => *body = self.block(*body),
-            StmtKind::Task { kind: tk, body, .. } => {
-                *tk = self.kind(tk, ns);
-                *body = self.block(*body);
-            }
-            k => util::operands_mut(k, &mut |v| *v = self.val(*v)),
-        }
+        // The statement table walks the parts in print order (operands,
+        // then the variables bound, then the blocks), so values are
+        // numbered as the canonical text names them. The three callbacks
+        // share the copier.
+        let this = std::cell::RefCell::new(&mut *self);
+        let mut bound = 0;
+        kind.visit_mut(
+            |v| *v = this.borrow_mut().val(*v),
+            |b| *b = this.borrow_mut().block(*b),
+            |v| {
+                *v = this.borrow_mut().def(*v, ValueDef::LoopVar(ns, bound));
+                bound += 1;
+            },
+        );
         self.dst.stmts[ns].kind = kind;
         self.dst.stmts[ns].loc = data.loc.clone();
         if let Some(r) = data.result {
