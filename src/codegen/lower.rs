@@ -185,10 +185,12 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         stack.push(name);
         let mut fails = false;
         let mut callees = Vec::new();
-        f.body.walk(f.body.entry, &mut |s| match &f.body.stmt(s).kind {
-            StmtKind::Load(_) | StmtKind::Store(..) | StmtKind::Atomic(..) => fails = true,
-            StmtKind::Call(callee, ..) => callees.push(callee.as_str()),
-            _ => {}
+        f.body.walk(f.body.entry, &mut |s| {
+            let kind = &f.body.stmt(s).kind;
+            fails |= kind.access().is_some();
+            if let StmtKind::Call(callee, ..) = kind {
+                callees.push(callee.as_str());
+            }
         });
         for c in callees {
             let key = self.funcs.get_key_value(c).map(|(k, _)| *k);

@@ -19,7 +19,7 @@ use super::types::{Const, Scalar};
 use super::Name;
 
 /// A reference to a field element: `@x[%i, %j]` (`@t[]` for a 0-D field).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct FieldRef {
     pub field: Name,
     pub indices: Vec<Value>,
@@ -28,7 +28,7 @@ pub struct FieldRef {
 }
 
 /// A loop bound or a task's range bound.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Bound {
     /// An integer literal; its type is the other bound's, or `i32`.
     Const(i64),
@@ -41,7 +41,7 @@ pub enum Bound {
 }
 
 /// How a task runs.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TaskKind {
     /// Runs once, on one thread.
     Serial,
@@ -77,7 +77,7 @@ impl TaskKind {
 pub const DEFAULT_BLOCK_DIM: u32 = 128;
 
 /// What a statement does.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum StmtKind {
     /// `%c = const 3 : i32`
     Const(Const),
@@ -190,6 +190,27 @@ macro_rules! bound_parts {
     };
 }
 
+/// A task header's parts (of a `task` statement, or of a split stream's
+/// task item): the bounds it reads, the field it iterates, the variables
+/// it binds, in print order.
+macro_rules! task_header_parts {
+    ($k:expr, $op:ident, $bind:ident, $field:ident, $iter:ident) => {
+        match $k {
+            TaskKind::Serial => {}
+            TaskKind::RangeFor { var, lo, hi, .. } => {
+                for b in [lo, hi] {
+                    bound_parts!(b, $op, $field)
+                }
+                $bind(var);
+            }
+            TaskKind::StructFor { vars, field, .. } => {
+                $field(field);
+                vars.$iter().for_each(&mut $bind)
+            }
+        }
+    };
+}
+
 /// The table of statement kinds: for each kind, the values it reads
 /// (`$op`, in print order), the blocks it holds (`$blk`, in print order),
 /// the variables it binds for them (`$bind`, in binding order), the fields
@@ -275,24 +296,21 @@ macro_rules! stmt_table {
                 EFFECT
             }
             StmtKind::Task { kind, body, .. } => {
-                match kind {
-                    TaskKind::Serial => {}
-                    TaskKind::RangeFor { var, lo, hi, .. } => {
-                        for b in [lo, hi] {
-                            bound_parts!(b, $op, $field)
-                        }
-                        $bind(var);
-                    }
-                    TaskKind::StructFor { vars, field, .. } => {
-                        $field(field);
-                        vars.$iter().for_each(&mut $bind)
-                    }
-                }
+                task_header_parts!(kind, $op, $bind, $field, $iter);
                 $blk(body);
                 EFFECT
             }
         }
     };
+}
+
+impl TaskKind {
+    /// The statement table's task-header row, with a callback for each
+    /// value it reads (bounds, in print order) and each variable it binds
+    /// (in binding order), either of which may replace it.
+    pub fn visit_mut(&mut self, mut op: impl FnMut(&mut Value), mut bind: impl FnMut(&mut Value)) {
+        task_header_parts!(self, op, bind, ignore_field, iter_mut)
+    }
 }
 
 /// Whether a kind of statement defines a value (`%r = ...`).
@@ -387,6 +405,15 @@ impl StmtKind {
     /// field); called functions' fields are not included.
     pub fn for_each_field<'a>(&'a self, mut f: impl FnMut(&'a Name)) {
         stmt_table!(self, op: ignore_value, blk: ignore, bind: ignore_value, field: f, iter);
+    }
+
+    /// The field element it accesses, if it is an access (`load`,
+    /// `store`, `atomic`): the statements that may fail a bounds check.
+    pub fn access(&self) -> Option<&FieldRef> {
+        match self {
+            StmtKind::Load(r) | StmtKind::Store(r, _) | StmtKind::Atomic(_, r, _) => Some(r),
+            _ => None,
+        }
     }
 
     /// The blocks nested directly in it, in print order, without

@@ -32,17 +32,6 @@ impl super::Pass for Cse {
     }
 }
 
-/// What makes two pure statements compute the same value.
-#[derive(Clone, PartialEq, Eq, Hash)]
-enum Key {
-    Const(Const),
-    Binary(BinOp, Value, Value),
-    Unary(UnOp, Value),
-    Cmp(CmpOp, Value, Value),
-    Cast(Value, Scalar),
-    Select(Value, Value, Value),
-}
-
 /// Eliminates common subexpressions in one body.
 pub fn cse_body(body: &mut Body) {
     let mut cx = Cx { table: HashMap::new(), subst: HashMap::new() };
@@ -51,7 +40,7 @@ pub fn cse_body(body: &mut Body) {
 }
 
 struct Cx {
-    table: HashMap<Key, Value>,
+    table: HashMap<StmtKind, Value>,
     subst: HashMap<Value, Value>,
 }
 
@@ -85,29 +74,28 @@ impl Cx {
     }
 }
 
-fn key_of(body: &Body, s: Stmt) -> Option<Key> {
+/// What makes two pure statements compute the same value: the statement
+/// itself (the table says which kinds are pure; pure kinds hold no spans),
+/// with a commutative integer operator's operands in value order.
+fn key_of(body: &Body, s: Stmt) -> Option<StmtKind> {
     let data = body.stmt(s);
-    data.result?;
-    let scalar = |v: Value| body.ty(v).scalar().unwrap_or(Scalar::F32);
-    Some(match data.kind {
-        StmtKind::Const(c) => Key::Const(c),
-        StmtKind::Binary(op, a, b) => {
-            if op.commutes_on(scalar(a)) && b < a {
-                Key::Binary(op, b, a)
-            } else {
-                Key::Binary(op, a, b)
-            }
+    if data.result.is_none() || !data.kind.is_pure() {
+        return None;
+    }
+    let mut key = data.kind.clone();
+    if let StmtKind::Binary(op, a, b) = &mut key {
+        if op.commutes_on(scalar(body, *a)) && *b < *a {
+            std::mem::swap(a, b);
         }
-        StmtKind::Unary(op, a) => Key::Unary(op, a),
-        StmtKind::Cmp(op, a, b) => {
-            if op.commutes_on(scalar(a)) && b < a {
-                Key::Cmp(op, b, a)
-            } else {
-                Key::Cmp(op, a, b)
-            }
+    }
+    if let StmtKind::Cmp(op, a, b) = &mut key {
+        if op.commutes_on(scalar(body, *a)) && *b < *a {
+            std::mem::swap(a, b);
         }
-        StmtKind::Cast(a, t) => Key::Cast(a, t),
-        StmtKind::Select(c, a, b) => Key::Select(c, a, b),
-        _ => return None,
-    })
+    }
+    Some(key)
+}
+
+fn scalar(body: &Body, v: Value) -> Scalar {
+    body.ty(v).scalar().unwrap_or(Scalar::F32)
 }

@@ -601,7 +601,7 @@ fn struct_nest(body: &Body, s: Stmt, shapes: &HashMap<Name, (Scalar, Vec<u64>)>)
             if found.is_some() {
                 return;
             }
-            if let StmtKind::Load(r) | StmtKind::Store(r, _) | StmtKind::Atomic(_, r, _) = &body.stmt(t).kind {
+            if let Some(r) = body.stmt(t).kind.access() {
                 if shapes.get(&r.field).is_some_and(|(_, shape)| *shape == extents) {
                     found = Some((r.field.clone(), r.span));
                 }

@@ -318,28 +318,20 @@ impl Copier<'_> {
         n
     }
 
-    fn bound(&mut self, b: &Bound) -> Bound {
-        match b {
-            Bound::Value(v) => Bound::Value(self.val(*v)),
-            b => b.clone(),
-        }
-    }
-
-    /// A task or loop header, its variables defined by `at`.
+    /// A task item's header, its variables defined by `at`, walked through
+    /// the statement table's task-header row (bounds, then variables).
     fn kind(&mut self, k: &TaskKind, at: Stmt) -> TaskKind {
-        match k {
-            TaskKind::Serial => TaskKind::Serial,
-            TaskKind::RangeFor { var, lo, hi, block_dim } => {
-                let (lo, hi) = (self.bound(lo), self.bound(hi));
-                TaskKind::RangeFor { var: self.def(*var, ValueDef::LoopVar(at, 0)), lo, hi, block_dim: *block_dim }
-            }
-            TaskKind::StructFor { vars, field, field_span, block_dim } => TaskKind::StructFor {
-                vars: vars.iter().enumerate().map(|(i, v)| self.def(*v, ValueDef::LoopVar(at, i as u32))).collect(),
-                field: field.clone(),
-                field_span: *field_span,
-                block_dim: *block_dim,
+        let mut kind = k.clone();
+        let this = std::cell::RefCell::new(&mut *self);
+        let mut bound = 0;
+        kind.visit_mut(
+            |v| *v = this.borrow_mut().val(*v),
+            |v| {
+                *v = this.borrow_mut().def(*v, ValueDef::LoopVar(at, bound));
+                bound += 1;
             },
-        }
+        );
+        kind
     }
 
     fn block(&mut self, b: Block) -> Block {

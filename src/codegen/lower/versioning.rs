@@ -251,10 +251,7 @@ pub(super) fn plan<'f>(
     let mut conds = Vec::new();
     let mut seen = HashSet::new();
     body.walk(block, &mut |s| {
-        let r = match &body.stmt(s).kind {
-            StmtKind::Load(r) | StmtKind::Store(r, _) | StmtKind::Atomic(_, r, _) => r,
-            _ => return,
-        };
+        let Some(r) = body.stmt(s).kind.access() else { return };
         let Some(found) = field(r.field.as_str()).and_then(|f| a.access(r, f)) else { return };
         proven.insert(s);
         conds.extend(found.into_iter().filter(|c| seen.insert(c.clone())));
