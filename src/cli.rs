@@ -355,6 +355,21 @@ impl TraceArgs {
     }
 }
 
+/// The trailing flags of every tool that reads KIR and traces its work
+/// (`kiln-opt`, `kiln-key`, `kiln-compile`, `kiln-run`): `--time-trace`,
+/// the diagnostics flags and the common ones, in that order in `--help`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct TracedToolArgs {
+    #[command(flatten)]
+    pub trace: TraceArgs,
+
+    #[command(flatten)]
+    pub diag: DiagArgs,
+
+    #[command(flatten)]
+    pub common: Common,
+}
+
 /// The flags every tool has (flattened into each tool's clap definition).
 #[derive(clap::Args, Debug, Clone, Copy)]
 pub struct Common {

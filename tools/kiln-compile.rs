@@ -119,13 +119,7 @@ struct Cli {
     stats: Option<StatsFormat>,
 
     #[command(flatten)]
-    trace: kiln::cli::TraceArgs,
-
-    #[command(flatten)]
-    diag: kiln::cli::DiagArgs,
-
-    #[command(flatten)]
-    common: kiln::cli::Common,
+    tool: kiln::cli::TracedToolArgs,
 }
 
 /// How `--stats` prints.
@@ -143,7 +137,9 @@ const SPEC: tool::ToolSpec = tool::ToolSpec {
 };
 
 fn main() -> ExitCode {
-    tool::run_tool(&SPEC, |cli: Cli| tool::with_time_trace("kiln-compile", cli.trace.path(&cli.input), || run(&cli)))
+    tool::run_tool(&SPEC, |cli: Cli| {
+        tool::with_time_trace("kiln-compile", cli.tool.trace.path(&cli.input), || run(&cli))
+    })
 }
 
 fn run(cli: &Cli) -> Result<(), ToolError> {

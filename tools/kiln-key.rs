@@ -47,19 +47,13 @@ struct Cli {
     config: kiln::cli::ConfigArgs,
 
     #[command(flatten)]
-    trace: kiln::cli::TraceArgs,
-
-    #[command(flatten)]
-    diag: kiln::cli::DiagArgs,
-
-    #[command(flatten)]
-    common: kiln::cli::Common,
+    tool: kiln::cli::TracedToolArgs,
 }
 
 const SPEC: tool::ToolSpec = tool::ToolSpec { name: "kiln-key", version: || kiln::version::text("kiln-key", None) };
 
 fn main() -> ExitCode {
-    tool::run_tool(&SPEC, |cli: Cli| tool::with_time_trace("kiln-key", cli.trace.path(&cli.input), || run(&cli)))
+    tool::run_tool(&SPEC, |cli: Cli| tool::with_time_trace("kiln-key", cli.tool.trace.path(&cli.input), || run(&cli)))
 }
 
 /// Reads, parses, verifies and splits one KIR input.

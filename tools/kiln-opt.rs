@@ -67,13 +67,7 @@ struct Cli {
     time_passes: bool,
 
     #[command(flatten)]
-    trace: kiln::cli::TraceArgs,
-
-    #[command(flatten)]
-    diag: kiln::cli::DiagArgs,
-
-    #[command(flatten)]
-    common: kiln::cli::Common,
+    tool: kiln::cli::TracedToolArgs,
 }
 
 /// `--passes=` accepts exactly the registered names, so clap's usage error
@@ -85,7 +79,7 @@ fn pass_names() -> PossibleValuesParser {
 const SPEC: tool::ToolSpec = tool::ToolSpec { name: "kiln-opt", version: || kiln::version::text("kiln-opt", None) };
 
 fn main() -> ExitCode {
-    tool::run_tool(&SPEC, |cli: Cli| tool::with_time_trace("kiln-opt", cli.trace.path(&cli.input), || run(&cli)))
+    tool::run_tool(&SPEC, |cli: Cli| tool::with_time_trace("kiln-opt", cli.tool.trace.path(&cli.input), || run(&cli)))
 }
 
 /// The KIR preset of an `-O` level: `-O3`, LLVM's highest, is KIR's

@@ -149,13 +149,7 @@ struct Cli {
     digest: bool,
 
     #[command(flatten)]
-    trace: kiln::cli::TraceArgs,
-
-    #[command(flatten)]
-    diag: kiln::cli::DiagArgs,
-
-    #[command(flatten)]
-    common: kiln::cli::Common,
+    tool: kiln::cli::TracedToolArgs,
 }
 
 /// `--iteration-order`'s value.
@@ -175,7 +169,7 @@ const SPEC: tool::ToolSpec =
     tool::ToolSpec { name: "kiln-run", version: || kiln::version::text("kiln-run", Some(kiln::target::host_facts())) };
 
 fn main() -> ExitCode {
-    tool::run_tool(&SPEC, |cli: Cli| tool::with_time_trace("kiln-run", cli.trace.path(&cli.input), || run(&cli)))
+    tool::run_tool(&SPEC, |cli: Cli| tool::with_time_trace("kiln-run", cli.tool.trace.path(&cli.input), || run(&cli)))
 }
 
 /// The engine of a run: the JIT keeps its store for the counters.
@@ -294,7 +288,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     let settings = Settings::load(&flags)?;
     let target = if cli.engine == EngineKind::Jit { Some(resolve_target(&settings)?) } else { None };
     drop(setup);
-    let src = tool::read_source(&cli.input)?;
+    let src = tool::read_source_capped(&cli.input, settings.max_input_size.value.0)?;
     let parsed = span("parse");
     let stream = kiln::parser::parse(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
     drop(parsed);
