@@ -126,10 +126,13 @@ macro_rules! counters {
 #[doc(hidden)]
 pub fn serialize_rows<S: Serializer>(rows: &[Row], serializer: S) -> Result<S::Ok, S::Error> {
     let mut map = serializer.serialize_map(Some(rows.len()))?;
-    for row in rows {
-        row.value.serialize_into(&mut map, row.json)?;
-    }
+    write_rows(&mut map, rows)?;
     map.end()
+}
+
+/// Writes `rows` into an open JSON object, in order.
+fn write_rows<M: SerializeMap>(map: &mut M, rows: &[Row]) -> Result<(), M::Error> {
+    rows.iter().try_for_each(|row| row.value.serialize_into(map, row.json))
 }
 
 /// Adds `n` to a shared count.
@@ -267,14 +270,10 @@ impl Serialize for RunReport {
         map.serialize_entry("cache_dir", &self.cache.as_ref().map(|c| &c.0))?;
         map.serialize_entry("scope", &self.cache.as_ref().map(|c| &c.1))?;
         map.serialize_entry("tasks", &self.tasks)?;
-        for row in self.run.rows() {
-            row.value.serialize_into(&mut map, row.json)?;
-        }
+        write_rows(&mut map, &self.run.rows())?;
         if let Some((url, remote)) = &self.remote {
             map.serialize_entry("remote", url)?;
-            for row in remote.rows() {
-                row.value.serialize_into(&mut map, row.json)?;
-            }
+            write_rows(&mut map, &remote.rows())?;
         }
         map.end()
     }

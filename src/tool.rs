@@ -327,14 +327,20 @@ pub fn with_time_trace(
 
 /// Reads a whole input: a path, or `-` for stdin (named `<stdin>`), of at
 /// most the `max_input_size` setting's bytes (a longer one, `/dev/zero`
-/// included, is an error once the limit is passed, never read whole).
+/// included, is an error once the limit is passed, never read whole). For
+/// the tools that hold no [`crate::settings::Settings`] of their own.
 pub fn read_source(path: &str) -> Result<SourceFile, ToolError> {
-    let _read = crate::trace::span("phase", "read", crate::trace::WHOLE_INPUT);
     // The cap is a setting, but reading an input must not fail because a
     // config file is damaged: the tools that use the cache report that
     // themselves; here the default cap then holds.
     let settings = crate::settings::Settings::load(&[]).unwrap_or_else(|_| crate::settings::Settings::defaults());
-    let limit = settings.max_input_size.value.0;
+    read_source_capped(path, settings.max_input_size.value.0)
+}
+
+/// [`read_source`] with the cap (`max_input_size`, 0 for none) from
+/// settings the caller already loaded.
+pub fn read_source_capped(path: &str, limit: u64) -> Result<SourceFile, ToolError> {
+    let _read = crate::trace::span("phase", "read", crate::trace::WHOLE_INPUT);
     let (name, bytes) = if path == "-" {
         ("<stdin>".to_string(), read_capped(io::stdin().lock(), limit).map_err(|e| ToolError::at("<stdin>", e))?)
     } else {

@@ -1,0 +1,97 @@
+//! Tests of the CHI dump parser.
+
+use super::*;
+use crate::import::log::scan;
+
+fn parse(text: &str) -> Result<Vec<Task>, Error> {
+    let text = format!("[I 1 2] [ir_printer.cpp:operator()@912] [k_c1_0] Start offload_to_executable:\n{text}");
+    let log = scan(&text).expect("scans");
+    let n = log.lines.len();
+    // The test dumps are the rest of the text, `kernel {` ... `}`.
+    parse_dump(&log.lines[2..n - 1])
+}
+
+#[test]
+fn a_range_for_task_with_locations() {
+    let text = "kernel {\n  $0 = offloaded range_for(0, tmp(offset=4B)) grid_dim=0 block_dim=32 \n  body {\n    <i32> $1 = loop $0 index 0\n    File \"/t/k.py\", line 12, in saxpy:\n        y[i] = a * x[i]\n          ^\n    <*f32> $2 = global ptr [S2place<f32>], index [$1] activate=false\n    <f32> $3 = global load $2\n    $4 : global store [$2 <- $3]\n  }\n}\n";
+    let tasks = parse(text).expect("parses");
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(tasks[0].kind, TaskKind::RangeFor { begin: Bound::Const(0), end: Bound::Tmp(4), block_dim: 32 });
+    let b = &tasks[0].body;
+    assert_eq!(b[0].kind, Kind::LoopIndex { lp: 0, index: 0 });
+    assert_eq!(b[0].loc.as_ref().map(|l| l.to_string()).as_deref(), Some("/t/k.py:12:11"));
+    assert_eq!(b[1].kind, Kind::GlobalPtr { place: 2, indices: vec![1] });
+    assert_eq!(b[1].ty, Some(Ty::Ptr("f32".into())));
+    assert_eq!(b[3].kind, Kind::GlobalStore { dest: 2, val: 3 });
+}
+
+#[test]
+fn control_flow() {
+    let text = "kernel {\n  $0 = offloaded  \n  body {\n    $1 : while true {\n      <i32> $2 = const 0\n      $3 : if $2 {\n        $4 : while control nullptr, $2\n      } else {\n        $5 continue (scope=$1)\n      }\n    }\n  }\n}\n";
+    let tasks = parse(text).expect("parses");
+    let Kind::While(body) = &tasks[0].body[0].kind else { panic!("a while") };
+    let Kind::If { then, els: Some(els), .. } = &body[1].kind else { panic!("an if/else") };
+    assert_eq!(then[0].kind, Kind::WhileControl { cond: 2 });
+    assert_eq!(els[0].kind, Kind::Continue { scope: Some(1) });
+}
+
+#[test]
+fn refusals_name_the_statement() {
+    for (line, name) in [
+        ("    print $1, \"\\n\"", "print"),
+        ("    11 : assert $1, \"no\"", "assert"),
+        ("    <f32> $2 = stack alloc (max_size=5)", "stack alloc"),
+        (
+            "    <*[Tensor (3) f32]> $2 = global ptr [S4place<f32>], index [$1] activate=true",
+            "type <*[Tensor (3) f32]> (matrix)",
+        ),
+    ] {
+        let text = format!("kernel {{\n  $0 = offloaded  \n  body {{\n{line}\n    File \"/t/k.py\", line 3, in k:\n        print(x)\n        ^^^^^\n  }}\n}}\n");
+        match parse(&text) {
+            Err(Error::Refused { refusal, loc, near: false, .. }) => {
+                assert_eq!(refusal.name, name);
+                assert_eq!(loc.map(|l| l.to_string()).as_deref(), Some("/t/k.py:3:9"));
+            }
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn sparse_tasks_are_refused() {
+    let text = "kernel {\n  $0 = offloaded listgen S0root->S3pointer gdw_level=-1\n}\n";
+    assert!(matches!(parse(text), Err(Error::Refused { refusal, .. }) if refusal.name == "offloaded listgen"));
+    let text = "kernel {\n  $0 = offloaded struct_for(S3pointer) grid_dim=0 block_dim=4 bls=none \n  body {\n  }\n}\n";
+    assert!(matches!(parse(text), Err(Error::Refused { refusal, .. }) if refusal.name == "sparse SNode (pointer)"));
+}
+
+#[test]
+fn meshes_and_other_statements_are_refused_by_name() {
+    let text = "kernel {\n  $0 = offloaded mesh_for(Vertex -> Unknown) num_patches=4 grid_dim=0 block_dim=32 bls=none \n  body {\n  }\n}\n";
+    assert!(matches!(parse(text), Err(Error::Refused { refusal, .. }) if refusal.name == "mesh_for"));
+    for (line, name) in [
+        ("    <i32> $2 = mesh patch idx", "mesh patch idx"),
+        ("    <f32> $2 = rand()", "rand"),
+        ("    <f32> $2 = asin $1", "asin"),
+        ("    <i32> $2 = atomic cas($1, $1, $1)", "atomic cas"),
+        ("    $2 : while control $1, $1", "while control with a mask"),
+        ("    <*f32> $2 = alloca(shared)", "alloca(shared)"),
+        ("    <[Tensor (3) f32]> $2 = [$1, $1, $1]", "matrix init"),
+    ] {
+        let text = format!("kernel {{\n  $0 = offloaded  \n  body {{\n    <f32> $1 = const 1\n{line}\n  }}\n}}\n");
+        match parse(&text) {
+            // `asin` parses (and is KIR's `asin`).
+            Ok(t) if name == "asin" => assert_eq!(t[0].body[1].kind, Kind::Unary { op: "asin".into(), a: 1 }),
+            Err(Error::Refused { refusal, .. }) => assert_eq!(refusal.name, name, "{line}"),
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn garbage_is_a_syntax_error() {
+    let text = "kernel {\n  $0 = offloaded  \n  body {\n    $1 = = ?\n  }\n}\n";
+    assert!(matches!(parse(text), Err(Error::Syntax { .. })));
+    let text = "kernel {\n  $0 : for @tmp0 in range(0, 4) block_dim=adaptive {\n  }\n}\n";
+    assert!(matches!(parse(text), Err(Error::Syntax { message, .. }) if message.contains("task form")));
+}

@@ -1,0 +1,262 @@
+//! The operators of an imported statement: unary and binary arithmetic
+//! (with the expansions KIR needs: `floordiv`, `sgn`, `rsqrt`, an ordered
+//! float `cmp_ne`) and atomics (on a field, or on a local by load and
+//! store).
+//!
+//! Owns: what each Quadrants operator becomes in KIR, and the refusal of
+//! one without a KIR form.
+//!
+//! Must never: emit a statement other than its operator's, or panic on
+//! any input.
+
+use super::*;
+
+impl Module<'_> {
+    pub(super) fn unary(&mut self, b: &mut Body, s: &Stmt, op: &str, a: u32, ty: Option<Scalar>) -> Result<(), Error> {
+        let n = format!("%{}", s.id);
+        let (v, vt) = self.val(b, a, s)?;
+        let rt = ty.unwrap_or(vt);
+        let def = |b: &mut Body, t: Scalar| {
+            b.vals.insert(s.id, V::Val { name: format!("%{}", s.id), ty: t, konst: None });
+        };
+        let one = |b: &mut Body| {
+            let c = b.fresh(s.id);
+            b.line(format!("{c} = const 1.0 : {vt}"));
+            c
+        };
+        // What the KIR written computes: the operand's type for an
+        // operator, the hint's for what ends in a cast.
+        let mut actual = rt;
+        match op {
+            "neg" | "abs" if vt != Scalar::I1 => {
+                b.line(format!("{n} = {op} {v}"));
+                actual = vt;
+            }
+            "floor" | "ceil" | "round" if vt.is_int() => {
+                b.vals.insert(s.id, V::Val { name: v, ty: vt, konst: None });
+                return Ok(());
+            }
+            "sqrt" | "sin" | "cos" | "tan" | "asin" | "acos" | "tanh" | "exp" | "log" | "floor" | "ceil" | "round"
+                if vt.is_float() =>
+            {
+                b.line(format!("{n} = {op} {v}"));
+                actual = vt;
+            }
+            "bit_not" if vt.is_int() => {
+                b.line(format!("{n} = not {v}"));
+                actual = vt;
+            }
+            "logic_not" => {
+                let z = b.fresh(s.id);
+                let zero = match vt {
+                    Scalar::I1 => "false",
+                    t if t.is_float() => "0.0",
+                    _ => "0",
+                };
+                b.line(format!("{z} = const {zero} : {vt}"));
+                if rt == Scalar::I1 {
+                    b.line(format!("{n} = cmp eq {v}, {z}"));
+                } else {
+                    let c = b.fresh(s.id);
+                    b.line(format!("{c} = cmp eq {v}, {z}"));
+                    b.line(format!("{n} = cast {c} to {rt}"));
+                }
+            }
+            "rsqrt" if vt.is_float() => {
+                let r = b.fresh(s.id);
+                b.line(format!("{r} = sqrt {v}"));
+                let o = one(b);
+                b.line(format!("{n} = div {o}, {r}"));
+                actual = vt;
+            }
+            "inv" | "rcp" if vt.is_float() => {
+                let o = one(b);
+                b.line(format!("{n} = div {o}, {v}"));
+                actual = vt;
+            }
+            "sgn" if vt != Scalar::I1 => {
+                let z = b.fresh(s.id);
+                let (p, m, pf, mf) = (b.fresh(s.id), b.fresh(s.id), b.fresh(s.id), b.fresh(s.id));
+                b.line(format!("{z} = const {} : {vt}", if vt.is_float() { "0.0" } else { "0" }));
+                b.line(format!("{p} = cmp gt {v}, {z}"));
+                b.line(format!("{m} = cmp lt {v}, {z}"));
+                b.line(format!("{pf} = cast {p} to {rt}"));
+                b.line(format!("{mf} = cast {m} to {rt}"));
+                b.line(format!("{n} = sub {pf}, {mf}"));
+            }
+            _ => return Err(refused_stmt(format!("{op} of {vt}"), s).with_why("KIR has no such operator")),
+        }
+        def(b, actual);
+        Ok(())
+    }
+
+    pub(super) fn binary(
+        &mut self,
+        b: &mut Body,
+        s: &Stmt,
+        op: &str,
+        a: u32,
+        c: u32,
+        ty: Option<Scalar>,
+    ) -> Result<(), Error> {
+        let n = format!("%{}", s.id);
+        let (x, xt) = self.val(b, a, s)?;
+        let (y, yt) = self.val(b, c, s)?;
+        if xt != yt {
+            return Err(located(format!("'{op}' of {xt} and {yt}"), s));
+        }
+        let t = xt;
+        let hint_ty = ty.unwrap_or(t);
+        // The type of what is written: the operands' for arithmetic, i1 for
+        // a comparison, the hint's where a cast ends it.
+        let mut rt = hint_ty;
+        let cmp = |p: &str| format!("cmp {p}");
+        let kir: Option<String> = match op {
+            "add" | "sub" | "mul" | "min" | "max" if t != Scalar::I1 => Some(op.to_string()),
+            "div" | "truediv" if t != Scalar::I1 => Some("div".into()),
+            "mod" if t != Scalar::I1 => Some("rem".into()),
+            "pow" | "atan2" if t.is_float() => Some(op.to_string()),
+            "bit_and" if t.is_int() => Some("and".into()),
+            "bit_or" if t.is_int() => Some("or".into()),
+            "bit_xor" if t.is_int() => Some("xor".into()),
+            "bit_shl" if t.is_int() && t != Scalar::I1 => Some("shl".into()),
+            "bit_sar" if t.is_int() && t != Scalar::I1 => Some("shr".into()),
+            "bit_shr" if t.is_int() && t != Scalar::I1 => Some("ushr".into()),
+            "cmp_lt" => Some(cmp("lt")),
+            "cmp_le" => Some(cmp("le")),
+            "cmp_gt" => Some(cmp("gt")),
+            "cmp_ge" => Some(cmp("ge")),
+            "cmp_eq" => Some(cmp("eq")),
+            "cmp_ne" => Some(cmp("ne")),
+            _ => None,
+        };
+        if op == "cmp_ne" && t.is_float() {
+            // Quadrants compares floats for inequality ordered (LLVM's `one`:
+            // false when either is NaN); KIR's `ne` is unordered. Ordered
+            // inequality is `lt or gt`.
+            let [lt, gt, r] = [(); 3].map(|_| b.fresh(s.id));
+            b.line(format!("{lt} = cmp lt {x}, {y}"));
+            b.line(format!("{gt} = cmp gt {x}, {y}"));
+            if rt == Scalar::I1 {
+                b.line(format!("{n} = or {lt}, {gt}"));
+            } else {
+                b.line(format!("{r} = or {lt}, {gt}"));
+                b.line(format!("{n} = cast {r} to {rt}"));
+            }
+        } else if let Some(k) = kir {
+            if k.starts_with("cmp") && rt != Scalar::I1 {
+                let c = b.fresh(s.id);
+                b.line(format!("{c} = {k} {x}, {y}"));
+                b.line(format!("{n} = cast {c} to {rt}"));
+            } else {
+                rt = if k.starts_with("cmp") { Scalar::I1 } else { t };
+                b.line(format!("{n} = {k} {x}, {y}"));
+            }
+        } else {
+            match op {
+                "floordiv" if t.is_float() => {
+                    let d = b.fresh(s.id);
+                    b.line(format!("{d} = div {x}, {y}"));
+                    b.line(format!("{n} = floor {d}"));
+                    rt = t;
+                }
+                "floordiv" if t != Scalar::I1 => {
+                    // Python's floor division: C's quotient, one less when the
+                    // remainder is not zero and its sign differs from the divisor's.
+                    let [q, r, z, rnz, rneg, yneg, diff, adj, one, qm] = [(); 10].map(|_| b.fresh(s.id));
+                    b.line(format!("{q} = div {x}, {y}"));
+                    b.line(format!("{r} = rem {x}, {y}"));
+                    b.line(format!("{z} = const 0 : {t}"));
+                    b.line(format!("{rnz} = cmp ne {r}, {z}"));
+                    b.line(format!("{rneg} = cmp lt {r}, {z}"));
+                    b.line(format!("{yneg} = cmp lt {y}, {z}"));
+                    b.line(format!("{diff} = xor {rneg}, {yneg}"));
+                    b.line(format!("{adj} = and {rnz}, {diff}"));
+                    b.line(format!("{one} = const 1 : {t}"));
+                    b.line(format!("{qm} = sub {q}, {one}"));
+                    b.line(format!("{n} = select {adj}, {qm}, {q}"));
+                    rt = t;
+                }
+                "logical_and" | "logical_or" => {
+                    let cx = self.cond(b, a, s)?;
+                    let cy = self.cond(b, c, s)?;
+                    let k = if op == "logical_and" { "and" } else { "or" };
+                    if rt == Scalar::I1 {
+                        b.line(format!("{n} = {k} {cx}, {cy}"));
+                    } else {
+                        let r = b.fresh(s.id);
+                        b.line(format!("{r} = {k} {cx}, {cy}"));
+                        b.line(format!("{n} = cast {r} to {rt}"));
+                    }
+                }
+                _ => return Err(refused_stmt(format!("{op} of {t}"), s).with_why("KIR has no such operator")),
+            }
+        }
+        b.vals.insert(s.id, V::Val { name: n, ty: rt, konst: None });
+        Ok(())
+    }
+
+    pub(super) fn atomic(&mut self, b: &mut Body, s: &Stmt, op: &str, dest: u32, val: u32) -> Result<(), Error> {
+        let n = format!("%{}", s.id);
+        let (v, vt) = self.val(b, val, s)?;
+        match b.vals.get(&dest).cloned() {
+            Some(V::Ptr { field, idx, elem }) => {
+                if elem != vt {
+                    return Err(located(format!("atomic {op} of {vt} into a field of {elem}"), s));
+                }
+                let idx = idx.join(", ");
+                let fits = match op {
+                    "bit_and" | "bit_or" | "bit_xor" => matches!(elem, Scalar::I32 | Scalar::I64),
+                    _ => elem != Scalar::I1,
+                };
+                if !fits {
+                    return Err(refused_stmt(format!("atomic {op} on {elem}"), s).with_why("KIR has no such atomic"));
+                }
+                let kop = match op {
+                    "add" | "min" | "max" => op,
+                    "bit_and" => "and",
+                    "bit_or" => "or",
+                    "bit_xor" => "xor",
+                    "sub" => {
+                        let m = b.fresh(s.id);
+                        b.line(format!("{m} = neg {v}"));
+                        b.line(format!("{n} = atomic add {field}[{idx}], {m}"));
+                        b.vals.insert(s.id, V::Val { name: n, ty: elem, konst: None });
+                        return Ok(());
+                    }
+                    _ => {
+                        return Err(refused_stmt(format!("atomic {op}"), s)
+                            .with_why("KIR's atomics are add, min, max, and, or and xor"))
+                    }
+                };
+                b.line(format!("{n} = atomic {kop} {field}[{idx}], {v}"));
+                b.vals.insert(s.id, V::Val { name: n, ty: elem, konst: None });
+            }
+            Some(V::Slot { name, elem }) => {
+                // A local is private to its iteration: the atomic is a
+                // load, the operation and a store; it yields the old value.
+                let kop = match op {
+                    "add" | "sub" | "mul" | "min" | "max" => op,
+                    "bit_and" => "and",
+                    "bit_or" => "or",
+                    "bit_xor" => "xor",
+                    _ => return Err(refused_stmt(format!("atomic {op}"), s).with_why("KIR has no such operator")),
+                };
+                let fits = match kop {
+                    "and" | "or" | "xor" => elem.is_int(),
+                    _ => elem != Scalar::I1,
+                };
+                if !fits || elem != vt {
+                    return Err(located(format!("atomic {op} of {vt} on a local of {elem}"), s));
+                }
+                let new = b.fresh(s.id);
+                b.line(format!("{n} = load {name}"));
+                b.line(format!("{new} = {kop} {n}, {v}"));
+                b.line(format!("store {name}, {new}"));
+                b.vals.insert(s.id, V::Val { name: n, ty: elem, konst: None });
+            }
+            _ => return Err(located(format!("${dest} is not a pointer"), s)),
+        }
+        Ok(())
+    }
+}
