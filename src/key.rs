@@ -84,7 +84,7 @@ pub struct Renumbering {
 
 impl Namer for Renumbering {
     fn begin_body(&mut self, body: &Body) {
-        self.num = SecondaryMap::for_arena(&body.values, u32::MAX);
+        self.num = SecondaryMap::for_arena(body.values(), u32::MAX);
         self.next = 0;
     }
     fn define(&mut self, v: Value) {

@@ -317,7 +317,7 @@ struct BodyLower<'a, 's, 'd> {
 
 impl crate::ir::TypeEnv for BodyLower<'_, '_, '_> {
     fn value_type(&self, v: Value) -> Option<Type> {
-        self.body.values.get(v).map(|d| d.ty)
+        self.body.values().get(v).map(|d| d.ty)
     }
     fn field_elem(&self, name: &str) -> Option<Scalar> {
         self.sigs.fields.get(name).copied()
@@ -333,8 +333,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         if let Keep::Transient { bytes } = keep {
             // A statement line is 25 to 35 bytes of text and defines at
             // most one value; a little too much is cheaper than regrowing.
-            body.stmts.reserve(bytes / 24);
-            body.values.reserve(bytes / 24);
+            body.reserve(bytes / 24, bytes / 24);
             body.operand_spans.reserve(bytes / 24, bytes / 16);
         }
         // Names in scope at once are few (a block's definitions and those
@@ -381,13 +380,8 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         }
         // The arenas grew by doubling; a whole module's IR is resident at
         // once, so give the slack back (glibc shrinks in place).
-        self.body.values.shrink_to_fit();
-        self.body.stmts.shrink_to_fit();
-        self.body.blocks.shrink_to_fit();
+        self.body.shrink_to_fit();
         self.body.operand_spans.shrink_to_fit();
-        for b in &mut self.body.blocks {
-            b.shrink_to_fit();
-        }
         self.body
     }
 
@@ -461,7 +455,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
     fn stmts(&mut self, stmts: Vec<StmtAst>, b: Block) {
         let mark = self.undo.len();
         // The block's length is known: no regrowth while it fills.
-        self.body.blocks[b].reserve_exact(stmts.len());
+        self.body[b].reserve_exact(stmts.len());
         for s in stmts {
             self.stmt(s, b);
         }
@@ -473,10 +467,10 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
     /// (a statement with blocks is made before what they hold).
     fn stmt(&mut self, mut s: StmtAst, b: Block) {
         let loc = s.loc.take().and_then(|l| self.loc(l));
-        let first = self.body.stmts.len();
+        let first = self.body.next_stmt();
         self.stmt_kind(s, b);
-        if let (Some(loc), Some(data)) = (loc, self.body.stmts.get_mut(Stmt::new(first))) {
-            data.loc = Some(loc);
+        if let (Some(loc), true) = (loc, self.body.stmts().get(first).is_some()) {
+            self.body[first].loc = Some(loc);
         }
     }
 
@@ -543,7 +537,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                 self.stmts(then_s, then_blk);
                 if let Some(else_s) = else_s {
                     let e = self.body.new_block();
-                    if let StmtKind::If { else_blk, .. } = &mut self.body.stmts[st].kind {
+                    if let StmtKind::If { else_blk, .. } = &mut self.body[st].kind {
                         *else_blk = Some(e);
                     }
                     self.stmts(else_s, e);
@@ -565,7 +559,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                 self.body.push(b, st);
                 let mark = self.undo.len();
                 let var = self.define(range.var, Type::Scalar(ty), ValueDef::LoopVar(st, 0));
-                if let StmtKind::For { var: v, .. } = &mut self.body.stmts[st].kind {
+                if let StmtKind::For { var: v, .. } = &mut self.body[st].kind {
                     *v = var;
                 }
                 self.stmts(body_s, blk);
@@ -589,7 +583,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                 let mark = self.undo.len();
                 let k = self.task_kind(*kind, st);
                 self.operands_of(st);
-                if let StmtKind::Task { kind, .. } = &mut self.body.stmts[st].kind {
+                if let StmtKind::Task { kind, .. } = &mut self.body[st].kind {
                     *kind = k;
                 }
                 self.stmts(body_s, blk);
@@ -603,7 +597,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         let st = self.new_stmt(kind, span);
         if let Some(r) = s.result {
             let v = self.define(r, ty, ValueDef::Result(st));
-            self.body.stmts[st].result = Some(v);
+            self.body[st].result = Some(v);
         }
         self.body.push(b, st);
     }
@@ -628,7 +622,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
 
     /// The loop variable's type: as written, else the IR's rule.
     fn range_type(&self, r: &RangeAst, lo: &Bound, hi: &Bound) -> Scalar {
-        r.ty.unwrap_or_else(|| crate::ir::loop_var_type(lo, hi, |v| self.body.values.get(v).map(|d| d.ty)))
+        r.ty.unwrap_or_else(|| crate::ir::loop_var_type(lo, hi, |v| self.body.values().get(v).map(|d| d.ty)))
     }
 
     fn atomic_op(&mut self, op: BinOp, op_span: Span) -> AtomicOp {

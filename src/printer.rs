@@ -364,7 +364,7 @@ impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
     fn range(&mut self, body: &Body, var: Value, lo: &Bound, hi: &Bound) -> fmt::Result {
         self.def(body, var)?;
         let ty = body.ty(var);
-        let inferred = loop_var_type(lo, hi, |v| body.values.get(v).map(|d| d.ty));
+        let inferred = loop_var_type(lo, hi, |v| body.values().get(v).map(|d| d.ty));
         if ty != Type::Scalar(inferred) {
             write!(self.out, " : {ty}")?;
         }

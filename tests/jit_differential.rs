@@ -60,14 +60,14 @@ fn order_dependent_fields(stream: &Stream) -> BTreeSet<String> {
 /// (through values and slots, to a fixed point) and adds the fields it
 /// stores such values to.
 fn spread_order_dependence(body: &Body, fields: &mut BTreeSet<String>, is_float: &impl Fn(&str) -> bool) {
-    let mut tainted = vec![false; body.values.len()];
+    let mut tainted = vec![false; body.values().len()];
     let mut changed = true;
     while changed {
         changed = false;
         let mut mark = |v: Value, tainted: &mut Vec<bool>| {
             changed |= !std::mem::replace(&mut tainted[v.index()], true);
         };
-        for s in body.stmts.iter() {
+        for s in body.stmts().iter() {
             let mut t = false;
             s.kind.for_each_operand(|v| t |= tainted[v.index()]);
             match &s.kind {

@@ -299,7 +299,7 @@ fn canonical_text_is_a_fixed_point_and_ignores_value_names() {
                         kiln::ir::Item::Task(t) => &mut t.body,
                         _ => continue,
                     };
-                    for v in body.values.iter_mut() {
+                    for v in body.values_mut() {
                         v.name = format!("renamed_{}", v.name).into();
                     }
                 }

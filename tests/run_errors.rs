@@ -132,7 +132,7 @@ fn a_statement_without_source_text_is_not_located() {
     for m in &mut stream.modules {
         for item in &mut m.items {
             if let kiln::ir::Item::Kernel(k) = item {
-                for s in &mut k.body.stmts {
+                for s in k.body.stmts_mut() {
                     s.span = kiln::ir::Span::DUMMY;
                 }
             }

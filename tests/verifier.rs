@@ -443,14 +443,14 @@ fn every_error_is_reported_in_source_order() {
 fn malformed_ir_from_a_pass_is_an_error_not_a_panic() {
     let mut s = parse("kernel @k(%a: i32) {\n  %b = add %a, %a\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
-    k.body.stmts[Stmt::new(0)].kind = StmtKind::Binary(BinOp::Add, Value::new(99), Value::new(0));
+    k.body[Stmt::new(0)].kind = StmtKind::Binary(BinOp::Add, Value::new(99), Value::new(0));
     let e = verify(&s).unwrap_err();
     assert!(e.0[0].message.starts_with("malformed IR: value 99"), "{}", e);
 
     let mut s = parse("kernel @k(%a: i32) {\n  %b = add %a, %a\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
     let entry = k.body.entry;
-    k.body.blocks[entry].push(Stmt::new(0));
+    k.body[entry].push(Stmt::new(0));
     let e = verify(&s).unwrap_err();
     assert!(e.0[0].message.contains("placed twice"), "{}", e);
 }
@@ -462,8 +462,8 @@ fn statements_removed_by_a_pass_leave_no_trace() {
     let mut s = parse("kernel @k(%a: i32) {\n  %b = add %a, %a\n  %c = mul %a, %a\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
     let entry = k.body.entry;
-    k.body.blocks[entry].remove(0);
-    k.body.stmts[Stmt::new(0)].kind = StmtKind::Binary(BinOp::Add, Value::new(0), Value::new(9));
+    k.body[entry].remove(0);
+    k.body[Stmt::new(0)].kind = StmtKind::Binary(BinOp::Add, Value::new(0), Value::new(9));
     assert!(verify(&s).is_ok());
 }
 
@@ -534,35 +534,35 @@ fn damage(s: &mut Stream, rng: &mut Rng, donor: &StmtKind, task_donor: &TaskKind
         }
     }
     let Some(body) = body_mut(&mut items[i]) else { return };
-    let (nv, ns, nb) = (body.values.len(), body.stmts.len(), body.blocks.len());
+    let (nv, ns, nb) = (body.values().len(), body.stmts().len(), body.blocks().len());
     let types =
         [Type::Scalar(Scalar::I1), Type::Scalar(Scalar::I32), Type::Scalar(Scalar::F64), Type::Slot(Scalar::F32)];
     match rng.below(9) {
-        0 if ns > 0 => body.stmts[Stmt::new(rng.below(ns))].result = Some(Value::new(rng.below(nv + 2))),
-        1 if nv > 0 => body.values[Value::new(rng.below(nv))].ty = types[rng.below(4)],
+        0 if ns > 0 => body[Stmt::new(rng.below(ns))].result = Some(Value::new(rng.below(nv + 2))),
+        1 if nv > 0 => body[Value::new(rng.below(nv))].ty = types[rng.below(4)],
         2 if nv > 0 => {
-            body.values[Value::new(rng.below(nv))].def = match rng.below(4) {
+            body[Value::new(rng.below(nv))].def = match rng.below(4) {
                 0 => ValueDef::Param(rng.below(3) as u32),
                 1 => ValueDef::Result(Stmt::new(rng.below(ns + 2))),
                 2 => ValueDef::LoopVar(Stmt::new(rng.below(ns + 2)), rng.below(2) as u32),
                 _ => ValueDef::Undefined,
             }
         }
-        3 if nb > 0 => body.blocks[Block::new(rng.below(nb))].push(Stmt::new(rng.below(ns + 2))),
+        3 if nb > 0 => body[Block::new(rng.below(nb))].push(Stmt::new(rng.below(ns + 2))),
         4 if nb > 0 => {
             let b = rng.below(nb);
-            if !body.blocks[Block::new(b)].is_empty() {
-                let k = rng.below(body.blocks[Block::new(b)].len());
-                body.blocks[Block::new(b)].remove(k);
+            if !body[Block::new(b)].is_empty() {
+                let k = rng.below(body[Block::new(b)].len());
+                body[Block::new(b)].remove(k);
             }
         }
-        5 if ns > 0 => body.stmts[Stmt::new(rng.below(ns))].kind = donor.clone(),
+        5 if ns > 0 => body[Stmt::new(rng.below(ns))].kind = donor.clone(),
         6 => body.entry = Block::new(rng.below(nb + 1)),
         7 => body.params.push(Value::new(rng.below(nv + 2))),
         8 if ns > 1 => {
             let (a, b) = (rng.below(ns), rng.below(ns));
-            let k = body.stmts[Stmt::new(a)].kind.clone();
-            body.stmts[Stmt::new(b)].kind = k;
+            let k = body[Stmt::new(a)].kind.clone();
+            body[Stmt::new(b)].kind = k;
         }
         _ => {}
     }
@@ -593,7 +593,7 @@ fn damaged_ir_never_panics_the_verifier() {
             Item::Task(t) => Some(&t.body),
             Item::Field(_) => None,
         })
-        .flat_map(|b| b.stmts.iter().map(|s| s.kind.clone()))
+        .flat_map(|b| b.stmts().iter().map(|s| s.kind.clone()))
         .collect();
     let task_donors: Vec<TaskKind> = donors
         .iter()
@@ -665,7 +665,7 @@ fn rules_only_a_pass_can_break() {
     // written in text; a pass could make them.
     let mut s = parse("kernel @k() {\n  task @k.0 range_for %i in 0 .. 4 block_dim 4 {\n  }\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
-    let StmtKind::Task { kind: TaskKind::RangeFor { block_dim, .. }, .. } = &mut k.body.stmts[Stmt::new(0)].kind else {
+    let StmtKind::Task { kind: TaskKind::RangeFor { block_dim, .. }, .. } = &mut k.body[Stmt::new(0)].kind else {
         unreachable!()
     };
     *block_dim = 0;
@@ -674,7 +674,7 @@ fn rules_only_a_pass_can_break() {
     let mut s =
         parse("func @f() -> f32 {\n  %c = const 1.0 : f32\n  ret %c\n}\n\nkernel @k() {\n  %r = call @f()\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[1] else { unreachable!() };
-    k.body.values[Value::new(0)].ty = Type::Scalar(Scalar::I32);
+    k.body[Value::new(0)].ty = Type::Scalar(Scalar::I32);
     assert_eq!(verify(&s).unwrap_err().0[0].message, "malformed IR: %r has type i32 but its statement gives f32");
 }
 
@@ -750,7 +750,7 @@ fn ir_a_pass_made_points_at_the_statement() {
     let mut s = parse(src);
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
     let (a, b) = (k.body.params[0], k.body.params[1]);
-    k.body.stmts[Stmt::new(0)].kind = StmtKind::Select(a, a, b);
+    k.body[Stmt::new(0)].kind = StmtKind::Select(a, a, b);
     let es = verify(&s).unwrap_err().0;
     assert!(es.iter().all(|e| e.span.unwrap().start as usize == anchor_offset(src, "%c = add")), "{es:?}");
     // The side table is layout: not part of what the module says.

@@ -348,7 +348,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             ctx,
             start,
             prologue,
-            vals: SecondaryMap::for_arena(&body.values, None),
+            vals: SecondaryMap::for_arena(body.values(), None),
             bases: HashMap::new(),
             err: None,
             loops: Vec::new(),

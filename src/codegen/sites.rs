@@ -60,7 +60,7 @@ impl Numbering {
     /// not reachable from the entry block get [`NO_STMT`]); advances past
     /// them.
     pub fn number(&mut self, body: &Body) -> SecondaryMap<Stmt, u32> {
-        let mut numbers = SecondaryMap::for_arena(&body.stmts, NO_STMT);
+        let mut numbers = SecondaryMap::for_arena(body.stmts(), NO_STMT);
         for s in stmts_in_order(body) {
             numbers[s] = self.next;
             self.next = self.next.saturating_add(1);

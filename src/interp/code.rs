@@ -270,7 +270,7 @@ impl<'a> BodyLowerer<'a> {
             body,
             module,
             insts: Vec::new(),
-            nregs: body.values.len() as u32,
+            nregs: body.values().len() as u32,
             accesses: Vec::new(),
             pars: Vec::new(),
             arglists: Vec::new(),

@@ -262,7 +262,7 @@ impl B {
         let var = self.loop_var(ty);
         let body = self.block(|b| f(b, var));
         let s = self.st(StmtKind::For { var, lo, hi, body, serial: false });
-        self.body.values[var].def = ValueDef::LoopVar(s, 0);
+        self.body[var].def = ValueDef::LoopVar(s, 0);
     }
     fn task(&mut self, name: &str, kind: TaskKind, f: impl FnOnce(&mut B)) {
         let body = self.block(f);

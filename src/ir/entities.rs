@@ -294,13 +294,17 @@ pub struct ValueData {
     pub span: Span,
 }
 
-/// The values and statements of one function, kernel or task.
+/// The values and statements of one function, kernel or task. Its arenas
+/// are private to `ir`: entities are made only through [`Body::new_value`],
+/// [`Body::new_stmt`] and [`Body::new_block`] (so every entity is numbered
+/// in creation order), read through [`Body::values`] and its siblings, and
+/// changed in place through indexing (`body[s]`, `body[v]`, `body[b]`).
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Body {
-    pub values: Arena<Value, ValueData>,
-    pub stmts: Arena<Stmt, StmtData>,
+    pub(super) values: Arena<Value, ValueData>,
+    pub(super) stmts: Arena<Stmt, StmtData>,
     /// Each block is the ordered list of its statements.
-    pub blocks: Arena<Block, Vec<Stmt>>,
+    pub(super) blocks: Arena<Block, Vec<Stmt>>,
     /// The parameter values, in order.
     pub params: Vec<Value>,
     /// The outermost block.
@@ -351,6 +355,47 @@ impl Body {
         let mut body = Body::default();
         body.entry = body.blocks.push(Vec::new());
         body
+    }
+
+    /// Every value, in creation order (for secondary maps and scans).
+    pub fn values(&self) -> &Arena<Value, ValueData> {
+        &self.values
+    }
+    /// Every statement, in creation order, reachable or not.
+    pub fn stmts(&self) -> &Arena<Stmt, StmtData> {
+        &self.stmts
+    }
+    /// Every block, in creation order.
+    pub fn blocks(&self) -> &Arena<Block, Vec<Stmt>> {
+        &self.blocks
+    }
+    /// Every value, to change in place.
+    pub fn values_mut(&mut self) -> std::slice::IterMut<'_, ValueData> {
+        self.values.iter_mut()
+    }
+    /// Every statement, to change in place.
+    pub fn stmts_mut(&mut self) -> std::slice::IterMut<'_, StmtData> {
+        self.stmts.iter_mut()
+    }
+    /// Every block's statement list, to change in place.
+    pub fn blocks_mut(&mut self) -> std::slice::IterMut<'_, Vec<Stmt>> {
+        self.blocks.iter_mut()
+    }
+    /// The statement [`Body::new_stmt`] will make next.
+    pub fn next_stmt(&self) -> Stmt {
+        Stmt::new(self.stmts.len())
+    }
+    /// Room for `stmts` more statements and `values` more values.
+    pub fn reserve(&mut self, stmts: usize, values: usize) {
+        self.stmts.reserve(stmts);
+        self.values.reserve(values);
+    }
+    /// Gives back the arenas' slack (a body that is complete).
+    pub fn shrink_to_fit(&mut self) {
+        self.values.shrink_to_fit();
+        self.stmts.shrink_to_fit();
+        self.blocks.shrink_to_fit();
+        self.blocks.iter_mut().for_each(Vec::shrink_to_fit);
     }
 
     pub fn value(&self, v: Value) -> &ValueData {

@@ -376,7 +376,7 @@ fn stmt_spans(stream: &Stream) -> Vec<(u32, u32)> {
         Item::Task(t) => Some(&t.body),
         Item::Field(_) => None,
     });
-    bodies.flat_map(|b| b.stmts.iter().map(|s| (s.span.start, s.span.end))).collect()
+    bodies.flat_map(|b| b.stmts().iter().map(|s| (s.span.start, s.span.end))).collect()
 }
 
 /// The stack of each worker thread: 64 MiB, eight times a main thread's

@@ -199,7 +199,7 @@ fn undefined_and_forward_names() {
     let text = "kernel @k() {\n  %x = add %nope, %nope\n}\n";
     let m = one(text);
     let Item::Kernel(k) = &m.items[0] else { panic!() };
-    let undef: Vec<&ValueData> = k.body.values.iter().filter(|v| v.def == ValueDef::Undefined).collect();
+    let undef: Vec<&ValueData> = k.body.values().iter().filter(|v| v.def == ValueDef::Undefined).collect();
     assert_eq!(undef.len(), 2);
     assert_eq!(&text[undef[1].span.range()], "%nope");
     assert_eq!((undef[0].span.start, undef[1].span.start), (25, 32));
@@ -208,7 +208,7 @@ fn undefined_and_forward_names() {
     // placeholder is left behind.
     let m = one("kernel @k() {\n  %y = add %x, %x\n  %x = const 1 : i32\n}\n");
     let Item::Kernel(k) = &m.items[0] else { panic!() };
-    assert!(k.body.values.iter().all(|v| v.def != ValueDef::Undefined));
+    assert!(k.body.values().iter().all(|v| v.def != ValueDef::Undefined));
     let stmts = k.body.block(k.body.entry);
     let x = k.body.stmt(stmts[1]).result.unwrap();
     assert_eq!(k.body.stmt(stmts[0]).kind, StmtKind::Binary(BinOp::Add, x, x));
@@ -235,7 +235,7 @@ fn unknown_items_keep_their_names() {
 fn items_may_be_used_before_they_are_declared() {
     let m = one("kernel @k() {\n  %v = load @late[]\n  %r = call @h(%v)\n}\nfunc @h(%x: i64) -> f64 {\n  %c = cast %x to f64\n  ret %c\n}\nfield @late : i64\n");
     let Item::Kernel(k) = &m.items[0] else { panic!() };
-    let tys: Vec<Type> = k.body.values.iter().map(|v| v.ty).collect();
+    let tys: Vec<Type> = k.body.values().iter().map(|v| v.ty).collect();
     assert_eq!(tys, vec![Type::Scalar(Scalar::I64), Type::Scalar(Scalar::F64)]);
 }
 

@@ -46,7 +46,7 @@ struct Cx {
 
 impl Cx {
     fn block(&mut self, body: &mut Body, b: Block) {
-        let old = std::mem::take(&mut body.blocks[b]);
+        let old = std::mem::take(&mut body[b]);
         let mut out = Vec::with_capacity(old.len());
         // Entries made in this block, removed on leaving it: they do not
         // dominate the statements after the enclosing statement's siblings.
@@ -70,7 +70,7 @@ impl Cx {
         for k in scope {
             self.table.remove(&k);
         }
-        body.blocks[b] = out;
+        body[b] = out;
     }
 }
 

@@ -63,7 +63,7 @@ pub fn dce_body(body: &mut Body, shapes: &HashMap<Name, Vec<u64>>) {
 /// block nested in it.
 fn drop_unreachable(body: &mut Body, b: Block) {
     if let Some(end) = body.block(b).iter().position(|&s| body.stmt(s).kind.is_terminator()) {
-        body.blocks[b].truncate(end + 1);
+        body[b].truncate(end + 1);
     }
     for i in 0..body.block(b).len() {
         let s = body.block(b)[i];
@@ -152,7 +152,7 @@ impl<'a> Cx<'a> {
     /// Leaves out the removed statements of `b` and the blocks nested in
     /// it; an `else {}` says nothing, so it goes too.
     fn rebuild(&self, body: &mut Body, b: Block) {
-        body.blocks[b].retain(|s| !self.removed.contains(s));
+        body[b].retain(|s| !self.removed.contains(s));
         for i in 0..body.block(b).len() {
             let s = body.block(b)[i];
             for c in body.child_blocks(s) {
@@ -160,7 +160,7 @@ impl<'a> Cx<'a> {
             }
             if let StmtKind::If { else_blk: Some(e), .. } = body.stmt(s).kind {
                 if body.block(e).is_empty() {
-                    if let StmtKind::If { else_blk, .. } = &mut body.stmts[s].kind {
+                    if let StmtKind::If { else_blk, .. } = &mut body[s].kind {
                         *else_blk = None;
                     }
                 }

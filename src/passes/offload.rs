@@ -119,7 +119,7 @@ pub fn offload_kernel(
         tasks.push(build_task(body, g, name, &inputs, &mut names));
     }
     let entry = body.entry;
-    body.blocks[entry] = tasks;
+    body[entry] = tasks;
     Ok(temps)
 }
 
@@ -271,7 +271,7 @@ fn redirect_shared_slots(body: &mut Body, carried: &[Value], temp_of: &HashMap<V
         return;
     }
     for s in util::reachable_from(body, body.entry) {
-        let data = &mut body.stmts[s];
+        let data = &mut body[s];
         match data.kind {
             StmtKind::LoadSlot(p) if temp_of.contains_key(&p) => {
                 data.kind = StmtKind::Load(fref(&temp_of[&p], data.span));
@@ -382,7 +382,7 @@ fn build_task(body: &mut Body, g: Group, name: Name, inputs: &TaskInputs, names:
     match g.kind {
         GroupKind::Serial => {
             let blk = body.new_block();
-            body.blocks[blk] = reads.loads.into_iter().chain(g.stmts.iter().copied()).collect();
+            body[blk] = reads.loads.into_iter().chain(g.stmts.iter().copied()).collect();
             util::substitute_in_block(body, blk, &reads.subst);
             let span = g.stmts.iter().map(|&s| body.stmt(s).span).reduce(Span::to).unwrap_or(Span::DUMMY);
             body.new_stmt(StmtKind::Task { name, kind: TaskKind::Serial, body: blk }, span)
@@ -408,8 +408,8 @@ fn range_task(body: &mut Body, s: Stmt, name: Name, reads: Reads) -> Stmt {
     };
     let (lo, hi) = (bound(lo), bound(hi));
     util::substitute_in_block(body, blk, &reads.subst);
-    body.blocks[blk].splice(0..0, reads.loads);
-    body.stmts[s].kind =
+    body[blk].splice(0..0, reads.loads);
+    body[s].kind =
         StmtKind::Task { name, kind: TaskKind::RangeFor { var, lo, hi, block_dim: DEFAULT_BLOCK_DIM }, body: blk };
     s
 }
@@ -430,11 +430,11 @@ fn struct_task(body: &mut Body, loops: &[Stmt], (field, field_span): (Name, Span
         })
         .collect();
     util::substitute_in_block(body, innermost, &reads.subst);
-    body.blocks[innermost].splice(0..0, reads.loads);
+    body[innermost].splice(0..0, reads.loads);
     let kind = TaskKind::StructFor { vars: vars.clone(), field, field_span, block_dim: DEFAULT_BLOCK_DIM };
     let t = body.new_stmt(StmtKind::Task { name, kind, body: innermost }, span);
     for (i, v) in vars.into_iter().enumerate() {
-        body.values[v].def = ValueDef::LoopVar(t, i as u32);
+        body[v].def = ValueDef::LoopVar(t, i as u32);
     }
     t
 }
@@ -448,7 +448,7 @@ fn lower_rets(body: &mut Body, top: &[Stmt]) -> Vec<Stmt> {
     let (flag_stmt, flag) =
         body.new_stmt_with_result(StmtKind::Alloca(Scalar::I1), names.fresh("ret.flag"), Type::Slot(Scalar::I1), span);
     let inner = body.new_block();
-    body.blocks[inner] = top.to_vec();
+    body[inner] = top.to_vec();
     let brk = body.new_stmt(StmtKind::Break, span);
     body.push(inner, brk);
     let mut cx = RetLowering { flag, names, used_flag: false };
@@ -471,7 +471,7 @@ impl RetLowering {
     /// Rewrites the `ret`s in `b`, which is `depth` loops inside the
     /// wrapping `while`; returns whether `b` held one.
     fn block(&mut self, body: &mut Body, b: Block, depth: u32) -> bool {
-        let old = std::mem::take(&mut body.blocks[b]);
+        let old = std::mem::take(&mut body[b]);
         let mut out = Vec::with_capacity(old.len());
         let mut any = false;
         for s in old {
@@ -521,7 +521,7 @@ impl RetLowering {
                 _ => out.push(s),
             }
         }
-        body.blocks[b] = out;
+        body[b] = out;
         any
     }
 }

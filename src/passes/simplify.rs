@@ -92,7 +92,7 @@ enum Action {
 
 impl Cx {
     fn block(&mut self, body: &mut Body, b: Block, slots: &mut HashMap<Value, SlotVal>) {
-        let old = std::mem::take(&mut body.blocks[b]);
+        let old = std::mem::take(&mut body[b]);
         let mut out: Vec<Stmt> = Vec::with_capacity(old.len());
         let mut queue: std::collections::VecDeque<Stmt> = old.into();
         while let Some(s) = queue.pop_front() {
@@ -115,7 +115,7 @@ impl Cx {
                     self.changed = true;
                 }
                 Action::Fold(c) => {
-                    let data = &mut body.stmts[s];
+                    let data = &mut body[s];
                     if data.kind != StmtKind::Const(c) {
                         data.kind = StmtKind::Const(c);
                         self.changed = true;
@@ -128,7 +128,7 @@ impl Cx {
                 Action::Remove => self.changed = true,
                 Action::Splice(inner) => {
                     self.changed = true;
-                    let stmts = std::mem::take(&mut body.blocks[inner]);
+                    let stmts = std::mem::take(&mut body[inner]);
                     // The spliced values now live in the enclosing scope,
                     // where a later sibling may carry the same name.
                     let names = self.names.get_or_insert_with(|| util::name_counts(body));
@@ -143,7 +143,7 @@ impl Cx {
                 }
             }
         }
-        body.blocks[b] = out;
+        body[b] = out;
     }
 
     fn stmt(&mut self, body: &mut Body, s: Stmt, slots: &mut HashMap<Value, SlotVal>) -> Action {
@@ -249,7 +249,7 @@ impl Cx {
                 }
                 if lo2 != lo || hi2 != hi {
                     self.changed = true;
-                    body.stmts[s].kind = StmtKind::For { var, lo: lo2, hi: hi2, body: blk, serial };
+                    body[s].kind = StmtKind::For { var, lo: lo2, hi: hi2, body: blk, serial };
                 }
                 self.loop_body(body, s, blk, slots);
                 Action::Keep

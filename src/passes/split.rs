@@ -365,11 +365,11 @@ impl Copier<'_> {
                 bound += 1;
             },
         );
-        self.dst.stmts[ns].kind = kind;
-        self.dst.stmts[ns].loc = data.loc.clone();
+        self.dst[ns].kind = kind;
+        self.dst[ns].loc = data.loc.clone();
         if let Some(r) = data.result {
             let nr = self.def(r, ValueDef::Result(ns));
-            self.dst.stmts[ns].result = Some(nr);
+            self.dst[ns].result = Some(nr);
         }
         ns
     }

@@ -26,7 +26,7 @@ pub fn substitute(body: &mut Body, s: Stmt, subst: &HashMap<Value, Value>) {
     if subst.is_empty() {
         return;
     }
-    operands_mut(&mut body.stmts[s].kind, &mut |v| *v = resolve(subst, *v));
+    operands_mut(&mut body[s].kind, &mut |v| *v = resolve(subst, *v));
 }
 
 /// Rewrites the operands of every statement reachable from `b` (nested
@@ -50,7 +50,7 @@ pub fn reachable_from(body: &Body, b: Block) -> Vec<Stmt> {
 /// How many times each value is read by statements reachable from the
 /// entry block.
 pub fn use_counts(body: &Body) -> SecondaryMap<Value, u32> {
-    let mut uses = SecondaryMap::for_arena(&body.values, 0);
+    let mut uses = SecondaryMap::for_arena(body.values(), 0);
     body.walk(body.entry, &mut |s| {
         for v in body.operands(s) {
             if let Some(n) = uses.get_mut(v) {
@@ -102,7 +102,7 @@ pub struct NameGen {
 impl NameGen {
     /// Names that clash with no value of `body`.
     pub fn new(body: &Body) -> NameGen {
-        NameGen::with_taken(body.values.iter().map(|v| v.name.clone()))
+        NameGen::with_taken(body.values().iter().map(|v| v.name.clone()))
     }
     /// Names that clash with none of `taken`.
     pub fn with_taken(taken: impl IntoIterator<Item = Name>) -> NameGen {
@@ -155,13 +155,13 @@ pub fn unshare_name(body: &mut Body, v: Value, counts: &mut NameCounts) {
     let fresh = counts.names.numbered(&format!("{name}."), 1);
     *counts.counts.get_mut(&name).expect("counted above") -= 1;
     counts.counts.insert(fresh.clone(), 1);
-    body.values[v].name = fresh;
+    body[v].name = fresh;
 }
 
 /// How many values of a body carry each name.
 pub fn name_counts(body: &Body) -> NameCounts {
     let mut counts = HashMap::new();
-    for v in &body.values {
+    for v in body.values() {
         *counts.entry(v.name.clone()).or_insert(0) += 1;
     }
     let names = NameGen::with_taken(counts.keys().cloned());

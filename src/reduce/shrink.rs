@@ -146,13 +146,13 @@ fn stmt_targets(stream: &Stream) -> Vec<Target> {
 
 /// Where `s` sits: its block and position.
 fn position(body: &Body, s: Stmt) -> Option<(Block, usize)> {
-    body.blocks.enumerate().find_map(|(b, stmts)| stmts.iter().position(|&x| x == s).map(|p| (b, p)))
+    body.blocks().enumerate().find_map(|(b, stmts)| stmts.iter().position(|&x| x == s).map(|p| (b, p)))
 }
 
 fn remove_stmt(stream: &mut Stream, t: &Target) {
     let body = target_body(stream, t);
     if let Some((b, p)) = position(body, stmt_of(t)) {
-        body.blocks[b].remove(p);
+        body[b].remove(p);
     }
 }
 
@@ -170,19 +170,19 @@ fn unwrap(stream: &mut Stream, t: &Target) {
         StmtKind::For { var, lo, body: inner, .. } => {
             let lo = if let Bound::Const(c) = lo { c } else { 0 };
             let konst = Const::int(body.ty(var).elem(), lo);
-            body.stmts[s].kind = StmtKind::Const(konst);
-            body.stmts[s].result = Some(var);
-            body.values[var].def = ValueDef::Result(s);
+            body[s].kind = StmtKind::Const(konst);
+            body[s].result = Some(var);
+            body[var].def = ValueDef::Result(s);
             (inner, p + 1)
         }
         StmtKind::If { then_blk, .. } => {
-            body.blocks[parent].remove(p);
+            body[parent].remove(p);
             (then_blk, p)
         }
         _ => return,
     };
-    let moved = std::mem::take(&mut body.blocks[inner]);
-    body.blocks[parent].splice(first..first, moved);
+    let moved = std::mem::take(&mut body[inner]);
+    body[parent].splice(first..first, moved);
 }
 
 /// A loop's bounds `(lo, hi)`, mutable: a `for`, a `range_for` task
@@ -194,7 +194,7 @@ fn bounds_mut<'a>(stream: &'a mut Stream, t: &Target) -> Option<(&'a mut Bound, 
             TaskKind::RangeFor { lo, hi, .. } => Some((lo, hi)),
             _ => None,
         },
-        (At::Stmt(s), item) => match &mut body_mut(item)?.stmts[s].kind {
+        (At::Stmt(s), item) => match &mut body_mut(item)?[s].kind {
             StmtKind::For { lo, hi, .. } | StmtKind::Task { kind: TaskKind::RangeFor { lo, hi, .. }, .. } => {
                 Some((lo, hi))
             }
@@ -262,7 +262,7 @@ fn result_to_const(stream: &mut Stream, t: &Target) {
     let body = target_body(stream, t);
     let s = stmt_of(t);
     if let Some(ty) = scalar_result(body, s) {
-        body.stmts[s].kind = StmtKind::Const(Const::int(ty, 0));
+        body[s].kind = StmtKind::Const(Const::int(ty, 0));
     }
 }
 
@@ -300,7 +300,7 @@ fn operand_targets(stream: &Stream) -> Vec<Target> {
 fn replace_operand(stream: &mut Stream, t: &Target) {
     let At::Operand(s, k, with) = t.at else { return };
     let mut n = 0;
-    target_body(stream, t).stmts[s].kind.operands_mut(|v| {
+    target_body(stream, t)[s].kind.operands_mut(|v| {
         if n == k {
             *v = with;
         }
@@ -321,7 +321,7 @@ fn nonzero_consts(stream: &Stream) -> Vec<Target> {
 
 fn set_const(stream: &mut Stream, t: &Target, f: impl Fn(Const) -> Const) {
     let body = target_body(stream, t);
-    if let StmtKind::Const(c) = &mut body.stmts[stmt_of(t)].kind {
+    if let StmtKind::Const(c) = &mut body[stmt_of(t)].kind {
         *c = f(*c);
     }
 }
@@ -393,8 +393,8 @@ fn param_to_const(stream: &mut Stream, t: &Target) {
     let ty = param.ty;
     let konst = param.default.unwrap_or(Const::int(ty, 0));
     let s = k.body.new_stmt(StmtKind::Const(konst), param.span);
-    k.body.stmts[s].result = Some(v);
-    k.body.values[v].def = ValueDef::Result(s);
+    k.body[s].result = Some(v);
+    k.body[v].def = ValueDef::Result(s);
     let entry = k.body.entry;
-    k.body.blocks[entry].insert(0, s);
+    k.body[entry].insert(0, s);
 }

@@ -232,7 +232,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     /// run with a wrong result.
     fn struct_for_extents(&mut self, vars: &[Value], f: &Field, span: Span) {
         for (d, (&v, &extent)) in vars.iter().zip(&f.shape).enumerate() {
-            let ty = self.body.values.get(v).and_then(|d| d.ty.scalar()).unwrap_or(Scalar::I32);
+            let ty = self.body.values().get(v).and_then(|d| d.ty.scalar()).unwrap_or(Scalar::I32);
             let max = if ty == Scalar::I64 { i64::MAX as u64 } else { i32::MAX as u64 };
             if extent > max + 1 {
                 self.err(
@@ -321,7 +321,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             return;
         };
         for (p, &v) in t.params.iter().zip(&t.body.params) {
-            let Some(pname) = t.body.values.get(v).map(|d| d.name.as_str()) else {
+            let Some(pname) = t.body.values().get(v).map(|d| d.name.as_str()) else {
                 continue;
             };
             let found = k
@@ -329,7 +329,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 .params
                 .iter()
                 .zip(&k.params)
-                .find(|(kv, _)| k.body.values.get(**kv).is_some_and(|d| d.name == pname));
+                .find(|(kv, _)| k.body.values().get(**kv).is_some_and(|d| d.name == pname));
             match found {
                 None => self.err(
                     format!(

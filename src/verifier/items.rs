@@ -55,7 +55,7 @@ pub(super) fn check_params(
         return;
     }
     for (i, (p, &v)) in params.iter().zip(&body.params).enumerate() {
-        let Some(vd) = body.values.get(v) else {
+        let Some(vd) = body.values().get(v) else {
             diags.push(Diagnostic::error(
                 format!("malformed IR: parameter {} of {owner} is out of range", i + 1),
                 p.span,

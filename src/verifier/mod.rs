@@ -249,8 +249,8 @@ fn check_item(cx: &ModuleCx<'_>, it: &Item, diags: &mut Vec<Diagnostic>) -> Item
         Item::Kernel(k) => {
             check_params(&k.body, &k.params, true, &format!("@{}", k.name), k.span, diags);
             facts.nesting = Some(BodyChecker::run(cx, Owner::Kernel(k), diags));
-            for &s in k.body.blocks.get(k.body.entry).map(Vec::as_slice).unwrap_or(&[]) {
-                if let Some(StmtData { kind: StmtKind::Task { name, .. }, span, .. }) = k.body.stmts.get(s) {
+            for &s in k.body.blocks().get(k.body.entry).map(Vec::as_slice).unwrap_or(&[]) {
+                if let Some(StmtData { kind: StmtKind::Task { name, .. }, span, .. }) = k.body.stmts().get(s) {
                     facts.task_stmts.push((name.clone(), *span));
                 }
             }
@@ -487,7 +487,7 @@ struct BodyChecker<'a, 'd> {
 
 impl crate::ir::TypeEnv for BodyChecker<'_, '_> {
     fn value_type(&self, v: Value) -> Option<Type> {
-        self.body.values.get(v).map(|d| d.ty)
+        self.body.values().get(v).map(|d| d.ty)
     }
     fn field_elem(&self, name: &str) -> Option<Scalar> {
         self.cx.field(name).map(|f| f.elem)

@@ -29,15 +29,15 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     fn roots(&self) -> Result<(), Malformed> {
         let body = self.body;
         let (owner, span) = (self.owner.describe(), self.owner_span());
-        if body.blocks.get(body.entry).is_none() {
+        if body.blocks().get(body.entry).is_none() {
             return Err((format!("malformed IR: the entry block of {owner} is out of range"), span));
         }
-        if let Some(p) = body.params.iter().find(|&&p| body.values.get(p).is_none()) {
+        if let Some(p) = body.params.iter().find(|&&p| body.values().get(p).is_none()) {
             return Err((format!("malformed IR: parameter value {p} of {owner} is out of range"), span));
         }
         if let Owner::TaskItem(t) = self.owner {
             let header = StmtKind::Task { name: t.name.clone(), kind: t.kind.clone(), body: body.entry };
-            if let Some(v) = out_of_range(&header, None, &body.values) {
+            if let Some(v) = out_of_range(&header, None, body.values()) {
                 return Err((format!("malformed IR: value {v} in the header of {owner} is out of range"), span));
             }
         }
@@ -55,7 +55,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         let mut stack: Vec<(Block, usize, usize, Option<Stmt>)> = vec![(body.entry, 0, 0, None)];
         while let Some(top) = stack.last_mut() {
             let (b, i, depth, task) = *top;
-            let Some(&s) = body.blocks[b].get(i) else {
+            let Some(&s) = body[b].get(i) else {
                 stack.pop();
                 continue;
             };
@@ -70,7 +70,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             }
             // Push in reverse so that children are visited in print order.
             for c in children.rev() {
-                if body.blocks.get(c).is_none() || !block_seen.insert(c) {
+                if body.blocks().get(c).is_none() || !block_seen.insert(c) {
                     let owner = self.owner.describe();
                     return Err((format!("malformed IR: a block of {owner} is out of range or shared"), sd.span));
                 }
@@ -84,7 +84,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     /// in range, not placed before, and name only values in range.
     fn place(&mut self, s: Stmt, task: Option<Stmt>) -> Result<&'a StmtData, Malformed> {
         let body = self.body;
-        let Some(sd) = body.stmts.get(s) else {
+        let Some(sd) = body.stmts().get(s) else {
             let owner = self.owner.describe();
             return Err((format!("malformed IR: statement {s} in {owner} is out of range"), self.owner_span()));
         };
@@ -95,7 +95,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         self.pos[s] = self.order.len() as u32;
         self.order.push(s);
         self.task_of[s] = task;
-        if let Some(v) = out_of_range(&sd.kind, sd.result, &body.values) {
+        if let Some(v) = out_of_range(&sd.kind, sd.result, body.values()) {
             let owner = self.owner.describe();
             return Err((format!("malformed IR: value {} used in {owner} is out of range", v), sd.span));
         }
