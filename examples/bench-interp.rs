@@ -54,7 +54,7 @@ fn saxpy(n: u64) -> Stream {
         StmtKind::For { var: i, lo: Bound::Const(0), hi: Bound::Value(nv), body: blk, serial: false },
         Span::DUMMY,
     );
-    body.values[i].def = ValueDef::LoopVar(lp, 0);
+    body[i].def = ValueDef::LoopVar(lp, 0);
     body.push(body.entry, lp);
     let field =
         |name: &str| Item::Field(Field { name: name.into(), elem: Scalar::F32, shape: vec![n], span: Span::DUMMY });
