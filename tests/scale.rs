@@ -318,3 +318,28 @@ fn a_task_storing_into_many_fields_compiles_at_o2() {
     assert!(out.status.success(), "{}: {}", out.status, String::from_utf8_lossy(&out.stderr));
     assert_eq!(stdout(&out), "@f0 : i32[4] = [0, 1, 2, 3]\n@f1399 : i32[4] = [0, 1, 2, 3]\n");
 }
+
+/// The canonical text was held whole before it was written: 24 MB of
+/// input nested 250 deep printed 2 GB in memory. Now an item whose text
+/// would be many times its source is printed as the output is written.
+/// Here 9 MB of stores nested 250 deep print 210 MB (each store indented
+/// 502 spaces) under 512 MiB of address space, which holding the text
+/// did not fit.
+#[test]
+fn deeply_nested_input_prints_as_it_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 400_000;
+    let file = write(dir.path(), "nested.kir", &gen_scale("nested", n));
+    let out_path = dir.path().join("out.kir");
+    let out = run_capped(OPT, dir.path(), &[&file, "-o", out_path.to_str().unwrap()], &[], 512 << 20);
+    assert!(out.status.success(), "{}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&out_path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // The field, a blank line, the kernel, its loops, the stores, the braces.
+    assert_eq!(lines.len(), 3 + 250 + n + 251);
+    let store = |j: usize| format!("{}store @out[%l0], %l{}", " ".repeat(502), j % 250);
+    assert_eq!(lines[253], store(0));
+    assert_eq!(lines[253 + n - 1], store(n - 1));
+    assert_eq!(lines[252], format!("{}for %l249 in 0 .. 1 {{", " ".repeat(500)));
+    assert_eq!(lines.last(), Some(&"}"));
+}
