@@ -53,6 +53,7 @@ DIMS = {
     "params":     (1000, "offload,split-tasks", ["key", "interp"]),
     "depth":      (60, "offload,split-tasks", ["key", "interp", "jit"]),
     "deadchain":  (12500, "dce", []),
+    "nested":     (12500, "", []),
     "errors":     (1000, "offload", ["key"]),
     "launches":   (500, "", ["key", "interp", "jit"]),
 }

@@ -16,6 +16,8 @@ params      one loop summing N kernel parameters
 depth       a call chain N deep
 wide-depth  a call chain N deep of functions of 300 parameters
 deadchain   a chain of N unused adds (dce removes them all)
+nested      N stores inside loops nested 250 deep (the canonical text
+            indents each of them 502 spaces)
 errors      N statements each with a type error
 """
 import sys
@@ -101,6 +103,12 @@ def deadchain(n):
     out.append("}")
     return out
 
+def nested(n, depth=250):
+    out = ["field @out : i32[1]", "kernel @k() {"]
+    out += ["for %%l%d in 0 .. 1 {" % d for d in range(depth)]
+    out += ["store @out[%%l0], %%l%d" % (j % depth) for j in range(n)] + ["}"] * (depth + 1)
+    return out
+
 def errors(n):
     out = ["kernel @k(%x: f32 = 1.0) {", "  %i = const 1 : i32"]
     out += ["  %%e%d = add %%i, %%x" % i for i in range(n)]
@@ -110,7 +118,7 @@ def errors(n):
 GEN = {
     "statements": statements, "loops": lambda n: loops(n, False), "carries": lambda n: loops(n, True),
     "tasks": lambda n: loops(n, False), "launches": launches, "fields": fields, "functions": functions, "params": params, "depth": depth, "wide-depth": wide_depth,
-    "deadchain": deadchain, "errors": errors,
+    "deadchain": deadchain, "nested": nested, "errors": errors,
 }
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 pub const BUILD_INPUTS: &[&str] = &[
     "src/codegen/mod.rs",
     "src/codegen/abi.rs",
+    "src/codegen/bounds.rs",
     "src/codegen/lower.rs",
     "src/codegen/lower",
     "src/codegen/sites.rs",

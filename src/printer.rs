@@ -120,6 +120,32 @@ pub fn print_item(out: &mut String, item: &Item, depth: usize) {
     let _ = Printer::new(out, depth, SourceNames).item(ItemRef::of(item));
 }
 
+/// [`print_item`] as long as `out` stays within `limit` bytes: false (and
+/// `out` holding a cut text) when the item's text would be longer. The
+/// streaming front end keeps an item whose text is many times its source
+/// (blocks nested deep, each line indented) as IR instead, and prints it
+/// only when the output is written.
+pub fn print_item_within(out: &mut String, item: &Item, depth: usize, limit: usize) -> bool {
+    let mut w = Within { out, limit };
+    Printer::new(&mut w, depth, SourceNames).item(ItemRef::of(item)).is_ok()
+}
+
+/// A `String` that refuses to grow past `limit` bytes.
+struct Within<'a> {
+    out: &'a mut String,
+    limit: usize,
+}
+
+impl Write for Within<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if self.out.len() + s.len() > self.limit {
+            return Err(fmt::Error);
+        }
+        self.out.push_str(s);
+        Ok(())
+    }
+}
+
 /// Whether a blank line sets an item apart from the one before it in a
 /// module: consecutive fields stay together, everything else is set apart.
 pub fn blank_line_between(prev_is_field: bool, is_field: bool) -> bool {

@@ -14,6 +14,7 @@
 
 pub mod abi;
 pub mod backend;
+pub mod bounds;
 pub mod lower;
 pub mod sites;
 
@@ -165,12 +166,15 @@ pub fn init_llvm() -> Result<(), CodegenError> {
 }
 
 /// [`init_llvm`], and the X86 code generator and assembly printer (which
-/// also writes objects) registered: what a [`Compiler`] needs.
+/// also writes objects) registered and LLVM's options set
+/// ([`bounds::LLVM_OPTIONS`]): what a [`Compiler`] needs.
 pub fn init_codegen() -> Result<(), CodegenError> {
     static INIT: OnceLock<Result<(), CodegenError>> = OnceLock::new();
     INIT.get_or_init(|| {
         init_llvm()?;
-        init_x86_codegen()
+        init_x86_codegen()?;
+        bounds::set_llvm_options();
+        Ok(())
     })
     .clone()
 }
@@ -352,6 +356,8 @@ impl Compiler {
         l.module
             .run_passes(&self.pipeline(), tm, PassBuilderOptions::create())
             .map_err(|e| CodegenError::new(format!("LLVM optimisation failed: {}", e.to_string_lossy())))?;
+        // Before the code generator's loop strength reduction sees them.
+        bounds::bound_add_trees(&l.module);
         match emit {
             Emit::LlvmIr => Ok(l.module.print_to_string().to_bytes().to_vec()),
             Emit::Object | Emit::Assembly => {
