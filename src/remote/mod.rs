@@ -4,7 +4,8 @@
 //! Owns: the settings ([`settings`]), the value format with its signature
 //! ([`envelope`]), the connection and its commands ([`client`]), the
 //! run's view of the remote ([`RemoteTier`]: batched lookups, writes,
-//! counters, and giving up after the first error) and the inspection
+//! compile leases ([`Lease`]), counters, and giving up after the first
+//! error) and the inspection
 //! behind `kiln-cache-inspect --remote` ([`inspect`]).
 //!
 //! Must never: touch LLVM, print or exit; hand a caller a record that has
@@ -47,6 +48,20 @@ pub enum Fetched {
     Rejected(Rejected),
 }
 
+/// Whether this process may compile a key no tier holds, as the remote's
+/// compile lease of the key decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lease {
+    /// This process took the lease: it compiles, renews the lease while it
+    /// does, and deletes it once the record is stored.
+    Mine,
+    /// Another holds it (Kiln's or not): wait for the record, at most the
+    /// bound, then compile.
+    Held,
+    /// No lease (the tier is off or read-only): compile.
+    None,
+}
+
 /// The connection, once tried.
 enum State {
     NotYet,
@@ -65,6 +80,9 @@ pub struct RemoteTier {
     off: AtomicBool,
     counters: RemoteAtomics,
     warning: Mutex<Option<String>>,
+    /// The value of this process's leases: host, process, and a random
+    /// part (a reused pid on another boot is another owner).
+    owner: String,
 }
 
 impl RemoteTier {
@@ -77,6 +95,7 @@ impl RemoteTier {
             off: AtomicBool::new(false),
             counters: RemoteAtomics::default(),
             warning: Mutex::new(None),
+            owner: envelope::lease_owner(),
         }
     }
 
@@ -203,6 +222,48 @@ impl RemoteTier {
         bump(&self.counters.rejected, 1);
     }
 
+    /// Tries to take the compile lease of each of `keys` (one round trip;
+    /// see `docs/remote.md`, "Compile leases"). No lease is taken when
+    /// the tier is off or read-only (this process would never store the
+    /// record others would wait for): every key is then [`Lease::None`].
+    pub fn lease(&self, keys: &[Key]) -> Vec<Lease> {
+        if !self.writes() || keys.is_empty() {
+            return keys.iter().map(|_| Lease::None).collect();
+        }
+        let names = self.lease_names(keys);
+        let ttl = self.lease_ms();
+        match self.with_conn("lease", |c| c.lease(&names, &self.owner, ttl)) {
+            Some(taken) => taken.into_iter().map(|t| if t { Lease::Mine } else { Lease::Held }).collect(),
+            None => keys.iter().map(|_| Lease::None).collect(),
+        }
+    }
+
+    /// Extends this process's leases of `keys` by the lease ttl from now.
+    pub fn renew(&self, keys: &[Key]) {
+        if !keys.is_empty() {
+            let names = self.lease_names(keys);
+            self.with_conn("lease renewal", |c| c.keep_leases(&names, &self.owner, self.lease_ms()));
+        }
+    }
+
+    /// Deletes this process's leases of `keys` (its record is stored, or
+    /// it gave up); a lease another took over is left alone.
+    pub fn release(&self, keys: &[Key]) {
+        if !keys.is_empty() && self.is_on() {
+            let names = self.lease_names(keys);
+            self.with_conn("lease release", |c| c.keep_leases(&names, &self.owner, 0));
+        }
+    }
+
+    /// The lease ttl, in whole milliseconds (at least 1).
+    fn lease_ms(&self) -> u64 {
+        u64::try_from(self.settings.lease_ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+    }
+
+    fn lease_names(&self, keys: &[Key]) -> Vec<String> {
+        keys.iter().map(|k| envelope::lease_name(&self.scope, k)).collect()
+    }
+
     /// Writes the encoded `record` under `key` (signed when a secret is
     /// set, with the TTL when one is set); whether it was written. Nothing
     /// is sent when read-only or off.
@@ -242,6 +303,7 @@ mod tests {
             ttl: None,
             mac_key: None,
             max_value_len: envelope::MAX_VALUE_LEN,
+            lease_ttl: Duration::from_secs(10),
         };
         (listener, RemoteTier::new(settings, "scope"))
     }
