@@ -409,14 +409,7 @@ impl CachedTasks {
     /// Waits for `key`, which another process or machine is compiling,
     /// and looks it up again; `None` when there is still nothing to load
     /// (this process compiles it).
-    fn wait_for(
-        &mut self,
-        jit: &Jit,
-        key: &Key,
-        meta: &LaunchMeta,
-        task: &str,
-        stats: &mut JitStats,
-    ) -> Option<Found> {
+    fn wait_for(&mut self, jit: &Jit, key: &Key, meta: &LaunchMeta, task: &str, stats: &mut JitStats) -> Option<Found> {
         let _span = crate::trace::span("cache", "wait for another compile", task);
         let waited = self.flight.wait(&self.store, self.remote.as_deref(), key);
         stats.run.wait_time = self.flight.wait_time;
@@ -495,6 +488,13 @@ impl TaskProvider for CachedTasks {
         if !matches!(found, Found::Loaded(_) | Found::Remote(_)) {
             if let Some(t) = self.remote_lookup(jit, &key, &meta, task, stats) {
                 found = Found::Remote(t);
+            }
+        }
+        if matches!(found, Found::Loaded(_) | Found::Remote(_)) {
+            // Taken over from a holder that stored it just then: nothing
+            // to compile, so the lock and lease go now.
+            if let Some(held) = self.flight.take(&key) {
+                held.finish(&key, true, self.remote.as_deref());
             }
         }
         let result = match found {

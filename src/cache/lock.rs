@@ -62,7 +62,9 @@ impl KeyLock {
         // Another user's lock file in a shared cache may not be writable
         // to us; a lock needs only an open file.
         let fd = match cfs::open_at(&shard, &name, flags, mode) {
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => cfs::open_read(&shard, &name).map(OwnedFd::from)?,
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                cfs::open_read(&shard, &name).map(OwnedFd::from)?
+            }
             other => other?,
         };
         let st = cfs::stat_fd(&fd)?;

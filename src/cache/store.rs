@@ -19,8 +19,8 @@ use super::counters::{self, CacheStats, GroupSize, Locked};
 use super::fs::{self as cfs, Identity};
 use super::host::{self, HostFile, HostScope, NativeFile, HOSTS_DIR, HOST_FILE};
 use super::layout::temp_name;
-use super::lock::{Claim, KeyLock};
 pub use super::layout::{is_record_name, is_shard_name, is_temp_name, key_of};
+use super::lock::{Claim, KeyLock};
 use super::record::{self, Corrupt, Key, Producer, Record, MAX_RECORD_LEN};
 use super::root::{check_dir, open_root, write_json};
 pub use super::root::{check_markers, check_trusted, init_root, is_unfinished_root};
@@ -480,7 +480,13 @@ impl Store {
     /// says): it can be fetched again, so a power cut costs one fetch, and
     /// a torn copy fails its checksum, is removed and replaced like any
     /// damaged record. The rename still makes it appear whole.
-    pub fn put_fetched(&self, key: &Key, meta: &LaunchMeta, object: &[u8], compile: Duration) -> Result<(), CacheError> {
+    pub fn put_fetched(
+        &self,
+        key: &Key,
+        meta: &LaunchMeta,
+        object: &[u8],
+        compile: Duration,
+    ) -> Result<(), CacheError> {
         self.stage_with(key, meta, object, compile, false)?.commit()
     }
 
