@@ -98,9 +98,12 @@ pub struct Flight {
     pub wait_time: Duration,
 }
 
-/// The first pause between two looks while waiting, and the longest.
+/// The first pause between two looks while waiting, and the longest: a
+/// look at the local store is one `stat`, one at the remote two round
+/// trips.
 const FIRST_PAUSE: Duration = Duration::from_millis(1);
-const MAX_PAUSE: Duration = Duration::from_millis(50);
+const MAX_LOCAL_PAUSE: Duration = Duration::from_millis(10);
+const MAX_REMOTE_PAUSE: Duration = Duration::from_millis(50);
 
 impl Flight {
     pub fn new(options: FlightOptions) -> Flight {
@@ -187,7 +190,8 @@ impl Flight {
                 break Waited::Compile;
             }
             std::thread::sleep(pause.min(self.left - spent));
-            pause = (pause * 2).min(MAX_PAUSE);
+            let max = if matches!(wait, Wait::Local(_)) { MAX_LOCAL_PAUSE } else { MAX_REMOTE_PAUSE };
+            pause = (pause * 2).min(max);
         };
         let spent = t0.elapsed();
         self.left = self.left.saturating_sub(spent);

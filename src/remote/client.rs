@@ -185,6 +185,16 @@ impl Conn {
         Ok(out)
     }
 
+    /// The setting that bounds the next reply, and its value: on one
+    /// server the connect timeout until it has answered once, after that
+    /// (and on a cluster) the operation timeout.
+    pub fn reply_bound(&self, s: &RemoteSettings) -> (&'static str, Duration) {
+        match self {
+            Conn::Single(c) if !c.answered => ("remote_connect_timeout", s.connect_timeout),
+            _ => ("remote_timeout", s.timeout),
+        }
+    }
+
     /// How many nodes serve the keys (1 for a single server).
     pub fn nodes(&mut self) -> RedisResult<usize> {
         match self {

@@ -34,6 +34,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// The longest error text a warning quotes, in characters.
+pub const MAX_REASON: usize = 120;
+
+/// `text` on one line: control characters and non-ASCII escaped (Rust's
+/// `escape_default`), cut to [`MAX_REASON`] characters with `…`.
+fn one_line(text: &str) -> String {
+    let escaped: String = text
+        .chars()
+        .flat_map(|c| if c == ' ' || c.is_ascii_graphic() { vec![c] } else { c.escape_default().collect() })
+        .collect();
+    match escaped.char_indices().nth(MAX_REASON) {
+        Some((at, _)) => format!("{}…", &escaped[..at]),
+        None => escaped,
+    }
+}
+
 /// What a lookup of one key found.
 // Returned once per key and matched at once (as `cache::Lookup`): boxing
 // the record would only add an allocation per hit.
@@ -140,13 +156,15 @@ impl RemoteTier {
                     // for it must not connect again.
                     *state = State::Off;
                     drop(state);
-                    self.give_up("connect", &e, t0.elapsed());
+                    let bound = ("remote_connect_timeout", self.settings.connect_timeout);
+                    self.give_up("connect", &e, bound, t0.elapsed());
                     return None;
                 }
             }
         }
         let State::Open(conn) = &mut *state else { return None };
         bump(&self.counters.requests, 1);
+        let bound = conn.reply_bound(&self.settings);
         let result = op(conn);
         if result.is_err() {
             *state = State::Off;
@@ -158,13 +176,17 @@ impl RemoteTier {
                 Some(v)
             }
             Err(e) => {
-                self.give_up(what, &e, t0.elapsed());
+                self.give_up(what, &e, bound, t0.elapsed());
                 None
             }
         }
     }
 
-    fn give_up(&self, what: &str, e: &redis::RedisError, spent: Duration) {
+    /// Turns the tier off; the first error leaves the one warning: one
+    /// line, a timeout said as such with the setting that bounds it, any
+    /// other error's text (which may hold the server's bytes) escaped and
+    /// cut to [`MAX_REASON`] characters.
+    fn give_up(&self, what: &str, e: &redis::RedisError, bound: (&str, Duration), spent: Duration) {
         bump_time(&self.counters.waiting, spent);
         bump(&self.counters.errors, 1);
         if let Ok(mut s) = self.state.lock() {
@@ -173,8 +195,13 @@ impl RemoteTier {
         // Only the first error speaks.
         if !self.off.swap(true, Ordering::Relaxed) {
             if let Ok(mut w) = self.warning.lock() {
+                let reason = if e.is_timeout() {
+                    format!("timed out after {} ms (the {} setting)", bound.1.as_millis(), bound.0)
+                } else {
+                    one_line(&e.to_string())
+                };
                 *w = Some(format!(
-                    "remote cache {}: {what} failed: {e}; going on without it for the rest of this run",
+                    "remote cache {}: {what} failed: {reason}; going on without it for the rest of this run",
                     self.settings.display
                 ));
             }
@@ -314,6 +341,44 @@ mod tests {
         std::iter::from_fn(|| listener.accept().ok()).count()
     }
 
+    /// A tier whose server answers the first request with `reply`.
+    fn hostile_server(reply: Vec<u8>) -> RemoteTier {
+        use std::io::{Read, Write};
+        let (listener, tier) = silent_server();
+        std::thread::spawn(move || {
+            if let Ok((mut s, _)) = listener.accept() {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(&reply);
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        });
+        tier
+    }
+
+    #[test]
+    fn a_hostile_server_costs_one_line_of_warning() {
+        let nested = "*1\r\n".repeat(100_000).into_bytes();
+        let mut garbage = b"-ERR \x1b[31m\r\n".to_vec();
+        garbage.extend(b"\x00\xff nonsense \n".repeat(1000));
+        for reply in [nested, garbage, b"$99999999999\r\nxyz".to_vec()] {
+            let tier = hostile_server(reply);
+            assert!(matches!(tier.get_many(&[Key([7; 32])])[..], [Fetched::Miss]));
+            let w = tier.take_warning().expect("one warning");
+            assert!(!w.contains('\n') && !w.contains('\r') && !w.contains('\u{1b}'), "{w:?}");
+            assert!(w.chars().count() < 300, "{w:?}");
+            assert!(!tier.is_on() && tier.take_warning().is_none());
+        }
+    }
+
+    #[test]
+    fn error_text_is_one_escaped_line_of_bounded_length() {
+        assert_eq!(one_line("bad\r\nreply \u{1b}[31m"), "bad\\r\\nreply \\u{1b}[31m");
+        let long = one_line(&"x".repeat(10_000));
+        assert_eq!(long.chars().count(), MAX_REASON + 1);
+        assert!(long.ends_with('…'));
+    }
+
     #[test]
     fn a_silent_server_costs_one_timeout_then_nothing() {
         let (listener, tier) = silent_server();
@@ -322,7 +387,10 @@ mod tests {
         // The TCP connect succeeds (the kernel accepts); the lookup's reply
         // is waited for within the connect timeout.
         let warning = tier.take_warning().expect("one warning");
-        assert!(warning.contains("lookup failed"), "{warning}");
+        assert!(
+            warning.contains("lookup failed: timed out after 50 ms (the remote_connect_timeout setting)"),
+            "{warning}"
+        );
         // Everything after the first timeout is answered without the server.
         for key in &keys {
             assert!(!tier.put(key, b"record"));
