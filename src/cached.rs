@@ -225,11 +225,15 @@ impl CachedTasks {
         if !local && to_remote {
             self.not_stored += 1;
         }
-        let held = Arc::new(std::sync::Mutex::new(self.flight.take(&job.0)));
+        let held = self.flight.take(&job.0);
         let remote = self.remote.clone().filter(|r| to_remote && r.writes());
         if !local && remote.is_none() {
+            if let Some(h) = held {
+                h.finish(&job.0, self.remote.as_deref());
+            }
             return;
         }
+        let held = Arc::new(std::sync::Mutex::new(held));
         let (store, j, lease_tier) = (self.store.clone(), job, self.remote.clone());
         let write = move || {
             let put = local.then(|| store.put_compiled(&j.0, &j.1, &j.2, j.3));
@@ -244,7 +248,7 @@ impl CachedTasks {
             // The lock and lease go once the record is out (a write run
             // twice, when no thread could start, releases them once).
             if let Some(h) = held.lock().ok().and_then(|mut h| h.take()) {
-                h.finish(&j.0, matches!(put, Some(Ok(()))), lease_tier.as_deref());
+                h.finish(&j.0, lease_tier.as_deref());
             }
             put.into_iter().collect()
         };
@@ -494,7 +498,7 @@ impl TaskProvider for CachedTasks {
             // Taken over from a holder that stored it just then: nothing
             // to compile, so the lock and lease go now.
             if let Some(held) = self.flight.take(&key) {
-                held.finish(&key, true, self.remote.as_deref());
+                held.finish(&key, self.remote.as_deref());
             }
         }
         let result = match found {

@@ -49,14 +49,12 @@ pub struct Held {
 }
 
 impl Held {
-    /// The record of `key` is written (`stored` locally, or not): the lock
-    /// file goes (when stored) and the lock is released; the lease is
-    /// deleted.
-    pub fn finish(self, key: &Key, stored: bool, remote: Option<&RemoteTier>) {
+    /// The record of `key` is written (or could not be: a full disk): the
+    /// lock file goes and the lock is released; the lease is deleted. A
+    /// waiter then finds the record, or takes over.
+    pub fn finish(self, key: &Key, remote: Option<&RemoteTier>) {
         if let Some(lock) = self.lock {
-            if stored {
-                lock.finish();
-            }
+            lock.finish();
         }
         if let (true, Some(r)) = (self.lease, remote) {
             r.release(&[*key]);

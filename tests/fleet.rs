@@ -67,22 +67,6 @@ fn interp_digests(home: &Path) -> String {
     String::from_utf8(common::ok(c).stdout).unwrap()
 }
 
-/// The compile lock files below `dir`.
-fn lock_files(dir: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
-    entries
-        .flatten()
-        .map(|e| {
-            let p = e.path();
-            if p.is_dir() {
-                lock_files(&p)
-            } else {
-                usize::from(p.extension().is_some_and(|x| x == "lock"))
-            }
-        })
-        .sum()
-}
-
 /// Polls `ready` until it holds (a guard against a hung test, not a
 /// timing check: a minute is far more than any step here takes).
 fn wait_until(what: &str, ready: impl Fn() -> bool) {
@@ -117,7 +101,7 @@ fn processes_on_one_cold_cache_compile_each_task_once() {
     let compiled: u64 = runs.iter().map(|r| r.n("compiled")).sum();
     assert_eq!(compiled, 10, "each task compiled once in all");
     assert!(runs.iter().map(|r| r.n("waited")).sum::<u64>() >= 1);
-    assert_eq!(lock_files(lab.path()), 0, "every lock file goes with its record");
+    assert_eq!(common::lock_files(lab.path()), 0, "every lock file goes with its record");
 }
 
 #[test]
@@ -125,7 +109,7 @@ fn a_waiter_compiles_itself_past_the_bound() {
     let lab = tempfile::tempdir().unwrap();
     let mut holder = slow_holder(lab.path(), None, &[]);
     let cache = lab.path().join("env-cache");
-    wait_until("the holder's locks", || lock_files(&cache) == 10);
+    wait_until("the holder's locks", || common::lock_files(&cache) == 10);
     let r = finish(kiln_run(lab.path(), None, &[("KILN_COMPILE_WAIT", "500ms")]).spawn().unwrap());
     holder.kill().unwrap();
     holder.wait().unwrap();
@@ -139,7 +123,7 @@ fn a_lock_holder_killed_mid_compile_is_taken_over() {
     let lab = tempfile::tempdir().unwrap();
     let mut holder = slow_holder(lab.path(), None, &[]);
     let cache = lab.path().join("env-cache");
-    wait_until("the holder's locks", || lock_files(&cache) == 10);
+    wait_until("the holder's locks", || common::lock_files(&cache) == 10);
     let waiter = kiln_run(lab.path(), None, &[("KILN_COMPILE_WAIT", "10min")]).spawn().unwrap();
     std::thread::sleep(Duration::from_secs(1));
     holder.kill().unwrap();
@@ -149,7 +133,7 @@ fn a_lock_holder_killed_mid_compile_is_taken_over() {
     assert_eq!(r.n("compiled"), 10, "{}", r.stats);
     // Taken over when the holder died, long before the bound.
     assert!(r.ms("wait_ms") < 600_000.0, "{}", r.stats);
-    assert_eq!(lock_files(lab.path()), 0, "the dead holder's lock files went with the records");
+    assert_eq!(common::lock_files(lab.path()), 0, "the dead holder's lock files went with the records");
 }
 
 /// The compile leases on `server`.

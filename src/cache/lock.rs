@@ -6,8 +6,8 @@
 //! open lock file, held or waited on); the kernel's lock
 //! (`std::fs::File::try_lock`, which is `flock(LOCK_EX | LOCK_NB)`) is
 //! released when its holder exits or dies, so a dead holder never blocks
-//! anyone. A lock file is removed by the holder that stored the record
-//! ([`KeyLock::finish`]); one a dead holder left stays until the next
+//! anyone. A lock file is removed by its holder once the record is
+//! written or could not be ([`KeyLock::finish`]); one a dead holder left stays until the next
 //! compile of its key. Opening goes through `fs` (`O_NOFOLLOW`,
 //! `O_NONBLOCK`).
 //!
@@ -89,9 +89,10 @@ impl KeyLock {
         self.held
     }
 
-    /// The record is stored: removes the lock file (if it is still the one
-    /// locked) and releases the lock. A process still waiting on the
-    /// removed file takes its lock and finds the record.
+    /// The record is stored (or could not be): removes the lock file (if it
+    /// is still the one locked) and releases the lock. A process still
+    /// waiting on the removed file takes its lock and finds the record (or
+    /// none, and compiles).
     pub fn finish(self) {
         if self.held {
             let _ = cfs::remove_if_unchanged(&self.shard, &self.name, Some(self.identity));
