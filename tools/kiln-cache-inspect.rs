@@ -49,7 +49,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum ConfigCommand {
-    /// Set KEY to VALUE in the cache's own kiln.toml (kept whole: other keys and comments stay)
+    /// Set KEY to VALUE in the cache's own kiln.toml (kept whole: other keys and comments stay; a file in error is repaired)
     Set {
         /// A setting's name (see `kiln-cache-inspect config`)
         key: String,
