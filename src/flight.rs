@@ -72,6 +72,9 @@ enum Wait {
 }
 
 /// How a wait ended.
+// Returned once per wait and matched at once (as `cache::Lookup`): boxing
+// the record would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 pub enum Waited {
     /// The record is in the local store now (look it up: it may still
     /// fail its checks, and is then replaced).

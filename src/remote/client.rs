@@ -151,7 +151,7 @@ impl Conn {
                 for n in names {
                     p.add_command(cmd(n));
                 }
-                p.query(&mut **c)
+                p.query(c)
             }
         }
     }
