@@ -148,6 +148,8 @@ pub struct CachedTasks {
     not_stored: u64,
     /// Why the first write failed, if one did.
     store_error: Option<String>,
+    /// Per-task warnings, by cause.
+    repeats: Repeats,
     /// The keys this process compiles (their locks and leases) and those
     /// it waits for others to compile.
     flight: Flight,
@@ -169,6 +171,29 @@ fn warn(stats: &mut JitStats, text: String) {
     }
 }
 
+/// The run's per-task cache warnings by cause (the message without its
+/// task): one line per cause, naming the first task, with a count when
+/// the cause repeats; said once the run is finished.
+#[derive(Default)]
+struct Repeats(Vec<(String, String, u64)>);
+
+impl Repeats {
+    fn add(&mut self, cause: String, task: &str) {
+        match self.0.iter_mut().find(|(c, _, _)| *c == cause) {
+            Some(seen) => seen.2 += 1,
+            None => self.0.push((cause, task.to_string(), 1)),
+        }
+    }
+
+    /// Each cause as one warning of `stats`.
+    fn flush(&mut self, stats: &mut JitStats) {
+        for (cause, task, n) in self.0.drain(..) {
+            let more = if n > 1 { format!(", and {} more tasks", n - 1) } else { String::new() };
+            warn(stats, format!("{cause} (task @{task}{more})"));
+        }
+    }
+}
+
 impl CachedTasks {
     /// A provider over an open store (see [`open_store`]).
     pub fn new(store: Store) -> CachedTasks {
@@ -185,6 +210,7 @@ impl CachedTasks {
             precompiled: HashMap::new(),
             not_stored: 0,
             store_error: None,
+            repeats: Repeats::default(),
             flight: Flight::new(FlightOptions::default()),
         }
     }
@@ -436,7 +462,7 @@ impl CachedTasks {
         Some(found)
     }
 
-    fn lookup(&self, jit: &Jit, key: &Key, meta: &LaunchMeta, hint: &str, stats: &mut JitStats) -> Found {
+    fn lookup(&mut self, jit: &Jit, key: &Key, meta: &LaunchMeta, hint: &str, stats: &mut JitStats) -> Found {
         let _span = crate::trace::span("cache", "cache lookup", hint);
         let t0 = Instant::now();
         if let Some(job) = self.compiled.get(key).filter(|j| same_launch(&j.1, meta)) {
@@ -454,7 +480,7 @@ impl CachedTasks {
             Err(e) => {
                 // Neither a record nor damage (a shard the process may not
                 // read): compile, and say so.
-                warn(stats, format!("cache lookup of task @{hint} failed, compiling it: {e}"));
+                self.repeats.add(format!("cache lookup failed, compiling the task: {e}"), hint);
                 return Found::Missing;
             }
         };
@@ -467,7 +493,7 @@ impl CachedTasks {
             }
         }
         if let Err(e) = self.store.discard(key) {
-            warn(stats, format!("cannot remove the rejected record of task @{hint}: {e}"));
+            self.repeats.add(format!("cannot remove a rejected record: {e}"), hint);
         }
         Found::Rejected
     }
@@ -590,6 +616,7 @@ impl TaskProvider for CachedTasks {
         while !self.writes.is_empty() {
             self.join_oldest(stats);
         }
+        self.repeats.flush(stats);
         if let Some(line) = self.summary() {
             warn(stats, line);
             // Said once, however often the run is finished.
@@ -765,6 +792,25 @@ mod tests {
         let mut other = meta("k1.0", "n");
         other.entry_symbol = "kiln_task.1".into();
         assert!(!same_launch(&stored, &other));
+    }
+
+    #[test]
+    fn a_cause_is_one_warning_with_its_count() {
+        let mut r = Repeats::default();
+        r.add("cache lookup failed, compiling the task: denied".into(), "k.0");
+        r.add("cannot remove a rejected record: busy".into(), "k.1");
+        r.add("cache lookup failed, compiling the task: denied".into(), "k.2");
+        r.add("cache lookup failed, compiling the task: denied".into(), "k.3");
+        let mut stats = JitStats::default();
+        r.flush(&mut stats);
+        r.flush(&mut stats);
+        assert_eq!(
+            stats.warnings,
+            [
+                "cache lookup failed, compiling the task: denied (task @k.0, and 2 more tasks)",
+                "cannot remove a rejected record: busy (task @k.1)"
+            ]
+        );
     }
 
     #[test]
