@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::redis_server::RedisServer;
+use common::redis_server::{RedisCluster, RedisServer};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -211,4 +211,33 @@ fn kiln_scope(home: &Path) -> String {
     let out = String::from_utf8(common::ok(c).stdout).unwrap();
     let line = out.lines().find_map(|l| l.trim().strip_prefix("Cache scope: ")).expect("a cache scope line");
     line.to_string()
+}
+
+#[test]
+fn machines_on_a_redis_cluster_compile_each_task_once_with_leases_in_their_records_slots() {
+    let cluster = RedisCluster::start();
+    let lab = tempfile::tempdir().unwrap();
+    let want = interp_digests(lab.path());
+    let url = cluster.url();
+    let runs: Vec<Child> = (0..3)
+        .map(|i| {
+            let home = lab.path().join(format!("m{i}"));
+            kiln_run(&home, Some(&url), &[("KILN_TEST_COMPILE_DELAY", "2s")]).spawn().unwrap()
+        })
+        .collect();
+    let runs: Vec<Run> = runs.into_iter().map(finish).collect();
+    for r in &runs {
+        assert_eq!(r.digests, want);
+        assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+    }
+    assert_eq!(runs.iter().map(|r| r.n("compiled")).sum::<u64>(), 10, "each task compiled once in all");
+    assert_eq!(cluster.nodes.iter().map(leases).sum::<usize>(), 0, "every lease deleted");
+    // A lease hashes to its record's slot.
+    let scope = kiln_scope(lab.path());
+    let node = &cluster.nodes[0];
+    for (_, key) in common::kiln_key_tasks(lab.path(), &ten_tasks()) {
+        let slot = |name: &str| node.cli(&["CLUSTER", "KEYSLOT", name]);
+        let record = kiln::remote::envelope::key_name(&scope, &key);
+        assert_eq!(slot(&kiln::remote::envelope::lease_name(&scope, &key)), slot(&record));
+    }
 }
