@@ -24,6 +24,7 @@ use crate::cache::record::{self, Producer};
 use crate::cache::{CacheError, HostScope, Key, Lookup, Store, StoreOptions};
 use crate::codegen::{self, Backend, CodegenError, CompiledTask, HostTarget};
 use crate::config::{CompileConfig, LaunchMeta, LLVM_VERSION};
+use crate::flight::{Flight, FlightOptions, Waited};
 use crate::ir::Module;
 use crate::jit::engine::{JitStats, Prefetched, ProvideError, TaskProvider};
 use crate::jit::{Jit, LoadedTask};
@@ -147,6 +148,11 @@ pub struct CachedTasks {
     not_stored: u64,
     /// Why the first write failed, if one did.
     store_error: Option<String>,
+    /// Per-task warnings, by cause.
+    repeats: Repeats,
+    /// The keys this process compiles (their locks and leases) and those
+    /// it waits for others to compile.
+    flight: Flight,
 }
 
 /// A record to write: key, metadata, object, and its compile time.
@@ -162,6 +168,29 @@ const MAX_WARNINGS: usize = 16;
 fn warn(stats: &mut JitStats, text: String) {
     if stats.warnings.len() < MAX_WARNINGS {
         stats.warnings.push(text);
+    }
+}
+
+/// The run's per-task cache warnings by cause (the message without its
+/// task): one line per cause, naming the first task, with a count when
+/// the cause repeats; said once the run is finished.
+#[derive(Default)]
+struct Repeats(Vec<(String, String, u64)>);
+
+impl Repeats {
+    fn add(&mut self, cause: String, task: &str) {
+        match self.0.iter_mut().find(|(c, _, _)| *c == cause) {
+            Some(seen) => seen.2 += 1,
+            None => self.0.push((cause, task.to_string(), 1)),
+        }
+    }
+
+    /// Each cause as one warning of `stats`.
+    fn flush(&mut self, stats: &mut JitStats) {
+        for (cause, task, n) in self.0.drain(..) {
+            let more = if n > 1 { format!(", and {} more tasks", n - 1) } else { String::new() };
+            warn(stats, format!("{cause} (task @{task}{more})"));
+        }
     }
 }
 
@@ -181,12 +210,21 @@ impl CachedTasks {
             precompiled: HashMap::new(),
             not_stored: 0,
             store_error: None,
+            repeats: Repeats::default(),
+            flight: Flight::new(FlightOptions::default()),
         }
     }
 
     /// The same provider with a remote tier behind the local store.
     pub fn with_remote(mut self, remote: RemoteTier) -> CachedTasks {
         self.remote = Some(Arc::new(remote));
+        self
+    }
+
+    /// The same provider sharing compiles with other processes and
+    /// machines as `options` say (see [`crate::flight`]).
+    pub fn with_flight(mut self, options: FlightOptions) -> CachedTasks {
+        self.flight = Flight::new(options);
         self
     }
 
@@ -213,11 +251,16 @@ impl CachedTasks {
         if !local && to_remote {
             self.not_stored += 1;
         }
+        let held = self.flight.take(&job.0);
         let remote = self.remote.clone().filter(|r| to_remote && r.writes());
         if !local && remote.is_none() {
+            if let Some(h) = held {
+                h.finish(&job.0, self.remote.as_deref());
+            }
             return;
         }
-        let (store, j) = (self.store.clone(), job);
+        let held = Arc::new(std::sync::Mutex::new(held));
+        let (store, j, lease_tier) = (self.store.clone(), job, self.remote.clone());
         let write = move || {
             let put = local.then(|| store.put_compiled(&j.0, &j.1, &j.2, j.3));
             if let Some(r) = remote {
@@ -227,6 +270,11 @@ impl CachedTasks {
                 if let Ok(bytes) = record::encode(&j.0, &j.1, &producer, &j.2) {
                     r.put(&j.0, &bytes);
                 }
+            }
+            // The lock and lease go once the record is out (a write run
+            // twice, when no thread could start, releases them once).
+            if let Some(h) = held.lock().ok().and_then(|mut h| h.take()) {
+                h.finish(&j.0, lease_tier.as_deref());
             }
             put.into_iter().collect()
         };
@@ -274,7 +322,7 @@ impl CachedTasks {
         let write = move || {
             let mut done = Vec::with_capacity(jobs.len());
             for j in &jobs {
-                let put = store.put_compiled(&j.0, &j.1, &j.2, j.3);
+                let put = store.put_fetched(&j.0, &j.1, &j.2, j.3);
                 let failed = put.is_err();
                 done.push(put);
                 if failed {
@@ -388,7 +436,33 @@ impl CachedTasks {
         self.keyed.take(module).map_or_else(|| key_and_meta(module, backend.config()), Ok)
     }
 
-    fn lookup(&self, jit: &Jit, key: &Key, meta: &LaunchMeta, hint: &str, stats: &mut JitStats) -> Found {
+    /// Waits for `key`, which another process or machine is compiling,
+    /// and looks it up again; `None` when there is still nothing to load
+    /// (this process compiles it).
+    fn wait_for(&mut self, jit: &Jit, key: &Key, meta: &LaunchMeta, task: &str, stats: &mut JitStats) -> Option<Found> {
+        let _span = crate::trace::span("cache", "wait for another compile", task);
+        let waited = self.flight.wait(&self.store, self.remote.as_deref(), key);
+        stats.run.wait_time = self.flight.wait_time;
+        let found = match waited {
+            Waited::Appeared => self.lookup(jit, key, meta, task, stats),
+            Waited::Fetched(r) => {
+                self.fetched.insert(*key, r);
+                Found::Remote(self.remote_lookup(jit, key, meta, task, stats)?)
+            }
+            Waited::Compile => {
+                // A holder of this machine that got it from the remote
+                // stores it after its kernel is ready: ask the remote again.
+                self.asked.remove(key);
+                return None;
+            }
+        };
+        if matches!(found, Found::Loaded(_) | Found::Remote(_)) {
+            stats.run.waited += 1;
+        }
+        Some(found)
+    }
+
+    fn lookup(&mut self, jit: &Jit, key: &Key, meta: &LaunchMeta, hint: &str, stats: &mut JitStats) -> Found {
         let _span = crate::trace::span("cache", "cache lookup", hint);
         let t0 = Instant::now();
         if let Some(job) = self.compiled.get(key).filter(|j| same_launch(&j.1, meta)) {
@@ -406,7 +480,7 @@ impl CachedTasks {
             Err(e) => {
                 // Neither a record nor damage (a shard the process may not
                 // read): compile, and say so.
-                warn(stats, format!("cache lookup of task @{hint} failed, compiling it: {e}"));
+                self.repeats.add(format!("cache lookup failed, compiling the task: {e}"), hint);
                 return Found::Missing;
             }
         };
@@ -419,7 +493,7 @@ impl CachedTasks {
             }
         }
         if let Err(e) = self.store.discard(key) {
-            warn(stats, format!("cannot remove the rejected record of task @{hint}: {e}"));
+            self.repeats.add(format!("cannot remove a rejected record: {e}"), hint);
         }
         Found::Rejected
     }
@@ -438,9 +512,19 @@ impl TaskProvider for CachedTasks {
         let (key, meta) = self.key_of(module, backend).map_err(ProvideError::Codegen)?;
         stats.run.key_time += t0.elapsed();
         let mut found = self.lookup(jit, &key, &meta, task, stats);
-        if !matches!(found, Found::Loaded(_)) {
+        if !matches!(found, Found::Loaded(_)) && self.flight.is_waiting(&key) {
+            found = self.wait_for(jit, &key, &meta, task, stats).unwrap_or(found);
+        }
+        if !matches!(found, Found::Loaded(_) | Found::Remote(_)) {
             if let Some(t) = self.remote_lookup(jit, &key, &meta, task, stats) {
                 found = Found::Remote(t);
+            }
+        }
+        if matches!(found, Found::Loaded(_) | Found::Remote(_)) {
+            // Taken over from a holder that stored it just then: nothing
+            // to compile, so the lock and lease go now.
+            if let Some(held) = self.flight.take(&key) {
+                held.finish(&key, self.remote.as_deref());
             }
         }
         let result = match found {
@@ -459,7 +543,10 @@ impl TaskProvider for CachedTasks {
                     _ => stats.run.corrupt_replaced += 1,
                 }
                 let compiled = self.precompiled.remove(&key);
-                let c = compiled.unwrap_or_else(|| backend.compile_task(module)).map_err(ProvideError::Codegen)?;
+                let remote = self.remote.as_deref();
+                let c = compiled
+                    .unwrap_or_else(|| self.flight.renewing(remote, || backend.compile_task(module)))
+                    .map_err(ProvideError::Codegen)?;
                 stats.run.compiled += 1;
                 stats.run.compile_time += c.compile_time;
                 let t1 = Instant::now();
@@ -502,11 +589,18 @@ impl TaskProvider for CachedTasks {
                 self.ask_remote(&remote, &keys);
             }
         }
-        // What neither tier holds is compiled together.
+        // What neither tier holds and no other process or machine is
+        // compiling is compiled together.
         absent.retain(|(_, k)| !self.fetched.contains_key(k) && !self.precompiled.contains_key(k));
+        let remote = self.remote.clone().filter(|r| r.is_on());
+        if !absent.is_empty() {
+            let keys: Vec<Key> = absent.iter().map(|(_, k)| *k).collect();
+            let mine = self.flight.claim(&self.store, remote.as_deref(), &keys);
+            absent.retain(|(_, k)| mine.contains(k));
+        }
         if !absent.is_empty() {
             let batch: Vec<&Module> = absent.iter().map(|(m, _)| *m).collect();
-            let compiled = backend.compile_tasks(&batch);
+            let compiled = self.flight.renewing(remote.as_deref(), || backend.compile_tasks(&batch));
             self.precompiled.extend(absent.iter().map(|(_, k)| *k).zip(compiled));
         }
         self.count_bytes(stats);
@@ -522,6 +616,7 @@ impl TaskProvider for CachedTasks {
         while !self.writes.is_empty() {
             self.join_oldest(stats);
         }
+        self.repeats.flush(stats);
         if let Some(line) = self.summary() {
             warn(stats, line);
             // Said once, however often the run is finished.
@@ -697,6 +792,25 @@ mod tests {
         let mut other = meta("k1.0", "n");
         other.entry_symbol = "kiln_task.1".into();
         assert!(!same_launch(&stored, &other));
+    }
+
+    #[test]
+    fn a_cause_is_one_warning_with_its_count() {
+        let mut r = Repeats::default();
+        r.add("cache lookup failed, compiling the task: denied".into(), "k.0");
+        r.add("cannot remove a rejected record: busy".into(), "k.1");
+        r.add("cache lookup failed, compiling the task: denied".into(), "k.2");
+        r.add("cache lookup failed, compiling the task: denied".into(), "k.3");
+        let mut stats = JitStats::default();
+        r.flush(&mut stats);
+        r.flush(&mut stats);
+        assert_eq!(
+            stats.warnings,
+            [
+                "cache lookup failed, compiling the task: denied (task @k.0, and 2 more tasks)",
+                "cannot remove a rejected record: busy (task @k.1)"
+            ]
+        );
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod races;
 pub mod reduce;
 
 pub mod cache;
+pub mod flight;
 pub mod remote;
 
 pub mod build_id;

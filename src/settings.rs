@@ -325,6 +325,12 @@ settings! {
         "A file (at least 32 bytes, mode 600) whose secret signs written records and without whose signature no record is accepted; never from the cache's own file.";
     remote_max_record_size: Size = Size(crate::remote::envelope::MAX_VALUE_LEN), env "KILN_REMOTE_MAX_RECORD_SIZE", flag None, cache_file true,
         "The largest remote value read (larger ones are rejected unread).";
+    remote_lease_ttl: Duration = Duration::from_secs(10), env "KILN_REMOTE_LEASE_TTL", flag None, cache_file true,
+        "A machine compiling a task no tier holds leases it on the remote for this long, renewed while it compiles: others wait for its record; a dead holder's lease expires after this.";
+    compile_wait: Duration = Duration::from_secs(30), env "KILN_COMPILE_WAIT", flag None, cache_file true,
+        "How long a run waits in all for tasks another process or machine is compiling (its lock or lease) before compiling them itself.";
+    test_compile_delay: Duration = Duration::ZERO, env "KILN_TEST_COMPILE_DELAY", flag None, cache_file false,
+        "Test only: kiln-run sleeps this long before each batch of compiles, so tests can kill a lock holder mid-compile.";
     target_cpu: Option<String> = None, env "KILN_TARGET_CPU", flag Some("--target-cpu"), cache_file false,
         "kiln-run compiles for this CPU instead of the detected one (a simulated host), checked against LLVM's list (help lists them); never from the cache's own file, which hosts share.";
     target_features: Option<String> = None, env "KILN_TARGET_FEATURES", flag Some("--target-features"), cache_file false,
@@ -422,10 +428,14 @@ pub fn user_file(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
 /// Reads a config file if it exists; `None` when it does not.
 fn read_file(path: &Path) -> Result<Option<String>, SettingsError> {
     match std::fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|e| SettingsError {
-            location: path.display().to_string(),
-            message: format!("not UTF-8 text: {e}"),
-            usage: false,
+        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|e| {
+            let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+            SettingsError {
+                location: format!("{}:{line}", path.display()),
+                message: format!("not UTF-8 text: {e}"),
+                usage: false,
+            }
         }),
         Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => Ok(None),
         Err(e) => Err(SettingsError {
@@ -502,25 +512,65 @@ impl Settings {
 
     /// [`Settings::load`] over any environment (for tests).
     pub fn load_with(flags: &[Flag], env: &dyn Fn(&str) -> Option<OsString>) -> Result<Settings, SettingsError> {
+        Settings::load_from(flags, env, true).map_err(|(e, _)| e)
+    }
+
+    /// What a run reads (`kiln-run`): [`Settings::load`], except that the
+    /// cache's own `kiln.toml` never fails it. When that file cannot be
+    /// used (unreadable, a directory, not UTF-8, malformed, a bad key or
+    /// value, a cache directory that cannot be reached), the settings are
+    /// read again without it, the cache is used read-only (nothing is
+    /// written to a cache whose settings are unknown), and the problem is
+    /// returned for the run's one warning. Every other error (the user's
+    /// file, the environment, a flag) is still an error.
+    pub fn load_for_run(flags: &[Flag]) -> Result<(Settings, Option<SettingsError>), SettingsError> {
+        Settings::load_for_run_with(flags, &|name| std::env::var_os(name))
+    }
+
+    /// [`Settings::load_for_run`] over any environment (for tests).
+    pub fn load_for_run_with(
+        flags: &[Flag],
+        env: &dyn Fn(&str) -> Option<OsString>,
+    ) -> Result<(Settings, Option<SettingsError>), SettingsError> {
+        match Settings::load_from(flags, env, true) {
+            Ok(s) => Ok((s, None)),
+            Err((problem, true)) => {
+                let mut s = Settings::load_from(flags, env, false).map_err(|(e, _)| e)?;
+                s.read_only.value = true;
+                Ok((s, Some(problem)))
+            }
+            Err((e, false)) => Err(e),
+        }
+    }
+
+    /// The settings, reading the cache's own file or not; an error says
+    /// whether that file caused it.
+    fn load_from(
+        flags: &[Flag],
+        env: &dyn Fn(&str) -> Option<OsString>,
+        cache_file: bool,
+    ) -> Result<Settings, (SettingsError, bool)> {
+        let other = |e| (e, false);
         let mut s = Settings::defaults();
         if let Some(path) = user_file(env) {
-            if let Some(text) = read_file(&path)? {
-                apply_file(&mut s, &path, &text, false)?;
+            if let Some(text) = read_file(&path).map_err(other)? {
+                apply_file(&mut s, &path, &text, false).map_err(other)?;
             }
         }
         // The cache directory decides which cache file is read, so it is
         // settled first, with the precedence of every setting.
-        s.apply_env_and_flags(env, flags, |info| info.name == "cache_dir")?;
+        s.apply_env_and_flags(env, flags, |info| info.name == "cache_dir").map_err(other)?;
         if s.cache_dir.value.is_none() {
             s.cache_dir.value = cache::default_cache_dir(env).ok();
         }
-        if let Some(root) = s.cache_dir.value.clone() {
+        if let Some(root) = s.cache_dir.value.clone().filter(|_| cache_file) {
             let path = root.join(FILE_NAME);
-            if let Some(text) = read_file(&path)? {
-                apply_file(&mut s, &path, &text, true)?;
+            let in_file = |e| (e, true);
+            if let Some(text) = read_file(&path).map_err(in_file)? {
+                apply_file(&mut s, &path, &text, true).map_err(in_file)?;
             }
         }
-        s.apply_env_and_flags(env, flags, |info| info.name != "cache_dir")?;
+        s.apply_env_and_flags(env, flags, |info| info.name != "cache_dir").map_err(other)?;
         Ok(s)
     }
 
@@ -557,6 +607,11 @@ impl Settings {
         self.cache_dir.value.clone().ok_or(CacheError::NoDefaultDir)
     }
 
+    /// How a run shares its compiles with other processes and machines.
+    pub fn flight_options(&self) -> crate::flight::FlightOptions {
+        crate::flight::FlightOptions { wait: self.compile_wait.value, compile_delay: self.test_compile_delay.value }
+    }
+
     /// The store options these settings decide (the rest stay at their
     /// defaults for the caller to fill).
     pub fn store_options(&self) -> StoreOptions {
@@ -583,15 +638,21 @@ pub fn set_in_cache_file(root: &Path, name: &str, text: &str) -> Result<PathBuf,
     }
     Settings::defaults().set(name, Raw::Text(text), Source::Default).map_err(usage)?;
     let path = root.join(FILE_NAME);
-    let old = read_file(&path)?.unwrap_or_default();
-    // The file as it is must be valid: never build on a file in error.
-    apply_file(&mut Settings::defaults(), &path, &old, true)?;
-    let mut doc: toml_edit::DocumentMut = old
-        .parse()
-        .map_err(|e: toml_edit::TomlError| file_error(&path, &old, e.span().map(|s| s.start), e.message().into()))?;
+    // A file that is not TOML text (not UTF-8, malformed) is past
+    // keeping: it is replaced by one holding this setting. A TOML file
+    // keeps its other keys and comments.
+    let mut doc: toml_edit::DocumentMut = match read_file(&path) {
+        Ok(old) => old.unwrap_or_default().parse().unwrap_or_default(),
+        Err(_) if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) => toml_edit::DocumentMut::new(),
+        Err(e) => return Err(e),
+    };
     let value = Settings::toml_form(name, text).ok_or_else(|| usage("unknown setting".into()))?;
     doc[name] = toml_edit::Item::Value(value);
-    write_atomic(root, doc.to_string().as_bytes()).map_err(|e| SettingsError {
+    // The file as it will be must be valid: a bad key or value elsewhere
+    // in it stays an error to fix (or to overwrite with `config set`).
+    let new = doc.to_string();
+    apply_file(&mut Settings::defaults(), &path, &new, true)?;
+    write_atomic(root, new.as_bytes()).map_err(|e| SettingsError {
         location: path.display().to_string(),
         message: format!("cannot write: {}", crate::diag::io_reason(&e)),
         usage: false,

@@ -193,6 +193,11 @@ counters! {
         /// looking entries up.
         load_time: Time = ("load_ms", "loading"),
         run_time: Time = ("run_ms", "running"),
+        /// Tasks another process or machine was compiling, waited for and
+        /// loaded (see `crate::flight`).
+        waited: Count = ("waited", "waited for"),
+        /// Time spent waiting for them.
+        wait_time: Time = ("wait_ms", "waiting for others"),
     }
 }
 

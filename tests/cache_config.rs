@@ -7,6 +7,8 @@
 //! The scenarios that need root (tmpfs mounts, other users) print why they
 //! are skipped when the tests do not run as root.
 
+mod common;
+
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -214,6 +216,8 @@ fn a_full_disk() {
     let other = testdata("heat2d.kir");
     let out = run(&other, &["--cache-dir", cache_arg], &[]);
     assert_correct_with_one_warning(&out, &other, "not stored");
+    // The compile locks of the records not written went all the same.
+    assert_eq!(common::lock_files(&cache), 0);
 }
 
 #[test]
@@ -243,6 +247,8 @@ fn a_read_only_file_system() {
     let other = testdata("heat2d.kir");
     let out = run(&other, &["--cache-dir", cache_arg], &[]);
     assert_correct_with_one_warning(&out, &other, "not stored");
+    // The compile locks of the records not written went all the same.
+    assert_eq!(common::lock_files(&cache), 0);
 }
 
 /// Every file below `dir` with its size and modification time.

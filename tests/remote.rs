@@ -218,6 +218,7 @@ fn engine(dir: &Path, url: Option<&str>) -> kiln::jit::engine::JitEngine {
             ttl: None,
             mac_key: None,
             max_value_len: envelope::MAX_VALUE_LEN,
+            lease_ttl: Duration::from_secs(10),
         };
         let scope = provider.store().scope_name().to_string();
         provider = provider.with_remote(RemoteTier::new(settings, &scope));

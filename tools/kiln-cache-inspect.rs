@@ -49,7 +49,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum ConfigCommand {
-    /// Set KEY to VALUE in the cache's own kiln.toml (kept whole: other keys and comments stay)
+    /// Set KEY to VALUE in the cache's own kiln.toml (kept whole: other keys and comments stay; a file in error is repaired)
     Set {
         /// A setting's name (see `kiln-cache-inspect config`)
         key: String,
@@ -144,7 +144,13 @@ fn run(cli: Cli) -> Result<(), ToolError> {
         Command::Init { dir: Some(dir), .. } => Some(dir.as_path()),
         _ => cli.cache_dir.as_deref(),
     };
-    let settings = Settings::load(&settings::cache_flags(cache_dir, cli.allow_insecure_cache))?;
+    let flags = settings::cache_flags(cache_dir, cli.allow_insecure_cache);
+    // `config set` repairs the cache's own kiln.toml, so it reads the
+    // settings without a file in error; every other command reports it.
+    let settings = match &cli.command {
+        Command::Config { command: Some(ConfigCommand::Set { .. }) } => Settings::load_for_run(&flags)?.0,
+        _ => Settings::load(&flags)?,
+    };
     let root = settings.cache_root().map_err(cache_err)?;
     let json = cli.json;
     let options = InspectOptions {

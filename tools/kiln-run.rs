@@ -245,7 +245,7 @@ fn attach_cache(
     match opened {
         Ok(store) => {
             let root = (store.root().display().to_string(), store.scope_name().to_string());
-            let mut provider = CachedTasks::new(store);
+            let mut provider = CachedTasks::new(store).with_flight(settings.flight_options());
             if let Some(r) = remote {
                 provider = provider.with_remote(kiln::remote::RemoteTier::new(r, &root.1));
             }
@@ -285,7 +285,9 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     );
     let target_flags = [("target_cpu", &cli.target_cpu), ("target_features", &cli.target_features)];
     flags.extend(target_flags.into_iter().filter_map(|(name, v)| Some(settings::Flag::new(name, v.clone()?))));
-    let settings = Settings::load(&flags)?;
+    // The cache's own kiln.toml in error never fails a run: one warning,
+    // and the cache is only read.
+    let (settings, config_problem) = Settings::load_for_run(&flags)?;
     let target = if cli.engine == EngineKind::Jit { Some(resolve_target(&settings)?) } else { None };
     drop(setup);
     let src = tool::read_source_capped(&cli.input, settings.max_input_size.value.0)?;
@@ -307,7 +309,11 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     let engine = span("engine");
     let (mut runner, warning) = make_engine(cli, &settings, target, &progress)?;
     drop(engine);
-    if let Some(w) = warning {
+    // A cache whose own kiln.toml is in error and that then cannot be
+    // opened either (a directory that cannot be reached) is one problem:
+    // the config's warning says it.
+    let config_warning = config_problem.map(|e| format!("{e}; running without writing to the cache"));
+    if let Some(w) = config_warning.or(warning) {
         tool::warn("kiln-run", &w);
     }
     let running = span("run");

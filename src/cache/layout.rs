@@ -9,7 +9,8 @@
 //! directory and `stats`, the cache's `kiln.toml`; `host.json` and scope
 //! names are `host`'s, re-exported here), the patterns that tell Kiln's
 //! names from anything else (records, shards, temporary files
-//! `NAME.tmp-PID-RANDOM`), and the key a record's name stands for.
+//! `NAME.tmp-PID-RANDOM`, compile locks `<62 hex>.lock` beside their
+//! records), and the key a record's name stands for.
 //!
 //! Must never: touch the file system, or use a module of the cache other
 //! than `record` (the key) and `host` (scope names): everything else
@@ -61,6 +62,16 @@ pub fn shard_name(key: &Key) -> String {
 /// and `.kobj`.
 pub fn record_file_name(key: &Key) -> String {
     format!("{}.{RECORD_EXT}", &key.to_hex()[2..])
+}
+
+/// The extension of a compile lock's file (see `lock`).
+pub const LOCK_EXT: &str = "lock";
+
+/// The file name of the compile lock of `key` inside its shard, beside
+/// the record: the key's other 62 hex digits and `.lock`. An empty file,
+/// not a record, a temporary or anything the scan counts.
+pub fn lock_file_name(key: &Key) -> String {
+    format!("{}.{LOCK_EXT}", &key.to_hex()[2..])
 }
 
 /// Where the record of `key` lives under a scope directory.

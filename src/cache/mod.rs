@@ -6,7 +6,8 @@
 //! names ([`host`]), how every file under a root is named ([`layout`]),
 //! the one file-system layer every other part makes its system calls
 //! through ([`fs`]), the root's set-up and markers ([`root`]), the store
-//! with its trust checks ([`store`]), the size counters, lasting
+//! with its trust checks ([`store`]), the per-key compile locks
+//! ([`lock`]), the size counters, lasting
 //! statistics and size-bound eviction ([`counters`]), the one walk of a
 //! cache tree ([`scan`]), the inspection behind `kiln-cache-inspect`
 //! ([`inspect`]; `verify` and the prune executor in `repair.rs`, the prune
@@ -15,8 +16,8 @@
 //! that every tool shares.
 //!
 //! The modules form layers, each using only those below it: `record`,
-//! `host`, `size`; `layout`; `fs`; `access`; `root`, `scan`; `counters`;
-//! `store`, `prune`; `inspect`; `repair`.
+//! `host`, `size`; `layout`; `fs`; `access`; `root`, `scan`; `counters`,
+//! `lock`; `store`, `prune`; `inspect`; `repair`.
 //!
 //! Must never: touch LLVM (codegen hands in the detected host and the
 //! object bytes), print, exit or panic on anything found on disk; trust a
@@ -32,6 +33,7 @@ pub mod fs;
 pub mod host;
 pub mod inspect;
 pub mod layout;
+pub mod lock;
 mod prune;
 pub mod record;
 pub mod repair;

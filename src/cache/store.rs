@@ -20,6 +20,7 @@ use super::fs::{self as cfs, Identity};
 use super::host::{self, HostFile, HostScope, NativeFile, HOSTS_DIR, HOST_FILE};
 use super::layout::temp_name;
 pub use super::layout::{is_record_name, is_shard_name, is_temp_name, key_of};
+use super::lock::{Claim, KeyLock};
 use super::record::{self, Corrupt, Key, Producer, Record, MAX_RECORD_LEN};
 use super::root::{check_dir, open_root, write_json};
 pub use super::root::{check_markers, check_trusted, init_root, is_unfinished_root};
@@ -474,6 +475,21 @@ impl Store {
         self.stage_compiled(key, meta, object, Duration::ZERO)
     }
 
+    /// [`Store::put_compiled`] of a record fetched from the remote tier,
+    /// not synced before its rename (whatever [`StoreOptions::fsync`]
+    /// says): it can be fetched again, so a power cut costs one fetch, and
+    /// a torn copy fails its checksum, is removed and replaced like any
+    /// damaged record. The rename still makes it appear whole.
+    pub fn put_fetched(
+        &self,
+        key: &Key,
+        meta: &LaunchMeta,
+        object: &[u8],
+        compile: Duration,
+    ) -> Result<(), CacheError> {
+        self.stage_with(key, meta, object, compile, false)?.commit()
+    }
+
     /// [`Store::stage`] of an object that took `compile` to compile.
     pub fn stage_compiled(
         &self,
@@ -481,6 +497,17 @@ impl Store {
         meta: &LaunchMeta,
         object: &[u8],
         compile: Duration,
+    ) -> Result<Staged<'_>, CacheError> {
+        self.stage_with(key, meta, object, compile, self.options.fsync)
+    }
+
+    fn stage_with(
+        &self,
+        key: &Key,
+        meta: &LaunchMeta,
+        object: &[u8],
+        compile: Duration,
+        fsync: bool,
     ) -> Result<Staged<'_>, CacheError> {
         if self.options.read_only {
             return Err(CacheError::ReadOnly);
@@ -491,6 +518,24 @@ impl Store {
         let compile_ms = compile.as_millis().try_into().unwrap_or(u64::MAX);
         let producer = Producer { compile_ms, ..Producer::now(&self.options.llvm_version) };
         let bytes = record::encode(key, meta, &producer, object).map_err(CacheError::Encode)?;
+        let (shard, shard_path) = self.make_shard(key)?;
+        let final_name = key.file_name();
+        // In a shared cache the mode is set whatever the umask (which may
+        // have taken the group's write bit).
+        let (tmp, mut file) = cfs::create_temp(&shard, &final_name, self.access.new_file_mode())
+            .map_err(|e| CacheError::io(shard_path.join(temp_name(&final_name)), "create", e))?;
+        let staged =
+            Staged { store: self, shard, shard_path, tmp, final_name, len: bytes.len() as u64, committed: false };
+        file.write_all(&bytes).map_err(|e| CacheError::io(staged.shard_path.join(&staged.tmp), "write", e))?;
+        if fsync {
+            file.sync_all().map_err(|e| CacheError::io(staged.shard_path.join(&staged.tmp), "sync", e))?;
+        }
+        Ok(staged)
+    }
+
+    /// The shard directory of `key`, created (with the cache's group and
+    /// mode) when missing, opened and checked.
+    fn make_shard(&self, key: &Key) -> Result<(OwnedFd, PathBuf), CacheError> {
         let shard_name = key.shard();
         let shard_path = self.scope_dir.join(&shard_name);
         let created = cfs::mkdir_at(&self.scope_fd, &shard_name, self.access.dir_mode())
@@ -500,18 +545,20 @@ impl Store {
             self.share_fd(&shard, &shard_path)?;
         }
         self.check_fd(&shard, &shard_path)?;
-        let final_name = key.file_name();
-        // In a shared cache the mode is set whatever the umask (which may
-        // have taken the group's write bit).
-        let (tmp, mut file) = cfs::create_temp(&shard, &final_name, self.access.new_file_mode())
-            .map_err(|e| CacheError::io(shard_path.join(temp_name(&final_name)), "create", e))?;
-        let staged =
-            Staged { store: self, shard, shard_path, tmp, final_name, len: bytes.len() as u64, committed: false };
-        file.write_all(&bytes).map_err(|e| CacheError::io(staged.shard_path.join(&staged.tmp), "write", e))?;
-        if self.options.fsync {
-            file.sync_all().map_err(|e| CacheError::io(staged.shard_path.join(&staged.tmp), "sync", e))?;
+        Ok((shard, shard_path))
+    }
+
+    /// Tries the compile lock of `key` (see `lock`): held by this process,
+    /// busy (another is compiling it), or unavailable (a read-only store,
+    /// a shard or lock file that cannot be made: compile without a lock).
+    pub fn claim(&self, key: &Key) -> Claim {
+        if self.options.read_only {
+            return Claim::Unavailable;
         }
-        Ok(staged)
+        match self.make_shard(key) {
+            Ok((shard, _)) => KeyLock::claim(shard, key, self.access.file_mode()),
+            Err(_) => Claim::Unavailable,
+        }
     }
 }
 

@@ -3,7 +3,8 @@
 //!
 //! Owns: [`Conn`] (the few commands Kiln sends, the same for a server and
 //! a cluster: batched GETs, SET with an optional expiry, DEL, SCAN over
-//! every master) and [`connect`] with the configured timeouts. On one
+//! every master, and the compile leases: SET NX PX to take, a
+//! compare-and-act script to renew or delete) and [`connect`] with the configured timeouts. On one
 //! server the connect is the TCP handshake alone (no `CLIENT SETINFO`
 //! round trip), and the server's first reply is waited for within the
 //! connect timeout: a server that accepts and never answers (paused) costs
@@ -104,6 +105,57 @@ impl Conn {
         }
     }
 
+    /// Takes the lease `name` for `owner` where no one holds one
+    /// (`SET name owner NX PX ttl_ms`), for each of `names` in one round
+    /// trip; which were taken.
+    pub fn lease(&mut self, names: &[String], owner: &str, ttl_ms: u64) -> RedisResult<Vec<bool>> {
+        let cmd = |n: &String| {
+            let mut c = redis::cmd("SET");
+            c.arg(n).arg(owner).arg("NX").arg("PX").arg(ttl_ms);
+            c
+        };
+        let replies: Vec<Option<String>> = self.pipeline(names, cmd)?;
+        Ok(replies.into_iter().map(|r| r.is_some()).collect())
+    }
+
+    /// Extends (`ttl_ms` from now) or, with `ttl_ms` 0, deletes the leases
+    /// `names` that `owner` still holds, in one round trip: a lease that
+    /// expired and was taken by another is left alone (compare and act in
+    /// one Lua script, the usual Redis lock release).
+    pub fn keep_leases(&mut self, names: &[String], owner: &str, ttl_ms: u64) -> RedisResult<()> {
+        let cmd = |n: &String| {
+            let mut c = redis::cmd("EVAL");
+            c.arg(LEASE_SCRIPT).arg(1).arg(n).arg(owner).arg(ttl_ms);
+            c
+        };
+        self.pipeline::<Vec<redis::Value>>(names, cmd).map(drop)
+    }
+
+    /// One command per name (`cmd`), sent as one pipeline: on a cluster
+    /// each command goes to its key's node.
+    fn pipeline<T: redis::FromRedisValue>(
+        &mut self,
+        names: &[String],
+        cmd: impl Fn(&String) -> redis::Cmd,
+    ) -> RedisResult<T> {
+        match self {
+            Conn::Single(c) => {
+                let mut p = redis::pipe();
+                for n in names {
+                    p.add_command(cmd(n));
+                }
+                c.query(|c| p.query(c))
+            }
+            Conn::Cluster(c) => {
+                let mut p = redis::cluster::cluster_pipe();
+                for n in names {
+                    p.add_command(cmd(n));
+                }
+                p.query(c)
+            }
+        }
+    }
+
     /// Deletes `names`; how many existed.
     pub fn del(&mut self, names: &[Vec<u8>]) -> RedisResult<u64> {
         if names.is_empty() {
@@ -133,6 +185,16 @@ impl Conn {
         Ok(out)
     }
 
+    /// The setting that bounds the next reply, and its value: on one
+    /// server the connect timeout until it has answered once, after that
+    /// (and on a cluster) the operation timeout.
+    pub fn reply_bound(&self, s: &RemoteSettings) -> (&'static str, Duration) {
+        match self {
+            Conn::Single(c) if !c.answered => ("remote_connect_timeout", s.connect_timeout),
+            _ => ("remote_timeout", s.timeout),
+        }
+    }
+
     /// How many nodes serve the keys (1 for a single server).
     pub fn nodes(&mut self) -> RedisResult<usize> {
         match self {
@@ -141,6 +203,12 @@ impl Conn {
         }
     }
 }
+
+/// Renews (ARGV[2] milliseconds) or, with 0, deletes the lease KEYS[1]
+/// only while it holds ARGV[1], the caller's owner value.
+const LEASE_SCRIPT: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+    if ARGV[2] == '0' then return redis.call('DEL', KEYS[1]) end \
+    return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
 
 /// `command NAME` for each of `names` in one cluster pipeline: the crate
 /// sends each node its commands as one batch, every node before reading.

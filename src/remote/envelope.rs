@@ -59,6 +59,23 @@ pub fn key_name(scope: &str, key: &Key) -> String {
     format!("{NAME_PREFIX}r{RECORD_VERSION}:{scope}:{}", key.to_hex())
 }
 
+/// The server key of the compile lease of a record: `kiln-lease:{NAME}`
+/// with the record's [`key_name`] as its hash tag, so on a cluster the
+/// lease lives in the record's slot; outside `kiln:*`, so inspection's
+/// listing of records never meets one.
+pub fn lease_name(scope: &str, key: &Key) -> String {
+    format!("kiln-lease:{{{}}}", key_name(scope, key))
+}
+
+/// The value of this process's leases: `kiln-lease HOST PID RANDOM`.
+pub fn lease_owner() -> String {
+    let host = crate::cache::host::hostname().unwrap_or_default();
+    let pid = std::process::id();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let random = blake3::hash(format!("{host} {pid} {}", now.as_nanos()).as_bytes()).to_hex();
+    format!("kiln-lease {host} {pid} {}", &random[..16])
+}
+
 /// The scope and key of a server key written by [`key_name`] (any record
 /// format version); `None` for anything else.
 pub fn parse_key_name(name: &[u8]) -> Option<(String, Key)> {

@@ -4,7 +4,8 @@
 //! Owns: the settings ([`settings`]), the value format with its signature
 //! ([`envelope`]), the connection and its commands ([`client`]), the
 //! run's view of the remote ([`RemoteTier`]: batched lookups, writes,
-//! counters, and giving up after the first error) and the inspection
+//! compile leases ([`Lease`]), counters, and giving up after the first
+//! error) and the inspection
 //! behind `kiln-cache-inspect --remote` ([`inspect`]).
 //!
 //! Must never: touch LLVM, print or exit; hand a caller a record that has
@@ -33,6 +34,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// The longest error text a warning quotes, in characters.
+pub const MAX_REASON: usize = 120;
+
+/// `text` on one line: control characters and non-ASCII escaped (Rust's
+/// `escape_default`), cut to [`MAX_REASON`] characters with `…`.
+fn one_line(text: &str) -> String {
+    let escaped: String = text
+        .chars()
+        .flat_map(|c| if c == ' ' || c.is_ascii_graphic() { vec![c] } else { c.escape_default().collect() })
+        .collect();
+    match escaped.char_indices().nth(MAX_REASON) {
+        Some((at, _)) => format!("{}…", &escaped[..at]),
+        None => escaped,
+    }
+}
+
 /// What a lookup of one key found.
 // Returned once per key and matched at once (as `cache::Lookup`): boxing
 // the record would only add an allocation per hit.
@@ -45,6 +62,20 @@ pub enum Fetched {
     Miss,
     /// A value that failed a check; counted, never to be loaded.
     Rejected(Rejected),
+}
+
+/// Whether this process may compile a key no tier holds, as the remote's
+/// compile lease of the key decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lease {
+    /// This process took the lease: it compiles, renews the lease while it
+    /// does, and deletes it once the record is stored.
+    Mine,
+    /// Another holds it (Kiln's or not): wait for the record, at most the
+    /// bound, then compile.
+    Held,
+    /// No lease (the tier is off or read-only): compile.
+    None,
 }
 
 /// The connection, once tried.
@@ -65,6 +96,9 @@ pub struct RemoteTier {
     off: AtomicBool,
     counters: RemoteAtomics,
     warning: Mutex<Option<String>>,
+    /// The value of this process's leases: host, process, and a random
+    /// part (a reused pid on another boot is another owner).
+    owner: String,
 }
 
 impl RemoteTier {
@@ -77,6 +111,7 @@ impl RemoteTier {
             off: AtomicBool::new(false),
             counters: RemoteAtomics::default(),
             warning: Mutex::new(None),
+            owner: envelope::lease_owner(),
         }
     }
 
@@ -121,13 +156,15 @@ impl RemoteTier {
                     // for it must not connect again.
                     *state = State::Off;
                     drop(state);
-                    self.give_up("connect", &e, t0.elapsed());
+                    let bound = ("remote_connect_timeout", self.settings.connect_timeout);
+                    self.give_up("connect", &e, bound, t0.elapsed());
                     return None;
                 }
             }
         }
         let State::Open(conn) = &mut *state else { return None };
         bump(&self.counters.requests, 1);
+        let bound = conn.reply_bound(&self.settings);
         let result = op(conn);
         if result.is_err() {
             *state = State::Off;
@@ -139,13 +176,17 @@ impl RemoteTier {
                 Some(v)
             }
             Err(e) => {
-                self.give_up(what, &e, t0.elapsed());
+                self.give_up(what, &e, bound, t0.elapsed());
                 None
             }
         }
     }
 
-    fn give_up(&self, what: &str, e: &redis::RedisError, spent: Duration) {
+    /// Turns the tier off; the first error leaves the one warning: one
+    /// line, a timeout said as such with the setting that bounds it, any
+    /// other error's text (which may hold the server's bytes) escaped and
+    /// cut to [`MAX_REASON`] characters.
+    fn give_up(&self, what: &str, e: &redis::RedisError, bound: (&str, Duration), spent: Duration) {
         bump_time(&self.counters.waiting, spent);
         bump(&self.counters.errors, 1);
         if let Ok(mut s) = self.state.lock() {
@@ -154,8 +195,13 @@ impl RemoteTier {
         // Only the first error speaks.
         if !self.off.swap(true, Ordering::Relaxed) {
             if let Ok(mut w) = self.warning.lock() {
+                let reason = if e.is_timeout() {
+                    format!("timed out after {} ms (the {} setting)", bound.1.as_millis(), bound.0)
+                } else {
+                    one_line(&e.to_string())
+                };
                 *w = Some(format!(
-                    "remote cache {}: {what} failed: {e}; going on without it for the rest of this run",
+                    "remote cache {}: {what} failed: {reason}; going on without it for the rest of this run",
                     self.settings.display
                 ));
             }
@@ -203,6 +249,48 @@ impl RemoteTier {
         bump(&self.counters.rejected, 1);
     }
 
+    /// Tries to take the compile lease of each of `keys` (one round trip;
+    /// see `docs/remote.md`, "Compile leases"). No lease is taken when
+    /// the tier is off or read-only (this process would never store the
+    /// record others would wait for): every key is then [`Lease::None`].
+    pub fn lease(&self, keys: &[Key]) -> Vec<Lease> {
+        if !self.writes() || keys.is_empty() {
+            return keys.iter().map(|_| Lease::None).collect();
+        }
+        let names = self.lease_names(keys);
+        let ttl = self.lease_ms();
+        match self.with_conn("lease", |c| c.lease(&names, &self.owner, ttl)) {
+            Some(taken) => taken.into_iter().map(|t| if t { Lease::Mine } else { Lease::Held }).collect(),
+            None => keys.iter().map(|_| Lease::None).collect(),
+        }
+    }
+
+    /// Extends this process's leases of `keys` by the lease ttl from now.
+    pub fn renew(&self, keys: &[Key]) {
+        if !keys.is_empty() {
+            let names = self.lease_names(keys);
+            self.with_conn("lease renewal", |c| c.keep_leases(&names, &self.owner, self.lease_ms()));
+        }
+    }
+
+    /// Deletes this process's leases of `keys` (its record is stored, or
+    /// it gave up); a lease another took over is left alone.
+    pub fn release(&self, keys: &[Key]) {
+        if !keys.is_empty() && self.is_on() {
+            let names = self.lease_names(keys);
+            self.with_conn("lease release", |c| c.keep_leases(&names, &self.owner, 0));
+        }
+    }
+
+    /// The lease ttl, in whole milliseconds (at least 1).
+    fn lease_ms(&self) -> u64 {
+        u64::try_from(self.settings.lease_ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+    }
+
+    fn lease_names(&self, keys: &[Key]) -> Vec<String> {
+        keys.iter().map(|k| envelope::lease_name(&self.scope, k)).collect()
+    }
+
     /// Writes the encoded `record` under `key` (signed when a secret is
     /// set, with the TTL when one is set); whether it was written. Nothing
     /// is sent when read-only or off.
@@ -242,6 +330,7 @@ mod tests {
             ttl: None,
             mac_key: None,
             max_value_len: envelope::MAX_VALUE_LEN,
+            lease_ttl: Duration::from_secs(10),
         };
         (listener, RemoteTier::new(settings, "scope"))
     }
@@ -252,6 +341,44 @@ mod tests {
         std::iter::from_fn(|| listener.accept().ok()).count()
     }
 
+    /// A tier whose server answers the first request with `reply`.
+    fn hostile_server(reply: Vec<u8>) -> RemoteTier {
+        use std::io::{Read, Write};
+        let (listener, tier) = silent_server();
+        std::thread::spawn(move || {
+            if let Ok((mut s, _)) = listener.accept() {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(&reply);
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        });
+        tier
+    }
+
+    #[test]
+    fn a_hostile_server_costs_one_line_of_warning() {
+        let nested = "*1\r\n".repeat(100_000).into_bytes();
+        let mut garbage = b"-ERR \x1b[31m\r\n".to_vec();
+        garbage.extend(b"\x00\xff nonsense \n".repeat(1000));
+        for reply in [nested, garbage, b"$99999999999\r\nxyz".to_vec()] {
+            let tier = hostile_server(reply);
+            assert!(matches!(tier.get_many(&[Key([7; 32])])[..], [Fetched::Miss]));
+            let w = tier.take_warning().expect("one warning");
+            assert!(!w.contains('\n') && !w.contains('\r') && !w.contains('\u{1b}'), "{w:?}");
+            assert!(w.chars().count() < 300, "{w:?}");
+            assert!(!tier.is_on() && tier.take_warning().is_none());
+        }
+    }
+
+    #[test]
+    fn error_text_is_one_escaped_line_of_bounded_length() {
+        assert_eq!(one_line("bad\r\nreply \u{1b}[31m"), "bad\\r\\nreply \\u{1b}[31m");
+        let long = one_line(&"x".repeat(10_000));
+        assert_eq!(long.chars().count(), MAX_REASON + 1);
+        assert!(long.ends_with('…'));
+    }
+
     #[test]
     fn a_silent_server_costs_one_timeout_then_nothing() {
         let (listener, tier) = silent_server();
@@ -260,7 +387,10 @@ mod tests {
         // The TCP connect succeeds (the kernel accepts); the lookup's reply
         // is waited for within the connect timeout.
         let warning = tier.take_warning().expect("one warning");
-        assert!(warning.contains("lookup failed"), "{warning}");
+        assert!(
+            warning.contains("lookup failed: timed out after 50 ms (the remote_connect_timeout setting)"),
+            "{warning}"
+        );
         // Everything after the first timeout is answered without the server.
         for key in &keys {
             assert!(!tier.put(key, b"record"));

@@ -110,6 +110,8 @@ pub struct RemoteSettings {
     pub mac_key: Option<MacKey>,
     /// The longest value read (see [`super::envelope::MAX_VALUE_LEN`]).
     pub max_value_len: u64,
+    /// How long a compile lease lasts unless renewed.
+    pub lease_ttl: Duration,
 }
 
 /// The remote flags a tool was given (see [`RemoteFlags::settings_flags`]).
@@ -171,6 +173,7 @@ impl RemoteSettings {
             ttl: s.remote_ttl.value.map(|d| d.as_secs().max(1)),
             mac_key,
             max_value_len: s.remote_max_record_size.value.0,
+            lease_ttl: s.remote_lease_ttl.value,
         }))
     }
 }

@@ -191,3 +191,30 @@ fn set_keeps_other_keys_and_comments() {
     set_in_cache_file(&fresh, "shared_group", "staff").unwrap();
     assert_eq!(fs::read_to_string(fresh.join(FILE_NAME)).unwrap(), "shared_group = \"staff\"\n");
 }
+
+#[test]
+fn a_cache_file_in_error_leaves_a_run_read_only_and_set_repairs_it() {
+    let (dir, env) = setup(Some("max_size = \"1G\"\n"), Some("remote = \"redis://h\"\nmax_size = \n"));
+    let run = |env: &Env| Settings::load_for_run_with(&[], &|n| env.get(n));
+    // Strict readers fail; a run reads the rest, read-only, with the problem.
+    assert_eq!(load(&env, &[]).unwrap_err().location, format!("{}:2:12", dir.path().join("cache/kiln.toml").display()));
+    let (s, problem) = run(&env).unwrap();
+    assert_eq!(problem.unwrap().location, format!("{}:2:12", dir.path().join("cache/kiln.toml").display()));
+    assert_eq!((s.max_size.value, s.read_only.value, s.remote.value), (Size(1 << 30), true, None));
+    // The user's own file in error stays an error for a run too.
+    let (_bad_user, user_env) = setup(Some("max_size = \n"), None);
+    assert!(run(&user_env).is_err());
+    // Repaired by `config set`: not TOML text is replaced, a bad value
+    // overwritten.
+    let root = dir.path().join("cache");
+    set_in_cache_file(&root, "max_size", "2G").unwrap();
+    assert_eq!(fs::read_to_string(root.join(FILE_NAME)).unwrap(), "max_size = \"2G\"\n");
+    let (s, problem) = run(&env).unwrap();
+    assert!(problem.is_none());
+    assert_eq!((s.max_size.value, s.read_only.value), (Size(2 << 30), false));
+    fs::write(root.join(FILE_NAME), [b"read_only = true\n".as_slice(), b"\xff = 1\n"].concat()).unwrap();
+    assert_eq!(run(&env).unwrap().1.unwrap().location, format!("{}:2", root.join(FILE_NAME).display()));
+    fs::write(root.join(FILE_NAME), "read_only = 7\nmax_size = \"1G\"\n").unwrap();
+    set_in_cache_file(&root, "read_only", "false").unwrap();
+    assert_eq!(fs::read_to_string(root.join(FILE_NAME)).unwrap(), "read_only = false\nmax_size = \"1G\"\n");
+}

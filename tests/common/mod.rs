@@ -110,3 +110,19 @@ pub fn gen_scale(dimension: &str, n: usize) -> String {
     assert!(out.status.success(), "gen-scale.py {dimension} {n}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).expect("UTF-8")
 }
+
+/// The compile lock files (`*.lock`, `docs/cache.md`) below `dir`.
+pub fn lock_files(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| {
+            let p = e.path();
+            if p.is_dir() {
+                lock_files(&p)
+            } else {
+                usize::from(p.extension().is_some_and(|x| x == "lock"))
+            }
+        })
+        .sum()
+}

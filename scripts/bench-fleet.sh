@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Single-flight compiles and the remote-warm start, as whole processes of
+# kiln-run on testdata/ten_tasks.kir (10 tasks, -O2, one thread):
+#   - lone: one cold process on an empty cache (no remote): the reference;
+#   - local fleet: N cold processes started together on one empty cache;
+#   - remote fleet: N cold "machines" (an empty cache directory each)
+#     started together on one empty Redis (one redis-server started here
+#     on a free loopback port, without persistence, stopped by its pid);
+#   - each fleet again with KILN_COMPILE_WAIT=1ms (a process hardly waits for
+#     another: what the fleet costs without single-flight, measured in the
+#     same run);
+#   - local-warm (the cache a lone run filled, no remote) against
+#     remote-warm (a Redis a cold run filled, and a local cache set up but
+#     holding no record, as a machine that ran other kernels before; and
+#     a cache directory that does not exist yet, whose set-up, markers
+#     synced, is part of the run), alternating.
+# For each fleet: the task compiles of all its processes together (from
+# --stats=json) and the wall time of the slowest process against the lone
+# cold process's. The phases alternate within each repetition, so a change
+# in the machine's load touches them all alike; medians are reported.
+#
+# Usage: scripts/bench-fleet.sh [N] [REPEATS]   (default 8 and 5)
+# KILN_BENCH_PROFILE=release uses a release build (default: the dev build
+# the tests use). Figures go to docs/performance.md, section "Fleet".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+N=${1:-8}
+REPS=${2:-5}
+PROFILE=${KILN_BENCH_PROFILE:-debug}
+if [ "$PROFILE" = release ]; then cargo build --release --bins >&2; else cargo build --bins >&2; fi
+BIN=$ROOT/target/$PROFILE
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/kiln-bench-fleet.XXXXXX")
+REDIS_PID=
+cleanup() {
+  if [ -n "$REDIS_PID" ]; then kill "$REDIS_PID" 2>/dev/null || true; wait "$REDIS_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+unset KILN_TARGET_CPU KILN_TARGET_FEATURES KILN_REMOTE KILN_REMOTE_READ_ONLY KILN_REMOTE_SECRET_FILE
+unset KILN_COMPILE_WAIT KILN_TEST_COMPILE_DELAY KILN_CACHE_DIR
+export XDG_CONFIG_HOME=$WORK/config
+# On a loaded machine a server's first reply can take longer than the
+# default connect timeout (100 ms); a run that gave up on the remote would
+# compile everything and measure nothing of the fleet.
+export KILN_REMOTE_CONNECT_TIMEOUT=1s
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mkdir -p "$WORK/redis"
+redis-server --bind 127.0.0.1 --port "$PORT" --save '' --appendonly no --dir "$WORK/redis" --loglevel warning \
+  > "$WORK/redis/log" 2>&1 &
+REDIS_PID=$!
+for _ in $(seq 200); do redis-cli -p "$PORT" ping > /dev/null 2>&1 && break; sleep 0.05; done
+
+echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "kiln-run: $BIN/kiln-run ($PROFILE); N=$N; repeats=$REPS"
+
+python3 - "$BIN/kiln-run" "$ROOT/testdata/ten_tasks.kir" "$WORK" "$PORT" "$N" "$REPS" <<'EOF'
+import json, os, shutil, statistics, subprocess, sys, time
+run, kir, work, port, n, reps = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
+url = f"redis://127.0.0.1:{port}"
+
+def cli(*args):
+    subprocess.run(["redis-cli", "-p", port, *args], check=True, stdout=subprocess.DEVNULL)
+
+def start(cache, remote=None, env=None):
+    cmd = [run, kir, "--cache-dir", cache, "--stats=json", "-O2", "--threads", "1"]
+    if remote:
+        cmd += ["--remote", remote]
+    e = dict(os.environ, **(env or {}))
+    return time.monotonic(), subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=e, text=True)
+
+def done(t0, p):
+    _, err = p.communicate()
+    wall = time.monotonic() - t0
+    if p.returncode != 0:
+        sys.exit(f"kiln-run failed ({p.returncode}):\n{err}")
+    if "warning" in err:
+        sys.exit(f"kiln-run warned:\n{err}")
+    stats = json.loads([l for l in err.splitlines() if l.startswith("{")][-1])
+    return wall, stats["compiled"]
+
+def fresh(path):
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+def emptied(path):
+    # The lone run's cache without its records: a cache directory set up
+    # (markers, scope, counters), every record gone.
+    fresh(path)
+    shard = lambda d, names: [x for x in names if len(x) == 2 and os.path.isdir(os.path.join(d, x))]
+    shutil.copytree(f"{work}/lone", path, ignore=shard)
+    return path
+
+def fleet(remote, env=None):
+    if remote:
+        cli("FLUSHALL")
+        caches = [fresh(f"{work}/m{i}") for i in range(n)]
+    else:
+        caches = [fresh(f"{work}/shared")] * n
+    procs = [start(c, url if remote else None, env) for c in caches]
+    results = [done(*p) for p in procs]
+    return max(w for w, _ in results), sum(c for _, c in results)
+
+phases = {k: [] for k in ["lone", "local", "local_nowait", "remote", "remote_nowait", "local_warm", "remote_warm", "remote_warm_new"]}
+for rep in range(reps):
+    phases["lone"].append(done(*start(fresh(f"{work}/lone"))))
+    phases["local"].append(fleet(False))
+    phases["local_nowait"].append(fleet(False, {"KILN_COMPILE_WAIT": "1ms"}))
+    phases["remote"].append(fleet(True))
+    phases["remote_nowait"].append(fleet(True, {"KILN_COMPILE_WAIT": "1ms"}))
+    # The remote holds every record now (the last fleet filled it); the
+    # lone run's cache holds them too.
+    for _ in range(3):
+        phases["local_warm"].append(done(*start(f"{work}/lone")))
+        phases["remote_warm"].append(done(*start(emptied(f"{work}/rw"), url)))
+        phases["remote_warm_new"].append(done(*start(fresh(f"{work}/rw-new"), url)))
+
+med = lambda xs: statistics.median(xs)
+lone = med([w for w, _ in phases["lone"]])
+print(f"{'case':<34} {'compiles (median, min-max)':>28} {'slowest wall ms':>16} {'vs lone cold':>13}")
+for name, label in [("lone", "lone cold process"), ("local", f"{n} cold processes, one cache"),
+                    ("local_nowait", f"  same, compile_wait=1ms"), ("remote", f"{n} cold machines, one Redis"),
+                    ("remote_nowait", f"  same, compile_wait=1ms")]:
+    ws, cs = [w for w, _ in phases[name]], [c for _, c in phases[name]]
+    print(f"{label:<34} {med(cs):>8} ({min(cs)}-{max(cs)}){'':>12} {med(ws)*1e3:>16.0f} {med(ws)/lone:>12.2f}x")
+lw = med([w for w, _ in phases["local_warm"]])
+print(f"{'local-warm process':<34} {'':>28} {lw*1e3:>16.1f}")
+for name, label in [("remote_warm", "remote-warm, empty cache"), ("remote_warm_new", "remote-warm, no cache dir yet")]:
+    rw = med([w for w, _ in phases[name]])
+    print(f"{label:<34} {'':>28} {rw*1e3:>16.1f} {rw/lw:>9.2f}x local-warm")
+EOF
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
