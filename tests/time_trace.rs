@@ -19,6 +19,24 @@ fn testdata(name: &str) -> String {
     format!("{}/testdata/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// `ten_tasks.kir` with its kernel written `copies` times under new names,
+/// in `dir`: an input whose phases take long enough (tens of ms) that the
+/// scheduler's gaps between them on a loaded machine stay well under the
+/// 5% the coverage check allows (ten_tasks alone runs in about 2 ms).
+fn ten_tasks_times(dir: &Path, copies: usize) -> String {
+    let text = std::fs::read_to_string(testdata("ten_tasks.kir")).unwrap();
+    let at = text.find("kernel @ten_tasks(").expect("ten_tasks' kernel");
+    let (fields, kernel) = text.split_at(at);
+    let mut out = fields.to_string();
+    for i in 0..copies {
+        out.push_str(&kernel.replace("kernel @ten_tasks(", &format!("kernel @ten_tasks_{i}(")));
+        out.push('\n');
+    }
+    let path = dir.join("ten_tasks_times.kir");
+    std::fs::write(&path, out).unwrap();
+    path.display().to_string()
+}
+
 /// Runs `name` with `args` and `--time-trace=FILE` (a fresh cache under
 /// `dir`); its output and the trace's complete events.
 fn traced(dir: &Path, name: &str, args: &[&str]) -> (Output, Vec<Value>) {
@@ -92,7 +110,8 @@ fn tasks_of(events: &[&Value]) -> Vec<String> {
 #[test]
 fn kiln_opt_traces_read_parse_verify_each_pass_and_print() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, events) = traced(dir.path(), "kiln-opt", &["-O2", &testdata("ten_tasks.kir")]);
+    let input = ten_tasks_times(dir.path(), 40);
+    let (_, events) = traced(dir.path(), "kiln-opt", &["-O2", &input]);
     for phase in ["read", "parse", "verify", "print"] {
         assert_eq!(named(&events, phase).len(), 1, "{phase}");
     }
@@ -107,7 +126,8 @@ fn kiln_opt_traces_read_parse_verify_each_pass_and_print() {
 #[test]
 fn kiln_key_traces_the_key_of_each_task() {
     let dir = tempfile::tempdir().unwrap();
-    let (out, events) = traced(dir.path(), "kiln-key", &[&testdata("ten_tasks.kir")]);
+    let input = ten_tasks_times(dir.path(), 40);
+    let (out, events) = traced(dir.path(), "kiln-key", &[&input]);
     let printed: Vec<String> =
         String::from_utf8(out.stdout).unwrap().lines().map(|l| l.split(' ').next().unwrap().to_string()).collect();
     let mut printed: Vec<String> = printed.into_iter().map(|t| t.trim_start_matches('@').to_string()).collect();
