@@ -215,15 +215,39 @@ impl Analysis<'_> {
     }
 }
 
+/// Whether LLVM can vectorise a loop over `block`: no atomic read-modify-write
+/// (LLVM keeps those scalar) and, unless `vector_math` (fast-math with
+/// libmvec's variants), no libm call (a call of `sinf` that may set
+/// `errno` is not vectorised). Versioning a loop that stays scalar buys
+/// only the checks, which cost little beside such a statement, for twice
+/// the code to compile (cold compile).
+fn vectorisable(body: &Body, block: Block, vector_math: bool) -> bool {
+    let mut ok = true;
+    body.walk(block, &mut |s| {
+        ok &= match &body.stmt(s).kind {
+            StmtKind::Atomic(..) => false,
+            StmtKind::Unary(op, _) => vector_math || op.libm().is_none(),
+            StmtKind::Binary(op, ..) => vector_math || op.libm().is_none(),
+            _ => true,
+        };
+    });
+    ok
+}
+
 /// Plans the versioning of a loop over `block` whose own variables are
 /// `vars` (their ranges are the caller's); `None` when no access of the
-/// loop is provable.
+/// loop is provable, or when the loop would not vectorise anyway
+/// ([`vectorisable`]; `vector_math`: libm calls vectorise).
 pub(super) fn plan<'f>(
     body: &Body,
     block: Block,
     vars: &[Value],
+    vector_math: bool,
     field: impl Fn(&str) -> Option<&'f Field>,
 ) -> Option<Plan> {
+    if !vectorisable(body, block, vector_math) {
+        return None;
+    }
     // The loop's own variables change from one iteration to the next too.
     let mut inside: HashSet<Value> = vars.iter().copied().collect();
     body.walk(block, &mut |s| {
