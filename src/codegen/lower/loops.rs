@@ -155,6 +155,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         let last = fx.b.build_int_sub(end, self.cx.i64_type().const_int(1, false), "last")?;
         fx.chunk_loop(self, task.block, begin, end, &[(var, begin, last)], |fx, _l, lin| {
             let v = fx.b.build_int_truncate_or_bit_cast(lin, fx_int_ty(fx.cx, vty), "")?;
+            fx.wide.insert(var, lin);
             Ok(vec![(var, v)])
         })
     }
@@ -196,6 +197,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
                     rest = fx.b.build_int_unsigned_div(rest, ext, "")?;
                     idx
                 };
+                fx.wide.insert(v, idx);
                 out.push((v, fx.b.build_int_truncate_or_bit_cast(idx, fx_int_ty(fx.cx, ty), "")?));
             }
             Ok(out)

@@ -57,7 +57,7 @@ enum Leaf {
 /// coefficient. A KIR value of type `T` described by it equals the form
 /// wrapped to `T`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct Affine {
+pub(super) struct Affine {
     konst: i128,
     terms: Vec<(Leaf, i128)>,
 }
@@ -110,11 +110,17 @@ enum RangeBound {
     Value(Value),
 }
 
+/// The accesses a versioned loop's test proves, each with its indices'
+/// affine forms: in the fast copy, where the test passed, each index's
+/// exact value (the test put it in the field's extent, so no wrapping
+/// changed it).
+pub(super) type Proven = HashMap<Stmt, Vec<Affine>>;
+
 /// The versioning of one loop: the accesses the test proves and what it
 /// checks.
 pub(super) struct Plan {
     /// The accesses the fast copy leaves unchecked.
-    pub proven: HashSet<Stmt>,
+    pub proven: Proven,
     conds: Vec<Cond>,
     /// The ranges of nested loops' variables the conditions use.
     nested: Vec<(Value, RangeBound, RangeBound)>,
@@ -185,20 +191,22 @@ impl Analysis<'_> {
         }
     }
 
-    /// The conditions that prove access `r`, or `None` when some index is
-    /// not affine.
-    fn access(&self, r: &FieldRef, field: &Field) -> Option<Vec<Cond>> {
+    /// The conditions that prove access `r` and its indices' forms, or
+    /// `None` when some index is not affine.
+    fn access(&self, r: &FieldRef, field: &Field) -> Option<(Vec<Cond>, Vec<Affine>)> {
         if r.indices.len() != field.shape.len() {
             return None;
         }
         let mut conds = Vec::new();
+        let mut forms = Vec::with_capacity(r.indices.len());
         for (&v, &extent) in r.indices.iter().zip(&field.shape) {
             let mut budget = BUDGET;
             let form = self.affine(v, &mut budget, &mut conds)?;
             let (_, tmax) = type_range(self.body.ty(v).scalar()?);
-            conds.push(Cond { form, lo: 0, hi: i128::from(extent).min(tmax + 1) - 1 });
+            conds.push(Cond { form: form.clone(), lo: 0, hi: i128::from(extent).min(tmax + 1) - 1 });
+            forms.push(form);
         }
-        Some(conds)
+        Some((conds, forms))
     }
 
     /// A nested `for`'s bound usable in the test: a constant of the
@@ -271,13 +279,13 @@ pub(super) fn plan<'f>(
         }
     });
     a.vars.extend(nested.iter().map(|&(v, ..)| v));
-    let mut proven = HashSet::new();
+    let mut proven = HashMap::new();
     let mut conds = Vec::new();
     let mut seen = HashSet::new();
     body.walk(block, &mut |s| {
         let Some(r) = body.stmt(s).kind.access() else { return };
-        let Some(found) = field(r.field.as_str()).and_then(|f| a.access(r, f)) else { return };
-        proven.insert(s);
+        let Some((found, forms)) = field(r.field.as_str()).and_then(|f| a.access(r, f)) else { return };
+        proven.insert(s, forms);
         conds.extend(found.into_iter().filter(|c| seen.insert(c.clone())));
     });
     (!proven.is_empty()).then_some(Plan { proven, conds, nested })
@@ -314,6 +322,41 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             ok = self.b.build_and(ok, below, "")?;
         }
         Ok(ok)
+    }
+
+    /// The exact value of a proven index in the fast copy, as an `i64`:
+    /// `konst + Σ coef·leaf` from the leaves' exact values (a loop
+    /// variable's from [`FnCx::wide`] when its loop keeps one, else its
+    /// sign extension, as an invariant's). Computed modulo 2⁶⁴, which the
+    /// result, inside the field's extent, is exact in. An `i64` index of
+    /// the loop's `i64` counters, where the `i32` value sign-extended was
+    /// one LLVM had to test for wrapping before it vectorised.
+    pub(super) fn exact_index(&mut self, form: &Affine) -> Result<IntValue<'ctx>> {
+        let i64t = self.cx.i64_type();
+        // The constant last (and only when not zero), for LLVM's folds.
+        let mut sum: Option<IntValue<'ctx>> = None;
+        for &(leaf, coef) in &form.terms {
+            let (Leaf::Var(v) | Leaf::Inv(v)) = leaf;
+            let x = match (leaf, self.wide.get(&v)) {
+                (Leaf::Var(_), Some(&w)) => w,
+                _ => self.b.build_int_s_extend_or_bit_cast(self.ival(v)?, i64t, "")?,
+            };
+            let term = match coef {
+                1 => x,
+                _ => self.b.build_int_mul(x, i64t.const_int(coef as u64, false), "")?,
+            };
+            sum = Some(match sum {
+                None => term,
+                Some(s) => self.b.build_int_add(s, term, "")?,
+            });
+        }
+        // `as u64` keeps the low 64 bits: the constant modulo 2⁶⁴.
+        let k = i64t.const_int(form.konst as u64, false);
+        Ok(match sum {
+            None => k,
+            Some(s) if form.konst == 0 => s,
+            Some(s) => self.b.build_int_add(s, k, "")?,
+        })
     }
 
     /// A nested loop's bound as an exact `i128`.
