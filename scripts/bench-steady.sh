@@ -18,7 +18,10 @@
 #     system CPU of the process) with bounds checks (versioned loops) and
 #     with --no-bounds-checks, and, when BEFORE_BIN names the directory of a
 #     kiln-compile built from the commit before loop versioning (48a38b5),
-#     that one too: the ratio the issue's cold-compile target is about.
+#     that one too: the ratio the issue's cold-compile target is about;
+#     with CALLGRIND=1, also the instructions LLVM executes in that compile
+#     (valgrind's callgrind, counting inside LLVMRunPasses and the object's
+#     emission only): a figure the machine's load does not move.
 # Each figure is the median of REPEATS processes. Ratios are to the C of
 # the same mode: default and Quadrants off to C without -ffast-math,
 # --fast-math and Quadrants on to C with it.
@@ -31,7 +34,7 @@
 # printed beside it.
 #
 # Usage: scripts/bench-steady.sh [REPEATS]   (default 5; CALLS=20,
-# THREADS=2, KILN_BIN_DIR=target/release, BEFORE_BIN unset unless set)
+# THREADS=2, KILN_BIN_DIR=target/release; BEFORE_BIN and CALLGRIND unset)
 # Figures go to docs/performance.md, section "Steady state".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -94,6 +97,16 @@ import resource, subprocess, sys
 subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
 r = resource.getrusage(resource.RUSAGE_CHILDREN)
 print((r.ru_utime + r.ru_stime) * 1000)' "$@"
+}
+
+# llvm_minstr DIR FLAGS...: millions of instructions LLVM executes (its
+# pass pipeline and emission) in DIR/kiln-compile's compile of ten_tasks.
+llvm_minstr() {
+  local dir=$1; shift
+  valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.out" --collect-atstart=no \
+    --toggle-collect=LLVMRunPasses --toggle-collect=LLVMTargetMachineEmitToMemoryBuffer \
+    "$dir/kiln-compile" testdata/ten_tasks.kir -O2 -q -o "$WORK/objs/" "$@" >/dev/null 2>&1
+  callgrind_annotate "$WORK/callgrind.out" | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 / 1e6; exit }'
 }
 
 # cold DIR FLAGS...: ms of user + system CPU of DIR/kiln-compile compiling
@@ -168,4 +181,15 @@ if [ "$cold_before" != nan ]; then
   printf '  before versioning (%s) %.0f: ratio now / before %.2fx\n' "$BEFORE_BIN" "$cold_before" "$(echo "$cold_now / $cold_before" | bc -l)"
 else
   echo "  (set BEFORE_BIN to a build of 48a38b5 for the ratio to before versioning)"
+fi
+if [ -n "${CALLGRIND:-}" ]; then
+  command -v valgrind >/dev/null || { echo "bench-steady: CALLGRIND needs valgrind" >&2; exit 1; }
+  i_now=$(llvm_minstr "$BIN")
+  i_nochecks=$(llvm_minstr "$BIN" --no-bounds-checks)
+  printf 'LLVM instructions (millions): bounds checks %.1f; --no-bounds-checks %.1f (ratio %.2fx)\n' \
+    "$i_now" "$i_nochecks" "$(echo "$i_now / $i_nochecks" | bc -l)"
+  if [ -n "${BEFORE_BIN:-}" ]; then
+    i_before=$(llvm_minstr "$BEFORE_BIN")
+    printf '  before versioning %.1f: ratio now / before %.2fx\n' "$i_before" "$(echo "$i_now / $i_before" | bc -l)"
+  fi
 fi
