@@ -5,8 +5,9 @@
 //! bounds checks the pre-loop test proved.
 //!
 //! Owns: the control flow of loops (head, latch, induction variable, what
-//! `break`, `continue` and `ret` branch to) and the facts about a task's
-//! iteration space told to LLVM.
+//! `break`, `continue` and `ret` branch to), the facts about a task's
+//! iteration space told to LLVM, and the `llvm.loop` hints of a versioned
+//! loop's two copies.
 //!
 //! Must never: change the order in which iterations run or which iteration
 //! reports an error: a versioned loop's two copies compute the same thing.

@@ -22,8 +22,10 @@
 //! compute the same thing: the test passing means no provable access can
 //! fail in any iteration of the box, a superset of those that run.
 //!
-//! Owns: the affine analysis of a loop's indices ([`plan`]) and the
-//! emission of the pre-loop test ([`FnCx::version_test`]).
+//! Owns: which loops are worth versioning ([`vectorisable`]), the affine
+//! analysis of a loop's indices ([`plan`]), the emission of the pre-loop
+//! test ([`FnCx::version_test`]) and of the fast copy's exact indices
+//! ([`FnCx::exact_index`]).
 //!
 //! Must never: prove an access that some iteration could run out of
 //! bounds, read a value in the test that the loop could change, or let
