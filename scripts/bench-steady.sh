@@ -13,13 +13,28 @@
 #     fast_math on (its default) and off, cpu_max_num_threads=THREADS: median of
 #     CALLS calls (needs `make quadrants`);
 #   - saxpy over 16M f32 (scripts/steady/saxpy16m.kir) against the C triad
-#     in steady.c: the memory-bound floor.
+#     in steady.c: the memory-bound floor;
+#   - the cold compile of testdata/ten_tasks.kir (kiln-compile -O2, user +
+#     system CPU of the process) with bounds checks (versioned loops) and
+#     with --no-bounds-checks, and, when BEFORE_BIN names the directory of a
+#     kiln-compile built from the commit before loop versioning (48a38b5),
+#     that one too: the ratio the issue's cold-compile target is about;
+#     with CALLGRIND=1, also the instructions LLVM executes in that compile
+#     (valgrind's callgrind, counting inside LLVMRunPasses and the object's
+#     emission only): a figure the machine's load does not move.
 # Each figure is the median of REPEATS processes. Ratios are to the C of
 # the same mode: default and Quadrants off to C without -ffast-math,
 # --fast-math and Quadrants on to C with it.
 #
+# Kiln's figure per call is the median over CALLS calls in one warm process
+# of the time from a call's first task launch to its last launch's end
+# (--time-trace's launch spans), as C's and Quadrants' are the median of
+# CALLS timed calls; parsing, keying and loading are outside it. The mean
+# (t(1 + CALLS calls) - t(1 call)) / CALLS of --stats=json's run_ms is
+# printed beside it.
+#
 # Usage: scripts/bench-steady.sh [REPEATS]   (default 5; CALLS=20,
-# THREADS=2, KILN_BIN_DIR=target/release unless set)
+# THREADS=2, KILN_BIN_DIR=target/release; BEFORE_BIN and CALLGRIND unset)
 # Figures go to docs/performance.md, section "Steady state".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,17 +55,66 @@ gcc -O3 -march=native -fopenmp -ffast-math -o "$WORK/c-fast" scripts/steady/stea
 
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-# kiln FILE KERNEL FLAGS...: ms per call, warm.
+# per_call TRACE KERNEL: the median over its calls of KERNEL's time per
+# call in a --time-trace file: from a call's first launch span's start to
+# its last one's end (a call launches the same number of tasks each time),
+# the first of 1 + CALLS calls left out (as C's untimed first call).
+per_call() {
+  python3 - "$1" "$2" "$((CALLS + 1))" <<'PY'
+import json, statistics, sys
+path, kernel, calls = sys.argv[1], sys.argv[2].lstrip("@") + ".", int(sys.argv[3])
+d = json.load(open(path))
+ev = d["traceEvents"] if isinstance(d, dict) else d
+spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev
+               if e.get("ph") == "X" and e["name"] == "launch" and e.get("args", {}).get("task", "").startswith(kernel))
+per = len(spans) // calls
+print(statistics.median((spans[(c + 1) * per - 1][1] - spans[c * per][0]) / 1000 for c in range(1, calls)))
+PY
+}
+
+# kiln FILE KERNEL FLAGS...: ms per call, warm: the median (see above) and
+# the mean from run_ms, "MEDIAN MEAN".
 kiln() {
   local file=$1 kernel=$2; shift 2
-  local cache=$WORK/cache args=() one=() r a b out=()
-  for _ in $(seq $((CALLS + 1))); do args+=(--kernel "$kernel"); done
+  local cache=$WORK/cache args=() one=() r a b med=() mean=()
+  for _ in $(seq "$CALLS"); do args+=(--kernel "$kernel"); done
   one=(--kernel "$kernel")
   "$BIN/kiln-run" "$file" --cache-dir "$cache" --threads "$THREADS" "$@" --kernel @init "${one[@]}" >/dev/null
   for r in $(seq "$REPS"); do
-    a=$("$BIN/kiln-run" "$file" --cache-dir "$cache" --threads "$THREADS" "$@" --kernel @init "${args[@]}" --stats=json 2>&1 >/dev/null | grep -o '"run_ms":[0-9.]*' | cut -d: -f2)
+    a=$("$BIN/kiln-run" "$file" --cache-dir "$cache" --threads "$THREADS" "$@" --kernel @init "${one[@]}" "${args[@]}" --stats=json --time-trace="$WORK/trace.json" 2>&1 >/dev/null | grep -o '"run_ms":[0-9.]*' | cut -d: -f2)
+    med+=("$(per_call "$WORK/trace.json" "$kernel")")
     b=$("$BIN/kiln-run" "$file" --cache-dir "$cache" --threads "$THREADS" "$@" --kernel @init "${one[@]}" --stats=json 2>&1 >/dev/null | grep -o '"run_ms":[0-9.]*' | cut -d: -f2)
-    out+=("$(echo "($a - $b) / $CALLS" | bc -l)")
+    mean+=("$(echo "($a - $b) / $CALLS" | bc -l)")
+  done
+  echo "$(median "${med[@]}") $(median "${mean[@]}")"
+}
+
+# cpu_ms COMMAND...: the user + system CPU milliseconds COMMAND took (its
+# output discarded), to the microsecond (getrusage of the children).
+cpu_ms() {
+  python3 -c '
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print((r.ru_utime + r.ru_stime) * 1000)' "$@"
+}
+
+# llvm_minstr DIR FLAGS...: millions of instructions LLVM executes (its
+# pass pipeline and emission) in DIR/kiln-compile's compile of ten_tasks.
+llvm_minstr() {
+  local dir=$1; shift
+  valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.out" --collect-atstart=no \
+    --toggle-collect=LLVMRunPasses --toggle-collect=LLVMTargetMachineEmitToMemoryBuffer \
+    "$dir/kiln-compile" testdata/ten_tasks.kir -O2 -q -o "$WORK/objs/" "$@" >/dev/null 2>&1
+  awk '/^totals:/ { print $2 / 1e6 }' "$WORK/callgrind.out"
+}
+
+# cold DIR FLAGS...: ms of user + system CPU of DIR/kiln-compile compiling
+# testdata/ten_tasks.kir at -O2 (every task, nothing cached), median.
+cold() {
+  local dir=$1 out=() r; shift
+  for r in $(seq "$REPS"); do
+    out+=("$(cpu_ms "$dir/kiln-compile" testdata/ten_tasks.kir -O2 -q -o "$WORK/objs/" "$@")")
   done
   median "${out[@]}"
 }
@@ -84,18 +148,48 @@ else
 fi
 c_triad=$(c "$WORK/c" saxpy)
 k_saxpy=$(kiln scripts/steady/saxpy16m.kir @saxpy)
+cold_now=$(cold "$BIN")
+cold_nochecks=$(cold "$BIN" --no-bounds-checks)
+cold_before=nan
+[ -n "${BEFORE_BIN:-}" ] && cold_before=$(cold "$BEFORE_BIN")
 
-row() { printf '| %s | %.2f | %.2f |\n' "$1" "$2" "$(echo "$2 / $3" | bc -l)"; }
+# row NAME MS C_MS [MEAN]: a table row, the ratio to C_MS, and Kiln's mean.
+row() {
+  printf '| %s | %.2f | %.2f | %s |\n' "$1" "$2" "$(echo "$2 / $3" | bc -l)" "${4:+$(printf '%.2f' "$4")}"
+}
+set -- $k_def; k_def=$1 k_def_mean=$2
+set -- $k_fast; k_fast=$1 k_fast_mean=$2
+set -- $k_saxpy; k_saxpy=$1 k_saxpy_mean=$2
 echo
-echo "| code | ms per call | vs C of the same mode |"
-echo "| --- | ---: | ---: |"
+echo "| code | ms per call (median) | vs C of the same mode | Kiln: mean from run_ms |"
+echo "| --- | ---: | ---: | ---: |"
 row "eight loops, C (gcc -O3 -march=native -fopenmp)" "$c_def" "$c_def"
-row "eight loops, Kiln default" "$k_def" "$c_def"
+row "eight loops, Kiln default" "$k_def" "$c_def" "$k_def_mean"
 row "eight loops, Quadrants fast_math=False" "$q_off" "$c_def"
 row "eight loops, C with -ffast-math" "$c_fast" "$c_fast"
-row "eight loops, Kiln --fast-math" "$k_fast" "$c_fast"
+row "eight loops, Kiln --fast-math" "$k_fast" "$c_fast" "$k_fast_mean"
 row "eight loops, Quadrants fast_math=True" "$q_on" "$c_fast"
 row "saxpy 16M, C triad" "$c_triad" "$c_triad"
-row "saxpy 16M, Kiln" "$k_saxpy" "$c_triad"
+row "saxpy 16M, Kiln" "$k_saxpy" "$c_triad" "$k_saxpy_mean"
 echo
 printf 'Quadrants / Kiln: default %.2fx, fast %.2fx\n' "$(echo "$q_off / $k_def" | bc -l)" "$(echo "$q_on / $k_fast" | bc -l)"
+echo
+echo "cold compile, testdata/ten_tasks.kir -O2, CPU ms (median of $REPS):"
+printf '  bounds checks (versioned loops) %.0f; --no-bounds-checks %.0f (ratio %.2fx)\n' \
+  "$cold_now" "$cold_nochecks" "$(echo "$cold_now / $cold_nochecks" | bc -l)"
+if [ "$cold_before" != nan ]; then
+  printf '  before versioning (%s) %.0f: ratio now / before %.2fx\n' "$BEFORE_BIN" "$cold_before" "$(echo "$cold_now / $cold_before" | bc -l)"
+else
+  echo "  (set BEFORE_BIN to a build of 48a38b5 for the ratio to before versioning)"
+fi
+if [ -n "${CALLGRIND:-}" ]; then
+  command -v valgrind >/dev/null || { echo "bench-steady: CALLGRIND needs valgrind" >&2; exit 1; }
+  i_now=$(llvm_minstr "$BIN")
+  i_nochecks=$(llvm_minstr "$BIN" --no-bounds-checks)
+  printf 'LLVM instructions (millions): bounds checks %.1f; --no-bounds-checks %.1f (ratio %.2fx)\n' \
+    "$i_now" "$i_nochecks" "$(echo "$i_now / $i_nochecks" | bc -l)"
+  if [ -n "${BEFORE_BIN:-}" ]; then
+    i_before=$(llvm_minstr "$BEFORE_BIN")
+    printf '  before versioning %.1f: ratio now / before %.2fx\n' "$i_before" "$(echo "$i_now / $i_before" | bc -l)"
+  fi
+fi

@@ -39,7 +39,7 @@ use inkwell::values::{
     IntValue, PointerValue,
 };
 use inkwell::{AddressSpace, AtomicOrdering, FloatPredicate, IntPredicate};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::ir::MAX_RANK;
 
@@ -324,7 +324,11 @@ struct FnCx<'a, 'ctx> {
     /// enclosing versioned loop's test proved (`lower::versioning`): empty
     /// outside the fast copy of such a loop.
     cur: Option<Stmt>,
-    proven: HashSet<Stmt>,
+    proven: versioning::Proven,
+    /// The exact `i64` value of a chunk loop's variable (`range_for`: the
+    /// linear index; `struct_for`: its index before truncation), which the
+    /// fast copy's proven indices are computed from.
+    wide: HashMap<Value, IntValue<'ctx>>,
 }
 
 impl<'a, 'ctx> FnCx<'a, 'ctx> {
@@ -357,7 +361,8 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             stmt_no: SecondaryMap::with_default(NO_STMT),
             cur_stmt: NO_STMT,
             cur: None,
-            proven: HashSet::new(),
+            proven: HashMap::new(),
+            wide: HashMap::new(),
         })
     }
 

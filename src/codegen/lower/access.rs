@@ -162,17 +162,17 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             )));
         }
         let i64t = self.cx.i64_type();
+        let proven = self.cur.and_then(|s| self.proven.get(&s)).cloned();
         let mut idx = Vec::with_capacity(r.indices.len());
-        for &v in &r.indices {
-            let i = self.ival(v)?;
+        for (d, &v) in r.indices.iter().enumerate() {
             let t = self.scalar(v)?;
-            idx.push(if t == Scalar::I1 {
-                self.b.build_int_z_extend(i, i64t, "")?
-            } else {
-                self.b.build_int_s_extend_or_bit_cast(i, i64t, "")?
+            idx.push(match &proven {
+                Some(forms) => self.exact_index(&forms[d])?,
+                None if t == Scalar::I1 => self.b.build_int_z_extend(self.ival(v)?, i64t, "")?,
+                None => self.b.build_int_s_extend_or_bit_cast(self.ival(v)?, i64t, "")?,
             });
         }
-        if l.bounds_checks && !self.cur.is_some_and(|s| self.proven.contains(&s)) {
+        if l.bounds_checks && proven.is_none() {
             let mut ok: Option<IntValue> = None;
             for (d, &i) in idx.iter().enumerate() {
                 let c = self.b.build_int_compare(IntPredicate::ULT, i, i64t.const_int(f.shape[d], false), "")?;

@@ -5,8 +5,9 @@
 //! bounds checks the pre-loop test proved.
 //!
 //! Owns: the control flow of loops (head, latch, induction variable, what
-//! `break`, `continue` and `ret` branch to) and the facts about a task's
-//! iteration space told to LLVM.
+//! `break`, `continue` and `ret` branch to), the facts about a task's
+//! iteration space told to LLVM, and the `llvm.loop` hints of a versioned
+//! loop's two copies.
 //!
 //! Must never: change the order in which iterations run or which iteration
 //! reports an error: a versioned loop's two copies compute the same thing.
@@ -20,7 +21,7 @@ use inkwell::basic_block::BasicBlock;
 use inkwell::intrinsics::Intrinsic;
 use inkwell::module::Linkage;
 use inkwell::types::IntType;
-use inkwell::values::{BasicValueEnum, InstructionValue, IntValue, PhiValue};
+use inkwell::values::{BasicValueEnum, IntValue, PhiValue};
 use inkwell::{AddressSpace, IntPredicate};
 
 impl<'a, 'ctx> Lowering<'a, 'ctx> {
@@ -155,6 +156,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         let last = fx.b.build_int_sub(end, self.cx.i64_type().const_int(1, false), "last")?;
         fx.chunk_loop(self, task.block, begin, end, &[(var, begin, last)], |fx, _l, lin| {
             let v = fx.b.build_int_truncate_or_bit_cast(lin, fx_int_ty(fx.cx, vty), "")?;
+            fx.wide.insert(var, lin);
             Ok(vec![(var, v)])
         })
     }
@@ -196,6 +198,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
                     rest = fx.b.build_int_unsigned_div(rest, ext, "")?;
                     idx
                 };
+                fx.wide.insert(v, idx);
                 out.push((v, fx.b.build_int_truncate_or_bit_cast(idx, fx_int_ty(fx.cx, ty), "")?));
             }
             Ok(out)
@@ -257,7 +260,8 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
     ) -> Result<()> {
         let vars: Vec<Value> = ranges.iter().map(|&(v, ..)| v).collect();
         let field = |name: &str| l.field_pos.get(name).map(|&p| l.fields[p as usize]);
-        let plan = if l.bounds_checks { versioning::plan(self.body, block, &vars, field) } else { None };
+        let vector_math = l.fast_math && !l.vector_isas.is_empty();
+        let plan = if l.bounds_checks { versioning::plan(self.body, block, &vars, vector_math, field) } else { None };
         let Some(plan) = plan else { return emit(self, l) };
         let ok = self.version_test(&plan, ranges)?;
         let fast = self.cx.append_basic_block(self.func, "fast");
@@ -269,43 +273,61 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let done = emit(self, l);
         self.proven.clear();
         done?;
+        self.loop_hints(LoopCopy::Fast)?;
         self.b.position_at_end(checked);
         emit(self, l)?;
-        // The checked copy runs only when some access fails: not worth
-        // LLVM's time to vectorise or unroll (cold compile).
-        match self.b.get_insert_block().and_then(|bb| bb.get_terminator()) {
-            Some(latch) => self.keep_scalar(latch),
-            None => Err(bug("a versioned loop without a latch")),
-        }
+        self.loop_hints(LoopCopy::Checked)
     }
 
-    /// Marks the loop whose back edge is `latch` as one LLVM must not
-    /// vectorise, interleave or unroll (`llvm.loop` metadata, a distinct
-    /// node that names itself first).
-    fn keep_scalar(&self, latch: InstructionValue<'ctx>) -> Result<()> {
+    /// Tells LLVM how to treat the copy of a versioned loop just emitted
+    /// (the builder is in its latch), as `llvm.loop` metadata on the back
+    /// edge: a distinct node that names itself first.
+    ///
+    /// The fast copy is vectorised with one vector per iteration (no
+    /// interleaving) and its scalar remainder, at most a vector's width of
+    /// iterations, is not unrolled: the steady state is the vector loop's,
+    /// and each copy LLVM makes is compile time (cold compile). The
+    /// checked copy runs only when some access fails: not worth LLVM's time
+    /// to vectorise or unroll at all.
+    fn loop_hints(&self, copy: LoopCopy) -> Result<()> {
         use inkwell::llvm_sys::core::{
             LLVMMDNodeInContext2, LLVMMDStringInContext2, LLVMMetadataAsValue, LLVMReplaceMDNodeOperandWith,
             LLVMSetMetadata, LLVMValueAsMetadata,
         };
+        use inkwell::llvm_sys::prelude::LLVMMetadataRef;
         use inkwell::values::AsValueRef;
+        let latch = self
+            .b
+            .get_insert_block()
+            .and_then(|bb| bb.get_terminator())
+            .ok_or_else(|| bug("a versioned loop without a latch"))?;
         let cx = self.cx.raw();
-        let flag = |name: &str, value: Option<BasicValueEnum<'ctx>>| unsafe {
-            let mut ops = vec![LLVMMDStringInContext2(cx, name.as_ptr().cast(), name.len())];
-            ops.extend(value.map(|v| LLVMValueAsMetadata(v.as_value_ref())));
-            LLVMMDNodeInContext2(cx, ops.as_mut_ptr(), ops.len())
+        let node = |mut ops: Vec<LLVMMetadataRef>| unsafe { LLVMMDNodeInContext2(cx, ops.as_mut_ptr(), ops.len()) };
+        let string = |name: &str| unsafe { LLVMMDStringInContext2(cx, name.as_ptr().cast(), name.len()) };
+        let flag = |name: &str, value: Option<BasicValueEnum<'ctx>>| {
+            let mut ops = vec![string(name)];
+            ops.extend(value.map(|v| unsafe { LLVMValueAsMetadata(v.as_value_ref()) }));
+            node(ops)
         };
         let off = self.cx.bool_type().const_zero().into();
         let one = self.cx.i32_type().const_int(1, false).into();
-        let mut ops = vec![
-            // A placeholder for the node itself: pointing operand 0 at
-            // the node makes LLVM take it out of uniquing (distinct).
-            flag("kiln.loop", None),
-            flag("llvm.loop.vectorize.enable", Some(off)),
-            flag("llvm.loop.interleave.count", Some(one)),
-            flag("llvm.loop.unroll.disable", None),
-        ];
+        // A placeholder for the node itself: pointing operand 0 at the
+        // node makes LLVM take it out of uniquing (distinct).
+        let mut ops = vec![flag("kiln.loop", None), flag("llvm.loop.interleave.count", Some(one))];
+        match copy {
+            LoopCopy::Fast => {
+                // The attributes of the scalar loop the vectoriser leaves
+                // for the remainder (and for when its own checks fail).
+                let remainder = flag("llvm.loop.unroll.disable", None);
+                ops.push(node(vec![string("llvm.loop.vectorize.followup_epilogue"), remainder]));
+            }
+            LoopCopy::Checked => {
+                ops.push(flag("llvm.loop.vectorize.enable", Some(off)));
+                ops.push(flag("llvm.loop.unroll.disable", None));
+            }
+        }
         unsafe {
-            let node = LLVMMDNodeInContext2(cx, ops.as_mut_ptr(), ops.len());
+            let node = node(ops);
             let as_value = LLVMMetadataAsValue(cx, node);
             LLVMReplaceMDNodeOperandWith(as_value, 0, node);
             let kind = self.cx.get_kind_id("llvm.loop");
@@ -455,6 +477,15 @@ fn struct_for_ranges<'ctx>(
         }
     }
     Ok(ranges)
+}
+
+/// The two copies of a versioned loop.
+#[derive(Clone, Copy)]
+enum LoopCopy {
+    /// The copy the pre-loop test chose: the accesses it proved unchecked.
+    Fast,
+    /// Every access checked: runs only when some access fails.
+    Checked,
 }
 
 /// The blocks and induction variable of a counted loop being emitted.

@@ -22,8 +22,10 @@
 //! compute the same thing: the test passing means no provable access can
 //! fail in any iteration of the box, a superset of those that run.
 //!
-//! Owns: the affine analysis of a loop's indices ([`plan`]) and the
-//! emission of the pre-loop test ([`FnCx::version_test`]).
+//! Owns: which loops are worth versioning ([`vectorisable`]), the affine
+//! analysis of a loop's indices ([`plan`]), the emission of the pre-loop
+//! test ([`FnCx::version_test`]) and of the fast copy's exact indices
+//! ([`FnCx::exact_index`]).
 //!
 //! Must never: prove an access that some iteration could run out of
 //! bounds, read a value in the test that the loop could change, or let
@@ -57,7 +59,7 @@ enum Leaf {
 /// coefficient. A KIR value of type `T` described by it equals the form
 /// wrapped to `T`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct Affine {
+pub(super) struct Affine {
     konst: i128,
     terms: Vec<(Leaf, i128)>,
 }
@@ -110,11 +112,17 @@ enum RangeBound {
     Value(Value),
 }
 
+/// The accesses a versioned loop's test proves, each with its indices'
+/// affine forms: in the fast copy, where the test passed, each index's
+/// exact value (the test put it in the field's extent, so no wrapping
+/// changed it).
+pub(super) type Proven = HashMap<Stmt, Vec<Affine>>;
+
 /// The versioning of one loop: the accesses the test proves and what it
 /// checks.
 pub(super) struct Plan {
     /// The accesses the fast copy leaves unchecked.
-    pub proven: HashSet<Stmt>,
+    pub proven: Proven,
     conds: Vec<Cond>,
     /// The ranges of nested loops' variables the conditions use.
     nested: Vec<(Value, RangeBound, RangeBound)>,
@@ -185,20 +193,22 @@ impl Analysis<'_> {
         }
     }
 
-    /// The conditions that prove access `r`, or `None` when some index is
-    /// not affine.
-    fn access(&self, r: &FieldRef, field: &Field) -> Option<Vec<Cond>> {
+    /// The conditions that prove access `r` and its indices' forms, or
+    /// `None` when some index is not affine.
+    fn access(&self, r: &FieldRef, field: &Field) -> Option<(Vec<Cond>, Vec<Affine>)> {
         if r.indices.len() != field.shape.len() {
             return None;
         }
         let mut conds = Vec::new();
+        let mut forms = Vec::with_capacity(r.indices.len());
         for (&v, &extent) in r.indices.iter().zip(&field.shape) {
             let mut budget = BUDGET;
             let form = self.affine(v, &mut budget, &mut conds)?;
             let (_, tmax) = type_range(self.body.ty(v).scalar()?);
-            conds.push(Cond { form, lo: 0, hi: i128::from(extent).min(tmax + 1) - 1 });
+            conds.push(Cond { form: form.clone(), lo: 0, hi: i128::from(extent).min(tmax + 1) - 1 });
+            forms.push(form);
         }
-        Some(conds)
+        Some((conds, forms))
     }
 
     /// A nested `for`'s bound usable in the test: a constant of the
@@ -215,15 +225,39 @@ impl Analysis<'_> {
     }
 }
 
+/// Whether LLVM can vectorise a loop over `block`: no atomic read-modify-write
+/// (LLVM keeps those scalar) and, unless `vector_math` (fast-math with
+/// libmvec's variants), no libm call (a call of `sinf` that may set
+/// `errno` is not vectorised). Versioning a loop that stays scalar buys
+/// only the checks, which cost little beside such a statement, for twice
+/// the code to compile (cold compile).
+fn vectorisable(body: &Body, block: Block, vector_math: bool) -> bool {
+    let mut ok = true;
+    body.walk(block, &mut |s| {
+        ok &= match &body.stmt(s).kind {
+            StmtKind::Atomic(..) => false,
+            StmtKind::Unary(op, _) => vector_math || op.libm().is_none(),
+            StmtKind::Binary(op, ..) => vector_math || op.libm().is_none(),
+            _ => true,
+        };
+    });
+    ok
+}
+
 /// Plans the versioning of a loop over `block` whose own variables are
 /// `vars` (their ranges are the caller's); `None` when no access of the
-/// loop is provable.
+/// loop is provable, or when the loop would not vectorise anyway
+/// ([`vectorisable`]; `vector_math`: libm calls vectorise).
 pub(super) fn plan<'f>(
     body: &Body,
     block: Block,
     vars: &[Value],
+    vector_math: bool,
     field: impl Fn(&str) -> Option<&'f Field>,
 ) -> Option<Plan> {
+    if !vectorisable(body, block, vector_math) {
+        return None;
+    }
     // The loop's own variables change from one iteration to the next too.
     let mut inside: HashSet<Value> = vars.iter().copied().collect();
     body.walk(block, &mut |s| {
@@ -247,13 +281,13 @@ pub(super) fn plan<'f>(
         }
     });
     a.vars.extend(nested.iter().map(|&(v, ..)| v));
-    let mut proven = HashSet::new();
+    let mut proven = HashMap::new();
     let mut conds = Vec::new();
     let mut seen = HashSet::new();
     body.walk(block, &mut |s| {
         let Some(r) = body.stmt(s).kind.access() else { return };
-        let Some(found) = field(r.field.as_str()).and_then(|f| a.access(r, f)) else { return };
-        proven.insert(s);
+        let Some((found, forms)) = field(r.field.as_str()).and_then(|f| a.access(r, f)) else { return };
+        proven.insert(s, forms);
         conds.extend(found.into_iter().filter(|c| seen.insert(c.clone())));
     });
     (!proven.is_empty()).then_some(Plan { proven, conds, nested })
@@ -290,6 +324,41 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             ok = self.b.build_and(ok, below, "")?;
         }
         Ok(ok)
+    }
+
+    /// The exact value of a proven index in the fast copy, as an `i64`:
+    /// `konst + Σ coef·leaf` from the leaves' exact values (a loop
+    /// variable's from [`FnCx::wide`] when its loop keeps one, else its
+    /// sign extension, as an invariant's). Computed modulo 2⁶⁴, which the
+    /// result, inside the field's extent, is exact in. An `i64` index of
+    /// the loop's `i64` counters, where the `i32` value sign-extended was
+    /// one LLVM had to test for wrapping before it vectorised.
+    pub(super) fn exact_index(&mut self, form: &Affine) -> Result<IntValue<'ctx>> {
+        let i64t = self.cx.i64_type();
+        // The constant last (and only when not zero), for LLVM's folds.
+        let mut sum: Option<IntValue<'ctx>> = None;
+        for &(leaf, coef) in &form.terms {
+            let (Leaf::Var(v) | Leaf::Inv(v)) = leaf;
+            let x = match (leaf, self.wide.get(&v)) {
+                (Leaf::Var(_), Some(&w)) => w,
+                _ => self.b.build_int_s_extend_or_bit_cast(self.ival(v)?, i64t, "")?,
+            };
+            let term = match coef {
+                1 => x,
+                _ => self.b.build_int_mul(x, i64t.const_int(coef as u64, false), "")?,
+            };
+            sum = Some(match sum {
+                None => term,
+                Some(s) => self.b.build_int_add(s, term, "")?,
+            });
+        }
+        // `as u64` keeps the low 64 bits: the constant modulo 2⁶⁴.
+        let k = i64t.const_int(form.konst as u64, false);
+        Ok(match sum {
+            None => k,
+            Some(s) if form.konst == 0 => s,
+            Some(s) => self.b.build_int_add(s, k, "")?,
+        })
     }
 
     /// A nested loop's bound as an exact `i128`.
