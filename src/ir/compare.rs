@@ -11,7 +11,8 @@
 //! Must never: be the IR's `PartialEq`, which stays structural (derived,
 //! spans and arena numbering included).
 
-use super::entities::{Block, Body, Stmt, Value, ValueData, ValueDef};
+use super::body::{Body, ValueData, ValueDef};
+use super::entities::{Block, Stmt, Value};
 use super::module::{Func, Item, Module, Stream};
 use super::span::Span;
 use super::stmt::{Bound, StmtData, StmtKind, TaskKind};

@@ -6,10 +6,12 @@
 //!
 //! - `entities`: the typed indices (`Value(u32)`, `Stmt(u32)`,
 //!   `Block(u32)`), the [`Arena`]s they index (`Index`/`IndexMut`; no code
-//!   outside `ir` indexes a raw vector) and [`Body`]; numbering follows
-//!   creation order, so printing never churns;
-//! - `types`: scalars, types, constants, and the typing rules
-//!   ([`result_type`], [`loop_var_type`]);
+//!   outside `ir` indexes a raw vector) and the side tables keyed by them;
+//!   numbering follows creation order, so printing never churns;
+//! - `body`: [`Body`], one function's, kernel's or task's arenas (private
+//!   to `ir`), its values' data and definitions;
+//! - `types`: scalars, types and constants;
+//! - `typing`: the typing rules ([`result_type`], [`loop_var_type`]);
 //! - `ops`: operators and their facts (`accepts`, `commutes_on`, `libm`);
 //! - `stmt`: statements, and the one table of statement kinds from which
 //!   operands, child blocks, bound variables, purity and terminator-ness
@@ -22,6 +24,7 @@
 //! Must never: print, parse, or check anything. Well-formedness is the
 //! verifier's job; this module lets passes build any shape.
 
+mod body;
 mod compare;
 mod entities;
 mod module;
@@ -29,15 +32,18 @@ mod ops;
 mod span;
 mod stmt;
 mod types;
+mod typing;
 
-pub use entities::{Arena, Block, Body, EntityRef, EntitySet, SecondaryMap, Stmt, Value, ValueData, ValueDef};
+pub use body::{Body, ValueData, ValueDef};
+pub use entities::{Arena, Block, EntityRef, EntitySet, SecondaryMap, Stmt, Value};
 pub use module::{Field, Func, Item, Kernel, Module, Param, Stream, StreamIndex, TaskItem, MAX_RANK};
 pub use ops::{AtomicOp, BinOp, CmpOp, UnOp};
 pub use span::{Loc, OperandSpans, Span};
 pub use stmt::{
     operands_mut, Bound, ChildBlocks, Class, Defines, FieldRef, StmtData, StmtKind, TaskKind, DEFAULT_BLOCK_DIM,
 };
-pub use types::{loop_var_type, result_type, Const, Scalar, Type, TypeEnv};
+pub use types::{Const, Scalar, Type};
+pub use typing::{loop_var_type, result_type, TypeEnv};
 
 /// A name (global, without `@`, or local, without `%`). Names of up to 24
 /// bytes live inline, so the common case allocates nothing.

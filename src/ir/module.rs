@@ -6,7 +6,7 @@
 //!
 //! Must never: print, parse or check.
 
-use super::entities::Body;
+use super::body::Body;
 use super::span::Span;
 use super::stmt::TaskKind;
 use super::types::{Const, Scalar};
