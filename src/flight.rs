@@ -20,6 +20,7 @@
 use crate::cache::lock::{Claim, KeyLock};
 use crate::cache::{Key, Record, Store};
 use crate::remote::{Fetched, Lease, RemoteTier};
+use crate::settings::Settings;
 use std::collections::HashMap;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -34,9 +35,17 @@ pub struct FlightOptions {
     pub compile_delay: Duration,
 }
 
+impl FlightOptions {
+    /// The options the settings decide (`compile_wait`, `test_compile_delay`).
+    pub fn from_settings(settings: &Settings) -> FlightOptions {
+        FlightOptions { wait: settings.compile_wait.value, compile_delay: settings.test_compile_delay.value }
+    }
+}
+
 impl Default for FlightOptions {
+    /// The settings table's defaults.
     fn default() -> FlightOptions {
-        FlightOptions { wait: Duration::from_secs(30), compile_delay: Duration::ZERO }
+        FlightOptions::from_settings(&Settings::defaults())
     }
 }
 

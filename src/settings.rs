@@ -607,11 +607,6 @@ impl Settings {
         self.cache_dir.value.clone().ok_or(CacheError::NoDefaultDir)
     }
 
-    /// How a run shares its compiles with other processes and machines.
-    pub fn flight_options(&self) -> crate::flight::FlightOptions {
-        crate::flight::FlightOptions { wait: self.compile_wait.value, compile_delay: self.test_compile_delay.value }
-    }
-
     /// The store options these settings decide (the rest stay at their
     /// defaults for the caller to fill).
     pub fn store_options(&self) -> StoreOptions {

@@ -245,7 +245,8 @@ fn attach_cache(
     match opened {
         Ok(store) => {
             let root = (store.root().display().to_string(), store.scope_name().to_string());
-            let mut provider = CachedTasks::new(store).with_flight(settings.flight_options());
+            let mut provider =
+                CachedTasks::new(store).with_flight(kiln::flight::FlightOptions::from_settings(settings));
             if let Some(r) = remote {
                 provider = provider.with_remote(kiln::remote::RemoteTier::new(r, &root.1));
             }
