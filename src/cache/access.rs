@@ -15,7 +15,6 @@
 
 use super::fs::FileMode;
 use super::CacheError;
-use std::ffi::CString;
 use std::fs;
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
@@ -37,23 +36,15 @@ pub struct Access {
     pub group: Option<Group>,
 }
 
-/// The gid of a group given by name or number.
+/// The gid of a group given by name (the group database, through nix's
+/// safe `getgrnam_r`) or by number.
 pub fn resolve_group(name: &str) -> Result<Group, CacheError> {
-    let unknown = || CacheError::BadSetting(format!("shared_group: no group named '{name}' on this system"));
-    let c = CString::new(name).map_err(|_| unknown())?;
-    let mut buf = vec![0 as libc::c_char; 16 * 1024];
-    let mut grp = std::mem::MaybeUninit::<libc::group>::uninit();
-    let mut out: *mut libc::group = std::ptr::null_mut();
-    // SAFETY: valid C string, buffer and out pointers of the sizes given.
-    let rc = unsafe { libc::getgrnam_r(c.as_ptr(), grp.as_mut_ptr(), buf.as_mut_ptr(), buf.len(), &mut out) };
-    if rc == 0 && !out.is_null() {
-        // SAFETY: getgrnam_r succeeded and filled `grp`.
-        let gid = unsafe { grp.assume_init() }.gr_gid;
-        return Ok(Group { name: name.to_string(), gid });
+    if let Ok(Some(g)) = nix::unistd::Group::from_name(name) {
+        return Ok(Group { name: name.to_string(), gid: g.gid.as_raw() });
     }
     match name.parse::<u32>() {
         Ok(gid) => Ok(Group { name: name.to_string(), gid }),
-        Err(_) => Err(unknown()),
+        Err(_) => Err(CacheError::BadSetting(format!("shared_group: no group named '{name}' on this system"))),
     }
 }
 
