@@ -4,7 +4,9 @@
 //! every function and task it reaches.
 //!
 //! Owns: the instruction set ([`Inst`]), parallel loops' iteration spaces,
-//! the builder that lowers bodies, and the statement spans kept for errors.
+//! the builder that lowers bodies, the statement spans kept for errors, and
+//! the task each statement written outside tasks is named by (the one
+//! `offload` puts it in, as the JIT names it).
 //!
 //! Must never: execute anything, or lower a statement the verifier would
 //! reject without an error.
@@ -447,6 +449,30 @@ impl<'s> ProgramBuilder<'s> {
         r
     }
 
+    /// The kernel's own block, each top-level statement outside a `task`
+    /// run as part of the task offload puts it in (`tasks`), so that its
+    /// errors and races name that task as the JIT's do.
+    fn kernel_block(&mut self, lw: &mut BodyLowerer, tasks: &HashMap<Stmt, Name>) -> Result<(), RunError> {
+        let body = lw.body;
+        let mut current = NO_TASK;
+        for &s in body.block(body.entry) {
+            let task = match tasks.get(&s) {
+                _ if matches!(body.stmt(s).kind, StmtKind::Task { .. }) => NO_TASK,
+                Some(name) => self.task_name_id(name),
+                None => NO_TASK,
+            };
+            if task != current {
+                lw.emit(Inst::SetTask { task });
+                current = task;
+            }
+            self.stmt(lw, s)?;
+        }
+        if current != NO_TASK {
+            lw.emit(Inst::SetTask { task: NO_TASK });
+        }
+        Ok(())
+    }
+
     /// Lowers a task's iteration space around its body: `ret` in the body
     /// ends the current iteration (or the serial task).
     pub(super) fn task_body(
@@ -742,7 +768,7 @@ impl Program {
         };
         let entry = b.reserve();
         let mut lw = BodyLowerer::new(&kernel.body, mi, false);
-        b.block(&mut lw, kernel.body.entry)?;
+        b.kernel_block(&mut lw, &crate::passes::offload::top_level_tasks(&stream.modules[mi], name))?;
         let end = lw.here();
         for r in std::mem::take(&mut lw.rets) {
             lw.patch(r, end);

@@ -30,6 +30,9 @@
 //! in `while { ... break }` and each `ret` becomes a `break` out of it (from
 //! inside a nested loop, through a flag slot tested after each loop).
 //!
+//! It also answers, for the interpreter, which task each top-level
+//! statement goes in ([`top_level_tasks`]), from the same run on a copy.
+//!
 //! Must never: change what a kernel computes, run on a kernel twice (an
 //! already offloaded kernel, or one made of launches, is left alone), or
 //! touch functions.
@@ -76,6 +79,44 @@ pub fn offload_module(m: &mut Module) -> Result<(), Diagnostic> {
     }
     m.items = items;
     Ok(())
+}
+
+/// The task offload puts each top-level statement of kernel `kernel` (in
+/// module `m`) in, by the statement: the names the JIT's tasks have, so
+/// that the interpreter, which runs the kernel as written, names the code
+/// it runs as the JIT does (a `task` written in the kernel keeps its own
+/// name). Empty when offload leaves the kernel alone or refuses it.
+pub fn top_level_tasks(m: &Module, kernel: &str) -> HashMap<Stmt, Name> {
+    let mut out = HashMap::new();
+    let mut offloaded = m.clone();
+    let before = m.items.iter().find_map(|i| match i {
+        Item::Kernel(k) if k.name == kernel => Some(k),
+        _ => None,
+    });
+    if offload_module(&mut offloaded).is_err() {
+        return out;
+    }
+    let after = offloaded.items.iter().find_map(|i| match i {
+        Item::Kernel(k) if k.name == kernel => Some(k),
+        _ => None,
+    });
+    let (Some(before), Some(k)) = (before, after) else { return out };
+    for &t in k.body.block(k.body.entry) {
+        let StmtKind::Task { name, kind, body } = &k.body.stmt(t).kind else { continue };
+        // A range task is its `for` in place; a serial task holds its
+        // statements; a struct task replaced its loop nest, which its loop
+        // variables still name in the kernel as written.
+        out.insert(t, name.clone());
+        k.body.walk(*body, &mut |s| {
+            out.insert(s, name.clone());
+        });
+        for &v in kind.vars() {
+            if let Some(ValueDef::LoopVar(l, _)) = before.body.values().get(v).map(|d| d.def) {
+                out.insert(l, name.clone());
+            }
+        }
+    }
+    out
 }
 
 /// How a group of top-level statements runs.
