@@ -86,21 +86,21 @@ pub fn offload_module(m: &mut Module) -> Result<(), Diagnostic> {
 /// that the interpreter, which runs the kernel as written, names the code
 /// it runs as the JIT does (a `task` written in the kernel keeps its own
 /// name). Empty when offload leaves the kernel alone or refuses it.
+///
+/// Only this kernel is offloaded, on a copy: its tasks are `@<kernel>.<n>`
+/// and its temporaries `@<kernel>.tmp<n>`, so no other kernel's names can
+/// take theirs, only items that exist (which `globals` holds), and the
+/// cost is this kernel's, not the module's.
 pub fn top_level_tasks(m: &Module, kernel: &str) -> HashMap<Stmt, Name> {
     let mut out = HashMap::new();
-    let mut offloaded = m.clone();
-    let before = m.items.iter().find_map(|i| match i {
-        Item::Kernel(k) if k.name == kernel => Some(k),
-        _ => None,
-    });
-    if offload_module(&mut offloaded).is_err() {
+    let Some(before) = m.kernels().find(|k| k.name == kernel) else { return out };
+    let mut k = before.clone();
+    let mut globals = util::NameGen::with_taken(m.items.iter().map(|i| Name::from(i.name())));
+    let shapes: HashMap<Name, (Scalar, Vec<u64>)> =
+        m.fields().map(|f| (f.name.clone(), (f.elem, f.shape.clone()))).collect();
+    if offload_kernel(&mut k, &shapes, &mut globals).is_err() {
         return out;
     }
-    let after = offloaded.items.iter().find_map(|i| match i {
-        Item::Kernel(k) if k.name == kernel => Some(k),
-        _ => None,
-    });
-    let (Some(before), Some(k)) = (before, after) else { return out };
     for &t in k.body.block(k.body.entry) {
         let StmtKind::Task { name, kind, body } = &k.body.stmt(t).kind else { continue };
         // A range task is its `for` in place; a serial task holds its
