@@ -113,7 +113,7 @@ pub struct Flight {
 /// trips.
 const FIRST_PAUSE: Duration = Duration::from_millis(1);
 const MAX_LOCAL_PAUSE: Duration = Duration::from_millis(10);
-const MAX_REMOTE_PAUSE: Duration = Duration::from_millis(50);
+const MAX_REMOTE_PAUSE: Duration = Duration::from_millis(10);
 
 impl Flight {
     pub fn new(options: FlightOptions) -> Flight {
