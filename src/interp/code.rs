@@ -768,7 +768,19 @@ impl Program {
         };
         let entry = b.reserve();
         let mut lw = BodyLowerer::new(&kernel.body, mi, false);
-        b.kernel_block(&mut lw, &crate::passes::offload::top_level_tasks(&stream.modules[mi], name))?;
+        // Only code written outside tasks needs offload's names: an
+        // offloaded or split kernel (tasks and launches) is not copied.
+        let body = &kernel.body;
+        let outside_tasks = body
+            .block(body.entry)
+            .iter()
+            .any(|&s| !matches!(body.stmt(s).kind, StmtKind::Task { .. } | StmtKind::Launch(_)));
+        let tasks = if outside_tasks {
+            crate::passes::offload::top_level_tasks(&stream.modules[mi], name)
+        } else {
+            HashMap::new()
+        };
+        b.kernel_block(&mut lw, &tasks)?;
         let end = lw.here();
         for r in std::mem::take(&mut lw.rets) {
             lw.patch(r, end);
