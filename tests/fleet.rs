@@ -85,15 +85,36 @@ fn slow_holder(home: &Path, remote: Option<&str>, extra: &[(&str, &str)]) -> Chi
     kiln_run(home, remote, &env).spawn().expect("spawn the holder")
 }
 
+/// Starts one cold `kiln-run` per home together (each compile slowed so
+/// the first holders are still busy when the others start) and waits for
+/// them all.
+fn together(homes: impl Iterator<Item = PathBuf>, remote: Option<&str>) -> Vec<Run> {
+    let runs: Vec<Child> =
+        homes.map(|home| kiln_run(&home, remote, &[("KILN_TEST_COMPILE_DELAY", "2s")]).spawn().unwrap()).collect();
+    runs.into_iter().map(finish).collect()
+}
+
+/// `n` machines (a cache directory each under `lab`) on the remote at
+/// `url`: each gets the interpreter's results without a warning, and the
+/// ten tasks are compiled once in all.
+fn machines_compile_once(lab: &Path, url: &str, n: usize) -> Vec<Run> {
+    let want = interp_digests(lab);
+    let runs = together((0..n).map(|i| lab.join(format!("m{i}"))), Some(url));
+    for r in &runs {
+        assert_eq!(r.digests, want);
+        assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+    }
+    assert_eq!(runs.iter().map(|r| r.n("compiled")).sum::<u64>(), 10, "each task compiled once in all");
+    runs
+}
+
 #[test]
 fn processes_on_one_cold_cache_compile_each_task_once() {
     let lab = tempfile::tempdir().unwrap();
     let want = interp_digests(lab.path());
     // One machine: every process's cache is the same directory. The
     // delay keeps the first holder busy while the others start.
-    let runs: Vec<Child> =
-        (0..4).map(|_| kiln_run(lab.path(), None, &[("KILN_TEST_COMPILE_DELAY", "2s")]).spawn().unwrap()).collect();
-    let runs: Vec<Run> = runs.into_iter().map(finish).collect();
+    let runs = together((0..4).map(|_| lab.path().to_path_buf()), None);
     for r in &runs {
         assert_eq!(r.digests, want);
         assert_eq!(r.n("hits") + r.n("misses") + r.n("corrupt_replaced"), 10, "{}", r.stats);
@@ -145,20 +166,7 @@ fn leases(server: &RedisServer) -> usize {
 fn machines_on_one_redis_compile_each_task_once() {
     let server = RedisServer::start();
     let lab = tempfile::tempdir().unwrap();
-    let want = interp_digests(lab.path());
-    let url = server.url();
-    let runs: Vec<Child> = (0..4)
-        .map(|i| {
-            let home = lab.path().join(format!("m{i}"));
-            kiln_run(&home, Some(&url), &[("KILN_TEST_COMPILE_DELAY", "2s")]).spawn().unwrap()
-        })
-        .collect();
-    let runs: Vec<Run> = runs.into_iter().map(finish).collect();
-    for r in &runs {
-        assert_eq!(r.digests, want);
-        assert!(!r.stderr.contains("warning"), "{}", r.stderr);
-    }
-    assert_eq!(runs.iter().map(|r| r.n("compiled")).sum::<u64>(), 10, "each task compiled once in all");
+    let runs = machines_compile_once(lab.path(), &server.url(), 4);
     assert_eq!(runs.iter().map(|r| r.n("remote_stored")).sum::<u64>(), 10);
     assert_eq!(leases(&server), 0, "every lease is deleted once its record is stored");
 }
@@ -217,20 +225,7 @@ fn kiln_scope(home: &Path) -> String {
 fn machines_on_a_redis_cluster_compile_each_task_once_with_leases_in_their_records_slots() {
     let cluster = RedisCluster::start();
     let lab = tempfile::tempdir().unwrap();
-    let want = interp_digests(lab.path());
-    let url = cluster.url();
-    let runs: Vec<Child> = (0..3)
-        .map(|i| {
-            let home = lab.path().join(format!("m{i}"));
-            kiln_run(&home, Some(&url), &[("KILN_TEST_COMPILE_DELAY", "2s")]).spawn().unwrap()
-        })
-        .collect();
-    let runs: Vec<Run> = runs.into_iter().map(finish).collect();
-    for r in &runs {
-        assert_eq!(r.digests, want);
-        assert!(!r.stderr.contains("warning"), "{}", r.stderr);
-    }
-    assert_eq!(runs.iter().map(|r| r.n("compiled")).sum::<u64>(), 10, "each task compiled once in all");
+    machines_compile_once(lab.path(), &cluster.url(), 3);
     assert_eq!(cluster.nodes.iter().map(leases).sum::<usize>(), 0, "every lease deleted");
     // A lease hashes to its record's slot.
     let scope = kiln_scope(lab.path());
