@@ -20,6 +20,7 @@ use crate::config::LaunchMeta;
 use inkwell::llvm_sys;
 use llvm_sys::error::{LLVMDisposeErrorMessage, LLVMErrorRef, LLVMGetErrorMessage};
 use llvm_sys::orc2::*;
+use std::collections::HashMap;
 use std::ffi::{c_void, CStr, CString};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -310,17 +311,24 @@ impl Jit {
     }
 
     /// Looks symbols up in one dylib, which links the object if it is not
-    /// linked yet.
+    /// linked yet: each distinct name once (a kernel launches one task many
+    /// times, and ORC's work grows with the request, not with the distinct
+    /// names in it), its address returned for every place it is asked for.
     fn lookup(&self, jd: LLVMOrcJITDylibRef, symbols: &[&str]) -> Result<Vec<u64>, JitError> {
         let inner = &self.inner;
-        let mut names = Vec::with_capacity(symbols.len());
+        let mut distinct: HashMap<&str, usize> = HashMap::new();
+        let mut names = Vec::new();
         for s in symbols {
+            if distinct.contains_key(s) {
+                continue;
+            }
             let mangled = match inner.prefix {
                 0 => s.to_string(),
                 p => format!("{}{s}", p as u8 as char),
             };
             let c = CString::new(mangled)
                 .map_err(|_| JitError::new(JitErrorKind::Link, format!("bad symbol name {s:?}")))?;
+            distinct.insert(s, names.len());
             names.push(unsafe { LLVMOrcExecutionSessionIntern(inner.es, c.as_ptr()) });
         }
         let mut set: Vec<LLVMOrcCLookupSetElement> = names
@@ -353,9 +361,10 @@ impl Jit {
         // (one pool entry per string, so equal names are equal pointers).
         let r = r.map(|r| {
             r.map(|pairs| {
-                names
+                let by_name: HashMap<usize, u64> = pairs.into_iter().collect();
+                symbols
                     .iter()
-                    .map(|&n| pairs.iter().find(|(p, _)| *p == n as usize).map_or(0, |&(_, a)| a))
+                    .map(|s| by_name.get(&(names[distinct[s]] as usize)).copied().unwrap_or(0))
                     .collect::<Vec<u64>>()
             })
         });
