@@ -426,6 +426,21 @@ pub fn user_file(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
 }
 
 /// Reads a config file if it exists; `None` when it does not.
+/// Whether the cache directory `root` can be reached: an error when its
+/// path cannot be followed (a parent the user may not search, a component
+/// that is a file, a loop of links). A root that does not exist yet, or is
+/// not a directory, is the store's to create or report.
+fn check_reachable(root: &Path) -> Result<(), SettingsError> {
+    match std::fs::metadata(root) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(SettingsError {
+            location: root.display().to_string(),
+            message: format!("cannot reach the cache directory: {}", crate::diag::io_reason(&e)),
+            usage: false,
+        }),
+        _ => Ok(()),
+    }
+}
+
 fn read_file(path: &Path) -> Result<Option<String>, SettingsError> {
     match std::fs::read(path) {
         Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|e| {
@@ -566,6 +581,7 @@ impl Settings {
         if let Some(root) = s.cache_dir.value.clone().filter(|_| cache_file) {
             let path = root.join(FILE_NAME);
             let in_file = |e| (e, true);
+            check_reachable(&root).map_err(in_file)?;
             if let Some(text) = read_file(&path).map_err(in_file)? {
                 apply_file(&mut s, &path, &text, true).map_err(in_file)?;
             }

@@ -179,6 +179,63 @@ fn permission_denied() {
     assert_eq!(stats(&out)["whole_kernel_tasks"], 2);
 }
 
+/// `kiln-cache-inspect config` on `cache` as `user` (a `setpriv` prefix
+/// ending with a [`public_copy`] of the inspector) or as this user.
+fn inspect_config(user: Option<&[&str]>, cache: &str) -> Output {
+    let mut cmd = match user {
+        Some(prefix) => {
+            let mut c = Command::new(prefix[0]);
+            c.args(&prefix[1..]);
+            c
+        }
+        None => Command::new(INSPECT),
+    };
+    cmd.args(["--cache-dir", cache, "config"]);
+    cmd.env_clear().env("PATH", "/usr/bin:/bin").env("XDG_CONFIG_HOME", "/nonexistent-kiln-config");
+    cmd.output().unwrap()
+}
+
+/// A cache directory that cannot be reached: the run says so once (the
+/// directory and the reason) and runs correctly without writing to it;
+/// `kiln-cache-inspect config` reports the same problem with exit 1.
+fn unreachable(user: Option<&[&str]>, inspect: Option<&[&str]>, cache: &Path, reason: &str) {
+    let cache_arg = cache.to_str().unwrap();
+    let kir = testdata("saxpy.kir");
+    let out = run_as(user, &kir, &["--cache-dir", cache_arg], &[]);
+    let said = format!("{cache_arg}: cannot reach the cache directory: {reason}; running without writing to the cache");
+    assert_correct_with_one_warning(&out, &kir, &said);
+    let shown = inspect_config(inspect, cache_arg);
+    assert_eq!(shown.status.code(), Some(1), "{}", text(&shown.stderr));
+    assert_eq!(text(&shown.stderr), format!("{cache_arg}: error: cannot reach the cache directory: {reason}\n"));
+}
+
+#[test]
+fn a_cache_directory_that_cannot_be_reached() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    // A path through a regular file, and a loop of links.
+    fs::write(dir.path().join("afile"), "").unwrap();
+    std::os::unix::fs::symlink("loop", dir.path().join("loop")).unwrap();
+    unreachable(None, None, &dir.path().join("afile/cache"), "not a directory");
+    unreachable(None, None, &dir.path().join("loop/cache"), "too many levels of symbolic links");
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2, "nothing created");
+    // A parent directory the user may not search: root may search any, so
+    // the run is another user's (nobody).
+    if !is_root() || Command::new("setpriv").arg("--version").output().is_err() {
+        println!("skipped: a parent without search permission needs root and setpriv to run as nobody");
+        return;
+    }
+    let (run_bin, inspect_bin) = (public_copy(dir.path(), RUN), public_copy(dir.path(), INSPECT));
+    let private = dir.path().join("private");
+    fs::create_dir(&private).unwrap();
+    fs::set_permissions(&private, fs::Permissions::from_mode(0o700)).unwrap();
+    let nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"];
+    let (as_run, as_inspect) =
+        ([&nobody[..], &[run_bin.as_str()]].concat(), [&nobody[..], &[inspect_bin.as_str()]].concat());
+    unreachable(Some(&as_run), Some(&as_inspect), &private.join("cache"), "permission denied");
+    assert_eq!(fs::read_dir(&private).unwrap().count(), 0, "nothing created");
+}
+
 #[test]
 fn a_full_disk() {
     if !is_root() {

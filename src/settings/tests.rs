@@ -218,3 +218,27 @@ fn a_cache_file_in_error_leaves_a_run_read_only_and_set_repairs_it() {
     set_in_cache_file(&root, "read_only", "false").unwrap();
     assert_eq!(fs::read_to_string(root.join(FILE_NAME)).unwrap(), "read_only = false\nmax_size = \"1G\"\n");
 }
+
+#[test]
+fn a_cache_directory_that_cannot_be_reached_is_the_cache_files_problem() {
+    let (dir, mut env) = setup(Some("max_size = \"1G\"\n"), None);
+    let run = |env: &Env| Settings::load_for_run_with(&[], &|n| env.get(n));
+    fs::write(dir.path().join("afile"), "").unwrap();
+    std::os::unix::fs::symlink("loop", dir.path().join("loop")).unwrap();
+    for (root, reason) in [("afile/cache", "not a directory"), ("loop/cache", "too many levels of symbolic links")] {
+        let root = dir.path().join(root);
+        env.0[1].1 = root.display().to_string();
+        let err = load(&env, &[]).unwrap_err();
+        assert_eq!(err.to_string(), format!("{}: cannot reach the cache directory: {reason}", root.display()));
+        assert!(!err.usage);
+        let (s, problem) = run(&env).unwrap();
+        assert_eq!(problem.unwrap(), err);
+        assert_eq!((s.max_size.value, s.read_only.value), (Size(1 << 30), true));
+    }
+    // A root that does not exist yet, or that is a file, is the store's
+    // to create or to report.
+    for root in ["new/cache", "afile"] {
+        env.0[1].1 = dir.path().join(root).display().to_string();
+        assert_eq!(run(&env).unwrap().1, None);
+    }
+}
