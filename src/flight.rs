@@ -5,8 +5,11 @@
 //! Owns: [`Flight`], one run's claims: which missing keys this process
 //! compiles (it holds the key's compile lock, `cache::lock`, and, with a
 //! remote, its lease, [`crate::remote::Lease`]) and which it waits for;
-//! the wait (polling with back-off, bounded in all by the `compile_wait`
-//! setting: past it the process compiles what is left itself); the lease
+//! the wait, bounded in all by the `compile_wait` setting (past it the
+//! process compiles what is left itself): on this machine blocked on the
+//! key's lock, so it ends the moment the holder lets go; on the remote
+//! looking with back-off, one round trip a look that also fetches every
+//! other record awaited there; the lease
 //! renewal while a batch compiles ([`Flight::renewing`]); and what is held
 //! until a record is stored ([`Held::finish`]). `docs/cache.md`,
 //! "Single-flight compiles", is the reference.
@@ -102,17 +105,19 @@ pub struct Flight {
     left: Duration,
     held: HashMap<Key, Held>,
     waiting: HashMap<Key, Wait>,
+    /// Records of awaited keys a look at the remote returned before their
+    /// turn came.
+    arrived: HashMap<Key, Record>,
     /// Tasks another compiled that this process waited for and got.
     pub waited: u64,
     /// Time spent waiting.
     pub wait_time: Duration,
 }
 
-/// The first pause between two looks while waiting, and the longest: a
-/// look at the local store is one `stat`, one at the remote two round
-/// trips.
+/// The first pause between two looks at the remote while waiting, and the
+/// longest (a look is one round trip). A wait on this machine needs none:
+/// it blocks on the lock.
 const FIRST_PAUSE: Duration = Duration::from_millis(1);
-const MAX_LOCAL_PAUSE: Duration = Duration::from_millis(10);
 const MAX_REMOTE_PAUSE: Duration = Duration::from_millis(10);
 
 impl Flight {
@@ -122,6 +127,7 @@ impl Flight {
             left: options.wait,
             held: HashMap::new(),
             waiting: HashMap::new(),
+            arrived: HashMap::new(),
             waited: 0,
             wait_time: Duration::ZERO,
         }
@@ -183,25 +189,11 @@ impl Flight {
     /// deleted without a record: this process takes over), or the bound
     /// is spent.
     pub fn wait(&mut self, store: &Store, remote: Option<&RemoteTier>, key: &Key) -> Waited {
-        let Some(mut wait) = self.waiting.remove(key) else { return Waited::Compile };
+        let Some(wait) = self.waiting.remove(key) else { return Waited::Compile };
         let t0 = Instant::now();
-        let mut pause = FIRST_PAUSE;
-        let out = loop {
-            if let Some(done) = self.look(store, remote, key, &mut wait) {
-                break done;
-            }
-            let spent = t0.elapsed();
-            if spent >= self.left {
-                let lock = match wait {
-                    Wait::Local(_) => None,
-                    Wait::Remote(lock) => lock,
-                };
-                self.held.insert(*key, Held { lock, lease: false });
-                break Waited::Compile;
-            }
-            std::thread::sleep(pause.min(self.left - spent));
-            let max = if matches!(wait, Wait::Local(_)) { MAX_LOCAL_PAUSE } else { MAX_REMOTE_PAUSE };
-            pause = (pause * 2).min(max);
+        let out = match wait {
+            Wait::Local(lock) => self.wait_local(store, key, lock),
+            Wait::Remote(lock) => self.wait_remote(remote, key, lock, t0),
         };
         let spent = t0.elapsed();
         self.left = self.left.saturating_sub(spent);
@@ -209,44 +201,70 @@ impl Flight {
         out
     }
 
-    /// One look at a waited-for key; `None`: keep waiting.
-    fn look(&mut self, store: &Store, remote: Option<&RemoteTier>, key: &Key, wait: &mut Wait) -> Option<Waited> {
-        match wait {
-            Wait::Local(lock) => {
-                if store.record_path(key).exists() {
-                    return Some(Waited::Appeared);
-                }
-                if !lock.try_take() {
-                    return None;
-                }
-                // Free: stored just before it was released, or its holder
-                // died (or failed) without a record.
-                if store.record_path(key).exists() {
-                    return Some(Waited::Appeared);
-                }
-                let lock = std::mem::replace(wait, Wait::Remote(None));
-                let Wait::Local(lock) = lock else { return Some(Waited::Compile) };
-                self.held.insert(*key, Held { lock: Some(lock), lease: false });
-                Some(Waited::Compile)
-            }
-            Wait::Remote(lock) => {
-                let Some(r) = remote.filter(|r| r.is_on()) else {
-                    self.held.insert(*key, Held { lock: lock.take(), lease: false });
-                    return Some(Waited::Compile);
-                };
-                if let Some(Fetched::Hit(record)) = r.get_many(&[*key]).pop() {
-                    return Some(Waited::Fetched(record));
-                }
-                match r.lease(&[*key]).pop() {
-                    Some(Lease::Held) => None,
-                    lease => {
-                        let lease = lease == Some(Lease::Mine);
-                        self.held.insert(*key, Held { lock: lock.take(), lease });
-                        Some(Waited::Compile)
-                    }
-                }
-            }
+    /// Waits on the lock of `key` (another process of this machine holds
+    /// it), blocking at most what is left of the bound: it is released
+    /// once the record is stored, or when its holder dies.
+    fn wait_local(&mut self, store: &Store, key: &Key, mut lock: KeyLock) -> Waited {
+        let appeared = || store.record_path(key).exists();
+        if appeared() {
+            return Waited::Appeared;
         }
+        if !lock.take_within(self.left) {
+            // The bound is spent: compile without the lock.
+            self.held.insert(*key, Held::default());
+            return Waited::Compile;
+        }
+        // Free: stored just before it was released (the lock goes back at
+        // once, for the next waiter), or its holder died (or failed)
+        // without a record.
+        if appeared() {
+            return Waited::Appeared;
+        }
+        self.held.insert(*key, Held { lock: Some(lock), lease: false });
+        Waited::Compile
+    }
+
+    /// Waits for `key`'s record on the remote (another machine holds its
+    /// lease), looking with back-off: each look one round trip that also
+    /// fetches the other records this process awaits there.
+    fn wait_remote(&mut self, remote: Option<&RemoteTier>, key: &Key, lock: Option<KeyLock>, t0: Instant) -> Waited {
+        let mut pause = FIRST_PAUSE;
+        let mut held = Held { lock, lease: false };
+        loop {
+            if let Some(record) = self.arrived.remove(key) {
+                self.held.insert(*key, held);
+                return Waited::Fetched(record);
+            }
+            let others: Vec<Key> =
+                self.waiting.iter().filter(|(_, w)| matches!(w, Wait::Remote(_))).map(|(k, _)| *k).collect();
+            let Some((found, fetched)) = remote.and_then(|r| r.look(key, &others)) else { break };
+            for (k, f) in others.iter().zip(fetched) {
+                if let Fetched::Hit(record) = f {
+                    self.arrived.insert(*k, record);
+                }
+            }
+            match found {
+                Ok(Fetched::Hit(record)) => {
+                    self.held.insert(*key, held);
+                    return Waited::Fetched(record);
+                }
+                // A record that fails its checks is replaced, never loaded.
+                Ok(_) => break,
+                Err(Lease::Held) => {}
+                Err(lease) => {
+                    held.lease = lease == Lease::Mine;
+                    break;
+                }
+            }
+            let spent = t0.elapsed();
+            if spent >= self.left {
+                break;
+            }
+            std::thread::sleep(pause.min(self.left - spent));
+            pause = (pause * 2).min(MAX_REMOTE_PAUSE);
+        }
+        self.held.insert(*key, held);
+        Waited::Compile
     }
 
     /// Runs `compile` (a batch of this process's keys), renewing its

@@ -236,3 +236,56 @@ fn machines_on_a_redis_cluster_compile_each_task_once_with_leases_in_their_recor
         assert_eq!(slot(&kiln::remote::envelope::lease_name(&scope, &key)), slot(&record));
     }
 }
+
+/// A tier of this process on `url`, for the records of `scope`.
+fn tier(url: &str, scope: &str) -> kiln::remote::RemoteTier {
+    use kiln::remote::{envelope, settings::Endpoint, RemoteSettings, RemoteTier};
+    let settings = RemoteSettings {
+        endpoint: Endpoint::parse(url).unwrap(),
+        display: url.to_string(),
+        read_only: false,
+        connect_timeout: Duration::from_secs(5),
+        timeout: Duration::from_secs(5),
+        ttl: None,
+        mac_key: None,
+        max_value_len: envelope::MAX_VALUE_LEN,
+        lease_ttl: Duration::from_secs(10),
+    };
+    RemoteTier::new(settings, scope)
+}
+
+#[test]
+fn a_waiters_look_is_one_round_trip_and_never_leases_beside_a_record() {
+    use kiln::remote::{envelope, Fetched, Lease};
+    let server = RedisServer::start();
+    let lab = tempfile::tempdir().unwrap();
+    // A machine fills the remote with the ten records.
+    let filled = finish(kiln_run(&lab.path().join("a"), Some(&server.url()), &[]).spawn().unwrap());
+    assert_eq!(filled.n("remote_stored"), 10, "{}", filled.stats);
+    let scope = kiln_scope(lab.path());
+    let keys: Vec<_> = common::kiln_key_tasks(lab.path(), &ten_tasks()).into_iter().map(|(_, k)| k).collect();
+    let remote = tier(&server.url(), &scope);
+    let hits = |fetched: &[Fetched]| fetched.iter().filter(|f| matches!(f, Fetched::Hit(_))).count();
+    // The record is there: it is returned, with the others, and no lease
+    // is taken.
+    let (found, others) = remote.look(&keys[0], &keys[1..]).unwrap();
+    assert!(matches!(found, Ok(Fetched::Hit(_))));
+    assert_eq!(hits(&others), 9);
+    assert_eq!(leases(&server), 0);
+    // No record, and another's lease: held; the others come all the same.
+    let (record, lease) = (envelope::key_name(&scope, &keys[0]), envelope::lease_name(&scope, &keys[0]));
+    server.cli(&["DEL", &record]);
+    server.cli(&["SET", &lease, "another machine", "PX", "600000"]);
+    let (found, others) = remote.look(&keys[0], &keys[1..]).unwrap();
+    assert!(matches!(found, Err(Lease::Held)));
+    assert_eq!(hits(&others), 9);
+    assert_eq!(server.cli(&["GET", &lease]).trim(), "another machine");
+    // No record and no lease (its holder died): the lease is taken.
+    server.cli(&["DEL", &lease]);
+    let (found, others) = remote.look(&keys[0], &[]).unwrap();
+    assert!(matches!(found, Err(Lease::Mine)) && others.is_empty());
+    assert!(server.cli(&["GET", &lease]).starts_with("kiln-lease "));
+    // One round trip per look.
+    assert_eq!((remote.stats().requests, remote.stats().errors), (3, 0));
+    assert!(remote.take_warning().is_none());
+}

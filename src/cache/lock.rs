@@ -11,8 +11,12 @@
 //! compile of its key. Opening goes through `fs` (`O_NOFOLLOW`,
 //! `O_NONBLOCK`).
 //!
-//! Must never: block (a lock is only tried: waiting, bounded, is the
-//! caller's, see `crate::flight`), fail a run (a lock file that cannot be
+//! A waiter blocks on the lock ([`KeyLock::take_within`]: `flock` on a
+//! thread of its own, so the wait ends the moment the holder releases the
+//! lock or dies) for at most the bound its caller gives.
+//!
+//! Must never: block past the caller's bound (`crate::flight` keeps the
+//! run's), fail a run (a lock file that cannot be
 //! made or opened is [`Claim::Unavailable`]: the caller compiles as if no
 //! one else were there), lock anything but a regular file, or remove a
 //! lock file other than the one it holds.
@@ -23,6 +27,8 @@ use super::record::Key;
 use std::fs::{File, TryLockError};
 use std::io;
 use std::os::fd::OwnedFd;
+use std::sync::mpsc;
+use std::time::Duration;
 
 /// What trying the compile lock of a key found.
 pub enum Claim {
@@ -81,6 +87,33 @@ impl KeyLock {
         if !self.held {
             self.held = !matches!(self.file.try_lock(), Err(TryLockError::WouldBlock));
         }
+        self.held
+    }
+
+    /// Waits at most `bound` for the lock; whether it is held now. The
+    /// wait is a blocking `flock` on a second descriptor of the same open
+    /// file, on a thread of its own, so it ends the moment the holder
+    /// releases the lock (or dies) rather than at the next poll. Past the
+    /// bound the thread is left blocked; if it takes the lock later it
+    /// gives it back at once, when its descriptor and this one are both
+    /// closed (drop this `KeyLock` then). When no thread can be had the
+    /// lock is only tried.
+    pub fn take_within(&mut self, bound: Duration) -> bool {
+        if self.held || self.try_take() || bound.is_zero() {
+            return self.held;
+        }
+        let Ok(file) = self.file.try_clone() else { return self.try_take() };
+        let (tx, rx) = mpsc::channel();
+        let waiter = std::thread::Builder::new().name("kiln-lock-wait".into()).spawn(move || {
+            // An error other than a wait (none is expected of a blocking
+            // flock) counts as taken, as in `try_take`.
+            let _ = file.lock();
+            let _ = tx.send(());
+        });
+        if waiter.is_err() {
+            return self.try_take();
+        }
+        self.held = rx.recv_timeout(bound).is_ok();
         self.held
     }
 
@@ -144,6 +177,28 @@ mod tests {
         assert!(waiting.try_take());
         drop(waiting);
         assert!(matches!(b.claim(&key), Claim::Mine(_)), "a lock file left behind blocks no one");
+    }
+
+    #[test]
+    fn a_waiter_takes_the_lock_when_its_holder_lets_go_and_not_before_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (store(dir.path(), false), store(dir.path(), false));
+        let key = Key::from(blake3::hash(b"wait"));
+        let Claim::Mine(held) = a.claim(&key) else { panic!("the first claim holds") };
+        let Claim::Busy(mut waiting) = b.claim(&key) else { panic!("the second waits") };
+        // The bound passes while the holder holds on.
+        assert!(!waiting.take_within(std::time::Duration::from_millis(20)) && !waiting.held());
+        drop(waiting);
+        // A holder that finishes (or dies: its lock is dropped) wakes a
+        // blocked waiter, long before the bound.
+        let Claim::Busy(mut waiting) = b.claim(&key) else { panic!("still held") };
+        let holder = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            drop(held);
+        });
+        assert!(waiting.take_within(std::time::Duration::from_secs(600)) && waiting.held());
+        holder.join().unwrap();
+        let Claim::Busy(_) = a.claim(&key) else { panic!("the waiter holds the lock now") };
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! Owns: [`Conn`] (the few commands Kiln sends, the same for a server and
 //! a cluster: batched GETs, SET with an optional expiry, DEL, SCAN over
 //! every master, and the compile leases: SET NX PX to take, a
-//! compare-and-act script to renew or delete) and [`connect`] with the configured timeouts. On one
+//! compare-and-act script to renew or delete, and a waiter's look, one
+//! script that returns the record or takes the lease) and [`connect`] with the configured timeouts. On one
 //! server the connect is the TCP handshake alone (no `CLIENT SETINFO`
 //! round trip), and the server's first reply is waited for within the
 //! connect timeout: a server that accepts and never answers (paused) costs
@@ -128,16 +129,38 @@ impl Conn {
             c.arg(LEASE_SCRIPT).arg(1).arg(n).arg(owner).arg(ttl_ms);
             c
         };
-        self.pipeline::<Vec<redis::Value>>(names, cmd).map(drop)
+        self.pipeline::<_, Vec<redis::Value>>(names, cmd).map(drop)
+    }
+
+    /// A waiter's look at a record another machine is compiling, in one
+    /// round trip: the record `name`'s value, or else its lease `lease`
+    /// taken for `owner` when no one holds it (one script, so a lease is
+    /// never taken beside a record that is there); and the values of
+    /// `others` (the records the waiter awaits next).
+    pub fn look(&mut self, name: &str, lease: &str, owner: &str, ttl_ms: u64, others: &[String]) -> RedisResult<Look> {
+        let mut first = redis::cmd("EVAL");
+        first.arg(AWAIT_SCRIPT).arg(2).arg(name).arg(lease).arg(owner).arg(ttl_ms);
+        let mut cmds = vec![first];
+        cmds.extend(others.iter().map(|n| {
+            let mut c = redis::cmd("GET");
+            c.arg(n);
+            c
+        }));
+        let replies: Vec<Value> = self.pipeline(&cmds, redis::Cmd::clone)?;
+        let mut replies = replies.into_iter();
+        let found = match replies.next() {
+            Some(Value::BulkString(bytes)) => Found::Value(bytes),
+            Some(Value::Int(1)) => Found::Taken,
+            Some(Value::Int(0)) => Found::Held,
+            _ => return Err((redis::ErrorKind::UnexpectedReturnType, "the lease script's reply").into()),
+        };
+        let others = replies.map(redis::from_redis_value).collect::<Result<_, _>>()?;
+        Ok(Look { found, others })
     }
 
     /// One command per name (`cmd`), sent as one pipeline: on a cluster
     /// each command goes to its key's node.
-    fn pipeline<T: redis::FromRedisValue>(
-        &mut self,
-        names: &[String],
-        cmd: impl Fn(&String) -> redis::Cmd,
-    ) -> RedisResult<T> {
+    fn pipeline<N, T: redis::FromRedisValue>(&mut self, names: &[N], cmd: impl Fn(&N) -> redis::Cmd) -> RedisResult<T> {
         match self {
             Conn::Single(c) => {
                 let mut p = redis::pipe();
@@ -203,6 +226,27 @@ impl Conn {
         }
     }
 }
+
+/// What [`Conn::look`] found of the awaited record.
+pub enum Found {
+    /// Its value (to be checked as any other).
+    Value(Vec<u8>),
+    /// No record and no lease: the lease is the caller's now.
+    Taken,
+    /// No record, and another holds the lease.
+    Held,
+}
+
+/// A waiter's look: the awaited record, and the values of the others.
+pub struct Look {
+    pub found: Found,
+    pub others: Vec<Option<Vec<u8>>>,
+}
+
+/// The record KEYS[1] if it is there; else the lease KEYS[2] taken for
+/// ARGV[1] for ARGV[2] milliseconds if no one holds it (1), or 0.
+const AWAIT_SCRIPT: &str = "local v = redis.call('GET', KEYS[1]) if v then return v end \
+    if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end return 0";
 
 /// Renews (ARGV[2] milliseconds) or, with 0, deletes the lease KEYS[1]
 /// only while it holds ARGV[1], the caller's owner value.

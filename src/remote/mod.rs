@@ -219,27 +219,52 @@ impl RemoteTier {
         let Some(values) = self.with_conn("lookup", |c| c.get_values(&names)) else {
             return keys.iter().map(|_| Fetched::Miss).collect();
         };
+        keys.iter().zip(values).map(|(key, value)| self.open_value(key, value)).collect()
+    }
+
+    /// The server's `value` under `key`'s name, checked in full and
+    /// counted.
+    fn open_value(&self, key: &Key, value: Option<Vec<u8>>) -> Fetched {
         let c = &self.counters;
-        keys.iter()
-            .zip(values)
-            .map(|(key, value)| {
-                let Some(bytes) = value else {
-                    bump(&c.misses, 1);
-                    return Fetched::Miss;
-                };
-                bump(&c.bytes_read, bytes.len() as u64);
-                match envelope::open(&self.scope, key, &bytes, self.expect()) {
-                    Ok(r) => {
-                        bump(&c.hits, 1);
-                        Fetched::Hit(r)
-                    }
-                    Err(why) => {
-                        bump(&c.rejected, 1);
-                        Fetched::Rejected(why)
-                    }
-                }
-            })
-            .collect()
+        let Some(bytes) = value else {
+            bump(&c.misses, 1);
+            return Fetched::Miss;
+        };
+        bump(&c.bytes_read, bytes.len() as u64);
+        match envelope::open(&self.scope, key, &bytes, self.expect()) {
+            Ok(r) => {
+                bump(&c.hits, 1);
+                Fetched::Hit(r)
+            }
+            Err(why) => {
+                bump(&c.rejected, 1);
+                Fetched::Rejected(why)
+            }
+        }
+    }
+
+    /// A waiter's look at `key`, which another machine is compiling, and
+    /// at `others` (the keys it awaits next), in one round trip
+    /// ([`client::Conn::look`]): `key`'s record (checked as any), or else
+    /// its lease, taken when no one holds it ([`Lease::Mine`]) or not
+    /// ([`Lease::Held`]); and what `others` hold. `None` when no lease
+    /// can be had (the tier is off, read-only, or the look failed and
+    /// turned it off): the caller compiles.
+    pub fn look(&self, key: &Key, others: &[Key]) -> Option<(Result<Fetched, Lease>, Vec<Fetched>)> {
+        if !self.writes() {
+            return None;
+        }
+        let name = envelope::key_name(&self.scope, key);
+        let lease = envelope::lease_name(&self.scope, key);
+        let names: Vec<String> = others.iter().map(|k| envelope::key_name(&self.scope, k)).collect();
+        let look = self.with_conn("lookup", |c| c.look(&name, &lease, &self.owner, self.lease_ms(), &names))?;
+        let found = match look.found {
+            client::Found::Value(bytes) => Ok(self.open_value(key, Some(bytes))),
+            client::Found::Taken => Err(Lease::Mine),
+            client::Found::Held => Err(Lease::Held),
+        };
+        let others = others.iter().zip(look.others).map(|(k, v)| self.open_value(k, v)).collect();
+        Some((found, others))
     }
 
     /// Counts a hit whose record its consumer refused after all (its
