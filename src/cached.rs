@@ -5,9 +5,8 @@
 //! Owns: [`CachedTasks`] (the [`TaskProvider`] `kiln-run` uses whenever a
 //! cache is enabled), [`host_scope`] (the one mapping from the target
 //! codegen compiles for to the cache scope it reads and writes),
-//! [`open_store`], [`fill`] (what `kiln-compile --cache-dir` does for one
-//! task) and [`Filled::count`], its part of the `--stats` report. With a
-//! remote tier ([`crate::remote`]) a local miss asks the remote (a
+//! [`open_store`] and [`key_and_meta`] (which `crate::fill`, what
+//! `kiln-compile --cache-dir` does, shares). With a remote tier ([`crate::remote`]) a local miss asks the remote (a
 //! kernel's tasks together, see [`TaskProvider::prefetch`]); a remote hit
 //! is loaded and written into the local store once the kernel is ready
 //! (see [`FetchedWrites`]), and what is compiled is written to both.
@@ -29,7 +28,6 @@ use crate::ir::Module;
 use crate::jit::engine::{JitStats, Prefetched, ProvideError, TaskProvider};
 use crate::jit::{Jit, LoadedTask};
 use crate::remote::{Fetched, RemoteTier};
-use crate::stats::RunReport;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::Arc;
@@ -67,7 +65,7 @@ pub fn key_and_meta(module: &Module, config: &CompileConfig) -> Result<(Key, Lau
 /// of the task and of the kernel parameters may differ (they are not in
 /// the key: identical tasks of two kernels share a record); the launch
 /// uses `expected`'s names.
-fn same_launch(stored: &LaunchMeta, expected: &LaunchMeta) -> bool {
+pub(crate) fn same_launch(stored: &LaunchMeta, expected: &LaunchMeta) -> bool {
     stored.entry_symbol == expected.entry_symbol
         && stored.kind == expected.kind
         && stored.fields == expected.fields
@@ -640,126 +638,6 @@ impl Drop for CachedTasks {
     }
 }
 
-/// What [`fill`] did for one task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Filled {
-    /// A good record was already there.
-    Hit,
-    /// No local record; the remote's was verified and stored locally.
-    Remote,
-    /// No record: compiled and stored.
-    Stored,
-    /// A damaged record: removed, compiled and stored afresh.
-    Replaced,
-}
-
-/// What [`fill`] measured for one task.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct FillTimes {
-    pub key: Duration,
-    pub read: Duration,
-    pub compile: Duration,
-}
-
-/// Makes sure the store (and the remote, when given and writable) holds
-/// a good record for a per-task module (`kiln-compile --cache-dir`,
-/// `--remote`): a hit is checked (checksum, key, metadata; the remote's
-/// signature) but not loaded, since the objects may be for another host.
-pub fn fill(
-    store: &Store,
-    remote: Option<&RemoteTier>,
-    compiler: &dyn Backend,
-    module: &Module,
-) -> Result<(Filled, FillTimes), ProvideError> {
-    let other = |e: CacheError| ProvideError::Other(e.to_string());
-    let mut times = FillTimes::default();
-    let t0 = Instant::now();
-    let (key, meta) = key_and_meta(module, compiler.config()).map_err(ProvideError::Codegen)?;
-    times.key = t0.elapsed();
-    let task = codegen::single_task(module).map(|t| t.name.to_string()).unwrap_or_default();
-    let t1 = Instant::now();
-    let lookup = crate::trace::span("cache", "cache lookup", &task);
-    let got = store.get(&key).map_err(other)?;
-    drop(lookup);
-    let (local, mut outcome) = match got {
-        Lookup::Hit(r) if same_launch(&r.meta, &meta) => (Some(r), Filled::Hit),
-        Lookup::Hit(_) => {
-            store.discard(&key).map_err(other)?;
-            (None, Filled::Replaced)
-        }
-        Lookup::Corrupt(_) => (None, Filled::Replaced),
-        Lookup::Miss => (None, Filled::Stored),
-    };
-    let remote = remote.filter(|r| r.is_on());
-    let fetch = remote.map(|_| crate::trace::span("remote", "remote fetch", &task));
-    let fetched = remote.map(|r| r.get_many(&[key]).pop());
-    drop(fetch);
-    let from_remote = match fetched {
-        Some(Some(Fetched::Hit(r))) if same_launch(&r.meta, &meta) => Some(r),
-        Some(Some(Fetched::Hit(_))) => {
-            if let Some(r) = remote {
-                r.refused();
-            }
-            None
-        }
-        _ => None,
-    };
-    times.read = t1.elapsed();
-    let record = match (local, from_remote) {
-        (Some(_), Some(_)) => return Ok((Filled::Hit, times)),
-        // The remote lacks (or holds a bad copy of) what this store has.
-        (Some(r), None) => {
-            if let Some(remote) = remote {
-                let bytes =
-                    record::encode(&key, &r.meta, &r.producer, &r.object).map_err(|e| other(CacheError::Encode(e)))?;
-                remote.put(&key, &bytes);
-            }
-            return Ok((Filled::Hit, times));
-        }
-        (None, Some(r)) => {
-            outcome = Filled::Remote;
-            (r.meta, r.object, Duration::from_millis(r.producer.compile_ms))
-        }
-        (None, None) => {
-            let compiling = crate::trace::span("compile", "compile", &task);
-            let c = compiler.compile_task(module).map_err(ProvideError::Codegen)?;
-            drop(compiling);
-            times.compile = c.compile_time;
-            if let Some(remote) = remote {
-                let compile_ms = c.compile_time.as_millis().try_into().unwrap_or(u64::MAX);
-                let producer = Producer { compile_ms, ..Producer::now(LLVM_VERSION) };
-                let bytes =
-                    record::encode(&key, &c.meta, &producer, &c.object).map_err(|e| other(CacheError::Encode(e)))?;
-                remote.put(&key, &bytes);
-            }
-            (c.meta, c.object, c.compile_time)
-        }
-    };
-    store.put_compiled(&key, &record.0, &record.1, record.2).map_err(other)?;
-    Ok((outcome, times))
-}
-
-impl Filled {
-    /// Counts one [`fill`]'s outcome and times into `report`.
-    pub fn count(self, times: FillTimes, report: &mut RunReport) {
-        let run = &mut report.run;
-        report.tasks += 1;
-        match self {
-            Filled::Hit => run.hits += 1,
-            Filled::Remote => run.stored += 1,
-            Filled::Stored => run.misses += 1,
-            Filled::Replaced => run.corrupt_replaced += 1,
-        }
-        if matches!(self, Filled::Stored | Filled::Replaced) {
-            run.compiled += 1;
-            run.stored += 1;
-        }
-        run.key_time += times.key;
-        run.load_time += times.read;
-        run.compile_time += times.compile;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -811,25 +689,5 @@ mod tests {
                 "cannot remove a rejected record: busy (task @k.1)"
             ]
         );
-    }
-
-    #[test]
-    fn fills_add_up() {
-        let mut c = RunReport::default();
-        let t = FillTimes {
-            key: Duration::from_micros(10),
-            read: Duration::from_micros(20),
-            compile: Duration::from_millis(3),
-        };
-        for f in [Filled::Hit, Filled::Stored, Filled::Replaced, Filled::Stored] {
-            f.count(t, &mut c);
-        }
-        let r = &c.run;
-        assert_eq!((c.tasks, r.hits, r.misses, r.corrupt_replaced, r.compiled, r.stored), (4, 1, 2, 1, 3, 3));
-        assert_eq!((r.compile_time, r.key_time), (Duration::from_millis(12), Duration::from_micros(40)));
-        let text = c.to_text("kiln-compile");
-        assert!(text.starts_with("kiln-compile: stats\n  cache              off\n  tasks              4\n"), "{text}");
-        let json: serde_json::Value = serde_json::from_str(&c.to_json()).unwrap();
-        assert_eq!((json["misses"].as_u64(), json["cache_dir"].is_null()), (Some(2), true));
     }
 }

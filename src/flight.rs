@@ -61,6 +61,11 @@ pub struct Held {
 }
 
 impl Held {
+    /// Whether this process holds the key's lease on the remote.
+    pub fn leased(&self) -> bool {
+        self.lease
+    }
+
     /// The record of `key` is written (or could not be: a full disk): the
     /// lock file goes and the lock is released; the lease is deleted. A
     /// waiter then finds the record, or takes over.
@@ -271,6 +276,14 @@ impl Flight {
     /// leases every third of their ttl until it returns; first the test
     /// delay, if set.
     pub fn renewing<T>(&self, remote: Option<&RemoteTier>, compile: impl FnOnce() -> T) -> T {
+        let leased: Vec<Key> = self.held.iter().filter(|(_, h)| h.lease).map(|(k, _)| *k).collect();
+        self.renewing_keys(remote, leased, compile)
+    }
+
+    /// [`Flight::renewing`] of the leases of `leased`, which the caller
+    /// has taken out of the flight ([`Flight::take`]) to release each as
+    /// its record is written.
+    pub fn renewing_keys<T>(&self, remote: Option<&RemoteTier>, leased: Vec<Key>, compile: impl FnOnce() -> T) -> T {
         let delay = self.options.compile_delay;
         let compile = move || {
             if !delay.is_zero() {
@@ -278,7 +291,6 @@ impl Flight {
             }
             compile()
         };
-        let leased: Vec<Key> = self.held.iter().filter(|(_, h)| h.lease).map(|(k, _)| *k).collect();
         let Some(r) = remote.filter(|_| !leased.is_empty()) else { return compile() };
         let every = r.settings().lease_ttl / 3;
         let (stop, stopped) = mpsc::channel::<()>();

@@ -44,6 +44,8 @@ pub mod cached;
 #[cfg(feature = "llvm")]
 pub mod codegen;
 #[cfg(feature = "llvm")]
+pub mod fill;
+#[cfg(feature = "llvm")]
 pub mod jit;
 #[cfg(feature = "llvm")]
 pub mod target;

@@ -35,6 +35,18 @@ fn kiln_run(home: &Path, remote: Option<&str>, env: &[(&str, &str)]) -> Command 
     c
 }
 
+/// `kiln-compile ten_tasks.kir --cache-dir` into the cache of `home` (as
+/// [`kiln_run`]'s), with `env`, standard streams piped.
+fn kiln_compile(home: &Path, env: &[(&str, &str)]) -> Command {
+    let mut c = common::tool(env!("CARGO_BIN_EXE_kiln-compile"), home);
+    c.arg(ten_tasks()).arg("--cache-dir").arg(home.join("env-cache")).args(["--stats=json", "-O0"]);
+    for var in ["KILN_REMOTE", "KILN_COMPILE_WAIT", "KILN_TEST_COMPILE_DELAY", "KILN_REMOTE_LEASE_TTL"] {
+        c.env_remove(var);
+    }
+    c.envs(env.iter().copied()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c
+}
+
 /// A finished run: digests, counters, standard error.
 struct Run {
     digests: String,
@@ -288,4 +300,44 @@ fn a_waiters_look_is_one_round_trip_and_never_leases_beside_a_record() {
     // One round trip per look.
     assert_eq!((remote.stats().requests, remote.stats().errors), (3, 0));
     assert!(remote.take_warning().is_none());
+}
+
+#[test]
+fn kiln_compile_fills_share_the_compiles_with_each_other_and_with_runs() {
+    let lab = tempfile::tempdir().unwrap();
+    let delay = [("KILN_TEST_COMPILE_DELAY", "2s")];
+    // Two fills and two runs start cold together on one cache.
+    let fills: Vec<Child> = (0..2).map(|_| kiln_compile(lab.path(), &delay).spawn().unwrap()).collect();
+    let runs: Vec<Child> = (0..2).map(|_| kiln_run(lab.path(), None, &delay).spawn().unwrap()).collect();
+    let all: Vec<Run> = fills.into_iter().chain(runs).map(finish).collect();
+    let want = interp_digests(lab.path());
+    assert_eq!((all[2].digests.as_str(), all[3].digests.as_str()), (want.as_str(), want.as_str()));
+    for r in &all {
+        assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+    }
+    assert_eq!(all.iter().map(|r| r.n("compiled")).sum::<u64>(), 10, "each task compiled once in all");
+    assert!(all[..2].iter().map(|r| r.n("waited")).sum::<u64>() >= 1, "a fill waited for another's compile");
+    assert_eq!(common::lock_files(lab.path()), 0, "every lock file goes with its record");
+    // A later fill finds every record.
+    let again = finish(kiln_compile(lab.path(), &[]).spawn().unwrap());
+    assert_eq!((again.n("hits"), again.n("compiled")), (10, 0), "{}", again.stats);
+}
+
+#[test]
+fn a_fill_takes_over_from_a_holder_killed_mid_compile() {
+    let lab = tempfile::tempdir().unwrap();
+    let mut holder = kiln_compile(lab.path(), &[("KILN_TEST_COMPILE_DELAY", "60s")]).spawn().unwrap();
+    let cache = lab.path().join("env-cache");
+    wait_until("the holder's locks", || common::lock_files(&cache) == 10);
+    let waiter = kiln_compile(lab.path(), &[("KILN_COMPILE_WAIT", "10min")]).spawn().unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let r = finish(waiter);
+    assert_eq!((r.n("compiled"), r.n("stored"), r.n("waited")), (10, 10, 0), "{}", r.stats);
+    assert!(r.ms("wait_ms") < 600_000.0, "{}", r.stats);
+    assert_eq!(common::lock_files(lab.path()), 0);
+    // What it stored serves a run.
+    let run = finish(kiln_run(lab.path(), None, &[]).spawn().unwrap());
+    assert_eq!((run.n("hits"), run.digests), (10, interp_digests(lab.path())));
 }

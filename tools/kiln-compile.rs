@@ -4,9 +4,11 @@
 //! `docs/tools/kiln-compile.md`.
 
 use clap::Parser;
-use kiln::cached::{self, FillTimes, Filled};
+use kiln::cached;
 use kiln::codegen::{self, Compiler, Emit};
 use kiln::config::CompileConfig;
+use kiln::fill;
+use kiln::flight::FlightOptions;
 use kiln::ir::Module;
 use kiln::settings::{self, Settings};
 use kiln::stats::RunReport;
@@ -260,26 +262,21 @@ fn fill_cache(
     let remote = remote.map(|r| kiln::remote::RemoteTier::new(r, store.scope_name()));
     let pool = thread_pool(cli)?;
     let progress = task_progress(cli, tasks.len());
-    let results: Vec<Result<(Filled, FillTimes), String>> = pool.install(|| {
-        tasks
-            .par_iter()
-            .map(|(m, name)| {
-                let r = cached::fill(&store, remote.as_ref(), compiler, m).map_err(|e| format!("task @{name}: {e}"));
-                task_done(cli, &progress);
-                r
-            })
-            .collect()
-    });
+    let modules: Vec<&Module> = tasks.iter().map(|(m, _)| *m).collect();
+    let flight = FlightOptions::from_settings(&settings);
+    let done = || task_done(cli, &progress);
+    let filled = pool.install(|| fill::fill(&store, remote.as_ref(), compiler, &modules, flight, &done));
     progress.finish();
     let mut counters = RunReport {
         cache: Some((store.root().display().to_string(), store.scope_name().to_string())),
         ..RunReport::default()
     };
+    (counters.run.waited, counters.run.wait_time) = (filled.waited, filled.wait_time);
     let mut errors = String::new();
-    for r in results {
+    for ((_, name), r) in tasks.iter().zip(filled.tasks) {
         match r {
             Ok((filled, times)) => filled.count(times, &mut counters),
-            Err(e) => errors.push_str(&tool::error_line(file, &e)),
+            Err(e) => errors.push_str(&tool::error_line(file, &format!("task @{name}: {e}"))),
         }
     }
     let s = store.stats();
