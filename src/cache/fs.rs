@@ -8,7 +8,8 @@
 //! notion of "still the same file" (device, inode, mtime); the one
 //! remove-if-unchanged ([`remove_if_unchanged`]); the one atomic
 //! small-file write ([`write_atomic`]: temporary named by
-//! `layout::temp_name`, synced, renamed); and the one fd-relative
+//! `layout::temp_name`, synced unless its bytes can be made again,
+//! renamed); and the one fd-relative
 //! directory listing ([`list`]) that the scan is built on.
 //!
 //! Must never: follow a symbolic link, block on a FIFO (reads open with
@@ -277,10 +278,19 @@ pub fn create_temp(dir: impl AsFd, final_name: &str, mode: FileMode) -> io::Resu
 /// old file or the new one, never part of one; on failure the temporary
 /// is removed.
 pub fn write_atomic(dir: impl AsFd, name: &str, bytes: &[u8], mode: FileMode) -> io::Result<()> {
+    write_atomic_with(dir, name, bytes, mode, true)
+}
+
+/// [`write_atomic`], synced before the rename only when `sync`: a file
+/// whose bytes can be made again needs no `fsync` for a running process
+/// to see it whole (a power cut may leave it torn: its reader must tell).
+pub fn write_atomic_with(dir: impl AsFd, name: &str, bytes: &[u8], mode: FileMode, sync: bool) -> io::Result<()> {
     let (tmp, mut file) = create_temp(&dir, name, mode)?;
     let mut write = || -> io::Result<()> {
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if sync {
+            file.sync_all()?;
+        }
         rename_at(&dir, &tmp, name)
     };
     write().inspect_err(|_| {
