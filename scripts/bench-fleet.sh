@@ -21,7 +21,8 @@
 #
 # Usage: scripts/bench-fleet.sh [N] [REPEATS]   (default 8 and 5)
 # KILN_BENCH_PROFILE=release uses a release build (default: the dev build
-# the tests use). Figures go to docs/performance.md, section "Fleet".
+# the tests use); CARGO_TARGET_DIR, when set, is where it is built.
+# Figures go to docs/performance.md, section "Fleet".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -29,7 +30,7 @@ N=${1:-8}
 REPS=${2:-5}
 PROFILE=${KILN_BENCH_PROFILE:-debug}
 if [ "$PROFILE" = release ]; then cargo build --release --bins >&2; else cargo build --bins >&2; fi
-BIN=$ROOT/target/$PROFILE
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/$PROFILE
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kiln-bench-fleet.XXXXXX")
 REDIS_PID=
 cleanup() {
