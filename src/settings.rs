@@ -328,9 +328,9 @@ settings! {
     remote_lease_ttl: Duration = Duration::from_secs(10), env "KILN_REMOTE_LEASE_TTL", flag None, cache_file true,
         "A machine compiling a task no tier holds leases it on the remote for this long, renewed while it compiles: others wait for its record; a dead holder's lease expires after this.";
     compile_wait: Duration = Duration::from_secs(30), env "KILN_COMPILE_WAIT", flag None, cache_file true,
-        "How long a run waits in all for tasks another process or machine is compiling (its lock or lease) before compiling them itself.";
+        "How long a run (or a kiln-compile --cache-dir fill) waits in all for tasks another process or machine is compiling (its lock or lease) before compiling them itself.";
     test_compile_delay: Duration = Duration::ZERO, env "KILN_TEST_COMPILE_DELAY", flag None, cache_file false,
-        "Test only: kiln-run sleeps this long before each batch of compiles, so tests can kill a lock holder mid-compile.";
+        "Test only: kiln-run and kiln-compile --cache-dir sleep this long before each batch of compiles, so tests can kill a lock holder mid-compile.";
     target_cpu: Option<String> = None, env "KILN_TARGET_CPU", flag Some("--target-cpu"), cache_file false,
         "kiln-run compiles for this CPU instead of the detected one (a simulated host), checked against LLVM's list (help lists them); never from the cache's own file, which hosts share.";
     target_features: Option<String> = None, env "KILN_TARGET_FEATURES", flag Some("--target-features"), cache_file false,
