@@ -25,6 +25,7 @@ use crate::jit::engine::ProvideError;
 use crate::remote::{Fetched, RemoteTier};
 use crate::stats::RunReport;
 use rayon::prelude::*;
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 /// What [`fill`] did for one task.
@@ -107,9 +108,13 @@ pub fn fill(
     if let Some(r) = remote {
         ask_remote(r, &mut tasks);
     }
-    let mut missing: Vec<Key> =
-        tasks.iter().filter(|(_, t)| t.local.is_none() && t.remote.is_none()).map(|(_, t)| t.key).collect();
-    missing.dedup();
+    // Identical tasks (of two kernels) share a key: it is claimed once.
+    let mut seen = HashSet::new();
+    let missing: Vec<Key> = tasks
+        .iter()
+        .filter(|(_, t)| t.local.is_none() && t.remote.is_none() && seen.insert(t.key))
+        .map(|(_, t)| t.key)
+        .collect();
     let mut flight = Flight::new(options);
     let mine = flight.claim(store, remote, &missing);
     // First what has a record somewhere and what this process holds; then
@@ -117,7 +122,13 @@ pub fn fill(
     // still this process's to compile after that, together.
     let (now, later): (Vec<_>, Vec<_>) =
         tasks.into_iter().partition(|(_, t)| t.local.is_some() || t.remote.is_some() || mine.contains(&t.key));
-    let now: Batch = now.into_iter().map(|(i, t)| (i, t.key, t)).map(|(i, k, t)| (i, t, flight.take(&k))).collect();
+    let now: Batch = now
+        .into_iter()
+        .map(|(i, t)| {
+            let held = flight.take(&t.key);
+            (i, t, held)
+        })
+        .collect();
     out.extend(finish_all(&flight, store, remote, compiler, now, done));
     let mut rest: Batch = Vec::new();
     for (i, mut t) in later {
