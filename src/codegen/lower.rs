@@ -36,7 +36,7 @@ use inkwell::module::{Linkage, Module};
 use inkwell::types::{BasicMetadataTypeEnum, BasicType, BasicTypeEnum, StructType};
 use inkwell::values::{
     AsValueRef, BasicMetadataValueEnum, BasicValue, BasicValueEnum, FloatValue, FunctionValue, InstructionValue,
-    IntValue, PointerValue,
+    IntValue, MetadataValue, PointerValue,
 };
 use inkwell::{AddressSpace, AtomicOrdering, FloatPredicate, IntPredicate};
 use std::collections::HashMap;
@@ -84,6 +84,9 @@ pub struct Lowering<'a, 'ctx> {
     may_fail: HashMap<&'a str, bool>,
     ctx_ty: StructType<'ctx>,
     oob: Option<FunctionValue<'ctx>>,
+    /// Each field's `alias.scope` and `noalias` lists, made on first use
+    /// (`lower::access`).
+    alias_tags: Vec<Option<(MetadataValue<'ctx>, MetadataValue<'ctx>)>>,
     /// Numbers the statements of the bodies in the order they are defined
     /// (`codegen::sites`): the number a failed access reports.
     numbering: Numbering,
@@ -122,6 +125,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
             may_fail: HashMap::new(),
             ctx_ty,
             oob: None,
+            alias_tags: Vec::new(),
             numbering: Numbering::default(),
             cpu_attr: cx.create_string_attribute("target-cpu", cpu),
             features_attr: cx.create_string_attribute("target-features", features),

@@ -2,11 +2,13 @@
 //! loads, stores and atomics, and the cold reporter a failed check calls.
 //!
 //! Owns: the bounds check of one access (the indices against the field's
-//! shape, the error slot's fields written once by the first failure) and
-//! the element's memory form (`i1` as a byte).
+//! shape, the error slot's fields written once by the first failure), the
+//! element's memory form (`i1` as a byte) and the alias facts an access
+//! carries (`alias.scope`/`noalias`: distinct fields never overlap).
 //!
 //! Must never: leave an access unchecked unless bounds checks are off or
-//! the enclosing loop's pre-loop test proved it (`FnCx::proven`).
+//! the enclosing loop's pre-loop test proved it (`FnCx::proven`); tell LLVM
+//! that two accesses of the same field do not alias.
 
 use super::{bug, fx_int_ty, FnCx, Lowering, Result, MAX_RANK};
 use super::{CTX_ERROR, ERR_FIELD_OFFSET, ERR_INDEX_OFFSET, ERR_RANK_OFFSET, ERR_STMT_OFFSET};
@@ -18,7 +20,7 @@ use inkwell::module::Linkage;
 use inkwell::types::BasicMetadataTypeEnum;
 use inkwell::values::{
     AsValueRef, BasicMetadataValueEnum, BasicValue, BasicValueEnum, FloatValue, FunctionValue, InstructionValue,
-    IntValue, PointerValue,
+    IntValue, MetadataValue, PointerValue,
 };
 use inkwell::{AddressSpace, AtomicOrdering, IntPredicate};
 
@@ -73,13 +75,63 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         self.oob = Some(f);
         Ok(f)
     }
+
+    /// The `alias.scope` and `noalias` lists of an access to the field at
+    /// `pos`, or `None` when the object sees one field only. Fields are
+    /// separate allocations (`docs/runtime.md`, "The context"), so accesses
+    /// of distinct fields never alias. The fields' positions are written in
+    /// binary, one scope domain per bit with a scope for each of its two
+    /// values: an access is in the scopes of its position's bits and
+    /// `noalias` with the other value of each bit, so two positions that
+    /// differ in some bit are apart in that bit's domain, and the same
+    /// position is apart in none. Two lists of `log2(fields)` scopes per
+    /// field, where one scope per field would list every other field on
+    /// every access: quadratic in a task of thousands of fields.
+    fn alias_tags(&mut self, pos: u32) -> Option<(MetadataValue<'ctx>, MetadataValue<'ctx>)> {
+        let n = self.fields.len();
+        if n < 2 {
+            return None;
+        }
+        if self.alias_tags.len() != n {
+            self.alias_tags = vec![None; n];
+        }
+        if let Some(tags) = self.alias_tags[pos as usize] {
+            return Some(tags);
+        }
+        let cx = self.cx;
+        let bits = usize::BITS - (n - 1).leading_zeros();
+        let (mut scopes, mut apart): (Vec<BasicMetadataValueEnum>, Vec<BasicMetadataValueEnum>) = (vec![], vec![]);
+        for b in 0..bits {
+            let domain = cx.metadata_node(&[cx.metadata_string(&format!("kiln.field.bit{b}")).into()]);
+            let scope = |v: u32| {
+                cx.metadata_node(&[cx.metadata_string(&format!("kiln.field.bit{b}={v}")).into(), domain.into()])
+            };
+            let v = (pos >> b) & 1;
+            scopes.push(scope(v).into());
+            apart.push(scope(1 - v).into());
+        }
+        let tags = (cx.metadata_node(&scopes), cx.metadata_node(&apart));
+        self.alias_tags[pos as usize] = Some(tags);
+        Some(tags)
+    }
+
+    /// Puts the alias facts of an access to the field at `pos` on `inst`.
+    fn tag_access(&mut self, inst: InstructionValue<'ctx>, pos: u32) -> Result<()> {
+        if let Some((scopes, apart)) = self.alias_tags(pos) {
+            let md = |e| bug(format!("{e:?}"));
+            inst.set_metadata(scopes, self.cx.get_kind_id("alias.scope")).map_err(md)?;
+            inst.set_metadata(apart, self.cx.get_kind_id("noalias")).map_err(md)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a, 'ctx> FnCx<'a, 'ctx> {
     /// `load @x[...]` (an `i1` element is a byte, compared with zero).
     pub(super) fn load(&mut self, l: &mut Lowering<'a, 'ctx>, r: &crate::ir::FieldRef) -> Result<BasicValueEnum<'ctx>> {
-        let (ptr, elem) = self.address(l, r)?;
+        let (ptr, elem, pos) = self.address(l, r)?;
         let raw = self.b.build_load(l.mem_ty(elem), ptr, "")?;
+        l.tag_access(raw.as_instruction_value().ok_or_else(|| bug("load is not an instruction"))?, pos)?;
         Ok(if elem == Scalar::I1 {
             let z = self.cx.i8_type().const_zero();
             self.b.build_int_compare(IntPredicate::NE, raw.into_int_value(), z, "")?.into()
@@ -90,13 +142,13 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
 
     /// `store @x[...], %v` (an `i1` is stored as a byte 0 or 1).
     pub(super) fn store(&mut self, l: &mut Lowering<'a, 'ctx>, r: &crate::ir::FieldRef, v: Value) -> Result<()> {
-        let (ptr, elem) = self.address(l, r)?;
+        let (ptr, elem, pos) = self.address(l, r)?;
         let mut val = self.val(v)?;
         if elem == Scalar::I1 {
             val = self.b.build_int_z_extend(val.into_int_value(), self.cx.i8_type(), "")?.into();
         }
-        self.b.build_store(ptr, val)?;
-        Ok(())
+        let st = self.b.build_store(ptr, val)?;
+        l.tag_access(st, pos)
     }
 
     /// `atomic OP @x[...], %v`: an `atomicrmw`, or a compare-and-swap loop
@@ -108,7 +160,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         r: &crate::ir::FieldRef,
         v: Value,
     ) -> Result<BasicValueEnum<'ctx>> {
-        let (ptr, elem) = self.address(l, r)?;
+        let (ptr, elem, pos) = self.address(l, r)?;
         let val = self.val(v)?;
         use llvm_sys::LLVMAtomicRMWBinOp::*;
         let rmw = match (op, elem.is_float()) {
@@ -122,7 +174,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             // No atomicrmw has the minimumNumber semantics of the
             // `min`/`max` operators: a compare-and-swap loop.
             (AtomicOp::Min | AtomicOp::Max, true) => {
-                return self.float_cas_loop(l, ptr, elem, val.into_float_value(), op == AtomicOp::Min);
+                return self.float_cas_loop(l, (ptr, pos), elem, val.into_float_value(), op == AtomicOp::Min);
             }
             (op, true) => return Err(CodegenError::new(format!("atomic {} on a float field", op.keyword()))),
         };
@@ -139,15 +191,17 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 0,
             )
         };
+        l.tag_access(unsafe { InstructionValue::new(old) }, pos)?;
         Ok(unsafe { BasicValueEnum::new(old) })
     }
 
-    /// The address of a field element, after the bounds check (when on).
+    /// The address of a field element, after the bounds check (when on),
+    /// its element type and the field's position.
     pub(super) fn address(
         &mut self,
         l: &mut Lowering<'a, 'ctx>,
         r: &crate::ir::FieldRef,
-    ) -> Result<(PointerValue<'ctx>, Scalar)> {
+    ) -> Result<(PointerValue<'ctx>, Scalar, u32)> {
         let pos = *l
             .field_pos
             .get(r.field.as_str())
@@ -218,7 +272,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         } else {
             unsafe { self.b.build_gep(l.mem_ty(f.elem), base, &[lin], "") }?
         };
-        Ok((ptr, f.elem))
+        Ok((ptr, f.elem, pos))
     }
 
     pub(super) fn branch_weights(&self, br: InstructionValue<'ctx>, taken: u32, not_taken: u32) -> Result<()> {
@@ -233,11 +287,12 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
     }
 
     /// `old = *ptr; *ptr = min(old, v)` (or `max`) atomically, as a
-    /// compare-and-swap loop on the bits; returns `old`.
+    /// compare-and-swap loop on the bits; returns `old`. `ptr` is an
+    /// element of the field at `pos`.
     pub(super) fn float_cas_loop(
         &mut self,
-        l: &Lowering<'a, 'ctx>,
-        ptr: PointerValue<'ctx>,
+        l: &mut Lowering<'a, 'ctx>,
+        (ptr, pos): (PointerValue<'ctx>, u32),
         elem: Scalar,
         v: FloatValue<'ctx>,
         min: bool,
@@ -249,6 +304,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let first_i = first.as_instruction_value().ok_or_else(|| bug("load is not an instruction"))?;
         first_i.set_atomic_ordering(AtomicOrdering::Monotonic).map_err(|e| bug(format!("{e:?}")))?;
         first_i.set_alignment(elem.size_bytes() as u32).map_err(|e| bug(format!("{e:?}")))?;
+        l.tag_access(first_i, pos)?;
         let head = self.cx.append_basic_block(self.func, "cas.loop");
         let done = self.cx.append_basic_block(self.func, "cas.done");
         self.b.build_unconditional_branch(head)?;
@@ -259,6 +315,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let newf = self.float_min_max(l, min, elem, oldf.into_float_value(), v)?;
         let new = self.b.build_bit_cast(newf, ity, "")?.into_int_value();
         let pair = self.b.build_cmpxchg(ptr, old, new, AtomicOrdering::Monotonic, AtomicOrdering::Monotonic)?;
+        l.tag_access(pair.as_instruction_value().ok_or_else(|| bug("cmpxchg is not an instruction"))?, pos)?;
         let seen = self.b.build_extract_value(pair, 0, "")?.into_int_value();
         let ok = self.b.build_extract_value(pair, 1, "")?.into_int_value();
         self.b.build_conditional_branch(ok, done, head)?;
