@@ -320,6 +320,9 @@ struct FnCx<'a, 'ctx> {
     exit: Exit<'ctx>,
     /// The block that leaves the function after an error was reported.
     abort: Option<BasicBlock<'ctx>>,
+    /// The array a failed access's indices are passed to the reporter in
+    /// (`lower::access`), allocated in the prologue on first use.
+    oob_index: Option<PointerValue<'ctx>>,
     /// The number of each statement of `body` (`codegen::sites`), and of
     /// the one being lowered.
     stmt_no: SecondaryMap<Stmt, u32>,
@@ -362,6 +365,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             loops: Vec::new(),
             exit,
             abort: None,
+            oob_index: None,
             stmt_no: SecondaryMap::with_default(NO_STMT),
             cur_stmt: NO_STMT,
             cur: None,

@@ -36,9 +36,11 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         let ptr = cx.ptr_type(AddressSpace::default());
         let i32t = cx.i32_type();
         let i64t = cx.i64_type();
-        // (context, field, rank, statement, index...)
-        let mut params: Vec<BasicMetadataTypeEnum> = vec![ptr.into(), i32t.into(), i32t.into(), i32t.into()];
-        params.extend(std::iter::repeat_n(BasicMetadataTypeEnum::from(i64t), MAX_RANK));
+        // (context, field, rank, statement, the rank indices in memory):
+        // an index array rather than MAX_RANK arguments, since every call
+        // site's argument set-up is compile time (cold compile) and most
+        // accesses have one or two indices.
+        let params: Vec<BasicMetadataTypeEnum> = vec![ptr.into(), i32t.into(), i32t.into(), i32t.into(), ptr.into()];
         let f = self.module.add_function("kiln.oob", cx.void_type().fn_type(&params, false), Some(Linkage::Private));
         self.set_fn_attrs(f);
         f.add_attribute(AttributeLoc::Function, self.enum_attr("cold"));
@@ -66,9 +68,10 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         b.build_store(at(ERR_FIELD_OFFSET)?, f.get_nth_param(1).unwrap())?;
         b.build_store(at(ERR_RANK_OFFSET)?, f.get_nth_param(2).unwrap())?;
         b.build_store(at(ERR_STMT_OFFSET)?, f.get_nth_param(3).unwrap())?;
-        for k in 0..MAX_RANK {
-            b.build_store(at(ERR_INDEX_OFFSET + 8 * k as u64)?, f.get_nth_param(4 + k as u32).unwrap())?;
-        }
+        let rank = f.get_nth_param(2).unwrap().into_int_value();
+        let bytes = b.build_int_mul(b.build_int_z_extend(rank, i64t, "")?, i64t.const_int(8, false), "")?;
+        let index = f.get_nth_param(4).unwrap().into_pointer_value();
+        b.build_memcpy(at(ERR_INDEX_OFFSET)?, 8, index, 8, bytes).map_err(|e| bug(e.to_string()))?;
         b.build_unconditional_branch(done)?;
         b.position_at_end(done);
         b.build_return(None)?;
@@ -241,19 +244,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 let br = self.b.build_conditional_branch(ok, cont, fail)?;
                 self.branch_weights(br, 1 << 20, 1)?;
                 self.b.position_at_end(fail);
-                let oob = l.oob_fn()?;
-                let mut args: Vec<BasicMetadataValueEnum> = vec![
-                    self.ctx.into(),
-                    self.cx.i32_type().const_int(pos as u64, false).into(),
-                    self.cx.i32_type().const_int(idx.len() as u64, false).into(),
-                    self.cx.i32_type().const_int(self.cur_stmt as u64, false).into(),
-                ];
-                for k in 0..MAX_RANK {
-                    args.push(idx.get(k).copied().unwrap_or(i64t.const_zero()).into());
-                }
-                self.b.build_call(oob, &args, "")?;
-                let abort = self.abort_block(l)?;
-                self.b.build_unconditional_branch(abort)?;
+                self.report_oob(l, pos, &idx)?;
                 self.b.position_at_end(cont);
             }
         }
@@ -273,6 +264,34 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             unsafe { self.b.build_gep(l.mem_ty(f.elem), base, &[lin], "") }?
         };
         Ok((ptr, f.elem, pos))
+    }
+
+    /// In the block of a failed check: the call of the reporter with the
+    /// access's field, statement and indices (written to the function's
+    /// index array), then the way out of the function.
+    fn report_oob(&mut self, l: &mut Lowering<'a, 'ctx>, pos: u32, idx: &[IntValue<'ctx>]) -> Result<()> {
+        let i64t = self.cx.i64_type();
+        let array = match self.oob_index {
+            Some(a) => a,
+            None => *self.oob_index.insert(self.pb.build_alloca(i64t.array_type(MAX_RANK as u32), "oob.index")?),
+        };
+        for (k, &i) in idx.iter().enumerate() {
+            let at = unsafe { self.b.build_in_bounds_gep(i64t, array, &[i64t.const_int(k as u64, false)], "") }?;
+            self.b.build_store(at, i)?;
+        }
+        let i32t = self.cx.i32_type();
+        let args: [BasicMetadataValueEnum; 5] = [
+            self.ctx.into(),
+            i32t.const_int(pos as u64, false).into(),
+            i32t.const_int(idx.len() as u64, false).into(),
+            i32t.const_int(self.cur_stmt as u64, false).into(),
+            array.into(),
+        ];
+        let oob = l.oob_fn()?;
+        self.b.build_call(oob, &args, "")?;
+        let abort = self.abort_block(l)?;
+        self.b.build_unconditional_branch(abort)?;
+        Ok(())
     }
 
     pub(super) fn branch_weights(&self, br: InstructionValue<'ctx>, taken: u32, not_taken: u32) -> Result<()> {
