@@ -60,6 +60,7 @@ impl From<inkwell::builder::BuilderError> for CodegenError {
 
 /// A task to lower: its body, the block holding its statements, how it
 /// runs, and which of the body's values are read from parameter slots.
+#[derive(Clone, Copy)]
 pub struct TaskSource<'a> {
     pub body: &'a Body,
     pub block: crate::ir::Block,
@@ -323,6 +324,8 @@ struct FnCx<'a, 'ctx> {
     /// The array a failed access's indices are passed to the reporter in
     /// (`lower::access`), allocated in the prologue on first use.
     oob_index: Option<PointerValue<'ctx>>,
+    /// Where a versioned loop's checked copy goes (`lower::loops`).
+    checked: loops::Checked<'a>,
     /// The number of each statement of `body` (`codegen::sites`), and of
     /// the one being lowered.
     stmt_no: SecondaryMap<Stmt, u32>,
@@ -366,6 +369,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             exit,
             abort: None,
             oob_index: None,
+            checked: loops::Checked::Inline,
             stmt_no: SecondaryMap::with_default(NO_STMT),
             cur_stmt: NO_STMT,
             cur: None,

@@ -15,13 +15,13 @@
 use super::versioning;
 use super::{bug, fx_int_ty, Exit, FnCx, Lowering, Result, TaskSource, CTX_BEGIN, CTX_END, CTX_PARAMS};
 use crate::codegen::CodegenError;
-use crate::ir::{Body, Bound, Name, Scalar, TaskKind, Value};
+use crate::ir::{Body, Bound, Name, Scalar, SecondaryMap, Stmt, StmtKind, TaskKind, Value};
 use inkwell::attributes::AttributeLoc;
 use inkwell::basic_block::BasicBlock;
 use inkwell::intrinsics::Intrinsic;
 use inkwell::module::Linkage;
 use inkwell::types::IntType;
-use inkwell::values::{BasicValueEnum, IntValue, PhiValue};
+use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PhiValue};
 use inkwell::{AddressSpace, IntPredicate};
 
 impl<'a, 'ctx> Lowering<'a, 'ctx> {
@@ -30,7 +30,25 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
     /// parameters, the chunk and what the launcher guarantees about it,
     /// then the body in the task's iteration space.
     pub fn add_task(&mut self, symbol: &str, task: &TaskSource<'a>) -> Result<()> {
-        let (mut fx, exit) = self.task_entry(symbol, task.body)?;
+        let numbers = self.numbering.number(task.body);
+        let checked = match task.kind {
+            TaskKind::Serial => Checked::Inline,
+            _ => Checked::Outline(format!("{symbol}.checked"), *task),
+        };
+        self.define_entry(symbol, task, numbers, checked).map(drop)
+    }
+
+    /// The entry `symbol` of `task`, its statements numbered `numbers`;
+    /// `checked` says where a versioned loop's checked copy goes.
+    fn define_entry(
+        &mut self,
+        symbol: &str,
+        task: &TaskSource<'a>,
+        numbers: SecondaryMap<Stmt, u32>,
+        checked: Checked<'a>,
+    ) -> Result<FunctionValue<'ctx>> {
+        let (mut fx, exit) = self.task_entry(symbol, task.body, numbers)?;
+        fx.checked = checked;
         self.load_params(&mut fx, task)?;
         let (begin, end) = self.load_chunk(&mut fx)?;
         self.assume_chunk(&mut fx, task.kind, begin, end)?;
@@ -48,12 +66,41 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         }
         fx.b.position_at_end(exit);
         fx.b.build_return(None)?;
-        fx.finish()
+        let f = fx.func;
+        fx.finish()?;
+        Ok(f)
+    }
+
+    /// The checked copy of a parallel task's versioned chunk loop, as an
+    /// entry of its own, `symbol`: the task lowered again with every check
+    /// and nothing versioned, private, and compiled without optimisation
+    /// (`optnone`). It runs only when the pre-loop test failed, which for a
+    /// loop whose accesses all run in every iteration means some iteration
+    /// fails: LLVM's time is not spent on a loop that is about to report
+    /// an error (cold compile). Its statements have the task's numbers, so
+    /// an error it reports names the same statement.
+    pub(super) fn checked_entry(
+        &mut self,
+        symbol: &str,
+        task: &TaskSource<'a>,
+        numbers: SecondaryMap<Stmt, u32>,
+    ) -> Result<FunctionValue<'ctx>> {
+        let f = self.define_entry(symbol, task, numbers, Checked::Off)?;
+        f.set_linkage(Linkage::Private);
+        for attr in ["optnone", "noinline", "cold"] {
+            f.add_attribute(AttributeLoc::Function, self.enum_attr(attr));
+        }
+        Ok(f)
     }
 
     /// The entry function `void symbol(ptr noalias ctx)` with its body's
     /// statement numbers, and the block every exit of it goes to.
-    pub(super) fn task_entry(&mut self, symbol: &str, body: &'a Body) -> Result<(FnCx<'a, 'ctx>, BasicBlock<'ctx>)> {
+    pub(super) fn task_entry(
+        &mut self,
+        symbol: &str,
+        body: &'a Body,
+        numbers: SecondaryMap<Stmt, u32>,
+    ) -> Result<(FnCx<'a, 'ctx>, BasicBlock<'ctx>)> {
         let cx = self.cx;
         let ptr = cx.ptr_type(AddressSpace::default());
         let fv =
@@ -61,7 +108,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         self.set_fn_attrs(fv);
         fv.add_attribute(AttributeLoc::Param(0), self.enum_attr("noalias"));
         let mut fx = FnCx::new(self, fv, body, Exit::Func(None))?;
-        fx.stmt_no = self.numbering.number(body);
+        fx.stmt_no = numbers;
         let exit = cx.append_basic_block(fv, "exit");
         fx.exit = Exit::Entry(exit);
         fx.abort = Some(exit);
@@ -261,7 +308,8 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let vars: Vec<Value> = ranges.iter().map(|&(v, ..)| v).collect();
         let field = |name: &str| l.field_pos.get(name).map(|&p| l.fields[p as usize]);
         let vector_math = l.fast_math && !l.vector_isas.is_empty();
-        let plan = if l.bounds_checks { versioning::plan(self.body, block, &vars, vector_math, field) } else { None };
+        let on = l.bounds_checks && !matches!(self.checked, Checked::Off);
+        let plan = if on { versioning::plan(self.body, block, &vars, vector_math, field) } else { None };
         let Some(plan) = plan else { return emit(self, l) };
         let ok = self.version_test(&plan, ranges)?;
         let fast = self.cx.append_basic_block(self.func, "fast");
@@ -275,6 +323,22 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         done?;
         self.loop_hints(LoopCopy::Fast)?;
         self.b.position_at_end(checked);
+        // Only a parallel task's chunk loop is outlined (the one loop of its
+        // entry versioned: the loops nested in it are not), and only when
+        // every access runs in every iteration: then the test fails only
+        // when some iteration does, and the unoptimised copy runs only to
+        // report it. Otherwise (an access under `if` or `while`, which the
+        // box may count out of bounds when it never runs) the checked copy
+        // stays here, optimised, as the loop may well run to its end.
+        if let (Checked::Outline(symbol, task), Exit::Entry(exit)) = (&self.checked, self.exit) {
+            if straight_line(self.body, block) {
+                let (symbol, task) = (symbol.clone(), *task);
+                let f = l.checked_entry(&symbol, &task, self.stmt_no.clone())?;
+                self.b.build_call(f, &[self.ctx.into()], "")?;
+                self.b.build_unconditional_branch(exit)?;
+                return Ok(());
+            }
+        }
         emit(self, l)?;
         self.loop_hints(LoopCopy::Checked)
     }
@@ -495,4 +559,27 @@ struct CountedLoop<'ctx> {
     latch: BasicBlock<'ctx>,
     phi: PhiValue<'ctx>,
     iv: IntValue<'ctx>,
+}
+
+/// Where the checked copy of a versioned loop goes.
+#[derive(Clone, Default)]
+pub(super) enum Checked<'a> {
+    /// Beside the fast copy, in the same function (serial tasks, functions).
+    #[default]
+    Inline,
+    /// A parallel task's chunk loop: in an unoptimised entry of its own
+    /// (`Lowering::checked_entry`), the symbol and task to lower it from.
+    Outline(String, TaskSource<'a>),
+    /// Inside that entry: nothing is versioned.
+    Off,
+}
+
+/// Whether every statement of `block` (loops nested in it included) runs
+/// in every iteration once the ones before it have: no `if` or `while`.
+fn straight_line(body: &Body, block: crate::ir::Block) -> bool {
+    let mut straight = true;
+    body.walk(block, &mut |s| {
+        straight &= !matches!(body.stmt(s).kind, StmtKind::If { .. } | StmtKind::While { .. });
+    });
+    straight
 }
