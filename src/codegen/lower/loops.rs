@@ -6,11 +6,15 @@
 //!
 //! Owns: the control flow of loops (head, latch, induction variable, what
 //! `break`, `continue` and `ret` branch to), the facts about a task's
-//! iteration space told to LLVM, and the `llvm.loop` hints of a versioned
-//! loop's two copies.
+//! iteration space told to LLVM, the `llvm.loop` hints of a versioned
+//! loop's two copies, and where the checked copy goes (beside the fast
+//! one, or, for a parallel task's straight-line chunk loop, an unoptimised
+//! entry of its own: [`Checked`]).
 //!
 //! Must never: change the order in which iterations run or which iteration
-//! reports an error: a versioned loop's two copies compute the same thing.
+//! reports an error: a versioned loop's two copies compute the same thing;
+//! outline the checked copy of a loop with `if` or `while` (the test may
+//! fail for an access that never runs, and the copy then runs the loop).
 
 use super::versioning;
 use super::{bug, fx_int_ty, Exit, FnCx, Lowering, Result, TaskSource, CTX_BEGIN, CTX_END, CTX_PARAMS};
