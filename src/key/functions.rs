@@ -86,6 +86,18 @@ pub struct ObjectFuncs {
     pub declared: Vec<usize>,
 }
 
+impl ObjectFuncs {
+    /// For each of the plan's `n` functions: `Some(true)` if the object
+    /// defines it, `Some(false)` if it declares it, `None` if neither (a
+    /// table, so asking costs no search).
+    pub fn membership(&self, n: usize) -> Vec<Option<bool>> {
+        let mut v = vec![None; n];
+        self.defined.iter().for_each(|&i| v[i] = Some(true));
+        self.declared.iter().for_each(|&i| v[i] = Some(false));
+        v
+    }
+}
+
 /// A function's facts while the plan is built.
 struct Facts {
     size: u64,
@@ -217,6 +229,37 @@ impl<'m> FuncPlan<'m> {
         out.declared.sort_unstable();
         out
     }
+}
+
+/// A function record some task of a stream needs: the per-task module it
+/// was found in (which holds it and everything it reaches), its key and
+/// its name there.
+#[derive(Clone, Debug)]
+pub struct NeededRecord<'s> {
+    pub module: &'s Module,
+    pub key: Key,
+    pub name: crate::ir::Name,
+}
+
+/// Every function record the tasks of `modules` (per-task modules) need,
+/// each key once, callees before callers within each task.
+pub fn needed_records<'s>(
+    modules: impl IntoIterator<Item = &'s Module>,
+    config: &CompileConfig,
+) -> Vec<NeededRecord<'s>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for m in modules {
+        let Some(task) = m.tasks().next() else { continue };
+        let plan = FuncPlan::of(m, config);
+        for i in plan.records_needed(&task.body) {
+            let f = &plan.funcs[i];
+            if seen.insert(f.key) {
+                out.push(NeededRecord { module: m, key: f.key, name: f.func.name.clone() });
+            }
+        }
+    }
+    out
 }
 
 /// The distinct functions `body` calls, in name order.
