@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 const RUN: &str = env!("CARGO_BIN_EXE_kiln-run");
 const COMPILE: &str = env!("CARGO_BIN_EXE_kiln-compile");
+const INSPECT: &str = env!("CARGO_BIN_EXE_kiln-cache-inspect");
 
 /// `k` kernels, each calling the head of one chain of `n` one-call
 /// functions (`scripts/gen-shared-chain.py`'s shape).
@@ -75,6 +76,15 @@ fn each_function_is_compiled_once_and_loaded_from_the_cache_after() {
     assert_eq!(out, expected());
     assert_eq!((n(&warm, "hits"), n(&warm, "compiled")), (KERNELS as u64, 0), "{warm}");
     assert_eq!((n(&warm, "function_hits"), n(&warm, "functions_compiled")), (RECORDS, 0), "{warm}");
+    // kiln-cache-inspect lists them by kind and verifies them as records.
+    let mut c = common::tool(INSPECT, dir.path());
+    c.args(["list", "--cache-dir", cache]);
+    let list = String::from_utf8(common::ok(c).stdout).unwrap();
+    let kinds = |k: &str| list.lines().filter(|l| l.split_whitespace().nth(2) == Some(k)).count();
+    assert_eq!((kinds("function") as u64, kinds("serial")), (RECORDS, KERNELS), "{list}");
+    let mut c = common::tool(INSPECT, dir.path());
+    c.args(["verify", "--cache-dir", cache]);
+    common::ok(c);
 }
 
 #[test]
