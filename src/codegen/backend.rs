@@ -299,45 +299,15 @@ impl Backend for CompileProcess {
                 batch.push(m);
             }
         }
-        let t0 = Instant::now();
-        let objects = if batch.is_empty() { Ok(Vec::new()) } else { self.compile_batch(&batch) };
-        let share = t0.elapsed() / u32::try_from(batch.len().max(1)).unwrap_or(u32::MAX);
-        modules
-            .iter()
-            .zip(metas)
-            .map(|(m, meta)| {
-                let meta = meta?;
-                let objects = objects.as_ref().map_err(Clone::clone)?;
-                let i = batch.iter().position(|b| same_task_name(b, m)).unwrap_or(0);
-                let object = objects
-                    .get(i)
-                    .cloned()
-                    .ok_or_else(|| CodegenError::new("the compiler returned too few objects"))?;
-                Ok(CompiledTask { object, meta, compile_time: share })
-            })
-            .collect()
+        let at = |i: usize| batch.iter().position(|b| same_task_name(b, modules[i])).unwrap_or(0);
+        batch_results(metas, batch.len(), || self.compile_batch(&batch), at)
     }
 
     fn compile_functions(&self, records: &[(&Module, Key)]) -> Vec<Result<CompiledTask, CodegenError>> {
         // Metadata first, from the IR, as for tasks.
         let metas: Vec<Result<LaunchMeta, CodegenError>> =
             records.iter().map(|(m, k)| record_meta(m, k, &self.config)).collect();
-        let t0 = Instant::now();
-        let objects = if records.is_empty() { Ok(Vec::new()) } else { self.records_batch(records) };
-        let share = t0.elapsed() / u32::try_from(records.len().max(1)).unwrap_or(u32::MAX);
-        metas
-            .into_iter()
-            .enumerate()
-            .map(|(i, meta)| {
-                let meta = meta?;
-                let objects = objects.as_ref().map_err(Clone::clone)?;
-                let object = objects
-                    .get(i)
-                    .cloned()
-                    .ok_or_else(|| CodegenError::new("the compiler returned too few objects"))?;
-                Ok(CompiledTask { object, meta, compile_time: share })
-            })
-            .collect()
+        batch_results(metas, records.len(), || self.records_batch(records), |i| i)
     }
 
     fn compile_kernel(&self, stream: &Stream, kernel: &str) -> Result<CompiledKernel, CodegenError> {
@@ -346,6 +316,28 @@ impl Backend for CompileProcess {
         let object = self.run(&["-", "--kernel", kernel, "-o", "-"], &stream.to_string(), None)?;
         Ok(CompiledKernel { object, launches: plan.launches, compile_time: t0.elapsed() })
     }
+}
+
+/// Runs a batch of `n` objects (none: no process) and pairs each
+/// metadata with its object (`at(i)`: the index of the `i`-th's object),
+/// each charged an equal share of the batch's time.
+fn batch_results(
+    metas: Vec<Result<LaunchMeta, CodegenError>>,
+    n: usize,
+    run: impl FnOnce() -> Result<Vec<Vec<u8>>, CodegenError>,
+    at: impl Fn(usize) -> usize,
+) -> Vec<Result<CompiledTask, CodegenError>> {
+    let t0 = Instant::now();
+    let objects = if n == 0 { Ok(Vec::new()) } else { run() };
+    let share = t0.elapsed() / u32::try_from(n.max(1)).unwrap_or(u32::MAX);
+    let pair = |i: usize, meta: Result<LaunchMeta, CodegenError>| {
+        let meta = meta?;
+        let objects = objects.as_ref().map_err(Clone::clone)?;
+        let object =
+            objects.get(at(i)).cloned().ok_or_else(|| CodegenError::new("the compiler returned too few objects"))?;
+        Ok(CompiledTask { object, meta, compile_time: share })
+    };
+    metas.into_iter().enumerate().map(|(i, meta)| pair(i, meta)).collect()
 }
 
 /// Whether two per-task modules hold tasks of one name.
