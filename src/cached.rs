@@ -651,20 +651,19 @@ impl RecordSource for CachedTasks {
         fresh: bool,
         stats: &mut JitStats,
     ) -> Vec<Result<Vec<u8>, ProvideError>> {
-        let config = backend.config();
         let mut out: Vec<Option<Result<Vec<u8>, ProvideError>>> = wanted.iter().map(|_| None).collect();
         for (r, slot) in wanted.iter().zip(out.iter_mut()) {
             if fresh {
                 let _ = self.store.discard(&r.key);
                 continue;
             }
-            let Ok(meta) = codegen::backend::record_meta(r.module, &r.key, config) else { continue };
-            if let Some(job) = self.compiled.get(&r.key).filter(|j| j.1 == meta) {
+            let meta = &r.meta;
+            if let Some(job) = self.compiled.get(&r.key).filter(|j| j.1 == *meta) {
                 *slot = Some(Ok(job.2.clone()));
                 continue;
             }
             match self.store.get(&r.key) {
-                Ok(Lookup::Hit(rec)) if rec.meta == meta => {
+                Ok(Lookup::Hit(rec)) if rec.meta == *meta => {
                     stats.run.function_hits += 1;
                     *slot = Some(Ok(rec.object));
                 }
@@ -676,7 +675,7 @@ impl RecordSource for CachedTasks {
                 Ok(Lookup::Miss) | Err(_) => {}
             }
         }
-        self.fetch_records(backend, wanted, &mut out, fresh, stats);
+        self.fetch_records(wanted, &mut out, fresh, stats);
         let todo: Vec<NeededRecord> =
             wanted.iter().zip(&out).filter(|(_, o)| o.is_none()).map(|(r, _)| r.clone()).collect();
         let mut compiled = crate::jit::engine::compile_records(backend, &todo, stats).into_iter();
@@ -709,7 +708,6 @@ impl CachedTasks {
     /// asked once for all of them.
     fn fetch_records(
         &mut self,
-        backend: &dyn Backend,
         wanted: &[NeededRecord<'_>],
         out: &mut [Option<Result<Vec<u8>, ProvideError>>],
         fresh: bool,
@@ -724,9 +722,8 @@ impl CachedTasks {
         let _span = crate::trace::span("remote", "remote fetch", &format!("({} function records)", keys.len()));
         for (&i, found) in ask.iter().zip(remote.get_many(&keys)) {
             let r = &wanted[i];
-            let Ok(meta) = codegen::backend::record_meta(r.module, &r.key, backend.config()) else { continue };
             match found {
-                Fetched::Hit(rec) if rec.meta == meta => {
+                Fetched::Hit(rec) if rec.meta == r.meta => {
                     stats.run.function_hits += 1;
                     let compile = Duration::from_millis(rec.producer.compile_ms);
                     out[i] = Some(Ok(rec.object.clone()));

@@ -21,7 +21,7 @@
 use super::{task_meta, CodegenError, CompiledKernel, CompiledTask, Compiler, HostTarget, KernelPlan};
 use crate::config::{CompileConfig, LaunchMeta};
 use crate::ir::{Module, Stream};
-use crate::key::functions::FuncPlan;
+use crate::key::functions::NeededRecord;
 use crate::key::Key;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -44,10 +44,10 @@ pub trait Backend: Send + Sync {
     /// into one object (the whole-kernel path).
     fn compile_kernel(&self, stream: &Stream, kernel: &str) -> Result<CompiledKernel, CodegenError>;
 
-    /// Compiles function records (`crate::key::functions`): each pair
-    /// names a record of a per-task module by key; one result per pair, in
-    /// order (metadata from [`super::function_meta`]).
-    fn compile_functions(&self, records: &[(&Module, Key)]) -> Vec<Result<CompiledTask, CodegenError>>;
+    /// Compiles function records (`crate::key::functions`), each a record
+    /// of a per-task module by key; one result per record, in order, with
+    /// the record's own metadata.
+    fn compile_functions(&self, records: &[NeededRecord<'_>]) -> Vec<Result<CompiledTask, CodegenError>>;
 
     /// Compiles one per-task module.
     fn compile_task(&self, module: &Module) -> Result<CompiledTask, CodegenError> {
@@ -73,8 +73,8 @@ impl Backend for Compiler {
         Compiler::compile_kernel(self, stream, kernel)
     }
 
-    fn compile_functions(&self, records: &[(&Module, Key)]) -> Vec<Result<CompiledTask, CodegenError>> {
-        records.iter().map(|(m, k)| self.compile_function(m, k)).collect()
+    fn compile_functions(&self, records: &[NeededRecord<'_>]) -> Vec<Result<CompiledTask, CodegenError>> {
+        records.iter().map(|r| self.compile_function(r.module, &r.key)).collect()
     }
 }
 
@@ -249,17 +249,17 @@ impl CompileProcess {
 
     /// Compiles function records in one process run: the distinct modules
     /// that hold them are sent, with the list of keys to compile.
-    fn records_batch(&self, records: &[(&Module, Key)]) -> Result<Vec<Vec<u8>>, CodegenError> {
+    fn records_batch(&self, records: &[NeededRecord<'_>]) -> Result<Vec<Vec<u8>>, CodegenError> {
         let mut modules: Vec<&Module> = Vec::new();
         let mut sent = std::collections::HashSet::new();
-        for (m, _) in records {
-            if sent.insert(*m as *const Module) {
-                modules.push(m);
+        for r in records {
+            if sent.insert(r.module as *const Module) {
+                modules.push(r.module);
             }
         }
         let list = tempfile::NamedTempFile::new()
             .and_then(|mut f| {
-                let keys: String = records.iter().map(|(_, k)| format!("{k}\n")).collect();
+                let keys: String = records.iter().map(|r| format!("{}\n", r.key)).collect();
                 f.write_all(keys.as_bytes()).map(|_| f)
             })
             .map_err(|e| CodegenError::new(format!("cannot write the list of function records to compile: {e}")))?;
@@ -274,7 +274,7 @@ impl CompileProcess {
                 ))
             })
         };
-        records.iter().map(|(_, k)| read(k)).collect()
+        records.iter().map(|r| read(&r.key)).collect()
     }
 }
 
@@ -303,10 +303,8 @@ impl Backend for CompileProcess {
         batch_results(metas, batch.len(), || self.compile_batch(&batch), at)
     }
 
-    fn compile_functions(&self, records: &[(&Module, Key)]) -> Vec<Result<CompiledTask, CodegenError>> {
-        // Metadata first, from the IR, as for tasks.
-        let metas: Vec<Result<LaunchMeta, CodegenError>> =
-            records.iter().map(|(m, k)| record_meta(m, k, &self.config)).collect();
+    fn compile_functions(&self, records: &[NeededRecord<'_>]) -> Vec<Result<CompiledTask, CodegenError>> {
+        let metas: Vec<Result<LaunchMeta, CodegenError>> = records.iter().map(|r| Ok(r.meta.clone())).collect();
         batch_results(metas, records.len(), || self.records_batch(records), |i| i)
     }
 
@@ -370,13 +368,6 @@ pub const NO_RECORDS: &str = "none";
 /// DIR/`): `fn.KEY`.
 pub fn record_file_stem(key: &Key) -> String {
     format!("fn.{key}")
-}
-
-/// The metadata of function record `key` of `module`.
-pub fn record_meta(module: &Module, key: &Key, config: &CompileConfig) -> Result<LaunchMeta, CodegenError> {
-    let plan = FuncPlan::of(module, config);
-    let info = plan.funcs.iter().find(|f| f.record && f.key == *key);
-    info.map(super::function_meta).ok_or_else(|| CodegenError::new(format!("no function record {key} in the module")))
 }
 
 fn same_task_name(a: &Module, b: &Module) -> bool {

@@ -22,7 +22,8 @@ pub use backend::{Backend, CompileProcess, Progress, ProgressHook};
 
 use crate::config::{CodeModel, CompileConfig, LaunchMeta, OptLevel};
 use crate::ir::{Field, Func, Module, Stmt, StmtKind, Stream, StreamIndex, TaskItem};
-use crate::key::functions::{record_symbol, FuncInfo, FuncPlan};
+pub use crate::key::functions::function_meta;
+use crate::key::functions::{record_symbol, FuncPlan};
 use crate::key::Key;
 use inkwell::context::Context;
 use inkwell::llvm_sys;
@@ -542,18 +543,6 @@ fn func_use(plan: &FuncPlan<'_>, holds: &[Option<bool>], f: &Func) -> Option<Fun
         true => FuncUse::Define(format!("kiln_fn.{}", f.name)),
         false => FuncUse::Declare(record_symbol(&info.key)),
     })
-}
-
-/// The metadata stored with a function record: its name when compiled
-/// (informational), its symbol, and no parameters or fields.
-pub fn function_meta(info: &FuncInfo<'_>) -> LaunchMeta {
-    LaunchMeta {
-        task: info.func.name.to_string(),
-        entry_symbol: record_symbol(&info.key),
-        kind: crate::config::MetaKind::Function,
-        params: Vec::new(),
-        fields: Vec::new(),
-    }
 }
 
 fn module_name(module: &Module) -> String {

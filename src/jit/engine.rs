@@ -187,8 +187,7 @@ pub fn compile_records(
     wanted: &[NeededRecord<'_>],
     stats: &mut JitStats,
 ) -> Vec<Result<CompiledTask, ProvideError>> {
-    let pairs: Vec<(&Module, Key)> = wanted.iter().map(|r| (r.module, r.key)).collect();
-    let compiled = backend.compile_functions(&pairs);
+    let compiled = backend.compile_functions(wanted);
     for c in compiled.iter().flatten() {
         stats.run.functions_compiled += 1;
         stats.run.compile_time += c.compile_time;
@@ -213,7 +212,7 @@ pub fn ready_functions(
         .iter()
         .map(|&i| &plan.funcs[i])
         .filter(|f| jit.function(&f.key).is_none())
-        .map(|f| NeededRecord { module, key: f.key, name: f.func.name.clone() })
+        .map(|f| NeededRecord::of(module, f))
         .collect();
     if !missing.is_empty() {
         let objects = source.objects(backend, &missing, false, stats);
@@ -248,14 +247,14 @@ fn load_record(
 ) -> Result<(), ProvideError> {
     let i = plan.index(&r.name).ok_or_else(|| ProvideError::Other(format!("no function @{}", r.name)))?;
     let deps = linked(jit, plan, &plan.record_object(i).declared)?;
-    let meta = codegen::function_meta(&plan.funcs[i]);
+    let meta = &r.meta;
     let t0 = Instant::now();
-    if jit.load_function(&r.key, &r.name, &object, &meta, &deps).is_err() {
+    if jit.load_function(&r.key, &r.name, &object, meta, &deps).is_err() {
         // A damaged or unloadable record: compiled afresh, once.
         stats.run.corrupt_replaced += 1;
         let again = source.objects(backend, std::slice::from_ref(r), true, stats).pop();
         let object = again.unwrap_or_else(|| Err(ProvideError::Other("the compiler returned no object".into())))?;
-        jit.load_function(&r.key, &r.name, &object, &meta, &deps).map_err(ProvideError::Jit)?;
+        jit.load_function(&r.key, &r.name, &object, meta, &deps).map_err(ProvideError::Jit)?;
     }
     stats.run.load_time += t0.elapsed();
     source.loaded(&r.key, stats);

@@ -27,7 +27,7 @@
 //! reaches).
 
 use super::{config_json, Key, Renumbering, KEY_FORMAT_VERSION};
-use crate::config::CompileConfig;
+use crate::config::{CompileConfig, LaunchMeta, MetaKind};
 use crate::ir::{Body, Func, Module, StmtKind};
 use crate::printer::{self, ItemRef};
 use std::collections::HashMap;
@@ -239,6 +239,27 @@ pub struct NeededRecord<'s> {
     pub module: &'s Module,
     pub key: Key,
     pub name: crate::ir::Name,
+    /// What its record stores as metadata ([`function_meta`]).
+    pub meta: LaunchMeta,
+}
+
+impl<'s> NeededRecord<'s> {
+    /// Function `info` of the per-task module `module`.
+    pub fn of(module: &'s Module, info: &FuncInfo<'_>) -> NeededRecord<'s> {
+        NeededRecord { module, key: info.key, name: info.func.name.clone(), meta: function_meta(info) }
+    }
+}
+
+/// The metadata stored with a function record: its name when compiled
+/// (informational), its symbol as the entry, and no parameters or fields.
+pub fn function_meta(info: &FuncInfo<'_>) -> LaunchMeta {
+    LaunchMeta {
+        task: info.func.name.to_string(),
+        entry_symbol: record_symbol(&info.key),
+        kind: MetaKind::Function,
+        params: Vec::new(),
+        fields: Vec::new(),
+    }
 }
 
 /// Every function record the tasks of `modules` (per-task modules) need,
@@ -255,7 +276,7 @@ pub fn needed_records<'s>(
         for i in plan.records_needed(&task.body) {
             let f = &plan.funcs[i];
             if seen.insert(f.key) {
-                out.push(NeededRecord { module: m, key: f.key, name: f.func.name.clone() });
+                out.push(NeededRecord::of(m, f));
             }
         }
     }
