@@ -243,7 +243,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         units
             .par_iter()
             .map(|u| {
-                let _span = trace::span("compile", "compile", &u.what);
+                let _span = trace::span("compile", "compile", &u.traced);
                 let r = u.emit(&compiler, emit).map_err(|e| format!("{}: {e}", u.what));
                 if u.task {
                     task_done(cli, &progress);
@@ -278,8 +278,10 @@ struct Unit<'s> {
     task: bool,
     /// The file stem of its output.
     stem: String,
-    /// What it is, for errors and the trace.
+    /// What it is, for errors.
     what: String,
+    /// Its name in the trace: the task's, or `function @NAME`.
+    traced: String,
 }
 
 impl Unit<'_> {
@@ -307,6 +309,7 @@ fn compile_units<'s>(
             task: true,
             stem: codegen::backend::file_stem(name),
             what: format!("task @{name}"),
+            traced: name.clone(),
         }));
     }
     let wanted: Option<std::collections::HashSet<&kiln::key::Key>> = only.map(|k| k.iter().collect());
@@ -317,6 +320,7 @@ fn compile_units<'s>(
         task: false,
         stem: codegen::backend::record_file_stem(&r.key),
         what: format!("function @{}", r.name),
+        traced: format!("function @{}", r.name),
     }));
     units
 }
