@@ -88,6 +88,23 @@ fn each_function_is_compiled_once_and_loaded_from_the_cache_after() {
 }
 
 #[test]
+fn kiln_compile_fills_the_records_that_kiln_run_then_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = input(dir.path());
+    let cache = dir.path().join("cache");
+    let cache = cache.to_str().unwrap();
+    let mut c = common::tool(COMPILE, dir.path());
+    c.arg(&file).args(["-O1", "--cache-dir", cache, "--stats=json"]);
+    let out = common::ok(c);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let filled: Value = serde_json::from_str(stderr.lines().rev().find(|l| l.starts_with('{')).unwrap()).unwrap();
+    assert_eq!(n(&filled, "functions_compiled"), RECORDS, "{filled}");
+    let (out, warm) = run(dir.path(), &file, &["--cache-dir", cache]);
+    assert_eq!(out, expected());
+    assert_eq!((n(&warm, "function_hits"), n(&warm, "functions_compiled"), n(&warm, "compiled")), (RECORDS, 0, 0));
+}
+
+#[test]
 fn kiln_compile_writes_each_record_once_beside_the_tasks() {
     let dir = tempfile::tempdir().unwrap();
     let file = input(dir.path());

@@ -365,6 +365,16 @@ fn fill_cache(
     let flight = FlightOptions::from_settings(&settings);
     let done = || task_done(cli, &progress);
     let filled = pool.install(|| fill::fill(&store, remote.as_ref(), compiler, &modules, flight, &done));
+    let records = kiln::key::functions::needed_records(modules.iter().copied(), &compiler.config);
+    let filled_records: Vec<Result<(fill::Filled, fill::FillTimes), String>> = pool.install(|| {
+        records
+            .par_iter()
+            .map(|r| {
+                fill::fill_record(&store, remote.as_ref(), compiler, r)
+                    .map_err(|e| format!("function @{}: {e}", r.name))
+            })
+            .collect()
+    });
     progress.finish();
     let mut counters = RunReport {
         cache: Some((store.root().display().to_string(), store.scope_name().to_string())),
@@ -376,6 +386,12 @@ fn fill_cache(
         match r {
             Ok((filled, times)) => filled.count(times, &mut counters),
             Err(e) => errors.push_str(&tool::error_line(file, &format!("task @{name}: {e}"))),
+        }
+    }
+    for r in filled_records {
+        match r {
+            Ok((filled, times)) => filled.count_record(times, &mut counters),
+            Err(e) => errors.push_str(&tool::error_line(file, &e)),
         }
     }
     let s = store.stats();
