@@ -29,7 +29,7 @@ def whole_word(name):
 
 for tool in ["kiln-opt", "kiln-key", "kiln-compile", "kiln-run", "kiln-cache-inspect", "kiln-import", "kiln-reduce"]:
     config.substitutions.append((whole_word(tool), os.path.join(bin_dir, tool)))
-for tool in ["FileCheck", "not", "llvm-readelf", "llvm-objdump"]:
+for tool in ["FileCheck", "not", "llvm-readelf", "llvm-objdump", "llvm-jitlink"]:
     config.substitutions.append((whole_word(tool), os.path.join(llvm_bin, tool)))
 config.substitutions.append(("%testdata", os.path.join(repo, "testdata")))
 # scripts/update-checks with the freshly built tools (lit-tests/update-checks).

@@ -46,6 +46,7 @@ pub const BUILD_INPUTS: &[&str] = &[
     "src/parser.rs",
     "src/parser/ast.rs",
     "src/key.rs",
+    "src/key",
     "src/config.rs",
     "src/cache/record.rs",
 ];

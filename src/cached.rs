@@ -25,8 +25,9 @@ use crate::codegen::{self, Backend, CodegenError, CompiledTask, HostTarget};
 use crate::config::{CompileConfig, LaunchMeta, LLVM_VERSION};
 use crate::flight::{Flight, FlightOptions, Waited};
 use crate::ir::Module;
-use crate::jit::engine::{JitStats, Prefetched, ProvideError, TaskProvider};
-use crate::jit::{Jit, LoadedTask};
+use crate::jit::engine::{ready_functions, JitStats, Prefetched, ProvideError, RecordSource, TaskProvider};
+use crate::jit::{Jit, LoadedFunction, LoadedTask};
+use crate::key::functions::NeededRecord;
 use crate::remote::{Fetched, RemoteTier};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
@@ -151,6 +152,11 @@ pub struct CachedTasks {
     /// The keys this process compiles (their locks and leases) and those
     /// it waits for others to compile.
     flight: Flight,
+    /// Function records compiled (`true`) or fetched from the remote
+    /// (`false`) and not loaded yet: stored once they load.
+    records_pending: HashMap<Key, (Job, bool)>,
+    /// The function records the task being provided links to.
+    deps: Vec<LoadedFunction>,
 }
 
 /// A record to write: key, metadata, object, and its compile time.
@@ -210,6 +216,8 @@ impl CachedTasks {
             store_error: None,
             repeats: Repeats::default(),
             flight: Flight::new(FlightOptions::default()),
+            records_pending: HashMap::new(),
+            deps: Vec::new(),
         }
     }
 
@@ -363,8 +371,11 @@ impl CachedTasks {
         let t0 = Instant::now();
         // The record passed every check of the remote tier before it got
         // here; only now do its bytes reach LLVM.
-        let loaded =
-            if same_launch(&record.meta, meta) { jit.load_task(hint, &record.object, meta).ok() } else { None };
+        let loaded = if same_launch(&record.meta, meta) {
+            jit.load_task_with(hint, &record.object, meta, &self.deps).ok()
+        } else {
+            None
+        };
         stats.run.load_time += t0.elapsed();
         match loaded {
             Some(t) => {
@@ -464,7 +475,7 @@ impl CachedTasks {
         let _span = crate::trace::span("cache", "cache lookup", hint);
         let t0 = Instant::now();
         if let Some(job) = self.compiled.get(key).filter(|j| same_launch(&j.1, meta)) {
-            if let Ok(t) = jit.load_task(hint, &job.2, meta) {
+            if let Ok(t) = jit.load_task_with(hint, &job.2, meta, &self.deps) {
                 stats.run.load_time += t0.elapsed();
                 return Found::Loaded(t);
             }
@@ -485,7 +496,7 @@ impl CachedTasks {
         if same_launch(&record.meta, meta) {
             // A fresh dylib per attempt: a failed one's name is never
             // reused, and the add or link error is an ordinary value.
-            if let Ok(t) = jit.load_task(hint, &record.object, meta) {
+            if let Ok(t) = jit.load_task_with(hint, &record.object, meta, &self.deps) {
                 stats.run.load_time += t.times.add + t.times.link;
                 return Found::Loaded(t);
             }
@@ -509,6 +520,7 @@ impl TaskProvider for CachedTasks {
         let t0 = Instant::now();
         let (key, meta) = self.key_of(module, backend).map_err(ProvideError::Codegen)?;
         stats.run.key_time += t0.elapsed();
+        self.deps = ready_functions(jit, backend, module, self, stats)?;
         let mut found = self.lookup(jit, &key, &meta, task, stats);
         if !matches!(found, Found::Loaded(_)) && self.flight.is_waiting(&key) {
             found = self.wait_for(jit, &key, &meta, task, stats).unwrap_or(found);
@@ -549,7 +561,7 @@ impl TaskProvider for CachedTasks {
                 stats.run.compile_time += c.compile_time;
                 let t1 = Instant::now();
                 // Loaded before it is stored: a failed artifact is never stored.
-                let loaded = jit.load_task(task, &c.object, &meta).map_err(ProvideError::Jit)?;
+                let loaded = jit.load_task_with(task, &c.object, &meta, &self.deps).map_err(ProvideError::Jit)?;
                 stats.run.load_time += t1.elapsed();
                 stats.tasks_loaded += 1;
                 self.store_later((key, c.meta, c.object, c.compile_time), true, task, stats);
@@ -624,6 +636,103 @@ impl TaskProvider for CachedTasks {
         // Statistics inform: one that cannot be added up (a read-only file
         // system, a full disk) is skipped without a warning.
         let _ = self.store.flush_stats();
+    }
+}
+
+/// Function records come from the store, then the remote, then the
+/// compiler, as tasks do; a compiled or fetched record is stored once it
+/// has loaded. (No single flight: a record another process is compiling
+/// is compiled here too, once.)
+impl RecordSource for CachedTasks {
+    fn objects(
+        &mut self,
+        backend: &dyn Backend,
+        wanted: &[NeededRecord<'_>],
+        fresh: bool,
+        stats: &mut JitStats,
+    ) -> Vec<Result<Vec<u8>, ProvideError>> {
+        let mut out: Vec<Option<Result<Vec<u8>, ProvideError>>> = wanted.iter().map(|_| None).collect();
+        for (r, slot) in wanted.iter().zip(out.iter_mut()) {
+            if fresh {
+                let _ = self.store.discard(&r.key);
+                continue;
+            }
+            let meta = &r.meta;
+            if let Some(job) = self.compiled.get(&r.key).filter(|j| j.1 == *meta) {
+                *slot = Some(Ok(job.2.clone()));
+                continue;
+            }
+            match self.store.get(&r.key) {
+                Ok(Lookup::Hit(rec)) if rec.meta == *meta => {
+                    stats.run.function_hits += 1;
+                    *slot = Some(Ok(rec.object));
+                }
+                Ok(Lookup::Hit(_)) => {
+                    let _ = self.store.discard(&r.key);
+                    stats.run.corrupt_replaced += 1;
+                }
+                Ok(Lookup::Corrupt(_)) => stats.run.corrupt_replaced += 1,
+                Ok(Lookup::Miss) | Err(_) => {}
+            }
+        }
+        self.fetch_records(wanted, &mut out, fresh, stats);
+        let todo: Vec<NeededRecord> =
+            wanted.iter().zip(&out).filter(|(_, o)| o.is_none()).map(|(r, _)| r.clone()).collect();
+        let mut compiled = crate::jit::engine::compile_records(backend, &todo, stats).into_iter();
+        for (r, slot) in wanted.iter().zip(out.iter_mut()).filter(|(_, o)| o.is_none()) {
+            let c = compiled
+                .next()
+                .unwrap_or_else(|| Err(ProvideError::Other("the compiler returned too few objects".into())));
+            *slot = Some(c.map(|c| {
+                self.records_pending.insert(r.key, ((r.key, c.meta, c.object.clone(), c.compile_time), true));
+                c.object
+            }));
+        }
+        out.into_iter().map(|o| o.unwrap_or_else(|| Err(ProvideError::Other("no object".into())))).collect()
+    }
+
+    fn loaded(&mut self, key: &Key, stats: &mut JitStats) {
+        if let Some((job, compiled)) = self.records_pending.remove(key) {
+            let name = format!("function {}", job.1.task);
+            if compiled {
+                self.store_later(job, true, &name, stats);
+            } else {
+                self.store_fetched(job, &name, stats);
+            }
+        }
+    }
+}
+
+impl CachedTasks {
+    /// Fills the records of `wanted` that `out` lacks from the remote,
+    /// asked once for all of them.
+    fn fetch_records(
+        &mut self,
+        wanted: &[NeededRecord<'_>],
+        out: &mut [Option<Result<Vec<u8>, ProvideError>>],
+        fresh: bool,
+        stats: &mut JitStats,
+    ) {
+        let Some(remote) = self.remote.clone().filter(|r| r.is_on() && !fresh) else { return };
+        let ask: Vec<usize> = (0..wanted.len()).filter(|&i| out[i].is_none()).collect();
+        if ask.is_empty() {
+            return;
+        }
+        let keys: Vec<Key> = ask.iter().map(|&i| wanted[i].key).collect();
+        let _span = crate::trace::span("remote", "remote fetch", &format!("({} function records)", keys.len()));
+        for (&i, found) in ask.iter().zip(remote.get_many(&keys)) {
+            let r = &wanted[i];
+            match found {
+                Fetched::Hit(rec) if rec.meta == r.meta => {
+                    stats.run.function_hits += 1;
+                    let compile = Duration::from_millis(rec.producer.compile_ms);
+                    out[i] = Some(Ok(rec.object.clone()));
+                    self.records_pending.insert(r.key, ((r.key, rec.meta, rec.object, compile), false));
+                }
+                Fetched::Hit(_) => remote.refused(),
+                _ => {}
+            }
+        }
     }
 }
 

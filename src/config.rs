@@ -176,8 +176,20 @@ pub enum MetaBound {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum MetaKind {
     Serial,
-    RangeFor { lo: MetaBound, hi: MetaBound, block_dim: u32 },
-    StructFor { field: String, rank: u32, block_dim: u32 },
+    RangeFor {
+        lo: MetaBound,
+        hi: MetaBound,
+        block_dim: u32,
+    },
+    StructFor {
+        field: String,
+        rank: u32,
+        block_dim: u32,
+    },
+    /// Not a task: a function record (`crate::key::functions`), which
+    /// defines `entry_symbol` for the objects that call it and is never
+    /// launched.
+    Function,
 }
 
 /// A field a task touches: name, element type and shape. The element type

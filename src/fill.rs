@@ -22,6 +22,7 @@ use crate::config::{LaunchMeta, LLVM_VERSION};
 use crate::flight::{Flight, FlightOptions, Held, Waited};
 use crate::ir::Module;
 use crate::jit::engine::ProvideError;
+use crate::key::functions::NeededRecord;
 use crate::remote::{Fetched, RemoteTier};
 use crate::stats::RunReport;
 use rayon::prelude::*;
@@ -275,7 +276,86 @@ fn put_remote(
     Ok(())
 }
 
+/// [`fill`] for one function record (`crate::key::functions`): the same
+/// checks, then the record compiled (`Backend::compile_functions`) and
+/// stored where it is missing. Records take no part in single flight
+/// (docs/cache.md, "Function records").
+pub fn fill_record(
+    store: &Store,
+    remote: Option<&RemoteTier>,
+    compiler: &dyn Backend,
+    r: &NeededRecord<'_>,
+) -> Outcome {
+    let remote = remote.filter(|r| r.is_on());
+    let t0 = Instant::now();
+    let (local, mut outcome) = match store.get(&r.key).map_err(other)? {
+        Lookup::Hit(rec) if rec.meta == r.meta => (Some(rec), Filled::Hit),
+        Lookup::Hit(_) => {
+            store.discard(&r.key).map_err(other)?;
+            (None, Filled::Replaced)
+        }
+        Lookup::Corrupt(_) => (None, Filled::Replaced),
+        Lookup::Miss => (None, Filled::Stored),
+    };
+    let fetched = match remote.map(|t| t.get_many(&[r.key]).pop()) {
+        Some(Some(Fetched::Hit(rec))) if rec.meta == r.meta => Some(rec),
+        Some(Some(Fetched::Hit(_))) => {
+            remote.into_iter().for_each(RemoteTier::refused);
+            None
+        }
+        _ => None,
+    };
+    let mut times = FillTimes { read: t0.elapsed(), ..FillTimes::default() };
+    let (meta, object, compile) = match (local, fetched) {
+        (Some(_), Some(_)) => return Ok((Filled::Hit, times)),
+        (Some(rec), None) => {
+            if let Some(t) = remote {
+                put_remote(t, &r.key, &rec.meta, &rec.producer, &rec.object)?;
+            }
+            return Ok((Filled::Hit, times));
+        }
+        (None, Some(rec)) => {
+            outcome = Filled::Remote;
+            (rec.meta, rec.object, Duration::from_millis(rec.producer.compile_ms))
+        }
+        (None, None) => {
+            let c = compiler.compile_functions(std::slice::from_ref(r)).pop();
+            let c = c.unwrap_or_else(|| Err(codegen::CodegenError::new("the compiler returned no object")));
+            let c = c.map_err(ProvideError::Codegen)?;
+            times.compile = c.compile_time;
+            if let Some(t) = remote {
+                let compile_ms = c.compile_time.as_millis().try_into().unwrap_or(u64::MAX);
+                put_remote(t, &r.key, &c.meta, &Producer { compile_ms, ..Producer::now(LLVM_VERSION) }, &c.object)?;
+            }
+            (c.meta, c.object, c.compile_time)
+        }
+    };
+    store.put_compiled(&r.key, &meta, &object, compile).map_err(other)?;
+    Ok((outcome, times))
+}
+
 impl Filled {
+    /// Counts one function record's outcome and times into `report`.
+    pub fn count_record(self, times: FillTimes, report: &mut RunReport) {
+        let run = &mut report.run;
+        match self {
+            Filled::Hit => run.function_hits += 1,
+            Filled::Remote => {
+                run.function_hits += 1;
+                run.stored += 1
+            }
+            Filled::Stored | Filled::Replaced => {
+                run.functions_compiled += 1;
+                run.stored += 1;
+            }
+        }
+        if self == Filled::Replaced {
+            run.corrupt_replaced += 1;
+        }
+        run.load_time += times.read;
+        run.compile_time += times.compile;
+    }
+
     /// Counts one task's outcome and times into `report`.
     pub fn count(self, times: FillTimes, report: &mut RunReport) {
         let run = &mut report.run;

@@ -31,6 +31,8 @@
 //! configuration (the host is in the cache directory's scope, not in the
 //! key), or print.
 
+pub mod functions;
+
 use crate::config::CompileConfig;
 use crate::ir::*;
 use crate::printer::{self, ItemRef, Namer, ValueName};

@@ -198,6 +198,12 @@ counters! {
         waited: Count = ("waited", "waited for"),
         /// Time spent waiting for them.
         wait_time: Time = ("wait_ms", "waiting for others"),
+        /// Function records (`crate::key::functions`) loaded from a cache
+        /// record.
+        function_hits: Count = ("function_hits", "function hits"),
+        /// Function records compiled: each once per process, and with a
+        /// cache once across processes.
+        functions_compiled: Count = ("functions_compiled", "functions compiled"),
     }
 }
 

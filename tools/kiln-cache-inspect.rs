@@ -401,6 +401,7 @@ fn text_show(s: &inspect::Shown, now: u64) -> String {
         MetaKind::StructFor { field, rank, block_dim } => {
             format!("struct_for over {field} (rank {rank}) block_dim {block_dim}")
         }
+        MetaKind::Function => format!("function record (symbol {})", m.entry_symbol),
     };
     let params: Vec<String> = m.params.iter().map(|p| format!("{}: {}", p.name, p.ty)).collect();
     let fields: Vec<String> = m

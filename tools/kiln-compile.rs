@@ -33,6 +33,10 @@ const AFTER_HELP: &str = "\
 Output: -o FILE for a single task, -o DIR/ (or an existing directory) for many, \
 one file per task named <task>.o, <task>.ll or <task>.s; -o - writes text to \
 standard output. Without -o the files go to the current directory. \
+A function of 64 statements or more (its callees inlined) that touches no field is \
+compiled once, as a function record fn.<key>.o beside the tasks in a directory \
+(with -o FILE or -o -, only the task is written): a task's object declares the records it calls, \
+and links with them. \
 Exit status: 0 on success, 1 on invalid input or a compile error, 2 on bad usage.";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -98,6 +102,10 @@ struct Cli {
     /// Refuse to compile unless this is build ID (`kiln-run` passes its own: an object is keyed by the build that made it)
     #[arg(long, value_name = "ID")]
     build_id: Option<String>,
+
+    /// Compile only the function records whose keys FILE lists (one a line), or with `none` the tasks only (what kiln-run sends)
+    #[arg(long, value_name = "FILE", hide = true, conflicts_with_all = ["kernel", "cache_dir"])]
+    function_records: Option<String>,
 
     /// Fill this per-task cache with the objects (in the target's scope); write files only with -o
     #[arg(long, value_name = "DIR")]
@@ -188,7 +196,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
             .emit_kernel(&stream, kernel, emit)
             .map_err(|e| ToolError::Input(tool::error_line(src.name(), &e.to_string())))?;
         let dest = destination(cli.output.as_deref(), 1, emit)?;
-        return write_all(&dest, emit, &[(kernel.as_str(), bytes)]);
+        return write_all(&dest, emit, &[(codegen::backend::file_stem(kernel), bytes)]);
     }
     if tasks.is_empty() {
         // As llc compiles an empty module: nothing is written, and it is said.
@@ -209,16 +217,37 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         }
     }
     let compiling = trace::span("phase", "compile tasks", trace::WHOLE_INPUT);
-    let dest = destination(cli.output.as_deref(), tasks.len(), emit)?;
+    let (units, dest) = match cli.function_records.as_deref() {
+        None => (compile_units(&tasks, &compiler, true, None), destination(cli.output.as_deref(), tasks.len(), emit)?),
+        Some(codegen::backend::NO_RECORDS) => {
+            (compile_units(&tasks, &compiler, true, Some(&[])), destination(cli.output.as_deref(), tasks.len(), emit)?)
+        }
+        Some(list) => {
+            let keys = record_list(list)?;
+            let units = compile_units(&tasks, &compiler, false, Some(&keys));
+            if units.len() < keys.len() {
+                return Err(ToolError::msg(format!("{list} lists function records the input does not have")));
+            }
+            let dest = destination(cli.output.as_deref(), units.len(), emit)?;
+            if !matches!(dest, Dest::Dir(_)) {
+                return Err(ToolError::Usage("--function-records writes to a directory: use -o DIR/".into()));
+            }
+            (units, dest)
+        }
+    };
+    // With one file to write, only the task goes there.
+    let units = if matches!(dest, Dest::Dir(_)) { units } else { units.into_iter().filter(|u| u.task).collect() };
     let pool = thread_pool(cli)?;
     let progress = task_progress(cli, tasks.len());
     let results: Vec<Result<Vec<u8>, String>> = pool.install(|| {
-        tasks
+        units
             .par_iter()
-            .map(|(m, name)| {
-                let _span = trace::span("compile", "compile", name);
-                let r = compiler.emit_task(m, emit).map(|(bytes, _)| bytes).map_err(|e| format!("task @{name}: {e}"));
-                task_done(cli, &progress);
+            .map(|u| {
+                let _span = trace::span("compile", "compile", &u.traced);
+                let r = u.emit(&compiler, emit).map_err(|e| format!("{}: {e}", u.what));
+                if u.task {
+                    task_done(cli, &progress);
+                }
                 r
             })
             .collect()
@@ -226,11 +255,11 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     progress.finish();
     drop(compiling);
     let _write = trace::span("phase", "write", trace::WHOLE_INPUT);
-    let mut outputs = Vec::with_capacity(tasks.len());
+    let mut outputs = Vec::with_capacity(units.len());
     let mut errors = String::new();
-    for ((_, name), r) in tasks.iter().zip(results) {
+    for (u, r) in units.iter().zip(results) {
         match r {
-            Ok(bytes) => outputs.push((name.as_str(), bytes)),
+            Ok(bytes) => outputs.push((u.stem.clone(), bytes)),
             Err(e) => errors.push_str(&tool::error_line(src.name(), &e)),
         }
     }
@@ -238,6 +267,76 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         return Err(ToolError::Input(errors));
     }
     write_all(&dest, emit, &outputs)
+}
+
+/// One output to compile: a task's module, or a function record of a
+/// task module.
+struct Unit<'s> {
+    module: &'s Module,
+    /// The record's key; `None` for the task.
+    record: Option<kiln::key::Key>,
+    task: bool,
+    /// The file stem of its output.
+    stem: String,
+    /// What it is, for errors.
+    what: String,
+    /// Its name in the trace: the task's, or `function @NAME`.
+    traced: String,
+}
+
+impl Unit<'_> {
+    fn emit(&self, compiler: &Compiler, emit: Emit) -> Result<Vec<u8>, codegen::CodegenError> {
+        match &self.record {
+            Some(key) => compiler.emit_function(self.module, key, emit).map(|(b, _)| b),
+            None => compiler.emit_task(self.module, emit).map(|(b, _)| b),
+        }
+    }
+}
+
+/// The tasks (with `with_tasks`), then the function records they need,
+/// each once (`only`: those whose keys it lists).
+fn compile_units<'s>(
+    tasks: &[(&'s Module, String)],
+    compiler: &Compiler,
+    with_tasks: bool,
+    only: Option<&[kiln::key::Key]>,
+) -> Vec<Unit<'s>> {
+    let mut units: Vec<Unit> = Vec::new();
+    if with_tasks {
+        units.extend(tasks.iter().map(|(m, name)| Unit {
+            module: m,
+            record: None,
+            task: true,
+            stem: codegen::backend::file_stem(name),
+            what: format!("task @{name}"),
+            traced: name.clone(),
+        }));
+    }
+    let wanted: Option<std::collections::HashSet<&kiln::key::Key>> = only.map(|k| k.iter().collect());
+    let records = kiln::key::functions::needed_records(tasks.iter().map(|(m, _)| *m), &compiler.config);
+    units.extend(records.into_iter().filter(|r| wanted.as_ref().is_none_or(|w| w.contains(&r.key))).map(|r| Unit {
+        module: r.module,
+        record: Some(r.key),
+        task: false,
+        stem: codegen::backend::record_file_stem(&r.key),
+        what: format!("function @{}", r.name),
+        traced: format!("function @{}", r.name),
+    }));
+    units
+}
+
+/// The keys a `--function-records` file lists, one a line.
+fn record_list(path: &str) -> Result<Vec<kiln::key::Key>, ToolError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ToolError::msg(format!("cannot read {path}: {}", kiln::diag::io_reason(&e))))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            l.trim()
+                .parse::<kiln::key::Key>()
+                .map_err(|_| ToolError::msg(format!("{path}: `{}` is not a function record's key", l.trim())))
+        })
+        .collect()
 }
 
 /// Fills the cache under `dir` with every task's object (in parallel):
@@ -266,6 +365,16 @@ fn fill_cache(
     let flight = FlightOptions::from_settings(&settings);
     let done = || task_done(cli, &progress);
     let filled = pool.install(|| fill::fill(&store, remote.as_ref(), compiler, &modules, flight, &done));
+    let records = kiln::key::functions::needed_records(modules.iter().copied(), &compiler.config);
+    let filled_records: Vec<Result<(fill::Filled, fill::FillTimes), String>> = pool.install(|| {
+        records
+            .par_iter()
+            .map(|r| {
+                fill::fill_record(&store, remote.as_ref(), compiler, r)
+                    .map_err(|e| format!("function @{}: {e}", r.name))
+            })
+            .collect()
+    });
     progress.finish();
     let mut counters = RunReport {
         cache: Some((store.root().display().to_string(), store.scope_name().to_string())),
@@ -277,6 +386,12 @@ fn fill_cache(
         match r {
             Ok((filled, times)) => filled.count(times, &mut counters),
             Err(e) => errors.push_str(&tool::error_line(file, &format!("task @{name}: {e}"))),
+        }
+    }
+    for r in filled_records {
+        match r {
+            Ok((filled, times)) => filled.count_record(times, &mut counters),
+            Err(e) => errors.push_str(&tool::error_line(file, &e)),
         }
     }
     let s = store.stats();
@@ -366,7 +481,7 @@ fn destination(output: Option<&str>, ntasks: usize, emit: Emit) -> Result<Dest, 
     })
 }
 
-fn write_all(dest: &Dest, emit: Emit, outputs: &[(&str, Vec<u8>)]) -> Result<(), ToolError> {
+fn write_all(dest: &Dest, emit: Emit, outputs: &[(String, Vec<u8>)]) -> Result<(), ToolError> {
     match dest {
         Dest::Stdout => {
             let all: Vec<u8> = outputs.iter().flat_map(|(_, b)| b.iter().copied()).collect();
@@ -375,10 +490,8 @@ fn write_all(dest: &Dest, emit: Emit, outputs: &[(&str, Vec<u8>)]) -> Result<(),
         Dest::File(p) => tool::write_output(Some(p), &outputs[0].1),
         Dest::Dir(d) => {
             std::fs::create_dir_all(d).map_err(|e| ToolError::output(d.display(), &e))?;
-            let paths: Vec<PathBuf> = outputs
-                .iter()
-                .map(|(name, _)| d.join(format!("{}.{}", kiln::codegen::backend::file_stem(name), emit.extension())))
-                .collect();
+            let paths: Vec<PathBuf> =
+                outputs.iter().map(|(stem, _)| d.join(format!("{stem}.{}", emit.extension()))).collect();
             let files: Vec<(&std::path::Path, &[u8])> =
                 paths.iter().zip(outputs).map(|(p, (_, b))| (p.as_path(), b.as_slice())).collect();
             tool::write_files_atomic(&files).map_err(|(p, e)| ToolError::output(p.display(), &e))

@@ -93,6 +93,7 @@ pub fn kind_name(kind: &MetaKind) -> &'static str {
         MetaKind::Serial => "serial",
         MetaKind::RangeFor { .. } => "range_for",
         MetaKind::StructFor { .. } => "struct_for",
+        MetaKind::Function => "function",
     }
 }
 

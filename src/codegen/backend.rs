@@ -19,8 +19,10 @@
 //! (`--compile-config`).
 
 use super::{task_meta, CodegenError, CompiledKernel, CompiledTask, Compiler, HostTarget, KernelPlan};
-use crate::config::CompileConfig;
+use crate::config::{CompileConfig, LaunchMeta};
 use crate::ir::{Module, Stream};
+use crate::key::functions::NeededRecord;
+use crate::key::Key;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -41,6 +43,11 @@ pub trait Backend: Send + Sync {
     /// Compiles every task `kernel` of the split stream `stream` launches
     /// into one object (the whole-kernel path).
     fn compile_kernel(&self, stream: &Stream, kernel: &str) -> Result<CompiledKernel, CodegenError>;
+
+    /// Compiles function records (`crate::key::functions`), each a record
+    /// of a per-task module by key; one result per record, in order, with
+    /// the record's own metadata.
+    fn compile_functions(&self, records: &[NeededRecord<'_>]) -> Vec<Result<CompiledTask, CodegenError>>;
 
     /// Compiles one per-task module.
     fn compile_task(&self, module: &Module) -> Result<CompiledTask, CodegenError> {
@@ -64,6 +71,10 @@ impl Backend for Compiler {
 
     fn compile_kernel(&self, stream: &Stream, kernel: &str) -> Result<CompiledKernel, CodegenError> {
         Compiler::compile_kernel(self, stream, kernel)
+    }
+
+    fn compile_functions(&self, records: &[NeededRecord<'_>]) -> Vec<Result<CompiledTask, CodegenError>> {
+        records.iter().map(|r| self.compile_function(r.module, &r.key)).collect()
     }
 }
 
@@ -183,33 +194,49 @@ impl CompileProcess {
         Err(CodegenError::new(format!("the compiler {program} failed ({status}): {said}")))
     }
 
-    /// Compiles `modules` (distinct task names) in one process run; the
-    /// objects in order.
-    fn compile_batch(&self, modules: &[&Module]) -> Result<Vec<Vec<u8>>, CodegenError> {
+    /// Runs the program once on `modules` with `extra` flags, writing its
+    /// files to a fresh directory (returned); traced as `what`.
+    fn run_in_dir(
+        &self,
+        modules: &[&Module],
+        extra: &[String],
+        what: &str,
+        report: Option<&ProgressHook>,
+    ) -> Result<tempfile::TempDir, CodegenError> {
         let dir = tempfile::Builder::new()
             .prefix("kiln-compile.")
             .tempdir()
             .map_err(|e| CodegenError::new(format!("cannot make a directory for the compiler's objects: {e}")))?;
         let input = Stream { modules: modules.iter().map(|m| (*m).clone()).collect() }.to_string();
         let out = format!("{}/", dir.path().display());
-        if let Some(hook) = &self.progress {
-            (hook.0)(Progress::Started(modules.len()));
-        }
         // Traced: the process traces itself, and its spans join this
         // process's trace on a track of their own.
         let trace = crate::trace::on().then(|| dir.path().join("trace.json"));
         let trace_flag = trace.as_ref().map(|p| format!("--time-trace={}", p.display()));
         let mut args = vec!["-", "-o", &out];
         args.extend(trace_flag.as_deref());
-        let names: Vec<String> =
-            modules.iter().filter_map(|m| super::single_task(m).ok()).map(|t| t.name.to_string()).collect();
-        let span = crate::trace::span("compile", COMPILE_PROGRAM, &names.join(","));
+        args.extend(extra.iter().map(String::as_str));
+        let span = crate::trace::span("compile", COMPILE_PROGRAM, what);
         let started = crate::trace::now_us();
-        self.run(&args, &input, self.progress.as_ref())?;
+        self.run(&args, &input, report)?;
         drop(span);
         if let Some(text) = trace.and_then(|p| std::fs::read_to_string(p).ok()) {
             crate::trace::merge(&text, started);
         }
+        Ok(dir)
+    }
+
+    /// Compiles `modules` (distinct task names) in one process run; the
+    /// objects in order.
+    fn compile_batch(&self, modules: &[&Module]) -> Result<Vec<Vec<u8>>, CodegenError> {
+        if let Some(hook) = &self.progress {
+            (hook.0)(Progress::Started(modules.len()));
+        }
+        let names: Vec<String> =
+            modules.iter().filter_map(|m| super::single_task(m).ok()).map(|t| t.name.to_string()).collect();
+        // The records the tasks call are compiled by their own request.
+        let none = vec![format!("--function-records={NO_RECORDS}")];
+        let dir = self.run_in_dir(modules, &none, &names.join(","), self.progress.as_ref())?;
         let read = |m: &Module| {
             let name = &super::single_task(m)?.name;
             let path = dir.path().join(format!("{}.o", file_stem(name)));
@@ -218,6 +245,36 @@ impl CompileProcess {
             })
         };
         modules.iter().map(|m| read(m)).collect()
+    }
+
+    /// Compiles function records in one process run: the distinct modules
+    /// that hold them are sent, with the list of keys to compile.
+    fn records_batch(&self, records: &[NeededRecord<'_>]) -> Result<Vec<Vec<u8>>, CodegenError> {
+        let mut modules: Vec<&Module> = Vec::new();
+        let mut sent = std::collections::HashSet::new();
+        for r in records {
+            if sent.insert(r.module as *const Module) {
+                modules.push(r.module);
+            }
+        }
+        let list = tempfile::NamedTempFile::new()
+            .and_then(|mut f| {
+                let keys: String = records.iter().map(|r| format!("{}\n", r.key)).collect();
+                f.write_all(keys.as_bytes()).map(|_| f)
+            })
+            .map_err(|e| CodegenError::new(format!("cannot write the list of function records to compile: {e}")))?;
+        let flag = vec![format!("--function-records={}", list.path().display())];
+        let dir = self.run_in_dir(&modules, &flag, "function records", None)?;
+        let read = |key: &Key| {
+            let path = dir.path().join(format!("{}.o", record_file_stem(key)));
+            std::fs::read(&path).map_err(|e| {
+                CodegenError::new(format!(
+                    "the compiler wrote no object for function record {key} ({}): {e}",
+                    path.display()
+                ))
+            })
+        };
+        records.iter().map(|r| read(&r.key)).collect()
     }
 }
 
@@ -242,23 +299,13 @@ impl Backend for CompileProcess {
                 batch.push(m);
             }
         }
-        let t0 = Instant::now();
-        let objects = if batch.is_empty() { Ok(Vec::new()) } else { self.compile_batch(&batch) };
-        let share = t0.elapsed() / u32::try_from(batch.len().max(1)).unwrap_or(u32::MAX);
-        modules
-            .iter()
-            .zip(metas)
-            .map(|(m, meta)| {
-                let meta = meta?;
-                let objects = objects.as_ref().map_err(Clone::clone)?;
-                let i = batch.iter().position(|b| same_task_name(b, m)).unwrap_or(0);
-                let object = objects
-                    .get(i)
-                    .cloned()
-                    .ok_or_else(|| CodegenError::new("the compiler returned too few objects"))?;
-                Ok(CompiledTask { object, meta, compile_time: share })
-            })
-            .collect()
+        let at = |i: usize| batch.iter().position(|b| same_task_name(b, modules[i])).unwrap_or(0);
+        batch_results(metas, batch.len(), || self.compile_batch(&batch), at)
+    }
+
+    fn compile_functions(&self, records: &[NeededRecord<'_>]) -> Vec<Result<CompiledTask, CodegenError>> {
+        let metas: Vec<Result<LaunchMeta, CodegenError>> = records.iter().map(|r| Ok(r.meta.clone())).collect();
+        batch_results(metas, records.len(), || self.records_batch(records), |i| i)
     }
 
     fn compile_kernel(&self, stream: &Stream, kernel: &str) -> Result<CompiledKernel, CodegenError> {
@@ -267,6 +314,28 @@ impl Backend for CompileProcess {
         let object = self.run(&["-", "--kernel", kernel, "-o", "-"], &stream.to_string(), None)?;
         Ok(CompiledKernel { object, launches: plan.launches, compile_time: t0.elapsed() })
     }
+}
+
+/// Runs a batch of `n` objects (none: no process) and pairs each
+/// metadata with its object (`at(i)`: the index of the `i`-th's object),
+/// each charged an equal share of the batch's time.
+fn batch_results(
+    metas: Vec<Result<LaunchMeta, CodegenError>>,
+    n: usize,
+    run: impl FnOnce() -> Result<Vec<Vec<u8>>, CodegenError>,
+    at: impl Fn(usize) -> usize,
+) -> Vec<Result<CompiledTask, CodegenError>> {
+    let t0 = Instant::now();
+    let objects = if n == 0 { Ok(Vec::new()) } else { run() };
+    let share = t0.elapsed() / u32::try_from(n.max(1)).unwrap_or(u32::MAX);
+    let pair = |i: usize, meta: Result<LaunchMeta, CodegenError>| {
+        let meta = meta?;
+        let objects = objects.as_ref().map_err(Clone::clone)?;
+        let object =
+            objects.get(at(i)).cloned().ok_or_else(|| CodegenError::new("the compiler returned too few objects"))?;
+        Ok(CompiledTask { object, meta, compile_time: share })
+    };
+    metas.into_iter().enumerate().map(|(i, meta)| pair(i, meta)).collect()
 }
 
 /// Whether two per-task modules hold tasks of one name.
@@ -289,6 +358,16 @@ pub fn file_stem(name: &str) -> String {
     }
     let hash = blake3::hash(name.as_bytes()).to_hex();
     format!("{}-{}", &name[..cut], &hash[..16])
+}
+
+/// The value of `kiln-compile --function-records` that asks for none (the
+/// tasks alone).
+pub const NO_RECORDS: &str = "none";
+
+/// The file stem of function record `key`'s output (`kiln-compile -o
+/// DIR/`): `fn.KEY`.
+pub fn record_file_stem(key: &Key) -> String {
+    format!("fn.{key}")
 }
 
 fn same_task_name(a: &Module, b: &Module) -> bool {

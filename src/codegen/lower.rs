@@ -69,6 +69,15 @@ pub struct TaskSource<'a> {
     pub params: &'a [Value],
 }
 
+/// How a module holds a function (see [`Lowering::add_funcs_as`]).
+pub enum FuncUse {
+    /// Defined here under this symbol.
+    Define(String),
+    /// Declared under this symbol: a function record, defined by an object
+    /// of its own (`crate::key::functions`).
+    Declare(String),
+}
+
 /// Builds one LLVM module: the functions, then one or more task entries.
 pub struct Lowering<'a, 'ctx> {
     cx: &'ctx Context,
@@ -142,8 +151,22 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
     }
 
     /// Declares and defines functions (each name once; a second function of
-    /// the same name must be identical to the first).
+    /// the same name must be identical to the first), each under
+    /// `kiln_fn.NAME`.
     pub fn add_funcs(&mut self, funcs: impl IntoIterator<Item = &'a Func>) -> Result<()> {
+        self.add_funcs_as(funcs, |f| Some(FuncUse::Define(format!("kiln_fn.{}", f.name))))
+    }
+
+    /// [`Lowering::add_funcs`], with `how` deciding for each function
+    /// whether this module defines it, declares it (a function record
+    /// another object defines) or leaves it out. Every function's
+    /// statements are numbered in the order given, whatever `how` says, so
+    /// a task's numbers stay those of its whole module (`codegen::sites`).
+    pub fn add_funcs_as(
+        &mut self,
+        funcs: impl IntoIterator<Item = &'a Func>,
+        how: impl Fn(&Func) -> Option<FuncUse>,
+    ) -> Result<()> {
         let mut new = Vec::new();
         for f in funcs {
             if let Some((_, prev)) = self.funcs.get(f.name.as_str()) {
@@ -155,27 +178,45 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
                 }
                 continue;
             }
-            let mut params: Vec<BasicMetadataTypeEnum> = vec![self.cx.ptr_type(AddressSpace::default()).into()];
-            params.extend(f.params.iter().map(|p| BasicMetadataTypeEnum::from(self.reg_ty(p.ty))));
-            let fn_ty = match f.ret {
-                Some(t) => self.reg_ty(t).fn_type(&params, false),
-                None => self.cx.void_type().fn_type(&params, false),
-            };
-            // External linkage, under a prefix no other symbol uses: every
-            // per-task object that calls @f defines the same symbol, and
-            // each lives in its own dylib (see docs/runtime.md).
-            let fv = self.module.add_function(&format!("kiln_fn.{}", f.name), fn_ty, Some(Linkage::External));
-            self.set_fn_attrs(fv);
-            self.funcs.insert(f.name.as_str(), (fv, f));
-            new.push(f);
+            let use_ = how(f);
+            if let Some(u) = &use_ {
+                let (symbol, define) = match u {
+                    FuncUse::Define(s) => (s, true),
+                    FuncUse::Declare(s) => (s, false),
+                };
+                let fv = self.declare_func(f, symbol);
+                if define {
+                    self.set_fn_attrs(fv);
+                }
+                self.funcs.insert(f.name.as_str(), (fv, f));
+            }
+            new.push((f, matches!(use_, Some(FuncUse::Define(_)))));
         }
-        for f in &new {
+        for (f, _) in &new {
             self.compute_may_fail(f.name.as_str(), &mut Vec::new());
         }
-        for f in new {
-            self.define_func(f)?;
+        for (f, define) in new {
+            if define {
+                self.define_func(f)?;
+            } else {
+                self.numbering.number(&f.body);
+            }
         }
         Ok(())
+    }
+
+    /// The LLVM function of `f` under `symbol`. External linkage, under
+    /// prefixes no other symbol uses: every object that copies @f defines
+    /// `kiln_fn.f`, and each object lives in its own dylib; a record's
+    /// symbol is named from its key (see docs/runtime.md).
+    fn declare_func(&self, f: &Func, symbol: &str) -> FunctionValue<'ctx> {
+        let mut params: Vec<BasicMetadataTypeEnum> = vec![self.cx.ptr_type(AddressSpace::default()).into()];
+        params.extend(f.params.iter().map(|p| BasicMetadataTypeEnum::from(self.reg_ty(p.ty))));
+        let fn_ty = match f.ret {
+            Some(t) => self.reg_ty(t).fn_type(&params, false),
+            None => self.cx.void_type().fn_type(&params, false),
+        };
+        self.module.add_function(symbol, fn_ty, Some(Linkage::External))
     }
 
     fn compute_may_fail(&mut self, name: &'a str, stack: &mut Vec<&'a str>) -> bool {

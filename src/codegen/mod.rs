@@ -21,13 +21,16 @@ pub mod sites;
 pub use backend::{Backend, CompileProcess, Progress, ProgressHook};
 
 use crate::config::{CodeModel, CompileConfig, LaunchMeta, OptLevel};
-use crate::ir::{Field, Module, Stmt, StmtKind, Stream, StreamIndex, TaskItem};
+use crate::ir::{Field, Func, Module, Stmt, StmtKind, Stream, StreamIndex, TaskItem};
+pub use crate::key::functions::function_meta;
+use crate::key::functions::{record_symbol, FuncPlan};
+use crate::key::Key;
 use inkwell::context::Context;
 use inkwell::llvm_sys;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{self, FileType, RelocMode, Target, TargetMachine, TargetTriple};
 use inkwell::OptimizationLevel;
-use lower::{Lowering, TaskSource};
+use lower::{FuncUse, Lowering, TaskSource};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::OnceLock;
@@ -393,17 +396,21 @@ impl Compiler {
         Ok(CompiledTask { object, meta, compile_time: t0.elapsed() })
     }
 
-    /// Compiles a per-task module to the chosen output.
+    /// Compiles a per-task module to the chosen output. The function
+    /// records it calls (`crate::key::functions`) are declared, not
+    /// defined: the object links against theirs ([`Compiler::emit_function`]).
     pub fn emit_task(&self, module: &Module, emit: Emit) -> Result<(Vec<u8>, LaunchMeta), CodegenError> {
         let task = single_task(module)?;
         let meta = task_meta(module)?;
         let fields: Vec<&Field> = module.fields().collect();
+        let plan = FuncPlan::of(module, &self.config);
+        let holds = plan.task_object(&task.body).membership(plan.funcs.len());
         let bytes = self.with_target_machine(|tm| {
             let cx = Context::create();
             // The LLVM module is named neutrally: a per-task object must
             // not carry the task's name.
             let mut l = self.prepare(&cx, "kiln.task", tm, fields);
-            l.add_funcs(module.funcs())?;
+            l.add_funcs_as(module.funcs(), |f| func_use(&plan, &holds, f))?;
             l.add_task(
                 ENTRY_SYMBOL,
                 &TaskSource { body: &task.body, block: task.body.entry, kind: &task.kind, params: &task.body.params },
@@ -411,6 +418,31 @@ impl Compiler {
             self.finish(&l, tm, emit)
         })?;
         Ok((bytes, meta))
+    }
+
+    /// Compiles the function record of `module` whose key is `key` to an
+    /// object that defines its symbol ([`record_symbol`]), with the
+    /// functions it copies, and declares the records it calls.
+    pub fn compile_function(&self, module: &Module, key: &Key) -> Result<CompiledTask, CodegenError> {
+        let t0 = Instant::now();
+        let (object, meta) = self.emit_function(module, key, Emit::Object)?;
+        Ok(CompiledTask { object, meta, compile_time: t0.elapsed() })
+    }
+
+    /// [`Compiler::compile_function`] to the chosen output.
+    pub fn emit_function(&self, module: &Module, key: &Key, emit: Emit) -> Result<(Vec<u8>, LaunchMeta), CodegenError> {
+        let plan = FuncPlan::of(module, &self.config);
+        let i = plan.funcs.iter().position(|f| f.record && f.key == *key).ok_or_else(|| {
+            CodegenError::new(format!("no function record {key} in the module{}", module_name(module)))
+        })?;
+        let holds = plan.record_object(i).membership(plan.funcs.len());
+        let bytes = self.with_target_machine(|tm| {
+            let cx = Context::create();
+            let mut l = self.prepare(&cx, "kiln.function", tm, Vec::new());
+            l.add_funcs_as(module.funcs(), |f| func_use(&plan, &holds, f))?;
+            self.finish(&l, tm, emit)
+        })?;
+        Ok((bytes, function_meta(&plan.funcs[i])))
     }
 
     /// Compiles every task a kernel of a split stream launches into one
@@ -498,6 +530,23 @@ impl<'s> KernelPlan<'s> {
         }
         Ok(KernelPlan { launched, fields, entries, launches })
     }
+}
+
+/// How an object that holds `holds` of `plan` lowers `f`: a record it
+/// defines under its key's symbol, a copy under `kiln_fn.NAME`, a record
+/// it calls declared, anything else left out.
+fn func_use(plan: &FuncPlan<'_>, holds: &[Option<bool>], f: &Func) -> Option<FuncUse> {
+    let i = plan.index(&f.name)?;
+    let info = &plan.funcs[i];
+    Some(match holds[i]? {
+        true if info.record => FuncUse::Define(record_symbol(&info.key)),
+        true => FuncUse::Define(format!("kiln_fn.{}", f.name)),
+        false => FuncUse::Declare(record_symbol(&info.key)),
+    })
+}
+
+fn module_name(module: &Module) -> String {
+    module.name.as_deref().map(|n| format!(" @{n}")).unwrap_or_default()
 }
 
 /// The launch metadata of a per-task module's task (entry

@@ -9,11 +9,13 @@
 //! Must never: touch the cache directly (a provider does), or print.
 
 use super::runtime::{self, LaunchNames};
-use super::{Jit, JitError, LoadedTask};
+use super::{Jit, JitError, LoadedFunction, LoadedTask};
 use crate::codegen::{self, Backend, CodegenError, CompiledTask};
 use crate::config::MetaKind;
 use crate::exec::{Engine, FieldData, Fields, RunError};
 use crate::ir::{Const, Item, Module, Scalar, Stream};
+use crate::key::functions::{FuncPlan, NeededRecord};
+use crate::key::Key;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
@@ -146,6 +148,119 @@ fn address(module: &Module) -> usize {
     module as *const Module as usize
 }
 
+/// Where a provider gets the objects of the function records
+/// (`crate::key::functions`) a task needs and the session has not loaded.
+pub trait RecordSource {
+    /// One object per record of `wanted` (records of one per-task module,
+    /// callees first). With `fresh`, compiled whatever a store holds: the
+    /// copy given before failed to load.
+    fn objects(
+        &mut self,
+        backend: &dyn Backend,
+        wanted: &[NeededRecord<'_>],
+        fresh: bool,
+        stats: &mut JitStats,
+    ) -> Vec<Result<Vec<u8>, ProvideError>>;
+
+    /// The object given for `key` loaded: a source may now store it.
+    fn loaded(&mut self, _key: &Key, _stats: &mut JitStats) {}
+}
+
+/// Compiles every record asked for.
+struct CompileRecords;
+
+impl RecordSource for CompileRecords {
+    fn objects(
+        &mut self,
+        backend: &dyn Backend,
+        wanted: &[NeededRecord<'_>],
+        _fresh: bool,
+        stats: &mut JitStats,
+    ) -> Vec<Result<Vec<u8>, ProvideError>> {
+        compile_records(backend, wanted, stats).into_iter().map(|r| r.map(|c| c.object)).collect()
+    }
+}
+
+/// Compiles records, counting them.
+pub fn compile_records(
+    backend: &dyn Backend,
+    wanted: &[NeededRecord<'_>],
+    stats: &mut JitStats,
+) -> Vec<Result<CompiledTask, ProvideError>> {
+    let compiled = backend.compile_functions(wanted);
+    for c in compiled.iter().flatten() {
+        stats.run.functions_compiled += 1;
+        stats.run.compile_time += c.compile_time;
+    }
+    compiled.into_iter().map(|r| r.map_err(ProvideError::Codegen)).collect()
+}
+
+/// Loads into `jit` the function records the task of `module` needs, each
+/// once per session (callees first, each linked to the records it calls),
+/// and returns the ones the task's object declares, to link it to.
+pub fn ready_functions(
+    jit: &Jit,
+    backend: &dyn Backend,
+    module: &Module,
+    source: &mut dyn RecordSource,
+    stats: &mut JitStats,
+) -> Result<Vec<LoadedFunction>, ProvideError> {
+    let Some(task) = module.tasks().next() else { return Ok(Vec::new()) };
+    let plan = FuncPlan::of(module, backend.config());
+    let needed = plan.records_needed(&task.body);
+    let missing: Vec<NeededRecord> = needed
+        .iter()
+        .map(|&i| &plan.funcs[i])
+        .filter(|f| jit.function(&f.key).is_none())
+        .map(|f| NeededRecord::of(module, f))
+        .collect();
+    if !missing.is_empty() {
+        let objects = source.objects(backend, &missing, false, stats);
+        for (r, object) in missing.iter().zip(objects) {
+            load_record(jit, backend, &plan, r, object?, source, stats)?;
+        }
+    }
+    let declared = plan.task_object(&task.body).declared;
+    linked(jit, &plan, &declared)
+}
+
+/// The loaded records of `indices` of `plan`.
+fn linked(jit: &Jit, plan: &FuncPlan<'_>, indices: &[usize]) -> Result<Vec<LoadedFunction>, ProvideError> {
+    let find = |&i: &usize| {
+        let f = &plan.funcs[i];
+        jit.function(&f.key)
+            .ok_or_else(|| ProvideError::Other(format!("function record @{} is not loaded", f.func.name)))
+    };
+    indices.iter().map(find).collect()
+}
+
+/// Loads record `r` from `object`; an object that does not load is asked
+/// for afresh once.
+fn load_record(
+    jit: &Jit,
+    backend: &dyn Backend,
+    plan: &FuncPlan<'_>,
+    r: &NeededRecord<'_>,
+    object: Vec<u8>,
+    source: &mut dyn RecordSource,
+    stats: &mut JitStats,
+) -> Result<(), ProvideError> {
+    let i = plan.index(&r.name).ok_or_else(|| ProvideError::Other(format!("no function @{}", r.name)))?;
+    let deps = linked(jit, plan, &plan.record_object(i).declared)?;
+    let meta = &r.meta;
+    let t0 = Instant::now();
+    if jit.load_function(&r.key, &r.name, &object, meta, &deps).is_err() {
+        // A damaged or unloadable record: compiled afresh, once.
+        stats.run.corrupt_replaced += 1;
+        let again = source.objects(backend, std::slice::from_ref(r), true, stats).pop();
+        let object = again.unwrap_or_else(|| Err(ProvideError::Other("the compiler returned no object".into())))?;
+        jit.load_function(&r.key, &r.name, &object, meta, &deps).map_err(ProvideError::Jit)?;
+    }
+    stats.run.load_time += t0.elapsed();
+    source.loaded(&r.key, stats);
+    Ok(())
+}
+
 /// Compiles each task and loads it (no cache): a kernel's tasks are
 /// compiled together when it is prepared.
 #[derive(Debug, Default)]
@@ -167,8 +282,9 @@ impl TaskProvider for CompileAndLoad {
         let c = compiled.unwrap_or_else(|| backend.compile_task(module)).map_err(ProvideError::Codegen)?;
         stats.run.compiled += 1;
         stats.run.compile_time += c.compile_time;
+        let deps = ready_functions(jit, backend, module, &mut CompileRecords, stats)?;
         let t0 = Instant::now();
-        let t = jit.load_task(task, &c.object, &c.meta).map_err(ProvideError::Jit)?;
+        let t = jit.load_task_with(task, &c.object, &c.meta, &deps).map_err(ProvideError::Jit)?;
         stats.tasks_loaded += 1;
         stats.run.load_time += t0.elapsed();
         Ok(t)

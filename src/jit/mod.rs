@@ -15,6 +15,7 @@
 pub mod engine;
 pub mod runtime;
 
+use crate::cache::Key;
 use crate::codegen::init_llvm;
 use crate::config::LaunchMeta;
 use inkwell::llvm_sys;
@@ -89,6 +90,7 @@ extern "C" {
     fn kiln_orc_object_layer(session: *mut c_void) -> LLVMOrcObjectLayerRef;
     fn kiln_orc_global_prefix() -> libc::c_char;
     fn kiln_orc_dispose(session: *mut c_void) -> LLVMErrorRef;
+    fn kiln_orc_link_after(jd: LLVMOrcJITDylibRef, dep: LLVMOrcJITDylibRef);
 }
 
 struct JitInner {
@@ -134,6 +136,10 @@ extern "C" fn report_error(ctx: *mut c_void, err: LLVMErrorRef) {
 #[derive(Clone)]
 pub struct Jit {
     inner: Arc<JitInner>,
+    /// The function records loaded, by key: each is loaded once per
+    /// session, and every task that calls it links to that one. Beside
+    /// the session, not in it: a record's dylib holds the session.
+    functions: Arc<Mutex<HashMap<Key, LoadedFunction>>>,
 }
 
 /// Timing of one load, for the counters of `kiln-run --stats`.
@@ -152,6 +158,9 @@ struct Dylib {
     _jit: Arc<JitInner>,
     jd: LLVMOrcJITDylibRef,
     name: String,
+    /// The function records' dylibs in its link order, kept while it is
+    /// (dropped after it is cleared).
+    _deps: Vec<Arc<Dylib>>,
 }
 
 unsafe impl Send for Dylib {}
@@ -180,6 +189,21 @@ impl LoadedTask {
     /// The name of the JIT dylib the task lives in (unique per load).
     pub fn dylib_name(&self) -> &str {
         &self.dylib.name
+    }
+}
+
+/// A function record loaded (`crate::key::functions`): the dylib that
+/// defines its symbol, linked to its callees' records, which it keeps
+/// alive. Tasks that call it link to it ([`Jit::load_task_with`]).
+#[derive(Clone)]
+pub struct LoadedFunction {
+    pub times: LoadTimes,
+    dylib: Arc<Dylib>,
+}
+
+impl fmt::Debug for LoadedFunction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadedFunction").field("dylib", &self.dylib.name).finish()
     }
 }
 
@@ -221,16 +245,57 @@ impl Jit {
         unsafe {
             LLVMOrcExecutionSessionSetErrorReporter(es, report_error, &*reported as *const _ as *mut c_void);
         }
-        Ok(Jit { inner: Arc::new(JitInner { session, es, layer, prefix, reported }) })
+        let inner = Arc::new(JitInner { session, es, layer, prefix, reported });
+        Ok(Jit { inner, functions: Arc::default() })
     }
 
     /// Loads a per-task object into a fresh dylib and resolves its entry
     /// (`meta.entry_symbol`) at once. `name_hint` only helps debugging (the
     /// dylib's name is made unique with a process-wide counter).
     pub fn load_task(&self, name_hint: &str, object: &[u8], meta: &LaunchMeta) -> Result<LoadedTask, JitError> {
+        self.load_task_with(name_hint, object, meta, &[])
+    }
+
+    /// [`Jit::load_task`] for an object that calls function records:
+    /// `deps` are the records it declares, searched after its own dylib.
+    pub fn load_task_with(
+        &self,
+        name_hint: &str,
+        object: &[u8],
+        meta: &LaunchMeta,
+        deps: &[LoadedFunction],
+    ) -> Result<LoadedTask, JitError> {
         let _span = crate::trace::span("load", "load", name_hint);
-        let (dylib, addrs, times) = self.add_object(name_hint, object, &[meta.entry_symbol.as_str()])?;
+        let (dylib, addrs, times) = self.add_object(name_hint, object, &[meta.entry_symbol.as_str()], deps)?;
         Ok(LoadedTask { entry: runtime::entry_from_address(addrs[0]), meta: meta.clone(), times, dylib })
+    }
+
+    /// Loads a function record's object (`meta` from
+    /// [`crate::codegen::function_meta`]) into a fresh dylib linked to
+    /// `deps`, the records it calls (loaded first), and links it at once by
+    /// looking its symbol up: a bad object is an error here, not in the
+    /// task that calls it.
+    /// The record is kept under `key` for [`Jit::function`].
+    pub fn load_function(
+        &self,
+        key: &Key,
+        name_hint: &str,
+        object: &[u8],
+        meta: &LaunchMeta,
+        deps: &[LoadedFunction],
+    ) -> Result<LoadedFunction, JitError> {
+        let _span = crate::trace::span("load", "load function", name_hint);
+        let (dylib, _, times) = self.add_object(name_hint, object, &[meta.entry_symbol.as_str()], deps)?;
+        let loaded = LoadedFunction { times, dylib };
+        if let Ok(mut m) = self.functions.lock() {
+            m.insert(*key, loaded.clone());
+        }
+        Ok(loaded)
+    }
+
+    /// The function record of `key`, if this session has loaded it.
+    pub fn function(&self, key: &Key) -> Option<LoadedFunction> {
+        self.functions.lock().ok().and_then(|m| m.get(key).cloned())
     }
 
     /// Loads a whole-kernel object into one fresh dylib and resolves every
@@ -242,7 +307,7 @@ impl Jit {
         launches: &[LaunchMeta],
     ) -> Result<Vec<LoadedTask>, JitError> {
         let syms: Vec<&str> = launches.iter().map(|m| m.entry_symbol.as_str()).collect();
-        let (dylib, addrs, times) = self.add_object(name_hint, object, &syms)?;
+        let (dylib, addrs, times) = self.add_object(name_hint, object, &syms, &[])?;
         Ok(launches
             .iter()
             .zip(addrs)
@@ -262,6 +327,7 @@ impl Jit {
         hint: &str,
         object: &[u8],
         symbols: &[&str],
+        deps: &[LoadedFunction],
     ) -> Result<(Arc<Dylib>, Vec<u64>, LoadTimes), JitError> {
         let t0 = Instant::now();
         // ORC reads the object header when the object is added, but an
@@ -280,7 +346,11 @@ impl Jit {
         // A bare dylib: no platform (task objects have no static
         // constructors, `atexit` or TLS to support).
         let jd = unsafe { LLVMOrcExecutionSessionCreateBareJITDylib(inner.es, cname.as_ptr()) };
-        let dylib = Arc::new(Dylib { _jit: inner.clone(), jd, name });
+        let deps: Vec<Arc<Dylib>> = deps.iter().map(|d| d.dylib.clone()).collect();
+        for d in &deps {
+            unsafe { kiln_orc_link_after(jd, d.jd) };
+        }
+        let dylib = Arc::new(Dylib { _jit: inner.clone(), jd, name, _deps: deps });
         // libm and the rest of the process, from every dylib.
         let mut gen: LLVMOrcDefinitionGeneratorRef = std::ptr::null_mut();
         let e = unsafe {

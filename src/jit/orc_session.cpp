@@ -78,3 +78,11 @@ extern "C" LLVMErrorRef kiln_orc_dispose(void *s) {
   S->ES.reset();
   return wrap(std::move(E));
 }
+
+// Appends Dep to JD's link order: the symbols JD's objects leave undefined
+// are then also looked for in Dep (a function record's dylib), after JD
+// itself. The C API has no call for it.
+extern "C" void kiln_orc_link_after(LLVMOrcJITDylibRef JD, LLVMOrcJITDylibRef Dep) {
+  auto *J = reinterpret_cast<JITDylib *>(JD);
+  J->addToLinkOrder(*reinterpret_cast<JITDylib *>(Dep), JITDylibLookupFlags::MatchAllSymbols);
+}

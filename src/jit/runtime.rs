@@ -189,6 +189,12 @@ fn iteration_space(meta: &LaunchMeta, names: LaunchNames, slots: &[u64], fields:
             })?;
             (0, f.len() as i64, *block_dim)
         }
+        MetaKind::Function => {
+            return Err(RunError::new(format!(
+                "kernel @{}: task @{}: the object is a function record, not a task",
+                names.kernel, names.task
+            )))
+        }
     };
     let block = if block == 0 { DEFAULT_BLOCK_DIM } else { block } as i64;
     Ok(Space { begin, count, block })
