@@ -570,7 +570,63 @@ pub fn single_task(module: &Module) -> Result<&TaskItem, CodegenError> {
 /// The task items a kernel of a split stream launches, in launch order,
 /// with the modules that hold them.
 pub fn launched_tasks<'s>(stream: &'s Stream, kernel: &str) -> Result<Vec<(&'s Module, &'s TaskItem)>, CodegenError> {
-    let items = StreamIndex::new(stream);
+    launched_in(&StreamIndex::new(stream), kernel)
+}
+
+/// [`launched_tasks`] for every kernel of a split stream at once, from one
+/// index of the stream: a run of K kernels looks each kernel's launches up
+/// here instead of indexing the whole stream K times (which made a warm
+/// run of 100 kernels quadratic in them).
+pub struct LaunchTable {
+    /// Per kernel: the (module, item) positions of its launched tasks.
+    by_kernel: HashMap<String, Result<Vec<(usize, usize)>, CodegenError>>,
+}
+
+impl LaunchTable {
+    /// The table of `stream`, which [`LaunchTable::launched`] must be given.
+    pub fn new(stream: &Stream) -> LaunchTable {
+        let items = StreamIndex::new(stream);
+        let mut at: HashMap<*const TaskItem, (usize, usize)> = HashMap::new();
+        for (mi, m) in stream.modules.iter().enumerate() {
+            for (ii, item) in m.items.iter().enumerate() {
+                if let crate::ir::Item::Task(t) = item {
+                    at.insert(t as *const TaskItem, (mi, ii));
+                }
+            }
+        }
+        let kernels = stream.modules.iter().flat_map(|m| m.kernels());
+        let by_kernel = kernels
+            .map(|k| {
+                let launched =
+                    launched_in(&items, &k.name).map(|v| v.iter().map(|&(_, t)| at[&(t as *const _)]).collect());
+                (k.name.to_string(), launched)
+            })
+            .collect();
+        LaunchTable { by_kernel }
+    }
+
+    /// What [`launched_tasks`] gives for `kernel` of `stream`, the stream
+    /// this table was made of.
+    pub fn launched<'s>(
+        &self,
+        stream: &'s Stream,
+        kernel: &str,
+    ) -> Result<Vec<(&'s Module, &'s TaskItem)>, CodegenError> {
+        let Some(found) = self.by_kernel.get(kernel) else {
+            return launched_tasks(stream, kernel);
+        };
+        let task = |&(mi, ii): &(usize, usize)| {
+            let m = &stream.modules[mi];
+            match &m.items[ii] {
+                crate::ir::Item::Task(t) => Ok((m, t)),
+                _ => Err(CodegenError::new(format!("kernel @{kernel}: the launch table is not of this stream"))),
+            }
+        };
+        found.clone()?.iter().map(task).collect()
+    }
+}
+
+fn launched_in<'s>(items: &StreamIndex<'s>, kernel: &str) -> Result<Vec<(&'s Module, &'s TaskItem)>, CodegenError> {
     let (_, k) = items.kernel(kernel).ok_or_else(|| CodegenError::new(format!("no kernel @{kernel} in the input")))?;
     let mut out = Vec::new();
     let mut bad: Option<CodegenError> = None;
@@ -613,5 +669,31 @@ mod tests {
         assert!(check_llvm_version((22, 1, 0), "none").is_err());
         // This build's own library passes.
         assert!(check_llvm_version(llvm_library_version(), crate::config::LLVM_VERSION).is_ok());
+    }
+
+    /// The table answers as `launched_tasks` does, for every kernel (one
+    /// launching a task twice, one launching nothing) and for a name that
+    /// is no kernel.
+    #[test]
+    fn the_launch_table_answers_as_launched_tasks_does() {
+        let mut s = crate::parser::parse(
+            "field @x : i32[4]\n\
+             kernel @a() {\n  for %i in 0 .. 4 {\n    store @x[%i], %i\n  }\n  for %j in 0 .. 4 {\n    %v = load @x[%j]\n    store @x[%j], %v\n  }\n}\n\
+             kernel @b() {\n  for %i in 0 .. 2 {\n    store @x[%i], %i\n  }\n}\n\
+             kernel @c() {\n}\n",
+        )
+        .unwrap();
+        crate::verifier::verify(&s).unwrap();
+        crate::passes::run_passes(&crate::passes::default_pipeline(), &mut s).unwrap();
+        let table = LaunchTable::new(&s);
+        let names = |v: Vec<(&Module, &TaskItem)>| {
+            v.iter().map(|(m, t)| (m.name.clone(), t.name.to_string())).collect::<Vec<_>>()
+        };
+        for k in ["a", "b", "c"] {
+            let direct = names(launched_tasks(&s, k).unwrap());
+            assert_eq!(names(table.launched(&s, k).unwrap()), direct, "kernel @{k}");
+        }
+        assert_eq!(names(table.launched(&s, "a").unwrap()).len(), 2);
+        assert_eq!(table.launched(&s, "nope").unwrap_err(), launched_tasks(&s, "nope").unwrap_err());
     }
 }

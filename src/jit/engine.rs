@@ -13,7 +13,7 @@ use super::{Jit, JitError, LoadedFunction, LoadedTask};
 use crate::codegen::{self, Backend, CodegenError, CompiledTask};
 use crate::config::MetaKind;
 use crate::exec::{Engine, FieldData, Fields, RunError};
-use crate::ir::{Const, Item, Module, Scalar, Stream};
+use crate::ir::{Const, Item, Module, Scalar, Stream, TaskItem};
 use crate::key::functions::{FuncPlan, NeededRecord};
 use crate::key::Key;
 use std::collections::{HashMap, VecDeque};
@@ -306,6 +306,8 @@ struct Split {
     text: String,
     spans: Vec<(u32, u32)>,
     stream: Arc<Stream>,
+    /// Every kernel's launches in `stream`, indexed once.
+    launches: codegen::LaunchTable,
 }
 
 /// Runs kernels through the JIT.
@@ -379,7 +381,8 @@ impl JitEngine {
             RunError::new(format!("cannot split the kernels into tasks: {}", msgs.join("; ")))
         })?;
         let s = Arc::new(s);
-        self.split = Some(Split { text, spans, stream: s.clone() });
+        let launches = codegen::LaunchTable::new(&s);
+        self.split = Some(Split { text, spans, stream: s.clone(), launches });
         Ok(Some(s))
     }
 
@@ -395,10 +398,21 @@ impl JitEngine {
         self.provider.finish(&mut self.stats);
     }
 
+    /// The launched task items of `kernel`, in order: from the split's
+    /// table when `stream` is the split this engine made, else by
+    /// indexing `stream`.
+    fn launched<'s>(&self, stream: &'s Stream, kernel: &str) -> Result<Vec<(&'s Module, &'s TaskItem)>, RunError> {
+        let found = match &self.split {
+            Some(s) if std::ptr::eq(stream, &*s.stream) => s.launches.launched(stream, kernel),
+            _ => codegen::launched_tasks(stream, kernel),
+        };
+        found.map_err(|e| RunError::new(e.message))
+    }
+
     /// The loaded tasks of a kernel's launches, in order (loading what is
     /// not loaded yet).
     pub fn prepare(&mut self, stream: &Stream, kernel: &str) -> Result<Vec<LoadedTask>, RunError> {
-        let launched = codegen::launched_tasks(stream, kernel).map_err(|e| RunError::new(e.message))?;
+        let launched = self.launched(stream, kernel)?;
         match self.path {
             JitPath::PerTask => {
                 let (texts, text_of) = module_texts(&launched);
@@ -546,7 +560,7 @@ impl Engine for JitEngine {
         // The launched task items, in the order of `tasks`: their names
         // (a record may come from a task of another name) and where their
         // statements are.
-        let launched = codegen::launched_tasks(stream, kernel).map_err(|e| RunError::new(e.message))?;
+        let launched = self.launched(stream, kernel)?;
         let temps = add_temporaries(&tasks, fields)?;
         if self.pool.is_none() && tasks.iter().any(|t| !matches!(t.meta.kind, MetaKind::Serial)) {
             self.pool = make_pool(self.threads)?;
