@@ -251,19 +251,7 @@ fn machines_on_a_redis_cluster_compile_each_task_once_with_leases_in_their_recor
 
 /// A tier of this process on `url`, for the records of `scope`.
 fn tier(url: &str, scope: &str) -> kiln::remote::RemoteTier {
-    use kiln::remote::{envelope, settings::Endpoint, RemoteSettings, RemoteTier};
-    let settings = RemoteSettings {
-        endpoint: Endpoint::parse(url).unwrap(),
-        display: url.to_string(),
-        read_only: false,
-        connect_timeout: Duration::from_secs(5),
-        timeout: Duration::from_secs(5),
-        ttl: None,
-        mac_key: None,
-        max_value_len: envelope::MAX_VALUE_LEN,
-        lease_ttl: Duration::from_secs(10),
-    };
-    RemoteTier::new(settings, scope)
+    kiln::remote::RemoteTier::new(common::redis_server::test_settings(url), scope)
 }
 
 #[test]

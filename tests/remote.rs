@@ -202,24 +202,14 @@ fn engine(dir: &Path, url: Option<&str>) -> kiln::jit::engine::JitEngine {
     use kiln::cached::{self, CachedTasks};
     use kiln::codegen::{Compiler, HostTarget};
     use kiln::config::{CompileConfig, OptLevel};
-    use kiln::remote::{settings::Endpoint, RemoteSettings, RemoteTier};
+    use kiln::remote::RemoteTier;
     let target = HostTarget::detect().unwrap();
     let compiler =
         Compiler::new(CompileConfig { opt_level: OptLevel::O0, ..Default::default() }, target.clone()).unwrap();
     let mut engine = kiln::jit::engine::JitEngine::new(compiler, kiln::jit::engine::JitPath::PerTask, 1).unwrap();
     let mut provider = CachedTasks::new(cached::open_store(dir, &target, Default::default()).unwrap());
     if let Some(url) = url {
-        let settings = RemoteSettings {
-            endpoint: Endpoint::parse(url).unwrap(),
-            display: url.to_string(),
-            read_only: false,
-            connect_timeout: Duration::from_secs(5),
-            timeout: Duration::from_secs(5),
-            ttl: None,
-            mac_key: None,
-            max_value_len: envelope::MAX_VALUE_LEN,
-            lease_ttl: Duration::from_secs(10),
-        };
+        let settings = common::redis_server::test_settings(url);
         let scope = provider.store().scope_name().to_string();
         provider = provider.with_remote(RemoteTier::new(settings, &scope));
     }

@@ -233,3 +233,20 @@ impl RedisCluster {
         self.nodes.iter().map(RedisServer::dbsize).collect()
     }
 }
+
+/// The remote settings of a test's own tier on `url`: writable, unsigned,
+/// 5 s timeouts (a loaded machine's), a 10 s lease.
+pub fn test_settings(url: &str) -> kiln::remote::RemoteSettings {
+    use kiln::remote::{envelope, settings::Endpoint, RemoteSettings};
+    RemoteSettings {
+        endpoint: Endpoint::parse(url).unwrap(),
+        display: url.to_string(),
+        read_only: false,
+        connect_timeout: Duration::from_secs(5),
+        timeout: Duration::from_secs(5),
+        ttl: None,
+        mac_key: None,
+        max_value_len: envelope::MAX_VALUE_LEN,
+        lease_ttl: Duration::from_secs(10),
+    }
+}
