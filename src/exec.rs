@@ -213,6 +213,14 @@ pub trait Engine {
         args: &[Const],
         fields: &mut Fields,
     ) -> Result<(), RunError>;
+
+    /// Runs each of `runs` (a kernel of `stream` and its arguments) in
+    /// order, up to the first error. An engine may work out what the runs
+    /// share once, not once per run: a program of many kernels then costs
+    /// what its kernels cost, not their number times the program's size.
+    fn run_kernels(&mut self, stream: &Stream, runs: &[(&str, &[Const])], fields: &mut Fields) -> Result<(), RunError> {
+        runs.iter().try_for_each(|(kernel, args)| self.run_kernel(stream, kernel, args, fields))
+    }
 }
 
 // ---------------------------------------------------------------------------

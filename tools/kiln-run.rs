@@ -443,7 +443,8 @@ fn run_kernels(
         Runner::Interp(i) => i,
         Runner::Jit(j, _) => &mut **j,
     };
-    let result = kernels.iter().zip(args).try_for_each(|(k, a)| engine.run_kernel(stream, &k.name, a, fields));
+    let runs: Vec<(&str, &[Const])> = kernels.iter().zip(args).map(|(k, a)| (k.name.as_str(), a.as_slice())).collect();
+    let result = engine.run_kernels(stream, &runs, fields);
     if let Runner::Jit(j, _) = runner {
         j.finish();
     }

@@ -327,6 +327,17 @@ pub struct JitEngine {
     kernels: HashMap<String, Vec<LoadedTask>>,
     /// The last kernel file split by the default pipeline.
     split: Option<Split>,
+    /// While [`Engine::run_kernels`] runs, the one stream it was given
+    /// (borrowed for the whole batch, so its address names it there):
+    /// `split` known to be its split, and its own launch table once asked.
+    batch: Option<Batch>,
+}
+
+/// What a batch of runs of one stream works out once, not once per run.
+struct Batch {
+    stream: *const Stream,
+    split_checked: bool,
+    launches: Option<codegen::LaunchTable>,
 }
 
 impl JitEngine {
@@ -345,6 +356,7 @@ impl JitEngine {
             tasks: HashMap::new(),
             kernels: HashMap::new(),
             split: None,
+            batch: None,
         })
     }
 
@@ -369,11 +381,26 @@ impl JitEngine {
         if !crate::passes::task_form::is_unsplit(k) {
             return Ok(None);
         }
+        if let (Some(b), Some(s)) = (&self.batch, &self.split) {
+            if b.split_checked && std::ptr::eq(b.stream, stream) {
+                return Ok(Some(s.stream.clone()));
+            }
+        }
+        let split = self.split_anew(stream)?;
+        if let Some(b) = self.batch.as_mut().filter(|b| std::ptr::eq(b.stream, stream)) {
+            b.split_checked = true;
+        }
+        Ok(Some(split))
+    }
+
+    /// The split of `stream`: the cached one if its text and spans are the
+    /// same, else a new one.
+    fn split_anew(&mut self, stream: &Stream) -> Result<Arc<Stream>, RunError> {
         let text = stream.to_string();
         let spans = stmt_spans(stream);
         if let Some(s) = &self.split {
             if s.text == text && s.spans == spans {
-                return Ok(Some(s.stream.clone()));
+                return Ok(s.stream.clone());
             }
         }
         let s = crate::passes::to_task_stream(stream.clone()).map_err(|ds| {
@@ -383,7 +410,7 @@ impl JitEngine {
         let s = Arc::new(s);
         let launches = codegen::LaunchTable::new(&s);
         self.split = Some(Split { text, spans, stream: s.clone(), launches });
-        Ok(Some(s))
+        Ok(s)
     }
 
     /// Replaces where the per-task path gets its tasks from (the cache).
@@ -401,9 +428,12 @@ impl JitEngine {
     /// The launched task items of `kernel`, in order: from the split's
     /// table when `stream` is the split this engine made, else by
     /// indexing `stream`.
-    fn launched<'s>(&self, stream: &'s Stream, kernel: &str) -> Result<Vec<(&'s Module, &'s TaskItem)>, RunError> {
-        let found = match &self.split {
-            Some(s) if std::ptr::eq(stream, &*s.stream) => s.launches.launched(stream, kernel),
+    fn launched<'s>(&mut self, stream: &'s Stream, kernel: &str) -> Result<Vec<(&'s Module, &'s TaskItem)>, RunError> {
+        let found = match (&self.split, self.batch.as_mut()) {
+            (Some(s), _) if std::ptr::eq(stream, &*s.stream) => s.launches.launched(stream, kernel),
+            (_, Some(b)) if std::ptr::eq(stream, b.stream) => {
+                b.launches.get_or_insert_with(|| codegen::LaunchTable::new(stream)).launched(stream, kernel)
+            }
             _ => codegen::launched_tasks(stream, kernel),
         };
         found.map_err(|e| RunError::new(e.message))
@@ -533,6 +563,15 @@ fn make_pool(threads: usize) -> Result<Option<rayon::ThreadPool>, RunError> {
 }
 
 impl Engine for JitEngine {
+    /// The runs of one stream: the stream is split (or its split checked)
+    /// once, and its kernels' launches indexed once, for all of them.
+    fn run_kernels(&mut self, stream: &Stream, runs: &[(&str, &[Const])], fields: &mut Fields) -> Result<(), RunError> {
+        self.batch = Some(Batch { stream, split_checked: false, launches: None });
+        let result = runs.iter().try_for_each(|(kernel, args)| self.run_kernel(stream, kernel, args, fields));
+        self.batch = None;
+        result
+    }
+
     fn run_kernel(
         &mut self,
         stream: &Stream,

@@ -34,19 +34,21 @@ pub fn kir_files() -> Vec<PathBuf> {
 }
 
 /// Runs every kernel of the stream in order, with its parameters' default
-/// values, on zeroed fields, and returns the fields.
+/// values, on zeroed fields, as one batch (`Engine::run_kernels`, as
+/// `kiln-run` does), and returns the fields.
 pub fn run_all(engine: &mut dyn Engine, stream: &Stream) -> Result<Fields, String> {
     let mut fields = Fields::zeroed(stream);
-    for m in &stream.modules {
-        for k in m.kernels() {
-            let args: Vec<_> = k
-                .params
-                .iter()
-                .map(|p| p.default.ok_or_else(|| format!("kernel @{}: a parameter has no default", k.name)))
-                .collect::<Result<_, _>>()?;
-            engine.run_kernel(stream, &k.name, &args, &mut fields).map_err(|e| e.message)?;
-        }
+    let mut runs = Vec::new();
+    for k in stream.modules.iter().flat_map(|m| m.kernels()) {
+        let args: Vec<_> = k
+            .params
+            .iter()
+            .map(|p| p.default.ok_or_else(|| format!("kernel @{}: a parameter has no default", k.name)))
+            .collect::<Result<_, _>>()?;
+        runs.push((k.name.as_str(), args));
     }
+    let runs: Vec<(&str, &[kiln::ir::Const])> = runs.iter().map(|(k, a)| (*k, a.as_slice())).collect();
+    engine.run_kernels(stream, &runs, &mut fields).map_err(|e| e.message)?;
     Ok(fields)
 }
 
