@@ -443,9 +443,20 @@ impl JitEngine {
     /// not loaded yet).
     pub fn prepare(&mut self, stream: &Stream, kernel: &str) -> Result<Vec<LoadedTask>, RunError> {
         let launched = self.launched(stream, kernel)?;
+        self.prepare_launched(stream, kernel, &launched)
+    }
+
+    /// [`JitEngine::prepare`] of the task items `kernel` launches, already
+    /// looked up.
+    fn prepare_launched(
+        &mut self,
+        stream: &Stream,
+        kernel: &str,
+        launched: &[(&Module, &TaskItem)],
+    ) -> Result<Vec<LoadedTask>, RunError> {
         match self.path {
             JitPath::PerTask => {
-                let (texts, text_of) = module_texts(&launched);
+                let (texts, text_of) = module_texts(launched);
                 // Each module not loaded yet, once (a kernel may launch a
                 // task twice).
                 let mut seen = std::collections::HashSet::new();
@@ -461,7 +472,7 @@ impl JitEngine {
                 // Each distinct module looked up (its text hashed) once.
                 let mut ready: Vec<Option<LoadedTask>> = texts.iter().map(|t| self.tasks.get(t).cloned()).collect();
                 let mut out = Vec::with_capacity(launched.len());
-                for ((m, t), &i) in launched.into_iter().zip(&text_of) {
+                for (&(m, t), &i) in launched.iter().zip(&text_of) {
                     if let Some(l) = &ready[i] {
                         out.push(l.clone());
                         continue;
@@ -480,7 +491,7 @@ impl JitEngine {
             JitPath::WholeKernel => {
                 // The distinct modules' texts and the order they are
                 // launched in: a task launched n times is in it once.
-                let (texts, text_of) = module_texts(&launched);
+                let (texts, text_of) = module_texts(launched);
                 let key = format!("{}\0{text_of:?}", texts.concat());
                 if let Some(ls) = self.kernels.get(&key) {
                     return Ok(ls.clone());
@@ -595,11 +606,11 @@ impl Engine for JitEngine {
         }
         let kparams: Vec<(&str, Scalar)> =
             k.params.iter().zip(&k.body.params).map(|(p, v)| (k.body.name(*v), p.ty)).collect();
-        let tasks = self.prepare(stream, kernel)?;
-        // The launched task items, in the order of `tasks`: their names
-        // (a record may come from a task of another name) and where their
-        // statements are.
+        // The launched task items, looked up once: what `tasks` loads, in
+        // its order, and their names (a record may come from a task of
+        // another name) and where their statements are.
         let launched = self.launched(stream, kernel)?;
+        let tasks = self.prepare_launched(stream, kernel, &launched)?;
         let temps = add_temporaries(&tasks, fields)?;
         if self.pool.is_none() && tasks.iter().any(|t| !matches!(t.meta.kind, MetaKind::Serial)) {
             self.pool = make_pool(self.threads)?;
