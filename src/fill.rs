@@ -161,17 +161,28 @@ fn look_up<'m>(store: &Store, compiler: &dyn Backend, module: &'m Module) -> Res
     let name = codegen::single_task(module).map(|t| t.name.to_string()).unwrap_or_default();
     let t1 = Instant::now();
     let _lookup = crate::trace::span("cache", "cache lookup", &name);
-    let (local, outcome) = match store.get(&key).map_err(other)? {
-        Lookup::Hit(r) if same_launch(&r.meta, &meta) => (Some(r), Filled::Hit),
+    let (local, outcome) = local_record(store, &key, |m| same_launch(m, &meta))?;
+    times.read = t1.elapsed();
+    Ok(Task { module, name, key, meta, times, outcome, local, remote: None })
+}
+
+/// The store's record of `key` if it is good and `fits`, with what filling
+/// it means: a record that does not fit is removed (`Replaced`, as a
+/// damaged one), no record is `Stored`.
+fn local_record(
+    store: &Store,
+    key: &Key,
+    fits: impl Fn(&LaunchMeta) -> bool,
+) -> Result<(Option<Record>, Filled), ProvideError> {
+    Ok(match store.get(key).map_err(other)? {
+        Lookup::Hit(r) if fits(&r.meta) => (Some(r), Filled::Hit),
         Lookup::Hit(_) => {
-            store.discard(&key).map_err(other)?;
+            store.discard(key).map_err(other)?;
             (None, Filled::Replaced)
         }
         Lookup::Corrupt(_) => (None, Filled::Replaced),
         Lookup::Miss => (None, Filled::Stored),
-    };
-    times.read = t1.elapsed();
-    Ok(Task { module, name, key, meta, times, outcome, local, remote: None })
+    })
 }
 
 fn other(e: CacheError) -> ProvideError {
@@ -288,15 +299,7 @@ pub fn fill_record(
 ) -> Outcome {
     let remote = remote.filter(|r| r.is_on());
     let t0 = Instant::now();
-    let (local, mut outcome) = match store.get(&r.key).map_err(other)? {
-        Lookup::Hit(rec) if rec.meta == r.meta => (Some(rec), Filled::Hit),
-        Lookup::Hit(_) => {
-            store.discard(&r.key).map_err(other)?;
-            (None, Filled::Replaced)
-        }
-        Lookup::Corrupt(_) => (None, Filled::Replaced),
-        Lookup::Miss => (None, Filled::Stored),
-    };
+    let (local, mut outcome) = local_record(store, &r.key, |m| *m == r.meta)?;
     let fetched = match remote.map(|t| t.get_many(&[r.key]).pop()) {
         Some(Some(Fetched::Hit(rec))) if rec.meta == r.meta => Some(rec),
         Some(Some(Fetched::Hit(_))) => {
