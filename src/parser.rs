@@ -263,7 +263,9 @@ pub(crate) fn lower_item_as<'a>(
             let mut lw = BodyLower::new(src, sigs, diags, keep);
             let params = lw.params(&f.params);
             lw.stmts(f.body, Block::new(0));
-            Item::Func(Func { name: f.name.text(src).into(), params, ret: f.ret, body: lw.finish(), span: f.span })
+            Item::Func(
+                Func { name: f.name.text(src).into(), params, ret: f.ret, body: lw.finish(), span: f.span }.into(),
+            )
         }
         ast::Item::Kernel(k) => {
             let mut lw = BodyLower::new(src, sigs, diags, keep);

@@ -618,7 +618,7 @@ mod tests {
             body,
             span: Span::DUMMY,
         };
-        let m = Module { name: None, items: vec![Item::Func(f)], span: Span::DUMMY };
+        let m = Module { name: None, items: vec![Item::Func(f.into())], span: Span::DUMMY };
         assert_eq!(m.to_string(), "func @double(%a: i32) -> i32 {\n  %r = add %a, %a\n  ret %r\n}\n");
     }
 }

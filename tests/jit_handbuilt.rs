@@ -196,7 +196,7 @@ fn helper_module(name: &str, out: &str, factor: f32, n: u64) -> Module {
         items: vec![
             Item::Field(field("x", Scalar::F32, &[n])),
             Item::Field(field(out, Scalar::F32, &[n])),
-            Item::Func(func),
+            Item::Func(func.into()),
             Item::Task(task),
         ],
         span: Span::DUMMY,

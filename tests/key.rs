@@ -295,7 +295,7 @@ fn canonical_text_is_a_fixed_point_and_ignores_value_names() {
                 let mut renamed = m.clone();
                 for it in &mut renamed.items {
                     let body = match it {
-                        kiln::ir::Item::Func(f) => &mut f.body,
+                        kiln::ir::Item::Func(f) => &mut std::sync::Arc::make_mut(f).body,
                         kiln::ir::Item::Task(t) => &mut t.body,
                         _ => continue,
                     };

@@ -506,7 +506,7 @@ impl Rng {
 fn body_mut(it: &mut Item) -> Option<&mut Body> {
     match it {
         Item::Field(_) => None,
-        Item::Func(f) => Some(&mut f.body),
+        Item::Func(f) => Some(&mut std::sync::Arc::make_mut(f).body),
         Item::Kernel(k) => Some(&mut k.body),
         Item::Task(t) => Some(&mut t.body),
     }

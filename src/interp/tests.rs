@@ -444,13 +444,16 @@ fn calls_pass_arguments_and_return_values() {
     let y = f.param(Scalar::I32);
     let r = f.bin(BinOp::Sub, x, y);
     f.st(StmtKind::Ret(Some(r)));
-    let func = Item::Func(Func {
-        name: "sub".into(),
-        params: vec![Param { ty: Scalar::I32, default: None, span: Span::DUMMY }; 2],
-        ret: Some(Scalar::I32),
-        body: f.body,
-        span: Span::DUMMY,
-    });
+    let func = Item::Func(
+        Func {
+            name: "sub".into(),
+            params: vec![Param { ty: Scalar::I32, default: None, span: Span::DUMMY }; 2],
+            ret: Some(Scalar::I32),
+            body: f.body,
+            span: Span::DUMMY,
+        }
+        .into(),
+    );
     let mut b = B::new();
     let a = b.c(i32c(10));
     let c = b.c(i32c(3));
@@ -466,7 +469,7 @@ fn calls_pass_arguments_and_return_values() {
 fn recursion_is_an_error_not_a_crash() {
     let mut f = B::new();
     f.st(StmtKind::Call("f".into(), vec![], Span::DUMMY));
-    let func = Item::Func(Func { name: "f".into(), params: vec![], ret: None, body: f.body, span: Span::DUMMY });
+    let func = Item::Func(Func { name: "f".into(), params: vec![], ret: None, body: f.body, span: Span::DUMMY }.into());
     let mut b = B::new();
     b.st(StmtKind::Call("f".into(), vec![], Span::DUMMY));
     let s = stream(vec![func, kernel("k", b, &[])]);

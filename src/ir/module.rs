@@ -85,11 +85,15 @@ pub struct TaskItem {
     pub span: Span,
 }
 
-/// A top-level item.
+/// A top-level item. A function is shared (`Arc`): `split-tasks` puts a
+/// copy of every function a task reaches into the task's module, and many
+/// tasks reaching one call chain would otherwise hold tasks × functions
+/// bodies; a pass that changes a function copies it then
+/// ([`std::sync::Arc::make_mut`]).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Item {
     Field(Field),
-    Func(Func),
+    Func(std::sync::Arc<Func>),
     Kernel(Kernel),
     Task(TaskItem),
 }
@@ -127,7 +131,7 @@ impl Module {
         self.items.iter().filter_map(|i| if let Item::Field(f) = i { Some(f) } else { None })
     }
     pub fn funcs(&self) -> impl Iterator<Item = &Func> {
-        self.items.iter().filter_map(|i| if let Item::Func(f) = i { Some(f) } else { None })
+        self.items.iter().filter_map(|i| if let Item::Func(f) = i { Some(&**f) } else { None })
     }
     pub fn kernels(&self) -> impl Iterator<Item = &Kernel> {
         self.items.iter().filter_map(|i| if let Item::Kernel(f) = i { Some(f) } else { None })

@@ -148,7 +148,7 @@ pub fn split_module(m: &Module) -> Result<Vec<Module>, Diagnostic> {
         }
         f.body.walk(f.body.entry, &mut |s| {
             if let StmtKind::Call(callee, ..) = &f.body.stmt(s).kind {
-                pending.extend(index.funcs.get(callee.as_str()));
+                pending.extend(index.funcs.get(callee.as_str()).map(|&f| &**f));
             }
         });
     }
@@ -186,7 +186,8 @@ fn launch_kernel(k: &Kernel) -> Kernel {
 /// module's size for every call.
 pub struct ByName<'m> {
     fields: HashMap<&'m str, &'m Field>,
-    funcs: HashMap<&'m str, &'m Func>,
+    /// Shared, so a task module's copy of a function is a reference.
+    funcs: HashMap<&'m str, &'m std::sync::Arc<Func>>,
 }
 
 impl<'m> ByName<'m> {
@@ -195,8 +196,10 @@ impl<'m> ByName<'m> {
         for f in m.fields() {
             index.fields.entry(f.name.as_str()).or_insert(f);
         }
-        for f in m.funcs() {
-            index.funcs.entry(f.name.as_str()).or_insert(f);
+        for it in &m.items {
+            if let Item::Func(f) = it {
+                index.funcs.entry(f.name.as_str()).or_insert(f);
+            }
         }
         index
     }
@@ -205,7 +208,12 @@ impl<'m> ByName<'m> {
 /// The fields a task touches and the functions it calls transitively, both
 /// sorted by name: exactly what its module must hold. `root` is the task's
 /// body block in `body`; `kind` its header.
-pub fn task_needs<'m>(m: &ByName<'m>, body: &Body, root: Block, kind: &TaskKind) -> (Vec<&'m Field>, Vec<&'m Func>) {
+pub fn task_needs<'m>(
+    m: &ByName<'m>,
+    body: &Body,
+    root: Block,
+    kind: &TaskKind,
+) -> (Vec<&'m Field>, Vec<&'m std::sync::Arc<Func>>) {
     let mut fields: Vec<&str> = Vec::new();
     match kind {
         TaskKind::Serial => {}
@@ -220,7 +228,7 @@ pub fn task_needs<'m>(m: &ByName<'m>, body: &Body, root: Block, kind: &TaskKind)
     }
     let mut calls: Vec<&str> = Vec::new();
     scan(body, root, &mut fields, &mut calls);
-    let mut funcs: Vec<&'m Func> = Vec::new();
+    let mut funcs: Vec<&'m std::sync::Arc<Func>> = Vec::new();
     // A set, not a scan of `funcs`: a task may call thousands of functions.
     let mut seen: HashSet<&str> = HashSet::new();
     while let Some(name) = calls.pop() {

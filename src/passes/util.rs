@@ -181,7 +181,7 @@ pub fn for_each_body(stream: &mut Stream, mut f: impl FnMut(&mut Body, &HashMap<
         for it in &mut m.items {
             match it {
                 Item::Field(_) => {}
-                Item::Func(x) => f(&mut x.body, &shapes),
+                Item::Func(x) => f(&mut std::sync::Arc::make_mut(x).body, &shapes),
                 Item::Kernel(x) => f(&mut x.body, &shapes),
                 Item::Task(x) => f(&mut x.body, &shapes),
             }

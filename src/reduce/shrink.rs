@@ -87,7 +87,7 @@ fn body(item: &Item) -> Option<&Body> {
 
 fn body_mut(item: &mut Item) -> Option<&mut Body> {
     match item {
-        Item::Func(f) => Some(&mut f.body),
+        Item::Func(f) => Some(&mut std::sync::Arc::make_mut(f).body),
         Item::Kernel(k) => Some(&mut k.body),
         Item::Task(t) => Some(&mut t.body),
         Item::Field(_) => None,
