@@ -12,6 +12,11 @@
 //! reject without an error.
 
 use super::*;
+use crate::passes::offload::ModuleScope;
+
+/// What offload needs of each module, by module index, made once for all
+/// the kernels of a batch of runs.
+pub(super) type Scopes = HashMap<usize, ModuleScope>;
 
 pub(super) type Reg = u32;
 
@@ -208,14 +213,33 @@ pub(super) struct Program {
 
 pub(super) const NO_TASK: u32 = u32::MAX;
 
+impl Program {
+    /// Adds zeroed storage for each field the program uses that `fields`
+    /// lacks (offload's kernel-scoped temporaries) and returns their
+    /// names, to drop after the run.
+    pub(super) fn add_temporaries(&self, fields: &mut Fields) -> Result<Vec<Name>, RunError> {
+        let mut temps = Vec::new();
+        for f in &self.fields {
+            if fields.get(&f.name).is_some() {
+                continue;
+            }
+            let decl = Field { name: f.name.clone(), elem: f.elem, shape: f.shape.clone(), span: Span::DUMMY };
+            fields.map.insert(f.name.clone(), FieldData::try_zeroed(&decl).map_err(RunError::new)?);
+            temps.push(f.name.clone());
+        }
+        Ok(temps)
+    }
+}
+
 pub(super) fn err(msg: impl Into<String>) -> RunError {
     RunError::new(msg)
 }
 
 /// Lowering state shared by all bodies of one program.
 pub(super) struct ProgramBuilder<'s> {
-    /// The stream's items by name, indexed once for every lookup.
-    pub(super) items: StreamIndex<'s>,
+    /// The stream's items by name, indexed once for every lookup (once for
+    /// a batch of runs).
+    pub(super) items: &'s StreamIndex<'s>,
     pub(super) kernel: &'s Kernel,
     /// The kernel's parameters by name (tasks bind theirs by name).
     pub(super) kernel_params: HashMap<&'s str, usize>,
@@ -743,10 +767,11 @@ impl<'s> ProgramBuilder<'s> {
 }
 
 impl Program {
-    /// Lowers kernel `name` of `stream` with every function and task it
-    /// reaches.
-    pub(super) fn lower(stream: &Stream, name: &str) -> Result<Program, RunError> {
-        let items = StreamIndex::new(stream);
+    /// Lowers kernel `name` of the stream `items` indexes with every
+    /// function and task it reaches; `scopes` keeps what offload needs of
+    /// each module, made at the first kernel of the module that asks.
+    pub(super) fn lower<'s>(items: &'s StreamIndex<'s>, scopes: &mut Scopes, name: &str) -> Result<Program, RunError> {
+        let stream = items.stream();
         let (mi, kernel) = items.kernel(name).ok_or_else(|| err(format!("no kernel named @{name}")))?;
         let kernel_params =
             kernel.body.params.iter().enumerate().map(|(i, &v)| (kernel.body.name(v), i)).rev().collect();
@@ -776,7 +801,8 @@ impl Program {
             .iter()
             .any(|&s| !matches!(body.stmt(s).kind, StmtKind::Task { .. } | StmtKind::Launch(_)));
         let tasks = if outside_tasks {
-            crate::passes::offload::top_level_tasks(&stream.modules[mi], name)
+            let scope = scopes.entry(mi).or_insert_with(|| ModuleScope::of(&stream.modules[mi]));
+            crate::passes::offload::top_level_tasks(kernel, scope)
         } else {
             HashMap::new()
         };

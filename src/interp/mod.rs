@@ -71,9 +71,18 @@ impl Engine for Interpreter {
         args: &[Const],
         fields: &mut Fields,
     ) -> Result<(), RunError> {
+        self.run_kernels(stream, &[(kernel, args)], fields)
+    }
+
+    /// The stream is indexed (and, for iteration orders and races,
+    /// offloaded) once for all the runs.
+    fn run_kernels(&mut self, stream: &Stream, runs: &[(&str, &[Const])], fields: &mut Fields) -> Result<(), RunError> {
+        let mut scopes = Scopes::new();
         if self.order == IterationOrder::Ascending && !self.check_races {
-            let prog = Program::lower(stream, kernel)?;
-            return prog.run(args, fields, *self);
+            let items = StreamIndex::new(stream);
+            return runs
+                .iter()
+                .try_for_each(|&(kernel, args)| Program::lower(&items, &mut scopes, kernel)?.run(args, fields, *self));
         }
         // Iteration orders and races are properties of parallel tasks:
         // run the kernels as offload makes them.
@@ -82,20 +91,17 @@ impl Engine for Interpreter {
             crate::passes::offload::offload_module(m)
                 .map_err(|d| err(format!("cannot offload the kernels into tasks: {}", d.message)))?;
         }
-        let prog = Program::lower(&tasks, kernel)?;
-        // Offload's temporaries exist for this run only.
-        let mut temps = Vec::new();
-        for f in tasks.modules.iter().flat_map(|m| m.fields()) {
-            if fields.get(&f.name).is_none() {
-                fields.map.insert(f.name.clone(), FieldData::try_zeroed(f).map_err(RunError::new)?);
-                temps.push(f.name.clone());
+        let items = StreamIndex::new(&tasks);
+        runs.iter().try_for_each(|&(kernel, args)| {
+            let prog = Program::lower(&items, &mut scopes, kernel)?;
+            // Offload's temporaries exist for one run only.
+            let temps = prog.add_temporaries(fields)?;
+            let r = prog.run(args, fields, *self);
+            for n in temps {
+                fields.map.remove(&n);
             }
-        }
-        let r = prog.run(args, fields, *self);
-        for n in temps {
-            fields.map.remove(&n);
-        }
-        r
+            r
+        })
     }
 }
 

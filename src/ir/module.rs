@@ -234,6 +234,10 @@ impl<'a> StreamIndex<'a> {
         }
         StreamIndex { stream, first, in_module }
     }
+    /// The stream this indexes.
+    pub fn stream(&self) -> &'a Stream {
+        self.stream
+    }
     fn get(&self, tag: ItemTag, name: &str) -> Option<(usize, &'a Item)> {
         self.first.get(&(tag, name)).copied()
     }

@@ -40,7 +40,7 @@
 use super::util;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::*;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The `offload` pass.
 pub struct Offload;
@@ -81,24 +81,48 @@ pub fn offload_module(m: &mut Module) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-/// The task offload puts each top-level statement of kernel `kernel` (in
-/// module `m`) in, by the statement: the names the JIT's tasks have, so
-/// that the interpreter, which runs the kernel as written, names the code
-/// it runs as the JIT does (a `task` written in the kernel keeps its own
-/// name). Empty when offload leaves the kernel alone or refuses it.
+/// What offloading one kernel of a module needs to know of the module:
+/// its items' names and its fields' shapes, gathered once for all of its
+/// kernels ([`top_level_tasks`]).
+pub struct ModuleScope {
+    names: BTreeSet<Name>,
+    shapes: HashMap<Name, (Scalar, Vec<u64>)>,
+}
+
+impl ModuleScope {
+    pub fn of(m: &Module) -> ModuleScope {
+        ModuleScope {
+            names: m.items.iter().map(|i| Name::from(i.name())).collect(),
+            shapes: m.fields().map(|f| (f.name.clone(), (f.elem, f.shape.clone()))).collect(),
+        }
+    }
+
+    /// The items' names a kernel's offload could take: those under the
+    /// kernel's own prefix (`<kernel>.`), the only names it makes.
+    fn taken_by(&self, kernel: &str) -> util::NameGen {
+        let prefix = format!("{kernel}.");
+        let under =
+            self.names.range::<str, _>((std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded));
+        util::NameGen::with_taken(under.take_while(|n| n.starts_with(&prefix)).cloned())
+    }
+}
+
+/// The task offload puts each top-level statement of `before` (a kernel
+/// of the module `scope` describes) in, by the statement: the names the
+/// JIT's tasks have, so that the interpreter, which runs the kernel as
+/// written, names the code it runs as the JIT does (a `task` written in
+/// the kernel keeps its own name). Empty when offload leaves the kernel
+/// alone or refuses it.
 ///
 /// Only this kernel is offloaded, on a copy: its tasks are `@<kernel>.<n>`
 /// and its temporaries `@<kernel>.tmp<n>`, so no other kernel's names can
-/// take theirs, only items that exist (which `globals` holds), and the
-/// cost is this kernel's, not the module's.
-pub fn top_level_tasks(m: &Module, kernel: &str) -> HashMap<Stmt, Name> {
+/// take theirs, only items that exist under that prefix, and the cost is
+/// this kernel's, not the module's.
+pub fn top_level_tasks(before: &Kernel, scope: &ModuleScope) -> HashMap<Stmt, Name> {
     let mut out = HashMap::new();
-    let Some(before) = m.kernels().find(|k| k.name == kernel) else { return out };
     let mut k = before.clone();
-    let mut globals = util::NameGen::with_taken(m.items.iter().map(|i| Name::from(i.name())));
-    let shapes: HashMap<Name, (Scalar, Vec<u64>)> =
-        m.fields().map(|f| (f.name.clone(), (f.elem, f.shape.clone()))).collect();
-    if offload_kernel(&mut k, &shapes, &mut globals).is_err() {
+    let mut globals = scope.taken_by(&before.name);
+    if offload_kernel(&mut k, &scope.shapes, &mut globals).is_err() {
         return out;
     }
     for &t in k.body.block(k.body.entry) {
