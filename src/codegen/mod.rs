@@ -580,6 +580,9 @@ pub fn launched_tasks<'s>(stream: &'s Stream, kernel: &str) -> Result<Vec<(&'s M
 pub struct LaunchTable {
     /// Per kernel: the (module, item) positions of its launched tasks.
     by_kernel: HashMap<String, Result<Vec<(usize, usize)>, CodegenError>>,
+    /// Per kernel name: the (module, item) position of the first kernel
+    /// of that name.
+    kernel_at: HashMap<String, (usize, usize)>,
 }
 
 impl LaunchTable {
@@ -587,10 +590,17 @@ impl LaunchTable {
     pub fn new(stream: &Stream) -> LaunchTable {
         let items = StreamIndex::new(stream);
         let mut at: HashMap<*const TaskItem, (usize, usize)> = HashMap::new();
+        let mut kernel_at = HashMap::new();
         for (mi, m) in stream.modules.iter().enumerate() {
             for (ii, item) in m.items.iter().enumerate() {
-                if let crate::ir::Item::Task(t) = item {
-                    at.insert(t as *const TaskItem, (mi, ii));
+                match item {
+                    crate::ir::Item::Task(t) => {
+                        at.insert(t as *const TaskItem, (mi, ii));
+                    }
+                    crate::ir::Item::Kernel(k) => {
+                        kernel_at.entry(k.name.to_string()).or_insert((mi, ii));
+                    }
+                    _ => {}
                 }
             }
         }
@@ -602,7 +612,18 @@ impl LaunchTable {
                 (k.name.to_string(), launched)
             })
             .collect();
-        LaunchTable { by_kernel }
+        LaunchTable { by_kernel, kernel_at }
+    }
+
+    /// The first kernel named `name` in `stream`, the stream this table
+    /// was made of, with its module.
+    pub fn kernel<'s>(&self, stream: &'s Stream, name: &str) -> Option<(&'s Module, &'s crate::ir::Kernel)> {
+        let &(mi, ii) = self.kernel_at.get(name)?;
+        let m = stream.modules.get(mi)?;
+        match m.items.get(ii)? {
+            crate::ir::Item::Kernel(k) if k.name == name => Some((m, k)),
+            _ => None,
+        }
     }
 
     /// What [`launched_tasks`] gives for `kernel` of `stream`, the stream

@@ -17,6 +17,7 @@
 //! [`locate`]).
 
 use crate::ir::{Body, Func, Module, SecondaryMap, Span, Stmt, TaskItem};
+use std::collections::HashSet;
 
 /// The number codegen passes when a failure has no statement (never
 /// produced for a statement of the object).
@@ -26,18 +27,12 @@ pub const NO_STMT: u32 = u32::MAX;
 /// task, in launch order), in numbering order: each function name once
 /// (its first definition), then each task name once.
 pub fn object_bodies<'a>(launched: &[(&'a Module, &'a TaskItem)]) -> (Vec<&'a Func>, Vec<&'a TaskItem>) {
-    let mut funcs: Vec<&Func> = Vec::new();
-    for f in launched.iter().flat_map(|(m, _)| m.funcs()) {
-        if !funcs.iter().any(|g| g.name == f.name) {
-            funcs.push(f);
-        }
-    }
-    let mut tasks: Vec<&TaskItem> = Vec::new();
-    for (_, t) in launched {
-        if !tasks.iter().any(|u| u.name == t.name) {
-            tasks.push(t);
-        }
-    }
+    // Sets, not scans of what is kept: a kernel may launch thousands of
+    // tasks, each module holding its copy of the functions.
+    let mut seen = HashSet::new();
+    let funcs = launched.iter().flat_map(|(m, _)| m.funcs()).filter(|f| seen.insert(f.name.as_str())).collect();
+    let mut seen = HashSet::new();
+    let tasks = launched.iter().map(|&(_, t)| t).filter(|t| seen.insert(t.name.as_str())).collect();
     (funcs, tasks)
 }
 

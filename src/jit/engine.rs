@@ -13,7 +13,7 @@ use super::{Jit, JitError, LoadedFunction, LoadedTask};
 use crate::codegen::{self, Backend, CodegenError, CompiledTask};
 use crate::config::MetaKind;
 use crate::exec::{Engine, FieldData, Fields, RunError};
-use crate::ir::{Const, Item, Module, Scalar, Stream, TaskItem};
+use crate::ir::{Const, Item, Kernel, Module, Scalar, Stream, TaskItem};
 use crate::key::functions::{FuncPlan, NeededRecord};
 use crate::key::Key;
 use std::collections::{HashMap, VecDeque};
@@ -321,10 +321,14 @@ pub struct JitEngine {
     /// has been launched (a run of serial tasks never starts it).
     threads: usize,
     pool: Option<rayon::ThreadPool>,
-    /// Loaded tasks by the canonical text of their module (per-task path).
-    tasks: HashMap<String, LoadedTask>,
-    /// Loaded kernels by the canonical text of their launched modules.
-    kernels: HashMap<String, Vec<LoadedTask>>,
+    /// Loaded tasks by the digest of their module's canonical text
+    /// (per-task path): a digest, not the text, so that what the session
+    /// keeps is a few bytes per task however many functions its module
+    /// holds a copy of.
+    tasks: HashMap<TextDigest, LoadedTask>,
+    /// Loaded kernels by the digest of their launched modules' texts and
+    /// launch order (whole-kernel path).
+    kernels: HashMap<TextDigest, Vec<LoadedTask>>,
     /// The last kernel file split by the default pipeline.
     split: Option<Split>,
     /// While [`Engine::run_kernels`] runs, the one stream it was given
@@ -373,11 +377,7 @@ impl JitEngine {
     /// [`crate::passes::to_task_stream`]'s result (cached for the last
     /// stream seen).
     pub fn split(&mut self, stream: &Stream, kernel: &str) -> Result<Option<Arc<Stream>>, RunError> {
-        let k = stream
-            .modules
-            .iter()
-            .find_map(|m| m.kernel(kernel))
-            .ok_or_else(|| RunError::new(format!("no kernel @{kernel}")))?;
+        let (_, k) = self.find_kernel(stream, kernel)?;
         if !crate::passes::task_form::is_unsplit(k) {
             return Ok(None);
         }
@@ -425,18 +425,36 @@ impl JitEngine {
         self.provider.finish(&mut self.stats);
     }
 
-    /// The launched task items of `kernel`, in order: from the split's
-    /// table when `stream` is the split this engine made, else by
-    /// indexing `stream`.
-    fn launched<'s>(&mut self, stream: &'s Stream, kernel: &str) -> Result<Vec<(&'s Module, &'s TaskItem)>, RunError> {
-        let found = match (&self.split, self.batch.as_mut()) {
-            (Some(s), _) if std::ptr::eq(stream, &*s.stream) => s.launches.launched(stream, kernel),
+    /// The table of `stream`'s kernels and launches: the split's when
+    /// `stream` is the split this engine made, the batch's (made at the
+    /// first ask) when it is the batch's stream; `None` for any other
+    /// stream, which a lookup then scans.
+    fn table(&mut self, stream: &Stream) -> Option<&codegen::LaunchTable> {
+        match (&self.split, self.batch.as_mut()) {
+            (Some(s), _) if std::ptr::eq(stream, &*s.stream) => Some(&s.launches),
             (_, Some(b)) if std::ptr::eq(stream, b.stream) => {
-                b.launches.get_or_insert_with(|| codegen::LaunchTable::new(stream)).launched(stream, kernel)
+                Some(b.launches.get_or_insert_with(|| codegen::LaunchTable::new(stream)))
             }
-            _ => codegen::launched_tasks(stream, kernel),
+            _ => None,
+        }
+    }
+
+    /// The launched task items of `kernel`, in order.
+    fn launched<'s>(&mut self, stream: &'s Stream, kernel: &str) -> Result<Vec<(&'s Module, &'s TaskItem)>, RunError> {
+        let found = match self.table(stream) {
+            Some(t) => t.launched(stream, kernel),
+            None => codegen::launched_tasks(stream, kernel),
         };
         found.map_err(|e| RunError::new(e.message))
+    }
+
+    /// The first kernel named `kernel` in `stream`, with its module.
+    fn find_kernel<'s>(&mut self, stream: &'s Stream, kernel: &str) -> Result<(&'s Module, &'s Kernel), RunError> {
+        let found = match self.table(stream) {
+            Some(t) => t.kernel(stream, kernel),
+            None => stream.modules.iter().find_map(|m| Some((m, m.kernel(kernel)?))),
+        };
+        found.ok_or_else(|| RunError::new(format!("no kernel @{kernel}")))
     }
 
     /// The loaded tasks of a kernel's launches, in order (loading what is
@@ -456,21 +474,21 @@ impl JitEngine {
     ) -> Result<Vec<LoadedTask>, RunError> {
         match self.path {
             JitPath::PerTask => {
-                let (texts, text_of) = module_texts(launched);
+                let (digests, text_of) = module_digests(launched);
                 // Each module not loaded yet, once (a kernel may launch a
                 // task twice).
                 let mut seen = std::collections::HashSet::new();
                 let fresh: Vec<&Module> = launched
                     .iter()
                     .zip(&text_of)
-                    .filter(|(_, &i)| seen.insert(i) && !self.tasks.contains_key(&texts[i]))
+                    .filter(|(_, &i)| seen.insert(i) && !self.tasks.contains_key(&digests[i]))
                     .map(|((m, _), _)| *m)
                     .collect();
                 if !fresh.is_empty() {
                     self.provider.prefetch(&*self.backend, &fresh, &mut self.stats);
                 }
                 // Each distinct module looked up (its text hashed) once.
-                let mut ready: Vec<Option<LoadedTask>> = texts.iter().map(|t| self.tasks.get(t).cloned()).collect();
+                let mut ready: Vec<Option<LoadedTask>> = digests.iter().map(|d| self.tasks.get(d).cloned()).collect();
                 let mut out = Vec::with_capacity(launched.len());
                 for (&(m, t), &i) in launched.iter().zip(&text_of) {
                     if let Some(l) = &ready[i] {
@@ -481,7 +499,7 @@ impl JitEngine {
                         .provider
                         .provide(&self.jit, &*self.backend, m, &t.name, &mut self.stats)
                         .map_err(|e| RunError::new(format!("kernel @{kernel}, task @{}: {e}", t.name)))?;
-                    self.tasks.insert(texts[i].clone(), l.clone());
+                    self.tasks.insert(digests[i], l.clone());
                     ready[i] = Some(l.clone());
                     out.push(l);
                 }
@@ -491,17 +509,25 @@ impl JitEngine {
             JitPath::WholeKernel => {
                 // The distinct modules' texts and the order they are
                 // launched in: a task launched n times is in it once.
-                let (texts, text_of) = module_texts(launched);
-                let key = format!("{}\0{text_of:?}", texts.concat());
+                let (digests, text_of) = module_digests(launched);
+                let mut h = blake3::Hasher::new();
+                digests.iter().for_each(|d| {
+                    h.update(d.as_bytes());
+                });
+                text_of.iter().for_each(|&i| {
+                    h.update(&(i as u64).to_le_bytes());
+                });
+                let key = h.finalize();
                 if let Some(ls) = self.kernels.get(&key) {
                     return Ok(ls.clone());
                 }
                 let ls = if launched.is_empty() {
                     Vec::new()
                 } else {
+                    let own = kernel_stream(self.find_kernel(stream, kernel)?, launched);
                     let c = self
                         .backend
-                        .compile_kernel(stream, kernel)
+                        .compile_kernel(&own, kernel)
                         .map_err(|e| RunError::new(format!("kernel @{kernel}: {e}")))?;
                     self.stats.run.compile_time += c.compile_time;
                     let t0 = Instant::now();
@@ -520,23 +546,42 @@ impl JitEngine {
     }
 }
 
-/// The canonical text of each distinct module of a kernel's launches, in
-/// order of first launch, and for each launch the index of its module's
-/// text: a task launched many times is printed once, not once per launch
-/// (a 9,000-statement task launched 9,000 times was printed 9,000 times).
-fn module_texts(launched: &[(&Module, &crate::ir::TaskItem)]) -> (Vec<String>, Vec<usize>) {
-    let mut texts = Vec::new();
+/// The stream of one kernel of a split stream: the modules of the tasks
+/// it launches, each once, in order of first launch, then its own module
+/// holding the kernel alone. A whole-kernel compile is given this, not the
+/// stream, so a program of many kernels costs what its kernels cost: a
+/// compiler process is sent, and parses, the kernel's own text.
+fn kernel_stream((module, kernel): (&Module, &Kernel), launched: &[(&Module, &TaskItem)]) -> Stream {
+    let mut seen = std::collections::HashSet::new();
+    let mut modules: Vec<Module> =
+        launched.iter().filter(|(m, _)| seen.insert(*m as *const Module)).map(|(m, _)| (*m).clone()).collect();
+    let items = vec![Item::Kernel(kernel.clone())];
+    modules.push(Module { name: module.name.clone(), items, span: module.span });
+    Stream { modules }
+}
+
+/// What names a loaded module in a session: the digest of its canonical
+/// text.
+type TextDigest = blake3::Hash;
+
+/// The digest of the canonical text of each distinct module of a kernel's
+/// launches, in order of first launch, and for each launch the index of
+/// its module's digest: a task launched many times is printed once, not
+/// once per launch (a 9,000-statement task launched 9,000 times was
+/// printed 9,000 times).
+fn module_digests(launched: &[(&Module, &crate::ir::TaskItem)]) -> (Vec<TextDigest>, Vec<usize>) {
+    let mut digests = Vec::new();
     let mut index: HashMap<*const Module, usize> = HashMap::new();
     let text_of = launched
         .iter()
         .map(|&(m, _)| {
             *index.entry(m as *const Module).or_insert_with(|| {
-                texts.push(m.to_string());
-                texts.len() - 1
+                digests.push(blake3::hash(m.to_string().as_bytes()));
+                digests.len() - 1
             })
         })
         .collect();
-    (texts, text_of)
+    (digests, text_of)
 }
 
 /// The span of every statement of every body of `stream`, in order.
@@ -592,11 +637,7 @@ impl Engine for JitEngine {
     ) -> Result<(), RunError> {
         let split = self.split(stream, kernel)?;
         let stream = split.as_deref().unwrap_or(stream);
-        let k = stream
-            .modules
-            .iter()
-            .find_map(|m| m.kernel(kernel))
-            .ok_or_else(|| RunError::new(format!("no kernel @{kernel}")))?;
+        let (_, k) = self.find_kernel(stream, kernel)?;
         if args.len() != k.params.len() {
             return Err(RunError::new(format!(
                 "kernel @{kernel} takes {} arguments, {} given",
