@@ -13,7 +13,9 @@
 //!
 //! Must never: compute a key any other way than [`crate::key::task_key`]
 //! (what `kiln-key` prints), load an object from a scope other than the
-//! target's, store an object that failed to load, reuse a failed dylib
+//! target's, store a task's object that failed to load (a function record
+//! is stored once compiled, for single flight, and replaced if it then
+//! fails to load: see its [`RecordSource`]), reuse a failed dylib
 //! (every load is a fresh one, see [`Jit::load_task`]), print, or fail a
 //! run because of anything found in the cache: a damaged or unloadable
 //! record is erased, counted, compiled afresh and stored again; ask the
@@ -152,9 +154,9 @@ pub struct CachedTasks {
     /// The keys this process compiles (their locks and leases) and those
     /// it waits for others to compile.
     flight: Flight,
-    /// Function records compiled (`true`) or fetched from the remote
-    /// (`false`) and not loaded yet: stored once they load.
-    records_pending: HashMap<Key, (Job, bool)>,
+    /// Function records fetched from the remote and not loaded yet:
+    /// stored locally once they load.
+    records_pending: HashMap<Key, Job>,
     /// The function records the task being provided links to.
     deps: Vec<LoadedFunction>,
 }
@@ -640,9 +642,15 @@ impl TaskProvider for CachedTasks {
 }
 
 /// Function records come from the store, then the remote, then the
-/// compiler, as tasks do; a compiled or fetched record is stored once it
-/// has loaded. (No single flight: a record another process is compiling
-/// is compiled here too, once.)
+/// compiler, as tasks do, with single flight as tasks have it
+/// ([`crate::flight`]): of the records no tier holds, this process
+/// compiles those no other process or machine is compiling, and waits
+/// for the others. A record compiled here is stored as soon as it is
+/// compiled (which releases its lock and lease), not once it loads as a
+/// task is: a process waits for records while it holds the locks of its
+/// own tasks, and holding a record's lock while waiting for another's
+/// could make two processes wait for each other until the bound. An
+/// object that then fails to load is replaced as a damaged one is.
 impl RecordSource for CachedTasks {
     fn objects(
         &mut self,
@@ -657,53 +665,146 @@ impl RecordSource for CachedTasks {
                 let _ = self.store.discard(&r.key);
                 continue;
             }
-            let meta = &r.meta;
-            if let Some(job) = self.compiled.get(&r.key).filter(|j| j.1 == *meta) {
+            if let Some(job) = self.compiled.get(&r.key).filter(|j| j.1 == r.meta) {
                 *slot = Some(Ok(job.2.clone()));
                 continue;
             }
-            match self.store.get(&r.key) {
-                Ok(Lookup::Hit(rec)) if rec.meta == *meta => {
-                    stats.run.function_hits += 1;
-                    *slot = Some(Ok(rec.object));
-                }
-                Ok(Lookup::Hit(_)) => {
-                    let _ = self.store.discard(&r.key);
-                    stats.run.corrupt_replaced += 1;
-                }
-                Ok(Lookup::Corrupt(_)) => stats.run.corrupt_replaced += 1,
-                Ok(Lookup::Miss) | Err(_) => {}
-            }
+            *slot = self.local_function(r, stats).map(Ok);
         }
         self.fetch_records(wanted, &mut out, fresh, stats);
-        let todo: Vec<NeededRecord> =
-            wanted.iter().zip(&out).filter(|(_, o)| o.is_none()).map(|(r, _)| r.clone()).collect();
-        let mut compiled = crate::jit::engine::compile_records(backend, &todo, stats).into_iter();
-        for (r, slot) in wanted.iter().zip(out.iter_mut()).filter(|(_, o)| o.is_none()) {
-            let c = compiled
-                .next()
-                .unwrap_or_else(|| Err(ProvideError::Other("the compiler returned too few objects".into())));
-            *slot = Some(c.map(|c| {
-                self.records_pending.insert(r.key, ((r.key, c.meta, c.object.clone(), c.compile_time), true));
-                c.object
-            }));
-        }
+        self.compile_records(backend, wanted, &mut out, fresh, stats);
         out.into_iter().map(|o| o.unwrap_or_else(|| Err(ProvideError::Other("no object".into())))).collect()
     }
 
     fn loaded(&mut self, key: &Key, stats: &mut JitStats) {
-        if let Some((job, compiled)) = self.records_pending.remove(key) {
+        if let Some(job) = self.records_pending.remove(key) {
             let name = format!("function {}", job.1.task);
-            if compiled {
-                self.store_later(job, true, &name, stats);
-            } else {
-                self.store_fetched(job, &name, stats);
-            }
+            self.store_fetched(job, &name, stats);
         }
     }
 }
 
 impl CachedTasks {
+    /// The object of record `r` in the local store, if it holds a usable
+    /// one (a damaged one is counted, and replaced when compiled).
+    fn local_function(&mut self, r: &NeededRecord<'_>, stats: &mut JitStats) -> Option<Vec<u8>> {
+        match self.store.get(&r.key) {
+            Ok(Lookup::Hit(rec)) if rec.meta == r.meta => {
+                stats.run.function_hits += 1;
+                Some(rec.object)
+            }
+            Ok(Lookup::Hit(_)) => {
+                let _ = self.store.discard(&r.key);
+                stats.run.corrupt_replaced += 1;
+                None
+            }
+            Ok(Lookup::Corrupt(_)) => {
+                stats.run.corrupt_replaced += 1;
+                None
+            }
+            Ok(Lookup::Miss) | Err(_) => None,
+        }
+    }
+
+    /// Fills what `out` lacks: the records this process claims (all of
+    /// them when `fresh`) are compiled in one batch and stored; then each
+    /// record another is compiling is waited for, and what a wait does
+    /// not bring is compiled in a second batch.
+    fn compile_records(
+        &mut self,
+        backend: &dyn Backend,
+        wanted: &[NeededRecord<'_>],
+        out: &mut [Option<Result<Vec<u8>, ProvideError>>],
+        fresh: bool,
+        stats: &mut JitStats,
+    ) {
+        let missing: Vec<usize> = (0..wanted.len()).filter(|&i| out[i].is_none()).collect();
+        if missing.is_empty() {
+            return;
+        }
+        let remote = self.remote.clone().filter(|r| r.is_on() && !fresh);
+        let keys: Vec<Key> = missing.iter().map(|&i| wanted[i].key).collect();
+        let mine = if fresh { keys } else { self.flight.claim(&self.store, remote.as_deref(), &keys) };
+        let (now, others): (Vec<usize>, Vec<usize>) = missing.into_iter().partition(|&i| mine.contains(&wanted[i].key));
+        self.compile_and_store(backend, wanted, &now, out, stats);
+        let mut again = Vec::new();
+        for i in others {
+            out[i] = self.wait_for_record(&wanted[i], stats).map(Ok);
+            if out[i].is_none() {
+                again.push(i);
+            }
+        }
+        self.compile_and_store(backend, wanted, &again, out, stats);
+    }
+
+    /// Compiles records `batch` of `wanted` together, fills their slots
+    /// of `out`, and starts storing each (its lock and lease released
+    /// once it is written).
+    fn compile_and_store(
+        &mut self,
+        backend: &dyn Backend,
+        wanted: &[NeededRecord<'_>],
+        batch: &[usize],
+        out: &mut [Option<Result<Vec<u8>, ProvideError>>],
+        stats: &mut JitStats,
+    ) {
+        if batch.is_empty() {
+            return;
+        }
+        let todo: Vec<NeededRecord> = batch.iter().map(|&i| wanted[i].clone()).collect();
+        let remote = self.remote.clone().filter(|r| r.is_on());
+        let compiled =
+            self.flight.renewing(remote.as_deref(), || crate::jit::engine::compile_records(backend, &todo, stats));
+        let mut compiled = compiled.into_iter();
+        for &i in batch {
+            let c = compiled
+                .next()
+                .unwrap_or_else(|| Err(ProvideError::Other("the compiler returned too few objects".into())));
+            out[i] = Some(c.map(|c| {
+                let name = format!("function {}", c.meta.task);
+                let object = c.object.clone();
+                self.store_later((wanted[i].key, c.meta, c.object, c.compile_time), true, &name, stats);
+                object
+            }));
+        }
+    }
+
+    /// Waits for record `r`, which another process or machine is
+    /// compiling (or whose record appeared since the claim), and looks it
+    /// up again; `None` when this process compiles it after all.
+    fn wait_for_record(&mut self, r: &NeededRecord<'_>, stats: &mut JitStats) -> Option<Vec<u8>> {
+        let remote = self.remote.clone().filter(|r| r.is_on());
+        let waiting = self.flight.is_waiting(&r.key);
+        let waited = self.flight.wait(&self.store, remote.as_deref(), &r.key);
+        stats.run.wait_time = self.flight.wait_time;
+        let object = match waited {
+            Waited::Appeared => self.local_function(r, stats),
+            Waited::Fetched(rec) if rec.meta == r.meta => {
+                stats.run.function_hits += 1;
+                let compile = Duration::from_millis(rec.producer.compile_ms);
+                self.records_pending.insert(r.key, (r.key, rec.meta, rec.object.clone(), compile));
+                Some(rec.object)
+            }
+            // Not awaited: its record appeared after the lookup, before
+            // the claim.
+            Waited::Compile if !waiting => self.local_function(r, stats),
+            Waited::Fetched(_) => {
+                remote.inspect(|t| t.refused());
+                None
+            }
+            Waited::Compile => None,
+        };
+        if object.is_some() {
+            stats.run.waited += u64::from(waiting);
+            // Nothing to compile: what the wait left this process holding
+            // goes now.
+            if let Some(held) = self.flight.take(&r.key) {
+                held.finish(&r.key, self.remote.as_deref());
+            }
+        }
+        object
+    }
+
     /// Fills the records of `wanted` that `out` lacks from the remote,
     /// asked once for all of them.
     fn fetch_records(
@@ -727,7 +828,7 @@ impl CachedTasks {
                     stats.run.function_hits += 1;
                     let compile = Duration::from_millis(rec.producer.compile_ms);
                     out[i] = Some(Ok(rec.object.clone()));
-                    self.records_pending.insert(r.key, ((r.key, rec.meta, rec.object, compile), false));
+                    self.records_pending.insert(r.key, (r.key, rec.meta, rec.object, compile));
                 }
                 Fetched::Hit(_) => remote.refused(),
                 _ => {}

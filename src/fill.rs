@@ -1,12 +1,14 @@
 //! Filling a cache ahead of runs: what `kiln-compile --cache-dir` (and
-//! `--remote`) does for a stream's tasks.
+//! `--remote`) does for a stream's tasks and function records.
 //!
-//! Owns: [`fill`], which makes sure the store (and the remote, when given
-//! and writable) holds a good record for each per-task module, sharing
-//! the compiles with other processes and machines as a run does
-//! ([`crate::flight`]: a task another is compiling is waited for, within
-//! the `compile_wait` bound, and its record taken); [`Filled`], what it did
-//! for one task, and [`Filled::count`], its part of the `--stats` report.
+//! Owns: [`fill`] and [`fill_records`], which make sure the store (and the
+//! remote, when given and writable) holds a good record for each per-task
+//! module and each function record, sharing the compiles with other
+//! processes and machines as a run does ([`crate::flight`]: a record
+//! another is compiling is waited for, within the `compile_wait` bound,
+//! and taken); [`Filled`], what it did for one record, and
+//! [`Filled::count`] / [`Filled::count_record`], its part of the `--stats`
+//! report.
 //!
 //! Must never: load an object (the objects may be for another host: a
 //! record is checked, checksum, key, metadata and the remote's signature,
@@ -62,9 +64,17 @@ pub struct Fill {
     pub wait_time: Duration,
 }
 
-/// One task on its way through [`fill`].
+/// What a record is compiled from.
+enum Source<'m> {
+    /// A per-task module.
+    Task(&'m Module),
+    /// A function record of a per-task module.
+    Function(&'m NeededRecord<'m>),
+}
+
+/// One task or function record on its way through [`fill`].
 struct Task<'m> {
-    module: &'m Module,
+    source: Source<'m>,
     name: String,
     key: Key,
     meta: LaunchMeta,
@@ -78,6 +88,28 @@ struct Task<'m> {
 /// Tasks to finish together: each with its place among the modules and
 /// what this process holds for it.
 type Batch<'m> = Vec<(usize, Task<'m>, Option<Held>)>;
+
+impl Task<'_> {
+    /// Whether a record of this key with metadata `meta` is this one's: a
+    /// task's launches the same way under any names, a function record's
+    /// metadata is equal.
+    fn fits(&self, meta: &LaunchMeta) -> bool {
+        match &self.source {
+            Source::Task(_) => same_launch(meta, &self.meta),
+            Source::Function(r) => *meta == r.meta,
+        }
+    }
+
+    fn compile(&self, compiler: &dyn Backend) -> Result<codegen::CompiledTask, codegen::CodegenError> {
+        match &self.source {
+            Source::Task(m) => compiler.compile_task(m),
+            Source::Function(r) => {
+                let c = compiler.compile_functions(std::slice::from_ref(r)).pop();
+                c.unwrap_or_else(|| Err(codegen::CodegenError::new("the compiler returned no object")))
+            }
+        }
+    }
+}
 
 /// Makes sure the store (and the remote, when given and writable) holds a
 /// good record for each of `modules` (per-task modules): a record found is
@@ -93,8 +125,34 @@ pub fn fill(
     options: FlightOptions,
     done: &(dyn Fn() + Sync),
 ) -> Fill {
-    let remote = remote.filter(|r| r.is_on());
     let looked: Vec<Result<Task, ProvideError>> = modules.par_iter().map(|m| look_up(store, compiler, m)).collect();
+    fill_looked(store, remote, compiler, looked, options, done)
+}
+
+/// [`fill`] for function records (`crate::key::functions`), each checked
+/// and stored as a task's.
+pub fn fill_records(
+    store: &Store,
+    remote: Option<&RemoteTier>,
+    compiler: &dyn Backend,
+    records: &[NeededRecord<'_>],
+    options: FlightOptions,
+    done: &(dyn Fn() + Sync),
+) -> Fill {
+    let looked: Vec<Result<Task, ProvideError>> = records.par_iter().map(|r| look_up_record(store, r)).collect();
+    fill_looked(store, remote, compiler, looked, options, done)
+}
+
+/// [`fill`] of what has been looked up in the store.
+fn fill_looked(
+    store: &Store,
+    remote: Option<&RemoteTier>,
+    compiler: &dyn Backend,
+    looked: Vec<Result<Task, ProvideError>>,
+    options: FlightOptions,
+    done: &(dyn Fn() + Sync),
+) -> Fill {
+    let remote = remote.filter(|r| r.is_on());
     let mut out: Vec<(usize, Outcome)> = Vec::new();
     let mut tasks = Vec::new();
     for (i, t) in looked.into_iter().enumerate() {
@@ -135,10 +193,10 @@ pub fn fill(
     for (i, mut t) in later {
         match flight.wait(store, remote, &t.key) {
             Waited::Appeared => match store.get(&t.key) {
-                Ok(Lookup::Hit(r)) if same_launch(&r.meta, &t.meta) => t.local = Some(r),
+                Ok(Lookup::Hit(r)) if t.fits(&r.meta) => t.local = Some(r),
                 _ => {}
             },
-            Waited::Fetched(r) if same_launch(&r.meta, &t.meta) => t.remote = Some(r),
+            Waited::Fetched(r) if t.fits(&r.meta) => t.remote = Some(r),
             _ => {}
         }
         if t.local.is_some() || t.remote.is_some() {
@@ -163,7 +221,17 @@ fn look_up<'m>(store: &Store, compiler: &dyn Backend, module: &'m Module) -> Res
     let _lookup = crate::trace::span("cache", "cache lookup", &name);
     let (local, outcome) = local_record(store, &key, |m| same_launch(m, &meta))?;
     times.read = t1.elapsed();
-    Ok(Task { module, name, key, meta, times, outcome, local, remote: None })
+    Ok(Task { source: Source::Task(module), name, key, meta, times, outcome, local, remote: None })
+}
+
+/// A function record's local record (one that is not the record's is
+/// removed).
+fn look_up_record<'m>(store: &Store, r: &'m NeededRecord<'m>) -> Result<Task<'m>, ProvideError> {
+    let t0 = Instant::now();
+    let (local, outcome) = local_record(store, &r.key, |m| *m == r.meta)?;
+    let times = FillTimes { read: t0.elapsed(), ..FillTimes::default() };
+    let (name, key, meta) = (format!("function @{}", r.name), r.key, r.meta.clone());
+    Ok(Task { source: Source::Function(r), name, key, meta, times, outcome, local, remote: None })
 }
 
 /// The store's record of `key` if it is good and `fits`, with what filling
@@ -198,7 +266,7 @@ fn ask_remote(remote: &RemoteTier, tasks: &mut [(usize, Task)]) {
     let t0 = Instant::now();
     for ((_, t), found) in tasks.iter_mut().zip(remote.get_many(&keys)) {
         match found {
-            Fetched::Hit(r) if same_launch(&r.meta, &t.meta) => t.remote = Some(r),
+            Fetched::Hit(r) if t.fits(&r.meta) => t.remote = Some(r),
             Fetched::Hit(_) => remote.refused(),
             _ => {}
         }
@@ -240,7 +308,7 @@ fn finish_all(
 /// Stores `t`'s record where it is missing: the local one to the remote,
 /// the remote's locally, or a new one (compiled now) to both.
 fn store_record(store: &Store, remote: Option<&RemoteTier>, compiler: &dyn Backend, mut t: Task) -> Outcome {
-    let (meta, object, compile) = match (t.local, t.remote) {
+    let (meta, object, compile) = match (t.local.take(), t.remote.take()) {
         (Some(_), Some(_)) => return Ok((Filled::Hit, t.times)),
         // The remote lacks (or holds a bad copy of) what this store has.
         (Some(r), None) => {
@@ -255,7 +323,7 @@ fn store_record(store: &Store, remote: Option<&RemoteTier>, compiler: &dyn Backe
         }
         (None, None) => {
             let compiling = crate::trace::span("compile", "compile", &t.name);
-            let c = compiler.compile_task(t.module).map_err(ProvideError::Codegen)?;
+            let c = t.compile(compiler).map_err(ProvideError::Codegen)?;
             drop(compiling);
             t.times.compile = c.compile_time;
             if let Some(remote) = remote {
@@ -285,56 +353,6 @@ fn put_remote(
     let bytes = record::encode(key, meta, producer, object).map_err(|e| other(CacheError::Encode(e)))?;
     remote.put(key, &bytes);
     Ok(())
-}
-
-/// [`fill`] for one function record (`crate::key::functions`): the same
-/// checks, then the record compiled (`Backend::compile_functions`) and
-/// stored where it is missing. Records take no part in single flight
-/// (docs/cache.md, "Function records").
-pub fn fill_record(
-    store: &Store,
-    remote: Option<&RemoteTier>,
-    compiler: &dyn Backend,
-    r: &NeededRecord<'_>,
-) -> Outcome {
-    let remote = remote.filter(|r| r.is_on());
-    let t0 = Instant::now();
-    let (local, mut outcome) = local_record(store, &r.key, |m| *m == r.meta)?;
-    let fetched = match remote.map(|t| t.get_many(&[r.key]).pop()) {
-        Some(Some(Fetched::Hit(rec))) if rec.meta == r.meta => Some(rec),
-        Some(Some(Fetched::Hit(_))) => {
-            remote.into_iter().for_each(RemoteTier::refused);
-            None
-        }
-        _ => None,
-    };
-    let mut times = FillTimes { read: t0.elapsed(), ..FillTimes::default() };
-    let (meta, object, compile) = match (local, fetched) {
-        (Some(_), Some(_)) => return Ok((Filled::Hit, times)),
-        (Some(rec), None) => {
-            if let Some(t) = remote {
-                put_remote(t, &r.key, &rec.meta, &rec.producer, &rec.object)?;
-            }
-            return Ok((Filled::Hit, times));
-        }
-        (None, Some(rec)) => {
-            outcome = Filled::Remote;
-            (rec.meta, rec.object, Duration::from_millis(rec.producer.compile_ms))
-        }
-        (None, None) => {
-            let c = compiler.compile_functions(std::slice::from_ref(r)).pop();
-            let c = c.unwrap_or_else(|| Err(codegen::CodegenError::new("the compiler returned no object")));
-            let c = c.map_err(ProvideError::Codegen)?;
-            times.compile = c.compile_time;
-            if let Some(t) = remote {
-                let compile_ms = c.compile_time.as_millis().try_into().unwrap_or(u64::MAX);
-                put_remote(t, &r.key, &c.meta, &Producer { compile_ms, ..Producer::now(LLVM_VERSION) }, &c.object)?;
-            }
-            (c.meta, c.object, c.compile_time)
-        }
-    };
-    store.put_compiled(&r.key, &meta, &object, compile).map_err(other)?;
-    Ok((outcome, times))
 }
 
 impl Filled {

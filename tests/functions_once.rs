@@ -211,3 +211,56 @@ fn an_error_in_a_function_is_located_at_its_statement_beside_records() {
         assert!(stderr.contains(&format!("bad.kir:{line}:")), "{engine:?}: {stderr}");
     }
 }
+
+/// Starts `kiln-run` on `file` once per cache directory of `caches`
+/// together (each compile batch slowed, so the first holders are still
+/// compiling when the others look), with `extra`; each run's counters.
+fn together(home: &Path, file: &Path, caches: &[PathBuf], extra: &[&str]) -> Vec<Value> {
+    let children: Vec<std::process::Child> = caches
+        .iter()
+        .map(|cache| {
+            let mut c = common::tool(RUN, home);
+            c.env_remove("KILN_REMOTE").env_remove("KILN_COMPILE_WAIT").env("KILN_TEST_COMPILE_DELAY", "300ms");
+            c.arg(file).args(["--stats=json", "--print", "out", "-O1", "--cache-dir"]).arg(cache).args(extra);
+            c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|child| {
+            let out = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "kiln-run failed:\n{stderr}");
+            assert_eq!(String::from_utf8_lossy(&out.stdout), expected());
+            assert!(!stderr.contains("warning"), "{stderr}");
+            let line = stderr.lines().rev().find(|l| l.starts_with('{')).unwrap();
+            serde_json::from_str(line).unwrap()
+        })
+        .collect()
+}
+
+fn total(runs: &[Value], name: &str) -> u64 {
+    runs.iter().map(|r| n(r, name)).sum()
+}
+
+#[test]
+fn processes_on_one_cold_cache_compile_each_function_record_once_in_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = input(dir.path());
+    let cache = dir.path().join("cache");
+    let runs = together(dir.path(), &file, &[cache.clone(), cache.clone(), cache], &[]);
+    assert_eq!(total(&runs, "functions_compiled"), RECORDS, "{runs:?}");
+    assert_eq!(total(&runs, "compiled"), KERNELS as u64, "{runs:?}");
+    assert_eq!(common::lock_files(dir.path()), 0, "every lock file goes with its record");
+}
+
+#[test]
+fn machines_on_one_redis_compile_each_function_record_once_in_all() {
+    let server = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = input(dir.path());
+    let caches: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("m{i}"))).collect();
+    let runs = together(dir.path(), &file, &caches, &["--remote", &server.url()]);
+    assert_eq!(total(&runs, "functions_compiled"), RECORDS, "{runs:?}");
+    assert_eq!(total(&runs, "compiled"), KERNELS as u64, "{runs:?}");
+}

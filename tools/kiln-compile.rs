@@ -366,21 +366,15 @@ fn fill_cache(
     let done = || task_done(cli, &progress);
     let filled = pool.install(|| fill::fill(&store, remote.as_ref(), compiler, &modules, flight, &done));
     let records = kiln::key::functions::needed_records(modules.iter().copied(), &compiler.config);
-    let filled_records: Vec<Result<(fill::Filled, fill::FillTimes), String>> = pool.install(|| {
-        records
-            .par_iter()
-            .map(|r| {
-                fill::fill_record(&store, remote.as_ref(), compiler, r)
-                    .map_err(|e| format!("function @{}: {e}", r.name))
-            })
-            .collect()
-    });
+    let filled_records =
+        pool.install(|| fill::fill_records(&store, remote.as_ref(), compiler, &records, flight, &|| {}));
     progress.finish();
     let mut counters = RunReport {
         cache: Some((store.root().display().to_string(), store.scope_name().to_string())),
         ..RunReport::default()
     };
-    (counters.run.waited, counters.run.wait_time) = (filled.waited, filled.wait_time);
+    counters.run.waited = filled.waited + filled_records.waited;
+    counters.run.wait_time = filled.wait_time + filled_records.wait_time;
     let mut errors = String::new();
     for ((_, name), r) in tasks.iter().zip(filled.tasks) {
         match r {
@@ -388,10 +382,10 @@ fn fill_cache(
             Err(e) => errors.push_str(&tool::error_line(file, &format!("task @{name}: {e}"))),
         }
     }
-    for r in filled_records {
-        match r {
+    for (r, outcome) in records.iter().zip(filled_records.tasks) {
+        match outcome {
             Ok((filled, times)) => filled.count_record(times, &mut counters),
-            Err(e) => errors.push_str(&tool::error_line(file, &e)),
+            Err(e) => errors.push_str(&tool::error_line(file, &format!("function @{}: {e}", r.name))),
         }
     }
     let s = store.stats();
