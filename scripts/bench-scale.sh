@@ -3,7 +3,8 @@
 # inputs at n, 2n, 4n and 8n, each stage timed -- parse, verify, each pass
 # (kiln-opt --time-passes), key (kiln-key), split (the split-tasks pass),
 # compile (kiln-compile -O2), JIT preparation and run (kiln-run --stats=json:
-# compiling, loading), interpretation (kiln-run --engine interp) -- with the
+# compiling, loading), a warm JIT run from a filled cache (kernels),
+# interpretation (kiln-run --engine interp) -- with the
 # growth ratio per doubling (the geometric mean of t(2n)/t(n) over the three
 # doublings) and the peak RSS of the largest size. A whole process is timed by
 # its CPU time (user + system), the least of REPEAT runs; a stage inside
@@ -74,6 +75,7 @@ DIMS = {
     "nested":     (12500, "", []),
     "errors":     (1000, "offload", ["key"]),
     "launches":   (500, "", ["key", "interp", "jit"]),
+    "kernels":    (1000, "offload,split-tasks", ["key", "interp", "jit-warm"]),
 }
 
 def measure(dim, n, pipeline, tools):
@@ -109,6 +111,14 @@ def measure(dim, n, pipeline, tools):
         stages["JIT preparation (load)"] = least("load_ms")
         stages["JIT run"] = least("run_ms")
         peak["kiln-run jit"] = mem
+    if "jit-warm" in tools:
+        # The JIT's per-kernel work, compiling nothing: a cache that one
+        # kiln-compile process filled, then warm runs of every kernel.
+        cache = path + ".cache"
+        subprocess.run([f"{BIN}/kiln-compile", "-O", "0", "--cache-dir", cache, path], check=True,
+                       stdout=subprocess.DEVNULL)
+        t, mem, *_ = timed([f"{BIN}/kiln-run", "-O", "0", "--cache-dir", cache, path])
+        stages["JIT warm run (process)"], peak["kiln-run jit warm"] = t, mem
     return size, stages, peak
 
 print()

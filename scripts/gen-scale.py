@@ -10,6 +10,7 @@ carries     one kernel: N loops, each reading the value the one before made
 tasks       as loops; the benchmark offloads and splits it into 2N task
             modules (`kiln-opt --passes=offload,split-tasks`)
 launches    a split stream: one serial task of N statements launched N times
+kernels     N kernels of one loop each, all storing into one field
 fields      N fields, one task storing into each
 functions   N functions in one call chain of 64, called by one task
 params      one loop summing N kernel parameters
@@ -46,6 +47,11 @@ def launches(n):
     task = "module @k.0 {\n  field @out : i32\n\n  task @k.0 of @k() serial {\n%s\n  }\n}" % "\n".join(body)
     main = "module @main {\n  field @out : i32\n\n  kernel @k() {\n%s\n  }\n}" % "\n".join(["    launch @k.0"] * n)
     return [task, "", main]
+
+def kernels(n):
+    out = ["field @out : i32[4]"]
+    out += ["kernel @k%d() {\n  for %%i in 0 .. 4 {\n    store @out[%%i], %%i\n  }\n}" % i for i in range(n)]
+    return out
 
 def fields(n):
     out = ["field @f%d : i32[4]" % i for i in range(n)]
@@ -117,7 +123,7 @@ def errors(n):
 
 GEN = {
     "statements": statements, "loops": lambda n: loops(n, False), "carries": lambda n: loops(n, True),
-    "tasks": lambda n: loops(n, False), "launches": launches, "fields": fields, "functions": functions, "params": params, "depth": depth, "wide-depth": wide_depth,
+    "tasks": lambda n: loops(n, False), "launches": launches, "kernels": kernels, "fields": fields, "functions": functions, "params": params, "depth": depth, "wide-depth": wide_depth,
     "deadchain": deadchain, "nested": nested, "errors": errors,
 }
 
