@@ -76,6 +76,7 @@ DIMS = {
     "errors":     (1000, "offload", ["key"]),
     "launches":   (500, "", ["key", "interp", "jit"]),
     "kernels":    (1000, "offload,split-tasks", ["key", "interp", "jit-warm"]),
+    "fieldloops": (1000, "offload,split-tasks", ["key", "interp", "jit-warm"]),
 }
 
 def measure(dim, n, pipeline, tools):

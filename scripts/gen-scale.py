@@ -11,6 +11,7 @@ tasks       as loops; the benchmark offloads and splits it into 2N task
             modules (`kiln-opt --passes=offload,split-tasks`)
 launches    a split stream: one serial task of N statements launched N times
 kernels     N kernels of one loop each, all storing into one field
+fieldloops  N fields and one kernel of N loops, each storing into its own
 fields      N fields, one task storing into each
 functions   N functions in one call chain of 64, called by one task
 params      one loop summing N kernel parameters
@@ -52,6 +53,11 @@ def kernels(n):
     out = ["field @out : i32[4]"]
     out += ["kernel @k%d() {\n  for %%i in 0 .. 4 {\n    store @out[%%i], %%i\n  }\n}" % i for i in range(n)]
     return out
+
+def fieldloops(n):
+    out = ["field @f%d : i32[4]" % i for i in range(n)] + ["kernel @k() {"]
+    out += ["  for %%i%d in 0 .. 4 {\n    store @f%d[%%i%d], %%i%d\n  }" % (i, i, i, i) for i in range(n)]
+    return out + ["}"]
 
 def fields(n):
     out = ["field @f%d : i32[4]" % i for i in range(n)]
@@ -123,7 +129,7 @@ def errors(n):
 
 GEN = {
     "statements": statements, "loops": lambda n: loops(n, False), "carries": lambda n: loops(n, True),
-    "tasks": lambda n: loops(n, False), "launches": launches, "kernels": kernels, "fields": fields, "functions": functions, "params": params, "depth": depth, "wide-depth": wide_depth,
+    "tasks": lambda n: loops(n, False), "launches": launches, "kernels": kernels, "fieldloops": fieldloops, "fields": fields, "functions": functions, "params": params, "depth": depth, "wide-depth": wide_depth,
     "deadchain": deadchain, "nested": nested, "errors": errors,
 }
 

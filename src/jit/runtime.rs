@@ -12,11 +12,11 @@
 //! a field of the right element type and shape (checked before every
 //! launch).
 
-use crate::config::{LaunchMeta, MetaBound, MetaKind};
+use crate::config::{LaunchMeta, MetaBound, MetaField, MetaKind};
 use crate::exec::{out_of_bounds, FieldData, Fields, RunError};
 use crate::ir::{Scalar, Span, DEFAULT_BLOCK_DIM};
 use rayon::prelude::*;
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
 pub use crate::codegen::abi::{EntryFn, ErrorSlot, TaskContext};
@@ -201,57 +201,64 @@ fn iteration_space(meta: &LaunchMeta, names: LaunchNames, slots: &[u64], fields:
 }
 
 /// The storage of each field the task touches, in the order of
-/// `meta.fields`, checked against what the object was compiled for.
+/// `meta.fields`, checked against what the object was compiled for. Each
+/// is looked up by name in the storage's map: a launch costs what its task
+/// touches, not the program's count of fields (a kernel of many launches
+/// over a program of many fields was their product).
 fn bind_fields<'f>(meta: &LaunchMeta, names: LaunchNames, fields: &'f mut Fields) -> Result<Vec<Base<'f>>, RunError> {
-    let mut wanted: Vec<Option<Base>> = (0..meta.fields.len()).map(|_| None).collect();
-    // One pass over the storage with the task's fields by name: linear in
-    // both, where a search of `meta.fields` per field was their product.
-    let pos_of: HashMap<&str, usize> =
-        meta.fields.iter().enumerate().map(|(i, f)| (f.name.as_str(), i)).rev().collect();
-    for (name, data) in fields.map.iter_mut() {
-        let Some(&pos) = pos_of.get(name.as_str()) else { continue };
-        let mf = &meta.fields[pos];
-        if mf.elem != data.elem || mf.shape != data.shape {
+    let mut bound: HashSet<&str> = HashSet::with_capacity(meta.fields.len());
+    let mut out = Vec::with_capacity(meta.fields.len());
+    for mf in &meta.fields {
+        // A name listed twice is bound once (the first), as before.
+        let entry = bound.insert(mf.name.as_str()).then(|| fields.map.get_mut(mf.name.as_str())).flatten();
+        let Some(data) = entry.map(|d| d as *mut FieldData) else {
             return Err(RunError::new(format!(
-                "kernel @{}: task @{} was compiled for @{} : {}{:?}, but the field is {}",
-                names.kernel,
-                names.task,
-                mf.name,
-                mf.elem,
-                mf.shape,
-                data.type_string()
+                "kernel @{}: task @{}: no field @{}",
+                names.kernel, names.task, mf.name
             )));
-        }
-        // The code trusts the shape: the storage must really hold it.
-        let want = data.len() * data.elem.size_bytes();
-        if data.bytes.len() != want {
-            return Err(RunError::new(format!(
-                "kernel @{}: task @{}: field @{} holds {} bytes, but {} needs {want}",
-                names.kernel,
-                names.task,
-                mf.name,
-                data.bytes.len(),
-                data.type_string()
-            )));
-        }
-        let align = data.elem.size_bytes();
-        wanted[pos] = Some(if (data.bytes.as_ptr() as usize).is_multiple_of(align) && !data.bytes.is_empty() {
-            Base::Direct(data)
-        } else {
-            let mut v = vec![0u64; data.bytes.len().div_ceil(8)];
-            unsafe { std::ptr::copy_nonoverlapping(data.bytes.as_ptr(), v.as_mut_ptr() as *mut u8, data.bytes.len()) };
-            Base::Copied(data, v)
-        });
+        };
+        // SAFETY: each name is looked up once, so each pointer is to another
+        // entry of the map, which `fields` borrows mutably for 'f and which
+        // nothing changes while the bases live: the references never alias.
+        let data: &'f mut FieldData = unsafe { &mut *data };
+        out.push(bind_one(mf, data, names)?);
     }
-    wanted
-        .into_iter()
-        .zip(&meta.fields)
-        .map(|(w, mf)| {
-            w.ok_or_else(|| {
-                RunError::new(format!("kernel @{}: task @{}: no field @{}", names.kernel, names.task, mf.name))
-            })
-        })
-        .collect()
+    Ok(out)
+}
+
+/// Field `mf`'s storage `data`, checked.
+fn bind_one<'f>(mf: &MetaField, data: &'f mut FieldData, names: LaunchNames) -> Result<Base<'f>, RunError> {
+    if mf.elem != data.elem || mf.shape != data.shape {
+        return Err(RunError::new(format!(
+            "kernel @{}: task @{} was compiled for @{} : {}{:?}, but the field is {}",
+            names.kernel,
+            names.task,
+            mf.name,
+            mf.elem,
+            mf.shape,
+            data.type_string()
+        )));
+    }
+    // The code trusts the shape: the storage must really hold it.
+    let want = data.len() * data.elem.size_bytes();
+    if data.bytes.len() != want {
+        return Err(RunError::new(format!(
+            "kernel @{}: task @{}: field @{} holds {} bytes, but {} needs {want}",
+            names.kernel,
+            names.task,
+            mf.name,
+            data.bytes.len(),
+            data.type_string()
+        )));
+    }
+    let align = data.elem.size_bytes();
+    Ok(if (data.bytes.as_ptr() as usize).is_multiple_of(align) && !data.bytes.is_empty() {
+        Base::Direct(data)
+    } else {
+        let mut v = vec![0u64; data.bytes.len().div_ceil(8)];
+        unsafe { std::ptr::copy_nonoverlapping(data.bytes.as_ptr(), v.as_mut_ptr() as *mut u8, data.bytes.len()) };
+        Base::Copied(data, v)
+    })
 }
 
 /// Calls the entry over the iteration space: once for a serial task;
