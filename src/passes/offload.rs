@@ -31,7 +31,9 @@
 //! inside a nested loop, through a flag slot tested after each loop).
 //!
 //! It also answers, for the interpreter, which task each top-level
-//! statement goes in ([`top_level_tasks`]), from the same run on a copy.
+//! statement goes in ([`top_level_tasks`]), from the same run on a copy,
+//! with what it needs of the module gathered once for all of its kernels
+//! ([`ModuleScope`]).
 //!
 //! Must never: change what a kernel computes, run on a kernel twice (an
 //! already offloaded kernel, or one made of launches, is left alone), or
