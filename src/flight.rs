@@ -36,12 +36,28 @@ pub struct FlightOptions {
     /// Test only (`test_compile_delay`): a sleep before each compile, so a
     /// test can kill a holder mid-compile.
     pub compile_delay: Duration,
+    /// The most lock files a run keeps open at once (each held or awaited
+    /// key's lock is an open file): past it, a key is compiled without
+    /// its lock, as when no lock can be had, so that a kernel of tens of
+    /// thousands of tasks never runs out of file descriptors.
+    pub max_locks: usize,
+}
+
+/// [`FlightOptions::max_locks`] by default: a quarter of the process's
+/// limit of open files, between 16 and 4,096.
+fn lock_budget() -> usize {
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current.unwrap_or(u64::MAX);
+    usize::try_from((soft / 4).clamp(16, 4096)).unwrap_or(4096)
 }
 
 impl FlightOptions {
     /// The options the settings decide (`compile_wait`, `test_compile_delay`).
     pub fn from_settings(settings: &Settings) -> FlightOptions {
-        FlightOptions { wait: settings.compile_wait.value, compile_delay: settings.test_compile_delay.value }
+        FlightOptions {
+            wait: settings.compile_wait.value,
+            compile_delay: settings.test_compile_delay.value,
+            max_locks: lock_budget(),
+        }
     }
 }
 
@@ -148,10 +164,16 @@ impl Flight {
     pub fn claim(&mut self, store: &Store, remote: Option<&RemoteTier>, keys: &[Key]) -> Vec<Key> {
         let start = if keys.is_empty() { 0 } else { std::process::id() as usize % keys.len() };
         let mut mine = Vec::new();
+        let mut open = self.open_locks();
         for key in keys[start..].iter().chain(&keys[..start]) {
-            let lock = match store.claim(key) {
-                Claim::Mine(lock) => Some(lock),
+            let claim = if open < self.options.max_locks { store.claim(key) } else { Claim::Unavailable };
+            let lock = match claim {
+                Claim::Mine(lock) => {
+                    open += 1;
+                    Some(lock)
+                }
                 Claim::Busy(lock) => {
+                    open += 1;
                     self.waiting.insert(*key, Wait::Local(lock));
                     continue;
                 }
@@ -177,6 +199,14 @@ impl Flight {
             mine.retain(|k| !self.waiting.contains_key(k));
         }
         keys.iter().copied().filter(|k| mine.contains(k)).collect()
+    }
+
+    /// The lock files this run holds open: its keys' and the ones it
+    /// waits on.
+    fn open_locks(&self) -> usize {
+        let held = self.held.values().filter(|h| h.lock.is_some()).count();
+        let waiting = self.waiting.values().filter(|w| matches!(w, Wait::Local(_) | Wait::Remote(Some(_)))).count();
+        held + waiting
     }
 
     /// Whether `key` is being compiled by another (this process waits).
@@ -304,5 +334,36 @@ impl Flight {
             drop(stop);
             out
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::{HostScope, StoreOptions};
+
+    /// Past the lock budget a key is still this run's to compile, without
+    /// a lock file: a kernel of more tasks than the process may open files
+    /// never fails for it. The budget counts the locks waited on too.
+    #[test]
+    fn claims_past_the_lock_budget_compile_without_a_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let scope = HostScope::new("x86_64-unknown-linux-gnu", "flight", ["+a"]);
+        let store = Store::open(dir.path(), scope, StoreOptions { fsync: false, ..Default::default() }).unwrap();
+        let keys: Vec<Key> = (0..10u8).map(|i| Key::from(blake3::hash(&[i]))).collect();
+        let options = FlightOptions { max_locks: 3, ..FlightOptions::default() };
+        let mut a = Flight::new(options);
+        let mine = a.claim(&store, None, &keys);
+        assert_eq!(mine, keys, "every key is the first run's to compile");
+        let locked: Vec<Key> =
+            keys.iter().copied().filter(|k| store.record_path(k).with_extension("lock").exists()).collect();
+        assert_eq!((a.open_locks(), locked.len()), (3, 3));
+        // A second run waits on the locked keys (within its own budget of
+        // 2) and compiles the rest without locks.
+        let mut b = Flight::new(FlightOptions { max_locks: 2, ..options });
+        let theirs = b.claim(&store, None, &keys);
+        assert_eq!(b.open_locks(), 2);
+        let waited = keys.iter().filter(|k| b.is_waiting(k)).count();
+        assert_eq!((waited, theirs.len()), (2, 8));
     }
 }
