@@ -548,6 +548,17 @@ impl Store {
         Ok((shard, shard_path))
     }
 
+    /// Makes the shard directory of `key` when it is missing (the first
+    /// step of a write, and of a compile lock), so that a later write or
+    /// claim finds it there: how a copy's directory is made ahead of its
+    /// record, in the background (`cached`'s copies).
+    pub fn make_shard_dir(&self, key: &Key) -> Result<(), CacheError> {
+        if self.options.read_only {
+            return Err(CacheError::ReadOnly);
+        }
+        self.make_shard(key).map(drop)
+    }
+
     /// Tries the compile lock of `key` (see `lock`): held by this process,
     /// busy (another is compiling it), or unavailable (a read-only store,
     /// a shard or lock file that cannot be made: compile without a lock).
