@@ -25,6 +25,15 @@
 # KILN_BENCH_BIN=DIR runs the kiln-run (and kiln-compile) in DIR as they
 # are, without building (a build made elsewhere, e.g. of another commit,
 # measured in the same conditions).
+# KILN_BENCH_BEFORE=DIR also runs the warm cases with the kiln-run in DIR
+# (another build, e.g. of the commit before a change), alternating with
+# this one's in the same repetitions, and reports both.
+# KILN_BENCH_DEFER_DELETES=1 moves each previous cache directory aside
+# instead of deleting it between runs (all are deleted at the end): on a
+# file system whose inode allocation skips recently freed inodes (ext4
+# without a journal), the deletions of the set-up make every file and
+# directory a measured process creates slower (docs/performance.md,
+# "Fleet").
 # KILN_BENCH_FLEETS=0 skips the fleets and the lone cold runs after the
 # first repetition's lone run (which fills the caches): only local-warm
 # against remote-warm is measured.
@@ -43,6 +52,7 @@ else
   BIN=${CARGO_TARGET_DIR:-$ROOT/target}/$PROFILE
 fi
 FLEETS=${KILN_BENCH_FLEETS:-1}
+DEFER=${KILN_BENCH_DEFER_DELETES:-0}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kiln-bench-fleet.XXXXXX")
 REDIS_PID=
 cleanup() {
@@ -68,18 +78,27 @@ for _ in $(seq 200); do redis-cli -p "$PORT" ping > /dev/null 2>&1 && break; sle
 echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "kiln-run: $BIN/kiln-run ($PROFILE); N=$N; repeats=$REPS"
 
-python3 - "$BIN/kiln-run" "$ROOT/testdata/ten_tasks.kir" "$WORK" "$PORT" "$N" "$REPS" "$FLEETS" <<'EOF'
+BEFORE=
+if [ -n "${KILN_BENCH_BEFORE:-}" ]; then
+  BEFORE=$(cd "$KILN_BENCH_BEFORE" && pwd)/kiln-run
+  echo "before: $BEFORE"
+fi
+
+python3 - "$BIN/kiln-run" "$ROOT/testdata/ten_tasks.kir" "$WORK" "$PORT" "$N" "$REPS" "$FLEETS" "$BEFORE" "$DEFER" <<'EOF'
 import json, os, resource, shutil, statistics, subprocess, sys, time
 cpu = [0.0]
 run, kir, work, port, n, reps = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6])
 fleets = sys.argv[7] != "0"
+before = sys.argv[8]
+defer_deletes = sys.argv[9] != "0"
+builds = [("", run)] + ([(" (before)", before)] if before else [])
 url = f"redis://127.0.0.1:{port}"
 
 def cli(*args):
     subprocess.run(["redis-cli", "-p", port, *args], check=True, stdout=subprocess.DEVNULL)
 
-def start(cache, remote=None, env=None):
-    cmd = [run, kir, "--cache-dir", cache, "--stats=json", "-O2", "--threads", "1"]
+def start(cache, remote=None, env=None, binary=run):
+    cmd = [binary, kir, "--cache-dir", cache, "--stats=json", "-O2", "--threads", "1"]
     if remote:
         cmd += ["--remote", remote]
     e = dict(os.environ, **(env or {}))
@@ -104,6 +123,13 @@ def done(t0, p):
     return wall, stats["compiled"]
 
 def fresh(path):
+    if defer_deletes:
+        # Moved aside (a rename: no inode freed), deleted with the rest
+        # of the work directory once everything is measured.
+        if os.path.exists(path):
+            os.makedirs(f"{work}/trash", exist_ok=True)
+            os.rename(path, f"{work}/trash/{len(os.listdir(f'{work}/trash'))}")
+        return path
     shutil.rmtree(path, ignore_errors=True)
     return path
 
@@ -125,8 +151,9 @@ def fleet(remote, env=None):
     results = [done(*p) for p in procs]
     return max(w for w, _ in results), sum(c for _, c in results)
 
-cpus = {k: [] for k in ["local_warm", "remote_warm", "remote_warm_new"]}
-phases = {k: [] for k in ["lone", "local", "local_nowait", "remote", "remote_nowait", "local_warm", "remote_warm", "remote_warm_new"]}
+warm = [w + b for b, _ in builds for w in ["local_warm", "remote_warm", "remote_warm_new"]]
+cpus = {k: [] for k in warm}
+phases = {k: [] for k in ["lone", "local", "local_nowait", "remote", "remote_nowait"] + warm}
 for rep in range(reps):
     if fleets or rep == 0:
         phases["lone"].append(done(*start(fresh(f"{work}/lone"))))
@@ -142,11 +169,12 @@ for rep in range(reps):
     # The remote holds every record now (the last fleet filled it); the
     # lone run's cache holds them too.
     for _ in range(3):
-        for name, cache, remote in [("local_warm", lambda: f"{work}/lone", None),
-                                    ("remote_warm", lambda: emptied(f"{work}/rw"), url),
-                                    ("remote_warm_new", lambda: fresh(f"{work}/rw-new"), url)]:
-            phases[name].append(done(*start(cache(), remote)))
-            cpus[name].append(cpu[0])
+        for b, binary in builds:
+            for name, cache, remote in [("local_warm", lambda: f"{work}/lone", None),
+                                        ("remote_warm", lambda: emptied(f"{work}/rw"), url),
+                                        ("remote_warm_new", lambda: fresh(f"{work}/rw-new"), url)]:
+                phases[name + b].append(done(*start(cache(), remote, binary=binary)))
+                cpus[name + b].append(cpu[0])
 
 med = lambda xs: statistics.median(xs)
 lone = med([w for w, _ in phases["lone"]])
@@ -158,16 +186,17 @@ for name, label in [("lone", "lone cold process"), ("local", f"{n} cold processe
     print(f"{label:<34} {med(cs):>8} ({min(cs)}-{max(cs)}){'':>12} {med(ws)*1e3:>16.0f} {med(ws)/lone:>12.2f}x")
 # The warm runs are short enough for the machine's load to swamp them:
 # the least of each is given beside the median.
-lw = med([w for w, _ in phases["local_warm"]])
-lw_least = min(w for w, _ in phases["local_warm"])
-lc = med(cpus["local_warm"])
-print(f"{'local-warm process':<34} {'':>28} {lw*1e3:>16.1f}   least {lw_least*1e3:.1f} ms;"
-      f" CPU {lc*1e3:.1f} ms (median, user + system)")
-for name, label in [("remote_warm", "remote-warm, empty cache"), ("remote_warm_new", "remote-warm, no cache dir yet")]:
-    rw = med([w for w, _ in phases[name]])
-    least = min(w for w, _ in phases[name])
-    c = med(cpus[name])
-    print(f"{label:<34} {'':>28} {rw*1e3:>16.1f} {rw/lw:>9.2f}x local-warm;"
-          f" least {least*1e3:.1f} ms, {least/lw_least:.2f}x; CPU {c*1e3:.1f} ms, {c/lc:.2f}x")
+for b, _ in builds:
+    lw = med([w for w, _ in phases["local_warm" + b]])
+    lw_least = min(w for w, _ in phases["local_warm" + b])
+    lc = med(cpus["local_warm" + b])
+    print(f"{'local-warm process' + b:<34} {'':>28} {lw*1e3:>16.1f}   least {lw_least*1e3:.1f} ms;"
+          f" CPU {lc*1e3:.1f} ms (median, user + system)")
+    for name, label in [("remote_warm", "remote-warm, empty cache"), ("remote_warm_new", "remote-warm, no cache dir yet")]:
+        rw = med([w for w, _ in phases[name + b]])
+        least = min(w for w, _ in phases[name + b])
+        c = med(cpus[name + b])
+        print(f"{label + b:<34} {'':>28} {rw*1e3:>16.1f} {rw/lw:>9.2f}x local-warm;"
+              f" least {least*1e3:.1f} ms, {least/lw_least:.2f}x; CPU {c*1e3:.1f} ms, {c/lc:.2f}x")
 EOF
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

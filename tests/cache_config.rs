@@ -303,7 +303,10 @@ fn a_full_disk_under_the_copies_of_fetched_records() {
     let out = run(&kir, &[&remote[..], &["--cache-dir", cache_arg]].concat(), &[]);
     assert_correct_with_one_warning(&out, &kir, "not stored");
     let s = stats(&out);
-    assert_eq!((s["compiled"].as_u64(), s["remote_hits"].as_u64(), s["stored"].as_u64()), (Some(0), s["tasks"].as_u64(), Some(0)));
+    assert_eq!(
+        (s["compiled"].as_u64(), s["remote_hits"].as_u64(), s["stored"].as_u64()),
+        (Some(0), s["tasks"].as_u64(), Some(0))
+    );
 }
 
 #[test]

@@ -118,8 +118,12 @@ fn work(store: &Store, steps: impl IntoIterator<Item = Step>) -> Vec<Result<(), 
     let mut done: Vec<Result<(), CacheError>> = Vec::new();
     for step in steps {
         match step {
-            Step::Shards(keys) => keys.iter().for_each(|k| drop(store.make_shard_dir(k))),
+            Step::Shards(keys) => {
+                let _span = crate::trace::span("cache", "make shard directories", &format!("({} tasks)", keys.len()));
+                keys.iter().for_each(|k| drop(store.make_shard_dir(k)));
+            }
             Step::Write(j) => {
+                let _span = crate::trace::span("cache", "copy a fetched record", &j.1.task);
                 let put = store.put_fetched(&j.0, &j.1, &j.2, j.3);
                 let failed = put.is_err();
                 done.push(put);
