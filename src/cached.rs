@@ -8,7 +8,7 @@
 //! [`open_store`] and [`key_and_meta`] (which `crate::fill`, what
 //! `kiln-compile --cache-dir` does, shares). With a remote tier ([`crate::remote`]) a local miss asks the remote (a
 //! kernel's tasks together, see [`TaskProvider::prefetch`]); a remote hit
-//! is loaded, then copied into the local store by a thread of its own
+//! is loaded, then copied into the local store by a worker of its own
 //! while the run goes on (see [`FetchedWrites`] and [`copies`]), and what
 //! is compiled is written to both.
 //!
@@ -105,9 +105,9 @@ type Writer = JoinHandle<Vec<Result<(), CacheError>>>;
 pub enum FetchedWrites {
     /// By one background worker ([`copies`]), in order: the shard
     /// directories of the keys the local store lacks as soon as a
-    /// kernel's lookup knows them, each record as soon as it has loaded,
-    /// without `fsync`; waited for by [`TaskProvider::finish`] or when the
-    /// provider is dropped.
+    /// kernel's lookup knows them, the records the process loaded once the
+    /// kernel is ready ([`TaskProvider::ready`]), without `fsync`; waited
+    /// for by [`TaskProvider::finish`] or when the provider is dropped.
     #[default]
     Background,
     /// Each started at once on a thread of its own, synced, as a compiled
@@ -614,6 +614,7 @@ impl TaskProvider for CachedTasks {
 
     fn ready(&mut self, _stats: &mut JitStats) {
         self.keyed.clear();
+        self.copies.flush();
     }
 
     fn finish(&mut self, stats: &mut JitStats) {

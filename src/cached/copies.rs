@@ -4,11 +4,12 @@
 //! Owns: [`LocalCopies`], the provider's one copy worker, fed in the order
 //! the run learns things: the shard directories of the keys the local
 //! store lacks, as soon as they are known (before the remote is even
-//! asked), then each fetched record once this process has loaded it. A
-//! copy's costly steps are the new directory and the new file (an inode
-//! each, `docs/performance.md`, "Fleet"); on the worker they overlap the
-//! round trip to the remote, the loads and the run instead of following
-//! them.
+//! asked), then the records of a kernel this process fetched and loaded,
+//! together once the kernel is ready (one wake-up of the worker per
+//! kernel, not one per record). A copy's costly steps are the new
+//! directory and the new file (an inode each, `docs/performance.md`,
+//! "Fleet"); on the worker they overlap the round trip to the remote, the
+//! loads and the run instead of following them.
 //!
 //! Must never: write a record this process has not loaded (the caller
 //! sends a record only once it loaded), sync a copy (a fetched record can
@@ -27,8 +28,8 @@ use std::thread::JoinHandle;
 enum Step {
     /// Make the shard directories of keys the local store lacks.
     Shards(Vec<Key>),
-    /// Write a record the remote returned and this process loaded.
-    Write(Arc<Job>),
+    /// Write records the remote returned and this process loaded.
+    Write(Vec<Arc<Job>>),
 }
 
 /// The worker: where its steps go, and the thread, which returns each
@@ -43,6 +44,8 @@ pub(super) struct LocalCopies {
     /// Steps left for [`LocalCopies::finish`]: no thread could be started,
     /// or the worker is gone.
     queued: Vec<Step>,
+    /// Records to write, sent together by [`LocalCopies::flush`].
+    pending: Vec<Arc<Job>>,
     /// Records sent since the last finish (what a warning counts).
     sent: usize,
 }
@@ -53,7 +56,7 @@ pub(super) struct Lost(pub usize);
 
 impl LocalCopies {
     pub(super) fn new(store: Arc<Store>) -> LocalCopies {
-        LocalCopies { store, worker: None, queued: Vec::new(), sent: 0 }
+        LocalCopies { store, worker: None, queued: Vec::new(), pending: Vec::new(), sent: 0 }
     }
 
     /// Makes the shard directories of `keys` in the background.
@@ -61,11 +64,19 @@ impl LocalCopies {
         self.send(Step::Shards(keys));
     }
 
-    /// Writes `job` into the local store in the background (after the
-    /// steps sent before it).
+    /// Writes `job` into the local store in the background, with the
+    /// next [`LocalCopies::flush`] (after the steps sent before it).
     pub(super) fn write(&mut self, job: Arc<Job>) {
         self.sent += 1;
-        self.send(Step::Write(job));
+        self.pending.push(job);
+    }
+
+    /// Sends the records [`LocalCopies::write`] kept to the worker.
+    pub(super) fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            let jobs = std::mem::take(&mut self.pending);
+            self.send(Step::Write(jobs));
+        }
     }
 
     fn send(&mut self, step: Step) {
@@ -96,6 +107,7 @@ impl LocalCopies {
     /// each write's result, in order; the first failure ends the writes
     /// (later ones are not tried).
     pub(super) fn finish(&mut self) -> Result<Vec<Result<(), CacheError>>, Lost> {
+        self.flush();
         let sent = std::mem::take(&mut self.sent);
         let mut done = match self.worker.take() {
             Some((tx, handle)) => {
@@ -122,13 +134,15 @@ fn work(store: &Store, steps: impl IntoIterator<Item = Step>) -> Vec<Result<(), 
                 let _span = crate::trace::span("cache", "make shard directories", &format!("({} tasks)", keys.len()));
                 keys.iter().for_each(|k| drop(store.make_shard_dir(k)));
             }
-            Step::Write(j) => {
-                let _span = crate::trace::span("cache", "copy a fetched record", &j.1.task);
-                let put = store.put_fetched(&j.0, &j.1, &j.2, j.3);
-                let failed = put.is_err();
-                done.push(put);
-                if failed {
-                    break;
+            Step::Write(jobs) => {
+                for j in jobs {
+                    let _span = crate::trace::span("cache", "copy a fetched record", &j.1.task);
+                    let put = store.put_fetched(&j.0, &j.1, &j.2, j.3);
+                    let failed = put.is_err();
+                    done.push(put);
+                    if failed {
+                        return done;
+                    }
                 }
             }
         }
