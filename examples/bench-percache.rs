@@ -5,12 +5,12 @@
 //! JSON line.
 //!
 //! Usage: bench-percache FILE --cache-dir DIR [-O LEVEL] [--per-task-loads N]
-//!                       [--fetched-writes background|at-once]
+//!                       [--fetched-writes after-ready|at-once]
 //!
 //! A remote tier is used when `KILN_REMOTE` is set (with the other
 //! `KILN_REMOTE_*` settings), as `kiln-run` uses it (`scripts/bench-remote.sh`).
 //! `--fetched-writes` says when the local copies of the records the remote
-//! returned are written (`FetchedWrites`; `background`, the default, is
+//! returned are written (`FetchedWrites`; `after-ready`, the default, is
 //! what `kiln-run` does). Besides the wall time to ready, the process's CPU
 //! time over the same span (every thread) is printed as `ready_cpu_ms`.
 //!
@@ -52,7 +52,7 @@ fn main() {
     let mut cache = None;
     let mut opt = OptLevel::O2;
     let mut per_task = 0usize;
-    let mut fetched_writes = FetchedWrites::Background;
+    let mut fetched_writes = FetchedWrites::AfterReady;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -68,9 +68,9 @@ fn main() {
             "--per-task-loads" => per_task = it.next().and_then(|n| n.parse().ok()).unwrap_or(0),
             "--fetched-writes" => {
                 fetched_writes = match it.next().map(String::as_str) {
-                    Some("background") => FetchedWrites::Background,
+                    Some("after-ready") => FetchedWrites::AfterReady,
                     Some("at-once") => FetchedWrites::AtOnce,
-                    other => fail(format!("--fetched-writes: expected background or at-once, got {other:?}")),
+                    other => fail(format!("--fetched-writes: expected after-ready or at-once, got {other:?}")),
                 }
             }
             f => file = Some(f.to_string()),

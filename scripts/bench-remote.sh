@@ -10,9 +10,9 @@
 #   - remote-warm: an empty local store each time, a remote a cold run
 #     filled (one redis-server started here on a free loopback port,
 #     without persistence, stopped by its pid); the local copies of the
-#     fetched records made by one background worker (kiln-run's way), and,
-#     as the alternative, each started at once and synced
-#     (--fetched-writes at-once);
+#     fetched records written after the kernel is ready (kiln-run's way),
+#     and, as the alternative, each started at once (--fetched-writes
+#     at-once);
 #   - down: local-warm and cold with KILN_REMOTE pointing at a port
 #     nothing listens on (the connect is refused at once), and cold with a
 #     SIGSTOPped server (connections accepted by the kernel, never

@@ -8,9 +8,8 @@
 //! [`open_store`] and [`key_and_meta`] (which `crate::fill`, what
 //! `kiln-compile --cache-dir` does, shares). With a remote tier ([`crate::remote`]) a local miss asks the remote (a
 //! kernel's tasks together, see [`TaskProvider::prefetch`]); a remote hit
-//! is loaded, then copied into the local store by a worker of its own
-//! while the run goes on (see [`FetchedWrites`] and [`copies`]), and what
-//! is compiled is written to both.
+//! is loaded and written into the local store once the kernel is ready
+//! (see [`FetchedWrites`]), and what is compiled is written to both.
 //!
 //! Must never: compute a key any other way than [`crate::key::task_key`]
 //! (what `kiln-key` prints), load an object from a scope other than the
@@ -35,9 +34,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-mod copies;
-use copies::{LocalCopies, Lost};
 
 /// The cache scope of objects compiled for `target`: its triple, CPU name
 /// and feature list, named by [`crate::cache::host::scope_name`]. The only
@@ -96,21 +92,19 @@ enum Found {
 /// write (none when nothing was written locally).
 type Writer = JoinHandle<Vec<Result<(), CacheError>>>;
 
-/// How the local copies of the records the remote returned are written.
-/// They are not needed for the kernel to be ready; what they cost is
-/// their new directories and files, which one worker makes while the run
-/// goes on (`docs/performance.md`, "Remote tier" and "Fleet", measures
-/// the ways).
+/// When the local copies of the records the remote returned are written.
+/// They are not needed for the kernel to be ready, and on a warm remote a
+/// kernel's loads would otherwise share the CPU with its writes (and wait
+/// for them past [`MAX_WRITES_IN_FLIGHT`]); `docs/performance.md`,
+/// "Remote tier", measures both.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FetchedWrites {
-    /// By one background worker ([`copies`]), in order: the shard
-    /// directories of the keys the local store lacks as soon as a
-    /// kernel's lookup knows them, the records the process loaded once the
-    /// kernel is ready ([`TaskProvider::ready`]), without `fsync`; waited
-    /// for by [`TaskProvider::finish`] or when the provider is dropped.
+    /// Held back, and written in order by one background thread started
+    /// when the kernel is ready ([`TaskProvider::ready`]); at the latest by
+    /// [`TaskProvider::finish`] or when the provider is dropped.
     #[default]
-    Background,
-    /// Each started at once on a thread of its own, synced, as a compiled
+    AfterReady,
+    /// Each started at once on a thread of its own, as a compiled
     /// record's write is.
     AtOnce,
 }
@@ -118,9 +112,9 @@ pub enum FetchedWrites {
 /// The cache's [`TaskProvider`]: key, look up, load; or compile, load and
 /// store. A record is written by a thread of its own while the run goes
 /// on (the task is ready to launch once it is loaded; the write, with its
-/// `fsync`, need not delay it); records the remote returned are copied by
-/// one worker (see [`FetchedWrites`]). [`TaskProvider::finish`] and
-/// dropping the provider wait for every write.
+/// `fsync`, need not delay it); records the remote returned wait until the
+/// kernel is ready (see [`FetchedWrites`]). [`TaskProvider::finish`] and
+/// dropping the provider write what is held back and wait for every write.
 pub struct CachedTasks {
     store: Arc<Store>,
     /// Record writes in flight: what they write (for a warning) and the
@@ -128,12 +122,12 @@ pub struct CachedTasks {
     writes: VecDeque<(String, Writer)>,
     /// What this process compiled and stored, or fetched, by key: a task
     /// met again (an identical task of another kernel) is a hit even while
-    /// its record is still being written or copied.
+    /// its record is still being written or held back.
     compiled: HashMap<Key, Arc<Job>>,
-    /// How fetched records are written locally.
+    /// When fetched records are written locally.
     fetched_writes: FetchedWrites,
-    /// The worker that copies fetched records into the local store.
-    copies: LocalCopies,
+    /// Fetched records whose local write waits for the kernel to be ready.
+    held: Vec<Arc<Job>>,
     /// The remote tier, if one is configured.
     remote: Option<Arc<RemoteTier>>,
     /// Verified records the remote returned for a kernel's lookup, not
@@ -207,13 +201,12 @@ impl Repeats {
 impl CachedTasks {
     /// A provider over an open store (see [`open_store`]).
     pub fn new(store: Store) -> CachedTasks {
-        let store = Arc::new(store);
         CachedTasks {
-            copies: LocalCopies::new(store.clone()),
-            store,
+            store: Arc::new(store),
             writes: VecDeque::new(),
             compiled: HashMap::new(),
             fetched_writes: FetchedWrites::default(),
+            held: Vec::new(),
             remote: None,
             fetched: HashMap::new(),
             asked: HashSet::new(),
@@ -242,7 +235,7 @@ impl CachedTasks {
     }
 
     /// The same provider writing fetched records `when` (the default:
-    /// [`FetchedWrites::Background`]).
+    /// after the kernel is ready).
     pub fn with_fetched_writes(mut self, when: FetchedWrites) -> CachedTasks {
         self.fetched_writes = when;
         self
@@ -310,8 +303,9 @@ impl CachedTasks {
         }
     }
 
-    /// Copies a record the remote returned (and this process loaded) into
-    /// the local store (see [`FetchedWrites`]).
+    /// Keeps a record the remote returned (and this process loaded) for
+    /// the local store: held back until the kernel is ready, or written at
+    /// once (see [`FetchedWrites`]).
     fn store_fetched(&mut self, job: Job, task: &str, stats: &mut JitStats) {
         if self.fetched_writes == FetchedWrites::AtOnce {
             return self.store_later(job, false, task, stats);
@@ -319,16 +313,31 @@ impl CachedTasks {
         let job = Arc::new(job);
         self.compiled.insert(job.0, job.clone());
         if self.writes_locally() {
-            self.copies.write(job);
+            self.held.push(job);
         }
     }
 
-    /// Waits for the copies of fetched records and counts them.
-    fn finish_copies(&mut self, stats: &mut JitStats) {
-        match self.copies.finish() {
-            Ok(done) => done.into_iter().for_each(|put| self.count_write(put, stats)),
-            Err(Lost(n)) => warn(stats, format!("the cache write of {n} records fetched from the remote failed")),
+    /// Starts writing the held-back fetched records, in order, on one
+    /// thread; the first failure ends the batch (and later writes).
+    fn write_held(&mut self, stats: &mut JitStats) {
+        let jobs = std::mem::take(&mut self.held);
+        if jobs.is_empty() || !self.writes_locally() {
+            return;
         }
+        let (n, store) = (jobs.len(), self.store.clone());
+        let write = move || {
+            let mut done = Vec::with_capacity(jobs.len());
+            for j in &jobs {
+                let put = store.put_fetched(&j.0, &j.1, &j.2, j.3);
+                let failed = put.is_err();
+                done.push(put);
+                if failed {
+                    break;
+                }
+            }
+            done
+        };
+        self.spawn_write(format!("{n} records fetched from the remote"), write, stats);
     }
 
     /// Counts a finished write; the first failure stops further writes.
@@ -451,7 +460,7 @@ impl CachedTasks {
             }
             Waited::Compile => {
                 // A holder of this machine that got it from the remote
-                // copies it in the background: ask the remote again.
+                // stores it after its kernel is ready: ask the remote again.
                 self.asked.remove(key);
                 return None;
             }
@@ -587,11 +596,6 @@ impl TaskProvider for CachedTasks {
         if let Some(remote) = self.remote.clone().filter(|r| r.is_on()) {
             let keys: Vec<Key> = absent.iter().map(|(_, k)| *k).filter(|k| !self.asked.contains(k)).collect();
             if !keys.is_empty() {
-                // Every absent key's record (fetched, or compiled under
-                // its lock) needs its shard directory: made meanwhile.
-                if self.writes_locally() && self.fetched_writes == FetchedWrites::Background {
-                    self.copies.shards(keys.clone());
-                }
                 self.ask_remote(&remote, &keys);
             }
         }
@@ -612,13 +616,13 @@ impl TaskProvider for CachedTasks {
         self.count_bytes(stats);
     }
 
-    fn ready(&mut self, _stats: &mut JitStats) {
+    fn ready(&mut self, stats: &mut JitStats) {
         self.keyed.clear();
-        self.copies.flush();
+        self.write_held(stats);
     }
 
     fn finish(&mut self, stats: &mut JitStats) {
-        self.finish_copies(stats);
+        self.write_held(stats);
         while !self.writes.is_empty() {
             self.join_oldest(stats);
         }
@@ -733,10 +737,10 @@ impl CachedTasks {
 }
 
 impl Drop for CachedTasks {
-    /// A record being written or copied is written before the process can
-    /// exit.
+    /// A record held back or being written is written before the process
+    /// can exit.
     fn drop(&mut self) {
-        let _ = self.copies.finish();
+        self.write_held(&mut JitStats::default());
         for (_, h) in self.writes.drain(..) {
             let _ = h.join();
         }

@@ -279,8 +279,8 @@ fn a_full_disk() {
 
 /// The disk fills up before a remote-warm run copies the records the
 /// remote returned: the run loads them, runs correctly and says once that
-/// they were not stored (the copies are made in the background, after the
-/// records loaded).
+/// they were not stored (the copies are written in the background, after
+/// the kernel is ready).
 #[test]
 fn a_full_disk_under_the_copies_of_fetched_records() {
     if !is_root() {

@@ -228,10 +228,10 @@ fn prepare_all(engine: &mut kiln::jit::engine::JitEngine, file: &Path) -> kiln::
     engine.stats.clone()
 }
 
-/// The local copies of records the remote returned, made by a background
-/// worker, are still written when the engine is dropped without `finish`
-/// (a program that never calls it): a later process finds every one
-/// locally.
+/// The local copies of records the remote returned are held back until
+/// the kernel is ready, and still written when the engine is dropped
+/// without `finish` (a program that never calls it): a later process
+/// finds every one locally.
 #[test]
 fn fetched_records_are_written_locally_even_without_finish() {
     let (lab, server) = (Lab::new(), RedisServer::start());
@@ -263,13 +263,13 @@ fn files_named(dir: &Path, part: &str) -> Vec<PathBuf> {
     out
 }
 
-/// The copies a remote-warm run makes in the background are all there and
+/// The copies a remote-warm run writes in the background are all there and
 /// whole once the process has exited, with no temporary left. A copy is
 /// not synced, so a power cut may leave one torn: cut short, it fails its
 /// checksum on the next run, which fetches that record again and copies
 /// it anew; the run after that finds every record locally.
 #[test]
-fn background_copies_land_whole_and_a_torn_one_is_replaced() {
+fn fetched_copies_land_whole_and_a_torn_one_is_replaced() {
     let (lab, server) = (Lab::new(), RedisServer::start());
     let file = testdata("ten_tasks.kir");
     let interp = lab.interp(&file);

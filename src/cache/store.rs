@@ -548,27 +548,6 @@ impl Store {
         Ok((shard, shard_path))
     }
 
-    /// Makes the shard directory of `key` when it is missing (the first
-    /// step of a write, and of a compile lock), so that a later write or
-    /// claim finds it there: how a copy's directory is made ahead of its
-    /// record, in the background (`cached`'s copies). The write or claim
-    /// opens and checks it; only a directory this call made for a shared
-    /// cache is opened here, to be given the cache's group.
-    pub fn make_shard_dir(&self, key: &Key) -> Result<(), CacheError> {
-        if self.options.read_only {
-            return Err(CacheError::ReadOnly);
-        }
-        let name = key.shard();
-        let path = || self.scope_dir.join(&name);
-        let created = cfs::mkdir_at(&self.scope_fd, &name, self.access.dir_mode())
-            .map_err(|e| CacheError::io(path(), "create directory", e))?;
-        if created && self.access.group.is_some() {
-            let shard = cfs::open_dir(&self.scope_fd, &name).map_err(|e| CacheError::io(path(), "open", e))?;
-            self.share_fd(&shard, &path())?;
-        }
-        Ok(())
-    }
-
     /// Tries the compile lock of `key` (see `lock`): held by this process,
     /// busy (another is compiling it), or unavailable (a read-only store,
     /// a shard or lock file that cannot be made: compile without a lock).

@@ -82,13 +82,12 @@ pub trait TaskProvider: Send {
     fn prefetch(&mut self, _backend: &dyn Backend, _modules: &[&Module], _stats: &mut JitStats) {}
 
     /// Called when [`JitEngine::prepare`] has made a kernel's tasks ready:
-    /// a provider may drop what it kept for the kernel's lookups and start
-    /// work it held back (the cache's copies of records the remote
-    /// returned).
+    /// a provider may start work it held back until then (the cache's
+    /// local writes of records the remote returned).
     fn ready(&mut self, _stats: &mut JitStats) {}
 
     /// Completes work left running in the background (the cache's record
-    /// writes and copies) and counts it in `stats`.
+    /// writes) and counts it in `stats`.
     fn finish(&mut self, _stats: &mut JitStats) {}
 }
 
