@@ -277,6 +277,38 @@ fn a_full_disk() {
     assert_eq!(common::lock_files(&cache), 0);
 }
 
+/// The disk fills up before a remote-warm run copies the records the
+/// remote returned: the run loads them, runs correctly and says once that
+/// they were not stored (the copies are written in the background, after
+/// the kernel is ready).
+#[test]
+fn a_full_disk_under_the_copies_of_fetched_records() {
+    if !is_root() {
+        println!("skipped: mounting a small tmpfs needs root");
+        return;
+    }
+    let server = common::redis_server::RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let kir = testdata("heat2d.kir");
+    let remote = ["--remote", &server.url()];
+    let filler = dir.path().join("filler-cache");
+    let filled = run(&kir, &[&remote[..], &["--cache-dir", filler.to_str().unwrap()]].concat(), &[]);
+    assert!(filled.status.success() && stats(&filled)["remote_stored"].as_u64() > Some(0), "{}", text(&filled.stderr));
+    let fs_ = Tmpfs::mount(&dir.path().join("mnt"), "256k");
+    let cache = fs_.0.join("cache");
+    let cache_arg = cache.to_str().unwrap();
+    // Set up (root, scope, counters) with room, then full.
+    assert!(run(&testdata("saxpy.kir"), &["--cache-dir", cache_arg], &[]).status.success());
+    fs_.fill();
+    let out = run(&kir, &[&remote[..], &["--cache-dir", cache_arg]].concat(), &[]);
+    assert_correct_with_one_warning(&out, &kir, "not stored");
+    let s = stats(&out);
+    assert_eq!(
+        (s["compiled"].as_u64(), s["remote_hits"].as_u64(), s["stored"].as_u64()),
+        (Some(0), s["tasks"].as_u64(), Some(0))
+    );
+}
+
 #[test]
 fn a_read_only_file_system() {
     if !is_root() {
