@@ -658,7 +658,9 @@ impl Engine for JitEngine {
         }
         let path = self.path;
         let t0 = Instant::now();
-        let result = (|| {
+        let pool = self.pool.as_ref();
+        let launches = &mut self.stats.launches;
+        let mut run = || -> Result<(), RunError> {
             for (t, &(m, item)) in tasks.iter().zip(&launched) {
                 let names = LaunchNames { kernel, task: &item.name };
                 let slots = runtime::param_slots(&t.meta, &kparams, args, names)?;
@@ -668,12 +670,20 @@ impl Engine for JitEngine {
                     JitPath::PerTask => codegen::sites::locate(&[(m, item)], n),
                     JitPath::WholeKernel => codegen::sites::locate(&launched, n),
                 };
-                self.stats.launches += 1;
+                *launches += 1;
                 let _span = crate::trace::span("launch", "launch", &item.name);
-                runtime::launch(t.entry, &t.meta, names, &slots, fields, self.pool.as_ref(), &locate)?;
+                runtime::launch(t.entry, &t.meta, names, &slots, fields, pool, &locate)?;
             }
             Ok(())
-        })();
+        };
+        // The kernel's launches are made from one of the pool's threads,
+        // which works on each launch's chunks too, so the pool stays awake
+        // between launches; made from this thread, each launch woke a
+        // sleeping worker and then this thread again.
+        let result = match pool {
+            Some(p) => p.install(run),
+            None => run(),
+        };
         self.stats.run.run_time += t0.elapsed();
         for n in temps {
             fields.map.remove(n.as_str());
