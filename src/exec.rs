@@ -114,6 +114,31 @@ impl Fields {
         }
         Ok(Fields { map })
     }
+    /// Adds zeroed storage for each field of `used` (name, element type,
+    /// shape) the map lacks: the kernel-scoped temporaries offload made,
+    /// which exist for one run. Returns their names, for
+    /// [`Fields::drop_temporaries`] after it.
+    pub fn add_temporaries<'a>(
+        &mut self,
+        used: impl IntoIterator<Item = (&'a str, Scalar, &'a [u64])>,
+    ) -> Result<Vec<Name>, RunError> {
+        let mut temps = Vec::new();
+        for (name, elem, shape) in used {
+            if self.map.contains_key(name) {
+                continue;
+            }
+            let decl = Field { name: name.into(), elem, shape: shape.to_vec(), span: Span::DUMMY };
+            self.map.insert(decl.name.clone(), FieldData::try_zeroed(&decl).map_err(RunError::new)?);
+            temps.push(decl.name);
+        }
+        Ok(temps)
+    }
+    /// Drops what [`Fields::add_temporaries`] added.
+    pub fn drop_temporaries(&mut self, temps: Vec<Name>) {
+        for n in temps {
+            self.map.remove(&n);
+        }
+    }
     pub fn get(&self, name: &str) -> Option<&FieldData> {
         self.map.get(name)
     }

@@ -213,24 +213,6 @@ pub(super) struct Program {
 
 pub(super) const NO_TASK: u32 = u32::MAX;
 
-impl Program {
-    /// Adds zeroed storage for each field the program uses that `fields`
-    /// lacks (offload's kernel-scoped temporaries) and returns their
-    /// names, to drop after the run.
-    pub(super) fn add_temporaries(&self, fields: &mut Fields) -> Result<Vec<Name>, RunError> {
-        let mut temps = Vec::new();
-        for f in &self.fields {
-            if fields.get(&f.name).is_some() {
-                continue;
-            }
-            let decl = Field { name: f.name.clone(), elem: f.elem, shape: f.shape.clone(), span: Span::DUMMY };
-            fields.map.insert(f.name.clone(), FieldData::try_zeroed(&decl).map_err(RunError::new)?);
-            temps.push(f.name.clone());
-        }
-        Ok(temps)
-    }
-}
-
 pub(super) fn err(msg: impl Into<String>) -> RunError {
     RunError::new(msg)
 }

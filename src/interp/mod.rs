@@ -94,12 +94,10 @@ impl Engine for Interpreter {
         let items = StreamIndex::new(&tasks);
         runs.iter().try_for_each(|&(kernel, args)| {
             let prog = Program::lower(&items, &mut scopes, kernel)?;
-            // Offload's temporaries exist for one run only.
-            let temps = prog.add_temporaries(fields)?;
+            let used = prog.fields.iter().map(|f| (f.name.as_str(), f.elem, f.shape.as_slice()));
+            let temps = fields.add_temporaries(used)?;
             let r = prog.run(args, fields, *self);
-            for n in temps {
-                fields.map.remove(&n);
-            }
+            fields.drop_temporaries(temps);
             r
         })
     }

@@ -12,7 +12,7 @@ use super::runtime::{self, LaunchNames};
 use super::{Jit, JitError, LoadedFunction, LoadedTask};
 use crate::codegen::{self, Backend, CodegenError, CompiledTask};
 use crate::config::MetaKind;
-use crate::exec::{Engine, FieldData, Fields, RunError};
+use crate::exec::{Engine, Fields, RunError};
 use crate::ir::{Const, Item, Kernel, Module, Scalar, Stream, TaskItem};
 use crate::key::functions::{FuncPlan, NeededRecord};
 use crate::key::Key;
@@ -511,12 +511,12 @@ impl JitEngine {
                 // launched in: a task launched n times is in it once.
                 let (digests, text_of) = module_digests(launched);
                 let mut h = blake3::Hasher::new();
-                digests.iter().for_each(|d| {
+                for d in &digests {
                     h.update(d.as_bytes());
-                });
-                text_of.iter().for_each(|&i| {
+                }
+                for &i in &text_of {
                     h.update(&(i as u64).to_le_bytes());
-                });
+                }
                 let key = h.finalize();
                 if let Some(ls) = self.kernels.get(&key) {
                     return Ok(ls.clone());
@@ -652,7 +652,9 @@ impl Engine for JitEngine {
         // another name) and where their statements are.
         let launched = self.launched(stream, kernel)?;
         let tasks = self.prepare_launched(stream, kernel, &launched)?;
-        let temps = add_temporaries(&tasks, fields)?;
+        // The kernel-scoped temporaries offload made exist for this run.
+        let used = tasks.iter().flat_map(|t| &t.meta.fields).map(|f| (f.name.as_str(), f.elem, f.shape.as_slice()));
+        let temps = fields.add_temporaries(used)?;
         if self.pool.is_none() && tasks.iter().any(|t| !matches!(t.meta.kind, MetaKind::Serial)) {
             self.pool = make_pool(self.threads)?;
         }
@@ -685,30 +687,7 @@ impl Engine for JitEngine {
             None => run(),
         };
         self.stats.run.run_time += t0.elapsed();
-        for n in temps {
-            fields.map.remove(n.as_str());
-        }
+        fields.drop_temporaries(temps);
         result
     }
-}
-
-/// Adds zeroed storage for the fields the tasks touch that the caller
-/// does not have (the kernel-scoped temporaries offload made), and returns
-/// their names, to drop after the run.
-fn add_temporaries(tasks: &[LoadedTask], fields: &mut Fields) -> Result<Vec<String>, RunError> {
-    let mut temps = Vec::new();
-    for f in tasks.iter().flat_map(|t| &t.meta.fields) {
-        if fields.get(&f.name).is_none() {
-            let decl = crate::ir::Field {
-                name: f.name.as_str().into(),
-                elem: f.elem,
-                shape: f.shape.clone(),
-                span: crate::ir::Span::DUMMY,
-            };
-            let data = FieldData::try_zeroed(&decl).map_err(RunError::new)?;
-            fields.map.insert(f.name.as_str().into(), data);
-            temps.push(f.name.clone());
-        }
-    }
-    Ok(temps)
 }
