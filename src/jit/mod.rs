@@ -88,6 +88,7 @@ extern "C" {
     fn kiln_orc_create(error: *mut LLVMErrorRef) -> *mut c_void;
     fn kiln_orc_session(session: *mut c_void) -> LLVMOrcExecutionSessionRef;
     fn kiln_orc_object_layer(session: *mut c_void) -> LLVMOrcObjectLayerRef;
+    fn kiln_orc_process_dylib(session: *mut c_void) -> LLVMOrcJITDylibRef;
     fn kiln_orc_global_prefix() -> libc::c_char;
     fn kiln_orc_dispose(session: *mut c_void) -> LLVMErrorRef;
     fn kiln_orc_link_after(jd: LLVMOrcJITDylibRef, dep: LLVMOrcJITDylibRef);
@@ -98,6 +99,9 @@ struct JitInner {
     session: *mut c_void,
     es: LLVMOrcExecutionSessionRef,
     layer: LLVMOrcObjectLayerRef,
+    /// The dylib of the process's symbols (libm, the runtime), last in
+    /// every loaded dylib's link order.
+    process: LLVMOrcJITDylibRef,
     /// The prefix of C symbols in this host's object format.
     prefix: libc::c_char,
     /// Errors ORC reports outside a call's result (e.g. a failed
@@ -238,14 +242,15 @@ impl Jit {
         if session.is_null() {
             return Err(JitError::new(JitErrorKind::Setup, take_error(e)));
         }
-        let (es, layer) = unsafe { (kiln_orc_session(session), kiln_orc_object_layer(session)) };
+        let (es, layer, process) =
+            unsafe { (kiln_orc_session(session), kiln_orc_object_layer(session), kiln_orc_process_dylib(session)) };
         let prefix = unsafe { kiln_orc_global_prefix() };
         let reported = Box::new(Mutex::new(Vec::new()));
         // ORC's default reporter prints to stderr; a library must not.
         unsafe {
             LLVMOrcExecutionSessionSetErrorReporter(es, report_error, &*reported as *const _ as *mut c_void);
         }
-        let inner = Arc::new(JitInner { session, es, layer, prefix, reported });
+        let inner = Arc::new(JitInner { session, es, layer, process, reported, prefix });
         Ok(Jit { inner, functions: Arc::default() })
     }
 
@@ -350,16 +355,10 @@ impl Jit {
         for d in &deps {
             unsafe { kiln_orc_link_after(jd, d.jd) };
         }
+        // libm and the rest of the process, from every dylib, after its
+        // own definitions and its records'.
+        unsafe { kiln_orc_link_after(jd, inner.process) };
         let dylib = Arc::new(Dylib { _jit: inner.clone(), jd, name, _deps: deps });
-        // libm and the rest of the process, from every dylib.
-        let mut gen: LLVMOrcDefinitionGeneratorRef = std::ptr::null_mut();
-        let e = unsafe {
-            LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&mut gen, inner.prefix, None, std::ptr::null_mut())
-        };
-        if !e.is_null() {
-            return Err(JitError::new(JitErrorKind::Setup, take_error(e)));
-        }
-        unsafe { LLVMOrcJITDylibAddGenerator(jd, gen) };
 
         let buf_name = CString::new("kiln-object").unwrap();
         let buf = unsafe {

@@ -9,6 +9,7 @@
 #include "llvm-c/Orc.h"
 #include "llvm/ExecutionEngine/Orc/Core.h"
 #include "llvm/ExecutionEngine/Orc/EHFrameRegistrationPlugin.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h"
 #include "llvm/ExecutionEngine/Orc/SelfExecutorProcessControl.h"
 #include "llvm/ExecutionEngine/Orc/TaskDispatch.h"
@@ -25,8 +26,20 @@ namespace {
 struct Session {
   std::unique_ptr<ExecutionSession> ES;
   std::unique_ptr<ObjectLinkingLayer> Layer;
+  // The process's symbols (libm, the runtime), materialised once here and
+  // found from every task's dylib through its link order. A generator in
+  // each dylib would define them again in each, and leave ORC's
+  // WaitingOnGraph (LLVM 22) one emptied row per dylib that every later
+  // emit walks: a load of N dylibs then cost N^2.
+  JITDylib *Process = nullptr;
 };
 } // namespace
+
+// The prefix the host's object format gives C symbols ('_' on Mach-O,
+// none on ELF), as LLJIT's data layout would say.
+extern "C" char kiln_orc_global_prefix(void) {
+  return Triple(sys::getProcessTriple()).isOSBinFormatMachO() ? '_' : '\0';
+}
 
 // A session with its object layer; null and *error set on failure.
 extern "C" void *kiln_orc_create(LLVMErrorRef *error) {
@@ -51,6 +64,14 @@ extern "C" void *kiln_orc_create(LLVMErrorRef *error) {
     return nullptr;
   }
   S->Layer->addPlugin(std::move(*EH));
+  auto G = DynamicLibrarySearchGenerator::GetForCurrentProcess(kiln_orc_global_prefix());
+  if (!G) {
+    *error = wrap(G.takeError());
+    consumeError(S->ES->endSession());
+    return nullptr;
+  }
+  S->Process = &S->ES->createBareJITDylib("kiln-process");
+  S->Process->addGenerator(std::move(*G));
   return S.release();
 }
 
@@ -58,15 +79,13 @@ extern "C" LLVMOrcExecutionSessionRef kiln_orc_session(void *s) {
   return reinterpret_cast<LLVMOrcExecutionSessionRef>(static_cast<Session *>(s)->ES.get());
 }
 
+extern "C" LLVMOrcJITDylibRef kiln_orc_process_dylib(void *s) {
+  return reinterpret_cast<LLVMOrcJITDylibRef>(static_cast<Session *>(s)->Process);
+}
+
 extern "C" LLVMOrcObjectLayerRef kiln_orc_object_layer(void *s) {
   ObjectLayer *L = static_cast<Session *>(s)->Layer.get();
   return reinterpret_cast<LLVMOrcObjectLayerRef>(L);
-}
-
-// The prefix the host's object format gives C symbols ('_' on Mach-O,
-// none on ELF), as LLJIT's data layout would say.
-extern "C" char kiln_orc_global_prefix(void) {
-  return Triple(sys::getProcessTriple()).isOSBinFormatMachO() ? '_' : '\0';
 }
 
 // Ends the session (every dylib's memory released) and frees it; what
