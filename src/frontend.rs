@@ -321,18 +321,38 @@ fn streaming(text: &str, parallel: bool, print: bool) -> Result<Canonical, NotHe
 }
 
 /// For input of bare items (fields, functions and kernels, the form a
-/// front end emits) that is free of errors: calls `f` once per kernel, in
-/// parallel for large inputs, with a module that holds, in source order,
-/// every field, the functions the kernel calls (transitively) and the
-/// kernel in full, and as signatures the items whose names start with the
-/// kernel's name and a dot: the only names the passes could generate for
-/// this kernel (`@k.0`, `@k.tmp0`) and so must avoid. Whatever the
-/// whole-module passes make of the kernel's tasks, they make of this
-/// module's. Returns the results in kernel order. Peak memory is the input,
-/// the functions' IR and the kernels in flight. `None` when the input is
-/// not of that form or has any error: the caller takes the whole-module
-/// path, which reports errors exactly.
+/// front end emits) that is free of errors: calls `f` once per batch of
+/// consecutive kernels, in parallel for large inputs, with a module that
+/// holds, in source order, every field, the functions the batch's kernels
+/// call (transitively), the kernels in full, and as signatures the items
+/// whose names start with a kernel's name and a dot: the only names the
+/// passes could generate for those kernels (`@k.0`, `@k.tmp0`) and so must
+/// avoid. Whatever the whole-module passes make of a kernel's tasks, they
+/// make of its batch's module's. Returns the results in kernel order.
+///
+/// A batch holds kernels until their text is at least the text of every
+/// field and function ([`batches`]), so the fields and functions that each
+/// batch's module repeats cost at most as much work as the kernels
+/// themselves: the work is linear in the input, not kernels × functions.
+/// Peak memory is the input, the functions' IR and the batches in flight.
+/// `None` when the input is not of that form or has any error: the caller
+/// takes the whole-module path, which reports errors exactly.
 pub fn per_kernel<R: Send>(text: &str, f: impl Fn(Module) -> R + Sync + Send) -> Option<Vec<R>> {
+    in_batches(text, Batching::Linear, f)
+}
+
+/// How [`in_batches`] groups kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Batching {
+    /// As [`per_kernel`] does: linear work ([`batches`]).
+    Linear,
+    /// One kernel per module: the least memory, and work that grows with
+    /// kernels × shared items (tests compare it with the whole stream).
+    One,
+}
+
+/// [`per_kernel`] with the kernels grouped as `batching` says.
+pub fn in_batches<R: Send>(text: &str, batching: Batching, f: impl Fn(Module) -> R + Sync + Send) -> Option<Vec<R>> {
     let parallel = text.len() >= PARALLEL_THRESHOLD;
     streaming(text, parallel, false).ok()?;
     let modules = layout(text).ok()?;
@@ -372,38 +392,67 @@ pub fn per_kernel<R: Send>(text: &str, f: impl Fn(Module) -> R + Sync + Send) ->
         sig_items.iter().enumerate().map(|(i, it)| (it.name(), i)).collect();
     let sorted: std::collections::BTreeMap<&str, usize> = index.iter().map(|(&n, &i)| (n, i)).collect();
     let fields: Vec<usize> = (0..chunks.len()).filter(|&i| chunks[i].kind == ChunkKind::Field).collect();
-    let kernels: Vec<usize> = (0..chunks.len()).filter(|&i| chunks[i].kind == ChunkKind::Kernel).collect();
-    map_all(&kernels, parallel, |&k| {
-        let c = &chunks[k];
-        let kernel = full(c, Keep::Transient { bytes: c.end - c.start })?;
-        let prefix = format!("{}.", kernel.name());
+    map_all(&batches(chunks, batching), parallel, |batch| {
+        let mut kernels = std::collections::HashMap::new();
         let mut wanted: Vec<usize> = fields.clone();
-        wanted.extend(callees(&kernel, &by_name).into_iter().filter_map(|n| index.get(n).copied()));
-        wanted.extend(sorted.range(prefix.as_str()..).take_while(|(n, _)| n.starts_with(&prefix)).map(|(_, &i)| i));
+        for &k in batch {
+            let c = &chunks[k];
+            let kernel = full(c, Keep::Transient { bytes: c.end - c.start })?;
+            let prefix = format!("{}.", kernel.name());
+            wanted.extend(sorted.range(prefix.as_str()..).take_while(|(n, _)| n.starts_with(&prefix)).map(|(_, &i)| i));
+            wanted.push(k);
+            kernels.insert(k, kernel);
+        }
+        let called = callees(kernels.values(), &by_name);
+        wanted.extend(called.into_iter().filter_map(|n| index.get(n).copied()));
         wanted.sort_unstable();
         wanted.dedup();
-        let mut items = Vec::with_capacity(wanted.len() + 1);
-        let mut kernel = Some(kernel);
-        for i in wanted.into_iter().chain([usize::MAX]) {
-            if i > k {
-                items.extend(kernel.take());
-            }
-            if let Some(sig) = sig_items.get(i) {
-                items.push(by_name.get(sig.name()).map_or_else(|| sig.clone(), |&f| f.clone()));
-            }
-        }
+        let items = wanted
+            .into_iter()
+            .map(|i| match kernels.remove(&i) {
+                Some(kernel) => kernel,
+                None => by_name.get(sig_items[i].name()).map_or_else(|| sig_items[i].clone(), |&f| f.clone()),
+            })
+            .collect();
         Ok(f(Module { name: None, items, span: Span::new(0, text.len()) }))
     })
     .ok()
 }
 
-/// The names of the functions `item` calls, transitively.
+/// The kernels' chunk indices in source order, cut into batches of
+/// consecutive kernels: a batch closes once its kernels' text is at least
+/// that of all fields and functions together (the part every batch's
+/// module may repeat), so there are never more batches than kernels, nor
+/// more repeated text than kernel text; [`Batching::One`] closes each
+/// batch at its first kernel.
+fn batches(chunks: &[Chunk], batching: Batching) -> Vec<Vec<usize>> {
+    let shared: usize = match batching {
+        Batching::Linear => chunks.iter().filter(|c| c.kind != ChunkKind::Kernel).map(|c| c.end - c.start).sum(),
+        Batching::One => 0,
+    };
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut open = (Vec::new(), 0usize);
+    for (i, c) in chunks.iter().enumerate().filter(|(_, c)| c.kind == ChunkKind::Kernel) {
+        open.0.push(i);
+        open.1 += c.end - c.start;
+        if open.1 >= shared {
+            out.push(std::mem::take(&mut open.0));
+            open.1 = 0;
+        }
+    }
+    if !open.0.is_empty() {
+        out.push(open.0);
+    }
+    out
+}
+
+/// The names of the functions `items` call, transitively.
 fn callees<'a>(
-    item: &'a Item,
+    items: impl IntoIterator<Item = &'a Item>,
     funcs: &std::collections::HashMap<&str, &'a Item>,
 ) -> std::collections::HashSet<&'a str> {
     let mut seen = std::collections::HashSet::new();
-    let mut todo = vec![item];
+    let mut todo: Vec<&Item> = items.into_iter().collect();
     while let Some(it) = todo.pop() {
         let body = match it {
             Item::Func(f) => &f.body,
@@ -498,5 +547,48 @@ mod tests {
             assert!(streaming(text, false, true).is_err(), "{text:?}");
             assert!(parse_verify_print(text).is_err(), "{text:?}");
         }
+    }
+
+    /// Kernels `k0..k{n}` each calling `f0` of a 3-function chain.
+    fn shared_chain(kernels: usize) -> String {
+        let mut t = String::from("field @out : i32[64]\n\n");
+        t += "func @f0(%x: i32) -> i32 {\n  %r = call @f1(%x)\n  ret %r\n}\n\n";
+        t += "func @f1(%x: i32) -> i32 {\n  %r = call @f2(%x)\n  ret %r\n}\n\n";
+        t += "func @f2(%x: i32) -> i32 {\n  ret %x\n}\n";
+        for k in 0..kernels {
+            t += &format!(
+                "\nkernel @k{k}() {{\n  %j = const {k} : i32\n  %v = call @f0(%j)\n  store @out[%j], %v\n}}\n"
+            );
+        }
+        t
+    }
+
+    #[test]
+    fn a_batch_closes_once_its_kernels_outweigh_the_shared_items() {
+        let text = shared_chain(40);
+        let chunks = split_items(&text);
+        let shared: usize = chunks.iter().filter(|c| c.kind != ChunkKind::Kernel).map(|c| c.end - c.start).sum();
+        let linear = batches(&chunks, Batching::Linear);
+        assert!(linear.len() > 2, "{} batches", linear.len());
+        assert_eq!(linear.concat(), (4..44).collect::<Vec<_>>(), "every kernel once, in order");
+        for b in &linear[..linear.len() - 1] {
+            let own: usize = b.iter().map(|&i| chunks[i].end - chunks[i].start).sum();
+            let without_last = own - (chunks[*b.last().unwrap()].end - chunks[*b.last().unwrap()].start);
+            assert!(own >= shared && without_last < shared, "{b:?}: {own} against {shared}");
+        }
+        assert_eq!(batches(&chunks, Batching::One).len(), 40);
+    }
+
+    #[test]
+    fn batches_hold_their_kernels_callees_and_fields_in_source_order() {
+        let text = shared_chain(40);
+        let names = per_kernel(&text, |m| m.items.iter().map(|i| i.name().to_string()).collect::<Vec<_>>()).unwrap();
+        assert!(names.len() > 2);
+        let mut kernels = Vec::new();
+        for batch in &names {
+            assert_eq!(batch[..4], ["out", "f0", "f1", "f2"], "{batch:?}");
+            kernels.extend(batch[4..].iter().cloned());
+        }
+        assert_eq!(kernels, (0..40).map(|k| format!("k{k}")).collect::<Vec<_>>());
     }
 }

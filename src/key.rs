@@ -66,9 +66,39 @@ pub fn canonical_text(m: &Module, task: &TaskItem) -> String {
 /// Appends the canonical text of a task to `out`: `m`'s fields and
 /// functions (see the module doc for why all of them), then the task.
 pub fn write_canonical(out: &mut String, m: &Module, task: &TaskItem) {
-    let fields = m.fields().map(ItemRef::Field);
-    let funcs = m.funcs().map(ItemRef::Func);
-    printer::write_items(out, fields.chain(funcs).chain([ItemRef::Task(task)]), Renumbering::default());
+    write_canonical_with(out, m, task, &mut FuncTexts::default());
+}
+
+/// The canonical text of each function printed so far, by the function's
+/// address. The task modules of a split stream share their functions
+/// (`Arc<Func>`), and a function's text is the same in every module (the
+/// namer starts again in every body), so keying K tasks that reach the
+/// same L functions prints each function once, not K times. Valid while
+/// the modules it was filled from are borrowed.
+#[derive(Default)]
+struct FuncTexts(HashMap<*const Func, String>);
+
+/// [`write_canonical`], taking each function's text from `texts`: the same
+/// bytes as printing the items `fields, functions, task` together.
+fn write_canonical_with(out: &mut String, m: &Module, task: &TaskItem, texts: &mut FuncTexts) {
+    printer::write_items(out, m.fields().map(ItemRef::Field), Renumbering::default());
+    let mut prev_field = m.fields().next().map(|_| true);
+    for f in m.funcs() {
+        if prev_field.is_some_and(|p| printer::blank_line_between(p, false)) {
+            out.push('\n');
+        }
+        let text = texts.0.entry(f as *const Func).or_insert_with(|| {
+            let mut s = String::new();
+            printer::write_items(&mut s, [ItemRef::Func(f)], Renumbering::default());
+            s
+        });
+        out.push_str(text);
+        prev_field = Some(false);
+    }
+    if prev_field.is_some_and(|p| printer::blank_line_between(p, false)) {
+        out.push('\n');
+    }
+    printer::write_items(out, [ItemRef::Task(task)], Renumbering::default());
 }
 
 /// The key's naming: each body's values `%0, %1, ...` in definition order
@@ -176,10 +206,12 @@ pub fn stream_keys(stream: &Stream, config: &CompileConfig) -> Vec<TaskKey> {
 /// canonical text, in stream order.
 fn each_task_key(stream: &Stream, config: &CompileConfig, mut f: impl FnMut(&TaskItem, Key, String)) {
     let prefix = config_prefix(&config_json(config));
+    let mut texts = FuncTexts::default();
     for m in &stream.modules {
         for t in m.tasks() {
             let _key = crate::trace::span("key", "key", &t.name);
-            let text = canonical_text(m, t);
+            let mut text = String::with_capacity(512);
+            write_canonical_with(&mut text, m, t, &mut texts);
             f(t, key_with_prefix(&prefix, &text), text);
         }
     }

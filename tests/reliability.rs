@@ -218,13 +218,15 @@ fn record_body_is_not_read_when_its_header_disagrees() {
     }
 }
 
-/// Finding 5: kiln-key keys input of bare items one kernel at a time
-/// (`KeySet::of_text`); every repository file and a hundred random
+/// Finding 5: kiln-key keys input of bare items a batch of kernels at a
+/// time (`KeySet::of_text`); every repository file and a hundred random
 /// kernels (several kernels each, sharing functions) get exactly the keys,
-/// in the same order, that the whole stream gives.
+/// in the same order, that the whole stream gives, in batches and one
+/// kernel at a time.
 #[test]
 fn keys_per_kernel_equal_keys_of_the_whole_stream() {
     use kiln::config::CompileConfig;
+    use kiln::frontend::Batching;
     use kiln::key::KeySet;
     use kiln::passes::to_task_stream;
     let cfg = CompileConfig::default();
@@ -235,6 +237,14 @@ fn keys_per_kernel_equal_keys_of_the_whole_stream() {
     for seed in 0..100 {
         texts.push((format!("kernelgen seed {seed}"), common::kernelgen::generate(seed, &Default::default())));
     }
+    // Kernels that outweigh the functions they share: several batches.
+    let mut chain = String::from("field @out : i32[64]\nfunc @f1(%x: i32) -> i32 {\n  ret %x\n}\n");
+    chain += "func @f0(%x: i32) -> i32 {\n  %r = call @f1(%x)\n  ret %r\n}\n";
+    for k in 0..60 {
+        chain += &format!("kernel @k{k}() {{\n  %j = const {k} : i32\n  %v = call @f0(%j)\n  store @out[%j], %v\n}}\n");
+    }
+    assert!(kiln::frontend::per_kernel(&chain, |_| ()).is_some_and(|b| b.len() > 5));
+    texts.push(("a shared chain".into(), chain));
     let mut compared = 0;
     for (name, text) in texts {
         let Ok(stream) = kiln::parser::parse(&text) else { continue };
@@ -247,8 +257,17 @@ fn keys_per_kernel_equal_keys_of_the_whole_stream() {
         let streamed = KeySet::of_text(&text, &cfg).unwrap_or_else(|e| panic!("{name}: {e:?}"));
         let streamed: Vec<_> = streamed.tasks.into_iter().map(|t| (t.task, t.kernel, t.key)).collect();
         assert_eq!(streamed, whole, "{name}");
-        let per_kernel = kiln::frontend::per_kernel(&text, |_| ()).is_some();
-        compared += usize::from(!whole.is_empty() && per_kernel);
+        // The same with every kernel in a module of its own: batches of
+        // small kernels are the whole stream in these inputs, so this is
+        // what checks that kernels keyed apart are keyed alike.
+        let one = kiln::frontend::in_batches(&text, Batching::One, |m| {
+            let split = to_task_stream(kiln::ir::Stream { modules: vec![m] }).unwrap();
+            KeySet::of_stream(&split, &cfg).tasks
+        });
+        let Some(one) = one else { continue };
+        let one: Vec<_> = one.into_iter().flatten().map(|t| (t.task, t.kernel, t.key)).collect();
+        assert_eq!(one, whole, "{name}: one kernel per module");
+        compared += usize::from(!whole.is_empty());
     }
     assert!(compared >= 100, "only {compared} inputs with tasks keyed per kernel");
 }
