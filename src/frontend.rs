@@ -331,10 +331,11 @@ fn streaming(text: &str, parallel: bool, print: bool) -> Result<Canonical, NotHe
 /// make of its batch's module's. Returns the results in kernel order.
 ///
 /// A batch holds kernels until their text is at least the text of every
-/// field and function ([`batches`]), so the fields and functions that each
-/// batch's module repeats cost at most as much work as the kernels
-/// themselves: the work is linear in the input, not kernels × functions.
-/// Peak memory is the input, the functions' IR and the batches in flight.
+/// field and function, up to 4 MiB ([`batches`]), so the fields and
+/// functions that each batch's module repeats cost at most as much work as
+/// the kernels themselves: the work is linear in the input, not kernels ×
+/// functions. Peak memory is the input, the functions' IR and the batches
+/// in flight.
 /// `None` when the input is not of that form or has any error: the caller
 /// takes the whole-module path, which reports errors exactly.
 pub fn per_kernel<R: Send>(text: &str, f: impl Fn(Module) -> R + Sync + Send) -> Option<Vec<R>> {
@@ -419,17 +420,23 @@ pub fn in_batches<R: Send>(text: &str, batching: Batching, f: impl Fn(Module) ->
     .ok()
 }
 
+/// The most kernel text in one batch: what bounds a batch's IR in memory
+/// (`kiln-key` of a 200 MB module stays within 3× its input) when the
+/// fields and functions are larger still.
+const BATCH_CAP: usize = 4 << 20;
+
 /// The kernels' chunk indices in source order, cut into batches of
 /// consecutive kernels: a batch closes once its kernels' text is at least
 /// that of all fields and functions together (the part every batch's
-/// module may repeat), so there are never more batches than kernels, nor
-/// more repeated text than kernel text; [`Batching::One`] closes each
-/// batch at its first kernel.
+/// module may repeat), or [`BATCH_CAP`]. So there are never more batches
+/// than kernels, and below the cap never more repeated text than kernel
+/// text; [`Batching::One`] closes each batch at its first kernel.
 fn batches(chunks: &[Chunk], batching: Batching) -> Vec<Vec<usize>> {
     let shared: usize = match batching {
         Batching::Linear => chunks.iter().filter(|c| c.kind != ChunkKind::Kernel).map(|c| c.end - c.start).sum(),
         Batching::One => 0,
-    };
+    }
+    .min(BATCH_CAP);
     let mut out: Vec<Vec<usize>> = Vec::new();
     let mut open = (Vec::new(), 0usize);
     for (i, c) in chunks.iter().enumerate().filter(|(_, c)| c.kind == ChunkKind::Kernel) {
