@@ -308,15 +308,15 @@ impl KeySet {
 
     /// The keys of every task of KIR text (kernels offloaded and split by
     /// [`crate::passes::to_task_stream`]), without their texts: what `kiln-key` and
-    /// `kiln-key --json` print. Input of bare items is keyed one kernel at
-    /// a time ([`crate::frontend::per_kernel`]), so memory stays within a
-    /// small multiple of the input; anything else, and any error, goes
+    /// `kiln-key --json` print. Input of bare items is keyed a batch of
+    /// kernels at a time ([`crate::frontend::per_kernel`]), so memory stays
+    /// within a small multiple of the input and the work linear in it; anything else, and any error, goes
     /// through the whole stream, so results and diagnostics are exactly
     /// those of `parse`, `verify`, `to_task_stream` and [`Self::of_stream`].
     pub fn of_text(text: &str, config: &CompileConfig) -> Result<KeySet, crate::diag::Diagnostics> {
         let set = |tasks| KeySet { format_version: KEY_FORMAT_VERSION, config: config.clone(), tasks };
-        // Every task comes from the one kernel held in full: the others are
-        // signatures, with empty bodies.
+        // Every task comes from the batch's kernels, held in full: the
+        // other items named like them are signatures, with empty bodies.
         let per_kernel = crate::frontend::per_kernel(text, |m| {
             crate::passes::to_task_stream(Stream { modules: vec![m] }).ok().map(|s| entries(&s, config, false))
         });
