@@ -33,7 +33,7 @@
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::{Item, Module, Span, Stream};
-use crate::lexer::{body_braces, first_brace, is_blank, split_items, Chunk, ChunkKind};
+use crate::lexer::{body_braces, first_brace, is_blank, split_items, Chunk, ChunkKind, Lexer, Tok};
 use crate::parser::{self, ast, Keep, Sigs};
 use crate::printer;
 use crate::verifier::{self, ItemFacts, ItemVerifier};
@@ -393,7 +393,7 @@ pub fn in_batches<R: Send>(text: &str, batching: Batching, f: impl Fn(Module) ->
         sig_items.iter().enumerate().map(|(i, it)| (it.name(), i)).collect();
     let sorted: std::collections::BTreeMap<&str, usize> = index.iter().map(|(&n, &i)| (n, i)).collect();
     let fields: Vec<usize> = (0..chunks.len()).filter(|&i| chunks[i].kind == ChunkKind::Field).collect();
-    map_all(&batches(chunks, batching), parallel, |batch| {
+    map_all(&batches(text, chunks, batching, &by_name), parallel, |batch| {
         let mut kernels = std::collections::HashMap::new();
         let mut wanted: Vec<usize> = fields.clone();
         for &k in batch {
@@ -425,32 +425,98 @@ pub fn in_batches<R: Send>(text: &str, batching: Batching, f: impl Fn(Module) ->
 /// fields and functions are larger still.
 const BATCH_CAP: usize = 4 << 20;
 
+/// The most function items a batch's split modules may list, by
+/// [`kernel_reach`]'s bound (each a few hundred bytes in memory): kernels
+/// that all reach a large tree of functions go in small batches.
+const ITEM_CAP: usize = 1 << 18;
+
 /// The kernels' chunk indices in source order, cut into batches of
 /// consecutive kernels: a batch closes once its kernels' text is at least
 /// that of all fields and functions together (the part every batch's
-/// module may repeat), or [`BATCH_CAP`]. So there are never more batches
-/// than kernels, and below the cap never more repeated text than kernel
-/// text; [`Batching::One`] closes each batch at its first kernel.
-fn batches(chunks: &[Chunk], batching: Batching) -> Vec<Vec<usize>> {
+/// module may repeat) or [`BATCH_CAP`], or once the function items its
+/// tasks list ([`kernel_reach`], an upper bound) pass [`ITEM_CAP`]. So there are
+/// never more batches than kernels; the text a batch repeats is at most
+/// its own kernels' text or the functions its tasks list anyway (which
+/// their keys hash); and a batch's memory is bounded.
+/// [`Batching::One`] closes each batch at its first kernel.
+fn batches(
+    text: &str,
+    chunks: &[Chunk],
+    batching: Batching,
+    funcs: &std::collections::HashMap<&str, &Item>,
+) -> Vec<Vec<usize>> {
     let shared: usize = match batching {
         Batching::Linear => chunks.iter().filter(|c| c.kind != ChunkKind::Kernel).map(|c| c.end - c.start).sum(),
         Batching::One => 0,
     }
     .min(BATCH_CAP);
+    let mut memo = ReachMemo::default();
     let mut out: Vec<Vec<usize>> = Vec::new();
-    let mut open = (Vec::new(), 0usize);
+    let (mut open, mut bytes, mut items) = (Vec::new(), 0usize, 0usize);
     for (i, c) in chunks.iter().enumerate().filter(|(_, c)| c.kind == ChunkKind::Kernel) {
-        open.0.push(i);
-        open.1 += c.end - c.start;
-        if open.1 >= shared {
-            out.push(std::mem::take(&mut open.0));
-            open.1 = 0;
+        open.push(i);
+        bytes += c.end - c.start;
+        if bytes < shared {
+            items = items.saturating_add(kernel_reach(text, c, funcs, &mut memo));
+        }
+        if bytes >= shared || items >= ITEM_CAP {
+            out.push(std::mem::take(&mut open));
+            (bytes, items) = (0, 0);
         }
     }
-    if !open.0.is_empty() {
-        out.push(open.0);
+    if !open.is_empty() {
+        out.push(open);
     }
     out
+}
+
+/// Each function's [`func_reach`], once computed.
+type ReachMemo<'t> = std::collections::HashMap<&'t str, usize>;
+
+/// An upper bound of the function items that the tasks of the kernel in
+/// chunk `c` list once split: for each call in its text (found by the
+/// lexer: the input was checked), what the callee reaches.
+fn kernel_reach<'f>(
+    text: &str,
+    c: &Chunk,
+    funcs: &std::collections::HashMap<&'f str, &Item>,
+    memo: &mut ReachMemo<'f>,
+) -> usize {
+    let mut total = 0usize;
+    let mut after_call = false;
+    for tok in Lexer::new(&text[c.start..c.end], c.start).flatten() {
+        if let (true, Tok::Global(name)) = (after_call, &tok.1) {
+            if let Some((&name, _)) = funcs.get_key_value(*name) {
+                total = total.saturating_add(func_reach(name, funcs, memo));
+            }
+        }
+        after_call = matches!(tok.1, Tok::Call);
+    }
+    total
+}
+
+/// An upper bound of the functions `name` reaches, itself included: one
+/// plus its callees' bounds, a callee counted at each of its calls, and at
+/// most every function. Recursion is as deep as the verifier's call depth.
+fn func_reach<'f>(name: &'f str, funcs: &std::collections::HashMap<&'f str, &Item>, memo: &mut ReachMemo<'f>) -> usize {
+    if let Some(&n) = memo.get(name) {
+        return n;
+    }
+    let Some(Item::Func(f)) = funcs.get(name) else { return 0 };
+    let mut calls = Vec::new();
+    f.body.walk(f.body.entry, &mut |s| {
+        if let crate::ir::StmtKind::Call(callee, ..) = &f.body.stmt(s).kind {
+            calls.push(callee.to_string());
+        }
+    });
+    let mut n = 1usize;
+    for callee in calls {
+        let Some((&key, _)) = funcs.get_key_value(callee.as_str()) else { continue };
+        n = n.saturating_add(func_reach(key, funcs, memo));
+    }
+    let n = n.min(funcs.len());
+    memo.insert(name, n);
+    n
 }
 
 /// The names of the functions `items` call, transitively.
@@ -570,12 +636,21 @@ mod tests {
         t
     }
 
+    /// [`batches`] of `text`, with its functions parsed.
+    fn batches_of(text: &str, batching: Batching) -> (Vec<Chunk>, Vec<Vec<usize>>) {
+        let chunks = split_items(text);
+        let stream = parser::parse(text).unwrap();
+        let funcs: std::collections::HashMap<&str, &Item> =
+            stream.modules[0].items.iter().filter(|i| matches!(i, Item::Func(_))).map(|i| (i.name(), i)).collect();
+        let b = batches(text, &chunks, batching, &funcs);
+        (chunks, b)
+    }
+
     #[test]
     fn a_batch_closes_once_its_kernels_outweigh_the_shared_items() {
         let text = shared_chain(40);
-        let chunks = split_items(&text);
+        let (chunks, linear) = batches_of(&text, Batching::Linear);
         let shared: usize = chunks.iter().filter(|c| c.kind != ChunkKind::Kernel).map(|c| c.end - c.start).sum();
-        let linear = batches(&chunks, Batching::Linear);
         assert!(linear.len() > 2, "{} batches", linear.len());
         assert_eq!(linear.concat(), (4..44).collect::<Vec<_>>(), "every kernel once, in order");
         for b in &linear[..linear.len() - 1] {
@@ -583,7 +658,32 @@ mod tests {
             let without_last = own - (chunks[*b.last().unwrap()].end - chunks[*b.last().unwrap()].start);
             assert!(own >= shared && without_last < shared, "{b:?}: {own} against {shared}");
         }
-        assert_eq!(batches(&chunks, Batching::One).len(), 40);
+        assert_eq!(batches_of(&text, Batching::One).1.len(), 40);
+    }
+
+    #[test]
+    fn kernels_that_reach_a_large_tree_of_functions_go_in_small_batches() {
+        // f0 reaches all 1,023 functions of a binary tree: 300 kernels
+        // that call it list 306,900 function items once split, more than
+        // one batch may hold, though their text is less than the tree's.
+        let mut text = String::from("field @out : i32[300]\n");
+        for i in 0..1023 {
+            if 2 * i + 2 < 1023 {
+                let (a, b) = (2 * i + 1, 2 * i + 2);
+                text += &format!(
+                    "func @f{i}(%x: i32) -> i32 {{\n  %a = call @f{a}(%x)\n  %b = call @f{b}(%a)\n  ret %b\n}}\n"
+                );
+            } else {
+                text += &format!("func @f{i}(%x: i32) -> i32 {{\n  ret %x\n}}\n");
+            }
+        }
+        for k in 0..300 {
+            text +=
+                &format!("kernel @k{k}() {{\n  %j = const {k} : i32\n  %v = call @f0(%j)\n  store @out[%j], %v\n}}\n");
+        }
+        let (_, b) = batches_of(&text, Batching::Linear);
+        let most = ITEM_CAP.div_ceil(1023);
+        assert_eq!(b.iter().map(Vec::len).collect::<Vec<_>>(), [most, 300 - most], "kernels per batch");
     }
 
     #[test]
