@@ -393,7 +393,7 @@ pub fn in_batches<R: Send>(text: &str, batching: Batching, f: impl Fn(Module) ->
         sig_items.iter().enumerate().map(|(i, it)| (it.name(), i)).collect();
     let sorted: std::collections::BTreeMap<&str, usize> = index.iter().map(|(&n, &i)| (n, i)).collect();
     let fields: Vec<usize> = (0..chunks.len()).filter(|&i| chunks[i].kind == ChunkKind::Field).collect();
-    map_all(&batches(text, chunks, batching, &by_name), parallel, |batch| {
+    map_all(&batches(text, chunks, batching, &by_name, parallel), parallel, |batch| {
         let mut kernels = std::collections::HashMap::new();
         let mut wanted: Vec<usize> = fields.clone();
         for &k in batch {
@@ -426,7 +426,7 @@ pub fn in_batches<R: Send>(text: &str, batching: Batching, f: impl Fn(Module) ->
 const BATCH_CAP: usize = 4 << 20;
 
 /// The most function items a batch's split modules may list, by
-/// [`kernel_reach`]'s bound (each a few hundred bytes in memory): kernels
+/// [`func_reach`]'s bound (each a few hundred bytes in memory): kernels
 /// that all reach a large tree of functions go in small batches.
 const ITEM_CAP: usize = 1 << 18;
 
@@ -434,7 +434,7 @@ const ITEM_CAP: usize = 1 << 18;
 /// consecutive kernels: a batch closes once its kernels' text is at least
 /// that of all fields and functions together (the part every batch's
 /// module may repeat) or [`BATCH_CAP`], or once the function items its
-/// tasks list ([`kernel_reach`], an upper bound) pass [`ITEM_CAP`]. So there are
+/// tasks list (an upper bound: [`called`], [`func_reach`]) pass [`ITEM_CAP`]. So there are
 /// never more batches than kernels; the text a batch repeats is at most
 /// its own kernels' text or the functions its tasks list anyway (which
 /// their keys hash); and a batch's memory is bounded.
@@ -444,20 +444,31 @@ fn batches(
     chunks: &[Chunk],
     batching: Batching,
     funcs: &std::collections::HashMap<&str, &Item>,
+    parallel: bool,
 ) -> Vec<Vec<usize>> {
+    let kernels: Vec<usize> = (0..chunks.len()).filter(|&i| chunks[i].kind == ChunkKind::Kernel).collect();
     let shared: usize = match batching {
         Batching::Linear => chunks.iter().filter(|c| c.kind != ChunkKind::Kernel).map(|c| c.end - c.start).sum(),
         Batching::One => 0,
     }
     .min(BATCH_CAP);
+    // The functions each kernel calls, lexed in parallel (none to count
+    // when there are no functions, or every batch is one kernel).
+    let calls: Vec<Vec<&str>> = if shared > 0 && !funcs.is_empty() {
+        map_all(&kernels, parallel, |&k| Ok(called(text, &chunks[k]))).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     let mut memo = ReachMemo::default();
     let mut out: Vec<Vec<usize>> = Vec::new();
     let (mut open, mut bytes, mut items) = (Vec::new(), 0usize, 0usize);
-    for (i, c) in chunks.iter().enumerate().filter(|(_, c)| c.kind == ChunkKind::Kernel) {
-        open.push(i);
-        bytes += c.end - c.start;
-        if bytes < shared {
-            items = items.saturating_add(kernel_reach(text, c, funcs, &mut memo));
+    for (n, &k) in kernels.iter().enumerate() {
+        open.push(k);
+        bytes += chunks[k].end - chunks[k].start;
+        for name in calls.get(n).into_iter().flatten() {
+            if let Some((&name, _)) = funcs.get_key_value(name) {
+                items = items.saturating_add(func_reach(name, funcs, &mut memo));
+            }
         }
         if bytes >= shared || items >= ITEM_CAP {
             out.push(std::mem::take(&mut open));
@@ -473,26 +484,19 @@ fn batches(
 /// Each function's [`func_reach`], once computed.
 type ReachMemo<'t> = std::collections::HashMap<&'t str, usize>;
 
-/// An upper bound of the function items that the tasks of the kernel in
-/// chunk `c` list once split: for each call in its text (found by the
-/// lexer: the input was checked), what the callee reaches.
-fn kernel_reach<'f>(
-    text: &str,
-    c: &Chunk,
-    funcs: &std::collections::HashMap<&'f str, &Item>,
-    memo: &mut ReachMemo<'f>,
-) -> usize {
-    let mut total = 0usize;
+/// The functions the kernel in chunk `c` calls, once per call, found by
+/// the lexer (the input was checked). For each of them, [`func_reach`]
+/// bounds what the call adds to the function items of the kernel's tasks.
+fn called<'t>(text: &'t str, c: &Chunk) -> Vec<&'t str> {
+    let mut names = Vec::new();
     let mut after_call = false;
-    for tok in Lexer::new(&text[c.start..c.end], c.start).flatten() {
-        if let (true, Tok::Global(name)) = (after_call, &tok.1) {
-            if let Some((&name, _)) = funcs.get_key_value(*name) {
-                total = total.saturating_add(func_reach(name, funcs, memo));
-            }
+    for (_, tok, _) in Lexer::new(&text[c.start..c.end], c.start).flatten() {
+        if let (true, Tok::Global(name)) = (after_call, &tok) {
+            names.push(*name);
         }
-        after_call = matches!(tok.1, Tok::Call);
+        after_call = matches!(tok, Tok::Call);
     }
-    total
+    names
 }
 
 /// An upper bound of the functions `name` reaches, itself included: one
@@ -642,7 +646,7 @@ mod tests {
         let stream = parser::parse(text).unwrap();
         let funcs: std::collections::HashMap<&str, &Item> =
             stream.modules[0].items.iter().filter(|i| matches!(i, Item::Func(_))).map(|i| (i.name(), i)).collect();
-        let b = batches(text, &chunks, batching, &funcs);
+        let b = batches(text, &chunks, batching, &funcs, false);
         (chunks, b)
     }
 
