@@ -330,12 +330,13 @@ fn streaming(text: &str, parallel: bool, print: bool) -> Result<Canonical, NotHe
 /// avoid. Whatever the whole-module passes make of a kernel's tasks, they
 /// make of its batch's module's. Returns the results in kernel order.
 ///
-/// A batch holds kernels until their text is at least the text of every
-/// field and function, up to 4 MiB ([`batches`]), so the fields and
-/// functions that each batch's module repeats cost at most as much work as
-/// the kernels themselves: the work is linear in the input, not kernels ×
-/// functions. Peak memory is the input, the functions' IR and the batches
-/// in flight.
+/// A batch holds kernels until their text is at least that of the fields
+/// and of the functions they reach, up to 4 MiB, or until its tasks will
+/// list 2^18 function items ([`batches`]), so the fields and functions
+/// that each batch's module repeats cost at most as much work as the
+/// kernels themselves or their tasks' own items: the work is linear in the
+/// input and the tasks' modules, not kernels × functions. Peak memory is
+/// the input, the functions' IR and the batches in flight.
 /// `None` when the input is not of that form or has any error: the caller
 /// takes the whole-module path, which reports errors exactly.
 pub fn per_kernel<R: Send>(text: &str, f: impl Fn(Module) -> R + Sync + Send) -> Option<Vec<R>> {
@@ -432,8 +433,9 @@ const ITEM_CAP: usize = 1 << 18;
 
 /// The kernels' chunk indices in source order, cut into batches of
 /// consecutive kernels: a batch closes once its kernels' text is at least
-/// that of all fields and functions together (the part every batch's
-/// module may repeat) or [`BATCH_CAP`], or once the function items its
+/// that of the fields and the functions they reach (the part the batch's
+/// module repeats; at most all fields and functions, or [`BATCH_CAP`]),
+/// or once the function items its
 /// tasks list (an upper bound: [`called`], [`func_reach`]) pass [`ITEM_CAP`]. So there are
 /// never more batches than kernels; the text a batch repeats is at most
 /// its own kernels' text or the functions its tasks list anyway (which
@@ -459,20 +461,26 @@ fn batches(
     } else {
         Vec::new()
     };
+    let fields: usize = chunks.iter().filter(|c| c.kind == ChunkKind::Field).map(|c| c.end - c.start).sum();
     let mut memo = ReachMemo::default();
     let mut out: Vec<Vec<usize>> = Vec::new();
-    let (mut open, mut bytes, mut items) = (Vec::new(), 0usize, 0usize);
+    let (mut open, mut bytes, mut reach) = (Vec::new(), 0usize, Reach { items: 0, bytes: fields });
     for (n, &k) in kernels.iter().enumerate() {
         open.push(k);
         bytes += chunks[k].end - chunks[k].start;
         for name in calls.get(n).into_iter().flatten() {
             if let Some((&name, _)) = funcs.get_key_value(name) {
-                items = items.saturating_add(func_reach(name, funcs, &mut memo));
+                let r = func_reach(name, funcs, &mut memo);
+                reach =
+                    Reach { items: reach.items.saturating_add(r.items), bytes: reach.bytes.saturating_add(r.bytes) };
             }
         }
-        if bytes >= shared || items >= ITEM_CAP {
+        // What the batch repeats is at most its fields and the functions
+        // its kernels reach, and at most all of them.
+        let repeated = if calls.is_empty() { shared } else { reach.bytes.min(shared) };
+        if bytes >= repeated || reach.items >= ITEM_CAP {
             out.push(std::mem::take(&mut open));
-            (bytes, items) = (0, 0);
+            (bytes, reach) = (0, Reach { items: 0, bytes: fields });
         }
     }
     if !open.is_empty() {
@@ -482,7 +490,7 @@ fn batches(
 }
 
 /// Each function's [`func_reach`], once computed.
-type ReachMemo<'t> = std::collections::HashMap<&'t str, usize>;
+type ReachMemo<'t> = std::collections::HashMap<&'t str, Reach>;
 
 /// The functions the kernel in chunk `c` calls, once per call, found by
 /// the lexer (the input was checked). For each of them, [`func_reach`]
@@ -499,28 +507,39 @@ fn called<'t>(text: &'t str, c: &Chunk) -> Vec<&'t str> {
     names
 }
 
-/// An upper bound of the functions `name` reaches, itself included: one
-/// plus its callees' bounds, a callee counted at each of its calls, and at
-/// most every function. Recursion is as deep as the verifier's call depth.
-fn func_reach<'f>(name: &'f str, funcs: &std::collections::HashMap<&'f str, &Item>, memo: &mut ReachMemo<'f>) -> usize {
-    if let Some(&n) = memo.get(name) {
-        return n;
+/// What a call can add to the tasks of a batch, bounded from above: the
+/// function items their split modules list, and the text of the functions
+/// the batch's module repeats.
+#[derive(Clone, Copy, Default)]
+struct Reach {
+    items: usize,
+    bytes: usize,
+}
+
+/// An upper bound of what function `name` reaches, itself included: its
+/// own item and text plus its callees' bounds, a callee counted at each
+/// of its calls, and at most every function. Recursion is as deep as the
+/// verifier's call depth.
+fn func_reach<'f>(name: &'f str, funcs: &std::collections::HashMap<&'f str, &Item>, memo: &mut ReachMemo<'f>) -> Reach {
+    if let Some(&r) = memo.get(name) {
+        return r;
     }
-    let Some(Item::Func(f)) = funcs.get(name) else { return 0 };
+    let Some(Item::Func(f)) = funcs.get(name) else { return Reach::default() };
     let mut calls = Vec::new();
     f.body.walk(f.body.entry, &mut |s| {
         if let crate::ir::StmtKind::Call(callee, ..) = &f.body.stmt(s).kind {
             calls.push(callee.to_string());
         }
     });
-    let mut n = 1usize;
+    let mut r = Reach { items: 1, bytes: f.span.end.saturating_sub(f.span.start) as usize };
     for callee in calls {
         let Some((&key, _)) = funcs.get_key_value(callee.as_str()) else { continue };
-        n = n.saturating_add(func_reach(key, funcs, memo));
+        let c = func_reach(key, funcs, memo);
+        r = Reach { items: r.items.saturating_add(c.items), bytes: r.bytes.saturating_add(c.bytes) };
     }
-    let n = n.min(funcs.len());
-    memo.insert(name, n);
-    n
+    let r = Reach { items: r.items.min(funcs.len()), bytes: r.bytes };
+    memo.insert(name, r);
+    r
 }
 
 /// The names of the functions `items` call, transitively.
@@ -701,5 +720,26 @@ mod tests {
             kernels.extend(batch[4..].iter().cloned());
         }
         assert_eq!(kernels, (0..40).map(|k| format!("k{k}")).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_batch_weighs_only_the_functions_its_kernels_reach() {
+        // Each kernel calls a small function of its own beside a large one
+        // no kernel calls: nothing large is repeated, so no batch waits
+        // for the large one's text.
+        let mut text = String::from("field @out : i32[8]\n");
+        text += "func @unused(%x: i32) -> i32 {\n";
+        for i in 0..400 {
+            text += &format!("  %v{i} = add %x, %x\n");
+        }
+        text += "  ret %x\n}\n";
+        for k in 0..8 {
+            text += &format!("func @g{k}(%x: i32) -> i32 {{\n  ret %x\n}}\n");
+            text += &format!(
+                "kernel @k{k}() {{\n  %j = const {k} : i32\n  %v = call @g{k}(%j)\n  store @out[%j], %v\n}}\n"
+            );
+        }
+        let (_, b) = batches_of(&text, Batching::Linear);
+        assert_eq!(b.len(), 8, "{b:?}");
     }
 }
