@@ -435,9 +435,9 @@ const ITEM_CAP: usize = 1 << 18;
 /// consecutive kernels: a batch closes once its kernels' text is at least
 /// that of the fields and the functions they reach (the part the batch's
 /// module repeats; at most all fields and functions, or [`BATCH_CAP`]),
-/// or once the function items its
-/// tasks list (an upper bound: [`called`], [`func_reach`]) pass [`ITEM_CAP`]. So there are
-/// never more batches than kernels; the text a batch repeats is at most
+/// or once the function items its tasks list (an upper bound: [`called`],
+/// [`func_reach`]) pass [`ITEM_CAP`]. So there are never more batches than
+/// kernels; the text a batch repeats is at most
 /// its own kernels' text or the functions its tasks list anyway (which
 /// their keys hash); and a batch's memory is bounded.
 /// [`Batching::One`] closes each batch at its first kernel.
@@ -476,9 +476,9 @@ fn batches(
             }
         }
         // What the batch repeats is at most its fields and the functions
-        // its kernels reach, and at most all of them.
-        let repeated = if calls.is_empty() { shared } else { reach.bytes.min(shared) };
-        if bytes >= repeated || reach.items >= ITEM_CAP {
+        // its kernels reach, and at most all of them. With no calls
+        // lexed (no functions, or one kernel a batch) it is `shared`.
+        if bytes >= reach.bytes.min(shared) || reach.items >= ITEM_CAP {
             out.push(std::mem::take(&mut open));
             (bytes, reach) = (0, Reach { items: 0, bytes: fields });
         }
@@ -520,21 +520,20 @@ struct Reach {
 /// own item and text plus its callees' bounds, a callee counted at each
 /// of its calls, and at most every function. Recursion is as deep as the
 /// verifier's call depth.
-fn func_reach<'f>(name: &'f str, funcs: &std::collections::HashMap<&'f str, &Item>, memo: &mut ReachMemo<'f>) -> Reach {
+fn func_reach<'f>(
+    name: &'f str,
+    funcs: &std::collections::HashMap<&'f str, &'f Item>,
+    memo: &mut ReachMemo<'f>,
+) -> Reach {
     if let Some(&r) = memo.get(name) {
         return r;
     }
     let Some(Item::Func(f)) = funcs.get(name) else { return Reach::default() };
     let mut calls = Vec::new();
-    f.body.walk(f.body.entry, &mut |s| {
-        if let crate::ir::StmtKind::Call(callee, ..) = &f.body.stmt(s).kind {
-            calls.push(callee.to_string());
-        }
-    });
+    f.body.each_call(&mut |callee| calls.push(callee));
     let mut r = Reach { items: 1, bytes: f.span.end.saturating_sub(f.span.start) as usize };
     for callee in calls {
-        let Some((&key, _)) = funcs.get_key_value(callee.as_str()) else { continue };
-        let c = func_reach(key, funcs, memo);
+        let c = func_reach(callee, funcs, memo);
         r = Reach { items: r.items.saturating_add(c.items), bytes: r.bytes.saturating_add(c.bytes) };
     }
     let r = Reach { items: r.items.min(funcs.len()), bytes: r.bytes };
@@ -555,11 +554,9 @@ fn callees<'a>(
             Item::Kernel(k) => &k.body,
             _ => continue,
         };
-        body.walk(body.entry, &mut |s| {
-            if let crate::ir::StmtKind::Call(name, ..) = &body.stmt(s).kind {
-                if seen.insert(name.as_str()) {
-                    todo.extend(funcs.get(name.as_str()).copied());
-                }
+        body.each_call(&mut |name| {
+            if seen.insert(name) {
+                todo.extend(funcs.get(name).copied());
             }
         });
     }

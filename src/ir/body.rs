@@ -241,6 +241,16 @@ impl Body {
         }
     }
 
+    /// Calls `f` with the callee of every call reachable from the entry
+    /// block, once per call, in print order.
+    pub fn each_call<'b>(&'b self, f: &mut dyn FnMut(&'b str)) {
+        self.walk(self.entry, &mut |s| {
+            if let StmtKind::Call(name, ..) = &self.stmt(s).kind {
+                f(name.as_str());
+            }
+        });
+    }
+
     /// Where the `k`-th operand of `s` (in [`StmtKind::for_each_operand`]
     /// order) was written; the statement's span when that is unknown (IR a
     /// pass made, or a table that no longer fits the statement).

@@ -28,7 +28,7 @@
 
 use super::{config_json, Key, Renumbering, KEY_FORMAT_VERSION};
 use crate::config::{CompileConfig, LaunchMeta, MetaKind};
-use crate::ir::{Body, Func, Module, StmtKind};
+use crate::ir::{Body, Func, Module};
 use crate::printer::{self, ItemRef};
 use std::collections::HashMap;
 
@@ -135,12 +135,10 @@ impl<'m> FuncPlan<'m> {
             let mut touches = fields;
             // Each call site counts its callee whole: what inlining it all
             // would cost.
-            f.body.walk(f.body.entry, &mut |s| {
-                if let StmtKind::Call(name, ..) = &f.body.stmt(s).kind {
-                    if let Some(c) = by_name.get(name.as_str()).and_then(|&c| facts[c].as_ref()) {
-                        size = size.saturating_add(c.size);
-                        touches |= c.fields;
-                    }
+            f.body.each_call(&mut |name| {
+                if let Some(c) = by_name.get(name).and_then(|&c| facts[c].as_ref()) {
+                    size = size.saturating_add(c.size);
+                    touches |= c.fields;
                 }
             });
             facts[i] = Some(Facts { size, fields: touches });
@@ -286,11 +284,9 @@ pub fn needed_records<'s>(
 /// The distinct functions `body` calls, in name order.
 fn callees(body: &Body, by_name: &HashMap<&str, usize>) -> Vec<usize> {
     let mut named: Vec<(&str, usize)> = Vec::new();
-    body.walk(body.entry, &mut |s| {
-        if let StmtKind::Call(name, ..) = &body.stmt(s).kind {
-            if let Some((&n, &i)) = by_name.get_key_value(name.as_str()) {
-                named.push((n, i));
-            }
+    body.each_call(&mut |name| {
+        if let Some((&n, &i)) = by_name.get_key_value(name) {
+            named.push((n, i));
         }
     });
     named.sort_unstable();

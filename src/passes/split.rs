@@ -146,11 +146,7 @@ pub fn split_module(m: &Module) -> Result<Vec<Module>, Diagnostic> {
         if !keep.insert(f.name.clone()) {
             continue;
         }
-        f.body.walk(f.body.entry, &mut |s| {
-            if let StmtKind::Call(callee, ..) = &f.body.stmt(s).kind {
-                pending.extend(index.funcs.get(callee.as_str()).map(|&f| &**f));
-            }
-        });
+        f.body.each_call(&mut |callee| pending.extend(index.funcs.get(callee).map(|&f| &**f)));
     }
     let mut items = Vec::with_capacity(m.items.len());
     for it in &m.items {
