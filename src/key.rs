@@ -81,24 +81,23 @@ struct FuncTexts(HashMap<*const Func, String>);
 /// [`write_canonical`], taking each function's text from `texts`: the same
 /// bytes as printing the items `fields, functions, task` together.
 fn write_canonical_with(out: &mut String, m: &Module, task: &TaskItem, texts: &mut FuncTexts) {
-    printer::write_items(out, m.fields().map(ItemRef::Field), Renumbering::default());
-    let mut prev_field = m.fields().next().map(|_| true);
-    for f in m.funcs() {
-        if prev_field.is_some_and(|p| printer::blank_line_between(p, false)) {
+    let items = m.fields().map(ItemRef::Field).chain(m.funcs().map(ItemRef::Func)).chain([ItemRef::Task(task)]);
+    let mut prev_field = None;
+    for it in items {
+        let is_field = matches!(it, ItemRef::Field(_));
+        if prev_field.is_some_and(|p| printer::blank_line_between(p, is_field)) {
             out.push('\n');
         }
-        let text = texts.0.entry(f as *const Func).or_insert_with(|| {
-            let mut s = String::new();
-            printer::write_items(&mut s, [ItemRef::Func(f)], Renumbering::default());
-            s
-        });
-        out.push_str(text);
-        prev_field = Some(false);
+        match it {
+            ItemRef::Func(f) => out.push_str(texts.0.entry(f as *const Func).or_insert_with(|| {
+                let mut s = String::new();
+                printer::write_items(&mut s, [it], Renumbering::default());
+                s
+            })),
+            _ => printer::write_items(out, [it], Renumbering::default()),
+        }
+        prev_field = Some(is_field);
     }
-    if prev_field.is_some_and(|p| printer::blank_line_between(p, false)) {
-        out.push('\n');
-    }
-    printer::write_items(out, [ItemRef::Task(task)], Renumbering::default());
 }
 
 /// The key's naming: each body's values `%0, %1, ...` in definition order
