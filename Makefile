@@ -169,11 +169,14 @@ demo: build-release
 bench: deps-bench
 	@bash scripts/bench.sh
 
-# The accuracy of --fast-math's math (glibc's libmvec, vectorised) over
-# every f32 input, through the JIT, against f64: a Markdown table for
-# docs/performance.md ("Fast-math accuracy"). Slow (minutes per function);
-# `make test` runs a sample of it (tests/fast_math_accuracy.rs).
+# The accuracy of compiled math over every f32 input, through the JIT,
+# against f64: default mode's own functions (src/math.rs; also checked
+# bit for bit against the interpreter) and --fast-math's (glibc's libmvec,
+# vectorised). Markdown tables for docs/performance.md ("Default-mode
+# math" and "Fast-math accuracy"). Slow (minutes per function);
+# `make test` runs a sample of it (tests/math_accuracy.rs).
 accuracy: deps-static
+	$(CARGO) run --release --example accuracy -- --default
 	$(CARGO) run --release --example accuracy
 
 clean:

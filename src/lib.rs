@@ -19,6 +19,7 @@ pub mod verifier;
 
 pub mod interp;
 pub mod key;
+pub mod math;
 pub mod passes;
 pub mod races;
 pub mod reduce;

@@ -240,8 +240,8 @@ fn identical_tasks_of_different_kernels_compile_to_identical_objects() {
     assert!(!a.object.windows(3).any(|w| w == b"k.0"));
 }
 
-/// A task whose object calls libm's `sinf`.
-fn sin_module() -> Module {
+/// A task whose object calls libm's `atanf`.
+fn atan_module() -> Module {
     let mut body = Body::new();
     let e = body.entry;
     let r = |body: &mut Body, kind: StmtKind, n: &str| {
@@ -250,7 +250,7 @@ fn sin_module() -> Module {
         v
     };
     let x = r(&mut body, StmtKind::Load(FieldRef { field: "t".into(), indices: vec![], span: Span::DUMMY }), "x");
-    let y = r(&mut body, StmtKind::Unary(UnOp::Sin, x), "y");
+    let y = r(&mut body, StmtKind::Unary(UnOp::Atan, x), "y");
     let s = body
         .new_stmt(StmtKind::Store(FieldRef { field: "t".into(), indices: vec![], span: Span::DUMMY }, y), Span::DUMMY);
     body.push(e, s);
@@ -272,25 +272,25 @@ fn sin_module() -> Module {
 #[test]
 fn an_object_that_parses_but_does_not_link_is_an_error_at_load() {
     let c = compiler();
-    let t = c.compile_task(&sin_module()).unwrap();
+    let t = c.compile_task(&atan_module()).unwrap();
     let jit = Jit::new().unwrap();
     // The intact object links against the process's libm and runs.
     let ok = jit.load_task("s.0", &t.object, &t.meta).unwrap();
-    let stream = Stream { modules: vec![sin_module()] };
+    let stream = Stream { modules: vec![atan_module()] };
     let mut fields = Fields::zeroed(&stream);
     fields.get_mut("t").unwrap().bytes.copy_from_slice(&0.5f32.to_le_bytes());
     let names = kiln::jit::runtime::LaunchNames { kernel: "s", task: "s.0" };
     kiln::jit::runtime::launch(ok.entry, &ok.meta, names, &[], &mut fields, None, &|_| None).unwrap();
-    assert_eq!(fields.get("t").unwrap().bytes, 0.5f32.sin().to_le_bytes());
-    // Rename the undefined symbol `sinf` to one no library defines: the
+    assert_eq!(fields.get("t").unwrap().bytes, 0.5f32.atan().to_le_bytes());
+    // Rename the undefined symbol `atanf` to one no library defines: the
     // object still parses (add succeeds), and the forced lookup reports the
     // missing symbol instead of deferring it to the first call.
-    let at = t.object.windows(5).position(|w| w == b"sinf\0").expect("the object names sinf");
+    let at = t.object.windows(6).position(|w| w == b"atanf\0").expect("the object names atanf");
     let mut bad = t.object.clone();
-    bad[at..at + 4].copy_from_slice(b"sinq");
+    bad[at..at + 5].copy_from_slice(b"atanq");
     let e = jit.load_task("s.0", &bad, &t.meta).unwrap_err();
     assert_eq!(e.kind, JitErrorKind::Link, "{e}");
-    assert!(e.message.contains("sinq"), "{e}");
+    assert!(e.message.contains("atanq"), "{e}");
     // The JIT is still healthy, and the good object loads again.
     jit.load_task("s.0", &t.object, &t.meta).unwrap();
 }

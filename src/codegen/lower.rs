@@ -3,9 +3,10 @@
 //! Owns: the translation of one task (or several, for the whole-kernel
 //! path) and the functions it calls into an inkwell [`Module`], with the
 //! exact semantics of `docs/language.md`: wrapping integers, no undefined
-//! behaviour on division, shifts or float-to-int casts, libm calls for the
-//! transcendental functions (the same ones Rust's `f32`/`f64` methods call,
-//! so the interpreter and the JIT agree bit for bit), and bounds checks
+//! behaviour on division, shifts or float-to-int casts, Kiln's own `f32`
+//! `sin`/`cos`/`tan`/`exp`/`log`/`tanh` inline (`lower::kmath`) and libm calls for the
+//! other transcendental functions (the same ones Rust's `f32`/`f64` methods
+//! call, so the interpreter and the JIT agree bit for bit), and bounds checks
 //! that report through the error slot of the task context
 //! (`docs/runtime.md`).
 //!
@@ -15,6 +16,7 @@
 //! touch a target machine (see `codegen::target`).
 
 mod access;
+mod kmath;
 mod loops;
 mod vecmath;
 mod versioning;
@@ -109,6 +111,35 @@ pub struct Lowering<'a, 'ctx> {
     /// The vector ISAs the target allows libm's vector variants in
     /// (`lower::vecmath`), as (ABI letter, bits).
     vector_isas: Vec<(char, u32)>,
+}
+
+/// How a compile computes the math operators (`docs/runtime.md`), and so
+/// which of them a vectorised loop can hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MathCalls {
+    /// Default mode: Kiln's own `f32` functions inline (`lower::kmath`),
+    /// the other operators libm's scalar functions.
+    Kiln,
+    /// Fast-math on a target with libmvec's variants (`lower::vecmath`):
+    /// every operator vectorises.
+    VectorLibm,
+    /// Fast-math elsewhere: libm's scalar functions.
+    ScalarLibm,
+}
+
+impl MathCalls {
+    /// Whether a loop computing `op` on `ty` can vectorise.
+    fn unary_vectorises(self, op: UnOp, ty: Scalar) -> bool {
+        match self {
+            MathCalls::VectorLibm => true,
+            MathCalls::Kiln => op.libm().is_none() || op.kiln_math(ty).is_some(),
+            MathCalls::ScalarLibm => op.libm().is_none(),
+        }
+    }
+    /// Whether a loop computing `op` can vectorise.
+    fn binary_vectorises(self, op: BinOp) -> bool {
+        self == MathCalls::VectorLibm || op.libm().is_none()
+    }
 }
 
 impl<'a, 'ctx> Lowering<'a, 'ctx> {
@@ -257,6 +288,15 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
 
     /// An enum attribute by name. Only names LLVM 22 knows are used; an
     /// unknown one (kind 0) would crash LLVM's verifier.
+    /// How this compile computes the math operators.
+    fn math_calls(&self) -> MathCalls {
+        match (self.fast_math, self.vector_isas.is_empty()) {
+            (false, _) => MathCalls::Kiln,
+            (true, false) => MathCalls::VectorLibm,
+            (true, true) => MathCalls::ScalarLibm,
+        }
+    }
+
     fn enum_attr(&self, name: &str) -> Attribute {
         let kind = Attribute::get_named_enum_kind_id(name);
         debug_assert!(kind != 0, "LLVM has no attribute `{name}`");
@@ -569,7 +609,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         ty: Scalar,
         args: &[BasicMetadataValueEnum<'ctx>],
     ) -> Result<BasicValueEnum<'ctx>> {
-        if l.fast_math && !l.vector_isas.is_empty() {
+        if l.math_calls() == MathCalls::VectorLibm {
             return self.call_vector_math(l, name, ty, args);
         }
         let sym = if ty == Scalar::F32 { format!("{name}f") } else { name.to_string() };
@@ -862,6 +902,9 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let ty = self.scalar(a)?;
         if ty.is_float() {
             let x: FloatValue = self.val(a)?.into_float_value();
+            if let Some(f) = op.kiln_math(ty).filter(|_| l.math_calls() == MathCalls::Kiln) {
+                return self.kiln_math(l, f, x);
+            }
             if let Some(name) = op.libm() {
                 return self.call_libm(l, name, ty, &[x.into()]);
             }

@@ -25,8 +25,10 @@
 //! outside a function ends the kernel (in a task body, which the verifier
 //! rejects, it would end the iteration); NaN payloads and signs are
 //! whatever the host's arithmetic gives (IEEE leaves them open, so tests
-//! never compare stored NaNs bitwise); transcendental functions are the
-//! host libm's (`f32::sin` is `sinf`), the ones the JIT calls too.
+//! never compare stored NaNs bitwise); `sin`, `cos`, `tan`, `exp`, `log`,
+//! `tanh` on `f32` are Kiln's own (`crate::math`), which the JIT emits
+//! inline, the other transcendental functions the host libm's (`f32::atan`
+//! is `atanf`), the ones the JIT calls too.
 //!
 //! Values live in a `Vec<u64>` register file per body, in "register form":
 //! `i1` is 0 or 1, `i32` is sign-extended to 64 bits (so indices and loop

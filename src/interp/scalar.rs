@@ -186,7 +186,14 @@ macro_rules! float_un {
 #[inline(always)]
 pub(super) fn un_reg(op: UnOp, ty: Scalar, a: u64) -> u64 {
     match ty {
-        Scalar::F32 => float_un!(op, f32, f32::from_bits(a as u32)).to_bits() as u64,
+        Scalar::F32 => {
+            let x = f32::from_bits(a as u32);
+            let y = match op.kiln_math(ty) {
+                Some(f) => f.eval(x),
+                None => float_un!(op, f32, x),
+            };
+            y.to_bits() as u64
+        }
         Scalar::F64 => float_un!(op, f64, f64::from_bits(a)).to_bits(),
         _ => {
             let x = a as i64;

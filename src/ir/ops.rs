@@ -175,6 +175,20 @@ impl UnOp {
             _ => ty.is_float(),
         }
     }
+    /// Kiln's own function computing it on `ty` outside fast-math mode
+    /// (`crate::math`), where it has one; elsewhere [`UnOp::libm`]'s.
+    pub fn kiln_math(self, ty: Scalar) -> Option<crate::math::MathFunc> {
+        use crate::math::MathFunc;
+        match (self, ty) {
+            (UnOp::Sin, Scalar::F32) => Some(MathFunc::Sin),
+            (UnOp::Cos, Scalar::F32) => Some(MathFunc::Cos),
+            (UnOp::Tan, Scalar::F32) => Some(MathFunc::Tan),
+            (UnOp::Exp, Scalar::F32) => Some(MathFunc::Exp),
+            (UnOp::Log, Scalar::F32) => Some(MathFunc::Log),
+            (UnOp::Tanh, Scalar::F32) => Some(MathFunc::Tanh),
+            _ => None,
+        }
+    }
     /// The C library function computing it (see [`BinOp::libm`]).
     pub fn libm(self) -> Option<&'static str> {
         match self {

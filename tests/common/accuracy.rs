@@ -1,9 +1,12 @@
-//! The accuracy of fast-math code's math (`--fast-math`: glibc's libmvec
-//! through the vectoriser, `codegen::lower::vecmath`), in ulps of `f32`,
-//! measured through the JIT against a reference computed in `f64` (glibc's
-//! double functions, whose error is a small fraction of an `f32` ulp).
-//! Shared by `examples/accuracy.rs` (every `f32` input: `make accuracy`)
-//! and `tests/fast_math_accuracy.rs` (a sample, in `make test`).
+//! The accuracy of compiled math in ulps of `f32`, measured through the
+//! JIT against a reference computed in `f64` (glibc's double functions,
+//! whose error is a small fraction of an `f32` ulp): fast-math code's
+//! (`--fast-math`: glibc's libmvec through the vectoriser,
+//! `codegen::lower::vecmath`) and default mode's own `f32` functions
+//! (`kiln::math`, emitted inline by `codegen::lower::kmath`), which must
+//! also give the interpreter's bits. Shared by `examples/accuracy.rs`
+//! (every `f32` input: `make accuracy`) and `tests/math_accuracy.rs`
+//! (a sample, in `make test`).
 //!
 //! A unary function is measured on the inputs asked for; a binary one on
 //! each of them as `x`, with `y` a value of a fixed pseudo-random sequence
@@ -12,7 +15,8 @@
 use kiln::codegen::Compiler;
 use kiln::config::CompileConfig;
 use kiln::exec::{Engine, Fields};
-use kiln::ir::Stream;
+use kiln::interp::eval_unary;
+use kiln::ir::{Const, Stream, UnOp};
 use kiln::jit::engine::{JitEngine, JitPath};
 use rayon::prelude::*;
 
@@ -26,6 +30,27 @@ pub struct MathFn {
     pub reference: fn(f64, f64) -> f64,
     pub y_range: (f32, f32),
     pub max_ulps: f64,
+}
+
+/// Default mode's own functions (`kiln::math::Func`): correctly rounded
+/// against the `f64` reference wherever it was measured, so the bound is
+/// half an ulp.
+pub const DEFAULT_FUNCS: &[MathFn] = &[
+    MathFn { op: "sin", arity: 1, reference: |x, _| x.sin(), y_range: (0.0, 0.0), max_ulps: 0.5 },
+    MathFn { op: "cos", arity: 1, reference: |x, _| x.cos(), y_range: (0.0, 0.0), max_ulps: 0.5 },
+    MathFn { op: "tan", arity: 1, reference: |x, _| x.tan(), y_range: (0.0, 0.0), max_ulps: 0.5 },
+    MathFn { op: "exp", arity: 1, reference: |x, _| x.exp(), y_range: (0.0, 0.0), max_ulps: 0.5 },
+    MathFn { op: "log", arity: 1, reference: |x, _| x.ln(), y_range: (0.0, 0.0), max_ulps: 0.5 },
+    MathFn { op: "tanh", arity: 1, reference: |x, _| x.tanh(), y_range: (0.0, 0.0), max_ulps: 0.5 },
+];
+
+/// Which mode's code is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `--fast-math` (libmvec).
+    Fast,
+    /// Default mode (Kiln's own functions, compared with the interpreter).
+    Default,
 }
 
 /// Every float operator fast-math mode may compute differently.
@@ -55,6 +80,11 @@ pub struct Report {
     /// Results that should be NaN or infinite and are not, or the reverse.
     pub special_mismatches: u64,
     pub first_special: Option<(u32, f32, f32)>,
+    /// Results that are not the reference rounded to `f32` (NaNs aside).
+    pub misrounded: u64,
+    /// Default mode: results whose bits differ from the interpreter's.
+    pub engine_mismatches: u64,
+    pub first_engine_mismatch: Option<u32>,
 }
 
 impl Report {
@@ -68,6 +98,11 @@ impl Report {
             self.first_special = o.first_special;
         }
         self.special_mismatches += o.special_mismatches;
+        self.misrounded += o.misrounded;
+        self.engine_mismatches += o.engine_mismatches;
+        if self.first_engine_mismatch.is_none() {
+            self.first_engine_mismatch = o.first_engine_mismatch;
+        }
     }
 }
 
@@ -97,17 +132,18 @@ pub fn y_of(i: u64, range: (f32, f32)) -> f32 {
     range.0 + (range.1 - range.0) * unit
 }
 
-/// A fast-math JIT engine and the kernel computing `f` over `n` elements:
+/// A JIT engine of `mode` and the kernel computing `f` over `n` elements:
 /// `@r[i] = OP @x[i] (, @y[i])`.
 pub struct Harness {
     engine: JitEngine,
     stream: Stream,
     fields: Fields,
     n: usize,
+    mode: Mode,
 }
 
 impl Harness {
-    pub fn new(f: &MathFn, n: usize, threads: usize) -> Harness {
+    pub fn new(f: &MathFn, n: usize, threads: usize, mode: Mode) -> Harness {
         let operands = if f.arity == 1 { "%a".to_string() } else { "%a, %b".to_string() };
         let text = format!(
             "field @x : f32[{n}]\nfield @y : f32[{n}]\nfield @r : f32[{n}]\n\
@@ -117,10 +153,10 @@ impl Harness {
         );
         let stream = kiln::parser::parse(&text).expect("the accuracy kernel parses");
         kiln::verifier::verify(&stream).expect("the accuracy kernel verifies");
-        let cfg = CompileConfig { fast_math: true, ..Default::default() };
+        let cfg = CompileConfig { fast_math: mode == Mode::Fast, ..Default::default() };
         let engine = JitEngine::new(Compiler::host(cfg).unwrap(), JitPath::PerTask, threads).unwrap();
         let fields = Fields::zeroed(&stream);
-        Harness { engine, stream, fields, n }
+        Harness { engine, stream, fields, n, mode }
     }
 
     /// Measures `f` on the inputs `xs` (bits; at most `n`), input number
@@ -132,6 +168,7 @@ impl Harness {
         put(&mut self.fields, "y", ys.iter().map(|y| y.to_bits()));
         self.engine.run_kernel(&self.stream, "k", &[], &mut self.fields).expect("the accuracy kernel runs");
         let r = &self.fields.get("r").unwrap().bytes;
+        let interp = (self.mode == Mode::Default).then(|| UnOp::from_keyword(f.op).expect("a unary operator"));
         xs.par_iter()
             .zip(&ys)
             .enumerate()
@@ -139,6 +176,16 @@ impl Harness {
                 let got = f32::from_le_bytes(r[4 * k..4 * k + 4].try_into().unwrap());
                 let want = (f.reference)(f64::from(f32::from_bits(xb)), f64::from(y));
                 rep.inputs += 1;
+                if !(want.is_nan() && got.is_nan()) && got.to_bits() != (want as f32).to_bits() {
+                    rep.misrounded += 1;
+                }
+                if let Some(op) = interp {
+                    let i = eval_unary(op, Const::f32(f32::from_bits(xb)));
+                    if i.bits != u64::from(got.to_bits()) {
+                        rep.engine_mismatches += 1;
+                        rep.first_engine_mismatch.get_or_insert(xb);
+                    }
+                }
                 match ulps(got, want) {
                     Some(u) if u > rep.max_ulps => {
                         rep.max_ulps = u;
@@ -166,9 +213,9 @@ fn put(fields: &mut Fields, name: &str, bits: impl Iterator<Item = u32>) {
     }
 }
 
-/// Measures `f` on every `f32` input, in chunks of `n`.
-pub fn exhaustive(f: &MathFn, n: usize, threads: usize) -> Report {
-    let mut h = Harness::new(f, n, threads);
+/// Measures `f` in `mode` on every `f32` input, in chunks of `n`.
+pub fn exhaustive(f: &MathFn, n: usize, threads: usize, mode: Mode) -> Report {
+    let mut h = Harness::new(f, n, threads, mode);
     let mut total = Report::default();
     let mut start: u64 = 0;
     let mut xs = Vec::with_capacity(n);

@@ -37,10 +37,10 @@ import numpy as np
 
 # Floats may differ from Quadrants' by this many units in the last place
 # (docs/quadrants.md, "Tolerance"): both compile the same operations with
-# LLVM and call the same libm, so the corpus agrees to 0 ulps; the bound
-# leaves room for a math function that Quadrants lowers to an LLVM
-# intrinsic and Kiln calls in glibc (each correctly rounded within 1 ulp
-# for sin, cos, exp, log; 2 for tan, pow, atan2), composed once.
+# LLVM; the bound leaves room for a math function that Quadrants computes
+# with glibc or an LLVM intrinsic and Kiln with its own correctly rounded
+# f32 functions or glibc (glibc within 1 ulp for sin, cos, exp, log; 2 for
+# tan, pow, atan2), composed once.
 DEFAULT_ULPS = 4
 
 TOOL = "kiln-quadrants"

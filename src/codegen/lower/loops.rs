@@ -17,7 +17,7 @@
 //! fail for an access that never runs, and the copy then runs the loop).
 
 use super::versioning;
-use super::{bug, fx_int_ty, Exit, FnCx, Lowering, Result, TaskSource, CTX_BEGIN, CTX_END, CTX_PARAMS};
+use super::{bug, fx_int_ty, Exit, FnCx, Lowering, MathCalls, Result, TaskSource, CTX_BEGIN, CTX_END, CTX_PARAMS};
 use crate::codegen::CodegenError;
 use crate::ir::{Body, Bound, Name, Scalar, SecondaryMap, Stmt, StmtKind, TaskKind, Value};
 use inkwell::attributes::AttributeLoc;
@@ -311,9 +311,9 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
     ) -> Result<()> {
         let vars: Vec<Value> = ranges.iter().map(|&(v, ..)| v).collect();
         let field = |name: &str| l.field_pos.get(name).map(|&p| l.fields[p as usize]);
-        let vector_math = l.fast_math && !l.vector_isas.is_empty();
+        let math = l.math_calls();
         let on = l.bounds_checks && !matches!(self.checked, Checked::Off);
-        let plan = if on { versioning::plan(self.body, block, &vars, vector_math, field) } else { None };
+        let plan = if on { versioning::plan(self.body, block, &vars, math, field) } else { None };
         let Some(plan) = plan else { return emit(self, l) };
         let ok = self.version_test(&plan, ranges)?;
         let fast = self.cx.append_basic_block(self.func, "fast");
@@ -325,7 +325,9 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let done = emit(self, l);
         self.proven.clear();
         done?;
-        self.loop_hints(LoopCopy::Fast)?;
+        let kiln_math = math == MathCalls::Kiln && versioning::has_kiln_math(self.body, block);
+        let interleave = if kiln_math { 2 } else { 1 };
+        self.loop_hints(LoopCopy::Fast { interleave })?;
         self.b.position_at_end(checked);
         // Only a parallel task's chunk loop is outlined (the one loop of its
         // entry versioned: the loops nested in it are not), and only when
@@ -378,12 +380,16 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             node(ops)
         };
         let off = self.cx.bool_type().const_zero().into();
-        let one = self.cx.i32_type().const_int(1, false).into();
+        let interleave = match copy {
+            LoopCopy::Fast { interleave } => interleave,
+            LoopCopy::Checked => 1,
+        };
+        let count = self.cx.i32_type().const_int(interleave.into(), false).into();
         // A placeholder for the node itself: pointing operand 0 at the
         // node makes LLVM take it out of uniquing (distinct).
-        let mut ops = vec![flag("kiln.loop", None), flag("llvm.loop.interleave.count", Some(one))];
+        let mut ops = vec![flag("kiln.loop", None), flag("llvm.loop.interleave.count", Some(count))];
         match copy {
-            LoopCopy::Fast => {
+            LoopCopy::Fast { .. } => {
                 // The attributes of the scalar loop the vectoriser leaves
                 // for the remainder (and for when its own checks fail).
                 let remainder = flag("llvm.loop.unroll.disable", None);
@@ -550,8 +556,9 @@ fn struct_for_ranges<'ctx>(
 /// The two copies of a versioned loop.
 #[derive(Clone, Copy)]
 enum LoopCopy {
-    /// The copy the pre-loop test chose: the accesses it proved unchecked.
-    Fast,
+    /// The copy the pre-loop test chose: the accesses it proved unchecked;
+    /// vectorised with `interleave` vectors an iteration.
+    Fast { interleave: u32 },
     /// Every access checked: runs only when some access fails.
     Checked,
 }

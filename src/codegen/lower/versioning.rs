@@ -31,7 +31,7 @@
 //! bounds, read a value in the test that the loop could change, or let
 //! the analysis' cost grow with more than the size of the loop's body.
 
-use super::{FnCx, Result};
+use super::{FnCx, MathCalls, Result};
 use crate::ir::{BinOp, Block, Body, Bound, Field, FieldRef, Scalar, Stmt, StmtKind, UnOp, Value, ValueDef};
 use inkwell::values::IntValue;
 use inkwell::IntPredicate;
@@ -226,36 +226,51 @@ impl Analysis<'_> {
 }
 
 /// Whether LLVM can vectorise a loop over `block`: no atomic read-modify-write
-/// (LLVM keeps those scalar) and, unless `vector_math` (fast-math with
-/// libmvec's variants), no libm call (a call of `sinf` that may set
-/// `errno` is not vectorised). Versioning a loop that stays scalar buys
+/// (LLVM keeps those scalar) and no math operator `math` computes with a
+/// scalar libm call (a call of `atanf` that may set `errno` is not
+/// vectorised; libmvec's variants in fast-math and Kiln's own math in
+/// default mode are). Versioning a loop that stays scalar buys
 /// only the checks, which cost little beside such a statement, for twice
 /// the code to compile (cold compile).
-fn vectorisable(body: &Body, block: Block, vector_math: bool) -> bool {
+fn vectorisable(body: &Body, block: Block, math: MathCalls) -> bool {
     let mut ok = true;
     body.walk(block, &mut |s| {
         ok &= match &body.stmt(s).kind {
             StmtKind::Atomic(..) => false,
-            StmtKind::Unary(op, _) => vector_math || op.libm().is_none(),
-            StmtKind::Binary(op, ..) => vector_math || op.libm().is_none(),
+            StmtKind::Unary(op, a) => body.ty(*a).scalar().is_none_or(|t| math.unary_vectorises(*op, t)),
+            StmtKind::Binary(op, ..) => math.binary_vectorises(*op),
             _ => true,
         };
     });
     ok
 }
 
+/// Whether `block` has an operator Kiln's own math (`crate::math`) computes
+/// in default mode: a long chain of dependent operations per element,
+/// whose vectorised loop runs faster with two vectors in flight an
+/// iteration (interleaved).
+pub(super) fn has_kiln_math(body: &Body, block: Block) -> bool {
+    let mut any = false;
+    body.walk(block, &mut |s| {
+        if let StmtKind::Unary(op, a) = &body.stmt(s).kind {
+            any |= body.ty(*a).scalar().is_some_and(|t| op.kiln_math(t).is_some());
+        }
+    });
+    any
+}
+
 /// Plans the versioning of a loop over `block` whose own variables are
 /// `vars` (their ranges are the caller's); `None` when no access of the
 /// loop is provable, or when the loop would not vectorise anyway
-/// ([`vectorisable`]; `vector_math`: libm calls vectorise).
+/// ([`vectorisable`]; `math`: how the math operators are computed).
 pub(super) fn plan<'f>(
     body: &Body,
     block: Block,
     vars: &[Value],
-    vector_math: bool,
+    math: MathCalls,
     field: impl Fn(&str) -> Option<&'f Field>,
 ) -> Option<Plan> {
-    if !vectorisable(body, block, vector_math) {
+    if !vectorisable(body, block, math) {
         return None;
     }
     // The loop's own variables change from one iteration to the next too.
