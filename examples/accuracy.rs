@@ -23,7 +23,7 @@ fn main() {
         }
         None => Mode::Fast,
     };
-    let funcs = if mode == Mode::Default { accuracy::DEFAULT_FUNCS } else { accuracy::FUNCS };
+    let funcs = if mode == Mode::Default { accuracy::default_funcs() } else { accuracy::FUNCS.to_vec() };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "| function | inputs | max ulps | at x | not correctly rounded | specials wrong | differ from the interpreter | documented bound | seconds |"

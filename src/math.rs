@@ -235,12 +235,25 @@ impl<O: Ops> E<'_, O> {
         }
         terms[0]
     }
-    /// `x - k ln 2` for an integer `k` (|k| < 2¹⁹): `k × LN2_HI` is exact.
-    fn reduce_ln2(&mut self, x: O::F, k: O::F) -> O::F {
-        let hi = self.mulc(k, LN2_HI);
+    /// `x = k ln 2 + r` with `k` the nearest integer to `x / ln 2`
+    /// (|k| < 2¹⁹, so `k × LN2_HI` is exact): `r`, and 2^k, an exact power
+    /// of two (2⁰ when `ordered` is false: a NaN's bits make `k` garbage).
+    fn reduce_ln2(&mut self, x: O::F, ordered: O::B) -> (O::F, O::F) {
+        let t = self.mulc(x, LOG2E);
+        let (kf, k) = self.round(t);
+        let hi = self.mulc(kf, LN2_HI);
         let r = self.sub(x, hi);
-        let lo = self.mulc(k, LN2_LO);
-        self.sub(r, lo)
+        let lo = self.mulc(kf, LN2_LO);
+        let r = self.sub(r, lo);
+        let zero = self.i(0);
+        let k = self.0.iselect(ordered, k, zero);
+        (r, self.pow2(k))
+    }
+    /// The bits of `x`, those of `|x|`, and `|x|`.
+    fn abs(&mut self, x: O::F) -> (O::I, O::I, O::F) {
+        let b = self.0.bits(x);
+        let ab = self.iop(IOp::And, b, !SIGN);
+        (b, ab, self.0.float_of_bits(ab))
     }
     /// `v` as its top 29 significant bits and the rest (both exact).
     fn split(&mut self, v: O::F) -> (O::F, O::F) {
@@ -290,15 +303,9 @@ impl<O: Ops> E<'_, O> {
         let under = self.0.fcmp(Cmp::Lt, xd, lo);
         let xc = self.0.fselect(under, lo, xd);
         let xc = self.0.fselect(over, hi, xc);
-        let t = self.mulc(xc, LOG2E);
-        let (kf, k) = self.round(t);
-        let r = self.reduce_ln2(xc, kf);
-        let p = self.poly(r, &INV_FACT[..13]);
-        // A NaN's bits made k garbage; keep the scale finite all the same.
         let ordered = self.ordered(xd);
-        let zero = self.i(0);
-        let k = self.0.iselect(ordered, k, zero);
-        let scale = self.pow2(k);
+        let (r, scale) = self.reduce_ln2(xc, ordered);
+        let p = self.poly(r, &INV_FACT[..13]);
         let y = self.mul(p, scale);
         let quiet = self.add(xd, xd);
         let y = self.0.fselect(ordered, y, quiet);
@@ -362,22 +369,15 @@ impl<O: Ops> E<'_, O> {
     /// e^r - 1 to r¹³; |x| is clamped to 10, where tanh is 1 in `f32`.
     fn tanh(&mut self, x: O::S) -> O::S {
         let xd = self.0.ext(x);
-        let b = self.0.bits(xd);
-        let ab = self.iop(IOp::And, b, !SIGN);
-        let ax = self.0.float_of_bits(ab);
+        let (b, _, ax) = self.abs(xd);
         let ten = self.c(10.0);
         let big = self.0.fcmp(Cmp::Gt, ax, ten);
         let ax = self.0.fselect(big, ten, ax);
         let y = self.add(ax, ax);
-        let t = self.mulc(y, LOG2E);
-        let (kf, k) = self.round(t);
-        let r = self.reduce_ln2(y, kf);
+        let ordered = self.ordered(xd);
+        let (r, scale) = self.reduce_ln2(y, ordered);
         let p = self.poly(r, &INV_FACT[1..14]);
         let em1 = self.mul(r, p);
-        let ordered = self.ordered(xd);
-        let zero = self.i(0);
-        let k = self.0.iselect(ordered, k, zero);
-        let scale = self.pow2(k);
         let one = self.c(1.0);
         let s1 = self.sub(scale, one);
         let sp = self.mul(scale, em1);
@@ -386,6 +386,7 @@ impl<O: Ops> E<'_, O> {
         let d = self.add(m, two);
         let th = self.div(m, d);
         let sign = self.iop(IOp::Shr, b, 63);
+        let zero = self.i(0);
         let keep = self.0.icmp(Cmp::Eq, sign, zero);
         let th = self.sign_unless(keep, th);
         let quiet = self.add(xd, xd);
@@ -395,16 +396,15 @@ impl<O: Ops> E<'_, O> {
 
     /// `sin x`, `cos x` or `tan x`: |x| = M 2^E with M an integer below 2²⁴, so
     /// |x| × 2/π ≡ M × F_E (mod 4) with F_E = 2^E × 2/π mod 4, held in
-    /// [`REDUCE`] as four 29-bit parts whose products with M are exact.
+    /// [`REDUCE`] as two doubles, each split into a 29-bit head and a 24-bit
+    /// tail ([`E::split`]) so that every product with M is exact.
     /// The quadrant q is the nearest integer; θ = (|x| 2/π - q) π/2 is in
     /// [-π/4, π/4]; sin and cos of θ by their Taylor series (to θ¹⁵, θ¹⁶),
     /// picked and signed by q (cos x = sin(|x| + π/2): q + 1; tan x is
     /// their quotient, `-cos/sin` in an odd quadrant).
     fn trig(&mut self, x: O::S, which: Trig) -> O::S {
         let xd = self.0.ext(x);
-        let b = self.0.bits(xd);
-        let ab = self.iop(IOp::And, b, !SIGN);
-        let ax = self.0.float_of_bits(ab);
+        let (b, ab, ax) = self.abs(xd);
         // The exponent, clamped to the f32 range (0, ∞ and NaN are made
         // finite here and replaced at the end).
         let eb = self.iop(IOp::Shr, ab, 52);

@@ -286,8 +286,6 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         fv.add_attribute(AttributeLoc::Function, self.enum_attr("nounwind"));
     }
 
-    /// An enum attribute by name. Only names LLVM 22 knows are used; an
-    /// unknown one (kind 0) would crash LLVM's verifier.
     /// How this compile computes the math operators.
     fn math_calls(&self) -> MathCalls {
         match (self.fast_math, self.vector_isas.is_empty()) {
@@ -297,6 +295,8 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         }
     }
 
+    /// An enum attribute by name. Only names LLVM 22 knows are used; an
+    /// unknown one (kind 0) would crash LLVM's verifier.
     fn enum_attr(&self, name: &str) -> Attribute {
         let kind = Attribute::get_named_enum_kind_id(name);
         debug_assert!(kind != 0, "LLVM has no attribute `{name}`");

@@ -16,7 +16,7 @@ use kiln::codegen::Compiler;
 use kiln::config::CompileConfig;
 use kiln::exec::{Engine, Fields};
 use kiln::interp::eval_unary;
-use kiln::ir::{Const, Stream, UnOp};
+use kiln::ir::{Const, Scalar, Stream, UnOp};
 use kiln::jit::engine::{JitEngine, JitPath};
 use rayon::prelude::*;
 
@@ -24,6 +24,7 @@ use rayon::prelude::*;
 /// second operand of a binary one, and the most ulps it may be off (glibc
 /// documents 4 for libmvec's functions; sqrt rounds correctly, floor is
 /// exact).
+#[derive(Clone, Copy)]
 pub struct MathFn {
     pub op: &'static str,
     pub arity: usize,
@@ -32,17 +33,14 @@ pub struct MathFn {
     pub max_ulps: f64,
 }
 
-/// Default mode's own functions (`kiln::math::Func`): correctly rounded
-/// against the `f64` reference wherever it was measured, so the bound is
-/// half an ulp.
-pub const DEFAULT_FUNCS: &[MathFn] = &[
-    MathFn { op: "sin", arity: 1, reference: |x, _| x.sin(), y_range: (0.0, 0.0), max_ulps: 0.5 },
-    MathFn { op: "cos", arity: 1, reference: |x, _| x.cos(), y_range: (0.0, 0.0), max_ulps: 0.5 },
-    MathFn { op: "tan", arity: 1, reference: |x, _| x.tan(), y_range: (0.0, 0.0), max_ulps: 0.5 },
-    MathFn { op: "exp", arity: 1, reference: |x, _| x.exp(), y_range: (0.0, 0.0), max_ulps: 0.5 },
-    MathFn { op: "log", arity: 1, reference: |x, _| x.ln(), y_range: (0.0, 0.0), max_ulps: 0.5 },
-    MathFn { op: "tanh", arity: 1, reference: |x, _| x.tanh(), y_range: (0.0, 0.0), max_ulps: 0.5 },
-];
+/// Default mode's own functions: the operators of [`FUNCS`] that Kiln
+/// computes itself on `f32` (`UnOp::kiln_math`, `kiln::math`), correctly
+/// rounded against the `f64` reference wherever it was measured, so the
+/// bound is half an ulp.
+pub fn default_funcs() -> Vec<MathFn> {
+    let own = |f: &MathFn| UnOp::from_keyword(f.op).is_some_and(|op| op.kiln_math(Scalar::F32).is_some());
+    FUNCS.iter().filter(|f| own(f)).map(|f| MathFn { max_ulps: 0.5, ..*f }).collect()
+}
 
 /// Which mode's code is measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

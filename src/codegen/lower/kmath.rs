@@ -95,17 +95,11 @@ impl<'ctx> Ops for Ir<'_, 'ctx> {
     }
     fn ext(&mut self, x: Self::S) -> Self::F {
         let r = self.b.build_float_ext(x, self.cx.f64_type(), "");
-        {
-            let poison = self.f_poison();
-            self.ok(r, poison)
-        }
+        self.ok(r, self.f_poison())
     }
     fn trunc(&mut self, x: Self::F) -> Self::S {
         let r = self.b.build_float_trunc(x, self.cx.f32_type(), "");
-        {
-            let poison = self.cx.f32_type().get_poison();
-            self.ok(r, poison)
-        }
+        self.ok(r, self.cx.f32_type().get_poison())
     }
     fn fop(&mut self, op: FOp, a: Self::F, b: Self::F) -> Self::F {
         let r = match op {
@@ -114,10 +108,7 @@ impl<'ctx> Ops for Ir<'_, 'ctx> {
             FOp::Mul => self.b.build_float_mul(a, b, ""),
             FOp::Div => self.b.build_float_div(a, b, ""),
         };
-        {
-            let poison = self.f_poison();
-            self.ok(r, poison)
-        }
+        self.ok(r, self.f_poison())
     }
     fn iop(&mut self, op: IOp, a: Self::I, b: Self::I) -> Self::I {
         let r = match op {
@@ -129,10 +120,7 @@ impl<'ctx> Ops for Ir<'_, 'ctx> {
             IOp::Shl => self.b.build_left_shift(a, b, ""),
             IOp::Shr => self.b.build_right_shift(a, b, false, ""),
         };
-        {
-            let poison = self.i_poison();
-            self.ok(r, poison)
-        }
+        self.ok(r, self.i_poison())
     }
     fn fcmp(&mut self, op: Cmp, a: Self::F, b: Self::F) -> Self::B {
         let p = match op {
@@ -141,10 +129,7 @@ impl<'ctx> Ops for Ir<'_, 'ctx> {
             Cmp::Eq => FloatPredicate::OEQ,
         };
         let r = self.b.build_float_compare(p, a, b, "");
-        {
-            let poison = self.b_poison();
-            self.ok(r, poison)
-        }
+        self.ok(r, self.b_poison())
     }
     fn icmp(&mut self, op: Cmp, a: Self::I, b: Self::I) -> Self::B {
         let p = match op {
@@ -153,50 +138,31 @@ impl<'ctx> Ops for Ir<'_, 'ctx> {
             Cmp::Eq => IntPredicate::EQ,
         };
         let r = self.b.build_int_compare(p, a, b, "");
-        {
-            let poison = self.b_poison();
-            self.ok(r, poison)
-        }
+        self.ok(r, self.b_poison())
     }
     fn bits(&mut self, a: Self::F) -> Self::I {
         let r = self.b.build_bit_cast(a, self.cx.i64_type(), "").map(|v| v.into_int_value());
-        {
-            let poison = self.i_poison();
-            self.ok(r, poison)
-        }
+        self.ok(r, self.i_poison())
     }
     fn float_of_bits(&mut self, a: Self::I) -> Self::F {
         let r = self.b.build_bit_cast(a, self.cx.f64_type(), "").map(|v| v.into_float_value());
-        {
-            let poison = self.f_poison();
-            self.ok(r, poison)
-        }
+        self.ok(r, self.f_poison())
     }
     fn fselect(&mut self, c: Self::B, a: Self::F, b: Self::F) -> Self::F {
         let r = self.b.build_select(c, a, b, "").map(|v| v.into_float_value());
-        {
-            let poison = self.f_poison();
-            self.ok(r, poison)
-        }
+        self.ok(r, self.f_poison())
     }
     fn iselect(&mut self, c: Self::B, a: Self::I, b: Self::I) -> Self::I {
         let r = self.b.build_select(c, a, b, "").map(|v| v.into_int_value());
-        {
-            let poison = self.i_poison();
-            self.ok(r, poison)
-        }
+        self.ok(r, self.i_poison())
     }
     fn load(&mut self, table: &'static Table, idx: Self::I) -> Self::F {
         let g = self.table(table);
         let f64t = self.cx.f64_type();
         // `inbounds`: the algorithm's indices are within the table.
         let p = unsafe { self.b.build_in_bounds_gep(f64t, g.as_pointer_value(), &[idx], "") };
-        let poison = self.cx.ptr_type(Default::default()).get_poison();
-        let p = self.ok(p, poison);
+        let p = self.ok(p, self.cx.ptr_type(Default::default()).get_poison());
         let r = self.b.build_load(f64t, p, "").map(|v| v.into_float_value());
-        {
-            let poison = self.f_poison();
-            self.ok(r, poison)
-        }
+        self.ok(r, self.f_poison())
     }
 }

@@ -17,7 +17,7 @@
 //! fail for an access that never runs, and the copy then runs the loop).
 
 use super::versioning;
-use super::{bug, fx_int_ty, Exit, FnCx, Lowering, MathCalls, Result, TaskSource, CTX_BEGIN, CTX_END, CTX_PARAMS};
+use super::{bug, fx_int_ty, Exit, FnCx, Lowering, Result, TaskSource, CTX_BEGIN, CTX_END, CTX_PARAMS};
 use crate::codegen::CodegenError;
 use crate::ir::{Body, Bound, Name, Scalar, SecondaryMap, Stmt, StmtKind, TaskKind, Value};
 use inkwell::attributes::AttributeLoc;
@@ -311,9 +311,8 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
     ) -> Result<()> {
         let vars: Vec<Value> = ranges.iter().map(|&(v, ..)| v).collect();
         let field = |name: &str| l.field_pos.get(name).map(|&p| l.fields[p as usize]);
-        let math = l.math_calls();
         let on = l.bounds_checks && !matches!(self.checked, Checked::Off);
-        let plan = if on { versioning::plan(self.body, block, &vars, math, field) } else { None };
+        let plan = if on { versioning::plan(self.body, block, &vars, l.math_calls(), field) } else { None };
         let Some(plan) = plan else { return emit(self, l) };
         let ok = self.version_test(&plan, ranges)?;
         let fast = self.cx.append_basic_block(self.func, "fast");
@@ -321,12 +320,11 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let br = self.b.build_conditional_branch(ok, fast, checked)?;
         self.branch_weights(br, 1 << 20, 1)?;
         self.b.position_at_end(fast);
+        let interleave = plan.interleave;
         self.proven = plan.proven;
         let done = emit(self, l);
         self.proven.clear();
         done?;
-        let kiln_math = math == MathCalls::Kiln && versioning::has_kiln_math(self.body, block);
-        let interleave = if kiln_math { 2 } else { 1 };
         self.loop_hints(LoopCopy::Fast { interleave })?;
         self.b.position_at_end(checked);
         // Only a parallel task's chunk loop is outlined (the one loop of its

@@ -126,6 +126,8 @@ pub(super) struct Plan {
     conds: Vec<Cond>,
     /// The ranges of nested loops' variables the conditions use.
     nested: Vec<(Value, RangeBound, RangeBound)>,
+    /// The vectors an iteration of the vectorised fast copy holds.
+    pub interleave: u32,
 }
 
 /// The range of a type's values.
@@ -225,44 +227,36 @@ impl Analysis<'_> {
     }
 }
 
-/// Whether LLVM can vectorise a loop over `block`: no atomic read-modify-write
-/// (LLVM keeps those scalar) and no math operator `math` computes with a
-/// scalar libm call (a call of `atanf` that may set `errno` is not
-/// vectorised; libmvec's variants in fast-math and Kiln's own math in
-/// default mode are). Versioning a loop that stays scalar buys
-/// only the checks, which cost little beside such a statement, for twice
-/// the code to compile (cold compile).
-fn vectorisable(body: &Body, block: Block, math: MathCalls) -> bool {
-    let mut ok = true;
+/// How LLVM can vectorise a loop over `block`: `None` when it cannot (an
+/// atomic read-modify-write, which LLVM keeps scalar, or a math operator
+/// `math` computes with a scalar libm call: a call of `atanf` that may set
+/// `errno` is not vectorised; libmvec's variants in fast-math and Kiln's
+/// own math in default mode are); else the vectors an iteration of the
+/// vectorised loop should hold: two when it computes Kiln's own math,
+/// whose long chain of dependent operations per element they hide, one
+/// otherwise. Versioning a loop that stays scalar buys only the checks,
+/// which cost little beside such a statement, for twice the code to
+/// compile (cold compile).
+fn vectorisation(body: &Body, block: Block, math: MathCalls) -> Option<u32> {
+    let (mut ok, mut kiln_math) = (true, false);
     body.walk(block, &mut |s| {
         ok &= match &body.stmt(s).kind {
             StmtKind::Atomic(..) => false,
-            StmtKind::Unary(op, a) => body.ty(*a).scalar().is_none_or(|t| math.unary_vectorises(*op, t)),
+            StmtKind::Unary(op, a) => body.ty(*a).scalar().is_none_or(|t| {
+                kiln_math |= math == MathCalls::Kiln && op.kiln_math(t).is_some();
+                math.unary_vectorises(*op, t)
+            }),
             StmtKind::Binary(op, ..) => math.binary_vectorises(*op),
             _ => true,
         };
     });
-    ok
-}
-
-/// Whether `block` has an operator Kiln's own math (`crate::math`) computes
-/// in default mode: a long chain of dependent operations per element,
-/// whose vectorised loop runs faster with two vectors in flight an
-/// iteration (interleaved).
-pub(super) fn has_kiln_math(body: &Body, block: Block) -> bool {
-    let mut any = false;
-    body.walk(block, &mut |s| {
-        if let StmtKind::Unary(op, a) = &body.stmt(s).kind {
-            any |= body.ty(*a).scalar().is_some_and(|t| op.kiln_math(t).is_some());
-        }
-    });
-    any
+    ok.then_some(if kiln_math { 2 } else { 1 })
 }
 
 /// Plans the versioning of a loop over `block` whose own variables are
 /// `vars` (their ranges are the caller's); `None` when no access of the
 /// loop is provable, or when the loop would not vectorise anyway
-/// ([`vectorisable`]; `math`: how the math operators are computed).
+/// ([`vectorisation`]; `math`: how the math operators are computed).
 pub(super) fn plan<'f>(
     body: &Body,
     block: Block,
@@ -270,9 +264,7 @@ pub(super) fn plan<'f>(
     math: MathCalls,
     field: impl Fn(&str) -> Option<&'f Field>,
 ) -> Option<Plan> {
-    if !vectorisable(body, block, math) {
-        return None;
-    }
+    let interleave = vectorisation(body, block, math)?;
     // The loop's own variables change from one iteration to the next too.
     let mut inside: HashSet<Value> = vars.iter().copied().collect();
     body.walk(block, &mut |s| {
@@ -305,7 +297,7 @@ pub(super) fn plan<'f>(
         proven.insert(s, forms);
         conds.extend(found.into_iter().filter(|c| seen.insert(c.clone())));
     });
-    (!proven.is_empty()).then_some(Plan { proven, conds, nested })
+    (!proven.is_empty()).then_some(Plan { proven, conds, nested, interleave })
 }
 
 impl<'a, 'ctx> FnCx<'a, 'ctx> {
