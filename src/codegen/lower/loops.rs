@@ -320,12 +320,12 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let br = self.b.build_conditional_branch(ok, fast, checked)?;
         self.branch_weights(br, 1 << 20, 1)?;
         self.b.position_at_end(fast);
-        let interleave = plan.interleave;
+        let kiln_math = plan.kiln_math;
         self.proven = plan.proven;
         let done = emit(self, l);
         self.proven.clear();
         done?;
-        self.loop_hints(LoopCopy::Fast { interleave })?;
+        self.loop_hints(LoopCopy::Fast { kiln_math })?;
         self.b.position_at_end(checked);
         // Only a parallel task's chunk loop is outlined (the one loop of its
         // entry versioned: the loops nested in it are not), and only when
@@ -353,7 +353,13 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
     ///
     /// The fast copy is vectorised with one vector per iteration (no
     /// interleaving) and its scalar remainder, at most a vector's width of
-    /// iterations, is not unrolled: the steady state is the vector loop's,
+    /// iterations, is not unrolled. A fast copy computing Kiln's own math
+    /// holds two vectors an iteration (interleaved), which hides the long
+    /// chain of dependent operations each element's function is, and has
+    /// no remainder: its last iteration masks its loads and stores (tail
+    /// folding), so the function's code is not copied again into a
+    /// vectorised epilogue and a scalar remainder, for a mask per vector
+    /// the math hides. The steady state is the vector loop's,
     /// and each copy LLVM makes is compile time (cold compile). The
     /// checked copy runs only when some access fails: not worth LLVM's time
     /// to vectorise or unroll at all.
@@ -377,17 +383,17 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             ops.extend(value.map(|v| unsafe { LLVMValueAsMetadata(v.as_value_ref()) }));
             node(ops)
         };
-        let off = self.cx.bool_type().const_zero().into();
-        let interleave = match copy {
-            LoopCopy::Fast { interleave } => interleave,
-            LoopCopy::Checked => 1,
-        };
-        let count = self.cx.i32_type().const_int(interleave.into(), false).into();
+        let (off, on) = (self.cx.bool_type().const_zero().into(), self.cx.bool_type().const_all_ones().into());
+        let kiln_math = matches!(copy, LoopCopy::Fast { kiln_math: true });
+        let count = self.cx.i32_type().const_int(if kiln_math { 2 } else { 1 }, false).into();
         // A placeholder for the node itself: pointing operand 0 at the
         // node makes LLVM take it out of uniquing (distinct).
         let mut ops = vec![flag("kiln.loop", None), flag("llvm.loop.interleave.count", Some(count))];
         match copy {
             LoopCopy::Fast { .. } => {
+                if kiln_math {
+                    ops.push(flag("llvm.loop.vectorize.predicate.enable", Some(on)));
+                }
                 // The attributes of the scalar loop the vectoriser leaves
                 // for the remainder (and for when its own checks fail).
                 let remainder = flag("llvm.loop.unroll.disable", None);
@@ -555,8 +561,9 @@ fn struct_for_ranges<'ctx>(
 #[derive(Clone, Copy)]
 enum LoopCopy {
     /// The copy the pre-loop test chose: the accesses it proved unchecked;
-    /// vectorised with `interleave` vectors an iteration.
-    Fast { interleave: u32 },
+    /// vectorised, interleaved and tail-folded if it computes Kiln's own
+    /// math.
+    Fast { kiln_math: bool },
     /// Every access checked: runs only when some access fails.
     Checked,
 }

@@ -126,8 +126,9 @@ pub(super) struct Plan {
     conds: Vec<Cond>,
     /// The ranges of nested loops' variables the conditions use.
     nested: Vec<(Value, RangeBound, RangeBound)>,
-    /// The vectors an iteration of the vectorised fast copy holds.
-    pub interleave: u32,
+    /// Whether the loop computes Kiln's own math ([`vectorisation`]), which
+    /// decides the fast copy's vector shape (`lower::loops`).
+    pub kiln_math: bool,
 }
 
 /// The range of a type's values.
@@ -231,13 +232,11 @@ impl Analysis<'_> {
 /// atomic read-modify-write, which LLVM keeps scalar, or a math operator
 /// `math` computes with a scalar libm call: a call of `atanf` that may set
 /// `errno` is not vectorised; libmvec's variants in fast-math and Kiln's
-/// own math in default mode are); else the vectors an iteration of the
-/// vectorised loop should hold: two when it computes Kiln's own math,
-/// whose long chain of dependent operations per element they hide, one
-/// otherwise. Versioning a loop that stays scalar buys only the checks,
-/// which cost little beside such a statement, for twice the code to
-/// compile (cold compile).
-fn vectorisation(body: &Body, block: Block, math: MathCalls) -> Option<u32> {
+/// own math in default mode are); else whether it calls Kiln's own math.
+/// Versioning a loop that stays scalar buys only the checks, which cost
+/// little beside such a statement, for twice the code to compile (cold
+/// compile).
+fn vectorisation(body: &Body, block: Block, math: MathCalls) -> Option<bool> {
     let (mut ok, mut kiln_math) = (true, false);
     body.walk(block, &mut |s| {
         ok &= match &body.stmt(s).kind {
@@ -250,7 +249,7 @@ fn vectorisation(body: &Body, block: Block, math: MathCalls) -> Option<u32> {
             _ => true,
         };
     });
-    ok.then_some(if kiln_math { 2 } else { 1 })
+    ok.then_some(kiln_math)
 }
 
 /// Plans the versioning of a loop over `block` whose own variables are
@@ -264,7 +263,7 @@ pub(super) fn plan<'f>(
     math: MathCalls,
     field: impl Fn(&str) -> Option<&'f Field>,
 ) -> Option<Plan> {
-    let interleave = vectorisation(body, block, math)?;
+    let kiln_math = vectorisation(body, block, math)?;
     // The loop's own variables change from one iteration to the next too.
     let mut inside: HashSet<Value> = vars.iter().copied().collect();
     body.walk(block, &mut |s| {
@@ -297,7 +296,7 @@ pub(super) fn plan<'f>(
         proven.insert(s, forms);
         conds.extend(found.into_iter().filter(|c| seen.insert(c.clone())));
     });
-    (!proven.is_empty()).then_some(Plan { proven, conds, nested, interleave })
+    (!proven.is_empty()).then_some(Plan { proven, conds, nested, kiln_math })
 }
 
 impl<'a, 'ctx> FnCx<'a, 'ctx> {
