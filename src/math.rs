@@ -64,6 +64,18 @@ pub enum Cmp {
     Eq,
 }
 
+impl Cmp {
+    /// Whether `a op b` holds (IEEE's ordered comparison for floats).
+    #[inline(always)]
+    fn holds<T: PartialOrd>(self, a: T, b: T) -> bool {
+        match self {
+            Cmp::Lt => a < b,
+            Cmp::Gt => a > b,
+            Cmp::Eq => a == b,
+        }
+    }
+}
+
 /// A constant table of `f64` an algorithm reads with a computed index.
 pub struct Table {
     /// The name the code generator gives its global.
@@ -561,19 +573,11 @@ impl Ops for Host {
     }
     #[inline(always)]
     fn fcmp(&mut self, op: Cmp, a: f64, b: f64) -> bool {
-        match op {
-            Cmp::Lt => a < b,
-            Cmp::Gt => a > b,
-            Cmp::Eq => a == b,
-        }
+        op.holds(a, b)
     }
     #[inline(always)]
     fn icmp(&mut self, op: Cmp, a: i64, b: i64) -> bool {
-        match op {
-            Cmp::Lt => a < b,
-            Cmp::Gt => a > b,
-            Cmp::Eq => a == b,
-        }
+        op.holds(a, b)
     }
     #[inline(always)]
     fn bits(&mut self, a: f64) -> i64 {

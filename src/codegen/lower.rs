@@ -128,13 +128,13 @@ enum MathCalls {
 }
 
 impl MathCalls {
+    /// Kiln's own function computing `op` on `ty` in this compile, if any.
+    fn kiln_func(self, op: UnOp, ty: Scalar) -> Option<crate::math::MathFunc> {
+        op.kiln_math(ty).filter(|_| self == MathCalls::Kiln)
+    }
     /// Whether a loop computing `op` on `ty` can vectorise.
     fn unary_vectorises(self, op: UnOp, ty: Scalar) -> bool {
-        match self {
-            MathCalls::VectorLibm => true,
-            MathCalls::Kiln => op.libm().is_none() || op.kiln_math(ty).is_some(),
-            MathCalls::ScalarLibm => op.libm().is_none(),
-        }
+        self == MathCalls::VectorLibm || op.libm().is_none() || self.kiln_func(op, ty).is_some()
     }
     /// Whether a loop computing `op` can vectorise.
     fn binary_vectorises(self, op: BinOp) -> bool {
@@ -902,7 +902,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let ty = self.scalar(a)?;
         if ty.is_float() {
             let x: FloatValue = self.val(a)?.into_float_value();
-            if let Some(f) = op.kiln_math(ty).filter(|_| l.math_calls() == MathCalls::Kiln) {
+            if let Some(f) = l.math_calls().kiln_func(op, ty) {
                 return self.kiln_math(l, f, x);
             }
             if let Some(name) = op.libm() {

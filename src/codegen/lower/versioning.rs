@@ -242,7 +242,7 @@ fn vectorisation(body: &Body, block: Block, math: MathCalls) -> Option<bool> {
         ok &= match &body.stmt(s).kind {
             StmtKind::Atomic(..) => false,
             StmtKind::Unary(op, a) => body.ty(*a).scalar().is_none_or(|t| {
-                kiln_math |= math == MathCalls::Kiln && op.kiln_math(t).is_some();
+                kiln_math |= math.kiln_func(*op, t).is_some();
                 math.unary_vectorises(*op, t)
             }),
             StmtKind::Binary(op, ..) => math.binary_vectorises(*op),
