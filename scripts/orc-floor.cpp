@@ -11,6 +11,7 @@
 //   orc-floor OBJECT...     load each object into a dylib of its own and
 //                           look up `kiln_task` in it (a warm run's loads)
 //   orc-floor --compile     (WITH_COMPILER) optimise and emit an empty module
+#include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
 #include "llvm/ExecutionEngine/Orc/Core.h"
 #include "llvm/ExecutionEngine/Orc/EHFrameRegistrationPlugin.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
@@ -22,6 +23,11 @@
 
 using namespace llvm;
 using namespace llvm::orc;
+
+// Kiln's out-of-bounds reporter (`kiln_rt_oob`, src/codegen/abi.rs), which
+// an object with bounds checks calls: defined in each dylib as Kiln's JIT
+// defines it, an absolute symbol. A load never calls it.
+extern "C" void kiln_rt_oob(const void *, unsigned, unsigned, unsigned, const long *) {}
 
 #ifdef WITH_COMPILER
 #include "llvm/IR/LLVMContext.h"
@@ -114,6 +120,11 @@ int main(int argc, char **argv) {
       break;
     }
     JD.addGenerator(std::move(*Process));
+    ExecutorSymbolDef Oob(ExecutorAddr::fromPtr(&kiln_rt_oob), JITSymbolFlags::Exported | JITSymbolFlags::Callable);
+    if (Error E = JD.define(absoluteSymbols({{Mangle("kiln_rt_oob"), Oob}}))) {
+      Status = fail(std::move(E));
+      break;
+    }
     auto Buf = MemoryBuffer::getFile(argv[I]);
     if (!Buf) {
       errs() << "orc-floor: cannot read " << argv[I] << ": " << Buf.getError().message() << "\n";

@@ -5,12 +5,14 @@
 //!
 //! Owns: [`TaskContext`], [`ErrorSlot`], [`EntryFn`], the LLVM type of the
 //! context ([`context_type`]), its member positions (`CTX_*`, each checked
-//! at compile time against `offset_of!`) and the error slot's offsets
-//! (`ERR_*`, which are `offset_of!`).
+//! at compile time against `offset_of!`), and the one runtime function objects
+//! call by name: the out-of-bounds reporter ([`OOB_REPORTER`],
+//! [`kiln_rt_oob`], the only writer of an [`ErrorSlot`]), which the JIT
+//! defines in every session ([`RUNTIME_SYMBOLS`]).
 //!
 //! Must never: hold a layout fact that is not checked against the Rust
 //! type it describes; change without the build identity changing (this
-//! file is one of its inputs).
+//! file is one of its inputs); unwind out of the reporter.
 
 use crate::ir::MAX_RANK;
 use inkwell::context::Context;
@@ -55,6 +57,51 @@ pub struct ErrorSlot {
     pub index: [i64; MAX_RANK],
 }
 
+/// The symbol of the out-of-bounds reporter, [`kiln_rt_oob`], which every
+/// object with a bounds check declares and calls on a failed check.
+pub const OOB_REPORTER: &str = "kiln_rt_oob";
+
+/// The reporter's C signature: `void kiln_rt_oob(const TaskContext *ctx,
+/// uint32_t field, uint32_t rank, uint32_t stmt, const int64_t *index)`.
+pub type OobReporterFn = unsafe extern "C" fn(*const TaskContext, u32, u32, u32, *const i64);
+
+/// Reports a failed bounds check of the launch `ctx` belongs to: the
+/// first failure claims its error slot (a compare-and-swap of `state` from
+/// 0 to 1) and writes the field, the rank, the statement and the `rank`
+/// indices at `index` (at most `MAX_RANK` are read); a later failure
+/// changes nothing. One function of the runtime instead of a copy in every
+/// object: each copy was a function for LLVM to optimise and compile in
+/// every task (`docs/performance.md`, "Runs 29–31").
+///
+/// # Safety
+///
+/// `ctx` is the context the running entry received, whose `error` points
+/// to the launch's slot, and `index` holds `rank` readable `i64`s.
+pub unsafe extern "C" fn kiln_rt_oob(ctx: *const TaskContext, field: u32, rank: u32, stmt: u32, index: *const i64) {
+    use std::sync::atomic::Ordering::Relaxed;
+    // SAFETY: the caller's contract; the slot outlives the launch.
+    let slot = unsafe { (*ctx).error };
+    // The state is the slot's only member written by more than one thread;
+    // the rest is written by the winner alone and read after the launch.
+    let state = unsafe { &*std::ptr::addr_of!((*slot).state) };
+    if state.compare_exchange(0, 1, Relaxed, Relaxed).is_err() {
+        return;
+    }
+    let n = (rank as usize).min(MAX_RANK);
+    // SAFETY: `slot` is valid and now this thread's to write; `index`
+    // holds `rank >= n` values.
+    unsafe {
+        std::ptr::addr_of_mut!((*slot).field).write(field);
+        std::ptr::addr_of_mut!((*slot).rank).write(n as u32);
+        std::ptr::addr_of_mut!((*slot).stmt).write(stmt);
+        std::ptr::copy_nonoverlapping(index, std::ptr::addr_of_mut!((*slot).index).cast::<i64>(), n);
+    }
+}
+
+/// The runtime functions the JIT defines in each session for objects to
+/// call, by symbol.
+pub const RUNTIME_SYMBOLS: &[(&str, OobReporterFn)] = &[(OOB_REPORTER, kiln_rt_oob)];
+
 /// Positions of the members of [`TaskContext`] in [`context_type`].
 pub const CTX_FIELDS: u32 = 0;
 pub const CTX_PARAMS: u32 = 1;
@@ -78,11 +125,9 @@ const _: () = {
     assert!(size_of::<TaskContext>() == at(CTX_END + 1));
 };
 
-/// Byte offsets in [`ErrorSlot`] that compiled code stores to.
-pub const ERR_FIELD_OFFSET: u64 = offset_of!(ErrorSlot, field) as u64;
-pub const ERR_RANK_OFFSET: u64 = offset_of!(ErrorSlot, rank) as u64;
-pub const ERR_STMT_OFFSET: u64 = offset_of!(ErrorSlot, stmt) as u64;
-pub const ERR_INDEX_OFFSET: u64 = offset_of!(ErrorSlot, index) as u64;
+/// Compiled code reads the slot's `state` (a function's caller, after a
+/// call that may fail) at the slot's start.
+const _: () = assert!(offset_of!(ErrorSlot, state) == 0);
 
 /// The LLVM type of [`TaskContext`]: `{ ptr, ptr, ptr, i64, i64 }`.
 pub fn context_type(cx: &Context) -> StructType<'_> {
@@ -114,6 +159,24 @@ mod tests {
             assert_eq!(td.offset_of_element(&ty, k), Some(want as u64), "member {k}");
         }
         assert_eq!(td.get_abi_size(&ty), size_of::<TaskContext>() as u64);
-        assert_eq!(ERR_INDEX_OFFSET, 16);
+        assert_eq!(offset_of!(ErrorSlot, index), 16);
+    }
+
+    fn report(ctx: &TaskContext, field: u32, index: &[i64]) {
+        unsafe { kiln_rt_oob(ctx, field, index.len() as u32, 7 + field, index.as_ptr()) }
+    }
+
+    /// The first report claims the slot whole; a later one changes
+    /// nothing.
+    #[test]
+    fn the_first_out_of_bounds_report_wins() {
+        let mut slot = ErrorSlot::default();
+        let ctx =
+            TaskContext { fields: std::ptr::null(), params: std::ptr::null(), error: &mut slot, begin: 0, end: 0 };
+        report(&ctx, 2, &[5, -1]);
+        report(&ctx, 3, &[9]);
+        assert_eq!(slot.state.load(std::sync::atomic::Ordering::Relaxed), 1);
+        assert_eq!((slot.field, slot.rank, slot.stmt), (2, 2, 9));
+        assert_eq!(&slot.index[..3], &[5, -1, 0]);
     }
 }

@@ -46,7 +46,6 @@ use std::collections::HashMap;
 use crate::ir::MAX_RANK;
 
 use super::abi::{self, CTX_BEGIN, CTX_END, CTX_ERROR, CTX_FIELDS, CTX_PARAMS};
-use super::abi::{ERR_FIELD_OFFSET, ERR_INDEX_OFFSET, ERR_RANK_OFFSET, ERR_STMT_OFFSET};
 
 type Result<T> = std::result::Result<T, CodegenError>;
 

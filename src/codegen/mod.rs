@@ -15,6 +15,7 @@
 pub mod abi;
 pub mod backend;
 pub mod bounds;
+mod emitter;
 pub mod lower;
 pub mod sites;
 
@@ -25,10 +26,11 @@ use crate::ir::{Field, Func, Module, Stmt, StmtKind, Stream, StreamIndex, TaskIt
 pub use crate::key::functions::function_meta;
 use crate::key::functions::{record_symbol, FuncPlan};
 use crate::key::Key;
+use emitter::{FileKind, Machine};
 use inkwell::context::Context;
 use inkwell::llvm_sys;
 use inkwell::passes::PassBuilderOptions;
-use inkwell::targets::{self, FileType, RelocMode, Target, TargetMachine, TargetTriple};
+use inkwell::targets::{self, RelocMode, Target, TargetMachine, TargetTriple};
 use inkwell::OptimizationLevel;
 use lower::{FuncUse, Lowering, TaskSource};
 use std::collections::HashMap;
@@ -287,9 +289,9 @@ impl Compiler {
     /// is not shared between threads, and making one costs about 0.3 ms).
     fn with_target_machine<R>(
         &self,
-        f: impl FnOnce(&TargetMachine) -> Result<R, CodegenError>,
+        f: impl FnOnce(&mut Machine) -> Result<R, CodegenError>,
     ) -> Result<R, CodegenError> {
-        type Machines = Vec<((HostTarget, OptLevel, CodeModel), TargetMachine)>;
+        type Machines = Vec<((HostTarget, OptLevel, CodeModel), Machine)>;
         thread_local! {
             static MACHINES: std::cell::RefCell<Machines> = const { std::cell::RefCell::new(Vec::new()) };
         }
@@ -298,11 +300,11 @@ impl Compiler {
             let mut m = m.borrow_mut();
             m.iter().position(|(k, _)| *k == key).map(|i| m.swap_remove(i).1)
         });
-        let tm = match cached {
+        let mut tm = match cached {
             Some(tm) => tm,
-            None => self.make_target_machine()?,
+            None => Machine::new(self.make_target_machine()?),
         };
-        let r = f(&tm);
+        let r = f(&mut tm);
         MACHINES.with(|m| {
             let mut m = m.borrow_mut();
             // A few targets per thread at most (tests switch -O levels).
@@ -354,22 +356,17 @@ impl Compiler {
     }
 
     /// Optimises a lowered module and emits it.
-    fn finish(&self, l: &Lowering<'_, '_>, tm: &TargetMachine, emit: Emit) -> Result<Vec<u8>, CodegenError> {
+    fn finish(&self, l: &Lowering<'_, '_>, m: &mut Machine, emit: Emit) -> Result<Vec<u8>, CodegenError> {
         l.verify()?;
         l.module
-            .run_passes(&self.pipeline(), tm, PassBuilderOptions::create())
+            .run_passes(&self.pipeline(), m.tm(), PassBuilderOptions::create())
             .map_err(|e| CodegenError::new(format!("LLVM optimisation failed: {}", e.to_string_lossy())))?;
         // Before the code generator's loop strength reduction sees them.
         bounds::bound_add_trees(&l.module);
         match emit {
             Emit::LlvmIr => Ok(l.module.print_to_string().to_bytes().to_vec()),
-            Emit::Object | Emit::Assembly => {
-                let ft = if emit == Emit::Object { FileType::Object } else { FileType::Assembly };
-                let buf = tm
-                    .write_to_memory_buffer(&l.module, ft)
-                    .map_err(|e| CodegenError::new(format!("LLVM code generation failed: {}", e.to_string_lossy())))?;
-                Ok(buf.as_slice().to_vec())
-            }
+            Emit::Object => m.emit(&l.module, FileKind::Object),
+            Emit::Assembly => m.emit(&l.module, FileKind::Assembly),
         }
     }
 
@@ -405,17 +402,17 @@ impl Compiler {
         let fields: Vec<&Field> = module.fields().collect();
         let plan = FuncPlan::of(module, &self.config);
         let holds = plan.task_object(&task.body).membership(plan.funcs.len());
-        let bytes = self.with_target_machine(|tm| {
+        let bytes = self.with_target_machine(|m| {
             let cx = Context::create();
             // The LLVM module is named neutrally: a per-task object must
             // not carry the task's name.
-            let mut l = self.prepare(&cx, "kiln.task", tm, fields);
+            let mut l = self.prepare(&cx, "kiln.task", m.tm(), fields);
             l.add_funcs_as(module.funcs(), |f| func_use(&plan, &holds, f))?;
             l.add_task(
                 ENTRY_SYMBOL,
                 &TaskSource { body: &task.body, block: task.body.entry, kind: &task.kind, params: &task.body.params },
             )?;
-            self.finish(&l, tm, emit)
+            self.finish(&l, m, emit)
         })?;
         Ok((bytes, meta))
     }
@@ -436,11 +433,11 @@ impl Compiler {
             CodegenError::new(format!("no function record {key} in the module{}", module_name(module)))
         })?;
         let holds = plan.record_object(i).membership(plan.funcs.len());
-        let bytes = self.with_target_machine(|tm| {
+        let bytes = self.with_target_machine(|m| {
             let cx = Context::create();
-            let mut l = self.prepare(&cx, "kiln.function", tm, Vec::new());
+            let mut l = self.prepare(&cx, "kiln.function", m.tm(), Vec::new());
             l.add_funcs_as(module.funcs(), |f| func_use(&plan, &holds, f))?;
-            self.finish(&l, tm, emit)
+            self.finish(&l, m, emit)
         })?;
         Ok((bytes, function_meta(&plan.funcs[i])))
     }
@@ -463,9 +460,9 @@ impl Compiler {
         emit: Emit,
     ) -> Result<(Vec<u8>, Vec<LaunchMeta>), CodegenError> {
         let plan = KernelPlan::of(stream, kernel)?;
-        self.with_target_machine(|tm| {
+        self.with_target_machine(|m| {
             let cx = Context::create();
-            let mut l = self.prepare(&cx, "kiln.kernel", tm, plan.fields.clone());
+            let mut l = self.prepare(&cx, "kiln.kernel", m.tm(), plan.fields.clone());
             l.add_funcs(plan.launched.iter().flat_map(|(m, _)| m.funcs()))?;
             for (task, sym) in &plan.entries {
                 let source = TaskSource {
@@ -476,7 +473,7 @@ impl Compiler {
                 };
                 l.add_task(sym, &source)?;
             }
-            Ok((self.finish(&l, tm, emit)?, plan.launches))
+            Ok((self.finish(&l, m, emit)?, plan.launches))
         })
     }
 }

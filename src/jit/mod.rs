@@ -79,6 +79,46 @@ fn take_error(e: LLVMErrorRef) -> String {
     }
 }
 
+/// `symbol` as this host's object format spells a C symbol.
+fn mangle(prefix: libc::c_char, symbol: &str) -> String {
+    match prefix {
+        0 => symbol.to_string(),
+        p => format!("{}{symbol}", p as u8 as char),
+    }
+}
+
+/// Defines the runtime's functions that objects call by name
+/// (`abi::RUNTIME_SYMBOLS`) in the session's process dylib, at their
+/// addresses in this process: found from every dylib, as libm is, and not
+/// exported from the executable.
+fn define_runtime(inner: &JitInner) -> Result<(), JitError> {
+    let flags = || LLVMJITSymbolFlags {
+        GenericFlags: LLVMJITSymbolGenericFlags::LLVMJITSymbolGenericFlagsExported as u8
+            | LLVMJITSymbolGenericFlags::LLVMJITSymbolGenericFlagsCallable as u8,
+        TargetFlags: 0,
+    };
+    let mut pairs = Vec::new();
+    for &(name, f) in crate::codegen::abi::RUNTIME_SYMBOLS {
+        let c = CString::new(mangle(inner.prefix, name)).expect("runtime symbols have no NUL");
+        // The interned name is retained for the pair, which the
+        // materialisation unit takes.
+        let name = unsafe { LLVMOrcExecutionSessionIntern(inner.es, c.as_ptr()) };
+        pairs.push(LLVMOrcCSymbolMapPair {
+            Name: name,
+            Sym: LLVMJITEvaluatedSymbol { Address: f as usize as u64, Flags: flags() },
+        });
+    }
+    let e = unsafe {
+        let mu = LLVMOrcAbsoluteSymbols(pairs.as_mut_ptr(), pairs.len());
+        LLVMOrcJITDylibDefine(inner.process, mu)
+    };
+    if e.is_null() {
+        Ok(())
+    } else {
+        Err(JitError::new(JitErrorKind::Setup, take_error(e)))
+    }
+}
+
 /// Process-wide, so dylib names stay unique even across several [`Jit`]s.
 static DYLIB_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -252,6 +292,7 @@ impl Jit {
             LLVMOrcExecutionSessionSetErrorReporter(es, report_error, &*reported as *const _ as *mut c_void);
         }
         let inner = Arc::new(JitInner { session, es, layer, process, reported, prefix });
+        define_runtime(&inner)?;
         Ok(Jit { inner, functions: Arc::default() })
     }
 
@@ -392,11 +433,7 @@ impl Jit {
             if distinct.contains_key(s) {
                 continue;
             }
-            let mangled = match inner.prefix {
-                0 => s.to_string(),
-                p => format!("{}{s}", p as u8 as char),
-            };
-            let c = CString::new(mangled)
+            let c = CString::new(mangle(inner.prefix, s))
                 .map_err(|_| JitError::new(JitErrorKind::Link, format!("bad symbol name {s:?}")))?;
             distinct.insert(s, names.len());
             names.push(unsafe { LLVMOrcExecutionSessionIntern(inner.es, c.as_ptr()) });

@@ -1,8 +1,9 @@
 //! Field accesses: the address of an element behind its bounds check,
-//! loads, stores and atomics, and the cold reporter a failed check calls.
+//! loads, stores and atomics, and the call of the runtime's reporter
+//! (`abi::kiln_rt_oob`) a failed check makes.
 //!
 //! Owns: the bounds check of one access (the indices against the field's
-//! shape, the error slot's fields written once by the first failure), the
+//! shape, the reporter's declaration and its arguments), the
 //! element's memory form (`i1` as a byte) and the alias facts an access
 //! carries (`alias.scope`/`noalias`: distinct fields never overlap).
 //!
@@ -11,7 +12,7 @@
 //! that two accesses of the same field do not alias.
 
 use super::{bug, fx_int_ty, FnCx, Lowering, Result, MAX_RANK};
-use super::{CTX_ERROR, ERR_FIELD_OFFSET, ERR_INDEX_OFFSET, ERR_RANK_OFFSET, ERR_STMT_OFFSET};
+use crate::codegen::abi::OOB_REPORTER;
 use crate::codegen::CodegenError;
 use crate::ir::{AtomicOp, Scalar, Value};
 use inkwell::attributes::AttributeLoc;
@@ -25,9 +26,10 @@ use inkwell::values::{
 use inkwell::{AddressSpace, AtomicOrdering, IntPredicate};
 
 impl<'a, 'ctx> Lowering<'a, 'ctx> {
-    /// The private, cold reporter of an out-of-bounds access: the first
-    /// error claims the slot (compare-and-swap of its state), later ones
-    /// are dropped.
+    /// The runtime's out-of-bounds reporter ([`OOB_REPORTER`]), declared:
+    /// the first error claims the slot (compare-and-swap of its state),
+    /// later ones are dropped (`abi::kiln_rt_oob`). Cold, and in LLVM's
+    /// eyes a function that returns, unwinds never and frees nothing.
     pub(super) fn oob_fn(&mut self) -> Result<FunctionValue<'ctx>> {
         if let Some(f) = self.oob {
             return Ok(f);
@@ -35,46 +37,15 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         let cx = self.cx;
         let ptr = cx.ptr_type(AddressSpace::default());
         let i32t = cx.i32_type();
-        let i64t = cx.i64_type();
         // (context, field, rank, statement, the rank indices in memory):
         // an index array rather than MAX_RANK arguments, since every call
         // site's argument set-up is compile time (cold compile) and most
         // accesses have one or two indices.
         let params: Vec<BasicMetadataTypeEnum> = vec![ptr.into(), i32t.into(), i32t.into(), i32t.into(), ptr.into()];
-        let f = self.module.add_function("kiln.oob", cx.void_type().fn_type(&params, false), Some(Linkage::Private));
-        self.set_fn_attrs(f);
-        f.add_attribute(AttributeLoc::Function, self.enum_attr("cold"));
-        f.add_attribute(AttributeLoc::Function, self.enum_attr("noinline"));
-        let b = cx.create_builder();
-        let entry = cx.append_basic_block(f, "entry");
-        let claim = cx.append_basic_block(f, "claim");
-        let done = cx.append_basic_block(f, "done");
-        b.position_at_end(entry);
-        let ctx = f.get_nth_param(0).unwrap().into_pointer_value();
-        let slot_pp = b.build_struct_gep(self.ctx_ty, ctx, CTX_ERROR, "err.pp")?;
-        let slot = b.build_load(ptr, slot_pp, "err")?.into_pointer_value();
-        let r = b.build_cmpxchg(
-            slot,
-            i32t.const_zero(),
-            i32t.const_int(1, false),
-            AtomicOrdering::Monotonic,
-            AtomicOrdering::Monotonic,
-        )?;
-        let won = b.build_extract_value(r, 1, "won")?.into_int_value();
-        b.build_conditional_branch(won, claim, done)?;
-        b.position_at_end(claim);
-        let i8t = cx.i8_type();
-        let at = |off: u64| unsafe { b.build_in_bounds_gep(i8t, slot, &[i64t.const_int(off, false)], "") };
-        b.build_store(at(ERR_FIELD_OFFSET)?, f.get_nth_param(1).unwrap())?;
-        b.build_store(at(ERR_RANK_OFFSET)?, f.get_nth_param(2).unwrap())?;
-        b.build_store(at(ERR_STMT_OFFSET)?, f.get_nth_param(3).unwrap())?;
-        let rank = f.get_nth_param(2).unwrap().into_int_value();
-        let bytes = b.build_int_mul(b.build_int_z_extend(rank, i64t, "")?, i64t.const_int(8, false), "")?;
-        let index = f.get_nth_param(4).unwrap().into_pointer_value();
-        b.build_memcpy(at(ERR_INDEX_OFFSET)?, 8, index, 8, bytes).map_err(|e| bug(e.to_string()))?;
-        b.build_unconditional_branch(done)?;
-        b.position_at_end(done);
-        b.build_return(None)?;
+        let f = self.module.add_function(OOB_REPORTER, cx.void_type().fn_type(&params, false), Some(Linkage::External));
+        for attr in ["cold", "nounwind", "nofree", "norecurse", "willreturn"] {
+            f.add_attribute(AttributeLoc::Function, self.enum_attr(attr));
+        }
         self.oob = Some(f);
         Ok(f)
     }
