@@ -21,7 +21,9 @@
 #     that one too: the ratio the cold-compile target is about;
 #     with CALLGRIND=1, also the instructions LLVM executes in that compile
 #     (valgrind's callgrind, counting inside LLVMRunPasses and the object's
-#     emission only): a figure the machine's load does not move.
+#     emission only: LLVMTargetMachineEmitToMemoryBuffer before 7c2d86b,
+#     then Kiln's own emitter, src/codegen/emitter.cpp, its pipeline's
+#     building counted too): a figure the machine's load does not move.
 # Each figure is the median of REPEATS processes. Ratios are to the C of
 # the same mode: default and Quadrants off to C without -ffast-math,
 # --fast-math and Quadrants on to C with it.
@@ -105,6 +107,7 @@ llvm_minstr() {
   local dir=$1; shift
   valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.out" --collect-atstart=no \
     --toggle-collect=LLVMRunPasses --toggle-collect=LLVMTargetMachineEmitToMemoryBuffer \
+    --toggle-collect=kiln_emitter_create --toggle-collect=kiln_emitter_run \
     "$dir/kiln-compile" testdata/ten_tasks.kir -O2 -q -o "$WORK/objs/" "$@" >/dev/null 2>&1
   awk '/^totals:/ { print $2 / 1e6 }' "$WORK/callgrind.out"
 }
