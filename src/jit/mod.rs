@@ -3,8 +3,10 @@
 //!
 //! Owns: the [`Jit`] (an ORC execution session over this process with
 //! JITLink's object layer, made by `src/jit/orc_session.cpp`; the process's
-//! symbols, libm included, in one dylib of the session, last in every
-//! loaded dylib's link order), [`Jit::load_task`] / [`Jit::load_kernel`]
+//! symbols, libm included, and the runtime functions objects call by name
+//! (`codegen::abi::RUNTIME_SYMBOLS`, defined at their addresses), in one
+//! dylib of the session, last in every loaded dylib's link order),
+//! [`Jit::load_task`] / [`Jit::load_kernel`]
 //! (add an object to a uniquely named dylib and look its entry symbols up
 //! at once, so a damaged or unlinkable object is an error value right
 //! there), the runtime that launches a loaded task ([`runtime`]) and the
