@@ -285,8 +285,9 @@ impl Compiler {
     }
 
     /// Runs `f` with this thread's target machine for this compiler's
-    /// target and configuration (made once per thread: a target machine
-    /// is not shared between threads, and making one costs about 0.3 ms).
+    /// target and configuration, and the code generator's pipelines built
+    /// for it ([`Machine`]; made once per thread: a target machine is not
+    /// shared between threads, and making one costs about 0.3 ms).
     fn with_target_machine<R>(
         &self,
         f: impl FnOnce(&mut Machine) -> Result<R, CodegenError>,
@@ -300,18 +301,18 @@ impl Compiler {
             let mut m = m.borrow_mut();
             m.iter().position(|(k, _)| *k == key).map(|i| m.swap_remove(i).1)
         });
-        let mut tm = match cached {
-            Some(tm) => tm,
+        let mut machine = match cached {
+            Some(m) => m,
             None => Machine::new(self.make_target_machine()?),
         };
-        let r = f(&mut tm);
+        let r = f(&mut machine);
         MACHINES.with(|m| {
             let mut m = m.borrow_mut();
             // A few targets per thread at most (tests switch -O levels).
             if m.len() >= 8 {
                 m.remove(0);
             }
-            m.push((key, tm));
+            m.push((key, machine));
         });
         r
     }

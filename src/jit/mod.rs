@@ -81,11 +81,18 @@ fn take_error(e: LLVMErrorRef) -> String {
     }
 }
 
-/// `symbol` as this host's object format spells a C symbol.
-fn mangle(prefix: libc::c_char, symbol: &str) -> String {
-    match prefix {
-        0 => symbol.to_string(),
-        p => format!("{}{symbol}", p as u8 as char),
+impl JitInner {
+    /// The session's interned name of the C symbol `symbol`, as this
+    /// host's object format spells it (retained: the caller hands it on
+    /// or releases it); an error for a name with a NUL.
+    fn intern(&self, symbol: &str) -> Result<LLVMOrcSymbolStringPoolEntryRef, JitError> {
+        let mangled = match self.prefix {
+            0 => symbol.to_string(),
+            p => format!("{}{symbol}", p as u8 as char),
+        };
+        let c = CString::new(mangled)
+            .map_err(|_| JitError::new(JitErrorKind::Link, format!("bad symbol name {symbol:?}")))?;
+        Ok(unsafe { LLVMOrcExecutionSessionIntern(self.es, c.as_ptr()) })
     }
 }
 
@@ -101,10 +108,9 @@ fn define_runtime(inner: &JitInner) -> Result<(), JitError> {
     };
     let mut pairs = Vec::new();
     for &(name, f) in crate::codegen::abi::RUNTIME_SYMBOLS {
-        let c = CString::new(mangle(inner.prefix, name)).expect("runtime symbols have no NUL");
         // The interned name is retained for the pair, which the
         // materialisation unit takes.
-        let name = unsafe { LLVMOrcExecutionSessionIntern(inner.es, c.as_ptr()) };
+        let name = inner.intern(name)?;
         pairs.push(LLVMOrcCSymbolMapPair {
             Name: name,
             Sym: LLVMJITEvaluatedSymbol { Address: f as usize as u64, Flags: flags() },
@@ -435,10 +441,9 @@ impl Jit {
             if distinct.contains_key(s) {
                 continue;
             }
-            let c = CString::new(mangle(inner.prefix, s))
-                .map_err(|_| JitError::new(JitErrorKind::Link, format!("bad symbol name {s:?}")))?;
+            let name = inner.intern(s)?;
             distinct.insert(s, names.len());
-            names.push(unsafe { LLVMOrcExecutionSessionIntern(inner.es, c.as_ptr()) });
+            names.push(name);
         }
         let mut set: Vec<LLVMOrcCLookupSetElement> = names
             .iter()
