@@ -507,24 +507,16 @@ impl Module<'_> {
                 def(b, ty, Some(lit));
             }
             Kind::ArgLoad(i) => {
-                let Some(Some((name, pty))) = kc.params.get(*i as usize) else {
-                    let args = self.table.kernels.get(&kc.k.python_name).map(|a| a.args.as_slice()).unwrap_or(&[]);
-                    if let Some(a) = args.get(*i as usize) {
-                        if a.kind == "scalar" {
-                            return Err(stmt_scalar(&a.dtype, s).err().unwrap_or_else(|| {
-                                located(format!("argument {i} ('{}') cannot be a parameter", a.name), s)
-                            }));
-                        }
-                        return Err(refused_stmt(format!("argument '{}' of kind {}", a.name, a.kind), s)
-                            .with_why("KIR parameters are scalars (templates and structs are not imported)"));
+                let j = self.runtime_arg(kc, *i, s)?;
+                let Some(Some((name, pty))) = kc.params.get(j) else {
+                    let a = &self.args_of(kc)[j];
+                    if a.kind == "scalar" {
+                        return Err(stmt_scalar(&a.dtype, s).err().unwrap_or_else(|| {
+                            located(format!("argument {i} ('{}') cannot be a parameter", a.name), s)
+                        }));
                     }
-                    return Err(located(
-                        format!(
-                            "argument {i} of kernel '{}' is not a scalar argument of the field table",
-                            kc.k.python_name
-                        ),
-                        s,
-                    ));
+                    return Err(refused_stmt(format!("argument '{}' of kind {}", a.name, a.kind), s)
+                        .with_why("KIR parameters are scalars (templates and structs are not imported)"));
                 };
                 if ty.is_some_and(|t| t != *pty) {
                     return Err(located(
@@ -748,22 +740,44 @@ impl Module<'_> {
         Ok(())
     }
 
+    /// The kernel's Python arguments as the field table lists them.
+    fn args_of(&self, kc: &Kernel) -> &[table::Arg] {
+        self.table.kernels.get(&kc.k.python_name).map(|a| a.args.as_slice()).unwrap_or(&[])
+    }
+
+    /// The index in [`Module::args_of`] of the Python argument behind
+    /// Quadrants' runtime parameter `i` (its numbering skips template
+    /// arguments and flattens dataclasses: the table records it); a part
+    /// of an argument is refused by name, an unknown number is an error.
+    fn runtime_arg(&self, kc: &Kernel, i: u32, s: &Stmt) -> Result<usize, Error> {
+        let Some(args) = self.table.kernels.get(&kc.k.python_name) else {
+            return Err(located(format!("kernel '{}' has no arguments in the field table", kc.k.python_name), s));
+        };
+        match args.slot(i).map_err(|m| located(m, s))? {
+            table::Slot::Arg(j) => Ok(j),
+            table::Slot::Part(p) => Err(refused_stmt(format!("argument {i} ('{}', part of an argument)", p.name), s)
+                .with_why("a member of a dataclass or an ndarray inside a template argument is not imported yet")),
+            table::Slot::None => Err(located(
+                format!("argument {i} of kernel '{}' is not in the field table", kc.k.python_name),
+                s,
+            )),
+        }
+    }
+
     /// The field of ndarray argument `i`: (name, element type, shape).
     fn ndarray(&mut self, kc: &mut Kernel, i: u32, s: &Stmt) -> Result<(String, Scalar, Vec<u64>), Error> {
         if let Some(f) = kc.ndarrays.get(&i) {
             return Ok(f.clone());
         }
-        let args = self.table.kernels.get(&kc.k.python_name).map(|a| a.args.as_slice()).unwrap_or(&[]);
-        let Some(a) = args.get(i as usize) else {
-            return Err(located(format!("argument {i} of kernel '{}' is not in the field table", kc.k.python_name), s));
-        };
+        let j = self.runtime_arg(kc, i, s)?;
+        let a = &self.args_of(kc)[j];
         if a.kind != "ndarray" {
             return Err(located(format!("argument {i} ('{}') is a {}, not an ndarray", a.name, a.kind), s));
         }
         let elem = stmt_scalar(&a.dtype, s)?;
         check_shape(&a.name, &a.shape).map_err(|m| located(m, s))?;
-        let name = self.names.unique(&format!("{}.{}", kc.k.kir_name, sanitize(&a.name)));
-        let f = (name, elem, a.shape.clone());
+        let (wanted, shape) = (format!("{}.{}", kc.k.kir_name, sanitize(&a.name)), a.shape.clone());
+        let f = (self.names.unique(&wanted), elem, shape);
         kc.ndarrays.insert(i, f.clone());
         Ok(f)
     }

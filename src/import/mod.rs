@@ -26,7 +26,7 @@ pub mod table;
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::Stream;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The stage imported when none is named: the dump the printer labels
 /// `Start offload_to_executable`, the first in task form and the last
@@ -84,6 +84,36 @@ fn python_name_of(quadrants_name: &str) -> &str {
     }
 }
 
+/// An error when dump `this` repeats dump `last` of the same compilation:
+/// in a log that prints the kernel's later stages, when none came between
+/// them (`later`); in a log of that stage alone, when the two are the same
+/// text, Python locations included (only an edit or a join makes that).
+fn repeated_dump(scanned: &log::Log, last: usize, this: usize, staged: bool, later: Option<&bool>) -> Result<(), Diagnostic> {
+    let body = |d: &log::Dump| d.body.map(|(a, b)| scanned.lines[a..=b].iter().map(|l| l.text));
+    let (a, b) = (&scanned.dumps[last], &scanned.dumps[this]);
+    let repeated = if staged {
+        later != Some(&true)
+    } else {
+        match (body(a), body(b)) {
+            (Some(x), Some(y)) => x.eq(y),
+            _ => false,
+        }
+    };
+    if !repeated {
+        return Ok(());
+    }
+    let why = if staged { "with none of its later pass stages between them" } else { "word for word" };
+    Err(Diagnostic::error(
+        format!(
+            "the dump of kernel '{}' ({}) repeats the one at line {} {why}: a real log prints each task once (is the log edited or joined?)",
+            b.kernel,
+            b.label,
+            scanned.lines[a.header].number
+        ),
+        scanned.lines[b.header].span(),
+    ))
+}
+
 /// Imports the kernels of `log` at `stage` with the field table `table`.
 ///
 /// When the table names kernels, only those are imported (a log of one
@@ -106,13 +136,28 @@ pub fn import(log_text: &str, table_text: &str, stage: &str) -> Result<Imported,
     let mut instances: Vec<Instance> = Vec::new();
     let mut current: HashMap<&str, usize> = HashMap::new();
     let mut previous: Option<&str> = None;
+    // Whether the log prints a kernel's later stages (a full log, or a
+    // capture's, which keeps their headers), and whether one came since
+    // the kernel's last dump of the stage: each task's dump is followed
+    // by its own later stages, so two with none between them is a dump
+    // repeated, which would run the task twice.
+    let staged: HashSet<&str> =
+        scanned.dumps.iter().filter(|d| !wanted(&d.label)).map(|d| d.kernel.as_str()).collect();
+    let mut later_stage: HashMap<&str, bool> = HashMap::new();
     for (i, d) in scanned.dumps.iter().enumerate() {
         if d.label == "Initial IR" {
             current.remove(d.kernel.as_str());
         }
         if !wanted(&d.label) {
+            later_stage.insert(d.kernel.as_str(), true);
             continue;
         }
+        if let Some(&k) = current.get(d.kernel.as_str()).filter(|_| previous == Some(d.kernel.as_str())) {
+            let last = *instances[k].dumps.last().expect("an instance has a dump");
+            repeated_dump(&scanned, last, i, staged.contains(d.kernel.as_str()), later_stage.get(d.kernel.as_str()))
+                .map_err(ImportError::Log)?;
+        }
+        later_stage.insert(d.kernel.as_str(), false);
         // A kernel's tasks compile one after the other: its dumps after
         // another kernel's are another compilation.
         if previous.is_some_and(|p| p != d.kernel) {
@@ -334,7 +379,8 @@ mod tests {
         let other = one.replace("k_c1_0", "j_c2_0");
         let table = TABLE.replace("\"saxpy\"", "\"k\"").replace("}}}", "}, \"j\": {\"args\": []}}}");
         // Two tasks of one compilation, then another kernel: fine.
-        import(&format!("{one}{one}{other}"), &table, DEFAULT_STAGE).expect("imports");
+        let second = one.replace("body {\n  }", "body {\n    <i32> $1 = const 1\n  }");
+        import(&format!("{one}{second}{other}"), &table, DEFAULT_STAGE).expect("imports");
         // The same compilation after another kernel's: joined twice.
         match import(&format!("{one}{other}{one}"), &table, DEFAULT_STAGE) {
             Err(ImportError::Log(d)) => {
@@ -342,6 +388,24 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_repeated_dump_is_an_error_not_a_task_run_twice() {
+        let h = header("k_c1_0");
+        let table = TABLE.replace("\"saxpy\"", "\"k\"");
+        let dump = format!("{h}kernel {{\n  $0 = offloaded  \n  body {{\n    <i32> $1 = const 1\n  }}\n}}\n");
+        let later = h.replace("Start offload_to_executable", "Detect read-only accesses");
+        // A log of the stage alone: the same text twice is a repeat.
+        let e = import(&format!("{dump}{dump}"), &table, DEFAULT_STAGE).expect_err("repeated");
+        let ImportError::Log(d) = e else { panic!("{e:?}") };
+        assert!(d.message.contains("repeats the one at line 1 word for word"), "{}", d.message);
+        // A log with later stages: two tasks alike, each with its own.
+        import(&format!("{dump}{later}{dump}{later}"), &table, DEFAULT_STAGE).expect("two tasks alike");
+        // ... and a dump with no later stage after it, repeated.
+        let e = import(&format!("{dump}{later}{dump}{dump}{later}"), &table, DEFAULT_STAGE).expect_err("repeated");
+        let ImportError::Log(d) = e else { panic!("{e:?}") };
+        assert!(d.message.contains("repeats the one at line 9 with none of its later pass stages"), "{}", d.message);
     }
 
     #[test]

@@ -53,10 +53,69 @@ pub struct Field {
     pub init: Option<u32>,
 }
 
-/// A kernel's arguments, in the order `argload[i]` numbers them.
+/// A kernel's arguments, in the Python signature's order, and the runtime
+/// parameters Quadrants numbered them as.
 #[derive(Debug, Deserialize)]
 pub struct KernelArgs {
     pub args: Vec<Arg>,
+    /// Quadrants' runtime parameters in its own numbering, the one
+    /// `argload[i]` and `argaddr[i]` count (template arguments have none, a
+    /// dataclass one per member), as the capture saw Quadrants declare
+    /// them. Absent in tables from captures before it was recorded.
+    #[serde(default)]
+    pub params: Option<Vec<Param>>,
+}
+
+/// One runtime parameter as Quadrants declared it.
+#[derive(Debug, Deserialize, PartialEq)]
+pub struct Param {
+    /// Quadrants' number for it.
+    pub id: u32,
+    /// The name Quadrants declared it under.
+    pub name: String,
+    /// `scalar`, `ndarray`, `pointer` or `array`.
+    pub kind: String,
+    /// The Python argument it is, whole; absent for a part of one (a
+    /// dataclass member, an ndarray reached through a template).
+    #[serde(default)]
+    pub arg: Option<String>,
+}
+
+/// Where a runtime parameter's value comes from.
+#[derive(Debug, PartialEq)]
+pub enum Slot<'t> {
+    /// The Python argument at this index of [`KernelArgs::args`].
+    Arg(usize),
+    /// A part of a Python argument that the table cannot bind to one
+    /// argument: the parameter as Quadrants declared it.
+    Part(&'t Param),
+    /// No parameter of this number.
+    None,
+}
+
+impl KernelArgs {
+    /// The value behind Quadrants' runtime parameter `id`. Without a
+    /// recorded numbering, the arguments count as numbered in order only
+    /// when every one is a scalar or an ndarray (so none can have been
+    /// skipped or flattened); otherwise the numbering is unknown and
+    /// `Err` says so, rather than a guess.
+    pub fn slot(&self, id: u32) -> Result<Slot<'_>, String> {
+        let Some(params) = &self.params else {
+            if let Some(a) = self.args.iter().find(|a| a.kind != "scalar" && a.kind != "ndarray") {
+                return Err(format!(
+                    "the field table does not record how Quadrants numbered the kernel's arguments, and \
+                     argument '{}' ({}) may have shifted them; capture the program again",
+                    a.name, a.kind
+                ));
+            }
+            return Ok(if (id as usize) < self.args.len() { Slot::Arg(id as usize) } else { Slot::None });
+        };
+        let Some(p) = params.iter().find(|p| p.id == id) else { return Ok(Slot::None) };
+        match p.arg.as_deref().and_then(|n| self.args.iter().position(|a| a.name == n)) {
+            Some(i) => Ok(Slot::Arg(i)),
+            None => Ok(Slot::Part(p)),
+        }
+    }
 }
 
 /// One argument.
@@ -130,6 +189,43 @@ mod tests {
         .expect("parses");
         assert_eq!(t.fields[0].place, 2);
         assert_eq!(t.kernels["saxpy"].args[1].shape, vec![16]);
+    }
+
+    fn args_of(json: &str) -> KernelArgs {
+        let t = parse(&format!(r#"{{"quadrants": "1.3.3", "kernels": {{"k": {json}}}}}"#)).expect("parses");
+        t.kernels.into_values().next().expect("one kernel")
+    }
+
+    #[test]
+    fn a_recorded_numbering_skips_templates_and_binds_ndarrays_by_name() {
+        let k = args_of(
+            r#"{"args": [{"name": "t", "kind": "other"}, {"name": "b", "kind": "scalar", "dtype": "i32"},
+                         {"name": "a", "kind": "ndarray", "dtype": "f32", "shape": [4]},
+                         {"name": "c", "kind": "scalar", "dtype": "i32"}],
+                "params": [{"id": 0, "name": "b", "kind": "scalar", "arg": "b"},
+                           {"id": 1, "name": "_a", "kind": "ndarray", "arg": "a"},
+                           {"id": 2, "name": "c", "kind": "scalar", "arg": "c"},
+                           {"id": 3, "name": "__qd_cfg__qd_dt", "kind": "scalar"}]}"#,
+        );
+        assert_eq!(k.slot(0), Ok(Slot::Arg(1)));
+        assert_eq!(k.slot(1), Ok(Slot::Arg(2)));
+        assert_eq!(k.slot(2), Ok(Slot::Arg(3)), "not the 'b' at index 2 of the signature");
+        assert!(matches!(k.slot(3), Ok(Slot::Part(p)) if p.name == "__qd_cfg__qd_dt"));
+        assert_eq!(k.slot(4), Ok(Slot::None));
+    }
+
+    #[test]
+    fn without_a_numbering_only_plain_signatures_are_numbered_in_order() {
+        let plain = args_of(
+            r#"{"args": [{"name": "b", "kind": "scalar", "dtype": "i32"}, {"name": "a", "kind": "ndarray", "dtype": "f32"}]}"#,
+        );
+        assert_eq!(plain.slot(1), Ok(Slot::Arg(1)));
+        assert_eq!(plain.slot(2), Ok(Slot::None));
+        let templated = args_of(
+            r#"{"args": [{"name": "t", "kind": "other"}, {"name": "b", "kind": "scalar", "dtype": "i32"}]}"#,
+        );
+        let e = templated.slot(0).expect_err("unknown numbering");
+        assert!(e.contains("argument 't' (other) may have shifted them"), "{e}");
     }
 
     #[test]

@@ -122,7 +122,8 @@ def split_stages(text: str) -> list[dict[str, Any]]:
 
 
 def offload_dumps(text: str, root: str | os.PathLike | None = None) -> str:
-    """The ``Start offload_to_executable:`` dumps of a log (one per task), label lines kept.
+    """The ``Start offload_to_executable:`` dumps of a log (one per task), label lines kept,
+    each followed by the header of its task's next stage (without its dump).
 
     Python file names under ``root`` (the working directory by default) are
     written relative to it, so that a capture does not depend on where the
@@ -130,9 +131,17 @@ def offload_dumps(text: str, root: str | os.PathLike | None = None) -> str:
     """
     prefix = str(Path(root if root is not None else Path.cwd()).resolve()) + os.sep
     parts = []
+    after: set[str] = set()  # kernels whose last dump kept was of the stage
     for d in split_stages(text):
         if d["stage"] == OFFLOAD_STAGE:
             parts.append(f"[{d['kernel']}] {d['stage']}:\n" + "\n".join(d["lines"]) + "\n")
+            after.add(d["kernel"])
+        elif d["kernel"] in after:
+            # The next stage's header alone: the evidence that the dump
+            # before it is one task's, so kiln-import can tell a task
+            # printed once from a dump repeated.
+            parts.append(f"[{d['kernel']}] {d['stage']}:\n")
+            after.discard(d["kernel"])
     return "".join(parts).replace(f'File "{prefix}', 'File "')
 
 
@@ -140,6 +149,13 @@ def _dtype_name(dt: Any) -> str:
     """Quadrants' spelling of a primitive type (``f32``, ``i64``, ``u8``)."""
     s = str(dt)
     return s.rsplit(".", 1)[-1]
+
+
+def _stable_repr(v: Any) -> str:
+    """``repr(v)``, or its type's name where the repr holds an address
+    (``<... object at 0x...>``), so a capture is the same run after run."""
+    r = repr(v)
+    return type(v).__name__ if " at 0x" in r else r
 
 
 def _safe(name: str) -> str:
@@ -168,6 +184,11 @@ class Capture:
     seen: dict[tuple[int, int], dict[str, Any]] = dc_field(default_factory=dict)  # (generation, place) -> entry
     # id(field member Expr) -> (the Expr, kept alive so that ids stay unique; generation)
     member_gen: dict[int, tuple[Any, int]] = dc_field(default_factory=dict)
+    # The runtime parameters Quadrants declares while it compiles a kernel,
+    # in its own numbering (what argload[i] and argaddr[i] count); each
+    # compile pass ends at finalize_params, which moves them to `params`.
+    declaring: list[dict[str, Any]] = dc_field(default_factory=list)
+    params: list[dict[str, Any]] | None = None
 
     # -- the program's fields ---------------------------------------------
 
@@ -298,7 +319,7 @@ class Capture:
                 schema.append({"name": m.name, "kind": "scalar", "dtype": dt})
                 values[m.name] = {"kind": "scalar", "dtype": dt, "value": _jsonable(v)}
             else:
-                schema.append({"name": m.name, "kind": "other", "annotation": repr(ann)})
+                schema.append({"name": m.name, "kind": "other", "annotation": _stable_repr(ann)})
                 values[m.name] = {"kind": "other", "repr": repr(v)}
         return schema, values, nds
 
@@ -316,6 +337,7 @@ class Capture:
             try:
                 n = len(cap.calls)
                 tag = f"{n:03d}-{_safe(name)}"
+                cap.declaring, cap.params = [], None
                 schema, argvals, nds = cap._describe_args(kernel, args, kwargs)
                 fields = cap.fields()
                 before = cap._snapshot(fields, nds, tag, "before")
@@ -367,6 +389,8 @@ class Capture:
                     if name not in cap.kernels:
                         rets = getattr(kernel, "return_type", None) or ()
                         cap.kernels[name] = {"args": schema}
+                    if compiled and cap.params is not None and "params" not in cap.kernels[name]:
+                        cap.kernels[name]["params"] = _bind_params(cap.params, schema)
                         if rets:
                             cap.kernels[name]["returns"] = [_dtype_name(r) for r in rets]
                 fields = cap.fields()
@@ -408,11 +432,44 @@ class Capture:
             return made
 
         impl.create_field_member = create_field_member
+        self.patch_params()
         for mod in (qd, misc, importlib.import_module("quadrants.lang")):
             if getattr(mod, "init", None) is orig_init:
                 mod.init = init
         if not getattr(kmod.Kernel.__call__, "_kiln_wrapped", False):
             kmod.Kernel.__call__ = self.wrap_call(kmod.Kernel.__call__)
+
+    def patch_params(self) -> None:
+        """Records each runtime parameter Quadrants declares as it compiles
+        a kernel, with the number it gave it: the numbering skips template
+        arguments and flattens dataclasses, so only Quadrants knows it."""
+        core = importlib.import_module("quadrants._lib.core.quadrants_python")
+        kcls = core.KernelCxx
+        if getattr(kcls, "_kiln_params", False):
+            return
+        cap = self
+
+        def record(kind: str, orig: Any) -> Any:
+            def declare(this: Any, *args: Any, **kwargs: Any) -> Any:
+                ids = orig(this, *args, **kwargs)
+                name = args[2] if kind == "ndarray" else args[1]
+                number = ids[0] if isinstance(ids, (list, tuple)) and len(ids) == 1 else ids
+                cap.declaring.append({"id": number, "name": name, "kind": kind})
+                return ids
+
+            return declare
+
+        for meth, kind in PARAM_KINDS.items():
+            if hasattr(kcls, meth):
+                setattr(kcls, meth, record(kind, getattr(kcls, meth)))
+        orig_finalize = kcls.finalize_params
+
+        def finalize_params(this: Any, *args: Any, **kwargs: Any) -> Any:
+            cap.params, cap.declaring = cap.declaring, []
+            return orig_finalize(this, *args, **kwargs)
+
+        kcls.finalize_params = finalize_params
+        kcls._kiln_params = True
 
     # -- outputs ----------------------------------------------------------
 
@@ -458,6 +515,7 @@ def _dump_table(table: dict[str, Any]) -> str:
     ks = list(table["kernels"].items())
     for i, (name, k) in enumerate(ks):
         rets = f', "returns": {one(k["returns"])}' if "returns" in k else ""
+        rets += f', "params": {one(k["params"])}' if "params" in k else ""
         lines.append(f"  {one(name)}: {{\"args\": [")
         args = [f"   {one(a)}," for a in k["args"]]
         if args:
@@ -543,6 +601,33 @@ def _print_program_traceback(e: BaseException, program: Path) -> None:
     while t is not None and str(Path(t.tb_frame.f_code.co_filename).resolve()) != target:
         t = t.tb_next
     traceback.print_exception(type(e), e, t if t is not None else tb)
+
+
+# KernelCxx's methods that declare a runtime parameter, and the kind each
+# declares (the name is the method's second argument, third for ndarrays).
+PARAM_KINDS = {
+    "insert_scalar_param": "scalar",
+    "insert_pointer_param": "pointer",
+    "insert_ndarray_param": "ndarray",
+    "insert_arr_param": "array",
+}
+
+
+def _bind_params(params: list[dict[str, Any]], schema: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Quadrants' runtime parameters, each with the Python argument it
+    binds when it is one whole (`arg`: a scalar is declared under its own
+    name, an ndarray under `_` + its name); `arg` is absent for a member of
+    a dataclass or an ndarray reached through a template argument."""
+    names = {a["name"] for a in schema}
+    out = []
+    for p in params:
+        entry = dict(p)
+        name = p["name"]
+        bound = name[1:] if p["kind"] == "ndarray" and name.startswith("_") else name
+        if isinstance(name, str) and bound in names:
+            entry["arg"] = bound
+        out.append(entry)
+    return out
 
 
 def main(args: list[str] | None = None) -> int:

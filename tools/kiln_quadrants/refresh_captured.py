@@ -22,6 +22,7 @@ PROGRAMS = [
     "atomic_ops.py",
     "ndarray_args.py",
     "reduce.py",  # global temporaries, returned values
+    "arg_order.py",  # templates and ndarrays among scalars: Quadrants numbers the arguments
     "refused/pointer_snode.py",
     "refused/bitmasked.py",
     "refused/vector_field.py",

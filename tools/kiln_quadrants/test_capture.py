@@ -66,8 +66,12 @@ def test_saxpy_field_table(saxpy):
         assert f["ancestor_kinds"] == ["dense", "root"]
         assert len(f["ancestors"]) == 2
     assert fields["x"]["place"] != fields["y"]["place"]
-    assert table["kernels"]["saxpy"] == {"args": [{"name": "a", "kind": "scalar", "dtype": "f32"}]}
-    assert table["kernels"]["init_xy"] == {"args": []}
+    assert table["kernels"]["saxpy"] == {
+        "args": [{"name": "a", "kind": "scalar", "dtype": "f32"}],
+        # Quadrants' own numbering of the runtime arguments, as it declared them.
+        "params": [{"id": 0, "name": "a", "kind": "scalar", "arg": "a"}],
+    }
+    assert table["kernels"]["init_xy"] == {"args": [], "params": []}
 
 
 def test_saxpy_log_names_the_fields_snodes(saxpy):
@@ -233,9 +237,13 @@ def test_split_stages_on_committed_logs():
         text = p.read_text()
         dumps = split_stages(text)
         assert dumps, p
-        for d in dumps:
-            assert d["stage"] == OFFLOAD_STAGE
-            assert d["lines"][0] == "kernel {" and d["lines"][-1] == "}", p
+        for d, after in zip(dumps, dumps[1:] + [None]):
+            if d["stage"] == OFFLOAD_STAGE:
+                assert d["lines"][0] == "kernel {" and d["lines"][-1] == "}", p
+                # Each task's dump is followed by its next stage's header alone.
+                assert after is not None and after["stage"] != OFFLOAD_STAGE and not after["lines"], p
+            else:
+                assert not d["lines"], p
 
 
 def test_truncated_log_leaves_an_unterminated_dump():
@@ -286,7 +294,7 @@ def test_corpus_program(program, tmp_path):
         assert c["log"], c
         if c["compiled"]:
             text = (out / c["log"]).read_text()
-            dumps = split_stages(text)
+            dumps = [d for d in split_stages(text) if d["stage"] == OFFLOAD_STAGE]
             assert len(dumps) == c["tasks"] >= 1
             assert all(d["lines"][-1] == "}" for d in dumps)
             offload += text
