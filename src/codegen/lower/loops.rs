@@ -176,6 +176,14 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
                 (Some(0), len.and_then(|n| i64::try_from(n).ok()))
             }
         };
+        // A range known to be empty is never launched: its bounds would
+        // contradict `begin <= end`, and LLVM would fold the whole entry to
+        // `unreachable`, an entry with no code the JIT cannot link. Its
+        // entry stays an ordinary, never-called function.
+        let (lo, hi) = match (lo, hi) {
+            (Some(l), Some(h)) if l >= h => (None, None),
+            bounds => bounds,
+        };
         let i64t = self.cx.i64_type();
         let assume = Intrinsic::find("llvm.assume")
             .and_then(|i| i.get_declaration(&self.module, &[]))
