@@ -233,6 +233,10 @@ macro_rules! settings {
         #[derive(Clone, Debug)]
         pub struct Settings {
             $( #[doc = $doc] pub $name: Setting<$ty>, )+
+            /// The config files that were not read because they cannot be
+            /// (not a regular file, too large): each the caller's one
+            /// warning.
+            pub ignored: Vec<SettingsError>,
         }
 
         /// The table of settings, in the order `config` shows them.
@@ -250,7 +254,7 @@ macro_rules! settings {
         impl Settings {
             /// Every setting at its default.
             pub fn defaults() -> Settings {
-                Settings { $( $name: Setting { value: $default, source: Source::Default }, )+ }
+                Settings { $( $name: Setting { value: $default, source: Source::Default }, )+ ignored: Vec::new() }
             }
 
             /// Sets `name` from a TOML value or from text; `Ok(false)` for
@@ -441,24 +445,72 @@ fn check_reachable(root: &Path) -> Result<(), SettingsError> {
     }
 }
 
-fn read_file(path: &Path) -> Result<Option<String>, SettingsError> {
-    match std::fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|e| {
-            let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-            let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
-            SettingsError {
-                location: format!("{}:{line}", path.display()),
-                message: format!("not UTF-8 text: {e}"),
-                usage: false,
-            }
-        }),
-        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => Ok(None),
-        Err(e) => Err(SettingsError {
-            location: path.display().to_string(),
-            message: format!("cannot read: {}", crate::diag::io_reason(&e)),
-            usage: false,
-        }),
+/// The most a config file may hold: far above any real one, and small
+/// enough that reading it costs nothing.
+pub const MAX_FILE_SIZE: u64 = 1 << 20;
+
+/// What reading a config file found.
+enum FileText {
+    /// No such file: nothing to apply.
+    Absent,
+    Text(String),
+    /// A file that is not read (a FIFO, a device, a directory, over
+    /// [`MAX_FILE_SIZE`]): the reason, for one warning.
+    Unusable(SettingsError),
+}
+
+/// Reads a config file as untrusted input: opened without blocking (a
+/// FIFO never hangs the process), only a regular file is read, and at
+/// most [`MAX_FILE_SIZE`] bytes of it (a link to `/dev/zero` or a file
+/// that grows is never read whole). An error is a file that exists but
+/// cannot be read, or is not UTF-8.
+fn read_file(path: &Path) -> Result<FileText, SettingsError> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let at = |message: String| SettingsError { location: path.display().to_string(), message, usage: false };
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
+            return Ok(FileText::Absent)
+        }
+        Err(e) => return Err(at(format!("cannot read: {}", crate::diag::io_reason(&e)))),
+    };
+    let meta = file.metadata().map_err(|e| at(format!("cannot read: {}", crate::diag::io_reason(&e))))?;
+    let kind = meta.file_type();
+    let what = if kind.is_dir() {
+        Some("a directory")
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_char_device() || kind.is_block_device() {
+        Some("a device")
+    } else {
+        None
+    };
+    if let Some(what) = what {
+        return Ok(FileText::Unusable(at(format!("not read: {what}, not a regular file"))));
     }
+    let too_large = || FileText::Unusable(at(format!("not read: larger than {MAX_FILE_SIZE} bytes")));
+    if meta.len() > MAX_FILE_SIZE {
+        return Ok(too_large());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_FILE_SIZE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| at(format!("cannot read: {}", crate::diag::io_reason(&e))))?;
+    if bytes.len() as u64 > MAX_FILE_SIZE {
+        return Ok(too_large());
+    }
+    String::from_utf8(bytes).map(FileText::Text).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+        SettingsError { location: format!("{}:{line}", path.display()), message: format!("not UTF-8 text: {e}"), usage: false }
+    })
 }
 
 /// A setting given on the command line: the setting's name, its flag (for
@@ -568,8 +620,10 @@ impl Settings {
         let other = |e| (e, false);
         let mut s = Settings::defaults();
         if let Some(path) = user_file(env) {
-            if let Some(text) = read_file(&path).map_err(other)? {
-                apply_file(&mut s, &path, &text, false).map_err(other)?;
+            match read_file(&path).map_err(other)? {
+                FileText::Text(text) => apply_file(&mut s, &path, &text, false).map_err(other)?,
+                FileText::Unusable(e) => s.ignored.push(e),
+                FileText::Absent => {}
             }
         }
         // The cache directory decides which cache file is read, so it is
@@ -582,8 +636,11 @@ impl Settings {
             let path = root.join(FILE_NAME);
             let in_file = |e| (e, true);
             check_reachable(&root).map_err(in_file)?;
-            if let Some(text) = read_file(&path).map_err(in_file)? {
-                apply_file(&mut s, &path, &text, true).map_err(in_file)?;
+            match read_file(&path).map_err(in_file)? {
+                FileText::Text(text) => apply_file(&mut s, &path, &text, true).map_err(in_file)?,
+                // The cache's settings are unknown: as for a damaged file.
+                FileText::Unusable(e) => return Err(in_file(e)),
+                FileText::Absent => {}
             }
         }
         s.apply_env_and_flags(env, flags, |info| info.name != "cache_dir").map_err(other)?;
@@ -653,7 +710,11 @@ pub fn set_in_cache_file(root: &Path, name: &str, text: &str) -> Result<PathBuf,
     // keeping: it is replaced by one holding this setting. A TOML file
     // keeps its other keys and comments.
     let mut doc: toml_edit::DocumentMut = match read_file(&path) {
-        Ok(old) => old.unwrap_or_default().parse().unwrap_or_default(),
+        Ok(FileText::Text(old)) => old.parse().unwrap_or_default(),
+        Ok(FileText::Absent) => toml_edit::DocumentMut::new(),
+        // Not a regular file: replacing it would follow a link or swap a
+        // FIFO another process may hold; the user removes it first.
+        Ok(FileText::Unusable(e)) => return Err(e),
         Err(_) if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) => toml_edit::DocumentMut::new(),
         Err(e) => return Err(e),
     };

@@ -166,6 +166,19 @@ pub fn warn(tool: &str, text: &str) {
     let _ = io::stderr().lock().write_all(line(Some(tool), Severity::Warning, text).as_bytes());
 }
 
+/// One warning for each config file the settings did not read (not a
+/// regular file, larger than the bound), once in a process however often
+/// it loads its settings.
+pub fn warn_ignored_config(settings: &crate::settings::Settings) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if settings.ignored.is_empty() || WARNED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    for e in &settings.ignored {
+        warn(&e.location, &format!("{}; its settings are ignored", e.message));
+    }
+}
+
 /// A target that cannot be used ([`crate::target::resolve`]): `help`
 /// prints LLVM's lists on standard output and succeeds; an unknown name
 /// is a usage error; LLVM failing is an error.
@@ -334,6 +347,7 @@ pub fn read_source(path: &str) -> Result<SourceFile, ToolError> {
     // config file is damaged: the tools that use the cache report that
     // themselves; here the default cap then holds.
     let settings = crate::settings::Settings::load(&[]).unwrap_or_else(|_| crate::settings::Settings::defaults());
+    warn_ignored_config(&settings);
     read_source_capped(path, settings.max_input_size.value.0)
 }
 

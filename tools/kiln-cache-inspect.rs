@@ -151,6 +151,7 @@ fn run(cli: Cli) -> Result<(), ToolError> {
         Command::Config { command: Some(ConfigCommand::Set { .. }) } => Settings::load_for_run(&flags)?.0,
         _ => Settings::load(&flags)?,
     };
+    kiln::tool::warn_ignored_config(&settings);
     let root = settings.cache_root().map_err(cache_err)?;
     let json = cli.json;
     let options = InspectOptions {

@@ -356,6 +356,7 @@ fn fill_cache(
         kiln::remote::RemoteFlags { url: cli.remote.clone(), read_only: cli.remote_read_only }.settings_flags(),
     );
     let settings = Settings::load(&flags)?;
+    tool::warn_ignored_config(&settings);
     let store = cached::open_store(dir, &compiler.target, settings.store_options()).map_err(ToolError::msg)?;
     let remote = kiln::remote::RemoteSettings::from_settings(&settings).map_err(|e| ToolError::Usage(e.to_string()))?;
     let remote = remote.map(|r| kiln::remote::RemoteTier::new(r, store.scope_name()));

@@ -289,6 +289,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     // The cache's own kiln.toml in error never fails a run: one warning,
     // and the cache is only read.
     let (settings, config_problem) = Settings::load_for_run(&flags)?;
+    tool::warn_ignored_config(&settings);
     let target = if cli.engine == EngineKind::Jit { Some(resolve_target(&settings)?) } else { None };
     drop(setup);
     let src = tool::read_source_capped(&cli.input, settings.max_input_size.value.0)?;

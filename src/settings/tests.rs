@@ -242,3 +242,61 @@ fn a_cache_directory_that_cannot_be_reached_is_the_cache_files_problem() {
         assert_eq!(run(&env).unwrap().1, None);
     }
 }
+
+/// Makes `path` a FIFO (nobody ever writes to it).
+fn mkfifo(path: &Path) {
+    rustix::fs::mkfifoat(rustix::fs::CWD, path, rustix::fs::Mode::from_raw_mode(0o644)).unwrap();
+}
+
+#[test]
+fn a_user_file_that_is_not_a_regular_file_is_ignored_never_read() {
+    // A FIFO would block a plain open forever; a link to /dev/zero would
+    // be read without end; a directory cannot be read.
+    let make: [(&str, fn(&Path)); 3] = [
+        ("a FIFO", mkfifo),
+        ("a device", |p| std::os::unix::fs::symlink("/dev/zero", p).unwrap()),
+        ("a directory", |p| fs::create_dir(p).unwrap()),
+    ];
+    for (what, make) in make {
+        let (dir, env) = setup(None, Some("max_size = \"2G\"\n"));
+        let user = dir.path().join("conf/kiln").join(FILE_NAME);
+        make(&user);
+        let s = load(&env, &[]).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(s.ignored.len(), 1, "{what}");
+        assert_eq!(s.ignored[0].location, user.display().to_string());
+        assert_eq!(s.ignored[0].message, format!("not read: {what}, not a regular file"));
+        assert_eq!(s.max_size.value, Size(2 << 30), "{what}: the cache's file still counts");
+    }
+}
+
+#[test]
+fn a_user_file_over_the_bound_is_ignored() {
+    let big = format!("# {}\nmax_size = \"1G\"\n", "x".repeat(MAX_FILE_SIZE as usize));
+    let (_dir, env) = setup(Some(&big), None);
+    let s = load(&env, &[]).unwrap();
+    assert_eq!(s.ignored.len(), 1);
+    assert_eq!(s.ignored[0].message, format!("not read: larger than {MAX_FILE_SIZE} bytes"));
+    assert_eq!(s.max_size.source, Source::Default);
+    // At the bound it is read.
+    let at = format!("max_size = \"1G\"\n#{}\n", "x".repeat(MAX_FILE_SIZE as usize - 18));
+    assert_eq!(at.len() as u64, MAX_FILE_SIZE);
+    let (_dir, env) = setup(Some(&at), None);
+    let s = load(&env, &[]).unwrap();
+    assert!(s.ignored.is_empty());
+    assert_eq!(s.max_size.value, Size(1 << 30));
+}
+
+#[test]
+fn a_cache_file_that_is_a_fifo_leaves_a_run_read_only_and_never_blocks() {
+    let (dir, env) = setup(Some("max_size = \"1G\"\n"), None);
+    let cache = dir.path().join("cache").join(FILE_NAME);
+    mkfifo(&cache);
+    let e = load(&env, &[]).expect_err("the cache's settings are unknown");
+    assert_eq!(e.message, "not read: a FIFO, not a regular file");
+    let (s, problem) = Settings::load_for_run_with(&[], &|n| env.get(n)).unwrap();
+    assert!(s.read_only.value);
+    assert_eq!(s.max_size.value, Size(1 << 30), "the user's file still counts");
+    assert_eq!(problem.expect("one warning").location, cache.display().to_string());
+    let e = set_in_cache_file(&dir.path().join("cache"), "max_size", "3G").expect_err("not replaced");
+    assert_eq!(e.message, "not read: a FIFO, not a regular file");
+}
