@@ -43,9 +43,11 @@ fn main() {
     println!("cargo:rerun-if-changed=src/grammar.lalrpop");
     println!("cargo:rerun-if-changed=src/build_id.rs");
     println!("cargo:rerun-if-changed={}", build_id::LOCK_FILE);
-    for input in build_id::BUILD_INPUTS {
-        // A directory is scanned whole by cargo (files added or removed too).
-        println!("cargo:rerun-if-changed={input}");
+    // Every input file: a new input is reached through a `mod` line or a
+    // path in a file that is one already, so it reruns the script too.
+    for input in build_id::input_files(&root).unwrap_or_else(|e| panic!("cannot list the build identity's inputs: {e}"))
+    {
+        println!("cargo:rerun-if-changed={}", input.display());
     }
     println!("cargo:rerun-if-env-changed=LLVM_SYS_221_PREFIX");
     println!("cargo:rerun-if-env-changed=KILN_LLVM_LINK");

@@ -1,55 +1,62 @@
 //! The build identity: one digest of everything that decides a compiled
 //! task object's bytes or its calling convention.
 //!
-//! Owns: the list of those inputs ([`BUILD_INPUTS`], [`LOCKED_CRATES`]) and
-//! [`digest`], which hashes them in a source tree. `build.rs` includes this
-//! file (`#[path]`) to stamp the digest into the build (as
-//! `config::BUILD_ID`, a field of every `CompileConfig` and so of every
-//! key); the tests call the same function over a copy of the tree.
+//! Owns: which sources those are, by construction: the closure of the
+//! modules that make or call an object ([`ROOTS`]) under their `mod`
+//! declarations and their `crate::` and `super::` paths, with the
+//! non-Rust sources that live beside a module reached (`emitter.cpp` beside
+//! `emitter.rs`, the grammar beside the parser), less the modules where the
+//! walk stops on purpose ([`BOUNDARIES`], each with its reason); the locked
+//! crates that count ([`LOCKED_CRATES`]); and [`digest`], which hashes them
+//! in a source tree. `build.rs` includes this file (`#[path]`) to stamp the
+//! digest into the build (as `config::BUILD_ID`, a field of every
+//! `CompileConfig` and so of every key); the tests call the same function
+//! over a copy of the tree.
 //!
 //! Must never: use anything of the crate (build.rs compiles this file on
-//! its own), hash a file outside the listed inputs (a doc or a tool's help
-//! text must not change a key), or depend on the order a directory lists
-//! its entries in.
+//! its own), leave out a module a root reaches unless [`BOUNDARIES`] names
+//! it with a reason, hash a doc or a tool's help text, or depend on the
+//! order a directory lists its entries in.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// The files and directories (relative to the crate root) whose contents
-/// decide an object's bytes or how it is called, and nothing else: codegen's
-/// lowering and pipeline, the runtime ABI a task is called with
-/// (`codegen/abi.rs`: `TaskContext`, `ErrorSlot`, the entry signature; `jit/runtime.rs`: the parameter slots and the launch), the
-/// IR with its printer, the lexer, grammar and parser (a `kiln-compile`
-/// process re-parses the task text it is sent), the key code, the compile
-/// configuration and the record format. A directory stands for every file
-/// below it.
-///
-/// Left out on purpose, because they change no object: the cache
-/// provider (`cached.rs`), the run's counters (`stats.rs`), the JIT's loading and
-/// launching (`jit/mod.rs`, `jit/engine.rs`, `jit/orc_session.cpp`),
-/// spawning the compiler process (`codegen/backend.rs`), the cache store's
-/// policy, the passes (a task is keyed by its text after them), the
-/// tools and the docs.
-pub const BUILD_INPUTS: &[&str] = &[
+/// Where the walk starts (relative to the crate root): the code generator
+/// (`codegen/mod.rs` and every module it declares: the lowering, the
+/// runtime ABI a task is called with, the back end's pipeline), the JIT's
+/// launch of a task (`jit/runtime.rs`: the parameter slots), the key and
+/// the configuration it hashes, the record format, and the printer and
+/// parser (a `kiln-compile` process re-parses the task text it is sent).
+pub const ROOTS: &[&str] = &[
     "src/codegen/mod.rs",
-    "src/codegen/abi.rs",
-    "src/codegen/bounds.rs",
-    "src/codegen/lower.rs",
-    "src/codegen/lower",
-    "src/codegen/sites.rs",
     "src/jit/runtime.rs",
-    "src/ir",
-    "src/printer.rs",
-    "src/lexer.rs",
-    "src/grammar.lalrpop",
-    "src/parser.rs",
-    "src/parser/ast.rs",
     "src/key.rs",
-    "src/key",
     "src/config.rs",
     "src/cache/record.rs",
+    "src/printer.rs",
+    "src/parser.rs",
 ];
+
+/// The modules the walk reaches but does not enter, each with why it
+/// decides no object's bytes. A module below one of them is left out too,
+/// unless something else reaches it (`cache/record.rs` is a root).
+pub const BOUNDARIES: &[(&str, &str)] = &[
+    ("src/passes.rs", "the passes decide a task's text, which the key hashes itself"),
+    ("src/frontend.rs", "reads and batches input text; the key hashes the text it yields"),
+    ("src/verifier/mod.rs", "accepts or rejects a module, never changes one"),
+    ("src/races.rs", "the race detector's reports: it checks runs, it compiles nothing"),
+    ("src/npy.rs", "reads and writes field values as .npy files"),
+    ("src/cache/mod.rs", "the store's policy: where records live and when they go, never what they hold"),
+    ("src/codegen/backend.rs", "spawns and talks to the compiler process; the bytes are the lowering's"),
+    ("src/diag.rs", "renders diagnostics"),
+    ("src/trace.rs", "the time trace's spans"),
+    ("src/jit/orc_session.cpp", "the JIT session loads and links objects, it makes none"),
+];
+
+/// The non-Rust sources a module's directory may hold beside it.
+const COMPANION_EXTENSIONS: &[&str] = &["cpp", "h", "lalrpop"];
 
 /// The crates from `Cargo.lock` whose versions are part of the identity:
 /// the LLVM bindings.
@@ -58,26 +65,113 @@ pub const LOCKED_CRATES: &[&str] = &["inkwell", "inkwell_internals", "llvm-sys"]
 /// The lock file, relative to the crate root.
 pub const LOCK_FILE: &str = "Cargo.lock";
 
-/// Every file of [`BUILD_INPUTS`] under `root`, relative to it, sorted.
+/// Every input file under `root`, relative to it, sorted: the Rust
+/// modules [`ROOTS`] reach and their companions (see the module's doc).
 pub fn input_files(root: &Path) -> io::Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for input in BUILD_INPUTS {
-        collect(root, Path::new(input), &mut files)?;
+    let stops: BTreeSet<PathBuf> = BOUNDARIES.iter().map(|(p, _)| PathBuf::from(p)).collect();
+    let (reached, _) = walk(root)?;
+    let mut files: BTreeSet<PathBuf> = reached.clone();
+    for dir in reached.iter().filter_map(|f| f.parent()).collect::<BTreeSet<_>>() {
+        for entry in fs::read_dir(root.join(dir))? {
+            let rel = dir.join(entry?.file_name());
+            let companion = rel.extension().is_some_and(|e| COMPANION_EXTENSIONS.iter().any(|c| e == *c));
+            if companion && !stops.contains(&rel) {
+                files.insert(rel);
+            }
+        }
     }
-    files.sort();
-    Ok(files)
+    Ok(files.into_iter().collect())
 }
 
-fn collect(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
-    let meta = fs::metadata(root.join(rel))?;
-    if !meta.is_dir() {
-        out.push(rel.to_path_buf());
-        return Ok(());
+/// The Rust modules [`ROOTS`] reach, and the [`BOUNDARIES`] the walk met
+/// and did not enter (a boundary never met is stale: the tests say so).
+pub fn walk(root: &Path) -> io::Result<(BTreeSet<PathBuf>, BTreeSet<PathBuf>)> {
+    let stops: BTreeSet<PathBuf> = BOUNDARIES.iter().map(|(p, _)| PathBuf::from(p)).collect();
+    let (mut reached, mut stopped) = (BTreeSet::new(), BTreeSet::new());
+    let mut todo: Vec<PathBuf> = ROOTS.iter().map(PathBuf::from).collect();
+    while let Some(rel) = todo.pop() {
+        if stops.contains(&rel) {
+            stopped.insert(rel);
+            continue;
+        }
+        if is_test_module(&rel) || !reached.insert(rel.clone()) {
+            continue;
+        }
+        let text = fs::read_to_string(root.join(&rel))?;
+        todo.extend(references(root, &rel, &code_of(&text)));
     }
-    for entry in fs::read_dir(root.join(rel))? {
-        collect(root, &rel.join(entry?.file_name()), out)?;
+    Ok((reached, stopped))
+}
+
+/// A module of tests (`tests.rs`, compiled only under `cfg(test)`): never
+/// in a build that makes objects.
+fn is_test_module(rel: &Path) -> bool {
+    rel.file_name().is_some_and(|n| n == "tests.rs")
+}
+
+/// A module's text without its comments (a doc comment naming a module
+/// does not make it an input): each line up to `//`.
+fn code_of(text: &str) -> String {
+    text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
+}
+
+/// The module files that module `rel`'s code refers to: its `mod NAME;`
+/// children, and the module each `crate::a::b` and `super::a` path names
+/// (the longest prefix that is a module file).
+fn references(root: &Path, rel: &Path, code: &str) -> Vec<PathBuf> {
+    let path = module_path(rel);
+    let mut out = Vec::new();
+    let words: Vec<&str> = code.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')).collect();
+    for (i, w) in words.iter().enumerate() {
+        if *w == "mod" {
+            if let Some(name) = words[i + 1..].iter().find(|w| !w.is_empty()) {
+                let mut child = path.clone();
+                child.push(name.to_string());
+                out.extend(module_file(root, &child, child.len()));
+            }
+            continue;
+        }
+        let mut parts: Vec<&str> = w.split("::").filter(|p| !p.is_empty()).collect();
+        // `crate::` names a module below the root; `super::` the parent
+        // itself too (`use super::{item}`).
+        let (base, min): (Vec<String>, usize) = match parts.first() {
+            Some(&"crate") => {
+                parts.remove(0);
+                (Vec::new(), 1)
+            }
+            Some(&"super") => {
+                let ups = parts.iter().take_while(|p| **p == "super").count();
+                parts.drain(..ups);
+                let base = path[..path.len().saturating_sub(ups)].to_vec();
+                let min = base.len();
+                (base, min)
+            }
+            _ => continue,
+        };
+        let full: Vec<String> = base.into_iter().chain(parts.iter().map(|p| p.to_string())).collect();
+        out.extend(module_file(root, &full, min));
     }
-    Ok(())
+    out
+}
+
+/// The module path of a file (`src/codegen/lower.rs` is `codegen::lower`,
+/// `src/ir/mod.rs` is `ir`).
+fn module_path(rel: &Path) -> Vec<String> {
+    let rel = rel.strip_prefix("src").unwrap_or(rel).with_extension("");
+    let mut parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    if parts.last().is_some_and(|l| l == "mod" || l == "lib") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The file of the longest prefix of `path`, at least `min` long, that is
+/// a module: `src/a/b.rs` or `src/a/b/mod.rs`.
+fn module_file(root: &Path, path: &[String], min: usize) -> Option<PathBuf> {
+    (min.max(1)..=path.len()).rev().find_map(|n| {
+        let stem: PathBuf = std::iter::once("src".to_string()).chain(path[..n].iter().cloned()).collect();
+        [stem.with_extension("rs"), stem.join("mod.rs")].into_iter().find(|f| root.join(f).is_file())
+    })
 }
 
 /// `name version` of each of [`LOCKED_CRATES`] found in a `Cargo.lock`'s

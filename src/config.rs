@@ -103,8 +103,9 @@ pub const RECORD_VERSION: u32 = 1;
 pub const LLVM_VERSION: &str = env!("KILN_LLVM_VERSION");
 
 /// This build's identity, computed by `build.rs` with
-/// [`crate::build_id::digest`] over the codegen, JIT runtime, IR, key and
-/// record sources, the LLVM bindings' locked versions and [`LLVM_VERSION`].
+/// [`crate::build_id::digest`] over every source the code generator, the
+/// JIT runtime, the key and the record format reach, the LLVM bindings'
+/// locked versions and [`LLVM_VERSION`].
 pub const BUILD_ID: &str = env!("KILN_BUILD_ID");
 
 impl Default for CompileConfig {

@@ -468,11 +468,7 @@ fn read_file(path: &Path) -> Result<FileText, SettingsError> {
     use std::io::Read;
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let at = |message: String| SettingsError { location: path.display().to_string(), message, usage: false };
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-    {
+    let file = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path) {
         Ok(f) => f,
         Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
             return Ok(FileText::Absent)
@@ -509,7 +505,11 @@ fn read_file(path: &Path) -> Result<FileText, SettingsError> {
     String::from_utf8(bytes).map(FileText::Text).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
-        SettingsError { location: format!("{}:{line}", path.display()), message: format!("not UTF-8 text: {e}"), usage: false }
+        SettingsError {
+            location: format!("{}:{line}", path.display()),
+            message: format!("not UTF-8 text: {e}"),
+            usage: false,
+        }
     })
 }
 

@@ -53,32 +53,46 @@ fn one_byte_of_an_input_changes_the_identity() {
     let base = build_id::digest(tree.path(), "22.1.8").unwrap();
     assert_eq!(base.len(), 32);
     // The grammar, lexer and parser too: a kiln-compile process re-parses
-    // the task text, so they decide which module is compiled.
-    let inputs: [PathBuf; 10] = [
-        "src/codegen/lower.rs".into(),
-        "src/codegen/lower/loops.rs".into(),
-        "src/codegen/lower/access.rs".into(),
-        "src/jit/runtime.rs".into(),
-        "src/key.rs".into(),
-        "src/cache/record.rs".into(),
-        "src/ir/stmt.rs".into(),
-        "src/grammar.lalrpop".into(),
-        "src/lexer.rs".into(),
-        "src/parser.rs".into(),
+    // the task text, so they decide which module is compiled. The math
+    // (its polynomials are emitted inline) and the back end's pipeline
+    // (emitter.rs and its C++ beside it) are inputs because the lowering
+    // reaches them, not because a list names them.
+    let inputs = [
+        "src/codegen/lower.rs",
+        "src/codegen/lower/loops.rs",
+        "src/codegen/lower/access.rs",
+        "src/codegen/lower/kmath.rs",
+        "src/codegen/emitter.rs",
+        "src/codegen/emitter.cpp",
+        "src/math.rs",
+        "src/jit/runtime.rs",
+        "src/key.rs",
+        "src/cache/record.rs",
+        "src/ir/stmt.rs",
+        "src/grammar.lalrpop",
+        "src/lexer.rs",
+        "src/parser.rs",
     ];
     for rel in inputs {
-        let path = tree.path().join(&rel);
+        let path = tree.path().join(rel);
         let original = fs::read(&path).unwrap();
         flip_byte(&path);
-        assert_ne!(build_id::digest(tree.path(), "22.1.8").unwrap(), base, "{}", rel.display());
+        assert_ne!(build_id::digest(tree.path(), "22.1.8").unwrap(), base, "{rel}");
         fs::write(&path, original).unwrap();
     }
     assert_eq!(build_id::digest(tree.path(), "22.1.8").unwrap(), base, "restored");
-    // A new file in the IR directory is an input too. (A new codegen file
-    // needs a `mod` line in `codegen/mod.rs`, an input, to be compiled.)
+    // A new module is an input once a reached module declares it; a file
+    // nobody declares is not compiled, and changes nothing.
     fs::write(tree.path().join("src/ir/extra.rs"), "// new\n").unwrap();
-    assert_ne!(build_id::digest(tree.path(), "22.1.8").unwrap(), base);
-    fs::remove_file(tree.path().join("src/ir/extra.rs")).unwrap();
+    assert_eq!(build_id::digest(tree.path(), "22.1.8").unwrap(), base, "an undeclared file");
+    append(&tree.path().join("src/ir/mod.rs"), "\nmod extra;\n");
+    let declared = build_id::digest(tree.path(), "22.1.8").unwrap();
+    fs::write(tree.path().join("src/ir/extra.rs"), "// changed\n").unwrap();
+    assert_ne!(build_id::digest(tree.path(), "22.1.8").unwrap(), declared, "a declared module's bytes");
+    // A module a reached one starts to use (a path, not a `mod` line) too.
+    append(&tree.path().join("src/codegen/lower/kmath.rs"), "\nuse crate::settings as _;\n");
+    let files = build_id::input_files(tree.path()).unwrap();
+    assert!(files.contains(&PathBuf::from("src/settings.rs")), "{files:?}");
     // So are the LLVM version and the locked versions of the bindings.
     assert_ne!(build_id::digest(tree.path(), "22.1.9").unwrap(), base);
     let lock = tree.path().join("Cargo.lock");
@@ -130,18 +144,47 @@ fn replace_in(path: &Path, from: &str, to: &str) {
 }
 
 #[test]
-fn every_listed_input_exists() {
+fn every_root_and_boundary_is_real_and_every_boundary_is_met() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for input in build_id::BUILD_INPUTS {
-        assert!(repo.join(input).exists(), "{input}");
+    for root in build_id::ROOTS {
+        assert!(repo.join(root).is_file(), "{root}");
+    }
+    let (reached, stopped) = build_id::walk(repo).unwrap();
+    for (boundary, why) in build_id::BOUNDARIES {
+        assert!(repo.join(boundary).is_file(), "{boundary}");
+        assert!(!why.is_empty());
+        // A boundary the walk never meets is stale: it would hide nothing
+        // and mislead a reader. (The C++ one is met as a companion.)
+        if boundary.ends_with(".rs") {
+            assert!(stopped.contains(Path::new(boundary)), "{boundary} is never reached: remove it");
+        }
     }
     let files = build_id::input_files(repo).unwrap();
-    assert!(
-        files.iter().any(|f| f.ends_with("codegen/lower.rs")) && files.iter().any(|f| f.ends_with("jit/runtime.rs"))
-    );
+    for f in ["src/math.rs", "src/codegen/emitter.rs", "src/codegen/emitter.cpp", "src/grammar.lalrpop"] {
+        assert!(files.contains(&PathBuf::from(f)), "{f} is not an input: {files:?}");
+    }
+    for f in [
+        "src/codegen/backend.rs",
+        "src/jit/orc_session.cpp",
+        "src/jit/engine.rs",
+        "src/cached.rs",
+        "src/parser/tests.rs",
+    ] {
+        assert!(!files.contains(&PathBuf::from(f)), "{f} is an input");
+    }
+    assert!(reached.iter().all(|f| files.contains(f)));
     let locked = build_id::locked_versions(&fs::read_to_string(repo.join("Cargo.lock")).unwrap()).unwrap();
     assert!(
         locked.iter().any(|l| l.starts_with("inkwell ")) && locked.iter().any(|l| l.starts_with("llvm-sys ")),
         "{locked:?}"
     );
+}
+
+/// Prints the inputs (`cargo test --test build_id -- --nocapture inputs`).
+#[test]
+fn inputs() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for f in build_id::input_files(repo).unwrap() {
+        println!("{}", f.display());
+    }
 }

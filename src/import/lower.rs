@@ -757,10 +757,9 @@ impl Module<'_> {
             table::Slot::Arg(j) => Ok(j),
             table::Slot::Part(p) => Err(refused_stmt(format!("argument {i} ('{}', part of an argument)", p.name), s)
                 .with_why("a member of a dataclass or an ndarray inside a template argument is not imported yet")),
-            table::Slot::None => Err(located(
-                format!("argument {i} of kernel '{}' is not in the field table", kc.k.python_name),
-                s,
-            )),
+            table::Slot::None => {
+                Err(located(format!("argument {i} of kernel '{}' is not in the field table", kc.k.python_name), s))
+            }
         }
     }
 

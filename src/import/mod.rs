@@ -88,7 +88,13 @@ fn python_name_of(quadrants_name: &str) -> &str {
 /// in a log that prints the kernel's later stages, when none came between
 /// them (`later`); in a log of that stage alone, when the two are the same
 /// text, Python locations included (only an edit or a join makes that).
-fn repeated_dump(scanned: &log::Log, last: usize, this: usize, staged: bool, later: Option<&bool>) -> Result<(), Diagnostic> {
+fn repeated_dump(
+    scanned: &log::Log,
+    last: usize,
+    this: usize,
+    staged: bool,
+    later: Option<&bool>,
+) -> Result<(), Diagnostic> {
     let body = |d: &log::Dump| d.body.map(|(a, b)| scanned.lines[a..=b].iter().map(|l| l.text));
     let (a, b) = (&scanned.dumps[last], &scanned.dumps[this]);
     let repeated = if staged {
@@ -141,8 +147,7 @@ pub fn import(log_text: &str, table_text: &str, stage: &str) -> Result<Imported,
     // the kernel's last dump of the stage: each task's dump is followed
     // by its own later stages, so two with none between them is a dump
     // repeated, which would run the task twice.
-    let staged: HashSet<&str> =
-        scanned.dumps.iter().filter(|d| !wanted(&d.label)).map(|d| d.kernel.as_str()).collect();
+    let staged: HashSet<&str> = scanned.dumps.iter().filter(|d| !wanted(&d.label)).map(|d| d.kernel.as_str()).collect();
     let mut later_stage: HashMap<&str, bool> = HashMap::new();
     for (i, d) in scanned.dumps.iter().enumerate() {
         if d.label == "Initial IR" {

@@ -221,9 +221,8 @@ mod tests {
         );
         assert_eq!(plain.slot(1), Ok(Slot::Arg(1)));
         assert_eq!(plain.slot(2), Ok(Slot::None));
-        let templated = args_of(
-            r#"{"args": [{"name": "t", "kind": "other"}, {"name": "b", "kind": "scalar", "dtype": "i32"}]}"#,
-        );
+        let templated =
+            args_of(r#"{"args": [{"name": "t", "kind": "other"}, {"name": "b", "kind": "scalar", "dtype": "i32"}]}"#);
         let e = templated.slot(0).expect_err("unknown numbering");
         assert!(e.contains("argument 't' (other) may have shifted them"), "{e}");
     }

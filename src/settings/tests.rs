@@ -252,7 +252,8 @@ fn mkfifo(path: &Path) {
 fn a_user_file_that_is_not_a_regular_file_is_ignored_never_read() {
     // A FIFO would block a plain open forever; a link to /dev/zero would
     // be read without end; a directory cannot be read.
-    let make: [(&str, fn(&Path)); 3] = [
+    type Make = fn(&Path);
+    let make: [(&str, Make); 3] = [
         ("a FIFO", mkfifo),
         ("a device", |p| std::os::unix::fs::symlink("/dev/zero", p).unwrap()),
         ("a directory", |p| fs::create_dir(p).unwrap()),
