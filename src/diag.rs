@@ -175,11 +175,20 @@ pub struct SourceFile {
     name: String,
     text: String,
     line_starts: std::sync::OnceLock<Vec<usize>>,
+    /// The last column found: (byte offset, its line's start, its
+    /// column), so that columns asked for in order along one long line
+    /// cost the distance between them, not the line's length each.
+    last_col: std::sync::Mutex<(usize, usize, usize)>,
 }
 
 impl SourceFile {
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> SourceFile {
-        SourceFile { name: name.into(), text: text.into(), line_starts: std::sync::OnceLock::new() }
+        SourceFile {
+            name: name.into(),
+            text: text.into(),
+            line_starts: std::sync::OnceLock::new(),
+            last_col: std::sync::Mutex::new((0, 0, 1)),
+        }
     }
     pub fn name(&self) -> &str {
         &self.name
@@ -192,11 +201,18 @@ impl SourceFile {
     }
     /// 1-based line and column (in characters) of a byte offset.
     pub fn line_col(&self, byte: usize) -> (usize, usize) {
-        let byte = byte.min(self.text().len());
-        match self.location((), byte) {
-            Ok(loc) => (loc.line_number, loc.column_number),
-            Err(_) => (1, 1),
+        let text = self.text();
+        let mut byte = byte.min(text.len());
+        while !text.is_char_boundary(byte) {
+            byte -= 1;
         }
+        let Ok(line) = self.line_index((), byte) else { return (1, 1) };
+        let start = self.line_starts()[line];
+        let mut last = self.last_col.lock().unwrap_or_else(|e| e.into_inner());
+        let (from, col) = if last.1 == start && last.0 <= byte { (last.0, last.2) } else { (start, 1) };
+        let col = col + text[from..byte].chars().count();
+        *last = (byte, start, col);
+        (line + 1, col)
     }
 
     /// Renders one diagnostic as LLVM does, without colour:
@@ -297,11 +313,53 @@ fn line_excerpt(line: &str, at: usize, end: usize, color: bool) -> String {
     let (from, to) = excerpt_window(line, 0, line.len(), at);
     let (cut_left, cut_right) = (if from > 0 { "..." } else { "" }, if to < line.len() { "..." } else { "" });
     let end = end.min(to).max(at);
-    let width = line[at..end].chars().count().max(1);
-    let lead = line[from..at].chars().map(|c| if c == '\t' { '\t' } else { ' ' });
-    let pad: String = " ".repeat(cut_left.len()).chars().chain(lead).collect();
+    // Columns as shown: a character the terminal must not see is shown
+    // escaped, as wide as its escape.
+    let width = line[at..end].chars().map(shown_width).sum::<usize>().max(1);
+    let mut pad = " ".repeat(cut_left.len());
+    for c in line[from..at].chars() {
+        pad.extend(std::iter::repeat_n(if c == '\t' { '\t' } else { ' ' }, shown_width(c)));
+    }
     let caret = Palette::new(color).caret;
-    format!("{cut_left}{}{cut_right}\n{pad}{caret}^{}{caret:#}\n", &line[from..to], "~".repeat(width - 1))
+    let shown = printable(&line[from..to]);
+    format!("{cut_left}{shown}{cut_right}\n{pad}{caret}^{}{caret:#}\n", "~".repeat(width - 1))
+}
+
+/// Whether a character would act on a terminal rather than show: the C0
+/// and C1 controls but the tab, and the bidirectional overrides and
+/// isolates (which reorder what follows them).
+fn is_unprintable(c: char) -> bool {
+    (c.is_control() && c != '\t' && c != '\n') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// How a character is written in human diagnostics: itself, or its escape.
+fn escaped(c: char) -> String {
+    if (c as u32) < 0x80 {
+        format!("\\x{:02x}", c as u32)
+    } else {
+        format!("\\u{{{:x}}}", c as u32)
+    }
+}
+
+fn shown_width(c: char) -> usize {
+    if is_unprintable(c) {
+        escaped(c).len()
+    } else {
+        1
+    }
+}
+
+/// `text` with every character that would act on a terminal (an escape
+/// sequence's ESC, a carriage return, a bell, a bidirectional override)
+/// written as its escape (`\x1b`, `\u{202e}`), whatever the colour
+/// choice: an untrusted file name, source line or message can neither
+/// retitle nor clear a terminal, nor hide what follows it. JSON output
+/// escapes them itself.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_unprintable) {
+        return text.into();
+    }
+    text.chars().map(|c| if is_unprintable(c) { escaped(c) } else { c.to_string() }).collect::<String>().into()
 }
 
 /// A severity's name in JSON diagnostics: `error`, `warning`, `note`.
@@ -506,8 +564,8 @@ fn cut(text: &str, max: usize, keep: usize, unit: &str) -> String {
 pub fn header(location: Option<&str>, severity: Severity, message: &str, color: bool) -> String {
     let p = Palette::new(color);
     let (bold, label) = (p.bold, p.of(severity));
-    let at = location.map(|l| format!("{bold}{l}:{bold:#} ")).unwrap_or_default();
-    format!("{at}{label}{}{label:#} {bold}{}{bold:#}\n", severity_label(severity), bounded(message))
+    let at = location.map(|l| format!("{bold}{}:{bold:#} ", printable(l))).unwrap_or_default();
+    format!("{at}{label}{}{label:#} {bold}{}{bold:#}\n", severity_label(severity), printable(&bounded(message)))
 }
 
 fn clamp(span: Span, len: usize) -> std::ops::Range<usize> {
@@ -541,6 +599,25 @@ pub fn io_reason(e: &io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nothing_that_acts_on_a_terminal_reaches_it() {
+        // A file name, a message and a source line with an escape sequence
+        // that would retitle the terminal, a carriage return, a bell and a
+        // right-to-left override: each shown escaped, the caret still under
+        // the statement.
+        let src = SourceFile::new("evil\x1b]0;pwned\x07.kir", "\x1b[2J\u{202e} %x = bad\n");
+        let d = Diagnostic::error("unknown \x1b[31mthing\r", Span { start: 8, end: 10 });
+        let out = src.render(&d);
+        assert!(!out.chars().any(|c| is_unprintable(c) || c == '\r'), "{out:?}");
+        let want = format!(
+            "evil\\x1b]0;pwned\\x07.kir:1:7: error: unknown \\x1b[31mthing\\x0d\n\\x1b[2J\\u{{202e}} %x = bad\n{}^~\n",
+            " ".repeat(16)
+        );
+        assert_eq!(out, want);
+        let h = header(Some("a\u{9b}b"), Severity::Warning, "tab\tkept", false);
+        assert_eq!(h, "a\\u{9b}b: warning: tab\tkept\n");
+    }
 
     #[test]
     fn renders_llvm_style() {

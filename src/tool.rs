@@ -52,6 +52,17 @@ fn line(location: Option<&str>, severity: Severity, message: &str) -> String {
     }
 }
 
+/// One line about the process itself, which has no file: `TOOL: error:
+/// MESSAGE`, or a line of JSON whose `file` is null (the tool's name is no
+/// file a consumer could open).
+fn process_line(tool: &str, severity: Severity, message: &str) -> String {
+    if json() {
+        diag::json_line(None, severity, message)
+    } else {
+        diag::header(Some(tool), severity, message, color())
+    }
+}
+
 /// Diagnostics against their source, up to the error limit, as this
 /// process writes them.
 fn render(src: &SourceFile, ds: &Diagnostics) -> String {
@@ -147,7 +158,7 @@ pub fn main_with(tool: &str, body: impl FnOnce() -> Result<(), ToolError>) -> Ex
             ExitCode::from(1)
         }
         Err(ToolError::Usage(text)) => {
-            let _ = io::stderr().lock().write_all(line(Some(tool), Severity::Error, &text).as_bytes());
+            let _ = io::stderr().lock().write_all(process_line(tool, Severity::Error, &text).as_bytes());
             ExitCode::from(2)
         }
     }
@@ -159,11 +170,17 @@ pub fn error_line(location: &str, text: &str) -> String {
     line(Some(location), Severity::Error, text)
 }
 
-/// Prints `TOOL: warning: TEXT` on standard error (coloured as the
-/// process's diagnostics are); a closed standard error is not worth
-/// failing for.
-pub fn warn(tool: &str, text: &str) {
-    let _ = io::stderr().lock().write_all(line(Some(tool), Severity::Warning, text).as_bytes());
+/// Prints `LOCATION: warning: TEXT` on standard error (coloured as the
+/// process's diagnostics are), for a warning about a file; a closed
+/// standard error is not worth failing for.
+pub fn warn(location: &str, text: &str) {
+    let _ = io::stderr().lock().write_all(line(Some(location), Severity::Warning, text).as_bytes());
+}
+
+/// Prints `TOOL: warning: TEXT`, a warning about the run itself (in JSON,
+/// its `file` is null).
+pub fn warn_process(tool: &str, text: &str) {
+    let _ = io::stderr().lock().write_all(process_line(tool, Severity::Warning, text).as_bytes());
 }
 
 /// One warning for each config file the settings did not read (not a

@@ -79,7 +79,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         ),
     })?;
     if !imported.left_out.is_empty() {
-        tool::warn(
+        tool::warn_process(
             "kiln-import",
             &format!("left out the kernels the field table does not name: {}", imported.left_out.join(", ")),
         );

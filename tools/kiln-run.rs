@@ -202,8 +202,11 @@ fn make_engine(
     use kiln::codegen::CompileProcess;
     use kiln::jit::engine::{JitEngine, JitPath};
     let Some(target) = target else {
-        let interp =
-            kiln::interp::Interpreter { order: cli.iteration_order.unwrap_or_default(), check_races: cli.check_races };
+        let interp = kiln::interp::Interpreter {
+            order: cli.iteration_order.unwrap_or_default(),
+            check_races: cli.check_races,
+            denormals: cli.config.denormals,
+        };
         return Ok((Runner::Interp(interp), None));
     };
     let config = cli.config.config();
@@ -316,7 +319,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     // the config's warning says it.
     let config_warning = config_problem.map(|e| format!("{e}; running without writing to the cache"));
     if let Some(w) = config_warning.or(warning) {
-        tool::warn("kiln-run", &w);
+        tool::warn_process("kiln-run", &w);
     }
     let running = span("run");
     let result = run_kernels(&mut runner, &stream, &kernels, &args, &mut fields);
@@ -459,7 +462,7 @@ fn report(cli: &Cli, runner: &Runner, run_time: Duration) {
         Runner::Interp(_) => RunReport { run: RunStats { run_time, ..RunStats::default() }, ..RunReport::default() },
         Runner::Jit(j, cache) => {
             for w in &j.stats.warnings {
-                tool::warn("kiln-run", w);
+                tool::warn_process("kiln-run", w);
             }
             j.stats.report(cache.clone())
         }

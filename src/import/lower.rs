@@ -265,7 +265,7 @@ impl Module<'_> {
         let i = self.unique_field(|f| f.place == place, s.span, &format!("placed at SNode {place}"))?;
         let f = &self.table.fields[i];
         field_kind_ok(f).map_err(|(name, why)| refused_stmt(name, s).with_why(why))?;
-        check_shape(&f.name, &f.shape).map_err(|m| located(m, s))?;
+        check_shape(&f.name, &f.shape, &f.dtype).map_err(|m| located(m, s))?;
         let ty = stmt_scalar(&f.dtype, s)?;
         self.used.insert(i, ty);
         Ok((self.field_names[i].clone(), ty, f.shape.len()))
@@ -396,7 +396,7 @@ impl Module<'_> {
                     });
                 };
                 let f = &self.table.fields[fi];
-                check_shape(&f.name, &f.shape).map_err(|message| Error::Syntax { message, span: t.span })?;
+                check_shape(&f.name, &f.shape, &f.dtype).map_err(|message| Error::Syntax { message, span: t.span })?;
                 field_kind_ok(f).map_err(|(name, why)| refused(name, why, t.span, t.loc.as_ref()))?;
                 if f.shape.is_empty() {
                     return Err(refused(
@@ -774,7 +774,7 @@ impl Module<'_> {
             return Err(located(format!("argument {i} ('{}') is a {}, not an ndarray", a.name, a.kind), s));
         }
         let elem = stmt_scalar(&a.dtype, s)?;
-        check_shape(&a.name, &a.shape).map_err(|m| located(m, s))?;
+        check_shape(&a.name, &a.shape, &a.dtype).map_err(|m| located(m, s))?;
         let (wanted, shape) = (format!("{}.{}", kc.k.kir_name, sanitize(&a.name)), a.shape.clone());
         let f = (self.names.unique(&wanted), elem, shape);
         kc.ndarrays.insert(i, f.clone());
@@ -811,10 +811,19 @@ fn field_kind_ok(f: &table::Field) -> Result<(), (String, &'static str)> {
 
 /// A shape of the table KIR can declare: rank at most [`MAX_RANK`], extents from 1
 /// to 2^40 (the verifier's own bound on a field's bytes is checked after).
-fn check_shape(name: &str, shape: &[u64]) -> Result<(), String> {
-    if shape.len() > MAX_RANK || shape.iter().any(|&e| e == 0 || e > 1 << 40) {
+/// A shape KIR can hold for a field of `dtype` (a dtype KIR lacks is
+/// refused where it is used; its size counts as one byte here).
+fn check_shape(name: &str, shape: &[u64], dtype: &str) -> Result<(), String> {
+    if shape.len() > MAX_RANK || shape.contains(&0) {
         return Err(format!(
             "'{name}' has the shape {shape:?} in the field table; KIR fields have 0 to {MAX_RANK} extents of at least 1"
+        ));
+    }
+    let elem = table::scalar(dtype).map_or(1, |s| s.size_bytes() as u64);
+    let bytes = shape.iter().try_fold(elem, |acc, &e| acc.checked_mul(e));
+    if bytes.is_none_or(|b| b > crate::verifier::MAX_FIELD_BYTES) {
+        return Err(format!(
+            "'{name}' has the shape {shape:?} of {dtype} in the field table, over KIR's limit of 2^40 bytes for a field"
         ));
     }
     Ok(())

@@ -255,10 +255,17 @@ impl Body {
     /// order) was written; the statement's span when that is unknown (IR a
     /// pass made, or a table that no longer fits the statement).
     pub fn operand_span(&self, s: Stmt, k: usize) -> Span {
+        let mut n = 0;
+        self.stmt(s).kind.for_each_operand(|_| n += 1);
+        self.operand_span_of(s, k, n)
+    }
+
+    /// [`Body::operand_span`] of a statement the caller knows to have `n`
+    /// operands (a verifier placing many errors in one statement counts
+    /// them once).
+    pub fn operand_span_of(&self, s: Stmt, k: usize, n: usize) -> Span {
         let stmt = self.stmt(s);
         let spans = self.operand_spans.of(s.index());
-        let mut n = 0;
-        stmt.kind.for_each_operand(|_| n += 1);
         match spans.get(k) {
             Some(&sp) if spans.len() == n && inside(sp, stmt.span) => sp,
             _ => stmt.span,

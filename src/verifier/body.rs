@@ -26,6 +26,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             defs: Vec::with_capacity(body.values().len()),
             calls: Vec::new(),
             deepest: 0,
+            operands: std::cell::RefCell::new(None),
         };
         if !ck.structure() {
             return ck.nesting();

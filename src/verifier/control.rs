@@ -17,7 +17,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             StmtKind::If { cond, then_blk, else_blk } => {
                 if let Some(t) = self.scalar(*cond, s) {
                     if t != Scalar::I1 {
-                        let at = self.body.operand_span(s, 0);
+                        let at = self.operand_span(s, 0);
                         self.err(format!("if condition must be i1, found {t}"), at);
                     }
                 }
@@ -87,7 +87,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                         if t != r {
                             self.err(
                                 format!("ret of {t} in function @{} returning {r}", f.name),
-                                self.body.operand_span(s, 0),
+                                self.operand_span(s, 0),
                             );
                         }
                     }
@@ -141,7 +141,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                             "range_for bound %{} must be a constant, a kernel parameter or a 0-D integer field",
                             self.body.name(*v)
                         ),
-                        self.body.use_span(s, *v),
+                        self.use_span(s, *v),
                     );
                     return;
                 }
@@ -150,7 +150,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                     if t != vt {
                         self.err(
                             format!("loop bound %{} has type {t}, but the loop variable is {vt}", self.body.name(*v)),
-                            self.body.use_span(s, *v),
+                            self.use_span(s, *v),
                         );
                     }
                 }

@@ -458,6 +458,9 @@ struct Cx {
 /// Sentinel position of a statement not reachable from the entry block.
 const NOT_PLACED: u32 = u32::MAX;
 
+/// A statement, its operand count and each value's first operand index.
+type OperandIndex = (Stmt, usize, std::collections::HashMap<Value, usize>);
+
 struct BodyChecker<'a, 'd> {
     cx: &'a ModuleCx<'a>,
     owner: Owner<'a>,
@@ -483,6 +486,11 @@ struct BodyChecker<'a, 'd> {
     calls: Vec<CallSite>,
     /// The deepest block level seen (see [`Nesting`]).
     deepest: u32,
+    /// The operands of the last statement an error was placed in: its
+    /// operand count and each value's first operand index, so that errors
+    /// at many operands of one statement (a call with thousands of
+    /// arguments) cost one walk of its operands, not one each.
+    operands: std::cell::RefCell<Option<OperandIndex>>,
 }
 
 impl crate::ir::TypeEnv for BodyChecker<'_, '_> {

@@ -10,6 +10,37 @@
 use super::*;
 
 impl<'a, 'd> BodyChecker<'a, 'd> {
+    /// Operand `k` of `s` (the first operand that is `v`, with `v`), and
+    /// `s`'s operand count: its operands walked once per statement errors
+    /// are placed in.
+    fn operand_index(&self, s: Stmt, v: Option<Value>, k: usize) -> (Option<usize>, usize) {
+        let mut cache = self.operands.borrow_mut();
+        if cache.as_ref().is_none_or(|o| o.0 != s) {
+            let (mut n, mut first) = (0, std::collections::HashMap::new());
+            self.body.stmt(s).kind.for_each_operand(|v| {
+                first.entry(v).or_insert(n);
+                n += 1;
+            });
+            *cache = Some((s, n, first));
+        }
+        let (_, n, first) = cache.as_ref().expect("set just above");
+        (v.map_or(Some(k), |v| first.get(&v).copied()), *n)
+    }
+
+    /// Where `s` reads its operand `k` ([`Body::operand_span`]).
+    pub(super) fn operand_span(&self, s: Stmt, k: usize) -> Span {
+        let (_, n) = self.operand_index(s, None, k);
+        self.body.operand_span_of(s, k, n)
+    }
+
+    /// Where `s` reads `v` ([`Body::use_span`]).
+    pub(super) fn use_span(&self, s: Stmt, v: Value) -> Span {
+        match self.operand_index(s, Some(v), 0) {
+            (Some(k), n) => self.body.operand_span_of(s, k, n),
+            (None, _) => self.body.stmt(s).span,
+        }
+    }
+
     pub(super) fn make_visible(&mut self, v: Value) {
         self.visible.insert(v);
         self.scope.push(v);
@@ -36,7 +67,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
     fn out_of_scope_use(&mut self, v: Value, s: Stmt) {
         let body = self.body;
         let vd = body.value(v);
-        let stmt_span = body.use_span(s, v);
+        let stmt_span = self.use_span(s, v);
         let name = &vd.name;
         let def_pos = |this: &Self, d: ValueDef| match d {
             ValueDef::Result(ds) | ValueDef::LoopVar(ds, _) => this.pos.get(ds).copied(),
@@ -116,7 +147,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         match self.use_value(v, s)? {
             Type::Scalar(t) => Some(t),
             Type::Slot(_) => {
-                let span = self.body.use_span(s, v);
+                let span = self.use_span(s, v);
                 self.err(format!("alloca slot %{} used as a scalar", self.body.name(v)), span);
                 None
             }

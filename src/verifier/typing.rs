@@ -85,7 +85,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         let (ta, tb) = (self.scalar(a, s), self.scalar(b, s));
         let (ta, tb) = (ta?, tb?);
         if ta != tb {
-            self.err(mismatch(ta, tb), self.body.operand_span(s, k));
+            self.err(mismatch(ta, tb), self.operand_span(s, k));
             return None;
         }
         Some(ta)
@@ -98,7 +98,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             return false;
         };
         if !op.accepts(t) {
-            let at = self.body.operand_span(s, 0);
+            let at = self.operand_span(s, 0);
             self.err(format!("{} does not accept operands of type {t}", op.keyword()), at);
             return false;
         }
@@ -110,7 +110,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             return false;
         };
         if !op.accepts(t) {
-            let at = self.body.operand_span(s, 0);
+            let at = self.operand_span(s, 0);
             self.err(format!("{} does not accept an operand of type {t}", op.keyword()), at);
             return false;
         }
@@ -119,7 +119,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
 
     fn select(&mut self, s: Stmt, c: Value, a: Value, b: Value) -> bool {
         if let Some(tc) = self.scalar(c, s).filter(|&t| t != Scalar::I1) {
-            let at = self.body.operand_span(s, 0);
+            let at = self.operand_span(s, 0);
             self.err(format!("select condition must be i1, found {tc}"), at);
         }
         self.same_scalars(s, a, b, 2, |ta, tb| format!("type mismatch: select of {ta} and {tb}")).is_some()
@@ -130,7 +130,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         let tv = self.scalar(v, s);
         if let (Some(e), Some(t)) = (elem, tv) {
             if e != t {
-                let at = self.body.operand_span(s, r.indices.len());
+                let at = self.operand_span(s, r.indices.len());
                 self.err(format!("type mismatch: store of {t} to field @{} of {e}", r.field), at);
             }
         }
@@ -145,7 +145,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             self.err(msg, self.body.stmt(s).span);
         } else if let Some(t) = tv.filter(|&t| t != e) {
             let msg = format!("type mismatch: atomic {} of {t} on field @{} of {e}", op.keyword(), r.field);
-            self.err(msg, self.body.operand_span(s, r.indices.len()));
+            self.err(msg, self.operand_span(s, r.indices.len()));
         }
         true
     }
@@ -157,7 +157,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             Type::Slot(t) => Some(t),
             Type::Scalar(_) => {
                 let msg = format!("{what} %{}, which is not an alloca slot", self.body.name(p));
-                self.err(msg, self.body.operand_span(s, 0));
+                self.err(msg, self.operand_span(s, 0));
                 None
             }
         }
@@ -168,7 +168,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         if let (Some(e), Some(t)) = (slot, self.scalar(v, s)) {
             if e != t {
                 let msg = format!("type mismatch: store of {t} to slot %{} of {e}", self.body.name(p));
-                self.err(msg, self.body.operand_span(s, 1));
+                self.err(msg, self.operand_span(s, 1));
             }
         }
     }
@@ -210,7 +210,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         for (k, &i) in r.indices.iter().enumerate() {
             match self.scalar(i, s) {
                 Some(Scalar::I32 | Scalar::I64) | None => {}
-                Some(t) => self.err(format!("field index must be i32 or i64, found {t}"), self.body.operand_span(s, k)),
+                Some(t) => self.err(format!("field index must be i32 or i64, found {t}"), self.operand_span(s, k)),
             }
         }
         let Some(f) = self.cx.field(&r.field) else {
@@ -285,7 +285,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                     if *t != p.ty {
                         self.err(
                             format!("argument {} of call to @{name} has type {t}, expected {}", i + 1, p.ty),
-                            self.body.operand_span(s, i),
+                            self.operand_span(s, i),
                         );
                     }
                 }
