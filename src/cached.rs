@@ -143,6 +143,9 @@ pub struct CachedTasks {
     /// What the last prefetch compiled (the tasks neither tier held), not
     /// loaded yet.
     precompiled: HashMap<Key, Result<CompiledTask, CodegenError>>,
+    /// The modules of tasks others were compiling when claimed, by key,
+    /// until their wait ends ([`CachedTasks::compile_taken`]).
+    awaited: HashMap<Key, Module>,
     /// Records not written: a read-only cache's, or every one after the
     /// first write failed (a full disk, a read-only file system). One
     /// summary line says so at the end, not one per task.
@@ -214,6 +217,7 @@ impl CachedTasks {
             asked: HashSet::new(),
             keyed: Prefetched::default(),
             precompiled: HashMap::new(),
+            awaited: HashMap::new(),
             not_stored: 0,
             store_error: None,
             repeats: Repeats::default(),
@@ -447,30 +451,70 @@ impl CachedTasks {
         self.keyed.take(module).map_or_else(|| key_and_meta(module, backend.config()), Ok)
     }
 
+    /// Keeps a copy of the modules of the tasks others were compiling
+    /// when this process claimed them: a wait that takes one over may
+    /// take over others of the same holder, compiled then as one batch.
+    fn note_awaited(&mut self, modules: &[(&Module, Key)]) {
+        for (m, k) in modules {
+            if self.flight.is_waiting(k) {
+                self.awaited.entry(*k).or_insert_with(|| (*m).clone());
+            }
+        }
+    }
+
+    /// Compiles, as one batch, the tasks a wait took over besides the one
+    /// it waited for (and that one, `this`, when it was taken over too).
+    fn compile_taken(&mut self, backend: &dyn Backend, this: Option<(&Module, Key)>, taken: Vec<Key>) {
+        let others: Vec<(Key, Module)> = taken.iter().filter_map(|k| Some((*k, self.awaited.remove(k)?))).collect();
+        let mut batch: Vec<(&Module, Key)> = others.iter().map(|(k, m)| (m, *k)).collect();
+        batch.extend(this);
+        if batch.len() < 2 {
+            return;
+        }
+        let modules: Vec<&Module> = batch.iter().map(|(m, _)| *m).collect();
+        let remote = self.remote.clone().filter(|r| r.is_on());
+        let compiled = self.flight.renewing(remote.as_deref(), || backend.compile_tasks(&modules));
+        self.precompiled.extend(batch.iter().map(|(_, k)| *k).zip(compiled));
+    }
+
     /// Waits for `key`, which another process or machine is compiling,
     /// and looks it up again; `None` when there is still nothing to load
     /// (this process compiles it).
-    fn wait_for(&mut self, jit: &Jit, key: &Key, meta: &LaunchMeta, task: &str, stats: &mut JitStats) -> Option<Found> {
+    fn wait_for(
+        &mut self,
+        jit: &Jit,
+        key: &Key,
+        meta: &LaunchMeta,
+        task: &str,
+        stats: &mut JitStats,
+    ) -> (Option<Found>, Vec<Key>) {
         let _span = crate::trace::span("cache", "wait for another compile", task);
-        let waited = self.flight.wait(&self.store, self.remote.as_deref(), key);
+        let (waited, taken) = self.flight.wait_one(&self.store, self.remote.as_deref(), key);
+        self.awaited.remove(key);
         stats.run.wait_time = self.flight.wait_time;
+        for k in &taken {
+            self.asked.remove(k);
+        }
         let found = match waited {
             Waited::Appeared => self.lookup(jit, key, meta, task, stats),
             Waited::Fetched(r) => {
                 self.fetched.insert(*key, r);
-                Found::Remote(self.remote_lookup(jit, key, meta, task, stats)?)
+                match self.remote_lookup(jit, key, meta, task, stats) {
+                    Some(t) => Found::Remote(t),
+                    None => return (None, taken),
+                }
             }
             Waited::Compile => {
                 // A holder of this machine that got it from the remote
                 // stores it after its kernel is ready: ask the remote again.
                 self.asked.remove(key);
-                return None;
+                return (None, taken);
             }
         };
         if matches!(found, Found::Loaded(_) | Found::Remote(_)) {
             stats.run.waited += 1;
         }
-        Some(found)
+        (Some(found), taken)
     }
 
     fn lookup(&mut self, jit: &Jit, key: &Key, meta: &LaunchMeta, hint: &str, stats: &mut JitStats) -> Found {
@@ -525,7 +569,16 @@ impl TaskProvider for CachedTasks {
         self.deps = ready_functions(jit, backend, module, self, stats)?;
         let mut found = self.lookup(jit, &key, &meta, task, stats);
         if !matches!(found, Found::Loaded(_)) && self.flight.is_waiting(&key) {
-            found = self.wait_for(jit, &key, &meta, task, stats).unwrap_or(found);
+            found = match self.wait_for(jit, &key, &meta, task, stats) {
+                (Some(f), taken) => {
+                    self.compile_taken(backend, None, taken);
+                    f
+                }
+                (None, taken) => {
+                    self.compile_taken(backend, Some((module, key)), taken);
+                    found
+                }
+            };
         }
         if !matches!(found, Found::Loaded(_) | Found::Remote(_)) {
             if let Some(t) = self.remote_lookup(jit, &key, &meta, task, stats) {
@@ -590,6 +643,7 @@ impl TaskProvider for CachedTasks {
                 absent.push((m, *key));
             }
         }
+        let all: Vec<(&Module, Key)> = keyed.iter().map(|(m, (k, _))| (*m, *k)).collect();
         self.keyed.clear();
         for (m, k) in keyed {
             self.keyed.push(m, k);
@@ -615,6 +669,7 @@ impl TaskProvider for CachedTasks {
             let compiled = self.flight.renewing(remote.as_deref(), || backend.compile_tasks(&batch));
             self.precompiled.extend(absent.iter().map(|(_, k)| *k).zip(compiled));
         }
+        self.note_awaited(&all);
         self.count_bytes(stats);
     }
 
@@ -629,6 +684,10 @@ impl TaskProvider for CachedTasks {
             self.join_oldest(stats);
         }
         self.repeats.flush(stats);
+        if let Some(line) = self.flight.ran_out_warning() {
+            warn(stats, line);
+            self.flight.ran_out = 0;
+        }
         if let Some(line) = self.summary() {
             warn(stats, line);
             // Said once, however often the run is finished.

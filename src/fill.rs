@@ -62,6 +62,9 @@ pub struct Fill {
     /// Tasks another process or machine compiled, waited for and taken.
     pub waited: u64,
     pub wait_time: Duration,
+    /// The one line about waits that ran out, if any did
+    /// ([`Flight::ran_out_warning`]).
+    pub warning: Option<String>,
 }
 
 /// What a record is compiled from.
@@ -189,9 +192,13 @@ fn fill_looked(
         })
         .collect();
     out.extend(finish_all(&flight, store, remote, compiler, now, done));
+    // Waited for together: a dead holder's tasks are all taken over at
+    // once and compiled below as one batch (`Flight::wait_all`).
+    let keys: Vec<Key> = later.iter().map(|(_, t)| t.key).collect();
+    let waits = flight.wait_all(store, remote, &keys);
     let mut rest: Batch = Vec::new();
-    for (i, mut t) in later {
-        match flight.wait(store, remote, &t.key) {
+    for ((i, mut t), waited) in later.into_iter().zip(waits) {
+        match waited {
             Waited::Appeared => match store.get(&t.key) {
                 Ok(Lookup::Hit(r)) if t.fits(&r.meta) => t.local = Some(r),
                 _ => {}
@@ -207,7 +214,12 @@ fn fill_looked(
     }
     out.extend(finish_all(&flight, store, remote, compiler, rest, done));
     out.sort_by_key(|(i, _)| *i);
-    Fill { tasks: out.into_iter().map(|(_, r)| r).collect(), waited: flight.waited, wait_time: flight.wait_time }
+    Fill {
+        tasks: out.into_iter().map(|(_, r)| r).collect(),
+        waited: flight.waited,
+        wait_time: flight.wait_time,
+        warning: flight.ran_out_warning(),
+    }
 }
 
 /// A task's key, launch metadata and local record (a damaged one, or one

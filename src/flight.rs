@@ -5,16 +5,19 @@
 //! Owns: [`Flight`], one run's claims: which missing keys this process
 //! compiles (it holds the key's compile lock, `cache::lock`, and, with a
 //! remote, its lease, [`crate::remote::Lease`]) and which it waits for;
-//! the wait, bounded in all by the `compile_wait` setting (past it the
-//! process compiles what is left itself): on this machine blocked on the
-//! key's lock, so it ends the moment the holder lets go; on the remote
+//! the wait, bounded by the `compile_wait` setting (past it the process
+//! compiles what is left itself, and says so once): on this machine every
+//! awaited lock watched at once ([`Flight::wait_all`]), so all of a dead
+//! holder's tasks are taken over together, with the bound on idleness
+//! (it starts again whenever an awaited record appears); on the remote
 //! looking with back-off, one round trip a look that also fetches every
 //! other record awaited there; the lease
 //! renewal while a batch compiles ([`Flight::renewing`]); and what is held
 //! until a record is stored ([`Held::finish`]). `docs/cache.md`,
 //! "Single-flight compiles", is the reference.
 //!
-//! Must never: wait longer in all than the bound (or than the remote's
+//! Must never: wait longer than the bound with no awaited record
+//! appearing, nor longer in all than the bound on the remote (or than its
 //! own timeouts: an error turns the tier off and ends a remote wait at
 //! once); fail a run (no lock or lease to be had means compile, as if
 //! alone); load anything (the caller looks the record up, through every
@@ -31,7 +34,9 @@ use std::time::{Duration, Instant};
 /// How a run shares its compiles.
 #[derive(Clone, Copy, Debug)]
 pub struct FlightOptions {
-    /// The most a run waits in all for tasks others are compiling.
+    /// The most a run waits with none of the tasks others are compiling
+    /// finishing (on this machine: the bound is on idleness), and in all
+    /// on the remote.
     pub wait: Duration,
     /// Test only (`test_compile_delay`): a sleep before each compile, so a
     /// test can kill a holder mid-compile.
@@ -133,6 +138,10 @@ pub struct Flight {
     pub waited: u64,
     /// Time spent waiting.
     pub wait_time: Duration,
+    /// Tasks whose wait ran out (the bound passed with no progress): this
+    /// process compiled them although their holders may still be at work;
+    /// the run's one warning says so.
+    pub ran_out: u64,
 }
 
 /// The first pause between two looks at the remote while waiting, and the
@@ -140,6 +149,9 @@ pub struct Flight {
 /// it blocks on the lock.
 const FIRST_PAUSE: Duration = Duration::from_millis(1);
 const MAX_REMOTE_PAUSE: Duration = Duration::from_millis(10);
+/// The longest pause between two looks at the locks of keys others of
+/// this machine are compiling ([`Flight::wait_all`]).
+const MAX_LOCAL_PAUSE: Duration = Duration::from_millis(20);
 
 impl Flight {
     pub fn new(options: FlightOptions) -> Flight {
@@ -151,6 +163,7 @@ impl Flight {
             arrived: HashMap::new(),
             waited: 0,
             wait_time: Duration::ZERO,
+            ran_out: 0,
         }
     }
 
@@ -209,6 +222,18 @@ impl Flight {
         held + waiting
     }
 
+    /// The run's one line about waits that ran out, if any did: this
+    /// process compiled tasks their holders may still be compiling.
+    pub fn ran_out_warning(&self) -> Option<String> {
+        (self.ran_out > 0).then(|| {
+            format!(
+                "no task another process was compiling finished within compile_wait ({}); compiled {} of them here",
+                humantime::format_duration(self.options.wait),
+                self.ran_out
+            )
+        })
+    }
+
     /// Whether `key` is being compiled by another (this process waits).
     pub fn is_waiting(&self, key: &Key) -> bool {
         self.waiting.contains_key(key)
@@ -247,6 +272,7 @@ impl Flight {
         if !lock.take_within(self.left) {
             // The bound is spent: compile without the lock.
             self.held.insert(*key, Held::default());
+            self.ran_out += 1;
             return Waited::Compile;
         }
         // Free: stored just before it was released (the lock goes back at
@@ -293,6 +319,7 @@ impl Flight {
             }
             let spent = t0.elapsed();
             if spent >= self.left {
+                self.ran_out += 1;
                 break;
             }
             std::thread::sleep(pause.min(self.left - spent));
@@ -300,6 +327,117 @@ impl Flight {
         }
         self.held.insert(*key, held);
         Waited::Compile
+    }
+
+    /// Waits for all of `keys` that another is compiling, together, and
+    /// says how each wait ended, in the order of `keys` (a key not awaited
+    /// is `Compile`): those another process of this machine holds are
+    /// watched at once ([`Flight::watch_local`]), then those a remote
+    /// holder leased are waited for one by one ([`Flight::wait`]). For a
+    /// caller with nothing of its own left to store (`kiln-compile`'s fill
+    /// stores its own first).
+    pub fn wait_all(&mut self, store: &Store, remote: Option<&RemoteTier>, keys: &[Key]) -> Vec<Waited> {
+        let local: Vec<Key> = keys.iter().copied().filter(|k| self.waits_locally(k)).collect();
+        let mut out = self.watch_local(store, local, None);
+        keys.iter().map(|k| out.remove(k).unwrap_or_else(|| self.wait(store, remote, k))).collect()
+    }
+
+    /// Waits for `key`, which another is compiling, as [`Flight::wait`];
+    /// when another process of this machine holds it, every key this
+    /// process awaits on this machine is watched meanwhile, and the
+    /// others that came free too (their holder died with them, or went
+    /// idle past the bound) are returned, taken over: the caller compiles
+    /// them with `key`, as one batch.
+    pub fn wait_one(&mut self, store: &Store, remote: Option<&RemoteTier>, key: &Key) -> (Waited, Vec<Key>) {
+        if !self.waits_locally(key) {
+            return (self.wait(store, remote, key), Vec::new());
+        }
+        let local: Vec<Key> = self.waiting.keys().copied().filter(|k| self.waits_locally(k)).collect();
+        let mut out = self.watch_local(store, local, Some(*key));
+        let waited = out.remove(key).unwrap_or(Waited::Compile);
+        let taken = out.into_iter().filter(|(_, w)| matches!(w, Waited::Compile)).map(|(k, _)| k).collect();
+        (waited, taken)
+    }
+
+    /// Whether another process of this machine holds `key`'s lock.
+    fn waits_locally(&self, key: &Key) -> bool {
+        matches!(self.waiting.get(key), Some(Wait::Local(_)))
+    }
+
+    /// Watches the locks of `keys` (others of this machine hold them) at
+    /// once: a lock that comes free is taken then, so every task of a
+    /// holder that died is taken over in the same round; until `until`'s
+    /// wait ends (all of them when `None`). The bound is on idleness, not
+    /// on the wait in all: it starts again whenever an awaited record
+    /// appears, so a holder that is storing its tasks is waited for; past
+    /// it, with no record appearing, every key still watched is taken
+    /// over (its holder is idle: no lock, counted in `ran_out`). How each
+    /// wait that ended, ended.
+    fn watch_local(&mut self, store: &Store, mut keys: Vec<Key>, until: Option<Key>) -> HashMap<Key, Waited> {
+        let t0 = Instant::now();
+        let mut out: HashMap<Key, Waited> = HashMap::new();
+        let (mut idle_since, mut pause) = (Instant::now(), FIRST_PAUSE);
+        let done = |out: &HashMap<Key, Waited>, keys: &[Key]| match until {
+            Some(k) => out.contains_key(&k),
+            None => keys.is_empty(),
+        };
+        while !keys.is_empty() {
+            let before = keys.len();
+            keys.retain(|key| match self.try_local(store, key) {
+                Some(w) => {
+                    if matches!(w, Waited::Appeared) {
+                        idle_since = Instant::now();
+                    }
+                    out.insert(*key, w);
+                    false
+                }
+                None => true,
+            });
+            if keys.len() < before {
+                pause = FIRST_PAUSE;
+            }
+            if done(&out, &keys) {
+                keys.clear();
+                break;
+            }
+            if idle_since.elapsed() >= self.options.wait {
+                break;
+            }
+            std::thread::sleep(pause.min(self.options.wait.saturating_sub(idle_since.elapsed())));
+            pause = (pause * 2).min(MAX_LOCAL_PAUSE);
+        }
+        // No progress for the bound: compile what is left, without locks.
+        for key in keys {
+            self.waiting.remove(&key);
+            self.held.insert(key, Held::default());
+            self.ran_out += 1;
+            out.insert(key, Waited::Compile);
+        }
+        let spent = t0.elapsed();
+        self.wait_time += spent;
+        self.left = self.left.saturating_sub(spent);
+        out
+    }
+
+    /// One look at a key another process of this machine holds: its
+    /// record appeared, or its lock came free (this process holds it now
+    /// and compiles it), or `None`: still held.
+    fn try_local(&mut self, store: &Store, key: &Key) -> Option<Waited> {
+        let appeared = || store.record_path(key).exists();
+        let Some(Wait::Local(lock)) = self.waiting.get_mut(key) else { return Some(Waited::Compile) };
+        if appeared() {
+            self.waiting.remove(key);
+            return Some(Waited::Appeared);
+        }
+        if !lock.take_within(Duration::ZERO) {
+            return None;
+        }
+        let Some(Wait::Local(lock)) = self.waiting.remove(key) else { return Some(Waited::Compile) };
+        if appeared() {
+            return Some(Waited::Appeared);
+        }
+        self.held.insert(*key, Held { lock: Some(lock), lease: false });
+        Some(Waited::Compile)
     }
 
     /// Runs `compile` (a batch of this process's keys), renewing its

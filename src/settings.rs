@@ -332,7 +332,7 @@ settings! {
     remote_lease_ttl: Duration = Duration::from_secs(10), env "KILN_REMOTE_LEASE_TTL", flag None, cache_file true,
         "A machine compiling a task no tier holds leases it on the remote for this long, renewed while it compiles: others wait for its record; a dead holder's lease expires after this.";
     compile_wait: Duration = Duration::from_secs(30), env "KILN_COMPILE_WAIT", flag None, cache_file true,
-        "How long a run (or a kiln-compile --cache-dir fill) waits in all for tasks another process or machine is compiling (its lock or lease) before compiling them itself.";
+        "How long a run (or a kiln-compile --cache-dir fill) waits for tasks another process or machine is compiling (its lock or lease) with none of them finishing before compiling them itself (on the remote: in all).";
     test_compile_delay: Duration = Duration::ZERO, env "KILN_TEST_COMPILE_DELAY", flag None, cache_file false,
         "Test only: kiln-run and kiln-compile --cache-dir sleep this long before each batch of compiles, so tests can kill a lock holder mid-compile.";
     target_cpu: Option<String> = None, env "KILN_TARGET_CPU", flag Some("--target-cpu"), cache_file false,

@@ -391,10 +391,13 @@ fn fill_cache(
     }
     let s = store.stats();
     (counters.run.bytes_read, counters.run.bytes_written) = (s.bytes_read, s.bytes_written);
+    for w in [&filled.warning, &filled_records.warning].into_iter().flatten() {
+        tool::warn_process("kiln-compile", w);
+    }
     let mut err = std::io::stderr().lock();
     if let Some(r) = &remote {
         if let Some(w) = r.take_warning() {
-            tool::warn("kiln-compile", &w);
+            tool::warn_process("kiln-compile", &w);
         }
         counters.remote = Some((r.settings().display.clone(), r.stats()));
     }
