@@ -13,7 +13,7 @@
 //! Must never: print, exit or look at the terminal itself (the caller says
 //! whether standard error is one), or know a tool's other flags.
 
-use crate::config::{CodeModel, CompileConfig, OptLevel};
+use crate::config::{CodeModel, CompileConfig, Denormals, OptLevel};
 
 /// One LLVM spelling and the Kiln flag it stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,6 +156,10 @@ pub struct ConfigArgs {
     /// The code model objects are compiled for (part of every key)
     #[arg(long, value_name = "MODEL", default_value_t = CompileConfig::default().code_model)]
     pub code_model: CodeModel,
+
+    /// What float operations do with subnormal numbers (part of every key; both engines compute in the mode)
+    #[arg(long, value_name = "MODE", default_value_t = Denormals::Preserve)]
+    pub denormals: Denormals,
 }
 
 impl ConfigArgs {
@@ -166,6 +170,7 @@ impl ConfigArgs {
             fast_math: self.fast_math,
             bounds_checks: !self.no_bounds_checks,
             code_model: self.code_model,
+            denormals: self.denormals,
             ..CompileConfig::default()
         }
     }
@@ -182,6 +187,21 @@ impl clap::ValueEnum for CodeModel {
             CodeModel::Default => "the target's default",
             CodeModel::Small => "code and data within 2 GiB",
             CodeModel::Large => "no limit on distances (the default on x86-64)",
+        };
+        Some(clap::builder::PossibleValue::new(self.keyword()).help(help))
+    }
+}
+
+/// `--denormals`'s values: the names [`Denormals::keyword`] owns.
+impl clap::ValueEnum for Denormals {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Denormals::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let help = match self {
+            Denormals::Preserve => "keep subnormal inputs and results (IEEE 754)",
+            Denormals::Flush => "flush them to zero, as Quadrants' CPU backend does",
         };
         Some(clap::builder::PossibleValue::new(self.keyword()).help(help))
     }

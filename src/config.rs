@@ -67,6 +67,37 @@ impl std::fmt::Display for CodeModel {
     }
 }
 
+/// What float operations do with subnormal numbers
+/// ([`crate::fpenv`]; `docs/language.md`, "Subnormal numbers").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Denormals {
+    /// IEEE 754: subnormal inputs and results are kept (KIR's default).
+    #[default]
+    Preserve,
+    /// A subnormal input counts as a zero of its sign, and a subnormal
+    /// result becomes one, as Quadrants' CPU backend computes.
+    Flush,
+}
+
+impl Denormals {
+    /// Every mode, in the order `--help` lists them.
+    pub const ALL: [Denormals; 2] = [Denormals::Preserve, Denormals::Flush];
+
+    /// The mode's name, as `--denormals` spells it.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Denormals::Preserve => "preserve",
+            Denormals::Flush => "flush",
+        }
+    }
+}
+
+impl std::fmt::Display for Denormals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.keyword())
+    }
+}
+
 /// Everything besides the task's text that determines its object's bytes.
 /// The host (triple, CPU, features) is not here: it scopes the cache
 /// directory instead.
@@ -82,6 +113,9 @@ pub struct CompileConfig {
     pub fast_math: bool,
     pub bounds_checks: bool,
     pub code_model: CodeModel,
+    /// What float operations do with subnormal numbers: the code is
+    /// compiled for the mode (LLVM's `denormal-fp-math`) and run in it.
+    pub denormals: Denormals,
     /// The cache record format version.
     pub record_version: u32,
     /// Kiln's version ([`crate::VERSION`]).
@@ -123,6 +157,7 @@ impl CompileConfig {
             fast_math: false,
             bounds_checks: true,
             code_model: if cfg!(target_arch = "x86_64") { CodeModel::Large } else { CodeModel::Default },
+            denormals: Denormals::Preserve,
             record_version: RECORD_VERSION,
             kiln_version: crate::VERSION.to_string(),
             llvm_version: llvm_version.into(),

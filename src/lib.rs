@@ -31,6 +31,7 @@ pub mod remote;
 pub mod build_id;
 pub mod config;
 pub mod exec;
+pub mod fpenv;
 pub mod npy;
 pub mod settings;
 pub mod stats;

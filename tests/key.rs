@@ -145,11 +145,13 @@ fn changing_any_configuration_field_changes_every_key() {
         let candidates: Vec<serde_json::Value> = match &value {
             serde_json::Value::Bool(b) => vec![(!b).into()],
             serde_json::Value::Number(n) => vec![(n.as_u64().unwrap_or(0) + 1).into()],
-            serde_json::Value::String(s) => ["O0", "O1", "O2", "O3", "Default", "Small", "Large", "other"]
-                .iter()
-                .map(|c| (*c).into())
-                .chain([format!("{s}x").into()])
-                .collect(),
+            serde_json::Value::String(s) => {
+                ["O0", "O1", "O2", "O3", "Default", "Small", "Large", "Preserve", "Flush", "other"]
+                    .iter()
+                    .map(|c| (*c).into())
+                    .chain([format!("{s}x").into()])
+                    .collect()
+            }
             other => panic!("configuration field {name} has an unexpected JSON form {other}"),
         };
         let changed = candidates
@@ -222,6 +224,7 @@ fn explain_shows_exactly_what_was_hashed() {
             "fast_math",
             "bounds_checks",
             "code_model",
+            "denormals",
             "record_version",
             "kiln_version",
             "llvm_version",

@@ -47,7 +47,7 @@ fn every_racy_kernel_is_flagged_in_every_order() {
         let (text, pattern) = racegen::generate(seed, true);
         let stream = parse(&text);
         let order = orders(seed)[(seed % 3) as usize];
-        match run(Interpreter { order, check_races: true }, &stream) {
+        match run(Interpreter { order, check_races: true, ..Interpreter::default() }, &stream) {
             Err((k, e)) if k == "race" && e.races.as_ref().is_some_and(|r| !r.races.is_empty()) => {
                 let r = &e.races.as_ref().expect("checked").races[0];
                 if r.kernel != "race" || r.span == r.other_span && r.iteration == r.other_iteration {
@@ -93,7 +93,7 @@ fn race_free_kernels_pass_and_give_one_digest_in_every_order() {
             }
         };
         for order in orders(seed) {
-            match run(Interpreter { order, check_races: true }, &stream) {
+            match run(Interpreter { order, check_races: true, ..Interpreter::default() }, &stream) {
                 Ok(d) if same(&d, &plain, order) => {}
                 Ok(d) => {
                     let differ: Vec<&String> = d.keys().filter(|k| d.get(*k) != plain.get(*k)).collect();
@@ -130,7 +130,9 @@ fn the_generator_writes_every_pattern_and_through_helpers() {
 fn a_prefix_sum_races_and_its_serial_form_does_not() {
     let text = "field @a : i32[8]\nfield @s : i32[8]\nkernel @scan() {\n  for %i in 1 .. 8 {\n    %one = const 1 : i32\n    %j = sub %i, %one\n    %prev = load @s[%j]\n    %x = load @a[%i]\n    %sum = add %prev, %x\n    store @s[%i], %sum\n  }\n}\n";
     let stream = parse(text);
-    let Err((_, e)) = run(Interpreter { order: IterationOrder::Ascending, check_races: true }, &stream) else {
+    let Err((_, e)) =
+        run(Interpreter { order: IterationOrder::Ascending, check_races: true, ..Interpreter::default() }, &stream)
+    else {
         panic!("no race found")
     };
     assert_eq!(
@@ -142,7 +144,9 @@ fn a_prefix_sum_races_and_its_serial_form_does_not() {
          data race in task @scan.0 of kernel @scan: iteration 6 reads @s[5], which iteration 5 writes; \
          data race in task @scan.0 of kernel @scan: iteration 7 reads @s[6], which iteration 6 writes"
     );
-    let Err((_, e)) = run(Interpreter { order: IterationOrder::Descending, check_races: true }, &stream) else {
+    let Err((_, e)) =
+        run(Interpreter { order: IterationOrder::Descending, check_races: true, ..Interpreter::default() }, &stream)
+    else {
         panic!("no race found")
     };
     assert!(
@@ -154,6 +158,6 @@ fn a_prefix_sum_races_and_its_serial_form_does_not() {
     );
     let serial = parse(&text.replace("1 .. 8 {", "1 .. 8 serial {"));
     for order in orders(1) {
-        assert!(run(Interpreter { order, check_races: true }, &serial).is_ok());
+        assert!(run(Interpreter { order, check_races: true, ..Interpreter::default() }, &serial).is_ok());
     }
 }

@@ -23,7 +23,7 @@ mod versioning;
 
 use super::sites::{Numbering, NO_STMT};
 use super::CodegenError;
-use crate::config::CompileConfig;
+use crate::config::{CompileConfig, Denormals};
 use crate::ir::{
     BinOp, Body, CmpOp, Const, Field, Func, Name, Scalar, SecondaryMap, Stmt, StmtKind, TaskKind, Type, UnOp, Value,
     ValueDef,
@@ -103,6 +103,10 @@ pub struct Lowering<'a, 'ctx> {
     numbering: Numbering,
     cpu_attr: Attribute,
     features_attr: Attribute,
+    /// LLVM's `denormal-fp-math` for the configured mode (none for IEEE,
+    /// LLVM's default): the code runs with subnormals flushed
+    /// (`crate::fpenv`), and LLVM must not assume otherwise.
+    denormal_attrs: Vec<Attribute>,
     /// The inline-asm register constraint that hides a float constant from
     /// LLVM's constant folder (see [`FnCx::float_constant`]); `None` on
     /// targets without one.
@@ -169,6 +173,12 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
             numbering: Numbering::default(),
             cpu_attr: cx.create_string_attribute("target-cpu", cpu),
             features_attr: cx.create_string_attribute("target-features", features),
+            denormal_attrs: match config.denormals {
+                Denormals::Preserve => Vec::new(),
+                Denormals::Flush => ["denormal-fp-math", "denormal-fp-math-f32"]
+                    .map(|k| cx.create_string_attribute(k, "preserve-sign,preserve-sign"))
+                    .to_vec(),
+            },
             vector_isas: vecmath::vector_isas(triple, features),
             float_barrier: if triple.starts_with("x86_64") || triple.starts_with("i686") {
                 Some("=x,0")
@@ -283,6 +293,9 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         fv.add_attribute(AttributeLoc::Function, self.cpu_attr);
         fv.add_attribute(AttributeLoc::Function, self.features_attr);
         fv.add_attribute(AttributeLoc::Function, self.enum_attr("nounwind"));
+        for a in &self.denormal_attrs {
+            fv.add_attribute(AttributeLoc::Function, *a);
+        }
     }
 
     /// How this compile computes the math operators.

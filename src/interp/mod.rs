@@ -57,6 +57,9 @@ pub struct Interpreter {
     pub order: IterationOrder,
     /// Report data races in parallel tasks (a run-time error).
     pub check_races: bool,
+    /// What float operations do with subnormal numbers: the run computes
+    /// in this mode ([`crate::fpenv`]), as the JIT's code does.
+    pub denormals: crate::config::Denormals,
 }
 
 impl Interpreter {
@@ -79,6 +82,7 @@ impl Engine for Interpreter {
     /// The stream is indexed (and, for iteration orders and races,
     /// offloaded) once for all the runs.
     fn run_kernels(&mut self, stream: &Stream, runs: &[(&str, &[Const])], fields: &mut Fields) -> Result<(), RunError> {
+        let _env = crate::fpenv::FpEnv::enter(self.denormals);
         let mut scopes = Scopes::new();
         if self.order == IterationOrder::Ascending && !self.check_races {
             let items = StreamIndex::new(stream);

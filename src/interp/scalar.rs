@@ -83,6 +83,71 @@ fminmax!(fmax32, f32, >);
 fminmax!(fmin64, f64, <);
 fminmax!(fmax64, f64, >);
 
+/// A float as the hardware reads it, and a result as it writes it, in the
+/// thread's mode (`crate::fpenv`): a subnormal is a zero of its sign when
+/// flushing. Only for the interpreter's software operations: its hardware
+/// arithmetic sees the mode itself.
+trait Daz: Sized {
+    fn daz(self) -> Self;
+}
+
+macro_rules! daz {
+    ($t:ty) => {
+        impl Daz for $t {
+            #[inline(always)]
+            fn daz(self) -> $t {
+                if self.is_subnormal() && crate::fpenv::flushing() {
+                    <$t>::copysign(0.0, self)
+                } else {
+                    self
+                }
+            }
+        }
+    };
+}
+daz!(f32);
+daz!(f64);
+
+/// `min` or `max` of a NaN and a number, as the JIT's code computes it
+/// (LLVM's x86-64 lowering of `minimumnum`/`maximumnum`): the operands are
+/// ordered by the first one's sign bit, and the number comes out as it is
+/// when the NaN is the one ordered first, else as the `min`/`max`
+/// instruction reads it (flushed, when flushing). Without flushing both
+/// are the number itself.
+#[inline(always)]
+fn min_max_one_nan<T: Daz + Copy + IsNan>(min: bool, a: T, b: T) -> T {
+    let (x, y) = if a.sign_negative() == min { (a, b) } else { (b, a) };
+    if x.nan() {
+        y
+    } else {
+        x.daz()
+    }
+}
+
+/// The two facts of a float [`min_max_one_nan`] asks.
+trait IsNan {
+    fn nan(self) -> bool;
+    fn sign_negative(self) -> bool;
+}
+
+impl IsNan for f32 {
+    fn nan(self) -> bool {
+        self.is_nan()
+    }
+    fn sign_negative(self) -> bool {
+        self.is_sign_negative()
+    }
+}
+
+impl IsNan for f64 {
+    fn nan(self) -> bool {
+        self.is_nan()
+    }
+    fn sign_negative(self) -> bool {
+        self.is_sign_negative()
+    }
+}
+
 macro_rules! float_bin {
     ($op:expr, $a:expr, $b:expr, $min:ident, $max:ident) => {{
         let (a, b) = ($a, $b);
@@ -92,10 +157,15 @@ macro_rules! float_bin {
             BinOp::Mul => a * b,
             BinOp::Div => a / b,
             // Rust's `%` on floats is C's fmod: the result has the
-            // dividend's sign.
-            BinOp::Rem => a % b,
-            BinOp::Min => $min(a, b),
-            BinOp::Max => $max(a, b),
+            // dividend's sign. Here it is software, where the JIT calls
+            // glibc's, whose test for a zero divisor is a float compare
+            // that reads a subnormal as zero when flushing.
+            BinOp::Rem => a % if b.daz() == 0.0 { b.daz() } else { b },
+            // Software here, an instruction that reads flushed operands in
+            // the JIT's code (see `min_max_one_nan` for one NaN).
+            BinOp::Min | BinOp::Max if a.is_nan() != b.is_nan() => min_max_one_nan($op == BinOp::Min, a, b),
+            BinOp::Min => $min(a.daz(), b.daz()),
+            BinOp::Max => $max(a.daz(), b.daz()),
             BinOp::Pow => a.powf(b),
             BinOp::Atan2 => a.atan2(b),
             // Bitwise and shift operators do not accept floats (the
@@ -174,8 +244,8 @@ macro_rules! float_un {
             UnOp::Log => a.ln(),
             // Rust's software `floor`/`ceil` return a signalling NaN
             // unchanged; the unit (and C's `floor`) quiets it.
-            UnOp::Floor => quieted!($t, a.floor()),
-            UnOp::Ceil => quieted!($t, a.ceil()),
+            UnOp::Floor => quieted!($t, a.daz().floor()),
+            UnOp::Ceil => quieted!($t, a.daz().ceil()),
             // Rust's `round` rounds half away from zero, as KIR does.
             UnOp::Round => a.round(),
             UnOp::Not => 0.0,

@@ -659,6 +659,7 @@ impl Engine for JitEngine {
             self.pool = make_pool(self.threads)?;
         }
         let path = self.path;
+        let fp = self.backend.config().denormals;
         let t0 = Instant::now();
         let pool = self.pool.as_ref();
         let launches = &mut self.stats.launches;
@@ -674,7 +675,8 @@ impl Engine for JitEngine {
                 };
                 *launches += 1;
                 let _span = crate::trace::span("launch", "launch", &item.name);
-                runtime::launch(t.entry, &t.meta, names, &slots, fields, pool, &locate)?;
+                let on = runtime::RunOn { pool, denormals: fp };
+                runtime::launch(t.entry, &t.meta, names, &slots, fields, on, &locate)?;
             }
             Ok(())
         };

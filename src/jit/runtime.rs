@@ -12,7 +12,7 @@
 //! a field of the right element type and shape (checked before every
 //! launch).
 
-use crate::config::{LaunchMeta, MetaBound, MetaField, MetaKind};
+use crate::config::{Denormals, LaunchMeta, MetaBound, MetaField, MetaKind};
 use crate::exec::{out_of_bounds, FieldData, Fields, RunError};
 use crate::ir::{Scalar, Span, DEFAULT_BLOCK_DIM};
 use rayon::prelude::*;
@@ -265,12 +265,22 @@ fn bind_one<'f>(mf: &MetaField, data: &'f mut FieldData, names: LaunchNames) -> 
 /// chunks of whole blocks on `pool` for a parallel one (or one call over
 /// the whole range on the calling thread). Chunks not yet started are
 /// skipped once an error is recorded.
-fn run_chunks(entry: EntryFn, serial: bool, space: Space, shared: Shared, pool: Option<&rayon::ThreadPool>) {
+fn run_chunks(
+    entry: EntryFn,
+    serial: bool,
+    space: Space,
+    shared: Shared,
+    pool: Option<&rayon::ThreadPool>,
+    fp: Denormals,
+) {
     let run_chunk = |s: Shared, b: i64, e: i64| {
         if unsafe { (*s.error).state.load(Ordering::Relaxed) } != 0 {
             return;
         }
         let ctx = TaskContext { fields: s.fields, params: s.params, error: s.error, begin: b, end: e };
+        // The code runs in the mode it was compiled for, on whichever
+        // thread takes the chunk, and the thread's own mode comes back.
+        let _env = crate::fpenv::FpEnv::enter(fp);
         unsafe { entry(&ctx) };
     };
     let Space { begin, count, block } = space;
@@ -305,6 +315,15 @@ fn run_chunks(entry: EntryFn, serial: bool, space: Space, shared: Shared, pool: 
     }
 }
 
+/// Where and how a task's code runs: `pool` for a parallel task's chunks
+/// (the calling thread when `None`), in the floating-point mode the code
+/// was compiled for.
+#[derive(Clone, Copy, Default)]
+pub struct RunOn<'p> {
+    pub pool: Option<&'p rayon::ThreadPool>,
+    pub denormals: Denormals,
+}
+
 /// Runs a loaded task once over `fields`: `slots` are its parameters
 /// ([`param_slots`]); parallel tasks run in chunks of `block_dim`
 /// iterations on `pool` (on the calling thread when `pool` is `None`). A
@@ -317,7 +336,7 @@ pub fn launch(
     names: LaunchNames,
     slots: &[u64],
     fields: &mut Fields,
-    pool: Option<&rayon::ThreadPool>,
+    on: RunOn<'_>,
     locate: &dyn Fn(u32) -> Option<Span>,
 ) -> Result<(), RunError> {
     // The iteration space first (it may read 0-D fields).
@@ -326,7 +345,7 @@ pub fn launch(
     let ptrs: Vec<*mut u8> = bases.iter_mut().map(|b| b.ptr()).collect();
     let mut slot = ErrorSlot::default();
     let shared = Shared { fields: ptrs.as_ptr(), params: slots.as_ptr(), error: &mut slot };
-    run_chunks(entry, matches!(meta.kind, MetaKind::Serial), space, shared, pool);
+    run_chunks(entry, matches!(meta.kind, MetaKind::Serial), space, shared, on.pool, on.denormals);
     drop(ptrs);
     for b in bases {
         b.finish();

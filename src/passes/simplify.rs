@@ -373,14 +373,27 @@ fn exact(c: Const) -> Option<Const> {
     }
 }
 
+/// Whether `c` is a subnormal float of its type: what it computes to
+/// depends on the run's mode (`config::Denormals`: kept, or flushed to a
+/// zero of its sign), which the passes do not know, so an operation that
+/// reads or makes one is left to run time.
+fn subnormal(c: Const) -> bool {
+    match c.ty {
+        Scalar::F32 => c.as_f64().is_some_and(|x| (x as f32).is_subnormal()),
+        Scalar::F64 => c.as_f64().is_some_and(f64::is_subnormal),
+        _ => false,
+    }
+}
+
 /// Folds a binary operator over two constants of one type, or None where
 /// the result is not fixed bit for bit by the language (see the module
-/// doc): `pow` and `atan2` (libm's), and NaN results.
+/// doc): `pow` and `atan2` (libm's), NaN results, and subnormal operands
+/// or results.
 pub fn fold_binary(op: BinOp, a: Const, b: Const) -> Option<Const> {
-    if a.ty != b.ty || !op.accepts(a.ty) || op.libm().is_some() {
+    if a.ty != b.ty || !op.accepts(a.ty) || op.libm().is_some() || subnormal(a) || subnormal(b) {
         return None;
     }
-    exact(eval_binary(op, a, b))
+    exact(eval_binary(op, a, b)).filter(|r| !subnormal(*r))
 }
 
 /// Folds a unary operator, or None where the result is not fixed bit for
@@ -394,16 +407,16 @@ pub fn fold_unary(op: UnOp, a: Const) -> Option<Const> {
     if matches!(op, UnOp::Neg | UnOp::Abs) {
         return Some(r);
     }
-    if a.as_f64().is_some_and(f64::is_nan) {
+    if a.as_f64().is_some_and(f64::is_nan) || subnormal(a) {
         return None;
     }
-    exact(r)
+    exact(r).filter(|r| !subnormal(*r))
 }
 
 /// Folds a comparison: signed for `i32`/`i64`, `false < true` for `i1`,
 /// ordered for floats except `ne`, which is true when either is NaN.
 pub fn fold_cmp(op: CmpOp, a: Const, b: Const) -> Option<Const> {
-    if a.ty != b.ty {
+    if a.ty != b.ty || subnormal(a) || subnormal(b) {
         return None;
     }
     Some(eval_cmp(op, a, b))
@@ -417,10 +430,10 @@ pub fn fold_cast(a: Const, to: Scalar) -> Option<Const> {
     if a.ty == to {
         return Some(a);
     }
-    if to.is_float() && a.as_f64().is_some_and(f64::is_nan) {
+    if to.is_float() && a.as_f64().is_some_and(f64::is_nan) || subnormal(a) {
         return None;
     }
-    Some(eval_cast(a, to))
+    Some(eval_cast(a, to)).filter(|r| !subnormal(*r))
 }
 
 #[cfg(test)]

@@ -42,6 +42,9 @@ import numpy as np
 # f32 functions or glibc (glibc within 1 ulp for sin, cos, exp, log; 2 for
 # tan, pow, atan2), composed once.
 DEFAULT_ULPS = 4
+# What Quadrants's CPU backend does with subnormal floats (it runs with
+# the SSE control register's flush-to-zero and denormals-are-zero bits).
+QUADRANTS_DENORMALS = "flush"
 
 TOOL = "kiln-quadrants"
 
@@ -216,7 +219,9 @@ class Replay:
                 p.parent.mkdir(parents=True, exist_ok=True)
                 outs[fname] = p
                 outputs += ["--output", f"@{fname}={p}"]
-            cmd = [self.kiln_run, str(kir), "--kernel", kernel, "--color=never", *extra, *args, *inputs, *outputs]
+            # Quadrants' CPU backend flushes subnormal floats to zero: so
+            # does the replay, on both engines (docs/language.md).
+            cmd = [self.kiln_run, str(kir), "--kernel", kernel, "--color=never", f"--denormals={QUADRANTS_DENORMALS}", *extra, *args, *inputs, *outputs]
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
                 what = "data race" if engine == "races" and "data race" in r.stderr else f"kiln-run ({engine}) failed"
