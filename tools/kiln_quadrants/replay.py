@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .capture import OFFLOAD_STAGE
+
 # Floats may differ from Quadrants' by this many units in the last place
 # (docs/quadrants.md, "Tolerance"): both compile the same operations with
 # LLVM; the bound leaves room for a math function that Quadrants computes
@@ -140,6 +142,10 @@ class KernelReport:
     failures: list = field(default_factory=list)
     races: list = field(default_factory=list)
     worst_ulps: int = 0
+    # Calls Quadrants raised on (nothing to compare), and calls it compiled
+    # to no task at all (nothing to run: each must leave every field as it was).
+    raised: list = field(default_factory=list)
+    empty_calls: int = 0
 
 
 FIELD_RE = re.compile(r"^\s*field @(\S+) :", re.M)
@@ -177,12 +183,37 @@ class Replay:
             self.imported[log] = (out, None) if r.returncode == 0 else (None, r.stderr.strip())
         return self.imported[log]
 
+    def compiled_no_task(self, call: dict) -> bool:
+        """Whether Quadrants compiled the call's kernel to no offloaded task
+        (an empty body, or one a static condition emptied): no log at all,
+        or a log without a task's dump."""
+        log = call.get("log")
+        return log is None or OFFLOAD_STAGE not in (self.cap / log).read_text(errors="replace")
+
+    def check_untouched(self, call: dict, rep: KernelReport) -> None:
+        """A call of a kernel with no task runs nothing: Quadrants must have
+        left every value it saved as it was."""
+        rep.empty_calls += 1
+        for key, v in call.get("values", {}).items():
+            if not (v.get("before") and v.get("after")):
+                continue
+            before, after = np.load(self.cap / v["before"]), np.load(self.cap / v["after"])
+            d = first_difference(before, after, 0)
+            if d is not None:
+                at = f"[{', '.join(map(str, d.index))}]" if d.index else ""
+                rep.failures.append(
+                    f"call {call['call']}: Quadrants compiled no task but changed @{key}{at}: {d.quadrants!r} to {d.kiln!r}"
+                )
+
     def replay_call(self, call: dict) -> None:
         kernel = call["kernel"]
         rep = self.reports.setdefault(kernel, KernelReport(kernel))
         rep.calls += 1
         if call.get("error"):
-            rep.failures.append(f"call {call['call']}: Quadrants raised: {call['error']}")
+            rep.raised.append(f"call {call['call']}: {call['error']}")
+            return
+        if self.compiled_no_task(call):
+            self.check_untouched(call, rep)
             return
         kir, err = self.import_log(call["log"], kernel)
         if kir is None:
@@ -251,9 +282,14 @@ class Replay:
 
     def report(self) -> int:
         status = 0
-        agree = differ = unimported = 0
+        agree = differ = unimported = raised = 0
         for rep in self.reports.values():
-            if rep.import_error:
+            if rep.raised and rep.calls == len(rep.raised):
+                # Quadrants refused every call: nothing to compare, and no
+                # fault of Kiln's or of the program's replay.
+                raised += 1
+                print(f"SKIP {rep.name}: Quadrants raised; nothing to compare:\n{_indent(chr(10).join(rep.raised))}")
+            elif rep.import_error:
                 unimported += 1
                 status = status or 2
                 print(f"SKIP {rep.name}: cannot be imported:\n{_indent(rep.import_error)}")
@@ -263,16 +299,27 @@ class Replay:
                 print(f"FAIL {rep.name}")
                 for f in rep.failures + rep.races:
                     print(_indent(f))
+            elif rep.empty_calls == rep.calls - len(rep.raised):
+                agree += 1
+                print(f"ok   {rep.name}: {rep.calls} call{'s' if rep.calls != 1 else ''}, no task to run "
+                      f"(Quadrants compiled none), no field changed{_raised_note(rep)}")
             else:
                 agree += 1
                 print(f"ok   {rep.name}: {rep.calls} call{'s' if rep.calls != 1 else ''}, "
                       f"{len(rep.fields)} field{'s' if len(rep.fields) != 1 else ''}, JIT and interpreter agree with Quadrants"
-                      f" (max {rep.worst_ulps} ulp{'s' if rep.worst_ulps != 1 else ''})")
+                      f" (max {rep.worst_ulps} ulp{'s' if rep.worst_ulps != 1 else ''}){_raised_note(rep)}")
         if status == 2 and any(r.failures or r.races for r in self.reports.values()):
             status = 1
-        print(f"{len(self.reports)} kernels: {agree} agree, {differ} differ, {unimported} not imported")
+        tail = f", {raised} raised in Quadrants" if raised else ""
+        print(f"{len(self.reports)} kernels: {agree} agree, {differ} differ, {unimported} not imported{tail}")
         (self.work / "manifest.json").write_text(json.dumps({"calls": self.manifest}, indent=1) + "\n")
         return status
+
+
+def _raised_note(rep: KernelReport) -> str:
+    """The calls of an agreeing kernel that Quadrants raised on, if any."""
+    n = len(rep.raised)
+    return f"; {n} call{'s' if n != 1 else ''} raised in Quadrants, not compared" if n else ""
 
 
 def _safe(name: str) -> str:

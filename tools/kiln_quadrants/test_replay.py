@@ -116,6 +116,46 @@ def test_a_program_that_raises_gets_its_traceback(tmp_path: Path):
     assert "ValueError: planted" in r.stderr and "Traceback" in r.stderr
 
 
+def test_a_kernel_of_no_task_agrees_and_one_quadrants_refuses_is_not_compared(tmp_path: Path, cache: str):
+    """Issue 41: a kernel Quadrants compiles to no offloaded task has nothing
+    to run and agrees when Quadrants changed no field (it was refused, and
+    the bridge crashed on one it printed no IR for); a kernel Quadrants
+    raises on is 'Quadrants raised; nothing to compare', not a disagreement."""
+    prog = tmp_path / "empty.py"
+    prog.write_text(
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.i32, shape=4)\n"
+        "@qd.kernel\n"
+        "def nothing():\n"
+        "    pass\n"
+        "@qd.kernel\n"
+        "def switched_off():\n"
+        "    if qd.static(False):\n"
+        "        x[0] = 1\n"
+        "@qd.kernel\n"
+        "def refused():\n"
+        "    x[0] = no_such_name\n"
+        "@qd.kernel\n"
+        "def fill():\n"
+        "    for i in x:\n"
+        "        x[i] = i\n"
+        "fill()\n"
+        "nothing()\n"
+        "switched_off()\n"
+        "try:\n"
+        "    refused()\n"
+        "except Exception as e:\n"
+        "    print('refused', type(e).__name__)\n"
+    )
+    r = kq("run", "--cache-dir", cache, str(prog))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ok   nothing: 1 call, no task to run (Quadrants compiled none), no field changed" in r.stdout, r.stdout
+    assert "ok   switched_off: 1 call, no task to run" in r.stdout, r.stdout
+    assert "SKIP refused: Quadrants raised; nothing to compare:\n    call 3: QuadrantsNameError" in r.stdout, r.stdout
+    assert "4 kernels: 3 agree, 0 differ, 0 not imported, 1 raised in Quadrants" in r.stdout, r.stdout
+
+
 def test_ulp_distance():
     a = np.array([1.0, -0.0, 0.0, np.nan, 1.0], dtype=np.float32)
     b = np.array([np.nextafter(np.float32(1.0), np.float32(2.0)), 0.0, -0.0, np.nan, 1.0], dtype=np.float32)
