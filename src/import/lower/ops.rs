@@ -177,6 +177,10 @@ impl Module<'_> {
                     b.line(format!("{n} = select {adj}, {qm}, {q}"));
                     rt = t;
                 }
+                "pow" if t == Scalar::I32 || t == Scalar::I64 => {
+                    int_pow(b, s.id, &n, (&x, &y), t);
+                    rt = t;
+                }
                 "logical_and" | "logical_or" => {
                     let cx = self.cond(b, a, s)?;
                     let cy = self.cond(b, c, s)?;
@@ -259,4 +263,39 @@ impl Module<'_> {
         }
         Ok(())
     }
+}
+
+/// `n = x ** y` on integers as Quadrants computes it: `x` to the power of
+/// `|y|` (a negative exponent counts as its magnitude; `MIN`'s as 2^(w-1)),
+/// wrapping, by squaring over the exponent's `w` bits: a loop of `w`
+/// iterations over three slots, so the text stays small.
+fn int_pow(b: &mut Body, id: u32, n: &str, (x, y): (&str, &str), t: Scalar) {
+    let [ans, base, exp, one, zero, mag, i] = [(); 7].map(|_| b.fresh(id));
+    let [ev, bit, odd, av, bv, prod, next, sq, shifted] = [(); 9].map(|_| b.fresh(id));
+    for slot in [&ans, &base, &exp] {
+        b.line(format!("{slot} = alloca {t}"));
+    }
+    b.line(format!("{one} = const 1 : {t}"));
+    b.line(format!("{zero} = const 0 : {t}"));
+    b.line(format!("store {ans}, {one}"));
+    b.line(format!("store {base}, {x}"));
+    b.line(format!("{mag} = abs {y}"));
+    b.line(format!("store {exp}, {mag}"));
+    b.line(format!("for {i} in 0 .. {} {{", t.bits()));
+    b.depth += 1;
+    b.line(format!("{ev} = load {exp}"));
+    b.line(format!("{bit} = and {ev}, {one}"));
+    b.line(format!("{odd} = cmp ne {bit}, {zero}"));
+    b.line(format!("{av} = load {ans}"));
+    b.line(format!("{bv} = load {base}"));
+    b.line(format!("{prod} = mul {av}, {bv}"));
+    b.line(format!("{next} = select {odd}, {prod}, {av}"));
+    b.line(format!("store {ans}, {next}"));
+    b.line(format!("{sq} = mul {bv}, {bv}"));
+    b.line(format!("store {base}, {sq}"));
+    b.line(format!("{shifted} = ushr {ev}, {one}"));
+    b.line(format!("store {exp}, {shifted}"));
+    b.depth -= 1;
+    b.line("}");
+    b.line(format!("{n} = load {ans}"));
 }
