@@ -683,6 +683,7 @@ impl TaskProvider for CachedTasks {
         while !self.writes.is_empty() {
             self.join_oldest(stats);
         }
+        self.flight.release_all(self.remote.as_deref());
         self.repeats.flush(stats);
         if let Some(line) = self.flight.ran_out_warning() {
             warn(stats, line);

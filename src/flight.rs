@@ -239,6 +239,16 @@ impl Flight {
         self.waiting.contains_key(key)
     }
 
+    /// Lets go of every key this process still holds: their records will
+    /// not be written (a run that failed or was interrupted before it
+    /// compiled them), so their lock files go, their locks and leases are
+    /// released, and a waiter finds no record and compiles.
+    pub fn release_all(&mut self, remote: Option<&RemoteTier>) {
+        for (key, held) in std::mem::take(&mut self.held) {
+            held.finish(&key, remote);
+        }
+    }
+
     /// What this process holds for `key`, taken for the record's write.
     pub fn take(&mut self, key: &Key) -> Option<Held> {
         self.held.remove(key)

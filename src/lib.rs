@@ -32,6 +32,7 @@ pub mod build_id;
 pub mod config;
 pub mod exec;
 pub mod fpenv;
+pub mod interrupt;
 pub mod npy;
 pub mod settings;
 pub mod stats;

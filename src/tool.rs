@@ -87,6 +87,9 @@ pub enum ToolError {
     /// Nothing more to do (what was asked for, such as `--target-cpu=help`,
     /// is printed): exit with 0.
     Done,
+    /// Interrupted by a signal (`crate::interrupt`): the line saying what
+    /// was kept; exit status `128 + signal`.
+    Interrupted { signal: i32, text: String },
 }
 
 impl From<crate::settings::SettingsError> for ToolError {
@@ -144,6 +147,10 @@ pub fn main_with(tool: &str, body: impl FnOnce() -> Result<(), ToolError>) -> Ex
     match body() {
         Ok(()) => ExitCode::SUCCESS,
         Err(ToolError::BrokenPipe | ToolError::Done) => ExitCode::SUCCESS,
+        Err(ToolError::Interrupted { signal, text }) => {
+            let _ = io::stderr().lock().write_all(process_line(tool, Severity::Note, &text).as_bytes());
+            ExitCode::from(crate::interrupt::exit_status(signal))
+        }
         Err(ToolError::Input(text)) => {
             let mut err = io::stderr().lock();
             // An unlocated error (`error: ...`) is located by the tool's name.

@@ -279,6 +279,13 @@ fn strip(s: &str, sigil: char) -> &str {
 /// only after a successful run print and write the results.
 fn run(cli: &Cli) -> Result<(), ToolError> {
     check_engine_flags(cli)?;
+    // The JIT compiles in processes of its own and stores what they make:
+    // Ctrl-C (or SIGTERM) stops it at the next compile or kernel, keeps
+    // what was compiled and removes its temporary files (a second one
+    // ends the process at once). The interpreter has nothing to keep.
+    if cli.engine == EngineKind::Jit {
+        kiln::interrupt::install().map_err(ToolError::msg)?;
+    }
     let span = |name| trace::span("phase", name, trace::WHOLE_INPUT);
     let setup = span("settings");
     // Settings are read first: a bad one is an error even when the run
@@ -327,6 +334,17 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     progress.finish();
     let output = span("output");
     report(cli, &runner, result.1);
+    if let Some(signal) = kiln::interrupt::requested() {
+        let kept = match &runner {
+            Runner::Jit(j, Some(_)) => j.stats.run.stored,
+            _ => 0,
+        };
+        let s = if kept == 1 { "" } else { "s" };
+        return Err(ToolError::Interrupted {
+            signal,
+            text: format!("interrupted: {kept} compiled task{s} kept in the cache"),
+        });
+    }
     // Data races are shown at their accesses, and an error of one
     // statement at it (`FILE:LINE:COL: error: ...`).
     // A statement imported from another program (`loc(...)`) is shown at

@@ -158,6 +158,10 @@ impl CompileProcess {
     /// to the hook as it comes.
     fn run(&self, args: &[&str], input: &str, report: Option<&ProgressHook>) -> Result<Vec<u8>, CodegenError> {
         let program = self.program.display();
+        // Interrupted: no compiler is started after it.
+        if let Some(sig) = crate::interrupt::requested() {
+            return Err(CodegenError::new(format!("interrupted by signal {sig}")));
+        }
         let mut child = Command::new(&self.program)
             .args(args)
             .args(report.map(|_| "--report-progress"))

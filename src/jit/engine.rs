@@ -635,6 +635,11 @@ impl Engine for JitEngine {
         args: &[Const],
         fields: &mut Fields,
     ) -> Result<(), RunError> {
+        // Interrupted: no kernel is prepared or launched after it (its
+        // tool stores what was compiled and exits).
+        if let Some(sig) = crate::interrupt::requested() {
+            return Err(RunError::new(format!("interrupted by signal {sig}")));
+        }
         let split = self.split(stream, kernel)?;
         let stream = split.as_deref().unwrap_or(stream);
         let (_, k) = self.find_kernel(stream, kernel)?;
