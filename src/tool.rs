@@ -90,6 +90,12 @@ pub enum ToolError {
     /// Interrupted by a signal (`crate::interrupt`): the line saying what
     /// was kept; exit status `128 + signal`.
     Interrupted { signal: i32, text: String },
+    /// The output says it all; exit with this status, printing nothing
+    /// more (`kiln-key --diff`'s 1 when keys differ, as `diff`'s).
+    Status(u8),
+    /// An error that exits with another status than 1 (`--diff`'s
+    /// trouble is 2, as `diff`'s): already rendered.
+    InputWith(u8, String),
 }
 
 impl From<crate::settings::SettingsError> for ToolError {
@@ -147,21 +153,17 @@ pub fn main_with(tool: &str, body: impl FnOnce() -> Result<(), ToolError>) -> Ex
     match body() {
         Ok(()) => ExitCode::SUCCESS,
         Err(ToolError::BrokenPipe | ToolError::Done) => ExitCode::SUCCESS,
+        Err(ToolError::Status(code)) => ExitCode::from(code),
+        Err(ToolError::InputWith(code, text)) => {
+            print_input(tool, &text);
+            ExitCode::from(code)
+        }
         Err(ToolError::Interrupted { signal, text }) => {
             let _ = io::stderr().lock().write_all(process_line(tool, Severity::Note, &text).as_bytes());
             ExitCode::from(crate::interrupt::exit_status(signal))
         }
         Err(ToolError::Input(text)) => {
-            let mut err = io::stderr().lock();
-            // An unlocated error (`error: ...`) is located by the tool's name.
-            let unlocated = diag::header(None, Severity::Error, "", color());
-            let label = &unlocated[..unlocated.find(' ').unwrap_or(0)];
-            let _ = if text.starts_with(label) {
-                let b = diag::Palette::new(color()).bold;
-                write!(err, "{b}{tool}:{b:#} {text}")
-            } else {
-                err.write_all(text.as_bytes())
-            };
+            print_input(tool, &text);
             ExitCode::from(1)
         }
         Err(ToolError::Usage(text)) => {
@@ -201,6 +203,20 @@ pub fn warn_ignored_config(settings: &crate::settings::Settings) {
     for e in &settings.ignored {
         warn(&e.location, &format!("{}; its settings are ignored", e.message));
     }
+}
+
+/// Prints rendered bad-input text on standard error; an unlocated error
+/// (`error: ...`) is located by the tool's name.
+fn print_input(tool: &str, text: &str) {
+    let mut err = io::stderr().lock();
+    let unlocated = diag::header(None, Severity::Error, "", color());
+    let label = &unlocated[..unlocated.find(' ').unwrap_or(0)];
+    let _ = if text.starts_with(label) {
+        let b = diag::Palette::new(color()).bold;
+        write!(err, "{b}{tool}:{b:#} {text}")
+    } else {
+        err.write_all(text.as_bytes())
+    };
 }
 
 /// A target that cannot be used ([`crate::target::resolve`]): `help`

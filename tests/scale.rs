@@ -85,7 +85,10 @@ fn split_streams_of_many_tasks_verify_key_and_diff() {
     let edited = std::fs::read_to_string(&split).unwrap().replace("%c123 = const 123 : i32", "%c123 = const 7 : i32");
     assert_ne!(edited, std::fs::read_to_string(&split).unwrap());
     let edited = write(dir.path(), "edited.kir", &edited);
-    let diff = stdout(&run(KEY, dir.path(), &["--diff", &split, &edited]));
+    // Keys that differ: diff's exit status 1.
+    let out = run_capped(KEY, dir.path(), &["--diff", &split, &edited], &[], CAP);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let diff = stdout(&out);
     let changed: Vec<&str> = diff.lines().filter(|l| l.contains("@k.")).collect();
     assert_eq!(changed.len(), 1, "{}", &diff[..diff.len().min(2000)]);
     assert!(changed[0].contains("@k.246"), "{diff}");

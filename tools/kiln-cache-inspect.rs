@@ -102,7 +102,7 @@ enum Command {
     },
     /// Remove records and leftovers; criteria add up
     Prune {
-        /// Remove least recently used records until all records fit in SIZE (e.g. 500M, 2G)
+        /// Remove least recently used records until all records fit in SIZE (e.g. 500M, 2G; 0: no limit, nothing removed)
         #[arg(long, value_name = "SIZE", value_parser = parse_size)]
         max_size: Option<u64>,
         /// Remove records not used for DURATION (e.g. 30d, 12h)

@@ -94,8 +94,17 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
                 "--diff can read standard input (`-`) for only one of OLD and NEW".to_string(),
             ));
         }
-        let (old, new) = (key_set(&paths[0], &cfg)?, key_set(&paths[1], &cfg)?);
-        return tool::write_output(None, render_diff(&key::diff(&old, &new)).as_bytes());
+        // As `diff`: 0 when every key is the same, 1 when one differs, 2
+        // on trouble (an input that does not read, parse or verify).
+        let trouble = |e: ToolError| match e {
+            ToolError::Input(text) => ToolError::InputWith(2, text),
+            e => e,
+        };
+        let (old, new) = (key_set(&paths[0], &cfg).map_err(trouble)?, key_set(&paths[1], &cfg).map_err(trouble)?);
+        let changes = key::diff(&old, &new);
+        tool::write_output(None, render_diff(&changes).as_bytes()).map_err(trouble)?;
+        let differ = changes.iter().any(|(_, c)| !matches!(c, Change::Unchanged));
+        return if differ { Err(ToolError::Status(1)) } else { Ok(()) };
     }
     let Some(name) = &cli.explain else {
         let src = tool::read_source(&cli.input)?;

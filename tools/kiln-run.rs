@@ -85,7 +85,7 @@ struct Cli {
     #[arg(long, value_name = "N", value_parser = kiln::cli::threads_parser())]
     threads: Option<u32>,
 
-    /// Compile each kernel whole, in-process, into one module and one JIT dylib; read and write no cache
+    /// Compile each kernel whole (in a kiln-compile process) into one object and one JIT dylib; read and write no cache
     #[arg(long, conflicts_with = "cache_dir")]
     no_cache: bool,
 

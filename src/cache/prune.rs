@@ -134,7 +134,9 @@ pub(super) fn plan_prune(scan: &Scan, plan: &PrunePlan, this_host: Option<&str>,
     let lru = |a: &&RecordEntry, b: &&RecordEntry| (a.file.mtime, &a.file.path).cmp(&(b.file.mtime, &b.file.path));
     stale.sort_by(lru);
     out.files.extend(stale.iter().map(|r| record_removal(r, PruneReason::OlderThan)));
-    if let Some(max) = plan.max_size {
+    // 0 is no limit, here as for every size (docs/cache.md, "Sizes and
+    // durations"): never "remove everything".
+    if let Some(max) = plan.max_size.filter(|&m| m != 0) {
         live.sort_by(lru);
         let mut total: u64 = live.iter().map(|r| r.file.size).sum();
         for r in live {
@@ -287,7 +289,10 @@ mod tests {
             .collect();
         assert_eq!(got, want);
         // The other host's record counts towards the bound and can go.
-        assert_eq!(paths(PrunePlan { max_size: Some(0), ..Default::default() }).len(), 4);
+        assert_eq!(paths(PrunePlan { max_size: Some(1), ..Default::default() }).len(), 4);
+        // 0 is no limit, as for every size: nothing goes (issue 46: it
+        // emptied the cache).
+        assert!(paths(PrunePlan { max_size: Some(0), ..Default::default() }).is_empty());
         assert!(paths(PrunePlan { max_size: Some(1500), ..Default::default() }).is_empty());
     }
 

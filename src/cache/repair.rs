@@ -409,7 +409,7 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), dir.path().join(scope("a").name()).join("ff")).unwrap();
         let cache = Cache::open(dir.path(), &InspectOptions::default()).unwrap();
         assert_eq!(cache.stats().unwrap().total.records, 2);
-        cache.prune(&PrunePlan { max_size: Some(0), older_than: Some(Duration::ZERO), ..Default::default() }).unwrap();
+        cache.prune(&PrunePlan { max_size: Some(1), older_than: Some(Duration::ZERO), ..Default::default() }).unwrap();
         cache.verify(true).unwrap();
         assert_eq!(ino(&victim), before);
         assert_eq!(cache.stats().unwrap().total.records, 0);
@@ -445,7 +445,7 @@ mod tests {
         let (moved, victim) = swap_shard_for_link(&store, dir.path(), outside.path(), b"precious");
         let planned = plan_prune(
             &scan,
-            &PrunePlan { max_size: Some(0), ..Default::default() },
+            &PrunePlan { max_size: Some(1), ..Default::default() },
             cache.this_host(),
             SystemTime::now(),
         );
