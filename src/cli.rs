@@ -66,6 +66,7 @@ pub fn spellings_for(tool: &str) -> impl Iterator<Item = &'static Spelling> + '_
 /// as it is. Stops at `--`; a value that follows an option taking one is
 /// never rewritten.
 pub fn rewrite_llvm_spellings(tool: &str, args: Vec<String>) -> Vec<String> {
+    let args = if tool == CACHE_INSPECT { rewrite_ccache_spellings(args) } else { args };
     let mut out = Vec::with_capacity(args.len());
     let mut iter = args.into_iter();
     if let Some(argv0) = iter.next() {
@@ -88,6 +89,51 @@ pub fn rewrite_llvm_spellings(tool: &str, args: Vec<String>) -> Vec<String> {
                 }
             }
             None => out.push(arg),
+        }
+    }
+    out
+}
+
+const CACHE_INSPECT: &str = "kiln-cache-inspect";
+
+/// ccache's options that `kiln-cache-inspect` takes for its commands, in
+/// place of the command (`ccache -s` is `stats`): the option, the
+/// arguments it stands for, and whether it takes a value (appended: `-M
+/// 5G` is `config set max_size 5G`).
+pub const CCACHE_SPELLINGS: &[(&str, &[&str], bool)] = &[
+    ("-s", &["stats"], false),
+    ("-z", &["zero-stats"], false),
+    ("-C", &["clear"], false),
+    ("-M", &["config", "set", "max_size"], true),
+];
+
+/// `kiln-cache-inspect`'s global options that take a value as the next
+/// argument (which is then no command).
+const CACHE_INSPECT_VALUED: &[&str] = &["--cache-dir", "--host-scope", "--remote", "--color", "--error-limit"];
+
+/// `args` with a ccache option in the place of the command replaced by
+/// the command it stands for; one after a command is left to clap.
+fn rewrite_ccache_spellings(args: Vec<String>) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len() + 3);
+    let mut iter = args.into_iter();
+    out.extend(iter.next());
+    while let Some(arg) = iter.next() {
+        if let Some((_, to, valued)) = CCACHE_SPELLINGS.iter().find(|(s, _, _)| *s == arg) {
+            out.extend(to.iter().map(|s| s.to_string()));
+            if *valued {
+                out.extend(iter.next());
+            }
+            out.extend(iter);
+            break;
+        }
+        let takes_value = CACHE_INSPECT_VALUED.contains(&arg.as_str());
+        let command = !arg.starts_with('-');
+        out.push(arg);
+        if takes_value {
+            out.extend(iter.next());
+        } else if command {
+            out.extend(iter);
+            break;
         }
     }
     out
@@ -424,6 +470,20 @@ mod tests {
         // Kiln's own flags and -O pass through.
         let same = argv("kiln-run --target-cpu=x -O3 -o f --print @y");
         assert_eq!(rewrite_llvm_spellings(RUN, same.clone()), same);
+    }
+
+    #[test]
+    fn ccache_options_stand_for_the_command_they_name() {
+        let r = |s: &str| rewrite_llvm_spellings(CACHE_INSPECT, argv(s));
+        assert_eq!(r("k -s"), argv("k stats"));
+        assert_eq!(r("k --cache-dir /c -s --json"), argv("k --cache-dir /c stats --json"));
+        assert_eq!(r("k -z"), argv("k zero-stats"));
+        assert_eq!(r("k -C"), argv("k clear"));
+        assert_eq!(r("k -M 5G"), argv("k config set max_size 5G"));
+        // After a command, an option is that command's: clap decides.
+        assert_eq!(r("k show -s"), argv("k show -s"));
+        // Only kiln-cache-inspect's.
+        assert_eq!(rewrite_llvm_spellings(OPT, argv("kiln-opt -s")), argv("kiln-opt -s"));
     }
 
     #[test]

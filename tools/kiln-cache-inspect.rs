@@ -78,6 +78,12 @@ enum Command {
     Stats,
     /// Reset the lasting statistics of every scope to zero (records stay)
     ZeroStats,
+    /// Remove every record of this host's scope, asking nothing, and print what was removed (ccache -C); settings, statistics and other hosts' scopes stay
+    Clear {
+        /// Print what would be removed; remove nothing
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Show the full metadata of one record, by key or unique key prefix
     Show {
         /// A key, or a prefix of one (hex)
@@ -233,9 +239,21 @@ fn run(cli: Cli) -> Result<(), ToolError> {
             }
             Ok(())
         }
+        Command::Clear { dry_run } => {
+            let cache = open()?;
+            if cache.this_host().is_none() {
+                return Err(ToolError::msg(
+                    "clear: this host's scope is not known yet (no Kiln process with LLVM has used the cache here); pass --host-scope SCOPE",
+                ));
+            }
+            let plan = PrunePlan { clear: true, dry_run, ..PrunePlan::default() };
+            let report = cache.prune(&plan).map_err(cache_err)?;
+            emit(json, &report, || text_prune(&report, cache.root(), now))
+        }
         Command::Prune { max_size, older_than, foreign_scopes, temp, dry_run } => {
             let cache = open()?;
-            let plan = PrunePlan { max_size, older_than, foreign_scopes, temp_older_than: temp, dry_run };
+            let plan =
+                PrunePlan { max_size, older_than, foreign_scopes, temp_older_than: temp, dry_run, clear: false };
             let report = cache.prune(&plan).map_err(cache_err)?;
             emit(json, &report, || text_prune(&report, cache.root(), now))
         }

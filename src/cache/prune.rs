@@ -31,6 +31,8 @@ pub struct PrunePlan {
     pub temp_older_than: Option<Duration>,
     /// Report, remove nothing.
     pub dry_run: bool,
+    /// Remove every record of this host's scope (`clear`, ccache's `-C`).
+    pub clear: bool,
 }
 
 /// Why `prune` removed something.
@@ -41,6 +43,7 @@ pub enum PruneReason {
     StaleTemp,
     OlderThan,
     MaxSize,
+    Clear,
 }
 
 impl PruneReason {
@@ -51,6 +54,7 @@ impl PruneReason {
             PruneReason::StaleTemp => "stale-temp",
             PruneReason::OlderThan => "older-than",
             PruneReason::MaxSize => "max-size",
+            PruneReason::Clear => "clear",
         }
     }
 }
@@ -120,6 +124,10 @@ pub(super) fn plan_prune(scan: &Scan, plan: &PrunePlan, this_host: Option<&str>,
         let temp_age = plan.temp_older_than;
         for f in s.temps.iter().filter(|f| temp_age.is_some_and(|d| older(f, d))) {
             out.files.push(removal(f, "temp", PruneReason::StaleTemp));
+        }
+        if plan.clear && this_host == Some(s.name.as_str()) {
+            out.files.extend(s.records.iter().map(|r| record_removal(r, PruneReason::Clear)));
+            continue;
         }
         let (old, young): (Vec<&RecordEntry>, Vec<&RecordEntry>) =
             s.records.iter().partition(|r| plan.older_than.is_some_and(|d| older(&r.file, d)));
