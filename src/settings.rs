@@ -421,6 +421,13 @@ pub fn apply_file(settings: &mut Settings, path: &Path, text: &str, cache_file: 
     Ok(())
 }
 
+/// Whether setting `name` is for Kiln's own tests and benchmarks (its
+/// name starts with `test_`): `config` lists it only when asked
+/// (`--all`); it is read like any other.
+pub fn for_tests(name: &str) -> bool {
+    name.starts_with("test_")
+}
+
 /// The user's config file: `$XDG_CONFIG_HOME/kiln/kiln.toml` (when that is
 /// absolute), else `$HOME/.config/kiln/kiln.toml`.
 pub fn user_file(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {

@@ -69,6 +69,9 @@ enum Command {
     },
     /// Print every effective setting and where it came from (default, a kiln.toml, the environment, a flag)
     Config {
+        /// Also the settings for Kiln's own tests and benchmarks (test_*)
+        #[arg(long)]
+        all: bool,
         #[command(subcommand)]
         command: Option<ConfigCommand>,
     },
@@ -154,7 +157,7 @@ fn run(cli: Cli) -> Result<(), ToolError> {
     // `config set` repairs the cache's own kiln.toml, so it reads the
     // settings without a file in error; every other command reports it.
     let settings = match &cli.command {
-        Command::Config { command: Some(ConfigCommand::Set { .. }) } => Settings::load_for_run(&flags)?.0,
+        Command::Config { command: Some(ConfigCommand::Set { .. }), .. } => Settings::load_for_run(&flags)?.0,
         _ => Settings::load(&flags)?,
     };
     kiln::tool::warn_ignored_config(&settings);
@@ -174,12 +177,12 @@ fn run(cli: Cli) -> Result<(), ToolError> {
         Err(e) => Err(cache_err(e)),
     };
     match cli.command {
-        Command::Config { command: None } => {
-            let rows = settings.rows();
+        Command::Config { command: None, all } => {
+            let rows: Vec<_> = settings.rows().into_iter().filter(|r| all || !settings::for_tests(r.name)).collect();
             emit(json, &rows, || text_config(&rows))
         }
         Command::Init { shared, .. } => init(&root, &settings, shared.as_deref()),
-        Command::Config { command: Some(ConfigCommand::Set { key, value }) } => {
+        Command::Config { command: Some(ConfigCommand::Set { key, value }), .. } => {
             let path = settings::set_in_cache_file(open()?.root(), &key, &value)?;
             let shown = Settings::shown(&key, &value).unwrap_or(value);
             write_output(None, format!("{key} = {shown}, set in {}\n", path.display()).as_bytes())
