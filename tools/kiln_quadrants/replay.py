@@ -27,13 +27,17 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:  # run() says so in one line; --help needs no numpy
+    np = None  # type: ignore[assignment]
 
 from .capture import OFFLOAD_STAGE
 
@@ -334,13 +338,82 @@ def _indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines())
 
 
-def run(ns: argparse.Namespace) -> int:
-    if ns.keep:
-        work = Path(ns.keep)
+def _usage_error(text: str) -> int:
+    """One line on standard error, and the usage status."""
+    print(f"{TOOL}: error: {text}", file=sys.stderr)
+    return 2
+
+
+def _lower_first(text: str) -> str:
+    """An OS error's text as Kiln words its messages: `No such file` as `no such file`."""
+    return text[:1].lower() + text[1:]
+
+
+def _keep_dir(keep: str) -> Path | str:
+    """The --keep directory, made when new; or why it cannot be used."""
+    work = Path(keep)
+    try:
+        if work.exists() and not work.is_dir():
+            return f"--keep {keep}: not a directory"
         if work.exists() and any(work.iterdir()):
-            print(f"{TOOL}: error: --keep {work}: the directory is not empty", file=sys.stderr)
-            return 2
+            return f"--keep {keep}: the directory is not empty"
         work.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        return f"--keep {keep}: {_lower_first(e.strerror or str(e))}"
+    return work
+
+
+def _program_error(program: str) -> str | None:
+    """Why PROGRAM cannot be run, before anything is captured: missing,
+    not a file, unreadable, or not Python (its syntax error, at its line)."""
+    p = Path(program)
+    if not p.exists():
+        return f"{program}: no such file"
+    if not p.is_file():
+        return f"{program}: not a file"
+    try:
+        compile(p.read_bytes(), program, "exec")
+    except OSError as e:
+        return f"{program}: {_lower_first(e.strerror or str(e))}"
+    except SyntaxError as e:
+        return f"{e.filename}:{e.lineno}:{e.offset}: {e.msg}"
+    except ValueError as e:  # null bytes
+        return f"{program}: {e}"
+    return None
+
+
+def _ended(status: int) -> str:
+    """How a process ended, as a person reads it: 'ended with status 3',
+    or 'was killed by SIGKILL' for a negative status (a signal)."""
+    if status < 0:
+        try:
+            return f"was killed by {signal.Signals(-status).name}"
+        except ValueError:
+            return f"was killed by signal {-status}"
+    return f"ended with status {status}"
+
+
+def _missing_packages() -> list[str]:
+    """The packages the bridge needs that this Python lacks."""
+    import importlib.util
+
+    return [m for m in ("numpy", "quadrants") if importlib.util.find_spec(m) is None]
+
+
+def run(ns: argparse.Namespace) -> int:
+    missing = _missing_packages()
+    if missing:
+        return _usage_error(
+            f"{sys.executable} has no {' or '.join(missing)}: run `make quadrants` (a venv under target/), "
+            "or set KILN_QUADRANTS_PYTHON to a Python that has Quadrants 1.3.3 and numpy"
+        )
+    why = _program_error(ns.program)
+    if why is not None:
+        return _usage_error(why)
+    if ns.keep:
+        work = _keep_dir(ns.keep)
+        if isinstance(work, str):
+            return _usage_error(work)
         return _run_in(work, ns)
     with tempfile.TemporaryDirectory(prefix="kiln-quadrants.") as d:
         return _run_in(Path(d), ns)
@@ -350,7 +423,7 @@ def _run_in(work: Path, ns: argparse.Namespace) -> int:
     replay = Replay(work, ns)
     status = replay.capture()
     if status != 0:
-        print(f"{TOOL}: error: {ns.program} ended with status {status}", file=sys.stderr)
+        print(f"{TOOL}: error: {ns.program} {_ended(status)}", file=sys.stderr)
         return 1
     cap = json.loads((replay.cap / "capture.json").read_text())
     for call in cap["calls"]:

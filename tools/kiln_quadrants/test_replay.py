@@ -156,6 +156,51 @@ def test_a_kernel_of_no_task_agrees_and_one_quadrants_refuses_is_not_compared(tm
     assert "4 kernels: 3 agree, 0 differ, 0 not imported, 1 raised in Quadrants" in r.stdout, r.stdout
 
 
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["--keep", "/etc/passwd", "testdata/quadrants/saxpy.py"], "--keep /etc/passwd: not a directory"),
+        (["--keep", "/etc/passwd/sub", "testdata/quadrants/saxpy.py"], "--keep /etc/passwd/sub: not a directory"),
+        (["--keep", "/dev/null", "testdata/quadrants/saxpy.py"], "--keep /dev/null: not a directory"),
+        (["no/such/program.py"], "no/such/program.py: no such file"),
+        (["testdata"], "testdata: not a file"),
+    ],
+    ids=["keep-file", "keep-under-file", "keep-dev-null", "missing", "directory"],
+)
+def test_bad_arguments_are_one_line_and_status_2(args: list[str], said: str):
+    """Issue 42: these gave Python tracebacks that started inside the bridge."""
+    r = kq("run", *args)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr == f"kiln-quadrants: error: {said}\n", r.stderr
+
+
+def test_a_syntax_error_is_the_programs_at_its_line(tmp_path: Path):
+    prog = tmp_path / "broken.py"
+    prog.write_text("import quadrants as qd\nx = (1,\n")
+    r = kq("run", str(prog))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.startswith(f"kiln-quadrants: error: {prog}:2:"), r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_a_program_killed_by_a_signal_says_which(tmp_path: Path):
+    prog = tmp_path / "killed.py"
+    prog.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    r = kq("run", str(prog))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"kiln-quadrants: error: {prog} was killed by SIGKILL" in r.stderr, r.stderr
+
+
+def test_a_python_without_quadrants_is_told_to_run_make_quadrants():
+    env = dict(os.environ, KILN_QUADRANTS_PYTHON="/usr/bin/python3")
+    r = subprocess.run([str(WRAPPER), "run", "testdata/quadrants/saxpy.py"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "run `make quadrants`" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    h = subprocess.run([str(WRAPPER), "--help"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert h.returncode == 0 and "usage: kiln-quadrants" in h.stdout, h.stderr
+
+
 def test_ulp_distance():
     a = np.array([1.0, -0.0, 0.0, np.nan, 1.0], dtype=np.float32)
     b = np.array([np.nextafter(np.float32(1.0), np.float32(2.0)), 0.0, -0.0, np.nan, 1.0], dtype=np.float32)
