@@ -271,21 +271,45 @@ pub fn parse_kernel_name(s: &str) -> Result<String, String> {
 /// nearest name by edit distance when one is close (`did you mean @x?`, as
 /// clap and rustc suggest), and the kernels there are when they are few.
 pub fn no_such_kernel<'a>(name: &str, file: &str, kernels: impl IntoIterator<Item = &'a str>) -> String {
-    let kernels: Vec<&str> = kernels.into_iter().collect();
-    let mut text = format!("no kernel named @{name} in {file}");
-    let nearest = kernels
+    format!("no kernel named @{name} in {file}{}", suggest(name, &Names::KERNELS, kernels))
+}
+
+/// What [`suggest`] looks names up among: the noun for the list, and the
+/// sigil every name is written with.
+pub struct Names {
+    pub plural: &'static str,
+    pub sigil: &'static str,
+}
+
+impl Names {
+    pub const KERNELS: Names = Names { plural: "kernels", sigil: "@" };
+    pub const TASKS: Names = Names { plural: "tasks", sigil: "@" };
+    pub const FIELDS: Names = Names { plural: "fields", sigil: "@" };
+    pub const SETTINGS: Names = Names { plural: "settings", sigil: "" };
+}
+
+/// What follows a "no such name" message, the same wherever a name is
+/// looked up (kernels, tasks, fields, settings): `; did you mean @x?` when
+/// one candidate is close by edit distance (at most a third of the longer
+/// name), and the candidates when there are a few (`(kernels: @a, @b)`)
+/// or none (`(it has no kernels)`).
+pub fn suggest<'a>(name: &str, names: &Names, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    let all: Vec<&str> = candidates.into_iter().collect();
+    let sigil = names.sigil;
+    let mut text = String::new();
+    let nearest = all
         .iter()
         .map(|k| (strsim::damerau_levenshtein(name, k), *k))
         .filter(|&(d, k)| d <= (name.len().max(k.len()) / 3).max(1))
         .min();
     if let Some((_, k)) = nearest {
-        text.push_str(&format!("; did you mean @{k}?"));
+        text.push_str(&format!("; did you mean {sigil}{k}?"));
     }
-    match kernels.len() {
-        0 => text.push_str(" (it has no kernel)"),
+    match all.len() {
+        0 => text.push_str(&format!(" (it has no {})", names.plural)),
         1..=8 => {
-            let list: Vec<String> = kernels.iter().map(|k| format!("@{k}")).collect();
-            text.push_str(&format!(" (kernels: {})", list.join(", ")));
+            let list: Vec<String> = all.iter().map(|k| format!("{sigil}{k}")).collect();
+            text.push_str(&format!(" ({}: {})", names.plural, list.join(", ")));
         }
         _ => {}
     }
@@ -516,7 +540,7 @@ mod tests {
             "no kernel named @saxyp in f.kir; did you mean @saxpy? (kernels: @saxpy, @fill)"
         );
         assert_eq!(no_such_kernel("zzz", "f.kir", ["saxpy"]), "no kernel named @zzz in f.kir (kernels: @saxpy)");
-        assert_eq!(no_such_kernel("k", "f.kir", []), "no kernel named @k in f.kir (it has no kernel)");
+        assert_eq!(no_such_kernel("k", "f.kir", []), "no kernel named @k in f.kir (it has no kernels)");
         let many: Vec<String> = (0..20).map(|i| format!("kernel{i}")).collect();
         assert_eq!(
             no_such_kernel("kernel3x", "f.kir", many.iter().map(String::as_str)),

@@ -142,6 +142,10 @@ impl Fields {
     pub fn get(&self, name: &str) -> Option<&FieldData> {
         self.map.get(name)
     }
+    /// The fields' names, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.map.keys().map(|k| k.as_ref())
+    }
     pub fn get_mut(&mut self, name: &str) -> Option<&mut FieldData> {
         self.map.get_mut(name)
     }

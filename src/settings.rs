@@ -386,10 +386,18 @@ fn file_error(path: &Path, text: &str, offset: Option<usize>, message: String) -
 /// The name of the setting an unknown `name` is closest to, if any is
 /// close (a typo's likely intent).
 fn suggestion(name: &str) -> String {
-    let close = TABLE
-        .iter()
-        .map(|i| i.name)
-        .find(|n| n.contains(name) || name.contains(n) || n.replace('_', "") == name.replace(['_', '-'], ""));
+    let names = || TABLE.iter().map(|i| i.name);
+    // A name inside the other, the same without underscores, or a typo
+    // (edit distance at most a third of the longer name: `max_sise`).
+    let close = names()
+        .find(|n| n.contains(name) || name.contains(n) || n.replace('_', "") == name.replace(['_', '-'], ""))
+        .or_else(|| {
+            names()
+                .map(|n| (strsim::damerau_levenshtein(name, n), n))
+                .filter(|&(d, n)| d <= (name.len().max(n.len()) / 3).max(1))
+                .min()
+                .map(|(_, n)| n)
+        });
     match close {
         Some(n) => format!(" (did you mean '{n}'?)"),
         None => format!(" (known: {})", TABLE.iter().map(|i| i.name).collect::<Vec<_>>().join(", ")),

@@ -255,8 +255,7 @@ fn run(cli: Cli) -> Result<(), ToolError> {
         }
         Command::Prune { max_size, older_than, foreign_scopes, temp, dry_run } => {
             let cache = open()?;
-            let plan =
-                PrunePlan { max_size, older_than, foreign_scopes, temp_older_than: temp, dry_run, clear: false };
+            let plan = PrunePlan { max_size, older_than, foreign_scopes, temp_older_than: temp, dry_run, clear: false };
             let report = cache.prune(&plan).map_err(cache_err)?;
             emit(json, &report, || text_prune(&report, cache.root(), now))
         }

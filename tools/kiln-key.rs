@@ -126,7 +126,9 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     let (src, stream) = load(&cli.input)?;
     let name = name.strip_prefix('@').unwrap_or(name);
     let Some((m, t)) = stream.find_task(name) else {
-        return Err(ToolError::at(src.name(), format!("no task @{name} in the input")));
+        let tasks = stream.modules.iter().flat_map(|m| m.tasks()).map(|t| t.name.as_str());
+        let hint = kiln::cli::suggest(name, &kiln::cli::Names::TASKS, tasks);
+        return Err(ToolError::at(src.name(), format!("no task @{name} in the input{hint}")));
     };
     let e = key::explain(m, t, &cfg);
     let mut out = String::new();

@@ -401,7 +401,10 @@ impl FieldIo {
             let n = strip(name, '@');
             match fields.get(n) {
                 Some(_) => Ok(n.to_string()),
-                None => Err(ToolError::msg(format!("{what} names unknown field @{n}"))),
+                None => Err(ToolError::msg(format!(
+                    "{what} names unknown field @{n}{}",
+                    kiln::cli::suggest(n, &kiln::cli::Names::FIELDS, fields.names())
+                ))),
             }
         };
         let pairs = |list: &[(String, String)], what: &str| -> Result<Vec<(String, String)>, ToolError> {

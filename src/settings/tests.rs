@@ -150,6 +150,10 @@ fn file_errors_have_file_line_and_column() {
     let (_dir, env) = setup(Some("readonly = true\n"), None);
     let err = load(&env, &[]).unwrap_err();
     assert!(err.to_string().contains("did you mean 'read_only'?"), "{err}");
+    // A typo gets the nearest name, not the whole list (issue 46).
+    let (_dir, env) = setup(Some("max_sise = \"1G\"\n"), None);
+    let err = load(&env, &[]).unwrap_err();
+    assert!(err.to_string().ends_with("unknown setting 'max_sise' (did you mean 'max_size'?)"), "{err}");
 }
 
 #[test]
