@@ -250,7 +250,7 @@ def test_editing_one_loop_recompiles_one_task(tmp_path: Path):
         calls = json.loads((keep / "manifest.json").read_text())["calls"]
         kirs.append(keep / calls[0]["kir"])
     diff = subprocess.run([str(bins / "kiln-key"), "--diff", str(kirs[0]), str(kirs[1])], capture_output=True, text=True)
-    assert diff.returncode == 0, diff.stderr
+    assert diff.returncode == 1, diff.stderr  # keys differ: 1, as diff
     changed = [l for l in diff.stdout.splitlines() if l.startswith("@")]
     assert len(changed) == 1 and changed[0].startswith("@two_loops.1"), diff.stdout
     assert "1 unchanged" in diff.stdout, diff.stdout
