@@ -390,14 +390,23 @@ fn lasting_text(out: &mut String, s: &CacheStats, hit_rate: Option<f64>) {
 fn text_stats(s: &inspect::Stats, now: u64) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "cache {}{}", s.root.display(), if s.exists { "" } else { " (does not exist yet)" });
+    // One scope is its own total: one block, said to be the only one.
+    let only = s.scopes.len() == 1;
     for sc in &s.scopes {
-        let _ = writeln!(out, "scope {}{}", sc.name, if sc.this_host { " (this host)" } else { "" });
+        let tags: Vec<&str> = [(sc.this_host, "this host"), (only, "the only scope")]
+            .into_iter()
+            .filter_map(|(on, tag)| on.then_some(tag))
+            .collect();
+        let tags = if tags.is_empty() { String::new() } else { format!(" ({})", tags.join("; ")) };
+        let _ = writeln!(out, "scope {}{tags}", sc.name);
         totals_text(&mut out, &sc.totals, now);
         lasting_text(&mut out, &sc.lasting, sc.hit_rate);
     }
-    let _ = writeln!(out, "total ({} scope{})", s.scopes.len(), if s.scopes.len() == 1 { "" } else { "s" });
-    totals_text(&mut out, &s.total, now);
-    lasting_text(&mut out, &s.lasting, s.hit_rate);
+    if !only {
+        let _ = writeln!(out, "total ({} scope{})", s.scopes.len(), if s.scopes.len() == 1 { "" } else { "s" });
+        totals_text(&mut out, &s.total, now);
+        lasting_text(&mut out, &s.lasting, s.hit_rate);
+    }
     out
 }
 
