@@ -16,7 +16,7 @@ use kiln::target::Override;
 use kiln::tool::{self, ToolError};
 use kiln::trace;
 use rayon::prelude::*;
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -63,6 +63,10 @@ struct Cli {
     /// What to write for each task
     #[arg(long, value_enum, default_value = "obj")]
     emit: EmitArg,
+
+    /// Write an object to standard output even when it is a terminal (as llc's -f)
+    #[arg(short = 'f', long)]
+    force: bool,
 
     #[command(flatten)]
     config: kiln::cli::ConfigArgs,
@@ -187,6 +191,12 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         EmitArg::Llvm => Emit::LlvmIr,
         EmitArg::Asm => Emit::Assembly,
     };
+    // An object is not for a terminal (llc refuses too).
+    if emit == Emit::Object && cli.output.as_deref() == Some("-") && !cli.force && std::io::stdout().is_terminal() {
+        return Err(ToolError::Usage(
+            "refusing to write an object to a terminal: redirect standard output, write it with -o FILE, or pass --force".into(),
+        ));
+    }
     if let Some(kernel) = &cli.kernel {
         let kernels = || stream.modules.iter().flat_map(|m| m.kernels()).map(|k| k.name.as_str());
         if !kernels().any(|k| k == kernel) {
@@ -482,7 +492,15 @@ fn destination(output: Option<&str>, ntasks: usize, emit: Emit) -> Result<Dest, 
 fn write_all(dest: &Dest, emit: Emit, outputs: &[(String, Vec<u8>)]) -> Result<(), ToolError> {
     match dest {
         Dest::Stdout => {
-            let all: Vec<u8> = outputs.iter().flat_map(|(_, b)| b.iter().copied()).collect();
+            // Text outputs one after another: each starts with a comment
+            // naming its task, so they can be told apart.
+            let mut all = Vec::new();
+            for (stem, bytes) in outputs {
+                if let Some(c) = emit.comment() {
+                    all.extend_from_slice(format!("{c} kiln-compile: @{stem}\n").as_bytes());
+                }
+                all.extend_from_slice(bytes);
+            }
             tool::write_output(None, &all)
         }
         Dest::File(p) => tool::write_output(Some(p), &outputs[0].1),

@@ -93,6 +93,15 @@ impl Emit {
             Emit::Assembly => "s",
         }
     }
+
+    /// How a line comment starts in this output (none in an object).
+    pub fn comment(self) -> Option<&'static str> {
+        match self {
+            Emit::Object => None,
+            Emit::LlvmIr => Some(";"),
+            Emit::Assembly => Some("#"),
+        }
+    }
 }
 
 /// The machine objects are compiled for: triple, CPU name and the CPU
