@@ -94,6 +94,69 @@ pub fn rewrite_llvm_spellings(tool: &str, args: Vec<String>) -> Vec<String> {
     out
 }
 
+/// A tool's flags as [`single_dash_longs`] needs them: each long flag's
+/// name (without dashes), each short flag, and whether each takes a value.
+#[derive(Clone, Debug, Default)]
+pub struct FlagNames {
+    pub longs: Vec<(String, bool)>,
+    pub shorts: Vec<(char, bool)>,
+}
+
+/// LLVM's tools take any long option with one dash (`cl::opt`), so Kiln's
+/// take theirs so too: `-stats` is `--stats`, `-print-after=offload` is
+/// `--print-after=offload`, when the name (before any `=`) is a long flag
+/// of the tool. A single-dash word whose first letter is no short flag of
+/// the tool and that names no long flag is an error naming the whole word
+/// and the nearest long flag, rather than clap's complaint about its first
+/// letter. Left alone: everything after `--`, anything clap would take as
+/// short flags (`-O2`, `-q`), and the value after a flag that takes one
+/// (`--target-features -avx`, `-o -x`).
+pub fn single_dash_longs(args: Vec<String>, flags: &FlagNames) -> Result<Vec<String>, String> {
+    let long = |name: &str| flags.longs.iter().find(|(l, _)| l == name).map(|&(_, v)| v);
+    let mut out = Vec::with_capacity(args.len());
+    let mut iter = args.into_iter();
+    out.extend(iter.next());
+    while let Some(arg) = iter.next() {
+        if arg == "--" {
+            out.push(arg);
+            out.extend(iter);
+            break;
+        }
+        // `--name VALUE` and `-x VALUE`: the value passes untouched.
+        let valued = match arg.strip_prefix("--") {
+            Some(body) => !body.contains('=') && long(body).unwrap_or(false),
+            None => {
+                let mut cs = arg.chars().skip(1);
+                let (c, rest) = (cs.next(), cs.next());
+                rest.is_none() && flags.shorts.iter().any(|&(s, v)| Some(s) == c && v)
+            }
+        };
+        let Some(body) = arg.strip_prefix('-').filter(|b| b.len() > 1 && !b.starts_with('-')) else {
+            out.push(arg);
+            if valued {
+                out.extend(iter.next());
+            }
+            continue;
+        };
+        let (name, joined) = body.split_once('=').map_or((body, false), |(n, _)| (n, true));
+        if let Some(takes) = long(name) {
+            out.push(format!("-{arg}"));
+            if takes && !joined {
+                out.extend(iter.next());
+            }
+            continue;
+        }
+        let first = body.chars().next().unwrap_or('-');
+        if !first.is_ascii_alphabetic() || flags.shorts.iter().any(|&(s, _)| s == first) {
+            out.push(arg);
+            continue;
+        }
+        let hint = nearest(name, flags.longs.iter().map(|(l, _)| l.as_str())).map(|n| format!("; did you mean --{n}?"));
+        return Err(format!("unknown flag '{arg}'{}", hint.unwrap_or_default()));
+    }
+    Ok(out)
+}
+
 const CACHE_INSPECT: &str = "kiln-cache-inspect";
 
 /// ccache's options that `kiln-cache-inspect` takes for its commands, in
@@ -288,6 +351,17 @@ impl Names {
     pub const SETTINGS: Names = Names { plural: "settings", sigil: "" };
 }
 
+/// The candidate nearest to `name` by edit distance, when one is close:
+/// at most a third of the longer name's length (one edit for short names).
+pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|k| (strsim::damerau_levenshtein(name, k), k))
+        .filter(|&(d, k)| d <= (name.len().max(k.len()) / 3).max(1))
+        .min()
+        .map(|(_, k)| k)
+}
+
 /// What follows a "no such name" message, the same wherever a name is
 /// looked up (kernels, tasks, fields, settings): `; did you mean @x?` when
 /// one candidate is close by edit distance (at most a third of the longer
@@ -297,12 +371,7 @@ pub fn suggest<'a>(name: &str, names: &Names, candidates: impl IntoIterator<Item
     let all: Vec<&str> = candidates.into_iter().collect();
     let sigil = names.sigil;
     let mut text = String::new();
-    let nearest = all
-        .iter()
-        .map(|k| (strsim::damerau_levenshtein(name, k), *k))
-        .filter(|&(d, k)| d <= (name.len().max(k.len()) / 3).max(1))
-        .min();
-    if let Some((_, k)) = nearest {
+    if let Some(k) = nearest(name, all.iter().copied()) {
         text.push_str(&format!("; did you mean {sigil}{k}?"));
     }
     match all.len() {
@@ -508,6 +577,32 @@ mod tests {
         assert_eq!(r("k show -s"), argv("k show -s"));
         // Only kiln-cache-inspect's.
         assert_eq!(rewrite_llvm_spellings(OPT, argv("kiln-opt -s")), argv("kiln-opt -s"));
+    }
+
+    #[test]
+    fn any_long_flag_takes_one_dash_as_llvm_tools_take_them() {
+        let flags = FlagNames {
+            longs: [("stats", false), ("print-after", true), ("fast-math", false), ("target-features", true)]
+                .map(|(l, v)| (l.to_string(), v))
+                .to_vec(),
+            shorts: vec![('O', true), ('q', false), ('o', true)],
+        };
+        let r = |s: &str| single_dash_longs(argv(s), &flags);
+        assert_eq!(
+            r("t -stats -print-after=offload -fast-math x"),
+            Ok(argv("t --stats --print-after=offload --fast-math x"))
+        );
+        // Short flags and their clusters, values and what follows `--` stay.
+        assert_eq!(r("t -O2 -q -o out -- -stats"), Ok(argv("t -O2 -q -o out -- -stats")));
+        assert_eq!(r("t --stats -5"), Ok(argv("t --stats -5")));
+        // A flag's value is never a flag: `--target-features -avx`, `-o -x`,
+        // and after a one-dash long flag too.
+        assert_eq!(r("t --target-features -avx -o -x"), Ok(argv("t --target-features -avx -o -x")));
+        assert_eq!(r("t -target-features -avx"), Ok(argv("t --target-features -avx")));
+        assert_eq!(r("t -print-after offload"), Ok(argv("t --print-after offload")));
+        // A word that is no flag: named whole, with the nearest long flag.
+        assert_eq!(r("t -statz"), Err("unknown flag '-statz'; did you mean --stats?".to_string()));
+        assert_eq!(r("t -zzzz"), Err("unknown flag '-zzzz'".to_string()));
     }
 
     #[test]

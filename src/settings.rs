@@ -391,13 +391,7 @@ fn suggestion(name: &str) -> String {
     // (edit distance at most a third of the longer name: `max_sise`).
     let close = names()
         .find(|n| n.contains(name) || name.contains(n) || n.replace('_', "") == name.replace(['_', '-'], ""))
-        .or_else(|| {
-            names()
-                .map(|n| (strsim::damerau_levenshtein(name, n), n))
-                .filter(|&(d, n)| d <= (name.len().max(n.len()) / 3).max(1))
-                .min()
-                .map(|(_, n)| n)
-        });
+        .or_else(|| crate::cli::nearest(name, names()));
     match close {
         Some(n) => format!(" (did you mean '{n}'?)"),
         None => format!(" (known: {})", TABLE.iter().map(|i| i.name).collect::<Vec<_>>().join(", ")),

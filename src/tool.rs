@@ -260,6 +260,10 @@ pub fn run_tool<C: clap::Parser>(spec: &ToolSpec, body: impl FnOnce(C) -> Result
     let no_color = std::env::var("NO_COLOR").ok();
     COLOR.store(crate::cli::color_choice(when, io::stderr().is_terminal(), no_color.as_deref()), Ordering::Relaxed);
     let cmd = command::<C>(spec.name, color());
+    let args = match crate::cli::single_dash_longs(args, &flag_names(&cmd)) {
+        Ok(a) => a,
+        Err(text) => return main_with(spec.name, || Err(ToolError::Usage(text))),
+    };
     if let Some(generated) = generate(&args, cmd.clone()) {
         return main_with(spec.name, || generated);
     }
@@ -281,6 +285,25 @@ pub fn run_tool<C: clap::Parser>(spec: &ToolSpec, body: impl FnOnce(C) -> Result
         Ok(cli) => main_with(spec.name, || body(cli)),
         Err(e) => clap_error(spec.name, e),
     }
+}
+
+/// The flags of `cmd` and of its subcommands, and whether each takes a
+/// value ([`crate::cli::single_dash_longs`]).
+fn flag_names(cmd: &clap::Command) -> crate::cli::FlagNames {
+    let mut names = crate::cli::FlagNames::default();
+    for a in cmd.get_arguments() {
+        // A value given as the next argument (not one that must be
+        // joined with `=`, as `--stats[=FORMAT]`'s).
+        let takes = a.get_action().takes_values() && !a.is_require_equals_set();
+        names.longs.extend(a.get_long().map(|l| (l.to_string(), takes)));
+        names.shorts.extend(a.get_short().map(|s| (s, takes)));
+    }
+    for sub in cmd.get_subcommands() {
+        let more = flag_names(sub);
+        names.longs.extend(more.longs);
+        names.shorts.extend(more.shorts);
+    }
+    names
 }
 
 /// A tool's clap command as every tool shows it: its definition, the LLVM
