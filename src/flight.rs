@@ -257,42 +257,19 @@ impl Flight {
     /// Waits for `key`, which another is compiling: until its record is
     /// there, its holder is gone (its lock free, its lease expired or
     /// deleted without a record: this process takes over), or the bound
-    /// is spent.
+    /// is spent. On this machine through [`Flight::watch_local`], as every
+    /// local wait, so one bound rule (on idleness) holds for them all.
     pub fn wait(&mut self, store: &Store, remote: Option<&RemoteTier>, key: &Key) -> Waited {
-        let Some(wait) = self.waiting.remove(key) else { return Waited::Compile };
+        if self.waits_locally(key) {
+            return self.watch_local(store, vec![*key], Some(*key)).remove(key).unwrap_or(Waited::Compile);
+        }
+        let Some(Wait::Remote(lock)) = self.waiting.remove(key) else { return Waited::Compile };
         let t0 = Instant::now();
-        let out = match wait {
-            Wait::Local(lock) => self.wait_local(store, key, lock),
-            Wait::Remote(lock) => self.wait_remote(remote, key, lock, t0),
-        };
+        let out = self.wait_remote(remote, key, lock, t0);
         let spent = t0.elapsed();
         self.left = self.left.saturating_sub(spent);
         self.wait_time += spent;
         out
-    }
-
-    /// Waits on the lock of `key` (another process of this machine holds
-    /// it), blocking at most what is left of the bound: it is released
-    /// once the record is stored, or when its holder dies.
-    fn wait_local(&mut self, store: &Store, key: &Key, mut lock: KeyLock) -> Waited {
-        let appeared = || store.record_path(key).exists();
-        if appeared() {
-            return Waited::Appeared;
-        }
-        if !lock.take_within(self.left) {
-            // The bound is spent: compile without the lock.
-            self.held.insert(*key, Held::default());
-            self.ran_out += 1;
-            return Waited::Compile;
-        }
-        // Free: stored just before it was released (the lock goes back at
-        // once, for the next waiter), or its holder died (or failed)
-        // without a record.
-        if appeared() {
-            return Waited::Appeared;
-        }
-        self.held.insert(*key, Held { lock: Some(lock), lease: false });
-        Waited::Compile
     }
 
     /// Waits for `key`'s record on the remote (another machine holds its
