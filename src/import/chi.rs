@@ -47,6 +47,9 @@ pub enum Ty {
     Prim(String),
     /// A pointer to a primitive.
     Ptr(String),
+    /// A vector or matrix of a primitive (`[Tensor (3, 3) f32]`), or a
+    /// pointer to one (`*[Tensor (3) f32]`).
+    Tensor { shape: Vec<u32>, prim: String, ptr: bool },
     /// Anything else (tensors, structs), as printed.
     Other(String),
 }
@@ -128,10 +131,27 @@ pub enum Kind {
     GlobalTmp {
         offset: u64,
     },
-    /// `external_ptr $base, [...]`.
+    /// `external_ptr $base, [...]`, or `external_ptr $base, [...], (3)`
+    /// into an ndarray of vectors or matrices (`element_shape` non-empty).
     ExternalPtr {
         base: u32,
         indices: Vec<u32>,
+        element_shape: Vec<u32>,
+    },
+    /// `[$a, $b, ...]`: a vector or matrix from its components, row-major
+    /// (Quadrants' `matrix init`).
+    MatrixInit(Vec<u32>),
+    /// `shift ptr [$base + $offset]`: a component of what `$base` points
+    /// to (Quadrants' `MatrixPtrStmt`).
+    ShiftPtr {
+        base: u32,
+        offset: u32,
+    },
+    /// `get_element($arg, i, j, ...)`: a scalar member of a struct
+    /// argument, by its path of member numbers.
+    GetElement {
+        base: u32,
+        path: Vec<u32>,
     },
     GlobalLoad(u32),
     GlobalStore {
@@ -590,7 +610,9 @@ impl<'a> Parser<'_, 'a> {
     /// What follows `$N =`.
     fn value(&mut self, c: &mut Cursor<'_, 'a>, line: Line<'a>) -> Result<Kind, Error> {
         if c.peek() == Some(Tok::LBracket) {
-            return Err(self.refuse("matrix init", line));
+            let comps = c.id_list()?;
+            c.end()?;
+            return Ok(Kind::MatrixInit(comps));
         }
         let start = c.i;
         let Some(w) = c.word() else { return Err(c.unexpected("an operation")) };
@@ -689,8 +711,15 @@ impl<'a> Parser<'_, 'a> {
                 let base = c.id()?;
                 c.expect(Tok::Comma, "','")?;
                 let indices = c.id_list()?;
+                let mut element_shape = Vec::new();
                 if c.eat(Tok::Comma) {
-                    return Err(self.refuse("external_ptr to a matrix element", line));
+                    c.expect(Tok::LParen, "'('")?;
+                    while !c.eat(Tok::RParen) {
+                        if !element_shape.is_empty() {
+                            c.expect(Tok::Comma, "','")?;
+                        }
+                        element_shape.push(u32::try_from(c.int()?).map_err(|_| syntax("extent too large", c.here()))?);
+                    }
                 }
                 c.expect_word("layout")?;
                 c.expect(Tok::Eq, "'='")?;
@@ -700,7 +729,26 @@ impl<'a> Parser<'_, 'a> {
                 if c.word() != Some("false") {
                     return Err(self.refuse("external_ptr to a gradient", line));
                 }
-                Kind::ExternalPtr { base, indices }
+                Kind::ExternalPtr { base, indices, element_shape }
+            }
+            "shift" => {
+                c.expect_word("ptr")?;
+                c.expect(Tok::LBracket, "'['")?;
+                let base = c.id()?;
+                c.expect(Tok::Plus, "'+'")?;
+                let offset = c.id()?;
+                c.expect(Tok::RBracket, "']'")?;
+                Kind::ShiftPtr { base, offset }
+            }
+            "get_element" => {
+                c.expect(Tok::LParen, "'('")?;
+                let base = c.id()?;
+                let mut path = Vec::new();
+                while c.eat(Tok::Comma) {
+                    path.push(u32::try_from(c.int()?).map_err(|_| syntax("member number too large", c.here()))?);
+                }
+                c.expect(Tok::RParen, "')'")?;
+                Kind::GetElement { base, path }
             }
             "select" => {
                 c.expect(Tok::LParen, "'('")?;
@@ -724,7 +772,8 @@ impl<'a> Parser<'_, 'a> {
                 Kind::Atomic { op: op.to_string(), dest, val }
             }
             "cast_value" => {
-                let Some(Ty::Prim(to)) = c.type_hint()? else {
+                // A vector's cast is its components', each to the element type.
+                let (Some(Ty::Prim(to)) | Some(Ty::Tensor { prim: to, ptr: false, .. })) = c.type_hint()? else {
                     return Err(self.refuse("cast_value to a non-scalar type", line));
                 };
                 Kind::Cast { to, a: c.id()? }
@@ -863,3 +912,49 @@ fn file_line(t: &str) -> Option<PyLoc> {
 
 #[cfg(test)]
 mod tests;
+
+/// The scalar members of a struct type as the printer writes it
+/// (`*struct[none]{0(x, at 0B): f32, 1(v, at 4B): struct[none]{0(v_0, at
+/// 0B): f32, ...}}`), depth first: each one's path of member numbers (what
+/// `get_element` names) and its primitive type. `None` when the text is
+/// not such a type.
+pub fn struct_leaves(text: &str) -> Option<Vec<(Vec<u32>, String)>> {
+    let mut out = Vec::new();
+    let rest = struct_members(text.strip_prefix('*').unwrap_or(text).trim(), &mut Vec::new(), &mut out)?;
+    rest.trim().is_empty().then_some(out)
+}
+
+/// One `struct[...]{...}` at the start of `t`, its leaves pushed under
+/// `path`; the text after it.
+fn struct_members<'t>(t: &'t str, path: &mut Vec<u32>, out: &mut Vec<(Vec<u32>, String)>) -> Option<&'t str> {
+    let t = t.strip_prefix("struct[")?;
+    let t = &t[t.find(']')? + 1..];
+    let mut t = t.strip_prefix('{')?;
+    for first in std::iter::successors(Some(true), |_| Some(false)) {
+        t = t.trim_start();
+        if let Some(r) = t.strip_prefix('}') {
+            return Some(r);
+        }
+        if !first {
+            t = t.strip_prefix(',')?.trim_start();
+        }
+        let open = t.find('(')?;
+        let number: u32 = t[..open].trim().parse().ok()?;
+        let close = t.find("):")?;
+        t = t[close + 2..].trim_start();
+        path.push(number);
+        if t.starts_with("struct[") {
+            t = struct_members(t, path, out)?;
+        } else {
+            let end = t.find([',', '}'])?;
+            let prim = t[..end].trim();
+            if prim.is_empty() || !prim.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return None;
+            }
+            out.push((path.clone(), prim.to_string()));
+            t = &t[end..];
+        }
+        path.pop();
+    }
+    None
+}

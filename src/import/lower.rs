@@ -20,6 +20,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 
 mod ops;
+mod tensor;
+
+use tensor::{Comp, Place};
 
 /// One Quadrants kernel to import: its tasks in launch order.
 pub struct KernelIn {
@@ -50,13 +53,21 @@ pub fn lower(table: &Table, kernels: &[KernelIn]) -> Result<String, Error> {
     let mut out = String::new();
     for (&i, &ty) in &m.used {
         let f = &table.fields[i];
-        let _ = writeln!(out, "field @{} : {}{}", m.field_names[i], ty, shape(&f.shape));
+        let _ = writeln!(out, "field @{} : {}{}", m.field_names[i], ty, shape(&kir_shape(f)));
     }
     for (name, ty, sh) in &m.extra {
         let _ = writeln!(out, "field @{name} : {ty}{}", shape(sh));
     }
     out += &kernels_text;
     Ok(out)
+}
+
+/// A table field's KIR shape: its own axes, then its components' (a
+/// vector's `n`, a matrix's `n, m`), as its numpy value has them.
+fn kir_shape(f: &table::Field) -> Vec<u64> {
+    let mut s = f.shape.clone();
+    s.extend(f.component_axes());
+    s
 }
 
 fn shape(s: &[u64]) -> String {
@@ -97,6 +108,32 @@ impl Names {
     }
 }
 
+/// The field of an ndarray argument.
+#[derive(Clone)]
+struct Nd {
+    /// The KIR field's name, without `@`.
+    name: String,
+    elem: Scalar,
+    /// The ndarray's shape at the call (without its elements' axes).
+    shape: Vec<u64>,
+    /// The axes of its elements when they are vectors or matrices.
+    axes: Vec<u64>,
+}
+
+/// A table field as a global pointer names it.
+struct FieldAt {
+    /// The KIR field's name, without `@`.
+    name: String,
+    elem: Scalar,
+    /// The field's own rank (without its components' axes).
+    rank: usize,
+    /// Its components' axes (none for a scalar field).
+    axes: Vec<u64>,
+    /// The component the named place holds.
+    k: usize,
+    stride: Option<u64>,
+}
+
 struct Module<'t> {
     table: &'t Table,
     field_names: Vec<String>,
@@ -112,14 +149,40 @@ struct Module<'t> {
 enum V {
     /// A KIR value of a type; `konst` the literal when it is a constant.
     Val { name: String, ty: Scalar, konst: Option<String> },
-    /// A field element: `@f[%i, %j]`.
-    Ptr { field: String, idx: Vec<String>, elem: Scalar },
+    /// A field element: `@f[%i, %j]`; `comp` when it is a component of a
+    /// matrix field's element that Quadrants may shift in bytes.
+    Ptr { field: String, idx: Vec<String>, elem: Scalar, comp: Option<Box<Comp>> },
+    /// A vector or matrix value: its components' KIR values, row-major.
+    Vec(Vec<Sv>),
+    /// A pointer to a whole vector or matrix.
+    Tensor(Place),
+    /// A component of a local vector chosen at run time: `index` (an
+    /// `i32` value) picks one of `slots`.
+    DynSlot { slots: Vec<String>, index: String, elem: Scalar },
     /// An `alloca` slot.
     Slot { name: String, elem: Scalar },
     /// An ndarray argument's address (`argaddr[i]`).
     NdBase { arg: u32 },
+    /// A struct argument's address: the Python argument's index, and the
+    /// path of each of its scalars (its parameters' order).
+    Struct { arg: usize, paths: Vec<Vec<u32>> },
     /// A loop (task or `for`), for `loop $L index K`.
     Loop { vars: Vec<String> },
+}
+
+/// A scalar KIR value of a type; `konst` the literal when it is a
+/// constant (a component of [`V::Vec`]).
+#[derive(Clone, Debug)]
+struct Sv {
+    name: String,
+    ty: Scalar,
+    konst: Option<String>,
+}
+
+impl Sv {
+    fn into_v(self) -> V {
+        V::Val { name: self.name, ty: self.ty, konst: self.konst }
+    }
 }
 
 /// The loops around a statement: (Quadrants statement, is a `while`).
@@ -128,13 +191,17 @@ type Loops = Vec<(u32, bool)>;
 /// One kernel being lowered.
 struct Kernel<'k> {
     k: &'k KernelIn,
-    params: Vec<Option<(String, Scalar)>>,
-    /// ndarray argument index -> (field name, element type, shape).
-    ndarrays: HashMap<u32, (String, Scalar, Vec<u64>)>,
-    /// Global temporaries by offset: (field name, element type).
-    tmps: BTreeMap<u64, (String, Scalar)>,
-    /// Return values by position: (field name, type).
-    rets: BTreeMap<usize, (String, Scalar)>,
+    /// Each Python argument's KIR parameters: one for a scalar, one per
+    /// scalar of a struct, none for the others.
+    params: Vec<Vec<(String, Scalar)>>,
+    /// ndarray argument index -> its field.
+    ndarrays: HashMap<u32, Nd>,
+    /// Global temporaries by offset: (field name, element type, the
+    /// axes of a vector or matrix temporary).
+    tmps: BTreeMap<u64, (String, Scalar, Vec<u64>)>,
+    /// Return values by position: (field name, type, the axes of a
+    /// vector or matrix).
+    rets: BTreeMap<usize, (String, Scalar, Vec<u64>)>,
 }
 
 /// One task's body being written.
@@ -142,6 +209,8 @@ struct Body {
     out: String,
     depth: usize,
     vals: HashMap<u32, V>,
+    /// The axes of each vector or matrix value (its statement's type).
+    axes: HashMap<u32, Vec<u64>>,
     fresh: usize,
     /// Every statement number seen in the task: the printer numbers each
     /// once (`re_id`), so a second one is a damaged log.
@@ -204,7 +273,7 @@ fn stmt_scalar(prim: &str, s: &Stmt) -> Result<Scalar, Error> {
 fn hint(s: &Stmt) -> Result<Option<Scalar>, Error> {
     match &s.ty {
         None => Ok(None),
-        Some(Ty::Prim(p)) | Some(Ty::Ptr(p)) => stmt_scalar(p, s).map(Some),
+        Some(Ty::Prim(p)) | Some(Ty::Ptr(p)) | Some(Ty::Tensor { prim: p, .. }) => stmt_scalar(p, s).map(Some),
         Some(Ty::Other(t)) => Err(refused_stmt(format!("type <{t}>"), s)),
     }
 }
@@ -239,8 +308,18 @@ impl Module<'_> {
         let mut param_names = Names::default();
         for a in args {
             params.push(match (a.kind.as_str(), table::scalar(&a.dtype)) {
-                ("scalar", Some(t)) => Some((param_names.unique(&sanitize(&a.name)), t)),
-                _ => None,
+                ("scalar", Some(t)) => vec![(param_names.unique(&sanitize(&a.name)), t)],
+                // A struct's scalars are parameters `%p.0`, `%p.1`, ...
+                ("struct", _) => a
+                    .members
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| {
+                        table::scalar(d).map(|t| (param_names.unique(&format!("{}.{i}", sanitize(&a.name))), t))
+                    })
+                    .collect::<Option<Vec<_>>>()
+                    .unwrap_or_default(),
+                _ => Vec::new(),
             });
         }
         let mut kc = Kernel { k, params, ndarrays: HashMap::new(), tmps: BTreeMap::new(), rets: BTreeMap::new() };
@@ -248,27 +327,38 @@ impl Module<'_> {
         for (i, t) in k.tasks.iter().enumerate() {
             tasks += &self.task(&mut kc, i, t)?;
         }
-        for (name, ty) in kc.tmps.values().chain(kc.rets.values()) {
-            self.extra.push((name.clone(), *ty, Vec::new()));
+        for (name, ty, axes) in kc.tmps.values() {
+            self.extra.push((name.clone(), *ty, axes.clone()));
+        }
+        for (name, ty, axes) in kc.rets.values() {
+            self.extra.push((name.clone(), *ty, axes.clone()));
         }
         let mut nd: Vec<_> = kc.ndarrays.into_iter().collect();
         nd.sort_by_key(|(i, _)| *i);
-        for (_, (name, ty, sh)) in nd {
-            self.extra.push((name, ty, sh));
+        for (_, f) in nd {
+            self.extra.push((f.name, f.elem, [f.shape, f.axes].concat()));
         }
         let ps: Vec<String> = kc.params.iter().flatten().map(|(n, t)| format!("%{n}: {t}")).collect();
         Ok(format!("kernel @{}({}) {{\n{tasks}}}\n", k.kir_name, ps.join(", ")))
     }
 
-    /// The table field placed at SNode `place`, marked used.
-    fn field_at(&mut self, place: u32, s: &Stmt) -> Result<(String, Scalar, usize), Error> {
-        let i = self.unique_field(|f| f.place == place, s.span, &format!("placed at SNode {place}"))?;
+    /// The table field one of whose places is SNode `place`, marked used.
+    fn field_at(&mut self, place: u32, s: &Stmt) -> Result<FieldAt, Error> {
+        let what = format!("placed at SNode {place}");
+        let i = self.unique_field(|f| f.component_at(place).is_some(), s.span, &what)?;
         let f = &self.table.fields[i];
         field_kind_ok(f).map_err(|(name, why)| refused_stmt(name, s).with_why(why))?;
-        check_shape(&f.name, &f.shape, &f.dtype).map_err(|m| located(m, s))?;
-        let ty = stmt_scalar(&f.dtype, s)?;
-        self.used.insert(i, ty);
-        Ok((self.field_names[i].clone(), ty, f.shape.len()))
+        check_shape(&f.name, &kir_shape(f), &f.dtype).map_err(|m| located(m, s))?;
+        let elem = stmt_scalar(&f.dtype, s)?;
+        self.used.insert(i, elem);
+        Ok(FieldAt {
+            name: self.field_names[i].clone(),
+            elem,
+            rank: f.shape.len(),
+            axes: f.component_axes(),
+            k: f.component_at(place).unwrap_or(0),
+            stride: f.dynamic_index_stride,
+        })
     }
 
     /// The one field `pick` selects: fields of two Quadrants runtimes
@@ -298,43 +388,51 @@ impl Module<'_> {
     /// frame stays small (blocks nest 64 deep on a test thread's stack).
     #[inline(never)]
     fn ret(&mut self, kc: &mut Kernel, b: &mut Body, vals: &[u32], s: &Stmt) -> Result<(), Error> {
-        for (i, v) in vals.iter().enumerate() {
-            let (v, ty) = self.val(b, *v, s)?;
+        for (i, id) in vals.iter().enumerate() {
+            // A vector or matrix is returned in a field of its axes.
+            let (comps, axes) = match b.vals.get(id) {
+                Some(V::Vec(c)) => (c.clone(), b.axes.get(id).cloned().unwrap_or(vec![c.len() as u64])),
+                _ => {
+                    let (name, ty) = self.val(b, *id, s)?;
+                    (vec![Sv { name, ty, konst: None }], Vec::new())
+                }
+            };
+            let ty = comps[0].ty;
             let field = match kc.rets.get(&i) {
-                Some((name, t)) if *t == ty => name.clone(),
-                Some((_, t)) => return Err(located(format!("return value {i} is {t} and {ty}"), s)),
+                Some((name, t, a)) if *t == ty && *a == axes => name.clone(),
+                Some((_, t, a)) => {
+                    return Err(located(format!("return value {i} is {t}{} and {ty}{}", shape(a), shape(&axes)), s))
+                }
                 None => {
                     let name = self.names.unique(&format!("{}.ret{i}", kc.k.kir_name));
-                    kc.rets.insert(i, (name.clone(), ty));
+                    kc.rets.insert(i, (name.clone(), ty, axes.clone()));
                     name
                 }
             };
-            b.line(format!("store @{field}[], {v}"));
+            let place = Place::Field { field: format!("@{field}"), lead: Vec::new(), axes, elem: ty };
+            tensor::store_components(b, s, &place, &comps)?;
         }
         Ok(())
     }
 
     /// The 0-D field of the global temporary at `offset`, of type `ty`.
-    fn tmp(
-        &mut self,
-        kc: &mut Kernel,
-        offset: u64,
-        ty: Scalar,
-        span: Span,
-        loc: Option<&PyLoc>,
-    ) -> Result<String, Error> {
-        if let Some((name, t)) = kc.tmps.get(&offset) {
-            if *t != ty {
+    /// (A vector or matrix temporary has its components' `axes`.)
+    fn tmp(&mut self, kc: &mut Kernel, offset: u64, ty: Scalar, axes: &[u64], span: Span) -> Result<String, Error> {
+        if let Some((name, t, a)) = kc.tmps.get(&offset) {
+            if *t != ty || a != axes {
                 return Err(Error::Syntax {
-                    message: format!("the global temporary at offset {offset} is used as {t} and as {ty}"),
+                    message: format!(
+                        "the global temporary at offset {offset} is used as {t}{} and as {ty}{}",
+                        shape(a),
+                        shape(axes)
+                    ),
                     span,
                 });
             }
             return Ok(name.clone());
         }
-        let _ = loc;
         let name = self.names.unique(&format!("{}.tmp{offset}", kc.k.kir_name));
-        kc.tmps.insert(offset, (name.clone(), ty));
+        kc.tmps.insert(offset, (name.clone(), ty, axes.to_vec()));
         Ok(name)
     }
 
@@ -343,6 +441,7 @@ impl Module<'_> {
             out: String::new(),
             depth: 2,
             vals: HashMap::new(),
+            axes: HashMap::new(),
             fresh: 0,
             seen: HashSet::from([t.id]),
             loc: String::new(),
@@ -356,7 +455,7 @@ impl Module<'_> {
                 let mut bound = |bd: &Bound| -> Result<String, Error> {
                     Ok(match bd {
                         Bound::Const(v) => v.to_string(),
-                        Bound::Tmp(off) => format!("@{}[]", self.tmp(kc, *off, Scalar::I32, t.span, t.loc.as_ref())?),
+                        Bound::Tmp(off) => format!("@{}[]", self.tmp(kc, *off, Scalar::I32, &[], t.span)?),
                     })
                 };
                 for bd in [begin, end] {
@@ -408,8 +507,13 @@ impl Module<'_> {
                 }
                 let ty = scalar_of(&f.dtype, t.span, t.loc.as_ref())?;
                 self.used.insert(fi, ty);
-                let vars: Vec<String> = (0..f.shape.len()).map(|k| format!("%i.{}.{k}", t.id)).collect();
-                let head = format!("struct_for {} in @{}{}", vars.join(", "), self.field_names[fi], block(*block_dim));
+                let (head, vars) = if f.component_axes().is_empty() {
+                    let vars: Vec<String> = (0..f.shape.len()).map(|k| format!("%i.{}.{k}", t.id)).collect();
+                    (format!("struct_for {} in @{}{}", vars.join(", "), self.field_names[fi], block(*block_dim)), vars)
+                } else {
+                    // KIR's struct_for would walk the components too.
+                    tensor::cells_loop(&mut b, t.id, &f.shape, block(*block_dim))
+                };
                 b.vals.insert(t.id, V::Loop { vars });
                 loops.push((t.id, false));
                 head
@@ -440,15 +544,20 @@ impl Module<'_> {
 
     /// `id` as an `i1` condition (`cmp ne %x, 0` for an integer).
     fn cond(&self, b: &mut Body, id: u32, s: &Stmt) -> Result<String, Error> {
-        let (v, ty) = self.val(b, id, s)?;
-        if ty == Scalar::I1 {
-            return Ok(v);
+        let (name, ty) = self.val(b, id, s)?;
+        Ok(self.cond_of(b, &Sv { name, ty, konst: None }, s))
+    }
+
+    /// `x` as an `i1` condition.
+    fn cond_of(&self, b: &mut Body, x: &Sv, s: &Stmt) -> String {
+        if x.ty == Scalar::I1 {
+            return x.name.clone();
         }
         let z = b.fresh(s.id);
         let c = b.fresh(s.id);
-        b.line(format!("{z} = const {} : {ty}", if ty.is_float() { "0.0" } else { "0" }));
-        b.line(format!("{c} = cmp ne {v}, {z}"));
-        Ok(c)
+        b.line(format!("{z} = const {} : {}", if x.ty.is_float() { "0.0" } else { "0" }, x.ty));
+        b.line(format!("{c} = cmp ne {}, {z}", x.name));
+        c
     }
 
     fn stmt(&mut self, kc: &mut Kernel, b: &mut Body, loops: &mut Loops, s: &Stmt) -> Result<(), Error> {
@@ -462,17 +571,33 @@ impl Module<'_> {
         let done = self.stmt_kind(kc, b, loops, s, &n, ty);
         b.loc = outer;
         done?;
+        if let Some(V::Vec(c)) = b.vals.get(&s.id) {
+            let axes = tensor::axes_of(s);
+            let axes = if axes.iter().product::<u64>() == c.len() as u64 && !axes.is_empty() {
+                axes
+            } else {
+                vec![c.len() as u64]
+            };
+            b.axes.insert(s.id, axes);
+        }
         // A value's hint must be the type of what was written for it.
-        if let (Some(t), Some(V::Val { ty: vt, .. })) = (ty, b.vals.get(&s.id)) {
-            if *vt != t && !matches!(s.kind, Kind::LoopIndex { .. }) {
+        let written: Vec<Scalar> = match b.vals.get(&s.id) {
+            Some(V::Val { ty, .. }) => vec![*ty],
+            Some(V::Vec(c)) => c.iter().map(|c| c.ty).collect(),
+            _ => Vec::new(),
+        };
+        if let (Some(t), Some(vt)) = (ty, written.iter().find(|w| Some(**w) != ty)) {
+            if !matches!(s.kind, Kind::LoopIndex { .. }) {
                 return Err(located(format!("${} is typed <{t}> but computes {vt} (is the log damaged?)", s.id), s));
             }
         }
         Ok(())
     }
 
-    /// What `stmt` writes for `s`, whose KIR value is `n` and hint `ty`.
-    #[allow(clippy::too_many_arguments)]
+    /// What `stmt` writes for `s`, whose KIR value is `n` and hint `ty`:
+    /// the statements that hold blocks here, the others in [`Self::value`]
+    /// (out of line, so that this recursive frame stays small: blocks nest
+    /// 64 deep on a test thread's stack).
     fn stmt_kind(
         &mut self,
         kc: &mut Kernel,
@@ -482,170 +607,7 @@ impl Module<'_> {
         n: &str,
         ty: Option<Scalar>,
     ) -> Result<(), Error> {
-        let n = n.to_string();
-        let need_ty = || ty.ok_or_else(|| located("a statement without its type".to_string(), s));
-        let def = |b: &mut Body, ty: Scalar, konst: Option<String>| {
-            b.vals.insert(s.id, V::Val { name: format!("%{}", s.id), ty, konst });
-        };
         match &s.kind {
-            Kind::Const(text) => {
-                let ty = need_ty()?;
-                let lit = match ty {
-                    Scalar::I1 => match text.as_str() {
-                        "true" | "1" => Some("true".to_string()),
-                        "false" | "0" => Some("false".to_string()),
-                        _ => None,
-                    },
-                    Scalar::I32 => text.parse::<i32>().ok().map(|v| v.to_string()),
-                    Scalar::I64 => text.parse::<i64>().ok().map(|v| v.to_string()),
-                    Scalar::F32 | Scalar::F64 => float_bits(text, ty),
-                };
-                let Some(lit) = lit else {
-                    return Err(located(format!("'{text}' is not a constant of type {ty}"), s));
-                };
-                b.line(format!("{n} = const {lit} : {ty}"));
-                def(b, ty, Some(lit));
-            }
-            Kind::ArgLoad(i) => {
-                let j = self.runtime_arg(kc, *i, s)?;
-                let Some(Some((name, pty))) = kc.params.get(j) else {
-                    let a = &self.args_of(kc)[j];
-                    if a.kind == "scalar" {
-                        return Err(stmt_scalar(&a.dtype, s).err().unwrap_or_else(|| {
-                            located(format!("argument {i} ('{}') cannot be a parameter", a.name), s)
-                        }));
-                    }
-                    return Err(refused_stmt(format!("argument '{}' of kind {}", a.name, a.kind), s)
-                        .with_why("KIR parameters are scalars (templates and structs are not imported)"));
-                };
-                if ty.is_some_and(|t| t != *pty) {
-                    return Err(located(
-                        format!("argument {i} is {pty} in the field table but loaded as {}", need_ty()?),
-                        s,
-                    ));
-                }
-                b.vals.insert(s.id, V::Val { name: format!("%{name}"), ty: *pty, konst: None });
-            }
-            Kind::ArgAddr(i) => {
-                self.ndarray(kc, *i, s)?;
-                b.vals.insert(s.id, V::NdBase { arg: *i });
-            }
-            Kind::ShapeAlongAxis { axis, arg } => {
-                let (_, _, sh) = self.ndarray(kc, *arg, s)?;
-                let Some(&extent) = sh.get(*axis as usize) else {
-                    return Err(located(format!("ndarray argument {arg} has no axis {axis} in the field table"), s));
-                };
-                let ty = ty.unwrap_or(Scalar::I32);
-                if ty != Scalar::I32 || i32::try_from(extent).is_err() {
-                    return Err(located(format!("ndarray axis {axis} of extent {extent} as {ty}"), s));
-                }
-                b.line(format!("{n} = const {extent} : {ty}"));
-                def(b, ty, Some(extent.to_string()));
-            }
-            Kind::LoopIndex { lp, index } => match b.vals.get(lp) {
-                Some(V::Loop { vars }) if (*index as usize) < vars.len() => {
-                    let v = vars[*index as usize].clone();
-                    b.vals.insert(s.id, V::Val { name: v, ty: Scalar::I32, konst: None });
-                }
-                _ => return Err(located(format!("${lp} is not a loop with an index {index}"), s)),
-            },
-            Kind::GlobalPtr { place, indices } => {
-                let (field, elem, rank) = self.field_at(*place, s)?;
-                if ty.is_some_and(|t| t != elem) {
-                    return Err(located(
-                        format!("field @{field} is {elem} in the field table but accessed as {}", need_ty()?),
-                        s,
-                    ));
-                }
-                if indices.len() != rank {
-                    return Err(located(
-                        format!("field @{field} has rank {rank} but is indexed with {}", indices.len()),
-                        s,
-                    ));
-                }
-                let idx = indices.iter().map(|i| self.val(b, *i, s).map(|v| v.0)).collect::<Result<_, _>>()?;
-                b.vals.insert(s.id, V::Ptr { field: format!("@{field}"), idx, elem });
-            }
-            Kind::GlobalTmp { offset } => {
-                let elem = need_ty()?;
-                let field = self.tmp(kc, *offset, elem, s.span, s.loc.as_ref())?;
-                b.vals.insert(s.id, V::Ptr { field: format!("@{field}"), idx: Vec::new(), elem });
-            }
-            Kind::ExternalPtr { base, indices } => {
-                let Some(V::NdBase { arg }) = b.vals.get(base).cloned() else {
-                    return Err(located(format!("${base} is not an ndarray argument"), s));
-                };
-                let (field, elem, sh) = self.ndarray(kc, arg, s)?;
-                if indices.len() != sh.len() {
-                    return Err(located(
-                        format!("ndarray @{field} has rank {} but is indexed with {}", sh.len(), indices.len()),
-                        s,
-                    ));
-                }
-                if ty.is_some_and(|t| t != elem) {
-                    return Err(located(
-                        format!("ndarray @{field} is {elem} in the field table but accessed as {}", need_ty()?),
-                        s,
-                    ));
-                }
-                let idx = indices.iter().map(|i| self.val(b, *i, s).map(|v| v.0)).collect::<Result<_, _>>()?;
-                b.vals.insert(s.id, V::Ptr { field: format!("@{field}"), idx, elem });
-            }
-            Kind::GlobalLoad(p) => match b.vals.get(p).cloned() {
-                Some(V::Ptr { field, idx, elem }) => {
-                    b.line(format!("{n} = load {field}[{}]", idx.join(", ")));
-                    def(b, elem, None);
-                }
-                Some(V::Slot { name, elem }) => {
-                    b.line(format!("{n} = load {name}"));
-                    def(b, elem, None);
-                }
-                _ => return Err(located(format!("${p} is not a pointer"), s)),
-            },
-            Kind::GlobalStore { dest, val } | Kind::LocalStore { dest, val } => {
-                let (v, vty) = self.val(b, *val, s)?;
-                match b.vals.get(dest).cloned() {
-                    Some(V::Ptr { field, idx, elem }) if elem == vty => {
-                        b.line(format!("store {field}[{}], {v}", idx.join(", ")))
-                    }
-                    Some(V::Slot { name, elem }) if elem == vty => b.line(format!("store {name}, {v}")),
-                    Some(V::Ptr { .. } | V::Slot { .. }) => {
-                        return Err(located(format!("a store of {vty} to a pointer of another type"), s))
-                    }
-                    _ => return Err(located(format!("${dest} is not a pointer"), s)),
-                }
-            }
-            Kind::Alloca => {
-                let elem = need_ty()?;
-                b.line(format!("{n} = alloca {elem}"));
-                b.vals.insert(s.id, V::Slot { name: n, elem });
-            }
-            Kind::LocalLoad(p) => match b.vals.get(p).cloned() {
-                Some(V::Slot { name, elem }) => {
-                    b.line(format!("{n} = load {name}"));
-                    def(b, elem, None);
-                }
-                _ => return Err(located(format!("${p} is not a local"), s)),
-            },
-            Kind::Unary { op, a } => self.unary(b, s, op, *a, ty)?,
-            Kind::Cast { to, a } => {
-                let to = stmt_scalar(to, s)?;
-                let (v, _) = self.val(b, *a, s)?;
-                b.line(format!("{n} = cast {v} to {to}"));
-                def(b, to, None);
-            }
-            Kind::Binary { op, a, b: rhs } => self.binary(b, s, op, *a, *rhs, ty)?,
-            Kind::Select { c, a, b: other } => {
-                let c = self.cond(b, *c, s)?;
-                let (x, xt) = self.val(b, *a, s)?;
-                let (y, yt) = self.val(b, *other, s)?;
-                if xt != yt {
-                    return Err(located(format!("select of {xt} and {yt}"), s));
-                }
-                b.line(format!("{n} = select {c}, {x}, {y}"));
-                def(b, xt, None);
-            }
-            Kind::Atomic { op, dest, val } => self.atomic(b, s, op, *dest, *val)?,
             Kind::If { cond, then, els } => {
                 let c = self.cond(b, *cond, s)?;
                 b.line(format!("if {c} {{"));
@@ -736,6 +698,188 @@ impl Module<'_> {
                 b.depth -= 1;
                 b.line("}");
             }
+            _ => self.value(kc, b, s, n, ty)?,
+        }
+        Ok(())
+    }
+
+    /// What `stmt` writes for a statement that holds no block.
+    #[inline(never)]
+    fn value(&mut self, kc: &mut Kernel, b: &mut Body, s: &Stmt, n: &str, ty: Option<Scalar>) -> Result<(), Error> {
+        let n = n.to_string();
+        let need_ty = || ty.ok_or_else(|| located("a statement without its type".to_string(), s));
+        let def = |b: &mut Body, ty: Scalar, konst: Option<String>| {
+            b.vals.insert(s.id, V::Val { name: format!("%{}", s.id), ty, konst });
+        };
+        match &s.kind {
+            Kind::Const(text) => {
+                let ty = need_ty()?;
+                let lit = match ty {
+                    Scalar::I1 => match text.as_str() {
+                        "true" | "1" => Some("true".to_string()),
+                        "false" | "0" => Some("false".to_string()),
+                        _ => None,
+                    },
+                    Scalar::I32 => text.parse::<i32>().ok().map(|v| v.to_string()),
+                    Scalar::I64 => text.parse::<i64>().ok().map(|v| v.to_string()),
+                    Scalar::F32 | Scalar::F64 => float_bits(text, ty),
+                };
+                let Some(lit) = lit else {
+                    return Err(located(format!("'{text}' is not a constant of type {ty}"), s));
+                };
+                b.line(format!("{n} = const {lit} : {ty}"));
+                def(b, ty, Some(lit));
+            }
+            Kind::ArgLoad(i) => {
+                let j = self.runtime_arg(kc, *i, s)?;
+                let a = &self.args_of(kc)[j];
+                let (Some([(name, pty)]), "scalar") = (kc.params.get(j).map(Vec::as_slice), a.kind.as_str()) else {
+                    let a = &self.args_of(kc)[j];
+                    if a.kind == "scalar" {
+                        return Err(stmt_scalar(&a.dtype, s).err().unwrap_or_else(|| {
+                            located(format!("argument {i} ('{}') cannot be a parameter", a.name), s)
+                        }));
+                    }
+                    return Err(refused_stmt(format!("argument '{}' of kind {}", a.name, a.kind), s)
+                        .with_why("KIR parameters are scalars (templates and structs are not imported)"));
+                };
+                if ty.is_some_and(|t| t != *pty) {
+                    return Err(located(
+                        format!("argument {i} is {pty} in the field table but loaded as {}", need_ty()?),
+                        s,
+                    ));
+                }
+                b.vals.insert(s.id, V::Val { name: format!("%{name}"), ty: *pty, konst: None });
+            }
+            Kind::ArgAddr(i) => {
+                let j = self.runtime_arg(kc, *i, s)?;
+                let v = if self.args_of(kc)[j].kind == "struct" {
+                    self.struct_arg(kc, j, s)?
+                } else {
+                    self.ndarray(kc, *i, s)?;
+                    V::NdBase { arg: *i }
+                };
+                b.vals.insert(s.id, v);
+            }
+            Kind::ShapeAlongAxis { axis, arg } => {
+                let sh = self.ndarray(kc, *arg, s)?.shape;
+                let Some(&extent) = sh.get(*axis as usize) else {
+                    return Err(located(format!("ndarray argument {arg} has no axis {axis} in the field table"), s));
+                };
+                let ty = ty.unwrap_or(Scalar::I32);
+                if ty != Scalar::I32 || i32::try_from(extent).is_err() {
+                    return Err(located(format!("ndarray axis {axis} of extent {extent} as {ty}"), s));
+                }
+                b.line(format!("{n} = const {extent} : {ty}"));
+                def(b, ty, Some(extent.to_string()));
+            }
+            Kind::LoopIndex { lp, index } => match b.vals.get(lp) {
+                Some(V::Loop { vars }) if (*index as usize) < vars.len() => {
+                    let v = vars[*index as usize].clone();
+                    b.vals.insert(s.id, V::Val { name: v, ty: Scalar::I32, konst: None });
+                }
+                _ => return Err(located(format!("${lp} is not a loop with an index {index}"), s)),
+            },
+            Kind::GlobalPtr { place, indices } => {
+                let f = self.field_at(*place, s)?;
+                let (field, elem, rank) = (&f.name, f.elem, f.rank);
+                if ty.is_some_and(|t| t != elem) {
+                    return Err(located(
+                        format!("field @{field} is {elem} in the field table but accessed as {}", need_ty()?),
+                        s,
+                    ));
+                }
+                if indices.len() != rank {
+                    return Err(located(
+                        format!("field @{field} has rank {rank} but is indexed with {}", indices.len()),
+                        s,
+                    ));
+                }
+                let idx = indices.iter().map(|i| self.val(b, *i, s).map(|v| v.0)).collect::<Result<_, _>>()?;
+                let v = tensor::field_ptr(b, s, f, idx)?;
+                b.vals.insert(s.id, v);
+            }
+            Kind::GlobalTmp { offset } => {
+                let elem = need_ty()?;
+                let axes = tensor::axes_of(s);
+                let field = format!("@{}", self.tmp(kc, *offset, elem, &axes, s.span)?);
+                b.vals.insert(
+                    s.id,
+                    match axes.is_empty() {
+                        true => V::Ptr { field, idx: Vec::new(), elem, comp: None },
+                        false => V::Tensor(Place::Field { field, lead: Vec::new(), axes, elem }),
+                    },
+                );
+            }
+            Kind::ExternalPtr { base, indices, element_shape } => {
+                let Some(V::NdBase { arg }) = b.vals.get(base).cloned() else {
+                    return Err(located(format!("${base} is not an ndarray argument"), s));
+                };
+                let nd = self.ndarray(kc, arg, s)?;
+                if ty.is_some_and(|t| t != nd.elem) {
+                    return Err(located(
+                        format!(
+                            "ndarray @{} is {} in the field table but accessed as {}",
+                            nd.name,
+                            nd.elem,
+                            need_ty()?
+                        ),
+                        s,
+                    ));
+                }
+                let idx = indices.iter().map(|i| self.val(b, *i, s).map(|v| v.0)).collect::<Result<_, _>>()?;
+                let v = tensor::ndarray_ptr(s, &nd, element_shape, idx)?;
+                b.vals.insert(s.id, v);
+            }
+            Kind::GlobalLoad(p) | Kind::LocalLoad(p) => {
+                let v = tensor::load(b, s, *p)?;
+                b.vals.insert(s.id, v);
+            }
+            Kind::GlobalStore { dest, val } | Kind::LocalStore { dest, val } => tensor::store(b, s, *dest, *val)?,
+            Kind::Alloca => {
+                let elem = need_ty()?;
+                let v = tensor::alloca(b, s, elem);
+                b.vals.insert(s.id, v);
+            }
+            Kind::MatrixInit(comps) => {
+                let v = tensor::matrix_init(b, s, comps)?;
+                b.vals.insert(s.id, v);
+            }
+            Kind::ShiftPtr { base, offset } => {
+                let v = tensor::shift(b, s, *base, *offset)?;
+                b.vals.insert(s.id, v);
+            }
+            Kind::GetElement { base, path } => {
+                let Some(V::Struct { arg, paths }) = b.vals.get(base) else {
+                    return Err(located(format!("${base} is not a struct argument"), s));
+                };
+                let Some(i) = paths.iter().position(|p| p == path) else {
+                    return Err(located(format!("the struct argument has no scalar member at {path:?}"), s));
+                };
+                let (name, ty) = kc.params[*arg][i].clone();
+                b.vals.insert(s.id, V::Val { name: format!("%{name}"), ty, konst: None });
+            }
+            Kind::Unary { op, a } => self.unary(b, s, op, *a, ty)?,
+            Kind::Cast { to, a } => {
+                let to = stmt_scalar(to, s)?;
+                self.each(b, s, [*a], |_, b, [x], n| {
+                    b.line(format!("{n} = cast {} to {to}", x.name));
+                    Ok(Sv { name: n.to_string(), ty: to, konst: None })
+                })?;
+            }
+            Kind::Binary { op, a, b: rhs } => self.binary(b, s, op, *a, *rhs, ty)?,
+            Kind::Select { c, a, b: other } => {
+                self.each(b, s, [*c, *a, *other], |m, b, [c, x, y], n| {
+                    let c = m.cond_of(b, &c, s);
+                    if x.ty != y.ty {
+                        return Err(located(format!("select of {} and {}", x.ty, y.ty), s));
+                    }
+                    b.line(format!("{n} = select {c}, {}, {}", x.name, y.name));
+                    Ok(Sv { name: n.to_string(), ty: x.ty, konst: None })
+                })?;
+            }
+            Kind::Atomic { op, dest, val } => self.atomic(b, s, op, *dest, *val)?,
+            _ => return Err(located("a statement with a block here (a bug of kiln-import)".to_string(), s)),
         }
         Ok(())
     }
@@ -763,8 +907,37 @@ impl Module<'_> {
         }
     }
 
-    /// The field of ndarray argument `i`: (name, element type, shape).
-    fn ndarray(&mut self, kc: &mut Kernel, i: u32, s: &Stmt) -> Result<(String, Scalar, Vec<u64>), Error> {
+    /// The struct argument `j` at its `argaddr`: its scalars must be the
+    /// table's, in number and type.
+    fn struct_arg(&self, kc: &Kernel, j: usize, s: &Stmt) -> Result<V, Error> {
+        let a = &self.args_of(kc)[j];
+        let leaves = match &s.ty {
+            Some(Ty::Other(t)) => chi::struct_leaves(t),
+            _ => None,
+        };
+        let Some(leaves) = leaves else {
+            return Err(located(format!("struct argument '{}' without its struct type", a.name), s));
+        };
+        if let Some(d) = a.members.iter().find(|d| table::scalar(d).is_none()) {
+            return Err(refused_stmt(format!("struct argument '{}' with a member of type {d}", a.name), s)
+                .with_why("KIR's types are i1, i32, i64, f32 and f64"));
+        }
+        let table_types: Vec<&str> = a.members.iter().map(String::as_str).collect();
+        let logged: Vec<&str> = leaves.iter().map(|(_, t)| t.as_str()).collect();
+        if table_types != logged {
+            return Err(located(
+                format!(
+                    "struct argument '{}' has members {table_types:?} in the field table but {logged:?} in the log",
+                    a.name
+                ),
+                s,
+            ));
+        }
+        Ok(V::Struct { arg: j, paths: leaves.into_iter().map(|(p, _)| p).collect() })
+    }
+
+    /// The field of ndarray argument `i`.
+    fn ndarray(&mut self, kc: &mut Kernel, i: u32, s: &Stmt) -> Result<Nd, Error> {
         if let Some(f) = kc.ndarrays.get(&i) {
             return Ok(f.clone());
         }
@@ -774,9 +947,10 @@ impl Module<'_> {
             return Err(located(format!("argument {i} ('{}') is a {}, not an ndarray", a.name, a.kind), s));
         }
         let elem = stmt_scalar(&a.dtype, s)?;
-        check_shape(&a.name, &a.shape, &a.dtype).map_err(|m| located(m, s))?;
-        let (wanted, shape) = (format!("{}.{}", kc.k.kir_name, sanitize(&a.name)), a.shape.clone());
-        let f = (self.names.unique(&wanted), elem, shape);
+        check_shape(&a.name, &[a.shape.as_slice(), &a.element_shape].concat(), &a.dtype).map_err(|m| located(m, s))?;
+        let wanted = format!("{}.{}", kc.k.kir_name, sanitize(&a.name));
+        let (shape, axes) = (a.shape.clone(), a.element_shape.clone());
+        let f = Nd { name: self.names.unique(&wanted), elem, shape, axes };
         kc.ndarrays.insert(i, f.clone());
         Ok(f)
     }
@@ -797,10 +971,13 @@ fn loc_suffix(loc: Option<&PyLoc>, near: bool) -> String {
 /// A field KIR can hold: scalar elements, under dense SNodes only (as far
 /// as the table says); else the refusal's name and reason.
 fn field_kind_ok(f: &table::Field) -> Result<(), (String, &'static str)> {
-    if let Some(k) = f.kind.as_deref().filter(|k| *k != "scalar") {
+    if let Some(k) = f.kind.as_deref().filter(|k| *k != "scalar" && *k != "matrix") {
+        return Err((format!("{k} field '{}'", f.name), "KIR fields hold scalars, vectors or matrices"));
+    }
+    if f.kind.as_deref() == Some("matrix") && !matches!(f.element_shape.as_deref(), Some([n, m]) if *n > 0 && *m > 0) {
         return Err((
-            format!("{k} field '{}'", f.name),
-            "a matrix or vector held as one value; KIR values are scalars",
+            format!("matrix field '{}' of element shape {:?}", f.name, f.element_shape.as_deref().unwrap_or(&[])),
+            "a vector or matrix field needs its element shape [n, m] in the field table",
         ));
     }
     if let Some(k) = f.ancestor_kinds.iter().find(|k| *k != "dense" && *k != "root") {

@@ -44,9 +44,21 @@ pub struct Field {
     /// when the capture says.
     #[serde(default)]
     pub ancestor_kinds: Vec<String>,
-    /// `scalar`, or `matrix` for a vector or matrix field (refused).
+    /// `scalar`, or `matrix` for a vector or matrix field.
     #[serde(default)]
     pub kind: Option<String>,
+    /// A matrix field's `[n, m]` (a vector's is `[n, 1]`).
+    #[serde(default)]
+    pub element_shape: Option<Vec<u64>>,
+    /// A matrix field's place SNode of each component, row-major (the
+    /// first is `place`); absent in tables from captures before it was
+    /// recorded, when only the first component can be named.
+    #[serde(default)]
+    pub components: Option<Vec<u32>>,
+    /// The bytes between a matrix field's components when it can be
+    /// indexed at run time (Quadrants' `dynamic_index_stride`).
+    #[serde(default)]
+    pub dynamic_index_stride: Option<u64>,
     /// Which Quadrants runtime (`qd.init`) the field belongs to, for a
     /// program that initialised more than one (absent: 0).
     #[serde(default)]
@@ -118,17 +130,50 @@ impl KernelArgs {
     }
 }
 
+impl Field {
+    /// The axes a component adds to the field's own: none for a scalar
+    /// field, `[n]` for an `n`-vector (`m` is 1) and `[n, m]` for a
+    /// matrix: the trailing axes of the field's numpy value
+    /// (`to_numpy()`), which are KIR's too.
+    pub fn component_axes(&self) -> Vec<u64> {
+        match self.element_shape.as_deref() {
+            Some(&[n, 1]) => vec![n],
+            Some(s) => s.to_vec(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Which component (row-major) the place SNode `place` holds, if it
+    /// is one of this field's.
+    pub fn component_at(&self, place: u32) -> Option<usize> {
+        match &self.components {
+            Some(c) => c.iter().position(|&p| p == place),
+            None => (place == self.place).then_some(0),
+        }
+    }
+}
+
 /// One argument.
 #[derive(Debug, Deserialize)]
 pub struct Arg {
     pub name: String,
-    /// `scalar` or `ndarray` (others are refused when the kernel uses them).
+    /// `scalar`, `ndarray` or `struct` (others are refused when the kernel
+    /// uses them).
     pub kind: String,
     /// Absent for `other` (templates, structs: only their `repr`).
     #[serde(default)]
     pub dtype: String,
     #[serde(default)]
     pub shape: Vec<u64>,
+    /// An ndarray of vectors or matrices: the element's shape (`[3]`,
+    /// `[2, 2]`), the trailing axes of its numpy value.
+    #[serde(default)]
+    pub element_shape: Vec<u64>,
+    /// A struct passed by value (`kind` `struct`): the dtype of each of
+    /// its scalars, depth first (a vector member's components row-major),
+    /// the order of `get_element`'s paths in Quadrants' struct type.
+    #[serde(default)]
+    pub members: Vec<String>,
 }
 
 /// Reads a table; a malformed one is an error at its line and column

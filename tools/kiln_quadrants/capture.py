@@ -197,12 +197,27 @@ class Capture:
         return dict(vars(main)) if main is not None else {}
 
     def note_names(self, globs: dict[str, Any]) -> None:
-        """Remember which global holds each field (the first name wins)."""
+        """Remember which global holds each field (the first name wins): a
+        field is named as the global, a struct field's members and a
+        `@qd.data_oriented` object's fields as `global.member`."""
         from quadrants.lang.field import Field
+        from quadrants.lang.struct import StructField
+        from quadrants.lang.util import is_data_oriented
+
+        def note(name: str, v: Any, depth: int) -> None:
+            if isinstance(v, StructField):
+                for key, member in v.field_dict.items():
+                    note(f"{name}.{key}", member, depth)
+            elif isinstance(v, Field):
+                self.names.setdefault(id(v), name)
+            elif depth < 2 and not isinstance(v, type) and is_data_oriented(v):
+                for key, member in list(vars(v).items()):
+                    if not key.startswith("_"):
+                        note(f"{name}.{key}", member, depth + 1)
 
         for k, v in globs.items():
-            if isinstance(v, Field) and not k.startswith("__") and id(v) not in self.names:
-                self.names[id(v)] = k
+            if not k.startswith("__"):
+                note(k, v, 0)
 
     def fields(self) -> list[FieldInfo]:
         """Every live field, named after the global that holds it, by SNode id."""
@@ -245,6 +260,15 @@ class Capture:
             if isinstance(f, MatrixField):
                 entry["kind"] = "matrix"
                 entry["element_shape"] = [int(f.n), int(f.m)]
+                # Each component's place SNode, row-major: a kernel's IR may
+                # name any of them, and shifts in bytes by the stride.
+                try:
+                    entry["components"] = [int(ScalarField(v).snode.ptr.id) for v in f.vars]
+                    stride = f._get_dynamic_index_stride()
+                    if stride is not None:
+                        entry["dynamic_index_stride"] = int(stride)
+                except Exception:  # an older Quadrants: the first component only
+                    pass
             elif isinstance(f, ScalarField):
                 entry["kind"] = "scalar"
             else:
@@ -304,23 +328,11 @@ class Capture:
                 bound[m.name] = kwargs[m.name]
             elif m.name not in bound and m.default is not inspect.Parameter.empty:
                 bound[m.name] = m.default
-        schema, values, nds = [], {}, {}
+        schema: list = []
+        values: dict = {}
+        nds: dict = {}
         for m in metas:
-            v = bound.get(m.name)
-            ann = m.annotation
-            if isinstance(ann, ndarray_type.NdarrayType) or isinstance(v, np.ndarray):
-                dt = _np_to_qd(v.dtype) if isinstance(v, np.ndarray) else _dtype_name(v.dtype)
-                shape = [int(s) for s in v.shape]
-                schema.append({"name": m.name, "kind": "ndarray", "dtype": dt, "shape": shape})
-                values[m.name] = {"kind": "ndarray", "dtype": dt, "shape": shape}
-                nds[m.name] = v
-            elif any(ann is t for t in primitive_types.all_types) or ann in (int, float):
-                dt = _dtype_name(ann) if ann not in (int, float) else {int: "i32", float: "f32"}[ann]
-                schema.append({"name": m.name, "kind": "scalar", "dtype": dt})
-                values[m.name] = {"kind": "scalar", "dtype": dt, "value": _jsonable(v)}
-            else:
-                schema.append({"name": m.name, "kind": "other", "annotation": _stable_repr(ann)})
-                values[m.name] = {"kind": "other", "repr": repr(v)}
+            _describe_arg(m.name, m.annotation, bound.get(m.name), schema, values, nds)
         return schema, values, nds
 
     def wrap_call(self, orig_call):
@@ -387,19 +399,22 @@ class Capture:
                     entry["args"] = argvals
                     cap.calls.append(entry)
                     if name not in cap.kernels:
-                        rets = getattr(kernel, "return_type", None) or ()
                         cap.kernels[name] = {"args": schema}
                     if compiled and cap.params is not None and "params" not in cap.kernels[name]:
                         cap.kernels[name]["params"] = _bind_params(cap.params, schema)
+                        rets = getattr(kernel, "return_type", None) or ()
                         if rets:
-                            cap.kernels[name]["returns"] = [_dtype_name(r) for r in rets]
+                            cap.kernels[name]["returns"] = [_type_name(r) for r in rets]
                 fields = cap.fields()
                 after = cap._snapshot(fields, nds, tag, "after")
                 entry["values"] = {
                     k: {"before": before.get(k), "after": after.get(k)} for k in sorted(set(before) | set(after))
                 }
                 if result is not None:
-                    entry["return"] = _jsonable(result)
+                    # The scalars returned, in order, as the kernel's
+                    # `return` lists them: a vector or matrix is its
+                    # components, row-major, a tuple its members'.
+                    entry["return"] = _flat(_jsonable(list(result) if isinstance(result, tuple) else [result]))
                 return result
             finally:
                 cap.busy = False
@@ -551,6 +566,89 @@ def _np_to_qd(dt: Any) -> str:
     return f"{kind}{dt.itemsize * 8}" if dt.kind != "b" else "u1"
 
 
+def _describe_arg(name: str, ann: Any, v: Any, schema: list, values: dict, nds: dict) -> None:
+    """One argument's entry in fields.json (`schema`) and capture.json
+    (`values`), and its value in `nds` when it is an ndarray. A dataclass
+    is its members, each an argument named `arg.member` (Quadrants
+    declares one runtime parameter per member)."""
+    import dataclasses
+
+    import numpy as np
+    from quadrants.lang.matrix import MatrixType
+    from quadrants.lang.struct import StructType
+    from quadrants.types import ndarray_type, primitive_types
+
+    if isinstance(ann, ndarray_type.NdarrayType) or isinstance(v, np.ndarray):
+        dt = _np_to_qd(v.dtype) if isinstance(v, np.ndarray) else _dtype_name(v.dtype)
+        shape = [int(s) for s in v.shape]
+        entry = {"name": name, "kind": "ndarray", "dtype": dt, "shape": shape}
+        # An ndarray of vectors or matrices: its elements' axes, the
+        # trailing axes of its numpy value.
+        element = [int(s) for s in getattr(v, "element_shape", ()) or ()]
+        if element and not isinstance(v, np.ndarray):
+            entry["element_shape"] = element
+        schema.append(entry)
+        values[name] = {"kind": "ndarray", "dtype": dt, "shape": shape}
+        nds[name] = v
+    elif any(ann is t for t in primitive_types.all_types) or ann in (int, float):
+        dt = _dtype_name(ann) if ann not in (int, float) else {int: "i32", float: "f32"}[ann]
+        schema.append({"name": name, "kind": "scalar", "dtype": dt})
+        values[name] = {"kind": "scalar", "dtype": dt, "value": _jsonable(v)}
+    elif isinstance(ann, (StructType, MatrixType)) and v is not None:
+        # Quadrants passes a vector or matrix by value as a struct of its
+        # components.
+        leaves = _struct_leaves(ann, v) if isinstance(ann, StructType) else _matrix_leaves(ann, v)
+        schema.append({"name": name, "kind": "struct", "members": [d for d, _ in leaves]})
+        values[name] = {"kind": "struct", "members": [x for _, x in leaves]}
+    elif dataclasses.is_dataclass(ann) and v is not None:
+        for f in dataclasses.fields(ann):
+            _describe_arg(f"{name}.{f.name}", f.type, getattr(v, f.name, None), schema, values, nds)
+    else:
+        schema.append({"name": name, "kind": "other", "annotation": _stable_repr(ann)})
+        values[name] = {"kind": "other", "repr": repr(v)}
+
+
+def _struct_leaves(ann: Any, v: Any) -> list[tuple[str, Any]]:
+    """A struct value's scalars depth first, with their dtypes: Quadrants'
+    order of the struct type's members (a vector or matrix member is its
+    components, row-major)."""
+    from quadrants.lang.matrix import MatrixType
+    from quadrants.lang.struct import StructType
+
+    out: list[tuple[str, Any]] = []
+    for key, dt in ann.members.items():
+        x = v[key]
+        if isinstance(dt, StructType):
+            out += _struct_leaves(dt, x)
+        elif isinstance(dt, MatrixType):
+            out += _matrix_leaves(dt, x)
+        else:
+            out.append((_dtype_name(dt), _jsonable(x)))
+    return out
+
+
+def _flat(v: Any) -> list:
+    """The scalars of nested lists, in order."""
+    return [x for e in v for x in _flat(e)] if isinstance(v, list) else [v]
+
+
+def _type_name(t: Any) -> str:
+    """A return type's name: a primitive's (``f32``), a vector's or
+    matrix's element type and shape (``f32[3]``, ``f32[2, 2]``)."""
+    shape = getattr(t, "get_shape", None)
+    if callable(shape) and hasattr(t, "dtype"):
+        return f"{_dtype_name(t.dtype)}{list(shape())}"
+    return _dtype_name(t)
+
+
+def _matrix_leaves(ann: Any, v: Any) -> list[tuple[str, Any]]:
+    """A vector's or matrix's components, row-major, with their dtype."""
+    import numpy as np
+
+    arr = np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v).reshape(-1)
+    return [(_dtype_name(ann.dtype), _jsonable(e)) for e in arr]
+
+
 def _jsonable(v: Any) -> Any:
     if isinstance(v, (bool, int, float, str)) or v is None:
         return v
@@ -561,6 +659,10 @@ def _jsonable(v: Any) -> Any:
 
         if isinstance(v, np.generic):
             return v.item()
+        if isinstance(v, np.ndarray):
+            return v.tolist()
+        if callable(getattr(v, "to_numpy", None)):  # a Quadrants vector or matrix value
+            return np.asarray(v.to_numpy()).tolist()
     except Exception:
         pass
     return repr(v)
@@ -624,6 +726,9 @@ def _bind_params(params: list[dict[str, Any]], schema: list[dict[str, Any]]) -> 
         entry = dict(p)
         name = p["name"]
         bound = name[1:] if p["kind"] == "ndarray" and name.startswith("_") else name
+        # A dataclass member is declared as `__qd_<arg>__qd_<member>`.
+        if isinstance(bound, str) and bound.startswith("__qd_"):
+            bound = ".".join(bound[len("__qd_"):].split("__qd_"))
         if isinstance(name, str) and bound in names:
             entry["arg"] = bound
         out.append(entry)

@@ -25,7 +25,11 @@ PROGRAMS = [
     "arg_order.py",  # templates and ndarrays among scalars: Quadrants numbers the arguments
     "refused/pointer_snode.py",
     "refused/bitmasked.py",
-    "refused/vector_field.py",
+    "vector_field.py",  # vector and matrix fields, matrix literals, products
+    "struct_arg.py",  # struct and vector arguments by value, a struct field
+    "dataclass_nd.py",  # a dataclass of ndarrays, nested
+    "dyn_index.py",  # components chosen at run time, locals and fields
+    "rotate2d.py",  # local mat2 values, an ndarray of vec2
     "refused/print_in_kernel.py",
     "refused/assert_in_kernel.py",
 ]

@@ -5,8 +5,9 @@ process of its own), imports each compiled kernel with ``kiln-import``,
 replays every call through ``kiln-run`` twice, the JIT (through the
 per-task cache) and the interpreter, from the values Quadrants had before
 the call, and compares what Kiln computed with what Quadrants computed:
-integers exactly, floats within ``--ulps`` units in the last place
-(``docs/quadrants.md`` says why that bound). One line per kernel, then a
+integers exactly, floats within ``--ulps`` units in the last place (of
+each field's largest magnitude, too, after a kernel whose parallel float
+atomics sum in any order; ``docs/quadrants.md`` says why that bound). One line per kernel, then a
 summary.
 
 Exit status: 0 when everything agrees; 1 on a disagreement (naming the
@@ -33,6 +34,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 try:
     import numpy as np
@@ -109,12 +111,62 @@ class Difference:
     ulps: int | None
 
 
-def first_difference(want: np.ndarray, got: np.ndarray, ulps: int) -> Difference | None:
-    """The first element where ``got`` is not ``want`` (floats: more than ``ulps`` apart)."""
+def scaled_ulp_distance(want: np.ndarray, got: np.ndarray) -> np.ndarray:
+    """Units in the last place at the scale of ``want``'s largest finite
+    magnitude (or the plain distance, where that is smaller): how far apart
+    two sums of the same terms added in different orders may be, where an
+    element's own ulp is not (a small result of large terms that cancel)."""
+    plain = ulp_distance(want, got)
+    finite = np.abs(want[np.isfinite(want)])
+    if finite.size == 0:
+        return plain
+    unit = float(np.spacing(finite.max()))
+    both = np.isfinite(want) & np.isfinite(got)
+    with np.errstate(invalid="ignore", over="ignore"):
+        scaled = np.ceil(np.abs(want.astype(np.float64) - got.astype(np.float64)) / unit)
+    return np.where(both, np.minimum(plain, scaled), plain)
+
+
+# A kernel whose parallel tasks add floats atomically into a field element
+# that more than one iteration may reach sums in an order that differs from
+# run to run, in Quadrants as in Kiln; every float field its call leaves may
+# carry that difference. An element indexed first by the task's own loop
+# variables (`x[i] += ...`, which Quadrants also makes an atomic) is one
+# iteration's alone.
+TASK_RE = re.compile(r"^\s*task @\S+ (serial|range_for|struct_for) ((?:%[\w.]+(?:, )?)*)")
+FLOAT_FIELD_RE = re.compile(r"^field @(\S+) : f(?:32|64)\b", re.M)
+ATOMIC_RE = re.compile(r"\batomic (?:add|sub) @(\S+?)\[([^\]]*)\]")
+
+
+SCALED_NOTE = "; atomic float sums in any order: floats compared at each field's scale"
+
+
+def sums_in_any_order(kir_text: str) -> bool:
+    """Whether a parallel task of the KIR adds floats atomically into a
+    field element other iterations may add into too."""
+    floats = set(FLOAT_FIELD_RE.findall(kir_text))
+    loop_vars: list[str] | None = None
+    for line in kir_text.splitlines():
+        t = TASK_RE.match(line)
+        if t:
+            loop_vars = None if t.group(1) == "serial" else [v.strip() for v in t.group(2).split(",") if v.strip()]
+            continue
+        a = ATOMIC_RE.search(line)
+        if loop_vars is not None and a and a.group(1) in floats:
+            idx = [i.strip() for i in a.group(2).split(",")]
+            if idx[: len(loop_vars)] != loop_vars or not loop_vars:
+                return True
+    return False
+
+
+def first_difference(want: np.ndarray, got: np.ndarray, ulps: int, scaled: bool = False) -> Difference | None:
+    """The first element where ``got`` is not ``want`` (floats: more than
+    ``ulps`` apart; ``scaled``: at the field's scale, see
+    ``scaled_ulp_distance``)."""
     if want.shape != got.shape:
         return Difference((), f"shape {want.shape}", f"shape {got.shape}", None)
     if want.dtype.kind == "f":
-        d = ulp_distance(want, got)
+        d = scaled_ulp_distance(want, got) if scaled else ulp_distance(want, got)
         bad = np.argwhere(d > ulps)
         if bad.size == 0:
             return None
@@ -127,10 +179,10 @@ def first_difference(want: np.ndarray, got: np.ndarray, ulps: int) -> Difference
     return Difference(i, want[i].item(), got[i].item(), None)
 
 
-def max_ulps(want: np.ndarray, got: np.ndarray) -> int:
+def max_ulps(want: np.ndarray, got: np.ndarray, scaled: bool = False) -> int:
     if want.dtype.kind != "f" or want.shape != got.shape or want.size == 0:
         return 0
-    return int(ulp_distance(want, got).max())
+    return int((scaled_ulp_distance(want, got) if scaled else ulp_distance(want, got)).max())
 
 
 # ---------------------------------------------------------------------------
@@ -146,10 +198,24 @@ class KernelReport:
     failures: list = field(default_factory=list)
     races: list = field(default_factory=list)
     worst_ulps: int = 0
+    # Whether a call's floats were compared at each field's scale (its
+    # kernel adds floats atomically in parallel: sums in any order).
+    scaled: bool = False
     # Calls Quadrants raised on (nothing to compare), and calls it compiled
     # to no task at all (nothing to run: each must leave every field as it was).
     raised: list = field(default_factory=list)
     empty_calls: int = 0
+
+
+def _kir_name(name: str) -> str:
+    """The KIR name kiln-import gives an argument (its `sanitize`)."""
+    out = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return out if re.match(r"[A-Za-z_]", out) else "_" + out
+
+
+def _arg(name: str, value: Any) -> str:
+    """`--arg`'s operand: a float in full (repr), others as printed."""
+    return f"{name}={value!r}" if isinstance(value, float) else f"{name}={value}"
 
 
 FIELD_RE = re.compile(r"^\s*field @(\S+) :", re.M)
@@ -224,13 +290,17 @@ class Replay:
             rep.import_error = err
             return
         declared = kir_fields(kir)
+        scaled = sums_in_any_order(kir.read_text())
+        rep.scaled = rep.scaled or scaled
         args, inputs = [], []
         values = {}
         for name, a in call.get("args", {}).items():
             if a.get("kind") == "scalar":
-                args += ["--arg", f"{name}={a['value']!r}" if isinstance(a["value"], float) else f"{name}={a['value']}"]
+                args += ["--arg", _arg(_kir_name(name), a["value"])]
+            elif a.get("kind") == "struct":  # a struct's scalars are `%p.0`, `%p.1`, ...
+                args += [x for i, v in enumerate(a["members"]) for x in ("--arg", _arg(f"{_kir_name(name)}.{i}", v))]
         for key, v in call.get("values", {}).items():
-            fname = f"{kernel}.{key[4:]}" if key.startswith("arg:") else key
+            fname = f"{kernel}.{_kir_name(key[4:])}" if key.startswith("arg:") else _kir_name(key)
             if fname not in declared:
                 continue
             values[fname] = v
@@ -269,11 +339,12 @@ class Replay:
                 rep.fields.add(fname)
                 got = np.load(outs[fname])
                 want = np.array(v["returned"], dtype=got.dtype) if "returned" in v else np.load(self.cap / v["after"])
-                rep.worst_ulps = max(rep.worst_ulps, max_ulps(want, got))
-                d = first_difference(want, got, self.ns.ulps)
+                rep.worst_ulps = max(rep.worst_ulps, max_ulps(want, got, scaled))
+                d = first_difference(want, got, self.ns.ulps, scaled)
                 if d is not None:
                     at = f"[{', '.join(map(str, d.index))}]" if d.index else ""
-                    ulps = f" ({d.ulps} ulps > {self.ns.ulps})" if d.ulps is not None else ""
+                    unit = " at the field's scale" if scaled and want.dtype.kind == "f" else ""
+                    ulps = f" ({d.ulps} ulps{unit} > {self.ns.ulps})" if d.ulps is not None else ""
                     rep.failures.append(
                         f"call {call['call']}: field @{fname}{at}: Quadrants {d.quadrants!r}, Kiln ({engine}) {d.kiln!r}{ulps}"
                     )
@@ -311,7 +382,8 @@ class Replay:
                 agree += 1
                 print(f"ok   {rep.name}: {rep.calls} call{'s' if rep.calls != 1 else ''}, "
                       f"{len(rep.fields)} field{'s' if len(rep.fields) != 1 else ''}, JIT and interpreter agree with Quadrants"
-                      f" (max {rep.worst_ulps} ulp{'s' if rep.worst_ulps != 1 else ''}){_raised_note(rep)}")
+                      f" (max {rep.worst_ulps} ulp{'s' if rep.worst_ulps != 1 else ''}"
+                      f"{SCALED_NOTE if rep.scaled else ''}){_raised_note(rep)}")
         if status == 2 and any(r.failures or r.races for r in self.reports.values()):
             status = 1
         tail = f", {raised} raised in Quadrants" if raised else ""
@@ -439,7 +511,8 @@ def main(argv: list[str] | None = None) -> int:
         help="run an unmodified Quadrants program on the CPU, replay every kernel call in Kiln (JIT and interpreter) and compare",
         description="Runs PROGRAM.py with Quadrants on the CPU (fast_math off, IR printing on), imports each kernel with "
         "kiln-import, replays every call with kiln-run (the JIT through the cache, and the interpreter) from the values "
-        "Quadrants had before it, and compares: integers exactly, floats within --ulps. "
+        "Quadrants had before it, and compares: integers exactly, floats within --ulps "
+        "(at each field's scale after a kernel whose parallel float atomics sum in any order). "
         "Exit status: 0 when everything agrees, 1 on a disagreement, a race (--check-races) or a program that raises, "
         "2 when a kernel cannot be imported.",
     )

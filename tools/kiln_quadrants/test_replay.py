@@ -24,7 +24,7 @@ CORPUS = ROOT / "testdata" / "quadrants"
 WRAPPER = ROOT / "tools" / "kiln-quadrants"
 
 sys.path.insert(0, str(HERE.parent))
-from kiln_quadrants.replay import first_difference, ulp_distance  # noqa: E402
+from kiln_quadrants.replay import first_difference, max_ulps, sums_in_any_order, ulp_distance  # noqa: E402
 
 PROGRAMS = sorted(CORPUS.glob("*.py"))
 REFUSED = sorted((CORPUS / "refused").glob("*.py"))
@@ -212,6 +212,36 @@ def test_ulp_distance():
     d = first_difference(np.array([1, 2, 3], dtype=np.int32), np.array([1, 2, 4], dtype=np.int32), 4)
     assert d.index == (2,) and d.quadrants == 3 and d.kiln == 4
     assert first_difference(a, a.copy(), 0) is None
+
+
+def test_sums_in_any_order_are_compared_at_the_fields_scale():
+    """A small result of large terms that cancel differs by many of its own
+    ulps when the terms are added in another order; at the field's scale
+    it is within tolerance, and a real difference is still one."""
+    want = np.array([1.0, 2.7585775e-06, 0.5], dtype=np.float32)
+    got = np.array([1.0, 2.7529895e-06, 0.5], dtype=np.float32)
+    assert first_difference(want, got, 4) is not None
+    assert first_difference(want, got, 4, scaled=True) is None
+    assert max_ulps(want, got, scaled=True) <= 1
+    got[2] = 0.5001
+    d = first_difference(want, got, 4, scaled=True)
+    assert d is not None and d.index == (2,)
+    nan = np.array([np.nan, 1.0], dtype=np.float32)
+    assert first_difference(nan, nan.copy(), 0, scaled=True) is None
+    assert first_difference(nan, np.array([0.0, 1.0], dtype=np.float32), 4, scaled=True) is not None
+
+
+def test_which_kernels_sum_in_any_order():
+    head = "field @g : f32[8]\nfield @n : i32[8]\nkernel @k() {\n"
+    shared = head + "  task @k.0 range_for %i.0 : i32 in 0 .. 8 {\n    %2 = rem %i.0, %1\n    atomic add @g[%2], %3\n  }\n}\n"
+    own = head + "  task @k.0 range_for %i.0 : i32 in 0 .. 8 {\n    %4 = atomic add @g[%i.0], %3\n  }\n}\n"
+    ints = shared.replace("atomic add @g[", "atomic add @n[")
+    serial = shared.replace("range_for %i.0 : i32 in 0 .. 8", "serial")
+    cells = head + "  task @k.0 struct_for %i.0.0, %i.0.1 in @h {\n    atomic add @g[%i.0.0, %i.0.1, %c], %3\n  }\n}\n"
+    assert sums_in_any_order(shared)
+    assert not sums_in_any_order(own) and not sums_in_any_order(ints) and not sums_in_any_order(serial)
+    assert not sums_in_any_order(cells)
+    assert sums_in_any_order(cells.replace("@g[%i.0.0, %i.0.1,", "@g[%i.0.1, %i.0.0,"))
 
 
 EDIT_BEFORE = '''import quadrants as qd

@@ -239,12 +239,26 @@ impl<'a> Cursor<'_, 'a> {
     }
 }
 
-/// A type hint's text: `f32`, `*i32`, or anything else as [`Ty::Other`].
+/// A type hint's text: `f32`, `*i32`, `[Tensor (3) f32]`,
+/// `*[Tensor (2, 2) f32]`, or anything else as [`Ty::Other`].
 pub(super) fn parse_ty(text: &str) -> Ty {
     let simple = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    match text.strip_prefix('*') {
-        Some(p) if simple(p) => Ty::Ptr(p.to_string()),
-        None if simple(text) => Ty::Prim(text.to_string()),
-        _ => Ty::Other(text.to_string()),
+    let (ptr, t) = match text.strip_prefix('*') {
+        Some(p) => (true, p),
+        None => (false, text),
+    };
+    if simple(t) {
+        return if ptr { Ty::Ptr(t.to_string()) } else { Ty::Prim(t.to_string()) };
     }
+    tensor_ty(t).map_or_else(|| Ty::Other(text.to_string()), |(shape, prim)| Ty::Tensor { shape, prim, ptr })
+}
+
+/// `[Tensor (3, 3) f32]`'s shape and element type.
+fn tensor_ty(t: &str) -> Option<(Vec<u32>, String)> {
+    let inner = t.strip_prefix("[Tensor (")?.strip_suffix(']')?;
+    let (dims, prim) = inner.split_once(')')?;
+    let prim = prim.trim();
+    let shape = dims.split(',').map(|d| d.trim().parse().ok()).collect::<Option<Vec<u32>>>()?;
+    let simple = !prim.is_empty() && prim.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    simple.then(|| (shape, prim.to_string()))
 }

@@ -42,8 +42,8 @@ fn refusals_name_the_statement() {
         ("    11 : assert $1, \"no\"", "assert"),
         ("    <f32> $2 = stack alloc (max_size=5)", "stack alloc"),
         (
-            "    <*[Tensor (3) f32]> $2 = global ptr [S4place<f32>], index [$1] activate=true",
-            "type <*[Tensor (3) f32]> (matrix)",
+            "    <*struct[none]{0(x, at 0B): f32}> $2 = global ptr [S4place<f32>], index [$1] activate=true",
+            "type <*struct[none]{0(x, at 0B): f32}>",
         ),
     ] {
         let text = format!("kernel {{\n  $0 = offloaded  \n  body {{\n{line}\n    File \"/t/k.py\", line 3, in k:\n        print(x)\n        ^^^^^\n  }}\n}}\n");
@@ -76,7 +76,6 @@ fn meshes_and_other_statements_are_refused_by_name() {
         ("    <i32> $2 = atomic cas($1, $1, $1)", "atomic cas"),
         ("    $2 : while control $1, $1", "while control with a mask"),
         ("    <*f32> $2 = alloca(shared)", "alloca(shared)"),
-        ("    <[Tensor (3) f32]> $2 = [$1, $1, $1]", "matrix init"),
     ] {
         let text = format!("kernel {{\n  $0 = offloaded  \n  body {{\n    <f32> $1 = const 1\n{line}\n  }}\n}}\n");
         match parse(&text) {
@@ -94,4 +93,45 @@ fn garbage_is_a_syntax_error() {
     assert!(matches!(parse(text), Err(Error::Syntax { .. })));
     let text = "kernel {\n  $0 : for @tmp0 in range(0, 4) block_dim=adaptive {\n  }\n}\n";
     assert!(matches!(parse(text), Err(Error::Syntax { message, .. }) if message.contains("task form")));
+}
+
+#[test]
+fn struct_types_give_their_leaves_depth_first() {
+    let t = "*struct[none]{0(x, at 0B): f32, 1(v, at 4B): struct[none]{0(v_0, at 0B): f32, 1(v_1, at 4B): i32}, 2(n, at 12B): i64}";
+    let leaves = super::struct_leaves(t).unwrap();
+    let want: Vec<(Vec<u32>, String)> =
+        vec![(vec![0], "f32".into()), (vec![1, 0], "f32".into()), (vec![1, 1], "i32".into()), (vec![2], "i64".into())];
+    assert_eq!(leaves, want);
+    assert_eq!(super::struct_leaves("*struct[none]{}"), Some(vec![]));
+    for bad in [
+        "f32",
+        "*struct[none]{0(x, at 0B): f32",
+        "struct[none]{0(x, at 0B): f32 1(y, at 4B): f32}",
+        "struct[none]{0(x, at 0B): [Tensor (3) f32]}",
+    ] {
+        assert_eq!(super::struct_leaves(bad), None, "{bad}");
+    }
+}
+
+#[test]
+fn vectors_and_matrices_parse() {
+    let lines = [
+        "    <[Tensor (3) f32]> $2 = [$1, $1, $1]",
+        "    <*[Tensor (2, 2) f32]> $3 = alloca",
+        "    <*f32> $4 = shift ptr [$3 + $1]",
+        "    <*[Tensor (3) f32]> $5 = external_ptr $1, [$1], (3) layout=AOS is_grad=false",
+        "    <[Tensor (3) i32]> $6 = cast_value<[Tensor (3) i32]> $2",
+        "    <f32> $7 = get_element($1, 1, 0)",
+    ];
+    let text =
+        format!("kernel {{\n  $0 = offloaded  \n  body {{\n    <f32> $1 = const 1\n{}\n  }}\n}}\n", lines.join("\n"));
+    let t = parse(&text).unwrap();
+    let body = &t[0].body;
+    assert_eq!(body[1].kind, Kind::MatrixInit(vec![1, 1, 1]));
+    assert_eq!(body[1].ty, Some(Ty::Tensor { shape: vec![3], prim: "f32".into(), ptr: false }));
+    assert_eq!(body[2].ty, Some(Ty::Tensor { shape: vec![2, 2], prim: "f32".into(), ptr: true }));
+    assert_eq!(body[3].kind, Kind::ShiftPtr { base: 3, offset: 1 });
+    assert_eq!(body[4].kind, Kind::ExternalPtr { base: 1, indices: vec![1], element_shape: vec![3] });
+    assert_eq!(body[5].kind, Kind::Cast { to: "i32".into(), a: 2 });
+    assert_eq!(body[6].kind, Kind::GetElement { base: 1, path: vec![1, 0] });
 }

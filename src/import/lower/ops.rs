@@ -12,13 +12,31 @@
 use super::*;
 
 impl Module<'_> {
+    /// A unary operator, component-wise on a vector.
     pub(super) fn unary(&mut self, b: &mut Body, s: &Stmt, op: &str, a: u32, ty: Option<Scalar>) -> Result<(), Error> {
-        let n = format!("%{}", s.id);
-        let (v, vt) = self.val(b, a, s)?;
+        self.each(b, s, [a], |_, b, [x], n| unary_of(b, s, op, &x, ty, n))
+    }
+
+    /// A binary operator, component-wise on vectors.
+    pub(super) fn binary(
+        &mut self,
+        b: &mut Body,
+        s: &Stmt,
+        op: &str,
+        a: u32,
+        c: u32,
+        ty: Option<Scalar>,
+    ) -> Result<(), Error> {
+        self.each(b, s, [a, c], |m, b, [x, y], n| m.binary_of(b, s, op, (&x, &y), ty, n))
+    }
+}
+
+/// `n = op x`, of the type `ty` the statement's hint gives (or the
+/// operand's).
+fn unary_of(b: &mut Body, s: &Stmt, op: &str, x: &Sv, ty: Option<Scalar>, n: &str) -> Result<Sv, Error> {
+    {
+        let (v, vt) = (x.name.clone(), x.ty);
         let rt = ty.unwrap_or(vt);
-        let def = |b: &mut Body, t: Scalar| {
-            b.vals.insert(s.id, V::Val { name: format!("%{}", s.id), ty: t, konst: None });
-        };
         let one = |b: &mut Body| {
             let c = b.fresh(s.id);
             b.line(format!("{c} = const 1.0 : {vt}"));
@@ -32,10 +50,7 @@ impl Module<'_> {
                 b.line(format!("{n} = {op} {v}"));
                 actual = vt;
             }
-            "floor" | "ceil" | "round" if vt.is_int() => {
-                b.vals.insert(s.id, V::Val { name: v, ty: vt, konst: None });
-                return Ok(());
-            }
+            "floor" | "ceil" | "round" if vt.is_int() => return Ok(x.clone()),
             "sqrt" | "sin" | "cos" | "tan" | "asin" | "acos" | "tanh" | "exp" | "log" | "floor" | "ceil" | "round"
                 if vt.is_float() =>
             {
@@ -86,22 +101,24 @@ impl Module<'_> {
             }
             _ => return Err(refused_stmt(format!("{op} of {vt}"), s).with_why("KIR has no such operator")),
         }
-        def(b, actual);
-        Ok(())
+        Ok(Sv { name: n.to_string(), ty: actual, konst: None })
     }
+}
 
-    pub(super) fn binary(
+impl Module<'_> {
+    /// `n = x op y`, of the type `ty` the statement's hint gives (or the
+    /// operands').
+    fn binary_of(
         &mut self,
         b: &mut Body,
         s: &Stmt,
         op: &str,
-        a: u32,
-        c: u32,
+        (xv, yv): (&Sv, &Sv),
         ty: Option<Scalar>,
-    ) -> Result<(), Error> {
-        let n = format!("%{}", s.id);
-        let (x, xt) = self.val(b, a, s)?;
-        let (y, yt) = self.val(b, c, s)?;
+        n: &str,
+    ) -> Result<Sv, Error> {
+        let (x, xt) = (xv.name.clone(), xv.ty);
+        let (y, yt) = (yv.name.clone(), yv.ty);
         if xt != yt {
             return Err(located(format!("'{op}' of {xt} and {yt}"), s));
         }
@@ -178,12 +195,12 @@ impl Module<'_> {
                     rt = t;
                 }
                 "pow" if t == Scalar::I32 || t == Scalar::I64 => {
-                    int_pow(b, s.id, &n, (&x, &y), t);
+                    int_pow(b, s.id, n, (&x, &y), t);
                     rt = t;
                 }
                 "logical_and" | "logical_or" => {
-                    let cx = self.cond(b, a, s)?;
-                    let cy = self.cond(b, c, s)?;
+                    let cx = self.cond_of(b, xv, s);
+                    let cy = self.cond_of(b, yv, s);
                     let k = if op == "logical_and" { "and" } else { "or" };
                     if rt == Scalar::I1 {
                         b.line(format!("{n} = {k} {cx}, {cy}"));
@@ -196,73 +213,92 @@ impl Module<'_> {
                 _ => return Err(refused_stmt(format!("{op} of {t}"), s).with_why("KIR has no such operator")),
             }
         }
-        b.vals.insert(s.id, V::Val { name: n, ty: rt, konst: None });
-        Ok(())
+        Ok(Sv { name: n.to_string(), ty: rt, konst: None })
     }
 
+    /// `atomic OP($dest, $val)`: on a scalar pointer, or component-wise on
+    /// a whole vector's (its old values a vector).
     pub(super) fn atomic(&mut self, b: &mut Body, s: &Stmt, op: &str, dest: u32, val: u32) -> Result<(), Error> {
-        let n = format!("%{}", s.id);
-        let (v, vt) = self.val(b, val, s)?;
-        match b.vals.get(&dest).cloned() {
-            Some(V::Ptr { field, idx, elem }) => {
-                if elem != vt {
-                    return Err(located(format!("atomic {op} of {vt} into a field of {elem}"), s));
-                }
-                let idx = idx.join(", ");
-                let fits = match op {
-                    "bit_and" | "bit_or" | "bit_xor" => matches!(elem, Scalar::I32 | Scalar::I64),
-                    _ => elem != Scalar::I1,
-                };
-                if !fits {
-                    return Err(refused_stmt(format!("atomic {op} on {elem}"), s).with_why("KIR has no such atomic"));
-                }
-                let kop = match op {
-                    "add" | "min" | "max" => op,
-                    "bit_and" => "and",
-                    "bit_or" => "or",
-                    "bit_xor" => "xor",
-                    "sub" => {
-                        let m = b.fresh(s.id);
-                        b.line(format!("{m} = neg {v}"));
-                        b.line(format!("{n} = atomic add {field}[{idx}], {m}"));
-                        b.vals.insert(s.id, V::Val { name: n, ty: elem, konst: None });
-                        return Ok(());
-                    }
-                    _ => {
-                        return Err(refused_stmt(format!("atomic {op}"), s)
-                            .with_why("KIR's atomics are add, min, max, and, or and xor"))
-                    }
-                };
-                b.line(format!("{n} = atomic {kop} {field}[{idx}], {v}"));
-                b.vals.insert(s.id, V::Val { name: n, ty: elem, konst: None });
-            }
-            Some(V::Slot { name, elem }) => {
-                // A local is private to its iteration: the atomic is a
-                // load, the operation and a store; it yields the old value.
-                let kop = match op {
-                    "add" | "sub" | "mul" | "min" | "max" => op,
-                    "bit_and" => "and",
-                    "bit_or" => "or",
-                    "bit_xor" => "xor",
-                    _ => return Err(refused_stmt(format!("atomic {op}"), s).with_why("KIR has no such operator")),
-                };
-                let fits = match kop {
-                    "and" | "or" | "xor" => elem.is_int(),
-                    _ => elem != Scalar::I1,
-                };
-                if !fits || elem != vt {
-                    return Err(located(format!("atomic {op} of {vt} on a local of {elem}"), s));
-                }
-                let new = b.fresh(s.id);
-                b.line(format!("{n} = load {name}"));
-                b.line(format!("{new} = {kop} {n}, {v}"));
-                b.line(format!("store {name}, {new}"));
-                b.vals.insert(s.id, V::Val { name: n, ty: elem, konst: None });
-            }
-            _ => return Err(located(format!("${dest} is not a pointer"), s)),
+        let Some(p) = b.vals.get(&dest).cloned() else {
+            return Err(located(format!("${dest} is used before it is defined"), s));
+        };
+        let whole = matches!(p, V::Tensor(_));
+        let ptrs = tensor::components(b, s, p);
+        let vals: Vec<Sv> = match b.vals.get(&val).cloned() {
+            Some(V::Vec(c)) if whole && c.len() == ptrs.len() => c,
+            Some(V::Val { name, ty, konst }) if !whole => vec![Sv { name, ty, konst }],
+            _ => return Err(located(format!("atomic {op} of ${val} into ${dest} of another shape"), s)),
+        };
+        let mut olds = Vec::with_capacity(vals.len());
+        for (k, (p, v)) in ptrs.iter().zip(&vals).enumerate() {
+            let n = if whole { tensor::comp_name(s.id, k) } else { format!("%{}", s.id) };
+            olds.push(atomic_of(b, s, op, p, v, n)?);
         }
+        let v = if whole { V::Vec(olds) } else { olds.remove(0).into_v() };
+        b.vals.insert(s.id, v);
         Ok(())
     }
+}
+
+/// One scalar atomic, its old value written as `n`.
+fn atomic_of(b: &mut Body, s: &Stmt, op: &str, p: &V, x: &Sv, n: String) -> Result<Sv, Error> {
+    let v = &x.name;
+    let elem = match p {
+        V::Ptr { elem, .. } | V::Slot { elem, .. } | V::DynSlot { elem, .. } => *elem,
+        _ => return Err(located("an atomic on what is not a pointer".to_string(), s)),
+    };
+    if let V::Ptr { field, idx, .. } = p {
+        if elem != x.ty {
+            return Err(located(format!("atomic {op} of {} into a field of {elem}", x.ty), s));
+        }
+        let idx = idx.join(", ");
+        let fits = match op {
+            "bit_and" | "bit_or" | "bit_xor" => matches!(elem, Scalar::I32 | Scalar::I64),
+            _ => elem != Scalar::I1,
+        };
+        if !fits {
+            return Err(refused_stmt(format!("atomic {op} on {elem}"), s).with_why("KIR has no such atomic"));
+        }
+        let kop = match op {
+            "add" | "min" | "max" => op,
+            "bit_and" => "and",
+            "bit_or" => "or",
+            "bit_xor" => "xor",
+            "sub" => {
+                let m = b.fresh(s.id);
+                b.line(format!("{m} = neg {v}"));
+                b.line(format!("{n} = atomic add {field}[{idx}], {m}"));
+                return Ok(Sv { name: n, ty: elem, konst: None });
+            }
+            _ => {
+                return Err(refused_stmt(format!("atomic {op}"), s)
+                    .with_why("KIR's atomics are add, min, max, and, or and xor"))
+            }
+        };
+        b.line(format!("{n} = atomic {kop} {field}[{idx}], {v}"));
+        return Ok(Sv { name: n, ty: elem, konst: None });
+    }
+    // A local is private to its iteration: the atomic is a load, the
+    // operation and a store; it yields the old value.
+    let kop = match op {
+        "add" | "sub" | "mul" | "min" | "max" => op,
+        "bit_and" => "and",
+        "bit_or" => "or",
+        "bit_xor" => "xor",
+        _ => return Err(refused_stmt(format!("atomic {op}"), s).with_why("KIR has no such operator")),
+    };
+    let fits = match kop {
+        "and" | "or" | "xor" => elem.is_int(),
+        _ => elem != Scalar::I1,
+    };
+    if !fits || elem != x.ty {
+        return Err(located(format!("atomic {op} of {} on a local of {elem}", x.ty), s));
+    }
+    let old = tensor::load_at(b, s, p, n)?;
+    let new = Sv { name: b.fresh(s.id), ty: elem, konst: None };
+    b.line(format!("{} = {kop} {}, {v}", new.name, old.name));
+    tensor::store_scalar(b, s, p, &new)?;
+    Ok(old)
 }
 
 /// `n = x ** y` on integers as Quadrants computes it: `x` to the power of

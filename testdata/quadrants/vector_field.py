@@ -1,4 +1,5 @@
-# refused/vector_field: a vector field and matrix arithmetic in a kernel.
+# vector_field: a vector field and matrix arithmetic in a kernel (a matrix
+# field of shape (), matrix literals, a product with a local vector).
 import quadrants as qd
 
 qd.init(arch=qd.cpu)
