@@ -202,6 +202,10 @@ struct Kernel<'k> {
     /// Return values by position: (field name, type, the axes of a
     /// vector or matrix).
     rets: BTreeMap<usize, (String, Scalar, Vec<u64>)>,
+    /// By a local vector's number of components, the `i1` field of that
+    /// length a component chosen at run time is checked against (a load
+    /// of it at the index: out of range is the field's bounds error).
+    components: BTreeMap<u64, String>,
 }
 
 /// One task's body being written.
@@ -322,7 +326,14 @@ impl Module<'_> {
                 _ => Vec::new(),
             });
         }
-        let mut kc = Kernel { k, params, ndarrays: HashMap::new(), tmps: BTreeMap::new(), rets: BTreeMap::new() };
+        let mut kc = Kernel {
+            k,
+            params,
+            ndarrays: HashMap::new(),
+            tmps: BTreeMap::new(),
+            rets: BTreeMap::new(),
+            components: BTreeMap::new(),
+        };
         let mut tasks = String::new();
         for (i, t) in k.tasks.iter().enumerate() {
             tasks += &self.task(&mut kc, i, t)?;
@@ -332,6 +343,9 @@ impl Module<'_> {
         }
         for (name, ty, axes) in kc.rets.values() {
             self.extra.push((name.clone(), *ty, axes.clone()));
+        }
+        for (n, name) in &kc.components {
+            self.extra.push((name.clone(), Scalar::I1, vec![*n]));
         }
         let mut nd: Vec<_> = kc.ndarrays.into_iter().collect();
         nd.sort_by_key(|(i, _)| *i);
@@ -846,7 +860,12 @@ impl Module<'_> {
                 b.vals.insert(s.id, v);
             }
             Kind::ShiftPtr { base, offset } => {
-                let v = tensor::shift(b, s, *base, *offset)?;
+                let (names, kir_name) = (&mut self.names, &kc.k.kir_name);
+                let mut check = |n: u64| -> String {
+                    let name = kc.components.entry(n).or_insert_with(|| names.unique(&format!("{kir_name}.components{n}")));
+                    format!("@{name}")
+                };
+                let v = tensor::shift(b, s, *base, *offset, &mut check)?;
                 b.vals.insert(s.id, v);
             }
             Kind::GetElement { base, path } => {

@@ -230,8 +230,16 @@ fn place_len(place: &Place) -> u64 {
     }
 }
 
-/// `shift ptr [$base + $offset]`: a pointer to one component.
-pub(super) fn shift(b: &mut Body, s: &Stmt, base: u32, offset: u32) -> Result<V, Error> {
+/// `shift ptr [$base + $offset]`: a pointer to one component. `check`
+/// names the field a local vector of `n` components is checked against
+/// when the component is chosen at run time.
+pub(super) fn shift(
+    b: &mut Body,
+    s: &Stmt,
+    base: u32,
+    offset: u32,
+    check: &mut dyn FnMut(u64) -> String,
+) -> Result<V, Error> {
     let (off, konst) = match b.vals.get(&offset) {
         Some(V::Val { name, ty: Scalar::I32, konst }) => (name.clone(), konst.as_deref().and_then(|k| k.parse().ok())),
         Some(V::Val { ty, .. }) => return Err(located(format!("a component offset of type {ty}"), s)),
@@ -252,7 +260,13 @@ pub(super) fn shift(b: &mut Body, s: &Stmt, base: u32, offset: u32) -> Result<V,
                     lead.extend(dyn_index(b, s, &axes, &off));
                     V::Ptr { field, idx: lead, elem, comp: None }
                 }
-                Place::Slots { slots, elem } => V::DynSlot { slots, index: off, elem },
+                Place::Slots { slots, elem } => {
+                    // Out of range is the bounds error of a field of the
+                    // vector's length, at this statement.
+                    let (c, n) = (b.fresh(s.id), slots.len() as u64);
+                    b.line(format!("{c} = load {}[{off}]", check(n)));
+                    V::DynSlot { slots, index: off, elem }
+                }
             })
         }
         Some(V::Ptr { field, elem, comp: Some(c), .. }) => by_bytes(b, s, (field, elem), &c, (&off, konst)),
