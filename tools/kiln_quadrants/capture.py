@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import importlib
+import itertools
 import json
 import os
 import re
@@ -158,6 +159,16 @@ def _stable_repr(v: Any) -> str:
     return type(v).__name__ if " at 0x" in r else r
 
 
+def _free_name(want: str, place: int, taken: dict[str, int]) -> str:
+    """`want`, else `want_2`, `want_3`, ... (for a field no name reaches,
+    `field0`, `field1`, ...): the first name no other place of the runtime
+    has."""
+    names = (f"field{k}" for k in itertools.count()) if not want else itertools.chain(
+        [want], (f"{want}_{k}" for k in itertools.count(2))
+    )
+    return next(n for n in names if taken.get(n, place) == place)
+
+
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
@@ -175,8 +186,19 @@ class Capture:
     program: Path
     argv: list[str]
     calls: list[dict[str, Any]] = dc_field(default_factory=list)
-    kernels: dict[str, dict[str, Any]] = dc_field(default_factory=dict)
-    last_log: dict[str, str] = dc_field(default_factory=dict)
+    # Each runtime's kernels (by qd.init, from 0): a kernel's arguments by
+    # its Python name, as fields.json lists them.
+    kernels: dict[int, dict[str, dict[str, Any]]] = dc_field(default_factory=dict)
+    last_log: dict[tuple[int, str], str] = dc_field(default_factory=dict)
+    # The locals of the program's frame that made the call being captured
+    # (a field made in a function is named after its local there).
+    caller_locals: dict[str, Any] = dc_field(default_factory=dict)
+    # Each runtime's field names given so far: name -> place, so that two
+    # fields never share one (a second `x` is `x_2`).
+    taken: dict[int, dict[str, int]] = dc_field(default_factory=dict)
+    # Fields of a destroyed SNode tree (FieldsBuilder's `destroy()`), kept
+    # alive by id: their SNodes are freed, and reading one would crash.
+    dead: dict[int, Any] = dc_field(default_factory=dict)
     init_kwargs: list[dict[str, Any]] = dc_field(default_factory=list)
     busy: bool = False  # inside our own snapshot or a captured call
     names: dict[int, str] = dc_field(default_factory=dict)  # id(field) -> global name, kept past the run
@@ -225,6 +247,7 @@ class Capture:
         from quadrants.lang.matrix import MatrixField
 
         self.note_names(self._globals())
+        self.note_names(self.caller_locals)
         names = self.names
         # Only fields of the current runtime: after a second qd.init, the
         # old ones point at freed SNodes (reading them crashes or lies).
@@ -233,6 +256,8 @@ class Capture:
         found = [o for o in gc.get_objects() if isinstance(o, Field)]
         infos = []
         for f in found:
+            if id(f) in self.dead:
+                continue
             try:
                 gens = {self.member_gen.get(id(v), (None, -2))[1] for v in f.vars}
                 if gens != {self.generation}:
@@ -275,16 +300,17 @@ class Capture:
                 entry["kind"] = type(f).__name__
             infos.append(FieldInfo(f, names.get(id(f), ""), entry))
         infos.sort(key=lambda fi: fi.entry["place"])
-        n = 0
-        taken = {fi.name for fi in infos if fi.name}
+        taken = self.taken.setdefault(self.generation, {})
         for fi in infos:
-            if not fi.name:
-                while f"field{n}" in taken:
-                    n += 1
-                fi.name = f"field{n}"
-                taken.add(fi.name)
+            place = fi.entry["place"]
+            known = self.seen.get((self.generation, place))
+            if known is not None:  # a field keeps the name it was first given
+                fi.name = known["name"]
+            else:
+                fi.name = _free_name(fi.name, place, taken)
+            taken[fi.name] = place
             fi.entry["name"] = fi.name
-            self.seen[(self.generation, fi.entry["place"])] = fi.entry
+            self.seen[(self.generation, place)] = fi.entry
         return infos
 
     def _snapshot(self, fields: list[FieldInfo], nd: dict[str, Any], tag: str, when: str) -> dict[str, str]:
@@ -347,6 +373,7 @@ class Capture:
             name = func.__name__
             cap.busy = True
             try:
+                cap.caller_locals = _program_locals()
                 n = len(cap.calls)
                 tag = f"{n:03d}-{_safe(name)}"
                 cap.declaring, cap.params = [], None
@@ -375,6 +402,9 @@ class Capture:
                     entry: dict[str, Any] = {"kernel": name, "call": n}
                     if cap.generation > 0:  # after a second qd.init: which runtime ran it
                         entry["init"] = cap.generation
+                    code = getattr(func, "__code__", None)
+                    if code is not None:  # which function, when two share a name
+                        entry["where"] = f"{Path(code.co_filename).name}:{code.co_firstlineno}"
                     if compiled:
                         # The name the log's stage lines use, e.g. saxpy_c60_0.
                         entry["compiled_name"] = stages[0]["kernel"]
@@ -382,7 +412,7 @@ class Capture:
                     if compiled:
                         off_rel = f"calls/{tag}.offload.log"
                         (cap.out / off_rel).write_text(offload_dumps(text))
-                        cap.last_log[name] = off_rel
+                        cap.last_log[(cap.generation, name)] = off_rel
                         entry["log"] = off_rel
                         entry["full_log"] = log_rel
                     else:
@@ -392,19 +422,20 @@ class Capture:
                             (cap.out / log_rel).unlink()
                         else:
                             entry["output"] = log_rel
-                        entry["log"] = cap.last_log.get(name)
+                        entry["log"] = cap.last_log.get((cap.generation, name))
                     entry["compiled"] = compiled
                     if error is not None:  # the call raised: no values after it
                         entry["error"] = error
                     entry["args"] = argvals
                     cap.calls.append(entry)
-                    if name not in cap.kernels:
-                        cap.kernels[name] = {"args": schema}
-                    if compiled and cap.params is not None and "params" not in cap.kernels[name]:
-                        cap.kernels[name]["params"] = _bind_params(cap.params, schema)
+                    kernels = cap.kernels.setdefault(cap.generation, {})
+                    if name not in kernels:
+                        kernels[name] = {"args": schema}
+                    if compiled and cap.params is not None and "params" not in kernels[name]:
+                        kernels[name]["params"] = _bind_params(cap.params, schema)
                         rets = getattr(kernel, "return_type", None) or ()
                         if rets:
-                            cap.kernels[name]["returns"] = [_type_name(r) for r in rets]
+                            kernels[name]["returns"] = [_type_name(r) for r in rets]
                 fields = cap.fields()
                 after = cap._snapshot(fields, nds, tag, "after")
                 entry["values"] = {
@@ -433,6 +464,8 @@ class Capture:
         def init(arch=None, *args, **kwargs):
             cap.init_kwargs.append({"arch": str(arch), **{k: repr(v) for k, v in kwargs.items()}})
             cap.generation += 1
+            # Python may reuse the ids of the last runtime's fields.
+            cap.names.clear()
             kwargs.update(FORCED_INIT)
             return orig_init(qd.cpu, *args, **kwargs)
 
@@ -447,12 +480,41 @@ class Capture:
             return made
 
         impl.create_field_member = create_field_member
+        self.patch_destroy()
         self.patch_params()
         for mod in (qd, misc, importlib.import_module("quadrants.lang")):
             if getattr(mod, "init", None) is orig_init:
                 mod.init = init
         if not getattr(kmod.Kernel.__call__, "_kiln_wrapped", False):
             kmod.Kernel.__call__ = self.wrap_call(kmod.Kernel.__call__)
+
+    def patch_destroy(self) -> None:
+        """Notes the fields of an SNode tree as it is destroyed (while its
+        SNodes can still be asked which tree they are in): never read again."""
+        from quadrants.lang.field import Field
+
+        tree_cls = importlib.import_module("quadrants._snode.snode_tree").SNodeTree
+        if getattr(tree_cls.destroy, "_kiln_wrapped", False):
+            return
+        orig = tree_cls.destroy
+        cap = self
+
+        def destroy(tree: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                tid = tree.ptr.id()
+                for o in gc.get_objects():
+                    if isinstance(o, Field) and id(o) not in cap.dead:
+                        try:
+                            if o.snode.ptr.get_snode_tree_id() == tid:
+                                cap.dead[id(o)] = o
+                        except Exception:  # a field of no tree, or of a freed one
+                            pass
+            except Exception:  # a tree already gone: Quadrants says so below
+                pass
+            return orig(tree, *args, **kwargs)
+
+        destroy._kiln_wrapped = True  # type: ignore[attr-defined]
+        tree_cls.destroy = destroy
 
     def patch_params(self) -> None:
         """Records each runtime parameter Quadrants declares as it compiles
@@ -502,11 +564,13 @@ class Capture:
             if self.generation > 0:
                 entry = {**entry, "init": gen}
             fields.append(entry)
-        table = {
+        table: dict[str, Any] = {
             "quadrants": ".".join(map(str, qd.__version__)),
             "fields": fields,
-            "kernels": self.kernels,
+            "kernels": self.kernels.get(0, {}),
         }
+        if self.generation > 0:  # the kernels of each later runtime
+            table["runtimes"] = [{"init": g, "kernels": self.kernels.get(g, {})} for g in range(1, self.generation + 1)]
         (self.out / "fields.json").write_text(_dump_table(table))
         cap = {
             "program": str(self.program),
@@ -527,19 +591,36 @@ def _dump_table(table: dict[str, Any]) -> str:
         lines[-1] = lines[-1][:-1]
     lines.append(" ],")
     lines.append(' "kernels": {')
-    ks = list(table["kernels"].items())
+    lines += _dump_kernels(table["kernels"], "  ")
+    if "runtimes" in table:
+        lines.append(" },")
+        lines.append(' "runtimes": [')
+        for i, rt in enumerate(table["runtimes"]):
+            lines.append(f'  {{"init": {rt["init"]}, "kernels": {{')
+            lines += _dump_kernels(rt["kernels"], "   ")
+            lines.append("  }}" + ("," if i + 1 < len(table["runtimes"]) else ""))
+        lines.append(" ]")
+    else:
+        lines.append(" }")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _dump_kernels(kernels: dict[str, Any], pad: str) -> list[str]:
+    """A kernels object's members, one argument per line."""
+    one = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
+    lines = []
+    ks = list(kernels.items())
     for i, (name, k) in enumerate(ks):
         rets = f', "returns": {one(k["returns"])}' if "returns" in k else ""
         rets += f', "params": {one(k["params"])}' if "params" in k else ""
-        lines.append(f"  {one(name)}: {{\"args\": [")
-        args = [f"   {one(a)}," for a in k["args"]]
+        lines.append(f"{pad}{one(name)}: {{\"args\": [")
+        args = [f"{pad} {one(a)}," for a in k["args"]]
         if args:
             args[-1] = args[-1][:-1]
         lines += args
-        lines.append(f"  ]{rets}}}" + ("," if i + 1 < len(ks) else ""))
-    lines.append(" }")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        lines.append(f"{pad}]{rets}}}" + ("," if i + 1 < len(ks) else ""))
+    return lines
 
 
 def _dump_capture(cap: dict[str, Any]) -> str:
@@ -679,6 +760,15 @@ def run(program: str | os.PathLike, argv: list[str], out_dir: str | os.PathLike)
     sys.argv = [str(program), *argv]
     sys.path.insert(0, str(program.resolve().parent))
     status = 0
+    orig_exit = os._exit
+
+    def _exit(code: int) -> None:  # a program that leaves by os._exit keeps its calls
+        try:
+            cap.write()
+        finally:
+            orig_exit(code)
+
+    os._exit = _exit  # type: ignore[assignment]
     try:
         cap.note_names(runpy.run_path(str(program), run_name="__main__"))
     except SystemExit as e:
@@ -691,8 +781,23 @@ def run(program: str | os.PathLike, argv: list[str], out_dir: str | os.PathLike)
         status = 1
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
+        os._exit = orig_exit  # type: ignore[assignment]
         cap.write()
     return status
+
+
+def _program_locals() -> dict[str, Any]:
+    """The locals of the innermost frame of the program's own code (not
+    Quadrants', not ours) on the stack: the function that called the kernel."""
+    f = sys._getframe(1)
+    here = str(Path(__file__).resolve().parent)
+    while f is not None:
+        mod = f.f_globals.get("__name__", "") or ""
+        path = f.f_code.co_filename
+        if not mod.startswith("quadrants") and not path.startswith(here) and not path.startswith("<"):
+            return dict(f.f_locals) if f.f_code.co_name != "<module>" else {}
+        f = f.f_back
+    return {}
 
 
 def _print_program_traceback(e: BaseException, program: Path) -> None:

@@ -192,6 +192,8 @@ def max_ulps(want: np.ndarray, got: np.ndarray, scaled: bool = False) -> int:
 @dataclass
 class KernelReport:
     name: str
+    # `FILE:LINE` of the kernel's Python function, when the capture says.
+    where: str | None = None
     calls: int = 0
     fields: set = field(default_factory=set)
     import_error: str | None = None
@@ -233,7 +235,7 @@ class Replay:
         self.kiln_import = find_tool("kiln-import")
         self.kiln_run = find_tool("kiln-run")
         self.imported: dict[str, tuple[Path | None, str | None]] = {}
-        self.reports: dict[str, KernelReport] = {}
+        self.reports: dict[tuple, KernelReport] = {}
         self.manifest: list[dict] = []
 
     def capture(self) -> int:
@@ -241,13 +243,33 @@ class Replay:
         cmd = [sys.executable, "-m", "kiln_quadrants", "-o", str(self.cap), self.ns.program, *self.ns.args]
         return subprocess.run(cmd, env=env).returncode
 
-    def import_log(self, log: str, kernel: str) -> tuple[Path | None, str | None]:
+    def table_for(self, init: int) -> Path:
+        """The field table of runtime `init` (the `qd.init` it follows): the
+        capture's, or for a program that initialised Quadrants more than
+        once, that runtime's fields and kernels alone (SNode ids and kernel
+        names start again in each)."""
+        whole = self.cap / "fields.json"
+        table = json.loads(whole.read_text())
+        if "runtimes" not in table:
+            return whole
+        path = self.work / "tables" / f"fields.init{init}.json"
+        if not path.exists():
+            kernels = table["kernels"] if init == 0 else next(
+                (r["kernels"] for r in table["runtimes"] if r.get("init") == init), {}
+            )
+            fields = [f for f in table["fields"] if f.get("init", 0) == init]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"quadrants": table["quadrants"], "fields": fields, "kernels": kernels}, indent=1) + "\n")
+        return path
+
+    def import_log(self, log: str, init: int) -> tuple[Path | None, str | None]:
         """The KIR of a call's log (imported once per log), or why it cannot be imported."""
         if log not in self.imported:
             out = self.work / "kir" / (Path(log).name.removesuffix(".offload.log") + ".kir")
             out.parent.mkdir(parents=True, exist_ok=True)
+            table = self.table_for(init)
             r = subprocess.run(
-                [self.kiln_import, str(self.cap / log), "--fields", str(self.cap / "fields.json"), "-o", str(out), "--color=never"],
+                [self.kiln_import, str(self.cap / log), "--fields", str(table), "-o", str(out), "--color=never"],
                 capture_output=True, text=True,
             )
             self.imported[log] = (out, None) if r.returncode == 0 else (None, r.stderr.strip())
@@ -277,7 +299,10 @@ class Replay:
 
     def replay_call(self, call: dict) -> None:
         kernel = call["kernel"]
-        rep = self.reports.setdefault(kernel, KernelReport(kernel))
+        # One report per kernel: two of one name (in two runtimes, or two
+        # functions) are two, told apart by where each is defined.
+        key = (call.get("init", 0), kernel, call.get("where"))
+        rep = self.reports.setdefault(key, KernelReport(kernel, call.get("where")))
         rep.calls += 1
         if call.get("error"):
             rep.raised.append(f"call {call['call']}: {call['error']}")
@@ -285,7 +310,7 @@ class Replay:
         if self.compiled_no_task(call):
             self.check_untouched(call, rep)
             return
-        kir, err = self.import_log(call["log"], kernel)
+        kir, err = self.import_log(call["log"], call.get("init", 0))
         if kir is None:
             rep.import_error = err
             return
@@ -355,32 +380,45 @@ class Replay:
                 entry["values"][fname][f"kiln-{engine}" if engine != "jit" else "kiln"] = _rel(outs[fname], self.work)
         self.manifest.append(entry)
 
+    def label(self, key: tuple, rep: KernelReport) -> str:
+        """A kernel's name in the summary: its Python name, and where it is
+        defined when another kernel has the name too (and the runtime, when
+        the same function was compiled in more than one)."""
+        same = [k for k, r in self.reports.items() if r.name == rep.name]
+        if len(same) == 1:
+            return rep.name
+        parts = [rep.where] if rep.where else []
+        if [k for k in same if k[2] == key[2]] != [key]:
+            parts.append(f"init {key[0]}")
+        return f"{rep.name} ({', '.join(parts)})"
+
     def report(self) -> int:
         status = 0
         agree = differ = unimported = raised = 0
-        for rep in self.reports.values():
+        for key, rep in self.reports.items():
+            label = self.label(key, rep)
             if rep.raised and rep.calls == len(rep.raised):
                 # Quadrants refused every call: nothing to compare, and no
                 # fault of Kiln's or of the program's replay.
                 raised += 1
-                print(f"SKIP {rep.name}: Quadrants raised; nothing to compare:\n{_indent(chr(10).join(rep.raised))}")
+                print(f"SKIP {label}: Quadrants raised; nothing to compare:\n{_indent(chr(10).join(rep.raised))}")
             elif rep.import_error:
                 unimported += 1
                 status = status or 2
-                print(f"SKIP {rep.name}: cannot be imported:\n{_indent(rep.import_error)}")
+                print(f"SKIP {label}: cannot be imported:\n{_indent(rep.import_error)}")
             elif rep.failures or rep.races:
                 differ += 1
                 status = 1
-                print(f"FAIL {rep.name}")
+                print(f"FAIL {label}")
                 for f in rep.failures + rep.races:
                     print(_indent(f))
             elif rep.empty_calls == rep.calls - len(rep.raised):
                 agree += 1
-                print(f"ok   {rep.name}: {rep.calls} call{'s' if rep.calls != 1 else ''}, no task to run "
+                print(f"ok   {label}: {rep.calls} call{'s' if rep.calls != 1 else ''}, no task to run "
                       f"(Quadrants compiled none), no field changed{_raised_note(rep)}")
             else:
                 agree += 1
-                print(f"ok   {rep.name}: {rep.calls} call{'s' if rep.calls != 1 else ''}, "
+                print(f"ok   {label}: {rep.calls} call{'s' if rep.calls != 1 else ''}, "
                       f"{len(rep.fields)} field{'s' if len(rep.fields) != 1 else ''}, JIT and interpreter agree with Quadrants"
                       f" (max {rep.worst_ulps} ulp{'s' if rep.worst_ulps != 1 else ''}"
                       f"{SCALED_NOTE if rep.scaled else ''}){_raised_note(rep)}")
