@@ -337,8 +337,14 @@ impl FieldData {
         let shape = &self.shape[..];
         match self.elem {
             Scalar::I1 => write(shape, bits.map(|b| b != 0)),
+            Scalar::I8 => write(shape, bits.map(|b| b as i8)),
+            Scalar::I16 => write(shape, bits.map(|b| b as i16)),
             Scalar::I32 => write(shape, bits.map(|b| b as u32 as i32)),
             Scalar::I64 => write(shape, bits.map(|b| b as i64)),
+            Scalar::U8 => write(shape, bits.map(|b| b as u8)),
+            Scalar::U16 => write(shape, bits.map(|b| b as u16)),
+            Scalar::U32 => write(shape, bits.map(|b| b as u32)),
+            Scalar::U64 => write(shape, bits),
             Scalar::F32 => write(shape, bits.map(|b| f32::from_bits(b as u32))),
             Scalar::F64 => write(shape, bits.map(f64::from_bits)),
         }
@@ -370,8 +376,14 @@ impl FieldData {
         let n = self.len();
         let mut bytes = match self.elem {
             Scalar::I1 => le_bytes(npy, n, |b: bool| [b as u8]),
+            Scalar::I8 => le_bytes(npy, n, i8::to_le_bytes),
+            Scalar::I16 => le_bytes(npy, n, i16::to_le_bytes),
             Scalar::I32 => le_bytes(npy, n, i32::to_le_bytes),
             Scalar::I64 => le_bytes(npy, n, i64::to_le_bytes),
+            Scalar::U8 => le_bytes(npy, n, u8::to_le_bytes),
+            Scalar::U16 => le_bytes(npy, n, u16::to_le_bytes),
+            Scalar::U32 => le_bytes(npy, n, u32::to_le_bytes),
+            Scalar::U64 => le_bytes(npy, n, u64::to_le_bytes),
             Scalar::F32 => le_bytes(npy, n, f32::to_le_bytes),
             Scalar::F64 => le_bytes(npy, n, f64::to_le_bytes),
         }
@@ -525,6 +537,7 @@ mod tests {
                 Scalar::F64 => [1.5f64, -0.0, f64::NAN, 2.0, 3.0, 4.0].iter().map(|v| v.to_bits()).collect(),
                 Scalar::I32 => [1i32, -1, i32::MIN, 4, 5, 6].iter().map(|v| *v as u32 as u64).collect(),
                 Scalar::I64 => [1i64, -1, i64::MIN, 4, 5, 6].iter().map(|v| *v as u64).collect(),
+                t => [1i64, -1, 127, -128, 255, 6].iter().map(|v| t.wrap_bits(*v as u64)).collect(),
             };
             let d = data(elem, &[2, 3], &vals);
             let bytes = d.to_npy().unwrap();

@@ -48,8 +48,14 @@ pub enum Tok<'a> {
 
     /// A scalar type keyword.
     #[token("i1", |_| Scalar::I1)]
+    #[token("i8", |_| Scalar::I8)]
+    #[token("i16", |_| Scalar::I16)]
     #[token("i32", |_| Scalar::I32)]
     #[token("i64", |_| Scalar::I64)]
+    #[token("u8", |_| Scalar::U8)]
+    #[token("u16", |_| Scalar::U16)]
+    #[token("u32", |_| Scalar::U32)]
+    #[token("u64", |_| Scalar::U64)]
     #[token("f32", |_| Scalar::F32)]
     #[token("f64", |_| Scalar::F64)]
     Type(Scalar),

@@ -36,8 +36,8 @@ const MAGIC: &[u8] = b"\x93NUMPY";
 pub struct Header {
     /// The dtype as written (`<f4`).
     pub descr: String,
-    /// The element type, when the dtype is one of Kiln's
-    /// (`b1 i4 i8 f4 f8`, any byte order).
+    /// The element type, when the dtype is one of Kiln's (`b1`, `i1` …
+    /// `i8`, `u1` … `u8`, `f4`, `f8`).
     pub elem: Option<Scalar>,
     pub fortran_order: bool,
     pub shape: Vec<u64>,
@@ -251,7 +251,8 @@ impl<'a> Dict<'a> {
 
 /// The field element type of a dtype name: a byte order (`<`, `>`, or `|`
 /// for one-byte types only, as npyz insists; npyz has no `=`) and `b1`,
-/// `i4`, `i8`, `f4` or `f8`.
+/// `i1`, `i2`, `i4`, `i8`, `u1`, `u2`, `u4`, `u8`, `f4` or `f8` (numpy's
+/// `i8` is KIR's `i64`, its `i1` KIR's `i8`).
 fn kiln_elem(descr: &str) -> Option<Scalar> {
     let (order, t) = (descr.get(..1)?, descr.get(1..)?);
     // Found by fuzzing: npyz refuses `=`.
@@ -260,10 +261,16 @@ fn kiln_elem(descr: &str) -> Option<Scalar> {
     }
     Some(match t {
         "b1" => Scalar::I1,
+        "i1" => Scalar::I8,
+        "u1" => Scalar::U8,
         // Found by fuzzing: npyz refuses `|` on a multi-byte type.
         _ if order == "|" => return None,
+        "i2" => Scalar::I16,
         "i4" => Scalar::I32,
         "i8" => Scalar::I64,
+        "u2" => Scalar::U16,
+        "u4" => Scalar::U32,
+        "u8" => Scalar::U64,
         "f4" => Scalar::F32,
         "f8" => Scalar::F64,
         _ => return None,
@@ -360,8 +367,8 @@ mod tests {
         let h = header(&npy(text)).unwrap();
         assert_eq!((h.elem, h.shape.len(), h.data_start), (Some(Scalar::I64), 0, 10 + text.len()));
         assert_eq!(
-            header(&npy("{'descr': '<u2', 'fortran_order': False, 'shape': (2,)}")).unwrap().type_string(),
-            "dtype <u2 [2]"
+            header(&npy("{'descr': '<c8', 'fortran_order': False, 'shape': (2,)}")).unwrap().type_string(),
+            "dtype <c8 [2]"
         );
         assert_eq!(header(&npy("{'descr': '|i4', 'fortran_order': False, 'shape': (2,)}")).unwrap().elem, None);
         assert_eq!(header(&npy("{'descr': '=i4', 'fortran_order': False, 'shape': (2,)}")).unwrap().elem, None);

@@ -718,9 +718,15 @@ pub fn lit_const(l: &ast::Lit<'_>, ty: Scalar) -> Result<Const, Diagnostic> {
             Some((false, 1)) => Ok(Const::bool(true)),
             _ => Err(out_of_range()),
         },
-        (LitKind::Int, Scalar::I32) => l.text.parse::<i32>().map(Const::i32).map_err(|_| out_of_range()),
-        (LitKind::Int, Scalar::I64) => l.text.parse::<i64>().map(Const::i64).map_err(|_| out_of_range()),
-        (LitKind::Hex, t @ (Scalar::I32 | Scalar::I64)) => {
+        (LitKind::Int, t) if t.is_int() => {
+            // A decimal literal is a number, which must be one of the type's.
+            let (lo, hi) = t.int_range();
+            match l.text.parse::<i128>() {
+                Ok(v) if (lo..=hi).contains(&v) => Ok(Const::int(t, v as i64)),
+                _ => Err(out_of_range()),
+            }
+        }
+        (LitKind::Hex, t) if t.is_int() => {
             let bits = t.bits();
             let max = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
             match parse_int(l) {

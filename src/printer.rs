@@ -163,15 +163,14 @@ pub const MODULE_CLOSE: &str = "}\n";
 /// What separates two modules of a stream.
 pub const MODULE_SEPARATOR: &str = "\n";
 
-/// Prints a constant's literal (without its type): integers in signed
-/// decimal, `i1` as `true`/`false`, floats in the shortest decimal form that
+/// Prints a constant's literal (without its type): integers in decimal
+/// (signed or unsigned as their type is), `i1` as `true`/`false`, floats in the shortest decimal form that
 /// reads back to the same bits (`1.0`, `-2.5e-3`, `1e20`), `inf`, `-inf`,
 /// `nan` for the canonical quiet NaN, and any other NaN as its raw bits in
 /// hex (`0x7fc00001`), which the parser reads as bits for a float type.
 pub fn fmt_const(c: Const) -> String {
     match c.ty {
         Scalar::I1 => if c.bits & 1 != 0 { "true" } else { "false" }.to_string(),
-        Scalar::I32 | Scalar::I64 => c.as_i64().unwrap_or_default().to_string(),
         Scalar::F32 => {
             let v = f32::from_bits(c.bits as u32);
             if v.is_nan() {
@@ -196,6 +195,7 @@ pub fn fmt_const(c: Const) -> String {
                 fmt_finite_or_inf(v.is_infinite(), v.is_sign_negative(), || format!("{v:?}"))
             }
         }
+        t => t.int_value(c.bits).to_string(),
     }
 }
 

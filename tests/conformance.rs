@@ -78,6 +78,30 @@ fn edges(ty: Scalar) -> Vec<u64> {
             0x7ff8_0000_1234_5678,
             0x7ff0_0000_0000_0001,
         ],
+        // Narrow and unsigned: zero, one, all ones, the sign bit and its
+        // neighbours, shift amounts at and past the width.
+        t => {
+            let w = t.bits();
+            let sign = 1u64 << (w - 1);
+            [
+                0,
+                1,
+                2,
+                3,
+                u64::MAX,
+                sign,
+                sign - 1,
+                sign + 1,
+                (w - 1) as u64,
+                w as u64,
+                (w + 1) as u64,
+                64,
+                0x5a5a_5a5a_5a5a_5a5a,
+            ]
+            .iter()
+            .map(|&x| t.wrap_bits(x))
+            .collect()
+        }
     }
 }
 
@@ -224,6 +248,36 @@ fn i64_operations() {
 }
 
 #[test]
+fn i8_operations() {
+    check(Scalar::I8);
+}
+
+#[test]
+fn i16_operations() {
+    check(Scalar::I16);
+}
+
+#[test]
+fn u8_operations() {
+    check(Scalar::U8);
+}
+
+#[test]
+fn u16_operations() {
+    check(Scalar::U16);
+}
+
+#[test]
+fn u32_operations() {
+    check(Scalar::U32);
+}
+
+#[test]
+fn u64_operations() {
+    check(Scalar::U64);
+}
+
+#[test]
 fn f32_operations() {
     check(Scalar::F32);
 }
@@ -237,7 +291,7 @@ fn f64_operations() {
 /// reached: a new type or operation cannot slip past unchecked.
 #[test]
 fn the_tables_are_covered() {
-    assert_eq!(Scalar::ALL.len(), 5, "a new type needs its test here");
+    assert_eq!(Scalar::ALL.len(), 11, "a new type needs its test here");
     for op in BinOp::ALL {
         assert!(Scalar::ALL.iter().any(|&t| op.accepts(t)), "{} accepts no type", op.keyword());
     }

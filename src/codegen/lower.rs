@@ -317,11 +317,11 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
 
     fn reg_ty(&self, t: Scalar) -> BasicTypeEnum<'ctx> {
         match t {
-            Scalar::I1 => self.cx.bool_type().into(),
-            Scalar::I32 => self.cx.i32_type().into(),
-            Scalar::I64 => self.cx.i64_type().into(),
             Scalar::F32 => self.cx.f32_type().into(),
             Scalar::F64 => self.cx.f64_type().into(),
+            // Signed and unsigned integers of one width are one LLVM type;
+            // the operations that read them choose the signedness.
+            t => fx_int_ty(self.cx, t).into(),
         }
     }
 
@@ -339,9 +339,6 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
 
     fn constant(&self, c: Const) -> BasicValueEnum<'ctx> {
         match c.ty {
-            Scalar::I1 => self.cx.bool_type().const_int(c.bits & 1, false).into(),
-            Scalar::I32 => self.cx.i32_type().const_int(c.bits & 0xffff_ffff, false).into(),
-            Scalar::I64 => self.cx.i64_type().const_int(c.bits, false).into(),
             // Through the integer bits, so NaN payloads and -0.0 survive.
             Scalar::F32 | Scalar::F64 => {
                 let ty = self.reg_ty(c.ty);
@@ -351,6 +348,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
                     BasicValueEnum::new(llvm_sys::core::LLVMConstFPFromBits(ty.as_type_ref(), words.as_ptr()))
                 }
             }
+            t => self.reg_ty(t).into_int_type().const_int(t.wrap_bits(c.bits), false).into(),
         }
     }
 
@@ -377,10 +375,13 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
     }
 }
 
+/// The LLVM integer type of an integer scalar's width.
 fn fx_int_ty(cx: &Context, t: Scalar) -> inkwell::types::IntType<'_> {
-    match t {
-        Scalar::I1 => cx.bool_type(),
-        Scalar::I32 => cx.i32_type(),
+    match t.bits() {
+        1 => cx.bool_type(),
+        8 => cx.i8_type(),
+        16 => cx.i16_type(),
+        32 => cx.i32_type(),
         _ => cx.i64_type(),
     }
 }
@@ -865,10 +866,23 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let y = self.ival(b)?;
         let it = x.get_type();
         let bits = ty.bits() as u64;
+        let unsigned = ty.is_unsigned();
         let r = match op {
             BinOp::Add => self.b.build_int_add(x, y, "")?,
             BinOp::Sub => self.b.build_int_sub(x, y, "")?,
             BinOp::Mul => self.b.build_int_mul(x, y, "")?,
+            BinOp::Div | BinOp::Rem if unsigned => {
+                // x / 0 = 0 (rem: 0): divide by 1 instead, then fix it.
+                let zero = it.const_zero();
+                let by0 = self.b.build_int_compare(IntPredicate::EQ, y, zero, "")?;
+                let d = self.b.build_select(by0, it.const_int(1, false), y, "")?.into_int_value();
+                let q = if op == BinOp::Div {
+                    self.b.build_int_unsigned_div(x, d, "")?
+                } else {
+                    self.b.build_int_unsigned_rem(x, d, "")?
+                };
+                self.b.build_select(by0, zero, q, "")?.into_int_value()
+            }
             BinOp::Div | BinOp::Rem => {
                 // x / 0 = 0 and MIN / -1 = MIN (rem: 0) without undefined
                 // behaviour: divide by 1 instead, then fix the x / 0 case.
@@ -890,7 +904,12 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 self.b.build_select(by0, zero, q, "")?.into_int_value()
             }
             BinOp::Min | BinOp::Max => {
-                let p = if op == BinOp::Min { IntPredicate::SLT } else { IntPredicate::SGT };
+                let p = match (op == BinOp::Min, unsigned) {
+                    (true, false) => IntPredicate::SLT,
+                    (false, false) => IntPredicate::SGT,
+                    (true, true) => IntPredicate::ULT,
+                    (false, true) => IntPredicate::UGT,
+                };
                 let c = self.b.build_int_compare(p, x, y, "")?;
                 self.b.build_select(c, x, y, "")?.into_int_value()
             }
@@ -938,6 +957,8 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let r = match op {
             UnOp::Neg => self.b.build_int_neg(x, "")?,
             UnOp::Not => self.b.build_not(x, "")?,
+            // An unsigned number is its own magnitude.
+            UnOp::Abs if ty.is_unsigned() => x,
             // abs(MIN) wraps to MIN (the `false`: MIN is not poison).
             UnOp::Abs => {
                 let f = self.intrinsic(l, "llvm.abs", l.reg_ty(ty))?;
@@ -966,8 +987,8 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             self.fmf(l, r);
             return Ok(r);
         }
-        // i1 compares as 0 < 1 (unsigned); wider integers are signed.
-        let signed = ty != Scalar::I1;
+        // i1 compares as 0 < 1 (unsigned), as do the unsigned types.
+        let signed = ty.is_signed();
         let p = match (op, signed) {
             (CmpOp::Lt, true) => IntPredicate::SLT,
             (CmpOp::Le, true) => IntPredicate::SLE,
@@ -996,19 +1017,19 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 let t = fx_int_ty(cx, to);
                 if to == Scalar::I1 {
                     self.b.build_int_compare(IntPredicate::NE, x, x.get_type().const_zero(), "")?.into()
-                } else if from == Scalar::I1 {
-                    self.b.build_int_z_extend(x, t, "")?.into()
                 } else {
-                    self.b.build_int_cast_sign_flag(x, t, true, "")?.into()
+                    // Widening extends by the source's signedness (i1 and
+                    // the unsigned types with zeros); narrowing truncates.
+                    self.b.build_int_cast_sign_flag(x, t, from.is_signed(), "")?.into()
                 }
             }
             (false, true) => {
                 let x = v.into_int_value();
                 let t = l.reg_ty(to).into_float_type();
-                if from == Scalar::I1 {
-                    self.b.build_unsigned_int_to_float(x, t, "")?.into()
-                } else {
+                if from.is_signed() {
                     self.b.build_signed_int_to_float(x, t, "")?.into()
+                } else {
+                    self.b.build_unsigned_int_to_float(x, t, "")?.into()
                 }
             }
             (true, false) => {
@@ -1018,10 +1039,11 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                     let z = x.get_type().const_zero();
                     self.b.build_float_compare(FloatPredicate::UNE, x, z, "")?.into()
                 } else {
-                    // Saturating, NaN to 0.
-                    let f = Intrinsic::find("llvm.fptosi.sat")
+                    // Saturating to the type's range, NaN to 0.
+                    let name = if to.is_signed() { "llvm.fptosi.sat" } else { "llvm.fptoui.sat" };
+                    let f = Intrinsic::find(name)
                         .and_then(|i| i.get_declaration(&l.module, &[l.reg_ty(to), l.reg_ty(from)]))
-                        .ok_or_else(|| bug("llvm.fptosi.sat not found"))?;
+                        .ok_or_else(|| bug(format!("{name} not found")))?;
                     let c = self.b.build_call(f, &[x.into()], "")?;
                     c.try_as_basic_value().basic().ok_or_else(|| bug("fptosi.sat without a result"))?
                 }

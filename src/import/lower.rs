@@ -260,8 +260,9 @@ fn refused_stmt(name: impl Into<String>, s: &Stmt) -> Error {
 
 /// KIR's scalar for a Quadrants primitive type, or a refusal naming it.
 fn scalar_of(prim: &str, span: Span, loc: Option<&PyLoc>) -> Result<Scalar, Error> {
-    table::scalar(prim)
-        .ok_or_else(|| refused(format!("type {prim}"), "KIR's types are i1, i32, i64, f32 and f64", span, loc))
+    table::scalar(prim).ok_or_else(|| {
+        refused(format!("type {prim}"), "KIR's types are i1, i8 to i64, u8 to u64, f32 and f64", span, loc)
+    })
 }
 
 /// [`scalar_of`] for a statement's type, located as the statement is.
@@ -734,9 +735,14 @@ impl Module<'_> {
                         "false" | "0" => Some("false".to_string()),
                         _ => None,
                     },
-                    Scalar::I32 => text.parse::<i32>().ok().map(|v| v.to_string()),
-                    Scalar::I64 => text.parse::<i64>().ok().map(|v| v.to_string()),
                     Scalar::F32 | Scalar::F64 => float_bits(text, ty),
+                    // The printer writes an integer as its type reads it;
+                    // take either reading of its bits.
+                    t => text
+                        .parse::<i128>()
+                        .ok()
+                        .filter(|v| *v >= -(1i128 << (t.bits() - 1)) && *v < (1i128 << t.bits()))
+                        .map(|v| t.int_value(t.wrap_bits(v as u64)).to_string()),
                 };
                 let Some(lit) = lit else {
                     return Err(located(format!("'{text}' is not a constant of type {ty}"), s));
@@ -862,7 +868,8 @@ impl Module<'_> {
             Kind::ShiftPtr { base, offset } => {
                 let (names, kir_name) = (&mut self.names, &kc.k.kir_name);
                 let mut check = |n: u64| -> String {
-                    let name = kc.components.entry(n).or_insert_with(|| names.unique(&format!("{kir_name}.components{n}")));
+                    let name =
+                        kc.components.entry(n).or_insert_with(|| names.unique(&format!("{kir_name}.components{n}")));
                     format!("@{name}")
                 };
                 let v = tensor::shift(b, s, *base, *offset, &mut check)?;
@@ -939,7 +946,7 @@ impl Module<'_> {
         };
         if let Some(d) = a.members.iter().find(|d| table::scalar(d).is_none()) {
             return Err(refused_stmt(format!("struct argument '{}' with a member of type {d}", a.name), s)
-                .with_why("KIR's types are i1, i32, i64, f32 and f64"));
+                .with_why("KIR's types are i1, i8 to i64, u8 to u64, f32 and f64"));
         }
         let table_types: Vec<&str> = a.members.iter().map(String::as_str).collect();
         let logged: Vec<&str> = leaves.iter().map(|(_, t)| t.as_str()).collect();

@@ -204,16 +204,12 @@ fn offset_of(text: &str, line: usize, column: usize) -> usize {
     text.len()
 }
 
-/// KIR's scalar for a Quadrants dtype; `None` for those KIR lacks (`u8`,
-/// `i16`, `f16`, ...).
+/// KIR's scalar for a Quadrants dtype (`u1`, Quadrants' boolean, is `i1`);
+/// `None` for those KIR lacks (`f16`, quantised types).
 pub fn scalar(dtype: &str) -> Option<Scalar> {
     match dtype {
-        "u1" | "i1" => Some(Scalar::I1),
-        "i32" => Some(Scalar::I32),
-        "i64" => Some(Scalar::I64),
-        "f32" => Some(Scalar::F32),
-        "f64" => Some(Scalar::F64),
-        _ => None,
+        "u1" => Some(Scalar::I1),
+        d => Scalar::from_keyword(d).filter(|t| *t != Scalar::I1),
     }
 }
 
@@ -285,6 +281,8 @@ mod tests {
     fn dtypes() {
         assert_eq!(scalar("u1"), Some(Scalar::I1));
         assert_eq!(scalar("f64"), Some(Scalar::F64));
-        assert_eq!(scalar("u8"), None);
+        assert_eq!(scalar("u8"), Some(Scalar::U8));
+        assert_eq!(scalar("i1"), None, "Quadrants has no i1: its boolean is u1");
+        assert_eq!(scalar("f16"), None);
     }
 }

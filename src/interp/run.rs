@@ -405,23 +405,21 @@ impl State {
 
 #[inline(always)]
 pub(super) fn read_elem(elem: Scalar, bytes: &[u8], at: usize) -> u64 {
+    let size = elem.size_bytes();
+    let mut b = [0u8; 8];
+    b[..size].copy_from_slice(&bytes[at..at + size]);
+    let raw = u64::from_le_bytes(b);
     match elem {
-        Scalar::I1 => (bytes[at] != 0) as u64,
-        Scalar::I32 => i32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]) as i64 as u64,
-        Scalar::F32 => u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]) as u64,
-        Scalar::I64 | Scalar::F64 => {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&bytes[at..at + 8]);
-            u64::from_le_bytes(b)
-        }
+        Scalar::I1 => (raw & 0xff != 0) as u64,
+        // An integer in register form (sign-extended when signed).
+        t if t.is_int() => super::scalar::norm_int(t, raw as i64),
+        _ => raw,
     }
 }
 
 #[inline(always)]
 pub(super) fn write_elem(elem: Scalar, bytes: &mut [u8], at: usize, v: u64) {
-    match elem {
-        Scalar::I1 => bytes[at] = (v & 1) as u8,
-        Scalar::I32 | Scalar::F32 => bytes[at..at + 4].copy_from_slice(&(v as u32).to_le_bytes()),
-        Scalar::I64 | Scalar::F64 => bytes[at..at + 8].copy_from_slice(&v.to_le_bytes()),
-    }
+    let size = elem.size_bytes();
+    let v = if elem == Scalar::I1 { v & 1 } else { v };
+    bytes[at..at + size].copy_from_slice(&v.to_le_bytes()[..size]);
 }

@@ -10,33 +10,42 @@
 
 use crate::ir::*;
 
-/// Converts a constant to register form.
+/// Converts a constant to register form: an integer's value in 64 bits
+/// (sign-extended for a signed type, zero-extended for `i1` and an
+/// unsigned one), a float's bits.
 pub(super) fn to_reg(c: Const) -> u64 {
-    match c.ty {
-        Scalar::I1 => c.bits & 1,
-        Scalar::I32 => c.bits as u32 as i32 as i64 as u64,
-        Scalar::I64 | Scalar::F64 => c.bits,
-        Scalar::F32 => c.bits & 0xffff_ffff,
+    if c.ty.is_float() {
+        c.ty.wrap_bits(c.bits)
+    } else {
+        norm_int(c.ty, c.bits as i64)
     }
 }
 
 /// Converts a register back to a constant of type `ty`.
 pub(super) fn from_reg(ty: Scalar, r: u64) -> Const {
-    let bits = match ty {
-        Scalar::I1 => r & 1,
-        Scalar::I32 | Scalar::F32 => r & 0xffff_ffff,
-        Scalar::I64 | Scalar::F64 => r,
-    };
-    Const { ty, bits }
+    Const { ty, bits: ty.wrap_bits(r) }
 }
 
-/// Truncates an `i64` result to the width of `ty` in register form.
+/// Wraps an integer result to the width of `ty` in register form.
 #[inline(always)]
 pub(super) fn norm_int(ty: Scalar, r: i64) -> u64 {
-    match ty {
-        Scalar::I1 => (r & 1) as u64,
-        Scalar::I32 => r as i32 as i64 as u64,
-        _ => r as u64,
+    let w = ty.bits();
+    match w {
+        64 => r as u64,
+        _ if ty.is_signed() => ((r << (64 - w)) >> (64 - w)) as u64,
+        _ => (r as u64) & ((1u64 << w) - 1),
+    }
+}
+
+/// A register of an integer type read as the signed number of its width's
+/// bits (what an arithmetic shift right shifts in).
+#[inline(always)]
+fn as_signed(ty: Scalar, r: u64) -> i64 {
+    let w = ty.bits();
+    if w == 64 {
+        r as i64
+    } else {
+        ((r << (64 - w)) as i64) >> (64 - w)
     }
 }
 
@@ -183,46 +192,40 @@ pub(super) fn bin_reg(op: BinOp, ty: Scalar, a: u64, b: u64) -> u64 {
             r.to_bits() as u64
         }
         Scalar::F64 => float_bin!(op, f64::from_bits(a), f64::from_bits(b), fmin64, fmax64).to_bits(),
-        _ => {
-            let (x, y) = (a as i64, b as i64);
-            let width = ty.bits();
-            // Shift amounts are taken modulo the bit width (a power of two).
-            let sh = (y as u32) & (width - 1);
-            let r = match op {
-                BinOp::Add => x.wrapping_add(y),
-                BinOp::Sub => x.wrapping_sub(y),
-                BinOp::Mul => x.wrapping_mul(y),
-                BinOp::Div => {
-                    if y == 0 {
-                        0
-                    } else if ty == Scalar::I32 {
-                        (x as i32).wrapping_div(y as i32) as i64
-                    } else {
-                        x.wrapping_div(y)
-                    }
-                }
-                BinOp::Rem => {
-                    if y == 0 {
-                        0
-                    } else {
-                        x.wrapping_rem(y)
-                    }
-                }
-                BinOp::Min => x.min(y),
-                BinOp::Max => x.max(y),
-                BinOp::And => x & y,
-                BinOp::Or => x | y,
-                BinOp::Xor => x ^ y,
-                BinOp::Shl => x.wrapping_shl(sh),
-                BinOp::Shr => x.wrapping_shr(sh),
-                BinOp::Ushr => match ty {
-                    Scalar::I32 => ((x as u32) >> sh) as i32 as i64,
-                    _ => ((x as u64) >> sh) as i64,
-                },
-                BinOp::Pow | BinOp::Atan2 => 0,
-            };
-            norm_int(ty, r)
-        }
+        _ => norm_int(ty, int_bin(op, ty, a, b)),
+    }
+}
+
+/// `a OP b` on two registers of the integer type `ty` (wrapped by the
+/// caller). Division by zero is 0, and the least value divided by -1 is
+/// itself (`docs/language.md`); an unsigned type divides, compares and takes
+/// `min`/`max` as unsigned numbers.
+#[inline(always)]
+fn int_bin(op: BinOp, ty: Scalar, a: u64, b: u64) -> i64 {
+    let (x, y) = (a as i64, b as i64);
+    // Shift amounts are taken modulo the bit width (a power of two).
+    let sh = (y as u32) & (ty.bits().max(2) - 1);
+    let unsigned = ty.is_unsigned();
+    match op {
+        BinOp::Add => x.wrapping_add(y),
+        BinOp::Sub => x.wrapping_sub(y),
+        BinOp::Mul => x.wrapping_mul(y),
+        BinOp::Div | BinOp::Rem if y == 0 => 0,
+        BinOp::Div if unsigned => (a / b) as i64,
+        BinOp::Rem if unsigned => (a % b) as i64,
+        BinOp::Div => x.wrapping_div(y),
+        BinOp::Rem => x.wrapping_rem(y),
+        BinOp::Min if unsigned => a.min(b) as i64,
+        BinOp::Max if unsigned => a.max(b) as i64,
+        BinOp::Min => x.min(y),
+        BinOp::Max => x.max(y),
+        BinOp::And => x & y,
+        BinOp::Or => x | y,
+        BinOp::Xor => x ^ y,
+        BinOp::Shl => x.wrapping_shl(sh),
+        BinOp::Shr => as_signed(ty, a).wrapping_shr(sh),
+        BinOp::Ushr => (ty.wrap_bits(a) >> sh) as i64,
+        BinOp::Pow | BinOp::Atan2 => 0,
     }
 }
 
@@ -270,6 +273,8 @@ pub(super) fn un_reg(op: UnOp, ty: Scalar, a: u64) -> u64 {
             let r = match op {
                 UnOp::Neg => x.wrapping_neg(),
                 UnOp::Not => !x,
+                // An unsigned number is its own magnitude.
+                UnOp::Abs if ty.is_unsigned() => x,
                 UnOp::Abs => x.wrapping_abs(),
                 _ => 0,
             };
@@ -298,9 +303,10 @@ pub(super) fn cmp_reg(op: CmpOp, ty: Scalar, a: u64, b: u64) -> u64 {
     let r = match ty {
         Scalar::F32 => cmp!(f32::from_bits(a as u32), f32::from_bits(b as u32)),
         Scalar::F64 => cmp!(f64::from_bits(a), f64::from_bits(b)),
-        // Integers compare signed; `i1` is 0 or 1 in register form, so
-        // `false < true`.
-        _ => cmp!(a as i64, b as i64),
+        // Signed integers compare signed; `i1` (0 or 1 in register form,
+        // so `false < true`) and unsigned ones as unsigned numbers.
+        t if t.is_signed() => cmp!(a as i64, b as i64),
+        _ => cmp!(a, b),
     };
     r as u64
 }
@@ -311,13 +317,16 @@ pub(super) fn cast_reg(from: Scalar, to: Scalar, a: u64) -> u64 {
         return a;
     }
     if from.is_int() {
-        // Register form is already sign-extended (i1 is 0/1).
+        // Register form is already the value: sign-extended for a signed
+        // type, zero-extended for i1 and an unsigned one.
         let i = a as i64;
         match to {
             Scalar::I1 => (i != 0) as u64,
-            Scalar::I32 | Scalar::I64 => norm_int(to, i),
-            Scalar::F32 => (i as f32).to_bits() as u64,
-            Scalar::F64 => (i as f64).to_bits(),
+            Scalar::F32 if from.is_signed() => (i as f32).to_bits() as u64,
+            Scalar::F64 if from.is_signed() => (i as f64).to_bits(),
+            Scalar::F32 => (a as f32).to_bits() as u64,
+            Scalar::F64 => (a as f64).to_bits(),
+            _ => norm_int(to, i),
         }
     } else {
         // Widening f32 to f64 is exact, so every conversion from f32 can go
@@ -327,8 +336,14 @@ pub(super) fn cast_reg(from: Scalar, to: Scalar, a: u64) -> u64 {
             // NaN != 0.0 is true, as KIR's unordered `ne`.
             Scalar::I1 => (x != 0.0) as u64,
             // Rust's `as` saturates and maps NaN to 0.
+            Scalar::I8 => x as i8 as i64 as u64,
+            Scalar::I16 => x as i16 as i64 as u64,
             Scalar::I32 => x as i32 as i64 as u64,
             Scalar::I64 => x as i64 as u64,
+            Scalar::U8 => x as u8 as u64,
+            Scalar::U16 => x as u16 as u64,
+            Scalar::U32 => x as u32 as u64,
+            Scalar::U64 => x as u64,
             Scalar::F32 => (x as f32).to_bits() as u64,
             Scalar::F64 => x.to_bits(),
         }

@@ -579,3 +579,53 @@ fn i64_loop_variables_and_indices() {
     let s = stream(vec![field("x", Scalar::I32, &[3]), kernel("k", b, &[])]);
     assert_eq!(i32s(&run(&s, "k", &[]).unwrap(), "x"), [0, 1, 2]);
 }
+
+/// The narrow and unsigned integer types, on values whose result depends
+/// on the width or the signedness (`docs/language.md`, "Integers").
+#[test]
+fn narrow_and_unsigned_integers() {
+    use crate::interp::scalar::{eval_binary, eval_cast, eval_cmp, eval_unary};
+    let c = |ty: Scalar, v: i64| Const::int(ty, v);
+    let val = |k: Const| k.ty.int_value(k.bits);
+    // Wrapping at the width.
+    assert_eq!(val(eval_binary(BinOp::Add, c(Scalar::U8, 250), c(Scalar::U8, 10))), 4);
+    assert_eq!(val(eval_binary(BinOp::Add, c(Scalar::I8, 120), c(Scalar::I8, 10))), -126);
+    assert_eq!(val(eval_binary(BinOp::Mul, c(Scalar::I16, 300), c(Scalar::I16, 300))), 90000 - 65536);
+    assert_eq!(val(eval_binary(BinOp::Mul, c(Scalar::I16, 200), c(Scalar::I16, 200))), 40000 - 65536);
+    // Division, remainder, min and max by signedness; the least value
+    // divided by -1 is itself, anything by 0 is 0.
+    assert_eq!(val(eval_binary(BinOp::Div, c(Scalar::U8, 200), c(Scalar::U8, 3))), 66);
+    assert_eq!(val(eval_binary(BinOp::Div, c(Scalar::I8, -128), c(Scalar::I8, -1))), -128);
+    assert_eq!(val(eval_binary(BinOp::Rem, c(Scalar::U32, -1), c(Scalar::U32, 10))), 5);
+    assert_eq!(val(eval_binary(BinOp::Div, c(Scalar::U64, -1), c(Scalar::U64, 2))), i64::MAX as i128);
+    assert_eq!(val(eval_binary(BinOp::Rem, c(Scalar::U64, -1), c(Scalar::U64, -1))), 0);
+    assert_eq!(val(eval_binary(BinOp::Div, c(Scalar::U16, 7), c(Scalar::U16, 0))), 0);
+    assert_eq!(val(eval_binary(BinOp::Min, c(Scalar::U8, 200), c(Scalar::U8, 3))), 3);
+    assert_eq!(val(eval_binary(BinOp::Min, c(Scalar::I8, -56), c(Scalar::I8, 3))), -56);
+    assert_eq!(val(eval_binary(BinOp::Max, c(Scalar::U64, -1), c(Scalar::U64, 1))), u64::MAX as i128);
+    // Shifts: `shr` copies the width's top bit, `ushr` shifts in zeros.
+    assert_eq!(val(eval_binary(BinOp::Shr, c(Scalar::U8, 0x80), c(Scalar::U8, 1))), 0xc0);
+    assert_eq!(val(eval_binary(BinOp::Ushr, c(Scalar::I8, -128), c(Scalar::I8, 1))), 64);
+    assert_eq!(val(eval_binary(BinOp::Shl, c(Scalar::U16, 1), c(Scalar::U16, 17))), 2, "modulo the width");
+    // Comparisons by signedness.
+    assert_eq!(eval_cmp(CmpOp::Lt, c(Scalar::U32, -1), c(Scalar::U32, 1)), Const::bool(false));
+    assert_eq!(eval_cmp(CmpOp::Lt, c(Scalar::I16, -1), c(Scalar::I16, 1)), Const::bool(true));
+    assert_eq!(eval_cmp(CmpOp::Gt, c(Scalar::U64, -1), c(Scalar::U64, 1)), Const::bool(true));
+    // abs of an unsigned number is itself; neg wraps.
+    assert_eq!(val(eval_unary(UnOp::Abs, c(Scalar::U8, 200))), 200);
+    assert_eq!(val(eval_unary(UnOp::Abs, c(Scalar::I8, -128))), -128);
+    assert_eq!(val(eval_unary(UnOp::Neg, c(Scalar::U16, 1))), 65535);
+    // Casts: widening extends by the source's signedness, narrowing
+    // truncates, conversions to floats read the number, from floats
+    // saturate to the target's range.
+    assert_eq!(val(eval_cast(c(Scalar::I8, -1), Scalar::U32)), u32::MAX as i128);
+    assert_eq!(val(eval_cast(c(Scalar::U8, 255), Scalar::I32)), 255);
+    assert_eq!(val(eval_cast(c(Scalar::I32, 300), Scalar::U8)), 44);
+    assert_eq!(val(eval_cast(c(Scalar::U32, -1), Scalar::I64)), u32::MAX as i128);
+    assert_eq!(eval_cast(c(Scalar::U64, -1), Scalar::F64), Const::f64(18446744073709551615.0));
+    assert_eq!(eval_cast(c(Scalar::I16, -2), Scalar::F32), Const::f32(-2.0));
+    assert_eq!(val(eval_cast(Const::f32(-3.5), Scalar::U8)), 0);
+    assert_eq!(val(eval_cast(Const::f32(300.0), Scalar::U8)), 255);
+    assert_eq!(val(eval_cast(Const::f64(-1e9), Scalar::I16)), i16::MIN as i128);
+    assert_eq!(val(eval_cast(Const::f64(1e30), Scalar::U64)), u64::MAX as i128);
+}

@@ -8,7 +8,12 @@
 
 use std::fmt;
 
-/// A scalar type.
+/// A scalar type. Integers are two's complement of their width; a signed
+/// one (`i8` … `i64`) and an unsigned one (`u8` … `u64`) of one width hold
+/// the same bits and differ in the operations that read them as numbers
+/// (`div`, `rem`, `min`, `max`, `cmp`, widening casts, conversions to
+/// floats; `docs/language.md`). New types go last: the order is part of
+/// nothing but must not move the old ones.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Scalar {
     I1,
@@ -16,44 +21,113 @@ pub enum Scalar {
     I64,
     F32,
     F64,
+    I8,
+    I16,
+    U8,
+    U16,
+    U32,
+    U64,
+}
+
+/// What a scalar is: the one table every fact about a type comes from.
+struct Facts {
+    keyword: &'static str,
+    /// Width in bits (1 for `i1`).
+    bits: u32,
+    float: bool,
+    /// Read as a signed number (never for `i1`, whose 1 is `true`).
+    signed: bool,
+}
+
+const fn facts(t: Scalar) -> Facts {
+    let (keyword, bits, float, signed) = match t {
+        Scalar::I1 => ("i1", 1, false, false),
+        Scalar::I8 => ("i8", 8, false, true),
+        Scalar::I16 => ("i16", 16, false, true),
+        Scalar::I32 => ("i32", 32, false, true),
+        Scalar::I64 => ("i64", 64, false, true),
+        Scalar::U8 => ("u8", 8, false, false),
+        Scalar::U16 => ("u16", 16, false, false),
+        Scalar::U32 => ("u32", 32, false, false),
+        Scalar::U64 => ("u64", 64, false, false),
+        Scalar::F32 => ("f32", 32, true, true),
+        Scalar::F64 => ("f64", 64, true, true),
+    };
+    Facts { keyword, bits, float, signed }
 }
 
 impl Scalar {
-    pub const ALL: [Scalar; 5] = [Scalar::I1, Scalar::I32, Scalar::I64, Scalar::F32, Scalar::F64];
+    /// Every scalar type, in the order the language reference lists them.
+    pub const ALL: [Scalar; 11] = [
+        Scalar::I1,
+        Scalar::I8,
+        Scalar::I16,
+        Scalar::I32,
+        Scalar::I64,
+        Scalar::U8,
+        Scalar::U16,
+        Scalar::U32,
+        Scalar::U64,
+        Scalar::F32,
+        Scalar::F64,
+    ];
 
     pub fn is_int(self) -> bool {
-        matches!(self, Scalar::I1 | Scalar::I32 | Scalar::I64)
+        !facts(self).float
     }
     pub fn is_float(self) -> bool {
-        matches!(self, Scalar::F32 | Scalar::F64)
+        facts(self).float
+    }
+    /// An integer read as a signed number (`i8` … `i64`); floats too.
+    pub fn is_signed(self) -> bool {
+        facts(self).signed
+    }
+    /// An integer read as an unsigned number (`u8` … `u64`; not `i1`).
+    pub fn is_unsigned(self) -> bool {
+        self.is_int() && !self.is_signed() && self != Scalar::I1
     }
     /// Width in bits (1 for `i1`).
     pub fn bits(self) -> u32 {
-        match self {
-            Scalar::I1 => 1,
-            Scalar::I32 | Scalar::F32 => 32,
-            Scalar::I64 | Scalar::F64 => 64,
-        }
+        facts(self).bits
     }
     /// Bytes one element of a field of this type occupies (`i1` is one byte).
     pub fn size_bytes(self) -> usize {
-        match self {
-            Scalar::I1 => 1,
-            Scalar::I32 | Scalar::F32 => 4,
-            Scalar::I64 | Scalar::F64 => 8,
-        }
+        (facts(self).bits as usize).div_ceil(8)
     }
     pub fn keyword(self) -> &'static str {
-        match self {
-            Scalar::I1 => "i1",
-            Scalar::I32 => "i32",
-            Scalar::I64 => "i64",
-            Scalar::F32 => "f32",
-            Scalar::F64 => "f64",
-        }
+        facts(self).keyword
     }
     pub fn from_keyword(s: &str) -> Option<Scalar> {
         Scalar::ALL.into_iter().find(|t| t.keyword() == s)
+    }
+    /// The bits of an integer of this type, wrapped to its width and
+    /// zero-extended (what [`Const::bits`] holds).
+    pub fn wrap_bits(self, v: u64) -> u64 {
+        match self.bits() {
+            64 => v,
+            w => v & ((1u64 << w) - 1),
+        }
+    }
+    /// An integer's bits (zero-extended, as [`Scalar::wrap_bits`] makes
+    /// them) as the number they are: sign-extended for a signed type.
+    pub fn int_value(self, bits: u64) -> i128 {
+        let w = self.bits();
+        if self.is_signed() && w < 64 {
+            (((bits << (64 - w)) as i64) >> (64 - w)) as i128
+        } else if self.is_signed() {
+            bits as i64 as i128
+        } else {
+            self.wrap_bits(bits) as i128
+        }
+    }
+    /// The least and greatest numbers an integer type holds.
+    pub fn int_range(self) -> (i128, i128) {
+        let w = self.bits();
+        if self.is_signed() {
+            (-(1i128 << (w - 1)), (1i128 << (w - 1)) - 1)
+        } else {
+            (0, (1i128 << w) - 1)
+        }
     }
 }
 
@@ -100,8 +174,8 @@ impl fmt::Display for Type {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Const {
     pub ty: Scalar,
-    /// The value's bits, zero-extended: `i1` is 0 or 1, `i32`/`f32` use the
-    /// low 32 bits.
+    /// The value's bits, zero-extended: `i1` is 0 or 1, a narrower type
+    /// uses the low bits of its width.
     pub bits: u64,
 }
 
@@ -124,21 +198,16 @@ impl Const {
     /// An integer constant of type `ty`, wrapped to its width.
     pub fn int(ty: Scalar, v: i64) -> Const {
         match ty {
-            Scalar::I1 => Const::bool(v & 1 != 0),
-            Scalar::I32 => Const::i32(v as i32),
-            Scalar::I64 => Const::i64(v),
             Scalar::F32 => Const::f32(v as f32),
             Scalar::F64 => Const::f64(v as f64),
+            _ => Const { ty, bits: ty.wrap_bits(v as u64) },
         }
     }
-    /// The integer value, sign-extended (`i1` gives 0 or 1). None for floats.
+    /// The integer's bits as an `i64`: its value sign-extended for a
+    /// signed type (`i1` gives 0 or 1), zero-extended for an unsigned one
+    /// (a `u64` above `i64::MAX` wraps). None for floats.
     pub fn as_i64(self) -> Option<i64> {
-        match self.ty {
-            Scalar::I1 => Some(self.bits as i64 & 1),
-            Scalar::I32 => Some(self.bits as u32 as i32 as i64),
-            Scalar::I64 => Some(self.bits as i64),
-            _ => None,
-        }
+        self.ty.is_int().then(|| self.ty.int_value(self.bits) as i64)
     }
     /// The float value, widened to f64. None for integers.
     pub fn as_f64(self) -> Option<f64> {

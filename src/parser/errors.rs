@@ -255,7 +255,10 @@ fn describe_expected(expected: &[String]) -> String {
             "integer" => "an integer".to_string(),
             "hex integer" => continue,
             "float" => "a float".to_string(),
-            "type" => "a type (`i1`, `i32`, `i64`, `f32`, `f64`)".to_string(),
+            "type" => format!(
+                "a type ({})",
+                Scalar::ALL.iter().map(|t| format!("`{}`", t.keyword())).collect::<Vec<_>>().join(", ")
+            ),
             "binary operator" => "a binary operator".to_string(),
             "unary operator" => "a unary operator".to_string(),
             "predicate" => "a predicate (`lt`, `le`, `gt`, `ge`, `eq`, `ne`)".to_string(),

@@ -317,7 +317,8 @@ impl Cx {
             Div if cb == Some(1) => Action::Replace(a),
             // Division and remainder by zero are defined to give 0.
             Div | Rem if cb == Some(0) => Action::Fold(zero),
-            Rem if cb == Some(1) || cb == Some(-1) => Action::Fold(zero),
+            // (-1 is all ones, a large number, for an unsigned type.)
+            Rem if cb == Some(1) || (ty.is_signed() && cb == Some(-1)) => Action::Fold(zero),
             Min | Max | And | Or if a == b => Action::Replace(a),
             And if ca == Some(0) || cb == Some(0) => Action::Fold(zero),
             And if all_ones(cb) => Action::Replace(a),

@@ -99,21 +99,13 @@ pub(super) fn default_error(c: Const, ty: Scalar) -> Option<String> {
 }
 
 /// Whether the bits of a constant are the zero-extended form its type
-/// promises (`i1` is 0 or 1, 32-bit types use the low 32 bits).
+/// promises (`i1` is 0 or 1, a narrower type uses the low bits of its width).
 pub(super) fn canonical(c: Const) -> bool {
-    match c.ty {
-        Scalar::I1 => c.bits <= 1,
-        Scalar::I32 | Scalar::F32 => c.bits <= u32::MAX as u64,
-        Scalar::I64 | Scalar::F64 => true,
-    }
+    c.ty.wrap_bits(c.bits) == c.bits
 }
 
 /// Whether integer `v` is representable in `ty` (`i1`: 0 or 1).
 pub(super) fn int_fits(v: i64, ty: Scalar) -> bool {
-    match ty {
-        Scalar::I1 => v == 0 || v == 1,
-        Scalar::I32 => i32::try_from(v).is_ok(),
-        Scalar::I64 => true,
-        Scalar::F32 | Scalar::F64 => false,
-    }
+    let (lo, hi) = if ty.is_int() { ty.int_range() } else { (1, 0) };
+    (lo..=hi).contains(&(v as i128))
 }

@@ -76,7 +76,7 @@ impl Rng {
 }
 
 const INT_TYPES: [Scalar; 2] = [Scalar::I32, Scalar::I64];
-const ALL_TYPES: [Scalar; 5] = [Scalar::I1, Scalar::I32, Scalar::I64, Scalar::F32, Scalar::F64];
+const ALL_TYPES: [Scalar; 11] = Scalar::ALL;
 
 /// A field of the generated module.
 struct FieldDecl {
@@ -209,6 +209,12 @@ fn edge_const(rng: &mut Rng, ty: Scalar) -> Const {
             f64::NAN,
             (r % 2000) as f64 / 8.0 - 120.0,
         ])),
+        // The narrow and unsigned integers: around zero, the sign bit and
+        // all ones of their width.
+        t => Const::int(
+            t,
+            *rng.pick(&[0, 1, -1, 2, 3, 7, 8, 9, 15, 16, 17, 100, 127, -128, 255, 32767, -32768, 65535, r as i64]),
+        ),
     }
 }
 
@@ -378,7 +384,7 @@ impl<'c> Gen<'c> {
         let ty = *self.rng.pick(&ALL_TYPES);
         let ops: &[&str] = match ty {
             Scalar::I1 => &["and", "or", "xor"],
-            Scalar::I32 | Scalar::I64 => {
+            t if t.is_int() => {
                 &["add", "sub", "mul", "div", "rem", "min", "max", "and", "or", "xor", "shl", "shr", "ushr"]
             }
             _ if self.cfg.transcendentals => &["add", "sub", "mul", "div", "rem", "min", "max", "pow", "atan2"],
@@ -390,11 +396,21 @@ impl<'c> Gen<'c> {
     }
 
     fn unary(&mut self) {
-        let ty =
-            *self.rng.pick(&[Scalar::I1, Scalar::I32, Scalar::I64, Scalar::F32, Scalar::F64, Scalar::F32, Scalar::F64]);
+        let ty = *self.rng.pick(&[
+            Scalar::I1,
+            Scalar::I32,
+            Scalar::I64,
+            Scalar::F32,
+            Scalar::F64,
+            Scalar::F32,
+            Scalar::F64,
+            Scalar::I8,
+            Scalar::U16,
+            Scalar::U64,
+        ]);
         let ops: &[&str] = match ty {
             Scalar::I1 => &["not"],
-            Scalar::I32 | Scalar::I64 => &["neg", "not", "abs"],
+            t if t.is_int() => &["neg", "not", "abs"],
             _ if self.cfg.transcendentals => {
                 &["neg", "abs", "sqrt", "floor", "ceil", "round", "sin", "cos", "tan", "exp", "log"]
             }

@@ -25,6 +25,7 @@ file during a call, which keeps each label in front of its dump.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import gc
 import importlib
 import itertools
@@ -196,6 +197,9 @@ class Capture:
     # Each runtime's field names given so far: name -> place, so that two
     # fields never share one (a second `x` is `x_2`).
     taken: dict[int, dict[str, int]] = dc_field(default_factory=dict)
+    # id(ndarray) -> the argument it is (or is held by, as `arg.attr`), for
+    # the runtime parameters Quadrants declares by an ndarray's id.
+    nd_ids: dict[int, str] = dc_field(default_factory=dict)
     # Fields of a destroyed SNode tree (FieldsBuilder's `destroy()`), kept
     # alive by id: their SNodes are freed, and reading one would crash.
     dead: dict[int, Any] = dc_field(default_factory=dict)
@@ -358,7 +362,7 @@ class Capture:
         values: dict = {}
         nds: dict = {}
         for m in metas:
-            _describe_arg(m.name, m.annotation, bound.get(m.name), schema, values, nds)
+            _describe_arg(m.name, m.annotation, bound.get(m.name), schema, values, nds, self.nd_ids)
         return schema, values, nds
 
     def wrap_call(self, orig_call):
@@ -432,7 +436,7 @@ class Capture:
                     if name not in kernels:
                         kernels[name] = {"args": schema}
                     if compiled and cap.params is not None and "params" not in kernels[name]:
-                        kernels[name]["params"] = _bind_params(cap.params, schema)
+                        kernels[name]["params"] = _bind_params(cap.params, schema, cap.nd_ids)
                         rets = getattr(kernel, "return_type", None) or ()
                         if rets:
                             kernels[name]["returns"] = [_type_name(r) for r in rets]
@@ -647,11 +651,13 @@ def _np_to_qd(dt: Any) -> str:
     return f"{kind}{dt.itemsize * 8}" if dt.kind != "b" else "u1"
 
 
-def _describe_arg(name: str, ann: Any, v: Any, schema: list, values: dict, nds: dict) -> None:
+def _describe_arg(name: str, ann: Any, v: Any, schema: list, values: dict, nds: dict, nd_ids: dict[int, str]) -> None:
     """One argument's entry in fields.json (`schema`) and capture.json
-    (`values`), and its value in `nds` when it is an ndarray. A dataclass
-    is its members, each an argument named `arg.member` (Quadrants
-    declares one runtime parameter per member)."""
+    (`values`), and its value in `nds` when it is an ndarray (`nd_ids`
+    maps its id to `name`). A dataclass is its members, each an argument
+    named `arg.member` (Quadrants declares one runtime parameter per
+    member); so are the ndarrays a template argument holds (a
+    `@qd.data_oriented` object's), which Quadrants declares by their id."""
     import dataclasses
 
     import numpy as np
@@ -659,7 +665,9 @@ def _describe_arg(name: str, ann: Any, v: Any, schema: list, values: dict, nds: 
     from quadrants.lang.struct import StructType
     from quadrants.types import ndarray_type, primitive_types
 
-    if isinstance(ann, ndarray_type.NdarrayType) or isinstance(v, np.ndarray):
+    from quadrants.lang._ndarray import Ndarray
+
+    if isinstance(ann, ndarray_type.NdarrayType) or isinstance(v, (np.ndarray, Ndarray)):
         dt = _np_to_qd(v.dtype) if isinstance(v, np.ndarray) else _dtype_name(v.dtype)
         shape = [int(s) for s in v.shape]
         entry = {"name": name, "kind": "ndarray", "dtype": dt, "shape": shape}
@@ -671,6 +679,7 @@ def _describe_arg(name: str, ann: Any, v: Any, schema: list, values: dict, nds: 
         schema.append(entry)
         values[name] = {"kind": "ndarray", "dtype": dt, "shape": shape}
         nds[name] = v
+        nd_ids[id(v)] = name
     elif any(ann is t for t in primitive_types.all_types) or ann in (int, float):
         dt = _dtype_name(ann) if ann not in (int, float) else {int: "i32", float: "f32"}[ann]
         schema.append({"name": name, "kind": "scalar", "dtype": dt})
@@ -683,10 +692,29 @@ def _describe_arg(name: str, ann: Any, v: Any, schema: list, values: dict, nds: 
         values[name] = {"kind": "struct", "members": [x for _, x in leaves]}
     elif dataclasses.is_dataclass(ann) and v is not None:
         for f in dataclasses.fields(ann):
-            _describe_arg(f"{name}.{f.name}", f.type, getattr(v, f.name, None), schema, values, nds)
+            _describe_arg(f"{name}.{f.name}", f.type, getattr(v, f.name, None), schema, values, nds, nd_ids)
     else:
         schema.append({"name": name, "kind": "other", "annotation": _stable_repr(ann)})
         values[name] = {"kind": "other", "repr": repr(v)}
+        for key, member in _held_ndarrays(v):
+            _describe_arg(f"{name}.{key}", None, member, schema, values, nds, nd_ids)
+
+
+def _held_ndarrays(v: Any, depth: int = 0) -> list[tuple[str, Any]]:
+    """The ndarrays an object passed as a template holds in its attributes
+    (a `@qd.data_oriented` object's, nested ones to two levels), by path."""
+    from quadrants.lang._ndarray import Ndarray
+    from quadrants.lang.util import is_data_oriented
+
+    if depth > 1 or isinstance(v, type) or not (is_data_oriented(v) or dataclasses.is_dataclass(v)):
+        return []
+    out = []
+    for key, member in list(vars(v).items()):
+        if isinstance(member, Ndarray):
+            out.append((key, member))
+        else:
+            out += [(f"{key}.{k}", m) for k, m in _held_ndarrays(member, depth + 1)]
+    return out
 
 
 def _struct_leaves(ann: Any, v: Any) -> list[tuple[str, Any]]:
@@ -820,7 +848,7 @@ PARAM_KINDS = {
 }
 
 
-def _bind_params(params: list[dict[str, Any]], schema: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _bind_params(params: list[dict[str, Any]], schema: list[dict[str, Any]], nd_ids: dict[int, str]) -> list[dict[str, Any]]:
     """Quadrants' runtime parameters, each with the Python argument it
     binds when it is one whole (`arg`: a scalar is declared under its own
     name, an ndarray under `_` + its name); `arg` is absent for a member of
@@ -831,8 +859,12 @@ def _bind_params(params: list[dict[str, Any]], schema: list[dict[str, Any]]) -> 
         entry = dict(p)
         name = p["name"]
         bound = name[1:] if p["kind"] == "ndarray" and name.startswith("_") else name
-        # A dataclass member is declared as `__qd_<arg>__qd_<member>`.
-        if isinstance(bound, str) and bound.startswith("__qd_"):
+        # An ndarray a template holds is declared by its id; a dataclass
+        # member as `__qd_<arg>__qd_<member>`.
+        held = re.fullmatch(r"_*qd_struct_nd_(\d+)", bound) if isinstance(bound, str) else None
+        if held and int(held.group(1)) in nd_ids:
+            bound = nd_ids[int(held.group(1))]
+        elif isinstance(bound, str) and bound.startswith("__qd_"):
             bound = ".".join(bound[len("__qd_"):].split("__qd_"))
         if isinstance(name, str) and bound in names:
             entry["arg"] = bound

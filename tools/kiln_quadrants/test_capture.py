@@ -259,7 +259,6 @@ REFUSED_MARKS = {
     "bitmasked": "struct_for(S1bitmasked)",
     "print_in_kernel": 'print "x[ ", $',
     "assert_in_kernel": ': assert $9, "k must be positive"',
-    "narrow_types": "cast_value<i8>",
 }
 # Forms no importable program may produce at Start offload_to_executable.
 FOREIGN = ("listgen", "clear_list", " : assert ", "    print ", "tls prologue", "rand()")

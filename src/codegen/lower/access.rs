@@ -139,6 +139,8 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         use llvm_sys::LLVMAtomicRMWBinOp::*;
         let rmw = match (op, elem.is_float()) {
             (AtomicOp::Add, false) => LLVMAtomicRMWBinOpAdd,
+            (AtomicOp::Min, false) if elem.is_unsigned() => LLVMAtomicRMWBinOpUMin,
+            (AtomicOp::Max, false) if elem.is_unsigned() => LLVMAtomicRMWBinOpUMax,
             (AtomicOp::Min, false) => LLVMAtomicRMWBinOpMin,
             (AtomicOp::Max, false) => LLVMAtomicRMWBinOpMax,
             (AtomicOp::And, false) => LLVMAtomicRMWBinOpAnd,
@@ -196,7 +198,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             let t = self.scalar(v)?;
             idx.push(match &proven {
                 Some(forms) => self.exact_index(&forms[d])?,
-                None if t == Scalar::I1 => self.b.build_int_z_extend(self.ival(v)?, i64t, "")?,
+                None if !t.is_signed() => self.b.build_int_z_extend_or_bit_cast(self.ival(v)?, i64t, "")?,
                 None => self.b.build_int_s_extend_or_bit_cast(self.ival(v)?, i64t, "")?,
             });
         }

@@ -132,13 +132,13 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
             let at = unsafe { fx.pb.build_in_bounds_gep(i64t, params, &[i64t.const_int(k as u64, false)], "") }?;
             let raw = fx.pb.build_load(i64t, at, "")?.into_int_value();
             let val: BasicValueEnum = match ty {
-                Scalar::I64 => raw.into(),
-                Scalar::I32 | Scalar::I1 => fx.pb.build_int_truncate(raw, self.reg_ty(ty).into_int_type(), "")?.into(),
                 Scalar::F64 => fx.pb.build_bit_cast(raw, cx.f64_type(), "")?,
                 Scalar::F32 => {
                     let lo = fx.pb.build_int_truncate(raw, cx.i32_type(), "")?;
                     fx.pb.build_bit_cast(lo, cx.f32_type(), "")?
                 }
+                t if t.bits() == 64 => raw.into(),
+                t => fx.pb.build_int_truncate(raw, self.reg_ty(t).into_int_type(), "")?.into(),
             };
             fx.vals[v] = Some(val);
         }

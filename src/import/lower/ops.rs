@@ -137,6 +137,8 @@ impl Module<'_> {
             "bit_or" if t.is_int() => Some("or".into()),
             "bit_xor" if t.is_int() => Some("xor".into()),
             "bit_shl" if t.is_int() && t != Scalar::I1 => Some("shl".into()),
+            // Quadrants shifts an unsigned number right with zeros.
+            "bit_sar" if t.is_unsigned() => Some("ushr".into()),
             "bit_sar" if t.is_int() && t != Scalar::I1 => Some("shr".into()),
             "bit_shr" if t.is_int() && t != Scalar::I1 => Some("ushr".into()),
             "cmp_lt" => Some(cmp("lt")),

@@ -120,7 +120,7 @@ fn a_struct_argument_is_a_parameter_per_scalar() {
     let args = r#"{"name": "p", "kind": "struct", "members": ["f32", "f32"]}"#;
     let e = run(&body(&lines), &table("", "[3, 1]", args)).unwrap_err();
     assert!(e.contains("in the field table but"), "{e}");
-    let args = r#"{"name": "p", "kind": "struct", "members": ["f32", "u8", "f32"]}"#;
+    let args = r#"{"name": "p", "kind": "struct", "members": ["f32", "f16", "f32"]}"#;
     let e = run(&body(&lines), &table("", "[3, 1]", args)).unwrap_err();
-    assert!(e.contains("struct argument 'p' with a member of type u8"), "{e}");
+    assert!(e.contains("struct argument 'p' with a member of type f16"), "{e}");
 }

@@ -1,6 +1,5 @@
-# narrow_types: fields of and casts to the integer types KIR lacks (i8, u8,
-# i16, u16, u32, u64), with wrap-around. kiln-import refuses them by name:
-# KIR's types are i1, i32, i64, f32 and f64.
+# narrow_types: fields of and casts to the narrow and unsigned integer types
+# (i8, u8, i16, u16, u32, u64), with wrap-around.
 import quadrants as qd
 
 qd.init(arch=qd.cpu)
