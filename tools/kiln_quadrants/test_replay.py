@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -77,6 +78,18 @@ def test_race_is_reported_at_the_python_line(cache: str):
     notes = [l for l in r.stdout.splitlines() if "racy/prefix_sum.py:" in l and ": note: iteration" in l]
     assert len(notes) >= 2, r.stdout
     assert any("reads here" in l for l in notes) and any("writes here" in l for l in notes), r.stdout
+
+
+def test_a_race_on_a_vector_is_per_component(cache: str):
+    """A vec2 field smoothed in place: the y components race (iteration i
+    reads p[i + 1].y, which iteration i + 1 writes), the x ones do not."""
+    prog = CORPUS / "racy" / "neighbour_vec.py"
+    r = kq("run", "--check-races", "--cache-dir", cache, str(prog.relative_to(ROOT)))
+    assert r.returncode == 1, r.stdout + r.stderr
+    races = re.findall(r"writes @p\[(\d+), (\d+)\], which iteration (\d+) reads", r.stdout)
+    assert races and all(comp == "1" and int(it) == int(i) - 1 for i, comp, it in races), r.stdout
+    notes = [l for l in r.stdout.splitlines() if "racy/neighbour_vec.py:24:" in l and ": note: iteration" in l]
+    assert any("writes here" in l for l in notes) and any("reads here" in l for l in notes), r.stdout
 
 
 def test_keep_writes_the_manifest(tmp_path: Path, cache: str):
