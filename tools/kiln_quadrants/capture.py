@@ -197,6 +197,12 @@ class Capture:
     # Each runtime's field names given so far: name -> place, so that two
     # fields never share one (a second `x` is `x_2`).
     taken: dict[int, dict[str, int]] = dc_field(default_factory=dict)
+    # How many calls of each kernel are captured (0: every one); the calls
+    # past it run as they would without the capture, counted in `unchecked`
+    # by (runtime, kernel, where).
+    max_calls: int = 0
+    counted: dict[tuple[int, str, str | None], int] = dc_field(default_factory=dict)
+    unchecked: dict[tuple[int, str, str | None], int] = dc_field(default_factory=dict)
     # id(ndarray) -> the argument it is (or is held by, as `arg.attr`), for
     # the runtime parameters Quadrants declares by an ndarray's id.
     nd_ids: dict[int, str] = dc_field(default_factory=dict)
@@ -375,6 +381,12 @@ class Capture:
             if cap.busy or internal or getattr(kernel, "autodiff_mode", None) not in (None, _NONE_MODE()):
                 return orig_call(kernel, *args, **kwargs)
             name = func.__name__
+            code = getattr(func, "__code__", None)
+            where = f"{Path(code.co_filename).name}:{code.co_firstlineno}" if code is not None else None
+            key = (cap.generation, name, where)
+            cap.counted[key] = cap.counted.get(key, 0) + 1
+            if cap.max_calls and cap.counted[key] > cap.max_calls:
+                return cap.run_unchecked(key, lambda: orig_call(kernel, *args, **kwargs))
             cap.busy = True
             try:
                 cap.caller_locals = _program_locals()
@@ -406,9 +418,8 @@ class Capture:
                     entry: dict[str, Any] = {"kernel": name, "call": n}
                     if cap.generation > 0:  # after a second qd.init: which runtime ran it
                         entry["init"] = cap.generation
-                    code = getattr(func, "__code__", None)
-                    if code is not None:  # which function, when two share a name
-                        entry["where"] = f"{Path(code.co_filename).name}:{code.co_firstlineno}"
+                    if where is not None:  # which function, when two share a name
+                        entry["where"] = where
                     if compiled:
                         # The name the log's stage lines use, e.g. saxpy_c60_0.
                         entry["compiled_name"] = stages[0]["kernel"]
@@ -552,6 +563,24 @@ class Capture:
         kcls.finalize_params = finalize_params
         kcls._kiln_params = True
 
+    def run_unchecked(self, key: tuple[int, str, str | None], call: Any) -> Any:
+        """A call past `max_calls`: run as it would be without the capture
+        (no values saved), counted. Its output passes through, but for the
+        IR dumps a compile prints (forced on)."""
+        self.unchecked[key] = self.unchecked.get(key, 0) + 1
+        scratch = self.out / "calls" / "unchecked.log"
+        scratch.parent.mkdir(exist_ok=True)
+        scratch.write_text("")
+        try:
+            with redirect_fds(scratch):
+                return call()
+        finally:
+            text = scratch.read_text(errors="replace")
+            scratch.unlink()
+            if text and not split_stages(text):
+                sys.stdout.write(text)
+                sys.stdout.flush()
+
     # -- outputs ----------------------------------------------------------
 
     def write(self) -> None:
@@ -576,13 +605,17 @@ class Capture:
         if self.generation > 0:  # the kernels of each later runtime
             table["runtimes"] = [{"init": g, "kernels": self.kernels.get(g, {})} for g in range(1, self.generation + 1)]
         (self.out / "fields.json").write_text(_dump_table(table))
-        cap = {
+        cap: dict[str, Any] = {
             "program": str(self.program),
             "argv": self.argv,
             "init": self.init_kwargs,
             "forced": FORCED_INIT,
-            "calls": self.calls,
         }
+        if self.unchecked:  # calls past --calls, by kernel
+            cap["unchecked"] = [
+                {"kernel": k, "init": g, "where": w, "calls": n} for (g, k, w), n in sorted(self.unchecked.items(), key=str)
+            ]
+        cap["calls"] = self.calls
         (self.out / "capture.json").write_text(_dump_capture(cap))
 
 
@@ -777,12 +810,14 @@ def _jsonable(v: Any) -> Any:
     return repr(v)
 
 
-def run(program: str | os.PathLike, argv: list[str], out_dir: str | os.PathLike) -> int:
-    """Run ``program`` with ``argv`` under capture into ``out_dir``; the exit status."""
+def run(program: str | os.PathLike, argv: list[str], out_dir: str | os.PathLike, max_calls: int = 0) -> int:
+    """Run ``program`` with ``argv`` under capture into ``out_dir``,
+    capturing the first ``max_calls`` calls of each kernel (0: all); the
+    exit status."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     program = Path(program)
-    cap = Capture(out=out, program=program, argv=list(argv))
+    cap = Capture(out=out, program=program, argv=list(argv), max_calls=max_calls)
     cap.patch()
     old_argv, old_path = sys.argv[:], sys.path[:]
     sys.argv = [str(program), *argv]
@@ -880,10 +915,11 @@ def main(args: list[str] | None = None) -> int:
         description="Run a Quadrants program on the CPU and capture its kernels' IR, fields and values.",
     )
     ap.add_argument("-o", "--output", required=True, help="output directory")
+    ap.add_argument("--calls", type=int, default=0, metavar="N", help="capture the first N calls of each kernel (default 0: all)")
     ap.add_argument("program", help="the Quadrants program (a .py file)")
     ap.add_argument("argv", nargs=argparse.REMAINDER, help="the program's own arguments")
     ns = ap.parse_args(args)
-    return run(ns.program, ns.argv, ns.output)
+    return run(ns.program, ns.argv, ns.output, max(ns.calls, 0))
 
 
 if __name__ == "__main__":

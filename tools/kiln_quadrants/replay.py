@@ -50,6 +50,10 @@ from .capture import OFFLOAD_STAGE
 # f32 functions or glibc (glibc within 1 ulp for sin, cos, exp, log; 2 for
 # tan, pow, atan2), composed once.
 DEFAULT_ULPS = 4
+# Calls checked per kernel by default: a simulation's thousandth step
+# rarely finds what its first ten did not, and each costs a snapshot of
+# every field and two kiln-run processes (docs/quadrants.md).
+DEFAULT_CALLS = 10
 # What Quadrants's CPU backend does with subnormal floats (it runs with
 # the SSE control register's flush-to-zero and denormals-are-zero bits).
 QUADRANTS_DENORMALS = "flush"
@@ -207,6 +211,15 @@ class KernelReport:
     # to no task at all (nothing to run: each must leave every field as it was).
     raised: list = field(default_factory=list)
     empty_calls: int = 0
+    # Calls past --calls: run by the program, not captured nor compared.
+    unchecked: int = 0
+
+
+def _calls(rep: KernelReport) -> str:
+    """`3 calls`, or `10 of 300 calls` when --calls left some unchecked."""
+    total = rep.calls + rep.unchecked
+    s = "s" if total != 1 else ""
+    return f"{rep.calls} call{s}" if not rep.unchecked else f"{rep.calls} of {total} call{s} (--calls)"
 
 
 def _kir_name(name: str) -> str:
@@ -240,7 +253,8 @@ class Replay:
 
     def capture(self) -> int:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
-        cmd = [sys.executable, "-m", "kiln_quadrants", "-o", str(self.cap), self.ns.program, *self.ns.args]
+        calls = ["--calls", str(self.ns.calls)]
+        cmd = [sys.executable, "-m", "kiln_quadrants", "-o", str(self.cap), *calls, self.ns.program, *self.ns.args]
         return subprocess.run(cmd, env=env).returncode
 
     def table_for(self, init: int) -> Path:
@@ -414,11 +428,11 @@ class Replay:
                     print(_indent(f))
             elif rep.empty_calls == rep.calls - len(rep.raised):
                 agree += 1
-                print(f"ok   {label}: {rep.calls} call{'s' if rep.calls != 1 else ''}, no task to run "
+                print(f"ok   {label}: {_calls(rep)}, no task to run "
                       f"(Quadrants compiled none), no field changed{_raised_note(rep)}")
             else:
                 agree += 1
-                print(f"ok   {label}: {rep.calls} call{'s' if rep.calls != 1 else ''}, "
+                print(f"ok   {label}: {_calls(rep)}, "
                       f"{len(rep.fields)} field{'s' if len(rep.fields) != 1 else ''}, JIT and interpreter agree with Quadrants"
                       f" (max {rep.worst_ulps} ulp{'s' if rep.worst_ulps != 1 else ''}"
                       f"{SCALED_NOTE if rep.scaled else ''}){_raised_note(rep)}")
@@ -538,6 +552,9 @@ def _run_in(work: Path, ns: argparse.Namespace) -> int:
     cap = json.loads((replay.cap / "capture.json").read_text())
     for call in cap["calls"]:
         replay.replay_call(call)
+    for u in cap.get("unchecked", []):
+        key = (u.get("init", 0), u["kernel"], u.get("where"))
+        replay.reports.setdefault(key, KernelReport(u["kernel"], u.get("where"))).unchecked += u["calls"]
     return replay.report()
 
 
@@ -557,6 +574,13 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--keep", metavar="DIR", help="keep the logs, each kernel's .kir, the values and DIR/manifest.json in DIR (empty or new)")
     r.add_argument("--check-races", action="store_true", help="also replay under kiln-run --check-races and report every data race")
     r.add_argument("--cache-dir", metavar="DIR", help="the per-task cache the JIT replays through (default: kiln-run's)")
+    r.add_argument(
+        "--calls",
+        type=int,
+        default=DEFAULT_CALLS,
+        metavar="N",
+        help=f"check the first N calls of each kernel; 0 checks every call (default {DEFAULT_CALLS})",
+    )
     r.add_argument("--ulps", type=int, default=DEFAULT_ULPS, metavar="N", help=f"float tolerance in units in the last place (default {DEFAULT_ULPS})")
     r.add_argument("program", metavar="PROGRAM.py")
     r.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")

@@ -92,6 +92,38 @@ def test_a_race_on_a_vector_is_per_component(cache: str):
     assert any("writes here" in l for l in notes) and any("reads here" in l for l in notes), r.stdout
 
 
+def test_calls_past_the_cap_run_but_are_not_checked(tmp_path: Path, cache: str):
+    """--calls N checks the first N calls of each kernel (10 by default);
+    the program runs every call, and the summary says how many were checked."""
+    prog = tmp_path / "steps.py"
+    prog.write_text(
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.i32, shape=8)\n"
+        "@qd.kernel\n"
+        "def step(k: qd.i32):\n"
+        "    for i in x:\n"
+        "        x[i] += i * k\n"
+        "@qd.kernel\n"
+        "def once():\n"
+        "    for i in x:\n"
+        "        x[i] -= 1\n"
+        "for k in range(15):\n"
+        "    step(k)\n"
+        "once()\n"
+        "print('total', x.to_numpy().sum())\n"
+    )
+    total = f"total {sum(i * sum(range(15)) - 1 for i in range(8))}"
+    r = kq("run", "--cache-dir", cache, str(prog))
+    assert r.returncode == 0 and total in r.stdout, r.stdout + r.stderr
+    assert "ok   step: 10 of 15 calls (--calls), 1 field," in r.stdout, r.stdout
+    assert "ok   once: 1 call, 1 field," in r.stdout, r.stdout
+    r = kq("run", "--calls", "0", "--cache-dir", cache, str(prog))
+    assert r.returncode == 0 and "ok   step: 15 calls, 1 field," in r.stdout, r.stdout
+    r = kq("run", "--calls", "2", "--cache-dir", cache, str(prog))
+    assert r.returncode == 0 and "ok   step: 2 of 15 calls (--calls)" in r.stdout, r.stdout
+
+
 def test_keep_writes_the_manifest(tmp_path: Path, cache: str):
     keep = tmp_path / "keep"
     r = kq("run", "--keep", str(keep), "--cache-dir", cache, "testdata/quadrants/saxpy.py")
