@@ -203,6 +203,9 @@ class Capture:
     max_calls: int = 0
     counted: dict[tuple[int, str, str | None], int] = dc_field(default_factory=dict)
     unchecked: dict[tuple[int, str, str | None], int] = dc_field(default_factory=dict)
+    # Calls of derivative kernels (reverse or forward mode), never
+    # captured: (mode, calls) by (runtime, kernel, where).
+    derivatives: dict[tuple[int, str, str | None], tuple[str, int]] = dc_field(default_factory=dict)
     # id(ndarray) -> the argument it is (or is held by, as `arg.attr`), for
     # the runtime parameters Quadrants declares by an ndarray's id.
     nd_ids: dict[int, str] = dc_field(default_factory=dict)
@@ -378,11 +381,20 @@ class Capture:
             func = getattr(kernel, "func", None)
             module = getattr(func, "__module__", "") or ""
             internal = module.startswith("quadrants")
-            if cap.busy or internal or getattr(kernel, "autodiff_mode", None) not in (None, _NONE_MODE()):
+            if cap.busy:
                 return orig_call(kernel, *args, **kwargs)
+            if internal:  # Quadrants' own (from_numpy, fill): its IR is noise
+                return cap.run_unchecked(None, lambda: orig_call(kernel, *args, **kwargs))
             name = func.__name__
             code = getattr(func, "__code__", None)
             where = f"{Path(code.co_filename).name}:{code.co_firstlineno}" if code is not None else None
+            mode = getattr(kernel, "autodiff_mode", None)
+            if mode not in (None, _NONE_MODE()):
+                # A derivative kernel (kernel.grad(), a Tape's backward
+                # pass): not imported; counted, so the summary says so.
+                key = (cap.generation, name, where)
+                cap.derivatives[key] = (str(getattr(mode, "name", mode)).lower(), cap.derivatives.get(key, ("", 0))[1] + 1)
+                return cap.run_unchecked(None, lambda: orig_call(kernel, *args, **kwargs))
             key = (cap.generation, name, where)
             cap.counted[key] = cap.counted.get(key, 0) + 1
             if cap.max_calls and cap.counted[key] > cap.max_calls:
@@ -563,11 +575,13 @@ class Capture:
         kcls.finalize_params = finalize_params
         kcls._kiln_params = True
 
-    def run_unchecked(self, key: tuple[int, str, str | None], call: Any) -> Any:
-        """A call past `max_calls`: run as it would be without the capture
-        (no values saved), counted. Its output passes through, but for the
-        IR dumps a compile prints (forced on)."""
-        self.unchecked[key] = self.unchecked.get(key, 0) + 1
+    def run_unchecked(self, key: tuple[int, str, str | None] | None, call: Any) -> Any:
+        """A call not captured (past `max_calls`, counted under `key`, or a
+        derivative's): run as it would be without the capture (no values
+        saved). Its output passes through, but for the IR dumps a compile
+        prints (forced on)."""
+        if key is not None:
+            self.unchecked[key] = self.unchecked.get(key, 0) + 1
         scratch = self.out / "calls" / "unchecked.log"
         scratch.parent.mkdir(exist_ok=True)
         scratch.write_text("")
@@ -614,6 +628,11 @@ class Capture:
         if self.unchecked:  # calls past --calls, by kernel
             cap["unchecked"] = [
                 {"kernel": k, "init": g, "where": w, "calls": n} for (g, k, w), n in sorted(self.unchecked.items(), key=str)
+            ]
+        if self.derivatives:  # calls of kernel.grad() and the like
+            cap["derivatives"] = [
+                {"kernel": k, "init": g, "where": w, "mode": m, "calls": n}
+                for (g, k, w), (m, n) in sorted(self.derivatives.items(), key=str)
             ]
         cap["calls"] = self.calls
         (self.out / "capture.json").write_text(_dump_capture(cap))

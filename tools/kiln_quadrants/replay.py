@@ -213,6 +213,9 @@ class KernelReport:
     empty_calls: int = 0
     # Calls past --calls: run by the program, not captured nor compared.
     unchecked: int = 0
+    # Calls of the kernel's derivative (reverse or forward mode), which
+    # Kiln does not import: (mode, calls).
+    derivative: tuple[str, int] | None = None
 
 
 def _calls(rep: KernelReport) -> str:
@@ -411,7 +414,14 @@ class Replay:
         agree = differ = unimported = raised = 0
         for key, rep in self.reports.items():
             label = self.label(key, rep)
-            if rep.raised and rep.calls == len(rep.raised):
+            if rep.derivative is not None:
+                # Quadrants ran it; Kiln cannot check it: said, never silent.
+                unimported += 1
+                status = status or 2
+                mode, n = rep.derivative
+                print(f"SKIP {label}: {n} call{'s' if n != 1 else ''} of the kernel's derivative ({mode} mode) "
+                      "not checked: kiln-import does not take autodiff kernels")
+            elif rep.raised and rep.calls == len(rep.raised):
                 # Quadrants refused every call: nothing to compare, and no
                 # fault of Kiln's or of the program's replay.
                 raised += 1
@@ -555,6 +565,9 @@ def _run_in(work: Path, ns: argparse.Namespace) -> int:
     for u in cap.get("unchecked", []):
         key = (u.get("init", 0), u["kernel"], u.get("where"))
         replay.reports.setdefault(key, KernelReport(u["kernel"], u.get("where"))).unchecked += u["calls"]
+    for d in cap.get("derivatives", []):
+        key = (d.get("init", 0), f"{d['kernel']}.grad", d.get("where"))
+        replay.reports.setdefault(key, KernelReport(f"{d['kernel']}.grad", d.get("where"))).derivative = (d["mode"], d["calls"])
     return replay.report()
 
 

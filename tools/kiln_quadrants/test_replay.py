@@ -124,6 +124,32 @@ def test_calls_past_the_cap_run_but_are_not_checked(tmp_path: Path, cache: str):
     assert r.returncode == 0 and "ok   step: 2 of 15 calls (--calls)" in r.stdout, r.stdout
 
 
+def test_derivative_kernels_are_said_not_checked(tmp_path: Path, cache: str):
+    """A kernel's derivative (a Tape's backward pass, kernel.grad()) runs in
+    Quadrants; Kiln does not import it, and the summary says so (exit 2),
+    without printing the derivative's IR."""
+    prog = tmp_path / "grad.py"
+    prog.write_text(
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.f32, shape=4, needs_grad=True)\n"
+        "loss = qd.field(qd.f32, shape=(), needs_grad=True)\n"
+        "@qd.kernel\n"
+        "def square_sum():\n"
+        "    for i in x:\n"
+        "        loss[None] += x[i] * x[i]\n"
+        "x.from_numpy(__import__('numpy').arange(4, dtype='float32'))\n"
+        "with qd.ad.Tape(loss=loss):\n"
+        "    square_sum()\n"
+        "print('grad', x.grad.to_numpy().tolist())\n"
+    )
+    r = kq("run", "--cache-dir", cache, str(prog))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "grad [0.0, 2.0, 4.0, 6.0]" in r.stdout and "ok   square_sum: 1 call" in r.stdout, r.stdout
+    assert "SKIP square_sum.grad: 1 call of the kernel's derivative (reverse mode) not checked" in r.stdout, r.stdout
+    assert "kernel {" not in r.stdout, r.stdout
+
+
 def test_keep_writes_the_manifest(tmp_path: Path, cache: str):
     keep = tmp_path / "keep"
     r = kq("run", "--keep", str(keep), "--cache-dir", cache, "testdata/quadrants/saxpy.py")
