@@ -12,6 +12,7 @@ use crate::ir::Stream;
 
 pub mod cse;
 pub mod dce;
+pub mod demote;
 pub mod offload;
 pub mod simplify;
 pub mod split;
@@ -47,19 +48,35 @@ impl Pass for Verify {
 }
 
 /// Every pass, in the order `--print-passes` lists them.
-pub static REGISTRY: &[&dyn Pass] =
-    &[&Verify, &offload::Offload, &simplify::Simplify, &cse::Cse, &dce::Dce, &split::SplitTasks];
+pub static REGISTRY: &[&dyn Pass] = &[
+    &Verify,
+    &offload::Offload,
+    &demote::DemoteAtomics,
+    &simplify::Simplify,
+    &cse::Cse,
+    &dce::Dce,
+    &split::SplitTasks,
+];
 
 /// The pipeline that turns a kernel file into keyed, compilable per-task
-/// modules: the `-O2` preset (`simplify, dce, offload, simplify, cse, dce`)
-/// then `split-tasks`. `kiln-key`, `kiln-compile` and `kiln-run` all use
+/// modules: the `-O2` preset (`simplify, dce, offload, demote-atomics,
+/// simplify, cse, dce`) then `split-tasks`. `kiln-key`, `kiln-compile` and `kiln-run` all use
 /// it, so they agree on every task's text and therefore on its key; and
 /// `kiln-opt -O2 | kiln-opt --passes=split-tasks` gives the same stream.
 /// Simplifying before `offload` turns constant loop bounds into literals
 /// (so loop nests over a field's shape become `struct_for` tasks) and
 /// removes dead top-level code that would otherwise become tasks.
-pub fn default_pipeline() -> [&'static dyn Pass; 7] {
-    [&simplify::Simplify, &dce::Dce, &offload::Offload, &simplify::Simplify, &cse::Cse, &dce::Dce, &split::SplitTasks]
+pub fn default_pipeline() -> [&'static dyn Pass; 8] {
+    [
+        &simplify::Simplify,
+        &dce::Dce,
+        &offload::Offload,
+        &demote::DemoteAtomics,
+        &simplify::Simplify,
+        &cse::Cse,
+        &dce::Dce,
+        &split::SplitTasks,
+    ]
 }
 
 /// Runs passes in order, stopping at the first that fails.
@@ -190,8 +207,8 @@ pub enum OptPreset {
 pub fn preset(level: OptPreset) -> Vec<&'static str> {
     match level {
         OptPreset::O0 => vec![],
-        OptPreset::O1 => vec!["offload", "simplify", "dce"],
-        OptPreset::O2 => vec!["simplify", "dce", "offload", "simplify", "cse", "dce"],
+        OptPreset::O1 => vec!["offload", "demote-atomics", "simplify", "dce"],
+        OptPreset::O2 => vec!["simplify", "dce", "offload", "demote-atomics", "simplify", "cse", "dce"],
     }
 }
 
@@ -245,7 +262,7 @@ mod pipeline_tests {
             assert_eq!(resolve(&names).map(|p| p.len()), Ok(names.len()), "{level:?}");
         }
         assert!(preset(OptPreset::O0).is_empty());
-        assert_eq!(preset(OptPreset::O2).len(), 6);
+        assert_eq!(preset(OptPreset::O2).len(), 7);
     }
 
     #[test]

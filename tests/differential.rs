@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 /// Passes that must run before `pass` for it to apply.
 fn prerequisites(pass: &str) -> &'static [&'static str] {
     match pass {
-        "split-tasks" => &["offload"],
+        "split-tasks" | "demote-atomics" => &["offload"],
         _ => &[],
     }
 }

@@ -10,7 +10,7 @@ use kiln::passes::{self, Pass};
 /// Passes that must run before `pass` for it to apply.
 fn prerequisites(pass: &str) -> &'static [&'static str] {
     match pass {
-        "split-tasks" => &["offload"],
+        "split-tasks" | "demote-atomics" => &["offload"],
         _ => &[],
     }
 }
@@ -18,6 +18,21 @@ fn prerequisites(pass: &str) -> &'static [&'static str] {
 /// The testdata files each pass leaves exactly as its input, as
 /// `lit-tests/passes/PASS-no-op.test` lists them.
 const NO_OP: &[(&str, &[&str])] = &[
+    (
+        "demote-atomics",
+        &[
+            "fold_edges",
+            "heat2d",
+            "histogram",
+            "mandelbrot",
+            "nbody",
+            "prologue",
+            "reduce_sum",
+            "saxpy",
+            "shared_helper",
+            "ten_tasks",
+        ],
+    ),
     (
         "cse",
         &[
