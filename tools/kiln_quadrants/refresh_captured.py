@@ -30,6 +30,9 @@ PROGRAMS = [
     "dataclass_nd.py",  # a dataclass of ndarrays, nested
     "dyn_index.py",  # components chosen at run time, locals and fields
     "rotate2d.py",  # local mat2 values, an ndarray of vec2
+    "particles.py",  # vec3 fields, whole-vector atomics into a 0-D vector field
+    "mat3_field.py",  # mat3 fields, a 2-D field of f64 mat3
+    "data_oriented.py",  # fields and ndarrays held by self (__qd_struct_nd_<id>)
     "refused/print_in_kernel.py",
     "refused/assert_in_kernel.py",
 ]
