@@ -904,9 +904,10 @@ PARAM_KINDS = {
 
 def _bind_params(params: list[dict[str, Any]], schema: list[dict[str, Any]], nd_ids: dict[int, str]) -> list[dict[str, Any]]:
     """Quadrants' runtime parameters, each with the Python argument it
-    binds when it is one whole (`arg`: a scalar is declared under its own
-    name, an ndarray under `_` + its name); `arg` is absent for a member of
-    a dataclass or an ndarray reached through a template argument."""
+    is (`arg`: a scalar is declared under its own name, an ndarray under
+    `_` + its name, a dataclass member as `arg.member`, an ndarray a
+    template argument holds as `arg.attr`); `arg` is absent when the
+    table lists no such argument."""
     names = {a["name"] for a in schema}
     out = []
     for p in params:
@@ -918,6 +919,8 @@ def _bind_params(params: list[dict[str, Any]], schema: list[dict[str, Any]], nd_
         held = re.fullmatch(r"_*qd_struct_nd_(\d+)", bound) if isinstance(bound, str) else None
         if held and int(held.group(1)) in nd_ids:
             bound = nd_ids[int(held.group(1))]
+            # The id changes from run to run; the table says which argument.
+            entry["name"] = name.replace(held.group(1), "<id>")
         elif isinstance(bound, str) and bound.startswith("__qd_"):
             bound = ".".join(bound[len("__qd_"):].split("__qd_"))
         if isinstance(name, str) and bound in names:
