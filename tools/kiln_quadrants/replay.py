@@ -211,11 +211,32 @@ class KernelReport:
     # to no task at all (nothing to run: each must leave every field as it was).
     raised: list = field(default_factory=list)
     empty_calls: int = 0
+    # Calls in which the program reads or writes out of bounds (Kiln's
+    # error; Quadrants without debug=True does not check).
+    out_of_bounds: list = field(default_factory=list)
     # Calls past --calls: run by the program, not captured nor compared.
     unchecked: int = 0
     # Calls of the kernel's derivative (reverse or forward mode), which
     # Kiln does not import: (mode, calls).
     derivative: tuple[str, int] | None = None
+
+
+OOB_RE = re.compile(r"index (\S+) out of bounds for field @(\S+) of shape \[([^\]]*)\]")
+
+
+def out_of_bounds(stderr: str) -> str | None:
+    """`the program writes out of bounds: index 10 of @x, of shape [10],
+    at prog.py:7:9` from kiln-run's bounds error, or None for another
+    failure."""
+    m = OOB_RE.search(stderr)
+    if m is None:
+        return None
+    lines = stderr.splitlines()
+    at = next((ln.split(": note:")[0].strip() for ln in lines if ": note: the statement was imported from here" in ln), None)
+    stmt = next((ln.strip() for ln in lines[1:3] if ln.strip()), "")
+    verb = "reads" if re.match(r"%\S+ = load ", stmt) else "writes"
+    where = f" at {at}" if at else ""
+    return f"the program {verb} out of bounds: index {m.group(1)} of @{m.group(2)}, of shape [{m.group(3)}]{where}"
 
 
 def _calls(rep: KernelReport) -> str:
@@ -371,6 +392,15 @@ class Replay:
             cmd = [self.kiln_run, str(kir), "--kernel", kernel, "--color=never", f"--denormals={QUADRANTS_DENORMALS}", *extra, *args, *inputs, *outputs]
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
+                oob = out_of_bounds(r.stderr)
+                if oob is not None and engine != "races":
+                    # The program's bug, which Quadrants (without
+                    # debug=True) lets into padding or a neighbour: said
+                    # once per call, whichever engine found it first.
+                    text = f"call {call['call']}: {oob}:\n{_indent(r.stderr.strip())}"
+                    if not any(t.startswith(f"call {call['call']}: the program ") for t in rep.out_of_bounds):
+                        rep.out_of_bounds.append(text)
+                    continue
                 what = "data race" if engine == "races" and "data race" in r.stderr else f"kiln-run ({engine}) failed"
                 target = rep.races if engine == "races" else rep.failures
                 target.append(f"call {call['call']}: {what}:\n{_indent(r.stderr.strip())}")
@@ -430,11 +460,13 @@ class Replay:
                 unimported += 1
                 status = status or 2
                 print(f"SKIP {label}: cannot be imported:\n{_indent(rep.import_error)}")
-            elif rep.failures or rep.races:
+            elif rep.failures or rep.races or rep.out_of_bounds:
                 differ += 1
                 status = 1
-                print(f"FAIL {label}")
-                for f in rep.failures + rep.races:
+                verb = "writes" if any("program writes" in t for t in rep.out_of_bounds) else "reads"
+                oob = f": the program {verb} out of bounds" if rep.out_of_bounds else ""
+                print(f"FAIL {label}{oob}")
+                for f in rep.out_of_bounds + rep.failures + rep.races:
                     print(_indent(f))
             elif rep.empty_calls == rep.calls - len(rep.raised):
                 agree += 1

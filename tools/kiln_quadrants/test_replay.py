@@ -150,6 +150,28 @@ def test_derivative_kernels_are_said_not_checked(tmp_path: Path, cache: str):
     assert "kernel {" not in r.stdout, r.stdout
 
 
+def test_a_write_out_of_bounds_is_the_programs_bug(tmp_path: Path, cache: str):
+    """Quadrants (without debug=True) lets x[10] of a 10-element field
+    through; Kiln's bounds check stops it. That is said as the program's
+    bug, once per call, with the index, the field and the Python line."""
+    prog = tmp_path / "oob.py"
+    prog.write_text(
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.i32, shape=10)\n"
+        "@qd.kernel\n"
+        "def k(n: qd.i32):\n"
+        "    for i in range(n):\n"
+        "        x[i] = i * 3\n"
+        "k(11)\n"
+    )
+    r = kq("run", "--cache-dir", cache, str(prog))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "FAIL k: the program writes out of bounds" in r.stdout, r.stdout
+    want = f"call 0: the program writes out of bounds: index 10 of @x, of shape [10] at {prog}:7:9:"
+    assert r.stdout.count(want) == 1, r.stdout
+
+
 def test_keep_writes_the_manifest(tmp_path: Path, cache: str):
     keep = tmp_path / "keep"
     r = kq("run", "--keep", str(keep), "--cache-dir", cache, "testdata/quadrants/saxpy.py")
