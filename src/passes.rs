@@ -66,17 +66,11 @@ pub static REGISTRY: &[&dyn Pass] = &[
 /// Simplifying before `offload` turns constant loop bounds into literals
 /// (so loop nests over a field's shape become `struct_for` tasks) and
 /// removes dead top-level code that would otherwise become tasks.
-pub fn default_pipeline() -> [&'static dyn Pass; 8] {
-    [
-        &simplify::Simplify,
-        &dce::Dce,
-        &offload::Offload,
-        &demote::DemoteAtomics,
-        &simplify::Simplify,
-        &cse::Cse,
-        &dce::Dce,
-        &split::SplitTasks,
-    ]
+pub fn default_pipeline() -> Vec<&'static dyn Pass> {
+    let mut passes: Vec<&'static dyn Pass> =
+        preset(OptPreset::O2).iter().filter_map(|name| lookup(name)).collect();
+    passes.push(&split::SplitTasks);
+    passes
 }
 
 /// Runs passes in order, stopping at the first that fails.
