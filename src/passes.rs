@@ -67,8 +67,7 @@ pub static REGISTRY: &[&dyn Pass] = &[
 /// (so loop nests over a field's shape become `struct_for` tasks) and
 /// removes dead top-level code that would otherwise become tasks.
 pub fn default_pipeline() -> Vec<&'static dyn Pass> {
-    let mut passes: Vec<&'static dyn Pass> =
-        preset(OptPreset::O2).iter().filter_map(|name| lookup(name)).collect();
+    let mut passes: Vec<&'static dyn Pass> = preset(OptPreset::O2).iter().filter_map(|name| lookup(name)).collect();
     passes.push(&split::SplitTasks);
     passes
 }
