@@ -82,6 +82,17 @@ pub fn lookup(name: &str) -> Option<&'static dyn Pass> {
     REGISTRY.iter().copied().find(|p| p.name() == name)
 }
 
+/// The preset a pipeline text `default<O0>` .. `default<O3>` names (opt's
+/// spelling; `O3` is KIR's highest, `O2`).
+pub fn default_text(text: &str) -> Option<OptPreset> {
+    match text.strip_prefix("default<")?.strip_suffix('>')? {
+        "O0" => Some(OptPreset::O0),
+        "O1" => Some(OptPreset::O1),
+        "O2" | "O3" => Some(OptPreset::O2),
+        _ => None,
+    }
+}
+
 // ===========================================================================
 // Pass manager: pipelines, presets and the flags of `kiln-opt`
 // (`--verify-each`, `--print-after-all`, `--print-changed`, `--time-passes`).
@@ -102,6 +113,29 @@ pub struct PipelineOptions {
     /// Show the IR before the first pass and after every pass that changed
     /// it (through the observer); passes that changed nothing are named.
     pub print_changed: bool,
+    /// Show the IR before each run of these passes (`-print-before=PASS`).
+    pub print_before: PassSet,
+    /// Show the IR after each run of these passes (`-print-after=PASS`).
+    pub print_after: PassSet,
+}
+
+/// A set of registered passes, by their position in [`REGISTRY`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PassSet(u64);
+
+impl PassSet {
+    /// The set of the passes named; an unknown name is the error.
+    pub fn of<'n>(names: impl IntoIterator<Item = &'n str>) -> Result<PassSet, String> {
+        let mut set = 0u64;
+        for n in names {
+            let i = REGISTRY.iter().position(|p| p.name() == n).ok_or_else(|| n.to_string())?;
+            set |= 1 << i;
+        }
+        Ok(PassSet(set))
+    }
+    pub fn contains(self, pass: &dyn Pass) -> bool {
+        REGISTRY.iter().position(|p| p.name() == pass.name()).is_some_and(|i| self.0 & (1 << i) != 0)
+    }
 }
 
 /// What the pipeline tells its caller while it runs. The library never
@@ -114,8 +148,12 @@ pub trait PipelineObserver {
     /// After `pass` ran: `stream` is the IR, `changed` whether the pass
     /// changed it (known only with `print_changed`; `None` otherwise).
     /// Called for every pass when `print_after_all` or `print_changed` is
-    /// set.
+    /// set, and for the passes of `print_after`.
     fn after_pass(&mut self, _pass: &dyn Pass, _stream: &Stream, _changed: Option<bool>) -> std::io::Result<()> {
+        Ok(())
+    }
+    /// Before `pass` runs on `stream`: for the passes of `print_before`.
+    fn before_pass(&mut self, _pass: &dyn Pass, _stream: &Stream) -> std::io::Result<()> {
         Ok(())
     }
 }
@@ -160,6 +198,9 @@ pub fn run_pipeline(
     }
     for &pass in passes {
         // Only --print-changed pays for a copy of the IR.
+        if opts.print_before.contains(pass) {
+            observer.before_pass(pass, stream).map_err(PipelineError::Observer)?;
+        }
         let before = opts.print_changed.then(|| stream.clone());
         let _span = crate::trace::span("pass", pass.name(), crate::trace::WHOLE_INPUT);
         let start = Instant::now();
@@ -174,7 +215,7 @@ pub fn run_pipeline(
             checked.map_err(|diags| PipelineError::Invalid { pass: pass.name(), diags })?;
         }
         timings.push(PassTiming { name: pass.name(), pass: pass_time, verify: verify_time });
-        if opts.print_after_all || opts.print_changed {
+        if opts.print_after_all || opts.print_changed || opts.print_after.contains(pass) {
             let changed = before.map(|b| b != *stream);
             observer.after_pass(pass, stream, changed).map_err(PipelineError::Observer)?;
         }

@@ -38,8 +38,8 @@ struct Cli {
     #[arg(short = 'o', value_name = "FILE")]
     output: Option<String>,
 
-    /// Run these passes, in order (comma-separated names from --print-passes)
-    #[arg(long, value_name = "PASS,...", value_delimiter = ',', value_parser = pass_names(), conflicts_with = "opt")]
+    /// Run these passes, in order (comma-separated names from --print-passes, or a preset as default<O0> .. default<O3>); -p is opt's spelling
+    #[arg(long, short = 'p', value_name = "PASS,...", value_delimiter = ',', value_parser = pipeline_element, conflicts_with = "opt")]
     passes: Vec<String>,
 
     /// Run a preset pipeline: -O0 (no pass), -O1, -O2 (see --print-passes); -O3 is accepted, as LLVM's opt does, and runs -O2's passes (KIR has no higher preset)
@@ -62,6 +62,14 @@ struct Cli {
     #[arg(long)]
     print_changed: bool,
 
+    /// Print the IR to standard error before each run of PASS (repeatable, or comma-separated)
+    #[arg(long, value_name = "PASS", value_delimiter = ',', value_parser = pass_names())]
+    print_before: Vec<String>,
+
+    /// Print the IR to standard error after each run of PASS (repeatable, or comma-separated)
+    #[arg(long, value_name = "PASS", value_delimiter = ',', value_parser = pass_names())]
+    print_after: Vec<String>,
+
     /// Print the time spent in parsing, verifying, each pass and printing to standard error
     #[arg(long)]
     time_passes: bool,
@@ -70,10 +78,25 @@ struct Cli {
     tool: kiln::cli::TracedToolArgs,
 }
 
-/// `--passes=` accepts exactly the registered names, so clap's usage error
-/// (exit code 2) lists them.
+/// `--print-before=` and `--print-after=` accept exactly the registered
+/// names, so clap's usage error (exit code 2) lists them.
 fn pass_names() -> PossibleValuesParser {
     PossibleValuesParser::new(passes::REGISTRY.iter().map(|p| PossibleValue::new(p.name()).help(p.description())))
+}
+
+/// One element of `--passes=`: a registered pass, or a preset's pipeline
+/// text (`default<O2>`); anything else is a usage error naming them.
+fn pipeline_element(s: &str) -> Result<String, String> {
+    if passes::lookup(s).is_some() || passes::default_text(s).is_some() {
+        return Ok(s.to_string());
+    }
+    let names: Vec<&str> = passes::REGISTRY.iter().map(|p| p.name()).collect();
+    let hint =
+        kiln::cli::nearest(s, names.iter().copied()).map(|n| format!("; did you mean '{n}'?")).unwrap_or_default();
+    Err(format!(
+        "not a pass or a pipeline text{hint} (passes: {}; presets: default<O0> .. default<O3>)",
+        names.join(", ")
+    ))
 }
 
 const SPEC: tool::ToolSpec = tool::ToolSpec { name: "kiln-opt", version: || kiln::version::text("kiln-opt", None) };
@@ -103,7 +126,14 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
 
     let names: Vec<&str> = match cli.opt {
         Some(level) => passes::preset(preset_of(level)),
-        None => cli.passes.iter().map(String::as_str).collect(),
+        None => cli
+            .passes
+            .iter()
+            .flat_map(|n| match passes::default_text(n) {
+                Some(level) => passes::preset(level),
+                None => vec![n.as_str()],
+            })
+            .collect(),
     };
     // clap already rejected unknown names; this cannot fail, but a usage
     // error is the honest answer if it ever did.
@@ -111,7 +141,9 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
 
     let start = Instant::now();
     let src = tool::read_source(&cli.input)?;
-    if pipeline.is_empty() && !(cli.print_after_all || cli.print_changed || cli.time_passes || trace::on()) {
+    let dumps_asked =
+        cli.print_after_all || cli.print_changed || !cli.print_after.is_empty() || !cli.print_before.is_empty();
+    if pipeline.is_empty() && !(dumps_asked || cli.time_passes || trace::on()) {
         // Nothing needs the whole IR: the streaming front end holds only
         // the items in flight (same output, same diagnostics).
         let text = kiln::frontend::parse_verify_print(src.text()).map_err(|ds| ToolError::diags(&src, &ds))?;
@@ -128,10 +160,16 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     drop(verified);
     phase("(verify input)", start, &mut timings);
 
+    let set = |names: &[String]| {
+        passes::PassSet::of(names.iter().map(String::as_str))
+            .map_err(|n| ToolError::Usage(format!("unknown pass '{n}'")))
+    };
     let opts = PipelineOptions {
         verify_each: cli.verify_each,
         print_after_all: cli.print_after_all,
         print_changed: cli.print_changed,
+        print_before: set(&cli.print_before)?,
+        print_after: set(&cli.print_after)?,
     };
     let mut dumps = StderrDumps;
     match passes::run_pipeline(&mut stream, &pipeline, &opts, &mut dumps) {
@@ -185,7 +223,8 @@ fn without_dummy_spans(ds: Diagnostics) -> Diagnostics {
     )
 }
 
-/// Shows `--print-after-all` / `--print-changed` dumps on standard error,
+/// Shows `--print-after-all` / `--print-changed` / `--print-after=` /
+/// `--print-before=` dumps on standard error,
 /// each headed by a KIR comment so that a dump is itself valid KIR.
 struct StderrDumps;
 
@@ -198,6 +237,9 @@ impl PipelineObserver for StderrDumps {
             Some(false) => dump(&format!("; *** IR Dump After {} omitted because no change ***", pass.name()), None),
             _ => dump(&format!("; *** IR Dump After {} ***", pass.name()), Some(stream)),
         }
+    }
+    fn before_pass(&mut self, pass: &dyn Pass, stream: &Stream) -> io::Result<()> {
+        dump(&format!("; *** IR Dump Before {} ***", pass.name()), Some(stream))
     }
 }
 
