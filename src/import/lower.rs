@@ -308,7 +308,7 @@ fn float_bits(text: &str, ty: Scalar) -> Option<String> {
 
 impl Module<'_> {
     fn kernel(&mut self, k: &KernelIn) -> Result<String, Error> {
-        let args = self.table.kernels.get(&k.python_name).map(|a| a.args.as_slice()).unwrap_or(&[]);
+        let args = self.table.kernel_args(&k.quadrants_name).map(|a| a.args.as_slice()).unwrap_or(&[]);
         let mut params = Vec::new();
         let mut param_names = Names::default();
         for a in args {
@@ -912,7 +912,7 @@ impl Module<'_> {
 
     /// The kernel's Python arguments as the field table lists them.
     fn args_of(&self, kc: &Kernel) -> &[table::Arg] {
-        self.table.kernels.get(&kc.k.python_name).map(|a| a.args.as_slice()).unwrap_or(&[])
+        self.table.kernel_args(&kc.k.quadrants_name).map(|a| a.args.as_slice()).unwrap_or(&[])
     }
 
     /// The index in [`Module::args_of`] of the Python argument behind
@@ -920,7 +920,7 @@ impl Module<'_> {
     /// arguments and flattens dataclasses: the table records it); a part
     /// of an argument is refused by name, an unknown number is an error.
     fn runtime_arg(&self, kc: &Kernel, i: u32, s: &Stmt) -> Result<usize, Error> {
-        let Some(args) = self.table.kernels.get(&kc.k.python_name) else {
+        let Some(args) = self.table.kernel_args(&kc.k.quadrants_name) else {
             return Err(located(format!("kernel '{}' has no arguments in the field table", kc.k.python_name), s));
         };
         match args.slot(i).map_err(|m| located(m, s))? {

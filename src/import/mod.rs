@@ -71,6 +71,18 @@ pub fn python_name(quadrants_name: &str) -> &str {
     }
 }
 
+/// A Quadrants kernel name without its instance number: `saxpy_c60` of
+/// `saxpy_c60_0`. The compilations of one Python function share it, and
+/// two functions of one name do not (the field table keys a second
+/// function of a name by it).
+pub fn function_name(quadrants_name: &str) -> &str {
+    let n = python_name_of(quadrants_name).len();
+    if n == quadrants_name.len() {
+        return quadrants_name;
+    }
+    quadrants_name.rsplit_once('_').map_or(quadrants_name, |(f, _)| f)
+}
+
 fn python_name_of(quadrants_name: &str) -> &str {
     let strip = |s: &str| -> Option<usize> {
         let (rest, m) = s.rsplit_once('_')?;
@@ -218,7 +230,7 @@ pub fn import(log_text: &str, table_text: &str, stage: &str) -> Result<Imported,
     let mut left_out = Vec::new();
     if !table.kernels.is_empty() {
         let (keep, out): (Vec<Instance>, Vec<Instance>) =
-            instances.into_iter().partition(|i| table.kernels.contains_key(python_name(&i.quadrants_name)));
+            instances.into_iter().partition(|i| table.kernel_args(&i.quadrants_name).is_some());
         left_out = out.into_iter().map(|i| i.quadrants_name).collect();
         instances = keep;
         // A per-call log holds one kernel of a table that names them all.
@@ -282,6 +294,14 @@ mod tests {
         // The tests' logs compile `saxpy` or `k`; the table names the one there.
         let table = if log.contains("[saxpy_") { TABLE.to_string() } else { TABLE.replace("\"saxpy\"", "\"k\"") };
         import(log, &table, DEFAULT_STAGE).map(|s| s.stream.to_string())
+    }
+
+    #[test]
+    fn function_names() {
+        assert_eq!(function_name("saxpy_c60_0"), "saxpy_c60");
+        assert_eq!(function_name("my_kernel_c7_12"), "my_kernel_c7");
+        assert_eq!(function_name("plain"), "plain");
+        assert_eq!(function_name("loss_c3_0_reverse_grad"), "loss_c3_0_reverse_grad");
     }
 
     #[test]

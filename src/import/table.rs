@@ -130,6 +130,16 @@ impl KernelArgs {
     }
 }
 
+impl Table {
+    /// The arguments of the kernel Quadrants compiled as `quadrants_name`:
+    /// by its function's name (`k_c62`, how the table keys a second Python
+    /// function of one name) or else by its Python name (`k`).
+    pub fn kernel_args(&self, quadrants_name: &str) -> Option<&KernelArgs> {
+        let by_function = self.kernels.get(super::function_name(quadrants_name));
+        by_function.or_else(|| self.kernels.get(super::python_name(quadrants_name)))
+    }
+}
+
 impl Field {
     /// The axes a component adds to the field's own: none for a scalar
     /// field, `[n]` for an `n`-vector (`m` is 1) and `[n, m]` for a

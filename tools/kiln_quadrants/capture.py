@@ -190,7 +190,12 @@ class Capture:
     # Each runtime's kernels (by qd.init, from 0): a kernel's arguments by
     # its Python name, as fields.json lists them.
     kernels: dict[int, dict[str, dict[str, Any]]] = dc_field(default_factory=dict)
-    last_log: dict[tuple[int, str], str] = dc_field(default_factory=dict)
+    last_log: dict[tuple[int, str, str | None], str] = dc_field(default_factory=dict)
+    # The function (`where`) that owns each kernel name's plain entry in a
+    # runtime's table; another function of the name is keyed by its
+    # compiled function name (`k_c62`), kept here once known.
+    name_owner: dict[tuple[int, str], str | None] = dc_field(default_factory=dict)
+    table_key: dict[tuple[int, str, str | None], str] = dc_field(default_factory=dict)
     # The locals of the program's frame that made the call being captured
     # (a field made in a function is named after its local there).
     caller_locals: dict[str, Any] = dc_field(default_factory=dict)
@@ -439,7 +444,7 @@ class Capture:
                     if compiled:
                         off_rel = f"calls/{tag}.offload.log"
                         (cap.out / off_rel).write_text(offload_dumps(text))
-                        cap.last_log[(cap.generation, name)] = off_rel
+                        cap.last_log[key] = off_rel
                         entry["log"] = off_rel
                         entry["full_log"] = log_rel
                     else:
@@ -449,20 +454,21 @@ class Capture:
                             (cap.out / log_rel).unlink()
                         else:
                             entry["output"] = log_rel
-                        entry["log"] = cap.last_log.get((cap.generation, name))
+                        entry["log"] = cap.last_log.get(key)
                     entry["compiled"] = compiled
                     if error is not None:  # the call raised: no values after it
                         entry["error"] = error
                     entry["args"] = argvals
                     cap.calls.append(entry)
                     kernels = cap.kernels.setdefault(cap.generation, {})
-                    if name not in kernels:
-                        kernels[name] = {"args": schema}
-                    if compiled and cap.params is not None and "params" not in kernels[name]:
-                        kernels[name]["params"] = _bind_params(cap.params, schema, cap.nd_ids)
+                    tkey = cap.kernel_table_key(key, entry.get("compiled_name"))
+                    if tkey is not None and tkey not in kernels:
+                        kernels[tkey] = {"args": schema}
+                    if tkey is not None and compiled and cap.params is not None and "params" not in kernels[tkey]:
+                        kernels[tkey]["params"] = _bind_params(cap.params, schema, cap.nd_ids)
                         rets = getattr(kernel, "return_type", None) or ()
                         if rets:
-                            kernels[name]["returns"] = [_type_name(r) for r in rets]
+                            kernels[tkey]["returns"] = [_type_name(r) for r in rets]
                 fields = cap.fields()
                 after = cap._snapshot(fields, nds, tag, "after")
                 entry["values"] = {
@@ -574,6 +580,19 @@ class Capture:
 
         kcls.finalize_params = finalize_params
         kcls._kiln_params = True
+
+    def kernel_table_key(self, key: tuple[int, str, str | None], compiled_name: str | None) -> str | None:
+        """The key of the kernel's arguments in its runtime's table: its
+        Python name for the first function of that name, else its compiled
+        function name (`k_c62` of `k_c62_0`), which kiln-import tries
+        first; None until a call of it has compiled."""
+        gen, name, where = key
+        owner = self.name_owner.setdefault((gen, name), where)
+        if owner == where:
+            return name
+        if compiled_name and key not in self.table_key:
+            self.table_key[key] = compiled_name.rsplit("_", 1)[0]
+        return self.table_key.get(key)
 
     def run_unchecked(self, key: tuple[int, str, str | None] | None, call: Any) -> Any:
         """A call not captured (past `max_calls`, counted under `key`, or a

@@ -172,6 +172,40 @@ def test_a_write_out_of_bounds_is_the_programs_bug(tmp_path: Path, cache: str):
     assert r.stdout.count(want) == 1, r.stdout
 
 
+def test_two_kernels_of_one_name_in_one_runtime(tmp_path: Path, cache: str):
+    """Two functions named k (from two factories), with different
+    arguments, called in turn: each is imported with its own arguments
+    (the table keys the second by its compiled name, k_cN) and reported
+    apart; the first one's second call replays its own log."""
+    prog = tmp_path / "same.py"
+    prog.write_text(
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.f32, shape=4)\n"
+        "y = qd.field(qd.i32, shape=4)\n"
+        "def make_a():\n"
+        "    @qd.kernel\n"
+        "    def k(s: qd.f32):\n"
+        "        for i in x:\n"
+        "            x[i] = i * s\n"
+        "    return k\n"
+        "def make_b():\n"
+        "    @qd.kernel\n"
+        "    def k(n: qd.i32, t: qd.template()):\n"
+        "        for i in t:\n"
+        "            t[i] = i + n\n"
+        "    return k\n"
+        "a, b = make_a(), make_b()\n"
+        "a(1.5)\n"
+        "b(7, y)\n"
+        "a(2.5)\n"
+    )
+    r = kq("run", "--cache-dir", cache, str(prog))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ok   k (same.py:6): 2 calls, 1 field," in r.stdout, r.stdout
+    assert "ok   k (same.py:12): 1 call, 1 field," in r.stdout, r.stdout
+
+
 def test_keep_writes_the_manifest(tmp_path: Path, cache: str):
     keep = tmp_path / "keep"
     r = kq("run", "--keep", str(keep), "--cache-dir", cache, "testdata/quadrants/saxpy.py")
