@@ -37,16 +37,20 @@ impl Pass for DemoteAtomics {
             for it in &mut m.items {
                 match it {
                     Item::Kernel(k) => {
-                        let tasks: Vec<Stmt> = k.body.block(k.body.entry).to_vec();
-                        for t in tasks {
-                            if let StmtKind::Task { kind, body, .. } = k.body.stmt(t).kind.clone() {
-                                demote_task(&mut k.body, &kind, body);
-                            }
-                        }
+                        let tasks: Vec<(TaskKind, Block)> = k
+                            .body
+                            .block(k.body.entry)
+                            .iter()
+                            .filter_map(|&t| match &k.body.stmt(t).kind {
+                                StmtKind::Task { kind, body, .. } => Some((kind.clone(), *body)),
+                                _ => None,
+                            })
+                            .collect();
+                        demote_tasks(&mut k.body, &tasks);
                     }
                     Item::Task(t) => {
-                        let entry = t.body.entry;
-                        demote_task(&mut t.body, &t.kind.clone(), entry);
+                        let task = [(t.kind.clone(), t.body.entry)];
+                        demote_tasks(&mut t.body, &task);
                     }
                     Item::Field(_) | Item::Func(_) => {}
                 }
@@ -56,21 +60,11 @@ impl Pass for DemoteAtomics {
     }
 }
 
-/// Demotes the race-free atomics of the task whose body is block `b`.
-fn demote_task(body: &mut Body, kind: &TaskKind, b: Block) {
-    let stmts = util::reachable_from(body, b);
-    let unique: HashSet<Name> = match kind {
-        TaskKind::Serial => HashSet::new(),
-        _ if stmts.iter().any(|&s| matches!(body.stmt(s).kind, StmtKind::Call(..))) => return,
-        _ => own_fields(body, &stmts, kind.vars()),
-    };
-    let demote: Vec<Stmt> = stmts
-        .into_iter()
-        .filter(|&s| match &body.stmt(s).kind {
-            StmtKind::Atomic(_, r, _) => matches!(kind, TaskKind::Serial) || unique.contains(&r.field),
-            _ => false,
-        })
-        .collect();
+/// Demotes the race-free atomics of the tasks of one body (each a kind and
+/// the block of its body), rewriting the body's blocks once for all of
+/// them: a kernel of many tasks stays linear.
+fn demote_tasks(body: &mut Body, tasks: &[(TaskKind, Block)]) {
+    let demote: Vec<Stmt> = tasks.iter().flat_map(|(kind, b)| race_free_atomics(body, kind, *b)).collect();
     if demote.is_empty() {
         return;
     }
@@ -88,6 +82,24 @@ fn demote_task(body: &mut Body, kind: &TaskKind, b: Block) {
                 .collect();
         }
     }
+}
+
+/// The atomics of the task whose body is block `b` that no other
+/// iteration can race with.
+fn race_free_atomics(body: &Body, kind: &TaskKind, b: Block) -> Vec<Stmt> {
+    let stmts = util::reachable_from(body, b);
+    let unique: HashSet<Name> = match kind {
+        TaskKind::Serial => HashSet::new(),
+        _ if stmts.iter().any(|&s| matches!(body.stmt(s).kind, StmtKind::Call(..))) => return Vec::new(),
+        _ => own_fields(body, &stmts, kind.vars()),
+    };
+    stmts
+        .into_iter()
+        .filter(|&s| match &body.stmt(s).kind {
+            StmtKind::Atomic(_, r, _) => matches!(kind, TaskKind::Serial) || unique.contains(&r.field),
+            _ => false,
+        })
+        .collect()
 }
 
 /// The fields every access of which in `stmts` is indexed first by `vars`,

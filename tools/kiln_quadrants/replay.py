@@ -272,6 +272,7 @@ class Replay:
         self.kiln_import = find_tool("kiln-import")
         self.kiln_run = find_tool("kiln-run")
         self.imported: dict[str, tuple[Path | None, str | None]] = {}
+        self.table: dict | None = None
         self.reports: dict[tuple, KernelReport] = {}
         self.manifest: list[dict] = []
 
@@ -287,7 +288,9 @@ class Replay:
         once, that runtime's fields and kernels alone (SNode ids and kernel
         names start again in each)."""
         whole = self.cap / "fields.json"
-        table = json.loads(whole.read_text())
+        if self.table is None:  # read once: every call asks
+            self.table = json.loads(whole.read_text())
+        table = self.table
         if "runtimes" not in table:
             return whole
         path = self.work / "tables" / f"fields.init{init}.json"
