@@ -38,6 +38,7 @@ pub mod settings;
 pub mod stats;
 
 pub mod cli;
+pub mod manual;
 pub mod tool;
 pub mod trace;
 pub mod version;

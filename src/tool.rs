@@ -239,6 +239,9 @@ pub struct ToolSpec {
     /// What `--version` prints (called only for `--version`, so a tool may
     /// detect the host there and nowhere else).
     pub version: fn() -> String,
+    /// Examples, exit status, environment, files and related pages: after
+    /// the options in `--help`, and in the man page.
+    pub manual: &'static crate::manual::Manual,
 }
 
 /// The whole life of a tool: LLVM spellings rewritten
@@ -259,12 +262,12 @@ pub fn run_tool<C: clap::Parser>(spec: &ToolSpec, body: impl FnOnce(C) -> Result
     let when = crate::cli::color_flag(&args);
     let no_color = std::env::var("NO_COLOR").ok();
     COLOR.store(crate::cli::color_choice(when, io::stderr().is_terminal(), no_color.as_deref()), Ordering::Relaxed);
-    let cmd = command::<C>(spec.name, color());
+    let cmd = command::<C>(spec, color());
     let args = match crate::cli::single_dash_longs(args, &flag_names(&cmd)) {
         Ok(a) => a,
         Err(text) => return main_with(spec.name, || Err(ToolError::Usage(text))),
     };
-    if let Some(generated) = generate(&args, cmd.clone()) {
+    if let Some(generated) = generate(&args, cmd.clone(), spec.manual) {
         return main_with(spec.name, || generated);
     }
     if args.iter().skip(1).take_while(|a| *a != "--").any(|a| a == "--version" || a == "-V") {
@@ -307,15 +310,20 @@ fn flag_names(cmd: &clap::Command) -> crate::cli::FlagNames {
 }
 
 /// A tool's clap command as every tool shows it: its definition, the LLVM
-/// spellings it accepts after its help, and clap's colour as ours.
-pub fn command<C: clap::CommandFactory>(name: &str, color: bool) -> clap::Command {
+/// spellings it accepts after its help, its manual after `--help`'s
+/// options (`-h` stays short), and clap's colour as ours.
+fn command<C: clap::CommandFactory>(spec: &ToolSpec, color: bool) -> clap::Command {
     let mut cmd = C::command().color(if color { clap::ColorChoice::Always } else { clap::ColorChoice::Never });
-    let spellings = crate::cli::spellings_help(name);
+    let spellings = crate::cli::spellings_help(spec.name);
     if !spellings.is_empty() {
         let after = cmd.get_after_help().map(|h| format!("{h}\n\n{spellings}")).unwrap_or(spellings);
         cmd = cmd.after_help(after);
     }
-    cmd
+    let long = match cmd.get_after_help() {
+        Some(short) => format!("{short}\n\n{}", spec.manual.help_text()),
+        None => spec.manual.help_text(),
+    };
+    cmd.after_long_help(long)
 }
 
 /// Shows clap's error: help and `--version` on standard output (exit 0);
@@ -345,7 +353,7 @@ fn clap_error(tool: &str, e: clap::Error) -> ExitCode {
 /// standard output) as the first argument, made from the same clap
 /// definition the tool parses with. Hidden: for `make install`
 /// (`scripts/install.sh`), not for users.
-fn generate(args: &[String], cmd: clap::Command) -> Option<Result<(), ToolError>> {
+fn generate(args: &[String], cmd: clap::Command, manual: &crate::manual::Manual) -> Option<Result<(), ToolError>> {
     let mut cmd = cmd.color(clap::ColorChoice::Never);
     let operand = args.get(2).map(String::as_str);
     match args.get(1).map(String::as_str)? {
@@ -353,7 +361,11 @@ fn generate(args: &[String], cmd: clap::Command) -> Option<Result<(), ToolError>
             let Some(dir) = operand else {
                 return Some(Err(ToolError::Usage("--generate-man takes a directory".into())));
             };
-            Some(clap_mangen::generate_to(cmd, dir).map_err(|e| ToolError::output(dir, &e)))
+            let write = |(name, page): (String, Vec<u8>)| {
+                let path = Path::new(dir).join(name);
+                std::fs::write(&path, page).map_err(|e| ToolError::output(path.display(), &e))
+            };
+            Some(crate::manual::man_pages(&cmd, manual).into_iter().try_for_each(write))
         }
         "--generate-completion" => {
             use clap_complete::Shell;

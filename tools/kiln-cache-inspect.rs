@@ -130,7 +130,29 @@ enum Command {
     },
 }
 
-const SPEC: kiln::tool::ToolSpec = kiln::tool::ToolSpec { name: TOOL, version: || kiln::version::text(TOOL, None) };
+/// `kiln-cache-inspect`'s manual: `--help` after the options, and the man page.
+const MANUAL: kiln::manual::Manual = kiln::manual::Manual {
+    examples: &[
+        ("A run fills the cache; then its sizes and lasting hit rate (ccache -s)", "kiln-run testdata/saxpy.kir > /dev/null && kiln-cache-inspect stats"),
+        ("Every record of this host, as JSON", "kiln-cache-inspect list --json"),
+        ("Check every record and replace the damaged ones", "kiln-cache-inspect verify --fix"),
+        ("What pruning by size and age would remove", "kiln-cache-inspect prune --max-size 500M --older-than 30d --dry-run"),
+        ("Keep the cache under 2 GiB (ccache -M)", "kiln-cache-inspect -M 2G"),
+        ("Every setting and where it came from", "kiln-cache-inspect config"),
+        ("Remove this host's records (ccache -C)", "kiln-cache-inspect clear"),
+    ],
+    exit_status: &[
+        (0, "Success (for verify: no damaged record remains)."),
+        (1, "An error (no cache, not a Kiln cache, an untrusted directory, no record matches, an output that cannot be written), or verify found damaged records."),
+        (2, "Bad usage (an unknown command or flag, an unreadable size or duration, prune without a criterion)."),
+    ],
+    settings: kiln::manual::SettingsShown::All,
+    files: &[kiln::manual::CONFIG_FILES[0], kiln::manual::CACHE_FILES[0], kiln::manual::CACHE_FILES[1]],
+    see_also: &["kiln-opt(1)", "kiln-key(1)", "kiln-compile(1)", "kiln-run(1)", "kiln-import(1)", "kiln-reduce(1)", "ccache(1)", "docs/tools/kiln-cache-inspect.md", "docs/cache.md", "docs/remote.md"],
+};
+
+const SPEC: kiln::tool::ToolSpec =
+    kiln::tool::ToolSpec { name: TOOL, version: || kiln::version::text(TOOL, None), manual: &MANUAL };
 
 fn main() -> ExitCode {
     kiln::tool::run_tool(&SPEC, run)

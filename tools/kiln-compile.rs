@@ -36,8 +36,7 @@ standard output. Without -o the files go to the current directory. \
 A function of 64 statements or more (its callees inlined) that touches no field is \
 compiled once, as a function record fn.<key>.o beside the tasks in a directory \
 (with -o FILE or -o -, only the task is written): a task's object declares the records it calls, \
-and links with them. \
-Exit status: 0 on success, 1 on invalid input or a compile error, 2 on bad usage.";
+and links with them.";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum EmitArg {
@@ -145,9 +144,44 @@ enum StatsFormat {
     Json,
 }
 
+/// `kiln-compile`'s manual: `--help` after the options, and the man page.
+const MANUAL: kiln::manual::Manual = kiln::manual::Manual {
+    examples: &[
+        ("One object per task, into a directory", "kiln-compile -o objs/ testdata/ten_tasks.kir"),
+        (
+            "Every task's LLVM IR on standard output, each module headed by its task",
+            "kiln-compile --emit=llvm -o - testdata/saxpy.kir",
+        ),
+        ("Fill a cache, as a CI job would", "kiln-compile --cache-dir ci-cache --stats testdata/ten_tasks.kir"),
+        ("Objects for another CPU", "kiln-compile -mcpu=znver3 -o objs-znver3/ testdata/saxpy.kir"),
+        ("The CPUs LLVM knows", "kiln-compile -mcpu=help"),
+    ],
+    exit_status: &[
+        (0, "Success."),
+        (1, "The input is invalid, or a task fails to compile (every failing task is reported)."),
+        (2, "Bad usage, such as -o FILE with several tasks."),
+        (130, "Interrupted by SIGINT (143: SIGTERM); tasks compiled before it are kept in the cache."),
+    ],
+    settings: kiln::manual::SettingsShown::All,
+    files: &[kiln::manual::CONFIG_FILES[0], kiln::manual::CACHE_FILES[0], kiln::manual::CACHE_FILES[1]],
+    see_also: &[
+        "kiln-opt(1)",
+        "kiln-key(1)",
+        "kiln-run(1)",
+        "kiln-cache-inspect(1)",
+        "kiln-import(1)",
+        "kiln-reduce(1)",
+        "llc(1)",
+        "docs/tools/kiln-compile.md",
+        "docs/cache.md",
+        "docs/remote.md",
+    ],
+};
+
 const SPEC: tool::ToolSpec = tool::ToolSpec {
     name: "kiln-compile",
     version: || kiln::version::text("kiln-compile", Some(kiln::target::host_facts())),
+    manual: &MANUAL,
 };
 
 fn main() -> ExitCode {

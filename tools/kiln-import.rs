@@ -21,12 +21,8 @@ scalar arguments kernel parameters. What KIR cannot express (sparse SNodes, \
 matrices held as one value, autodiff stacks, meshes, print, assert, ...) is \
 refused by name, with its line in the log and its Python location.";
 
-const AFTER_HELP: &str = "\
-Exit status: 0 on success, 1 when the log or the table is bad or holds \
-something KIR cannot express, 2 on bad usage.";
-
 #[derive(Parser, Debug)]
-#[command(name = "kiln-import", version = kiln::VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "kiln-import", version = kiln::VERSION, about = ABOUT, long_about = LONG_ABOUT)]
 struct Cli {
     /// The captured log; `-` reads standard input (named `<stdin>` in errors)
     #[arg(value_name = "LOG", default_value = "-")]
@@ -51,8 +47,24 @@ struct Cli {
     common: kiln::cli::Common,
 }
 
+/// `kiln-import`'s manual: `--help` after the options, and the man page.
+const MANUAL: kiln::manual::Manual = kiln::manual::Manual {
+    examples: &[
+        ("A captured Quadrants log and its field table to KIR", "kiln-import testdata/quadrants/captured/saxpy/calls/001-saxpy.offload.log --fields testdata/quadrants/captured/saxpy/fields.json -o saxpy.kir"),
+        ("Import, then key the kernels' tasks, as the cache would", "kiln-import testdata/quadrants/captured/saxpy/calls/001-saxpy.offload.log --fields testdata/quadrants/captured/saxpy/fields.json | kiln-key -"),
+    ],
+    exit_status: &[
+        (0, "Success."),
+        (1, "The log or the table is bad, or holds something KIR cannot express (named, with its log line and Python location)."),
+        (2, "Bad usage."),
+    ],
+    settings: kiln::manual::SettingsShown::Only(&["max_input_size"]),
+    files: kiln::manual::CONFIG_FILES,
+    see_also: &["kiln-opt(1)", "kiln-key(1)", "kiln-compile(1)", "kiln-run(1)", "kiln-cache-inspect(1)", "kiln-reduce(1)", "kiln-quadrants (tools/kiln-quadrants)", "docs/tools/kiln-import.md", "docs/quadrants.md", "docs/quadrants-ir.md"],
+};
+
 const SPEC: tool::ToolSpec =
-    tool::ToolSpec { name: "kiln-import", version: || kiln::version::text("kiln-import", None) };
+    tool::ToolSpec { name: "kiln-import", version: || kiln::version::text("kiln-import", None), manual: &MANUAL };
 
 fn main() -> ExitCode {
     tool::run_tool(&SPEC, |cli: Cli| run(&cli))

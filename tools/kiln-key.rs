@@ -21,11 +21,8 @@ key is blake3 over the key format version, the task's canonical text \
 functions it uses) and the compile configuration. --explain shows exactly \
 what was hashed.";
 
-const AFTER_HELP: &str = "\
-Exit status: 0 on success, 1 when an input is invalid, 2 on bad usage.";
-
 #[derive(Parser, Debug)]
-#[command(name = "kiln-key", version = kiln::VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "kiln-key", version = kiln::VERSION, about = ABOUT, long_about = LONG_ABOUT)]
 struct Cli {
     /// Input KIR file; `-` reads standard input (named `<stdin>` in errors)
     #[arg(value_name = "INPUT", default_value = "-", conflicts_with = "diff")]
@@ -50,7 +47,26 @@ struct Cli {
     tool: kiln::cli::TracedToolArgs,
 }
 
-const SPEC: tool::ToolSpec = tool::ToolSpec { name: "kiln-key", version: || kiln::version::text("kiln-key", None) };
+/// `kiln-key`'s manual: `--help` after the options, and the man page.
+const MANUAL: kiln::manual::Manual = kiln::manual::Manual {
+    examples: &[
+        ("One cache key per task", "kiln-key testdata/ten_tasks.kir"),
+        ("What was hashed for one task", "kiln-key --explain @ten_tasks.3 testdata/ten_tasks.kir"),
+        ("Keys as JSON, to keep as a golden file", "kiln-key --json testdata/saxpy.kir > keys.json"),
+        ("Which tasks an edit recompiles (exit 1 when any key changed, as diff)", "kiln-key --diff testdata/saxpy.kir testdata/edited/saxpy.kir || echo changed"),
+    ],
+    exit_status: &[
+        (0, "Success; with --diff, every key is the same."),
+        (1, "With --diff, a task was added, removed or changed. Otherwise an input that cannot be read, parsed or verified, or an --explain that names no task."),
+        (2, "Bad usage; with --diff, an input that cannot be used."),
+    ],
+    settings: kiln::manual::SettingsShown::Only(&["max_input_size"]),
+    files: kiln::manual::CONFIG_FILES,
+    see_also: &["kiln-opt(1)", "kiln-compile(1)", "kiln-run(1)", "kiln-cache-inspect(1)", "kiln-import(1)", "kiln-reduce(1)", "docs/tools/kiln-key.md", "docs/cache.md"],
+};
+
+const SPEC: tool::ToolSpec =
+    tool::ToolSpec { name: "kiln-key", version: || kiln::version::text("kiln-key", None), manual: &MANUAL };
 
 fn main() -> ExitCode {
     tool::run_tool(&SPEC, |cli: Cli| tool::with_time_trace("kiln-key", cli.tool.trace.path(&cli.input), || run(&cli)))

@@ -23,12 +23,8 @@ no passes it parses, verifies and prints. The input is always verified \
 before any pass runs; errors are printed as FILE:LINE:COL: error: MESSAGE \
 with the source line and a caret, and the exit code is 1.";
 
-const AFTER_HELP: &str = "\
-Exit status: 0 on success, 1 when the input is invalid (or a pass fails), \
-2 on bad usage (such as an unknown pass). Run --print-passes for the passes.";
-
 #[derive(Parser, Debug)]
-#[command(name = "kiln-opt", version = kiln::VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "kiln-opt", version = kiln::VERSION, about = ABOUT, long_about = LONG_ABOUT)]
 struct Cli {
     /// Input KIR file; `-` reads standard input (named `<stdin>` in errors)
     #[arg(value_name = "INPUT", default_value = "-")]
@@ -99,7 +95,40 @@ fn pipeline_element(s: &str) -> Result<String, String> {
     ))
 }
 
-const SPEC: tool::ToolSpec = tool::ToolSpec { name: "kiln-opt", version: || kiln::version::text("kiln-opt", None) };
+/// `kiln-opt`'s manual: `--help` after the options, and the man page.
+const MANUAL: kiln::manual::Manual = kiln::manual::Manual {
+    examples: &[
+        ("Parse, verify and print a kernel file's canonical form", "kiln-opt testdata/saxpy.kir"),
+        ("Split kernels into offloaded tasks", "kiln-opt --passes=offload testdata/saxpy.kir"),
+        (
+            "The -O2 pipeline, then one task module per task, in LLVM's spellings",
+            "kiln-opt -O2 testdata/ten_tasks.kir | kiln-opt -passes=split-tasks -S -",
+        ),
+        ("What one pass changed", "kiln-opt -O2 -print-after=offload testdata/saxpy.kir -o /dev/null"),
+        ("The passes and the presets", "kiln-opt --print-passes"),
+    ],
+    exit_status: &[
+        (0, "Success (also when standard output is closed early, as by head)."),
+        (1, "Bad input: a syntax or verifier error, a failing pass, a file that cannot be read or written."),
+        (2, "Bad usage, such as an unknown pass or flag."),
+    ],
+    settings: kiln::manual::SettingsShown::Only(&["max_input_size"]),
+    files: kiln::manual::CONFIG_FILES,
+    see_also: &[
+        "kiln-key(1)",
+        "kiln-compile(1)",
+        "kiln-run(1)",
+        "kiln-cache-inspect(1)",
+        "kiln-import(1)",
+        "kiln-reduce(1)",
+        "docs/tools/kiln-opt.md",
+        "docs/passes.md",
+        "docs/language.md",
+    ],
+};
+
+const SPEC: tool::ToolSpec =
+    tool::ToolSpec { name: "kiln-opt", version: || kiln::version::text("kiln-opt", None), manual: &MANUAL };
 
 fn main() -> ExitCode {
     tool::run_tool(&SPEC, |cli: Cli| tool::with_time_trace("kiln-opt", cli.tool.trace.path(&cli.input), || run(&cli)))

@@ -24,14 +24,8 @@ finds anything more. Candidates are tried in parallel (-j); the result does not 
 depend on -j. The best result so far is always in -o, which is written whole \
 each time it improves; the input is never overwritten.";
 
-const AFTER_HELP: &str = "\
-Exit status: 0 on success, 1 on invalid input or a test script that cannot be used \
-(missing, not executable, not interested in the input, or not finishing within \
---timeout on it), 2 on bad usage, 130 when interrupted (Ctrl-C; -o holds the best \
-result found).";
-
 #[derive(Parser, Debug)]
-#[command(name = "kiln-reduce", version = kiln::VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "kiln-reduce", version = kiln::VERSION, about = ABOUT, long_about = LONG_ABOUT)]
 struct Cli {
     /// Input KIR file (it must verify); `-` reads standard input
     #[arg(value_name = "INPUT")]
@@ -76,8 +70,24 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// `kiln-reduce`'s manual: `--help` after the options, and the man page.
+const MANUAL: kiln::manual::Manual = kiln::manual::Manual {
+    examples: &[
+        ("The smallest kernel that still holds an atomic add (the script gets the candidate file as its last argument)", "printf '#!/bin/sh\\ngrep -q \"atomic add\" $1\\n' > t.sh && chmod +x t.sh && kiln-reduce -q --test ./t.sh testdata/histogram.kir -o small.kir"),
+    ],
+    exit_status: &[
+        (0, "Success: -o holds the reduced file."),
+        (1, "The input does not parse or verify, or the test script cannot be used (missing, not executable, not interested in the input, or not finishing within --timeout on it)."),
+        (2, "Bad usage."),
+        (130, "Interrupted (Ctrl-C): -o holds the best result found."),
+    ],
+    settings: kiln::manual::SettingsShown::Only(&["max_input_size"]),
+    files: kiln::manual::CONFIG_FILES,
+    see_also: &["kiln-opt(1)", "kiln-key(1)", "kiln-compile(1)", "kiln-run(1)", "kiln-cache-inspect(1)", "kiln-import(1)", "llvm-reduce(1)", "docs/tools/kiln-reduce.md", "docs/testing.md"],
+};
+
 const SPEC: tool::ToolSpec =
-    tool::ToolSpec { name: "kiln-reduce", version: || kiln::version::text("kiln-reduce", None) };
+    tool::ToolSpec { name: "kiln-reduce", version: || kiln::version::text("kiln-reduce", None), manual: &MANUAL };
 
 /// Set by SIGINT: the reduction stops, -o keeps the best result.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);

@@ -30,12 +30,6 @@ with --print/--print-all and their digests with --digest, and writes the \
 --output files. The jit engine compiles tasks the cache lacks in the \
 kiln-compile installed beside kiln-run, one process per kernel.";
 
-const AFTER_HELP: &str = "\
-Exit status: 0 on success; 1 when the input is invalid, an argument or \
-input file does not fit the kernel, or a kernel fails at run time (such as \
-an out-of-bounds index, or a data race found by --check-races); 2 on bad \
-usage.";
-
 /// How `--stats` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum StatsFormat {
@@ -55,7 +49,7 @@ enum EngineKind {
 }
 
 #[derive(Parser, Debug)]
-#[command(name = "kiln-run", version = kiln::VERSION, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "kiln-run", version = kiln::VERSION, about = ABOUT, long_about = LONG_ABOUT)]
 struct Cli {
     /// Input KIR file; `-` reads standard input (named `<stdin>` in errors)
     #[arg(value_name = "INPUT", default_value = "-")]
@@ -165,8 +159,31 @@ fn parse_pair(s: &str) -> Result<(String, String), String> {
     }
 }
 
-const SPEC: tool::ToolSpec =
-    tool::ToolSpec { name: "kiln-run", version: || kiln::version::text("kiln-run", Some(kiln::target::host_facts())) };
+/// `kiln-run`'s manual: `--help` after the options, and the man page.
+const MANUAL: kiln::manual::Manual = kiln::manual::Manual {
+    examples: &[
+        ("Run every kernel through the cache, and say where the tasks came from", "kiln-run --stats testdata/ten_tasks.kir"),
+        ("The reference interpreter's field digests (the JIT's are the same)", "kiln-run --engine interp --digest testdata/ten_tasks.kir"),
+        ("Set an argument, print a field and save it as .npy", "kiln-run --arg n=1024 --print @y --output @y=y.npy testdata/saxpy.kir"),
+        ("Without the cache: the whole kernel compiled for this run", "kiln-run --no-cache --digest testdata/saxpy.kir"),
+        ("Look for data races between parallel iterations", "kiln-run --engine interp --check-races testdata/histogram.kir"),
+    ],
+    exit_status: &[
+        (0, "Success."),
+        (1, "The input is invalid, an argument or input file does not fit the kernel, or a kernel fails at run time (an out-of-bounds index, a data race found by --check-races)."),
+        (2, "Bad usage."),
+        (130, "Interrupted by SIGINT (143: SIGTERM); tasks compiled before it are kept in the cache."),
+    ],
+    settings: kiln::manual::SettingsShown::All,
+    files: &[kiln::manual::CONFIG_FILES[0], kiln::manual::CACHE_FILES[0], kiln::manual::CACHE_FILES[1]],
+    see_also: &["kiln-opt(1)", "kiln-key(1)", "kiln-compile(1)", "kiln-cache-inspect(1)", "kiln-import(1)", "kiln-reduce(1)", "docs/tools/kiln-run.md", "docs/cache.md", "docs/runtime.md"],
+};
+
+const SPEC: tool::ToolSpec = tool::ToolSpec {
+    name: "kiln-run",
+    version: || kiln::version::text("kiln-run", Some(kiln::target::host_facts())),
+    manual: &MANUAL,
+};
 
 fn main() -> ExitCode {
     tool::run_tool(&SPEC, |cli: Cli| tool::with_time_trace("kiln-run", cli.tool.trace.path(&cli.input), || run(&cli)))
