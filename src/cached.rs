@@ -264,7 +264,13 @@ impl CachedTasks {
             self.not_stored += 1;
         }
         let held = self.flight.take(&job.0);
-        let remote = self.remote.clone().filter(|r| to_remote && r.writes());
+        let remote = match self.remote.clone().filter(|_| to_remote) {
+            Some(r) if !r.writes() => {
+                r.skip();
+                None
+            }
+            r => r,
+        };
         if !local && remote.is_none() {
             if let Some(h) = held {
                 h.finish(&job.0, self.remote.as_deref());

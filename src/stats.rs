@@ -210,11 +210,24 @@ counters! {
 counters! {
     /// What the remote tier has done in this process (`--stats`).
     pub struct RemoteStats / atomic RemoteAtomics {
+        /// Records fetched: verified and handed to the run.
         hits: Count = ("remote_hits", "remote hits"),
         misses: Count = ("remote_misses", "remote misses"),
         stored: Count = ("remote_stored", "remote stored"),
+        /// Records this process made but did not send: the client is
+        /// read-only, or the tier was off after an error.
+        skipped: Count = ("remote_skipped", "remote skipped"),
         rejected: Count = ("remote_rejected", "remote rejected"),
+        /// Every error (the first turns the tier off), then by kind.
         errors: Count = ("remote_errors", "remote errors"),
+        /// The connection could not be made (refused, unresolvable,
+        /// refused login).
+        connect_errors: Count = ("remote_connect_errors", "  connecting"),
+        /// A reply did not come within its bound.
+        timeouts: Count = ("remote_timeouts", "  timed out"),
+        /// Anything else: an error reply, a broken connection, a protocol
+        /// error.
+        other_errors: Count = ("remote_other_errors", "  other"),
         /// Requests sent: each lookup of a kernel's keys, each write (the
         /// connect is not one). None after the first error.
         requests: Count = ("remote_requests", "remote requests"),

@@ -353,6 +353,12 @@ fn server_fails_mid_run(signal: libc::c_int) {
     let run = Run::of(out);
     assert_eq!(run.digests, lab.interp(&file));
     assert_eq!((run.warnings(), run.n("remote_errors")), (1, 1), "{}", run.stderr);
+    // The error is counted by its kind: a stopped server is a timeout.
+    let kinds = ["remote_connect_errors", "remote_timeouts", "remote_other_errors"].map(|k| run.n(k));
+    assert_eq!(kinds.iter().sum::<u64>(), 1, "{}", run.stats);
+    if signal == libc::SIGSTOP {
+        assert_eq!(kinds[1], 1, "{}", run.stats);
+    }
     // Two timeouts, and a generous second for the successful requests.
     let waited = run.stats["remote_ms"].as_f64().unwrap();
     assert!(waited < 2.0 * 300.0 + 1000.0, "{}", run.stats);
@@ -397,6 +403,8 @@ fn a_remote_that_is_down_costs_one_warning() {
     let r = lab.run("a", &file, &format!("redis://127.0.0.1:{port}"), &[], &[]);
     let counts = (r.warnings(), r.n("remote_errors"), r.n("remote_requests"), r.n("compiled"));
     assert_eq!(counts, (1, 1, 0, r.n("tasks")), "{}", r.stderr);
+    // A refused connection, and every compiled record not sent.
+    assert_eq!((r.n("remote_connect_errors"), r.n("remote_skipped")), (1, r.n("tasks")), "{}", r.stats);
     assert_eq!(r.digests, lab.interp(&file));
 }
 
@@ -575,7 +583,7 @@ fn a_read_only_client_never_writes() {
     let r = lab.run("a", &file, &server.url(), &[], &[("KILN_REMOTE_READ_ONLY", "1")]);
     assert_eq!((r.n("remote_misses"), r.n("remote_stored"), r.n("remote_errors")), (r.n("tasks"), 0, 0), "{}", r.stats);
     let r = lab.run("b", &file, &server.url(), &["--remote-read-only"], &[]);
-    assert_eq!(r.n("remote_stored"), 0);
+    assert_eq!((r.n("remote_stored"), r.n("remote_skipped")), (0, r.n("compiled")), "{}", r.stats);
     assert_eq!(server.dbsize(), 0);
     let stats = server.cli(&["INFO", "commandstats"]);
     assert!(stats.contains("cmdstat_mget"), "{stats}");

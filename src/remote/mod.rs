@@ -189,6 +189,14 @@ impl RemoteTier {
     fn give_up(&self, what: &str, e: &redis::RedisError, bound: (&str, Duration), spent: Duration) {
         bump_time(&self.counters.waiting, spent);
         bump(&self.counters.errors, 1);
+        let kind = if e.is_timeout() {
+            &self.counters.timeouts
+        } else if what == "connect" {
+            &self.counters.connect_errors
+        } else {
+            &self.counters.other_errors
+        };
+        bump(kind, 1);
         if let Ok(mut s) = self.state.lock() {
             *s = State::Off;
         }
@@ -316,11 +324,18 @@ impl RemoteTier {
         keys.iter().map(|k| envelope::lease_name(&self.scope, k)).collect()
     }
 
+    /// Counts a record this process made but does not send (read-only, or
+    /// the tier is off).
+    pub fn skip(&self) {
+        bump(&self.counters.skipped, 1);
+    }
+
     /// Writes the encoded `record` under `key` (signed when a secret is
     /// set, with the TTL when one is set); whether it was written. Nothing
     /// is sent when read-only or off.
     pub fn put(&self, key: &Key, record: &[u8]) -> bool {
-        if self.settings.read_only {
+        if !self.writes() {
+            self.skip();
             return false;
         }
         let name = envelope::key_name(&self.scope, key);
