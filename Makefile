@@ -163,8 +163,16 @@ test-quadrants: quadrants
 quadrants-captured: quadrants
 	nice -n 15 $(QD_PY) tools/kiln_quadrants/refresh_captured.py
 
-demo: build-release
-	@bash scripts/demo.sh $(RELEASE_BIN)
+# Each step says what it does and about how long it takes (figures from a
+# fresh 2-core machine), shows a line a minute while it runs, and how long
+# it took (scripts/step.sh).
+demo:
+	@bash scripts/step.sh "1/3 installing what is missing" "seconds; 1-3 minutes when LLVM 22 must be installed" -- \
+	  $(MAKE) --no-print-directory deps-static
+	@bash scripts/step.sh "2/3 building the release tools" "about 8 minutes on 2 cores the first time, seconds after" -- \
+	  $(CARGO) build --release --bins
+	@bash scripts/step.sh "3/3 the demo: one kernel through the cache" "about 10 seconds" -- \
+	  bash scripts/demo.sh $(RELEASE_BIN)
 
 bench: deps-bench
 	@bash scripts/bench.sh

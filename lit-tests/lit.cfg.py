@@ -32,6 +32,7 @@ for tool in ["kiln-opt", "kiln-key", "kiln-compile", "kiln-run", "kiln-cache-ins
 for tool in ["FileCheck", "not", "llvm-readelf", "llvm-objdump", "llvm-jitlink"]:
     config.substitutions.append((whole_word(tool), os.path.join(llvm_bin, tool)))
 config.substitutions.append(("%testdata", os.path.join(repo, "testdata")))
+config.substitutions.append(("%scripts", os.path.join(repo, "scripts")))
 # scripts/update-checks with the freshly built tools (lit-tests/update-checks).
 config.substitutions.append(("%update-checks", "python3 %s --bin-dir %s" % (os.path.join(repo, "scripts", "update-checks"), bin_dir)))
 # Cargo examples used as test tools (built by `make test-lit`).

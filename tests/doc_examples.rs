@@ -10,7 +10,10 @@
 //! are in the repository), with the freshly built tools and LLVM's on
 //! `PATH`, a fresh default cache, no colour. Expected lines match exactly
 //! (trailing blanks aside), except that `[..]` in a line matches any text
-//! and a line `...` matches any number of lines, as in trycmd.
+//! and a line `...` matches any number of lines, as in trycmd. A command
+//! may end in a here-document (its lines are the command's, up to the
+//! terminator); a block whose fence follows the line `<!-- continues -->`
+//! goes on in the previous block's directory and shell.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,32 +26,63 @@ struct Example {
     steps: Vec<(String, Vec<String>)>,
 }
 
+/// The mark, on the line before a console block's fence, that the block
+/// goes on in the previous block's directory and shell (a walk-through
+/// told in several blocks, such as the README's first kernel).
+const CONTINUES: &str = "<!-- continues -->";
+
 /// The console examples of one markdown text.
 fn examples(file: &str, text: &str) -> Vec<Example> {
-    let mut out = Vec::new();
+    let mut out: Vec<Example> = Vec::new();
     let mut block: Option<(usize, Vec<String>)> = None;
+    let mut continues = false;
+    let mut previous = "";
     for (i, line) in text.lines().enumerate() {
         if line.trim_start().starts_with("```") {
             match block.take() {
-                None => block = Some((i + 2, Vec::new())),
+                None => {
+                    block = Some((i + 2, Vec::new()));
+                    continues = previous.trim() == CONTINUES;
+                }
                 Some((start, lines)) => {
                     if lines.iter().any(|l| l.starts_with("$ ")) {
-                        out.push(Example { file: file.to_string(), line: start, steps: steps(&lines) });
+                        match out.last_mut() {
+                            Some(last) if continues => last.steps.extend(steps(&lines)),
+                            _ => out.push(Example { file: file.to_string(), line: start, steps: steps(&lines) }),
+                        }
                     }
                 }
             }
         } else if let Some((_, lines)) = &mut block {
             lines.push(line.to_string());
         }
+        if !line.trim().is_empty() {
+            previous = line;
+        }
     }
     out
 }
 
+/// A block's commands, each with the lines it shows. A command ending in
+/// a here-document (`<<'EOF'`) takes the lines up to its terminator as
+/// its own text, not as what it shows.
 fn steps(lines: &[String]) -> Vec<(String, Vec<String>)> {
     let mut steps: Vec<(String, Vec<String>)> = Vec::new();
+    let mut heredoc: Option<String> = None;
     for l in lines {
+        if let (Some(end), Some((cmd, _))) = (&heredoc, steps.last_mut()) {
+            cmd.push('\n');
+            cmd.push_str(l);
+            if l == end {
+                heredoc = None;
+            }
+            continue;
+        }
         match l.strip_prefix("$ ") {
-            Some(cmd) => steps.push((cmd.to_string(), Vec::new())),
+            Some(cmd) => {
+                heredoc = cmd.rsplit_once("<<").map(|(_, tag)| tag.trim().trim_matches('\'').to_string());
+                steps.push((cmd.to_string(), Vec::new()));
+            }
             None => {
                 if let Some((_, shown)) = steps.last_mut() {
                     shown.push(l.trim_end().to_string());
@@ -112,6 +146,10 @@ fn run(example: &Example) -> Vec<Vec<String>> {
         let status = Command::new("cp").arg("-r").arg(repo().join(top)).arg(&dir).status().unwrap();
         assert!(status.success());
     }
+    // The release tools `make demo` builds, where the README puts them
+    // on PATH.
+    std::fs::create_dir(dir.join("target")).unwrap();
+    std::os::unix::fs::symlink(bin_dir(), dir.join("target/release")).unwrap();
     let venv = repo().join("target/quadrants-venv");
     if venv.exists() {
         std::os::unix::fs::symlink(&venv, dir.join("target-venv")).unwrap();
@@ -195,6 +233,17 @@ fn every_console_example_in_the_docs_runs_and_shows_what_it_says() {
     }
     assert!(checked >= 20, "only {checked} examples found");
     assert!(failures.is_empty(), "{} examples drifted:\n\n{}", failures.len(), failures.join("\n\n"));
+}
+
+#[test]
+fn continued_blocks_share_a_shell_and_heredocs_are_commands() {
+    let md = "```console\n$ cat > a <<'EOF'\nx\nEOF\n```\n\n<!-- continues -->\n```console\n$ cat a\nx\n```\n```console\n$ b\n```\n";
+    let ex = examples("f.md", md);
+    assert_eq!(ex.len(), 2);
+    let cmds: Vec<&str> = ex[0].steps.iter().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(cmds, ["cat > a <<'EOF'\nx\nEOF", "cat a"]);
+    assert_eq!(ex[0].steps[0].1, Vec::<String>::new());
+    assert_eq!(ex[0].steps[1].1, ["x"]);
 }
 
 #[test]
