@@ -600,7 +600,16 @@ fn temp_beside(path: &Path, mode: Option<u32>) -> io::Result<tempfile::NamedTemp
     let tmp = tempfile::Builder::new()
         .prefix(".kiln-out-")
         .permissions(std::fs::Permissions::from_mode(mode.unwrap_or(0o666)))
-        .tempfile_in(dir)?;
+        .tempfile_in(dir)
+        .map_err(|e| match e.kind() {
+            // The directory is there, but takes no new file (as /proc):
+            // "no such file" would name the wrong thing.
+            io::ErrorKind::NotFound if dir.is_dir() => io::Error::other(format!(
+                "cannot create a file in {} (an output is written beside its path, then renamed)",
+                dir.display()
+            )),
+            _ => e,
+        })?;
     if let Some(m) = mode {
         // open(2) applied the umask; an existing file's mode is kept whole.
         tmp.as_file().set_permissions(std::fs::Permissions::from_mode(m))?;

@@ -383,6 +383,28 @@ impl Cache {
         Ok(zeroed)
     }
 
+    /// What follows "no record has a key starting with PREFIX": the key
+    /// one typo away (the same edit distance as every "did you mean"), the
+    /// keys when there are a few, else where to find them.
+    fn near_keys(&self, prefix: &str) -> Result<String, CacheError> {
+        let scan = self.scan(Shards::All)?;
+        let keys: Vec<String> = scan.scopes.iter().flat_map(|s| &s.records).map(|r| r.key.to_hex()).collect();
+        let heads: Vec<&str> = keys.iter().map(|k| &k[..prefix.len().min(k.len())]).collect();
+        let mut text = String::new();
+        if let Some(near) = crate::cli::nearest(prefix, heads.iter().copied()) {
+            text.push_str(&format!("; did you mean {near}?"));
+        }
+        match keys.len() {
+            0 => text.push_str(" (the cache has no records)"),
+            1..=8 => {
+                let short: Vec<&str> = keys.iter().map(|k| &k[..16]).collect();
+                text.push_str(&format!(" (records: {})", short.join(", ")));
+            }
+            n => text.push_str(&format!(" ({n} records: kiln-cache-inspect list shows their keys)")),
+        }
+        Ok(text)
+    }
+
     /// The one record whose key starts with `prefix` (hex, any case),
     /// verified: its scope, what the scan saw, and the record.
     fn find_verified(&self, prefix: &str) -> Result<(String, RecordEntry, Record), CacheError> {
@@ -400,7 +422,7 @@ impl Cache {
             }
         }
         match matches.as_slice() {
-            [] => Err(CacheError::Lookup(format!("no record has a key starting with {prefix}"))),
+            [] => Err(CacheError::Lookup(format!("no record has a key starting with {prefix}{}", self.near_keys(&prefix)?))),
             [(scope, r)] => {
                 let record = verify_file(&r.file.at, &r.key)
                     .map_err(|c| CacheError::Lookup(format!("record {} is damaged: {c}", r.key)))?;
