@@ -8,17 +8,20 @@ the call, and compares what Kiln computed with what Quadrants computed:
 integers exactly, floats within ``--ulps`` units in the last place (of
 each field's largest magnitude, too, after a kernel whose parallel float
 atomics sum in any order; ``docs/quadrants.md`` says why that bound). One line per kernel, then a
-summary.
+summary. It also owns where the tools come from: one directory for the
+whole run, chosen in the documented order (``tool_dir``; ``-v`` says which).
 
 Exit status: 0 when everything agrees; 1 on a disagreement (naming the
 kernel, the call, the field, the first differing index and both values), on
 a data race found with ``--check-races``, or when the program raises (its
-traceback is printed); 2 when a kernel cannot be imported (naming the
-statement) and nothing disagrees. The other kernels are still checked.
+traceback is printed), or when the tools cannot be found; 2 when a kernel
+cannot be imported (naming the statement) and nothing disagrees. The other
+kernels are still checked.
 
 Must never: change the program's own output, write outside ``--keep DIR``
-(or a temporary directory) and the cache, or report agreement for a call it
-did not replay.
+(or a temporary directory) and the cache, report agreement for a call it
+did not replay, run tools of two directories in one run, or name a file of
+its deleted temporary directory without saying how to keep it (``--keep``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -61,24 +63,53 @@ QUADRANTS_DENORMALS = "flush"
 TOOL = "kiln-quadrants"
 
 
-def find_tool(name: str) -> str:
-    """A Kiln tool: $KILN_BIN_DIR, else beside this package's checkout or install, else $PATH."""
-    here = Path(__file__).resolve().parent
-    candidates = []
-    if os.environ.get("KILN_BIN_DIR"):
-        candidates.append(Path(os.environ["KILN_BIN_DIR"]))
-    # Installed: PREFIX/share/kiln/python/kiln_quadrants -> PREFIX/bin.
-    candidates.append(here.parents[3] / "bin" if len(here.parents) > 3 else here)
-    # A checkout: tools/kiln_quadrants -> target/{release,debug}.
-    candidates += [here.parents[1] / "target" / "release", here.parents[1] / "target" / "debug"]
-    for d in candidates:
-        p = d / name
-        if p.is_file() and os.access(p, os.X_OK):
-            return str(p)
-    found = shutil.which(name)
-    if found:
-        return found
-    raise SystemExit(f"{TOOL}: error: cannot find {name} (set KILN_BIN_DIR, or put it on PATH)")
+# The tools a run needs; all come from one directory (see ``tool_dir``).
+NEEDED = ("kiln-run", "kiln-import")
+NOT_FOUND = "set KILN_BIN_DIR, put the tools on PATH, or build them (make build)"
+KEEP_HINT = "(this run's temporary directory is deleted: rerun with --keep DIR to keep the logs, the .kir and the values)"
+
+
+def _lacks(d: Path) -> str | None:
+    """The first tool a run needs that directory ``d`` lacks (or holds not
+    executable), or None."""
+    return next((t for t in NEEDED if not ((d / t).is_file() and os.access(d / t, os.X_OK))), None)
+
+
+def _holds_tools(d: Path) -> bool:
+    return _lacks(d) is None
+
+
+def newer_build(dirs: list[Path]) -> Path | None:
+    """Of the build directories that hold the tools, the one whose kiln-run
+    is newest (by mtime; the first on a tie), or None: a fresh `make build`
+    wins over an old release build, and the other way round."""
+    held = [d for d in dirs if _holds_tools(d)]
+    return max(held, key=lambda d: (d / "kiln-run").stat().st_mtime, default=None)
+
+
+def tool_dir(env: dict[str, str], here: Path) -> tuple[Path, str] | str:
+    """The one directory every tool of the run comes from, and the rule
+    that chose it (for -v), or why there is none. ``here`` is this
+    package's directory. The order (docs/quadrants.md): $KILN_BIN_DIR;
+    beside an installed kiln-quadrants (PREFIX/share/kiln/python/kiln_quadrants
+    -> PREFIX/bin); the first directory on $PATH that holds the tools; the
+    checkout's target/release or target/debug, whichever kiln-run is newer."""
+    if env.get("KILN_BIN_DIR"):
+        d = Path(env["KILN_BIN_DIR"])
+        missing = _lacks(d)  # said, never passed over for another build
+        if missing is not None:
+            return f"cannot find {missing} in KILN_BIN_DIR ({d}): point it at the built tools, or unset it"
+        return d, "via $KILN_BIN_DIR"
+    if [p.name for p in here.parents[:3]] == ["python", "kiln", "share"] and _holds_tools(here.parents[3] / "bin"):
+        return here.parents[3] / "bin", "beside the installed kiln-quadrants"
+    for entry in env.get("PATH", "").split(os.pathsep):
+        if entry and _holds_tools(Path(entry)):
+            return Path(os.path.abspath(entry)), "via $PATH"
+    target = here.parents[1] / "target"
+    build = newer_build([target / "release", target / "debug"])
+    if build is not None:
+        return build, "in the checkout: the newer build of target/release and target/debug"
+    return f"cannot find {' and '.join(NEEDED)}: {NOT_FOUND}"
 
 
 # ---------------------------------------------------------------------------
@@ -265,12 +296,13 @@ def kir_fields(kir: Path) -> set[str]:
 
 
 class Replay:
-    def __init__(self, work: Path, ns: argparse.Namespace):
+    def __init__(self, work: Path, ns: argparse.Namespace, tools: Path):
         self.work = work
         self.cap = work / "capture"
         self.ns = ns
-        self.kiln_import = find_tool("kiln-import")
-        self.kiln_run = find_tool("kiln-run")
+        # One directory for every tool: a run never mixes two builds.
+        self.kiln_import = str(tools / "kiln-import")
+        self.kiln_run = str(tools / "kiln-run")
         self.imported: dict[str, tuple[Path | None, str | None]] = {}
         self.table: dict | None = None
         self.reports: dict[tuple, KernelReport] = {}
@@ -485,6 +517,9 @@ class Replay:
             status = 1
         tail = f", {raised} raised in Quadrants" if raised else ""
         print(f"{len(self.reports)} kernels: {agree} agree, {differ} differ, {unimported} not imported{tail}")
+        if self.ns.keep is None and any(r.import_error or r.failures or r.races or r.out_of_bounds for r in self.reports.values()):
+            # The logs and .kir named above were in the temporary directory.
+            print(KEEP_HINT)
         (self.work / "manifest.json").write_text(json.dumps({"calls": self.manifest}, indent=1) + "\n")
         return status
 
@@ -579,17 +614,24 @@ def run(ns: argparse.Namespace) -> int:
     why = _program_error(ns.program)
     if why is not None:
         return _usage_error(why)
+    found = tool_dir(dict(os.environ), Path(__file__).resolve().parent)
+    if isinstance(found, str):
+        print(f"{TOOL}: error: {found}", file=sys.stderr)
+        return 1
+    tools, how = found
+    if ns.verbose:
+        print(f"{TOOL}: using the tools in {tools} (found {how})", file=sys.stderr)
     if ns.keep:
         work = _keep_dir(ns.keep)
         if isinstance(work, str):
             return _usage_error(work)
-        return _run_in(work, ns)
+        return _run_in(work, ns, tools)
     with tempfile.TemporaryDirectory(prefix="kiln-quadrants.") as d:
-        return _run_in(Path(d), ns)
+        return _run_in(Path(d), ns, tools)
 
 
-def _run_in(work: Path, ns: argparse.Namespace) -> int:
-    replay = Replay(work, ns)
+def _run_in(work: Path, ns: argparse.Namespace, tools: Path) -> int:
+    replay = Replay(work, ns, tools)
     status = replay.capture()
     if status != 0:
         print(f"{TOOL}: error: {ns.program} {_ended(status)}", file=sys.stderr)
@@ -616,10 +658,15 @@ def main(argv: list[str] | None = None) -> int:
         "kiln-import, replays every call with kiln-run (the JIT through the cache, and the interpreter) from the values "
         "Quadrants had before it, and compares: integers exactly, floats within --ulps "
         "(at each field's scale after a kernel whose parallel float atomics sum in any order). "
-        "Exit status: 0 when everything agrees, 1 on a disagreement, a race (--check-races) or a program that raises, "
+        "Exit status: 0 when everything agrees, 1 on a disagreement, a race (--check-races), a program that raises "
+        "or no Kiln tools found, "
         "2 when a kernel cannot be imported.",
     )
-    r.add_argument("--keep", metavar="DIR", help="keep the logs, each kernel's .kir, the values and DIR/manifest.json in DIR (empty or new)")
+    r.add_argument("--keep", metavar="DIR", help="keep the logs, each kernel's .kir, the values and DIR/manifest.json in DIR (empty or new); "
+                   "the messages then name the files kept there")
+    r.add_argument("-v", "--verbose", action="store_true", help="say on standard error which directory the Kiln tools are run from, "
+                   "and which rule of the lookup order chose it: $KILN_BIN_DIR, beside an installed kiln-quadrants, "
+                   "$PATH, or the newer of the checkout's target/release and target/debug")
     r.add_argument("--check-races", action="store_true", help="also replay under kiln-run --check-races and report every data race")
     r.add_argument("--cache-dir", metavar="DIR", help="the per-task cache the JIT replays through (default: kiln-run's)")
     r.add_argument(

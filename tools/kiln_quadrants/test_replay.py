@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,15 +26,23 @@ CORPUS = ROOT / "testdata" / "quadrants"
 WRAPPER = ROOT / "tools" / "kiln-quadrants"
 
 sys.path.insert(0, str(HERE.parent))
-from kiln_quadrants.replay import first_difference, max_ulps, sums_in_any_order, ulp_distance  # noqa: E402
+from kiln_quadrants.replay import (  # noqa: E402
+    KEEP_HINT,
+    first_difference,
+    max_ulps,
+    newer_build,
+    sums_in_any_order,
+    tool_dir,
+    ulp_distance,
+)
 
 PROGRAMS = sorted(CORPUS.glob("*.py"))
 REFUSED = sorted((CORPUS / "refused").glob("*.py"))
 
 
-def kq(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    env = dict(os.environ, KILN_QUADRANTS_PYTHON=sys.executable)
-    return subprocess.run([str(WRAPPER), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+def kq(*args: str, cwd: Path = ROOT, env: dict | None = None, wrapper: Path = WRAPPER) -> subprocess.CompletedProcess:
+    env = dict(os.environ if env is None else env, KILN_QUADRANTS_PYTHON=sys.executable)
+    return subprocess.run([str(wrapper), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -444,3 +453,122 @@ def test_a_field_of_the_same_name_shares_a_record_only_with_the_same_task(tmp_pa
         keys[name] = [line.split()[1] for line in out.splitlines()]
     assert keys["a"] == keys["a_again"]
     assert not set(keys["a"]) & set(keys["b"]), keys
+
+
+# ---------------------------------------------------------------------------
+# Where the tools come from (docs/quadrants.md, "Where the tools come from"),
+# and what a failed run says about the files it names.
+
+
+def _tool_links(d: Path, tools=("kiln-run", "kiln-import")) -> Path:
+    """Directory ``d`` holding executable symlinks to the built tools."""
+    d.mkdir(parents=True, exist_ok=True)
+    for t in tools:
+        (d / t).symlink_to(Path(os.environ["KILN_BIN_DIR"]) / t)
+    return d
+
+
+def _fake_tools(d: Path, mtime: float, tools=("kiln-run", "kiln-import")) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    for t in tools:
+        (d / t).write_text("#!/bin/sh\n")
+        (d / t).chmod(0o755)
+        os.utime(d / t, (mtime, mtime))
+    return d
+
+
+def test_the_first_path_directory_holding_the_tools_is_used_and_named(tmp_path: Path, cache: str):
+    """Without KILN_BIN_DIR, a directory first on PATH wins over the
+    checkout's builds, and -v says so; with KILN_BIN_DIR, that wins."""
+    bins = _tool_links(tmp_path / "bins")
+    env = {k: v for k, v in os.environ.items() if k != "KILN_BIN_DIR"}
+    env["PATH"] = f"{bins}{os.pathsep}{env['PATH']}"
+    r = kq("run", "-v", "--cache-dir", cache, "testdata/quadrants/saxpy.py", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"kiln-quadrants: using the tools in {bins} (found via $PATH)\n" in r.stderr, r.stderr
+    assert KEEP_HINT not in r.stdout, r.stdout
+    r = kq("run", "--verbose", "--cache-dir", cache, "testdata/quadrants/saxpy.py", env=dict(env, KILN_BIN_DIR=os.environ["KILN_BIN_DIR"]))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"kiln-quadrants: using the tools in {os.environ['KILN_BIN_DIR']} (found via $KILN_BIN_DIR)\n" in r.stderr, r.stderr
+    r = kq("run", "--cache-dir", cache, "testdata/quadrants/saxpy.py", env=env)
+    assert r.returncode == 0 and "using the tools" not in r.stderr, r.stderr
+
+
+def test_a_kiln_bin_dir_without_the_tools_is_an_error_not_passed_over(tmp_path: Path):
+    r = kq("run", "testdata/quadrants/saxpy.py", env=dict(os.environ, KILN_BIN_DIR=str(tmp_path)))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stderr == f"kiln-quadrants: error: cannot find kiln-run in KILN_BIN_DIR ({tmp_path}): point it at the built tools, or unset it\n", r.stderr
+
+
+def test_no_tools_anywhere_is_one_line_naming_the_order(tmp_path: Path):
+    """A checkout with no build, no KILN_BIN_DIR and no tools on PATH: one
+    line that says where the tools are looked for, exit 1, no traceback."""
+    tools = tmp_path / "tools"
+    shutil.copytree(HERE, tools / "kiln_quadrants", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(WRAPPER, tools / "kiln-quadrants")
+    env = {k: v for k, v in os.environ.items() if k != "KILN_BIN_DIR"}
+    env["PATH"] = "/usr/bin:/bin"
+    r = kq("run", str(CORPUS / "saxpy.py"), env=env, wrapper=tools / "kiln-quadrants")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stderr == ("kiln-quadrants: error: cannot find kiln-run and kiln-import: "
+                        "set KILN_BIN_DIR, put the tools on PATH, or build them (make build)\n"), r.stderr
+
+
+def test_the_newer_of_the_checkouts_builds_wins(tmp_path: Path):
+    release = _fake_tools(tmp_path / "target" / "release", 1_000_000)
+    debug = _fake_tools(tmp_path / "target" / "debug", 2_000_000)
+    assert newer_build([release, debug]) == debug
+    os.utime(release / "kiln-run", (3_000_000, 3_000_000))
+    assert newer_build([release, debug]) == release
+    (release / "kiln-import").unlink()  # a build without every tool is no candidate
+    assert newer_build([release, debug]) == debug
+    assert newer_build([tmp_path / "none"]) is None
+    here = tmp_path / "tools" / "kiln_quadrants"
+    found = tool_dir({"PATH": ""}, here)
+    assert found[0] == debug and "checkout" in found[1], found
+
+
+def test_the_lookup_order(tmp_path: Path):
+    """$KILN_BIN_DIR, beside an installed kiln-quadrants, the first PATH
+    directory holding both tools, the checkout's newer build: one directory."""
+    prefix = tmp_path / "prefix"
+    installed = prefix / "share" / "kiln" / "python" / "kiln_quadrants"
+    checkout = tmp_path / "checkout" / "tools" / "kiln_quadrants"
+    _fake_tools(tmp_path / "checkout" / "target" / "debug", 1_000_000)
+    half = _fake_tools(tmp_path / "half", 1_000_000, tools=("kiln-run",))
+    on_path = _fake_tools(tmp_path / "on-path", 1_000_000)
+    own = _fake_tools(tmp_path / "own", 1_000_000)
+    path = os.pathsep.join(["", str(half), str(on_path)])
+    assert tool_dir({"PATH": path, "KILN_BIN_DIR": str(own)}, checkout) == (own, "via $KILN_BIN_DIR")
+    assert tool_dir({"PATH": path}, checkout) == (on_path, "via $PATH")
+    assert tool_dir({"PATH": path}, installed) == (on_path, "via $PATH")
+    _fake_tools(prefix / "bin", 1_000_000)
+    assert tool_dir({"PATH": path}, installed) == (prefix / "bin", "beside the installed kiln-quadrants")
+    assert tool_dir({"PATH": str(half)}, installed / "nowhere") == \
+        "cannot find kiln-run and kiln-import: set KILN_BIN_DIR, put the tools on PATH, or build them (make build)"
+    assert tool_dir({"KILN_BIN_DIR": str(half), "PATH": path}, checkout) == \
+        f"cannot find kiln-import in KILN_BIN_DIR ({half}): point it at the built tools, or unset it"
+
+
+def test_a_failed_run_without_keep_says_to_rerun_with_keep(cache: str):
+    """The import error names a log of the deleted temporary directory: the
+    run ends by saying how to keep it."""
+    r = kq("run", "--cache-dir", cache, "testdata/quadrants/refused/assert_in_kernel.py")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert ".offload.log:" in r.stdout and r.stdout.splitlines()[-1] == KEEP_HINT, r.stdout
+    assert "--keep DIR" in KEEP_HINT
+
+
+@pytest.mark.parametrize(
+    "args, kind",
+    [(["testdata/quadrants/refused/assert_in_kernel.py"], ".offload.log"), (["--check-races", "testdata/quadrants/racy/prefix_sum.py"], ".kir")],
+    ids=["import-error", "race"],
+)
+def test_with_keep_the_messages_name_the_kept_files(tmp_path: Path, cache: str, args: list[str], kind: str):
+    keep = tmp_path / "keep"
+    r = kq("run", "--keep", str(keep), "--cache-dir", cache, *args)
+    assert r.returncode in (1, 2), r.stdout + r.stderr
+    named = re.findall(rf"({re.escape(str(keep))}/\S+?{re.escape(kind)}):\d+:\d+: error:", r.stdout)
+    assert named, r.stdout
+    assert all(Path(n).is_file() for n in named), named
+    assert KEEP_HINT not in r.stdout and "/kiln-quadrants." not in r.stdout, r.stdout
