@@ -422,7 +422,10 @@ impl Cache {
             }
         }
         match matches.as_slice() {
-            [] => Err(CacheError::Lookup(format!("no record has a key starting with {prefix}{}", self.near_keys(&prefix)?))),
+            [] => Err(CacheError::Lookup(format!(
+                "no record has a key starting with {prefix}{}",
+                self.near_keys(&prefix)?
+            ))),
             [(scope, r)] => {
                 let record = verify_file(&r.file.at, &r.key)
                     .map_err(|c| CacheError::Lookup(format!("record {} is damaged: {c}", r.key)))?;
