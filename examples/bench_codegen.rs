@@ -186,7 +186,8 @@ fn main() {
         let mut jt = Vec::new();
         for _ in 0..repeats {
             let t0 = Instant::now();
-            runtime::launch(t.entry, &t.meta, names, &slots, &mut fields, Default::default(), &|_| None).unwrap();
+            runtime::launch(t.entry, &t.meta, names, &slots, &mut fields, Default::default(), &|_| Default::default())
+                .unwrap();
             jt.push(t0.elapsed());
         }
         // Same arithmetic as the Rust loop, so the same result bits.

@@ -223,6 +223,65 @@ pub fn out_of_bounds(kernel: &str, task: Option<&str>, field: &str, shape: &[u64
     ))
 }
 
+/// A failed `assert` of `kernel` (in `task`, when in one), worded the same
+/// by every engine.
+pub fn assertion_failed(kernel: &str, task: Option<&str>, message: &str) -> RunError {
+    let task = task.map_or_else(|| "-".to_string(), |t| format!("@{t}"));
+    RunError::new(format!("kernel @{kernel}, task {task}: assertion failed: {message}"))
+}
+
+/// An `assert`'s message with its `%` conversions filled from `args`
+/// (each a value's type and its bits), in order, as printf would: flags,
+/// width, precision and length letters are read and ignored; an integer
+/// conversion shows the value in decimal (`%x`/`%X` in hex, of its bits), a
+/// float one (`%f %e %g`, any case) as Rust prints the value (the shortest
+/// text that reads back), whatever the conversion letter says of the
+/// type; `%%` is a `%`. A conversion with no value left stays as written.
+pub fn assert_message(message: &str, args: &[(crate::ir::Scalar, u64)]) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut args = args.iter();
+    let mut rest = message;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        let spec = &rest[at + 1..];
+        let len = spec.find(|c: char| c.is_ascii_alphabetic() && !"hljztL".contains(c) || c == '%').map(|i| i + 1);
+        let Some(len) = len.filter(|&n| spec[..n - 1].bytes().all(|b| b"-+ #0123456789.hljztL".contains(&b))) else {
+            out.push('%');
+            rest = spec;
+            continue;
+        };
+        let conv = spec.as_bytes()[len - 1];
+        if conv == b'%' {
+            // `%%`, or a `%` the next conversion's `%` ends: kept as text.
+            out.push_str(if len == 1 { "%" } else { &rest[at..at + len] });
+            rest = &spec[len - usize::from(len > 1)..];
+            continue;
+        }
+        match (conv, args.next()) {
+            (b'x' | b'X', Some(&(ty, bits))) if ty.is_int() => {
+                let v = ty.wrap_bits(bits);
+                out.push_str(&if conv == b'x' { format!("{v:x}") } else { format!("{v:X}") });
+            }
+            (_, Some(&(ty, bits))) => out.push_str(&scalar_text(ty, bits)),
+            (_, None) => out.push_str(&rest[at..at + 1 + len]),
+        }
+        rest = &spec[len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A value of type `ty` with `bits`, as the tools print one.
+fn scalar_text(ty: crate::ir::Scalar, bits: u64) -> String {
+    use crate::ir::Scalar;
+    match ty {
+        Scalar::F32 => format!("{}", f32::from_bits(bits as u32)),
+        Scalar::F64 => format!("{}", f64::from_bits(bits)),
+        Scalar::I1 => (bits & 1 != 0).to_string(),
+        _ => ty.int_value(bits).to_string(),
+    }
+}
+
 impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
@@ -511,6 +570,24 @@ pub fn parse_value(text: &str, ty: Scalar) -> Result<Const, String> {
             d.message
         }
     })
+}
+
+#[cfg(test)]
+mod assert_tests {
+    use super::*;
+    use crate::ir::Scalar;
+
+    #[test]
+    fn conversions_take_the_values_in_order() {
+        let args = [(Scalar::I32, (-3i32) as u32 as u64), (Scalar::F32, 2.5f32.to_bits() as u64)];
+        assert_eq!(assert_message("i=%d x=%.3f done", &args), "i=-3 x=2.5 done");
+        assert_eq!(assert_message("100%% sure, %ld", &args[..1]), "100% sure, -3");
+        assert_eq!(assert_message("hex %x", &[(Scalar::U8, 255)]), "hex ff");
+        assert_eq!(assert_message("missing %d and %d", &args[..1]), "missing -3 and %d");
+        assert_eq!(assert_message("a lone % sign", &[]), "a lone % sign");
+        assert_eq!(assert_message("ends with %", &[]), "ends with %");
+        assert_eq!(assert_message("%s", &[(Scalar::I1, 1)]), "true");
+    }
 }
 
 #[cfg(test)]

@@ -126,6 +126,8 @@ pub enum Tok<'a> {
     BlockDim,
     #[token("launch")]
     Launch,
+    #[token("assert")]
+    Assert,
     #[token("const")]
     Const,
     #[token("cmp")]
@@ -241,6 +243,7 @@ impl Tok<'_> {
             Tok::StructFor => "struct_for",
             Tok::BlockDim => "block_dim",
             Tok::Launch => "launch",
+            Tok::Assert => "assert",
             Tok::Const => "const",
             Tok::Cmp => "cmp",
             Tok::Cast => "cast",

@@ -529,6 +529,17 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
             SKind::Break => StmtKind::Break,
             SKind::Continue => StmtKind::Continue,
             SKind::Launch(t) => StmtKind::Launch(t.text(self.src).into()),
+            SKind::Assert(c, m, args) => {
+                let quoted = self.src.get(m.range()).unwrap_or("\"\"");
+                let message = decode_string(&quoted[1..quoted.len() - 1]).unwrap_or_else(|e| {
+                    self.diags.push(Diagnostic::error(e, m));
+                    String::new()
+                });
+                // Operands in print order: their spans are recorded so.
+                let cond = self.use_(c);
+                let args = args.into_iter().map(|a| self.use_(a)).collect();
+                StmtKind::Assert { cond, message, args }
+            }
 
             // Statements with blocks.
             SKind::If(c, then_s, else_s) => {

@@ -492,6 +492,16 @@ impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
                 self.out.write_str("store ")?;
                 self.vals(body, &[*p, *v])?
             }
+            StmtKind::Assert { cond, message, args } => {
+                self.out.write_str("assert ")?;
+                self.v(body, *cond)?;
+                self.out.write_str(", ")?;
+                self.out.write_str(&crate::lexer::quote_string(message))?;
+                for a in args {
+                    self.out.write_str(", ")?;
+                    self.v(body, *a)?;
+                }
+            }
             StmtKind::Call(name, args, _) => {
                 self.out.write_str("call @")?;
                 self.out.write_str(name)?;

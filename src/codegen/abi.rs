@@ -57,6 +57,12 @@ pub struct ErrorSlot {
     pub index: [i64; MAX_RANK],
 }
 
+/// The field number with which a failed `assert` reports through
+/// [`kiln_rt_oob`] (no field has it: a launch has fewer than `u32::MAX`
+/// fields); its `index` then holds the assert's values' bits, `rank` of
+/// them.
+pub const ASSERT_FIELD: u32 = u32::MAX;
+
 /// The symbol of the out-of-bounds reporter, [`kiln_rt_oob`], which every
 /// object with a bounds check declares and calls on a failed check.
 pub const OOB_REPORTER: &str = "kiln_rt_oob";

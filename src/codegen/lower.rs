@@ -684,6 +684,10 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             StmtKind::Atomic(op, r, v) => Some(self.atomic(l, *op, r, *v)?),
             StmtKind::Alloca(_) | StmtKind::LoadSlot(_) | StmtKind::StoreSlot(..) => self.slot_stmt(l, &data.kind)?,
             StmtKind::Call(name, args, _) => self.call(l, name, args)?,
+            StmtKind::Assert { cond, args, .. } => {
+                self.assert_stmt(l, *cond, args)?;
+                None
+            }
             StmtKind::Ret(v) => {
                 self.ret(*v)?;
                 None

@@ -16,7 +16,7 @@
 //! Must never: touch LLVM, or depend on spans (they only come out of
 //! [`locate`]).
 
-use crate::ir::{Body, Func, Module, SecondaryMap, Span, Stmt, TaskItem};
+use crate::ir::{Body, Func, Module, Scalar, SecondaryMap, Span, Stmt, StmtKind, TaskItem};
 use std::collections::HashSet;
 
 /// The number codegen passes when a failure has no statement (never
@@ -64,12 +64,21 @@ impl Numbering {
     }
 }
 
-/// The span of statement `n` of the object built from `launched`: `None`
-/// for [`NO_STMT`], a number past the object's statements, or a statement
-/// without source text.
-pub fn locate(launched: &[(&Module, &TaskItem)], n: u32) -> Option<Span> {
+/// What a failure's report takes from the statement that failed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Site {
+    /// Its span, when it has source text.
+    pub span: Option<Span>,
+    /// For an `assert`: its message and the types of its values (the
+    /// error slot holds their bits).
+    pub assert: Option<(String, Vec<Scalar>)>,
+}
+
+/// Statement `n` of the object built from `launched`: nothing known for
+/// [`NO_STMT`] or a number past the object's statements.
+pub fn locate(launched: &[(&Module, &TaskItem)], n: u32) -> Site {
     if n == NO_STMT {
-        return None;
+        return Site::default();
     }
     let (funcs, tasks) = object_bodies(launched);
     let bodies = funcs.iter().map(|f| &f.body).chain(tasks.iter().map(|t| &t.body));
@@ -78,13 +87,20 @@ pub fn locate(launched: &[(&Module, &TaskItem)], n: u32) -> Option<Span> {
         let order = stmts_in_order(body);
         match order.get(rest) {
             Some(&s) => {
-                let span = body.stmt(s).span;
-                return (span.end > span.start).then_some(span);
+                let data = body.stmt(s);
+                let span = (data.span.end > data.span.start).then_some(data.span);
+                let assert = match &data.kind {
+                    StmtKind::Assert { message, args, .. } => {
+                        Some((message.clone(), args.iter().map(|a| body.ty(*a).elem()).collect()))
+                    }
+                    _ => None,
+                };
+                return Site { span, assert };
             }
             None => rest -= order.len(),
         }
     }
-    None
+    Site::default()
 }
 
 #[cfg(test)]
@@ -106,13 +122,14 @@ mod tests {
     fn numbers_run_through_functions_then_tasks_in_print_order() {
         let s = split(SRC);
         let launched = crate::codegen::launched_tasks(&s, "k").unwrap();
-        let text = |n| locate(&launched, n).map(|sp| SRC[sp.range()].to_string());
+        let text = |n| locate(&launched, n).span.map(|sp| SRC[sp.range()].to_string());
         assert_eq!(text(0).as_deref(), Some("%v = load @x[%i]"));
         assert_eq!(text(1).as_deref(), Some("ret %v"));
         assert_eq!(text(2).as_deref(), Some("%v = call @f(%i)"));
         assert_eq!(text(3).as_deref(), Some("store @x[%i], %v"));
         assert_eq!(text(4), None);
         assert_eq!(text(NO_STMT), None);
+        assert_eq!(locate(&launched, 3).assert, None);
         // The numbering codegen uses assigns the same numbers.
         let (funcs, tasks) = object_bodies(&launched);
         let mut n = Numbering::default();
@@ -120,5 +137,17 @@ mod tests {
         let t = n.number(&tasks[0].body);
         assert_eq!(stmts_in_order(&funcs[0].body).iter().map(|&s| f[s]).collect::<Vec<_>>(), [0, 1]);
         assert_eq!(stmts_in_order(&tasks[0].body).iter().map(|&s| t[s]).collect::<Vec<_>>(), [2, 3]);
+    }
+
+    #[test]
+    fn an_assert_is_located_with_its_message_and_value_types() {
+        let src = "field @x : f32[4]\n\
+            kernel @k(%n: i32) {\n  for %i in 0 .. 4 {\n    %z = const 0 : i32\n    %ok = cmp gt %n, %z\n    \
+            assert %ok, \"n=%d at %d\", %n, %i\n  }\n}\n";
+        let s = split(src);
+        let launched = crate::codegen::launched_tasks(&s, "k").unwrap();
+        let site = (0..4).map(|n| locate(&launched, n)).find(|s| s.assert.is_some()).expect("the assert");
+        assert_eq!(site.assert, Some(("n=%d at %d".to_string(), vec![Scalar::I32, Scalar::I32])));
+        assert!(site.span.is_some_and(|sp| src[sp.range()].starts_with("assert %ok")));
     }
 }

@@ -215,6 +215,14 @@ pub enum Kind {
     },
     /// `return tmpA, tmpB`: the kernel's return values (`tmpN` is `$N`).
     Return(Vec<u32>),
+    /// `N : assert $C, "MESSAGE", $A, $B`: the message as printed (a
+    /// message Quadrants made, a bounds check's, spans lines: its
+    /// traceback).
+    Assert {
+        cond: u32,
+        message: String,
+        args: Vec<u32>,
+    },
 }
 
 /// A statement kiln-import does not import, by name, with why.
@@ -237,7 +245,6 @@ pub fn refusal(name: &str) -> Refusal {
         | "linearized" | "offset" => "a sparse SNode (or a lowered SNode access); KIR fields are dense",
         n if n.starts_with("sparse SNode") => "KIR fields are dense arrays",
         "print" => "KIR has no output statement",
-        "assert" => "KIR has no assertions",
         "rand" => "KIR has no random numbers",
         "internal call" | "call" | "so" | "asm" | "bc" => "KIR cannot call into Quadrants' runtime or external code",
         "tls prologue" | "tls_epilogue" | "bls prologue" | "bls_epilogue" => {
@@ -558,6 +565,9 @@ impl<'a> Parser<'_, 'a> {
             Some(Tok::Num(_)) => {
                 c.bump();
                 c.eat(Tok::Colon);
+                if c.peek() == Some(Tok::Word("assert")) {
+                    return self.assert(line);
+                }
                 let name = c.phrase();
                 return Err(self.refuse(if name.is_empty() { "statement" } else { &name }, line));
             }
@@ -592,6 +602,50 @@ impl<'a> Parser<'_, 'a> {
             None => (self.last_loc.clone(), true),
         };
         Ok(Stmt { id, ty, kind, span: line.span(), loc, near })
+    }
+
+    /// `N : assert $C, "MESSAGE", $A, ...` (its first line `line`, already
+    /// consumed), the message read up to its closing quote, on this line or
+    /// a later one (at most [`MAX_ASSERT_LINES`]: Quadrants prints it as it
+    /// is, newlines and all).
+    fn assert(&mut self, line: Line<'a>) -> Result<Stmt, Error> {
+        let bad = |what: &str| {
+            syntax(format!("{what} (expected 'N : assert $C, \"MESSAGE\"', then ', $A' each)"), line.span())
+        };
+        let (num, rest) = line.text.trim_start().split_once(" : assert ").ok_or_else(|| bad("an assert"))?;
+        let id = num.trim().parse::<u32>().map_err(|_| bad("an assert's number"))?;
+        let (cond, first) = rest.split_once(", \"").ok_or_else(|| bad("an assert without its message"))?;
+        let cond = cond
+            .trim()
+            .strip_prefix('$')
+            .and_then(|n| n.parse::<u32>().ok())
+            .ok_or_else(|| bad("an assert's condition"))?;
+        // On one line, the message ends at the last quote; over several
+        // (a traceback, which ends with a newline), at a line that starts
+        // with the quote: a traceback's source lines may hold quotes.
+        let (message, args) = match first.rfind('"').and_then(|q| Some((q, values_after(&first[q + 1..])?))) {
+            Some((q, args)) => (first[..q].to_string(), args),
+            None => {
+                let mut text = first.to_string();
+                let mut closed = None;
+                for _ in 0..MAX_ASSERT_LINES {
+                    let Some(next) = self.lines.get(self.pos) else { break };
+                    self.pos += 1;
+                    text.push('\n');
+                    if let Some(args) = next.text.strip_prefix('"').and_then(values_after) {
+                        closed = Some(args);
+                        break;
+                    }
+                    text.push_str(next.text);
+                }
+                (text, closed.ok_or_else(|| bad("an assert's message that does not close"))?)
+            }
+        };
+        let (loc, near) = match self.location() {
+            Some(l) => (Some(l), false),
+            None => (self.last_loc.clone(), true),
+        };
+        Ok(Stmt { id, ty: None, kind: Kind::Assert { cond, message, args }, span: line.span(), loc, near })
     }
 
     fn refuse_type(&mut self, ty: &str, line: Line<'_>) -> Error {
@@ -957,4 +1011,22 @@ fn struct_members<'t>(t: &'t str, path: &mut Vec<u32>, out: &mut Vec<(Vec<u32>, 
         path.pop();
     }
     None
+}
+
+/// The most lines an assert's message spans (a bounds check's is its
+/// message and a traceback of a few lines).
+const MAX_ASSERT_LINES: usize = 64;
+
+/// The values after an assert's closing quote (`, $A, $B`), when that is
+/// all the rest of its line holds.
+fn values_after(tail: &str) -> Option<Vec<u32>> {
+    let mut args = Vec::new();
+    let mut tail = tail.trim_end();
+    while !tail.is_empty() {
+        let rest = tail.strip_prefix(", $")?;
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        args.push(rest[..digits].parse().ok()?);
+        tail = &rest[digits..];
+    }
+    Some(args)
 }

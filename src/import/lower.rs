@@ -856,6 +856,15 @@ impl Module<'_> {
                 b.vals.insert(s.id, v);
             }
             Kind::GlobalStore { dest, val } | Kind::LocalStore { dest, val } => tensor::store(b, s, *dest, *val)?,
+            Kind::Assert { cond, message, args } => {
+                let c = self.cond(b, *cond, s)?;
+                let mut line = format!("assert {c}, {}", crate::lexer::quote_string(message));
+                for a in args {
+                    line.push_str(", ");
+                    line.push_str(&self.val(b, *a, s)?.0);
+                }
+                b.line(line);
+            }
             Kind::Alloca => {
                 let elem = need_ty()?;
                 let v = tensor::alloca(b, s, elem);

@@ -37,6 +37,15 @@ pub(super) struct Access {
     pub(super) site: u32,
 }
 
+/// An `assert`: its message, the values its conversions take (registers
+/// and types) and its statement's span.
+#[derive(Clone, Debug)]
+pub(super) struct AssertSite {
+    pub(super) message: String,
+    pub(super) args: Box<[(Reg, Scalar)]>,
+    pub(super) at: Span,
+}
+
 /// The iterations of a parallel task (`range_for`, `struct_for`).
 #[derive(Clone, Debug)]
 pub(super) struct ParLoop {
@@ -57,6 +66,11 @@ pub(super) enum Space {
 
 #[derive(Clone, Debug)]
 pub(super) enum Inst {
+    /// Fails the run with `Code::asserts[site]` when `cond` is false.
+    Assert {
+        cond: Reg,
+        site: u32,
+    },
     Const {
         dst: Reg,
         bits: u64,
@@ -177,6 +191,7 @@ pub(super) struct Code {
     /// Registers of the parameters, in order.
     pub(super) params: Vec<Reg>,
     pub(super) accesses: Vec<Access>,
+    pub(super) asserts: Vec<AssertSite>,
     pub(super) pars: Vec<ParLoop>,
     /// Argument register lists of calls.
     pub(super) arglists: Vec<Box<[Reg]>>,
@@ -262,6 +277,7 @@ pub(super) struct BodyLowerer<'a> {
     pub(super) insts: Vec<Inst>,
     pub(super) nregs: u32,
     pub(super) accesses: Vec<Access>,
+    pub(super) asserts: Vec<AssertSite>,
     pub(super) pars: Vec<ParLoop>,
     pub(super) arglists: Vec<Box<[Reg]>>,
     pub(super) loops: Vec<LoopPatches>,
@@ -280,6 +296,7 @@ impl<'a> BodyLowerer<'a> {
             insts: Vec::new(),
             nregs: body.values().len() as u32,
             accesses: Vec::new(),
+            asserts: Vec::new(),
             pars: Vec::new(),
             arglists: Vec::new(),
             loops: Vec::new(),
@@ -327,6 +344,7 @@ impl<'a> BodyLowerer<'a> {
             nregs: self.nregs as usize,
             params,
             accesses: self.accesses,
+            asserts: self.asserts,
             pars: self.pars,
             arglists: self.arglists,
             param_from_kernel: Vec::new(),
@@ -594,6 +612,11 @@ impl<'s> ProgramBuilder<'s> {
             }
             StmtKind::StoreSlot(p, v) => {
                 lw.emit(Inst::Copy { dst: reg(p), src: reg(v) });
+            }
+            StmtKind::Assert { cond, message, args } => {
+                let args = args.iter().map(|a| Ok((reg(a), lw.scalar(*a)?))).collect::<Result<_, RunError>>()?;
+                lw.asserts.push(AssertSite { message: message.clone(), args, at: data.span });
+                lw.emit(Inst::Assert { cond: reg(cond), site: lw.asserts.len() as u32 - 1 });
             }
             StmtKind::Call(name, args, _) => {
                 let code = self.func(lw.module, name)?;

@@ -37,7 +37,7 @@
 //! [`eval_unary`], [`eval_cmp`] and [`eval_cast`] hold every arithmetic rule
 //! of the language and work on [`Const`]s so passes and tests can share them.
 
-use crate::exec::{out_of_bounds, Engine, FieldData, Fields, RunError};
+use crate::exec::{assert_message, assertion_failed, out_of_bounds, Engine, FieldData, Fields, RunError};
 use crate::ir::*;
 use crate::races::{AccessKind, IterationOrder, Permutation, Race, RaceReport, Shadow};
 use std::collections::HashMap;

@@ -85,6 +85,12 @@ impl Program {
         out_of_bounds(&self.kernel, task, &f.name, &f.shape, index, dim).at(Some(acc.at))
     }
 
+    fn assert_failed(&self, st: &State, site: &AssertSite, regs: &[u64]) -> RunError {
+        let task = (st.task != NO_TASK).then(|| self.task_names[st.task as usize].as_str());
+        let args: Vec<(Scalar, u64)> = site.args.iter().map(|&(r, ty)| (ty, regs[r as usize])).collect();
+        assertion_failed(&self.kernel, task, &assert_message(&site.message, &args)).at(Some(site.at))
+    }
+
     /// The byte offset of an element, bounds-checked.
     #[inline(always)]
     pub(super) fn offset(&self, st: &State, regs: &[u64], acc: &Access) -> Result<usize, RunError> {
@@ -108,6 +114,11 @@ impl Program {
             let Some(inst) = insts.get(pc) else { return Ok(None) };
             pc += 1;
             match *inst {
+                Inst::Assert { cond, site } => {
+                    if regs[cond as usize] & 1 == 0 {
+                        return Err(self.assert_failed(st, &code.asserts[site as usize], regs));
+                    }
+                }
                 Inst::Const { dst, bits } => regs[dst as usize] = bits,
                 Inst::Copy { dst, src } => regs[dst as usize] = regs[src as usize],
                 Inst::Bin { op, ty, dst, a, b } => {

@@ -141,6 +141,15 @@ pub enum StmtKind {
     /// top-level task item of that name from the stream with the kernel's
     /// parameters.
     Launch(Name),
+    /// `assert %c, "message", %a, %b`: when `%c` (an `i1`) is false, the
+    /// launch fails with the message, its `%` conversions filled from the
+    /// values in order (at most `MAX_RANK` of them: they travel in the
+    /// error slot's index array).
+    Assert {
+        cond: Value,
+        message: String,
+        args: Vec<Value>,
+    },
 }
 
 /// A statement's data.
@@ -277,6 +286,11 @@ macro_rules! stmt_table {
                 TERMINATOR
             }
             StmtKind::Break | StmtKind::Continue => TERMINATOR,
+            StmtKind::Assert { cond, args, .. } => {
+                $op(cond);
+                args.$iter().for_each(&mut $op);
+                EFFECT
+            }
             StmtKind::If { cond, then_blk, else_blk } => {
                 $op(cond);
                 $blk(then_blk);

@@ -53,6 +53,7 @@ pub fn result_type(kind: &StmtKind, env: &impl TypeEnv) -> Option<Type> {
         | StmtKind::Break
         | StmtKind::Continue
         | StmtKind::Task { .. }
+        | StmtKind::Assert { .. }
         | StmtKind::Launch(_) => None,
     }
 }

@@ -12,9 +12,11 @@
 //! a field of the right element type and shape (checked before every
 //! launch).
 
+use crate::codegen::abi::ASSERT_FIELD;
+use crate::codegen::sites::Site;
 use crate::config::{Denormals, LaunchMeta, MetaBound, MetaField, MetaKind};
-use crate::exec::{out_of_bounds, FieldData, Fields, RunError};
-use crate::ir::{Scalar, Span, DEFAULT_BLOCK_DIM};
+use crate::exec::{assert_message, assertion_failed, out_of_bounds, FieldData, Fields, RunError};
+use crate::ir::{Scalar, DEFAULT_BLOCK_DIM};
 use rayon::prelude::*;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -132,13 +134,14 @@ fn read_int_field(fields: &Fields, name: &str, names: LaunchNames) -> Result<i64
 /// the access, worded as the interpreter words it, at the statement the
 /// slot names (`locate` maps the object's statement numbers to spans:
 /// `codegen::sites::locate`).
-fn slot_error(
-    slot: &ErrorSlot,
-    meta: &LaunchMeta,
-    names: LaunchNames,
-    locate: &dyn Fn(u32) -> Option<Span>,
-) -> RunError {
-    let at = locate(slot.stmt);
+fn slot_error(slot: &ErrorSlot, meta: &LaunchMeta, names: LaunchNames, locate: &dyn Fn(u32) -> Site) -> RunError {
+    let site = locate(slot.stmt);
+    let at = site.span;
+    if slot.field == ASSERT_FIELD {
+        let (message, types) = site.assert.unwrap_or_default();
+        let args: Vec<(Scalar, u64)> = types.into_iter().zip(slot.index.map(|b| b as u64)).collect();
+        return assertion_failed(names.kernel, Some(names.task), &assert_message(&message, &args)).at(at);
+    }
     let Some(mf) = meta.fields.get(slot.field as usize) else {
         return RunError::new(format!("kernel @{}, task @{}: out-of-bounds access", names.kernel, names.task)).at(at);
     };
@@ -329,7 +332,8 @@ pub struct RunOn<'p> {
 /// iterations on `pool` (on the calling thread when `pool` is `None`). A
 /// run-time error is located with `locate`, which maps the object's
 /// statement numbers to spans of the task's module
-/// (`codegen::sites::locate`; `&|_| None` leaves errors unlocated).
+/// (`codegen::sites::locate`; `&|_| Site::default()` leaves errors
+/// unlocated).
 pub fn launch(
     entry: EntryFn,
     meta: &LaunchMeta,
@@ -337,7 +341,7 @@ pub fn launch(
     slots: &[u64],
     fields: &mut Fields,
     on: RunOn<'_>,
-    locate: &dyn Fn(u32) -> Option<Span>,
+    locate: &dyn Fn(u32) -> Site,
 ) -> Result<(), RunError> {
     // The iteration space first (it may read 0-D fields).
     let space = iteration_space(meta, names, slots, fields)?;

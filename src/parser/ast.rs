@@ -210,4 +210,6 @@ pub enum SKind {
     Continue,
     Task(Sym, Box<TaskKindAst>, Vec<StmtAst>),
     Launch(Sym),
+    /// The condition, the message's span (quotes included), the values.
+    Assert(Sym, Span, Vec<Sym>),
 }

@@ -206,6 +206,8 @@ impl Cx {
                 }
                 Action::Keep
             }
+            // An assert known to hold checks nothing.
+            StmtKind::Assert { cond, .. } if c(cond).is_some_and(|k| k.bits & 1 != 0) => Action::Remove,
             StmtKind::Alloca(_) => {
                 if let Some(r) = result {
                     slots.insert(r, SlotVal::Zero);
@@ -269,6 +271,7 @@ impl Cx {
             | StmtKind::Ret(_)
             | StmtKind::Break
             | StmtKind::Continue
+            | StmtKind::Assert { .. }
             | StmtKind::Launch(_) => Action::Keep,
         }
     }

@@ -17,7 +17,9 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 let StmtKind::Call(name, args, cspan) = kind else { unreachable!("only call depends on its callee") };
                 self.call(name, args, *cspan, s, Self::level(cx))
             }
-            Defines::Never if !matches!(kind, StmtKind::Store(..) | StmtKind::StoreSlot(..)) => {
+            Defines::Never
+                if !matches!(kind, StmtKind::Store(..) | StmtKind::StoreSlot(..) | StmtKind::Assert { .. }) =>
+            {
                 self.control(s, cx);
                 (ResultRule::Forbidden, None)
             }
@@ -67,7 +69,28 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 self.store_slot(s, *p, *v);
                 false
             }
+            StmtKind::Assert { cond, args, .. } => {
+                self.assert(s, *cond, args);
+                false
+            }
             _ => unreachable!("calls and statements with blocks are checked elsewhere"),
+        }
+    }
+
+    /// `assert %c, "...", args`: an `i1` condition, scalar values, at most
+    /// `MAX_RANK` of them (they travel in the error slot's index array).
+    fn assert(&mut self, s: Stmt, cond: Value, args: &[Value]) {
+        if let Some(t) = self.scalar(cond, s) {
+            if t != Scalar::I1 {
+                self.err(format!("assert's condition must be i1, not {t}"), self.operand_span(s, 0));
+            }
+        }
+        for &a in args {
+            self.scalar(a, s);
+        }
+        if args.len() > crate::ir::MAX_RANK {
+            let at = self.operand_span(s, crate::ir::MAX_RANK + 1);
+            self.err(format!("assert takes at most {} values, not {}", crate::ir::MAX_RANK, args.len()), at);
         }
     }
 

@@ -553,7 +553,7 @@ def test_the_lookup_order(tmp_path: Path):
 def test_a_failed_run_without_keep_says_to_rerun_with_keep(cache: str):
     """The import error names a log of the deleted temporary directory: the
     run ends by saying how to keep it."""
-    r = kq("run", "--cache-dir", cache, "testdata/quadrants/refused/assert_in_kernel.py")
+    r = kq("run", "--cache-dir", cache, "testdata/quadrants/refused/print_in_kernel.py")
     assert r.returncode == 2, r.stdout + r.stderr
     assert ".offload.log:" in r.stdout and r.stdout.splitlines()[-1] == KEEP_HINT, r.stdout
     assert "--keep DIR" in KEEP_HINT
@@ -561,7 +561,7 @@ def test_a_failed_run_without_keep_says_to_rerun_with_keep(cache: str):
 
 @pytest.mark.parametrize(
     "args, kind",
-    [(["testdata/quadrants/refused/assert_in_kernel.py"], ".offload.log"), (["--check-races", "testdata/quadrants/racy/prefix_sum.py"], ".kir")],
+    [(["testdata/quadrants/refused/print_in_kernel.py"], ".offload.log"), (["--check-races", "testdata/quadrants/racy/prefix_sum.py"], ".kir")],
     ids=["import-error", "race"],
 )
 def test_with_keep_the_messages_name_the_kept_files(tmp_path: Path, cache: str, args: list[str], kind: str):

@@ -12,7 +12,7 @@
 //! that two accesses of the same field do not alias.
 
 use super::{bug, fx_int_ty, FnCx, Lowering, Result, MAX_RANK};
-use crate::codegen::abi::OOB_REPORTER;
+use crate::codegen::abi::{ASSERT_FIELD, OOB_REPORTER};
 use crate::codegen::CodegenError;
 use crate::ir::{AtomicOp, Scalar, Value};
 use inkwell::attributes::AttributeLoc;
@@ -237,6 +237,35 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             unsafe { self.b.build_gep(l.mem_ty(f.elem), base, &[lin], "") }?
         };
         Ok((ptr, f.elem, pos))
+    }
+
+    /// `assert %c, "...", args`: when `%c` is false, the reporter's call
+    /// with [`ASSERT_FIELD`] for the field, the statement, and the
+    /// arguments' bits (zero-extended to 64) for the indices (the message
+    /// is formatted from them after the launch), then the way out.
+    pub(super) fn assert_stmt(&mut self, l: &mut Lowering<'a, 'ctx>, cond: Value, args: &[Value]) -> Result<()> {
+        let i64t = self.cx.i64_type();
+        let mut bits = Vec::with_capacity(args.len());
+        for &a in args {
+            let v = self.val(a)?;
+            let int = match v {
+                BasicValueEnum::FloatValue(f) => {
+                    let width = if self.scalar(a)? == Scalar::F32 { self.cx.i32_type() } else { i64t };
+                    self.b.build_bit_cast(f, width, "")?.into_int_value()
+                }
+                other => other.into_int_value(),
+            };
+            bits.push(self.b.build_int_z_extend_or_bit_cast(int, i64t, "")?);
+        }
+        let ok = self.ival(cond)?;
+        let fail = self.cx.append_basic_block(self.func, "assert.fail");
+        let cont = self.cx.append_basic_block(self.func, "assert.ok");
+        let br = self.b.build_conditional_branch(ok, cont, fail)?;
+        self.branch_weights(br, 1 << 20, 1)?;
+        self.b.position_at_end(fail);
+        self.report_oob(l, ASSERT_FIELD, &bits)?;
+        self.b.position_at_end(cont);
+        Ok(())
     }
 
     /// In the block of a failed check: the call of the reporter with the

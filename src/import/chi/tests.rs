@@ -36,10 +36,25 @@ fn control_flow() {
 }
 
 #[test]
+fn asserts_with_their_values_and_a_message_over_several_lines() {
+    let text = "kernel {\n  $0 = offloaded  \n  body {\n    <u1> $1 = const true\n    \
+        7 : assert $1, \"k must be positive\"\n    File \"/t/k.py\", line 3, in k:\n        assert k > 0\n        ^^^^^^\n    \
+        8 : assert $1, \"index (%d, %d)\nFile \"/t/k.py\", line 4, in k:\n        x[i] = 1\n        ^^^^\n\", $1, $1\n  }\n}\n";
+    let tasks = parse(text).expect("parses");
+    let b = &tasks[0].body;
+    assert_eq!(b[1].kind, Kind::Assert { cond: 1, message: "k must be positive".into(), args: vec![] });
+    assert_eq!(b[1].loc.as_ref().map(|l| l.to_string()).as_deref(), Some("/t/k.py:3:9"));
+    let message = "index (%d, %d)\nFile \"/t/k.py\", line 4, in k:\n        x[i] = 1\n        ^^^^\n".to_string();
+    assert_eq!(b[2].kind, Kind::Assert { cond: 1, message, args: vec![1, 1] });
+    // A message that never closes is an error, not the rest of the log.
+    let open = "kernel {\n  $0 = offloaded  \n  body {\n    7 : assert $1, \"never closed\n  }\n}\n";
+    assert!(matches!(parse(open), Err(Error::Syntax { .. })));
+}
+
+#[test]
 fn refusals_name_the_statement() {
     for (line, name) in [
         ("    print $1, \"\\n\"", "print"),
-        ("    11 : assert $1, \"no\"", "assert"),
         ("    <f32> $2 = stack alloc (max_size=5)", "stack alloc"),
         (
             "    <*struct[none]{0(x, at 0B): f32}> $2 = global ptr [S4place<f32>], index [$1] activate=true",
