@@ -70,8 +70,9 @@ fn saxpy(n: u64) -> Stream {
 
 /// The process's user + system CPU seconds.
 fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage only writes the struct it is given.
+    // SAFETY: rusage is plain integers, for which zero is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes the struct it is given.
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
         return f64::NAN;
     }

@@ -33,7 +33,9 @@ fn ms(d: Duration) -> String {
 /// CPU time of the whole process (user + system), to tell a slow run from
 /// a starved one on a shared machine.
 fn cpu_time() -> Duration {
+    // SAFETY: rusage is plain integers, for which zero is a valid value.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes the struct it is given.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(u.ru_utime) + tv(u.ru_stime)

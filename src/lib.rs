@@ -7,40 +7,73 @@
 //! The LLVM boundary is a wall: everything up to the key and the cache store
 //! (`ir` .. `cache`) builds and tests without LLVM; only `codegen` and `jit`
 //! touch inkwell, behind the `llvm` feature.
+//!
+//! `unsafe` is forbidden in every LLVM-free module but three, whose few
+//! blocks say why they are sound (`// SAFETY:`, which clippy's
+//! `undocumented_unsafe_blocks`, denied in `Cargo.toml`, requires of every
+//! block): `exec` (a fallible zeroed allocation), `fpenv` (the MXCSR
+//! register) and `reduce` (killing a test script's process group).
 
+#[forbid(unsafe_code)]
 pub mod diag;
+#[forbid(unsafe_code)]
 pub mod frontend;
+#[forbid(unsafe_code)]
 pub mod import;
+#[forbid(unsafe_code)]
 pub mod ir;
+#[forbid(unsafe_code)]
 pub mod lexer;
+#[forbid(unsafe_code)]
 pub mod parser;
+#[forbid(unsafe_code)]
 pub mod printer;
+#[forbid(unsafe_code)]
 pub mod verifier;
 
+#[forbid(unsafe_code)]
 pub mod interp;
+#[forbid(unsafe_code)]
 pub mod key;
+#[forbid(unsafe_code)]
 pub mod math;
+#[forbid(unsafe_code)]
 pub mod passes;
+#[forbid(unsafe_code)]
 pub mod races;
 pub mod reduce;
 
+#[forbid(unsafe_code)]
 pub mod cache;
+#[forbid(unsafe_code)]
 pub mod flight;
+#[forbid(unsafe_code)]
 pub mod remote;
 
+#[forbid(unsafe_code)]
 pub mod build_id;
+#[forbid(unsafe_code)]
 pub mod config;
 pub mod exec;
 pub mod fpenv;
+#[forbid(unsafe_code)]
 pub mod interrupt;
+#[forbid(unsafe_code)]
 pub mod npy;
+#[forbid(unsafe_code)]
 pub mod settings;
+#[forbid(unsafe_code)]
 pub mod stats;
 
+#[forbid(unsafe_code)]
 pub mod cli;
+#[forbid(unsafe_code)]
 pub mod manual;
+#[forbid(unsafe_code)]
 pub mod tool;
+#[forbid(unsafe_code)]
 pub mod trace;
+#[forbid(unsafe_code)]
 pub mod version;
 
 #[cfg(feature = "llvm")]

@@ -38,6 +38,7 @@ fn take(p: *mut c_char) -> Option<String> {
     // SAFETY: the shim returns a NUL-terminated string from malloc, which
     // is read once and freed here.
     let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+    // SAFETY: `p` is the shim's malloc'd string, freed once, after the copy.
     unsafe { libc::free(p.cast()) };
     Some(s)
 }

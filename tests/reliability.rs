@@ -158,6 +158,7 @@ fn npy_inputs_are_bounded_by_their_kind_and_header() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     for (file, kind) in [(Path::new("/dev/zero"), "a character device"), (&fifo, "a FIFO")] {
         let (code, err) = run_input(dir.path(), file);

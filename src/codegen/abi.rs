@@ -89,6 +89,7 @@ pub unsafe extern "C" fn kiln_rt_oob(ctx: *const TaskContext, field: u32, rank: 
     let slot = unsafe { (*ctx).error };
     // The state is the slot's only member written by more than one thread;
     // the rest is written by the winner alone and read after the launch.
+    // SAFETY: `slot` is the launch's live slot; its state is an atomic.
     let state = unsafe { &*std::ptr::addr_of!((*slot).state) };
     if state.compare_exchange(0, 1, Relaxed, Relaxed).is_err() {
         return;
@@ -169,6 +170,8 @@ mod tests {
     }
 
     fn report(ctx: &TaskContext, field: u32, index: &[i64]) {
+        // SAFETY: `ctx.error` is the test's live slot; `index` holds its
+        // length of values.
         unsafe { kiln_rt_oob(ctx, field, index.len() as u32, 7 + field, index.as_ptr()) }
     }
 

@@ -48,6 +48,8 @@ pub fn set_llvm_options() {
         std::iter::once("kiln").chain(LLVM_OPTIONS.iter().copied()).map(|a| CString::new(a).unwrap()).collect();
     let ptrs: Vec<*const std::os::raw::c_char> = args.iter().map(|a| a.as_ptr()).collect();
     let overview = CString::new("kiln").unwrap();
+    // SAFETY: `ptrs` holds `ptrs.len()` NUL-terminated strings that `args`
+    // keeps alive for the call; `overview` likewise.
     unsafe { llvm_sys::support::LLVMParseCommandLineOptions(ptrs.len() as i32, ptrs.as_ptr(), overview.as_ptr()) };
 }
 
@@ -102,9 +104,12 @@ fn freeze_after<'ctx>(builder: &inkwell::builder::Builder<'ctx>, i: InstructionV
     // SAFETY: `i` is an instruction of the module the builder's context
     // owns, and the builder is positioned inside its block.
     let f = unsafe { llvm_sys::core::LLVMBuildFreeze(builder.as_mut_ptr(), i.as_value_ref(), name.as_ptr()) };
+    // SAFETY: `f` is the non-null freeze instruction just built.
     let f = unsafe { InstructionValue::new(f) };
     i.replace_all_uses_with(&f);
     // The freeze itself was one of the uses replaced.
+    // SAFETY: `i` is an integer-typed instruction (the sums this pass
+    // freezes), so it is an IntValue.
     f.set_operand(0, unsafe { inkwell::values::IntValue::new(i.as_value_ref()) });
 }
 

@@ -42,6 +42,8 @@ struct Emitter(NonNull<c_void>);
 
 impl Drop for Emitter {
     fn drop(&mut self) {
+        // SAFETY: made by kiln_emitter_create and disposed of once, here,
+        // before the target machine it refers to (field order of Machine).
         unsafe { kiln_emitter_dispose(self.0.as_ptr()) }
     }
 }
@@ -71,6 +73,8 @@ impl Machine {
         let e = match &self.emitters[kind as usize] {
             Some(e) => e.0,
             None => {
+                // SAFETY: `tm` is a live target machine this Machine owns and
+                // drops after its emitters; `kind` is a FileKind the shim takes.
                 let e = unsafe { kiln_emitter_create(self.tm.as_mut_ptr(), kind as c_int) };
                 let e = NonNull::new(e).ok_or_else(|| {
                     CodegenError::new(format!("LLVM code generation failed: the target cannot emit {kind:?} files"))
@@ -79,11 +83,14 @@ impl Machine {
             }
         };
         let (mut data, mut len) = (std::ptr::null(), 0usize);
+        // SAFETY: `e` is this machine's live emitter; `module` is a live
+        // module of this machine's triple; the out-parameters are valid.
         unsafe { kiln_emitter_run(e.as_ptr(), module.as_mut_ptr(), &mut data, &mut len) };
         if data.is_null() {
             return Ok(Vec::new());
         }
-        // The bytes stay valid until this emitter's next run.
+        // SAFETY: the emitter's `len` bytes at `data` stay valid until its
+        // next run, and are copied out at once.
         Ok(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }.to_vec())
     }
 }

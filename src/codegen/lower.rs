@@ -343,6 +343,9 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
             Scalar::F32 | Scalar::F64 => {
                 let ty = self.reg_ty(c.ty);
                 let words = [if c.ty == Scalar::F32 { c.bits & 0xffff_ffff } else { c.bits }];
+                // SAFETY: `ty` is a float type of this context and `words`
+                // holds the one word its bits need; the result is a constant
+                // of that type.
                 unsafe {
                     use inkwell::types::AsTypeRef;
                     BasicValueEnum::new(llvm_sys::core::LLVMConstFPFromBits(ty.as_type_ref(), words.as_ptr()))
@@ -541,6 +544,8 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let i64t = self.cx.i64_type();
         let pp = self.pb.build_struct_gep(l.ctx_ty, self.ctx, CTX_FIELDS, "fields.pp")?;
         let arr = self.pb.build_load(ptr, pp, "fields")?.into_pointer_value();
+        // SAFETY: the context's field array holds a base for every field of
+        // the launch metadata, `pos` among them.
         let at = unsafe { self.pb.build_in_bounds_gep(ptr, arr, &[i64t.const_int(pos as u64, false)], "") }?;
         let name = format!("base.{}", l.fields[pos as usize].name);
         let p = self.pb.build_load(ptr, at, &name)?.into_pointer_value();
@@ -583,7 +588,10 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
     fn fmf(&self, l: &Lowering<'a, 'ctx>, v: impl AsValueRef) {
         if l.fast_math {
             let r = v.as_value_ref();
+            // SAFETY: `r` is a live value of this module; the check only
+            // reads its kind.
             if !unsafe { llvm_sys::core::LLVMIsAInstruction(r) }.is_null() {
+                // SAFETY: `r` was just found to be an instruction.
                 let _ = unsafe { InstructionValue::new(r) }.set_fast_math_flags(inkwell::values::FastMathFlags::all());
             }
         }

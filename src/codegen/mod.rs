@@ -159,6 +159,7 @@ impl HostTarget {
 /// The version of the LLVM library loaded at run time (`major.minor.patch`).
 pub fn llvm_library_version() -> (u32, u32, u32) {
     let (mut a, mut b, mut c) = (0u32, 0u32, 0u32);
+    // SAFETY: three valid out-parameters.
     unsafe { llvm_sys::core::LLVMGetVersion(&mut a, &mut b, &mut c) };
     (a, b, c)
 }
@@ -197,7 +198,7 @@ pub fn init_codegen() -> Result<(), CodegenError> {
 /// the assembly parser or the disassembler, which Kiln never uses.
 #[cfg(target_arch = "x86_64")]
 fn init_x86_mc() -> Result<(), CodegenError> {
-    // Each only registers the target's factories (idempotent).
+    // SAFETY: each only registers the target's factories (idempotent).
     unsafe {
         llvm_sys::target::LLVMInitializeX86TargetInfo();
         llvm_sys::target::LLVMInitializeX86TargetMC();
@@ -208,6 +209,7 @@ fn init_x86_mc() -> Result<(), CodegenError> {
 /// Registers the X86 code generator and assembly printer.
 #[cfg(target_arch = "x86_64")]
 fn init_x86_codegen() -> Result<(), CodegenError> {
+    // SAFETY: as in init_x86_mc: registration only, idempotent.
     unsafe {
         llvm_sys::target::LLVMInitializeX86Target();
         llvm_sys::target::LLVMInitializeX86AsmPrinter();

@@ -73,6 +73,9 @@ impl std::error::Error for JitError {}
 
 /// Takes an LLVM error's message (and frees the error).
 fn take_error(e: LLVMErrorRef) -> String {
+    // SAFETY: `e` is a non-null error LLVM handed us, which we own;
+    // LLVMGetErrorMessage consumes it and returns a NUL-terminated string
+    // we own until LLVMDisposeErrorMessage, after the copy.
     unsafe {
         let m = LLVMGetErrorMessage(e);
         let s = CStr::from_ptr(m).to_string_lossy().into_owned();
@@ -92,6 +95,8 @@ impl JitInner {
         };
         let c = CString::new(mangled)
             .map_err(|_| JitError::new(JitErrorKind::Link, format!("bad symbol name {symbol:?}")))?;
+        // SAFETY: `es` is the live session this `JitInner` owns; `c` is a
+        // NUL-terminated string that outlives the call (ORC copies it).
         Ok(unsafe { LLVMOrcExecutionSessionIntern(self.es, c.as_ptr()) })
     }
 }
@@ -116,6 +121,9 @@ fn define_runtime(inner: &JitInner) -> Result<(), JitError> {
             Sym: LLVMJITEvaluatedSymbol { Address: f as usize as u64, Flags: flags() },
         });
     }
+    // SAFETY: `pairs` holds `pairs.len()` initialised pairs whose names
+    // are retained entries the materialisation unit takes over; the unit is
+    // handed at once to the live process dylib, which takes it over too.
     let e = unsafe {
         let mu = LLVMOrcAbsoluteSymbols(pairs.as_mut_ptr(), pairs.len());
         LLVMOrcJITDylibDefine(inner.process, mu)
@@ -158,14 +166,20 @@ struct JitInner {
     reported: Box<Mutex<Vec<String>>>,
 }
 
-// ORC's session and object layer are thread-safe: objects may be added
-// and looked up concurrently.
+// SAFETY: ORC's session and object layer are thread-safe (objects may be
+// added and looked up concurrently), the raw handles are only passed to
+// ORC, and `reported` is a Mutex.
 unsafe impl Send for JitInner {}
+// SAFETY: as for Send: every use of the handles is an ORC call that locks
+// what it touches.
 unsafe impl Sync for JitInner {}
 
 impl Drop for JitInner {
     fn drop(&mut self) {
         // Ends the session: every dylib's memory is released.
+        // SAFETY: `session` was made by kiln_orc_create and is disposed of
+        // once, here; every Dylib holds an Arc of this JitInner, so none
+        // outlives it.
         let e = unsafe { kiln_orc_dispose(self.session) };
         if !e.is_null() {
             // Nothing to report to at teardown; free it.
@@ -176,6 +190,9 @@ impl Drop for JitInner {
 
 extern "C" fn report_error(ctx: *mut c_void, err: LLVMErrorRef) {
     let msg = take_error(err);
+    // SAFETY: `ctx` is the address of the boxed Mutex `Jit::new` registered
+    // with the session, which the JitInner owns and keeps until the
+    // session (and so this reporter) is disposed of.
     let sink = unsafe { &*(ctx as *const Mutex<Vec<String>>) };
     if let Ok(mut v) = sink.lock() {
         if v.len() < 64 {
@@ -216,11 +233,16 @@ struct Dylib {
     _deps: Vec<Arc<Dylib>>,
 }
 
+// SAFETY: the dylib handle is only passed to ORC, which locks the session
+// for every use; the rest is Send and Sync.
 unsafe impl Send for Dylib {}
+// SAFETY: as for Send.
 unsafe impl Sync for Dylib {}
 
 impl Drop for Dylib {
     fn drop(&mut self) {
+        // SAFETY: `jd` is a dylib of the session `_jit` keeps alive; it is
+        // cleared once, when the last task using it is dropped.
         let e = unsafe { LLVMOrcJITDylibClear(self.jd) };
         if !e.is_null() {
             let _ = take_error(e);
@@ -271,8 +293,12 @@ impl fmt::Debug for LoadedTask {
 type LookupResult = Result<Vec<(usize, u64)>, String>;
 
 extern "C" fn lookup_done(err: LLVMErrorRef, result: LLVMOrcCSymbolMapPairs, n: usize, ctx: *mut c_void) {
+    // SAFETY: `ctx` is the Box::into_raw of the sender the lookup made,
+    // and ORC calls this completion exactly once: the box is taken back once.
     let tx = unsafe { Box::from_raw(ctx as *mut mpsc::SyncSender<LookupResult>) };
     let r = if err.is_null() {
+        // SAFETY: on success ORC passes `n` initialised pairs at `result`,
+        // valid for this call.
         let pairs = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(result, n) } };
         Ok(pairs.iter().map(|p| (p.Name as usize, p.Sym.Address)).collect())
     } else {
@@ -287,15 +313,20 @@ impl Jit {
         // The LLVM version check; loading objects needs no target.
         init_llvm().map_err(|e| JitError::new(JitErrorKind::Setup, e.message))?;
         let mut e: LLVMErrorRef = std::ptr::null_mut();
+        // SAFETY: `e` is a valid out-parameter for the error.
         let session = unsafe { kiln_orc_create(&mut e) };
         if session.is_null() {
             return Err(JitError::new(JitErrorKind::Setup, take_error(e)));
         }
+        // SAFETY: `session` is non-null, just made; these read its parts.
         let (es, layer, process) =
             unsafe { (kiln_orc_session(session), kiln_orc_object_layer(session), kiln_orc_process_dylib(session)) };
+        // SAFETY: a plain query of the host's object format, no arguments.
         let prefix = unsafe { kiln_orc_global_prefix() };
         let reported = Box::new(Mutex::new(Vec::new()));
         // ORC's default reporter prints to stderr; a library must not.
+        // SAFETY: `reported` is boxed (its address is stable) and moved into
+        // the JitInner that owns the session, so it outlives every report.
         unsafe {
             LLVMOrcExecutionSessionSetErrorReporter(es, report_error, &*reported as *const _ as *mut c_void);
         }
@@ -400,17 +431,24 @@ impl Jit {
         let inner = &self.inner;
         // A bare dylib: no platform (task objects have no static
         // constructors, `atexit` or TLS to support).
+        // SAFETY: `es` is the live session; `cname` is NUL-terminated and
+        // outlives the call (ORC copies the name).
         let jd = unsafe { LLVMOrcExecutionSessionCreateBareJITDylib(inner.es, cname.as_ptr()) };
         let deps: Vec<Arc<Dylib>> = deps.iter().map(|d| d.dylib.clone()).collect();
         for d in &deps {
+            // SAFETY: both are dylibs of this session; `d` is kept alive by
+            // the new Dylib's `_deps` for as long as `jd` links to it.
             unsafe { kiln_orc_link_after(jd, d.jd) };
         }
         // libm and the rest of the process, from every dylib, after its
         // own definitions and its records'.
+        // SAFETY: the process dylib lives as long as the session.
         unsafe { kiln_orc_link_after(jd, inner.process) };
         let dylib = Arc::new(Dylib { _jit: inner.clone(), jd, name, _deps: deps });
 
         let buf_name = CString::new("kiln-object").unwrap();
+        // SAFETY: `object` is `object.len()` readable bytes, which LLVM
+        // copies; `buf_name` is NUL-terminated and outlives the call.
         let buf = unsafe {
             llvm_sys::core::LLVMCreateMemoryBufferWithMemoryRangeCopy(
                 object.as_ptr() as *const libc::c_char,
@@ -419,6 +457,8 @@ impl Jit {
             )
         };
         // Takes ownership of the buffer, also on failure.
+        // SAFETY: `layer` and `jd` belong to the live session; `buf` is a
+        // fresh buffer handed over whole.
         let e = unsafe { LLVMOrcObjectLayerAddObjectFile(inner.layer, jd, buf) };
         if !e.is_null() {
             return Err(JitError::new(JitErrorKind::Add, take_error(e)));
@@ -458,6 +498,9 @@ impl Jit {
         }];
         let (tx, rx) = mpsc::sync_channel::<LookupResult>(1);
         let ctx = Box::into_raw(Box::new(tx)) as *mut c_void;
+        // SAFETY: `order` (one element) and `set` (`set.len()` elements of
+        // retained names) are valid for the call, which copies them; `ctx`
+        // is the boxed sender `lookup_done` takes back, called exactly once.
         unsafe {
             LLVMOrcExecutionSessionLookup(
                 inner.es,
@@ -483,6 +526,8 @@ impl Jit {
             })
         });
         for n in names {
+            // SAFETY: each entry was retained by `intern` for this lookup and
+            // is released once, after the lookup has completed.
             unsafe { LLVMOrcReleaseSymbolStringPoolEntry(n) };
         }
         match r {
@@ -518,12 +563,17 @@ fn names_vector_math(object: &[u8]) -> bool {
 fn load_vector_math() -> Result<(), JitError> {
     static LOADED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     let r = LOADED.get_or_init(|| {
+        // SAFETY: a NUL-terminated literal; loading glibc's libmvec runs no
+        // constructor that could observe this process's state.
         let handle = unsafe { libc::dlopen(c"libmvec.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
         if handle.is_null() {
+            // SAFETY: dlerror has no preconditions.
             let why = unsafe { libc::dlerror() };
             let why = if why.is_null() {
                 "unknown reason".to_string()
             } else {
+                // SAFETY: non-null, dlerror's NUL-terminated message, read
+                // at once before another dl call can replace it.
                 unsafe { std::ffi::CStr::from_ptr(why) }.to_string_lossy().into_owned()
             };
             return Err(format!("cannot load glibc's vector math library for fast-math code: {why}"));

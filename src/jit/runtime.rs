@@ -24,8 +24,8 @@ use std::sync::atomic::Ordering;
 pub use crate::codegen::abi::{EntryFn, ErrorSlot, TaskContext};
 
 pub(crate) fn entry_from_address(a: u64) -> EntryFn {
-    // The address comes from a successful ORC lookup of a function symbol
-    // the object defines with this signature.
+    // SAFETY: the address comes from a successful ORC lookup of a function
+    // symbol the object defines with this signature (codegen's entry).
     unsafe { std::mem::transmute::<usize, EntryFn>(a as usize) }
 }
 
@@ -37,7 +37,11 @@ struct Shared {
     params: *const u64,
     error: *mut ErrorSlot,
 }
+// SAFETY: the pointers are to the launch's field bases, parameter slots
+// and error slot, which outlive the launch; the pool's threads only read
+// them, and write the error slot through its atomic state (`kiln_rt_oob`).
 unsafe impl Send for Shared {}
+// SAFETY: as for Send.
 unsafe impl Sync for Shared {}
 
 /// The storage of one field as a task sees it: the caller's bytes, or an
@@ -58,6 +62,8 @@ impl Base<'_> {
     fn finish(self) {
         if let Base::Copied(f, v) = self {
             let n = f.bytes.len();
+            // SAFETY: `v` holds `div_ceil(n, 8)` u64s, at least `n` bytes,
+            // and no task runs any more.
             let src = unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, n) };
             f.bytes.copy_from_slice(src);
         }
@@ -259,6 +265,8 @@ fn bind_one<'f>(mf: &MetaField, data: &'f mut FieldData, names: LaunchNames) -> 
         Base::Direct(data)
     } else {
         let mut v = vec![0u64; data.bytes.len().div_ceil(8)];
+        // SAFETY: `v` has room for at least `data.bytes.len()` bytes, and a
+        // new Vec does not overlap the field's.
         unsafe { std::ptr::copy_nonoverlapping(data.bytes.as_ptr(), v.as_mut_ptr() as *mut u8, data.bytes.len()) };
         Base::Copied(data, v)
     })
@@ -277,6 +285,7 @@ fn run_chunks(
     fp: Denormals,
 ) {
     let run_chunk = |s: Shared, b: i64, e: i64| {
+        // SAFETY: the error slot outlives the launch; its state is atomic.
         if unsafe { (*s.error).state.load(Ordering::Relaxed) } != 0 {
             return;
         }
@@ -284,6 +293,9 @@ fn run_chunks(
         // The code runs in the mode it was compiled for, on whichever
         // thread takes the chunk, and the thread's own mode comes back.
         let _env = crate::fpenv::FpEnv::enter(fp);
+        // SAFETY: the entry was compiled for this context layout; the fields
+        // it addresses are bound (shapes checked by `bind_fields`) and the
+        // chunk lies within the task's iteration space.
         unsafe { entry(&ctx) };
     };
     let Space { begin, count, block } = space;

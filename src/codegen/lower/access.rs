@@ -157,6 +157,9 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         if elem == Scalar::I1 {
             return Err(CodegenError::new(format!("atomic {} on an i1 field", op.keyword())));
         }
+        // SAFETY: the builder is positioned in this function; `ptr` and
+        // `val` are values of its module of the pointer and element types
+        // the operation takes (inkwell has no atomicrmw for every op).
         let old = unsafe {
             llvm_sys::core::LLVMBuildAtomicRMW(
                 self.b.as_mut_ptr(),
@@ -167,7 +170,10 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 0,
             )
         };
+        // SAFETY: `old` is the non-null atomicrmw instruction just built,
+        // a value of the element type.
         l.tag_access(unsafe { InstructionValue::new(old) }, pos)?;
+        // SAFETY: as above.
         Ok(unsafe { BasicValueEnum::new(old) })
     }
 
@@ -232,8 +238,11 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         }
         let base = self.base(l, pos)?;
         let ptr = if l.bounds_checks {
+            // SAFETY: `lin` is within the field: the check above (or the
+            // loop's proof) stops every index out of its shape.
             unsafe { self.b.build_in_bounds_gep(l.mem_ty(f.elem), base, &[lin], "") }?
         } else {
+            // SAFETY: a plain GEP (no inbounds promise) is only arithmetic.
             unsafe { self.b.build_gep(l.mem_ty(f.elem), base, &[lin], "") }?
         };
         Ok((ptr, f.elem, pos))
@@ -278,6 +287,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             None => *self.oob_index.insert(self.pb.build_alloca(i64t.array_type(MAX_RANK as u32), "oob.index")?),
         };
         for (k, &i) in idx.iter().enumerate() {
+            // SAFETY: `k` < MAX_RANK, the array's length.
             let at = unsafe { self.b.build_in_bounds_gep(i64t, array, &[i64t.const_int(k as u64, false)], "") }?;
             self.b.build_store(at, i)?;
         }

@@ -159,7 +159,7 @@ impl<'ctx> Ops for Ir<'_, 'ctx> {
     fn load(&mut self, table: &'static Table, idx: Self::I) -> Self::F {
         let g = self.table(table);
         let f64t = self.cx.f64_type();
-        // `inbounds`: the algorithm's indices are within the table.
+        // SAFETY: `inbounds` holds: the algorithm's indices are within the table.
         let p = unsafe { self.b.build_in_bounds_gep(f64t, g.as_pointer_value(), &[idx], "") };
         let p = self.ok(p, self.cx.ptr_type(Default::default()).get_poison());
         let r = self.b.build_load(f64t, p, "").map(|v| v.into_float_value());

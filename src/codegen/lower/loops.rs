@@ -129,6 +129,8 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         let params = fx.pb.build_load(ptr, params_pp, "params")?.into_pointer_value();
         for (k, &v) in task.params.iter().enumerate() {
             let ty = task.body.ty(v).scalar().ok_or_else(|| bug("slot-typed parameter"))?;
+            // SAFETY: the context's parameter array holds one slot per
+            // parameter of the task (`docs/runtime.md`).
             let at = unsafe { fx.pb.build_in_bounds_gep(i64t, params, &[i64t.const_int(k as u64, false)], "") }?;
             let raw = fx.pb.build_load(i64t, at, "")?.into_int_value();
             let val: BasicValueEnum = match ty {
@@ -384,10 +386,14 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             .and_then(|bb| bb.get_terminator())
             .ok_or_else(|| bug("a versioned loop without a latch"))?;
         let cx = self.cx.raw();
+        // SAFETY: `cx` is the module's live context; `ops` holds its length
+        // of metadata of that context.
         let node = |mut ops: Vec<LLVMMetadataRef>| unsafe { LLVMMDNodeInContext2(cx, ops.as_mut_ptr(), ops.len()) };
+        // SAFETY: `name` is `name.len()` readable bytes, which LLVM copies.
         let string = |name: &str| unsafe { LLVMMDStringInContext2(cx, name.as_ptr().cast(), name.len()) };
         let flag = |name: &str, value: Option<BasicValueEnum<'ctx>>| {
             let mut ops = vec![string(name)];
+            // SAFETY: `v` is a constant of the same context.
             ops.extend(value.map(|v| unsafe { LLVMValueAsMetadata(v.as_value_ref()) }));
             node(ops)
         };
@@ -412,6 +418,9 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 ops.push(flag("llvm.loop.unroll.disable", None));
             }
         }
+        // SAFETY: a loop ID is a distinct node whose first operand is
+        // itself (LLVM's `llvm.loop` convention), made and attached in the
+        // latch's context; `latch` is a live branch of this function.
         unsafe {
             let node = node(ops);
             let as_value = LLVMMetadataAsValue(cx, node);

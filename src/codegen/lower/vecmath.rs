@@ -112,6 +112,8 @@ impl<'ctx> Lowering<'_, 'ctx> {
                 let arr = old.into_array_value();
                 let n = arr.get_type().len();
                 let elems = (0..n)
+                    // SAFETY: `k` < the array's length, and each operand of
+                    // `llvm.compiler.used` is a pointer constant.
                     .map(|k| unsafe {
                         use inkwell::values::AsValueRef;
                         inkwell::values::PointerValue::new(inkwell::llvm_sys::core::LLVMGetOperand(
@@ -120,6 +122,8 @@ impl<'ctx> Lowering<'_, 'ctx> {
                         ))
                     })
                     .collect();
+                // SAFETY: its operands were copied out above; nothing else
+                // refers to the global, which is replaced below.
                 unsafe { g.delete() };
                 elems
             }
