@@ -131,18 +131,18 @@ fuzz:
 	  ../target/fuzz-corpus/$(FUZZ_TARGET) seeds/$(FUZZ_TARGET) -- -runs=$(FUZZ_RUNS) -timeout=10 -rss_limit_mb=2048
 
 # The Python half of the Quadrants bridge (docs/quadrants-ir.md): a virtual
-# environment with Quadrants 1.3.3, numpy and pytest from PyPI, for
+# environment with Quadrants 1.3.3, numpy, pytest, ruff and mypy from PyPI, for
 # tools/kiln_quadrants (the capture) and the corpus in testdata/quadrants.
 # The stamp records what was installed, so a second run costs nothing; a
 # venv whose python no longer starts or imports quadrants is made anew.
 QD_VENV := $(CURDIR)/target/quadrants-venv
 QD_PY := $(QD_VENV)/bin/python
-QD_PKGS := quadrants==1.3.3 numpy pytest
+QD_PKGS := quadrants==1.3.3 numpy pytest ruff==0.17.6 mypy==2.4.1
 QD_STAMP := $(QD_VENV)/.kiln-stamp
 PYTHON3 ?= python3
 quadrants:
 	@if [ -f $(QD_STAMP) ] && [ "$$(cat $(QD_STAMP))" = "$(QD_PKGS)" ] && \
-	    $(QD_PY) -c 'import importlib.util as u, sys; sys.exit(not all(map(u.find_spec, ("quadrants", "numpy", "pytest"))))' \
+	    $(QD_PY) -c 'import importlib.util as u, sys; sys.exit(not all(map(u.find_spec, ("quadrants", "numpy", "pytest", "mypy"))))' \
 	      >/dev/null 2>&1; then exit 0; fi; \
 	echo "make: creating $(QD_VENV) ($(QD_PKGS))"; \
 	rm -rf $(QD_VENV) && mkdir -p $(dir $(QD_VENV)) && \
@@ -151,11 +151,14 @@ quadrants:
 	$(QD_PY) -c 'import quadrants, numpy' && \
 	echo "$(QD_PKGS)" > $(QD_STAMP)
 
-# The Quadrants bridge's tests (part of `make test`): the capture on the
-# corpus, with the venv `make quadrants` makes. The tools are built as
+# The Quadrants bridge's tests (part of `make test`): ruff and mypy on
+# its code, then the capture on the corpus, with the venv `make quadrants`
+# makes. The tools are built as
 # test-lit builds them (with the examples: the same features, so nothing is
 # compiled again).
 test-quadrants: quadrants
+	$(QD_VENV)/bin/ruff check --config tools/kiln_quadrants/ruff.toml tools/kiln_quadrants
+	$(QD_VENV)/bin/mypy --config-file tools/kiln_quadrants/mypy.ini tools/kiln_quadrants
 	$(CARGO) build --bins --examples
 	KILN_BIN_DIR=$(DEBUG_BIN) $(QD_PY) -m pytest -q tools/kiln_quadrants/test_capture.py tools/kiln_quadrants/test_replay.py
 

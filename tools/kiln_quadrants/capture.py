@@ -35,8 +35,10 @@ import re
 import runpy
 import sys
 import traceback
+import types
 from contextlib import contextmanager
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +176,67 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
+# How a derivative kernel is reported: `k.grad` (reverse mode), `k.fwd`.
+DERIVATIVE_SUFFIX = {"reverse": "grad", "forward": "fwd"}
+
+
+def _describe_field(f: Any) -> dict[str, Any] | None:
+    """A field's entry in the table (its name still unset), or None for one
+    that cannot be described."""
+    from quadrants.lang.field import ScalarField
+    from quadrants.lang.matrix import MatrixField
+
+    try:
+        sn = f.snode
+        place = sn.ptr.id
+    except Exception:
+        return None
+    ancestors, kinds = [], []
+    # The C++ parent chain: after a tree is materialised, the Python
+    # wrapper's parent() of a dense node answers a fresh, wrong root.
+    p = sn.ptr.parent
+    while p is not None:
+        ancestors.append(p.id)
+        kinds.append(p.type.name)
+        p = p.parent
+    entry: dict[str, Any] = {
+        "name": None,
+        "dtype": _dtype_name(f.dtype),
+        "shape": [int(s) for s in f.shape],
+        "place": place,
+        "ancestors": ancestors,
+        "ancestor_kinds": kinds,
+    }
+    if isinstance(f, MatrixField):
+        entry["kind"] = "matrix"
+        entry["element_shape"] = [int(f.n), int(f.m)]
+        # Each component's place SNode, row-major: a kernel's IR may
+        # name any of them, and shifts in bytes by the stride.
+        try:
+            entry["components"] = [int(ScalarField(v).snode.ptr.id) for v in f.vars]
+            stride = f._get_dynamic_index_stride()
+            if stride is not None:
+                entry["dynamic_index_stride"] = int(stride)
+        except Exception:  # an older Quadrants: the first component only
+            pass
+    elif isinstance(f, ScalarField):
+        entry["kind"] = "scalar"
+    else:
+        entry["kind"] = type(f).__name__
+    return entry
+
+
+def _grad_of(f: Any) -> Any:
+    """The gradient field of a field made with needs_grad=True, or None."""
+    from quadrants.lang.field import Field
+
+    try:
+        g = f.grad
+    except Exception:  # no gradient (or a Quadrants that refuses to say)
+        return None
+    return g if isinstance(g, Field) and g is not f else None
+
+
 @dataclass
 class FieldInfo:
     obj: Any
@@ -208,9 +271,6 @@ class Capture:
     max_calls: int = 0
     counted: dict[tuple[int, str, str | None], int] = dc_field(default_factory=dict)
     unchecked: dict[tuple[int, str, str | None], int] = dc_field(default_factory=dict)
-    # Calls of derivative kernels (reverse or forward mode), never
-    # captured: (mode, calls) by (runtime, kernel, where).
-    derivatives: dict[tuple[int, str, str | None], tuple[str, int]] = dc_field(default_factory=dict)
     # id(ndarray) -> the argument it is (or is held by, as `arg.attr`), for
     # the runtime parameters Quadrants declares by an ndarray's id.
     nd_ids: dict[int, str] = dc_field(default_factory=dict)
@@ -261,8 +321,7 @@ class Capture:
 
     def fields(self) -> list[FieldInfo]:
         """Every live field, named after the global that holds it, by SNode id."""
-        from quadrants.lang.field import Field, ScalarField
-        from quadrants.lang.matrix import MatrixField
+        from quadrants.lang.field import Field
 
         self.note_names(self._globals())
         self.note_names(self.caller_locals)
@@ -278,46 +337,29 @@ class Capture:
                 continue
             try:
                 gens = {self.member_gen.get(id(v), (None, -2))[1] for v in f.vars}
-                if gens != {self.generation}:
-                    continue
-                sn = f.snode
-                place = sn.ptr.id
             except Exception:  # a field that cannot be described: leave it out
                 continue
-            ancestors, kinds = [], []
-            # The C++ parent chain: after a tree is materialised, the Python
-            # wrapper's parent() of a dense node answers a fresh, wrong root.
-            p = sn.ptr.parent
-            while p is not None:
-                ancestors.append(p.id)
-                kinds.append(p.type.name)
-                p = p.parent
-            entry: dict[str, Any] = {
-                "name": None,
-                "dtype": _dtype_name(f.dtype),
-                "shape": [int(s) for s in f.shape],
-                "place": place,
-                "ancestors": ancestors,
-                "ancestor_kinds": kinds,
-            }
-            if isinstance(f, MatrixField):
-                entry["kind"] = "matrix"
-                entry["element_shape"] = [int(f.n), int(f.m)]
-                # Each component's place SNode, row-major: a kernel's IR may
-                # name any of them, and shifts in bytes by the stride.
-                try:
-                    entry["components"] = [int(ScalarField(v).snode.ptr.id) for v in f.vars]
-                    stride = f._get_dynamic_index_stride()
-                    if stride is not None:
-                        entry["dynamic_index_stride"] = int(stride)
-                except Exception:  # an older Quadrants: the first component only
-                    pass
-            elif isinstance(f, ScalarField):
-                entry["kind"] = "scalar"
-            else:
-                entry["kind"] = type(f).__name__
-            infos.append(FieldInfo(f, names.get(id(f), ""), entry))
+            entry = _describe_field(f) if gens == {self.generation} else None
+            if entry is not None:
+                infos.append(FieldInfo(f, names.get(id(f), ""), entry))
         infos.sort(key=lambda fi: fi.entry["place"])
+        self._name(infos, lambda fi: fi.name)
+        # A field's gradient (needs_grad=True) is a field of its own, which
+        # a derivative kernel reads and writes: named after its primal.
+        grads = []
+        places = {fi.entry["place"] for fi in infos}
+        for fi in infos:
+            g = _grad_of(fi.obj)
+            entry = _describe_field(g) if g is not None else None
+            if entry is not None and entry["place"] not in places:
+                places.add(entry["place"])
+                grads.append(FieldInfo(g, f"{fi.name}.grad", entry))
+        self._name(grads, lambda fi: fi.name)
+        return sorted(infos + grads, key=lambda fi: fi.entry["place"])
+
+    def _name(self, infos: list[FieldInfo], want: Any) -> None:
+        """Names each field: the name it was first given in this runtime,
+        else `want(fi)` made unique."""
         taken = self.taken.setdefault(self.generation, {})
         for fi in infos:
             place = fi.entry["place"]
@@ -325,11 +367,10 @@ class Capture:
             if known is not None:  # a field keeps the name it was first given
                 fi.name = known["name"]
             else:
-                fi.name = _free_name(fi.name, place, taken)
+                fi.name = _free_name(want(fi), place, taken)
             taken[fi.name] = place
             fi.entry["name"] = fi.name
             self.seen[(self.generation, place)] = fi.entry
-        return infos
 
     def _snapshot(self, fields: list[FieldInfo], nd: dict[str, Any], tag: str, when: str) -> dict[str, str]:
         """Save every field and ndarray argument as .npy; returns name -> relative path."""
@@ -360,13 +401,11 @@ class Capture:
 
     def _describe_args(self, kernel: Any, args: tuple, kwargs: dict) -> tuple[list, dict, dict]:
         """(schema for fields.json, values for capture.json, ndarray args by name)."""
-        import numpy as np
-        from quadrants.types import ndarray_type, primitive_types
-
         import inspect
 
+
         metas = list(kernel.arg_metas)
-        bound: dict[str, Any] = {m.name: v for m, v in zip(metas, args)}
+        bound: dict[str, Any] = {m.name: v for m, v in zip(metas, args, strict=False)}
         for m in metas:
             if m.name in kwargs:
                 bound[m.name] = kwargs[m.name]
@@ -390,17 +429,16 @@ class Capture:
                 return orig_call(kernel, *args, **kwargs)
             if internal:  # Quadrants' own (from_numpy, fill): its IR is noise
                 return cap.run_unchecked(None, lambda: orig_call(kernel, *args, **kwargs))
-            name = func.__name__
+            name = getattr(func, "__name__", None) or type(kernel).__name__
             code = getattr(func, "__code__", None)
             where = f"{Path(code.co_filename).name}:{code.co_firstlineno}" if code is not None else None
             mode = getattr(kernel, "autodiff_mode", None)
-            if mode not in (None, _NONE_MODE()):
-                # A derivative kernel (kernel.grad(), a Tape's backward
-                # pass): not imported; counted, so the summary says so.
-                key = (cap.generation, name, where)
-                cap.derivatives[key] = (str(getattr(mode, "name", mode)).lower(), cap.derivatives.get(key, ("", 0))[1] + 1)
-                return cap.run_unchecked(None, lambda: orig_call(kernel, *args, **kwargs))
-            key = (cap.generation, name, where)
+            # A derivative kernel (kernel.grad(), a Tape's backward pass) is
+            # captured as any other, under its own key: its IR, its calls
+            # and its arguments (the primal's) are its own.
+            derivative = None if mode in (None, _NONE_MODE()) else str(getattr(mode, "name", mode)).lower()
+            primal = (cap.generation, name, where)
+            key = primal if derivative is None else (cap.generation, f"{name}.{DERIVATIVE_SUFFIX.get(derivative, derivative)}", where)
             cap.counted[key] = cap.counted.get(key, 0) + 1
             if cap.max_calls and cap.counted[key] > cap.max_calls:
                 return cap.run_unchecked(key, lambda: orig_call(kernel, *args, **kwargs))
@@ -433,6 +471,8 @@ class Capture:
                     stages = split_stages(text)
                     compiled = bool(stages)
                     entry: dict[str, Any] = {"kernel": name, "call": n}
+                    if derivative is not None:  # which derivative of the kernel
+                        entry["derivative"] = derivative
                     if cap.generation > 0:  # after a second qd.init: which runtime ran it
                         entry["init"] = cap.generation
                     if where is not None:  # which function, when two share a name
@@ -461,7 +501,8 @@ class Capture:
                     entry["args"] = argvals
                     cap.calls.append(entry)
                     kernels = cap.kernels.setdefault(cap.generation, {})
-                    tkey = cap.kernel_table_key(key, entry.get("compiled_name"))
+                    # A derivative takes its primal's arguments.
+                    tkey = cap.kernel_table_key(primal, entry.get("compiled_name"))
                     if tkey is not None and tkey not in kernels:
                         kernels[tkey] = {"args": schema}
                     if tkey is not None and compiled and cap.params is not None and "params" not in kernels[tkey]:
@@ -512,12 +553,12 @@ class Capture:
             cap.member_gen[id(primal)] = (primal, cap.generation)
             return made
 
-        impl.create_field_member = create_field_member
+        impl.create_field_member = create_field_member  # type: ignore[attr-defined]
         self.patch_destroy()
         self.patch_params()
         for mod in (qd, misc, importlib.import_module("quadrants.lang")):
             if getattr(mod, "init", None) is orig_init:
-                mod.init = init
+                mod.init = init  # type: ignore[union-attr]
         if not getattr(kmod.Kernel.__call__, "_kiln_wrapped", False):
             kmod.Kernel.__call__ = self.wrap_call(kmod.Kernel.__call__)
 
@@ -595,8 +636,8 @@ class Capture:
         return self.table_key.get(key)
 
     def run_unchecked(self, key: tuple[int, str, str | None] | None, call: Any) -> Any:
-        """A call not captured (past `max_calls`, counted under `key`, or a
-        derivative's): run as it would be without the capture (no values
+        """A call not captured (past `max_calls`, counted under `key`, or
+        Quadrants' own): run as it would be without the capture (no values
         saved). Its output passes through, but for the IR dumps a compile
         prints (forced on)."""
         if key is not None:
@@ -647,11 +688,6 @@ class Capture:
         if self.unchecked:  # calls past --calls, by kernel
             cap["unchecked"] = [
                 {"kernel": k, "init": g, "where": w, "calls": n} for (g, k, w), n in sorted(self.unchecked.items(), key=str)
-            ]
-        if self.derivatives:  # calls of kernel.grad() and the like
-            cap["derivatives"] = [
-                {"kernel": k, "init": g, "where": w, "mode": m, "calls": n}
-                for (g, k, w), (m, n) in sorted(self.derivatives.items(), key=str)
             ]
         cap["calls"] = self.calls
         (self.out / "capture.json").write_text(_dump_capture(cap))
@@ -709,7 +745,7 @@ def _dump_capture(cap: dict[str, Any]) -> str:
 
 
 def _NONE_MODE():
-    from quadrants.lang.kernel_impl import _NONE  # type: ignore[attr-defined]
+    from quadrants.lang.kernel_impl import _NONE
 
     return _NONE
 
@@ -732,11 +768,10 @@ def _describe_arg(name: str, ann: Any, v: Any, schema: list, values: dict, nds: 
     import dataclasses
 
     import numpy as np
+    from quadrants.lang._ndarray import Ndarray
     from quadrants.lang.matrix import MatrixType
     from quadrants.lang.struct import StructType
     from quadrants.types import ndarray_type, primitive_types
-
-    from quadrants.lang._ndarray import Ndarray
 
     if isinstance(ann, ndarray_type.NdarrayType) or isinstance(v, (np.ndarray, Ndarray)):
         dt = _np_to_qd(v.dtype) if isinstance(v, np.ndarray) else _dtype_name(v.dtype)
@@ -882,7 +917,7 @@ def run(program: str | os.PathLike, argv: list[str], out_dir: str | os.PathLike,
         status = 1
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
-        os._exit = orig_exit  # type: ignore[assignment]
+        os._exit = orig_exit
         cap.write()
     return status
 
@@ -890,7 +925,7 @@ def run(program: str | os.PathLike, argv: list[str], out_dir: str | os.PathLike,
 def _program_locals() -> dict[str, Any]:
     """The locals of the innermost frame of the program's own code (not
     Quadrants', not ours) on the stack: the function that called the kernel."""
-    f = sys._getframe(1)
+    f: types.FrameType | None = sys._getframe(1)
     here = str(Path(__file__).resolve().parent)
     while f is not None:
         mod = f.f_globals.get("__name__", "") or ""

@@ -43,7 +43,7 @@ try:
 except ImportError:  # run() says so in one line; --help needs no numpy
     np = None  # type: ignore[assignment]
 
-from .capture import OFFLOAD_STAGE
+from .capture import DERIVATIVE_SUFFIX, OFFLOAD_STAGE
 
 # Floats may differ from Quadrants' by this many units in the last place
 # (docs/quadrants.md, "Tolerance"): both compile the same operations with
@@ -247,9 +247,6 @@ class KernelReport:
     out_of_bounds: list = field(default_factory=list)
     # Calls past --calls: run by the program, not captured nor compared.
     unchecked: int = 0
-    # Calls of the kernel's derivative (reverse or forward mode), which
-    # Kiln does not import: (mode, calls).
-    derivative: tuple[str, int] | None = None
 
 
 OOB_RE = re.compile(r"index (\S+) out of bounds for field @(\S+) of shape \[([^\]]*)\]")
@@ -373,9 +370,11 @@ class Replay:
     def replay_call(self, call: dict) -> None:
         kernel = call["kernel"]
         # One report per kernel: two of one name (in two runtimes, or two
-        # functions) are two, told apart by where each is defined.
-        key = (call.get("init", 0), kernel, call.get("where"))
-        rep = self.reports.setdefault(key, KernelReport(kernel, call.get("where")))
+        # functions) are two, told apart by where each is defined; a
+        # kernel's derivative is one of its own (`k.grad`).
+        label = f"{kernel}.{DERIVATIVE_SUFFIX.get(call['derivative'], call['derivative'])}" if call.get("derivative") else kernel
+        key = (call.get("init", 0), label, call.get("where"))
+        rep = self.reports.setdefault(key, KernelReport(label, call.get("where")))
         rep.calls += 1
         if call.get("error"):
             rep.raised.append(f"call {call['call']}: {call['error']}")
@@ -479,14 +478,7 @@ class Replay:
         agree = differ = unimported = raised = 0
         for key, rep in self.reports.items():
             label = self.label(key, rep)
-            if rep.derivative is not None:
-                # Quadrants ran it; Kiln cannot check it: said, never silent.
-                unimported += 1
-                status = status or 2
-                mode, n = rep.derivative
-                print(f"SKIP {label}: {n} call{'s' if n != 1 else ''} of the kernel's derivative ({mode} mode) "
-                      "not checked: kiln-import does not take autodiff kernels")
-            elif rep.raised and rep.calls == len(rep.raised):
+            if rep.raised and rep.calls == len(rep.raised):
                 # Quadrants refused every call: nothing to compare, and no
                 # fault of Kiln's or of the program's replay.
                 raised += 1
@@ -642,9 +634,6 @@ def _run_in(work: Path, ns: argparse.Namespace, tools: Path) -> int:
     for u in cap.get("unchecked", []):
         key = (u.get("init", 0), u["kernel"], u.get("where"))
         replay.reports.setdefault(key, KernelReport(u["kernel"], u.get("where"))).unchecked += u["calls"]
-    for d in cap.get("derivatives", []):
-        key = (d.get("init", 0), f"{d['kernel']}.grad", d.get("where"))
-        replay.reports.setdefault(key, KernelReport(f"{d['kernel']}.grad", d.get("where"))).derivative = (d["mode"], d["calls"])
     return replay.report()
 
 

@@ -107,7 +107,7 @@ def test_saxpy_calls_and_values(saxpy):
     y = load(saxpy, calls[0]["values"]["y"]["after"])
     np.testing.assert_array_equal(x, (i % 17).astype(np.float32))
     np.testing.assert_array_equal(y, (i % 5).astype(np.float32) * np.float32(0.5))
-    for c, a in zip(calls[1:], (2.0, 0.25)):
+    for c, a in zip(calls[1:], (2.0, 0.25), strict=True):
         vals = {k: (load(saxpy, v["before"]), load(saxpy, v["after"])) for k, v in c["values"].items()}
         xb, xa = vals["x"]
         yb, ya = vals["y"]
@@ -237,7 +237,7 @@ def test_split_stages_on_committed_logs():
         text = p.read_text()
         dumps = split_stages(text)
         assert dumps, p
-        for d, after in zip(dumps, dumps[1:] + [None]):
+        for d, after in zip(dumps, dumps[1:] + [None], strict=True):
             if d["stage"] == OFFLOAD_STAGE:
                 assert d["lines"][0] == "kernel {" and d["lines"][-1] == "}", p
                 # Each task's dump is followed by its next stage's header alone.

@@ -60,14 +60,14 @@ def corpus_runs(cache: str) -> dict[str, subprocess.CompletedProcess]:
 def test_corpus_program_agrees(program: Path, corpus_runs):
     r = corpus_runs[program.name]
     assert r.returncode == 0, r.stdout + r.stderr
-    lines = [l for l in r.stdout.splitlines() if l.startswith(("ok ", "FAIL", "SKIP"))]
-    assert lines and all(l.startswith("ok ") for l in lines), r.stdout
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith(("ok ", "FAIL", "SKIP"))]
+    assert lines and all(ln.startswith("ok ") for ln in lines), r.stdout
     assert "0 differ, 0 not imported" in r.stdout
 
 
 def test_corpus_has_forty_kernels(corpus_runs):
     """The corpus is what the issue asks: at least 40 kernels, all agreeing."""
-    total = sum(l.startswith("ok ") for r in corpus_runs.values() for l in r.stdout.splitlines())
+    total = sum(ln.startswith("ok ") for r in corpus_runs.values() for ln in r.stdout.splitlines())
     assert total >= 40, total
 
 
@@ -84,9 +84,9 @@ def test_race_is_reported_at_the_python_line(cache: str):
     assert r.returncode == 1, r.stdout + r.stderr
     assert "data race" in r.stdout, r.stdout
     # Both accesses, at their Python lines in the program.
-    notes = [l for l in r.stdout.splitlines() if "racy/prefix_sum.py:" in l and ": note: iteration" in l]
+    notes = [ln for ln in r.stdout.splitlines() if "racy/prefix_sum.py:" in ln and ": note: iteration" in ln]
     assert len(notes) >= 2, r.stdout
-    assert any("reads here" in l for l in notes) and any("writes here" in l for l in notes), r.stdout
+    assert any("reads here" in ln for ln in notes) and any("writes here" in ln for ln in notes), r.stdout
 
 
 def test_a_race_on_a_vector_is_per_component(cache: str):
@@ -97,8 +97,8 @@ def test_a_race_on_a_vector_is_per_component(cache: str):
     assert r.returncode == 1, r.stdout + r.stderr
     races = re.findall(r"writes @p\[(\d+), (\d+)\], which iteration (\d+) reads", r.stdout)
     assert races and all(comp == "1" and int(it) == int(i) - 1 for i, comp, it in races), r.stdout
-    notes = [l for l in r.stdout.splitlines() if "racy/neighbour_vec.py:24:" in l and ": note: iteration" in l]
-    assert any("writes here" in l for l in notes) and any("reads here" in l for l in notes), r.stdout
+    notes = [ln for ln in r.stdout.splitlines() if "racy/neighbour_vec.py:24:" in ln and ": note: iteration" in ln]
+    assert any("writes here" in ln for ln in notes) and any("reads here" in ln for ln in notes), r.stdout
 
 
 def test_calls_past_the_cap_run_but_are_not_checked(tmp_path: Path, cache: str):
@@ -133,10 +133,10 @@ def test_calls_past_the_cap_run_but_are_not_checked(tmp_path: Path, cache: str):
     assert r.returncode == 0 and "ok   step: 2 of 15 calls (--calls)" in r.stdout, r.stdout
 
 
-def test_derivative_kernels_are_said_not_checked(tmp_path: Path, cache: str):
-    """A kernel's derivative (a Tape's backward pass, kernel.grad()) runs in
-    Quadrants; Kiln does not import it, and the summary says so (exit 2),
-    without printing the derivative's IR."""
+def test_derivative_kernels_are_checked_like_any_other(tmp_path: Path, cache: str):
+    """A kernel's derivative (a Tape's backward pass) is captured, imported
+    and replayed as a kernel of its own (`k.grad`), with the gradient
+    fields (`x.grad`) among the values compared; its IR is not printed."""
     prog = tmp_path / "grad.py"
     prog.write_text(
         "import quadrants as qd\n"
@@ -152,11 +152,17 @@ def test_derivative_kernels_are_said_not_checked(tmp_path: Path, cache: str):
         "    square_sum()\n"
         "print('grad', x.grad.to_numpy().tolist())\n"
     )
-    r = kq("run", "--cache-dir", cache, str(prog))
-    assert r.returncode == 2, r.stdout + r.stderr
+    keep = tmp_path / "keep"
+    r = kq("run", "--keep", str(keep), "--cache-dir", cache, str(prog))
+    assert r.returncode == 0, r.stdout + r.stderr
     assert "grad [0.0, 2.0, 4.0, 6.0]" in r.stdout and "ok   square_sum: 1 call" in r.stdout, r.stdout
-    assert "SKIP square_sum.grad: 1 call of the kernel's derivative (reverse mode) not checked" in r.stdout, r.stdout
+    assert "ok   square_sum.grad: 1 call, " in r.stdout, r.stdout
+    assert "1 kernels" not in r.stdout and "2 kernels: 2 agree, 0 differ, 0 not imported" in r.stdout, r.stdout
     assert "kernel {" not in r.stdout, r.stdout
+    table = json.loads((keep / "capture" / "fields.json").read_text())
+    assert [f["name"] for f in table["fields"]] == ["x", "x.grad", "loss", "loss.grad"], table
+    calls = json.loads((keep / "capture" / "capture.json").read_text())["calls"]
+    assert [c.get("derivative") for c in calls] == [None, "reverse"], calls
 
 
 def test_a_write_out_of_bounds_is_the_programs_bug(tmp_path: Path, cache: str):
@@ -239,7 +245,7 @@ def test_a_disagreement_names_kernel_call_field_index_and_values(tmp_path: Path,
     index and both values, and the exit status is 1."""
     r = kq("run", "--ulps", "-1", "--cache-dir", cache, "testdata/quadrants/saxpy.py")
     assert r.returncode == 1, r.stdout + r.stderr
-    fail = [l for l in r.stdout.splitlines() if "call " in l and "field @" in l]
+    fail = [ln for ln in r.stdout.splitlines() if "call " in ln and "field @" in ln]
     assert fail, r.stdout
     assert "Quadrants" in fail[0] and "Kiln (jit)" in fail[0] and "[0]" in fail[0], fail[0]
 
@@ -346,6 +352,7 @@ def test_ulp_distance():
     x = np.array([1.0, 2.0], dtype=np.float64)
     assert list(ulp_distance(x, x)) == [0, 0]
     d = first_difference(np.array([1, 2, 3], dtype=np.int32), np.array([1, 2, 4], dtype=np.int32), 4)
+    assert d is not None
     assert d.index == (2,) and d.quadrants == 3 and d.kiln == 4
     assert first_difference(a, a.copy(), 0) is None
 
@@ -417,7 +424,7 @@ def test_editing_one_loop_recompiles_one_task(tmp_path: Path):
         kirs.append(keep / calls[0]["kir"])
     diff = subprocess.run([str(bins / "kiln-key"), "--diff", str(kirs[0]), str(kirs[1])], capture_output=True, text=True)
     assert diff.returncode == 1, diff.stderr  # keys differ: 1, as diff
-    changed = [l for l in diff.stdout.splitlines() if l.startswith("@")]
+    changed = [ln for ln in diff.stdout.splitlines() if ln.startswith("@")]
     assert len(changed) == 1 and changed[0].startswith("@two_loops.1"), diff.stdout
     assert "1 unchanged" in diff.stdout, diff.stdout
 
@@ -429,7 +436,7 @@ def test_editing_one_loop_recompiles_one_task(tmp_path: Path):
             capture_output=True, text=True,
         )
         assert r.returncode == 0, r.stderr
-        stats = json.loads([l for l in r.stderr.splitlines() if l.startswith("{")][-1])
+        stats = json.loads([ln for ln in r.stderr.splitlines() if ln.startswith("{")][-1])
         return stats["compiled"]
 
     assert compiled(kirs[0]) == 2
