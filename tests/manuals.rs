@@ -6,15 +6,14 @@
 //! included. The examples are read from `--help` itself, so the text a user
 //! sees is the text that is run.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{bin_dir, user_shell};
+use std::path::Path;
 use std::process::Command;
 
 const TOOLS: [&str; 7] =
     ["kiln-opt", "kiln-key", "kiln-compile", "kiln-run", "kiln-cache-inspect", "kiln-import", "kiln-reduce"];
-
-fn bin_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_kiln-opt")).parent().expect("binaries have a directory").to_path_buf()
-}
 
 /// The commands of the "Examples:" section of a `--help` text: each line
 /// `    $ COMMAND`, with the lines clap wrapped it onto (indented as deep,
@@ -33,23 +32,6 @@ fn examples(help: &str) -> Vec<String> {
     out
 }
 
-fn run_in(dir: &Path, cmd: &str) -> std::process::Output {
-    let path = format!("{}:/usr/lib/llvm-22/bin:{}", bin_dir().display(), std::env::var("PATH").unwrap_or_default());
-    let mut c = Command::new("bash");
-    c.arg("-o").arg("pipefail").arg("-c").arg(cmd).current_dir(dir);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("KILN_") || k == "NO_COLOR" {
-            c.env_remove(k);
-        }
-    }
-    c.env("PATH", &path)
-        .env("HOME", dir)
-        .env("XDG_CONFIG_HOME", dir.join("config"))
-        .env("XDG_CACHE_HOME", dir.join("xdg-cache"))
-        .env("KILN_CACHE_DIR", dir.join("cache"));
-    c.output().expect("bash runs")
-}
-
 #[test]
 fn every_example_in_help_runs() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -62,7 +44,7 @@ fn every_example_in_help_runs() {
         std::os::unix::fs::symlink(repo.join("testdata"), scratch.path().join("testdata")).expect("testdata linked");
         for cmd in &commands {
             assert!(cmd.starts_with(tool) || cmd.contains(&format!(" {tool} ")), "{tool}: '{cmd}' does not use it");
-            let out = run_in(scratch.path(), cmd);
+            let out = user_shell(scratch.path(), cmd);
             assert!(
                 out.status.success(),
                 "{tool} --help example failed ({}): {cmd}\nstdout:\n{}\nstderr:\n{}",

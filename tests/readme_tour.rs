@@ -5,8 +5,10 @@
 //! default cache. A command that fails, or a file the tour names that does
 //! not exist, fails the test, so the README cannot drift from the tools.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
+use common::user_shell;
+use std::path::Path;
 
 /// The lines of the first ```sh block after the tour's heading, without
 /// comments and blank lines.
@@ -23,10 +25,6 @@ fn tour_commands(readme: &str) -> Vec<String> {
         .collect()
 }
 
-fn bin_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_kiln-opt")).parent().expect("binaries have a directory").to_path_buf()
-}
-
 #[test]
 fn readme_tour_runs_verbatim() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -36,22 +34,8 @@ fn readme_tour_runs_verbatim() {
     let scratch = tempfile::tempdir().expect("a scratch directory");
     let dir = scratch.path();
     std::os::unix::fs::symlink(repo.join("testdata"), dir.join("testdata")).expect("testdata linked");
-    let path = format!("{}:/usr/lib/llvm-22/bin:{}", bin_dir().display(), std::env::var("PATH").unwrap_or_default());
     for cmd in &commands {
-        let mut c = Command::new("bash");
-        c.arg("-o").arg("pipefail").arg("-c").arg(cmd).current_dir(dir);
-        // No user setting leaks in; the default cache is the scratch one.
-        for (k, _) in std::env::vars() {
-            if k.starts_with("KILN_") || k == "NO_COLOR" {
-                c.env_remove(k);
-            }
-        }
-        c.env("PATH", &path)
-            .env("HOME", dir)
-            .env("XDG_CONFIG_HOME", dir.join("config"))
-            .env("XDG_CACHE_HOME", dir.join("xdg-cache"))
-            .env("KILN_CACHE_DIR", dir.join("cache"));
-        let out = c.output().expect("bash runs");
+        let out = user_shell(dir, cmd);
         assert!(
             out.status.success(),
             "README tour command failed ({}): {cmd}\nstdout:\n{}\nstderr:\n{}",

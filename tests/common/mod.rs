@@ -128,3 +128,29 @@ pub fn lock_files(dir: &Path) -> usize {
         })
         .sum()
 }
+
+/// The directory of the freshly built tools.
+pub fn bin_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_kiln-opt")).parent().expect("binaries have a directory").to_path_buf()
+}
+
+/// Runs `cmd` with bash (`pipefail` on) in `dir`, as a user would after the
+/// README's set-up: the freshly built tools and LLVM's first on `PATH`, no
+/// `KILN_*` setting or `NO_COLOR` of the caller's, `HOME` and the XDG
+/// directories in `dir`, and the default cache `dir/cache`.
+pub fn user_shell(dir: &Path, cmd: &str) -> Output {
+    let path = format!("{}:/usr/lib/llvm-22/bin:{}", bin_dir().display(), std::env::var("PATH").unwrap_or_default());
+    let mut c = Command::new("bash");
+    c.arg("-o").arg("pipefail").arg("-c").arg(cmd).current_dir(dir);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("KILN_") || k == "NO_COLOR" {
+            c.env_remove(k);
+        }
+    }
+    c.env("PATH", &path)
+        .env("HOME", dir)
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_CACHE_HOME", dir.join("xdg-cache"))
+        .env("KILN_CACHE_DIR", dir.join("cache"));
+    c.output().expect("bash runs")
+}

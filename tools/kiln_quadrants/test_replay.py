@@ -31,6 +31,7 @@ from kiln_quadrants.replay import (  # noqa: E402
     first_difference,
     max_ulps,
     newer_build,
+    reorder_factor,
     sums_in_any_order,
     tool_dir,
     ulp_distance,
@@ -355,6 +356,27 @@ def test_ulp_distance():
     assert d is not None
     assert d.index == (2,) and d.quadrants == 3 and d.kiln == 4
     assert first_difference(a, a.copy(), 0) is None
+    # A 0-D field (a reduction's result): its distance keeps its shape.
+    z, z1 = np.array(2.5, dtype=np.float32), np.array(np.nextafter(np.float32(2.5), np.float32(3.0)) * 1, dtype=np.float32)
+    assert ulp_distance(z, z1).shape == ()
+    d = first_difference(z, np.array(3.0, dtype=np.float32), 4, scaled=True)
+    assert d is not None and d.index == () and d.quadrants == 2.5, d
+    assert first_difference(z, z1, 4) is None
+    d = first_difference(np.array(7, dtype=np.int64), np.array(8, dtype=np.int64), 4)
+    assert d is not None and (d.index, d.quadrants, d.kiln) == ((), 7, 8), d
+
+
+def test_reordered_sums_are_given_room_by_the_number_of_terms(tmp_path: Path):
+    """The tolerance of sums in any order grows as the square root of the
+    largest array's element count (twice it); one term cannot be reordered."""
+    paths = []
+    for name, n in (("small", 3), ("large", 512)):
+        np.save(tmp_path / f"{name}.npy", np.zeros(n, dtype=np.float32))
+        paths.append(tmp_path / f"{name}.npy")
+    assert reorder_factor(paths) == 2 * 23
+    assert reorder_factor([]) == 1
+    np.save(tmp_path / "one.npy", np.zeros((), dtype=np.float32))
+    assert reorder_factor([tmp_path / "one.npy"]) == 1
 
 
 def test_sums_in_any_order_are_compared_at_the_fields_scale():
