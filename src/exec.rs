@@ -234,10 +234,10 @@ pub fn assertion_failed(kernel: &str, task: Option<&str>, message: &str) -> RunE
 /// (each a value's type and its bits), in order, as printf would: flags,
 /// width, precision and length letters are read and ignored; an integer
 /// conversion shows the value in decimal (`%x`/`%X` in hex, of its bits), a
-/// float one (`%f %e %g`, any case) as Rust prints the value (the shortest
+/// float one (`%f %e %g`, any case) as KIR writes the literal (the shortest
 /// text that reads back), whatever the conversion letter says of the
 /// type; `%%` is a `%`. A conversion with no value left stays as written.
-pub fn assert_message(message: &str, args: &[(crate::ir::Scalar, u64)]) -> String {
+pub fn assert_message(message: &str, args: &[(Scalar, u64)]) -> String {
     let mut out = String::with_capacity(message.len());
     let mut args = args.iter();
     let mut rest = message;
@@ -271,15 +271,11 @@ pub fn assert_message(message: &str, args: &[(crate::ir::Scalar, u64)]) -> Strin
     out
 }
 
-/// A value of type `ty` with `bits`, as the tools print one.
-fn scalar_text(ty: crate::ir::Scalar, bits: u64) -> String {
-    use crate::ir::Scalar;
-    match ty {
-        Scalar::F32 => format!("{}", f32::from_bits(bits as u32)),
-        Scalar::F64 => format!("{}", f64::from_bits(bits)),
-        Scalar::I1 => (bits & 1 != 0).to_string(),
-        _ => ty.int_value(bits).to_string(),
-    }
+/// A value of type `ty` with `bits` (an integer's at least zero-extended
+/// to its width), as KIR writes a literal (`printer::fmt_const`).
+fn scalar_text(ty: Scalar, bits: u64) -> String {
+    let bits = if ty.is_float() { bits } else { ty.wrap_bits(bits) };
+    crate::printer::fmt_const(Const { ty, bits })
 }
 
 impl fmt::Display for RunError {
