@@ -33,6 +33,7 @@ import json
 import os
 import re
 import runpy
+import signal
 import sys
 import traceback
 import types
@@ -905,6 +906,9 @@ def run(program: str | os.PathLike, argv: list[str], out_dir: str | os.PathLike,
             orig_exit(code)
 
     os._exit = _exit  # type: ignore[assignment]
+    # Stopped from outside (`kiln-quadrants run --timeout`): the program
+    # unwinds as on sys.exit, and the calls so far are written.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
         cap.note_names(runpy.run_path(str(program), run_name="__main__"))
     except SystemExit as e:

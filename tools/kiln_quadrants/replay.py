@@ -62,6 +62,9 @@ DEFAULT_CALLS = 10
 QUADRANTS_DENORMALS = "flush"
 
 TOOL = "kiln-quadrants"
+# How long a program stopped by --timeout has to write its calls (SIGTERM)
+# before it is killed (SIGKILL), in seconds.
+TIMEOUT_GRACE = 10.0
 
 
 # The tools a run needs; all come from one directory (see ``tool_dir``).
@@ -218,8 +221,8 @@ def first_difference(want: np.ndarray, got: np.ndarray, ulps: int, scaled: bool 
     if want.ndim == 0:
         # np.argwhere finds no index in a 0-D array (its one index is ()):
         # compared as one element, so a reduction's result is compared too.
-        d = first_difference(want.reshape(1), got.reshape(1), ulps, scaled)
-        return Difference((), d.quadrants, d.kiln, d.ulps) if d is not None else None
+        one = first_difference(want.reshape(1), got.reshape(1), ulps, scaled)
+        return Difference((), one.quadrants, one.kiln, one.ulps) if one is not None else None
     if want.dtype.kind == "f":
         d = scaled_ulp_distance(want, got) if scaled else ulp_distance(want, got)
         bad = np.argwhere(d > ulps)
@@ -324,12 +327,30 @@ class Replay:
         self.table: dict | None = None
         self.reports: dict[tuple, KernelReport] = {}
         self.manifest: list[dict] = []
+        # Set when the program outlived --timeout and was stopped.
+        self.timed_out = False
 
     def capture(self) -> int:
+        """Runs the program under the capture; its exit status, or None when
+        it outlived ``--timeout`` and was stopped (SIGTERM, which the
+        capture turns into an exit that writes the calls so far; SIGKILL
+        to its whole session a grace period later)."""
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
         calls = ["--calls", str(self.ns.calls)]
         cmd = [sys.executable, "-m", "kiln_quadrants", "-o", str(self.cap), *calls, self.ns.program, *self.ns.args]
-        return subprocess.run(cmd, env=env).returncode
+        proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+        try:
+            return proc.wait(timeout=self.ns.timeout)
+        except subprocess.TimeoutExpired:
+            for sig, grace in ((signal.SIGTERM, TIMEOUT_GRACE), (signal.SIGKILL, None)):
+                try:
+                    os.killpg(proc.pid, sig)
+                    proc.wait(timeout=grace)
+                    break
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    continue
+            self.timed_out = True
+            return 0
 
     def table_for(self, init: int) -> Path:
         """The field table of runtime `init` (the `qd.init` it follows): the
@@ -599,6 +620,17 @@ def _program_error(program: str) -> str | None:
     return None
 
 
+def _arguments_error(ns: argparse.Namespace) -> str | None:
+    """Why the numbers given are not ones the run can use, or None."""
+    if ns.ulps < 0:
+        return f"--ulps takes 0 or more units in the last place, not {ns.ulps}"
+    if ns.calls < 0:
+        return f"--calls takes 0 (every call) or more, not {ns.calls}"
+    if ns.timeout is not None and not ns.timeout > 0:
+        return f"--timeout takes a number of seconds above 0, not {ns.timeout:g}"
+    return None
+
+
 def _ended(status: int) -> str:
     """How a process ended, as a person reads it: 'ended with status 3',
     or 'was killed by SIGKILL' for a negative status (a signal)."""
@@ -624,7 +656,7 @@ def run(ns: argparse.Namespace) -> int:
             f"{sys.executable} has no {' or '.join(missing)}: run `make quadrants` (a venv under target/), "
             "or set KILN_QUADRANTS_PYTHON to a Python that has Quadrants 1.3.3 and numpy"
         )
-    why = _program_error(ns.program)
+    why = _arguments_error(ns) or _program_error(ns.program)
     if why is not None:
         return _usage_error(why)
     found = tool_dir(dict(os.environ), Path(__file__).resolve().parent)
@@ -646,7 +678,13 @@ def run(ns: argparse.Namespace) -> int:
 def _run_in(work: Path, ns: argparse.Namespace, tools: Path) -> int:
     replay = Replay(work, ns, tools)
     status = replay.capture()
-    if status != 0:
+    if replay.timed_out:
+        if not (replay.cap / "capture.json").exists():
+            print(f"{TOOL}: error: {ns.program} did not finish within {ns.timeout:g} s (--timeout) and left no call", file=sys.stderr)
+            return 1
+        print(f"{TOOL}: error: {ns.program} did not finish within {ns.timeout:g} s (--timeout): checking the calls made before",
+              file=sys.stderr)
+    elif status != 0:
         print(f"{TOOL}: error: {ns.program} {_ended(status)}", file=sys.stderr)
         return 1
     cap = json.loads((replay.cap / "capture.json").read_text())
@@ -655,7 +693,8 @@ def _run_in(work: Path, ns: argparse.Namespace, tools: Path) -> int:
     for u in cap.get("unchecked", []):
         key = (u.get("init", 0), u["kernel"], u.get("where"))
         replay.reports.setdefault(key, KernelReport(u["kernel"], u.get("where"))).unchecked += u["calls"]
-    return replay.report()
+    status = replay.report()
+    return 1 if replay.timed_out else status
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -687,6 +726,9 @@ def main(argv: list[str] | None = None) -> int:
         help=f"check the first N calls of each kernel; 0 checks every call (default {DEFAULT_CALLS})",
     )
     r.add_argument("--ulps", type=int, default=DEFAULT_ULPS, metavar="N", help=f"float tolerance in units in the last place (default {DEFAULT_ULPS})")
+    r.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="stop a program that runs longer (SIGTERM, then SIGKILL after "
+                   f"{TIMEOUT_GRACE:g} s) and check the calls it made before; exit 1 (default: no limit)")
     r.add_argument("program", metavar="PROGRAM.py")
     r.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
     ns = ap.parse_args(argv)

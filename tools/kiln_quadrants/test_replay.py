@@ -307,8 +307,11 @@ def test_a_kernel_of_no_task_agrees_and_one_quadrants_refuses_is_not_compared(tm
         (["--keep", "/dev/null", "testdata/quadrants/saxpy.py"], "--keep /dev/null: not a directory"),
         (["no/such/program.py"], "no/such/program.py: no such file"),
         (["testdata"], "testdata: not a file"),
+        (["--ulps", "-3", "testdata/quadrants/saxpy.py"], "--ulps takes 0 or more units in the last place, not -3"),
+        (["--calls", "-1", "testdata/quadrants/saxpy.py"], "--calls takes 0 (every call) or more, not -1"),
+        (["--timeout", "0", "testdata/quadrants/saxpy.py"], "--timeout takes a number of seconds above 0, not 0"),
     ],
-    ids=["keep-file", "keep-under-file", "keep-dev-null", "missing", "directory"],
+    ids=["keep-file", "keep-under-file", "keep-dev-null", "missing", "directory", "negative-ulps", "negative-calls", "zero-timeout"],
 )
 def test_bad_arguments_are_one_line_and_status_2(args: list[str], said: str):
     """Issue 42: these gave Python tracebacks that started inside the bridge."""
@@ -601,3 +604,27 @@ def test_with_keep_the_messages_name_the_kept_files(tmp_path: Path, cache: str, 
     assert named, r.stdout
     assert all(Path(n).is_file() for n in named), named
     assert KEEP_HINT not in r.stdout and "/kiln-quadrants." not in r.stdout, r.stdout
+
+
+def test_a_program_that_never_ends_is_stopped_and_its_calls_checked(tmp_path: Path, cache: str):
+    """--timeout stops a program that outlives it (SIGTERM: the capture
+    writes the calls so far), says so in one line, checks those calls, and
+    exits 1."""
+    prog = tmp_path / "forever.py"
+    prog.write_text(
+        "import time\n"
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.i32, shape=4)\n"
+        "@qd.kernel\n"
+        "def bump():\n"
+        "    for i in x:\n"
+        "        x[i] += 1\n"
+        "bump()\n"
+        "while True:\n"
+        "    time.sleep(0.1)\n"
+    )
+    r = kq("run", "--timeout", "6", "--cache-dir", cache, str(prog))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"kiln-quadrants: error: {prog} did not finish within 6 s (--timeout): checking the calls made before" in r.stderr, r.stderr
+    assert "ok   bump: 1 call, 1 field," in r.stdout and "1 kernels: 1 agree" in r.stdout, r.stdout
