@@ -83,14 +83,11 @@ pub fn lookup(name: &str) -> Option<&'static dyn Pass> {
 }
 
 /// The preset a pipeline text `default<O0>` .. `default<O3>` names (opt's
-/// spelling; `O3` is KIR's highest, `O2`).
+/// spelling, its level as `-O` takes it: [`OptPreset::of`]).
 pub fn default_text(text: &str) -> Option<OptPreset> {
-    match text.strip_prefix("default<")?.strip_suffix('>')? {
-        "O0" => Some(OptPreset::O0),
-        "O1" => Some(OptPreset::O1),
-        "O2" | "O3" => Some(OptPreset::O2),
-        _ => None,
-    }
+    let n = text.strip_prefix("default<O")?.strip_suffix('>')?;
+    let level = crate::config::OptLevel::ALL.into_iter().find(|l| n == l.number().to_string())?;
+    Some(OptPreset::of(level))
 }
 
 // ===========================================================================
@@ -235,6 +232,19 @@ pub enum OptPreset {
     O2,
 }
 
+impl OptPreset {
+    /// The preset of an `-O` level: `-O3`, LLVM's highest, is KIR's
+    /// highest, `-O2`.
+    pub fn of(level: crate::config::OptLevel) -> OptPreset {
+        use crate::config::OptLevel;
+        match level {
+            OptLevel::O0 => OptPreset::O0,
+            OptLevel::O1 => OptPreset::O1,
+            OptLevel::O2 | OptLevel::O3 => OptPreset::O2,
+        }
+    }
+}
+
 /// The pass names of a preset, in order. Every name is registered (a test
 /// checks it): a preset naming an unknown pass is a bug, not a pass to
 /// skip.
@@ -288,6 +298,17 @@ pub fn format_timings(timings: &[PassTiming]) -> String {
 #[cfg(test)]
 mod pipeline_tests {
     use super::*;
+
+    #[test]
+    fn pipeline_texts_name_the_presets_as_o_levels_do() {
+        assert_eq!(default_text("default<O0>"), Some(OptPreset::O0));
+        assert_eq!(default_text("default<O1>"), Some(OptPreset::O1));
+        assert_eq!(default_text("default<O2>"), Some(OptPreset::O2));
+        assert_eq!(default_text("default<O3>"), Some(OptPreset::O2));
+        for bad in ["default<O4>", "default<2>", "default<O2", "O2", "default<>"] {
+            assert_eq!(default_text(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn presets_only_name_registered_passes() {

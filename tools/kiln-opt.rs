@@ -134,16 +134,6 @@ fn main() -> ExitCode {
     tool::run_tool(&SPEC, |cli: Cli| tool::with_time_trace("kiln-opt", cli.tool.trace.path(&cli.input), || run(&cli)))
 }
 
-/// The KIR preset of an `-O` level: `-O3`, LLVM's highest, is KIR's
-/// highest, `-O2`.
-fn preset_of(level: OptLevel) -> OptPreset {
-    match level {
-        OptLevel::O0 => OptPreset::O0,
-        OptLevel::O1 => OptPreset::O1,
-        OptLevel::O2 | OptLevel::O3 => OptPreset::O2,
-    }
-}
-
 fn run(cli: &Cli) -> Result<(), ToolError> {
     if cli.print_passes {
         return tool::write_output_with(None, |w| print_passes(w));
@@ -154,7 +144,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     };
 
     let names: Vec<&str> = match cli.opt {
-        Some(level) => passes::preset(preset_of(level)),
+        Some(level) => passes::preset(OptPreset::of(level)),
         None => cli
             .passes
             .iter()

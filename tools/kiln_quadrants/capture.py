@@ -181,6 +181,12 @@ def _safe(name: str) -> str:
 DERIVATIVE_SUFFIX = {"reverse": "grad", "forward": "fwd"}
 
 
+def kernel_label(name: str, derivative: str | None) -> str:
+    """A kernel's name as the capture counts it and the bridge reports it:
+    `k`, or `k.grad` for its derivative of mode `derivative`."""
+    return name if derivative is None else f"{name}.{DERIVATIVE_SUFFIX.get(derivative, derivative)}"
+
+
 def _describe_field(f: Any) -> dict[str, Any] | None:
     """A field's entry in the table (its name still unset), or None for one
     that cannot be described."""
@@ -344,7 +350,7 @@ class Capture:
             if entry is not None:
                 infos.append(FieldInfo(f, names.get(id(f), ""), entry))
         infos.sort(key=lambda fi: fi.entry["place"])
-        self._name(infos, lambda fi: fi.name)
+        self._name(infos)
         # A field's gradient (needs_grad=True) is a field of its own, which
         # a derivative kernel reads and writes: named after its primal.
         grads = []
@@ -355,12 +361,12 @@ class Capture:
             if entry is not None and entry["place"] not in places:
                 places.add(entry["place"])
                 grads.append(FieldInfo(g, f"{fi.name}.grad", entry))
-        self._name(grads, lambda fi: fi.name)
+        self._name(grads)
         return sorted(infos + grads, key=lambda fi: fi.entry["place"])
 
-    def _name(self, infos: list[FieldInfo], want: Any) -> None:
+    def _name(self, infos: list[FieldInfo]) -> None:
         """Names each field: the name it was first given in this runtime,
-        else `want(fi)` made unique."""
+        else the name it wants (`fi.name`) made unique."""
         taken = self.taken.setdefault(self.generation, {})
         for fi in infos:
             place = fi.entry["place"]
@@ -368,7 +374,7 @@ class Capture:
             if known is not None:  # a field keeps the name it was first given
                 fi.name = known["name"]
             else:
-                fi.name = _free_name(want(fi), place, taken)
+                fi.name = _free_name(fi.name, place, taken)
             taken[fi.name] = place
             fi.entry["name"] = fi.name
             self.seen[(self.generation, place)] = fi.entry
@@ -404,7 +410,6 @@ class Capture:
         """(schema for fields.json, values for capture.json, ndarray args by name)."""
         import inspect
 
-
         metas = list(kernel.arg_metas)
         bound: dict[str, Any] = {m.name: v for m, v in zip(metas, args, strict=False)}
         for m in metas:
@@ -439,7 +444,7 @@ class Capture:
             # and its arguments (the primal's) are its own.
             derivative = None if mode in (None, _NONE_MODE()) else str(getattr(mode, "name", mode)).lower()
             primal = (cap.generation, name, where)
-            key = primal if derivative is None else (cap.generation, f"{name}.{DERIVATIVE_SUFFIX.get(derivative, derivative)}", where)
+            key = (cap.generation, kernel_label(name, derivative), where)
             cap.counted[key] = cap.counted.get(key, 0) + 1
             if cap.max_calls and cap.counted[key] > cap.max_calls:
                 return cap.run_unchecked(key, lambda: orig_call(kernel, *args, **kwargs))

@@ -44,7 +44,7 @@ try:
 except ImportError:  # run() says so in one line; --help needs no numpy
     np = None  # type: ignore[assignment]
 
-from .capture import DERIVATIVE_SUFFIX, OFFLOAD_STAGE
+from .capture import OFFLOAD_STAGE, kernel_label
 
 # Floats may differ from Quadrants' by this many units in the last place
 # (docs/quadrants.md, "Tolerance"): both compile the same operations with
@@ -327,10 +327,8 @@ class Replay:
         self.table: dict | None = None
         self.reports: dict[tuple, KernelReport] = {}
         self.manifest: list[dict] = []
-        # Set when the program outlived --timeout and was stopped.
-        self.timed_out = False
 
-    def capture(self) -> int:
+    def capture(self) -> int | None:
         """Runs the program under the capture; its exit status, or None when
         it outlived ``--timeout`` and was stopped (SIGTERM, which the
         capture turns into an exit that writes the calls so far; SIGKILL
@@ -349,8 +347,7 @@ class Replay:
                     break
                 except (ProcessLookupError, subprocess.TimeoutExpired):
                     continue
-            self.timed_out = True
-            return 0
+            return None
 
     def table_for(self, init: int) -> Path:
         """The field table of runtime `init` (the `qd.init` it follows): the
@@ -413,7 +410,7 @@ class Replay:
         # One report per kernel: two of one name (in two runtimes, or two
         # functions) are two, told apart by where each is defined; a
         # kernel's derivative is one of its own (`k.grad`).
-        label = f"{kernel}.{DERIVATIVE_SUFFIX.get(call['derivative'], call['derivative'])}" if call.get("derivative") else kernel
+        label = kernel_label(kernel, call.get("derivative"))
         key = (call.get("init", 0), label, call.get("where"))
         rep = self.reports.setdefault(key, KernelReport(label, call.get("where")))
         rep.calls += 1
@@ -677,15 +674,16 @@ def run(ns: argparse.Namespace) -> int:
 
 def _run_in(work: Path, ns: argparse.Namespace, tools: Path) -> int:
     replay = Replay(work, ns, tools)
-    status = replay.capture()
-    if replay.timed_out:
+    ended = replay.capture()
+    timed_out = ended is None
+    if ended is None:
         if not (replay.cap / "capture.json").exists():
             print(f"{TOOL}: error: {ns.program} did not finish within {ns.timeout:g} s (--timeout) and left no call", file=sys.stderr)
             return 1
         print(f"{TOOL}: error: {ns.program} did not finish within {ns.timeout:g} s (--timeout): checking the calls made before",
               file=sys.stderr)
-    elif status != 0:
-        print(f"{TOOL}: error: {ns.program} {_ended(status)}", file=sys.stderr)
+    elif ended != 0:
+        print(f"{TOOL}: error: {ns.program} {_ended(ended)}", file=sys.stderr)
         return 1
     cap = json.loads((replay.cap / "capture.json").read_text())
     for call in cap["calls"]:
@@ -694,7 +692,7 @@ def _run_in(work: Path, ns: argparse.Namespace, tools: Path) -> int:
         key = (u.get("init", 0), u["kernel"], u.get("where"))
         replay.reports.setdefault(key, KernelReport(u["kernel"], u.get("where"))).unchecked += u["calls"]
     status = replay.report()
-    return 1 if replay.timed_out else status
+    return 1 if timed_out else status
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -223,7 +223,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 let br = self.b.build_conditional_branch(ok, cont, fail)?;
                 self.branch_weights(br, 1 << 20, 1)?;
                 self.b.position_at_end(fail);
-                self.report_oob(l, pos, &idx)?;
+                self.report_failure(l, pos, &idx)?;
                 self.b.position_at_end(cont);
             }
         }
@@ -272,15 +272,17 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let br = self.b.build_conditional_branch(ok, cont, fail)?;
         self.branch_weights(br, 1 << 20, 1)?;
         self.b.position_at_end(fail);
-        self.report_oob(l, ASSERT_FIELD, &bits)?;
+        self.report_failure(l, ASSERT_FIELD, &bits)?;
         self.b.position_at_end(cont);
         Ok(())
     }
 
     /// In the block of a failed check: the call of the reporter with the
-    /// access's field, statement and indices (written to the function's
-    /// index array), then the way out of the function.
-    fn report_oob(&mut self, l: &mut Lowering<'a, 'ctx>, pos: u32, idx: &[IntValue<'ctx>]) -> Result<()> {
+    /// field (an access's, or [`ASSERT_FIELD`] for an assert), the
+    /// statement and the values (an access's indices, an assert's values:
+    /// written to the function's index array), then the way out of the
+    /// function.
+    fn report_failure(&mut self, l: &mut Lowering<'a, 'ctx>, pos: u32, idx: &[IntValue<'ctx>]) -> Result<()> {
         let i64t = self.cx.i64_type();
         let array = match self.oob_index {
             Some(a) => a,
