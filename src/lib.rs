@@ -42,6 +42,8 @@ pub mod passes;
 #[forbid(unsafe_code)]
 pub mod races;
 pub mod reduce;
+#[forbid(unsafe_code)]
+pub mod semantics;
 
 #[forbid(unsafe_code)]
 pub mod cache;

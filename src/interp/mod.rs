@@ -33,9 +33,8 @@
 //! Values live in a `Vec<u64>` register file per body, in "register form":
 //! `i1` is 0 or 1, `i32` is sign-extended to 64 bits (so indices and loop
 //! bounds of either integer type compare as `i64`), `i64` as is, `f32` its
-//! bits in the low half, `f64` its bits. The functions [`eval_binary`],
-//! [`eval_unary`], [`eval_cmp`] and [`eval_cast`] hold every arithmetic rule
-//! of the language and work on [`Const`]s so passes and tests can share them.
+//! bits in the low half, `f64` its bits. Every arithmetic rule of the
+//! language is `crate::semantics`', which passes and tests share.
 
 use crate::exec::{assert_message, assertion_failed, out_of_bounds, Engine, FieldData, Fields, RunError};
 use crate::ir::*;
@@ -44,11 +43,9 @@ use std::collections::HashMap;
 
 mod code;
 mod run;
-mod scalar;
 
+use crate::semantics::*;
 use code::*;
-use scalar::*;
-pub use scalar::{eval_binary, eval_cast, eval_cmp, eval_unary};
 
 /// The reference interpreter engine (each run lowers what it needs).
 #[derive(Clone, Copy, Debug, Default)]

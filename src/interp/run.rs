@@ -423,7 +423,7 @@ pub(super) fn read_elem(elem: Scalar, bytes: &[u8], at: usize) -> u64 {
     match elem {
         Scalar::I1 => (raw & 0xff != 0) as u64,
         // An integer in register form (sign-extended when signed).
-        t if t.is_int() => super::scalar::norm_int(t, raw as i64),
+        t if t.is_int() => crate::semantics::norm_int(t, raw as i64),
         _ => raw,
     }
 }

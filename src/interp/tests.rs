@@ -584,7 +584,7 @@ fn i64_loop_variables_and_indices() {
 /// on the width or the signedness (`docs/language.md`, "Integers").
 #[test]
 fn narrow_and_unsigned_integers() {
-    use crate::interp::scalar::{eval_binary, eval_cast, eval_cmp, eval_unary};
+    use crate::semantics::{eval_binary, eval_cast, eval_cmp, eval_unary};
     let c = |ty: Scalar, v: i64| Const::int(ty, v);
     let val = |k: Const| k.ty.int_value(k.bits);
     // Wrapping at the width.

@@ -9,7 +9,7 @@
 //! gives 0), floats are IEEE 754.
 //!
 //! Folding calls the reference interpreter's own operations
-//! (`interp::eval_*`), so the pass and the oracle cannot disagree.
+//! (`semantics::eval_*`), so the pass and the oracle cannot disagree.
 //!
 //! Must never: fold what the machine might compute differently. Floats are
 //! folded only where IEEE 754 fixes every bit of the result (`+ - * /`,
@@ -365,7 +365,7 @@ fn forget_stored(body: &Body, s: Stmt, slots: &mut HashMap<Value, SlotVal>) {
 // implementation of the semantics), behind a filter that keeps what the
 // language does not fix bit for bit at compile time.
 
-use crate::interp::{eval_binary, eval_cast, eval_cmp, eval_unary};
+use crate::semantics::{eval_binary, eval_cast, eval_cmp, eval_unary};
 
 /// Whether a float result may be folded: not a NaN, whose sign and payload
 /// the host's floating-point unit chooses at run time (see

@@ -15,9 +15,9 @@
 use kiln::codegen::Compiler;
 use kiln::config::CompileConfig;
 use kiln::exec::{Engine, Fields};
-use kiln::interp::eval_unary;
 use kiln::ir::{Const, Scalar, Stream, UnOp};
 use kiln::jit::engine::{JitEngine, JitPath};
+use kiln::semantics::eval_unary;
 use rayon::prelude::*;
 
 /// One function: its KIR operator, arity, reference, the range of the

@@ -1,19 +1,27 @@
-//! The interpreter's scalar semantics: register form and every arithmetic,
-//! comparison and cast rule of the language, on registers and on
-//! [`Const`]s (`eval_*`, which passes and tests share).
+//! The language's scalar semantics, below every user of them: register
+//! form and every arithmetic, comparison and cast rule of
+//! `docs/language.md` on registers and on [`Const`]s. The interpreter
+//! executes with the register functions; `passes::simplify` folds
+//! constants and the tests check the JIT with the `eval_*` wrappers, so
+//! the pass, the oracle and the tests cannot disagree (as naga's `proc`
+//! sits below its front ends and validator). Kiln's own `f32` math is
+//! evaluated through [`crate::math`] (`MathFunc::eval`), the one reference
+//! that `codegen::lower::kmath` emits.
 //!
-//! Owns: register form (see the module above), `bin_reg`, `un_reg`,
-//! `cmp_reg`, `cast_reg` and the `eval_*` wrappers.
+//! Owns: register form (an integer's value sign- or zero-extended to 64
+//! bits by its type, a float's bits: `to_reg`, `from_reg`, `norm_int`),
+//! `bin_reg`, `un_reg`, `cmp_reg`, `cast_reg` and the `eval_*` wrappers.
 //!
 //! Must never: depend on anything but the operation and its operands'
-//! bits (no host state but libm).
+//! bits (no host state but libm), or on a module above `ir` and `math`
+//! (the interpreter and the passes both stand on it).
 
 use crate::ir::*;
 
 /// Converts a constant to register form: an integer's value in 64 bits
 /// (sign-extended for a signed type, zero-extended for `i1` and an
 /// unsigned one), a float's bits.
-pub(super) fn to_reg(c: Const) -> u64 {
+pub fn to_reg(c: Const) -> u64 {
     if c.ty.is_float() {
         c.ty.wrap_bits(c.bits)
     } else {
@@ -22,13 +30,13 @@ pub(super) fn to_reg(c: Const) -> u64 {
 }
 
 /// Converts a register back to a constant of type `ty`.
-pub(super) fn from_reg(ty: Scalar, r: u64) -> Const {
+pub fn from_reg(ty: Scalar, r: u64) -> Const {
     Const { ty, bits: ty.wrap_bits(r) }
 }
 
 /// Wraps an integer result to the width of `ty` in register form.
 #[inline(always)]
-pub(super) fn norm_int(ty: Scalar, r: i64) -> u64 {
+pub fn norm_int(ty: Scalar, r: i64) -> u64 {
     let w = ty.bits();
     match w {
         64 => r as u64,
@@ -185,7 +193,7 @@ macro_rules! float_bin {
 }
 
 #[inline(always)]
-pub(super) fn bin_reg(op: BinOp, ty: Scalar, a: u64, b: u64) -> u64 {
+pub fn bin_reg(op: BinOp, ty: Scalar, a: u64, b: u64) -> u64 {
     match ty {
         Scalar::F32 => {
             let r = float_bin!(op, f32::from_bits(a as u32), f32::from_bits(b as u32), fmin32, fmax32);
@@ -257,7 +265,7 @@ macro_rules! float_un {
 }
 
 #[inline(always)]
-pub(super) fn un_reg(op: UnOp, ty: Scalar, a: u64) -> u64 {
+pub fn un_reg(op: UnOp, ty: Scalar, a: u64) -> u64 {
     match ty {
         Scalar::F32 => {
             let x = f32::from_bits(a as u32);
@@ -284,7 +292,7 @@ pub(super) fn un_reg(op: UnOp, ty: Scalar, a: u64) -> u64 {
 }
 
 #[inline(always)]
-pub(super) fn cmp_reg(op: CmpOp, ty: Scalar, a: u64, b: u64) -> u64 {
+pub fn cmp_reg(op: CmpOp, ty: Scalar, a: u64, b: u64) -> u64 {
     macro_rules! cmp {
         ($x:expr, $y:expr) => {{
             let (x, y) = ($x, $y);
@@ -312,7 +320,7 @@ pub(super) fn cmp_reg(op: CmpOp, ty: Scalar, a: u64, b: u64) -> u64 {
 }
 
 #[inline(always)]
-pub(super) fn cast_reg(from: Scalar, to: Scalar, a: u64) -> u64 {
+pub fn cast_reg(from: Scalar, to: Scalar, a: u64) -> u64 {
     if from == to {
         return a;
     }
