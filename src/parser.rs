@@ -262,7 +262,7 @@ pub(crate) fn lower_item_as<'a>(
         ast::Item::Func(f) => {
             let mut lw = BodyLower::new(src, sigs, diags, keep);
             let params = lw.params(&f.params);
-            lw.stmts(f.body, Block::new(0));
+            lw.stmts(f.body, lw.body.entry);
             Item::Func(
                 Func { name: f.name.text(src).into(), params, ret: f.ret, body: lw.finish(), span: f.span }.into(),
             )
@@ -270,7 +270,7 @@ pub(crate) fn lower_item_as<'a>(
         ast::Item::Kernel(k) => {
             let mut lw = BodyLower::new(src, sigs, diags, keep);
             let params = lw.params(&k.params);
-            lw.stmts(k.body, Block::new(0));
+            lw.stmts(k.body, lw.body.entry);
             Item::Kernel(Kernel { name: k.name.text(src).into(), params, body: lw.finish(), span: k.span })
         }
         ast::Item::Task(t) => {
@@ -279,7 +279,7 @@ pub(crate) fn lower_item_as<'a>(
             let kind = lw.task_kind(*t.kind, Stmt::HEADER);
             // The header is not a statement: its uses have no entry.
             lw.uses.clear();
-            lw.stmts(t.body, Block::new(0));
+            lw.stmts(t.body, lw.body.entry);
             Item::Task(TaskItem {
                 name: t.name.text(src).into(),
                 kernel: t.kernel.text(src).into(),
@@ -446,7 +446,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
 
     /// Records the uses since the last statement as `st`'s operand spans.
     fn operands_of(&mut self, st: Stmt) {
-        self.body.operand_spans.record(st.index(), self.uses.drain(..));
+        self.body.operand_spans.record(st, self.uses.drain(..));
     }
 
     fn field_ref(&mut self, r: ast::FieldRefAst) -> FieldRef {
@@ -567,8 +567,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                 let (lo, hi) = (self.bound(&range.lo), self.bound(&range.hi));
                 let ty = self.range_type(&range, &lo, &hi);
                 let blk = self.body.new_block();
-                let placeholder = Value::new(u32::MAX as usize);
-                let st = self.new_stmt(StmtKind::For { var: placeholder, lo, hi, body: blk, serial }, span);
+                let st = self.new_stmt(StmtKind::For { var: Value::RESERVED, lo, hi, body: blk, serial }, span);
                 self.body.push(b, st);
                 let mark = self.undo.len();
                 let var = self.define(range.var, Type::Scalar(ty), ValueDef::LoopVar(st, 0));

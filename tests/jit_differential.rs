@@ -27,7 +27,7 @@ use kiln::codegen::Compiler;
 use kiln::config::{CompileConfig, OptLevel};
 use kiln::exec::{FieldData, Fields};
 use kiln::interp::Interpreter;
-use kiln::ir::{Body, Scalar, StmtKind, Stream, Value};
+use kiln::ir::{Body, Scalar, SecondaryMap, StmtKind, Stream, Value};
 use kiln::jit::engine::{JitEngine, JitPath};
 use std::collections::BTreeSet;
 
@@ -60,16 +60,16 @@ fn order_dependent_fields(stream: &Stream) -> BTreeSet<String> {
 /// (through values and slots, to a fixed point) and adds the fields it
 /// stores such values to.
 fn spread_order_dependence(body: &Body, fields: &mut BTreeSet<String>, is_float: &impl Fn(&str) -> bool) {
-    let mut tainted = vec![false; body.values().len()];
+    let mut tainted = SecondaryMap::for_arena(body.values(), false);
     let mut changed = true;
     while changed {
         changed = false;
-        let mut mark = |v: Value, tainted: &mut Vec<bool>| {
-            changed |= !std::mem::replace(&mut tainted[v.index()], true);
+        let mut mark = |v: Value, tainted: &mut SecondaryMap<Value, bool>| {
+            changed |= !std::mem::replace(&mut tainted[v], true);
         };
         for s in body.stmts().iter() {
             let mut t = false;
-            s.kind.for_each_operand(|v| t |= tainted[v.index()]);
+            s.kind.for_each_operand(|v| t |= tainted[v]);
             match &s.kind {
                 StmtKind::Atomic(_, r, _) => {
                     if is_float(&r.field) {

@@ -9,8 +9,6 @@
 //!   and every `src/` path it names exists.
 //! - A constant is defined once: no two files define a top-level constant
 //!   of the same name and value.
-//! - No side table outside `src/ir/` is indexed by an entity's number:
-//!   side tables are `SecondaryMap`s and `EntitySet`s, indexed by the key.
 
 use kiln::settings::{self, TABLE};
 use std::collections::{BTreeMap, BTreeSet};
@@ -178,21 +176,4 @@ fn constants_are_defined_once() {
     }
     let twice: Vec<_> = seen.into_iter().filter(|(_, files)| files.len() > 1).collect();
     assert!(twice.is_empty(), "the same constant defined in more than one file: {twice:#?}");
-}
-
-#[test]
-fn side_tables_are_keyed_by_entities() {
-    let re = regex_lite::Regex::new(r"\.index\(\)\s*\]|\.get(?:_mut)?\(\s*[a-z_.]+\.index\(\)\s*\)").unwrap();
-    let mut found = Vec::new();
-    for file in files("src", &["rs"]).into_iter().filter(|f| !f.starts_with("src/ir")) {
-        for (n, line) in read(&file).lines().enumerate() {
-            if re.is_match(line) {
-                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
-            }
-        }
-    }
-    assert!(
-        found.is_empty(),
-        "side tables indexed by a raw entity number (use ir::SecondaryMap or ir::EntitySet): {found:#?}"
-    );
 }

@@ -9,6 +9,46 @@ use kiln::diag::{Diagnostic, SourceFile};
 use kiln::ir::*;
 use kiln::verifier::{verify, verify_module};
 
+/// Entities only `ir` mints; malformed IR of the kind a pass could make
+/// (an entity of another body, out of this one's range) takes them from a
+/// body that has many of each: `ENT.v(n)` is value number `n` of that
+/// body, so of any body that has one.
+struct Entities {
+    values: Vec<Value>,
+    stmts: Vec<Stmt>,
+    blocks: Vec<Block>,
+}
+
+impl Entities {
+    fn v(&self, n: usize) -> Value {
+        self.values[n]
+    }
+    fn s(&self, n: usize) -> Stmt {
+        self.stmts[n]
+    }
+    fn b(&self, n: usize) -> Block {
+        self.blocks[n]
+    }
+}
+
+static ENT: std::sync::LazyLock<Entities> = std::sync::LazyLock::new(|| {
+    let mut src = String::from("kernel @many() {\n  %c = const true : i1\n");
+    for i in 0..2048 {
+        src += &format!("  %v{i} = const {i} : i32\n  if %c {{\n  }} else {{\n  }}\n");
+    }
+    src += "}\n";
+    let s = parse(&src);
+    let Item::Kernel(k) = &s.modules[0].items[0] else { unreachable!() };
+    let b = &k.body;
+    let e = Entities {
+        values: b.values().keys().collect(),
+        stmts: b.stmts().keys().collect(),
+        blocks: b.blocks().keys().collect(),
+    };
+    assert!(e.values.len() > 2048 && e.stmts.len() > 4096 && e.blocks.len() > 4096);
+    e
+});
+
 fn parse(src: &str) -> Stream {
     match kiln::parser::parse(src) {
         Ok(s) => s,
@@ -443,14 +483,14 @@ fn every_error_is_reported_in_source_order() {
 fn malformed_ir_from_a_pass_is_an_error_not_a_panic() {
     let mut s = parse("kernel @k(%a: i32) {\n  %b = add %a, %a\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
-    k.body[Stmt::new(0)].kind = StmtKind::Binary(BinOp::Add, Value::new(99), Value::new(0));
+    k.body[ENT.s(0)].kind = StmtKind::Binary(BinOp::Add, ENT.v(99), ENT.v(0));
     let e = verify(&s).unwrap_err();
     assert!(e.0[0].message.starts_with("malformed IR: value 99"), "{}", e);
 
     let mut s = parse("kernel @k(%a: i32) {\n  %b = add %a, %a\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
     let entry = k.body.entry;
-    k.body[entry].push(Stmt::new(0));
+    k.body[entry].push(ENT.s(0));
     let e = verify(&s).unwrap_err();
     assert!(e.0[0].message.contains("placed twice"), "{}", e);
 }
@@ -463,7 +503,7 @@ fn statements_removed_by_a_pass_leave_no_trace() {
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
     let entry = k.body.entry;
     k.body[entry].remove(0);
-    k.body[Stmt::new(0)].kind = StmtKind::Binary(BinOp::Add, Value::new(0), Value::new(9));
+    k.body[ENT.s(0)].kind = StmtKind::Binary(BinOp::Add, ENT.v(0), ENT.v(9));
     assert!(verify(&s).is_ok());
 }
 
@@ -538,31 +578,31 @@ fn damage(s: &mut Stream, rng: &mut Rng, donor: &StmtKind, task_donor: &TaskKind
     let types =
         [Type::Scalar(Scalar::I1), Type::Scalar(Scalar::I32), Type::Scalar(Scalar::F64), Type::Slot(Scalar::F32)];
     match rng.below(9) {
-        0 if ns > 0 => body[Stmt::new(rng.below(ns))].result = Some(Value::new(rng.below(nv + 2))),
-        1 if nv > 0 => body[Value::new(rng.below(nv))].ty = types[rng.below(4)],
+        0 if ns > 0 => body[ENT.s(rng.below(ns))].result = Some(ENT.v(rng.below(nv + 2))),
+        1 if nv > 0 => body[ENT.v(rng.below(nv))].ty = types[rng.below(4)],
         2 if nv > 0 => {
-            body[Value::new(rng.below(nv))].def = match rng.below(4) {
+            body[ENT.v(rng.below(nv))].def = match rng.below(4) {
                 0 => ValueDef::Param(rng.below(3) as u32),
-                1 => ValueDef::Result(Stmt::new(rng.below(ns + 2))),
-                2 => ValueDef::LoopVar(Stmt::new(rng.below(ns + 2)), rng.below(2) as u32),
+                1 => ValueDef::Result(ENT.s(rng.below(ns + 2))),
+                2 => ValueDef::LoopVar(ENT.s(rng.below(ns + 2)), rng.below(2) as u32),
                 _ => ValueDef::Undefined,
             }
         }
-        3 if nb > 0 => body[Block::new(rng.below(nb))].push(Stmt::new(rng.below(ns + 2))),
+        3 if nb > 0 => body[ENT.b(rng.below(nb))].push(ENT.s(rng.below(ns + 2))),
         4 if nb > 0 => {
             let b = rng.below(nb);
-            if !body[Block::new(b)].is_empty() {
-                let k = rng.below(body[Block::new(b)].len());
-                body[Block::new(b)].remove(k);
+            if !body[ENT.b(b)].is_empty() {
+                let k = rng.below(body[ENT.b(b)].len());
+                body[ENT.b(b)].remove(k);
             }
         }
-        5 if ns > 0 => body[Stmt::new(rng.below(ns))].kind = donor.clone(),
-        6 => body.entry = Block::new(rng.below(nb + 1)),
-        7 => body.params.push(Value::new(rng.below(nv + 2))),
+        5 if ns > 0 => body[ENT.s(rng.below(ns))].kind = donor.clone(),
+        6 => body.entry = ENT.b(rng.below(nb + 1)),
+        7 => body.params.push(ENT.v(rng.below(nv + 2))),
         8 if ns > 1 => {
             let (a, b) = (rng.below(ns), rng.below(ns));
-            let k = body[Stmt::new(a)].kind.clone();
-            body[Stmt::new(b)].kind = k;
+            let k = body[ENT.s(a)].kind.clone();
+            body[ENT.s(b)].kind = k;
         }
         _ => {}
     }
@@ -665,7 +705,7 @@ fn rules_only_a_pass_can_break() {
     // written in text; a pass could make them.
     let mut s = parse("kernel @k() {\n  task @k.0 range_for %i in 0 .. 4 block_dim 4 {\n  }\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
-    let StmtKind::Task { kind: TaskKind::RangeFor { block_dim, .. }, .. } = &mut k.body[Stmt::new(0)].kind else {
+    let StmtKind::Task { kind: TaskKind::RangeFor { block_dim, .. }, .. } = &mut k.body[ENT.s(0)].kind else {
         unreachable!()
     };
     *block_dim = 0;
@@ -674,7 +714,7 @@ fn rules_only_a_pass_can_break() {
     let mut s =
         parse("func @f() -> f32 {\n  %c = const 1.0 : f32\n  ret %c\n}\n\nkernel @k() {\n  %r = call @f()\n}\n");
     let Item::Kernel(k) = &mut s.modules[0].items[1] else { unreachable!() };
-    k.body[Value::new(0)].ty = Type::Scalar(Scalar::I32);
+    k.body[ENT.v(0)].ty = Type::Scalar(Scalar::I32);
     assert_eq!(verify(&s).unwrap_err().0[0].message, "malformed IR: %r has type i32 but its statement gives f32");
 }
 
@@ -750,7 +790,7 @@ fn ir_a_pass_made_points_at_the_statement() {
     let mut s = parse(src);
     let Item::Kernel(k) = &mut s.modules[0].items[0] else { unreachable!() };
     let (a, b) = (k.body.params[0], k.body.params[1]);
-    k.body[Stmt::new(0)].kind = StmtKind::Select(a, a, b);
+    k.body[ENT.s(0)].kind = StmtKind::Select(a, a, b);
     let es = verify(&s).unwrap_err().0;
     assert!(es.iter().all(|e| e.span.unwrap().start as usize == anchor_offset(src, "%c = add")), "{es:?}");
     // The side table is layout: not part of what the module says.

@@ -20,11 +20,6 @@ pub(super) type Scopes = HashMap<usize, ModuleScope>;
 
 pub(super) type Reg = u32;
 
-/// The register of a value: one per value of the body, by its number.
-pub(super) fn reg(v: impl std::borrow::Borrow<Value>) -> Reg {
-    v.borrow().index() as Reg
-}
-
 /// A field element reference with its field resolved.
 #[derive(Clone, Debug)]
 pub(super) struct Access {
@@ -276,6 +271,9 @@ pub(super) struct BodyLowerer<'a> {
     pub(super) module: usize,
     pub(super) insts: Vec<Inst>,
     pub(super) nregs: u32,
+    /// The register of each value: one per value of the body, numbered
+    /// as the body made them; temporaries ([`BodyLowerer::temp`]) follow.
+    regs: SecondaryMap<Value, Reg>,
     pub(super) accesses: Vec<Access>,
     pub(super) asserts: Vec<AssertSite>,
     pub(super) pars: Vec<ParLoop>,
@@ -290,11 +288,16 @@ pub(super) struct BodyLowerer<'a> {
 
 impl<'a> BodyLowerer<'a> {
     pub(super) fn new(body: &'a Body, module: usize, is_func: bool) -> Self {
+        let mut regs = SecondaryMap::for_arena(body.values(), 0);
+        for (n, v) in body.values().keys().enumerate() {
+            regs[v] = n as Reg;
+        }
         BodyLowerer {
             body,
             module,
             insts: Vec::new(),
             nregs: body.values().len() as u32,
+            regs,
             accesses: Vec::new(),
             asserts: Vec::new(),
             pars: Vec::new(),
@@ -311,6 +314,10 @@ impl<'a> BodyLowerer<'a> {
     pub(super) fn emit(&mut self, i: Inst) -> usize {
         self.insts.push(i);
         self.insts.len() - 1
+    }
+    /// The register of a value of the body.
+    pub(super) fn reg(&self, v: impl std::borrow::Borrow<Value>) -> Reg {
+        self.regs[*v.borrow()]
     }
     pub(super) fn temp(&mut self) -> Reg {
         self.nregs += 1;
@@ -402,14 +409,14 @@ impl<'s> ProgramBuilder<'s> {
         }
         self.sites.push(span);
         let site = self.sites.len() as u32 - 1;
-        lw.accesses.push(Access { field, idx: r.indices.iter().map(reg).collect(), site, at: span });
+        lw.accesses.push(Access { field, idx: r.indices.iter().map(|v| lw.reg(v)).collect(), site, at: span });
         Ok(lw.accesses.len() as u32 - 1)
     }
 
     /// Lowers a loop bound into a register holding an integer of type `ty`.
     pub(super) fn bound(&mut self, lw: &mut BodyLowerer, b: &Bound, ty: Scalar) -> Result<Reg, RunError> {
         Ok(match b {
-            Bound::Value(v) => reg(v),
+            Bound::Value(v) => lw.reg(v),
             Bound::Const(c) => {
                 let dst = lw.temp();
                 lw.emit(Inst::Const { dst, bits: to_reg(Const::int(ty, *c)) });
@@ -519,7 +526,7 @@ impl<'s> ProgramBuilder<'s> {
                 let ty = lw.scalar(*var)?;
                 let lo = self.bound(lw, lo, ty)?;
                 let hi = self.bound(lw, hi, ty)?;
-                let par = ParLoop { vars: Box::new([reg(var)]), space: Space::Range { lo, hi }, span };
+                let par = ParLoop { vars: Box::new([lw.reg(var)]), space: Space::Range { lo, hi }, span };
                 self.par_loop(lw, par, blk)?;
             }
             TaskKind::StructFor { vars, field, .. } => {
@@ -533,7 +540,7 @@ impl<'s> ProgramBuilder<'s> {
                         vars.len()
                     )));
                 }
-                let vars = vars.iter().map(reg).collect();
+                let vars = vars.iter().map(|v| lw.reg(v)).collect();
                 self.par_loop(lw, ParLoop { vars, space: Space::Struct { shape: shape.into() }, span }, blk)?;
             }
         }
@@ -565,7 +572,7 @@ impl<'s> ProgramBuilder<'s> {
     pub(super) fn stmt(&mut self, lw: &mut BodyLowerer, s: Stmt) -> Result<(), RunError> {
         let body = lw.body;
         let data = body.stmt(s);
-        let dst = data.result.map(reg);
+        let dst = data.result.map(|v| lw.reg(v));
         let need = |d: Option<Reg>| d.ok_or_else(|| err("a statement that yields a value has no result"));
         match &data.kind {
             StmtKind::Const(c) => {
@@ -573,22 +580,22 @@ impl<'s> ProgramBuilder<'s> {
             }
             StmtKind::Binary(op, a, b) => {
                 let ty = lw.scalar(*a)?;
-                lw.emit(Inst::Bin { op: *op, ty, dst: need(dst)?, a: reg(a), b: reg(b) });
+                lw.emit(Inst::Bin { op: *op, ty, dst: need(dst)?, a: lw.reg(a), b: lw.reg(b) });
             }
             StmtKind::Unary(op, a) => {
                 let ty = lw.scalar(*a)?;
-                lw.emit(Inst::Un { op: *op, ty, dst: need(dst)?, a: reg(a) });
+                lw.emit(Inst::Un { op: *op, ty, dst: need(dst)?, a: lw.reg(a) });
             }
             StmtKind::Cmp(op, a, b) => {
                 let ty = lw.scalar(*a)?;
-                lw.emit(Inst::Cmp { op: *op, ty, dst: need(dst)?, a: reg(a), b: reg(b) });
+                lw.emit(Inst::Cmp { op: *op, ty, dst: need(dst)?, a: lw.reg(a), b: lw.reg(b) });
             }
             StmtKind::Cast(a, to) => {
                 let from = lw.scalar(*a)?;
-                lw.emit(Inst::Cast { from, to: *to, dst: need(dst)?, a: reg(a) });
+                lw.emit(Inst::Cast { from, to: *to, dst: need(dst)?, a: lw.reg(a) });
             }
             StmtKind::Select(c, a, b) => {
-                lw.emit(Inst::Select { dst: need(dst)?, c: reg(c), a: reg(a), b: reg(b) });
+                lw.emit(Inst::Select { dst: need(dst)?, c: lw.reg(c), a: lw.reg(a), b: lw.reg(b) });
             }
             StmtKind::Load(r) => {
                 let acc = self.access(lw, r, data.span)?;
@@ -596,11 +603,11 @@ impl<'s> ProgramBuilder<'s> {
             }
             StmtKind::Store(r, v) => {
                 let acc = self.access(lw, r, data.span)?;
-                lw.emit(Inst::Store { acc, src: reg(v) });
+                lw.emit(Inst::Store { acc, src: lw.reg(v) });
             }
             StmtKind::Atomic(op, r, v) => {
                 let acc = self.access(lw, r, data.span)?;
-                lw.emit(Inst::Atomic { op: *op, dst, acc, src: reg(v) });
+                lw.emit(Inst::Atomic { op: *op, dst, acc, src: lw.reg(v) });
             }
             // A slot's register holds its content; `alloca` (re)zeroes it
             // each time it runs.
@@ -608,32 +615,32 @@ impl<'s> ProgramBuilder<'s> {
                 lw.emit(Inst::Const { dst: need(dst)?, bits: 0 });
             }
             StmtKind::LoadSlot(p) => {
-                lw.emit(Inst::Copy { dst: need(dst)?, src: reg(p) });
+                lw.emit(Inst::Copy { dst: need(dst)?, src: lw.reg(p) });
             }
             StmtKind::StoreSlot(p, v) => {
-                lw.emit(Inst::Copy { dst: reg(p), src: reg(v) });
+                lw.emit(Inst::Copy { dst: lw.reg(p), src: lw.reg(v) });
             }
             StmtKind::Assert { cond, message, args } => {
-                let args = args.iter().map(|a| Ok((reg(a), lw.scalar(*a)?))).collect::<Result<_, RunError>>()?;
+                let args = args.iter().map(|a| Ok((lw.reg(a), lw.scalar(*a)?))).collect::<Result<_, RunError>>()?;
                 lw.asserts.push(AssertSite { message: message.clone(), args, at: data.span });
-                lw.emit(Inst::Assert { cond: reg(cond), site: lw.asserts.len() as u32 - 1 });
+                lw.emit(Inst::Assert { cond: lw.reg(cond), site: lw.asserts.len() as u32 - 1 });
             }
             StmtKind::Call(name, args, _) => {
                 let code = self.func(lw.module, name)?;
-                lw.arglists.push(args.iter().map(reg).collect());
+                lw.arglists.push(args.iter().map(|v| lw.reg(v)).collect());
                 let args = lw.arglists.len() as u32 - 1;
                 lw.emit(Inst::Call { code, args, dst });
             }
             StmtKind::Ret(v) => {
                 if lw.is_func {
-                    lw.emit(Inst::Ret { val: v.map(reg) });
+                    lw.emit(Inst::Ret { val: v.map(|v| lw.reg(v)) });
                 } else {
                     let j = lw.emit(Inst::Jump { to: 0 });
                     lw.rets.push(j);
                 }
             }
             StmtKind::If { cond, then_blk, else_blk } => {
-                let jf = lw.emit(Inst::JumpIfNot { cond: reg(cond), to: 0 });
+                let jf = lw.emit(Inst::JumpIfNot { cond: lw.reg(cond), to: 0 });
                 self.block(lw, *then_blk)?;
                 match else_blk {
                     Some(e) => {
@@ -655,7 +662,7 @@ impl<'s> ProgramBuilder<'s> {
                 let lo = self.bound(lw, lo, ty)?;
                 let hi = self.bound(lw, hi, ty)?;
                 let b = *b;
-                self.counted_loop(lw, reg(var), lo, hi, &mut |this, lw| this.block(lw, b))?;
+                self.counted_loop(lw, lw.reg(var), lo, hi, &mut |this, lw| this.block(lw, b))?;
             }
             StmtKind::While { body: b } => {
                 let top = lw.here();
@@ -725,7 +732,7 @@ impl<'s> ProgramBuilder<'s> {
         lw.emit(Inst::End);
         self.in_progress.pop();
         self.in_progress_names.pop();
-        let params = f.body.params.iter().map(reg).collect();
+        let params = f.body.params.iter().map(|v| lw.reg(v)).collect();
         self.codes[id as usize] = Some(lw.finish(params, format!("function @{name}"), f.ret.is_some()));
         Ok(id)
     }
@@ -762,7 +769,7 @@ impl<'s> ProgramBuilder<'s> {
         let mut lw = BodyLowerer::new(&t.body, m, false);
         self.task_body(&mut lw, &t.kind, t.body.entry, t.span)?;
         lw.emit(Inst::End);
-        let params = t.body.params.iter().map(reg).collect();
+        let params = t.body.params.iter().map(|v| lw.reg(v)).collect();
         let mut code = lw.finish(params, format!("task @{name}"), false);
         code.param_from_kernel = from;
         code.task = task;
@@ -817,7 +824,7 @@ impl Program {
             lw.patch(r, end);
         }
         lw.emit(Inst::End);
-        let params = kernel.body.params.iter().map(reg).collect();
+        let params = kernel.body.params.iter().map(|v| lw.reg(v)).collect();
         b.codes[entry as usize] = Some(lw.finish(params, format!("kernel @{name}"), false));
         let codes = b
             .codes

@@ -8,7 +8,7 @@
 //!
 //! Must never: hand out an arena to grow, or an entity's number.
 
-use super::entities::{Arena, Block, EntityRef, EntitySet, SecondaryMap, Stmt, Value};
+use super::entities::{Arena, Block, EntitySet, Numbered, SecondaryMap, Stmt, Value};
 use super::span::{OperandSpans, Span};
 use super::stmt::{StmtData, StmtKind};
 use super::types::{Scalar, Type};
@@ -45,7 +45,7 @@ pub struct ValueData {
 /// [`Body::new_stmt`] and [`Body::new_block`] (so every entity is numbered
 /// in creation order), read through [`Body::values`] and its siblings, and
 /// changed in place through indexing (`body[s]`, `body[v]`, `body[b]`).
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Body {
     pub(super) values: Arena<Value, ValueData>,
     pub(super) stmts: Arena<Stmt, StmtData>,
@@ -95,12 +95,25 @@ impl IndexMut<Block> for Body {
     }
 }
 
+impl Default for Body {
+    fn default() -> Body {
+        Body::new()
+    }
+}
+
 impl Body {
     /// An empty body with an empty entry block.
     pub fn new() -> Body {
-        let mut body = Body::default();
-        body.entry = body.blocks.push(Vec::new());
-        body
+        let mut blocks = Arena::default();
+        let entry = blocks.push(Vec::new());
+        Body {
+            values: Arena::default(),
+            stmts: Arena::default(),
+            blocks,
+            params: Vec::new(),
+            entry,
+            operand_spans: OperandSpans::default(),
+        }
     }
 
     /// Every value, in creation order (for secondary maps and scans).
@@ -265,7 +278,7 @@ impl Body {
     /// them once).
     pub fn operand_span_of(&self, s: Stmt, k: usize, n: usize) -> Span {
         let stmt = self.stmt(s);
-        let spans = self.operand_spans.of(s.index());
+        let spans = self.operand_spans.of(s);
         match spans.get(k) {
             Some(&sp) if spans.len() == n && inside(sp, stmt.span) => sp,
             _ => stmt.span,

@@ -12,7 +12,7 @@
 //! spans and arena numbering included).
 
 use super::body::{Body, ValueData, ValueDef};
-use super::entities::{Block, Stmt, Value};
+use super::entities::{Block, Numbered, Stmt, Value};
 use super::module::{Func, Item, Module, Stream};
 use super::span::Span;
 use super::stmt::{Bound, StmtData, StmtKind, TaskKind};

@@ -1,9 +1,10 @@
 //! Entities and their arenas.
 //!
-//! Owns: the typed indices [`Value`], [`Stmt`] and [`Block`] (their
-//! numbers private), the [`Arena`] that holds the data of one kind of
-//! entity and is indexed by its key only (`Index`/`IndexMut`), the side
-//! tables keyed the same way ([`SecondaryMap`], [`EntitySet`]). Numbering
+//! Owns: the typed indices [`Value`], [`Stmt`] and [`Block`] (minted and
+//! numbered only in `ir`: [`EntityRef`] is sealed), [`Value::RESERVED`],
+//! the [`Arena`] that holds the data of one kind of entity and is indexed
+//! by its key only (`Index`/`IndexMut`), the side tables keyed the same
+//! way ([`SecondaryMap`], [`EntitySet`]). Numbering
 //! follows creation order, so printing never churns. It knows nothing of
 //! what the entities hold (that is `body`'s and `stmt`'s).
 //!
@@ -14,23 +15,37 @@
 use std::marker::PhantomData;
 use std::ops::{Index, IndexMut};
 
-/// A typed index into an [`Arena`].
-pub trait EntityRef: Copy {
-    fn new(index: usize) -> Self;
-    fn index(self) -> usize;
+/// A typed index into an [`Arena`]. Sealed: only `ir` mints an entity
+/// or reads its number (the methods are those of a trait no other module
+/// can name), so code outside `ir` keys its side tables by the entity
+/// ([`SecondaryMap`], [`EntitySet`]) and cannot make one up:
+///
+/// ```compile_fail
+/// use kiln::ir::{EntityRef, Value};
+/// let made_up: Value = EntityRef::new(3);
+/// ```
+///
+/// ```compile_fail
+/// use kiln::ir::Value;
+/// fn number(v: Value) -> usize { v.index() }
+/// ```
+pub trait EntityRef: Copy + sealed::Numbered {}
+
+pub(super) mod sealed {
+    /// What only `ir` may do with an entity: make one from its number, and
+    /// read its number.
+    pub trait Numbered {
+        fn new(index: usize) -> Self;
+        fn index(self) -> usize;
+    }
 }
+pub(super) use sealed::Numbered;
 
 macro_rules! entity {
-    ($(#[$doc:meta])* $name:ident $(, $derive:ident)?) => {
+    ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord $(, $derive)?)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub struct $name(pub(super) u32);
-
-        impl $name {
-            pub fn index(self) -> usize {
-                self.0 as usize
-            }
-        }
 
         /// The entity's number (creation order), as messages about
         /// malformed IR give it.
@@ -40,7 +55,7 @@ macro_rules! entity {
             }
         }
 
-        impl EntityRef for $name {
+        impl sealed::Numbered for $name {
             fn new(index: usize) -> Self {
                 $name(index as u32)
             }
@@ -48,6 +63,8 @@ macro_rules! entity {
                 self.0 as usize
             }
         }
+
+        impl EntityRef for $name {}
     };
 }
 
@@ -61,8 +78,7 @@ entity!(
 );
 entity!(
     /// A block (a sequence of statements): an index into [`Body::blocks`].
-    Block,
-    Default
+    Block
 );
 
 impl Stmt {
@@ -71,6 +87,22 @@ impl Stmt {
     /// [`TaskItem`](super::TaskItem) header is not a statement of its body,
     /// so it has no index of its own.
     pub const HEADER: Stmt = Stmt(u32::MAX);
+}
+
+impl Value {
+    /// A value that names none, as Cranelift's reserved value behind its
+    /// `PackedOption`: what a statement holds while the value it defines
+    /// is being made (the parser's `for`, whose loop variable is defined by
+    /// the statement itself). No body defines it; the verifier rejects it
+    /// as an operand.
+    pub const RESERVED: Value = Value(u32::MAX);
+
+    /// Value number `n`, for the tests of modules outside `ir` that check
+    /// what a body holds.
+    #[cfg(test)]
+    pub(crate) fn numbered(n: usize) -> Value {
+        Value(n as u32)
+    }
 }
 
 /// The data of one kind of entity, indexed by its key `K`.

@@ -10,6 +10,8 @@
 //! (two spans are equal when their ranges are), so comparing modules up to
 //! layout goes through [`crate::ir::Stream::same_as`], which ignores them.
 
+use super::entities::{Numbered, Stmt};
+
 /// Where a statement came from in the program the IR was made from (a
 /// Quadrants kernel's Python file, say), written after the statement as
 /// `loc("kernels.py":16:13)` in the manner of MLIR's locations: a file,
@@ -73,10 +75,11 @@ pub struct OperandSpans {
 }
 
 impl OperandSpans {
-    /// Records the operand spans of statement number `stmt`. Statements
+    /// Records the operand spans of statement `stmt`. Statements
     /// are recorded in increasing order (skipped ones get none); a
     /// statement already recorded is left as it is.
-    pub fn record(&mut self, stmt: usize, spans: impl IntoIterator<Item = Span>) {
+    pub fn record(&mut self, stmt: Stmt, spans: impl IntoIterator<Item = Span>) {
+        let stmt = stmt.index();
         if stmt < self.starts.len() {
             return;
         }
@@ -85,8 +88,9 @@ impl OperandSpans {
         self.spans.extend(spans);
     }
 
-    /// The spans recorded for statement number `stmt` (empty when none).
-    pub fn of(&self, stmt: usize) -> &[Span] {
+    /// The spans recorded for statement `stmt` (empty when none).
+    pub fn of(&self, stmt: Stmt) -> &[Span] {
+        let stmt = stmt.index();
         let Some(&start) = self.starts.get(stmt) else {
             return &[];
         };
@@ -110,17 +114,18 @@ impl OperandSpans {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::Stmt;
 
     #[test]
     fn operand_spans_by_statement() {
         let mut t = OperandSpans::default();
-        t.record(0, [Span::new(1, 2), Span::new(3, 4)]);
+        t.record(Stmt(0), [Span::new(1, 2), Span::new(3, 4)]);
         // Statement 1 has no operands; 2 is recorded after it is skipped.
-        t.record(2, [Span::new(5, 6)]);
-        t.record(0, [Span::new(9, 9)]);
-        assert_eq!(t.of(0), &[Span::new(1, 2), Span::new(3, 4)]);
-        assert_eq!(t.of(1), &[] as &[Span]);
-        assert_eq!(t.of(2), &[Span::new(5, 6)]);
-        assert_eq!(t.of(3), &[] as &[Span]);
+        t.record(Stmt(2), [Span::new(5, 6)]);
+        t.record(Stmt(0), [Span::new(9, 9)]);
+        assert_eq!(t.of(Stmt(0)), &[Span::new(1, 2), Span::new(3, 4)]);
+        assert_eq!(t.of(Stmt(1)), &[] as &[Span]);
+        assert_eq!(t.of(Stmt(2)), &[Span::new(5, 6)]);
+        assert_eq!(t.of(Stmt(3)), &[] as &[Span]);
     }
 }

@@ -462,7 +462,7 @@ pub fn operands_mut(kind: &mut StmtKind, f: &mut dyn FnMut(&mut Value)) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::EntityRef;
+    use crate::ir::entities::Numbered;
 
     fn field(name: &str) -> FieldRef {
         FieldRef { field: name.into(), indices: vec![Value::new(0)], span: Span::DUMMY }

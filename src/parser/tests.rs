@@ -450,5 +450,5 @@ fn several_errors_in_one_item() {
 
 /// Value number `n` of a body.
 fn v(n: usize) -> Value {
-    Value::new(n)
+    Value::numbered(n)
 }
