@@ -141,12 +141,12 @@ fn main() {
         let mut split = stream.clone();
         kiln::passes::run_passes(&kiln::passes::default_pipeline(), &mut split)
             .unwrap_or_else(|_| fail("split".into()));
-        let modules: Vec<_> = kiln::codegen::task_modules(&split).map(|(m, _)| m).collect();
+        let modules: Vec<_> = kiln::plan::task_modules(&split).map(|(m, _)| m).collect();
         let (mut total, mut key, mut read, mut add, mut link) = (vec![], vec![], vec![], vec![], vec![]);
         for _ in 0..per_task {
             for m in &modules {
                 let t = Instant::now();
-                let (k, meta) = cached::key_and_meta(m, &config).unwrap_or_else(|e| fail(e.message));
+                let (k, meta) = kiln::plan::key_and_meta(m, &config).unwrap_or_else(|e| fail(e.message));
                 let t_key = t.elapsed();
                 let rec = match store.get(&k) {
                     Ok(kiln::cache::Lookup::Hit(r)) => r,

@@ -10,7 +10,7 @@
 //!
 //! Usage: bench_codegen [REPEATS]
 
-use kiln::codegen::{self, Compiler};
+use kiln::codegen::Compiler;
 use kiln::config::{CompileConfig, OptLevel};
 use kiln::exec::Fields;
 use kiln::ir::{Const, Module, Stream};
@@ -75,7 +75,8 @@ fn main() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(root.join("testdata/ten_tasks.kir")).expect("testdata/ten_tasks.kir");
     let stream = split(&text);
-    let tasks: Vec<(&Module, String)> = codegen::task_modules(&stream).map(|(m, t)| (m, t.name.to_string())).collect();
+    let tasks: Vec<(&Module, String)> =
+        kiln::plan::task_modules(&stream).map(|(m, t)| (m, t.name.to_string())).collect();
     let compiler = Compiler::host(CompileConfig::default()).expect("host compiler");
     let jit = Jit::new().expect("jit");
     println!("host: {} / {}", compiler.target.triple, compiler.target.cpu);

@@ -5,13 +5,15 @@
 //! Owns: [`CachedTasks`] (the [`TaskProvider`] `kiln-run` uses whenever a
 //! cache is enabled), [`host_scope`] (the one mapping from the target
 //! codegen compiles for to the cache scope it reads and writes),
-//! [`open_store`] and [`key_and_meta`] (which `crate::fill`, what
-//! `kiln-compile --cache-dir` does, shares). With a remote tier ([`crate::remote`]) a local miss asks the remote (a
+//! and [`open_store`] (which `crate::fill`, what `kiln-compile
+//! --cache-dir` does, shares; both look tasks up by
+//! [`crate::plan::key_and_meta`]). With a remote tier ([`crate::remote`]) a local miss asks the remote (a
 //! kernel's tasks together, see [`TaskProvider::prefetch`]); a remote hit
 //! is loaded and written into the local store once the kernel is ready
 //! (see [`FetchedWrites`]), and what is compiled is written to both.
 //!
 //! Must never: compute a key any other way than [`crate::key::task_key`]
+//! (through [`crate::plan::key_and_meta`])
 //! (what `kiln-key` prints), load an object from a scope other than the
 //! target's, store a task's object that failed to load (a function record
 //! is stored once compiled, for single flight, and replaced if it then
@@ -23,13 +25,14 @@
 
 use crate::cache::record::{self, Producer};
 use crate::cache::{CacheError, HostScope, Key, Lookup, Store, StoreOptions};
-use crate::codegen::{self, Backend, CodegenError, CompiledTask, HostTarget};
-use crate::config::{CompileConfig, LaunchMeta, LLVM_VERSION};
+use crate::codegen::{Backend, CodegenError, CompiledTask, HostTarget};
+use crate::config::{LaunchMeta, LLVM_VERSION};
 use crate::flight::{Flight, FlightOptions, Waited};
 use crate::ir::Module;
 use crate::jit::engine::{ready_functions, JitStats, Prefetched, ProvideError, RecordSource, TaskProvider};
 use crate::jit::{Jit, LoadedFunction, LoadedTask};
 use crate::key::functions::NeededRecord;
+use crate::plan::key_and_meta;
 use crate::remote::{Fetched, RemoteTier};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
@@ -53,15 +56,6 @@ pub fn open_store(root: &Path, target: &HostTarget, options: StoreOptions) -> Re
     let native = HostTarget::detect().is_ok_and(|h| h == *target);
     let options = StoreOptions { native, llvm_version: LLVM_VERSION.to_string(), fsync: true, ..options };
     Store::open(root, host_scope(target), options)
-}
-
-/// A per-task module's key (exactly `kiln-key`'s) and the launch metadata
-/// of its task under the names it has in this module.
-pub fn key_and_meta(module: &Module, config: &CompileConfig) -> Result<(Key, LaunchMeta), codegen::CodegenError> {
-    let task = codegen::single_task(module)?;
-    let _span = crate::trace::span("key", "key", &task.name);
-    let key = crate::key::task_key(module, task, config);
-    Ok((key, codegen::task_meta(module)?))
 }
 
 /// Whether a record's metadata launches the same way as `expected`. Names
@@ -454,7 +448,7 @@ impl CachedTasks {
     /// `module`'s key and launch metadata: the ones the last prefetch
     /// computed, when `module` is the next it keyed, else computed now.
     fn key_of(&mut self, module: &Module, backend: &dyn Backend) -> Result<(Key, LaunchMeta), CodegenError> {
-        self.keyed.take(module).map_or_else(|| key_and_meta(module, backend.config()), Ok)
+        self.keyed.take(module).map_or_else(|| Ok(key_and_meta(module, backend.config())?), Ok)
     }
 
     /// Keeps a copy of the modules of the tasks others were compiling
@@ -923,7 +917,7 @@ mod tests {
     fn meta(task: &str, param: &str) -> LaunchMeta {
         LaunchMeta {
             task: task.into(),
-            entry_symbol: codegen::ENTRY_SYMBOL.into(),
+            entry_symbol: crate::plan::ENTRY_SYMBOL.into(),
             kind: MetaKind::RangeFor { lo: MetaBound::Const(0), hi: MetaBound::Param(0), block_dim: 64 },
             params: vec![MetaParam { name: param.into(), ty: Scalar::I32 }],
             fields: vec![MetaField { name: "x".into(), elem: Scalar::F32, shape: vec![64] }],

@@ -13,18 +13,19 @@
 //! Must never: load an object (the objects may be for another host: a
 //! record is checked, checksum, key, metadata and the remote's signature,
 //! never run); compute a key any other way than
-//! [`crate::cached::key_and_meta`]; keep a compile lock or lease past the
+//! [`crate::plan::key_and_meta`]; keep a compile lock or lease past the
 //! write of its record (or its failure); print or exit.
 
 use crate::cache::record::{self, Producer};
 use crate::cache::{CacheError, Key, Lookup, Record, Store};
-use crate::cached::{key_and_meta, same_launch};
+use crate::cached::same_launch;
 use crate::codegen::{self, Backend};
 use crate::config::{LaunchMeta, LLVM_VERSION};
 use crate::flight::{Flight, FlightOptions, Held, Waited};
 use crate::ir::Module;
 use crate::jit::engine::ProvideError;
 use crate::key::functions::NeededRecord;
+use crate::plan::key_and_meta;
 use crate::remote::{Fetched, RemoteTier};
 use crate::stats::RunReport;
 use rayon::prelude::*;
@@ -226,9 +227,9 @@ fn fill_looked(
 /// that launches another way, is removed).
 fn look_up<'m>(store: &Store, compiler: &dyn Backend, module: &'m Module) -> Result<Task<'m>, ProvideError> {
     let t0 = Instant::now();
-    let (key, meta) = key_and_meta(module, compiler.config()).map_err(ProvideError::Codegen)?;
+    let (key, meta) = key_and_meta(module, compiler.config()).map_err(|e| ProvideError::Codegen(e.into()))?;
     let mut times = FillTimes { key: t0.elapsed(), ..FillTimes::default() };
-    let name = codegen::single_task(module).map(|t| t.name.to_string()).unwrap_or_default();
+    let name = crate::plan::single_task(module).map(|t| t.name.to_string()).unwrap_or_default();
     let t1 = Instant::now();
     let _lookup = crate::trace::span("cache", "cache lookup", &name);
     let (local, outcome) = local_record(store, &key, |m| same_launch(m, &meta))?;

@@ -40,6 +40,8 @@ pub mod math;
 #[forbid(unsafe_code)]
 pub mod passes;
 #[forbid(unsafe_code)]
+pub mod plan;
+#[forbid(unsafe_code)]
 pub mod races;
 pub mod reduce;
 #[forbid(unsafe_code)]
@@ -69,6 +71,8 @@ pub mod stats;
 
 #[forbid(unsafe_code)]
 pub mod cli;
+#[forbid(unsafe_code)]
+pub mod compile_protocol;
 #[forbid(unsafe_code)]
 pub mod manual;
 #[forbid(unsafe_code)]

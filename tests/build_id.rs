@@ -66,6 +66,7 @@ fn one_byte_of_an_input_changes_the_identity() {
         "src/codegen/emitter.cpp",
         "src/math.rs",
         "src/jit/runtime.rs",
+        "src/plan.rs",
         "src/key.rs",
         "src/cache/record.rs",
         "src/ir/stmt.rs",

@@ -548,7 +548,7 @@ fn the_compile_configuration_reaches_the_child_whole() {
     use kiln::config::{CodeModel, CompileConfig, OptLevel};
     let text = std::fs::read_to_string(testdata("ten_tasks.kir")).unwrap();
     let stream = kiln::passes::to_task_stream(kiln::parser::parse(&text).unwrap()).unwrap();
-    let modules: Vec<&kiln::ir::Module> = kiln::codegen::task_modules(&stream).map(|(m, _)| m).take(3).collect();
+    let modules: Vec<&kiln::ir::Module> = kiln::plan::task_modules(&stream).map(|(m, _)| m).take(3).collect();
     let target = HostTarget::detect().unwrap();
     let config = CompileConfig {
         opt_level: OptLevel::O3,

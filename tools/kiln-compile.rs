@@ -6,6 +6,7 @@
 use clap::Parser;
 use kiln::cached;
 use kiln::codegen::{self, Compiler, Emit};
+use kiln::compile_protocol::{self as protocol, Wanted, Wanting};
 use kiln::config::CompileConfig;
 use kiln::fill;
 use kiln::flight::FlightOptions;
@@ -219,7 +220,8 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     drop(verified);
     let stream = kiln::passes::to_task_stream(stream).map_err(|ds| ToolError::diags(&src, &ds))?;
 
-    let tasks: Vec<(&Module, String)> = codegen::task_modules(&stream).map(|(m, t)| (m, t.name.to_string())).collect();
+    let tasks: Vec<(&Module, String)> =
+        kiln::plan::task_modules(&stream).map(|(m, t)| (m, t.name.to_string())).collect();
     let emit = match cli.emit {
         EmitArg::Obj => Emit::Object,
         EmitArg::Llvm => Emit::LlvmIr,
@@ -240,7 +242,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
             .emit_kernel(&stream, kernel, emit)
             .map_err(|e| ToolError::Input(tool::error_line(src.name(), &e.to_string())))?;
         let dest = destination(cli.output.as_deref(), 1, emit)?;
-        return write_all(&dest, emit, &[(codegen::backend::file_stem(kernel), bytes)]);
+        return write_all(&dest, emit, &[(protocol::file_stem(kernel), bytes)]);
     }
     if tasks.is_empty() {
         // As llc compiles an empty module: nothing is written, and it is said.
@@ -261,26 +263,20 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         }
     }
     let compiling = trace::span("phase", "compile tasks", trace::WHOLE_INPUT);
-    let (units, dest) = match cli.function_records.as_deref() {
-        None => (compile_units(&tasks, &compiler, true, None), destination(cli.output.as_deref(), tasks.len(), emit)?),
-        Some(codegen::backend::NO_RECORDS) => {
-            (compile_units(&tasks, &compiler, true, Some(&[])), destination(cli.output.as_deref(), tasks.len(), emit)?)
-        }
-        Some(list) => {
-            let keys = record_list(list)?;
-            let units = compile_units(&tasks, &compiler, false, Some(&keys));
-            if units.len() < keys.len() {
-                return Err(ToolError::msg(format!("{list} lists function records the input does not have")));
-            }
+    let wanted = Wanted::from_flag(cli.function_records.as_deref());
+    let units = protocol::outputs(&tasks, &compiler.config, &wanted).map_err(ToolError::msg)?;
+    let dest = match wanted {
+        Wanted::Records(_) => {
             let dest = destination(cli.output.as_deref(), units.len(), emit)?;
             if !matches!(dest, Dest::Dir(_)) {
                 return Err(ToolError::Usage("--function-records writes to a directory: use -o DIR/".into()));
             }
-            (units, dest)
+            dest
         }
+        _ => destination(cli.output.as_deref(), tasks.len(), emit)?,
     };
     // With one file to write, only the task goes there.
-    let units = if matches!(dest, Dest::Dir(_)) { units } else { units.into_iter().filter(|u| u.task).collect() };
+    let units = if matches!(dest, Dest::Dir(_)) { units } else { units.into_iter().filter(|u| u.is_task()).collect() };
     let pool = thread_pool(cli)?;
     let progress = task_progress(cli, tasks.len());
     let results: Vec<Result<Vec<u8>, String>> = pool.install(|| {
@@ -288,8 +284,8 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
             .par_iter()
             .map(|u| {
                 let _span = trace::span("compile", "compile", &u.traced);
-                let r = u.emit(&compiler, emit).map_err(|e| format!("{}: {e}", u.what));
-                if u.task {
+                let r = emit_output(u, &compiler, emit).map_err(|e| format!("{}: {e}", u.what));
+                if u.is_task() {
                     task_done(cli, &progress);
                 }
                 r
@@ -313,74 +309,13 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     write_all(&dest, emit, &outputs)
 }
 
-/// One output to compile: a task's module, or a function record of a
-/// task module.
-struct Unit<'s> {
-    module: &'s Module,
-    /// The record's key; `None` for the task.
-    record: Option<kiln::key::Key>,
-    task: bool,
-    /// The file stem of its output.
-    stem: String,
-    /// What it is, for errors.
-    what: String,
-    /// Its name in the trace: the task's, or `function @NAME`.
-    traced: String,
-}
-
-impl Unit<'_> {
-    fn emit(&self, compiler: &Compiler, emit: Emit) -> Result<Vec<u8>, codegen::CodegenError> {
-        match &self.record {
-            Some(key) => compiler.emit_function(self.module, key, emit).map(|(b, _)| b),
-            None => compiler.emit_task(self.module, emit).map(|(b, _)| b),
-        }
+/// Compiles one output of the request: a task's object, or a function
+/// record's.
+fn emit_output(u: &Wanting, compiler: &Compiler, emit: Emit) -> Result<Vec<u8>, codegen::CodegenError> {
+    match &u.record {
+        Some(key) => compiler.emit_function(u.module, key, emit).map(|(b, _)| b),
+        None => compiler.emit_task(u.module, emit).map(|(b, _)| b),
     }
-}
-
-/// The tasks (with `with_tasks`), then the function records they need,
-/// each once (`only`: those whose keys it lists).
-fn compile_units<'s>(
-    tasks: &[(&'s Module, String)],
-    compiler: &Compiler,
-    with_tasks: bool,
-    only: Option<&[kiln::key::Key]>,
-) -> Vec<Unit<'s>> {
-    let mut units: Vec<Unit> = Vec::new();
-    if with_tasks {
-        units.extend(tasks.iter().map(|(m, name)| Unit {
-            module: m,
-            record: None,
-            task: true,
-            stem: codegen::backend::file_stem(name),
-            what: format!("task @{name}"),
-            traced: name.clone(),
-        }));
-    }
-    let wanted: Option<std::collections::HashSet<&kiln::key::Key>> = only.map(|k| k.iter().collect());
-    let records = kiln::key::functions::needed_records(tasks.iter().map(|(m, _)| *m), &compiler.config);
-    units.extend(records.into_iter().filter(|r| wanted.as_ref().is_none_or(|w| w.contains(&r.key))).map(|r| Unit {
-        module: r.module,
-        record: Some(r.key),
-        task: false,
-        stem: codegen::backend::record_file_stem(&r.key),
-        what: format!("function @{}", r.name),
-        traced: format!("function @{}", r.name),
-    }));
-    units
-}
-
-/// The keys a `--function-records` file lists, one a line.
-fn record_list(path: &str) -> Result<Vec<kiln::key::Key>, ToolError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ToolError::msg(format!("cannot read {path}: {}", kiln::diag::io_reason(&e))))?;
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            l.trim()
-                .parse::<kiln::key::Key>()
-                .map_err(|_| ToolError::msg(format!("{path}: `{}` is not a function record's key", l.trim())))
-        })
-        .collect()
 }
 
 /// Fills the cache under `dir` with every task's object (in parallel):
@@ -564,6 +499,6 @@ fn task_done(cli: &Cli, progress: &tool::TaskProgress) {
     progress.done();
     if cli.report_progress {
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", kiln::codegen::backend::DONE_LINE).and_then(|_| out.flush());
+        let _ = writeln!(out, "{}", protocol::DONE_LINE).and_then(|_| out.flush());
     }
 }

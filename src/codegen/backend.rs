@@ -6,26 +6,25 @@
 //! [`CompileProcess`], which `kiln-run` uses so that LLVM's code
 //! generator is neither linked into it nor initialised by a run whose
 //! tasks all come from the cache (`docs/performance.md`, "Warm start").
-//! The process's request is KIR text on its standard input and
-//! `kiln-compile`'s own flags; its answer is object files, whose launch
-//! metadata this side derives from the same IR ([`task_meta`],
-//! [`KernelPlan`]).
+//! The process is asked and answers by the compile protocol
+//! ([`crate::compile_protocol`], which owns both halves); the launch
+//! metadata of the objects it returns this side derives from the same IR
+//! ([`task_meta`], [`KernelPlan`]).
 //!
 //! Must never: run a `kiln-compile` of another build than this one (its
 //! objects would be stored under keys that name this build: the process
 //! is sent the whole configuration, build identity included, and refuses
-//! a mismatch), leave its temporary directory behind, or tell the process
-//! the configuration any other way than whole, in the form the key hashes
-//! (`--compile-config`).
+//! a mismatch), or read or write a file itself (the protocol's
+//! [`crate::compile_protocol::Answer`] holds the process's outputs).
 
-use super::{task_meta, CodegenError, CompiledKernel, CompiledTask, Compiler, HostTarget, KernelPlan};
+use super::{CodegenError, CompiledKernel, CompiledTask, Compiler, HostTarget};
+use crate::compile_protocol::{self as protocol, Wanted, COMPILE_PROGRAM};
 use crate::config::{CompileConfig, LaunchMeta};
 use crate::ir::{Module, Stream};
 use crate::key::functions::NeededRecord;
 use crate::key::Key;
-use std::io::Write as _;
+use crate::plan::{single_task, task_meta, KernelPlan};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// A code generator for one target and configuration.
@@ -109,13 +108,6 @@ impl std::fmt::Debug for ProgressHook {
     }
 }
 
-/// The line a `kiln-compile --report-progress` writes on standard output
-/// for each task it has compiled.
-pub const DONE_LINE: &str = "done";
-
-/// The program's name.
-pub const COMPILE_PROGRAM: &str = "kiln-compile";
-
 impl CompileProcess {
     /// A backend running `kiln-compile` from the running executable's
     /// directory. Fails when the running executable cannot be found; a missing
@@ -139,95 +131,27 @@ impl CompileProcess {
         self
     }
 
-    /// The flags that make `kiln-compile` compile exactly as this backend
-    /// is configured: the configuration whole, in the form the key hashes
-    /// (the process refuses one it cannot honour, another build's
-    /// included), and the target.
-    fn flags(&self) -> Vec<String> {
-        vec![
-            format!("--compile-config={}", crate::key::config_json(&self.config)),
-            format!("--target-cpu={}", self.target.cpu),
-            format!("--target-features={}", self.target.features),
-            "--color=never".to_string(),
-        ]
+    /// The flags of a request for `wanted` ([`protocol::request_flags`]).
+    fn flags(&self, wanted: &Wanted) -> Vec<String> {
+        let mut flags = protocol::request_flags(&self.config, &self.target.cpu, &self.target.features);
+        flags.extend(wanted.flag());
+        flags
     }
 
-    /// Runs the program with `args` and these flags, `input` on its
-    /// standard input; its standard output, or why it failed. With
-    /// `report`, the output is the process's progress lines, each passed
-    /// to the hook as it comes.
-    fn run(&self, args: &[&str], input: &str, report: Option<&ProgressHook>) -> Result<Vec<u8>, CodegenError> {
-        let program = self.program.display();
-        // Interrupted: no compiler is started after it.
-        if let Some(sig) = crate::interrupt::requested() {
-            return Err(CodegenError::new(format!("interrupted by signal {sig}")));
-        }
-        let mut child = Command::new(&self.program)
-            .args(args)
-            .args(report.map(|_| "--report-progress"))
-            .args(self.flags())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| {
-                CodegenError::new(format!(
-                    "cannot run the compiler {program}: {e} (tasks are compiled by the {COMPILE_PROGRAM} installed beside this program)"
-                ))
-            })?;
-        // The process reads all of its input before it writes: no
-        // deadlock on full pipes. A write error shows in its exit status.
-        if let Some(mut stdin) = child.stdin.take() {
-            let _ = stdin.write_all(input.as_bytes());
-        }
-        let out = match report {
-            None => child.wait_with_output(),
-            Some(hook) => wait_reporting(child, hook),
-        }
-        .map_err(|e| CodegenError::new(format!("the compiler {program} failed: {e}")))?;
-        if out.status.success() {
-            return Ok(out.stdout);
-        }
-        let said = String::from_utf8_lossy(&out.stderr);
-        let said =
-            said.trim().lines().map(|l| l.strip_prefix("kiln-compile: ").unwrap_or(l)).collect::<Vec<_>>().join("; ");
-        let status = match out.status.code() {
-            Some(c) => format!("exit status {c}"),
-            None => "killed by a signal".to_string(),
-        };
-        Err(CodegenError::new(format!("the compiler {program} failed ({status}): {said}")))
-    }
-
-    /// Runs the program once on `modules` with `extra` flags, writing its
-    /// files to a fresh directory (returned); traced as `what`.
-    fn run_in_dir(
+    /// Asks the program for `wanted` of `modules`; traced as `what`. With
+    /// `report`, each task the process reports done is passed to the hook
+    /// as it comes.
+    fn ask(
         &self,
         modules: &[&Module],
-        extra: &[String],
+        wanted: &Wanted,
         what: &str,
         report: Option<&ProgressHook>,
-    ) -> Result<tempfile::TempDir, CodegenError> {
-        let dir = tempfile::Builder::new()
-            .prefix("kiln-compile.")
-            .tempdir()
-            .map_err(|e| CodegenError::new(format!("cannot make a directory for the compiler's objects: {e}")))?;
+    ) -> Result<protocol::Answer, CodegenError> {
         let input = Stream { modules: modules.iter().map(|m| (*m).clone()).collect() }.to_string();
-        let out = format!("{}/", dir.path().display());
-        // Traced: the process traces itself, and its spans join this
-        // process's trace on a track of their own.
-        let trace = crate::trace::on().then(|| dir.path().join("trace.json"));
-        let trace_flag = trace.as_ref().map(|p| format!("--time-trace={}", p.display()));
-        let mut args = vec!["-", "-o", &out];
-        args.extend(trace_flag.as_deref());
-        args.extend(extra.iter().map(String::as_str));
-        let span = crate::trace::span("compile", COMPILE_PROGRAM, what);
-        let started = crate::trace::now_us();
-        self.run(&args, &input, report)?;
-        drop(span);
-        if let Some(text) = trace.and_then(|p| std::fs::read_to_string(p).ok()) {
-            crate::trace::merge(&text, started);
-        }
-        Ok(dir)
+        let done = report.map(|hook| move || (hook.0)(Progress::Done));
+        let done = done.as_ref().map(|d| d as &dyn Fn());
+        protocol::ask(&self.program, &input, &self.flags(wanted), what, done).map_err(CodegenError::new)
     }
 
     /// Compiles `modules` (distinct task names) in one process run; the
@@ -237,16 +161,12 @@ impl CompileProcess {
             (hook.0)(Progress::Started(modules.len()));
         }
         let names: Vec<String> =
-            modules.iter().filter_map(|m| super::single_task(m).ok()).map(|t| t.name.to_string()).collect();
+            modules.iter().filter_map(|m| single_task(m).ok()).map(|t| t.name.to_string()).collect();
         // The records the tasks call are compiled by their own request.
-        let none = vec![format!("--function-records={NO_RECORDS}")];
-        let dir = self.run_in_dir(modules, &none, &names.join(","), self.progress.as_ref())?;
+        let answer = self.ask(modules, &Wanted::Tasks, &names.join(","), self.progress.as_ref())?;
         let read = |m: &Module| {
-            let name = &super::single_task(m)?.name;
-            let path = dir.path().join(format!("{}.o", file_stem(name)));
-            std::fs::read(&path).map_err(|e| {
-                CodegenError::new(format!("the compiler wrote no object for task @{name} ({}): {e}", path.display()))
-            })
+            let name = &single_task(m)?.name;
+            answer.object(&protocol::file_stem(name), &format!("task @{name}")).map_err(CodegenError::new)
         };
         modules.iter().map(|m| read(m)).collect()
     }
@@ -261,22 +181,13 @@ impl CompileProcess {
                 modules.push(r.module);
             }
         }
-        let list = tempfile::NamedTempFile::new()
-            .and_then(|mut f| {
-                let keys: String = records.iter().map(|r| format!("{}\n", r.key)).collect();
-                f.write_all(keys.as_bytes()).map(|_| f)
-            })
+        let keys: Vec<Key> = records.iter().map(|r| r.key).collect();
+        let list = protocol::write_record_list(&keys)
             .map_err(|e| CodegenError::new(format!("cannot write the list of function records to compile: {e}")))?;
-        let flag = vec![format!("--function-records={}", list.path().display())];
-        let dir = self.run_in_dir(&modules, &flag, "function records", None)?;
+        let answer = self.ask(&modules, &Wanted::Records(list.path().to_path_buf()), "function records", None)?;
         let read = |key: &Key| {
-            let path = dir.path().join(format!("{}.o", record_file_stem(key)));
-            std::fs::read(&path).map_err(|e| {
-                CodegenError::new(format!(
-                    "the compiler wrote no object for function record {key} ({}): {e}",
-                    path.display()
-                ))
-            })
+            let what = format!("function record {key}");
+            answer.object(&protocol::record_file_stem(key), &what).map_err(CodegenError::new)
         };
         records.iter().map(|r| read(&r.key)).collect()
     }
@@ -294,7 +205,7 @@ impl Backend for CompileProcess {
     fn compile_tasks(&self, modules: &[&Module]) -> Vec<Result<CompiledTask, CodegenError>> {
         // Metadata first: a module that has none is its own error, and is
         // not sent.
-        let metas: Vec<_> = modules.iter().map(|m| task_meta(m)).collect();
+        let metas: Vec<_> = modules.iter().map(|m| task_meta(m).map_err(CodegenError::from)).collect();
         let mut batch: Vec<&Module> = Vec::new();
         for (m, meta) in modules.iter().zip(&metas) {
             // One file per task name: a name met again is the same task
@@ -315,7 +226,9 @@ impl Backend for CompileProcess {
     fn compile_kernel(&self, stream: &Stream, kernel: &str) -> Result<CompiledKernel, CodegenError> {
         let plan = KernelPlan::of(stream, kernel)?;
         let t0 = Instant::now();
-        let object = self.run(&["-", "--kernel", kernel, "-o", "-"], &stream.to_string(), None)?;
+        let mut args: Vec<String> = ["-", "--kernel", kernel, "-o", "-"].map(String::from).into();
+        args.extend(self.flags(&Wanted::Everything));
+        let object = protocol::run(&self.program, &args, &stream.to_string(), None).map_err(CodegenError::new)?;
         Ok(CompiledKernel { object, launches: plan.launches, compile_time: t0.elapsed() })
     }
 }
@@ -343,65 +256,6 @@ fn batch_results(
 }
 
 /// Whether two per-task modules hold tasks of one name.
-/// The longest file stem [`file_stem`] keeps as it is, in bytes (file
-/// systems allow 255 a name, with room left for an extension).
-pub const MAX_FILE_STEM: usize = 200;
-
-/// The file stem of the output of task `name` (`kiln-compile -o DIR/`,
-/// and the objects a [`CompileProcess`] reads back): the name itself
-/// up to [`MAX_FILE_STEM`] bytes, else its first 160 bytes, `-` and 16 hex
-/// digits of its blake3 hash, so a name of any length the verifier accepts
-/// makes a file name the system takes, and two long names stay apart.
-pub fn file_stem(name: &str) -> String {
-    if name.len() <= MAX_FILE_STEM {
-        return name.to_string();
-    }
-    let mut cut = 160;
-    while !name.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    let hash = blake3::hash(name.as_bytes()).to_hex();
-    format!("{}-{}", &name[..cut], &hash[..16])
-}
-
-/// The value of `kiln-compile --function-records` that asks for none (the
-/// tasks alone).
-pub const NO_RECORDS: &str = "none";
-
-/// The file stem of function record `key`'s output (`kiln-compile -o
-/// DIR/`): `fn.KEY`.
-pub fn record_file_stem(key: &Key) -> String {
-    format!("fn.{key}")
-}
-
 fn same_task_name(a: &Module, b: &Module) -> bool {
-    matches!((super::single_task(a), super::single_task(b)), (Ok(x), Ok(y)) if x.name == y.name)
-}
-
-/// Waits for `child`, passing each progress line of its standard output to
-/// `hook` as it comes; its standard error is read on a thread of its own
-/// meanwhile, so that neither pipe can fill and stall the process.
-fn wait_reporting(mut child: std::process::Child, hook: &ProgressHook) -> std::io::Result<std::process::Output> {
-    use std::io::{BufRead as _, Read as _};
-    let stderr = child.stderr.take();
-    let errors = std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        if let Some(mut e) = stderr {
-            let _ = e.read_to_end(&mut bytes);
-        }
-        bytes
-    });
-    let mut stdout = Vec::new();
-    if let Some(out) = child.stdout.take() {
-        for line in std::io::BufReader::new(out).lines() {
-            match line {
-                Ok(l) if l == DONE_LINE => (hook.0)(Progress::Done),
-                Ok(l) => stdout.extend_from_slice(format!("{l}\n").as_bytes()),
-                Err(_) => break,
-            }
-        }
-    }
-    let status = child.wait()?;
-    let stderr = errors.join().unwrap_or_default();
-    Ok(std::process::Output { status, stdout, stderr })
+    matches!((single_task(a), single_task(b)), (Ok(x), Ok(y)) if x.name == y.name)
 }

@@ -121,7 +121,7 @@ mod tests {
     #[test]
     fn numbers_run_through_functions_then_tasks_in_print_order() {
         let s = split(SRC);
-        let launched = crate::codegen::launched_tasks(&s, "k").unwrap();
+        let launched = crate::plan::launched_tasks(&s, "k").unwrap();
         let text = |n| locate(&launched, n).span.map(|sp| SRC[sp.range()].to_string());
         assert_eq!(text(0).as_deref(), Some("%v = load @x[%i]"));
         assert_eq!(text(1).as_deref(), Some("ret %v"));
@@ -145,7 +145,7 @@ mod tests {
             kernel @k(%n: i32) {\n  for %i in 0 .. 4 {\n    %z = const 0 : i32\n    %ok = cmp gt %n, %z\n    \
             assert %ok, \"n=%d at %d\", %n, %i\n  }\n}\n";
         let s = split(src);
-        let launched = crate::codegen::launched_tasks(&s, "k").unwrap();
+        let launched = crate::plan::launched_tasks(&s, "k").unwrap();
         let site = (0..4).map(|n| locate(&launched, n)).find(|s| s.assert.is_some()).expect("the assert");
         assert_eq!(site.assert, Some(("n=%d at %d".to_string(), vec![Scalar::I32, Scalar::I32])));
         assert!(site.span.is_some_and(|sp| src[sp.range()].starts_with("assert %ok")));

@@ -307,7 +307,7 @@ struct Split {
     spans: Vec<(u32, u32)>,
     stream: Arc<Stream>,
     /// Every kernel's launches in `stream`, indexed once.
-    launches: codegen::LaunchTable,
+    launches: crate::plan::LaunchTable,
 }
 
 /// Runs kernels through the JIT.
@@ -341,7 +341,7 @@ pub struct JitEngine {
 struct Batch {
     stream: *const Stream,
     split_checked: bool,
-    launches: Option<codegen::LaunchTable>,
+    launches: Option<crate::plan::LaunchTable>,
 }
 
 impl JitEngine {
@@ -408,7 +408,7 @@ impl JitEngine {
             RunError::new(format!("cannot split the kernels into tasks: {}", msgs.join("; ")))
         })?;
         let s = Arc::new(s);
-        let launches = codegen::LaunchTable::new(&s);
+        let launches = crate::plan::LaunchTable::new(&s);
         self.split = Some(Split { text, spans, stream: s.clone(), launches });
         Ok(s)
     }
@@ -429,11 +429,11 @@ impl JitEngine {
     /// `stream` is the split this engine made, the batch's (made at the
     /// first ask) when it is the batch's stream; `None` for any other
     /// stream, which a lookup then scans.
-    fn table(&mut self, stream: &Stream) -> Option<&codegen::LaunchTable> {
+    fn table(&mut self, stream: &Stream) -> Option<&crate::plan::LaunchTable> {
         match (&self.split, self.batch.as_mut()) {
             (Some(s), _) if std::ptr::eq(stream, &*s.stream) => Some(&s.launches),
             (_, Some(b)) if std::ptr::eq(stream, b.stream) => {
-                Some(b.launches.get_or_insert_with(|| codegen::LaunchTable::new(stream)))
+                Some(b.launches.get_or_insert_with(|| crate::plan::LaunchTable::new(stream)))
             }
             _ => None,
         }
@@ -443,7 +443,7 @@ impl JitEngine {
     fn launched<'s>(&mut self, stream: &'s Stream, kernel: &str) -> Result<Vec<(&'s Module, &'s TaskItem)>, RunError> {
         let found = match self.table(stream) {
             Some(t) => t.launched(stream, kernel),
-            None => codegen::launched_tasks(stream, kernel),
+            None => crate::plan::launched_tasks(stream, kernel),
         };
         found.map_err(|e| RunError::new(e.message))
     }
