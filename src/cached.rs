@@ -33,7 +33,8 @@ use crate::jit::engine::{ready_functions, JitStats, Prefetched, ProvideError, Re
 use crate::jit::{Jit, LoadedFunction, LoadedTask};
 use crate::key::functions::NeededRecord;
 use crate::plan::key_and_meta;
-use crate::remote::{Fetched, RemoteTier};
+use crate::remote::{Fetched, RemoteSettings, RemoteTier};
+use crate::settings::Settings;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::Arc;
@@ -56,6 +57,34 @@ pub fn open_store(root: &Path, target: &HostTarget, options: StoreOptions) -> Re
     let native = HostTarget::detect().is_ok_and(|h| h == *target);
     let options = StoreOptions { native, llvm_version: LLVM_VERSION.to_string(), fsync: true, ..options };
     Store::open(root, host_scope(target), options)
+}
+
+/// A cache session: what a tool that reads and writes the cache works
+/// with, assembled once from the settings for `kiln-run` (its provider,
+/// [`CachedTasks::of_session`]) and `kiln-compile --cache-dir`
+/// (`crate::fill`): the store of the target's scope under the root, the
+/// remote tier when one is set, and the single-flight options.
+pub struct Session {
+    pub store: Store,
+    pub remote: Option<RemoteTier>,
+    pub flight: FlightOptions,
+}
+
+impl Session {
+    /// The session of the cache at `root` for objects compiled for
+    /// `target`, as `settings` say, with the remote tier `remote` sets up
+    /// (a tool reads those settings first: one it cannot use is its usage
+    /// error).
+    pub fn open(
+        root: &Path,
+        target: &HostTarget,
+        settings: &Settings,
+        remote: Option<RemoteSettings>,
+    ) -> Result<Session, CacheError> {
+        let store = open_store(root, target, settings.store_options())?;
+        let remote = remote.map(|r| RemoteTier::new(r, store.scope_name()));
+        Ok(Session { store, remote, flight: FlightOptions::from_settings(settings) })
+    }
 }
 
 /// Whether a record's metadata launches the same way as `expected`. Names
@@ -218,6 +247,16 @@ impl CachedTasks {
             flight: Flight::new(FlightOptions::default()),
             records_pending: HashMap::new(),
             deps: Vec::new(),
+        }
+    }
+
+    /// The provider of a session: its store, sharing compiles as its
+    /// flight options say, with its remote tier behind the store.
+    pub fn of_session(session: Session) -> CachedTasks {
+        let provider = CachedTasks::new(session.store).with_flight(session.flight);
+        match session.remote {
+            Some(remote) => provider.with_remote(remote),
+            None => provider,
         }
     }
 

@@ -227,6 +227,19 @@ pub struct Row {
     pub env: &'static str,
 }
 
+/// The settings as `kiln-cache-inspect config` prints them: one line a
+/// setting, `NAME = VALUE  (SOURCE)`, names aligned.
+pub fn rows_text(rows: &[Row]) -> String {
+    use std::fmt::Write as _;
+    let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for r in rows {
+        let value = r.value.as_deref().unwrap_or("(unset)");
+        let _ = writeln!(out, "{:<width$} = {value}  ({})", r.name, r.source);
+    }
+    out
+}
+
 macro_rules! settings {
     ($( $name:ident : $ty:ty = $default:expr, env $env:literal, flag $flag:expr, cache_file $cf:literal, $doc:literal; )+) => {
         /// Every setting's effective value and source.

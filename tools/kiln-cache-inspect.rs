@@ -1,22 +1,20 @@
 //! `kiln-cache-inspect`: list, count, show, extract, verify and prune
 //! Kiln's per-task artifact cache; show or reset its statistics; create a
-//! (shared) one; show and set its settings. A thin `main` over
-//! `kiln::cache::inspect`:
-//! argument parsing and formatting only. See
+//! (shared) one; show and set its settings. A `main` over
+//! `kiln::cache::inspect` and `kiln::remote::inspect`: argument parsing,
+//! and each report printed as its JSON or as the text it renders itself
+//! (`kiln::cache::render`, `kiln::remote::render`). See
 //! `docs/tools/kiln-cache-inspect.md`.
 
 use clap::{Parser, Subcommand};
 use kiln::cache::access::Access;
-use kiln::cache::inspect::{self, Cache, InspectOptions, PrunePlan, Totals};
-use kiln::cache::repair;
-use kiln::cache::size::{format_duration, format_size, parse_duration, parse_size};
+use kiln::cache::inspect::{self, Cache, InspectOptions, PrunePlan};
+use kiln::cache::size::{parse_duration, parse_size};
 use kiln::cache::store::init_root;
-use kiln::cache::{CacheError, CacheStats};
-use kiln::config::{MetaBound, MetaKind, MetaParam};
+use kiln::cache::CacheError;
 use kiln::settings::{self, Settings};
 use kiln::tool::{write_output, ToolError};
 use serde::Serialize;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -201,7 +199,7 @@ fn run(cli: Cli) -> Result<(), ToolError> {
     match cli.command {
         Command::Config { command: None, all } => {
             let rows: Vec<_> = settings.rows().into_iter().filter(|r| all || !settings::for_tests(r.name)).collect();
-            emit(json, &rows, || text_config(&rows))
+            emit(json, &rows, || settings::rows_text(&rows))
         }
         Command::Init { shared, .. } => init(&root, &settings, shared.as_deref()),
         Command::Config { command: Some(ConfigCommand::Set { key, value }), .. } => {
@@ -211,14 +209,14 @@ fn run(cli: Cli) -> Result<(), ToolError> {
         }
         Command::List => {
             let listing = open()?.list().map_err(cache_err)?;
-            emit(json, &listing, || text_list(&listing, now))
+            emit(json, &listing, || listing.to_text(now))
         }
         Command::Stats => {
             let stats = match open_if_there()? {
                 Some(cache) => cache.stats().map_err(cache_err)?,
                 None => inspect::Stats::missing(&root),
             };
-            emit(json, &stats, || text_stats(&stats, now))
+            emit(json, &stats, || stats.to_text(now))
         }
         Command::ZeroStats => match open_if_there()? {
             Some(cache) => {
@@ -229,7 +227,7 @@ fn run(cli: Cli) -> Result<(), ToolError> {
         },
         Command::Show { key } => {
             let shown = open()?.show(&key).map_err(cache_err)?;
-            emit(json, &shown, || text_show(&shown, now))
+            emit(json, &shown, || shown.to_text(now))
         }
         Command::Extract { key, output, meta } => {
             let record = open()?.extract(&key).map_err(cache_err)?;
@@ -244,7 +242,7 @@ fn run(cli: Cli) -> Result<(), ToolError> {
         Command::Verify { fix } => {
             let cache = open()?;
             let report = cache.verify(fix).map_err(cache_err)?;
-            emit(json, &report, || text_verify(&report, cache.root()))?;
+            emit(json, &report, || report.to_text(cache.root()))?;
             let left = report.bad.iter().filter(|b| !b.removed).count();
             let entries = report.bad_entries.iter().filter(|b| !b.removed).count();
             if left + entries > 0 {
@@ -273,13 +271,13 @@ fn run(cli: Cli) -> Result<(), ToolError> {
             }
             let plan = PrunePlan { clear: true, dry_run, ..PrunePlan::default() };
             let report = cache.prune(&plan).map_err(cache_err)?;
-            emit(json, &report, || text_prune(&report, cache.root(), now))
+            emit(json, &report, || report.to_text(cache.root(), now))
         }
         Command::Prune { max_size, older_than, foreign_scopes, temp, dry_run } => {
             let cache = open()?;
             let plan = PrunePlan { max_size, older_than, foreign_scopes, temp_older_than: temp, dry_run, clear: false };
             let report = cache.prune(&plan).map_err(cache_err)?;
-            emit(json, &report, || text_prune(&report, cache.root(), now))
+            emit(json, &report, || report.to_text(cache.root(), now))
         }
     }
 }
@@ -302,16 +300,6 @@ fn init(root: &Path, settings: &Settings, shared: Option<&str>) -> Result<(), To
     write_output(None, format!("cache {} ({how})\n", root.display()).as_bytes())
 }
 
-fn text_config(rows: &[settings::Row]) -> String {
-    let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
-    let mut out = String::new();
-    for r in rows {
-        let value = r.value.as_deref().unwrap_or("(unset)");
-        let _ = writeln!(out, "{:<width$} = {value}  ({})", r.name, r.source);
-    }
-    out
-}
-
 /// Writes `value` as JSON or the text `text` makes, to stdout.
 fn emit(json: bool, value: &impl Serialize, text: impl FnOnce() -> String) -> Result<(), ToolError> {
     let out = if json {
@@ -325,232 +313,12 @@ fn emit(json: bool, value: &impl Serialize, text: impl FnOnce() -> String) -> Re
     write_output(None, out.as_bytes())
 }
 
-fn ago(now: u64, then: u64) -> String {
-    format!("{} ago", format_duration(Duration::from_secs(now.saturating_sub(then))))
-}
-
-fn rel(root: &Path, p: &Path) -> String {
-    p.strip_prefix(root).unwrap_or(p).display().to_string()
-}
-
-fn text_list(l: &inspect::Listing, now: u64) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "cache {}", l.root.display());
-    if l.this_host.is_none() {
-        let _ = writeln!(out, "this host's scope: unknown (no Kiln process with LLVM has recorded it)");
-    }
-    if l.scopes.is_empty() {
-        let _ = writeln!(out, "no scopes");
-    }
-    for s in &l.scopes {
-        let bytes: u64 = s.records.iter().map(|r| r.size).sum();
-        let _ = writeln!(
-            out,
-            "\nscope {}{}: {} record{}, {}{}",
-            s.name,
-            if s.this_host { " (this host)" } else { "" },
-            s.records.len(),
-            if s.records.len() == 1 { "" } else { "s" },
-            format_size(bytes),
-            if s.temp_files > 0 { format!(", {} temporary file(s)", s.temp_files) } else { String::new() }
-        );
-        if s.records.is_empty() {
-            continue;
-        }
-        let _ =
-            writeln!(out, "  {:<16}  {:<24}  {:<10}  {:>10}  {:>9}  LAST USE", "KEY", "TASK", "KIND", "SIZE", "AGE");
-        for r in &s.records {
-            let hex = r.key.to_hex();
-            let task = match (&r.task, &r.problem) {
-                (Some(t), _) => t.clone(),
-                (None, Some(p)) => format!("<damaged: {p}>"),
-                (None, None) => "?".into(),
-            };
-            let _ = writeln!(
-                out,
-                "  {:<16}  {:<24}  {:<10}  {:>10}  {:>9}  {}",
-                &hex[..16],
-                task,
-                r.kind.unwrap_or("?"),
-                format_size(r.size),
-                r.created_unix.map_or("?".into(), |c| format_duration(Duration::from_secs(now.saturating_sub(c)))),
-                ago(now, r.last_use_unix)
-            );
-        }
-    }
-    out
-}
-
-fn totals_text(out: &mut String, t: &Totals, now: u64) {
-    let _ = writeln!(out, "  records      {}", t.records);
-    let _ = writeln!(out, "  size         {} ({} bytes)", format_size(t.bytes), t.bytes);
-    if let (Some(o), Some(n)) = (t.oldest_unix, t.newest_unix) {
-        let _ = writeln!(out, "  oldest use   {}", ago(now, o));
-        let _ = writeln!(out, "  newest use   {}", ago(now, n));
-    }
-    let _ = writeln!(out, "  temporaries  {} ({})", t.temp_files, format_size(t.temp_bytes));
-}
-
-fn lasting_text(out: &mut String, s: &CacheStats, hit_rate: Option<f64>) {
-    let rate = hit_rate.map_or("-".to_string(), |r| format!("{:.1} %", r * 100.0));
-    let rows: [(&str, String); 9] = [
-        ("hit rate", rate),
-        ("hits", s.hits.to_string()),
-        ("misses", s.misses.to_string()),
-        ("corrupt", s.corrupt.to_string()),
-        ("stored", s.puts.to_string()),
-        ("evicted", s.evicted.to_string()),
-        ("read", format!("{} ({} bytes)", format_size(s.bytes_read), s.bytes_read)),
-        ("written", format!("{} ({} bytes)", format_size(s.bytes_written), s.bytes_written)),
-        ("time saved", format!("{} ms of compiling", s.compile_ms_saved)),
-    ];
-    for (k, v) in rows {
-        let _ = writeln!(out, "  {k:<12} {v}");
-    }
-}
-
-fn text_stats(s: &inspect::Stats, now: u64) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "cache {}{}", s.root.display(), if s.exists { "" } else { " (does not exist yet)" });
-    // One scope is its own total: one block, said to be the only one.
-    let only = s.scopes.len() == 1;
-    for sc in &s.scopes {
-        let tags: Vec<&str> = [(sc.this_host, "this host"), (only, "the only scope")]
-            .into_iter()
-            .filter_map(|(on, tag)| on.then_some(tag))
-            .collect();
-        let tags = if tags.is_empty() { String::new() } else { format!(" ({})", tags.join("; ")) };
-        let _ = writeln!(out, "scope {}{tags}", sc.name);
-        totals_text(&mut out, &sc.totals, now);
-        lasting_text(&mut out, &sc.lasting, sc.hit_rate);
-    }
-    if !only {
-        let _ = writeln!(out, "total ({} scope{})", s.scopes.len(), if s.scopes.len() == 1 { "" } else { "s" });
-        totals_text(&mut out, &s.total, now);
-        lasting_text(&mut out, &s.lasting, s.hit_rate);
-    }
-    out
-}
-
-fn bound(b: &MetaBound, params: &[MetaParam]) -> String {
-    match b {
-        MetaBound::Const(c) => c.to_string(),
-        MetaBound::Param(i) => params.get(*i as usize).map_or(format!("param #{i}"), |p| p.name.clone()),
-        MetaBound::Field(f) => format!("{f}[]"),
-    }
-}
-
-fn text_show(s: &inspect::Shown, now: u64) -> String {
-    let mut out = String::new();
-    let m = &s.meta;
-    let created = std::time::UNIX_EPOCH + Duration::from_secs(s.producer.created_unix);
-    let last_use = std::time::UNIX_EPOCH + Duration::from_secs(s.last_use_unix);
-    let kind = match &m.kind {
-        MetaKind::Serial => "serial".to_string(),
-        MetaKind::RangeFor { lo, hi, block_dim } => {
-            format!("range_for {} .. {} block_dim {block_dim}", bound(lo, &m.params), bound(hi, &m.params))
-        }
-        MetaKind::StructFor { field, rank, block_dim } => {
-            format!("struct_for over {field} (rank {rank}) block_dim {block_dim}")
-        }
-        MetaKind::Function => format!("function record (symbol {})", m.entry_symbol),
-    };
-    let params: Vec<String> = m.params.iter().map(|p| format!("{}: {}", p.name, p.ty)).collect();
-    let fields: Vec<String> = m
-        .fields
-        .iter()
-        .map(|f| {
-            let dims: Vec<String> = f.shape.iter().map(u64::to_string).collect();
-            format!("{}: {}[{}]", f.name, f.elem, dims.join(", "))
-        })
-        .collect();
-    let rows: [(&str, String); 14] = [
-        ("key", s.key.to_hex()),
-        ("scope", s.scope.clone()),
-        ("path", s.path.display().to_string()),
-        ("status", "verified (magic, version, lengths, checksum, metadata)".into()),
-        ("size", format!("{} ({} bytes)", format_size(s.size), s.size)),
-        ("created", format!("{} ({})", humantime::format_rfc3339_seconds(created), ago(now, s.producer.created_unix))),
-        ("last use", format!("{} ({})", humantime::format_rfc3339_seconds(last_use), ago(now, s.last_use_unix))),
-        ("producer", format!("kiln {}, llvm {}", s.producer.kiln_version, s.producer.llvm_version)),
-        ("task", m.task.clone()),
-        ("entry", m.entry_symbol.clone()),
-        ("kind", kind),
-        ("params", if params.is_empty() { "(none)".into() } else { params.join(", ") }),
-        ("fields", if fields.is_empty() { "(none)".into() } else { fields.join(", ") }),
-        ("object", format!("{} bytes, blake3 {}", s.object_size, s.object_blake3)),
-    ];
-    for (k, v) in rows {
-        let _ = writeln!(out, "{k:<9} {v}");
-    }
-    out
-}
-
-fn text_verify(r: &repair::VerifyReport, root: &Path) -> String {
-    let mut out = String::new();
-    let removed = |yes: bool| if yes { " (removed)" } else { "" };
-    for b in &r.bad {
-        let _ = writeln!(out, "bad {}: {}{}", rel(root, &b.path), b.reason, removed(b.removed));
-    }
-    for b in &r.bad_entries {
-        let _ = writeln!(out, "bad {}: {}{}", rel(root, &b.path), b.problem, removed(b.removed));
-    }
-    let gone = r.bad.iter().filter(|b| b.removed).count();
-    let _ = writeln!(
-        out,
-        "checked {} record{}: {} healthy, {} damaged{}",
-        r.checked,
-        if r.checked == 1 { "" } else { "s" },
-        r.healthy,
-        r.bad.len(),
-        if r.fixed { format!(", {gone} removed") } else { String::new() }
-    );
-    for d in &r.counter_drift {
-        let counted = d.counted.map_or("damaged".to_string(), |c| format!("{} records, {} bytes", c.records, c.bytes));
-        let _ = writeln!(
-            out,
-            "size counter of group {}: {counted}; the records add up to {} records, {} bytes{}",
-            d.group,
-            d.actual.records,
-            d.actual.bytes,
-            if d.fixed { " (recounted)" } else { "" }
-        );
-    }
-    out
-}
-
-fn text_prune(r: &repair::PruneReport, root: &Path, now: u64) -> String {
-    let mut out = String::new();
-    let verb = if r.dry_run { "would remove" } else { "removed" };
-    for x in &r.removed {
-        let used = x.last_use_unix.map_or(String::new(), |t| format!(", last used {}", ago(now, t)));
-        let size = if x.kind == "directory" { String::new() } else { format!("{}, ", format_size(x.size)) };
-        let _ = writeln!(out, "{verb} {} {} ({size}{}{used})", x.kind, rel(root, &x.path), x.reason.as_str());
-    }
-    for d in &r.kept_dirs {
-        let _ = writeln!(out, "kept directory {}: it holds files that are not Kiln's", rel(root, d));
-    }
-    let records = r.removed.iter().filter(|x| x.kind == "record").count();
-    let others = r.removed.iter().filter(|x| x.kind != "record" && x.kind != "directory").count();
-    let freed: u64 = r.removed.iter().map(|x| x.size).sum();
-    let _ = writeln!(
-        out,
-        "{}{verb} {records} record(s) and {others} other file(s), {}; records: {} ({}) -> {} ({})",
-        if r.dry_run { "dry run: " } else { "" },
-        format_size(freed),
-        r.before.records,
-        format_size(r.before.bytes),
-        r.after.records,
-        format_size(r.after.bytes)
-    );
-    out
-}
-
 /// `--remote`: the same commands over a Redis server or cluster.
 mod remote {
     use super::*;
     use kiln::remote::envelope::Expect;
-    use kiln::remote::inspect::{Inspector, RemoteListing, RemotePrune, RemotePrunePlan, RemoteVerify};
+    use kiln::remote::inspect::{Inspector, RemotePrunePlan};
+    use kiln::remote::render::RemoteStats;
     use kiln::remote::{client, RemoteFlags, RemoteSettings};
 
     fn redis_err(remote: &str) -> impl Fn(redis::RedisError) -> ToolError + '_ {
@@ -592,16 +360,16 @@ mod remote {
         match &cli.command {
             Command::List => {
                 let l = ins.list().map_err(redis_err(&shown))?;
-                emit(json, &l, || text_list(&l, now))
+                emit(json, &l, || l.to_text(now))
             }
             Command::Stats => {
                 let l = ins.list().map_err(redis_err(&shown))?;
-                let stats = Stats::of(&l);
-                emit(json, &stats, || text_stats(&stats))
+                let stats = RemoteStats::of(&l);
+                emit(json, &stats, || stats.to_text())
             }
             Command::Verify { fix } => {
                 let r = ins.verify(*fix).map_err(redis_err(&shown))?;
-                emit(json, &r, || text_verify(&r))?;
+                emit(json, &r, || r.to_text())?;
                 let left = r.bad.iter().filter(|b| !b.removed).count();
                 match left {
                     0 => Ok(()),
@@ -615,151 +383,9 @@ mod remote {
                 let plan =
                     RemotePrunePlan { older_than: *older_than, foreign_scopes: *foreign_scopes, dry_run: *dry_run };
                 let r = ins.prune(&plan, now).map_err(redis_err(&shown))?;
-                emit(json, &r, || text_prune(&r))
+                emit(json, &r, || r.to_text())
             }
             _ => Err(ToolError::Usage("with --remote the commands are stats, list, verify and prune".into())),
         }
-    }
-
-    /// `stats` with `--remote`: the listing without its records.
-    #[derive(Serialize)]
-    struct Stats<'a> {
-        remote: &'a str,
-        nodes: usize,
-        scopes: Vec<ScopeStats<'a>>,
-        total: kiln::remote::inspect::Count,
-        other_keys: usize,
-    }
-
-    #[derive(Serialize)]
-    struct ScopeStats<'a> {
-        name: &'a str,
-        this_host: bool,
-        records: u64,
-        bytes: u64,
-        signed: u64,
-        bad: u64,
-    }
-
-    impl<'a> Stats<'a> {
-        fn of(l: &'a RemoteListing) -> Stats<'a> {
-            let scopes = l
-                .scopes
-                .iter()
-                .map(|s| ScopeStats {
-                    name: &s.name,
-                    this_host: s.this_host,
-                    records: s.count.records,
-                    bytes: s.count.bytes,
-                    signed: s.records.iter().filter(|r| r.signed).count() as u64,
-                    bad: s.records.iter().filter(|r| r.problem.is_some()).count() as u64,
-                })
-                .collect();
-            Stats { remote: &l.remote, nodes: l.nodes, scopes, total: l.total, other_keys: l.other_keys.len() }
-        }
-    }
-
-    fn plural(n: u64) -> &'static str {
-        if n == 1 {
-            ""
-        } else {
-            "s"
-        }
-    }
-
-    fn text_stats(s: &Stats) -> String {
-        let mut out = format!("remote {} ({} node{})\n", s.remote, s.nodes, plural(s.nodes as u64));
-        for sc in &s.scopes {
-            let _ = writeln!(out, "scope {}{}", sc.name, if sc.this_host { " (this host)" } else { "" });
-            let _ = writeln!(out, "  records      {} ({} signed, {} bad)", sc.records, sc.signed, sc.bad);
-            let _ = writeln!(out, "  size         {} ({} bytes)", format_size(sc.bytes), sc.bytes);
-        }
-        let _ = writeln!(out, "total ({} scope{})", s.scopes.len(), plural(s.scopes.len() as u64));
-        let _ = writeln!(out, "  records      {}", s.total.records);
-        let _ = writeln!(out, "  size         {} ({} bytes)", format_size(s.total.bytes), s.total.bytes);
-        if s.other_keys > 0 {
-            let _ = writeln!(out, "  other keys   {} (under kiln: but not record names; left alone)", s.other_keys);
-        }
-        out
-    }
-
-    fn text_list(l: &RemoteListing, now: u64) -> String {
-        let mut out = format!("remote {} ({} node{})\n", l.remote, l.nodes, plural(l.nodes as u64));
-        if l.scopes.is_empty() {
-            out.push_str("no records\n");
-        }
-        for s in &l.scopes {
-            let _ = writeln!(
-                out,
-                "\nscope {}{}: {} record{}, {}",
-                s.name,
-                if s.this_host { " (this host)" } else { "" },
-                s.count.records,
-                plural(s.count.records),
-                format_size(s.count.bytes)
-            );
-            let _ = writeln!(out, "  {:<16}  {:<24}  {:>7}  {:>9}  SIGNED", "KEY", "TASK", "SIZE", "AGE");
-            for r in &s.records {
-                let task = match (&r.task, &r.problem) {
-                    (Some(t), _) => t.clone(),
-                    (None, Some(p)) => format!("<bad: {p}>"),
-                    (None, None) => "?".into(),
-                };
-                let age =
-                    r.created_unix.map_or("?".into(), |c| format_duration(Duration::from_secs(now.saturating_sub(c))));
-                let hex = r.key.to_hex();
-                let _ = writeln!(
-                    out,
-                    "  {:<16}  {:<24}  {:>7}  {:>9}  {}",
-                    &hex[..16],
-                    task,
-                    format_size(r.size),
-                    age,
-                    if r.signed { "yes" } else { "no" }
-                );
-            }
-        }
-        for k in &l.other_keys {
-            let _ = writeln!(out, "other key {k} (not a record name; left alone)");
-        }
-        out
-    }
-
-    fn text_verify(r: &RemoteVerify) -> String {
-        let mut out = String::new();
-        for b in &r.bad {
-            let _ = writeln!(out, "bad {}: {}{}", b.name, b.reason, if b.removed { " (removed)" } else { "" });
-        }
-        let removed = r.bad.iter().filter(|b| b.removed).count();
-        let _ = writeln!(
-            out,
-            "checked {} record{} on {}: {} healthy, {} bad{}",
-            r.checked,
-            plural(r.checked),
-            r.remote,
-            r.healthy,
-            r.bad.len(),
-            if r.fixed { format!(", {removed} removed") } else { String::new() }
-        );
-        out
-    }
-
-    fn text_prune(r: &RemotePrune) -> String {
-        let mut out = String::new();
-        let verb = if r.dry_run { "would remove" } else { "removed" };
-        for x in &r.removed {
-            let _ = writeln!(out, "{verb} {} ({}, {})", x.name, format_size(x.size), x.reason);
-        }
-        let _ = writeln!(
-            out,
-            "{}{verb} {} record(s); records: {} ({}) -> {} ({})",
-            if r.dry_run { "dry run: " } else { "" },
-            r.removed.len(),
-            r.before.records,
-            format_size(r.before.bytes),
-            r.after.records,
-            format_size(r.after.bytes)
-        );
-        out
     }
 }

@@ -9,7 +9,6 @@ use kiln::codegen::{self, Compiler, Emit};
 use kiln::compile_protocol::{self as protocol, Wanted, Wanting};
 use kiln::config::CompileConfig;
 use kiln::fill;
-use kiln::flight::FlightOptions;
 use kiln::ir::Module;
 use kiln::settings::{self, Settings};
 use kiln::stats::RunReport;
@@ -336,18 +335,16 @@ fn fill_cache(
     );
     let settings = Settings::load(&flags)?;
     tool::warn_ignored_config(&settings);
-    let store = cached::open_store(dir, &compiler.target, settings.store_options()).map_err(ToolError::msg)?;
     let remote = kiln::remote::RemoteSettings::from_settings(&settings).map_err(|e| ToolError::Usage(e.to_string()))?;
-    let remote = remote.map(|r| kiln::remote::RemoteTier::new(r, store.scope_name()));
+    let session = cached::Session::open(dir, &compiler.target, &settings, remote).map_err(ToolError::msg)?;
+    let (store, remote, flight) = (&session.store, session.remote.as_ref(), session.flight);
     let pool = thread_pool(cli)?;
     let progress = task_progress(cli, tasks.len());
     let modules: Vec<&Module> = tasks.iter().map(|(m, _)| *m).collect();
-    let flight = FlightOptions::from_settings(&settings);
     let done = || task_done(cli, &progress);
-    let filled = pool.install(|| fill::fill(&store, remote.as_ref(), compiler, &modules, flight, &done));
+    let filled = pool.install(|| fill::fill(store, remote, compiler, &modules, flight, &done));
     let records = kiln::key::functions::needed_records(modules.iter().copied(), &compiler.config);
-    let filled_records =
-        pool.install(|| fill::fill_records(&store, remote.as_ref(), compiler, &records, flight, &|| {}));
+    let filled_records = pool.install(|| fill::fill_records(store, remote, compiler, &records, flight, &|| {}));
     progress.finish();
     let mut counters = RunReport {
         cache: Some((store.root().display().to_string(), store.scope_name().to_string())),
@@ -374,7 +371,7 @@ fn fill_cache(
         tool::warn_process("kiln-compile", w);
     }
     let mut err = std::io::stderr().lock();
-    if let Some(r) = &remote {
+    if let Some(r) = remote {
         if let Some(w) = r.take_warning() {
             tool::warn_process("kiln-compile", &w);
         }

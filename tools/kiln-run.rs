@@ -260,17 +260,12 @@ fn attach_cache(
     target: &HostTarget,
     remote: Option<kiln::remote::RemoteSettings>,
 ) -> (Option<(String, String)>, Option<String>) {
-    use kiln::cached::{self, CachedTasks};
-    let opened = settings.cache_root().and_then(|dir| cached::open_store(&dir, target, settings.store_options()));
+    use kiln::cached::{CachedTasks, Session};
+    let opened = settings.cache_root().and_then(|dir| Session::open(&dir, target, settings, remote));
     match opened {
-        Ok(store) => {
-            let root = (store.root().display().to_string(), store.scope_name().to_string());
-            let mut provider =
-                CachedTasks::new(store).with_flight(kiln::flight::FlightOptions::from_settings(settings));
-            if let Some(r) = remote {
-                provider = provider.with_remote(kiln::remote::RemoteTier::new(r, &root.1));
-            }
-            engine.set_provider(Box::new(provider));
+        Ok(session) => {
+            let root = (session.store.root().display().to_string(), session.store.scope_name().to_string());
+            engine.set_provider(Box::new(CachedTasks::of_session(session)));
             (Some(root), None)
         }
         Err(e) => {

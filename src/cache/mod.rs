@@ -11,13 +11,13 @@
 //! statistics and size-bound eviction ([`counters`]), the one walk of a
 //! cache tree ([`scan`]), the inspection behind `kiln-cache-inspect`
 //! ([`inspect`]; `verify` and the prune executor in `repair.rs`, the prune
-//! policy in `prune.rs`), the human sizes and durations they read and
-//! write ([`size`]), and the resolution of the default cache directory
+//! policy in `prune.rs`; the text of its reports in [`render`]), the human
+//! sizes and durations they read and write ([`size`]), and the resolution of the default cache directory
 //! that every tool shares.
 //!
 //! The modules form layers, each using only those below it: `record`,
 //! `host`, `size`; `layout`; `fs`; `access`; `root`, `scan`; `counters`,
-//! `lock`; `store`, `prune`; `inspect`; `repair`.
+//! `lock`; `store`, `prune`; `inspect`; `repair`; `render`.
 //!
 //! Must never: touch LLVM (codegen hands in the detected host and the
 //! object bytes), print, exit or panic on anything found on disk; trust a
@@ -36,6 +36,7 @@ pub mod layout;
 pub mod lock;
 mod prune;
 pub mod record;
+pub mod render;
 pub mod repair;
 pub mod root;
 pub mod scan;

@@ -6,7 +6,8 @@
 //! run's view of the remote ([`RemoteTier`]: batched lookups, writes,
 //! compile leases ([`Lease`]), counters, and giving up after the first
 //! error) and the inspection
-//! behind `kiln-cache-inspect --remote` ([`inspect`]).
+//! behind `kiln-cache-inspect --remote` ([`inspect`], its reports' text in
+//! [`render`]).
 //!
 //! Must never: touch LLVM, print or exit; hand a caller a record that has
 //! not passed every check of [`envelope::open`]; write when read-only; let
@@ -20,6 +21,7 @@
 pub mod client;
 pub mod envelope;
 pub mod inspect;
+pub mod render;
 pub mod settings;
 
 pub use envelope::Rejected;
