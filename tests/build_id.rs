@@ -61,6 +61,7 @@ fn one_byte_of_an_input_changes_the_identity() {
         "src/codegen/lower.rs",
         "src/codegen/lower/loops.rs",
         "src/codegen/lower/access.rs",
+        "src/codegen/lower/ops.rs",
         "src/codegen/lower/kmath.rs",
         "src/codegen/emitter.rs",
         "src/codegen/emitter.cpp",
