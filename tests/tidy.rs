@@ -9,6 +9,8 @@
 //!   and every `src/` path it names exists.
 //! - A constant is defined once: no two files define a top-level constant
 //!   of the same name and value.
+//! - No function of `src/` or `tools/` is longer than [`MAX_FN_LINES`]
+//!   lines: each can be reviewed in one screen.
 
 use kiln::settings::{self, TABLE};
 use std::collections::{BTreeMap, BTreeSet};
@@ -176,4 +178,46 @@ fn constants_are_defined_once() {
     }
     let twice: Vec<_> = seen.into_iter().filter(|(_, files)| files.len() > 1).collect();
     assert!(twice.is_empty(), "the same constant defined in more than one file: {twice:#?}");
+}
+
+/// The longest a function may be, from its `fn` line to its closing brace.
+const MAX_FN_LINES: usize = 150;
+
+/// Functions longer than `max` lines in `text`: (line number, name,
+/// lines). A function is a `fn` line that does not close on itself, and
+/// it ends at the first line that is its indentation and `}` (rustfmt's
+/// layout, which `make test` holds).
+fn long_functions(text: &str, max: usize) -> Vec<(usize, String, usize)> {
+    let re = regex_lite::Regex::new(
+        r#"^(\s*)(?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?(?:unsafe\s+)?(?:extern\s+"C"\s+)?fn\s+(\w+)"#,
+    )
+    .unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut long = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(c) = re.captures(line) else { continue };
+        if line.trim_end().ends_with('}') || line.trim_end().ends_with(';') {
+            continue;
+        }
+        let close = format!("{}}}", &c[1]);
+        if let Some(end) = lines[i + 1..].iter().position(|l| *l == close) {
+            if end + 2 > max {
+                long.push((i + 1, c[2].to_string(), end + 2));
+            }
+        }
+    }
+    long
+}
+
+#[test]
+fn no_function_is_longer_than_a_screen() {
+    let sample = format!("fn short() {{\n}}\n\n    pub(crate) fn long() {{\n{}    }}\n", "        x;\n".repeat(150));
+    assert_eq!(long_functions(&sample, MAX_FN_LINES), [(4, "long".to_string(), 152)], "the check itself");
+    let mut found = Vec::new();
+    for file in files("src", &["rs"]).into_iter().chain(files("tools", &["rs"])) {
+        for (line, name, n) in long_functions(&read(&file), MAX_FN_LINES) {
+            found.push(format!("{}:{line}: fn {name} is {n} lines", file.display()));
+        }
+    }
+    assert!(found.is_empty(), "functions over {MAX_FN_LINES} lines (split them): {found:#?}");
 }

@@ -717,43 +717,7 @@ impl<'a> Parser<'_, 'a> {
                     _ => return Err(c.unexpected("'index'")),
                 }
             }
-            "global" => match c.word() {
-                Some("ptr") => {
-                    c.expect(Tok::LBracket, "'['")?;
-                    let (place, kind) = c.snode()?;
-                    if kind != "place" {
-                        return Err(syntax(format!("a global pointer to S{place}{kind}, not to a place"), line.span()));
-                    }
-                    // The place's element type: `<f32>`.
-                    c.type_hint()?;
-                    c.expect(Tok::RBracket, "']'")?;
-                    c.expect(Tok::Comma, "','")?;
-                    c.expect_word("index")?;
-                    let indices = c.id_list()?;
-                    c.expect_word("activate")?;
-                    c.expect(Tok::Eq, "'='")?;
-                    c.word();
-                    Kind::GlobalPtr { place, indices }
-                }
-                Some("load") => {
-                    c.eat_word("volatile");
-                    Kind::GlobalLoad(c.id()?)
-                }
-                Some("tmp") => {
-                    c.expect_word("var")?;
-                    c.expect(Tok::LParen, "'('")?;
-                    c.expect_word("offset")?;
-                    c.expect(Tok::Eq, "'='")?;
-                    let offset = c.int()?;
-                    c.expect_word("B")?;
-                    c.expect(Tok::RParen, "')'")?;
-                    Kind::GlobalTmp { offset }
-                }
-                _ => {
-                    c.i = start;
-                    return Err(self.refuse(&c.phrase(), line));
-                }
-            },
+            "global" => self.global(c, line, start)?,
             "local" => {
                 c.expect_word("load")?;
                 c.expect(Tok::LBracket, "'['")?;
@@ -761,30 +725,7 @@ impl<'a> Parser<'_, 'a> {
                 c.expect(Tok::RBracket, "']'")?;
                 Kind::LocalLoad(a)
             }
-            "external_ptr" => {
-                let base = c.id()?;
-                c.expect(Tok::Comma, "','")?;
-                let indices = c.id_list()?;
-                let mut element_shape = Vec::new();
-                if c.eat(Tok::Comma) {
-                    c.expect(Tok::LParen, "'('")?;
-                    while !c.eat(Tok::RParen) {
-                        if !element_shape.is_empty() {
-                            c.expect(Tok::Comma, "','")?;
-                        }
-                        element_shape.push(u32::try_from(c.int()?).map_err(|_| syntax("extent too large", c.here()))?);
-                    }
-                }
-                c.expect_word("layout")?;
-                c.expect(Tok::Eq, "'='")?;
-                c.word();
-                c.expect_word("is_grad")?;
-                c.expect(Tok::Eq, "'='")?;
-                if c.word() != Some("false") {
-                    return Err(self.refuse("external_ptr to a gradient", line));
-                }
-                Kind::ExternalPtr { base, indices, element_shape }
-            }
+            "external_ptr" => self.external_ptr(c, line)?,
             "shift" => {
                 c.expect_word("ptr")?;
                 c.expect(Tok::LBracket, "'['")?;
@@ -847,6 +788,75 @@ impl<'a> Parser<'_, 'a> {
         };
         c.end()?;
         Ok(kind)
+    }
+
+    /// What follows `global` in a value: a pointer to a place, a load, or
+    /// a temporary.
+    fn global(&mut self, c: &mut Cursor<'_, 'a>, line: Line<'a>, start: usize) -> Result<Kind, Error> {
+        Ok(match c.word() {
+            Some("ptr") => {
+                c.expect(Tok::LBracket, "'['")?;
+                let (place, kind) = c.snode()?;
+                if kind != "place" {
+                    return Err(syntax(format!("a global pointer to S{place}{kind}, not to a place"), line.span()));
+                }
+                // The place's element type: `<f32>`.
+                c.type_hint()?;
+                c.expect(Tok::RBracket, "']'")?;
+                c.expect(Tok::Comma, "','")?;
+                c.expect_word("index")?;
+                let indices = c.id_list()?;
+                c.expect_word("activate")?;
+                c.expect(Tok::Eq, "'='")?;
+                c.word();
+                Kind::GlobalPtr { place, indices }
+            }
+            Some("load") => {
+                c.eat_word("volatile");
+                Kind::GlobalLoad(c.id()?)
+            }
+            Some("tmp") => {
+                c.expect_word("var")?;
+                c.expect(Tok::LParen, "'('")?;
+                c.expect_word("offset")?;
+                c.expect(Tok::Eq, "'='")?;
+                let offset = c.int()?;
+                c.expect_word("B")?;
+                c.expect(Tok::RParen, "')'")?;
+                Kind::GlobalTmp { offset }
+            }
+            _ => {
+                c.i = start;
+                return Err(self.refuse(&c.phrase(), line));
+            }
+        })
+    }
+
+    /// What follows `external_ptr`: the ndarray's base, its indices, the
+    /// element shape, and the layout (a gradient's is refused).
+    fn external_ptr(&mut self, c: &mut Cursor<'_, 'a>, line: Line<'a>) -> Result<Kind, Error> {
+        let base = c.id()?;
+        c.expect(Tok::Comma, "','")?;
+        let indices = c.id_list()?;
+        let mut element_shape = Vec::new();
+        if c.eat(Tok::Comma) {
+            c.expect(Tok::LParen, "'('")?;
+            while !c.eat(Tok::RParen) {
+                if !element_shape.is_empty() {
+                    c.expect(Tok::Comma, "','")?;
+                }
+                element_shape.push(u32::try_from(c.int()?).map_err(|_| syntax("extent too large", c.here()))?);
+            }
+        }
+        c.expect_word("layout")?;
+        c.expect(Tok::Eq, "'='")?;
+        c.word();
+        c.expect_word("is_grad")?;
+        c.expect(Tok::Eq, "'='")?;
+        if c.word() != Some("false") {
+            return Err(self.refuse("external_ptr to a gradient", line));
+        }
+        Ok(Kind::ExternalPtr { base, indices, element_shape })
     }
 
     /// What follows `$N :`.

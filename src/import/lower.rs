@@ -727,50 +727,8 @@ impl Module<'_> {
             b.vals.insert(s.id, V::Val { name: format!("%{}", s.id), ty, konst });
         };
         match &s.kind {
-            Kind::Const(text) => {
-                let ty = need_ty()?;
-                let lit = match ty {
-                    Scalar::I1 => match text.as_str() {
-                        "true" | "1" => Some("true".to_string()),
-                        "false" | "0" => Some("false".to_string()),
-                        _ => None,
-                    },
-                    Scalar::F32 | Scalar::F64 => float_bits(text, ty),
-                    // The printer writes an integer as its type reads it;
-                    // take either reading of its bits.
-                    t => text
-                        .parse::<i128>()
-                        .ok()
-                        .filter(|v| *v >= -(1i128 << (t.bits() - 1)) && *v < (1i128 << t.bits()))
-                        .map(|v| t.int_value(t.wrap_bits(v as u64)).to_string()),
-                };
-                let Some(lit) = lit else {
-                    return Err(located(format!("'{text}' is not a constant of type {ty}"), s));
-                };
-                b.line(format!("{n} = const {lit} : {ty}"));
-                def(b, ty, Some(lit));
-            }
-            Kind::ArgLoad(i) => {
-                let j = self.runtime_arg(kc, *i, s)?;
-                let a = &self.args_of(kc)[j];
-                let (Some([(name, pty)]), "scalar") = (kc.params.get(j).map(Vec::as_slice), a.kind.as_str()) else {
-                    let a = &self.args_of(kc)[j];
-                    if a.kind == "scalar" {
-                        return Err(stmt_scalar(&a.dtype, s).err().unwrap_or_else(|| {
-                            located(format!("argument {i} ('{}') cannot be a parameter", a.name), s)
-                        }));
-                    }
-                    return Err(refused_stmt(format!("argument '{}' of kind {}", a.name, a.kind), s)
-                        .with_why("KIR parameters are scalars (templates and structs are not imported)"));
-                };
-                if ty.is_some_and(|t| t != *pty) {
-                    return Err(located(
-                        format!("argument {i} is {pty} in the field table but loaded as {}", need_ty()?),
-                        s,
-                    ));
-                }
-                b.vals.insert(s.id, V::Val { name: format!("%{name}"), ty: *pty, konst: None });
-            }
+            Kind::Const(text) => self.constant(b, s, &n, text, need_ty()?)?,
+            Kind::ArgLoad(i) => self.arg_load(kc, b, s, *i, ty)?,
             Kind::ArgAddr(i) => {
                 let j = self.runtime_arg(kc, *i, s)?;
                 let v = if self.args_of(kc)[j].kind == "struct" {
@@ -832,24 +790,7 @@ impl Module<'_> {
                 );
             }
             Kind::ExternalPtr { base, indices, element_shape } => {
-                let Some(V::NdBase { arg }) = b.vals.get(base).cloned() else {
-                    return Err(located(format!("${base} is not an ndarray argument"), s));
-                };
-                let nd = self.ndarray(kc, arg, s)?;
-                if ty.is_some_and(|t| t != nd.elem) {
-                    return Err(located(
-                        format!(
-                            "ndarray @{} is {} in the field table but accessed as {}",
-                            nd.name,
-                            nd.elem,
-                            need_ty()?
-                        ),
-                        s,
-                    ));
-                }
-                let idx = indices.iter().map(|i| self.val(b, *i, s).map(|v| v.0)).collect::<Result<_, _>>()?;
-                let v = tensor::ndarray_ptr(s, &nd, element_shape, idx)?;
-                b.vals.insert(s.id, v);
+                self.external_ptr(kc, b, s, (*base, indices, element_shape), ty)?
             }
             Kind::GlobalLoad(p) | Kind::LocalLoad(p) => {
                 let v = tensor::load(b, s, *p)?;
@@ -916,6 +857,77 @@ impl Module<'_> {
             Kind::Atomic { op, dest, val } => self.atomic(b, s, op, *dest, *val)?,
             _ => return Err(located("a statement with a block here (a bug of kiln-import)".to_string(), s)),
         }
+        Ok(())
+    }
+
+    /// `const`: the literal as its type reads it (either reading of an
+    /// integer's bits; a float's exact bits).
+    fn constant(&mut self, b: &mut Body, s: &Stmt, n: &str, text: &str, ty: Scalar) -> Result<(), Error> {
+        let lit = match ty {
+            Scalar::I1 => match text {
+                "true" | "1" => Some("true".to_string()),
+                "false" | "0" => Some("false".to_string()),
+                _ => None,
+            },
+            Scalar::F32 | Scalar::F64 => float_bits(text, ty),
+            // The printer writes an integer as its type reads it;
+            // take either reading of its bits.
+            t => text
+                .parse::<i128>()
+                .ok()
+                .filter(|v| *v >= -(1i128 << (t.bits() - 1)) && *v < (1i128 << t.bits()))
+                .map(|v| t.int_value(t.wrap_bits(v as u64)).to_string()),
+        };
+        let Some(lit) = lit else {
+            return Err(located(format!("'{text}' is not a constant of type {ty}"), s));
+        };
+        b.line(format!("{n} = const {lit} : {ty}"));
+        b.vals.insert(s.id, V::Val { name: format!("%{}", s.id), ty, konst: Some(lit) });
+        Ok(())
+    }
+
+    /// `argload`: a scalar parameter, numbered as Quadrants numbers the
+    /// runtime arguments; anything else is refused by name.
+    fn arg_load(&mut self, kc: &mut Kernel, b: &mut Body, s: &Stmt, i: u32, ty: Option<Scalar>) -> Result<(), Error> {
+        let j = self.runtime_arg(kc, i, s)?;
+        let a = &self.args_of(kc)[j];
+        let (Some([(name, pty)]), "scalar") = (kc.params.get(j).map(Vec::as_slice), a.kind.as_str()) else {
+            let a = &self.args_of(kc)[j];
+            if a.kind == "scalar" {
+                return Err(stmt_scalar(&a.dtype, s)
+                    .err()
+                    .unwrap_or_else(|| located(format!("argument {i} ('{}') cannot be a parameter", a.name), s)));
+            }
+            return Err(refused_stmt(format!("argument '{}' of kind {}", a.name, a.kind), s)
+                .with_why("KIR parameters are scalars (templates and structs are not imported)"));
+        };
+        if let Some(t) = ty.filter(|t| t != pty) {
+            return Err(located(format!("argument {i} is {pty} in the field table but loaded as {t}"), s));
+        }
+        b.vals.insert(s.id, V::Val { name: format!("%{name}"), ty: *pty, konst: None });
+        Ok(())
+    }
+
+    /// `external_ptr`: an element of an ndarray argument.
+    fn external_ptr(
+        &mut self,
+        kc: &mut Kernel,
+        b: &mut Body,
+        s: &Stmt,
+        (base, indices, element_shape): (u32, &[u32], &[u32]),
+        ty: Option<Scalar>,
+    ) -> Result<(), Error> {
+        let Some(V::NdBase { arg }) = b.vals.get(&base).cloned() else {
+            return Err(located(format!("${base} is not an ndarray argument"), s));
+        };
+        let nd = self.ndarray(kc, arg, s)?;
+        if let Some(t) = ty.filter(|t| *t != nd.elem) {
+            let what = format!("ndarray @{} is {} in the field table but accessed as {t}", nd.name, nd.elem);
+            return Err(located(what, s));
+        }
+        let idx = indices.iter().map(|i| self.val(b, *i, s).map(|v| v.0)).collect::<Result<_, _>>()?;
+        let v = tensor::ndarray_ptr(s, &nd, element_shape, idx)?;
+        b.vals.insert(s.id, v);
         Ok(())
     }
 
