@@ -340,8 +340,8 @@ settings! {
         "Records written to the remote expire after this long (whole seconds, Redis EX); unset: never.";
     remote_secret_file: Option<PathBuf> = None, env "KILN_REMOTE_SECRET_FILE", flag None, cache_file false,
         "A file (at least 32 bytes, mode 600) whose secret signs written records and without whose signature no record is accepted; never from the cache's own file.";
-    remote_max_record_size: Size = Size(crate::remote::envelope::MAX_VALUE_LEN), env "KILN_REMOTE_MAX_RECORD_SIZE", flag None, cache_file true,
-        "The largest remote value read (larger ones are rejected unread).";
+    remote_max_record_size: Size = Size(0), env "KILN_REMOTE_MAX_RECORD_SIZE", flag None, cache_file true,
+        "The largest remote value read (larger ones are rejected unread); 0: no limit of its own, only the format's (the largest record in its envelope).";
     remote_lease_ttl: Duration = Duration::from_secs(10), env "KILN_REMOTE_LEASE_TTL", flag None, cache_file true,
         "A machine compiling a task no tier holds leases it on the remote for this long, renewed while it compiles: others wait for its record; a dead holder's lease expires after this.";
     compile_wait: Duration = Duration::from_secs(30), env "KILN_COMPILE_WAIT", flag None, cache_file true,

@@ -4,7 +4,7 @@
 //! Owns: the key names ([`key_name`], [`parse_key_name`]), the envelope
 //! layout ([`seal`], [`open`]), the signing key type ([`MacKey`]; the
 //! settings derive it from the secret file), the longest value
-//! ([`MAX_VALUE_LEN`], the settings table's default) and the [`Rejected`]
+//! ([`MAX_VALUE_LEN`], what `remote_max_record_size = 0` reads) and the [`Rejected`]
 //! reasons. It uses `cache::record` and nothing of the settings, so the
 //! settings may use it. The layout:
 //!

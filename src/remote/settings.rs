@@ -172,7 +172,10 @@ impl RemoteSettings {
             timeout: s.remote_timeout.value,
             ttl: s.remote_ttl.value.map(|d| d.as_secs().max(1)),
             mac_key,
-            max_value_len: s.remote_max_record_size.value.0,
+            max_value_len: match s.remote_max_record_size.value.0 {
+                0 => super::envelope::MAX_VALUE_LEN,
+                n => n,
+            },
             lease_ttl: s.remote_lease_ttl.value,
         }))
     }
