@@ -137,7 +137,7 @@ pub fn read_record_list(path: &Path) -> Result<Vec<Key>, String> {
 
 /// One output of a request: a task's object, or a function record's.
 #[derive(Clone, Debug)]
-pub struct Wanting<'s> {
+pub struct Requested<'s> {
     /// The module it is compiled from: the task's, or the task module
     /// that holds the record.
     pub module: &'s Module,
@@ -151,7 +151,7 @@ pub struct Wanting<'s> {
     pub traced: String,
 }
 
-impl Wanting<'_> {
+impl Requested<'_> {
     /// Whether it is a task's object.
     pub fn is_task(&self) -> bool {
         self.record.is_none()
@@ -166,14 +166,14 @@ pub fn outputs<'s>(
     tasks: &[(&'s Module, String)],
     config: &CompileConfig,
     wanted: &Wanted,
-) -> Result<Vec<Wanting<'s>>, String> {
+) -> Result<Vec<Requested<'s>>, String> {
     let listed = match wanted {
         Wanted::Records(file) => Some(read_record_list(file)?),
         _ => None,
     };
-    let mut out: Vec<Wanting> = Vec::new();
+    let mut out: Vec<Requested> = Vec::new();
     if listed.is_none() {
-        out.extend(tasks.iter().map(|(m, name)| Wanting {
+        out.extend(tasks.iter().map(|(m, name)| Requested {
             module: m,
             record: None,
             stem: file_stem(name),
@@ -187,7 +187,7 @@ pub fn outputs<'s>(
     let only: Option<std::collections::HashSet<&Key>> = listed.as_ref().map(|k| k.iter().collect());
     let records = crate::key::functions::needed_records(tasks.iter().map(|(m, _)| *m), config);
     let records = records.into_iter().filter(|r| only.as_ref().is_none_or(|w| w.contains(&r.key)));
-    out.extend(records.map(|r| Wanting {
+    out.extend(records.map(|r| Requested {
         module: r.module,
         record: Some(r.key),
         stem: record_file_stem(&r.key),

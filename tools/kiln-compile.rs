@@ -6,7 +6,7 @@
 use clap::Parser;
 use kiln::cached;
 use kiln::codegen::{self, Compiler, Emit};
-use kiln::compile_protocol::{self as protocol, Wanted, Wanting};
+use kiln::compile_protocol::{self as protocol, Requested, Wanted};
 use kiln::config::CompileConfig;
 use kiln::fill;
 use kiln::ir::Module;
@@ -310,7 +310,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
 
 /// Compiles one output of the request: a task's object, or a function
 /// record's.
-fn emit_output(u: &Wanting, compiler: &Compiler, emit: Emit) -> Result<Vec<u8>, codegen::CodegenError> {
+fn emit_output(u: &Requested, compiler: &Compiler, emit: Emit) -> Result<Vec<u8>, codegen::CodegenError> {
     match &u.record {
         Some(key) => compiler.emit_function(u.module, key, emit).map(|(b, _)| b),
         None => compiler.emit_task(u.module, emit).map(|(b, _)| b),
