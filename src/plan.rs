@@ -10,7 +10,8 @@
 //! looks a task up by); a split stream's task modules ([`task_modules`]);
 //! a kernel's launches ([`launched_tasks`], and [`LaunchTable`] for every
 //! kernel of a stream from one index); a whole-kernel object's
-//! [`KernelPlan`]; [`PlanError`].
+//! [`KernelPlan`]; [`PlanError`], and how its messages and codegen's name
+//! a module ([`module_label`]).
 //!
 //! Must never: depend on LLVM or anything of `codegen` (which builds on
 //! this), or decide anything a per-task object's bytes do not also
@@ -133,10 +134,16 @@ pub fn task_meta(module: &Module) -> Result<LaunchMeta, PlanError> {
     Ok(LaunchMeta::of_task(single_task(module)?, &fields, ENTRY_SYMBOL)?)
 }
 
+/// How messages name a module after the word `module`: ` @NAME`, or
+/// nothing for an unnamed one.
+pub fn module_label(module: &Module) -> String {
+    module.name.as_deref().map(|n| format!(" @{n}")).unwrap_or_default()
+}
+
 /// The one task item of a per-task module.
 pub fn single_task(module: &Module) -> Result<&TaskItem, PlanError> {
     let mut ts = module.tasks();
-    let name = module.name.as_deref().map(|n| format!(" @{n}")).unwrap_or_default();
+    let name = module_label(module);
     match (ts.next(), ts.next()) {
         (Some(t), None) => Ok(t),
         (None, _) => Err(PlanError::new(format!("module{name} holds no task (run split-tasks first)"))),

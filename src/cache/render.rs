@@ -28,16 +28,15 @@ fn rel(root: &Path, p: &Path) -> String {
 impl Listing {
     /// The listing as `kiln-cache-inspect list` prints it.
     pub fn to_text(&self, now: u64) -> String {
-        let l = self;
         let mut out = String::new();
-        let _ = writeln!(out, "cache {}", l.root.display());
-        if l.this_host.is_none() {
+        let _ = writeln!(out, "cache {}", self.root.display());
+        if self.this_host.is_none() {
             let _ = writeln!(out, "this host's scope: unknown (no Kiln process with LLVM has recorded it)");
         }
-        if l.scopes.is_empty() {
+        if self.scopes.is_empty() {
             let _ = writeln!(out, "no scopes");
         }
-        for s in &l.scopes {
+        for s in &self.scopes {
             let bytes: u64 = s.records.iter().map(|r| r.size).sum();
             let _ = writeln!(
                 out,
@@ -111,12 +110,12 @@ fn lasting_text(out: &mut String, s: &CacheStats, hit_rate: Option<f64>) {
 impl Stats {
     /// The statistics as `kiln-cache-inspect stats` prints them.
     pub fn to_text(&self, now: u64) -> String {
-        let s = self;
         let mut out = String::new();
-        let _ = writeln!(out, "cache {}{}", s.root.display(), if s.exists { "" } else { " (does not exist yet)" });
+        let _ =
+            writeln!(out, "cache {}{}", self.root.display(), if self.exists { "" } else { " (does not exist yet)" });
         // One scope is its own total: one block, said to be the only one.
-        let only = s.scopes.len() == 1;
-        for sc in &s.scopes {
+        let only = self.scopes.len() == 1;
+        for sc in &self.scopes {
             let tags: Vec<&str> = [(sc.this_host, "this host"), (only, "the only scope")]
                 .into_iter()
                 .filter_map(|(on, tag)| on.then_some(tag))
@@ -127,9 +126,10 @@ impl Stats {
             lasting_text(&mut out, &sc.lasting, sc.hit_rate);
         }
         if !only {
-            let _ = writeln!(out, "total ({} scope{})", s.scopes.len(), if s.scopes.len() == 1 { "" } else { "s" });
-            totals_text(&mut out, &s.total, now);
-            lasting_text(&mut out, &s.lasting, s.hit_rate);
+            let _ =
+                writeln!(out, "total ({} scope{})", self.scopes.len(), if self.scopes.len() == 1 { "" } else { "s" });
+            totals_text(&mut out, &self.total, now);
+            lasting_text(&mut out, &self.lasting, self.hit_rate);
         }
         out
     }
@@ -146,11 +146,10 @@ fn bound(b: &MetaBound, params: &[MetaParam]) -> String {
 impl Shown {
     /// The record as `kiln-cache-inspect show` prints it.
     pub fn to_text(&self, now: u64) -> String {
-        let s = self;
         let mut out = String::new();
-        let m = &s.meta;
-        let created = std::time::UNIX_EPOCH + Duration::from_secs(s.producer.created_unix);
-        let last_use = std::time::UNIX_EPOCH + Duration::from_secs(s.last_use_unix);
+        let m = &self.meta;
+        let created = std::time::UNIX_EPOCH + Duration::from_secs(self.producer.created_unix);
+        let last_use = std::time::UNIX_EPOCH + Duration::from_secs(self.last_use_unix);
         let kind = match &m.kind {
             MetaKind::Serial => "serial".to_string(),
             MetaKind::RangeFor { lo, hi, block_dim } => {
@@ -171,23 +170,23 @@ impl Shown {
             })
             .collect();
         let rows: [(&str, String); 14] = [
-            ("key", s.key.to_hex()),
-            ("scope", s.scope.clone()),
-            ("path", s.path.display().to_string()),
+            ("key", self.key.to_hex()),
+            ("scope", self.scope.clone()),
+            ("path", self.path.display().to_string()),
             ("status", "verified (magic, version, lengths, checksum, metadata)".into()),
-            ("size", format!("{} ({} bytes)", format_size(s.size), s.size)),
+            ("size", format!("{} ({} bytes)", format_size(self.size), self.size)),
             (
                 "created",
-                format!("{} ({})", humantime::format_rfc3339_seconds(created), ago(now, s.producer.created_unix)),
+                format!("{} ({})", humantime::format_rfc3339_seconds(created), ago(now, self.producer.created_unix)),
             ),
-            ("last use", format!("{} ({})", humantime::format_rfc3339_seconds(last_use), ago(now, s.last_use_unix))),
-            ("producer", format!("kiln {}, llvm {}", s.producer.kiln_version, s.producer.llvm_version)),
+            ("last use", format!("{} ({})", humantime::format_rfc3339_seconds(last_use), ago(now, self.last_use_unix))),
+            ("producer", format!("kiln {}, llvm {}", self.producer.kiln_version, self.producer.llvm_version)),
             ("task", m.task.clone()),
             ("entry", m.entry_symbol.clone()),
             ("kind", kind),
             ("params", if params.is_empty() { "(none)".into() } else { params.join(", ") }),
             ("fields", if fields.is_empty() { "(none)".into() } else { fields.join(", ") }),
-            ("object", format!("{} bytes, blake3 {}", s.object_size, s.object_blake3)),
+            ("object", format!("{} bytes, blake3 {}", self.object_size, self.object_blake3)),
         ];
         for (k, v) in rows {
             let _ = writeln!(out, "{k:<9} {v}");
@@ -200,26 +199,25 @@ impl VerifyReport {
     /// The report as `kiln-cache-inspect verify` prints it, paths relative
     /// to `root`.
     pub fn to_text(&self, root: &Path) -> String {
-        let r = self;
         let mut out = String::new();
         let removed = |yes: bool| if yes { " (removed)" } else { "" };
-        for b in &r.bad {
+        for b in &self.bad {
             let _ = writeln!(out, "bad {}: {}{}", rel(root, &b.path), b.reason, removed(b.removed));
         }
-        for b in &r.bad_entries {
+        for b in &self.bad_entries {
             let _ = writeln!(out, "bad {}: {}{}", rel(root, &b.path), b.problem, removed(b.removed));
         }
-        let gone = r.bad.iter().filter(|b| b.removed).count();
+        let gone = self.bad.iter().filter(|b| b.removed).count();
         let _ = writeln!(
             out,
             "checked {} record{}: {} healthy, {} damaged{}",
-            r.checked,
-            if r.checked == 1 { "" } else { "s" },
-            r.healthy,
-            r.bad.len(),
-            if r.fixed { format!(", {gone} removed") } else { String::new() }
+            self.checked,
+            if self.checked == 1 { "" } else { "s" },
+            self.healthy,
+            self.bad.len(),
+            if self.fixed { format!(", {gone} removed") } else { String::new() }
         );
-        for d in &r.counter_drift {
+        for d in &self.counter_drift {
             let counted =
                 d.counted.map_or("damaged".to_string(), |c| format!("{} records, {} bytes", c.records, c.bytes));
             let _ = writeln!(
@@ -239,29 +237,28 @@ impl PruneReport {
     /// The report as `kiln-cache-inspect prune` prints it, paths relative
     /// to `root`.
     pub fn to_text(&self, root: &Path, now: u64) -> String {
-        let r = self;
         let mut out = String::new();
-        let verb = if r.dry_run { "would remove" } else { "removed" };
-        for x in &r.removed {
+        let verb = if self.dry_run { "would remove" } else { "removed" };
+        for x in &self.removed {
             let used = x.last_use_unix.map_or(String::new(), |t| format!(", last used {}", ago(now, t)));
             let size = if x.kind == "directory" { String::new() } else { format!("{}, ", format_size(x.size)) };
             let _ = writeln!(out, "{verb} {} {} ({size}{}{used})", x.kind, rel(root, &x.path), x.reason.as_str());
         }
-        for d in &r.kept_dirs {
+        for d in &self.kept_dirs {
             let _ = writeln!(out, "kept directory {}: it holds files that are not Kiln's", rel(root, d));
         }
-        let records = r.removed.iter().filter(|x| x.kind == "record").count();
-        let others = r.removed.iter().filter(|x| x.kind != "record" && x.kind != "directory").count();
-        let freed: u64 = r.removed.iter().map(|x| x.size).sum();
+        let records = self.removed.iter().filter(|x| x.kind == "record").count();
+        let others = self.removed.iter().filter(|x| x.kind != "record" && x.kind != "directory").count();
+        let freed: u64 = self.removed.iter().map(|x| x.size).sum();
         let _ = writeln!(
             out,
             "{}{verb} {records} record(s) and {others} other file(s), {}; records: {} ({}) -> {} ({})",
-            if r.dry_run { "dry run: " } else { "" },
+            if self.dry_run { "dry run: " } else { "" },
             format_size(freed),
-            r.before.records,
-            format_size(r.before.bytes),
-            r.after.records,
-            format_size(r.after.bytes)
+            self.before.records,
+            format_size(self.before.bytes),
+            self.after.records,
+            format_size(self.after.bytes)
         );
         out
     }

@@ -26,7 +26,7 @@ use crate::ir::{Field, Func, Module, Stream};
 pub use crate::key::functions::function_meta;
 use crate::key::functions::{record_symbol, FuncPlan};
 use crate::key::Key;
-use crate::plan::{single_task, task_meta, KernelPlan, PlanError, ENTRY_SYMBOL};
+use crate::plan::{module_label, single_task, task_meta, KernelPlan, PlanError, ENTRY_SYMBOL};
 use emitter::{FileKind, Machine};
 use inkwell::context::Context;
 use inkwell::llvm_sys;
@@ -425,7 +425,7 @@ impl Compiler {
     pub fn emit_function(&self, module: &Module, key: &Key, emit: Emit) -> Result<(Vec<u8>, LaunchMeta), CodegenError> {
         let plan = FuncPlan::of(module, &self.config);
         let i = plan.funcs.iter().position(|f| f.record && f.key == *key).ok_or_else(|| {
-            CodegenError::new(format!("no function record {key} in the module{}", module_name(module)))
+            CodegenError::new(format!("no function record {key} in the module{}", module_label(module)))
         })?;
         let holds = plan.record_object(i).membership(plan.funcs.len());
         let bytes = self.with_target_machine(|m| {
@@ -484,10 +484,6 @@ fn func_use(plan: &FuncPlan<'_>, holds: &[Option<bool>], f: &Func) -> Option<Fun
         true => FuncUse::Define(format!("kiln_fn.{}", f.name)),
         false => FuncUse::Declare(record_symbol(&info.key)),
     })
-}
-
-fn module_name(module: &Module) -> String {
-    module.name.as_deref().map(|n| format!(" @{n}")).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -64,18 +64,17 @@ impl RemoteStats<'_> {
     /// The statistics as `kiln-cache-inspect --remote URL stats` prints
     /// them.
     pub fn to_text(&self) -> String {
-        let s = self;
-        let mut out = format!("remote {} ({} node{})\n", s.remote, s.nodes, plural(s.nodes as u64));
-        for sc in &s.scopes {
+        let mut out = format!("remote {} ({} node{})\n", self.remote, self.nodes, plural(self.nodes as u64));
+        for sc in &self.scopes {
             let _ = writeln!(out, "scope {}{}", sc.name, if sc.this_host { " (this host)" } else { "" });
             let _ = writeln!(out, "  records      {} ({} signed, {} bad)", sc.records, sc.signed, sc.bad);
             let _ = writeln!(out, "  size         {} ({} bytes)", format_size(sc.bytes), sc.bytes);
         }
-        let _ = writeln!(out, "total ({} scope{})", s.scopes.len(), plural(s.scopes.len() as u64));
-        let _ = writeln!(out, "  records      {}", s.total.records);
-        let _ = writeln!(out, "  size         {} ({} bytes)", format_size(s.total.bytes), s.total.bytes);
-        if s.other_keys > 0 {
-            let _ = writeln!(out, "  other keys   {} (under kiln: but not record names; left alone)", s.other_keys);
+        let _ = writeln!(out, "total ({} scope{})", self.scopes.len(), plural(self.scopes.len() as u64));
+        let _ = writeln!(out, "  records      {}", self.total.records);
+        let _ = writeln!(out, "  size         {} ({} bytes)", format_size(self.total.bytes), self.total.bytes);
+        if self.other_keys > 0 {
+            let _ = writeln!(out, "  other keys   {} (under kiln: but not record names; left alone)", self.other_keys);
         }
         out
     }
@@ -84,12 +83,11 @@ impl RemoteStats<'_> {
 impl RemoteListing {
     /// The listing as `kiln-cache-inspect --remote URL list` prints it.
     pub fn to_text(&self, now: u64) -> String {
-        let l = self;
-        let mut out = format!("remote {} ({} node{})\n", l.remote, l.nodes, plural(l.nodes as u64));
-        if l.scopes.is_empty() {
+        let mut out = format!("remote {} ({} node{})\n", self.remote, self.nodes, plural(self.nodes as u64));
+        if self.scopes.is_empty() {
             out.push_str("no records\n");
         }
-        for s in &l.scopes {
+        for s in &self.scopes {
             let _ = writeln!(
                 out,
                 "\nscope {}{}: {} record{}, {}",
@@ -120,7 +118,7 @@ impl RemoteListing {
                 );
             }
         }
-        for k in &l.other_keys {
+        for k in &self.other_keys {
             let _ = writeln!(out, "other key {k} (not a record name; left alone)");
         }
         out
@@ -130,21 +128,20 @@ impl RemoteListing {
 impl RemoteVerify {
     /// The report as `kiln-cache-inspect --remote URL verify` prints it.
     pub fn to_text(&self) -> String {
-        let r = self;
         let mut out = String::new();
-        for b in &r.bad {
+        for b in &self.bad {
             let _ = writeln!(out, "bad {}: {}{}", b.name, b.reason, if b.removed { " (removed)" } else { "" });
         }
-        let removed = r.bad.iter().filter(|b| b.removed).count();
+        let removed = self.bad.iter().filter(|b| b.removed).count();
         let _ = writeln!(
             out,
             "checked {} record{} on {}: {} healthy, {} bad{}",
-            r.checked,
-            plural(r.checked),
-            r.remote,
-            r.healthy,
-            r.bad.len(),
-            if r.fixed { format!(", {removed} removed") } else { String::new() }
+            self.checked,
+            plural(self.checked),
+            self.remote,
+            self.healthy,
+            self.bad.len(),
+            if self.fixed { format!(", {removed} removed") } else { String::new() }
         );
         out
     }
@@ -153,21 +150,20 @@ impl RemoteVerify {
 impl RemotePrune {
     /// The report as `kiln-cache-inspect --remote URL prune` prints it.
     pub fn to_text(&self) -> String {
-        let r = self;
         let mut out = String::new();
-        let verb = if r.dry_run { "would remove" } else { "removed" };
-        for x in &r.removed {
+        let verb = if self.dry_run { "would remove" } else { "removed" };
+        for x in &self.removed {
             let _ = writeln!(out, "{verb} {} ({}, {})", x.name, format_size(x.size), x.reason);
         }
         let _ = writeln!(
             out,
             "{}{verb} {} record(s); records: {} ({}) -> {} ({})",
-            if r.dry_run { "dry run: " } else { "" },
-            r.removed.len(),
-            r.before.records,
-            format_size(r.before.bytes),
-            r.after.records,
-            format_size(r.after.bytes)
+            if self.dry_run { "dry run: " } else { "" },
+            self.removed.len(),
+            self.before.records,
+            format_size(self.before.bytes),
+            self.after.records,
+            format_size(self.after.bytes)
         );
         out
     }
