@@ -102,9 +102,12 @@ test-clippy:
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) clippy --no-default-features --lib --bins -- -D warnings
 
-# insta: a stale or missing snapshot fails (nothing is written).
+# insta: a stale or missing snapshot fails (nothing is written). The doc
+# tests are the compile_fail ones that show what the compiler refuses
+# (src/ir/entities.rs: no entity minted or numbered outside ir).
 test-cargo:
 	INSTA_UPDATE=no INSTA_FORCE_PASS=0 $(CARGO) test --all-targets
+	$(CARGO) test --doc
 
 # The LLVM boundary is a wall: the library up to the key and the cache store
 # builds and passes its tests without the llvm feature.

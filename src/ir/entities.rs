@@ -20,12 +20,17 @@ use std::ops::{Index, IndexMut};
 /// can name), so code outside `ir` keys its side tables by the entity
 /// ([`SecondaryMap`], [`EntitySet`]) and cannot make one up:
 ///
-/// ```compile_fail
-/// use kiln::ir::{EntityRef, Value};
-/// let made_up: Value = EntityRef::new(3);
+/// ```compile_fail,E0599
+/// use kiln::ir::Value;
+/// let made_up = Value::new(3);
 /// ```
 ///
-/// ```compile_fail
+/// ```compile_fail,E0576
+/// use kiln::ir::{EntityRef, Value};
+/// let made_up = <Value as EntityRef>::new(3);
+/// ```
+///
+/// ```compile_fail,E0599
 /// use kiln::ir::Value;
 /// fn number(v: Value) -> usize { v.index() }
 /// ```
