@@ -212,35 +212,43 @@ def reorder_factor(arrays: Any) -> int:
     return 1 if n <= 1 else 2 * math.ceil(math.sqrt(n))
 
 
-def first_difference(want: np.ndarray, got: np.ndarray, ulps: int, scaled: bool = False) -> Difference | None:
-    """The first element where ``got`` is not ``want`` (floats: more than
-    ``ulps`` apart; ``scaled``: at the field's scale, see
-    ``scaled_ulp_distance``)."""
+def compare(want: np.ndarray, got: np.ndarray, ulps: int, scaled: bool = False) -> tuple[int, Difference | None]:
+    """How far ``got`` is from ``want``: the most units in the last place
+    any element of a float array is off (0 for other kinds, for an empty
+    array and for two shapes), and the first element where ``got`` is not
+    ``want`` (floats: more than ``ulps`` apart; ``scaled``: at the field's
+    scale, see ``scaled_ulp_distance``). Each element's distance is computed
+    once for both."""
     if want.shape != got.shape:
-        return Difference((), f"shape {want.shape}", f"shape {got.shape}", None)
+        return 0, Difference((), f"shape {want.shape}", f"shape {got.shape}", None)
     if want.ndim == 0:
         # np.argwhere finds no index in a 0-D array (its one index is ()):
         # compared as one element, so a reduction's result is compared too.
-        one = first_difference(want.reshape(1), got.reshape(1), ulps, scaled)
-        return Difference((), one.quadrants, one.kiln, one.ulps) if one is not None else None
+        worst, one = compare(want.reshape(1), got.reshape(1), ulps, scaled)
+        return worst, Difference((), one.quadrants, one.kiln, one.ulps) if one is not None else None
     if want.dtype.kind == "f":
         d = scaled_ulp_distance(want, got) if scaled else ulp_distance(want, got)
+        worst = int(d.max()) if d.size else 0
         bad = np.argwhere(d > ulps)
         if bad.size == 0:
-            return None
+            return worst, None
         i = tuple(int(x) for x in bad[0])
-        return Difference(i, want[i].item(), got[i].item(), int(d[i]))
+        return worst, Difference(i, want[i].item(), got[i].item(), int(d[i]))
     bad = np.argwhere(want != got)
     if bad.size == 0:
-        return None
+        return 0, None
     i = tuple(int(x) for x in bad[0])
-    return Difference(i, want[i].item(), got[i].item(), None)
+    return 0, Difference(i, want[i].item(), got[i].item(), None)
+
+
+def first_difference(want: np.ndarray, got: np.ndarray, ulps: int, scaled: bool = False) -> Difference | None:
+    """``compare``'s first difference."""
+    return compare(want, got, ulps, scaled)[1]
 
 
 def max_ulps(want: np.ndarray, got: np.ndarray, scaled: bool = False) -> int:
-    if want.dtype.kind != "f" or want.shape != got.shape or want.size == 0:
-        return 0
-    return int((scaled_ulp_distance(want, got) if scaled else ulp_distance(want, got)).max())
+    """``compare``'s most units in the last place apart."""
+    return compare(want, got, 0, scaled)[0]
 
 
 # ---------------------------------------------------------------------------
@@ -405,14 +413,17 @@ class Replay:
                     f"call {call['call']}: Quadrants compiled no task but changed @{key}{at}: {d.quadrants!r} to {d.kiln!r}"
                 )
 
+    def report_for(self, init: int, label: str, where: str | None) -> KernelReport:
+        """The one report of kernel ``label`` (`k`, or `k.grad`) of runtime
+        ``init`` defined at ``where``."""
+        return self.reports.setdefault((init, label, where), KernelReport(label, where))
+
     def replay_call(self, call: dict) -> None:
         kernel = call["kernel"]
         # One report per kernel: two of one name (in two runtimes, or two
         # functions) are two, told apart by where each is defined; a
         # kernel's derivative is one of its own (`k.grad`).
-        label = kernel_label(kernel, call.get("derivative"))
-        key = (call.get("init", 0), label, call.get("where"))
-        rep = self.reports.setdefault(key, KernelReport(label, call.get("where")))
+        rep = self.report_for(call.get("init", 0), kernel_label(kernel, call.get("derivative")), call.get("where"))
         rep.calls += 1
         if call.get("error"):
             rep.raised.append(f"call {call['call']}: {call['error']}")
@@ -484,8 +495,8 @@ class Replay:
                 rep.fields.add(fname)
                 got = np.load(outs[fname])
                 want = np.array(v["returned"], dtype=got.dtype) if "returned" in v else np.load(self.cap / v["after"])
-                rep.worst_ulps = max(rep.worst_ulps, max_ulps(want, got, scaled))
-                d = first_difference(want, got, tolerance, scaled)
+                worst, d = compare(want, got, tolerance, scaled)
+                rep.worst_ulps = max(rep.worst_ulps, worst)
                 if d is not None:
                     at = f"[{', '.join(map(str, d.index))}]" if d.index else ""
                     unit = " at the field's scale" if scaled and want.dtype.kind == "f" else ""
@@ -675,7 +686,6 @@ def run(ns: argparse.Namespace) -> int:
 def _run_in(work: Path, ns: argparse.Namespace, tools: Path) -> int:
     replay = Replay(work, ns, tools)
     ended = replay.capture()
-    timed_out = ended is None
     if ended is None:
         if not (replay.cap / "capture.json").exists():
             print(f"{TOOL}: error: {ns.program} did not finish within {ns.timeout:g} s (--timeout) and left no call", file=sys.stderr)
@@ -689,10 +699,11 @@ def _run_in(work: Path, ns: argparse.Namespace, tools: Path) -> int:
     for call in cap["calls"]:
         replay.replay_call(call)
     for u in cap.get("unchecked", []):
-        key = (u.get("init", 0), u["kernel"], u.get("where"))
-        replay.reports.setdefault(key, KernelReport(u["kernel"], u.get("where"))).unchecked += u["calls"]
+        # The capture counts a derivative's calls under its label already.
+        replay.report_for(u.get("init", 0), u["kernel"], u.get("where")).unchecked += u["calls"]
     status = replay.report()
-    return 1 if timed_out else status
+    # A program stopped by --timeout fails the run, whatever its calls say.
+    return 1 if ended is None else status
 
 
 def main(argv: list[str] | None = None) -> int:
