@@ -11,6 +11,9 @@
 //!   of the same name and value.
 //! - No function of `src/` or `tools/` is longer than [`MAX_FN_LINES`]
 //!   lines: each can be reviewed in one screen.
+//! - No KIR is spelt in a string outside the printer (`KIR_SPELT`): a
+//!   front end that makes IR builds it with `ir::Builder`, and the one
+//!   printer writes it.
 
 use kiln::settings::{self, TABLE};
 use std::collections::{BTreeMap, BTreeSet};
@@ -220,4 +223,44 @@ fn no_function_is_longer_than_a_screen() {
         }
     }
     assert!(found.is_empty(), "functions over {MAX_FN_LINES} lines (split them): {found:#?}");
+}
+
+/// KIR statements spelt in a string literal: a value defined (`%x = add`,
+/// `{x} = const`), an effect (`store @f[`, `atomic add %p`), or an item's or
+/// a task's or a loop's header (`task @t serial`, `kernel @k(`, a
+/// header's `{{`, `for %i in`, `if %c {{`).
+const KIR_SPELT: &str = r#""[^"\n]*(?:(?:%[\w.{}]+|\{\w*\}) = (?:const|add|sub|mul|div|rem|cmp|load|alloca|select|cast|atomic|neg|not|abs|sqrt|call)\b|\b(?:store|atomic [a-z]+) [%@{]|\b(?:task|kernel|func) @[\w.{}]+(?:\(|[^"\n]* \{\{| serial| range_for| struct_for| of @)|\bfor [%{][\w.{}]+ in |\bif [%{][\w.{}]+ \{\{)"#;
+
+/// The lines of `text` outside its test module (`#[cfg(test)]` and what
+/// follows, which rustfmt puts last).
+fn non_test_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines().enumerate().take_while(|(_, l)| l.trim() != "#[cfg(test)]")
+}
+
+#[test]
+fn no_kir_is_spelt_outside_the_printer() {
+    let re = regex_lite::Regex::new(KIR_SPELT).unwrap();
+    let old = [
+        r#"b.line(format!("{z} = const 0 : {t}"));"#,
+        r#"format!("  task @{name} {head} {{")"#,
+        r#""store @x[%i], %v""#,
+        r#"b.line(format!("for {r} in {lo} .. {hi} {{"));"#,
+    ];
+    for spelt in old {
+        assert!(re.is_match(spelt), "the check itself: {spelt}");
+    }
+    assert!(!re.is_match(r#"format!("kernel @{}: task @{}: no field @{name}", k, t)"#), "the check itself");
+    let mut found = Vec::new();
+    for file in files("src", &["rs"]).into_iter().chain(files("tools", &["rs"])) {
+        let name = file.file_name().unwrap().to_str().unwrap();
+        if file == Path::new("src/printer.rs") || name == "tests.rs" || name.ends_with("_tests.rs") {
+            continue;
+        }
+        for (i, line) in non_test_lines(&read(&file)) {
+            if re.is_match(line) {
+                found.push(format!("{}:{}: {}", file.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "KIR spelt outside the printer (build IR with ir::Builder): {found:#?}");
 }

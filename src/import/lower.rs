@@ -1,4 +1,4 @@
-//! From Quadrants' offloaded tasks to task-form KIR text: one KIR kernel
+//! From Quadrants' offloaded tasks to task-form KIR: one KIR kernel
 //! per Quadrants kernel, one `task` per offloaded task, fields from the
 //! field table, ndarray arguments as fields of their shape at the call,
 //! global temporaries as 0-D fields, scalar arguments as parameters.
@@ -10,14 +10,18 @@
 //! and the refusals that need more than syntax (a dtype KIR lacks, an
 //! operator without a KIR form, a `continue` of an outer loop).
 //!
-//! Must never: parse or verify KIR (the caller reads the text back through
-//! the parser and the verifier), or panic on any input.
+//! The IR is built through [`Builder`], so the importer spells no KIR
+//! syntax: the one printer writes what it makes.
+//!
+//! Must never: verify KIR (the caller does), or panic on any input.
 
 use super::chi::{self, Bound, Error, Kind, PyLoc, Refusal, Stmt, Task, TaskKind, Ty};
 use super::table::{self, Table};
-use crate::ir::{Scalar, Span, MAX_RANK};
+use crate::ir::{
+    self, AtomicOp, BinOp, Builder, CmpOp, Const, FieldRef, Ins, Item, Loc, Name, Scalar, Span, Stream, UnOp, Value,
+    MAX_RANK,
+};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fmt::Write;
 
 mod ops;
 mod tensor;
@@ -35,8 +39,9 @@ pub struct KernelIn {
     pub tasks: Vec<Task>,
 }
 
-/// The KIR text of all kernels, with the fields they use.
-pub fn lower(table: &Table, kernels: &[KernelIn]) -> Result<String, Error> {
+/// The KIR of all kernels, with the fields they use: one module, built
+/// through [`Builder`] (the caller verifies it).
+pub fn lower(table: &Table, kernels: &[KernelIn]) -> Result<Stream, Error> {
     let mut names = Names::default();
     for k in kernels {
         names.reserve(&k.kir_name);
@@ -46,20 +51,18 @@ pub fn lower(table: &Table, kernels: &[KernelIn]) -> Result<String, Error> {
     }
     let field_names: Vec<String> = table.fields.iter().map(|f| names.unique(&sanitize(&f.name))).collect();
     let mut m = Module { table, field_names, used: BTreeMap::new(), extra: Vec::new(), names };
-    let mut kernels_text = String::new();
+    let mut kernel_items = Vec::new();
     for k in kernels {
-        kernels_text += &m.kernel(k)?;
+        kernel_items.push(Item::Kernel(m.kernel(k)?));
     }
-    let mut out = String::new();
-    for (&i, &ty) in &m.used {
-        let f = &table.fields[i];
-        let _ = writeln!(out, "field @{} : {}{}", m.field_names[i], ty, shape(&kir_shape(f)));
-    }
-    for (name, ty, sh) in &m.extra {
-        let _ = writeln!(out, "field @{name} : {ty}{}", shape(sh));
-    }
-    out += &kernels_text;
-    Ok(out)
+    let field = |name: &str, elem: Scalar, shape: Vec<u64>| {
+        Item::Field(ir::Field { name: name.into(), elem, shape, span: Span::DUMMY })
+    };
+    let mut items: Vec<Item> =
+        m.used.iter().map(|(&i, &ty)| field(&m.field_names[i], ty, kir_shape(&table.fields[i]))).collect();
+    items.extend(m.extra.iter().map(|(name, ty, sh)| field(name, *ty, sh.clone())));
+    items.extend(kernel_items);
+    Ok(Stream { modules: vec![ir::Module { name: None, items, span: Span::DUMMY }] })
 }
 
 /// A table field's KIR shape: its own axes, then its components' (a
@@ -70,6 +73,7 @@ fn kir_shape(f: &table::Field) -> Vec<u64> {
     s
 }
 
+/// A shape as messages write it: `[2, 3]`, nothing for a 0-D field.
 fn shape(s: &[u64]) -> String {
     if s.is_empty() {
         String::new()
@@ -111,7 +115,7 @@ impl Names {
 /// The field of an ndarray argument.
 #[derive(Clone)]
 struct Nd {
-    /// The KIR field's name, without `@`.
+    /// The KIR field's name.
     name: String,
     elem: Scalar,
     /// The ndarray's shape at the call (without its elements' axes).
@@ -122,7 +126,7 @@ struct Nd {
 
 /// A table field as a global pointer names it.
 struct FieldAt {
-    /// The KIR field's name, without `@`.
+    /// The KIR field's name.
     name: String,
     elem: Scalar,
     /// The field's own rank (without its components' axes).
@@ -147,43 +151,50 @@ struct Module<'t> {
 /// What a Quadrants statement stands for in KIR.
 #[derive(Clone, Debug)]
 enum V {
-    /// A KIR value of a type; `konst` the literal when it is a constant.
-    Val { name: String, ty: Scalar, konst: Option<String> },
+    /// A KIR value of a type; `konst` its value when it is a constant.
+    Val { v: Value, ty: Scalar, konst: Option<Const> },
     /// A field element: `@f[%i, %j]`; `comp` when it is a component of a
     /// matrix field's element that Quadrants may shift in bytes.
-    Ptr { field: String, idx: Vec<String>, elem: Scalar, comp: Option<Box<Comp>> },
+    Ptr { field: Name, idx: Vec<Value>, elem: Scalar, comp: Option<Box<Comp>> },
     /// A vector or matrix value: its components' KIR values, row-major.
     Vec(Vec<Sv>),
     /// A pointer to a whole vector or matrix.
     Tensor(Place),
     /// A component of a local vector chosen at run time: `index` (an
     /// `i32` value) picks one of `slots`.
-    DynSlot { slots: Vec<String>, index: String, elem: Scalar },
+    DynSlot { slots: Vec<Value>, index: Value, elem: Scalar },
     /// An `alloca` slot.
-    Slot { name: String, elem: Scalar },
+    Slot { slot: Value, elem: Scalar },
     /// An ndarray argument's address (`argaddr[i]`).
     NdBase { arg: u32 },
     /// A struct argument's address: the Python argument's index, and the
     /// path of each of its scalars (its parameters' order).
     Struct { arg: usize, paths: Vec<Vec<u32>> },
     /// A loop (task or `for`), for `loop $L index K`.
-    Loop { vars: Vec<String> },
+    Loop { vars: Vec<Value> },
 }
 
-/// A scalar KIR value of a type; `konst` the literal when it is a
+/// A scalar KIR value of a type; `konst` its value when it is a
 /// constant (a component of [`V::Vec`]).
 #[derive(Clone, Debug)]
 struct Sv {
-    name: String,
+    v: Value,
     ty: Scalar,
-    konst: Option<String>,
+    konst: Option<Const>,
 }
 
 impl Sv {
+    fn of(v: Value, ty: Scalar) -> Sv {
+        Sv { v, ty, konst: None }
+    }
     fn into_v(self) -> V {
-        V::Val { name: self.name, ty: self.ty, konst: self.konst }
+        V::Val { v: self.v, ty: self.ty, konst: self.konst }
     }
 }
+
+/// A task statement built: its body, its variables, and the shape of the
+/// cells they count when a body must compute the cell's indices.
+type TaskHead = (ir::Block, Vec<Value>, Option<Vec<u64>>);
 
 /// The loops around a statement: (Quadrants statement, is a `while`).
 type Loops = Vec<(u32, bool)>;
@@ -193,7 +204,7 @@ struct Kernel<'k> {
     k: &'k KernelIn,
     /// Each Python argument's KIR parameters: one for a scalar, one per
     /// scalar of a struct, none for the others.
-    params: Vec<Vec<(String, Scalar)>>,
+    params: Vec<Vec<(Value, Scalar)>>,
     /// ndarray argument index -> its field.
     ndarrays: HashMap<u32, Nd>,
     /// Global temporaries by offset: (field name, element type, the
@@ -208,10 +219,9 @@ struct Kernel<'k> {
     components: BTreeMap<u64, String>,
 }
 
-/// One task's body being written.
-struct Body {
-    out: String,
-    depth: usize,
+/// One task's body being built.
+struct Body<'a> {
+    bld: Builder<'a>,
     vals: HashMap<u32, V>,
     /// The axes of each vector or matrix value (its statement's type).
     axes: HashMap<u32, Vec<u64>>,
@@ -219,27 +229,43 @@ struct Body {
     /// Every statement number seen in the task: the printer numbers each
     /// once (`re_id`), so a second one is a damaged log.
     seen: HashSet<u32>,
-    /// ` loc("file":line:col)` of the statement being written, put after
-    /// each KIR statement made for it (after the closing brace of a block
-    /// statement, as KIR writes a `for`'s or an `if`'s).
-    loc: String,
+    /// An index constant over `i32` that the statement being built asked
+    /// for (a table's axis or stride), reported once the statement ends.
+    too_big: Option<u64>,
 }
 
-impl Body {
-    fn line(&mut self, s: impl AsRef<str>) {
-        for _ in 0..self.depth {
-            self.out.push_str("  ");
-        }
-        let s = s.as_ref();
-        self.out.push_str(s);
-        if !s.ends_with('{') {
-            self.out.push_str(&self.loc);
-        }
-        self.out.push('\n');
-    }
-    fn fresh(&mut self, id: u32) -> String {
+impl<'a> Body<'a> {
+    /// A fresh name for a value made for statement `id`: `t.ID.N`.
+    fn fresh(&mut self, id: u32) -> Name {
         self.fresh += 1;
-        format!("%t.{id}.{}", self.fresh)
+        ir::Name::from(format!("t.{id}.{}", self.fresh))
+    }
+    /// A statement defining a value of a fresh name ([`Body::fresh`]).
+    fn at(&mut self, id: u32) -> Ins<'_, 'a> {
+        let n = self.fresh(id);
+        self.bld.ins(n)
+    }
+    /// The `i32` constant `v`, an index along a component axis or a
+    /// stride; one over `i32` is remembered in `too_big`.
+    fn index_const(&mut self, id: u32, v: u64) -> Value {
+        let k = i32::try_from(v).unwrap_or_else(|_| {
+            self.too_big = Some(v);
+            0
+        });
+        self.at(id).konst(Const::i32(k))
+    }
+    /// Builds into `block` until [`Body::leave`] with what this returns.
+    fn enter(&mut self, block: ir::Block) -> ir::Block {
+        let outer = self.bld.block();
+        self.bld.switch_to(block);
+        outer
+    }
+    fn leave(&mut self, outer: ir::Block) {
+        self.bld.switch_to(outer);
+    }
+    /// The type of a value built.
+    fn ty(&self, v: Value) -> Scalar {
+        self.bld.body().ty(v).elem()
     }
 }
 
@@ -284,8 +310,8 @@ fn hint(s: &Stmt) -> Result<Option<Scalar>, Error> {
 }
 
 /// A float literal as printed by fmt's `{}` (shortest round trip:
-/// `1.5`, `1e+20`, `inf`, `-nan`) as KIR's exact hex bits.
-fn float_bits(text: &str, ty: Scalar) -> Option<String> {
+/// `1.5`, `1e+20`, `inf`, `-nan`) as a constant of its exact bits.
+fn float_const(text: &str, ty: Scalar) -> Option<Const> {
     let (neg, mag) = match text.strip_prefix('-') {
         Some(m) => (true, m),
         None => (false, text),
@@ -298,16 +324,13 @@ fn float_bits(text: &str, ty: Scalar) -> Option<String> {
     };
     let v = if neg { -v } else { v };
     Some(match ty {
-        Scalar::F32 => {
-            let f: f32 = if mag == "inf" || mag == "nan" { v as f32 } else { text.parse().ok()? };
-            format!("0x{:08x}", f.to_bits())
-        }
-        _ => format!("0x{:016x}", v.to_bits()),
+        Scalar::F32 => Const::f32(if mag == "inf" || mag == "nan" { v as f32 } else { text.parse().ok()? }),
+        _ => Const::f64(v),
     })
 }
 
 impl Module<'_> {
-    fn kernel(&mut self, k: &KernelIn) -> Result<String, Error> {
+    fn kernel(&mut self, k: &KernelIn) -> Result<ir::Kernel, Error> {
         let args = self.table.kernel_args(&k.quadrants_name).map(|a| a.args.as_slice()).unwrap_or(&[]);
         let mut params = Vec::new();
         let mut param_names = Names::default();
@@ -327,6 +350,12 @@ impl Module<'_> {
                 _ => Vec::new(),
             });
         }
+        let mut body = ir::Body::new();
+        let mut bld = Builder::new(&mut body);
+        let params: Vec<Vec<(Value, Scalar)>> =
+            params.into_iter().map(|ps| ps.into_iter().map(|(n, t)| (bld.param(n, t), t)).collect()).collect();
+        let kparams = params.iter().flatten().map(|&(_, ty)| ir::Param { ty, default: None, span: Span::DUMMY });
+        let kparams = kparams.collect();
         let mut kc = Kernel {
             k,
             params,
@@ -335,9 +364,8 @@ impl Module<'_> {
             rets: BTreeMap::new(),
             components: BTreeMap::new(),
         };
-        let mut tasks = String::new();
         for (i, t) in k.tasks.iter().enumerate() {
-            tasks += &self.task(&mut kc, i, t)?;
+            self.task(&mut kc, &mut body, i, t)?;
         }
         for (name, ty, axes) in kc.tmps.values() {
             self.extra.push((name.clone(), *ty, axes.clone()));
@@ -353,8 +381,7 @@ impl Module<'_> {
         for (_, f) in nd {
             self.extra.push((f.name, f.elem, [f.shape, f.axes].concat()));
         }
-        let ps: Vec<String> = kc.params.iter().flatten().map(|(n, t)| format!("%{n}: {t}")).collect();
-        Ok(format!("kernel @{}({}) {{\n{tasks}}}\n", k.kir_name, ps.join(", ")))
+        Ok(ir::Kernel { name: k.kir_name.as_str().into(), params: kparams, body, span: Span::DUMMY })
     }
 
     /// The table field one of whose places is SNode `place`, marked used.
@@ -408,8 +435,8 @@ impl Module<'_> {
             let (comps, axes) = match b.vals.get(id) {
                 Some(V::Vec(c)) => (c.clone(), b.axes.get(id).cloned().unwrap_or(vec![c.len() as u64])),
                 _ => {
-                    let (name, ty) = self.val(b, *id, s)?;
-                    (vec![Sv { name, ty, konst: None }], Vec::new())
+                    let (v, ty) = self.val(b, *id, s)?;
+                    (vec![Sv::of(v, ty)], Vec::new())
                 }
             };
             let ty = comps[0].ty;
@@ -424,7 +451,7 @@ impl Module<'_> {
                     name
                 }
             };
-            let place = Place::Field { field: format!("@{field}"), lead: Vec::new(), axes, elem: ty };
+            let place = Place::Field { field: field.into(), lead: Vec::new(), axes, elem: ty };
             tensor::store_components(b, s, &place, &comps)?;
         }
         Ok(())
@@ -451,28 +478,21 @@ impl Module<'_> {
         Ok(name)
     }
 
-    fn task(&mut self, kc: &mut Kernel, i: usize, t: &Task) -> Result<String, Error> {
+    fn task(&mut self, kc: &mut Kernel, body: &mut ir::Body, i: usize, t: &Task) -> Result<(), Error> {
         let mut b = Body {
-            out: String::new(),
-            depth: 2,
+            bld: Builder::new(body),
             vals: HashMap::new(),
             axes: HashMap::new(),
             fresh: 0,
             seen: HashSet::from([t.id]),
-            loc: String::new(),
+            too_big: None,
         };
         let name = format!("{}.{i}", kc.k.kir_name);
         let mut loops: Loops = Vec::new();
-        let head = match &t.kind {
-            TaskKind::Serial => "serial".to_string(),
+        b.bld.set_loc(py_loc(t.loc.as_ref(), false));
+        let (block, vars, cells) = match &t.kind {
+            TaskKind::Serial => (b.bld.task_serial(name), Vec::new(), None),
             TaskKind::RangeFor { begin, end, block_dim } => {
-                let var = format!("%i.{}", t.id);
-                let mut bound = |bd: &Bound| -> Result<String, Error> {
-                    Ok(match bd {
-                        Bound::Const(v) => v.to_string(),
-                        Bound::Tmp(off) => format!("@{}[]", self.tmp(kc, *off, Scalar::I32, &[], t.span)?),
-                    })
-                };
                 for bd in [begin, end] {
                     if let Bound::Const(v) = bd {
                         if i32::try_from(*v).is_err() {
@@ -483,59 +503,96 @@ impl Module<'_> {
                         }
                     }
                 }
-                let (lo, hi) = (bound(begin)?, bound(end)?);
-                b.vals.insert(t.id, V::Loop { vars: vec![var.clone()] });
-                loops.push((t.id, false));
-                format!("range_for {var} : i32 in {lo} .. {hi}{}", block(*block_dim))
-            }
-            TaskKind::StructFor { snode, block_dim } => {
-                let fi = self.table.fields.iter().position(|f| f.ancestors.first() == Some(snode));
-                if fi.is_some() {
-                    self.unique_field(|f| f.ancestors.first() == Some(snode), t.span, &format!("under SNode {snode}"))?;
-                }
-                let Some(fi) = fi else {
-                    let nested = self.table.fields.iter().any(|f| f.ancestors.contains(snode));
-                    return Err(if nested {
-                        refused(
-                            format!("struct_for over S{snode}dense, which is not a place's parent"),
-                            "KIR's struct_for walks one field's whole index space",
-                            t.span,
-                            t.loc.as_ref(),
-                        )
-                    } else {
-                        Error::Syntax {
-                            message: format!("no field of the field table is under SNode {snode}"),
-                            span: t.span,
+                let mut bound = |bd: &Bound| -> Result<ir::Bound, Error> {
+                    Ok(match bd {
+                        Bound::Const(v) => ir::Bound::Const(*v),
+                        Bound::Tmp(off) => {
+                            ir::Bound::Field(self.tmp(kc, *off, Scalar::I32, &[], t.span)?.into(), Span::DUMMY)
                         }
-                    });
+                    })
                 };
-                let f = &self.table.fields[fi];
-                check_shape(&f.name, &f.shape, &f.dtype).map_err(|message| Error::Syntax { message, span: t.span })?;
-                field_kind_ok(f).map_err(|(name, why)| refused(name, why, t.span, t.loc.as_ref()))?;
-                if f.shape.is_empty() {
-                    return Err(refused(
-                        "struct_for over a 0-D field",
-                        "KIR's struct_for needs a field of rank 1 or more",
-                        t.span,
-                        t.loc.as_ref(),
-                    ));
-                }
-                let ty = scalar_of(&f.dtype, t.span, t.loc.as_ref())?;
-                self.used.insert(fi, ty);
-                let (head, vars) = if f.component_axes().is_empty() {
-                    let vars: Vec<String> = (0..f.shape.len()).map(|k| format!("%i.{}.{k}", t.id)).collect();
-                    (format!("struct_for {} in @{}{}", vars.join(", "), self.field_names[fi], block(*block_dim)), vars)
-                } else {
-                    // KIR's struct_for would walk the components too.
-                    tensor::cells_loop(&mut b, t.id, &f.shape, block(*block_dim))
-                };
-                b.vals.insert(t.id, V::Loop { vars });
-                loops.push((t.id, false));
-                head
+                let range = (bound(begin)?, bound(end)?);
+                let var = (Name::from(format!("i.{}", t.id)), Scalar::I32);
+                let (var, block) = b.bld.task_range_for(name, var, range, block_size(*block_dim));
+                (block, vec![var], None)
             }
+            TaskKind::StructFor { snode, block_dim } => self.struct_for(&mut b, t, name, *snode, *block_dim)?,
         };
-        self.block(kc, &mut b, &mut loops, &t.body)?;
-        Ok(format!("  task @{name} {head} {{\n{}  }}{}\n", b.out, loc_suffix(t.loc.as_ref(), false)))
+        b.enter(block);
+        b.bld.set_loc(None);
+        if !matches!(t.kind, TaskKind::Serial) {
+            // A walk over a vector field's cells computes each cell's
+            // indices from the one variable.
+            let vars = match (cells, vars.as_slice()) {
+                (Some(shape), [flat]) => tensor::cell_indices(&mut b, t.id, *flat, &shape),
+                _ => vars,
+            };
+            if let Some(v) = b.too_big.take() {
+                return Err(Error::Syntax {
+                    message: format!("a field extent of {v}, over KIR's i32 indices"),
+                    span: t.span,
+                });
+            }
+            b.vals.insert(t.id, V::Loop { vars });
+            loops.push((t.id, false));
+        }
+        self.block(kc, &mut b, &mut loops, &t.body)
+    }
+
+    /// A `struct_for` task over SNode `snode`: its body, its variables,
+    /// and the shape of the field's cells when they are vectors or
+    /// matrices (KIR's struct_for would walk the components too, so the
+    /// task is a `range_for` over the cells, whose one variable the body
+    /// turns into the cell's indices).
+    fn struct_for(
+        &mut self,
+        b: &mut Body,
+        t: &Task,
+        name: String,
+        snode: u32,
+        block_dim: u32,
+    ) -> Result<TaskHead, Error> {
+        let fi = self.table.fields.iter().position(|f| f.ancestors.first() == Some(&snode));
+        if fi.is_some() {
+            self.unique_field(|f| f.ancestors.first() == Some(&snode), t.span, &format!("under SNode {snode}"))?;
+        }
+        let Some(fi) = fi else {
+            let nested = self.table.fields.iter().any(|f| f.ancestors.contains(&snode));
+            return Err(if nested {
+                refused(
+                    format!("struct_for over S{snode}dense, which is not a place's parent"),
+                    "KIR's struct_for walks one field's whole index space",
+                    t.span,
+                    t.loc.as_ref(),
+                )
+            } else {
+                Error::Syntax { message: format!("no field of the field table is under SNode {snode}"), span: t.span }
+            });
+        };
+        let f = &self.table.fields[fi];
+        check_shape(&f.name, &f.shape, &f.dtype).map_err(|message| Error::Syntax { message, span: t.span })?;
+        field_kind_ok(f).map_err(|(name, why)| refused(name, why, t.span, t.loc.as_ref()))?;
+        if f.shape.is_empty() {
+            return Err(refused(
+                "struct_for over a 0-D field",
+                "KIR's struct_for needs a field of rank 1 or more",
+                t.span,
+                t.loc.as_ref(),
+            ));
+        }
+        let ty = scalar_of(&f.dtype, t.span, t.loc.as_ref())?;
+        self.used.insert(fi, ty);
+        if f.component_axes().is_empty() {
+            let vars = (0..f.shape.len()).map(|k| Name::from(format!("i.{}.{k}", t.id))).collect();
+            let field = self.field_names[fi].as_str().into();
+            let (vars, block) = b.bld.task_struct_for(name, vars, field, block_size(block_dim));
+            return Ok((block, vars, None));
+        }
+        let total: u64 = f.shape.iter().product();
+        let range = (ir::Bound::Const(0), ir::Bound::Const(total as i64));
+        let var = (Name::from(format!("i.{}", t.id)), Scalar::I32);
+        let (var, block) = b.bld.task_range_for(name, var, range, block_size(block_dim));
+        Ok((block, vec![var], Some(f.shape.clone())))
     }
 
     fn block(&mut self, kc: &mut Kernel, b: &mut Body, loops: &mut Loops, stmts: &[Stmt]) -> Result<(), Error> {
@@ -549,43 +606,43 @@ impl Module<'_> {
         Ok(())
     }
 
-    fn val(&self, b: &Body, id: u32, s: &Stmt) -> Result<(String, Scalar), Error> {
+    fn val(&self, b: &Body, id: u32, s: &Stmt) -> Result<(Value, Scalar), Error> {
         match b.vals.get(&id) {
-            Some(V::Val { name, ty, .. }) => Ok((name.clone(), *ty)),
+            Some(V::Val { v, ty, .. }) => Ok((*v, *ty)),
             Some(_) => Err(located(format!("${id} is not a value here"), s)),
             None => Err(located(format!("${id} is used before it is defined"), s)),
         }
     }
 
     /// `id` as an `i1` condition (`cmp ne %x, 0` for an integer).
-    fn cond(&self, b: &mut Body, id: u32, s: &Stmt) -> Result<String, Error> {
-        let (name, ty) = self.val(b, id, s)?;
-        Ok(self.cond_of(b, &Sv { name, ty, konst: None }, s))
+    fn cond(&self, b: &mut Body, id: u32, s: &Stmt) -> Result<Value, Error> {
+        let (v, ty) = self.val(b, id, s)?;
+        Ok(self.cond_of(b, &Sv::of(v, ty), s))
     }
 
     /// `x` as an `i1` condition.
-    fn cond_of(&self, b: &mut Body, x: &Sv, s: &Stmt) -> String {
+    fn cond_of(&self, b: &mut Body, x: &Sv, s: &Stmt) -> Value {
         if x.ty == Scalar::I1 {
-            return x.name.clone();
+            return x.v;
         }
-        let z = b.fresh(s.id);
-        let c = b.fresh(s.id);
-        b.line(format!("{z} = const {} : {}", if x.ty.is_float() { "0.0" } else { "0" }, x.ty));
-        b.line(format!("{c} = cmp ne {}, {z}", x.name));
-        c
+        let z = b.at(s.id).konst(Const::int(x.ty, 0));
+        b.at(s.id).cmp(CmpOp::Ne, x.v, z)
     }
 
     fn stmt(&mut self, kc: &mut Kernel, b: &mut Body, loops: &mut Loops, s: &Stmt) -> Result<(), Error> {
         if !b.seen.insert(s.id) {
             return Err(located(format!("${} is numbered twice in this task (is the log damaged?)", s.id), s));
         }
-        let n = format!("%{}", s.id);
+        let n = Name::from(s.id.to_string());
         // An ndarray's address is typed as the ndarray's struct.
         let ty = if matches!(s.kind, Kind::ArgAddr(_)) { None } else { hint(s)? };
-        let outer = std::mem::replace(&mut b.loc, loc_suffix(s.loc.as_ref(), s.near));
+        let outer = b.bld.set_loc(py_loc(s.loc.as_ref(), s.near));
         let done = self.stmt_kind(kc, b, loops, s, &n, ty);
-        b.loc = outer;
+        b.bld.set_loc(outer);
         done?;
+        if let Some(v) = b.too_big.take() {
+            return Err(located(format!("a component index or stride of {v}, over KIR's i32 indices"), s));
+        }
         if let Some(V::Vec(c)) = b.vals.get(&s.id) {
             let axes = tensor::axes_of(s);
             let axes = if axes.iter().product::<u64>() == c.len() as u64 && !axes.is_empty() {
@@ -609,71 +666,40 @@ impl Module<'_> {
         Ok(())
     }
 
-    /// What `stmt` writes for `s`, whose KIR value is `n` and hint `ty`:
-    /// the statements that hold blocks here, the others in [`Self::value`]
-    /// (out of line, so that this recursive frame stays small: blocks nest
-    /// 64 deep on a test thread's stack).
+    /// What `stmt` builds for `s`, whose KIR value is named `n` and hint
+    /// `ty`: the statements that hold blocks here, the others in
+    /// [`Self::value`] (out of line, so that this recursive frame stays
+    /// small: blocks nest 64 deep on a test thread's stack).
     fn stmt_kind(
         &mut self,
         kc: &mut Kernel,
         b: &mut Body,
         loops: &mut Loops,
         s: &Stmt,
-        n: &str,
+        n: &Name,
         ty: Option<Scalar>,
     ) -> Result<(), Error> {
         match &s.kind {
             Kind::If { cond, then, els } => {
                 let c = self.cond(b, *cond, s)?;
-                b.line(format!("if {c} {{"));
-                b.depth += 1;
+                let (then_blk, else_blk) = b.bld.if_(c, els.is_some());
+                let outer = b.enter(then_blk);
                 self.block(kc, b, loops, then)?;
-                b.depth -= 1;
-                if let Some(els) = els {
-                    b.line("} else {");
-                    b.depth += 1;
+                if let (Some(els), Some(else_blk)) = (els, else_blk) {
+                    b.bld.switch_to(else_blk);
                     self.block(kc, b, loops, els)?;
-                    b.depth -= 1;
                 }
-                b.line("}");
+                b.leave(outer);
             }
             Kind::While(body) => {
-                b.line("while {");
-                b.depth += 1;
+                let body_blk = b.bld.while_();
+                let outer = b.enter(body_blk);
                 loops.push((s.id, true));
                 self.block(kc, b, loops, body)?;
                 loops.pop();
-                b.depth -= 1;
-                b.line("}");
+                b.leave(outer);
             }
-            Kind::WhileControl { cond } => {
-                if !loops.last().is_some_and(|l| l.1) {
-                    return Err(located("'while control' outside a while loop".to_string(), s));
-                }
-                let (v, cty) = self.val(b, *cond, s)?;
-                let konst = match b.vals.get(cond) {
-                    Some(V::Val { konst, .. }) => konst.clone(),
-                    _ => None,
-                };
-                match konst.as_deref() {
-                    Some("0" | "false") => b.line("break"),
-                    Some(_) => {}
-                    None => {
-                        let z = b.fresh(s.id);
-                        let c = b.fresh(s.id);
-                        let zero = match cty {
-                            Scalar::I1 => "false",
-                            t if t.is_float() => "0.0",
-                            _ => "0",
-                        };
-                        b.line(format!("{z} = const {zero} : {cty}"));
-                        b.line(format!("{c} = cmp eq {v}, {z}"));
-                        b.line(format!("if {c} {{"));
-                        b.line("  break");
-                        b.line("}");
-                    }
-                }
-            }
+            Kind::WhileControl { cond } => self.while_control(b, loops, *cond, s)?,
             // A kernel's return values: 0-D fields `@k.ret0`, `@k.ret1`, ...
             // (KIR kernels return nothing; a caller reads the fields).
             Kind::Return(vals) => self.ret(kc, b, vals, s)?,
@@ -683,7 +709,7 @@ impl Module<'_> {
                     return Err(refused_stmt("continue of an outer loop", s)
                         .with_why("KIR's continue ends the innermost loop's iteration"))
                 }
-                _ => b.line("continue"),
+                _ => b.bld.continue_(),
             },
             Kind::RangeFor { begin, end, reversed, body } => {
                 let (lo, lt) = self.val(b, *begin, s)?;
@@ -691,43 +717,64 @@ impl Module<'_> {
                 if lt != ht || !matches!(lt, Scalar::I32 | Scalar::I64) {
                     return Err(located(format!("a for over {lt} .. {ht}"), s));
                 }
-                let var = format!("%i.{}", s.id);
-                if *reversed {
-                    let sum = b.fresh(s.id);
-                    let one = b.fresh(s.id);
-                    let last = b.fresh(s.id);
-                    let r = format!("%r.{}", s.id);
-                    b.line(format!("{sum} = add {lo}, {hi}"));
-                    b.line(format!("{one} = const 1 : {lt}"));
-                    b.line(format!("{last} = sub {sum}, {one}"));
-                    b.line(format!("for {r} in {lo} .. {hi} {{"));
-                    b.line(format!("  {var} = sub {last}, {r}"));
+                let var = Name::from(format!("i.{}", s.id));
+                let range = (ir::Bound::Value(lo), ir::Bound::Value(hi));
+                let (var, outer) = if *reversed {
+                    // `hi - 1 - r` for `r` counting up.
+                    let (sum, one, last) = (b.fresh(s.id), b.fresh(s.id), b.fresh(s.id));
+                    let sum = b.bld.ins(sum).binary(BinOp::Add, lo, hi);
+                    let one = b.bld.ins(one).konst(Const::int(lt, 1));
+                    let last = b.bld.ins(last).binary(BinOp::Sub, sum, one);
+                    let (r, blk) = b.bld.for_(format!("r.{}", s.id), range.0, range.1);
+                    let outer = b.enter(blk);
+                    (b.bld.ins(var).binary(BinOp::Sub, last, r), outer)
                 } else {
-                    b.line(format!("for {var} in {lo} .. {hi} {{"));
-                }
+                    let (v, blk) = b.bld.for_(var, range.0, range.1);
+                    (v, b.enter(blk))
+                };
                 b.vals.insert(s.id, V::Loop { vars: vec![var] });
-                b.depth += 1;
                 loops.push((s.id, false));
                 self.block(kc, b, loops, body)?;
                 loops.pop();
-                b.depth -= 1;
-                b.line("}");
+                b.leave(outer);
             }
             _ => self.value(kc, b, s, n, ty)?,
         }
         Ok(())
     }
 
+    /// `while control $c`: a `break` when `$c` is zero (nothing when it
+    /// is a constant that is not).
+    fn while_control(&self, b: &mut Body, loops: &Loops, cond: u32, s: &Stmt) -> Result<(), Error> {
+        if !loops.last().is_some_and(|l| l.1) {
+            return Err(located("'while control' outside a while loop".to_string(), s));
+        }
+        let (v, cty) = self.val(b, cond, s)?;
+        let konst = match b.vals.get(&cond) {
+            Some(V::Val { konst, .. }) => *konst,
+            _ => None,
+        };
+        match konst {
+            Some(k) if is_zero(k) => b.bld.break_(),
+            Some(_) => {}
+            None => {
+                let z = b.at(s.id).konst(Const::int(cty, 0));
+                let c = b.at(s.id).cmp(CmpOp::Eq, v, z);
+                let then_blk = b.bld.if_(c, false).0;
+                let outer = b.enter(then_blk);
+                b.bld.break_();
+                b.leave(outer);
+            }
+        }
+        Ok(())
+    }
+
     /// What `stmt` writes for a statement that holds no block.
     #[inline(never)]
-    fn value(&mut self, kc: &mut Kernel, b: &mut Body, s: &Stmt, n: &str, ty: Option<Scalar>) -> Result<(), Error> {
-        let n = n.to_string();
+    fn value(&mut self, kc: &mut Kernel, b: &mut Body, s: &Stmt, n: &Name, ty: Option<Scalar>) -> Result<(), Error> {
         let need_ty = || ty.ok_or_else(|| located("a statement without its type".to_string(), s));
-        let def = |b: &mut Body, ty: Scalar, konst: Option<String>| {
-            b.vals.insert(s.id, V::Val { name: format!("%{}", s.id), ty, konst });
-        };
         match &s.kind {
-            Kind::Const(text) => self.constant(b, s, &n, text, need_ty()?)?,
+            Kind::Const(text) => self.constant(b, s, n, text, need_ty()?)?,
             Kind::ArgLoad(i) => self.arg_load(kc, b, s, *i, ty)?,
             Kind::ArgAddr(i) => {
                 let j = self.runtime_arg(kc, *i, s)?;
@@ -748,13 +795,14 @@ impl Module<'_> {
                 if ty != Scalar::I32 || i32::try_from(extent).is_err() {
                     return Err(located(format!("ndarray axis {axis} of extent {extent} as {ty}"), s));
                 }
-                b.line(format!("{n} = const {extent} : {ty}"));
-                def(b, ty, Some(extent.to_string()));
+                let k = Const::int(ty, extent as i64);
+                let v = b.bld.ins(n.clone()).konst(k);
+                b.vals.insert(s.id, V::Val { v, ty, konst: Some(k) });
             }
             Kind::LoopIndex { lp, index } => match b.vals.get(lp) {
                 Some(V::Loop { vars }) if (*index as usize) < vars.len() => {
-                    let v = vars[*index as usize].clone();
-                    b.vals.insert(s.id, V::Val { name: v, ty: Scalar::I32, konst: None });
+                    let v = vars[*index as usize];
+                    b.vals.insert(s.id, V::Val { v, ty: b.ty(v), konst: None });
                 }
                 _ => return Err(located(format!("${lp} is not a loop with an index {index}"), s)),
             },
@@ -780,7 +828,7 @@ impl Module<'_> {
             Kind::GlobalTmp { offset } => {
                 let elem = need_ty()?;
                 let axes = tensor::axes_of(s);
-                let field = format!("@{}", self.tmp(kc, *offset, elem, &axes, s.span)?);
+                let field = Name::from(self.tmp(kc, *offset, elem, &axes, s.span)?);
                 b.vals.insert(
                     s.id,
                     match axes.is_empty() {
@@ -799,16 +847,12 @@ impl Module<'_> {
             Kind::GlobalStore { dest, val } | Kind::LocalStore { dest, val } => tensor::store(b, s, *dest, *val)?,
             Kind::Assert { cond, message, args } => {
                 let c = self.cond(b, *cond, s)?;
-                let mut line = format!("assert {c}, {}", crate::lexer::quote_string(message));
-                for a in args {
-                    line.push_str(", ");
-                    line.push_str(&self.val(b, *a, s)?.0);
-                }
-                b.line(line);
+                let args = args.iter().map(|a| self.val(b, *a, s).map(|v| v.0)).collect::<Result<_, _>>()?;
+                b.bld.assert(c, message.clone(), args);
             }
             Kind::Alloca => {
                 let elem = need_ty()?;
-                let v = tensor::alloca(b, s, elem);
+                let v = tensor::alloca(b, s, elem, n);
                 b.vals.insert(s.id, v);
             }
             Kind::MatrixInit(comps) => {
@@ -817,10 +861,10 @@ impl Module<'_> {
             }
             Kind::ShiftPtr { base, offset } => {
                 let (names, kir_name) = (&mut self.names, &kc.k.kir_name);
-                let mut check = |n: u64| -> String {
+                let mut check = |n: u64| -> Name {
                     let name =
                         kc.components.entry(n).or_insert_with(|| names.unique(&format!("{kir_name}.components{n}")));
-                    format!("@{name}")
+                    name.as_str().into()
                 };
                 let v = tensor::shift(b, s, *base, *offset, &mut check)?;
                 b.vals.insert(s.id, v);
@@ -832,16 +876,13 @@ impl Module<'_> {
                 let Some(i) = paths.iter().position(|p| p == path) else {
                     return Err(located(format!("the struct argument has no scalar member at {path:?}"), s));
                 };
-                let (name, ty) = kc.params[*arg][i].clone();
-                b.vals.insert(s.id, V::Val { name: format!("%{name}"), ty, konst: None });
+                let (v, ty) = kc.params[*arg][i];
+                b.vals.insert(s.id, V::Val { v, ty, konst: None });
             }
             Kind::Unary { op, a } => self.unary(b, s, op, *a, ty)?,
             Kind::Cast { to, a } => {
                 let to = stmt_scalar(to, s)?;
-                self.each(b, s, [*a], |_, b, [x], n| {
-                    b.line(format!("{n} = cast {} to {to}", x.name));
-                    Ok(Sv { name: n.to_string(), ty: to, konst: None })
-                })?;
+                self.each(b, s, [*a], |_, b, [x], n| Ok(Sv::of(b.bld.ins(n).cast(x.v, to), to)))?;
             }
             Kind::Binary { op, a, b: rhs } => self.binary(b, s, op, *a, *rhs, ty)?,
             Kind::Select { c, a, b: other } => {
@@ -850,8 +891,7 @@ impl Module<'_> {
                     if x.ty != y.ty {
                         return Err(located(format!("select of {} and {}", x.ty, y.ty), s));
                     }
-                    b.line(format!("{n} = select {c}, {}, {}", x.name, y.name));
-                    Ok(Sv { name: n.to_string(), ty: x.ty, konst: None })
+                    Ok(Sv::of(b.bld.ins(n).select(c, x.v, y.v), x.ty))
                 })?;
             }
             Kind::Atomic { op, dest, val } => self.atomic(b, s, op, *dest, *val)?,
@@ -862,27 +902,27 @@ impl Module<'_> {
 
     /// `const`: the literal as its type reads it (either reading of an
     /// integer's bits; a float's exact bits).
-    fn constant(&mut self, b: &mut Body, s: &Stmt, n: &str, text: &str, ty: Scalar) -> Result<(), Error> {
-        let lit = match ty {
+    fn constant(&mut self, b: &mut Body, s: &Stmt, n: &Name, text: &str, ty: Scalar) -> Result<(), Error> {
+        let k = match ty {
             Scalar::I1 => match text {
-                "true" | "1" => Some("true".to_string()),
-                "false" | "0" => Some("false".to_string()),
+                "true" | "1" => Some(Const::bool(true)),
+                "false" | "0" => Some(Const::bool(false)),
                 _ => None,
             },
-            Scalar::F32 | Scalar::F64 => float_bits(text, ty),
+            Scalar::F32 | Scalar::F64 => float_const(text, ty),
             // The printer writes an integer as its type reads it;
             // take either reading of its bits.
             t => text
                 .parse::<i128>()
                 .ok()
                 .filter(|v| *v >= -(1i128 << (t.bits() - 1)) && *v < (1i128 << t.bits()))
-                .map(|v| t.int_value(t.wrap_bits(v as u64)).to_string()),
+                .map(|v| Const { ty: t, bits: t.wrap_bits(v as u64) }),
         };
-        let Some(lit) = lit else {
+        let Some(k) = k else {
             return Err(located(format!("'{text}' is not a constant of type {ty}"), s));
         };
-        b.line(format!("{n} = const {lit} : {ty}"));
-        b.vals.insert(s.id, V::Val { name: format!("%{}", s.id), ty, konst: Some(lit) });
+        let v = b.bld.ins(n.clone()).konst(k);
+        b.vals.insert(s.id, V::Val { v, ty, konst: Some(k) });
         Ok(())
     }
 
@@ -891,7 +931,7 @@ impl Module<'_> {
     fn arg_load(&mut self, kc: &mut Kernel, b: &mut Body, s: &Stmt, i: u32, ty: Option<Scalar>) -> Result<(), Error> {
         let j = self.runtime_arg(kc, i, s)?;
         let a = &self.args_of(kc)[j];
-        let (Some([(name, pty)]), "scalar") = (kc.params.get(j).map(Vec::as_slice), a.kind.as_str()) else {
+        let (Some([(v, pty)]), "scalar") = (kc.params.get(j).map(Vec::as_slice), a.kind.as_str()) else {
             let a = &self.args_of(kc)[j];
             if a.kind == "scalar" {
                 return Err(stmt_scalar(&a.dtype, s)
@@ -904,7 +944,7 @@ impl Module<'_> {
         if let Some(t) = ty.filter(|t| t != pty) {
             return Err(located(format!("argument {i} is {pty} in the field table but loaded as {t}"), s));
         }
-        b.vals.insert(s.id, V::Val { name: format!("%{name}"), ty: *pty, konst: None });
+        b.vals.insert(s.id, V::Val { v: *v, ty: *pty, konst: None });
         Ok(())
     }
 
@@ -1003,16 +1043,21 @@ impl Module<'_> {
     }
 }
 
-/// ` loc("file":line:col)` for a statement's own Python location; nothing
-/// for a guess (`near`, the nearest statement's) or a location without a
+/// The KIR location of a statement's own Python location; none for a
+/// guess (`near`, the nearest statement's) or a location without a
 /// column, which KIR's `loc` cannot say.
-fn loc_suffix(loc: Option<&PyLoc>, near: bool) -> String {
+fn py_loc(loc: Option<&PyLoc>, near: bool) -> Option<Loc> {
     match loc {
         Some(l) if !near && l.line >= 1 && l.col >= 1 => {
-            format!(" loc({}:{}:{})", crate::lexer::quote_string(&l.file), l.line, l.col)
+            Some(Loc { file: l.file.as_str().into(), line: l.line, col: l.col })
         }
-        _ => String::new(),
+        _ => None,
     }
+}
+
+/// Whether a constant is zero (a float's either zero).
+fn is_zero(k: Const) -> bool {
+    k.as_f64().map_or(k.bits == 0, |f| f == 0.0)
 }
 
 /// A field KIR can hold: scalar elements, under dense SNodes only (as far
@@ -1053,12 +1098,9 @@ fn check_shape(name: &str, shape: &[u64], dtype: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn block(block_dim: u32) -> String {
-    if block_dim == 0 {
-        String::new()
-    } else {
-        format!(" block_dim {block_dim}")
-    }
+/// A task's block size: none (KIR's default) where Quadrants says 0.
+fn block_size(block_dim: u32) -> Option<u32> {
+    (block_dim != 0).then_some(block_dim)
 }
 
 impl Error {

@@ -7,9 +7,9 @@
 //! `Start offload_to_executable`, one dump per offloaded task) are grouped
 //! by kernel compilation; `chi` parses each (a logos lexer, `lexer`, under
 //! a recursive-descent parser) into tasks whose statements keep their
-//! Python `file:line:col`; `table` reads the field table; `lower` writes
-//! KIR text, which is read back by the KIR parser and verifier, so what
-//! the caller gets is a verified [`Stream`] (printed by the one printer).
+//! Python `file:line:col`; `table` reads the field table; `lower` builds
+//! the KIR through `ir::Builder`, and the verifier checks it, so what the
+//! caller gets is a verified [`Stream`] (printed by the one printer).
 //!
 //! Owns: the import as a whole, the stage's selection, the grouping of
 //! dumps into kernels and the kernels' KIR names.
@@ -40,8 +40,8 @@ pub enum ImportError {
     Log(Diagnostic),
     /// Bad field table: located in the table's text when serde says where.
     Table(Diagnostic),
-    /// The KIR written does not parse or verify: a bug of the importer,
-    /// with the text and its diagnostics.
+    /// The KIR built does not verify: a bug of the importer, with its
+    /// text and the diagnostics located in it.
     Invalid { text: String, diags: Diagnostics },
 }
 
@@ -262,15 +262,26 @@ pub fn import(log_text: &str, table_text: &str, stage: &str) -> Result<Imported,
             tasks,
         });
     }
-    let text = lower::lower(&table, &kernels).map_err(|e| ImportError::Log(e.diagnostic()))?;
-    let stream = match crate::parser::parse(&text) {
-        Ok(s) => s,
-        Err(diags) => return Err(ImportError::Invalid { text, diags }),
-    };
-    if let Err(diags) = crate::verifier::verify(&stream) {
-        return Err(ImportError::Invalid { text, diags });
+    let stream = lower::lower(&table, &kernels).map_err(|e| ImportError::Log(e.diagnostic()))?;
+    if crate::verifier::verify(&stream).is_err() {
+        return Err(invalid(&stream));
     }
     Ok(Imported { stream, left_out })
+}
+
+/// The error of a stream built that does not verify: its text, and the
+/// diagnostics of that text read back (so each is located in it).
+fn invalid(stream: &Stream) -> ImportError {
+    let text = stream.to_string();
+    let diags = match crate::parser::parse(&text) {
+        Ok(read) => crate::verifier::verify(&read).err().unwrap_or_else(|| {
+            // What does not verify must print as what does not either;
+            // say so rather than nothing.
+            Diagnostics(vec![Diagnostic::error_nospan("the IR built does not verify, but its text does".to_string())])
+        }),
+        Err(diags) => diags,
+    };
+    ImportError::Invalid { text, diags }
 }
 
 #[cfg(test)]
@@ -293,7 +304,14 @@ mod tests {
     fn run(log: &str) -> Result<String, ImportError> {
         // The tests' logs compile `saxpy` or `k`; the table names the one there.
         let table = if log.contains("[saxpy_") { TABLE.to_string() } else { TABLE.replace("\"saxpy\"", "\"k\"") };
-        import(log, &table, DEFAULT_STAGE).map(|s| s.stream.to_string())
+        import(log, &table, DEFAULT_STAGE).map(|s| {
+            // What the builder made prints as text the parser reads back
+            // as the same IR.
+            let text = s.stream.to_string();
+            let read = crate::parser::parse(&text).expect("the text printed parses");
+            assert!(read.same_as(&s.stream), "the text printed reads back as other IR:\n{text}");
+            text
+        })
     }
 
     #[test]

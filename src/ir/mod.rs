@@ -19,12 +19,15 @@
 //! - `module`: items, modules and streams;
 //! - `span`: source spans (honest equality, [`Span::is_dummy`]) and the
 //!   operand spans a body keeps for diagnostics;
-//! - `compare`: equality up to layout ([`Stream::same_as`]).
+//! - `compare`: equality up to layout ([`Stream::same_as`]);
+//! - `builder`: [`Builder`], a cursor that appends statements to a body
+//!   (what a front end that makes IR from another program builds with).
 //!
 //! Must never: print, parse, or check anything. Well-formedness is the
 //! verifier's job; this module lets passes build any shape.
 
 mod body;
+mod builder;
 mod compare;
 mod entities;
 mod module;
@@ -35,6 +38,7 @@ mod types;
 mod typing;
 
 pub use body::{Body, ValueData, ValueDef};
+pub use builder::{Builder, Ins};
 pub use entities::{Arena, Block, EntityRef, EntitySet, SecondaryMap, Stmt, Value};
 pub use module::{Field, Func, Item, Kernel, Module, Param, Stream, StreamIndex, TaskItem, MAX_RANK};
 pub use ops::{AtomicOp, BinOp, CmpOp, UnOp};

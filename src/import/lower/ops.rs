@@ -6,7 +6,7 @@
 //! Owns: what each Quadrants operator becomes in KIR, and the refusal of
 //! one without a KIR form.
 //!
-//! Must never: emit a statement other than its operator's, or panic on
+//! Must never: build a statement other than its operator's, or panic on
 //! any input.
 
 use super::*;
@@ -31,78 +31,92 @@ impl Module<'_> {
     }
 }
 
+/// The KIR operator of a Quadrants unary operator on a `vt` that is one
+/// statement of the operand's type.
+fn plain_unary(op: &str, vt: Scalar) -> Option<UnOp> {
+    match op {
+        "neg" | "abs" if vt != Scalar::I1 => UnOp::from_keyword(op),
+        "sqrt" | "sin" | "cos" | "tan" | "asin" | "acos" | "tanh" | "exp" | "log" | "floor" | "ceil" | "round"
+            if vt.is_float() =>
+        {
+            UnOp::from_keyword(op)
+        }
+        "bit_not" if vt.is_int() => Some(UnOp::Not),
+        _ => None,
+    }
+}
+
 /// `n = op x`, of the type `ty` the statement's hint gives (or the
 /// operand's).
-fn unary_of(b: &mut Body, s: &Stmt, op: &str, x: &Sv, ty: Option<Scalar>, n: &str) -> Result<Sv, Error> {
-    {
-        let (v, vt) = (x.name.clone(), x.ty);
-        let rt = ty.unwrap_or(vt);
-        let one = |b: &mut Body| {
-            let c = b.fresh(s.id);
-            b.line(format!("{c} = const 1.0 : {vt}"));
-            c
-        };
-        // What the KIR written computes: the operand's type for an
-        // operator, the hint's for what ends in a cast.
-        let mut actual = rt;
-        match op {
-            "neg" | "abs" if vt != Scalar::I1 => {
-                b.line(format!("{n} = {op} {v}"));
-                actual = vt;
-            }
-            "floor" | "ceil" | "round" if vt.is_int() => return Ok(x.clone()),
-            "sqrt" | "sin" | "cos" | "tan" | "asin" | "acos" | "tanh" | "exp" | "log" | "floor" | "ceil" | "round"
-                if vt.is_float() =>
-            {
-                b.line(format!("{n} = {op} {v}"));
-                actual = vt;
-            }
-            "bit_not" if vt.is_int() => {
-                b.line(format!("{n} = not {v}"));
-                actual = vt;
-            }
-            "logic_not" => {
-                let z = b.fresh(s.id);
-                let zero = match vt {
-                    Scalar::I1 => "false",
-                    t if t.is_float() => "0.0",
-                    _ => "0",
-                };
-                b.line(format!("{z} = const {zero} : {vt}"));
-                if rt == Scalar::I1 {
-                    b.line(format!("{n} = cmp eq {v}, {z}"));
-                } else {
-                    let c = b.fresh(s.id);
-                    b.line(format!("{c} = cmp eq {v}, {z}"));
-                    b.line(format!("{n} = cast {c} to {rt}"));
-                }
-            }
-            "rsqrt" if vt.is_float() => {
-                let r = b.fresh(s.id);
-                b.line(format!("{r} = sqrt {v}"));
-                let o = one(b);
-                b.line(format!("{n} = div {o}, {r}"));
-                actual = vt;
-            }
-            "inv" | "rcp" if vt.is_float() => {
-                let o = one(b);
-                b.line(format!("{n} = div {o}, {v}"));
-                actual = vt;
-            }
-            "sgn" if vt != Scalar::I1 => {
-                let z = b.fresh(s.id);
-                let (p, m, pf, mf) = (b.fresh(s.id), b.fresh(s.id), b.fresh(s.id), b.fresh(s.id));
-                b.line(format!("{z} = const {} : {vt}", if vt.is_float() { "0.0" } else { "0" }));
-                b.line(format!("{p} = cmp gt {v}, {z}"));
-                b.line(format!("{m} = cmp lt {v}, {z}"));
-                b.line(format!("{pf} = cast {p} to {rt}"));
-                b.line(format!("{mf} = cast {m} to {rt}"));
-                b.line(format!("{n} = sub {pf}, {mf}"));
-            }
-            _ => return Err(refused_stmt(format!("{op} of {vt}"), s).with_why("KIR has no such operator")),
-        }
-        Ok(Sv { name: n.to_string(), ty: actual, konst: None })
+fn unary_of(b: &mut Body, s: &Stmt, op: &str, x: &Sv, ty: Option<Scalar>, n: Name) -> Result<Sv, Error> {
+    let (v, vt) = (x.v, x.ty);
+    let rt = ty.unwrap_or(vt);
+    let one = |b: &mut Body| b.at(s.id).konst(Const::int(vt, 1));
+    if let Some(u) = plain_unary(op, vt) {
+        return Ok(Sv::of(b.bld.ins(n).unary(u, v), vt));
     }
+    // What the KIR built computes: the operand's type for an operator,
+    // the hint's for what ends in a cast.
+    let r = match op {
+        "floor" | "ceil" | "round" if vt.is_int() => return Ok(x.clone()),
+        "logic_not" => {
+            let z = b.at(s.id).konst(Const::int(vt, 0));
+            if rt == Scalar::I1 {
+                b.bld.ins(n).cmp(CmpOp::Eq, v, z)
+            } else {
+                let c = b.at(s.id).cmp(CmpOp::Eq, v, z);
+                b.bld.ins(n).cast(c, rt)
+            }
+        }
+        "rsqrt" if vt.is_float() => {
+            let r = b.at(s.id).unary(UnOp::Sqrt, v);
+            let o = one(b);
+            return Ok(Sv::of(b.bld.ins(n).binary(BinOp::Div, o, r), vt));
+        }
+        "inv" | "rcp" if vt.is_float() => {
+            let o = one(b);
+            return Ok(Sv::of(b.bld.ins(n).binary(BinOp::Div, o, v), vt));
+        }
+        "sgn" if vt != Scalar::I1 => {
+            let [z, p, m, pf, mf] = [(); 5].map(|_| b.fresh(s.id));
+            let z = b.bld.ins(z).konst(Const::int(vt, 0));
+            let p = b.bld.ins(p).cmp(CmpOp::Gt, v, z);
+            let m = b.bld.ins(m).cmp(CmpOp::Lt, v, z);
+            let pf = b.bld.ins(pf).cast(p, rt);
+            let mf = b.bld.ins(mf).cast(m, rt);
+            b.bld.ins(n).binary(BinOp::Sub, pf, mf)
+        }
+        _ => return Err(refused_stmt(format!("{op} of {vt}"), s).with_why("KIR has no such operator")),
+    };
+    Ok(Sv::of(r, rt))
+}
+
+/// What a Quadrants binary operator is in KIR when it is one statement.
+#[derive(Clone, Copy)]
+enum Plain {
+    Bin(BinOp),
+    Cmp(CmpOp),
+}
+
+/// The one KIR statement of a Quadrants binary operator on operands of
+/// type `t`, if it is one.
+fn plain_binary(op: &str, t: Scalar) -> Option<Plain> {
+    let shift = t.is_int() && t != Scalar::I1;
+    Some(match op {
+        "add" | "sub" | "mul" | "min" | "max" if t != Scalar::I1 => Plain::Bin(BinOp::from_keyword(op)?),
+        "div" | "truediv" if t != Scalar::I1 => Plain::Bin(BinOp::Div),
+        "mod" if t != Scalar::I1 => Plain::Bin(BinOp::Rem),
+        "pow" | "atan2" if t.is_float() => Plain::Bin(BinOp::from_keyword(op)?),
+        "bit_and" if t.is_int() => Plain::Bin(BinOp::And),
+        "bit_or" if t.is_int() => Plain::Bin(BinOp::Or),
+        "bit_xor" if t.is_int() => Plain::Bin(BinOp::Xor),
+        "bit_shl" if shift => Plain::Bin(BinOp::Shl),
+        // Quadrants shifts an unsigned number right with zeros.
+        "bit_sar" if t.is_unsigned() => Plain::Bin(BinOp::Ushr),
+        "bit_sar" if shift => Plain::Bin(BinOp::Shr),
+        "bit_shr" if shift => Plain::Bin(BinOp::Ushr),
+        _ => Plain::Cmp(CmpOp::from_keyword(op.strip_prefix("cmp_")?)?),
+    })
 }
 
 impl Module<'_> {
@@ -115,107 +129,64 @@ impl Module<'_> {
         op: &str,
         (xv, yv): (&Sv, &Sv),
         ty: Option<Scalar>,
-        n: &str,
+        n: Name,
     ) -> Result<Sv, Error> {
-        let (x, xt) = (xv.name.clone(), xv.ty);
-        let (y, yt) = (yv.name.clone(), yv.ty);
+        let (x, xt) = (xv.v, xv.ty);
+        let (y, yt) = (yv.v, yv.ty);
         if xt != yt {
             return Err(located(format!("'{op}' of {xt} and {yt}"), s));
         }
         let t = xt;
-        let hint_ty = ty.unwrap_or(t);
-        // The type of what is written: the operands' for arithmetic, i1 for
+        // The type of what is built: the operands' for arithmetic, i1 for
         // a comparison, the hint's where a cast ends it.
-        let mut rt = hint_ty;
-        let cmp = |p: &str| format!("cmp {p}");
-        let kir: Option<String> = match op {
-            "add" | "sub" | "mul" | "min" | "max" if t != Scalar::I1 => Some(op.to_string()),
-            "div" | "truediv" if t != Scalar::I1 => Some("div".into()),
-            "mod" if t != Scalar::I1 => Some("rem".into()),
-            "pow" | "atan2" if t.is_float() => Some(op.to_string()),
-            "bit_and" if t.is_int() => Some("and".into()),
-            "bit_or" if t.is_int() => Some("or".into()),
-            "bit_xor" if t.is_int() => Some("xor".into()),
-            "bit_shl" if t.is_int() && t != Scalar::I1 => Some("shl".into()),
-            // Quadrants shifts an unsigned number right with zeros.
-            "bit_sar" if t.is_unsigned() => Some("ushr".into()),
-            "bit_sar" if t.is_int() && t != Scalar::I1 => Some("shr".into()),
-            "bit_shr" if t.is_int() && t != Scalar::I1 => Some("ushr".into()),
-            "cmp_lt" => Some(cmp("lt")),
-            "cmp_le" => Some(cmp("le")),
-            "cmp_gt" => Some(cmp("gt")),
-            "cmp_ge" => Some(cmp("ge")),
-            "cmp_eq" => Some(cmp("eq")),
-            "cmp_ne" => Some(cmp("ne")),
-            _ => None,
-        };
+        let rt = ty.unwrap_or(t);
         if op == "cmp_ne" && t.is_float() {
             // Quadrants compares floats for inequality ordered (LLVM's `one`:
             // false when either is NaN); KIR's `ne` is unordered. Ordered
             // inequality is `lt or gt`.
             let [lt, gt, r] = [(); 3].map(|_| b.fresh(s.id));
-            b.line(format!("{lt} = cmp lt {x}, {y}"));
-            b.line(format!("{gt} = cmp gt {x}, {y}"));
-            if rt == Scalar::I1 {
-                b.line(format!("{n} = or {lt}, {gt}"));
-            } else {
-                b.line(format!("{r} = or {lt}, {gt}"));
-                b.line(format!("{n} = cast {r} to {rt}"));
-            }
-        } else if let Some(k) = kir {
-            if k.starts_with("cmp") && rt != Scalar::I1 {
-                let c = b.fresh(s.id);
-                b.line(format!("{c} = {k} {x}, {y}"));
-                b.line(format!("{n} = cast {c} to {rt}"));
-            } else {
-                rt = if k.starts_with("cmp") { Scalar::I1 } else { t };
-                b.line(format!("{n} = {k} {x}, {y}"));
-            }
-        } else {
-            match op {
-                "floordiv" if t.is_float() => {
-                    let d = b.fresh(s.id);
-                    b.line(format!("{d} = div {x}, {y}"));
-                    b.line(format!("{n} = floor {d}"));
-                    rt = t;
-                }
-                "floordiv" if t != Scalar::I1 => {
-                    // Python's floor division: C's quotient, one less when the
-                    // remainder is not zero and its sign differs from the divisor's.
-                    let [q, r, z, rnz, rneg, yneg, diff, adj, one, qm] = [(); 10].map(|_| b.fresh(s.id));
-                    b.line(format!("{q} = div {x}, {y}"));
-                    b.line(format!("{r} = rem {x}, {y}"));
-                    b.line(format!("{z} = const 0 : {t}"));
-                    b.line(format!("{rnz} = cmp ne {r}, {z}"));
-                    b.line(format!("{rneg} = cmp lt {r}, {z}"));
-                    b.line(format!("{yneg} = cmp lt {y}, {z}"));
-                    b.line(format!("{diff} = xor {rneg}, {yneg}"));
-                    b.line(format!("{adj} = and {rnz}, {diff}"));
-                    b.line(format!("{one} = const 1 : {t}"));
-                    b.line(format!("{qm} = sub {q}, {one}"));
-                    b.line(format!("{n} = select {adj}, {qm}, {q}"));
-                    rt = t;
-                }
-                "pow" if t == Scalar::I32 || t == Scalar::I64 => {
-                    int_pow(b, s.id, n, (&x, &y), t);
-                    rt = t;
-                }
-                "logical_and" | "logical_or" => {
-                    let cx = self.cond_of(b, xv, s);
-                    let cy = self.cond_of(b, yv, s);
-                    let k = if op == "logical_and" { "and" } else { "or" };
-                    if rt == Scalar::I1 {
-                        b.line(format!("{n} = {k} {cx}, {cy}"));
-                    } else {
-                        let r = b.fresh(s.id);
-                        b.line(format!("{r} = {k} {cx}, {cy}"));
-                        b.line(format!("{n} = cast {r} to {rt}"));
-                    }
-                }
-                _ => return Err(refused_stmt(format!("{op} of {t}"), s).with_why("KIR has no such operator")),
-            }
+            let lt = b.bld.ins(lt).cmp(CmpOp::Lt, x, y);
+            let gt = b.bld.ins(gt).cmp(CmpOp::Gt, x, y);
+            return Ok(Sv::of(or_cast(b, (n, r), BinOp::Or, (lt, gt), rt), rt));
         }
-        Ok(Sv { name: n.to_string(), ty: rt, konst: None })
+        match plain_binary(op, t) {
+            Some(Plain::Cmp(c)) if rt != Scalar::I1 => {
+                let c = b.at(s.id).cmp(c, x, y);
+                Ok(Sv::of(b.bld.ins(n).cast(c, rt), rt))
+            }
+            Some(Plain::Cmp(c)) => Ok(Sv::of(b.bld.ins(n).cmp(c, x, y), Scalar::I1)),
+            Some(Plain::Bin(o)) => Ok(Sv::of(b.bld.ins(n).binary(o, x, y), t)),
+            None => self.expanded(b, s, op, (xv, yv), rt, n),
+        }
+    }
+
+    /// The binary operators KIR computes in more than one statement.
+    fn expanded(
+        &mut self,
+        b: &mut Body,
+        s: &Stmt,
+        op: &str,
+        (xv, yv): (&Sv, &Sv),
+        rt: Scalar,
+        n: Name,
+    ) -> Result<Sv, Error> {
+        let (x, y, t) = (xv.v, yv.v, xv.ty);
+        match op {
+            "floordiv" if t.is_float() => {
+                let d = b.at(s.id).binary(BinOp::Div, x, y);
+                Ok(Sv::of(b.bld.ins(n).unary(UnOp::Floor, d), t))
+            }
+            "floordiv" if t != Scalar::I1 => Ok(Sv::of(int_floordiv(b, s.id, n, (x, y), t), t)),
+            "pow" if t == Scalar::I32 || t == Scalar::I64 => Ok(Sv::of(int_pow(b, s.id, n, (x, y), t), t)),
+            "logical_and" | "logical_or" => {
+                let cx = self.cond_of(b, xv, s);
+                let cy = self.cond_of(b, yv, s);
+                let k = if op == "logical_and" { BinOp::And } else { BinOp::Or };
+                let r = if rt == Scalar::I1 { Name::default() } else { b.fresh(s.id) };
+                Ok(Sv::of(or_cast(b, (n, r), k, (cx, cy), rt), rt))
+            }
+            _ => Err(refused_stmt(format!("{op} of {t}"), s).with_why("KIR has no such operator")),
+        }
     }
 
     /// `atomic OP($dest, $val)`: on a scalar pointer, or component-wise on
@@ -228,12 +199,12 @@ impl Module<'_> {
         let ptrs = tensor::components(b, s, p);
         let vals: Vec<Sv> = match b.vals.get(&val).cloned() {
             Some(V::Vec(c)) if whole && c.len() == ptrs.len() => c,
-            Some(V::Val { name, ty, konst }) if !whole => vec![Sv { name, ty, konst }],
+            Some(V::Val { v, ty, konst }) if !whole => vec![Sv { v, ty, konst }],
             _ => return Err(located(format!("atomic {op} of ${val} into ${dest} of another shape"), s)),
         };
         let mut olds = Vec::with_capacity(vals.len());
         for (k, (p, v)) in ptrs.iter().zip(&vals).enumerate() {
-            let n = if whole { tensor::comp_name(s.id, k) } else { format!("%{}", s.id) };
+            let n = if whole { tensor::comp_name(s.id, k) } else { Name::from(s.id.to_string()) };
             olds.push(atomic_of(b, s, op, p, v, n)?);
         }
         let v = if whole { V::Vec(olds) } else { olds.remove(0).into_v() };
@@ -242,9 +213,48 @@ impl Module<'_> {
     }
 }
 
-/// One scalar atomic, its old value written as `n`.
-fn atomic_of(b: &mut Body, s: &Stmt, op: &str, p: &V, x: &Sv, n: String) -> Result<Sv, Error> {
-    let v = &x.name;
+/// `n = k(x, y)` when `rt` is `i1`, else `r = k(x, y)` and `n` its cast
+/// to `rt`.
+fn or_cast(b: &mut Body, (n, r): (Name, Name), k: BinOp, (x, y): (Value, Value), rt: Scalar) -> Value {
+    if rt == Scalar::I1 {
+        return b.bld.ins(n).binary(k, x, y);
+    }
+    let r = b.bld.ins(r).binary(k, x, y);
+    b.bld.ins(n).cast(r, rt)
+}
+
+/// Python's floor division of integers: C's quotient, one less when the
+/// remainder is not zero and its sign differs from the divisor's.
+fn int_floordiv(b: &mut Body, id: u32, n: Name, (x, y): (Value, Value), t: Scalar) -> Value {
+    let [q, r, z, rnz, rneg, yneg, diff, adj, one, qm] = [(); 10].map(|_| b.fresh(id));
+    let q = b.bld.ins(q).binary(BinOp::Div, x, y);
+    let r = b.bld.ins(r).binary(BinOp::Rem, x, y);
+    let z = b.bld.ins(z).konst(Const::int(t, 0));
+    let rnz = b.bld.ins(rnz).cmp(CmpOp::Ne, r, z);
+    let rneg = b.bld.ins(rneg).cmp(CmpOp::Lt, r, z);
+    let yneg = b.bld.ins(yneg).cmp(CmpOp::Lt, y, z);
+    let diff = b.bld.ins(diff).binary(BinOp::Xor, rneg, yneg);
+    let adj = b.bld.ins(adj).binary(BinOp::And, rnz, diff);
+    let one = b.bld.ins(one).konst(Const::int(t, 1));
+    let qm = b.bld.ins(qm).binary(BinOp::Sub, q, one);
+    b.bld.ins(n).select(adj, qm, q)
+}
+
+/// The KIR atomic of a Quadrants atomic on a field, if KIR has it (`sub`
+/// is an `add` of the negation).
+fn field_atomic(op: &str) -> Option<AtomicOp> {
+    match op {
+        "add" | "min" | "max" => AtomicOp::from_keyword(op),
+        "bit_and" => Some(AtomicOp::And),
+        "bit_or" => Some(AtomicOp::Or),
+        "bit_xor" => Some(AtomicOp::Xor),
+        "sub" => Some(AtomicOp::Add),
+        _ => None,
+    }
+}
+
+/// One scalar atomic, its old value named `n`.
+fn atomic_of(b: &mut Body, s: &Stmt, op: &str, p: &V, x: &Sv, n: Name) -> Result<Sv, Error> {
     let elem = match p {
         V::Ptr { elem, .. } | V::Slot { elem, .. } | V::DynSlot { elem, .. } => *elem,
         _ => return Err(located("an atomic on what is not a pointer".to_string(), s)),
@@ -253,7 +263,6 @@ fn atomic_of(b: &mut Body, s: &Stmt, op: &str, p: &V, x: &Sv, n: String) -> Resu
         if elem != x.ty {
             return Err(located(format!("atomic {op} of {} into a field of {elem}", x.ty), s));
         }
-        let idx = idx.join(", ");
         let fits = match op {
             "bit_and" | "bit_or" | "bit_xor" => matches!(elem, Scalar::I32 | Scalar::I64),
             _ => elem != Scalar::I1,
@@ -261,79 +270,65 @@ fn atomic_of(b: &mut Body, s: &Stmt, op: &str, p: &V, x: &Sv, n: String) -> Resu
         if !fits {
             return Err(refused_stmt(format!("atomic {op} on {elem}"), s).with_why("KIR has no such atomic"));
         }
-        let kop = match op {
-            "add" | "min" | "max" => op,
-            "bit_and" => "and",
-            "bit_or" => "or",
-            "bit_xor" => "xor",
-            "sub" => {
-                let m = b.fresh(s.id);
-                b.line(format!("{m} = neg {v}"));
-                b.line(format!("{n} = atomic add {field}[{idx}], {m}"));
-                return Ok(Sv { name: n, ty: elem, konst: None });
-            }
-            _ => {
-                return Err(refused_stmt(format!("atomic {op}"), s)
-                    .with_why("KIR's atomics are add, min, max, and, or and xor"))
-            }
+        let Some(k) = field_atomic(op) else {
+            return Err(
+                refused_stmt(format!("atomic {op}"), s).with_why("KIR's atomics are add, min, max, and, or and xor")
+            );
         };
-        b.line(format!("{n} = atomic {kop} {field}[{idx}], {v}"));
-        return Ok(Sv { name: n, ty: elem, konst: None });
+        let v = if op == "sub" { b.at(s.id).unary(UnOp::Neg, x.v) } else { x.v };
+        let r = FieldRef { field: field.clone(), indices: idx.clone(), span: Span::DUMMY };
+        return Ok(Sv::of(b.bld.ins(n).atomic(k, r, v, elem), elem));
     }
     // A local is private to its iteration: the atomic is a load, the
     // operation and a store; it yields the old value.
-    let kop = match op {
-        "add" | "sub" | "mul" | "min" | "max" => op,
-        "bit_and" => "and",
-        "bit_or" => "or",
-        "bit_xor" => "xor",
-        _ => return Err(refused_stmt(format!("atomic {op}"), s).with_why("KIR has no such operator")),
+    let Some(k) = ["add", "sub", "mul", "min", "max", "bit_and", "bit_or", "bit_xor"]
+        .contains(&op)
+        .then(|| BinOp::from_keyword(op.strip_prefix("bit_").unwrap_or(op)))
+        .flatten()
+    else {
+        return Err(refused_stmt(format!("atomic {op}"), s).with_why("KIR has no such operator"));
     };
-    let fits = match kop {
-        "and" | "or" | "xor" => elem.is_int(),
+    let fits = match k {
+        BinOp::And | BinOp::Or | BinOp::Xor => elem.is_int(),
         _ => elem != Scalar::I1,
     };
     if !fits || elem != x.ty {
         return Err(located(format!("atomic {op} of {} on a local of {elem}", x.ty), s));
     }
     let old = tensor::load_at(b, s, p, n)?;
-    let new = Sv { name: b.fresh(s.id), ty: elem, konst: None };
-    b.line(format!("{} = {kop} {}, {v}", new.name, old.name));
-    tensor::store_scalar(b, s, p, &new)?;
+    let new = b.at(s.id).binary(k, old.v, x.v);
+    tensor::store_scalar(b, s, p, &Sv::of(new, elem))?;
     Ok(old)
 }
 
 /// `n = x ** y` on integers as Quadrants computes it: `x` to the power of
 /// `|y|` (a negative exponent counts as its magnitude; `MIN`'s as 2^(w-1)),
 /// wrapping, by squaring over the exponent's `w` bits: a loop of `w`
-/// iterations over three slots, so the text stays small.
-fn int_pow(b: &mut Body, id: u32, n: &str, (x, y): (&str, &str), t: Scalar) {
+/// iterations over three slots, so the IR stays small.
+fn int_pow(b: &mut Body, id: u32, n: Name, (x, y): (Value, Value), t: Scalar) -> Value {
     let [ans, base, exp, one, zero, mag, i] = [(); 7].map(|_| b.fresh(id));
     let [ev, bit, odd, av, bv, prod, next, sq, shifted] = [(); 9].map(|_| b.fresh(id));
-    for slot in [&ans, &base, &exp] {
-        b.line(format!("{slot} = alloca {t}"));
-    }
-    b.line(format!("{one} = const 1 : {t}"));
-    b.line(format!("{zero} = const 0 : {t}"));
-    b.line(format!("store {ans}, {one}"));
-    b.line(format!("store {base}, {x}"));
-    b.line(format!("{mag} = abs {y}"));
-    b.line(format!("store {exp}, {mag}"));
-    b.line(format!("for {i} in 0 .. {} {{", t.bits()));
-    b.depth += 1;
-    b.line(format!("{ev} = load {exp}"));
-    b.line(format!("{bit} = and {ev}, {one}"));
-    b.line(format!("{odd} = cmp ne {bit}, {zero}"));
-    b.line(format!("{av} = load {ans}"));
-    b.line(format!("{bv} = load {base}"));
-    b.line(format!("{prod} = mul {av}, {bv}"));
-    b.line(format!("{next} = select {odd}, {prod}, {av}"));
-    b.line(format!("store {ans}, {next}"));
-    b.line(format!("{sq} = mul {bv}, {bv}"));
-    b.line(format!("store {base}, {sq}"));
-    b.line(format!("{shifted} = ushr {ev}, {one}"));
-    b.line(format!("store {exp}, {shifted}"));
-    b.depth -= 1;
-    b.line("}");
-    b.line(format!("{n} = load {ans}"));
+    let [ans, base, exp] = [ans, base, exp].map(|slot| b.bld.ins(slot).alloca(t));
+    let one = b.bld.ins(one).konst(Const::int(t, 1));
+    let zero = b.bld.ins(zero).konst(Const::int(t, 0));
+    b.bld.store_slot(ans, one);
+    b.bld.store_slot(base, x);
+    let mag = b.bld.ins(mag).unary(UnOp::Abs, y);
+    b.bld.store_slot(exp, mag);
+    let (_, body) = b.bld.for_(i, ir::Bound::Const(0), ir::Bound::Const(i64::from(t.bits())));
+    let outer = b.enter(body);
+    let ev = b.bld.ins(ev).load_slot(exp);
+    let bit = b.bld.ins(bit).binary(BinOp::And, ev, one);
+    let odd = b.bld.ins(odd).cmp(CmpOp::Ne, bit, zero);
+    let av = b.bld.ins(av).load_slot(ans);
+    let bv = b.bld.ins(bv).load_slot(base);
+    let prod = b.bld.ins(prod).binary(BinOp::Mul, av, bv);
+    let next = b.bld.ins(next).select(odd, prod, av);
+    b.bld.store_slot(ans, next);
+    let sq = b.bld.ins(sq).binary(BinOp::Mul, bv, bv);
+    b.bld.store_slot(base, sq);
+    let shifted = b.bld.ins(shifted).binary(BinOp::Ushr, ev, one);
+    b.bld.store_slot(exp, shifted);
+    b.leave(outer);
+    b.bld.ins(n).load_slot(ans)
 }

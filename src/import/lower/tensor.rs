@@ -18,7 +18,7 @@
 //! loads and stores of every pointer the importer makes, and the
 //! component-wise application of an operator ([`Module::each`]).
 //!
-//! Must never: emit anything but scalar KIR, guess a layout the table
+//! Must never: build anything but scalar KIR, guess a layout the table
 //! does not state, or panic on any input.
 
 use super::*;
@@ -29,27 +29,26 @@ mod tests;
 /// Where a whole vector or matrix lives.
 #[derive(Clone, Debug)]
 pub(super) enum Place {
-    /// An element of a field, ndarray or global temporary (`field` with
-    /// its `@`): component `k` is at `lead` followed by `k`'s position in
-    /// `axes`.
-    Field { field: String, lead: Vec<String>, axes: Vec<u64>, elem: Scalar },
+    /// An element of a field, ndarray or global temporary: component `k`
+    /// is at `lead` followed by `k`'s position in `axes`.
+    Field { field: Name, lead: Vec<Value>, axes: Vec<u64>, elem: Scalar },
     /// A local vector or matrix: one slot per component.
-    Slots { slots: Vec<String>, elem: Scalar },
+    Slots { slots: Vec<Value>, elem: Scalar },
 }
 
 /// A scalar pointer to component `k` of a matrix field's element, kept so
 /// that a `shift ptr` by bytes can find the component it moves to.
 #[derive(Clone, Debug)]
 pub(crate) struct Comp {
-    lead: Vec<String>,
+    lead: Vec<Value>,
     axes: Vec<u64>,
     k: u64,
     stride: Option<u64>,
 }
 
 /// The KIR name of component `k` of the vector statement `id` defines.
-pub(super) fn comp_name(id: u32, k: impl std::fmt::Display) -> String {
-    format!("%v.{id}.{k}")
+pub(super) fn comp_name(id: u32, k: impl std::fmt::Display) -> Name {
+    Name::from(format!("v.{id}.{k}"))
 }
 
 /// The axes a statement's tensor type gives it (none for a scalar).
@@ -75,49 +74,41 @@ fn count(axes: &[u64]) -> u64 {
 }
 
 /// Component `k`'s indices along `axes` (row-major), as constants.
-fn const_index(b: &mut Body, s: &Stmt, axes: &[u64], k: u64) -> Vec<String> {
+fn const_index(b: &mut Body, s: &Stmt, axes: &[u64], k: u64) -> Vec<Value> {
     let mut digits = vec![0; axes.len()];
     let mut rest = k;
     for (i, &d) in axes.iter().enumerate().rev() {
         digits[i] = rest % d.max(1);
         rest /= d.max(1);
     }
-    digits
-        .into_iter()
-        .map(|v| {
-            let c = b.fresh(s.id);
-            b.line(format!("{c} = const {v} : i32"));
-            c
-        })
-        .collect()
+    digits.into_iter().map(|v| b.index_const(s.id, v)).collect()
 }
 
 /// The indices along `axes` of the component whose row-major number is
 /// the `i32` value `k`: `k` itself for a vector, `k / m` and `k % m` for a
 /// matrix (a component out of range is then out of the field's bounds,
 /// which every engine checks).
-fn dyn_index(b: &mut Body, s: &Stmt, axes: &[u64], k: &str) -> Vec<String> {
+fn dyn_index(b: &mut Body, s: &Stmt, axes: &[u64], k: Value) -> Vec<Value> {
     match axes {
         [_, m] => {
-            let (c, q, r) = (b.fresh(s.id), b.fresh(s.id), b.fresh(s.id));
-            b.line(format!("{c} = const {m} : i32"));
-            b.line(format!("{q} = div {k}, {c}"));
-            b.line(format!("{r} = rem {k}, {c}"));
+            let c = b.index_const(s.id, *m);
+            let q = b.at(s.id).binary(BinOp::Div, k, c);
+            let r = b.at(s.id).binary(BinOp::Rem, k, c);
             vec![q, r]
         }
-        _ => vec![k.to_string()],
+        _ => vec![k],
     }
 }
 
 /// The pointer a `global ptr` to a field element makes: a scalar's, a
 /// whole vector's (a tensor-typed pointer), or one component's.
-pub(super) fn field_ptr(b: &mut Body, s: &Stmt, f: FieldAt, idx: Vec<String>) -> Result<V, Error> {
-    let field = format!("@{}", f.name);
+pub(super) fn field_ptr(b: &mut Body, s: &Stmt, f: FieldAt, idx: Vec<Value>) -> Result<V, Error> {
+    let field = Name::from(f.name);
     if f.axes.is_empty() {
         if is_tensor_ptr(s) {
             return Err(located(
                 format!(
-                    "a pointer to a {} tensor into field {field}, whose elements are scalars",
+                    "a pointer to a {} tensor into field @{field}, whose elements are scalars",
                     shape_text(&axes_of(s))
                 ),
                 s,
@@ -130,7 +121,7 @@ pub(super) fn field_ptr(b: &mut Body, s: &Stmt, f: FieldAt, idx: Vec<String>) ->
         if f.k != 0 || count(&hinted) != count(&f.axes) {
             return Err(located(
                 format!(
-                    "a pointer to a {} tensor into field {field} of {} elements (from its component {})",
+                    "a pointer to a {} tensor into field @{field} of {} elements (from its component {})",
                     shape_text(&hinted),
                     shape_text(&f.axes),
                     f.k
@@ -152,14 +143,14 @@ pub(super) fn field_ptr(b: &mut Body, s: &Stmt, f: FieldAt, idx: Vec<String>) ->
 /// indices among `idx`) to one component. The log's element shape must be
 /// the last axes of the ndarray's (the table keeps them apart for a
 /// Quadrants ndarray, together for a numpy array passed in its place).
-pub(super) fn ndarray_ptr(s: &Stmt, nd: &Nd, element_shape: &[u32], idx: Vec<String>) -> Result<V, Error> {
-    let field = format!("@{}", nd.name);
+pub(super) fn ndarray_ptr(s: &Stmt, nd: &Nd, element_shape: &[u32], idx: Vec<Value>) -> Result<V, Error> {
+    let field = Name::from(nd.name.as_str());
     let axes: Vec<u64> = element_shape.iter().map(|&d| u64::from(d)).collect();
     let full = [nd.shape.as_slice(), &nd.axes].concat();
     if !full.ends_with(&axes) || (axes.is_empty() && !nd.axes.is_empty()) {
         return Err(located(
             format!(
-                "ndarray {field} has the shape {full:?} in the field table, which does not end in the log's elements {}",
+                "ndarray @{field} has the shape {full:?} in the field table, which does not end in the log's elements {}",
                 shape_text(&axes)
             ),
             s,
@@ -172,22 +163,18 @@ pub(super) fn ndarray_ptr(s: &Stmt, nd: &Nd, element_shape: &[u32], idx: Vec<Str
             Ok(V::Tensor(Place::Field { field, lead: idx, axes, elem }))
         }
         n if n == full.len() && !is_tensor_ptr(s) => Ok(V::Ptr { field, idx, elem, comp: None }),
-        n => Err(located(format!("ndarray {field} has rank {rank} but is indexed with {n}"), s)),
+        n => Err(located(format!("ndarray @{field} has rank {rank} but is indexed with {n}"), s)),
     }
 }
 
-/// `alloca` of a scalar or of a vector or matrix (one slot each).
-pub(super) fn alloca(b: &mut Body, s: &Stmt, elem: Scalar) -> V {
+/// `alloca` of a scalar (named `n`) or of a vector or matrix (one slot
+/// each).
+pub(super) fn alloca(b: &mut Body, s: &Stmt, elem: Scalar, n: &Name) -> V {
     let axes = axes_of(s);
     if axes.is_empty() {
-        let name = format!("%{}", s.id);
-        b.line(format!("{name} = alloca {elem}"));
-        return V::Slot { name, elem };
+        return V::Slot { slot: b.bld.ins(n.clone()).alloca(elem), elem };
     }
-    let slots: Vec<String> = (0..count(&axes)).map(|k| comp_name(s.id, k)).collect();
-    for slot in &slots {
-        b.line(format!("{slot} = alloca {elem}"));
-    }
+    let slots = (0..count(&axes)).map(|k| b.bld.ins(comp_name(s.id, k)).alloca(elem)).collect();
     V::Tensor(Place::Slots { slots, elem })
 }
 
@@ -200,7 +187,7 @@ pub(super) fn matrix_init(b: &Body, s: &Stmt, comps: &[u32]) -> Result<V, Error>
     let mut out = Vec::with_capacity(comps.len());
     for id in comps {
         match b.vals.get(id) {
-            Some(V::Val { name, ty, konst }) => out.push(Sv { name: name.clone(), ty: *ty, konst: konst.clone() }),
+            Some(V::Val { v, ty, konst }) => out.push(Sv { v: *v, ty: *ty, konst: *konst }),
             Some(_) => return Err(located(format!("${id} is not a scalar here"), s)),
             None => return Err(located(format!("${id} is used before it is defined"), s)),
         }
@@ -219,7 +206,7 @@ fn component(b: &mut Body, s: &Stmt, place: &Place, k: u64) -> V {
             idx.extend(const_index(b, s, axes, k));
             V::Ptr { field: field.clone(), idx, elem: *elem, comp: None }
         }
-        Place::Slots { slots, elem } => V::Slot { name: slots[k as usize].clone(), elem: *elem },
+        Place::Slots { slots, elem } => V::Slot { slot: slots[k as usize], elem: *elem },
     }
 }
 
@@ -238,10 +225,10 @@ pub(super) fn shift(
     s: &Stmt,
     base: u32,
     offset: u32,
-    check: &mut dyn FnMut(u64) -> String,
+    check: &mut dyn FnMut(u64) -> Name,
 ) -> Result<V, Error> {
     let (off, konst) = match b.vals.get(&offset) {
-        Some(V::Val { name, ty: Scalar::I32, konst }) => (name.clone(), konst.as_deref().and_then(|k| k.parse().ok())),
+        Some(V::Val { v, ty: Scalar::I32, konst }) => (*v, konst.and_then(Const::as_i64)),
         Some(V::Val { ty, .. }) => return Err(located(format!("a component offset of type {ty}"), s)),
         _ => return Err(located(format!("${offset} is not a value here"), s)),
     };
@@ -257,19 +244,19 @@ pub(super) fn shift(
             }
             Ok(match place {
                 Place::Field { field, mut lead, axes, elem } => {
-                    lead.extend(dyn_index(b, s, &axes, &off));
+                    lead.extend(dyn_index(b, s, &axes, off));
                     V::Ptr { field, idx: lead, elem, comp: None }
                 }
                 Place::Slots { slots, elem } => {
                     // Out of range is the bounds error of a field of the
                     // vector's length, at this statement.
-                    let (c, n) = (b.fresh(s.id), slots.len() as u64);
-                    b.line(format!("{c} = load {}[{off}]", check(n)));
+                    let r = FieldRef { field: check(slots.len() as u64), indices: vec![off], span: Span::DUMMY };
+                    b.at(s.id).load(r, Scalar::I1);
                     V::DynSlot { slots, index: off, elem }
                 }
             })
         }
-        Some(V::Ptr { field, elem, comp: Some(c), .. }) => by_bytes(b, s, (field, elem), &c, (&off, konst)),
+        Some(V::Ptr { field, elem, comp: Some(c), .. }) => by_bytes(b, s, (field, elem), &c, (off, konst)),
         Some(_) => Err(located(format!("${base} is not a pointer to a vector or matrix"), s)),
         None => Err(located(format!("${base} is used before it is defined"), s)),
     }
@@ -280,13 +267,13 @@ pub(super) fn shift(
 fn by_bytes(
     b: &mut Body,
     s: &Stmt,
-    (field, elem): (String, Scalar),
+    (field, elem): (Name, Scalar),
     c: &Comp,
-    off: (&str, Option<u64>),
+    off: (Value, Option<u64>),
 ) -> Result<V, Error> {
     let Some(stride) = c.stride.filter(|&st| st > 0) else {
         return Err(located(
-            format!("field {field} is shifted in bytes, but the field table gives no dynamic_index_stride for it"),
+            format!("field @{field} is shifted in bytes, but the field table gives no dynamic_index_stride for it"),
             s,
         ));
     };
@@ -295,61 +282,52 @@ fn by_bytes(
         Some(bytes) if bytes % stride == 0 && c.k + bytes / stride < count(&c.axes) => {
             idx.extend(const_index(b, s, &c.axes, c.k + bytes / stride));
         }
-        Some(bytes) => return Err(located(format!("a shift of {bytes} bytes in field {field}"), s)),
+        Some(bytes) => return Err(located(format!("a shift of {bytes} bytes in field @{field}"), s)),
         None => {
-            let (st, q) = (b.fresh(s.id), b.fresh(s.id));
-            b.line(format!("{st} = const {stride} : i32"));
-            b.line(format!("{q} = div {}, {st}", off.0));
+            let st = b.index_const(s.id, stride);
+            let q = b.at(s.id).binary(BinOp::Div, off.0, st);
             let k = if c.k == 0 {
                 q
             } else {
-                let (kc, sum) = (b.fresh(s.id), b.fresh(s.id));
-                b.line(format!("{kc} = const {} : i32", c.k));
-                b.line(format!("{sum} = add {q}, {kc}"));
-                sum
+                let kc = b.index_const(s.id, c.k);
+                b.at(s.id).binary(BinOp::Add, q, kc)
             };
-            idx.extend(dyn_index(b, s, &c.axes, &k));
+            idx.extend(dyn_index(b, s, &c.axes, k));
         }
     }
     Ok(V::Ptr { field, idx, elem, comp: None })
 }
 
-/// The value at a scalar pointer, written as `name`.
-fn load_scalar(b: &mut Body, s: &Stmt, p: &V, name: String) -> Result<Sv, Error> {
-    let elem = match p {
+/// The value at a scalar pointer, named `name`.
+fn load_scalar(b: &mut Body, s: &Stmt, p: &V, name: Name) -> Result<Sv, Error> {
+    let (v, elem) = match p {
         V::Ptr { field, idx, elem, .. } => {
-            b.line(format!("{name} = load {field}[{}]", idx.join(", ")));
-            *elem
+            let r = FieldRef { field: field.clone(), indices: idx.clone(), span: Span::DUMMY };
+            (b.bld.ins(name).load(r, *elem), *elem)
         }
-        V::Slot { name: slot, elem } => {
-            b.line(format!("{name} = load {slot}"));
-            *elem
-        }
-        V::DynSlot { slots, index, elem } => {
-            if slots.len() == 1 {
-                b.line(format!("{name} = load {}", slots[0]));
-                return Ok(Sv { name, ty: *elem, konst: None });
-            }
-            // Every component, then the one `index` names (component 0
-            // when it names none).
-            let all: Vec<String> = slots.iter().map(|_| b.fresh(s.id)).collect();
-            for (v, slot) in all.iter().zip(slots) {
-                b.line(format!("{v} = load {slot}"));
-            }
-            let mut acc = all[0].clone();
-            for (k, v) in all.iter().enumerate().skip(1) {
-                let (kc, hit) = (b.fresh(s.id), b.fresh(s.id));
-                b.line(format!("{kc} = const {k} : i32"));
-                b.line(format!("{hit} = cmp eq {index}, {kc}"));
-                let next = if k + 1 == all.len() { name.clone() } else { b.fresh(s.id) };
-                b.line(format!("{next} = select {hit}, {v}, {acc}"));
-                acc = next;
-            }
-            *elem
-        }
+        V::Slot { slot, elem } => (b.bld.ins(name).load_slot(*slot), *elem),
+        V::DynSlot { slots, index, elem } => (load_dyn(b, s, slots, *index, name), *elem),
         _ => return Err(located("a load from what is not a pointer".to_string(), s)),
     };
-    Ok(Sv { name, ty: elem, konst: None })
+    Ok(Sv::of(v, elem))
+}
+
+/// The component of a local vector that `index` names (component 0 when
+/// it names none), named `name`: every component loaded, then chosen.
+fn load_dyn(b: &mut Body, s: &Stmt, slots: &[Value], index: Value, name: Name) -> Value {
+    if let [slot] = slots {
+        return b.bld.ins(name).load_slot(*slot);
+    }
+    let all: Vec<Name> = slots.iter().map(|_| b.fresh(s.id)).collect();
+    let all: Vec<Value> = all.into_iter().zip(slots).map(|(n, slot)| b.bld.ins(n).load_slot(*slot)).collect();
+    let mut acc = all[0];
+    for (k, v) in all.iter().enumerate().skip(1) {
+        let kc = b.index_const(s.id, k as u64);
+        let hit = b.at(s.id).cmp(CmpOp::Eq, index, kc);
+        let next = if k + 1 == all.len() { name.clone() } else { b.fresh(s.id) };
+        acc = b.bld.ins(next).select(hit, *v, acc);
+    }
+    acc
 }
 
 /// `v` stored at the scalar pointer `p`.
@@ -362,19 +340,21 @@ pub(super) fn store_scalar(b: &mut Body, s: &Stmt, p: &V, v: &Sv) -> Result<(), 
         return Err(located(format!("a store of {} to a pointer of another type", v.ty), s));
     }
     match p {
-        V::Ptr { field, idx, .. } => b.line(format!("store {field}[{}], {}", idx.join(", "), v.name)),
-        V::Slot { name, .. } => b.line(format!("store {name}, {}", v.name)),
+        V::Ptr { field, idx, .. } => {
+            b.bld.store(FieldRef { field: field.clone(), indices: idx.clone(), span: Span::DUMMY }, v.v)
+        }
+        V::Slot { slot, .. } => b.bld.store_slot(*slot, v.v),
         V::DynSlot { slots, index, .. } => {
             for (k, slot) in slots.iter().enumerate() {
-                let (kc, hit, old, new) = (b.fresh(s.id), b.fresh(s.id), b.fresh(s.id), b.fresh(s.id));
-                b.line(format!("{kc} = const {k} : i32"));
-                b.line(format!("{hit} = cmp eq {index}, {kc}"));
-                b.line(format!("{old} = load {slot}"));
-                b.line(format!("{new} = select {hit}, {}, {old}", v.name));
-                b.line(format!("store {slot}, {new}"));
+                let [kc, hit, old, new] = [(); 4].map(|_| b.fresh(s.id));
+                let kc = b.bld.ins(kc).konst(Const::i32(k as i32));
+                let hit = b.bld.ins(hit).cmp(CmpOp::Eq, *index, kc);
+                let old = b.bld.ins(old).load_slot(*slot);
+                let new = b.bld.ins(new).select(hit, v.v, old);
+                b.bld.store_slot(*slot, new);
             }
         }
-        _ => unreachable!("checked above"),
+        _ => return Err(located("a store to what is not a pointer".to_string(), s)),
     }
     Ok(())
 }
@@ -392,7 +372,7 @@ pub(super) fn load(b: &mut Body, s: &Stmt, p: u32) -> Result<V, Error> {
             Ok(V::Vec(out))
         }
         Some(ptr @ (V::Ptr { .. } | V::Slot { .. } | V::DynSlot { .. })) => {
-            Ok(load_scalar(b, s, &ptr, format!("%{}", s.id))?.into_v())
+            Ok(load_scalar(b, s, &ptr, Name::from(s.id.to_string()))?.into_v())
         }
         _ => Err(located(format!("${p} is not a pointer"), s)),
     }
@@ -418,7 +398,7 @@ pub(super) fn store(b: &mut Body, s: &Stmt, dest: u32, val: u32) -> Result<(), E
         (Some(V::Tensor(_)), _) | (_, Some(V::Vec(_))) => {
             Err(located("a store of a vector or matrix of another shape".to_string(), s))
         }
-        (Some(ptr), Some(V::Val { name, ty, konst })) => store_scalar(b, s, &ptr, &Sv { name, ty, konst }),
+        (Some(ptr), Some(V::Val { v, ty, konst })) => store_scalar(b, s, &ptr, &Sv { v, ty, konst }),
         (_, None) => Err(located(format!("${val} is used before it is defined"), s)),
         (_, Some(_)) => Err(located(format!("${val} is not a value here"), s)),
     }
@@ -434,20 +414,18 @@ impl Module<'_> {
     /// `f` applied to the operands `ids` component by component, defining
     /// `s`: a scalar when every operand is one, else a vector of the
     /// operands' one length (a scalar operand is used for every
-    /// component). `f` writes its result as the name it is given.
+    /// component). `f` names its result as it is told.
     pub(super) fn each<const N: usize>(
         &mut self,
         b: &mut Body,
         s: &Stmt,
         ids: [u32; N],
-        mut f: impl FnMut(&mut Self, &mut Body, [Sv; N], &str) -> Result<Sv, Error>,
+        mut f: impl FnMut(&mut Self, &mut Body, [Sv; N], Name) -> Result<Sv, Error>,
     ) -> Result<(), Error> {
         let mut ops = Vec::with_capacity(N);
         for id in ids {
             ops.push(match b.vals.get(&id) {
-                Some(V::Val { name, ty, konst }) => {
-                    Operand::Scalar(Sv { name: name.clone(), ty: *ty, konst: konst.clone() })
-                }
+                Some(V::Val { v, ty, konst }) => Operand::Scalar(Sv { v: *v, ty: *ty, konst: *konst }),
                 Some(V::Vec(c)) => Operand::Vec(c.clone()),
                 Some(_) => return Err(located(format!("${id} is not a value here"), s)),
                 None => return Err(located(format!("${id} is used before it is defined"), s)),
@@ -466,11 +444,11 @@ impl Module<'_> {
             })
         };
         let v = match lens.first() {
-            None => f(self, b, pick(None), &format!("%{}", s.id))?.into_v(),
+            None => f(self, b, pick(None), Name::from(s.id.to_string()))?.into_v(),
             Some(&n) => {
                 let mut out = Vec::with_capacity(n);
                 for k in 0..n {
-                    out.push(f(self, b, pick(Some(k)), &comp_name(s.id, k))?);
+                    out.push(f(self, b, pick(Some(k)), comp_name(s.id, k))?);
                 }
                 V::Vec(out)
             }
@@ -490,27 +468,21 @@ pub(super) fn components(b: &mut Body, s: &Stmt, p: V) -> Vec<V> {
 }
 
 /// [`load_scalar`] for the atomics of `ops`.
-pub(super) fn load_at(b: &mut Body, s: &Stmt, p: &V, name: String) -> Result<Sv, Error> {
+pub(super) fn load_at(b: &mut Body, s: &Stmt, p: &V, name: Name) -> Result<Sv, Error> {
     load_scalar(b, s, p, name)
 }
 
-/// The header of a `range_for` over the cells of a field of `shape`
-/// (row-major, as a `struct_for` walks them), with the cell's indices,
-/// computed at the start of its body (the loop's own variable for a 1-D
-/// field).
-pub(super) fn cells_loop(b: &mut Body, id: u32, shape: &[u64], block: String) -> (String, Vec<String>) {
-    let total: u64 = shape.iter().product();
-    let flat = format!("%i.{id}");
-    let mut vars = vec![String::new(); shape.len()];
-    let mut rest = flat.clone();
+/// The indices of the cell of a field of `shape` that the `i32` number
+/// `flat` counts to (row-major, as a `struct_for` walks them), computed
+/// where the builder is (the loop's own variable for a 1-D field).
+pub(super) fn cell_indices(b: &mut Body, id: u32, flat: Value, shape: &[u64]) -> Vec<Value> {
+    let mut vars = vec![flat; shape.len()];
+    let mut rest = flat;
     for (k, &extent) in shape.iter().enumerate().skip(1).rev() {
-        let (c, r, q) = (b.fresh(id), b.fresh(id), b.fresh(id));
-        b.line(format!("{c} = const {extent} : i32"));
-        b.line(format!("{r} = rem {rest}, {c}"));
-        b.line(format!("{q} = div {rest}, {c}"));
-        vars[k] = r;
-        rest = q;
+        let c = b.index_const(id, extent);
+        vars[k] = b.at(id).binary(BinOp::Rem, rest, c);
+        rest = b.at(id).binary(BinOp::Div, rest, c);
     }
     vars[0] = rest;
-    (format!("range_for {flat} : i32 in 0 .. {total}{block}"), vars)
+    vars
 }

@@ -27,7 +27,12 @@ fn body(lines: &[&str]) -> String {
 
 fn run(log: &str, table: &str) -> Result<String, String> {
     match import(log, table, DEFAULT_STAGE) {
-        Ok(i) => Ok(i.stream.to_string()),
+        Ok(i) => {
+            let text = i.stream.to_string();
+            let read = crate::parser::parse(&text).expect("the text printed parses");
+            assert!(read.same_as(&i.stream), "the text printed reads back as other IR:\n{text}");
+            Ok(text)
+        }
         Err(ImportError::Log(d)) => Err(d.message),
         Err(e) => Err(format!("{e:?}")),
     }
@@ -65,6 +70,10 @@ fn a_component_by_bytes_needs_the_stride() {
     assert!(kir.contains("= div %p, "), "{kir}");
     let e = run(&body(&lines), &table("", "[3, 1]", args)).unwrap_err();
     assert!(e.contains("no dynamic_index_stride"), "{e}");
+    // A stride no i32 index can hold is an error at the shift, not a
+    // constant wrapped to another stride.
+    let e = run(&body(&lines), &table(r#", "dynamic_index_stride": 4294967300"#, "[3, 1]", args)).unwrap_err();
+    assert!(e.contains("a component index or stride of 4294967300, over KIR's i32 indices"), "{e}");
     // The place of a later component names the field too (component 2):
     // a constant shift of 4 bytes from it is past the vector's end.
     let lines = [
