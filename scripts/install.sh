@@ -40,7 +40,7 @@ install -m 0644 "$stage"/man/*.1 "$man/"
 repo=$(cd "$(dirname "$0")/.." && pwd)
 py_dir=$prefix/share/kiln/python
 install -d "$py_dir/kiln_quadrants"
-for f in __init__ __main__ capture replay; do
+for f in __init__ __main__ capture records replay; do
   install -m 0644 "$repo/tools/kiln_quadrants/$f.py" "$py_dir/kiln_quadrants/$f.py"
 done
 install -m 0755 "$repo/tools/kiln-quadrants" "$prefix/bin/kiln-quadrants"

@@ -101,7 +101,7 @@ fn install_puts_tools_pages_and_completions_in_place_mentioning_every_flag() {
     }
     // kiln-quadrants: the command and the package it runs.
     assert!(p.join("bin/kiln-quadrants").is_file());
-    for f in ["__init__", "__main__", "capture", "replay"] {
+    for f in ["__init__", "__main__", "capture", "records", "replay"] {
         assert!(p.join(format!("share/kiln/python/kiln_quadrants/{f}.py")).is_file(), "{f}.py installed");
     }
 }

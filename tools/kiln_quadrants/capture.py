@@ -14,7 +14,7 @@ kernel call it keeps:
 
 It writes ``fields.json`` (the field table: names, dtypes, shapes, SNode ids)
 and ``capture.json`` (the calls, in order). docs/quadrants-ir.md describes
-the log and both files.
+the log and both files; ``records.py`` types both files' records.
 
 The IR is printed by C++ straight to fd 1 (the statements) and fd 2 (the
 stage labels, through the logger), never through ``sys.stdout``, so this
@@ -37,17 +37,35 @@ import signal
 import sys
 import traceback
 import types
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
+
+from .records import (
+    Arg,
+    ArgValue,
+    Call,
+    CaptureFile,
+    FieldEntry,
+    FieldTable,
+    Forced,
+    JsonScalar,
+    JsonValue,
+    KernelEntry,
+    NdarrayArg,
+    Param,
+    ParamKind,
+    in_declared_order,
+)
 
 # qd.init options the capture forces, whatever the program asks for.
 # offline_cache and src_ll_cache off: a kernel loaded from a cache is never
 # compiled, so its IR is never printed. One compile thread: tasks of one
 # kernel are compiled (and printed) one after the other, never interleaved.
-FORCED_INIT = {
+FORCED_INIT: Forced = {
     "print_ir": True,
     "print_ir_dbg_info": True,
     "fast_math": False,
@@ -81,7 +99,7 @@ def _flush_all() -> None:
 
 
 @contextmanager
-def redirect_fds(path: Path | None):
+def redirect_fds(path: Path | None) -> Iterator[None]:
     """Point fds 1 and 2 at ``path`` (appending; /dev/null when None) for the block."""
     _flush_all()
     target = os.open(str(path) if path else os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -99,15 +117,24 @@ def redirect_fds(path: Path | None):
         os.close(saved[1])
 
 
-def split_stages(text: str) -> list[dict[str, Any]]:
-    """Cut a log into its dumps: ``[{"kernel", "stage", "lines"}]`` in order.
+class Dump(TypedDict):
+    """One dump of a log: the compiled kernel's name and the stage from its
+    label, and the dump's lines (none for a label alone)."""
+
+    kernel: str
+    stage: str
+    lines: list[str]
+
+
+def split_stages(text: str) -> list[Dump]:
+    """Cut a log into its dumps, in order.
 
     A dump is the stage line, then ``kernel {`` up to the first line that is
     exactly ``}`` (the printer writes the wrapper's braces at column 0; every
     other line of a dump is indented or is a line of Python source from the
     debug info, which belongs to a kernel body and so is indented too).
     """
-    out: list[dict[str, Any]] = []
+    out: list[Dump] = []
     lines = text.splitlines()
     i = 0
     while i < len(lines):
@@ -126,7 +153,7 @@ def split_stages(text: str) -> list[dict[str, Any]]:
     return out
 
 
-def offload_dumps(text: str, root: str | os.PathLike | None = None) -> str:
+def offload_dumps(text: str, root: str | os.PathLike[str] | None = None) -> str:
     """The ``Start offload_to_executable:`` dumps of a log (one per task), label lines kept,
     each followed by the header of its task's next stage (without its dump).
 
@@ -187,9 +214,9 @@ def kernel_label(name: str, derivative: str | None) -> str:
     return name if derivative is None else f"{name}.{DERIVATIVE_SUFFIX.get(derivative, derivative)}"
 
 
-def _describe_field(f: Any) -> dict[str, Any] | None:
-    """A field's entry in the table (its name still unset), or None for one
-    that cannot be described."""
+def _describe_field(f: Any) -> FieldEntry | None:
+    """A field's entry in the table (its name still empty: `Capture._name`
+    gives it), or None for one that cannot be described."""
     from quadrants.lang.field import ScalarField
     from quadrants.lang.matrix import MatrixField
 
@@ -198,24 +225,31 @@ def _describe_field(f: Any) -> dict[str, Any] | None:
         place = sn.ptr.id
     except Exception:
         return None
-    ancestors, kinds = [], []
+    ancestors: list[int] = []
+    kinds: list[str] = []
     # The C++ parent chain: after a tree is materialised, the Python
     # wrapper's parent() of a dense node answers a fresh, wrong root.
     p = sn.ptr.parent
     while p is not None:
-        ancestors.append(p.id)
-        kinds.append(p.type.name)
+        ancestors.append(int(p.id))
+        kinds.append(str(p.type.name))
         p = p.parent
-    entry: dict[str, Any] = {
-        "name": None,
+    if isinstance(f, MatrixField):
+        kind = "matrix"
+    elif isinstance(f, ScalarField):
+        kind = "scalar"
+    else:
+        kind = type(f).__name__
+    entry: FieldEntry = {
+        "name": "",
         "dtype": _dtype_name(f.dtype),
         "shape": [int(s) for s in f.shape],
-        "place": place,
+        "place": int(place),
         "ancestors": ancestors,
         "ancestor_kinds": kinds,
+        "kind": kind,
     }
     if isinstance(f, MatrixField):
-        entry["kind"] = "matrix"
         entry["element_shape"] = [int(f.n), int(f.m)]
         # Each component's place SNode, row-major: a kernel's IR may
         # name any of them, and shifts in bytes by the stride.
@@ -226,10 +260,6 @@ def _describe_field(f: Any) -> dict[str, Any] | None:
                 entry["dynamic_index_stride"] = int(stride)
         except Exception:  # an older Quadrants: the first component only
             pass
-    elif isinstance(f, ScalarField):
-        entry["kind"] = "scalar"
-    else:
-        entry["kind"] = type(f).__name__
     return entry
 
 
@@ -248,7 +278,7 @@ def _grad_of(f: Any) -> Any:
 class FieldInfo:
     obj: Any
     name: str
-    entry: dict[str, Any]
+    entry: FieldEntry
 
 
 @dataclass
@@ -256,10 +286,10 @@ class Capture:
     out: Path
     program: Path
     argv: list[str]
-    calls: list[dict[str, Any]] = dc_field(default_factory=list)
+    calls: list[Call] = dc_field(default_factory=list)
     # Each runtime's kernels (by qd.init, from 0): a kernel's arguments by
     # its Python name, as fields.json lists them.
-    kernels: dict[int, dict[str, dict[str, Any]]] = dc_field(default_factory=dict)
+    kernels: dict[int, dict[str, KernelEntry]] = dc_field(default_factory=dict)
     last_log: dict[tuple[int, str, str | None], str] = dc_field(default_factory=dict)
     # The function (`where`) that owns each kernel name's plain entry in a
     # runtime's table; another function of the name is keyed by its
@@ -284,18 +314,18 @@ class Capture:
     # Fields of a destroyed SNode tree (FieldsBuilder's `destroy()`), kept
     # alive by id: their SNodes are freed, and reading one would crash.
     dead: dict[int, Any] = dc_field(default_factory=dict)
-    init_kwargs: list[dict[str, Any]] = dc_field(default_factory=list)
+    init_kwargs: list[dict[str, str]] = dc_field(default_factory=list)
     busy: bool = False  # inside our own snapshot or a captured call
     names: dict[int, str] = dc_field(default_factory=dict)  # id(field) -> global name, kept past the run
     generation: int = -1  # how many times qd.init ran, less one
-    seen: dict[tuple[int, int], dict[str, Any]] = dc_field(default_factory=dict)  # (generation, place) -> entry
+    seen: dict[tuple[int, int], FieldEntry] = dc_field(default_factory=dict)  # (generation, place) -> entry
     # id(field member Expr) -> (the Expr, kept alive so that ids stay unique; generation)
     member_gen: dict[int, tuple[Any, int]] = dc_field(default_factory=dict)
     # The runtime parameters Quadrants declares while it compiles a kernel,
     # in its own numbering (what argload[i] and argaddr[i] count); each
     # compile pass ends at finalize_params, which moves them to `params`.
-    declaring: list[dict[str, Any]] = dc_field(default_factory=list)
-    params: list[dict[str, Any]] | None = None
+    declaring: list[Param] = dc_field(default_factory=list)
+    params: list[Param] | None = None
 
     # -- the program's fields ---------------------------------------------
 
@@ -406,7 +436,9 @@ class Capture:
 
     # -- kernel calls -----------------------------------------------------
 
-    def _describe_args(self, kernel: Any, args: tuple, kwargs: dict) -> tuple[list, dict, dict]:
+    def _describe_args(
+        self, kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[list[Arg], dict[str, ArgValue], dict[str, Any]]:
         """(schema for fields.json, values for capture.json, ndarray args by name)."""
         import inspect
 
@@ -417,17 +449,17 @@ class Capture:
                 bound[m.name] = kwargs[m.name]
             elif m.name not in bound and m.default is not inspect.Parameter.empty:
                 bound[m.name] = m.default
-        schema: list = []
-        values: dict = {}
-        nds: dict = {}
+        schema: list[Arg] = []
+        values: dict[str, ArgValue] = {}
+        nds: dict[str, Any] = {}
         for m in metas:
             _describe_arg(m.name, m.annotation, bound.get(m.name), schema, values, nds, self.nd_ids)
         return schema, values, nds
 
-    def wrap_call(self, orig_call):
+    def wrap_call(self, orig_call: Any) -> Any:
         cap = self
 
-        def __call__(kernel, *args, **kwargs):
+        def __call__(kernel: Any, *args: Any, **kwargs: Any) -> Any:
             func = getattr(kernel, "func", None)
             module = getattr(func, "__module__", "") or ""
             internal = module.startswith("quadrants")
@@ -476,7 +508,14 @@ class Capture:
                     text = (cap.out / log_rel).read_text(errors="replace")
                     stages = split_stages(text)
                     compiled = bool(stages)
-                    entry: dict[str, Any] = {"kernel": name, "call": n}
+                    if compiled:
+                        off_rel = f"calls/{tag}.offload.log"
+                        (cap.out / off_rel).write_text(offload_dumps(text))
+                        cap.last_log[key] = off_rel
+                    # `log`: this call's, or when the kernel was already
+                    # compiled (no IR this time), the log of the call that
+                    # compiled it, which still describes it.
+                    entry: Call = {"kernel": name, "call": n, "log": cap.last_log.get(key), "compiled": compiled, "args": argvals}
                     if derivative is not None:  # which derivative of the kernel
                         entry["derivative"] = derivative
                     if cap.generation > 0:  # after a second qd.init: which runtime ran it
@@ -487,24 +526,13 @@ class Capture:
                         # The name the log's stage lines use, e.g. saxpy_c60_0.
                         entry["compiled_name"] = stages[0]["kernel"]
                         entry["tasks"] = sum(1 for d in stages if d["stage"] == OFFLOAD_STAGE)
-                    if compiled:
-                        off_rel = f"calls/{tag}.offload.log"
-                        (cap.out / off_rel).write_text(offload_dumps(text))
-                        cap.last_log[key] = off_rel
-                        entry["log"] = off_rel
                         entry["full_log"] = log_rel
+                    elif not text:
+                        (cap.out / log_rel).unlink()
                     else:
-                        # Already compiled: no IR this time; the log of the
-                        # call that compiled it still describes it.
-                        if not text:
-                            (cap.out / log_rel).unlink()
-                        else:
-                            entry["output"] = log_rel
-                        entry["log"] = cap.last_log.get(key)
-                    entry["compiled"] = compiled
+                        entry["output"] = log_rel
                     if error is not None:  # the call raised: no values after it
                         entry["error"] = error
-                    entry["args"] = argvals
                     cap.calls.append(entry)
                     kernels = cap.kernels.setdefault(cap.generation, {})
                     # A derivative takes its primal's arguments.
@@ -541,7 +569,7 @@ class Capture:
         orig_init = misc.init
         cap = self
 
-        def init(arch=None, *args, **kwargs):
+        def init(arch: Any = None, *args: Any, **kwargs: Any) -> Any:
             cap.init_kwargs.append({"arch": str(arch), **{k: repr(v) for k, v in kwargs.items()}})
             cap.generation += 1
             # Python may reuse the ids of the last runtime's fields.
@@ -553,7 +581,7 @@ class Capture:
         impl = importlib.import_module("quadrants.lang.impl")
         orig_member = impl.create_field_member
 
-        def create_field_member(*args, **kwargs):
+        def create_field_member(*args: Any, **kwargs: Any) -> Any:
             made = orig_member(*args, **kwargs)
             primal = made[0]
             cap.member_gen[id(primal)] = (primal, cap.generation)
@@ -606,12 +634,17 @@ class Capture:
             return
         cap = self
 
-        def record(kind: str, orig: Any) -> Any:
+        def record(kind: ParamKind, orig: Any) -> Any:
             def declare(this: Any, *args: Any, **kwargs: Any) -> Any:
                 ids = orig(this, *args, **kwargs)
                 name = args[2] if kind == "ndarray" else args[1]
+                # A kernel's own parameter is numbered by a path of one id
+                # (`[n]`). The table's `id` is one number (kiln-import reads
+                # no other), so a longer path is left out, and kiln-import
+                # says the argument that uses it is not in the table.
                 number = ids[0] if isinstance(ids, (list, tuple)) and len(ids) == 1 else ids
-                cap.declaring.append({"id": number, "name": name, "kind": kind})
+                if isinstance(number, int) and not isinstance(number, bool):
+                    cap.declaring.append({"id": number, "name": str(name), "kind": kind})
                 return ids
 
             return declare
@@ -672,12 +705,13 @@ class Capture:
             pass
         # A program that called qd.init more than once has fields of each
         # runtime; SNode ids start again in each, so say which runtime.
-        fields = []
+        fields: list[FieldEntry] = []
         for (gen, _place), entry in sorted(self.seen.items()):
             if self.generation > 0:
-                entry = {**entry, "init": gen}
+                entry = entry.copy()
+                entry["init"] = gen
             fields.append(entry)
-        table: dict[str, Any] = {
+        table: FieldTable = {
             "quadrants": ".".join(map(str, qd.__version__)),
             "fields": fields,
             "kernels": self.kernels.get(0, {}),
@@ -685,21 +719,21 @@ class Capture:
         if self.generation > 0:  # the kernels of each later runtime
             table["runtimes"] = [{"init": g, "kernels": self.kernels.get(g, {})} for g in range(1, self.generation + 1)]
         (self.out / "fields.json").write_text(_dump_table(table))
-        cap: dict[str, Any] = {
+        cap: CaptureFile = {
             "program": str(self.program),
             "argv": self.argv,
             "init": self.init_kwargs,
             "forced": FORCED_INIT,
+            "calls": self.calls,
         }
         if self.unchecked:  # calls past --calls, by kernel
             cap["unchecked"] = [
                 {"kernel": k, "init": g, "where": w, "calls": n} for (g, k, w), n in sorted(self.unchecked.items(), key=str)
             ]
-        cap["calls"] = self.calls
         (self.out / "capture.json").write_text(_dump_capture(cap))
 
 
-def _dump_table(table: dict[str, Any]) -> str:
+def _dump_table(table: FieldTable) -> str:
     """fields.json with one field, and one kernel argument, per line (diffable, short)."""
     one = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
     lines = ["{", f' "quadrants": {one(table["quadrants"])},', ' "fields": [']
@@ -723,7 +757,7 @@ def _dump_table(table: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _dump_kernels(kernels: dict[str, Any], pad: str) -> list[str]:
+def _dump_kernels(kernels: dict[str, KernelEntry], pad: str) -> list[str]:
     """A kernels object's members, one argument per line."""
     one = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
     lines = []
@@ -740,17 +774,18 @@ def _dump_kernels(kernels: dict[str, Any], pad: str) -> list[str]:
     return lines
 
 
-def _dump_capture(cap: dict[str, Any]) -> str:
-    """capture.json with one call per line."""
+def _dump_capture(cap: CaptureFile) -> str:
+    """capture.json with one call per line, its keys in the order
+    `records.CaptureFile` and `records.Call` declare them."""
     one = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
-    head = [f" {one(k)}: {one(v)}," for k, v in cap.items() if k != "calls"]
-    calls = [f"  {one(c)}," for c in cap["calls"]]
+    head = [f" {one(k)}: {one(v)}," for k, v in in_declared_order(cap, CaptureFile).items() if k != "calls"]
+    calls = [f"  {one(in_declared_order(c, Call))}," for c in cap["calls"]]
     if calls:
         calls[-1] = calls[-1][:-1]
     return "\n".join(["{", *head, ' "calls": [', *calls, " ]", "}"]) + "\n"
 
 
-def _NONE_MODE():
+def _NONE_MODE() -> Any:
     from quadrants.lang.kernel_impl import _NONE
 
     return _NONE
@@ -764,7 +799,9 @@ def _np_to_qd(dt: Any) -> str:
     return f"{kind}{dt.itemsize * 8}" if dt.kind != "b" else "u1"
 
 
-def _describe_arg(name: str, ann: Any, v: Any, schema: list, values: dict, nds: dict, nd_ids: dict[int, str]) -> None:
+def _describe_arg(
+    name: str, ann: Any, v: Any, schema: list[Arg], values: dict[str, ArgValue], nds: dict[str, Any], nd_ids: dict[int, str]
+) -> None:
     """One argument's entry in fields.json (`schema`) and capture.json
     (`values`), and its value in `nds` when it is an ndarray (`nd_ids`
     maps its id to `name`). A dataclass is its members, each an argument
@@ -782,7 +819,7 @@ def _describe_arg(name: str, ann: Any, v: Any, schema: list, values: dict, nds: 
     if isinstance(ann, ndarray_type.NdarrayType) or isinstance(v, (np.ndarray, Ndarray)):
         dt = _np_to_qd(v.dtype) if isinstance(v, np.ndarray) else _dtype_name(v.dtype)
         shape = [int(s) for s in v.shape]
-        entry = {"name": name, "kind": "ndarray", "dtype": dt, "shape": shape}
+        entry: NdarrayArg = {"name": name, "kind": "ndarray", "dtype": dt, "shape": shape}
         # An ndarray of vectors or matrices: its elements' axes, the
         # trailing axes of its numpy value.
         element = [int(s) for s in getattr(v, "element_shape", ()) or ()]
@@ -795,7 +832,7 @@ def _describe_arg(name: str, ann: Any, v: Any, schema: list, values: dict, nds: 
     elif any(ann is t for t in primitive_types.all_types) or ann in (int, float):
         dt = _dtype_name(ann) if ann not in (int, float) else {int: "i32", float: "f32"}[ann]
         schema.append({"name": name, "kind": "scalar", "dtype": dt})
-        values[name] = {"kind": "scalar", "dtype": dt, "value": _jsonable(v)}
+        values[name] = {"kind": "scalar", "dtype": dt, "value": _scalar(v)}
     elif isinstance(ann, (StructType, MatrixType)) and v is not None:
         # Quadrants passes a vector or matrix by value as a struct of its
         # components.
@@ -829,14 +866,14 @@ def _held_ndarrays(v: Any, depth: int = 0) -> list[tuple[str, Any]]:
     return out
 
 
-def _struct_leaves(ann: Any, v: Any) -> list[tuple[str, Any]]:
+def _struct_leaves(ann: Any, v: Any) -> list[tuple[str, JsonScalar]]:
     """A struct value's scalars depth first, with their dtypes: Quadrants'
     order of the struct type's members (a vector or matrix member is its
     components, row-major)."""
     from quadrants.lang.matrix import MatrixType
     from quadrants.lang.struct import StructType
 
-    out: list[tuple[str, Any]] = []
+    out: list[tuple[str, JsonScalar]] = []
     for key, dt in ann.members.items():
         x = v[key]
         if isinstance(dt, StructType):
@@ -844,11 +881,11 @@ def _struct_leaves(ann: Any, v: Any) -> list[tuple[str, Any]]:
         elif isinstance(dt, MatrixType):
             out += _matrix_leaves(dt, x)
         else:
-            out.append((_dtype_name(dt), _jsonable(x)))
+            out.append((_dtype_name(dt), _scalar(x)))
     return out
 
 
-def _flat(v: Any) -> list:
+def _flat(v: JsonValue) -> list[JsonScalar]:
     """The scalars of nested lists, in order."""
     return [x for e in v for x in _flat(e)] if isinstance(v, list) else [v]
 
@@ -862,34 +899,47 @@ def _type_name(t: Any) -> str:
     return _dtype_name(t)
 
 
-def _matrix_leaves(ann: Any, v: Any) -> list[tuple[str, Any]]:
+def _matrix_leaves(ann: Any, v: Any) -> list[tuple[str, JsonScalar]]:
     """A vector's or matrix's components, row-major, with their dtype."""
     import numpy as np
 
     arr = np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v).reshape(-1)
-    return [(_dtype_name(ann.dtype), _jsonable(e)) for e in arr]
+    return [(_dtype_name(ann.dtype), _scalar(e)) for e in arr]
 
 
-def _jsonable(v: Any) -> Any:
+def _jsonable(v: Any) -> JsonValue:
+    """A Python, numpy or Quadrants value as JSON holds it: a scalar, a
+    list (nested for a matrix), or the repr of anything else."""
     if isinstance(v, (bool, int, float, str)) or v is None:
         return v
     if isinstance(v, (list, tuple)):
         return [_jsonable(x) for x in v]
+    out: JsonValue
     try:
         import numpy as np
 
         if isinstance(v, np.generic):
-            return v.item()
+            out = v.item()
+            return out
         if isinstance(v, np.ndarray):
-            return v.tolist()
+            out = v.tolist()
+            return out
         if callable(getattr(v, "to_numpy", None)):  # a Quadrants vector or matrix value
-            return np.asarray(v.to_numpy()).tolist()
+            out = np.asarray(v.to_numpy()).tolist()
+            return out
     except Exception:
         pass
     return repr(v)
 
 
-def run(program: str | os.PathLike, argv: list[str], out_dir: str | os.PathLike, max_calls: int = 0) -> int:
+def _scalar(v: Any) -> JsonScalar:
+    """A scalar's value as JSON holds it (`_jsonable`); the repr of a value
+    that is a list there (Quadrants refuses such a call)."""
+    x = _jsonable(v)
+    return repr(v) if isinstance(x, list) else x
+
+
+def run(program: str | os.PathLike[str], argv: list[str], out_dir: str | os.PathLike[str], max_calls: int = 0) -> int:
     """Run ``program`` with ``argv`` under capture into ``out_dir``,
     capturing the first ``max_calls`` calls of each kernel (0: all); the
     exit status."""
@@ -957,7 +1007,7 @@ def _print_program_traceback(e: BaseException, program: Path) -> None:
 
 # KernelCxx's methods that declare a runtime parameter, and the kind each
 # declares (the name is the method's second argument, third for ndarrays).
-PARAM_KINDS = {
+PARAM_KINDS: dict[str, ParamKind] = {
     "insert_scalar_param": "scalar",
     "insert_pointer_param": "pointer",
     "insert_ndarray_param": "ndarray",
@@ -965,7 +1015,7 @@ PARAM_KINDS = {
 }
 
 
-def _bind_params(params: list[dict[str, Any]], schema: list[dict[str, Any]], nd_ids: dict[int, str]) -> list[dict[str, Any]]:
+def _bind_params(params: list[Param], schema: list[Arg], nd_ids: dict[int, str]) -> list[Param]:
     """Quadrants' runtime parameters, each with the Python argument it
     is (`arg`: a scalar is declared under its own name, an ndarray under
     `_` + its name, a dataclass member as `arg.member`, an ndarray a
@@ -974,19 +1024,19 @@ def _bind_params(params: list[dict[str, Any]], schema: list[dict[str, Any]], nd_
     names = {a["name"] for a in schema}
     out = []
     for p in params:
-        entry = dict(p)
+        entry = p.copy()
         name = p["name"]
         bound = name[1:] if p["kind"] == "ndarray" and name.startswith("_") else name
         # An ndarray a template holds is declared by its id; a dataclass
         # member as `__qd_<arg>__qd_<member>`.
-        held = re.fullmatch(r"_*qd_struct_nd_(\d+)", bound) if isinstance(bound, str) else None
+        held = re.fullmatch(r"_*qd_struct_nd_(\d+)", bound)
         if held and int(held.group(1)) in nd_ids:
             bound = nd_ids[int(held.group(1))]
             # The id changes from run to run; the table says which argument.
             entry["name"] = name.replace(held.group(1), "<id>")
-        elif isinstance(bound, str) and bound.startswith("__qd_"):
+        elif bound.startswith("__qd_"):
             bound = ".".join(bound[len("__qd_"):].split("__qd_"))
-        if isinstance(name, str) and bound in names:
+        if bound in names:
             entry["arg"] = bound
         out.append(entry)
     return out

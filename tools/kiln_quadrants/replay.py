@@ -37,7 +37,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 try:
     import numpy as np
@@ -45,6 +45,19 @@ except ImportError:  # run() says so in one line; --help needs no numpy
     np = None  # type: ignore[assignment]
 
 from .capture import OFFLOAD_STAGE, kernel_label
+from .records import (
+    Call,
+    FieldTable,
+    JsonScalar,
+    Manifest,
+    ManifestCall,
+    ManifestField,
+    ManifestReturned,
+    RecordError,
+    Saved,
+    load_capture,
+    load_table,
+)
 
 # Floats may differ from Quadrants' by this many units in the last place
 # (docs/quadrants.md, "Tolerance"): both compile the same operations with
@@ -145,7 +158,7 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Difference:
-    index: tuple
+    index: tuple[int, ...]
     quadrants: object
     kiln: object
     ulps: int | None
@@ -261,21 +274,21 @@ class KernelReport:
     # `FILE:LINE` of the kernel's Python function, when the capture says.
     where: str | None = None
     calls: int = 0
-    fields: set = field(default_factory=set)
+    fields: set[str] = field(default_factory=set)
     import_error: str | None = None
-    failures: list = field(default_factory=list)
-    races: list = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    races: list[str] = field(default_factory=list)
     worst_ulps: int = 0
     # Whether a call's floats were compared at each field's scale (its
     # kernel adds floats atomically in parallel: sums in any order).
     scaled: bool = False
     # Calls Quadrants raised on (nothing to compare), and calls it compiled
     # to no task at all (nothing to run: each must leave every field as it was).
-    raised: list = field(default_factory=list)
+    raised: list[str] = field(default_factory=list)
     empty_calls: int = 0
     # Calls in which the program reads or writes out of bounds (Kiln's
     # error; Quadrants without debug=True does not check).
-    out_of_bounds: list = field(default_factory=list)
+    out_of_bounds: list[str] = field(default_factory=list)
     # Calls past --calls: run by the program, not captured nor compared.
     unchecked: int = 0
 
@@ -311,7 +324,7 @@ def _kir_name(name: str) -> str:
     return out if re.match(r"[A-Za-z_]", out) else "_" + out
 
 
-def _arg(name: str, value: Any) -> str:
+def _arg(name: str, value: JsonScalar) -> str:
     """`--arg`'s operand: a float in full (repr), others as printed."""
     return f"{name}={value!r}" if isinstance(value, float) else f"{name}={value}"
 
@@ -323,6 +336,11 @@ def kir_fields(kir: Path) -> set[str]:
     return set(FIELD_RE.findall(kir.read_text()))
 
 
+# A kernel's report: its runtime (the qd.init, from 0), its label (`k`,
+# `k.grad`) and where its function is defined.
+ReportKey = tuple[int, str, str | None]
+
+
 class Replay:
     def __init__(self, work: Path, ns: argparse.Namespace, tools: Path):
         self.work = work
@@ -332,9 +350,9 @@ class Replay:
         self.kiln_import = str(tools / "kiln-import")
         self.kiln_run = str(tools / "kiln-run")
         self.imported: dict[str, tuple[Path | None, str | None]] = {}
-        self.table: dict | None = None
-        self.reports: dict[tuple, KernelReport] = {}
-        self.manifest: list[dict] = []
+        self.table: FieldTable | None = None
+        self.reports: dict[ReportKey, KernelReport] = {}
+        self.manifest: list[ManifestCall] = []
 
     def capture(self) -> int | None:
         """Runs the program under the capture; its exit status, or None when
@@ -364,18 +382,22 @@ class Replay:
         names start again in each)."""
         whole = self.cap / "fields.json"
         if self.table is None:  # read once: every call asks
-            self.table = json.loads(whole.read_text())
+            self.table = load_table(whole)
         table = self.table
         if "runtimes" not in table:
             return whole
         path = self.work / "tables" / f"fields.init{init}.json"
         if not path.exists():
             kernels = table["kernels"] if init == 0 else next(
-                (r["kernels"] for r in table["runtimes"] if r.get("init") == init), {}
+                (r["kernels"] for r in table["runtimes"] if r["init"] == init), {}
             )
-            fields = [f for f in table["fields"] if f.get("init", 0) == init]
+            part: FieldTable = {
+                "quadrants": table["quadrants"],
+                "fields": [f for f in table["fields"] if f.get("init", 0) == init],
+                "kernels": kernels,
+            }
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps({"quadrants": table["quadrants"], "fields": fields, "kernels": kernels}, indent=1) + "\n")
+            path.write_text(json.dumps(part, indent=1) + "\n")
         return path
 
     def import_log(self, log: str, init: int) -> tuple[Path | None, str | None]:
@@ -391,19 +413,18 @@ class Replay:
             self.imported[log] = (out, None) if r.returncode == 0 else (None, r.stderr.strip())
         return self.imported[log]
 
-    def compiled_no_task(self, call: dict) -> bool:
-        """Whether Quadrants compiled the call's kernel to no offloaded task
-        (an empty body, or one a static condition emptied): no log at all,
-        or a log without a task's dump."""
-        log = call.get("log")
+    def compiled_no_task(self, log: str | None) -> bool:
+        """Whether Quadrants compiled the call's kernel (whose log is
+        ``log``) to no offloaded task (an empty body, or one a static
+        condition emptied): no log at all, or a log without a task's dump."""
         return log is None or OFFLOAD_STAGE not in (self.cap / log).read_text(errors="replace")
 
-    def check_untouched(self, call: dict, rep: KernelReport) -> None:
+    def check_untouched(self, call: Call, rep: KernelReport) -> None:
         """A call of a kernel with no task runs nothing: Quadrants must have
         left every value it saved as it was."""
         rep.empty_calls += 1
         for key, v in call.get("values", {}).items():
-            if not (v.get("before") and v.get("after")):
+            if v["before"] is None or v["after"] is None:
                 continue
             before, after = np.load(self.cap / v["before"]), np.load(self.cap / v["after"])
             d = first_difference(before, after, 0)
@@ -418,54 +439,63 @@ class Replay:
         ``init`` defined at ``where``."""
         return self.reports.setdefault((init, label, where), KernelReport(label, where))
 
-    def replay_call(self, call: dict) -> None:
+    def replay_call(self, call: Call) -> None:
         kernel = call["kernel"]
         # One report per kernel: two of one name (in two runtimes, or two
         # functions) are two, told apart by where each is defined; a
         # kernel's derivative is one of its own (`k.grad`).
         rep = self.report_for(call.get("init", 0), kernel_label(kernel, call.get("derivative")), call.get("where"))
         rep.calls += 1
-        if call.get("error"):
-            rep.raised.append(f"call {call['call']}: {call['error']}")
+        error = call.get("error")
+        if error:
+            rep.raised.append(f"call {call['call']}: {error}")
             return
-        if self.compiled_no_task(call):
+        log = call["log"]
+        if log is None or self.compiled_no_task(log):
             self.check_untouched(call, rep)
             return
-        kir, err = self.import_log(call["log"], call.get("init", 0))
+        kir, err = self.import_log(log, call.get("init", 0))
         if kir is None:
             rep.import_error = err
             return
         declared = kir_fields(kir)
         scaled = sums_in_any_order(kir.read_text())
         rep.scaled = rep.scaled or scaled
-        args, inputs = [], []
-        values = {}
-        for name, a in call.get("args", {}).items():
-            if a.get("kind") == "scalar":
+        args: list[str] = []
+        inputs: list[str] = []
+        for name, a in call["args"].items():
+            if a["kind"] == "scalar":
                 args += ["--arg", _arg(_kir_name(name), a["value"])]
-            elif a.get("kind") == "struct":  # a struct's scalars are `%p.0`, `%p.1`, ...
+            elif a["kind"] == "struct":  # a struct's scalars are `%p.0`, `%p.1`, ...
                 args += [x for i, v in enumerate(a["members"]) for x in ("--arg", _arg(f"{_kir_name(name)}.{i}", v))]
+        # What Quadrants had, by KIR field: the .npy files around the call
+        # of each field and ndarray argument the KIR declares, and the
+        # values the kernel returned (the 0-D fields @k.ret0, @k.ret1, ...
+        # of kiln-import).
+        saved: dict[str, _Paths] = {}
+        returned: dict[str, JsonScalar] = {}
         for key, v in call.get("values", {}).items():
             fname = f"{kernel}.{_kir_name(key[4:])}" if key.startswith("arg:") else _kir_name(key)
             if fname not in declared:
                 continue
-            values[fname] = v
-            inputs += ["--input", f"@{fname}={self.cap / v['before']}"]
-        # A kernel's return values are the 0-D fields @k.ret0, @k.ret1, ...
-        # (kiln-import); Quadrants' values are in the capture.
-        returned = call.get("return")
-        if returned is not None:
-            for i, value in enumerate(returned if isinstance(returned, list) else [returned]):
-                fname = f"{kernel}.ret{i}"
-                if fname in declared:
-                    values[fname] = {"returned": value}
-        entry = {"kernel": kernel, "call": call["call"], "kir": str(kir.relative_to(self.work)), "args": call.get("args", {}), "values": {}}
+            paths = _paths(v)
+            if isinstance(paths, str):  # the capture could not read it whole (sparse): `paths` says when
+                rep.failures.append(f"call {call['call']}: field @{fname}: the capture saved no value of it {paths} the call")
+                continue
+            saved[fname] = paths
+            inputs += ["--input", f"@{fname}={self.cap / paths.before}"]
+        for i, value in enumerate(call.get("return", [])):
+            if f"{kernel}.ret{i}" in declared:
+                returned[f"{kernel}.ret{i}"] = value
+        compared = [*saved, *returned]
+        entry: ManifestCall = {"kernel": kernel, "call": call["call"], "kir": str(kir.relative_to(self.work)), "args": call["args"], "values": {}}
         engines = [("jit", ["--threads", "2"] + (["--cache-dir", self.ns.cache_dir] if self.ns.cache_dir else [])), ("interp", ["--engine", "interp"])]
         if self.ns.check_races:
             engines.append(("races", ["--engine", "interp", "--check-races"]))
         for engine, extra in engines:
-            outputs, outs = [], {}
-            for fname in values:
+            outputs: list[str] = []
+            outs: dict[str, Path] = {}
+            for fname in compared:
                 p = self.work / "values" / f"{call['call']:03d}-{_safe(fname)}.kiln-{engine}.npy"
                 p.parent.mkdir(parents=True, exist_ok=True)
                 outs[fname] = p
@@ -490,11 +520,11 @@ class Replay:
                 continue
             if engine == "races":
                 continue
-            tolerance = self.ns.ulps * (reorder_factor(outs[f] for f in values) if scaled else 1)
-            for fname, v in values.items():
+            tolerance = self.ns.ulps * (reorder_factor(outs[f] for f in compared) if scaled else 1)
+            for fname in compared:
                 rep.fields.add(fname)
                 got = np.load(outs[fname])
-                want = np.array(v["returned"], dtype=got.dtype) if "returned" in v else np.load(self.cap / v["after"])
+                want = np.array(returned[fname], dtype=got.dtype) if fname in returned else np.load(self.cap / saved[fname].after)
                 worst, d = compare(want, got, tolerance, scaled)
                 rep.worst_ulps = max(rep.worst_ulps, worst)
                 if d is not None:
@@ -504,14 +534,25 @@ class Replay:
                     rep.failures.append(
                         f"call {call['call']}: field @{fname}{at}: Quadrants {d.quadrants!r}, Kiln ({engine}) {d.kiln!r}{ulps}"
                     )
-                if "returned" in v:
-                    entry["values"].setdefault(fname, {"quadrants_returned": v["returned"]})
+                kept = entry["values"].get(fname)
+                if kept is None:
+                    kept = self.manifest_value(saved.get(fname), returned.get(fname))
+                    entry["values"][fname] = kept
+                if engine == "jit":
+                    kept["kiln"] = _rel(outs[fname], self.work)
                 else:
-                    entry["values"].setdefault(fname, {"before": _rel(self.cap / v["before"], self.work), "quadrants": _rel(self.cap / v["after"], self.work)})
-                entry["values"][fname][f"kiln-{engine}" if engine != "jit" else "kiln"] = _rel(outs[fname], self.work)
+                    kept["kiln-interp"] = _rel(outs[fname], self.work)
         self.manifest.append(entry)
 
-    def label(self, key: tuple, rep: KernelReport) -> str:
+    def manifest_value(self, saved: _Paths | None, returned: JsonScalar) -> ManifestField | ManifestReturned:
+        """A field's entry in the manifest, before Kiln's values are added:
+        Quadrants' files around the call, or the value it returned."""
+        if saved is None:
+            value: ManifestReturned = {"quadrants_returned": returned}
+            return value
+        return {"before": _rel(self.cap / saved.before, self.work), "quadrants": _rel(self.cap / saved.after, self.work)}
+
+    def label(self, key: ReportKey, rep: KernelReport) -> str:
         """A kernel's name in the summary: its Python name, and where it is
         defined when another kernel has the name too (and the runtime, when
         the same function was compiled in more than one)."""
@@ -562,8 +603,25 @@ class Replay:
         if self.ns.keep is None and any(r.import_error or r.failures or r.races or r.out_of_bounds for r in self.reports.values()):
             # The logs and .kir named above were in the temporary directory.
             print(KEEP_HINT)
-        (self.work / "manifest.json").write_text(json.dumps({"calls": self.manifest}, indent=1) + "\n")
+        manifest: Manifest = {"calls": self.manifest}
+        (self.work / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
         return status
+
+
+class _Paths(NamedTuple):
+    """A value's .npy files around a call, relative to the capture."""
+
+    before: str
+    after: str
+
+
+def _paths(saved: Saved) -> _Paths | str:
+    """Both of the files the capture saved, or which it lacks
+    (`before`, `after`, `before or after`)."""
+    before, after = saved["before"], saved["after"]
+    if before is None or after is None:
+        return " or ".join(w for w, p in (("before", before), ("after", after)) if p is None)
+    return _Paths(before, after)
 
 
 def _raised_note(rep: KernelReport) -> str:
@@ -695,12 +753,19 @@ def _run_in(work: Path, ns: argparse.Namespace, tools: Path) -> int:
     elif ended != 0:
         print(f"{TOOL}: error: {ns.program} {_ended(ended)}", file=sys.stderr)
         return 1
-    cap = json.loads((replay.cap / "capture.json").read_text())
-    for call in cap["calls"]:
-        replay.replay_call(call)
+    try:
+        # Both of the capture's files are checked as they are read (the
+        # field table at the first import): never replayed from a record
+        # records.py does not describe.
+        cap = load_capture(replay.cap / "capture.json")
+        for call in cap["calls"]:
+            replay.replay_call(call)
+    except RecordError as e:
+        print(f"{TOOL}: error: {e}", file=sys.stderr)
+        return 1
     for u in cap.get("unchecked", []):
         # The capture counts a derivative's calls under its label already.
-        replay.report_for(u.get("init", 0), u["kernel"], u.get("where")).unchecked += u["calls"]
+        replay.report_for(u["init"], u["kernel"], u["where"]).unchecked += u["calls"]
     status = replay.report()
     # A program stopped by --timeout fails the run, whatever its calls say.
     return 1 if ended is None else status

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +23,12 @@ CORPUS = ROOT / "testdata" / "quadrants"
 CAPTURED = CORPUS / "captured"
 
 sys.path.insert(0, str(HERE.parent))
+from kiln_quadrants import records  # noqa: E402
 from kiln_quadrants.capture import OFFLOAD_STAGE, split_stages  # noqa: E402
+from kiln_quadrants.records import RecordError, check, load_capture, load_table  # noqa: E402
 
 
-def capture(program: Path, out: Path, *argv: str) -> subprocess.CompletedProcess:
+def capture(program: Path, out: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(HERE.parent))
     return subprocess.run(
         [sys.executable, "-m", "kiln_quadrants", "-o", str(out), str(program), *argv],
@@ -36,8 +39,17 @@ def capture(program: Path, out: Path, *argv: str) -> subprocess.CompletedProcess
     )
 
 
-def load(out: Path, rel: str) -> np.ndarray:
-    return np.load(out / rel)
+def assert_records(out: Path) -> tuple[records.FieldTable, records.CaptureFile]:
+    """A capture's two files, checked against records.py's types (every
+    required key there, no key the types do not declare, every value of
+    its type); RecordError names the first difference."""
+    return load_table(out / "fields.json"), load_capture(out / "capture.json")
+
+
+def load(out: Path, rel: str | None) -> np.ndarray:
+    assert rel is not None, "the capture saved no such value"
+    arr: np.ndarray = np.load(out / rel)
+    return arr
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +57,7 @@ def saxpy(tmp_path_factory):
     out = tmp_path_factory.mktemp("saxpy")
     r = capture(CORPUS / "saxpy.py", out)
     assert r.returncode == 0, r.stderr
+    assert_records(out)
     return out
 
 
@@ -53,6 +66,7 @@ def ndarrays(tmp_path_factory):
     out = tmp_path_factory.mktemp("ndarray_args")
     r = capture(CORPUS / "ndarray_args.py", out)
     assert r.returncode == 0, r.stderr
+    assert_records(out)
     return out
 
 
@@ -161,7 +175,7 @@ def test_a_program_that_raises(tmp_path):
     r = capture(prog, out)
     assert r.returncode == 1
     assert "Traceback" in r.stderr and "ValueError: boom" in r.stderr
-    cap = json.loads((out / "capture.json").read_text())
+    _, cap = assert_records(out)
     assert [c["kernel"] for c in cap["calls"]] == ["k"]
     assert cap["init"][0]["print_ir"] == "False"
     assert "Start offload_to_executable" in (out / cap["calls"][0]["log"]).read_text()
@@ -185,7 +199,7 @@ def test_a_kernel_that_does_not_compile(tmp_path):
     r = capture(prog, out)
     assert r.returncode == 1
     assert 'bad.py", line 8' in r.stderr
-    (call,) = json.loads((out / "capture.json").read_text())["calls"]
+    (call,) = assert_records(out)[1]["calls"]
     assert call["error"] == 'QuadrantsNameError: Name "undefined_name" is not defined'
     assert call["log"] is None and "values" not in call
 
@@ -213,6 +227,7 @@ def test_a_program_that_calls_init_twice(tmp_path):
     out = tmp_path / "out"
     r = capture(prog, out)
     assert r.returncode == 0, r.stderr
+    assert [rt["init"] for rt in assert_records(out)[0]["runtimes"]] == [1]
     fields = json.loads((out / "fields.json").read_text())["fields"]
     assert [(f["name"], f["init"]) for f in fields] == [("x", 0), ("y", 1)]
     assert fields[0]["place"] == fields[1]["place"]
@@ -244,6 +259,96 @@ def test_split_stages_on_committed_logs():
                 assert after is not None and after["stage"] != OFFLOAD_STAGE and not after["lines"], p
             else:
                 assert not d["lines"], p
+
+
+# -- the records' types (records.py) -------------------------------------
+
+# `edited`'s value that deletes the key instead.
+DELETE = object()
+
+
+def edited(record: object, path: str, value: object) -> object:
+    """A copy of parsed JSON with the value at `path` (keys and list
+    indices, split at `/`) set to `value`, or deleted."""
+    copy = json.loads(json.dumps(record))
+    *parents, last = [int(k) if k.isdigit() else k for k in path.split("/")]
+    node = copy
+    for k in parents:
+        node = node[k]
+    if value is DELETE:
+        del node[last]
+    else:
+        node[last] = value
+    return copy
+
+
+# What the check says of a real capture of saxpy.py changed at one place:
+# an undeclared key, a required key left out, a value of another type, a
+# kind no argument has.
+BROKEN_CAPTURE = [
+    ("calls/1/compiled_by", 1, "calls[1]: a Call has no key 'compiled_by'"),
+    ("calls/0/compiled", DELETE, "calls[0]: no key 'compiled' (Call)"),
+    ("calls/1/args/a/value", [2.0], "calls[1].args.a.value: [2.0] is not a boolean or an integer or a number or a string or null"),
+    ("calls/1/args/a/kind", "scalr", 'calls[1].args.a.kind: "scalr" is not "scalar"'),
+    ("forced/num_compile_threads", True, "forced.num_compile_threads: true is not an integer"),
+    ("calls/2/values/x/before", 0, "calls[2].values.x.before: 0 is not a string or null"),
+    ("unchecked", [{"kernel": "saxpy", "init": 0, "where": None}], "unchecked[0]: no key 'calls' (Unchecked)"),
+]
+BROKEN_TABLE = [
+    ("fields/0/kind", DELETE, "fields[0]: no key 'kind' (FieldEntry)"),
+    ("fields/0/place", "2", 'fields[0].place: "2" is not an integer'),
+    ("kernels/saxpy/params/0/id", [0], "kernels.saxpy.params[0].id: [0] is not an integer"),
+    ("kernels/saxpy/args/0/repr", "x", "kernels.saxpy.args[0]: a ScalarArg has no key 'repr'"),
+    ("runtimes", [{"init": 1}], "runtimes[0]: no key 'kernels' (RuntimeEntry)"),
+]
+
+
+def test_records_refuse_what_the_types_do_not_describe(saxpy, tmp_path):
+    """The check walks records.py's types, so what the capture writes and
+    the types cannot drift apart unseen: each change to a real capture is
+    found, at its place."""
+    table = json.loads((saxpy / "fields.json").read_text())
+    cap = json.loads((saxpy / "capture.json").read_text())
+    assert check(table, records.FieldTable) == [] and check(cap, records.CaptureFile) == []
+    for path, value, said in BROKEN_CAPTURE:
+        assert check(edited(cap, path, value), records.CaptureFile) == [said], path
+    for path, value, said in BROKEN_TABLE:
+        assert check(edited(table, path, value), records.FieldTable) == [said], path
+    # The loaders refuse such a file, saying where (replay reads through them).
+    bad = tmp_path / "capture.json"
+    bad.write_text(json.dumps(edited(cap, "calls/0/compiled", DELETE)))
+    with pytest.raises(RecordError, match=r"capture\.json: not a CaptureFile .*: calls\[0\]: no key 'compiled'"):
+        load_capture(bad)
+
+
+def test_committed_captures_are_records():
+    """The committed captures (kiln-import's test inputs) are what records.py types."""
+    dirs = sorted(p.parent for p in CAPTURED.glob("*/capture.json"))
+    assert dirs, "no committed captures"
+    for d in dirs:
+        assert_records(d)
+
+
+def _record_keys(tp: object) -> set[str]:
+    """Every key of the TypedDicts that type `tp` is made of."""
+    if isinstance(tp, type) and typing.is_typeddict(tp):
+        hints = typing.get_type_hints(tp)
+        return set(hints) | {k for h in hints.values() for k in _record_keys(h)}
+    return {k for a in typing.get_args(tp) for k in _record_keys(a)}
+
+
+def test_every_record_key_is_documented():
+    """Each key records.py types is named (`key` or "key") in the doc of its
+    file: docs/quadrants-ir.md for fields.json and capture.json,
+    docs/quadrants.md for kiln-quadrants run's manifest.json (whose `args`
+    are capture.json's)."""
+    ir = (ROOT / "docs" / "quadrants-ir.md").read_text()
+    bridge = (ROOT / "docs" / "quadrants.md").read_text()
+    for tp, text in ((records.FieldTable, ir), (records.CaptureFile, ir), (records.Manifest, bridge + ir)):
+        keys = _record_keys(tp)
+        assert len(keys) > 5, tp
+        missing = sorted(k for k in keys if f"`{k}`" not in text and f'"{k}"' not in text)
+        assert not missing, f"{tp.__name__}: the doc does not name {missing}"
 
 
 def test_truncated_log_leaves_an_unterminated_dump():
@@ -295,7 +400,7 @@ def test_corpus_program(program, tmp_path):
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )
     assert r.returncode == 0, r.stderr
-    cap = json.loads((out / "capture.json").read_text())
+    _, cap = assert_records(out)
     assert cap["calls"]
     offload = ""
     for c in cap["calls"]:

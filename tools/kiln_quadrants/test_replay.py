@@ -9,6 +9,7 @@ reported at its Python line with both accesses (exit 1).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -26,8 +27,12 @@ CORPUS = ROOT / "testdata" / "quadrants"
 WRAPPER = ROOT / "tools" / "kiln-quadrants"
 
 sys.path.insert(0, str(HERE.parent))
+from kiln_quadrants import records  # noqa: E402
+from kiln_quadrants.capture import FORCED_INIT  # noqa: E402
 from kiln_quadrants.replay import (  # noqa: E402
     KEEP_HINT,
+    Replay,
+    _run_in,
     first_difference,
     max_ulps,
     newer_build,
@@ -41,7 +46,7 @@ PROGRAMS = sorted(CORPUS.glob("*.py"))
 REFUSED = sorted((CORPUS / "refused").glob("*.py"))
 
 
-def kq(*args: str, cwd: Path = ROOT, env: dict | None = None, wrapper: Path = WRAPPER) -> subprocess.CompletedProcess:
+def kq(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None, wrapper: Path = WRAPPER) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ if env is None else env, KILN_QUADRANTS_PYTHON=sys.executable)
     return subprocess.run([str(wrapper), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
@@ -52,7 +57,7 @@ def cache(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="module")
-def corpus_runs(cache: str) -> dict[str, subprocess.CompletedProcess]:
+def corpus_runs(cache: str) -> dict[str, subprocess.CompletedProcess[str]]:
     """Every corpus program through `kiln-quadrants run`, once."""
     return {p.name: kq("run", "--cache-dir", cache, str(p.relative_to(ROOT))) for p in PROGRAMS}
 
@@ -222,11 +227,33 @@ def test_two_kernels_of_one_name_in_one_runtime(tmp_path: Path, cache: str):
     assert "ok   k (same.py:12): 1 call, 1 field," in r.stdout, r.stdout
 
 
+def test_a_capture_the_records_do_not_describe_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """The replay reads capture.json through records.py's checked loader: a
+    call without `compiled` stops the run with one line naming it, and
+    nothing is replayed from it."""
+
+    def broken_capture(self: Replay) -> int:
+        self.cap.mkdir(parents=True)
+        call = {"kernel": "k", "call": 0, "log": None, "args": {}}
+        cap = {"program": "p.py", "argv": [], "init": [], "forced": FORCED_INIT, "calls": [call]}
+        (self.cap / "capture.json").write_text(json.dumps(cap))
+        return 0
+
+    monkeypatch.setattr(Replay, "capture", broken_capture)
+    ns = argparse.Namespace(program="p.py", keep=str(tmp_path), timeout=None)
+    assert _run_in(tmp_path, ns, tmp_path) == 1
+    err = capsys.readouterr().err
+    assert "kiln-quadrants: error: " in err and "capture.json: not a CaptureFile" in err, err
+    assert err.rstrip().endswith("calls[0]: no key 'compiled' (Call)"), err
+    assert not (tmp_path / "manifest.json").exists()
+
+
 def test_keep_writes_the_manifest(tmp_path: Path, cache: str):
     keep = tmp_path / "keep"
     r = kq("run", "--keep", str(keep), "--cache-dir", cache, "testdata/quadrants/saxpy.py")
     assert r.returncode == 0, r.stdout + r.stderr
     m = json.loads((keep / "manifest.json").read_text())
+    assert records.check(m, records.Manifest) == []
     saxpy = [c for c in m["calls"] if c["kernel"] == "saxpy"]
     assert len(saxpy) == 2
     for c in m["calls"]:
@@ -464,7 +491,7 @@ def test_editing_one_loop_recompiles_one_task(tmp_path: Path):
         )
         assert r.returncode == 0, r.stderr
         stats = json.loads([ln for ln in r.stderr.splitlines() if ln.startswith("{")][-1])
-        return stats["compiled"]
+        return int(stats["compiled"])
 
     assert compiled(kirs[0]) == 2
     assert compiled(kirs[1]) == 1
