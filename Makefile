@@ -11,7 +11,7 @@ CARGO ?= cargo
 DEBUG_BIN := $(CURDIR)/target/debug
 RELEASE_BIN := $(CURDIR)/target/release
 
-.PHONY: all deps deps-static deps-bench build build-release install test test-fmt test-clippy test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench accuracy clean quadrants test-quadrants quadrants-captured
+.PHONY: all deps deps-static deps-bench build build-release install test test-fmt test-clippy test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench accuracy clean quadrants test-quadrants quadrants-captured plots
 
 all: build
 
@@ -195,6 +195,18 @@ bench: deps-bench
 accuracy: deps-static
 	$(CARGO) run --release --example accuracy -- --default
 	$(CARGO) run --release --example accuracy
+
+# The plots of docs/performance.md (docs/perf/*.svg), drawn by
+# scripts/plots.py from the recorded results (docs/perf/results/*.csv),
+# with a pinned matplotlib installed into the Quadrants venv when it is
+# missing. Nothing is measured: add a benchmark's figures to the CSV files,
+# run this, and commit the SVGs that change (the same results give the
+# same bytes).
+MATPLOTLIB_VERSION := 3.11.2
+plots: quadrants
+	@$(QD_PY) -c 'import matplotlib, sys; sys.exit(matplotlib.__version__ != "$(MATPLOTLIB_VERSION)")' >/dev/null 2>&1 || \
+	  $(QD_PY) -m pip install -q --disable-pip-version-check matplotlib==$(MATPLOTLIB_VERSION)
+	$(QD_PY) scripts/plots.py
 
 clean:
 	$(CARGO) clean
