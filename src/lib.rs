@@ -1,8 +1,10 @@
 //! Kiln: a toolchain for KIR, a textual kernel IR, built around a
 //! cross-process per-task artifact cache.
 //!
-//! The library holds everything; the binaries in `tools/` are thin `main`s
-//! over it. See `docs/ARCHITECTURE.md` for the code map and invariants.
+//! The library holds nearly everything; the binaries in `tools/` are
+//! `main`s over it, though `kiln-run`, `kiln-compile` and
+//! `kiln-cache-inspect` still hold their commands' sequencing. See
+//! `docs/ARCHITECTURE.md` for the code map and invariants.
 //!
 //! The LLVM boundary is a wall: everything up to the key and the cache store
 //! (`ir` .. `cache`) builds and tests without LLVM; only `codegen` and `jit`

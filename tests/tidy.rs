@@ -5,8 +5,12 @@
 //!   `KILN_UPDATE_DOCS=1 cargo test --test tidy` rewrites them.
 //! - Every `KILN_*` variable named in the sources and docs is a row of the
 //!   settings table, or one of the few that are not settings (below).
-//! - The code map of `docs/ARCHITECTURE.md` names every file of `src/`,
-//!   and every `src/` path it names exists.
+//! - The code map of `docs/ARCHITECTURE.md`, a `### ` section per folder
+//!   or group of modules, names every file of `src/`: a section's heading
+//!   names the file's path, or a folder above it while the section names
+//!   the file by its path below that folder. Every path and test
+//!   (`FILE::FUNCTION`) the document names exists, and each invariant it
+//!   lists says what holds it, a test or no test.
 //! - A constant is defined once: no two files define a top-level constant
 //!   of the same name and value.
 //! - No function of `src/` or `tools/` is longer than [`MAX_FN_LINES`]
@@ -119,16 +123,43 @@ fn every_kiln_variable_is_a_setting() {
     assert!(unknown.is_empty(), "variables read outside the settings table: {unknown:#?}");
 }
 
-/// The code map: each row's first cell (the paths it is about) and the
-/// whole row.
-fn code_map() -> Vec<(String, String)> {
-    let text = read(Path::new("docs/ARCHITECTURE.md"));
-    let start = text.find("| path | owns | must never |").expect("the code map's header");
-    text[start..]
-        .lines()
-        .skip(2)
-        .take_while(|l| l.starts_with('|'))
-        .map(|l| (l.split('|').nth(1).unwrap_or("").to_string(), l.to_string()))
+/// The architecture document.
+const ARCHITECTURE: &str = "docs/ARCHITECTURE.md";
+
+/// `text` without its fenced code blocks (whose backticks are not quotes).
+fn prose(text: &str) -> String {
+    let mut out = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The part of `text` under the `## TITLE` heading, up to the next `## `.
+fn part<'a>(text: &'a str, title: &str) -> &'a str {
+    let heading = format!("\n## {title}\n");
+    let start = text.find(&heading).unwrap_or_else(|| panic!("{ARCHITECTURE} has no `## {title}`")) + 1;
+    let end = text[start + 3..].find("\n## ").map_or(text.len(), |e| start + 3 + e + 1);
+    &text[start..end]
+}
+
+/// The code map: each `### ` section under `## Code map`, as the paths
+/// its heading names and the section's text (heading included).
+fn code_map() -> Vec<(Vec<String>, String)> {
+    let text = prose(&read(Path::new(ARCHITECTURE)));
+    part(&text, "Code map")
+        .split("\n### ")
+        .skip(1)
+        .map(|s| {
+            let heading = s.lines().next().unwrap_or("");
+            (quoted(heading).into_iter().map(String::from).collect(), s.to_string())
+        })
         .collect()
 }
 
@@ -137,9 +168,20 @@ fn quoted(text: &str) -> Vec<&str> {
     text.split('`').skip(1).step_by(2).collect()
 }
 
+/// A section names a file when its heading names the file's path, or a
+/// folder above it while its text names the path below that folder
+/// (`src/cache/` and `fs.rs`, `src/codegen/` and `lower/ops.rs`).
+fn names(heading: &[String], text: &str, path: &str) -> bool {
+    heading.iter().any(|h| {
+        h == path
+            || (h.ends_with('/') && path.strip_prefix(h.as_str()).is_some_and(|rest| quoted(text).contains(&rest)))
+    })
+}
+
 #[test]
 fn the_code_map_names_every_source_file() {
-    let rows = code_map();
+    let sections = code_map();
+    assert!(sections.len() >= 10, "the code map's sections: {sections:#?}");
     let mut missing = Vec::new();
     for file in files("src", &["rs", "lalrpop", "cpp"]) {
         let path = file.to_str().unwrap();
@@ -148,24 +190,59 @@ fn the_code_map_names_every_source_file() {
         if name == "tests.rs" || name.ends_with("_tests.rs") {
             continue;
         }
-        let stem = name.rsplit_once('.').map_or(name, |s| s.0);
-        let dir = file.parent().unwrap().to_str().unwrap();
-        let short = format!("{}/{name}", dir.rsplit('/').next().unwrap());
-        let named = rows.iter().any(|(paths, row)| {
-            quoted(paths).contains(&path)
-                || (quoted(paths).contains(&format!("{dir}/").as_str())
-                    && quoted(row).iter().any(|q| [stem, name, short.as_str()].contains(q)))
-        });
-        if !named {
+        if !sections.iter().any(|(heading, text)| names(heading, text, path)) {
             missing.push(path.to_string());
         }
     }
-    assert!(missing.is_empty(), "files the code map of docs/ARCHITECTURE.md does not name: {missing:#?}");
-    for (paths, _) in &rows {
-        for p in quoted(paths).into_iter().filter(|p| p.starts_with("src/")) {
-            assert!(root().join(p).exists(), "docs/ARCHITECTURE.md's code map names {p}, which does not exist");
+    assert!(missing.is_empty(), "files the code map of {ARCHITECTURE} does not name: {missing:#?}");
+    for (heading, text) in &sections {
+        assert!(!heading.is_empty(), "a code map section whose heading names no path: {text}");
+        for p in heading {
+            assert!(root().join(p).exists(), "{ARCHITECTURE}'s code map has a section on {p}, which does not exist");
         }
     }
+}
+
+/// Where the paths this repository's documents name begin.
+const TREES: &[&str] = &["src/", "tests/", "lit-tests/", "tools/", "scripts/", "docs/", "testdata/"];
+
+/// Every path `docs/ARCHITECTURE.md` names in backticks exists, and every
+/// test it names as `FILE::FUNCTION` is a function of that file (`fn` in
+/// Rust, `def` in Python). Every invariant of the code map and of
+/// `## Invariants` (a list item) says what holds it: `(held …` or
+/// `(no test holds …`.
+#[test]
+fn the_architecture_names_only_what_exists() {
+    let text = prose(&read(Path::new(ARCHITECTURE)));
+    let mut wrong = Vec::new();
+    for q in quoted(&text) {
+        let (path, test) = q.split_once("::").map_or((q, None), |(p, t)| (p, Some(t)));
+        if !(path == "build.rs" || TREES.iter().any(|t| path.starts_with(t))) {
+            continue;
+        }
+        if !root().join(path).exists() {
+            wrong.push(format!("`{q}`: no such path"));
+        } else if let Some(name) = test {
+            let source = read(Path::new(path));
+            if ![format!("fn {name}("), format!("def {name}(")].iter().any(|d| source.contains(d.as_str())) {
+                wrong.push(format!("`{q}`: {path} defines no test {name}"));
+            }
+        }
+    }
+    let mut items = 0;
+    for title in ["Code map", "Invariants"] {
+        // A list item runs from its `- ` line to the next line that is not
+        // indented under it.
+        for item in part(&text, title).split("\n- ").skip(1) {
+            let item: String = item.lines().take_while(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
+            items += 1;
+            if !item.contains("(held ") && !item.contains("(no test holds") {
+                wrong.push(format!("an invariant that does not say what holds it: {item}"));
+            }
+        }
+    }
+    assert!(items >= 20, "the invariants of {ARCHITECTURE}: {items}");
+    assert!(wrong.is_empty(), "{ARCHITECTURE}: {wrong:#?}");
 }
 
 #[test]

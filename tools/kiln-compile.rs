@@ -1,7 +1,8 @@
 //! `kiln-compile`: compiles every task of a KIR file (or split stream) to a
-//! host object, LLVM IR or assembly, tasks in parallel. A thin `main` over
-//! `kiln::{parser, verifier, codegen, tool}`; see
-//! `docs/tools/kiln-compile.md`.
+//! host object, LLVM IR or assembly, tasks in parallel. A `main` over
+//! `kiln::{parser, verifier, codegen, tool}`, not yet thin: it still checks
+//! the build it is asked to be, sets up a cache fill and writes its
+//! outputs. See `docs/tools/kiln-compile.md`.
 
 use clap::Parser;
 use kiln::cached;

@@ -1,7 +1,8 @@
 //! `kiln-run`: runs the kernels of a KIR file (or a split stream) over
-//! zero-initialised fields and shows or saves the fields. A thin `main` over
-//! `kiln::{parser, verifier, exec, interp, codegen, jit, tool}`; see
-//! `docs/tools/kiln-run.md`.
+//! zero-initialised fields and shows or saves the fields. A `main` over
+//! `kiln::{parser, verifier, exec, interp, codegen, jit, tool}`, not yet
+//! thin: it still sets up its engine and cache, selects kernels, binds
+//! arguments and reads and writes fields. See `docs/tools/kiln-run.md`.
 
 use clap::{Parser, ValueEnum};
 use kiln::codegen::HostTarget;

@@ -1,6 +1,8 @@
-//! The cache's one file-system layer: every system call the store, the
-//! counters, the scan, inspection and the settings writer make below a
-//! cache root, on `rustix` (no `unsafe` code).
+//! The cache's file-system layer, on `rustix` (no `unsafe` code): the
+//! system calls on records, shards, counters, compile locks and the walk,
+//! and the settings writer's. The root's own set-up, markers and trust
+//! checks, the scope directory and its `host.json`, and this machine's
+//! host file still use `std::fs` by path.
 //!
 //! Owns: the `*at` calls relative to a directory handle (every open adds
 //! `O_CLOEXEC` and `O_NOFOLLOW`, every stat `AT_SYMLINK_NOFOLLOW`);

@@ -4,8 +4,8 @@
 //! Owns: the record format ([`record`]), who may use a cache and the
 //! trust check ([`access`]), host scopes and their directory
 //! names ([`host`]), how every file under a root is named ([`layout`]),
-//! the one file-system layer every other part makes its system calls
-//! through ([`fs`]), the root's set-up and markers ([`root`]), the store
+//! the file-system layer of records, shards, counters, locks and the
+//! walk ([`fs`]), the root's set-up and markers ([`root`]), the store
 //! with its trust checks ([`store`]), the per-key compile locks
 //! ([`lock`]), the size counters, lasting
 //! statistics and size-bound eviction ([`counters`]), the one walk of a
