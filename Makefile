@@ -11,7 +11,7 @@ CARGO ?= cargo
 DEBUG_BIN := $(CURDIR)/target/debug
 RELEASE_BIN := $(CURDIR)/target/release
 
-.PHONY: all deps deps-static deps-bench build build-release install test test-fmt test-clippy test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench accuracy clean quadrants test-quadrants quadrants-captured plots
+.PHONY: all deps deps-static deps-bench build build-release install test test-fmt test-clippy test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench accuracy clean quadrants test-quadrants quadrants-captured python-module python-wheel plots
 
 all: build
 
@@ -92,7 +92,7 @@ test: deps quadrants
 
 # The code is as rustfmt writes it (rustfmt.toml: the house style).
 test-fmt:
-	$(CARGO) fmt --check
+	$(CARGO) fmt --all --check
 
 # Every lint is an error, in every target (tests and examples too). Without
 # the llvm feature the library and the tools that need no LLVM (kiln-opt,
@@ -101,6 +101,7 @@ test-fmt:
 test-clippy:
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) clippy --no-default-features --lib --bins -- -D warnings
+	$(CARGO) clippy -p kiln-python -- -D warnings
 
 # insta: a stale or missing snapshot fails (nothing is written). The doc
 # tests are the compile_fail ones that show what the compiler refuses
@@ -143,12 +144,12 @@ fuzz:
 # venv whose python no longer starts or imports quadrants is made anew.
 QD_VENV := $(CURDIR)/target/quadrants-venv
 QD_PY := $(QD_VENV)/bin/python
-QD_PKGS := quadrants==1.3.3 numpy pytest ruff==0.17.6 mypy==2.4.1
+QD_PKGS := quadrants==1.3.3 numpy pytest ruff==0.17.6 mypy==2.4.1 maturin==1.16.0
 QD_STAMP := $(QD_VENV)/.kiln-stamp
 PYTHON3 ?= python3
 quadrants:
 	@if [ -f $(QD_STAMP) ] && [ "$$(cat $(QD_STAMP))" = "$(QD_PKGS)" ] && \
-	    $(QD_PY) -c 'import importlib.util as u, sys; sys.exit(not all(map(u.find_spec, ("quadrants", "numpy", "pytest", "mypy"))))' \
+	    $(QD_PY) -c 'import importlib.util as u, sys; sys.exit(not all(map(u.find_spec, ("quadrants", "numpy", "pytest", "mypy", "maturin"))))' \
 	      >/dev/null 2>&1; then exit 0; fi; \
 	echo "make: creating $(QD_VENV) ($(QD_PKGS))"; \
 	rm -rf $(QD_VENV) && mkdir -p $(dir $(QD_VENV)) && \
@@ -158,15 +159,30 @@ quadrants:
 	echo "$(QD_PKGS)" > $(QD_STAMP)
 
 # The Quadrants bridge's tests (part of `make test`): ruff and mypy on
-# its code, then the capture on the corpus, with the venv `make quadrants`
-# makes. The tools are built as
-# test-lit builds them (with the examples: the same features, so nothing is
-# compiled again).
+# its code, then the capture on the corpus and `import kiln`, with the venv
+# `make quadrants` makes. The tools are built as test-lit builds them (with
+# the examples: the same features, so nothing is compiled again), and the
+# Python module over the same library.
 test-quadrants: quadrants
+	$(CARGO) build --bins --examples
+	$(MAKE) --no-print-directory python-module
 	$(QD_VENV)/bin/ruff check --config tools/kiln_quadrants/ruff.toml tools/kiln_quadrants
 	$(QD_VENV)/bin/mypy --config-file tools/kiln_quadrants/mypy.ini tools/kiln_quadrants
-	$(CARGO) build --bins --examples
-	KILN_BIN_DIR=$(DEBUG_BIN) $(QD_PY) -m pytest -q tools/kiln_quadrants/test_capture.py tools/kiln_quadrants/test_replay.py
+	KILN_BIN_DIR=$(DEBUG_BIN) $(QD_PY) -m pytest -q tools/kiln_quadrants/test_capture.py tools/kiln_quadrants/test_replay.py tools/kiln_quadrants/test_module.py
+
+# `import kiln` (crates/kiln-python, docs/python.md): the extension module,
+# built by maturin into the Quadrants venv as the tools are built (debug,
+# after them: the library is not compiled again; a second run rebuilds
+# nothing). `make test` tests it (tools/kiln_quadrants/test_module.py).
+python-module: quadrants
+	VIRTUAL_ENV=$(QD_VENV) $(QD_VENV)/bin/maturin develop -q -m crates/kiln-python/Cargo.toml
+
+# The module as a wheel (target/wheels/), optimised. LLVM is linked as the
+# shared libLLVM (a static link gives LLVM to Kiln's own binaries only),
+# which the wheel names rather than bundles (no auditwheel repair): the
+# machine that installs it needs LLVM 22, as docs/python.md says.
+python-wheel: quadrants
+	KILN_LLVM_LINK=dynamic $(QD_VENV)/bin/maturin build --release --auditwheel skip -m crates/kiln-python/Cargo.toml
 
 # Re-make the committed captures under testdata/quadrants/captured/.
 quadrants-captured: quadrants

@@ -55,7 +55,7 @@ pub fn npy(data: &[u8]) {
     if h.data_len().is_none_or(|n| n > 1 << 20) {
         return;
     }
-    let mut field = kiln::exec::FieldData { elem, shape: h.shape.clone(), bytes: Vec::new() };
+    let mut field = kiln::exec::FieldData { elem, shape: h.shape.clone(), bytes: Default::default() };
     let fits = h.data_len().map(|n| n + h.data_start as u64) == Some(data.len() as u64)
         // npyz refuses a bool byte other than 0 or 1 (found by the replay).
         && (elem != kiln::ir::Scalar::I1 || data[h.data_start..].iter().all(|&b| b <= 1));

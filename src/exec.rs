@@ -20,13 +20,103 @@ pub const SUMMARY_THRESHOLD: usize = 1000;
 pub struct FieldData {
     pub elem: Scalar,
     pub shape: Vec<u64>,
-    pub bytes: Vec<u8>,
+    pub bytes: Storage,
+}
+
+/// A field's bytes: owned, or memory its caller lends for a run (a numpy
+/// array's, through the Python module), which the engines read and write
+/// in place. Either reads as a `[u8]`.
+pub struct Storage(Repr);
+
+enum Repr {
+    Owned(Vec<u8>),
+    /// `len` bytes at `ptr`, lent by the caller of [`Storage::lent`].
+    Lent {
+        ptr: std::ptr::NonNull<u8>,
+        len: usize,
+    },
+}
+
+// SAFETY: a lent storage is an exclusive loan of its bytes, as a
+// `&mut [u8]` is, which may move to and be used from another thread.
+unsafe impl Send for Storage {}
+// SAFETY: shared access only reads the bytes, as a `&[u8]` does.
+unsafe impl Sync for Storage {}
+
+impl Storage {
+    /// The `len` bytes at `ptr`, lent: reads and writes go to them.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be valid for reads and writes of `len` bytes, and
+    /// nothing else may read or write them, for as long as this storage
+    /// (or a value it is moved into) lives.
+    pub unsafe fn lent(ptr: std::ptr::NonNull<u8>, len: usize) -> Storage {
+        Storage(Repr::Lent { ptr, len })
+    }
+    /// Whether the bytes are lent (see [`Storage::lent`]).
+    pub fn is_lent(&self) -> bool {
+        matches!(self.0, Repr::Lent { .. })
+    }
+}
+
+impl From<Vec<u8>> for Storage {
+    fn from(v: Vec<u8>) -> Storage {
+        Storage(Repr::Owned(v))
+    }
+}
+
+impl Default for Storage {
+    fn default() -> Storage {
+        Storage(Repr::Owned(Vec::new()))
+    }
+}
+
+impl std::ops::Deref for Storage {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Owned(v) => v,
+            // SAFETY: `lent`'s contract: valid, and ours alone, while we live.
+            Repr::Lent { ptr, len } => unsafe { std::slice::from_raw_parts(ptr.as_ptr(), *len) },
+        }
+    }
+}
+
+impl std::ops::DerefMut for Storage {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match &mut self.0 {
+            Repr::Owned(v) => v,
+            // SAFETY: as in `deref`; `&mut self` makes the access exclusive.
+            Repr::Lent { ptr, len } => unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), *len) },
+        }
+    }
+}
+
+/// A copy is owned: a loan is never shared.
+impl Clone for Storage {
+    fn clone(&self) -> Storage {
+        Storage::from(self.to_vec())
+    }
+}
+
+impl PartialEq for Storage {
+    fn eq(&self, other: &Storage) -> bool {
+        **self == **other
+    }
+}
+
+impl fmt::Debug for Storage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = if self.is_lent() { "lent" } else { "owned" };
+        write!(f, "Storage({kind}, {} bytes)", self.len())
+    }
 }
 
 impl FieldData {
     /// A zero-filled field of this declaration.
     pub fn zeroed(f: &Field) -> FieldData {
-        FieldData { elem: f.elem, shape: f.shape.clone(), bytes: vec![0; f.size_bytes() as usize] }
+        FieldData { elem: f.elem, shape: f.shape.clone(), bytes: vec![0; f.size_bytes() as usize].into() }
     }
     /// A zero-filled field, or an error naming it when its bytes cannot be
     /// allocated: a field the verifier accepts (up to 1 TiB) may still not
@@ -34,10 +124,10 @@ impl FieldData {
     pub fn try_zeroed(f: &Field) -> Result<FieldData, String> {
         let n = f.size_bytes();
         let bytes = usize::try_from(n).ok().and_then(zeroed_bytes).ok_or_else(|| {
-            let data = FieldData { elem: f.elem, shape: f.shape.clone(), bytes: Vec::new() };
+            let data = FieldData { elem: f.elem, shape: f.shape.clone(), bytes: Storage::default() };
             format!("cannot allocate field @{} : {} ({n} bytes): out of memory", f.name, data.type_string())
         })?;
-        Ok(FieldData { elem: f.elem, shape: f.shape.clone(), bytes })
+        Ok(FieldData { elem: f.elem, shape: f.shape.clone(), bytes: bytes.into() })
     }
     /// The number of elements.
     pub fn len(&self) -> usize {
@@ -450,7 +540,12 @@ impl FieldData {
         if fortran && self.shape.len() > 1 {
             bytes = fortran_to_c(&bytes, &self.shape, size);
         }
-        self.bytes = bytes;
+        // Into the field's own storage (lent memory stays lent).
+        if self.bytes.len() == bytes.len() {
+            self.bytes.copy_from_slice(&bytes);
+        } else {
+            self.bytes = bytes.into();
+        }
         Ok(())
     }
 
@@ -590,12 +685,29 @@ mod assert_tests {
 mod tests {
     use super::*;
 
+    #[test]
+    fn lent_storage_reads_and_writes_the_lenders_memory() {
+        let mut memory = [1u8, 2, 3, 4];
+        let ptr = std::ptr::NonNull::from(&mut memory).cast::<u8>();
+        // SAFETY: `memory` outlives `lent`, and nothing else touches it meanwhile.
+        let mut lent = unsafe { Storage::lent(ptr, 4) };
+        assert!(lent.is_lent());
+        assert_eq!(*lent, [1, 2, 3, 4]);
+        lent[2] = 9;
+        let copy = lent.clone();
+        lent[0] = 7;
+        assert!(!copy.is_lent());
+        assert_eq!(*copy, [1, 2, 9, 4]);
+        drop(lent);
+        assert_eq!(memory, [7, 2, 9, 4]);
+    }
+
     fn data(elem: Scalar, shape: &[u64], vals: &[u64]) -> FieldData {
         let size = elem.size_bytes();
         FieldData {
             elem,
             shape: shape.to_vec(),
-            bytes: vals.iter().flat_map(|v| v.to_le_bytes().into_iter().take(size)).collect(),
+            bytes: vals.iter().flat_map(|v| v.to_le_bytes().into_iter().take(size)).collect::<Vec<u8>>().into(),
         }
     }
 
@@ -614,7 +726,7 @@ mod tests {
             };
             let d = data(elem, &[2, 3], &vals);
             let bytes = d.to_npy().unwrap();
-            let mut back = FieldData { elem, shape: vec![2, 3], bytes: vec![0; d.bytes.len()] };
+            let mut back = FieldData { elem, shape: vec![2, 3], bytes: vec![0; d.bytes.len()].into() };
             back.load_npy("x", &bytes).unwrap();
             assert_eq!(back, d, "{elem}");
         }
@@ -623,7 +735,7 @@ mod tests {
     #[test]
     fn npy_zero_d_round_trips() {
         let d = data(Scalar::F64, &[], &[2.5f64.to_bits()]);
-        let mut back = FieldData { elem: Scalar::F64, shape: vec![], bytes: vec![0; 8] };
+        let mut back = FieldData { elem: Scalar::F64, shape: vec![], bytes: vec![0; 8].into() };
         back.load_npy("t", &d.to_npy().unwrap()).unwrap();
         assert_eq!(back, d);
     }
@@ -631,12 +743,12 @@ mod tests {
     #[test]
     fn npy_dtype_and_shape_mismatches_are_clear_errors() {
         let f64s = data(Scalar::F64, &[4], &[0; 4]).to_npy().unwrap();
-        let mut x = FieldData { elem: Scalar::F32, shape: vec![4], bytes: vec![0; 16] };
+        let mut x = FieldData { elem: Scalar::F32, shape: vec![4], bytes: vec![0; 16].into() };
         assert_eq!(x.load_npy("x", &f64s).unwrap_err(), "@x: expected f32[4], file has f64[4]");
         let f32s = data(Scalar::F32, &[2, 2], &[0; 4]).to_npy().unwrap();
         assert_eq!(x.load_npy("x", &f32s).unwrap_err(), "@x: expected f32[4], file has f32[2, 2]");
         assert!(x.load_npy("x", b"garbage").unwrap_err().starts_with("@x: not a valid .npy file"));
-        assert_eq!(x.bytes, vec![0; 16]);
+        assert_eq!(*x.bytes, [0; 16]);
     }
 
     #[test]

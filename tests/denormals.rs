@@ -85,7 +85,7 @@ fn inputs(stream: &kiln::ir::Stream, ty: Scalar) -> Fields {
                 _ => bytes.extend(x.to_le_bytes()),
             }
         }
-        d.bytes = bytes;
+        d.bytes = bytes.into();
     }
     fields
 }

@@ -287,7 +287,7 @@ fn an_object_that_parses_but_does_not_link_is_an_error_at_load() {
         Default::default()
     })
     .unwrap();
-    assert_eq!(fields.get("t").unwrap().bytes, 0.5f32.atan().to_le_bytes());
+    assert_eq!(*fields.get("t").unwrap().bytes, 0.5f32.atan().to_le_bytes());
     // Rename the undefined symbol `atanf` to one no library defines: the
     // object still parses (add succeeds), and the forced lookup reports the
     // missing symbol instead of deferring it to the first call.
@@ -306,7 +306,7 @@ fn field_storage_that_does_not_hold_its_shape_is_an_error_not_a_crash() {
     let stream = saxpy_stream(100, 100);
     let mut e = JitEngine::new(compiler(), JitPath::PerTask, 1).unwrap();
     let mut fields = Fields::zeroed(&stream);
-    fields.get_mut("x").unwrap().bytes.truncate(10);
+    fields.get_mut("x").unwrap().bytes = vec![0; 10].into();
     let err = e.run_kernel(&stream, "k", &[Const::f32(1.0)], &mut fields).unwrap_err();
     assert!(err.message.contains("@x holds 10 bytes"), "{err}");
     // A field of another shape than the task was compiled for.

@@ -31,7 +31,7 @@ impl Program {
         for f in &self.fields {
             let data = fields.get(&f.name).ok_or_else(|| err(format!("field @{} has no storage", f.name)))?;
             if data.elem != f.elem || data.shape != f.shape {
-                let want = FieldData { elem: f.elem, shape: f.shape.clone(), bytes: Vec::new() };
+                let want = FieldData { elem: f.elem, shape: f.shape.clone(), bytes: Default::default() };
                 return Err(err(format!(
                     "field @{} is declared {} but its storage is {}",
                     f.name,
@@ -379,7 +379,7 @@ pub(super) fn iteration_text(p: &ParLoop, run: &ParRun, idx: u64) -> String {
 /// Run-time state of one kernel run.
 pub(super) struct State {
     /// The bytes of each field of [`Program::fields`].
-    pub(super) fields: Vec<Vec<u8>>,
+    pub(super) fields: Vec<crate::exec::Storage>,
     /// The register file of each code; `None` while it runs (there is no
     /// recursion, so one frame per body suffices).
     pub(super) frames: Vec<Option<Vec<u64>>>,

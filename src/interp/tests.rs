@@ -364,7 +364,7 @@ fn i1_field_elements_are_bytes() {
     b.store("m", &[one], t);
     let s = stream(vec![field("m", Scalar::I1, &[3]), kernel("k", b, &[])]);
     let f = run(&s, "k", &[]).unwrap();
-    assert_eq!(f.get("m").unwrap().bytes, [0, 1, 0]);
+    assert_eq!(*f.get("m").unwrap().bytes, [0, 1, 0]);
 }
 
 #[test]

@@ -144,8 +144,10 @@ impl<T> Prefetched<T> {
     }
 }
 
-fn address(module: &Module) -> usize {
-    module as *const Module as usize
+/// What names a value while it is borrowed: its address (only compared,
+/// never followed).
+fn address<T>(x: &T) -> usize {
+    x as *const T as usize
 }
 
 /// Where a provider gets the objects of the function records
@@ -339,7 +341,9 @@ pub struct JitEngine {
 
 /// What a batch of runs of one stream works out once, not once per run.
 struct Batch {
-    stream: *const Stream,
+    /// The stream's address: what names it while the batch runs (only
+    /// compared, never followed).
+    stream: usize,
     split_checked: bool,
     launches: Option<crate::plan::LaunchTable>,
 }
@@ -382,12 +386,12 @@ impl JitEngine {
             return Ok(None);
         }
         if let (Some(b), Some(s)) = (&self.batch, &self.split) {
-            if b.split_checked && std::ptr::eq(b.stream, stream) {
+            if b.split_checked && b.stream == address(stream) {
                 return Ok(Some(s.stream.clone()));
             }
         }
         let split = self.split_anew(stream)?;
-        if let Some(b) = self.batch.as_mut().filter(|b| std::ptr::eq(b.stream, stream)) {
+        if let Some(b) = self.batch.as_mut().filter(|b| b.stream == address(stream)) {
             b.split_checked = true;
         }
         Ok(Some(split))
@@ -432,7 +436,7 @@ impl JitEngine {
     fn table(&mut self, stream: &Stream) -> Option<&crate::plan::LaunchTable> {
         match (&self.split, self.batch.as_mut()) {
             (Some(s), _) if std::ptr::eq(stream, &*s.stream) => Some(&s.launches),
-            (_, Some(b)) if std::ptr::eq(stream, b.stream) => {
+            (_, Some(b)) if b.stream == address(stream) => {
                 Some(b.launches.get_or_insert_with(|| crate::plan::LaunchTable::new(stream)))
             }
             _ => None,
@@ -622,7 +626,7 @@ impl Engine for JitEngine {
     /// The runs of one stream: the stream is split (or its split checked)
     /// once, and its kernels' launches indexed once, for all of them.
     fn run_kernels(&mut self, stream: &Stream, runs: &[(&str, &[Const])], fields: &mut Fields) -> Result<(), RunError> {
-        self.batch = Some(Batch { stream, split_checked: false, launches: None });
+        self.batch = Some(Batch { stream: address(stream), split_checked: false, launches: None });
         let result = runs.iter().try_for_each(|(kernel, args)| self.run_kernel(stream, kernel, args, fields));
         self.batch = None;
         result
