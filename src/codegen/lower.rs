@@ -108,6 +108,9 @@ pub struct Lowering<'a, 'ctx> {
     /// LLVM's default): the code runs with subnormals flushed
     /// (`crate::fpenv`), and LLVM must not assume otherwise.
     denormal_attrs: Vec<Attribute>,
+    /// In fast-math mode, the vector width the vectoriser is told to
+    /// prefer (`vecmath::preferred_width`).
+    width_attr: Option<Attribute>,
     /// The inline-asm register constraint that hides a float constant from
     /// LLVM's constant folder (see [`FnCx::float_constant`]); `None` on
     /// targets without one.
@@ -159,6 +162,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
     ) -> Lowering<'a, 'ctx> {
         let ctx_ty = abi::context_type(cx);
         let field_pos = fields.iter().enumerate().map(|(i, f)| (f.name.as_str(), i as u32)).collect();
+        let vector_isas = vecmath::vector_isas(triple, features);
         Lowering {
             cx,
             module: cx.create_module(name),
@@ -180,7 +184,12 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
                     .map(|k| cx.create_string_attribute(k, "preserve-sign,preserve-sign"))
                     .to_vec(),
             },
-            vector_isas: vecmath::vector_isas(triple, features),
+            width_attr: config
+                .fast_math
+                .then(|| vecmath::preferred_width(&vector_isas))
+                .flatten()
+                .map(|bits| cx.create_string_attribute("prefer-vector-width", &bits.to_string())),
+            vector_isas,
             float_barrier: if triple.starts_with("x86_64") || triple.starts_with("i686") {
                 Some("=x,0")
             } else if triple.starts_with("aarch64") {
@@ -294,7 +303,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         fv.add_attribute(AttributeLoc::Function, self.cpu_attr);
         fv.add_attribute(AttributeLoc::Function, self.features_attr);
         fv.add_attribute(AttributeLoc::Function, self.enum_attr("nounwind"));
-        for a in &self.denormal_attrs {
+        for a in self.denormal_attrs.iter().chain(&self.width_attr) {
             fv.add_attribute(AttributeLoc::Function, *a);
         }
     }
