@@ -151,13 +151,14 @@ struct Module<'t> {
 /// What a Quadrants statement stands for in KIR.
 #[derive(Clone, Debug)]
 enum V {
-    /// A KIR value of a type; `konst` its value when it is a constant.
-    Val { v: Value, ty: Scalar, konst: Option<Const> },
+    /// A scalar KIR value (its type and, for a constant, its value are
+    /// the body's: [`Body::ty`], [`Body::konst`]).
+    Val(Value),
     /// A field element: `@f[%i, %j]`; `comp` when it is a component of a
     /// matrix field's element that Quadrants may shift in bytes.
     Ptr { field: Name, idx: Vec<Value>, elem: Scalar, comp: Option<Box<Comp>> },
     /// A vector or matrix value: its components' KIR values, row-major.
-    Vec(Vec<Sv>),
+    Vec(Vec<Value>),
     /// A pointer to a whole vector or matrix.
     Tensor(Place),
     /// A component of a local vector chosen at run time: `index` (an
@@ -174,24 +175,6 @@ enum V {
     Loop { vars: Vec<Value> },
 }
 
-/// A scalar KIR value of a type; `konst` its value when it is a
-/// constant (a component of [`V::Vec`]).
-#[derive(Clone, Debug)]
-struct Sv {
-    v: Value,
-    ty: Scalar,
-    konst: Option<Const>,
-}
-
-impl Sv {
-    fn of(v: Value, ty: Scalar) -> Sv {
-        Sv { v, ty, konst: None }
-    }
-    fn into_v(self) -> V {
-        V::Val { v: self.v, ty: self.ty, konst: self.konst }
-    }
-}
-
 /// A task statement built: its body, its variables, and the shape of the
 /// cells they count when a body must compute the cell's indices.
 type TaskHead = (ir::Block, Vec<Value>, Option<Vec<u64>>);
@@ -204,7 +187,7 @@ struct Kernel<'k> {
     k: &'k KernelIn,
     /// Each Python argument's KIR parameters: one for a scalar, one per
     /// scalar of a struct, none for the others.
-    params: Vec<Vec<(Value, Scalar)>>,
+    params: Vec<Vec<Value>>,
     /// ndarray argument index -> its field.
     ndarrays: HashMap<u32, Nd>,
     /// Global temporaries by offset: (field name, element type, the
@@ -266,6 +249,17 @@ impl<'a> Body<'a> {
     /// The type of a value built.
     fn ty(&self, v: Value) -> Scalar {
         self.bld.body().ty(v).elem()
+    }
+    /// The constant a value built is, if a `const` statement defines it.
+    fn konst(&self, v: Value) -> Option<Const> {
+        let body = self.bld.body();
+        match body.value(v).def {
+            ir::ValueDef::Result(s) => match body.stmt(s).kind {
+                ir::StmtKind::Const(c) => Some(c),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 }
 
@@ -352,10 +346,10 @@ impl Module<'_> {
         }
         let mut body = ir::Body::new();
         let mut bld = Builder::new(&mut body);
-        let params: Vec<Vec<(Value, Scalar)>> =
-            params.into_iter().map(|ps| ps.into_iter().map(|(n, t)| (bld.param(n, t), t)).collect()).collect();
         let kparams = params.iter().flatten().map(|&(_, ty)| ir::Param { ty, default: None, span: Span::DUMMY });
         let kparams = kparams.collect();
+        let params: Vec<Vec<Value>> =
+            params.into_iter().map(|ps| ps.into_iter().map(|(n, t)| bld.param(n, t)).collect()).collect();
         let mut kc = Kernel {
             k,
             params,
@@ -434,12 +428,9 @@ impl Module<'_> {
             // A vector or matrix is returned in a field of its axes.
             let (comps, axes) = match b.vals.get(id) {
                 Some(V::Vec(c)) => (c.clone(), b.axes.get(id).cloned().unwrap_or(vec![c.len() as u64])),
-                _ => {
-                    let (v, ty) = self.val(b, *id, s)?;
-                    (vec![Sv::of(v, ty)], Vec::new())
-                }
+                _ => (vec![self.val(b, *id, s)?.0], Vec::new()),
             };
-            let ty = comps[0].ty;
+            let ty = b.ty(comps[0]);
             let field = match kc.rets.get(&i) {
                 Some((name, t, a)) if *t == ty && *a == axes => name.clone(),
                 Some((_, t, a)) => {
@@ -608,7 +599,7 @@ impl Module<'_> {
 
     fn val(&self, b: &Body, id: u32, s: &Stmt) -> Result<(Value, Scalar), Error> {
         match b.vals.get(&id) {
-            Some(V::Val { v, ty, .. }) => Ok((*v, *ty)),
+            Some(&V::Val(v)) => Ok((v, b.ty(v))),
             Some(_) => Err(located(format!("${id} is not a value here"), s)),
             None => Err(located(format!("${id} is used before it is defined"), s)),
         }
@@ -616,17 +607,18 @@ impl Module<'_> {
 
     /// `id` as an `i1` condition (`cmp ne %x, 0` for an integer).
     fn cond(&self, b: &mut Body, id: u32, s: &Stmt) -> Result<Value, Error> {
-        let (v, ty) = self.val(b, id, s)?;
-        Ok(self.cond_of(b, &Sv::of(v, ty), s))
+        let (v, _) = self.val(b, id, s)?;
+        Ok(self.cond_of(b, v, s))
     }
 
     /// `x` as an `i1` condition.
-    fn cond_of(&self, b: &mut Body, x: &Sv, s: &Stmt) -> Value {
-        if x.ty == Scalar::I1 {
-            return x.v;
+    fn cond_of(&self, b: &mut Body, x: Value, s: &Stmt) -> Value {
+        let ty = b.ty(x);
+        if ty == Scalar::I1 {
+            return x;
         }
-        let z = b.at(s.id).konst(Const::int(x.ty, 0));
-        b.at(s.id).cmp(CmpOp::Ne, x.v, z)
+        let z = b.at(s.id).konst(Const::int(ty, 0));
+        b.at(s.id).cmp(CmpOp::Ne, x, z)
     }
 
     fn stmt(&mut self, kc: &mut Kernel, b: &mut Body, loops: &mut Loops, s: &Stmt) -> Result<(), Error> {
@@ -654,8 +646,8 @@ impl Module<'_> {
         }
         // A value's hint must be the type of what was written for it.
         let written: Vec<Scalar> = match b.vals.get(&s.id) {
-            Some(V::Val { ty, .. }) => vec![*ty],
-            Some(V::Vec(c)) => c.iter().map(|c| c.ty).collect(),
+            Some(&V::Val(v)) => vec![b.ty(v)],
+            Some(V::Vec(c)) => c.iter().map(|&c| b.ty(c)).collect(),
             _ => Vec::new(),
         };
         if let (Some(t), Some(vt)) = (ty, written.iter().find(|w| Some(**w) != ty)) {
@@ -750,11 +742,7 @@ impl Module<'_> {
             return Err(located("'while control' outside a while loop".to_string(), s));
         }
         let (v, cty) = self.val(b, cond, s)?;
-        let konst = match b.vals.get(&cond) {
-            Some(V::Val { konst, .. }) => *konst,
-            _ => None,
-        };
-        match konst {
+        match b.konst(v) {
             Some(k) if is_zero(k) => b.bld.break_(),
             Some(_) => {}
             None => {
@@ -797,12 +785,12 @@ impl Module<'_> {
                 }
                 let k = Const::int(ty, extent as i64);
                 let v = b.bld.ins(n.clone()).konst(k);
-                b.vals.insert(s.id, V::Val { v, ty, konst: Some(k) });
+                b.vals.insert(s.id, V::Val(v));
             }
             Kind::LoopIndex { lp, index } => match b.vals.get(lp) {
                 Some(V::Loop { vars }) if (*index as usize) < vars.len() => {
                     let v = vars[*index as usize];
-                    b.vals.insert(s.id, V::Val { v, ty: b.ty(v), konst: None });
+                    b.vals.insert(s.id, V::Val(v));
                 }
                 _ => return Err(located(format!("${lp} is not a loop with an index {index}"), s)),
             },
@@ -876,22 +864,22 @@ impl Module<'_> {
                 let Some(i) = paths.iter().position(|p| p == path) else {
                     return Err(located(format!("the struct argument has no scalar member at {path:?}"), s));
                 };
-                let (v, ty) = kc.params[*arg][i];
-                b.vals.insert(s.id, V::Val { v, ty, konst: None });
+                b.vals.insert(s.id, V::Val(kc.params[*arg][i]));
             }
             Kind::Unary { op, a } => self.unary(b, s, op, *a, ty)?,
             Kind::Cast { to, a } => {
                 let to = stmt_scalar(to, s)?;
-                self.each(b, s, [*a], |_, b, [x], n| Ok(Sv::of(b.bld.ins(n).cast(x.v, to), to)))?;
+                self.each(b, s, [*a], |_, b, [x], n| Ok(b.bld.ins(n).cast(x, to)))?;
             }
             Kind::Binary { op, a, b: rhs } => self.binary(b, s, op, *a, *rhs, ty)?,
             Kind::Select { c, a, b: other } => {
                 self.each(b, s, [*c, *a, *other], |m, b, [c, x, y], n| {
-                    let c = m.cond_of(b, &c, s);
-                    if x.ty != y.ty {
-                        return Err(located(format!("select of {} and {}", x.ty, y.ty), s));
+                    let c = m.cond_of(b, c, s);
+                    let (xt, yt) = (b.ty(x), b.ty(y));
+                    if xt != yt {
+                        return Err(located(format!("select of {xt} and {yt}"), s));
                     }
-                    Ok(Sv::of(b.bld.ins(n).select(c, x.v, y.v), x.ty))
+                    Ok(b.bld.ins(n).select(c, x, y))
                 })?;
             }
             Kind::Atomic { op, dest, val } => self.atomic(b, s, op, *dest, *val)?,
@@ -922,7 +910,7 @@ impl Module<'_> {
             return Err(located(format!("'{text}' is not a constant of type {ty}"), s));
         };
         let v = b.bld.ins(n.clone()).konst(k);
-        b.vals.insert(s.id, V::Val { v, ty, konst: Some(k) });
+        b.vals.insert(s.id, V::Val(v));
         Ok(())
     }
 
@@ -931,7 +919,7 @@ impl Module<'_> {
     fn arg_load(&mut self, kc: &mut Kernel, b: &mut Body, s: &Stmt, i: u32, ty: Option<Scalar>) -> Result<(), Error> {
         let j = self.runtime_arg(kc, i, s)?;
         let a = &self.args_of(kc)[j];
-        let (Some([(v, pty)]), "scalar") = (kc.params.get(j).map(Vec::as_slice), a.kind.as_str()) else {
+        let (Some(&[v]), "scalar") = (kc.params.get(j).map(Vec::as_slice), a.kind.as_str()) else {
             let a = &self.args_of(kc)[j];
             if a.kind == "scalar" {
                 return Err(stmt_scalar(&a.dtype, s)
@@ -941,10 +929,11 @@ impl Module<'_> {
             return Err(refused_stmt(format!("argument '{}' of kind {}", a.name, a.kind), s)
                 .with_why("KIR parameters are scalars (templates and structs are not imported)"));
         };
-        if let Some(t) = ty.filter(|t| t != pty) {
+        let pty = b.ty(v);
+        if let Some(t) = ty.filter(|t| *t != pty) {
             return Err(located(format!("argument {i} is {pty} in the field table but loaded as {t}"), s));
         }
-        b.vals.insert(s.id, V::Val { v: *v, ty: *pty, konst: None });
+        b.vals.insert(s.id, V::Val(v));
         Ok(())
     }
 

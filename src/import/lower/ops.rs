@@ -14,7 +14,7 @@ use super::*;
 impl Module<'_> {
     /// A unary operator, component-wise on a vector.
     pub(super) fn unary(&mut self, b: &mut Body, s: &Stmt, op: &str, a: u32, ty: Option<Scalar>) -> Result<(), Error> {
-        self.each(b, s, [a], |_, b, [x], n| unary_of(b, s, op, &x, ty, n))
+        self.each(b, s, [a], |_, b, [x], n| unary_of(b, s, op, x, ty, n))
     }
 
     /// A binary operator, component-wise on vectors.
@@ -27,7 +27,7 @@ impl Module<'_> {
         c: u32,
         ty: Option<Scalar>,
     ) -> Result<(), Error> {
-        self.each(b, s, [a, c], |m, b, [x, y], n| m.binary_of(b, s, op, (&x, &y), ty, n))
+        self.each(b, s, [a, c], |m, b, [x, y], n| m.binary_of(b, s, op, (x, y), ty, n))
     }
 }
 
@@ -48,17 +48,17 @@ fn plain_unary(op: &str, vt: Scalar) -> Option<UnOp> {
 
 /// `n = op x`, of the type `ty` the statement's hint gives (or the
 /// operand's).
-fn unary_of(b: &mut Body, s: &Stmt, op: &str, x: &Sv, ty: Option<Scalar>, n: Name) -> Result<Sv, Error> {
-    let (v, vt) = (x.v, x.ty);
+fn unary_of(b: &mut Body, s: &Stmt, op: &str, x: Value, ty: Option<Scalar>, n: Name) -> Result<Value, Error> {
+    let (v, vt) = (x, b.ty(x));
     let rt = ty.unwrap_or(vt);
     let one = |b: &mut Body| b.at(s.id).konst(Const::int(vt, 1));
     if let Some(u) = plain_unary(op, vt) {
-        return Ok(Sv::of(b.bld.ins(n).unary(u, v), vt));
+        return Ok(b.bld.ins(n).unary(u, v));
     }
     // What the KIR built computes: the operand's type for an operator,
     // the hint's for what ends in a cast.
     let r = match op {
-        "floor" | "ceil" | "round" if vt.is_int() => return Ok(x.clone()),
+        "floor" | "ceil" | "round" if vt.is_int() => return Ok(x),
         "logic_not" => {
             let z = b.at(s.id).konst(Const::int(vt, 0));
             if rt == Scalar::I1 {
@@ -71,11 +71,11 @@ fn unary_of(b: &mut Body, s: &Stmt, op: &str, x: &Sv, ty: Option<Scalar>, n: Nam
         "rsqrt" if vt.is_float() => {
             let r = b.at(s.id).unary(UnOp::Sqrt, v);
             let o = one(b);
-            return Ok(Sv::of(b.bld.ins(n).binary(BinOp::Div, o, r), vt));
+            return Ok(b.bld.ins(n).binary(BinOp::Div, o, r));
         }
         "inv" | "rcp" if vt.is_float() => {
             let o = one(b);
-            return Ok(Sv::of(b.bld.ins(n).binary(BinOp::Div, o, v), vt));
+            return Ok(b.bld.ins(n).binary(BinOp::Div, o, v));
         }
         "sgn" if vt != Scalar::I1 => {
             let [z, p, m, pf, mf] = [(); 5].map(|_| b.fresh(s.id));
@@ -88,7 +88,7 @@ fn unary_of(b: &mut Body, s: &Stmt, op: &str, x: &Sv, ty: Option<Scalar>, n: Nam
         }
         _ => return Err(refused_stmt(format!("{op} of {vt}"), s).with_why("KIR has no such operator")),
     };
-    Ok(Sv::of(r, rt))
+    Ok(r)
 }
 
 /// What a Quadrants binary operator is in KIR when it is one statement.
@@ -127,12 +127,11 @@ impl Module<'_> {
         b: &mut Body,
         s: &Stmt,
         op: &str,
-        (xv, yv): (&Sv, &Sv),
+        (x, y): (Value, Value),
         ty: Option<Scalar>,
         n: Name,
-    ) -> Result<Sv, Error> {
-        let (x, xt) = (xv.v, xv.ty);
-        let (y, yt) = (yv.v, yv.ty);
+    ) -> Result<Value, Error> {
+        let (xt, yt) = (b.ty(x), b.ty(y));
         if xt != yt {
             return Err(located(format!("'{op}' of {xt} and {yt}"), s));
         }
@@ -147,16 +146,16 @@ impl Module<'_> {
             let [lt, gt, r] = [(); 3].map(|_| b.fresh(s.id));
             let lt = b.bld.ins(lt).cmp(CmpOp::Lt, x, y);
             let gt = b.bld.ins(gt).cmp(CmpOp::Gt, x, y);
-            return Ok(Sv::of(or_cast(b, (n, r), BinOp::Or, (lt, gt), rt), rt));
+            return Ok(or_cast(b, (n, r), BinOp::Or, (lt, gt), rt));
         }
         match plain_binary(op, t) {
             Some(Plain::Cmp(c)) if rt != Scalar::I1 => {
                 let c = b.at(s.id).cmp(c, x, y);
-                Ok(Sv::of(b.bld.ins(n).cast(c, rt), rt))
+                Ok(b.bld.ins(n).cast(c, rt))
             }
-            Some(Plain::Cmp(c)) => Ok(Sv::of(b.bld.ins(n).cmp(c, x, y), Scalar::I1)),
-            Some(Plain::Bin(o)) => Ok(Sv::of(b.bld.ins(n).binary(o, x, y), t)),
-            None => self.expanded(b, s, op, (xv, yv), rt, n),
+            Some(Plain::Cmp(c)) => Ok(b.bld.ins(n).cmp(c, x, y)),
+            Some(Plain::Bin(o)) => Ok(b.bld.ins(n).binary(o, x, y)),
+            None => self.expanded(b, s, op, (x, y), rt, n),
         }
     }
 
@@ -166,24 +165,24 @@ impl Module<'_> {
         b: &mut Body,
         s: &Stmt,
         op: &str,
-        (xv, yv): (&Sv, &Sv),
+        (x, y): (Value, Value),
         rt: Scalar,
         n: Name,
-    ) -> Result<Sv, Error> {
-        let (x, y, t) = (xv.v, yv.v, xv.ty);
+    ) -> Result<Value, Error> {
+        let t = b.ty(x);
         match op {
             "floordiv" if t.is_float() => {
                 let d = b.at(s.id).binary(BinOp::Div, x, y);
-                Ok(Sv::of(b.bld.ins(n).unary(UnOp::Floor, d), t))
+                Ok(b.bld.ins(n).unary(UnOp::Floor, d))
             }
-            "floordiv" if t != Scalar::I1 => Ok(Sv::of(int_floordiv(b, s.id, n, (x, y), t), t)),
-            "pow" if t == Scalar::I32 || t == Scalar::I64 => Ok(Sv::of(int_pow(b, s.id, n, (x, y), t), t)),
+            "floordiv" if t != Scalar::I1 => Ok(int_floordiv(b, s.id, n, (x, y), t)),
+            "pow" if t == Scalar::I32 || t == Scalar::I64 => Ok(int_pow(b, s.id, n, (x, y), t)),
             "logical_and" | "logical_or" => {
-                let cx = self.cond_of(b, xv, s);
-                let cy = self.cond_of(b, yv, s);
+                let cx = self.cond_of(b, x, s);
+                let cy = self.cond_of(b, y, s);
                 let k = if op == "logical_and" { BinOp::And } else { BinOp::Or };
                 let r = if rt == Scalar::I1 { Name::default() } else { b.fresh(s.id) };
-                Ok(Sv::of(or_cast(b, (n, r), k, (cx, cy), rt), rt))
+                Ok(or_cast(b, (n, r), k, (cx, cy), rt))
             }
             _ => Err(refused_stmt(format!("{op} of {t}"), s).with_why("KIR has no such operator")),
         }
@@ -197,17 +196,17 @@ impl Module<'_> {
         };
         let whole = matches!(p, V::Tensor(_));
         let ptrs = tensor::components(b, s, p);
-        let vals: Vec<Sv> = match b.vals.get(&val).cloned() {
+        let vals: Vec<Value> = match b.vals.get(&val).cloned() {
             Some(V::Vec(c)) if whole && c.len() == ptrs.len() => c,
-            Some(V::Val { v, ty, konst }) if !whole => vec![Sv { v, ty, konst }],
+            Some(V::Val(v)) if !whole => vec![v],
             _ => return Err(located(format!("atomic {op} of ${val} into ${dest} of another shape"), s)),
         };
         let mut olds = Vec::with_capacity(vals.len());
         for (k, (p, v)) in ptrs.iter().zip(&vals).enumerate() {
             let n = if whole { tensor::comp_name(s.id, k) } else { Name::from(s.id.to_string()) };
-            olds.push(atomic_of(b, s, op, p, v, n)?);
+            olds.push(atomic_of(b, s, op, p, *v, n)?);
         }
-        let v = if whole { V::Vec(olds) } else { olds.remove(0).into_v() };
+        let v = if whole { V::Vec(olds) } else { V::Val(olds.remove(0)) };
         b.vals.insert(s.id, v);
         Ok(())
     }
@@ -254,14 +253,15 @@ fn field_atomic(op: &str) -> Option<AtomicOp> {
 }
 
 /// One scalar atomic, its old value named `n`.
-fn atomic_of(b: &mut Body, s: &Stmt, op: &str, p: &V, x: &Sv, n: Name) -> Result<Sv, Error> {
+fn atomic_of(b: &mut Body, s: &Stmt, op: &str, p: &V, x: Value, n: Name) -> Result<Value, Error> {
+    let xt = b.ty(x);
     let elem = match p {
         V::Ptr { elem, .. } | V::Slot { elem, .. } | V::DynSlot { elem, .. } => *elem,
         _ => return Err(located("an atomic on what is not a pointer".to_string(), s)),
     };
     if let V::Ptr { field, idx, .. } = p {
-        if elem != x.ty {
-            return Err(located(format!("atomic {op} of {} into a field of {elem}", x.ty), s));
+        if elem != xt {
+            return Err(located(format!("atomic {op} of {xt} into a field of {elem}"), s));
         }
         let fits = match op {
             "bit_and" | "bit_or" | "bit_xor" => matches!(elem, Scalar::I32 | Scalar::I64),
@@ -275,9 +275,9 @@ fn atomic_of(b: &mut Body, s: &Stmt, op: &str, p: &V, x: &Sv, n: Name) -> Result
                 refused_stmt(format!("atomic {op}"), s).with_why("KIR's atomics are add, min, max, and, or and xor")
             );
         };
-        let v = if op == "sub" { b.at(s.id).unary(UnOp::Neg, x.v) } else { x.v };
+        let v = if op == "sub" { b.at(s.id).unary(UnOp::Neg, x) } else { x };
         let r = FieldRef { field: field.clone(), indices: idx.clone(), span: Span::DUMMY };
-        return Ok(Sv::of(b.bld.ins(n).atomic(k, r, v, elem), elem));
+        return Ok(b.bld.ins(n).atomic(k, r, v, elem));
     }
     // A local is private to its iteration: the atomic is a load, the
     // operation and a store; it yields the old value.
@@ -292,12 +292,12 @@ fn atomic_of(b: &mut Body, s: &Stmt, op: &str, p: &V, x: &Sv, n: Name) -> Result
         BinOp::And | BinOp::Or | BinOp::Xor => elem.is_int(),
         _ => elem != Scalar::I1,
     };
-    if !fits || elem != x.ty {
-        return Err(located(format!("atomic {op} of {} on a local of {elem}", x.ty), s));
+    if !fits || elem != xt {
+        return Err(located(format!("atomic {op} of {xt} on a local of {elem}"), s));
     }
     let old = tensor::load_at(b, s, p, n)?;
-    let new = b.at(s.id).binary(k, old.v, x.v);
-    tensor::store_scalar(b, s, p, &Sv::of(new, elem))?;
+    let new = b.at(s.id).binary(k, old, x);
+    tensor::store_scalar(b, s, p, new)?;
     Ok(old)
 }
 

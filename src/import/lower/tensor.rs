@@ -187,12 +187,12 @@ pub(super) fn matrix_init(b: &Body, s: &Stmt, comps: &[u32]) -> Result<V, Error>
     let mut out = Vec::with_capacity(comps.len());
     for id in comps {
         match b.vals.get(id) {
-            Some(V::Val { v, ty, konst }) => out.push(Sv { v: *v, ty: *ty, konst: *konst }),
+            Some(&V::Val(v)) => out.push(v),
             Some(_) => return Err(located(format!("${id} is not a scalar here"), s)),
             None => return Err(located(format!("${id} is used before it is defined"), s)),
         }
     }
-    if out.iter().any(|c| c.ty != out[0].ty) {
+    if out.iter().any(|&c| b.ty(c) != b.ty(out[0])) {
         return Err(located("a vector whose components differ in type".to_string(), s));
     }
     Ok(V::Vec(out))
@@ -227,12 +227,12 @@ pub(super) fn shift(
     offset: u32,
     check: &mut dyn FnMut(u64) -> Name,
 ) -> Result<V, Error> {
-    let (off, konst) = match b.vals.get(&offset) {
-        Some(V::Val { v, ty: Scalar::I32, konst }) => (*v, konst.and_then(Const::as_i64)),
-        Some(V::Val { ty, .. }) => return Err(located(format!("a component offset of type {ty}"), s)),
+    let off = match b.vals.get(&offset) {
+        Some(&V::Val(v)) if b.ty(v) == Scalar::I32 => v,
+        Some(&V::Val(v)) => return Err(located(format!("a component offset of type {}", b.ty(v)), s)),
         _ => return Err(located(format!("${offset} is not a value here"), s)),
     };
-    let konst: Option<u64> = konst.map(|k: i64| u64::try_from(k).unwrap_or(u64::MAX));
+    let konst: Option<u64> = b.konst(off).and_then(Const::as_i64).map(|k| u64::try_from(k).unwrap_or(u64::MAX));
     match b.vals.get(&base).cloned() {
         Some(V::Tensor(place)) => {
             let n = place_len(&place);
@@ -299,17 +299,16 @@ fn by_bytes(
 }
 
 /// The value at a scalar pointer, named `name`.
-fn load_scalar(b: &mut Body, s: &Stmt, p: &V, name: Name) -> Result<Sv, Error> {
-    let (v, elem) = match p {
+fn load_scalar(b: &mut Body, s: &Stmt, p: &V, name: Name) -> Result<Value, Error> {
+    Ok(match p {
         V::Ptr { field, idx, elem, .. } => {
             let r = FieldRef { field: field.clone(), indices: idx.clone(), span: Span::DUMMY };
-            (b.bld.ins(name).load(r, *elem), *elem)
+            b.bld.ins(name).load(r, *elem)
         }
-        V::Slot { slot, elem } => (b.bld.ins(name).load_slot(*slot), *elem),
-        V::DynSlot { slots, index, elem } => (load_dyn(b, s, slots, *index, name), *elem),
+        V::Slot { slot, .. } => b.bld.ins(name).load_slot(*slot),
+        V::DynSlot { slots, index, .. } => load_dyn(b, s, slots, *index, name),
         _ => return Err(located("a load from what is not a pointer".to_string(), s)),
-    };
-    Ok(Sv::of(v, elem))
+    })
 }
 
 /// The component of a local vector that `index` names (component 0 when
@@ -331,26 +330,27 @@ fn load_dyn(b: &mut Body, s: &Stmt, slots: &[Value], index: Value, name: Name) -
 }
 
 /// `v` stored at the scalar pointer `p`.
-pub(super) fn store_scalar(b: &mut Body, s: &Stmt, p: &V, v: &Sv) -> Result<(), Error> {
+pub(super) fn store_scalar(b: &mut Body, s: &Stmt, p: &V, v: Value) -> Result<(), Error> {
+    let ty = b.ty(v);
     let elem = match p {
         V::Ptr { elem, .. } | V::Slot { elem, .. } | V::DynSlot { elem, .. } => *elem,
         _ => return Err(located("a store to what is not a pointer".to_string(), s)),
     };
-    if elem != v.ty {
-        return Err(located(format!("a store of {} to a pointer of another type", v.ty), s));
+    if elem != ty {
+        return Err(located(format!("a store of {ty} to a pointer of another type"), s));
     }
     match p {
         V::Ptr { field, idx, .. } => {
-            b.bld.store(FieldRef { field: field.clone(), indices: idx.clone(), span: Span::DUMMY }, v.v)
+            b.bld.store(FieldRef { field: field.clone(), indices: idx.clone(), span: Span::DUMMY }, v)
         }
-        V::Slot { slot, .. } => b.bld.store_slot(*slot, v.v),
+        V::Slot { slot, .. } => b.bld.store_slot(*slot, v),
         V::DynSlot { slots, index, .. } => {
             for (k, slot) in slots.iter().enumerate() {
                 let [kc, hit, old, new] = [(); 4].map(|_| b.fresh(s.id));
                 let kc = b.bld.ins(kc).konst(Const::i32(k as i32));
                 let hit = b.bld.ins(hit).cmp(CmpOp::Eq, *index, kc);
                 let old = b.bld.ins(old).load_slot(*slot);
-                let new = b.bld.ins(new).select(hit, v.v, old);
+                let new = b.bld.ins(new).select(hit, v, old);
                 b.bld.store_slot(*slot, new);
             }
         }
@@ -372,18 +372,18 @@ pub(super) fn load(b: &mut Body, s: &Stmt, p: u32) -> Result<V, Error> {
             Ok(V::Vec(out))
         }
         Some(ptr @ (V::Ptr { .. } | V::Slot { .. } | V::DynSlot { .. })) => {
-            Ok(load_scalar(b, s, &ptr, Name::from(s.id.to_string()))?.into_v())
+            Ok(V::Val(load_scalar(b, s, &ptr, Name::from(s.id.to_string()))?))
         }
         _ => Err(located(format!("${p} is not a pointer"), s)),
     }
 }
 
 /// `comps` stored into the components of `place`, in order.
-pub(super) fn store_components(b: &mut Body, s: &Stmt, place: &Place, comps: &[Sv]) -> Result<(), Error> {
+pub(super) fn store_components(b: &mut Body, s: &Stmt, place: &Place, comps: &[Value]) -> Result<(), Error> {
     if comps.len() as u64 != place_len(place) {
         return Err(located("a store of a vector or matrix of another shape".to_string(), s));
     }
-    for (k, c) in comps.iter().enumerate() {
+    for (k, &c) in comps.iter().enumerate() {
         let ptr = component(b, s, place, k as u64);
         store_scalar(b, s, &ptr, c)?;
     }
@@ -398,7 +398,7 @@ pub(super) fn store(b: &mut Body, s: &Stmt, dest: u32, val: u32) -> Result<(), E
         (Some(V::Tensor(_)), _) | (_, Some(V::Vec(_))) => {
             Err(located("a store of a vector or matrix of another shape".to_string(), s))
         }
-        (Some(ptr), Some(V::Val { v, ty, konst })) => store_scalar(b, s, &ptr, &Sv { v, ty, konst }),
+        (Some(ptr), Some(V::Val(v))) => store_scalar(b, s, &ptr, v),
         (_, None) => Err(located(format!("${val} is used before it is defined"), s)),
         (_, Some(_)) => Err(located(format!("${val} is not a value here"), s)),
     }
@@ -406,8 +406,8 @@ pub(super) fn store(b: &mut Body, s: &Stmt, dest: u32, val: u32) -> Result<(), E
 
 /// An operand of a component-wise operation.
 enum Operand {
-    Scalar(Sv),
-    Vec(Vec<Sv>),
+    Scalar(Value),
+    Vec(Vec<Value>),
 }
 
 impl Module<'_> {
@@ -420,12 +420,12 @@ impl Module<'_> {
         b: &mut Body,
         s: &Stmt,
         ids: [u32; N],
-        mut f: impl FnMut(&mut Self, &mut Body, [Sv; N], Name) -> Result<Sv, Error>,
+        mut f: impl FnMut(&mut Self, &mut Body, [Value; N], Name) -> Result<Value, Error>,
     ) -> Result<(), Error> {
         let mut ops = Vec::with_capacity(N);
         for id in ids {
             ops.push(match b.vals.get(&id) {
-                Some(V::Val { v, ty, konst }) => Operand::Scalar(Sv { v: *v, ty: *ty, konst: *konst }),
+                Some(&V::Val(v)) => Operand::Scalar(v),
                 Some(V::Vec(c)) => Operand::Vec(c.clone()),
                 Some(_) => return Err(located(format!("${id} is not a value here"), s)),
                 None => return Err(located(format!("${id} is used before it is defined"), s)),
@@ -436,15 +436,15 @@ impl Module<'_> {
         if lens.windows(2).any(|w| w[0] != w[1]) {
             return Err(located(format!("an element-wise operation on tensors of {lens:?} components"), s));
         }
-        let pick = |k: Option<usize>| -> [Sv; N] {
+        let pick = |k: Option<usize>| -> [Value; N] {
             std::array::from_fn(|i| match (&ops[i], k) {
-                (Operand::Scalar(x), _) => x.clone(),
-                (Operand::Vec(c), Some(k)) => c[k].clone(),
-                (Operand::Vec(c), None) => c[0].clone(),
+                (Operand::Scalar(x), _) => *x,
+                (Operand::Vec(c), Some(k)) => c[k],
+                (Operand::Vec(c), None) => c[0],
             })
         };
         let v = match lens.first() {
-            None => f(self, b, pick(None), Name::from(s.id.to_string()))?.into_v(),
+            None => V::Val(f(self, b, pick(None), Name::from(s.id.to_string()))?),
             Some(&n) => {
                 let mut out = Vec::with_capacity(n);
                 for k in 0..n {
@@ -468,7 +468,7 @@ pub(super) fn components(b: &mut Body, s: &Stmt, p: V) -> Vec<V> {
 }
 
 /// [`load_scalar`] for the atomics of `ops`.
-pub(super) fn load_at(b: &mut Body, s: &Stmt, p: &V, name: Name) -> Result<Sv, Error> {
+pub(super) fn load_at(b: &mut Body, s: &Stmt, p: &V, name: Name) -> Result<Value, Error> {
     load_scalar(b, s, p, name)
 }
 
