@@ -374,9 +374,12 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
         })
         .and_then(|()| io.write_results(cli, &fields));
     drop(output);
-    // The JIT's session and its dylibs go before the tool's span ends.
+    // What the engine holds ends before the tool's span does; the JIT's
+    // session is left to the exit.
     let _teardown = span("teardown");
-    drop(runner);
+    if let Runner::Jit(engine, _) = runner {
+        engine.end_for_exit();
+    }
     outcome
 }
 
