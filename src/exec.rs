@@ -540,8 +540,9 @@ impl FieldData {
         if fortran && self.shape.len() > 1 {
             bytes = fortran_to_c(&bytes, &self.shape, size);
         }
-        // Into the field's own storage (lent memory stays lent).
-        if self.bytes.len() == bytes.len() {
+        // Lent memory stays lent (its length is the field's, checked when
+        // it was lent); owned bytes are replaced, not copied.
+        if self.bytes.is_lent() {
             self.bytes.copy_from_slice(&bytes);
         } else {
             self.bytes = bytes.into();
