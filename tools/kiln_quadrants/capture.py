@@ -24,6 +24,7 @@ file during a call, which keeps each label in front of its dump.
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import dataclasses
 import gc
@@ -42,7 +43,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NoReturn, TypedDict
 
 from .records import (
     Arg,
@@ -1042,18 +1043,78 @@ def _bind_params(params: list[Param], schema: list[Arg], nd_ids: dict[int, str])
     return out
 
 
-def main(args: list[str] | None = None) -> int:
-    import argparse
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose errors are Kiln's usage errors: one line,
+    ``TOOL: error: ...``, and exit status 2 (the usage text is --help's)."""
 
-    ap = argparse.ArgumentParser(
-        prog="python -m kiln_quadrants.capture",
-        description="Run a Quadrants program on the CPU and capture its kernels' IR, fields and values.",
+    def __init__(self, *args: Any, tool: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tool = tool or self.prog
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.tool}: error: {message}\n")
+
+
+def lower_first(text: str) -> str:
+    """An OS error's text as Kiln words its messages: `No such file` as `no such file`."""
+    return text[:1].lower() + text[1:]
+
+
+def program_error(program: str) -> str | None:
+    """Why PROGRAM cannot be run, before anything is captured: missing,
+    not a file, unreadable, or not Python (its syntax error, at its line)."""
+    p = Path(program)
+    if not p.exists():
+        return f"{program}: no such file"
+    if not p.is_file():
+        return f"{program}: not a file"
+    try:
+        compile(p.read_bytes(), program, "exec")
+    except OSError as e:
+        return f"{program}: {lower_first(e.strerror or str(e))}"
+    except SyntaxError as e:
+        return f"{e.filename}:{e.lineno}:{e.offset}: {e.msg}"
+    except ValueError as e:  # null bytes
+        return f"{program}: {e}"
+    return None
+
+
+def directory_error(option: str, path: str) -> str | None:
+    """Why ``path`` cannot be the directory an option names, checked
+    without making it: empty, or an existing file, or under one."""
+    if not path:
+        return f"{option} takes a directory (new or empty), not ''"
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        return f"{option} {path}: not a directory"
+    # A new directory: the nearest existing parent must be a directory.
+    parent = next((a for a in Path(os.path.abspath(path)).parents if a.exists()), None)
+    if not p.exists() and parent is not None and not parent.is_dir():
+        return f"{option} {path}: not a directory"
+    return None
+
+
+def main(args: list[str] | None = None) -> int:
+    tool = "python -m kiln_quadrants"
+    ap = OneLineParser(
+        prog=tool,
+        description="Run a Quadrants program on the CPU and capture its kernels' IR, fields and values. "
+        "Bad usage (a missing program, a syntax error in it, an output that is not a directory) is one line and exit status 2; "
+        "otherwise the exit status is the program's.",
     )
     ap.add_argument("-o", "--output", required=True, help="output directory")
     ap.add_argument("--calls", type=int, default=0, metavar="N", help="capture the first N calls of each kernel (default 0: all)")
     ap.add_argument("program", help="the Quadrants program (a .py file)")
-    ap.add_argument("argv", nargs=argparse.REMAINDER, help="the program's own arguments")
+    ap.add_argument("argv", nargs=argparse.REMAINDER, help="the program's own arguments").required = False
     ns = ap.parse_args(args)
+    why = directory_error("-o", ns.output) or program_error(ns.program)
+    if why is None:
+        try:
+            Path(ns.output).mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            why = f"-o {ns.output}: {lower_first(e.strerror or str(e))}"
+    if why is not None:
+        ap.error(why)
     return run(ns.program, ns.argv, ns.output, max(ns.calls, 0))
 
 

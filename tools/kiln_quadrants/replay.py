@@ -16,7 +16,8 @@ kernel, the call, the field, the first differing index and both values), on
 a data race found with ``--check-races``, or when the program raises (its
 traceback is printed), or when the tools cannot be found; 2 when a kernel
 cannot be imported (naming the statement) and nothing disagrees. The other
-kernels are still checked.
+kernels are still checked. Bad usage is one line and 2, found before the
+tools are looked for or anything is imported, made or run.
 
 Must never: change the program's own output, write outside ``--keep DIR``
 (or a temporary directory) and the cache, report agreement for a call it
@@ -44,7 +45,7 @@ try:
 except ImportError:  # run() says so in one line; --help needs no numpy
     np = None  # type: ignore[assignment]
 
-from .capture import OFFLOAD_STAGE, kernel_label
+from .capture import OFFLOAD_STAGE, OneLineParser, directory_error, kernel_label, lower_first, program_error
 from .records import (
     Call,
     FieldTable,
@@ -648,53 +649,49 @@ def _usage_error(text: str) -> int:
     return 2
 
 
-def _lower_first(text: str) -> str:
-    """An OS error's text as Kiln words its messages: `No such file` as `no such file`."""
-    return text[:1].lower() + text[1:]
-
-
 def _keep_dir(keep: str) -> Path | str:
     """The --keep directory, made when new; or why it cannot be used."""
     work = Path(keep)
     try:
-        if work.exists() and not work.is_dir():
-            return f"--keep {keep}: not a directory"
         if work.exists() and any(work.iterdir()):
             return f"--keep {keep}: the directory is not empty"
         work.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        return f"--keep {keep}: {_lower_first(e.strerror or str(e))}"
+        return f"--keep {keep}: {lower_first(e.strerror or str(e))}"
     return work
 
 
-def _program_error(program: str) -> str | None:
-    """Why PROGRAM cannot be run, before anything is captured: missing,
-    not a file, unreadable, or not Python (its syntax error, at its line)."""
-    p = Path(program)
-    if not p.exists():
-        return f"{program}: no such file"
-    if not p.is_file():
-        return f"{program}: not a file"
-    try:
-        compile(p.read_bytes(), program, "exec")
-    except OSError as e:
-        return f"{program}: {_lower_first(e.strerror or str(e))}"
-    except SyntaxError as e:
-        return f"{e.filename}:{e.lineno}:{e.offset}: {e.msg}"
-    except ValueError as e:  # null bytes
-        return f"{program}: {e}"
-    return None
-
-
 def _arguments_error(ns: argparse.Namespace) -> str | None:
-    """Why the numbers given are not ones the run can use, or None."""
-    if ns.ulps < 0:
+    """Why an argument is not one the run can use, or None: checked before
+    anything is looked for, imported or made. The numbers arrive as
+    written, and are put in ``ns`` as numbers here."""
+    try:
+        ns.ulps = int(ns.ulps)
+        if ns.ulps < 0:
+            raise ValueError
+    except ValueError:
         return f"--ulps takes 0 or more units in the last place, not {ns.ulps}"
-    if ns.calls < 0:
+    try:
+        ns.calls = int(ns.calls)
+        if ns.calls < 0:
+            raise ValueError
+    except ValueError:
         return f"--calls takes 0 (every call) or more, not {ns.calls}"
-    if ns.timeout is not None and not ns.timeout > 0:
-        return f"--timeout takes a number of seconds above 0, not {ns.timeout:g}"
-    return None
+    if ns.timeout is not None:
+        try:
+            seconds = float(ns.timeout)
+            if not seconds > 0:  # nan too
+                raise ValueError
+        except ValueError:
+            return f"--timeout takes a number of seconds above 0, not {ns.timeout}"
+        ns.timeout = None if math.isinf(seconds) else seconds
+    if ns.keep is not None:
+        keep = directory_error("--keep", ns.keep)
+        if keep is not None:
+            return keep
+        if Path(ns.keep).is_dir() and any(Path(ns.keep).iterdir()):
+            return f"--keep {ns.keep}: the directory is not empty"
+    return program_error(ns.program)
 
 
 def _ended(status: int) -> str:
@@ -716,15 +713,15 @@ def _missing_packages() -> list[str]:
 
 
 def run(ns: argparse.Namespace) -> int:
+    why = _arguments_error(ns)
+    if why is not None:
+        return _usage_error(why)
     missing = _missing_packages()
     if missing:
         return _usage_error(
             f"{sys.executable} has no {' or '.join(missing)}: run `make quadrants` (a venv under target/), "
             "or set KILN_QUADRANTS_PYTHON to a Python that has Quadrants 1.3.3 and numpy"
         )
-    why = _arguments_error(ns) or _program_error(ns.program)
-    if why is not None:
-        return _usage_error(why)
     found = tool_dir(dict(os.environ), Path(__file__).resolve().parent)
     if isinstance(found, str):
         print(f"{TOOL}: error: {found}", file=sys.stderr)
@@ -732,7 +729,7 @@ def run(ns: argparse.Namespace) -> int:
     tools, how = found
     if ns.verbose:
         print(f"{TOOL}: using the tools in {tools} (found {how})", file=sys.stderr)
-    if ns.keep:
+    if ns.keep is not None:
         work = _keep_dir(ns.keep)
         if isinstance(work, str):
             return _usage_error(work)
@@ -772,10 +769,11 @@ def _run_in(work: Path, ns: argparse.Namespace, tools: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=TOOL, description="Run Quadrants programs through Kiln and check Kiln against Quadrants.")
+    ap = OneLineParser(prog=TOOL, description="Run Quadrants programs through Kiln and check Kiln against Quadrants.")
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser(
         "run",
+        tool=TOOL,
         help="run an unmodified Quadrants program on the CPU, replay every kernel call in Kiln (JIT and interpreter) and compare",
         description="Runs PROGRAM.py with Quadrants on the CPU (fast_math off, IR printing on), imports each kernel with "
         "kiln-import, replays every call with kiln-run (the JIT through the cache, and the interpreter) from the values "
@@ -783,7 +781,7 @@ def main(argv: list[str] | None = None) -> int:
         "(at each field's scale after a kernel whose parallel float atomics sum in any order). "
         "Exit status: 0 when everything agrees, 1 on a disagreement, a race (--check-races), a program that raises "
         "or no Kiln tools found, "
-        "2 when a kernel cannot be imported.",
+        "2 when a kernel cannot be imported, and on bad usage (one line, found before anything is run).",
     )
     r.add_argument("--keep", metavar="DIR", help="keep the logs, each kernel's .kir, the values and DIR/manifest.json in DIR (empty or new); "
                    "the messages then name the files kept there")
@@ -792,19 +790,20 @@ def main(argv: list[str] | None = None) -> int:
                    "$PATH, or the newer of the checkout's target/release and target/debug")
     r.add_argument("--check-races", action="store_true", help="also replay under kiln-run --check-races and report every data race")
     r.add_argument("--cache-dir", metavar="DIR", help="the per-task cache the JIT replays through (default: kiln-run's)")
+    # The numbers are taken as written and checked by _arguments_error,
+    # which says what each takes.
     r.add_argument(
         "--calls",
-        type=int,
         default=DEFAULT_CALLS,
         metavar="N",
         help=f"check the first N calls of each kernel; 0 checks every call (default {DEFAULT_CALLS})",
     )
-    r.add_argument("--ulps", type=int, default=DEFAULT_ULPS, metavar="N", help=f"float tolerance in units in the last place (default {DEFAULT_ULPS})")
-    r.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+    r.add_argument("--ulps", default=DEFAULT_ULPS, metavar="N", help=f"float tolerance in units in the last place (default {DEFAULT_ULPS})")
+    r.add_argument("--timeout", default=None, metavar="SECONDS",
                    help="stop a program that runs longer (SIGTERM, then SIGKILL after "
                    f"{TIMEOUT_GRACE:g} s) and check the calls it made before; exit 1 (default: no limit)")
     r.add_argument("program", metavar="PROGRAM.py")
-    r.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
+    r.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS").required = False
     ns = ap.parse_args(argv)
     return run(ns)
 

@@ -244,6 +244,32 @@ def test_program_argv_and_exit_status(tmp_path):
     assert capture(prog, tmp_path / "o2", "-2").returncode == 0
 
 
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["-o", "{tmp}/out", "no/such/program.py"], "no/such/program.py: no such file"),
+        (["-o", "{tmp}/out", "{tmp}/broken.py"], "{tmp}/broken.py:2:5: '(' was never closed"),
+        (["-o", "{tmp}/out", "{tmp}"], "{tmp}: not a file"),
+        (["-o", "/etc/passwd", "testdata/quadrants/saxpy.py"], "-o /etc/passwd: not a directory"),
+        (["-o", "{tmp}/out", "--calls", "x", "testdata/quadrants/saxpy.py"], "argument --calls: invalid int value: 'x'"),
+        (["testdata/quadrants/saxpy.py"], "the following arguments are required: -o/--output"),
+    ],
+    ids=["missing", "syntax-error", "directory", "output-a-file", "calls-not-a-number", "no-output"],
+)
+def test_the_capture_alone_refuses_bad_usage_in_one_line(tmp_path: Path, args: list[str], said: str):
+    """`python -m kiln_quadrants` (the capture, usable alone) checks its
+    program and output directory before it runs anything: one line, status
+    2, where a missing program or a syntax error gave a traceback that
+    started inside the bridge (runpy)."""
+    (tmp_path / "broken.py").write_text("import quadrants as qd\nx = (1,\n")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    env = dict(os.environ, PYTHONPATH=str(HERE.parent))
+    r = subprocess.run([sys.executable, "-m", "kiln_quadrants", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr == f"python -m kiln_quadrants: error: {said.replace('{tmp}', str(tmp_path))}\n", r.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_split_stages_on_committed_logs():
     """Every committed offload log splits into whole dumps, one per task."""
     logs = sorted(CAPTURED.glob("*/calls/*.offload.log"))

@@ -339,14 +339,44 @@ def test_a_kernel_of_no_task_agrees_and_one_quadrants_refuses_is_not_compared(tm
         (["--ulps", "-3", "testdata/quadrants/saxpy.py"], "--ulps takes 0 or more units in the last place, not -3"),
         (["--calls", "-1", "testdata/quadrants/saxpy.py"], "--calls takes 0 (every call) or more, not -1"),
         (["--timeout", "0", "testdata/quadrants/saxpy.py"], "--timeout takes a number of seconds above 0, not 0"),
+        (["--keep", "", "testdata/quadrants/saxpy.py"], "--keep takes a directory (new or empty), not ''"),
+        (["--ulps", "abc", "testdata/quadrants/saxpy.py"], "--ulps takes 0 or more units in the last place, not abc"),
+        (["--ulps", "1.5", "testdata/quadrants/saxpy.py"], "--ulps takes 0 or more units in the last place, not 1.5"),
+        (["--calls", "ten", "testdata/quadrants/saxpy.py"], "--calls takes 0 (every call) or more, not ten"),
+        (["--timeout", "soon", "testdata/quadrants/saxpy.py"], "--timeout takes a number of seconds above 0, not soon"),
+        (["--timeout", "nan", "testdata/quadrants/saxpy.py"], "--timeout takes a number of seconds above 0, not nan"),
+        (["--ulps"], "argument --ulps: expected one argument"),
+        ([], "the following arguments are required: PROGRAM.py"),
+        (["--no-such-option", "testdata/quadrants/saxpy.py"], "unrecognized arguments: --no-such-option"),
     ],
-    ids=["keep-file", "keep-under-file", "keep-dev-null", "missing", "directory", "negative-ulps", "negative-calls", "zero-timeout"],
+    ids=["keep-file", "keep-under-file", "keep-dev-null", "missing", "directory", "negative-ulps", "negative-calls", "zero-timeout",
+         "keep-empty-name", "ulps-not-a-number", "ulps-not-an-integer", "calls-not-a-number", "timeout-not-a-number", "timeout-nan",
+         "ulps-without-value", "no-program", "unknown-option"],
 )
 def test_bad_arguments_are_one_line_and_status_2(args: list[str], said: str):
-    """Issue 42: these gave Python tracebacks that started inside the bridge."""
+    """Issue 42: these gave Python tracebacks that started inside the
+    bridge, or argparse's usage text before its error; an empty --keep was
+    taken for no --keep."""
     r = kq("run", *args)
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr == f"kiln-quadrants: error: {said}\n", r.stderr
+    assert r.stdout == "", r.stdout
+
+
+def test_usage_errors_come_before_the_tools_are_looked_for(tmp_path: Path):
+    """Every argument is checked before anything else: with no Kiln tools
+    either, a bad --keep, --ulps or program is still the usage error
+    (status 2), not the tools' (status 1), and no --keep directory is made."""
+    env = dict(os.environ, KILN_BIN_DIR=str(tmp_path / "no-tools"))
+    keep = tmp_path / "keep"
+    for args, said in [
+        (["--keep", "/etc/passwd", "testdata/quadrants/saxpy.py"], "--keep /etc/passwd: not a directory"),
+        (["--keep", str(keep), "--ulps", "-1", "testdata/quadrants/saxpy.py"], "--ulps takes 0 or more units in the last place, not -1"),
+        (["--keep", str(keep), "no/such/program.py"], "no/such/program.py: no such file"),
+    ]:
+        r = kq("run", *args, env=env)
+        assert (r.returncode, r.stderr) == (2, f"kiln-quadrants: error: {said}\n"), r.stderr
+    assert not keep.exists()
 
 
 def test_a_syntax_error_is_the_programs_at_its_line(tmp_path: Path):
