@@ -59,6 +59,7 @@ from .records import (
     NdarrayArg,
     Param,
     ParamKind,
+    Running,
     in_declared_order,
 )
 
@@ -275,6 +276,12 @@ def _grad_of(f: Any) -> Any:
     return g if isinstance(g, Field) and g is not f else None
 
 
+class CaptureFailed(BaseException):
+    """The capture's own failure (not the program's, nor Quadrants'): its
+    one line. A BaseException, so that the program's ``except Exception``
+    does not take it for its kernel call's."""
+
+
 @dataclass
 class FieldInfo:
     obj: Any
@@ -327,6 +334,18 @@ class Capture:
     # compile pass ends at finalize_params, which moves them to `params`.
     declaring: list[Param] = dc_field(default_factory=list)
     params: list[Param] | None = None
+    # What capture.json says of the run besides its calls: the call under
+    # way, the program's uncaught exception, why the capture stopped.
+    running: Running | None = None
+    raised: str | None = None
+    failure: str | None = None
+    # The process that writes the files (a forked child does not), whether
+    # it is writing them now (a SIGTERM then waits for the next write), each
+    # written call's line, and fields.json as last written.
+    pid: int = dc_field(default_factory=os.getpid)
+    writing: bool = False
+    call_lines: list[str] = dc_field(default_factory=list)
+    table_text: str = ""
 
     # -- the program's fields ---------------------------------------------
 
@@ -457,6 +476,17 @@ class Capture:
             _describe_arg(m.name, m.annotation, bound.get(m.name), schema, values, nds, self.nd_ids)
         return schema, values, nds
 
+    @contextmanager
+    def own_work(self, call: int, name: str) -> Iterator[None]:
+        """The capture's own work around call ``call`` of kernel ``name``:
+        an error in it is the capture's (CaptureFailed), never passed to
+        the program as if its kernel call had raised it."""
+        try:
+            yield
+        except Exception as e:
+            self.failure = f"the capture failed in call {call} ({name}): {_one_line(e)}"
+            raise CaptureFailed(self.failure) from e
+
     def wrap_call(self, orig_call: Any) -> Any:
         cap = self
 
@@ -464,7 +494,9 @@ class Capture:
             func = getattr(kernel, "func", None)
             module = getattr(func, "__module__", "") or ""
             internal = module.startswith("quadrants")
-            if cap.busy:
+            if cap.busy or cap.failure is not None or os.getpid() != cap.pid:
+                # Ours, or after the capture failed, or in a forked child
+                # (whose copy of the capture is not the one written).
                 return orig_call(kernel, *args, **kwargs)
             if internal:  # Quadrants' own (from_numpy, fill): its IR is noise
                 return cap.run_unchecked(None, lambda: orig_call(kernel, *args, **kwargs))
@@ -482,85 +514,116 @@ class Capture:
             if cap.max_calls and cap.counted[key] > cap.max_calls:
                 return cap.run_unchecked(key, lambda: orig_call(kernel, *args, **kwargs))
             cap.busy = True
+            n = len(cap.calls)
             try:
-                cap.caller_locals = _program_locals()
-                n = len(cap.calls)
-                tag = f"{n:03d}-{_safe(name)}"
-                cap.declaring, cap.params = [], None
-                schema, argvals, nds = cap._describe_args(kernel, args, kwargs)
-                fields = cap.fields()
-                before = cap._snapshot(fields, nds, tag, "before")
-                log_rel = f"calls/{tag}.log"
-                error = None
-                (cap.out / "calls").mkdir(exist_ok=True)
+                with cap.own_work(n, key[1]):
+                    # Said before the call, so that a program killed in it
+                    # (a crash in Quadrants, a signal) is known to have been.
+                    cap.running = {"kernel": key[1], "call": n}
+                    if where is not None:
+                        cap.running["where"] = where
+                    cap.write()
+                    cap.caller_locals = _program_locals()
+                    tag = f"{n:03d}-{_safe(name)}"
+                    cap.declaring, cap.params = [], None
+                    schema, argvals, nds = cap._describe_args(kernel, args, kwargs)
+                    fields = cap.fields()
+                    before = cap._snapshot(fields, nds, tag, "before")
+                    log_rel = f"calls/{tag}.log"
+                    (cap.out / "calls").mkdir(exist_ok=True)
+                    redirect = redirect_fds(cap.out / log_rel)
+                    redirect.__enter__()
+                raised: BaseException | None = None
                 try:
-                    with redirect_fds(cap.out / log_rel):
-                        cap.busy = False
-                        try:
-                            result = orig_call(kernel, *args, **kwargs)
-                        except BaseException as e:
-                            # The message's last line: Quadrants puts its own stack trace first.
-                            lines = [ln for ln in str(e).splitlines() if ln.strip()]
-                            error = f"{type(e).__name__}: {lines[-1].strip() if lines else ''}"
-                            raise
-                        finally:
-                            cap.busy = True
+                    cap.busy = False
+                    result = orig_call(kernel, *args, **kwargs)
+                except BaseException as e:
+                    raised = e
                 finally:
-                    text = (cap.out / log_rel).read_text(errors="replace")
-                    stages = split_stages(text)
-                    compiled = bool(stages)
-                    if compiled:
-                        off_rel = f"calls/{tag}.offload.log"
-                        (cap.out / off_rel).write_text(offload_dumps(text))
-                        cap.last_log[key] = off_rel
-                    # `log`: this call's, or when the kernel was already
-                    # compiled (no IR this time), the log of the call that
-                    # compiled it, which still describes it.
-                    entry: Call = {"kernel": name, "call": n, "log": cap.last_log.get(key), "compiled": compiled, "args": argvals}
-                    if derivative is not None:  # which derivative of the kernel
-                        entry["derivative"] = derivative
-                    if cap.generation > 0:  # after a second qd.init: which runtime ran it
-                        entry["init"] = cap.generation
-                    if where is not None:  # which function, when two share a name
-                        entry["where"] = where
-                    if compiled:
-                        # The name the log's stage lines use, e.g. saxpy_c60_0.
-                        entry["compiled_name"] = stages[0]["kernel"]
-                        entry["tasks"] = sum(1 for d in stages if d["stage"] == OFFLOAD_STAGE)
-                        entry["full_log"] = log_rel
-                    elif not text:
-                        (cap.out / log_rel).unlink()
+                    cap.busy = True
+                    with cap.own_work(n, key[1]):
+                        redirect.__exit__(None, None, None)
+                with cap.own_work(n, key[1]):
+                    entry = cap.record_call(n, name, where, derivative, key, primal, log_rel, argvals, schema, kernel)
+                    if raised is None:
+                        fields = cap.fields()
+                        after = cap._snapshot(fields, nds, tag, "after")
+                        entry["values"] = {
+                            k: {"before": before.get(k), "after": after.get(k)} for k in sorted(set(before) | set(after))
+                        }
+                        if result is not None:
+                            # The scalars returned, in order, as the kernel's
+                            # `return` lists them: a vector or matrix is its
+                            # components, row-major, a tuple its members'.
+                            entry["return"] = _flat(_jsonable(list(result) if isinstance(result, tuple) else [result]))
                     else:
-                        entry["output"] = log_rel
-                    if error is not None:  # the call raised: no values after it
-                        entry["error"] = error
+                        entry["error"] = _one_line(raised)
+                    # The call is complete: written before the program goes on.
                     cap.calls.append(entry)
-                    kernels = cap.kernels.setdefault(cap.generation, {})
-                    # A derivative takes its primal's arguments.
-                    tkey = cap.kernel_table_key(primal, entry.get("compiled_name"))
-                    if tkey is not None and tkey not in kernels:
-                        kernels[tkey] = {"args": schema}
-                    if tkey is not None and compiled and cap.params is not None and "params" not in kernels[tkey]:
-                        kernels[tkey]["params"] = _bind_params(cap.params, schema, cap.nd_ids)
-                        rets = getattr(kernel, "return_type", None) or ()
-                        if rets:
-                            kernels[tkey]["returns"] = [_type_name(r) for r in rets]
-                fields = cap.fields()
-                after = cap._snapshot(fields, nds, tag, "after")
-                entry["values"] = {
-                    k: {"before": before.get(k), "after": after.get(k)} for k in sorted(set(before) | set(after))
-                }
-                if result is not None:
-                    # The scalars returned, in order, as the kernel's
-                    # `return` lists them: a vector or matrix is its
-                    # components, row-major, a tuple its members'.
-                    entry["return"] = _flat(_jsonable(list(result) if isinstance(result, tuple) else [result]))
+                    cap.running = None
+                    cap.write()
+                if raised is not None:
+                    raise raised
                 return result
             finally:
                 cap.busy = False
 
         __call__._kiln_wrapped = True  # type: ignore[attr-defined]
         return __call__
+
+    def record_call(
+        self,
+        n: int,
+        name: str,
+        where: str | None,
+        derivative: str | None,
+        key: tuple[int, str, str | None],
+        primal: tuple[int, str, str | None],
+        log_rel: str,
+        argvals: dict[str, ArgValue],
+        schema: list[Arg],
+        kernel: Any,
+    ) -> Call:
+        """Call ``n``'s entry, from the log its compile printed (when it
+        compiled), and the kernel's entry in its runtime's table."""
+        cap = self
+        text = (cap.out / log_rel).read_text(errors="replace")
+        stages = split_stages(text)
+        compiled = bool(stages)
+        if compiled:
+            off_rel = log_rel.removesuffix(".log") + ".offload.log"
+            (cap.out / off_rel).write_text(offload_dumps(text))
+            cap.last_log[key] = off_rel
+        # `log`: this call's, or when the kernel was already
+        # compiled (no IR this time), the log of the call that
+        # compiled it, which still describes it.
+        entry: Call = {"kernel": name, "call": n, "log": cap.last_log.get(key), "compiled": compiled, "args": argvals}
+        if derivative is not None:  # which derivative of the kernel
+            entry["derivative"] = derivative
+        if cap.generation > 0:  # after a second qd.init: which runtime ran it
+            entry["init"] = cap.generation
+        if where is not None:  # which function, when two share a name
+            entry["where"] = where
+        if compiled:
+            # The name the log's stage lines use, e.g. saxpy_c60_0.
+            entry["compiled_name"] = stages[0]["kernel"]
+            entry["tasks"] = sum(1 for d in stages if d["stage"] == OFFLOAD_STAGE)
+            entry["full_log"] = log_rel
+        elif not text:
+            (cap.out / log_rel).unlink()
+        else:
+            entry["output"] = log_rel
+        kernels = cap.kernels.setdefault(cap.generation, {})
+        # A derivative takes its primal's arguments.
+        tkey = cap.kernel_table_key(primal, entry.get("compiled_name"))
+        if tkey is not None and tkey not in kernels:
+            kernels[tkey] = {"args": schema}
+        if tkey is not None and compiled and cap.params is not None and "params" not in kernels[tkey]:
+            kernels[tkey]["params"] = _bind_params(cap.params, schema, cap.nd_ids)
+            rets = getattr(kernel, "return_type", None) or ()
+            if rets:
+                kernels[tkey]["returns"] = [_type_name(r) for r in rets]
+        return entry
 
     def patch(self) -> None:
         import quadrants as qd
@@ -697,41 +760,78 @@ class Capture:
 
     # -- outputs ----------------------------------------------------------
 
-    def write(self) -> None:
+    def write(self, final: bool = False) -> None:
+        """Writes fields.json and capture.json as they stand: before and
+        after every call, so that a program that ends abruptly (os._exit,
+        a signal, a crash in Quadrants) leaves every call it completed, and
+        says which call it was in. Each file is replaced whole (written
+        aside, then renamed), never left half-written; fields.json only
+        when it changed. ``final``: the program has ended, so the fields it
+        made after its last call are listed too. A forked child's copy of
+        the capture writes nothing."""
         import quadrants as qd
 
+        if os.getpid() != self.pid or self.writing:
+            return
+        self.writing = True
         try:
-            self.fields()  # those made after the last call too
-        except Exception:
-            pass
-        # A program that called qd.init more than once has fields of each
-        # runtime; SNode ids start again in each, so say which runtime.
-        fields: list[FieldEntry] = []
-        for (gen, _place), entry in sorted(self.seen.items()):
-            if self.generation > 0:
-                entry = entry.copy()
-                entry["init"] = gen
-            fields.append(entry)
-        table: FieldTable = {
-            "quadrants": ".".join(map(str, qd.__version__)),
-            "fields": fields,
-            "kernels": self.kernels.get(0, {}),
-        }
-        if self.generation > 0:  # the kernels of each later runtime
-            table["runtimes"] = [{"init": g, "kernels": self.kernels.get(g, {})} for g in range(1, self.generation + 1)]
-        (self.out / "fields.json").write_text(_dump_table(table))
-        cap: CaptureFile = {
-            "program": str(self.program),
-            "argv": self.argv,
-            "init": self.init_kwargs,
-            "forced": FORCED_INIT,
-            "calls": self.calls,
-        }
-        if self.unchecked:  # calls past --calls, by kernel
-            cap["unchecked"] = [
-                {"kernel": k, "init": g, "where": w, "calls": n} for (g, k, w), n in sorted(self.unchecked.items(), key=str)
-            ]
-        (self.out / "capture.json").write_text(_dump_capture(cap))
+            if final:
+                try:
+                    self.fields()  # those made after the last call too
+                except Exception:
+                    pass
+            # A program that called qd.init more than once has fields of each
+            # runtime; SNode ids start again in each, so say which runtime.
+            fields: list[FieldEntry] = []
+            for (gen, _place), entry in sorted(self.seen.items()):
+                if self.generation > 0:
+                    entry = entry.copy()
+                    entry["init"] = gen
+                fields.append(entry)
+            table: FieldTable = {
+                "quadrants": ".".join(map(str, qd.__version__)),
+                "fields": fields,
+                "kernels": self.kernels.get(0, {}),
+            }
+            if self.generation > 0:  # the kernels of each later runtime
+                table["runtimes"] = [{"init": g, "kernels": self.kernels.get(g, {})} for g in range(1, self.generation + 1)]
+            text = _dump_table(table)
+            if text != self.table_text:
+                _replace(self.out / "fields.json", text)
+                self.table_text = text
+            cap: CaptureFile = {
+                "program": str(self.program),
+                "argv": self.argv,
+                "init": self.init_kwargs,
+                "forced": FORCED_INIT,
+                "calls": self.calls,
+            }
+            if self.unchecked:  # calls past --calls, by kernel
+                cap["unchecked"] = [
+                    {"kernel": k, "init": g, "where": w, "calls": n} for (g, k, w), n in sorted(self.unchecked.items(), key=str)
+                ]
+            if self.running is not None:
+                cap["running"] = self.running
+            if self.raised is not None:
+                cap["raised"] = self.raised
+            if self.failure is not None:
+                cap["capture_error"] = self.failure
+            # Each call's line is made once: a call's entry is final once
+            # it is in `calls`.
+            one = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
+            self.call_lines += [f"  {one(in_declared_order(c, Call))}" for c in self.calls[len(self.call_lines):]]
+            _replace(self.out / "capture.json", _dump_capture(cap, self.call_lines))
+        finally:
+            self.writing = False
+
+
+def _replace(path: Path, text: str) -> None:
+    """``path`` holding ``text``, replaced whole: written aside, then renamed
+    over it, so that a reader (or a program killed meanwhile) never finds it
+    half-written."""
+    aside = path.with_name(path.name + ".part")
+    aside.write_text(text)
+    os.replace(aside, path)
 
 
 def _dump_table(table: FieldTable) -> str:
@@ -775,15 +875,14 @@ def _dump_kernels(kernels: dict[str, KernelEntry], pad: str) -> list[str]:
     return lines
 
 
-def _dump_capture(cap: CaptureFile) -> str:
-    """capture.json with one call per line, its keys in the order
-    `records.CaptureFile` and `records.Call` declare them."""
+def _dump_capture(cap: CaptureFile, call_lines: list[str]) -> str:
+    """capture.json with one call per line (``call_lines``, each call's
+    JSON with its keys in the order `records.Call` declares them), the
+    other keys in the order `records.CaptureFile` declares them."""
     one = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
     head = [f" {one(k)}: {one(v)}," for k, v in in_declared_order(cap, CaptureFile).items() if k != "calls"]
-    calls = [f"  {one(in_declared_order(c, Call))}," for c in cap["calls"]]
-    if calls:
-        calls[-1] = calls[-1][:-1]
-    return "\n".join(["{", *head, ' "calls": [', *calls, " ]", "}"]) + "\n"
+    calls = ",\n".join(call_lines)
+    return "\n".join(["{", *head, ' "calls": [', *([calls] if calls else []), " ]", "}"]) + "\n"
 
 
 def _NONE_MODE() -> Any:
@@ -943,28 +1042,38 @@ def _scalar(v: Any) -> JsonScalar:
 def run(program: str | os.PathLike[str], argv: list[str], out_dir: str | os.PathLike[str], max_calls: int = 0) -> int:
     """Run ``program`` with ``argv`` under capture into ``out_dir``,
     capturing the first ``max_calls`` calls of each kernel (0: all); the
-    exit status."""
-    out = Path(out_dir)
+    exit status: the program's (1 when it raised), 1 when the capture
+    failed (``capture_error`` in capture.json says how), or minus SIGINT
+    when the program was interrupted (KeyboardInterrupt)."""
+    # Absolute: the program may change directory.
+    out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     program = Path(program)
     cap = Capture(out=out, program=program, argv=list(argv), max_calls=max_calls)
     cap.patch()
+    cap.write()  # a program that ends before its first call leaves its record too
     old_argv, old_path = sys.argv[:], sys.path[:]
     sys.argv = [str(program), *argv]
     sys.path.insert(0, str(program.resolve().parent))
     status = 0
     orig_exit = os._exit
 
-    def _exit(code: int) -> None:  # a program that leaves by os._exit keeps its calls
+    def _exit(code: int) -> None:  # the calls past --calls and the fields made since the last call
         try:
-            cap.write()
+            cap.write(final=True)
         finally:
             orig_exit(code)
 
+    def on_sigterm(signum: int, _frame: Any) -> None:
+        # Stopped from outside (`kiln-quadrants run --timeout`): the calls
+        # past --calls since the last write are counted, then the program
+        # ends as SIGTERM ends it, unwinding nothing (as without the capture).
+        signal.signal(signum, signal.SIG_DFL)
+        cap.write()
+        os.kill(os.getpid(), signum)
+
     os._exit = _exit  # type: ignore[assignment]
-    # Stopped from outside (`kiln-quadrants run --timeout`): the program
-    # unwinds as on sys.exit, and the calls so far are written.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    signal.signal(signal.SIGTERM, on_sigterm)
     try:
         cap.note_names(runpy.run_path(str(program), run_name="__main__"))
     except SystemExit as e:
@@ -972,14 +1081,25 @@ def run(program: str | os.PathLike[str], argv: list[str], out_dir: str | os.Path
         status = code if isinstance(code, int) else (0 if code is None else 1)
         if code not in (None, 0) and not isinstance(code, int):
             print(code, file=sys.stderr)
+    except CaptureFailed:
+        status = 1  # cap.failure says how: the caller's line
     except BaseException as e:
         _print_program_traceback(e, program)
-        status = 1
+        cap.raised = _one_line(e)
+        status = -signal.SIGINT if isinstance(e, KeyboardInterrupt) else 1
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
         os._exit = orig_exit
-        cap.write()
-    return status
+        cap.write(final=True)
+    # A failure the program caught (it is a BaseException) still fails the capture.
+    return 1 if cap.failure is not None and status == 0 else status
+
+
+def _one_line(e: BaseException) -> str:
+    """An exception as one line: its type and its message's last line
+    (Quadrants puts its own stack trace first)."""
+    lines = [ln for ln in str(e).splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {lines[-1].strip()}" if lines else type(e).__name__
 
 
 def _program_locals() -> dict[str, Any]:
@@ -997,13 +1117,28 @@ def _program_locals() -> dict[str, Any]:
 
 
 def _print_program_traceback(e: BaseException, program: Path) -> None:
-    """The traceback from the program's first frame on, as Python would print it for the program alone."""
-    tb = e.__traceback__
-    target = str(program.resolve())
-    t = tb
-    while t is not None and str(Path(t.tb_frame.f_code.co_filename).resolve()) != target:
-        t = t.tb_next
-    traceback.print_exception(type(e), e, t if t is not None else tb)
+    """The traceback as Python prints it for the program alone: from the
+    program's first frame on, without the bridge's own frames (runpy's, the
+    capture's wrapper around each kernel call), in every exception of the
+    chain."""
+    here = Path(__file__).resolve().parent
+    target = program.resolve()
+
+    def ours(filename: str) -> bool:
+        return "runpy" in Path(filename).name or Path(filename).resolve().parent == here
+
+    top = traceback.TracebackException.from_exception(e)
+    todo, seen = [top], set()
+    while todo:
+        te = todo.pop()
+        if id(te) in seen:
+            continue
+        seen.add(id(te))
+        frames = list(te.stack)
+        first = next((i for i, f in enumerate(frames) if Path(f.filename).resolve() == target), 0)
+        te.stack = traceback.StackSummary.from_list([f for f in frames[first:] if not ours(f.filename)])
+        todo += [c for c in (te.__cause__, te.__context__) if c is not None]
+    print("".join(top.format()), end="", file=sys.stderr)
 
 
 # KernelCxx's methods that declare a runtime parameter, and the kind each
@@ -1105,6 +1240,9 @@ def main(args: list[str] | None = None) -> int:
     ap.add_argument("-o", "--output", required=True, help="output directory")
     ap.add_argument("--calls", type=int, default=0, metavar="N", help="capture the first N calls of each kernel (default 0: all)")
     ap.add_argument("program", help="the Quadrants program (a .py file)")
+    # `kiln-quadrants run` says how the capture ended, from capture.json:
+    # the capture then says nothing of it itself.
+    ap.add_argument("--for-replay", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("argv", nargs=argparse.REMAINDER, help="the program's own arguments").required = False
     ns = ap.parse_args(args)
     why = directory_error("-o", ns.output) or program_error(ns.program)
@@ -1115,7 +1253,16 @@ def main(args: list[str] | None = None) -> int:
             why = f"-o {ns.output}: {lower_first(e.strerror or str(e))}"
     if why is not None:
         ap.error(why)
-    return run(ns.program, ns.argv, ns.output, max(ns.calls, 0))
+    out = Path(ns.output).resolve()  # the program may change directory
+    status = run(ns.program, ns.argv, out, max(ns.calls, 0))
+    if status == 1 and not ns.for_replay:
+        failure = json.loads((out / "capture.json").read_text()).get("capture_error")
+        if failure:
+            print(f"{tool}: error: {failure}", file=sys.stderr)
+    if status < 0:  # interrupted: ended by the signal, as Python ends
+        signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
+    return status
 
 
 if __name__ == "__main__":

@@ -219,8 +219,18 @@ class Unchecked(TypedDict):
     calls: int
 
 
+class Running(TypedDict):
+    """The call under way when ``capture.json`` was written: the one a
+    program that ended abruptly was in."""
+
+    kernel: str  # its label: `k`, or `k.grad` for its derivative
+    call: int
+    where: NotRequired[str]
+
+
 class CaptureFile(TypedDict):
-    """``capture.json``."""
+    """``capture.json``: written before and after every call, and when the
+    program ends."""
 
     program: str
     argv: list[str]
@@ -229,6 +239,11 @@ class CaptureFile(TypedDict):
     init: list[dict[str, str]]
     forced: Forced
     unchecked: NotRequired[list[Unchecked]]
+    running: NotRequired[Running]
+    # The program's uncaught exception: its type and its message's last line.
+    raised: NotRequired[str]
+    # Why the capture itself stopped (the calls before it are whole).
+    capture_error: NotRequired[str]
     calls: list[Call]
 
 
@@ -267,6 +282,9 @@ class ManifestCall(TypedDict):
 
 class Manifest(TypedDict):
     calls: list[ManifestCall]
+    # Why the calls are not all the program's (it raised, was killed, ...),
+    # in the one line the run printed; absent when they are.
+    incomplete: NotRequired[str]
 
 
 # -- checking parsed JSON against the types --------------------------------

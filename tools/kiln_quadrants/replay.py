@@ -13,8 +13,11 @@ whole run, chosen in the documented order (``tool_dir``; ``-v`` says which).
 
 Exit status: 0 when everything agrees; 1 on a disagreement (naming the
 kernel, the call, the field, the first differing index and both values), on
-a data race found with ``--check-races``, or when the program raises (its
-traceback is printed), or when the tools cannot be found; 2 when a kernel
+a data race found with ``--check-races``, or when the program ends early
+(it raises, its traceback printed; exits with another status; is killed;
+outlives --timeout; or the capture fails: one line says which, and the
+calls it completed are checked), or when the tools cannot be found; 130 on
+Ctrl-C (the program is stopped too); 2 when a kernel
 cannot be imported (naming the statement) and nothing disagrees. The other
 kernels are still checked. Bad usage is one line and 2, found before the
 tools are looked for or anything is imported, made or run.
@@ -48,6 +51,7 @@ except ImportError:  # run() says so in one line; --help needs no numpy
 from .capture import OFFLOAD_STAGE, OneLineParser, directory_error, kernel_label, lower_first, program_error
 from .records import (
     Call,
+    CaptureFile,
     FieldTable,
     JsonScalar,
     Manifest,
@@ -362,19 +366,22 @@ class Replay:
         to its whole session a grace period later)."""
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
         calls = ["--calls", str(self.ns.calls)]
-        cmd = [sys.executable, "-m", "kiln_quadrants", "-o", str(self.cap), *calls, self.ns.program, *self.ns.args]
+        # This run says how the capture ended (from capture.json), so the
+        # capture does not; its directory is absolute, so that a program
+        # that changes directory does not move it.
+        cmd = [sys.executable, "-m", "kiln_quadrants", "-o", str(self.cap.resolve()), *calls, "--for-replay", self.ns.program, *self.ns.args]
         proc = subprocess.Popen(cmd, env=env, start_new_session=True)
         try:
             return proc.wait(timeout=self.ns.timeout)
         except subprocess.TimeoutExpired:
-            for sig, grace in ((signal.SIGTERM, TIMEOUT_GRACE), (signal.SIGKILL, None)):
-                try:
-                    os.killpg(proc.pid, sig)
-                    proc.wait(timeout=grace)
-                    break
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    continue
+            _stop(proc, signal.SIGTERM)
             return None
+        except KeyboardInterrupt:
+            # The program is in a session of its own (so that --timeout
+            # stops all of it), which a terminal's Ctrl-C does not reach:
+            # it gets the SIGINT it would have got, and never outlives us.
+            _stop(proc, signal.SIGINT)
+            raise
 
     def table_for(self, init: int) -> Path:
         """The field table of runtime `init` (the `qd.init` it follows): the
@@ -401,6 +408,21 @@ class Replay:
             path.write_text(json.dumps(part, indent=1) + "\n")
         return path
 
+    def stop(self, why: str) -> int:
+        """The run stops short: ``why`` in one line, and (with --keep) a
+        manifest of the calls replayed so far that says why it stops there."""
+        print(f"{TOOL}: error: {why}", file=sys.stderr)
+        self.write_manifest(why)
+        return 1
+
+    def write_manifest(self, incomplete: str | None = None) -> None:
+        """DIR/manifest.json: every call replayed, and, when the run did not
+        check every call of the program, ``incomplete``: why not."""
+        manifest: Manifest = {"calls": self.manifest}
+        if incomplete is not None:
+            manifest["incomplete"] = incomplete
+        (self.work / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+
     def import_log(self, log: str, init: int) -> tuple[Path | None, str | None]:
         """The KIR of a call's log (imported once per log), or why it cannot be imported."""
         if log not in self.imported:
@@ -411,7 +433,8 @@ class Replay:
                 [self.kiln_import, str(self.cap / log), "--fields", str(table), "-o", str(out), "--color=never"],
                 capture_output=True, text=True,
             )
-            self.imported[log] = (out, None) if r.returncode == 0 else (None, r.stderr.strip())
+            why = r.stderr.strip() if r.returncode >= 0 else f"kiln-import {_ended(r.returncode)}\n{r.stderr.strip()}".strip()
+            self.imported[log] = (out, None) if r.returncode == 0 else (None, why)
         return self.imported[log]
 
     def compiled_no_task(self, log: str | None) -> bool:
@@ -516,6 +539,8 @@ class Replay:
                         rep.out_of_bounds.append(text)
                     continue
                 what = "data race" if engine == "races" and "data race" in r.stderr else f"kiln-run ({engine}) failed"
+                if r.returncode < 0:  # a crash: said by its signal
+                    what = f"kiln-run ({engine}) {_ended(r.returncode)}"
                 target = rep.races if engine == "races" else rep.failures
                 target.append(f"call {call['call']}: {what}:\n{_indent(r.stderr.strip())}")
                 continue
@@ -565,7 +590,9 @@ class Replay:
             parts.append(f"init {key[0]}")
         return f"{rep.name} ({', '.join(parts)})"
 
-    def report(self) -> int:
+    def report(self, incomplete: str | None = None) -> int:
+        """One line per kernel, the summary and the manifest (``incomplete``:
+        why the calls replayed are not all the program's); the status."""
         status = 0
         agree = differ = unimported = raised = 0
         for key, rep in self.reports.items():
@@ -604,8 +631,7 @@ class Replay:
         if self.ns.keep is None and any(r.import_error or r.failures or r.races or r.out_of_bounds for r in self.reports.values()):
             # The logs and .kir named above were in the temporary directory.
             print(KEEP_HINT)
-        manifest: Manifest = {"calls": self.manifest}
-        (self.work / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+        self.write_manifest(incomplete)
         return status
 
 
@@ -695,14 +721,49 @@ def _arguments_error(ns: argparse.Namespace) -> str | None:
 
 
 def _ended(status: int) -> str:
-    """How a process ended, as a person reads it: 'ended with status 3',
+    """How a process ended, as a person reads it: 'exited with status 3',
     or 'was killed by SIGKILL' for a negative status (a signal)."""
     if status < 0:
         try:
             return f"was killed by {signal.Signals(-status).name}"
         except ValueError:
             return f"was killed by signal {-status}"
-    return f"ended with status {status}"
+    return f"exited with status {status}"
+
+
+def _stop(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    """Ends the capture's whole session: ``sig``, then SIGKILL when it has
+    not ended a grace period later."""
+    for send, grace in ((sig, TIMEOUT_GRACE), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, send)
+            proc.wait(timeout=grace)
+            return
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            continue
+
+
+def why_stopped(program: str, ended: int | None, timeout: float | None, cap: CaptureFile | None) -> str | None:
+    """Why the capture holds fewer calls than the program would have made,
+    in one line, or None when the program ran to its end: it outlived
+    --timeout (``ended`` None), the capture failed, the program raised, was
+    killed by a signal (in which call, when it was in one), or exited with
+    a status other than 0."""
+    if ended is None:
+        return f"{program} did not finish within {timeout:g} s (--timeout)"
+    if cap is None:
+        return f"{program} {_ended(ended)}, and the capture wrote nothing" if ended else "the capture wrote nothing"
+    if "capture_error" in cap:
+        return cap["capture_error"]
+    if "raised" in cap:  # KeyboardInterrupt too, which then ends it by SIGINT
+        return f"{program} raised {cap['raised']}"
+    if ended < 0:
+        running = cap.get("running")
+        during = f" during call {running['call']} ({running['kernel']})" if running else ""
+        return f"{program} {_ended(ended)}{during}"
+    if ended != 0:
+        return f"{program} {_ended(ended)}"
+    return None
 
 
 def _missing_packages() -> list[str]:
@@ -740,32 +801,42 @@ def run(ns: argparse.Namespace) -> int:
 
 def _run_in(work: Path, ns: argparse.Namespace, tools: Path) -> int:
     replay = Replay(work, ns, tools)
-    ended = replay.capture()
-    if ended is None:
-        if not (replay.cap / "capture.json").exists():
-            print(f"{TOOL}: error: {ns.program} did not finish within {ns.timeout:g} s (--timeout) and left no call", file=sys.stderr)
-            return 1
-        print(f"{TOOL}: error: {ns.program} did not finish within {ns.timeout:g} s (--timeout): checking the calls made before",
-              file=sys.stderr)
-    elif ended != 0:
-        print(f"{TOOL}: error: {ns.program} {_ended(ended)}", file=sys.stderr)
-        return 1
     try:
-        # Both of the capture's files are checked as they are read (the
-        # field table at the first import): never replayed from a record
-        # records.py does not describe.
-        cap = load_capture(replay.cap / "capture.json")
+        return _capture_and_replay(replay, ns)
+    except KeyboardInterrupt:
+        replay.write_manifest("interrupted")
+        raise
+
+
+def _capture_and_replay(replay: Replay, ns: argparse.Namespace) -> int:
+    ended = replay.capture()
+    # The capture writes capture.json before and after every call: a
+    # program that ended early leaves every call it completed, and they are
+    # checked. Both of the capture's files are checked as they are read
+    # (the field table at the first import): never replayed from a record
+    # records.py does not describe.
+    path = replay.cap / "capture.json"
+    try:
+        cap = load_capture(path) if path.exists() else None
+    except RecordError as e:
+        return replay.stop(str(e))
+    why = why_stopped(ns.program, ended, ns.timeout, cap)
+    if cap is None or (why is not None and not cap["calls"]):
+        return replay.stop(f"{why}: no call was captured" if cap is not None else str(why))
+    if why is not None:
+        n = len(cap["calls"])
+        print(f"{TOOL}: error: {why}: checking the {n} call{'s' if n != 1 else ''} made before", file=sys.stderr)
+    try:
         for call in cap["calls"]:
             replay.replay_call(call)
     except RecordError as e:
-        print(f"{TOOL}: error: {e}", file=sys.stderr)
-        return 1
+        return replay.stop(str(e))
     for u in cap.get("unchecked", []):
         # The capture counts a derivative's calls under its label already.
         replay.report_for(u["init"], u["kernel"], u["where"]).unchecked += u["calls"]
-    status = replay.report()
-    # A program stopped by --timeout fails the run, whatever its calls say.
-    return 1 if ended is None else status
+    status = replay.report(f"{why}: these are the calls made before" if why is not None else None)
+    # A program that did not run to its end fails the run, whatever its calls say.
+    return 1 if why is not None else status
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -779,7 +850,8 @@ def main(argv: list[str] | None = None) -> int:
         "kiln-import, replays every call with kiln-run (the JIT through the cache, and the interpreter) from the values "
         "Quadrants had before it, and compares: integers exactly, floats within --ulps "
         "(at each field's scale after a kernel whose parallel float atomics sum in any order). "
-        "Exit status: 0 when everything agrees, 1 on a disagreement, a race (--check-races), a program that raises "
+        "Exit status: 0 when everything agrees, 1 on a disagreement, a race (--check-races), a program that ends early "
+        "(raises, exits with another status, is killed, outlives --timeout; its calls before are checked) "
         "or no Kiln tools found, "
         "2 when a kernel cannot be imported, and on bad usage (one line, found before anything is run).",
     )
@@ -805,7 +877,11 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("program", metavar="PROGRAM.py")
     r.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS").required = False
     ns = ap.parse_args(argv)
-    return run(ns)
+    try:
+        return run(ns)
+    except KeyboardInterrupt:  # Ctrl-C: the program has been stopped too
+        print(f"{TOOL}: error: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

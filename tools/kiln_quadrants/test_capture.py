@@ -198,10 +198,109 @@ def test_a_kernel_that_does_not_compile(tmp_path):
     out = tmp_path / "out"
     r = capture(prog, out)
     assert r.returncode == 1
-    assert 'bad.py", line 8' in r.stderr
-    (call,) = assert_records(out)[1]["calls"]
+    # The program's traceback, as Python prints it for the program alone:
+    # from its own frame, through Quadrants', without the bridge's.
+    assert r.stderr.index("Traceback (most recent call last):\n  File \"" + str(prog) + '", line 8, in <module>') >= 0, r.stderr
+    assert "kiln_quadrants" not in r.stderr and "runpy" not in r.stderr, r.stderr
+    _, cap = assert_records(out)
+    (call,) = cap["calls"]
     assert call["error"] == 'QuadrantsNameError: Name "undefined_name" is not defined'
     assert call["log"] is None and "values" not in call
+    assert cap["raised"] == call["error"] and "running" not in cap
+
+
+KILLED_IN_A_CALL = (
+    "import os, signal\n"
+    "import quadrants as qd\n"
+    "qd.init(arch=qd.cpu)\n"
+    "x = qd.field(qd.i32, shape=4)\n"
+    "@qd.kernel\n"
+    "def k():\n"
+    "    for i in x:\n"
+    "        x[i] = i\n"
+    "@qd.kernel\n"
+    "def dies():\n"
+    "    # Evaluated while Quadrants compiles the kernel: a crash in a call.\n"
+    "    if qd.static(os.kill(os.getpid(), signal.SIGKILL) is None):\n"
+    "        x[0] = 1\n"
+    "k()\n"
+    "k()\n"
+    "dies()\n"
+)
+
+
+def test_a_program_killed_in_a_call_keeps_the_calls_before(tmp_path):
+    """capture.json is written before and after every call: a program
+    killed (SIGKILL, a crash in Quadrants) keeps every call it completed,
+    whole, and the record says which call it was in."""
+    prog = tmp_path / "dies.py"
+    prog.write_text(KILLED_IN_A_CALL)
+    out = tmp_path / "out"
+    r = capture(prog, out)
+    assert r.returncode == -9, r.stderr
+    table, cap = assert_records(out)
+    assert [c["kernel"] for c in cap["calls"]] == ["k", "k"]
+    assert all("values" in c for c in cap["calls"])
+    assert cap["running"] == {"kernel": "dies", "call": 2, "where": "dies.py:9"}
+    assert [f["name"] for f in table["fields"]] == ["x"] and "k" in table["kernels"]
+    assert not list(out.glob("*.part")), list(out.iterdir())
+
+
+def test_a_program_that_leaves_by_os_exit_keeps_its_calls(tmp_path):
+    prog = tmp_path / "leaves.py"
+    prog.write_text(KILLED_IN_A_CALL.replace("dies()\n", "os._exit(0)\n"))
+    out = tmp_path / "out"
+    r = capture(prog, out)
+    assert r.returncode == 0, r.stderr
+    _, cap = assert_records(out)
+    assert [c["kernel"] for c in cap["calls"]] == ["k", "k"] and "running" not in cap
+
+
+def test_a_failure_of_the_capture_is_its_own_not_the_programs(tmp_path):
+    """The capture's own failure (here the file it saves the next call's
+    value in made a directory) is one line naming the call, never an
+    exception the program's `except Exception` takes for its kernel call's,
+    nor a traceback through the bridge; the calls before it are kept."""
+    out = tmp_path / "out"
+    blocked = out / "values" / "001-k-x.before.npy"
+    prog = tmp_path / "breaks.py"
+    prog.write_text(
+        "import os\n"
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.i32, shape=4)\n"
+        "@qd.kernel\n"
+        "def k():\n"
+        "    for i in x:\n"
+        "        x[i] += 1\n"
+        "k()\n"
+        f"os.mkdir({str(blocked)!r})\n"
+        "try:\n"
+        "    k()\n"
+        "except Exception as e:\n"
+        "    print('the program caught', type(e).__name__)\n"
+        "print('the program went on')\n"
+    )
+    r = capture(prog, out)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "the program caught" not in r.stdout and "the program went on" not in r.stdout, r.stdout
+    said = f"the capture failed in call 1 (k): IsADirectoryError: [Errno 21] Is a directory: '{blocked}'"
+    assert r.stderr.endswith(f"python -m kiln_quadrants: error: {said}\n"), r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    _, cap = assert_records(out)
+    assert cap["capture_error"] == said and [c["call"] for c in cap["calls"]] == [0]
+
+
+def test_a_program_that_changes_directory_is_captured_where_asked(tmp_path):
+    """The output directory is taken as given, before the program runs:
+    a relative -o is not moved by the program's os.chdir."""
+    prog = tmp_path / "moves.py"
+    prog.write_text(KILLED_IN_A_CALL.replace("k()\nk()\ndies()\n", "os.chdir('/')\nk()\nprint('done', x.to_numpy())\n"))
+    env = dict(os.environ, PYTHONPATH=str(HERE.parent))
+    r = subprocess.run([sys.executable, "-m", "kiln_quadrants", "-o", "out", str(prog)], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "done [0 1 2 3]" in r.stdout, r.stdout + r.stderr
+    assert [c["kernel"] for c in assert_records(tmp_path / "out")[1]["calls"]] == ["k"]
 
 
 def test_a_program_that_calls_init_twice(tmp_path):

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -41,6 +42,7 @@ from kiln_quadrants.replay import (  # noqa: E402
     tool_dir,
     ulp_distance,
 )
+from kiln_quadrants.test_capture import KILLED_IN_A_CALL  # noqa: E402
 
 PROGRAMS = sorted(CORPUS.glob("*.py"))
 REFUSED = sorted((CORPUS / "refused").glob("*.py"))
@@ -245,7 +247,9 @@ def test_a_capture_the_records_do_not_describe_is_refused(tmp_path: Path, monkey
     err = capsys.readouterr().err
     assert "kiln-quadrants: error: " in err and "capture.json: not a CaptureFile" in err, err
     assert err.rstrip().endswith("calls[0]: no key 'compiled' (Call)"), err
-    assert not (tmp_path / "manifest.json").exists()
+    # --keep DIR says why it holds no replayed call.
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["calls"] == [] and manifest["incomplete"] == err.strip().removeprefix("kiln-quadrants: error: "), manifest
 
 
 def test_keep_writes_the_manifest(tmp_path: Path, cache: str):
@@ -394,6 +398,114 @@ def test_a_program_killed_by_a_signal_says_which(tmp_path: Path):
     r = kq("run", str(prog))
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"kiln-quadrants: error: {prog} was killed by SIGKILL" in r.stderr, r.stderr
+
+
+def test_a_program_killed_in_a_call_is_named_and_its_calls_before_checked(tmp_path: Path, cache: str):
+    """Killed while Quadrants compiled a kernel: one line naming the signal
+    and the call, the calls completed before it checked, exit 1; --keep
+    DIR's manifest says why it holds no more."""
+    prog = tmp_path / "dies.py"
+    prog.write_text(KILLED_IN_A_CALL)
+    keep = tmp_path / "keep"
+    r = kq("run", "--keep", str(keep), "--cache-dir", cache, str(prog))
+    assert r.returncode == 1, r.stdout + r.stderr
+    said = f"{prog} was killed by SIGKILL during call 2 (dies)"
+    assert r.stderr.endswith(f"kiln-quadrants: error: {said}: checking the 2 calls made before\n"), r.stderr
+    assert "ok   k: 2 calls, 1 field," in r.stdout and "1 kernels: 1 agree" in r.stdout, r.stdout
+    manifest = json.loads((keep / "manifest.json").read_text())
+    assert records.check(manifest, records.Manifest) == []
+    assert [c["call"] for c in manifest["calls"]] == [0, 1]
+    assert manifest["incomplete"] == f"{said}: these are the calls made before", manifest
+
+
+@pytest.mark.parametrize(
+    "ending, said",
+    [
+        ("raise ValueError('planted')\n", "raised ValueError: planted"),
+        ("import sys; sys.exit(3)\n", "exited with status 3"),
+        ("os.kill(os.getpid(), signal.SIGTERM)\n", "was killed by SIGTERM"),
+        ("raise KeyboardInterrupt\n", "raised KeyboardInterrupt"),
+    ],
+    ids=["raises", "exits-3", "sigterm", "keyboard-interrupt"],
+)
+def test_a_program_that_ends_early_is_one_line_and_its_calls_are_checked(tmp_path: Path, cache: str, ending: str, said: str):
+    """Whatever ends the program before its end, one line says what (a
+    SIGTERM read as the signal, not as status 143), and the calls it made
+    are checked; exit 1."""
+    prog = tmp_path / "early.py"
+    prog.write_text(KILLED_IN_A_CALL.replace("dies()\n", ending))
+    r = kq("run", "--cache-dir", cache, str(prog))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"kiln-quadrants: error: {prog} {said}: checking the 2 calls made before\n" in r.stderr, r.stderr
+    assert "ok   k: 2 calls, 1 field," in r.stdout, r.stdout
+
+
+def test_a_failure_of_the_capture_is_one_line_naming_it(tmp_path: Path, cache: str):
+    """The capture's own failure is said as the capture's, in one line
+    naming the call, not as the program's (which cannot catch it). Here
+    the file the capture saves the next call's value in is made a
+    directory under it."""
+    keep = tmp_path / "keep"
+    blocked = keep.resolve() / "capture" / "values" / "002-k-x.before.npy"
+    prog = tmp_path / "breaks.py"
+    prog.write_text(KILLED_IN_A_CALL.replace(
+        "dies()\n",
+        f"os.mkdir({str(blocked)!r})\n"
+        "try:\n    k()\nexcept Exception:\n    print('the program caught it')\n",
+    ))
+    r = kq("run", "--keep", str(keep), "--cache-dir", cache, str(prog))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "the program caught it" not in r.stdout and "Traceback" not in r.stderr, r.stdout + r.stderr
+    said = f"the capture failed in call 2 (k): IsADirectoryError: [Errno 21] Is a directory: '{blocked}'"
+    assert r.stderr.endswith(f"kiln-quadrants: error: {said}: checking the 2 calls made before\n"), r.stderr
+    assert "ok   k: 2 calls, 1 field," in r.stdout, r.stdout
+
+
+def test_a_relative_keep_is_not_moved_by_the_programs_chdir(tmp_path: Path, cache: str):
+    """A program that changes directory gave a traceback through the
+    capture (its files went under the new directory, where there was none)."""
+    prog = tmp_path / "moves.py"
+    prog.write_text(KILLED_IN_A_CALL.replace("dies()\n", "os.chdir('/')\nk()\n"))
+    r = kq("run", "--keep", "keep", "--cache-dir", cache, str(prog), cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ok   k: 3 calls, 1 field," in r.stdout, r.stdout
+    assert "incomplete" not in json.loads((tmp_path / "keep" / "manifest.json").read_text())
+
+
+def test_a_tool_killed_by_a_signal_says_which(tmp_path: Path, cache: str):
+    """A kiln-run that crashes is named with its signal, not an empty error."""
+    tools = _tool_links(tmp_path / "tools", tools=("kiln-import",))
+    (tools / "kiln-run").write_text("#!/bin/sh\nkill -SEGV $$\n")
+    (tools / "kiln-run").chmod(0o755)
+    r = kq("run", str(CORPUS / "saxpy.py"), env=dict(os.environ, KILN_BIN_DIR=str(tools)))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "FAIL saxpy\n    call 1: kiln-run (jit) was killed by SIGSEGV" in r.stdout, r.stdout
+
+
+def test_ctrl_c_stops_the_program_too(tmp_path: Path):
+    """Ctrl-C (SIGINT to the run's process group, as a terminal sends it)
+    reaches the program, which runs in a session of its own: it ends with
+    its KeyboardInterrupt, the run says so in one line, exit 130, and
+    nothing outlives it."""
+    prog = tmp_path / "forever.py"
+    prog.write_text(KILLED_IN_A_CALL.replace("dies()\n", "import time\nprint('ready', flush=True)\nwhile True:\n    time.sleep(0.05)\n"))
+    env = dict(os.environ, KILN_QUADRANTS_PYTHON=sys.executable)
+    p = subprocess.Popen([str(WRAPPER), "run", str(prog)], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert p.stdout is not None
+        while "ready" not in p.stdout.readline():
+            pass
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130, out + err
+    assert err.endswith("KeyboardInterrupt\nkiln-quadrants: error: interrupted\n"), err
+    assert f'File "{prog}", line' in err and "kiln_quadrants" not in err, err
+    left = subprocess.run(["pgrep", "-f", str(prog)], capture_output=True, text=True).stdout
+    assert not left, left
 
 
 def test_a_python_without_quadrants_is_told_to_run_make_quadrants():
@@ -685,5 +797,5 @@ def test_a_program_that_never_ends_is_stopped_and_its_calls_checked(tmp_path: Pa
     )
     r = kq("run", "--timeout", "6", "--cache-dir", cache, str(prog))
     assert r.returncode == 1, r.stdout + r.stderr
-    assert f"kiln-quadrants: error: {prog} did not finish within 6 s (--timeout): checking the calls made before" in r.stderr, r.stderr
+    assert f"kiln-quadrants: error: {prog} did not finish within 6 s (--timeout): checking the 1 call made before\n" in r.stderr, r.stderr
     assert "ok   bump: 1 call, 1 field," in r.stdout and "1 kernels: 1 agree" in r.stdout, r.stdout
