@@ -19,7 +19,11 @@ the log and both files; ``records.py`` types both files' records.
 The IR is printed by C++ straight to fd 1 (the statements) and fd 2 (the
 stage labels, through the logger), never through ``sys.stdout``, so this
 module captures at the file-descriptor level: both descriptors point at one
-file during a call, which keeps each label in front of its dump.
+file during a call, which keeps each label in front of its dump. The
+program's own ``sys.stdout`` and ``sys.stderr`` write onto duplicates of
+them for the whole run, so that its output (a thread's, while a kernel
+compiles) never lands among the IR; what else reaches the log and is not
+IR is passed through after the call.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
-from typing import Any, NoReturn, TypedDict
+from typing import Any, NamedTuple, NoReturn, TypedDict
 
 from .records import (
     Arg,
@@ -101,8 +105,46 @@ def _flush_all() -> None:
 
 
 @contextmanager
+def python_streams_apart() -> Iterator[None]:
+    """For the block, Python's ``sys.stdout`` and ``sys.stderr`` write onto
+    descriptors of their own, duplicates of fds 1 and 2: when a call points
+    fds 1 and 2 at its log (``redirect_fds``), the program's output (a
+    background thread's print while a kernel compiles) still goes where it
+    went, never among the IR. One pair of streams for the whole run, never
+    swapped per call: a thread's print is never split between two."""
+    swapped: list[tuple[str, Any, Any]] = []
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        stream = getattr(sys, name)
+        try:
+            onto_fd = stream.fileno() == fd
+        except Exception:  # replaced already (a StringIO): not on fd
+            onto_fd = False
+        if onto_fd:
+            stream.flush()
+            own_fd = os.dup(fd)
+            buffering = 1 if stream.line_buffering else -1
+            own = open(own_fd, "w", buffering=buffering, encoding=stream.encoding, errors=stream.errors, closefd=False)
+            swapped.append((name, stream, own))
+            setattr(sys, name, own)
+    try:
+        yield
+    finally:
+        # The descriptors stay open: a thread of the program that outlives
+        # its main module may still be printing through them.
+        for name, stream, own in swapped:
+            try:
+                own.flush()
+            except Exception:  # closed by the program: nothing to flush
+                pass
+            if getattr(sys, name) is own:  # unless the program set its own
+                setattr(sys, name, stream)
+
+
+@contextmanager
 def redirect_fds(path: Path | None) -> Iterator[None]:
-    """Point fds 1 and 2 at ``path`` (appending; /dev/null when None) for the block."""
+    """Point fds 1 and 2 at ``path`` (appending; /dev/null when None) for
+    the block: what C and C++ write there, Quadrants' IR. Python's own
+    streams write elsewhere while the program runs (``python_streams_apart``)."""
     _flush_all()
     target = os.open(str(path) if path else os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     saved = (os.dup(1), os.dup(2))
@@ -128,31 +170,72 @@ class Dump(TypedDict):
     lines: list[str]
 
 
-def split_stages(text: str) -> list[Dump]:
-    """Cut a log into its dumps, in order.
+class Log(NamedTuple):
+    """A log cut into its dumps, and the lines that are not IR."""
+
+    dumps: list[Dump]
+    # Every line that is not the IR printer's: output that reached fds 1
+    # and 2 during the call (a kernel's print, a subprocess's), in order.
+    output: list[str]
+    # Those of them found between a label and its dump: output written
+    # while the kernel compiled, among the IR (they would have cut the
+    # label from its dump).
+    interleaved: list[str]
+
+
+def read_log(text: str) -> Log:
+    """Cut a log into its dumps, in order, and the lines that are not IR.
 
     A dump is the stage line, then ``kernel {`` up to the first line that is
-    exactly ``}`` (the printer writes the wrapper's braces at column 0; every
-    other line of a dump is indented or is a line of Python source from the
-    debug info, which belongs to a kernel body and so is indented too).
+    exactly ``}`` (the printer writes the wrapper's braces at column 0).
+    The label is printed, and flushed, right before its dump, so a line
+    between the two is not the printer's; nor is a line outside every
+    dump that is not a label. A line written into a dump cannot be told
+    from the dump's own (debug info may start anything at column 0:
+    docs/quadrants-ir.md §1), and is left to the importer to refuse.
     """
-    out: list[Dump] = []
+    dumps: list[Dump] = []
+    output: list[str] = []
+    interleaved: list[str] = []
     lines = text.splitlines()
     i = 0
     while i < len(lines):
         m = STAGE_RE.match(lines[i])
         i += 1
         if not m:
+            output.append(lines[i - 1])
             continue
         body: list[str] = []
-        if i < len(lines) and lines[i] == "kernel {":
+        # A label's dump, after whatever else was written in between; a
+        # label alone (the next stage's header of an .offload.log) has none.
+        j = i
+        while j < len(lines) and lines[j] != "kernel {" and not STAGE_RE.match(lines[j]):
+            j += 1
+        if j < len(lines) and lines[j] == "kernel {":
+            output += lines[i:j]
+            interleaved += lines[i:j]
+            body.append(lines[j])
+            i = j + 1
             while i < len(lines):
                 body.append(lines[i])
                 i += 1
                 if body[-1] == "}":
                     break
-        out.append({"kernel": m["kernel"], "stage": m["stage"], "lines": body})
-    return out
+        dumps.append({"kernel": m["kernel"], "stage": m["stage"], "lines": body})
+    return Log(dumps, output, interleaved)
+
+
+def split_stages(text: str) -> list[Dump]:
+    """A log's dumps, in order (``read_log``)."""
+    return read_log(text).dumps
+
+
+def _pass_through(lines: list[str]) -> None:
+    """Lines of a call's log that are not IR, to standard output, where
+    they were bound."""
+    if lines:
+        sys.stdout.write("".join(line + "\n" for line in lines))
+        sys.stdout.flush()
 
 
 def offload_dumps(text: str, root: str | os.PathLike[str] | None = None) -> str:
@@ -588,8 +671,12 @@ class Capture:
         compiled), and the kernel's entry in its runtime's table."""
         cap = self
         text = (cap.out / log_rel).read_text(errors="replace")
-        stages = split_stages(text)
+        log = read_log(text)
+        stages = log.dumps
         compiled = bool(stages)
+        # What else reached fds 1 and 2 in the call (a kernel's print, a
+        # subprocess's output) is the program's: passed through.
+        _pass_through(log.output)
         if compiled:
             off_rel = log_rel.removesuffix(".log") + ".offload.log"
             (cap.out / off_rel).write_text(offload_dumps(text))
@@ -613,6 +700,8 @@ class Capture:
             (cap.out / log_rel).unlink()
         else:
             entry["output"] = log_rel
+        if log.interleaved:  # left out of the dumps, and said
+            entry["interleaved"] = log.interleaved
         kernels = cap.kernels.setdefault(cap.generation, {})
         # A derivative takes its primal's arguments.
         tkey = cap.kernel_table_key(primal, entry.get("compiled_name"))
@@ -754,9 +843,7 @@ class Capture:
         finally:
             text = scratch.read_text(errors="replace")
             scratch.unlink()
-            if text and not split_stages(text):
-                sys.stdout.write(text)
-                sys.stdout.flush()
+            _pass_through(read_log(text).output)
 
     # -- outputs ----------------------------------------------------------
 
@@ -1075,7 +1162,8 @@ def run(program: str | os.PathLike[str], argv: list[str], out_dir: str | os.Path
     os._exit = _exit  # type: ignore[assignment]
     signal.signal(signal.SIGTERM, on_sigterm)
     try:
-        cap.note_names(runpy.run_path(str(program), run_name="__main__"))
+        with python_streams_apart():
+            cap.note_names(runpy.run_path(str(program), run_name="__main__"))
     except SystemExit as e:
         code = e.code
         status = code if isinstance(code, int) else (0 if code is None else 1)

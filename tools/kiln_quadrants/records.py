@@ -188,6 +188,9 @@ Call = TypedDict(
         "log": str | None,
         "full_log": NotRequired[str],
         "output": NotRequired[str],
+        # Lines found among the IR dumps that are not the printer's (output
+        # written while the kernel compiled), left out of `log`.
+        "interleaved": NotRequired[list[str]],
         "compiled": bool,
         "error": NotRequired[str],
         "args": dict[str, ArgValue],

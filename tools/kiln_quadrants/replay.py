@@ -355,6 +355,8 @@ class Replay:
         self.kiln_import = str(tools / "kiln-import")
         self.kiln_run = str(tools / "kiln-run")
         self.imported: dict[str, tuple[Path | None, str | None]] = {}
+        # The output the capture found among each log's dumps.
+        self.interleaved: dict[str, list[str]] = {}
         self.table: FieldTable | None = None
         self.reports: dict[ReportKey, KernelReport] = {}
         self.manifest: list[ManifestCall] = []
@@ -478,9 +480,18 @@ class Replay:
         if log is None or self.compiled_no_task(log):
             self.check_untouched(call, rep)
             return
+        if call.get("interleaved"):
+            self.interleaved[log] = call["interleaved"]
         kir, err = self.import_log(log, call.get("init", 0))
         if kir is None:
             rep.import_error = err
+            stray = self.interleaved.get(log)
+            if stray:
+                # Those lines were left out; output written into a dump
+                # cannot be told from the dump's own lines.
+                rep.import_error = (f"{err}\n(output was written among the IR while the kernel compiled, "
+                                    f"{len(stray)} line{'s' if len(stray) != 1 else ''} of it found, e.g. {stray[0]!r}: "
+                                    "the dumps may hold more)")
             return
         declared = kir_fields(kir)
         scaled = sums_in_any_order(kir.read_text())

@@ -24,7 +24,7 @@ CAPTURED = CORPUS / "captured"
 
 sys.path.insert(0, str(HERE.parent))
 from kiln_quadrants import records  # noqa: E402
-from kiln_quadrants.capture import OFFLOAD_STAGE, split_stages  # noqa: E402
+from kiln_quadrants.capture import OFFLOAD_STAGE, read_log, split_stages  # noqa: E402
 from kiln_quadrants.records import RecordError, check, load_capture, load_table  # noqa: E402
 
 
@@ -291,6 +291,43 @@ def test_a_failure_of_the_capture_is_its_own_not_the_programs(tmp_path):
     assert cap["capture_error"] == said and [c["call"] for c in cap["calls"]] == [0]
 
 
+def test_output_written_while_a_kernel_compiles_is_the_programs(tmp_path):
+    """A thread's print while a kernel compiles (Python's sys.stdout) goes
+    where the program's output goes, not into the log among the IR; what
+    reaches fd 1 itself in the call (C's, a subprocess's) is passed through
+    from the log."""
+    prog = tmp_path / "chatty.py"
+    prog.write_text(
+        "import os, threading\n"
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.i32, shape=4)\n"
+        "def chatter():\n"
+        "    t = threading.Thread(target=lambda: print('a thread speaks while k compiles', flush=True))\n"
+        "    t.start()\n"
+        "    t.join()\n"
+        "    os.write(1, b'straight to fd 1\\n')\n"
+        "    return True\n"
+        "@qd.kernel\n"
+        "def k():\n"
+        "    if qd.static(chatter()):\n"
+        "        for i in x:\n"
+        "            x[i] = i\n"
+        "k()\n"
+        "print('after', x.to_numpy().sum())\n"
+    )
+    out = tmp_path / "out"
+    r = capture(prog, out)
+    assert r.returncode == 0, r.stderr
+    # (Quadrants evaluates the kernel's qd.static twice: so would it without the capture.)
+    said = "a thread speaks while k compiles\n" * 2 + "straight to fd 1\n" * 2
+    assert r.stdout.endswith(said + "after 6\n"), r.stdout
+    (call,) = assert_records(out)[1]["calls"]
+    full = (out / call["full_log"]).read_text()
+    assert "a thread speaks" not in full and "straight to fd 1" in full, full[:300]
+    assert "interleaved" not in call and "fd 1" not in (out / call["log"]).read_text()
+
+
 def test_a_program_that_changes_directory_is_captured_where_asked(tmp_path):
     """The output directory is taken as given, before the program runs:
     a relative -o is not moved by the program's os.chdir."""
@@ -474,6 +511,22 @@ def test_every_record_key_is_documented():
         assert len(keys) > 5, tp
         missing = sorted(k for k in keys if f"`{k}`" not in text and f'"{k}"' not in text)
         assert not missing, f"{tp.__name__}: the doc does not name {missing}"
+
+
+def test_output_interleaved_with_the_ir_is_left_out_of_the_dumps():
+    """Output written between a stage label and its dump cut the label from
+    its dump, and the dump (a task) was lost without a word: it is now left
+    out, and listed apart. A label alone (the next stage's header) still
+    has no dump; output outside the dumps is output too."""
+    text = (CAPTURED / "saxpy" / "calls" / "001-saxpy.offload.log").read_text()
+    lines = text.splitlines(keepends=True)
+    assert lines[0].endswith("Start offload_to_executable:\n") and lines[1] == "kernel {\n"
+    noisy = "".join([lines[0], "tick 1\n", "tick 2\n", *lines[1:], "tick 3\n"])
+    log = read_log(noisy)
+    assert log.dumps == split_stages(text) == read_log(text).dumps
+    assert [len(d["lines"]) for d in log.dumps] == [len(lines) - 2, 0]
+    assert log.interleaved == ["tick 1", "tick 2"] and log.output == ["tick 1", "tick 2", "tick 3"]
+    assert read_log(text).output == [] and read_log(text).interleaved == []
 
 
 def test_truncated_log_leaves_an_unterminated_dump():

@@ -252,6 +252,73 @@ def test_a_capture_the_records_do_not_describe_is_refused(tmp_path: Path, monkey
     assert manifest["calls"] == [] and manifest["incomplete"] == err.strip().removeprefix("kiln-quadrants: error: "), manifest
 
 
+def test_an_import_error_says_when_output_was_interleaved_with_the_ir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]):
+    """Output written into a dump cannot be told from the dump's own lines;
+    kiln-import refuses the line, and when the capture found output among
+    the IR (between a label and its dump), the report says so, so that
+    the refusal is not a mystery."""
+    committed = CORPUS / "captured" / "saxpy"
+
+    def noisy_capture(self: Replay) -> int:
+        shutil.copytree(committed, self.cap)
+        log = self.cap / "calls" / "001-saxpy.offload.log"
+        log.write_text(log.read_text().replace("$2 = argload[0]", "$2 = argltick 7\noad[0]", 1))
+        cap = json.loads((self.cap / "capture.json").read_text())
+        cap["calls"] = cap["calls"][1:2]
+        cap["calls"][0]["interleaved"] = ["tick 6"]
+        (self.cap / "capture.json").write_text(json.dumps(cap))
+        return 0
+
+    monkeypatch.setattr(Replay, "capture", noisy_capture)
+    ns = argparse.Namespace(program="saxpy.py", keep=str(tmp_path), timeout=None, ulps=4, check_races=False, cache_dir=None)
+    assert _run_in(tmp_path / "work", ns, Path(os.environ["KILN_BIN_DIR"])) == 2
+    out = capsys.readouterr().out
+    assert "SKIP saxpy: cannot be imported:" in out and "001-saxpy.offload.log:9:" in out, out
+    assert ("(output was written among the IR while the kernel compiled, 1 line of it found, e.g. 'tick 6': "
+            "the dumps may hold more)") in out, out
+
+
+def test_a_thread_printing_while_kernels_compile_leaves_them_importable(tmp_path: Path, cache: str):
+    """Issue 42: a background thread printing while a kernel compiled made
+    it 'cannot be imported'; its output now passes through, every line."""
+    prog = tmp_path / "chatty.py"
+    prog.write_text(
+        "import threading, time\n"
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.f32, shape=64)\n"
+        "running = True\n"
+        "def chatter():\n"
+        "    n = 0\n"
+        "    while running:\n"
+        "        print('tick', n)\n"
+        "        n += 1\n"
+        "        time.sleep(0)\n"
+        "    print('ticks', n)\n"
+        "t = threading.Thread(target=chatter)\n"
+        "t.start()\n"
+        "@qd.kernel\n"
+        "def a():\n"
+        "    for i in x:\n"
+        "        x[i] = qd.sin(i * 0.5) + qd.cos(i * 0.25)\n"
+        "@qd.kernel\n"
+        "def b(s: qd.f32):\n"
+        "    for i in x:\n"
+        "        x[i] = x[i] * s + qd.sqrt(qd.abs(x[i]))\n"
+        "a()\n"
+        "b(2.0)\n"
+        "running = False\n"
+        "t.join()\n"
+    )
+    r = kq("run", "--cache-dir", cache, str(prog))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ok   a: 1 call" in r.stdout and "ok   b: 1 call" in r.stdout, r.stdout
+    ticks = [int(ln.split()[1]) for ln in r.stdout.splitlines() if ln.startswith("tick ")]
+    total = int(re.search(r"^ticks (\d+)$", r.stdout, re.M).group(1))  # type: ignore[union-attr]
+    assert sorted(ticks) == list(range(total)), r.stdout
+
+
 def test_keep_writes_the_manifest(tmp_path: Path, cache: str):
     keep = tmp_path / "keep"
     r = kq("run", "--keep", str(keep), "--cache-dir", cache, "testdata/quadrants/saxpy.py")
