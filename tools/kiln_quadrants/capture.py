@@ -64,6 +64,7 @@ from .records import (
     Param,
     ParamKind,
     Running,
+    Unchecked,
     in_declared_order,
 )
 
@@ -289,6 +290,11 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
+# A kernel as the capture counts it: its runtime (the qd.init, from 0), its
+# label (`k`, `k.grad`), where its function is defined, and Quadrants' number
+# for the kernel object (the `c60` of its compiled name `k_c60_0`).
+KernelKey = tuple[int, str, str | None, int | None]
+
 # How a derivative kernel is reported: `k.grad` (reverse mode), `k.fwd`.
 DERIVATIVE_SUFFIX = {"reverse": "grad", "forward": "fwd"}
 
@@ -381,12 +387,15 @@ class Capture:
     # Each runtime's kernels (by qd.init, from 0): a kernel's arguments by
     # its Python name, as fields.json lists them.
     kernels: dict[int, dict[str, KernelEntry]] = dc_field(default_factory=dict)
-    last_log: dict[tuple[int, str, str | None], str] = dc_field(default_factory=dict)
+    # The log of each compilation (a kernel's, for one set of template
+    # arguments) by (KernelKey, Quadrants' instance number): the log of a
+    # call that compiled nothing is the one of the compilation it ran.
+    last_log: dict[tuple[KernelKey, int | None], str] = dc_field(default_factory=dict)
     # The function (`where`) that owns each kernel name's plain entry in a
     # runtime's table; another function of the name is keyed by its
     # compiled function name (`k_c62`), kept here once known.
-    name_owner: dict[tuple[int, str], str | None] = dc_field(default_factory=dict)
-    table_key: dict[tuple[int, str, str | None], str] = dc_field(default_factory=dict)
+    name_owner: dict[tuple[int, str], tuple[str | None, int | None]] = dc_field(default_factory=dict)
+    table_key: dict[KernelKey, str] = dc_field(default_factory=dict)
     # The locals of the program's frame that made the call being captured
     # (a field made in a function is named after its local there).
     caller_locals: dict[str, Any] = dc_field(default_factory=dict)
@@ -397,8 +406,11 @@ class Capture:
     # past it run as they would without the capture, counted in `unchecked`
     # by (runtime, kernel, where).
     max_calls: int = 0
-    counted: dict[tuple[int, str, str | None], int] = dc_field(default_factory=dict)
-    unchecked: dict[tuple[int, str, str | None], int] = dc_field(default_factory=dict)
+    counted: dict[KernelKey, int] = dc_field(default_factory=dict)
+    unchecked: dict[KernelKey, int] = dc_field(default_factory=dict)
+    # The kernel being called, and the instance number Quadrants chose for
+    # the call (its ensure_compiled's key; None until it has).
+    calling: tuple[Any, int | None] = (None, None)
     # id(ndarray) -> the argument it is (or is held by, as `arg.attr`), for
     # the runtime parameters Quadrants declares by an ndarray's id.
     nd_ids: dict[int, str] = dc_field(default_factory=dict)
@@ -591,8 +603,13 @@ class Capture:
             # captured as any other, under its own key: its IR, its calls
             # and its arguments (the primal's) are its own.
             derivative = None if mode in (None, _NONE_MODE()) else str(getattr(mode, "name", mode)).lower()
-            primal = (cap.generation, name, where)
-            key = (cap.generation, kernel_label(name, derivative), where)
+            # Kernels are told apart by Quadrants' own number for the
+            # kernel object (the `c60` of `fill_c60_0`): two made by one
+            # factory share their name and where, never their number.
+            number = getattr(kernel, "kernel_counter", None)
+            kid = number if isinstance(number, int) else None
+            primal = (cap.generation, name, where, kid)
+            key = (cap.generation, kernel_label(name, derivative), where, kid)
             cap.counted[key] = cap.counted.get(key, 0) + 1
             if cap.max_calls and cap.counted[key] > cap.max_calls:
                 return cap.run_unchecked(key, lambda: orig_call(kernel, *args, **kwargs))
@@ -619,6 +636,7 @@ class Capture:
                 raised: BaseException | None = None
                 try:
                     cap.busy = False
+                    cap.calling = (kernel, None)
                     result = orig_call(kernel, *args, **kwargs)
                 except BaseException as e:
                     raised = e
@@ -627,7 +645,7 @@ class Capture:
                     with cap.own_work(n, key[1]):
                         redirect.__exit__(None, None, None)
                 with cap.own_work(n, key[1]):
-                    entry = cap.record_call(n, name, where, derivative, key, primal, log_rel, argvals, schema, kernel)
+                    entry = cap.record_call(n, name, where, derivative, key, cap.calling[1], primal, log_rel, argvals, schema, kernel)
                     if raised is None:
                         fields = cap.fields()
                         after = cap._snapshot(fields, nds, tag, "after")
@@ -660,8 +678,9 @@ class Capture:
         name: str,
         where: str | None,
         derivative: str | None,
-        key: tuple[int, str, str | None],
-        primal: tuple[int, str, str | None],
+        key: KernelKey,
+        instance: int | None,
+        primal: KernelKey,
         log_rel: str,
         argvals: dict[str, ArgValue],
         schema: list[Arg],
@@ -680,17 +699,21 @@ class Capture:
         if compiled:
             off_rel = log_rel.removesuffix(".log") + ".offload.log"
             (cap.out / off_rel).write_text(offload_dumps(text))
-            cap.last_log[key] = off_rel
+            cap.last_log[(key, instance)] = off_rel
         # `log`: this call's, or when the kernel was already
         # compiled (no IR this time), the log of the call that
         # compiled it, which still describes it.
-        entry: Call = {"kernel": name, "call": n, "log": cap.last_log.get(key), "compiled": compiled, "args": argvals}
+        entry: Call = {"kernel": name, "call": n, "log": cap.last_log.get((key, instance)), "compiled": compiled, "args": argvals}
         if derivative is not None:  # which derivative of the kernel
             entry["derivative"] = derivative
         if cap.generation > 0:  # after a second qd.init: which runtime ran it
             entry["init"] = cap.generation
         if where is not None:  # which function, when two share a name
             entry["where"] = where
+        if key[3] is not None:  # which kernel, when two share both
+            entry["kernel_id"] = key[3]
+        if instance is not None:  # which compilation of it
+            entry["instance"] = instance
         if compiled:
             # The name the log's stage lines use, e.g. saxpy_c60_0.
             entry["compiled_name"] = stages[0]["kernel"]
@@ -748,6 +771,19 @@ class Capture:
                 mod.init = init  # type: ignore[union-attr]
         if not getattr(kmod.Kernel.__call__, "_kiln_wrapped", False):
             kmod.Kernel.__call__ = self.wrap_call(kmod.Kernel.__call__)
+        if not getattr(kmod.Kernel.ensure_compiled, "_kiln_wrapped", False):
+            orig_ensure = kmod.Kernel.ensure_compiled
+
+            def ensure_compiled(kernel: Any, *py_args: Any) -> Any:
+                # Which compilation of the kernel the call runs: Quadrants'
+                # instance number for its template arguments.
+                key = orig_ensure(kernel, *py_args)
+                if cap.calling[0] is kernel and isinstance(key, tuple) and len(key) > 1 and isinstance(key[1], int):
+                    cap.calling = (kernel, key[1])
+                return key
+
+            ensure_compiled._kiln_wrapped = True  # type: ignore[attr-defined]
+            kmod.Kernel.ensure_compiled = ensure_compiled
 
     def patch_destroy(self) -> None:
         """Notes the fields of an SNode tree as it is destroyed (while its
@@ -814,20 +850,20 @@ class Capture:
         kcls.finalize_params = finalize_params
         kcls._kiln_params = True
 
-    def kernel_table_key(self, key: tuple[int, str, str | None], compiled_name: str | None) -> str | None:
+    def kernel_table_key(self, key: KernelKey, compiled_name: str | None) -> str | None:
         """The key of the kernel's arguments in its runtime's table: its
         Python name for the first function of that name, else its compiled
         function name (`k_c62` of `k_c62_0`), which kiln-import tries
         first; None until a call of it has compiled."""
-        gen, name, where = key
-        owner = self.name_owner.setdefault((gen, name), where)
-        if owner == where:
+        gen, name, where, kid = key
+        owner = self.name_owner.setdefault((gen, name), (where, kid))
+        if owner == (where, kid):
             return name
         if compiled_name and key not in self.table_key:
             self.table_key[key] = compiled_name.rsplit("_", 1)[0]
         return self.table_key.get(key)
 
-    def run_unchecked(self, key: tuple[int, str, str | None] | None, call: Any) -> Any:
+    def run_unchecked(self, key: KernelKey | None, call: Any) -> Any:
         """A call not captured (past `max_calls`, counted under `key`, or
         Quadrants' own): run as it would be without the capture (no values
         saved). Its output passes through, but for the IR dumps a compile
@@ -894,9 +930,12 @@ class Capture:
                 "calls": self.calls,
             }
             if self.unchecked:  # calls past --calls, by kernel
-                cap["unchecked"] = [
-                    {"kernel": k, "init": g, "where": w, "calls": n} for (g, k, w), n in sorted(self.unchecked.items(), key=str)
-                ]
+                cap["unchecked"] = []
+                for (g, k, w, kid), n in sorted(self.unchecked.items(), key=str):
+                    u: Unchecked = {"kernel": k, "init": g, "where": w, "calls": n}
+                    if kid is not None:
+                        u["kernel_id"] = kid
+                    cap["unchecked"].append(u)
             if self.running is not None:
                 cap["running"] = self.running
             if self.raised is not None:

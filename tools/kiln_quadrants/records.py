@@ -181,6 +181,13 @@ Call = TypedDict(
         "init": NotRequired[int],
         # `FILE:LINE` of the kernel's Python function.
         "where": NotRequired[str],
+        # Quadrants' number for the kernel object (the `c60` of its
+        # compiled name `k_c60_0`): two kernels of one name and place
+        # (made by one factory) differ by it.
+        "kernel_id": NotRequired[int],
+        # Quadrants' number for the compilation the call ran (the `0` of
+        # `k_c60_0`): one per set of template arguments.
+        "instance": NotRequired[int],
         "compiled_name": NotRequired[str],
         "tasks": NotRequired[int],
         # The importer's input; null when no captured call compiled the
@@ -219,6 +226,7 @@ class Unchecked(TypedDict):
     kernel: str  # its label: `k`, or `k.grad` for its derivative
     init: int
     where: str | None
+    kernel_id: NotRequired[int]
     calls: int
 
 

@@ -342,8 +342,10 @@ def kir_fields(kir: Path) -> set[str]:
 
 
 # A kernel's report: its runtime (the qd.init, from 0), its label (`k`,
-# `k.grad`) and where its function is defined.
-ReportKey = tuple[int, str, str | None]
+# `k.grad`), where its function is defined, and Quadrants' number for the
+# kernel object (capture.json's `kernel_id`: two kernels one factory made
+# share the rest).
+ReportKey = tuple[int, str, str | None, int | None]
 
 
 class Replay:
@@ -460,17 +462,19 @@ class Replay:
                     f"call {call['call']}: Quadrants compiled no task but changed @{key}{at}: {d.quadrants!r} to {d.kiln!r}"
                 )
 
-    def report_for(self, init: int, label: str, where: str | None) -> KernelReport:
+    def report_for(self, init: int, label: str, where: str | None, kernel_id: int | None) -> KernelReport:
         """The one report of kernel ``label`` (`k`, or `k.grad`) of runtime
-        ``init`` defined at ``where``."""
-        return self.reports.setdefault((init, label, where), KernelReport(label, where))
+        ``init`` defined at ``where``, Quadrants' kernel ``kernel_id``."""
+        return self.reports.setdefault((init, label, where, kernel_id), KernelReport(label, where))
 
     def replay_call(self, call: Call) -> None:
         kernel = call["kernel"]
-        # One report per kernel: two of one name (in two runtimes, or two
-        # functions) are two, told apart by where each is defined; a
-        # kernel's derivative is one of its own (`k.grad`).
-        rep = self.report_for(call.get("init", 0), kernel_label(kernel, call.get("derivative")), call.get("where"))
+        # One report per kernel: two of one name (in two runtimes, two
+        # functions, or two a factory made) are two, told apart by where
+        # each is defined and Quadrants' number for it; a kernel's
+        # derivative is one of its own (`k.grad`). Its compilations (one
+        # per set of template arguments) are one kernel.
+        rep = self.report_for(call.get("init", 0), kernel_label(kernel, call.get("derivative")), call.get("where"), call.get("kernel_id"))
         rep.calls += 1
         error = call.get("error")
         if error:
@@ -591,14 +595,19 @@ class Replay:
 
     def label(self, key: ReportKey, rep: KernelReport) -> str:
         """A kernel's name in the summary: its Python name, and where it is
-        defined when another kernel has the name too (and the runtime, when
-        the same function was compiled in more than one)."""
+        defined when another kernel has the name too; and the runtime, when
+        the same function was compiled in more than one; and Quadrants' name
+        for the kernel (`fill_c62`), when one place made more than one
+        kernel in one runtime (a factory)."""
         same = [k for k, r in self.reports.items() if r.name == rep.name]
         if len(same) == 1:
             return rep.name
         parts = [rep.where] if rep.where else []
-        if [k for k in same if k[2] == key[2]] != [key]:
+        here = [k for k in same if k[2] == key[2]]
+        if any(k[0] != key[0] for k in here):
             parts.append(f"init {key[0]}")
+        if any(k[0] == key[0] and k[3] != key[3] for k in here) and key[3] is not None:
+            parts.append(f"{rep.name.split('.')[0]}_c{key[3]}")
         return f"{rep.name} ({', '.join(parts)})"
 
     def report(self, incomplete: str | None = None) -> int:
@@ -844,7 +853,7 @@ def _capture_and_replay(replay: Replay, ns: argparse.Namespace) -> int:
         return replay.stop(str(e))
     for u in cap.get("unchecked", []):
         # The capture counts a derivative's calls under its label already.
-        replay.report_for(u["init"], u["kernel"], u["where"]).unchecked += u["calls"]
+        replay.report_for(u["init"], u["kernel"], u["where"], u.get("kernel_id")).unchecked += u["calls"]
     status = replay.report(f"{why}: these are the calls made before" if why is not None else None)
     # A program that did not run to its end fails the run, whatever its calls say.
     return 1 if why is not None else status

@@ -373,6 +373,43 @@ def test_a_program_that_calls_init_twice(tmp_path):
     np.testing.assert_array_equal(load(out, calls[1]["values"]["y"]["after"]), np.full(3, 1.5, np.float32))
 
 
+def test_each_call_names_the_compilation_it_ran(tmp_path):
+    """A call that compiles nothing points at the log of the compilation it
+    ran: of its kernel object (two a factory made share name and place)
+    and of its template arguments (`kernel_id` and `instance`, the `c60`
+    and `0` of `fill_c60_0`)."""
+    prog = tmp_path / "made.py"
+    prog.write_text(
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.i32, shape=4)\n"
+        "z = qd.field(qd.i32, shape=8)\n"
+        "def make(c):\n"
+        "    @qd.kernel\n"
+        "    def fill(t: qd.template()):\n"
+        "        for i in t:\n"
+        "            t[i] = c\n"
+        "    return fill\n"
+        "one, two = make(1), make(2)\n"
+        "one(x)\n"
+        "one(z)\n"
+        "two(x)\n"
+        "one(x)\n"
+        "one(z)\n"
+    )
+    out = tmp_path / "out"
+    r = capture(prog, out)
+    assert r.returncode == 0, r.stderr
+    calls = assert_records(out)[1]["calls"]
+    compiled = [c.get("compiled_name") for c in calls]
+    ids = [(c["kernel_id"], c["instance"]) for c in calls]
+    assert [n is not None for n in compiled] == [True, True, True, False, False]
+    for c, n, (kid, inst) in zip(calls[:3], compiled, ids, strict=False):
+        assert n == f"fill_c{kid}_{inst}", c
+    assert ids[3] == ids[0] and ids[4] == ids[1] and len({i[0] for i in ids}) == 2, ids
+    assert [c["log"] for c in calls[3:]] == [calls[0]["log"], calls[1]["log"]]
+
+
 def test_program_argv_and_exit_status(tmp_path):
     prog = tmp_path / "args.py"
     prog.write_text("import sys\nsys.exit(int(sys.argv[1]) + len(sys.argv))\n")

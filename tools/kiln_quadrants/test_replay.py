@@ -229,6 +229,46 @@ def test_two_kernels_of_one_name_in_one_runtime(tmp_path: Path, cache: str):
     assert "ok   k (same.py:12): 1 call, 1 field," in r.stdout, r.stdout
 
 
+def test_kernels_are_told_apart_by_their_compilation(tmp_path: Path, cache: str):
+    """Issue 42: kernels one factory makes share a name and a place: they
+    were one summary line, the second imported with the first's argument
+    types ('cannot be imported'), and a call that compiled nothing replayed
+    the last compilation of the name, another kernel's. A template kernel's
+    call replayed the last instance compiled, not its own. Now each call
+    replays the compilation it ran, and each kernel is a line."""
+    prog = tmp_path / "made.py"
+    prog.write_text(
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.i32, shape=4)\n"
+        "y = qd.field(qd.f32, shape=4)\n"
+        "z = qd.field(qd.i32, shape=8)\n"
+        "def make(dt, f):\n"
+        "    @qd.kernel\n"
+        "    def put(a: dt):\n"
+        "        for i in f:\n"
+        "            f[i] = a + i\n"
+        "    return put\n"
+        "@qd.kernel\n"
+        "def fill(t: qd.template(), v: qd.i32):\n"
+        "    for i in t:\n"
+        "        t[i] = v\n"
+        "put_i, put_f = make(qd.i32, x), make(qd.f32, y)\n"
+        "put_i(7)\n"
+        "put_f(0.5)\n"
+        "put_i(9)\n"
+        "fill(x, 1)\n"
+        "fill(z, 2)\n"
+        "fill(x, 3)\n"
+    )
+    r = kq("run", "--cache-dir", cache, str(prog))
+    assert r.returncode == 0, r.stdout + r.stderr
+    puts = re.findall(r"^ok   put \(made.py:7, put_c(\d+)\): (\d) calls?, 1 field,", r.stdout, re.M)
+    assert len(puts) == 2 and puts[0][0] != puts[1][0] and sorted(n for _, n in puts) == ["1", "2"], r.stdout
+    assert "ok   fill: 3 calls, 2 fields," in r.stdout, r.stdout
+    assert "3 kernels: 3 agree, 0 differ, 0 not imported" in r.stdout, r.stdout
+
+
 def test_a_capture_the_records_do_not_describe_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
     """The replay reads capture.json through records.py's checked loader: a
     call without `compiled` stops the run with one line naming it, and
