@@ -233,10 +233,13 @@ def split_stages(text: str) -> list[Dump]:
 
 def _pass_through(lines: list[str]) -> None:
     """Lines of a call's log that are not IR, to standard output, where
-    they were bound."""
+    they were bound (unless the program closed it)."""
     if lines:
-        sys.stdout.write("".join(line + "\n" for line in lines))
-        sys.stdout.flush()
+        try:
+            sys.stdout.write("".join(line + "\n" for line in lines))
+            sys.stdout.flush()
+        except (OSError, ValueError):  # closed, or a pipe nobody reads
+            pass
 
 
 def offload_dumps(text: str, root: str | os.PathLike[str] | None = None) -> str:
@@ -892,8 +895,6 @@ class Capture:
         when it changed. ``final``: the program has ended, so the fields it
         made after its last call are listed too. A forked child's copy of
         the capture writes nothing."""
-        import quadrants as qd
-
         if os.getpid() != self.pid or self.writing:
             return
         self.writing = True
@@ -912,7 +913,7 @@ class Capture:
                     entry["init"] = gen
                 fields.append(entry)
             table: FieldTable = {
-                "quadrants": ".".join(map(str, qd.__version__)),
+                "quadrants": _quadrants_version(),
                 "fields": fields,
                 "kernels": self.kernels.get(0, {}),
             }
@@ -1176,8 +1177,20 @@ def run(program: str | os.PathLike[str], argv: list[str], out_dir: str | os.Path
     out.mkdir(parents=True, exist_ok=True)
     program = Path(program)
     cap = Capture(out=out, program=program, argv=list(argv), max_calls=max_calls)
-    cap.patch()
+    # Quadrants' own failure before the program runs (a broken install; its
+    # banner printed to a closed pipe) is said as Quadrants', in one line.
+    try:
+        importlib.import_module("quadrants")
+    except Exception as e:
+        cap.failure = f"Quadrants could not be imported: {_one_line(e)}"
+    if cap.failure is None:
+        try:
+            cap.patch()
+        except Exception as e:
+            cap.failure = f"the capture could not hook into Quadrants: {_one_line(e)}"
     cap.write()  # a program that ends before its first call leaves its record too
+    if cap.failure is not None:
+        return 1
     old_argv, old_path = sys.argv[:], sys.path[:]
     sys.argv = [str(program), *argv]
     sys.path.insert(0, str(program.resolve().parent))
@@ -1220,6 +1233,12 @@ def run(program: str | os.PathLike[str], argv: list[str], out_dir: str | os.Path
         cap.write(final=True)
     # A failure the program caught (it is a BaseException) still fails the capture.
     return 1 if cap.failure is not None and status == 0 else status
+
+
+def _quadrants_version() -> str:
+    """The version of the Quadrants imported (`1.3.3`), or `unknown`."""
+    version = getattr(sys.modules.get("quadrants"), "__version__", None)
+    return ".".join(map(str, version)) if isinstance(version, tuple) else "unknown"
 
 
 def _one_line(e: BaseException) -> str:

@@ -902,6 +902,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: the program has been stopped too
         print(f"{TOOL}: error: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # Whoever read the report has gone (`| head`): nothing more to say,
+        # and nothing for the interpreter to flush there at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

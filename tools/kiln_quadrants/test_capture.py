@@ -328,6 +328,25 @@ def test_output_written_while_a_kernel_compiles_is_the_programs(tmp_path):
     assert "interleaved" not in call and "fd 1" not in (out / call["log"]).read_text()
 
 
+def test_quadrants_that_cannot_be_imported_is_one_line(tmp_path):
+    """Quadrants failing as the capture imports it (a broken install, its
+    banner printed to a closed pipe) gave a traceback through the bridge:
+    it is one line naming Quadrants, and capture.json says it."""
+    fake = tmp_path / "fake" / "quadrants"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('planted: libLLVM not found')\n")
+    prog = tmp_path / "p.py"
+    prog.write_text("print('never')\n")
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=f"{fake.parent}{os.pathsep}{HERE.parent}")
+    r = subprocess.run([sys.executable, "-m", "kiln_quadrants", "-o", str(out), str(prog)], env=env,
+                       capture_output=True, text=True, timeout=60)
+    said = "Quadrants could not be imported: ImportError: planted: libLLVM not found"
+    assert (r.returncode, r.stdout, r.stderr) == (1, "", f"python -m kiln_quadrants: error: {said}\n"), r.stderr
+    _, cap = assert_records(out)
+    assert cap["capture_error"] == said and cap["calls"] == []
+
+
 def test_a_program_that_changes_directory_is_captured_where_asked(tmp_path):
     """The output directory is taken as given, before the program runs:
     a relative -o is not moved by the program's os.chdir."""

@@ -615,6 +615,29 @@ def test_ctrl_c_stops_the_program_too(tmp_path: Path):
     assert not left, left
 
 
+def test_a_report_nobody_reads_ends_without_a_traceback(tmp_path: Path):
+    """`kiln-quadrants run ... | head`, the reader gone before the start:
+    Quadrants itself fails as it prints its banner (it would without the
+    bridge too), which is one line naming Quadrants, and the run's own
+    report to the closed pipe ends it quietly, never with a traceback."""
+    def unread(program: Path, **env: str) -> str:
+        p = subprocess.Popen([str(WRAPPER), "run", str(program)], cwd=ROOT, env=dict(os.environ, KILN_QUADRANTS_PYTHON=sys.executable, **env),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert p.stdout is not None and p.stderr is not None
+        p.stdout.close()
+        err = p.stderr.read()
+        assert p.wait(timeout=120) == 1, err
+        return err
+
+    assert unread(CORPUS / "saxpy.py") == ("kiln-quadrants: error: Quadrants could not be imported: BrokenPipeError: "
+                                           "[Errno 32] Broken pipe: no call was captured\n")
+    # Without Quadrants' banner, a program that prints nothing runs and is
+    # checked; the report is what meets the closed pipe.
+    quiet = tmp_path / "quiet.py"
+    quiet.write_text(KILLED_IN_A_CALL.replace("dies()\n", ""))
+    assert unread(quiet, ENABLE_QUADRANTS_HEADER_PRINT="0") == ""
+
+
 def test_a_python_without_quadrants_is_told_to_run_make_quadrants():
     env = dict(os.environ, KILN_QUADRANTS_PYTHON="/usr/bin/python3")
     r = subprocess.run([str(WRAPPER), "run", "testdata/quadrants/saxpy.py"], cwd=ROOT, env=env,
