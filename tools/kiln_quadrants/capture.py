@@ -575,14 +575,14 @@ class Capture:
         return schema, values, nds
 
     @contextmanager
-    def own_work(self, call: int, name: str) -> Iterator[None]:
-        """The capture's own work around call ``call`` of kernel ``name``:
-        an error in it is the capture's (CaptureFailed), never passed to
-        the program as if its kernel call had raised it."""
+    def own_work(self, during: str) -> Iterator[None]:
+        """The capture's own work ``during`` a call (`in call 3 (k)`): an
+        error in it is the capture's (CaptureFailed), never passed to the
+        program as if its kernel call had raised it."""
         try:
             yield
         except Exception as e:
-            self.failure = f"the capture failed in call {call} ({name}): {_one_line(e)}"
+            self.failure = f"the capture failed {during}: {_one_line(e)}"
             raise CaptureFailed(self.failure) from e
 
     def wrap_call(self, orig_call: Any) -> Any:
@@ -618,8 +618,9 @@ class Capture:
                 return cap.run_unchecked(key, lambda: orig_call(kernel, *args, **kwargs))
             cap.busy = True
             n = len(cap.calls)
+            during = f"in call {n} ({key[1]})"
             try:
-                with cap.own_work(n, key[1]):
+                with cap.own_work(during):
                     # Said before the call, so that a program killed in it
                     # (a crash in Quadrants, a signal) is known to have been.
                     cap.running = {"kernel": key[1], "call": n}
@@ -645,9 +646,9 @@ class Capture:
                     raised = e
                 finally:
                     cap.busy = True
-                    with cap.own_work(n, key[1]):
+                    with cap.own_work(during):
                         redirect.__exit__(None, None, None)
-                with cap.own_work(n, key[1]):
+                with cap.own_work(during):
                     entry = cap.record_call(n, name, where, derivative, key, cap.calling[1], primal, log_rel, argvals, schema, kernel)
                     if raised is None:
                         fields = cap.fields()
@@ -873,16 +874,21 @@ class Capture:
         prints (forced on)."""
         if key is not None:
             self.unchecked[key] = self.unchecked.get(key, 0) + 1
+        during = f"around a call of {key[1]} past --calls" if key is not None else "around a call of Quadrants' own"
         scratch = self.out / "calls" / "unchecked.log"
-        scratch.parent.mkdir(exist_ok=True)
-        scratch.write_text("")
+        with self.own_work(during):
+            scratch.parent.mkdir(exist_ok=True)
+            scratch.write_text("")
+            redirect = redirect_fds(scratch)
+            redirect.__enter__()
         try:
-            with redirect_fds(scratch):
-                return call()
+            return call()
         finally:
-            text = scratch.read_text(errors="replace")
-            scratch.unlink()
-            _pass_through(read_log(text).output)
+            with self.own_work(during):
+                redirect.__exit__(None, None, None)
+                text = scratch.read_text(errors="replace")
+                scratch.unlink()
+                _pass_through(read_log(text).output)
 
     # -- outputs ----------------------------------------------------------
 

@@ -328,6 +328,24 @@ def test_output_written_while_a_kernel_compiles_is_the_programs(tmp_path):
     assert "interleaved" not in call and "fd 1" not in (out / call["log"]).read_text()
 
 
+def test_a_failure_of_the_capture_around_an_uncaptured_call_is_its_own(tmp_path):
+    """Quadrants' own kernels (behind `to_numpy`) and calls past --calls
+    are run uncaptured, through a scratch log: the capture failing there
+    is its own failure too, one line, never the program's exception."""
+    out = tmp_path / "out"
+    prog = tmp_path / "breaks.py"
+    prog.write_text(KILLED_IN_A_CALL.replace(
+        "dies()\n",
+        f"os.mkdir({str(out / 'calls' / 'unchecked.log')!r})\n"
+        "try:\n    x.to_numpy()\nexcept Exception:\n    print('the program caught it')\n",
+    ))
+    r = capture(prog, out)
+    assert r.returncode == 1 and "the program caught it" not in r.stdout, r.stdout + r.stderr
+    said = f"the capture failed around a call of Quadrants' own: IsADirectoryError: [Errno 21] Is a directory: '{out / 'calls' / 'unchecked.log'}'"
+    assert r.stderr == f"python -m kiln_quadrants: error: {said}\n", r.stderr
+    assert assert_records(out)[1]["capture_error"] == said
+
+
 def test_quadrants_that_cannot_be_imported_is_one_line(tmp_path):
     """Quadrants failing as the capture imports it (a broken install, its
     banner printed to a closed pipe) gave a traceback through the bridge:
