@@ -19,11 +19,16 @@ the log and both files; ``records.py`` types both files' records.
 The IR is printed by C++ straight to fd 1 (the statements) and fd 2 (the
 stage labels, through the logger), never through ``sys.stdout``, so this
 module captures at the file-descriptor level: both descriptors point at one
-file during a call, which keeps each label in front of its dump.
+file during a call, which keeps each label in front of its dump. The
+program's own ``sys.stdout`` and ``sys.stderr`` write onto duplicates of
+them for the whole run, so that its output (a thread's, while a kernel
+compiles) never lands among the IR; what else reaches the log and is not
+IR is passed through after the call.
 """
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import dataclasses
 import gc
@@ -42,7 +47,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, NoReturn, TypedDict
 
 from .records import (
     Arg,
@@ -58,6 +63,8 @@ from .records import (
     NdarrayArg,
     Param,
     ParamKind,
+    Running,
+    Unchecked,
     in_declared_order,
 )
 
@@ -99,8 +106,46 @@ def _flush_all() -> None:
 
 
 @contextmanager
+def python_streams_apart() -> Iterator[None]:
+    """For the block, Python's ``sys.stdout`` and ``sys.stderr`` write onto
+    descriptors of their own, duplicates of fds 1 and 2: when a call points
+    fds 1 and 2 at its log (``redirect_fds``), the program's output (a
+    background thread's print while a kernel compiles) still goes where it
+    went, never among the IR. One pair of streams for the whole run, never
+    swapped per call: a thread's print is never split between two."""
+    swapped: list[tuple[str, Any, Any]] = []
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        stream = getattr(sys, name)
+        try:
+            onto_fd = stream.fileno() == fd
+        except Exception:  # replaced already (a StringIO): not on fd
+            onto_fd = False
+        if onto_fd:
+            stream.flush()
+            own_fd = os.dup(fd)
+            buffering = 1 if stream.line_buffering else -1
+            own = open(own_fd, "w", buffering=buffering, encoding=stream.encoding, errors=stream.errors, closefd=False)
+            swapped.append((name, stream, own))
+            setattr(sys, name, own)
+    try:
+        yield
+    finally:
+        # The descriptors stay open: a thread of the program that outlives
+        # its main module may still be printing through them.
+        for name, stream, own in swapped:
+            try:
+                own.flush()
+            except Exception:  # closed by the program: nothing to flush
+                pass
+            if getattr(sys, name) is own:  # unless the program set its own
+                setattr(sys, name, stream)
+
+
+@contextmanager
 def redirect_fds(path: Path | None) -> Iterator[None]:
-    """Point fds 1 and 2 at ``path`` (appending; /dev/null when None) for the block."""
+    """Point fds 1 and 2 at ``path`` (appending; /dev/null when None) for
+    the block: what C and C++ write there, Quadrants' IR. Python's own
+    streams write elsewhere while the program runs (``python_streams_apart``)."""
     _flush_all()
     target = os.open(str(path) if path else os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     saved = (os.dup(1), os.dup(2))
@@ -126,31 +171,75 @@ class Dump(TypedDict):
     lines: list[str]
 
 
-def split_stages(text: str) -> list[Dump]:
-    """Cut a log into its dumps, in order.
+class Log(NamedTuple):
+    """A log cut into its dumps, and the lines that are not IR."""
+
+    dumps: list[Dump]
+    # Every line that is not the IR printer's: output that reached fds 1
+    # and 2 during the call (a kernel's print, a subprocess's), in order.
+    output: list[str]
+    # Those of them found between a label and its dump: output written
+    # while the kernel compiled, among the IR (they would have cut the
+    # label from its dump).
+    interleaved: list[str]
+
+
+def read_log(text: str) -> Log:
+    """Cut a log into its dumps, in order, and the lines that are not IR.
 
     A dump is the stage line, then ``kernel {`` up to the first line that is
-    exactly ``}`` (the printer writes the wrapper's braces at column 0; every
-    other line of a dump is indented or is a line of Python source from the
-    debug info, which belongs to a kernel body and so is indented too).
+    exactly ``}`` (the printer writes the wrapper's braces at column 0).
+    The label is printed, and flushed, right before its dump, so a line
+    between the two is not the printer's; nor is a line outside every
+    dump that is not a label. A line written into a dump cannot be told
+    from the dump's own (debug info may start anything at column 0:
+    docs/quadrants-ir.md §1), and is left to the importer to refuse.
     """
-    out: list[Dump] = []
+    dumps: list[Dump] = []
+    output: list[str] = []
+    interleaved: list[str] = []
     lines = text.splitlines()
     i = 0
     while i < len(lines):
         m = STAGE_RE.match(lines[i])
         i += 1
         if not m:
+            output.append(lines[i - 1])
             continue
         body: list[str] = []
-        if i < len(lines) and lines[i] == "kernel {":
+        # A label's dump, after whatever else was written in between; a
+        # label alone (the next stage's header of an .offload.log) has none.
+        j = i
+        while j < len(lines) and lines[j] != "kernel {" and not STAGE_RE.match(lines[j]):
+            j += 1
+        if j < len(lines) and lines[j] == "kernel {":
+            output += lines[i:j]
+            interleaved += lines[i:j]
+            body.append(lines[j])
+            i = j + 1
             while i < len(lines):
                 body.append(lines[i])
                 i += 1
                 if body[-1] == "}":
                     break
-        out.append({"kernel": m["kernel"], "stage": m["stage"], "lines": body})
-    return out
+        dumps.append({"kernel": m["kernel"], "stage": m["stage"], "lines": body})
+    return Log(dumps, output, interleaved)
+
+
+def split_stages(text: str) -> list[Dump]:
+    """A log's dumps, in order (``read_log``)."""
+    return read_log(text).dumps
+
+
+def _pass_through(lines: list[str]) -> None:
+    """Lines of a call's log that are not IR, to standard output, where
+    they were bound (unless the program closed it)."""
+    if lines:
+        try:
+            sys.stdout.write("".join(line + "\n" for line in lines))
+            sys.stdout.flush()
+        except (OSError, ValueError):  # closed, or a pipe nobody reads
+            pass
 
 
 def offload_dumps(text: str, root: str | os.PathLike[str] | None = None) -> str:
@@ -203,6 +292,11 @@ def _free_name(want: str, place: int, taken: dict[str, int]) -> str:
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
+
+# A kernel as the capture counts it: its runtime (the qd.init, from 0), its
+# label (`k`, `k.grad`), where its function is defined, and Quadrants' number
+# for the kernel object (the `c60` of its compiled name `k_c60_0`).
+KernelKey = tuple[int, str, str | None, int | None]
 
 # How a derivative kernel is reported: `k.grad` (reverse mode), `k.fwd`.
 DERIVATIVE_SUFFIX = {"reverse": "grad", "forward": "fwd"}
@@ -274,6 +368,12 @@ def _grad_of(f: Any) -> Any:
     return g if isinstance(g, Field) and g is not f else None
 
 
+class CaptureFailed(BaseException):
+    """The capture's own failure (not the program's, nor Quadrants'): its
+    one line. A BaseException, so that the program's ``except Exception``
+    does not take it for its kernel call's."""
+
+
 @dataclass
 class FieldInfo:
     obj: Any
@@ -290,12 +390,15 @@ class Capture:
     # Each runtime's kernels (by qd.init, from 0): a kernel's arguments by
     # its Python name, as fields.json lists them.
     kernels: dict[int, dict[str, KernelEntry]] = dc_field(default_factory=dict)
-    last_log: dict[tuple[int, str, str | None], str] = dc_field(default_factory=dict)
+    # The log of each compilation (a kernel's, for one set of template
+    # arguments) by (KernelKey, Quadrants' instance number): the log of a
+    # call that compiled nothing is the one of the compilation it ran.
+    last_log: dict[tuple[KernelKey, int | None], str] = dc_field(default_factory=dict)
     # The function (`where`) that owns each kernel name's plain entry in a
     # runtime's table; another function of the name is keyed by its
     # compiled function name (`k_c62`), kept here once known.
-    name_owner: dict[tuple[int, str], str | None] = dc_field(default_factory=dict)
-    table_key: dict[tuple[int, str, str | None], str] = dc_field(default_factory=dict)
+    name_owner: dict[tuple[int, str], tuple[str | None, int | None]] = dc_field(default_factory=dict)
+    table_key: dict[KernelKey, str] = dc_field(default_factory=dict)
     # The locals of the program's frame that made the call being captured
     # (a field made in a function is named after its local there).
     caller_locals: dict[str, Any] = dc_field(default_factory=dict)
@@ -306,8 +409,11 @@ class Capture:
     # past it run as they would without the capture, counted in `unchecked`
     # by (runtime, kernel, where).
     max_calls: int = 0
-    counted: dict[tuple[int, str, str | None], int] = dc_field(default_factory=dict)
-    unchecked: dict[tuple[int, str, str | None], int] = dc_field(default_factory=dict)
+    counted: dict[KernelKey, int] = dc_field(default_factory=dict)
+    unchecked: dict[KernelKey, int] = dc_field(default_factory=dict)
+    # The kernel being called, and the instance number Quadrants chose for
+    # the call (its ensure_compiled's key; None until it has).
+    calling: tuple[Any, int | None] = (None, None)
     # id(ndarray) -> the argument it is (or is held by, as `arg.attr`), for
     # the runtime parameters Quadrants declares by an ndarray's id.
     nd_ids: dict[int, str] = dc_field(default_factory=dict)
@@ -326,6 +432,18 @@ class Capture:
     # compile pass ends at finalize_params, which moves them to `params`.
     declaring: list[Param] = dc_field(default_factory=list)
     params: list[Param] | None = None
+    # What capture.json says of the run besides its calls: the call under
+    # way, the program's uncaught exception, why the capture stopped.
+    running: Running | None = None
+    raised: str | None = None
+    failure: str | None = None
+    # The process that writes the files (a forked child does not), whether
+    # it is writing them now (a SIGTERM then waits for the next write), each
+    # written call's line, and fields.json as last written.
+    pid: int = dc_field(default_factory=os.getpid)
+    writing: bool = False
+    call_lines: list[str] = dc_field(default_factory=list)
+    table_text: str = ""
 
     # -- the program's fields ---------------------------------------------
 
@@ -456,6 +574,17 @@ class Capture:
             _describe_arg(m.name, m.annotation, bound.get(m.name), schema, values, nds, self.nd_ids)
         return schema, values, nds
 
+    @contextmanager
+    def own_work(self, during: str) -> Iterator[None]:
+        """The capture's own work ``during`` a call (`in call 3 (k)`): an
+        error in it is the capture's (CaptureFailed), never passed to the
+        program as if its kernel call had raised it."""
+        try:
+            yield
+        except Exception as e:
+            self.failure = f"the capture failed {during}: {_one_line(e)}"
+            raise CaptureFailed(self.failure) from e
+
     def wrap_call(self, orig_call: Any) -> Any:
         cap = self
 
@@ -463,7 +592,9 @@ class Capture:
             func = getattr(kernel, "func", None)
             module = getattr(func, "__module__", "") or ""
             internal = module.startswith("quadrants")
-            if cap.busy:
+            if cap.busy or cap.failure is not None or os.getpid() != cap.pid:
+                # Ours, or after the capture failed, or in a forked child
+                # (whose copy of the capture is not the one written).
                 return orig_call(kernel, *args, **kwargs)
             if internal:  # Quadrants' own (from_numpy, fill): its IR is noise
                 return cap.run_unchecked(None, lambda: orig_call(kernel, *args, **kwargs))
@@ -475,91 +606,140 @@ class Capture:
             # captured as any other, under its own key: its IR, its calls
             # and its arguments (the primal's) are its own.
             derivative = None if mode in (None, _NONE_MODE()) else str(getattr(mode, "name", mode)).lower()
-            primal = (cap.generation, name, where)
-            key = (cap.generation, kernel_label(name, derivative), where)
+            # Kernels are told apart by Quadrants' own number for the
+            # kernel object (the `c60` of `fill_c60_0`): two made by one
+            # factory share their name and where, never their number.
+            number = getattr(kernel, "kernel_counter", None)
+            kid = number if isinstance(number, int) else None
+            primal = (cap.generation, name, where, kid)
+            key = (cap.generation, kernel_label(name, derivative), where, kid)
             cap.counted[key] = cap.counted.get(key, 0) + 1
             if cap.max_calls and cap.counted[key] > cap.max_calls:
                 return cap.run_unchecked(key, lambda: orig_call(kernel, *args, **kwargs))
             cap.busy = True
+            n = len(cap.calls)
+            during = f"in call {n} ({key[1]})"
             try:
-                cap.caller_locals = _program_locals()
-                n = len(cap.calls)
-                tag = f"{n:03d}-{_safe(name)}"
-                cap.declaring, cap.params = [], None
-                schema, argvals, nds = cap._describe_args(kernel, args, kwargs)
-                fields = cap.fields()
-                before = cap._snapshot(fields, nds, tag, "before")
-                log_rel = f"calls/{tag}.log"
-                error = None
-                (cap.out / "calls").mkdir(exist_ok=True)
+                with cap.own_work(during):
+                    # Said before the call, so that a program killed in it
+                    # (a crash in Quadrants, a signal) is known to have been.
+                    cap.running = {"kernel": key[1], "call": n}
+                    if where is not None:
+                        cap.running["where"] = where
+                    cap.write()
+                    cap.caller_locals = _program_locals()
+                    tag = f"{n:03d}-{_safe(name)}"
+                    cap.declaring, cap.params = [], None
+                    schema, argvals, nds = cap._describe_args(kernel, args, kwargs)
+                    fields = cap.fields()
+                    before = cap._snapshot(fields, nds, tag, "before")
+                    log_rel = f"calls/{tag}.log"
+                    (cap.out / "calls").mkdir(exist_ok=True)
+                    redirect = redirect_fds(cap.out / log_rel)
+                    redirect.__enter__()
+                raised: BaseException | None = None
                 try:
-                    with redirect_fds(cap.out / log_rel):
-                        cap.busy = False
-                        try:
-                            result = orig_call(kernel, *args, **kwargs)
-                        except BaseException as e:
-                            # The message's last line: Quadrants puts its own stack trace first.
-                            lines = [ln for ln in str(e).splitlines() if ln.strip()]
-                            error = f"{type(e).__name__}: {lines[-1].strip() if lines else ''}"
-                            raise
-                        finally:
-                            cap.busy = True
+                    cap.busy = False
+                    cap.calling = (kernel, None)
+                    result = orig_call(kernel, *args, **kwargs)
+                except BaseException as e:
+                    raised = e
                 finally:
-                    text = (cap.out / log_rel).read_text(errors="replace")
-                    stages = split_stages(text)
-                    compiled = bool(stages)
-                    if compiled:
-                        off_rel = f"calls/{tag}.offload.log"
-                        (cap.out / off_rel).write_text(offload_dumps(text))
-                        cap.last_log[key] = off_rel
-                    # `log`: this call's, or when the kernel was already
-                    # compiled (no IR this time), the log of the call that
-                    # compiled it, which still describes it.
-                    entry: Call = {"kernel": name, "call": n, "log": cap.last_log.get(key), "compiled": compiled, "args": argvals}
-                    if derivative is not None:  # which derivative of the kernel
-                        entry["derivative"] = derivative
-                    if cap.generation > 0:  # after a second qd.init: which runtime ran it
-                        entry["init"] = cap.generation
-                    if where is not None:  # which function, when two share a name
-                        entry["where"] = where
-                    if compiled:
-                        # The name the log's stage lines use, e.g. saxpy_c60_0.
-                        entry["compiled_name"] = stages[0]["kernel"]
-                        entry["tasks"] = sum(1 for d in stages if d["stage"] == OFFLOAD_STAGE)
-                        entry["full_log"] = log_rel
-                    elif not text:
-                        (cap.out / log_rel).unlink()
+                    cap.busy = True
+                    with cap.own_work(during):
+                        redirect.__exit__(None, None, None)
+                with cap.own_work(during):
+                    entry = cap.record_call(n, name, where, derivative, key, cap.calling[1], primal, log_rel, argvals, schema, kernel)
+                    if raised is None:
+                        fields = cap.fields()
+                        after = cap._snapshot(fields, nds, tag, "after")
+                        entry["values"] = {
+                            k: {"before": before.get(k), "after": after.get(k)} for k in sorted(set(before) | set(after))
+                        }
+                        if result is not None:
+                            # The scalars returned, in order, as the kernel's
+                            # `return` lists them: a vector or matrix is its
+                            # components, row-major, a tuple its members'.
+                            entry["return"] = _flat(_jsonable(list(result) if isinstance(result, tuple) else [result]))
                     else:
-                        entry["output"] = log_rel
-                    if error is not None:  # the call raised: no values after it
-                        entry["error"] = error
+                        entry["error"] = _one_line(raised)
+                    # The call is complete: written before the program goes on.
                     cap.calls.append(entry)
-                    kernels = cap.kernels.setdefault(cap.generation, {})
-                    # A derivative takes its primal's arguments.
-                    tkey = cap.kernel_table_key(primal, entry.get("compiled_name"))
-                    if tkey is not None and tkey not in kernels:
-                        kernels[tkey] = {"args": schema}
-                    if tkey is not None and compiled and cap.params is not None and "params" not in kernels[tkey]:
-                        kernels[tkey]["params"] = _bind_params(cap.params, schema, cap.nd_ids)
-                        rets = getattr(kernel, "return_type", None) or ()
-                        if rets:
-                            kernels[tkey]["returns"] = [_type_name(r) for r in rets]
-                fields = cap.fields()
-                after = cap._snapshot(fields, nds, tag, "after")
-                entry["values"] = {
-                    k: {"before": before.get(k), "after": after.get(k)} for k in sorted(set(before) | set(after))
-                }
-                if result is not None:
-                    # The scalars returned, in order, as the kernel's
-                    # `return` lists them: a vector or matrix is its
-                    # components, row-major, a tuple its members'.
-                    entry["return"] = _flat(_jsonable(list(result) if isinstance(result, tuple) else [result]))
+                    cap.running = None
+                    cap.write()
+                if raised is not None:
+                    raise raised
                 return result
             finally:
                 cap.busy = False
 
         __call__._kiln_wrapped = True  # type: ignore[attr-defined]
         return __call__
+
+    def record_call(
+        self,
+        n: int,
+        name: str,
+        where: str | None,
+        derivative: str | None,
+        key: KernelKey,
+        instance: int | None,
+        primal: KernelKey,
+        log_rel: str,
+        argvals: dict[str, ArgValue],
+        schema: list[Arg],
+        kernel: Any,
+    ) -> Call:
+        """Call ``n``'s entry, from the log its compile printed (when it
+        compiled), and the kernel's entry in its runtime's table."""
+        cap = self
+        text = (cap.out / log_rel).read_text(errors="replace")
+        log = read_log(text)
+        stages = log.dumps
+        compiled = bool(stages)
+        # What else reached fds 1 and 2 in the call (a kernel's print, a
+        # subprocess's output) is the program's: passed through.
+        _pass_through(log.output)
+        if compiled:
+            off_rel = log_rel.removesuffix(".log") + ".offload.log"
+            (cap.out / off_rel).write_text(offload_dumps(text))
+            cap.last_log[(key, instance)] = off_rel
+        # `log`: this call's, or when the kernel was already
+        # compiled (no IR this time), the log of the call that
+        # compiled it, which still describes it.
+        entry: Call = {"kernel": name, "call": n, "log": cap.last_log.get((key, instance)), "compiled": compiled, "args": argvals}
+        if derivative is not None:  # which derivative of the kernel
+            entry["derivative"] = derivative
+        if cap.generation > 0:  # after a second qd.init: which runtime ran it
+            entry["init"] = cap.generation
+        if where is not None:  # which function, when two share a name
+            entry["where"] = where
+        if key[3] is not None:  # which kernel, when two share both
+            entry["kernel_id"] = key[3]
+        if instance is not None:  # which compilation of it
+            entry["instance"] = instance
+        if compiled:
+            # The name the log's stage lines use, e.g. saxpy_c60_0.
+            entry["compiled_name"] = stages[0]["kernel"]
+            entry["tasks"] = sum(1 for d in stages if d["stage"] == OFFLOAD_STAGE)
+            entry["full_log"] = log_rel
+        elif not text:
+            (cap.out / log_rel).unlink()
+        else:
+            entry["output"] = log_rel
+        if log.interleaved:  # left out of the dumps, and said
+            entry["interleaved"] = log.interleaved
+        kernels = cap.kernels.setdefault(cap.generation, {})
+        # A derivative takes its primal's arguments.
+        tkey = cap.kernel_table_key(primal, entry.get("compiled_name"))
+        if tkey is not None and tkey not in kernels:
+            kernels[tkey] = {"args": schema}
+        if tkey is not None and compiled and cap.params is not None and "params" not in kernels[tkey]:
+            kernels[tkey]["params"] = _bind_params(cap.params, schema, cap.nd_ids)
+            rets = getattr(kernel, "return_type", None) or ()
+            if rets:
+                kernels[tkey]["returns"] = [_type_name(r) for r in rets]
+        return entry
 
     def patch(self) -> None:
         import quadrants as qd
@@ -595,6 +775,19 @@ class Capture:
                 mod.init = init  # type: ignore[union-attr]
         if not getattr(kmod.Kernel.__call__, "_kiln_wrapped", False):
             kmod.Kernel.__call__ = self.wrap_call(kmod.Kernel.__call__)
+        if not getattr(kmod.Kernel.ensure_compiled, "_kiln_wrapped", False):
+            orig_ensure = kmod.Kernel.ensure_compiled
+
+            def ensure_compiled(kernel: Any, *py_args: Any) -> Any:
+                # Which compilation of the kernel the call runs: Quadrants'
+                # instance number for its template arguments.
+                key = orig_ensure(kernel, *py_args)
+                if cap.calling[0] is kernel and isinstance(key, tuple) and len(key) > 1 and isinstance(key[1], int):
+                    cap.calling = (kernel, key[1])
+                return key
+
+            ensure_compiled._kiln_wrapped = True  # type: ignore[attr-defined]
+            kmod.Kernel.ensure_compiled = ensure_compiled
 
     def patch_destroy(self) -> None:
         """Notes the fields of an SNode tree as it is destroyed (while its
@@ -661,76 +854,117 @@ class Capture:
         kcls.finalize_params = finalize_params
         kcls._kiln_params = True
 
-    def kernel_table_key(self, key: tuple[int, str, str | None], compiled_name: str | None) -> str | None:
+    def kernel_table_key(self, key: KernelKey, compiled_name: str | None) -> str | None:
         """The key of the kernel's arguments in its runtime's table: its
         Python name for the first function of that name, else its compiled
         function name (`k_c62` of `k_c62_0`), which kiln-import tries
         first; None until a call of it has compiled."""
-        gen, name, where = key
-        owner = self.name_owner.setdefault((gen, name), where)
-        if owner == where:
+        gen, name, where, kid = key
+        owner = self.name_owner.setdefault((gen, name), (where, kid))
+        if owner == (where, kid):
             return name
         if compiled_name and key not in self.table_key:
             self.table_key[key] = compiled_name.rsplit("_", 1)[0]
         return self.table_key.get(key)
 
-    def run_unchecked(self, key: tuple[int, str, str | None] | None, call: Any) -> Any:
+    def run_unchecked(self, key: KernelKey | None, call: Any) -> Any:
         """A call not captured (past `max_calls`, counted under `key`, or
         Quadrants' own): run as it would be without the capture (no values
         saved). Its output passes through, but for the IR dumps a compile
         prints (forced on)."""
         if key is not None:
             self.unchecked[key] = self.unchecked.get(key, 0) + 1
+        during = f"around a call of {key[1]} past --calls" if key is not None else "around a call of Quadrants' own"
         scratch = self.out / "calls" / "unchecked.log"
-        scratch.parent.mkdir(exist_ok=True)
-        scratch.write_text("")
+        with self.own_work(during):
+            scratch.parent.mkdir(exist_ok=True)
+            scratch.write_text("")
+            redirect = redirect_fds(scratch)
+            redirect.__enter__()
         try:
-            with redirect_fds(scratch):
-                return call()
+            return call()
         finally:
-            text = scratch.read_text(errors="replace")
-            scratch.unlink()
-            if text and not split_stages(text):
-                sys.stdout.write(text)
-                sys.stdout.flush()
+            with self.own_work(during):
+                redirect.__exit__(None, None, None)
+                text = scratch.read_text(errors="replace")
+                scratch.unlink()
+                _pass_through(read_log(text).output)
 
     # -- outputs ----------------------------------------------------------
 
-    def write(self) -> None:
-        import quadrants as qd
-
+    def write(self, final: bool = False) -> None:
+        """Writes fields.json and capture.json as they stand: before and
+        after every call, so that a program that ends abruptly (os._exit,
+        a signal, a crash in Quadrants) leaves every call it completed, and
+        says which call it was in. Each file is replaced whole (written
+        aside, then renamed), never left half-written; fields.json only
+        when it changed. ``final``: the program has ended, so the fields it
+        made after its last call are listed too. A forked child's copy of
+        the capture writes nothing."""
+        if os.getpid() != self.pid or self.writing:
+            return
+        self.writing = True
         try:
-            self.fields()  # those made after the last call too
-        except Exception:
-            pass
-        # A program that called qd.init more than once has fields of each
-        # runtime; SNode ids start again in each, so say which runtime.
-        fields: list[FieldEntry] = []
-        for (gen, _place), entry in sorted(self.seen.items()):
-            if self.generation > 0:
-                entry = entry.copy()
-                entry["init"] = gen
-            fields.append(entry)
-        table: FieldTable = {
-            "quadrants": ".".join(map(str, qd.__version__)),
-            "fields": fields,
-            "kernels": self.kernels.get(0, {}),
-        }
-        if self.generation > 0:  # the kernels of each later runtime
-            table["runtimes"] = [{"init": g, "kernels": self.kernels.get(g, {})} for g in range(1, self.generation + 1)]
-        (self.out / "fields.json").write_text(_dump_table(table))
-        cap: CaptureFile = {
-            "program": str(self.program),
-            "argv": self.argv,
-            "init": self.init_kwargs,
-            "forced": FORCED_INIT,
-            "calls": self.calls,
-        }
-        if self.unchecked:  # calls past --calls, by kernel
-            cap["unchecked"] = [
-                {"kernel": k, "init": g, "where": w, "calls": n} for (g, k, w), n in sorted(self.unchecked.items(), key=str)
-            ]
-        (self.out / "capture.json").write_text(_dump_capture(cap))
+            if final:
+                try:
+                    self.fields()  # those made after the last call too
+                except Exception:
+                    pass
+            # A program that called qd.init more than once has fields of each
+            # runtime; SNode ids start again in each, so say which runtime.
+            fields: list[FieldEntry] = []
+            for (gen, _place), entry in sorted(self.seen.items()):
+                if self.generation > 0:
+                    entry = entry.copy()
+                    entry["init"] = gen
+                fields.append(entry)
+            table: FieldTable = {
+                "quadrants": _quadrants_version(),
+                "fields": fields,
+                "kernels": self.kernels.get(0, {}),
+            }
+            if self.generation > 0:  # the kernels of each later runtime
+                table["runtimes"] = [{"init": g, "kernels": self.kernels.get(g, {})} for g in range(1, self.generation + 1)]
+            text = _dump_table(table)
+            if text != self.table_text:
+                _replace(self.out / "fields.json", text)
+                self.table_text = text
+            cap: CaptureFile = {
+                "program": str(self.program),
+                "argv": self.argv,
+                "init": self.init_kwargs,
+                "forced": FORCED_INIT,
+                "calls": self.calls,
+            }
+            if self.unchecked:  # calls past --calls, by kernel
+                cap["unchecked"] = []
+                for (g, k, w, kid), n in sorted(self.unchecked.items(), key=str):
+                    u: Unchecked = {"kernel": k, "init": g, "where": w, "calls": n}
+                    if kid is not None:
+                        u["kernel_id"] = kid
+                    cap["unchecked"].append(u)
+            if self.running is not None:
+                cap["running"] = self.running
+            if self.raised is not None:
+                cap["raised"] = self.raised
+            if self.failure is not None:
+                cap["capture_error"] = self.failure
+            # Each call's line is made once: a call's entry is final once
+            # it is in `calls`.
+            one = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
+            self.call_lines += [f"  {one(in_declared_order(c, Call))}" for c in self.calls[len(self.call_lines):]]
+            _replace(self.out / "capture.json", _dump_capture(cap, self.call_lines))
+        finally:
+            self.writing = False
+
+
+def _replace(path: Path, text: str) -> None:
+    """``path`` holding ``text``, replaced whole: written aside, then renamed
+    over it, so that a reader (or a program killed meanwhile) never finds it
+    half-written."""
+    aside = path.with_name(path.name + ".part")
+    aside.write_text(text)
+    os.replace(aside, path)
 
 
 def _dump_table(table: FieldTable) -> str:
@@ -774,15 +1008,14 @@ def _dump_kernels(kernels: dict[str, KernelEntry], pad: str) -> list[str]:
     return lines
 
 
-def _dump_capture(cap: CaptureFile) -> str:
-    """capture.json with one call per line, its keys in the order
-    `records.CaptureFile` and `records.Call` declare them."""
+def _dump_capture(cap: CaptureFile, call_lines: list[str]) -> str:
+    """capture.json with one call per line (``call_lines``, each call's
+    JSON with its keys in the order `records.Call` declares them), the
+    other keys in the order `records.CaptureFile` declares them."""
     one = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
     head = [f" {one(k)}: {one(v)}," for k, v in in_declared_order(cap, CaptureFile).items() if k != "calls"]
-    calls = [f"  {one(in_declared_order(c, Call))}," for c in cap["calls"]]
-    if calls:
-        calls[-1] = calls[-1][:-1]
-    return "\n".join(["{", *head, ' "calls": [', *calls, " ]", "}"]) + "\n"
+    calls = ",\n".join(call_lines)
+    return "\n".join(["{", *head, ' "calls": [', *([calls] if calls else []), " ]", "}"]) + "\n"
 
 
 def _NONE_MODE() -> Any:
@@ -942,43 +1175,83 @@ def _scalar(v: Any) -> JsonScalar:
 def run(program: str | os.PathLike[str], argv: list[str], out_dir: str | os.PathLike[str], max_calls: int = 0) -> int:
     """Run ``program`` with ``argv`` under capture into ``out_dir``,
     capturing the first ``max_calls`` calls of each kernel (0: all); the
-    exit status."""
-    out = Path(out_dir)
+    exit status: the program's (1 when it raised), 1 when the capture
+    failed (``capture_error`` in capture.json says how), or minus SIGINT
+    when the program was interrupted (KeyboardInterrupt)."""
+    # Absolute: the program may change directory.
+    out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     program = Path(program)
     cap = Capture(out=out, program=program, argv=list(argv), max_calls=max_calls)
-    cap.patch()
+    # Quadrants' own failure before the program runs (a broken install; its
+    # banner printed to a closed pipe) is said as Quadrants', in one line.
+    try:
+        importlib.import_module("quadrants")
+    except Exception as e:
+        cap.failure = f"Quadrants could not be imported: {_one_line(e)}"
+    if cap.failure is None:
+        try:
+            cap.patch()
+        except Exception as e:
+            cap.failure = f"the capture could not hook into Quadrants: {_one_line(e)}"
+    cap.write()  # a program that ends before its first call leaves its record too
+    if cap.failure is not None:
+        return 1
     old_argv, old_path = sys.argv[:], sys.path[:]
     sys.argv = [str(program), *argv]
     sys.path.insert(0, str(program.resolve().parent))
     status = 0
     orig_exit = os._exit
 
-    def _exit(code: int) -> None:  # a program that leaves by os._exit keeps its calls
+    def _exit(code: int) -> None:  # the calls past --calls and the fields made since the last call
         try:
-            cap.write()
+            cap.write(final=True)
         finally:
             orig_exit(code)
 
+    def on_sigterm(signum: int, _frame: Any) -> None:
+        # Stopped from outside (`kiln-quadrants run --timeout`): the calls
+        # past --calls since the last write are counted, then the program
+        # ends as SIGTERM ends it, unwinding nothing (as without the capture).
+        signal.signal(signum, signal.SIG_DFL)
+        cap.write()
+        os.kill(os.getpid(), signum)
+
     os._exit = _exit  # type: ignore[assignment]
-    # Stopped from outside (`kiln-quadrants run --timeout`): the program
-    # unwinds as on sys.exit, and the calls so far are written.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    signal.signal(signal.SIGTERM, on_sigterm)
     try:
-        cap.note_names(runpy.run_path(str(program), run_name="__main__"))
+        with python_streams_apart():
+            cap.note_names(runpy.run_path(str(program), run_name="__main__"))
     except SystemExit as e:
         code = e.code
         status = code if isinstance(code, int) else (0 if code is None else 1)
         if code not in (None, 0) and not isinstance(code, int):
             print(code, file=sys.stderr)
+    except CaptureFailed:
+        status = 1  # cap.failure says how: the caller's line
     except BaseException as e:
         _print_program_traceback(e, program)
-        status = 1
+        cap.raised = _one_line(e)
+        status = -signal.SIGINT if isinstance(e, KeyboardInterrupt) else 1
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
         os._exit = orig_exit
-        cap.write()
-    return status
+        cap.write(final=True)
+    # A failure the program caught (it is a BaseException) still fails the capture.
+    return 1 if cap.failure is not None and status == 0 else status
+
+
+def _quadrants_version() -> str:
+    """The version of the Quadrants imported (`1.3.3`), or `unknown`."""
+    version = getattr(sys.modules.get("quadrants"), "__version__", None)
+    return ".".join(map(str, version)) if isinstance(version, tuple) else "unknown"
+
+
+def _one_line(e: BaseException) -> str:
+    """An exception as one line: its type and its message's last line
+    (Quadrants puts its own stack trace first)."""
+    lines = [ln for ln in str(e).splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {lines[-1].strip()}" if lines else type(e).__name__
 
 
 def _program_locals() -> dict[str, Any]:
@@ -996,13 +1269,28 @@ def _program_locals() -> dict[str, Any]:
 
 
 def _print_program_traceback(e: BaseException, program: Path) -> None:
-    """The traceback from the program's first frame on, as Python would print it for the program alone."""
-    tb = e.__traceback__
-    target = str(program.resolve())
-    t = tb
-    while t is not None and str(Path(t.tb_frame.f_code.co_filename).resolve()) != target:
-        t = t.tb_next
-    traceback.print_exception(type(e), e, t if t is not None else tb)
+    """The traceback as Python prints it for the program alone: from the
+    program's first frame on, without the bridge's own frames (runpy's, the
+    capture's wrapper around each kernel call), in every exception of the
+    chain."""
+    here = Path(__file__).resolve().parent
+    target = program.resolve()
+
+    def ours(filename: str) -> bool:
+        return "runpy" in Path(filename).name or Path(filename).resolve().parent == here
+
+    top = traceback.TracebackException.from_exception(e)
+    todo, seen = [top], set()
+    while todo:
+        te = todo.pop()
+        if id(te) in seen:
+            continue
+        seen.add(id(te))
+        frames = list(te.stack)
+        first = next((i for i, f in enumerate(frames) if Path(f.filename).resolve() == target), 0)
+        te.stack = traceback.StackSummary.from_list([f for f in frames[first:] if not ours(f.filename)])
+        todo += [c for c in (te.__cause__, te.__context__) if c is not None]
+    print("".join(top.format()), end="", file=sys.stderr)
 
 
 # KernelCxx's methods that declare a runtime parameter, and the kind each
@@ -1042,19 +1330,91 @@ def _bind_params(params: list[Param], schema: list[Arg], nd_ids: dict[int, str])
     return out
 
 
-def main(args: list[str] | None = None) -> int:
-    import argparse
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose errors are Kiln's usage errors: one line,
+    ``TOOL: error: ...``, and exit status 2 (the usage text is --help's)."""
 
-    ap = argparse.ArgumentParser(
-        prog="python -m kiln_quadrants.capture",
-        description="Run a Quadrants program on the CPU and capture its kernels' IR, fields and values.",
+    def __init__(self, *args: Any, tool: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tool = tool or self.prog
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.tool}: error: {message}\n")
+
+
+def lower_first(text: str) -> str:
+    """An OS error's text as Kiln words its messages: `No such file` as `no such file`."""
+    return text[:1].lower() + text[1:]
+
+
+def program_error(program: str) -> str | None:
+    """Why PROGRAM cannot be run, before anything is captured: missing,
+    not a file, unreadable, or not Python (its syntax error, at its line)."""
+    p = Path(program)
+    if not p.exists():
+        return f"{program}: no such file"
+    if not p.is_file():
+        return f"{program}: not a file"
+    try:
+        compile(p.read_bytes(), program, "exec")
+    except OSError as e:
+        return f"{program}: {lower_first(e.strerror or str(e))}"
+    except SyntaxError as e:
+        return f"{e.filename}:{e.lineno}:{e.offset}: {e.msg}"
+    except ValueError as e:  # null bytes
+        return f"{program}: {e}"
+    return None
+
+
+def directory_error(option: str, path: str) -> str | None:
+    """Why ``path`` cannot be the directory an option names, checked
+    without making it: empty, or an existing file, or under one."""
+    if not path:
+        return f"{option} takes a directory (new or empty), not ''"
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        return f"{option} {path}: not a directory"
+    # A new directory: the nearest existing parent must be a directory.
+    parent = next((a for a in Path(os.path.abspath(path)).parents if a.exists()), None)
+    if not p.exists() and parent is not None and not parent.is_dir():
+        return f"{option} {path}: not a directory"
+    return None
+
+
+def main(args: list[str] | None = None) -> int:
+    tool = "python -m kiln_quadrants"
+    ap = OneLineParser(
+        prog=tool,
+        description="Run a Quadrants program on the CPU and capture its kernels' IR, fields and values. "
+        "Bad usage (a missing program, a syntax error in it, an output that is not a directory) is one line and exit status 2; "
+        "otherwise the exit status is the program's.",
     )
     ap.add_argument("-o", "--output", required=True, help="output directory")
     ap.add_argument("--calls", type=int, default=0, metavar="N", help="capture the first N calls of each kernel (default 0: all)")
     ap.add_argument("program", help="the Quadrants program (a .py file)")
-    ap.add_argument("argv", nargs=argparse.REMAINDER, help="the program's own arguments")
+    # `kiln-quadrants run` says how the capture ended, from capture.json:
+    # the capture then says nothing of it itself.
+    ap.add_argument("--for-replay", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("argv", nargs=argparse.REMAINDER, help="the program's own arguments").required = False
     ns = ap.parse_args(args)
-    return run(ns.program, ns.argv, ns.output, max(ns.calls, 0))
+    why = directory_error("-o", ns.output) or program_error(ns.program)
+    if why is None:
+        try:
+            Path(ns.output).mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            why = f"-o {ns.output}: {lower_first(e.strerror or str(e))}"
+    if why is not None:
+        ap.error(why)
+    out = Path(ns.output).resolve()  # the program may change directory
+    status = run(ns.program, ns.argv, out, max(ns.calls, 0))
+    if status == 1 and not ns.for_replay:
+        failure = json.loads((out / "capture.json").read_text()).get("capture_error")
+        if failure:
+            print(f"{tool}: error: {failure}", file=sys.stderr)
+    if status < 0:  # interrupted: ended by the signal, as Python ends
+        signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
+    return status
 
 
 if __name__ == "__main__":

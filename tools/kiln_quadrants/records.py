@@ -181,6 +181,13 @@ Call = TypedDict(
         "init": NotRequired[int],
         # `FILE:LINE` of the kernel's Python function.
         "where": NotRequired[str],
+        # Quadrants' number for the kernel object (the `c60` of its
+        # compiled name `k_c60_0`): two kernels of one name and place
+        # (made by one factory) differ by it.
+        "kernel_id": NotRequired[int],
+        # Quadrants' number for the compilation the call ran (the `0` of
+        # `k_c60_0`): one per set of template arguments.
+        "instance": NotRequired[int],
         "compiled_name": NotRequired[str],
         "tasks": NotRequired[int],
         # The importer's input; null when no captured call compiled the
@@ -188,6 +195,9 @@ Call = TypedDict(
         "log": str | None,
         "full_log": NotRequired[str],
         "output": NotRequired[str],
+        # Lines found among the IR dumps that are not the printer's (output
+        # written while the kernel compiled), left out of `log`.
+        "interleaved": NotRequired[list[str]],
         "compiled": bool,
         "error": NotRequired[str],
         "args": dict[str, ArgValue],
@@ -216,11 +226,22 @@ class Unchecked(TypedDict):
     kernel: str  # its label: `k`, or `k.grad` for its derivative
     init: int
     where: str | None
+    kernel_id: NotRequired[int]
     calls: int
 
 
+class Running(TypedDict):
+    """The call under way when ``capture.json`` was written: the one a
+    program that ended abruptly was in."""
+
+    kernel: str  # its label: `k`, or `k.grad` for its derivative
+    call: int
+    where: NotRequired[str]
+
+
 class CaptureFile(TypedDict):
-    """``capture.json``."""
+    """``capture.json``: written before and after every call, and when the
+    program ends."""
 
     program: str
     argv: list[str]
@@ -229,6 +250,11 @@ class CaptureFile(TypedDict):
     init: list[dict[str, str]]
     forced: Forced
     unchecked: NotRequired[list[Unchecked]]
+    running: NotRequired[Running]
+    # The program's uncaught exception: its type and its message's last line.
+    raised: NotRequired[str]
+    # Why the capture itself stopped (the calls before it are whole).
+    capture_error: NotRequired[str]
     calls: list[Call]
 
 
@@ -267,6 +293,9 @@ class ManifestCall(TypedDict):
 
 class Manifest(TypedDict):
     calls: list[ManifestCall]
+    # Why the calls are not all the program's (it raised, was killed, ...),
+    # in the one line the run printed; absent when they are.
+    incomplete: NotRequired[str]
 
 
 # -- checking parsed JSON against the types --------------------------------

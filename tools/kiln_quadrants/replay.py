@@ -13,10 +13,14 @@ whole run, chosen in the documented order (``tool_dir``; ``-v`` says which).
 
 Exit status: 0 when everything agrees; 1 on a disagreement (naming the
 kernel, the call, the field, the first differing index and both values), on
-a data race found with ``--check-races``, or when the program raises (its
-traceback is printed), or when the tools cannot be found; 2 when a kernel
+a data race found with ``--check-races``, or when the program ends early
+(it raises, its traceback printed; exits with another status; is killed;
+outlives --timeout; or the capture fails: one line says which, and the
+calls it completed are checked), or when the tools cannot be found; 130 on
+Ctrl-C (the program is stopped too); 2 when a kernel
 cannot be imported (naming the statement) and nothing disagrees. The other
-kernels are still checked.
+kernels are still checked. Bad usage is one line and 2, found before the
+tools are looked for or anything is imported, made or run.
 
 Must never: change the program's own output, write outside ``--keep DIR``
 (or a temporary directory) and the cache, report agreement for a call it
@@ -44,9 +48,10 @@ try:
 except ImportError:  # run() says so in one line; --help needs no numpy
     np = None  # type: ignore[assignment]
 
-from .capture import OFFLOAD_STAGE, kernel_label
+from .capture import OFFLOAD_STAGE, OneLineParser, directory_error, kernel_label, lower_first, program_error
 from .records import (
     Call,
+    CaptureFile,
     FieldTable,
     JsonScalar,
     Manifest,
@@ -337,8 +342,10 @@ def kir_fields(kir: Path) -> set[str]:
 
 
 # A kernel's report: its runtime (the qd.init, from 0), its label (`k`,
-# `k.grad`) and where its function is defined.
-ReportKey = tuple[int, str, str | None]
+# `k.grad`), where its function is defined, and Quadrants' number for the
+# kernel object (capture.json's `kernel_id`: two kernels one factory made
+# share the rest).
+ReportKey = tuple[int, str, str | None, int | None]
 
 
 class Replay:
@@ -350,6 +357,8 @@ class Replay:
         self.kiln_import = str(tools / "kiln-import")
         self.kiln_run = str(tools / "kiln-run")
         self.imported: dict[str, tuple[Path | None, str | None]] = {}
+        # The output the capture found among each log's dumps.
+        self.interleaved: dict[str, list[str]] = {}
         self.table: FieldTable | None = None
         self.reports: dict[ReportKey, KernelReport] = {}
         self.manifest: list[ManifestCall] = []
@@ -361,19 +370,22 @@ class Replay:
         to its whole session a grace period later)."""
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
         calls = ["--calls", str(self.ns.calls)]
-        cmd = [sys.executable, "-m", "kiln_quadrants", "-o", str(self.cap), *calls, self.ns.program, *self.ns.args]
+        # This run says how the capture ended (from capture.json), so the
+        # capture does not; its directory is absolute, so that a program
+        # that changes directory does not move it.
+        cmd = [sys.executable, "-m", "kiln_quadrants", "-o", str(self.cap.resolve()), *calls, "--for-replay", self.ns.program, *self.ns.args]
         proc = subprocess.Popen(cmd, env=env, start_new_session=True)
         try:
             return proc.wait(timeout=self.ns.timeout)
         except subprocess.TimeoutExpired:
-            for sig, grace in ((signal.SIGTERM, TIMEOUT_GRACE), (signal.SIGKILL, None)):
-                try:
-                    os.killpg(proc.pid, sig)
-                    proc.wait(timeout=grace)
-                    break
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    continue
+            _stop(proc, signal.SIGTERM)
             return None
+        except KeyboardInterrupt:
+            # The program is in a session of its own (so that --timeout
+            # stops all of it), which a terminal's Ctrl-C does not reach:
+            # it gets the SIGINT it would have got, and never outlives us.
+            _stop(proc, signal.SIGINT)
+            raise
 
     def table_for(self, init: int) -> Path:
         """The field table of runtime `init` (the `qd.init` it follows): the
@@ -400,6 +412,21 @@ class Replay:
             path.write_text(json.dumps(part, indent=1) + "\n")
         return path
 
+    def stop(self, why: str) -> int:
+        """The run stops short: ``why`` in one line, and (with --keep) a
+        manifest of the calls replayed so far that says why it stops there."""
+        print(f"{TOOL}: error: {why}", file=sys.stderr)
+        self.write_manifest(why)
+        return 1
+
+    def write_manifest(self, incomplete: str | None = None) -> None:
+        """DIR/manifest.json: every call replayed, and, when the run did not
+        check every call of the program, ``incomplete``: why not."""
+        manifest: Manifest = {"calls": self.manifest}
+        if incomplete is not None:
+            manifest["incomplete"] = incomplete
+        (self.work / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+
     def import_log(self, log: str, init: int) -> tuple[Path | None, str | None]:
         """The KIR of a call's log (imported once per log), or why it cannot be imported."""
         if log not in self.imported:
@@ -410,7 +437,8 @@ class Replay:
                 [self.kiln_import, str(self.cap / log), "--fields", str(table), "-o", str(out), "--color=never"],
                 capture_output=True, text=True,
             )
-            self.imported[log] = (out, None) if r.returncode == 0 else (None, r.stderr.strip())
+            why = r.stderr.strip() if r.returncode >= 0 else f"kiln-import {_ended(r.returncode)}\n{r.stderr.strip()}".strip()
+            self.imported[log] = (out, None) if r.returncode == 0 else (None, why)
         return self.imported[log]
 
     def compiled_no_task(self, log: str | None) -> bool:
@@ -434,17 +462,19 @@ class Replay:
                     f"call {call['call']}: Quadrants compiled no task but changed @{key}{at}: {d.quadrants!r} to {d.kiln!r}"
                 )
 
-    def report_for(self, init: int, label: str, where: str | None) -> KernelReport:
+    def report_for(self, init: int, label: str, where: str | None, kernel_id: int | None) -> KernelReport:
         """The one report of kernel ``label`` (`k`, or `k.grad`) of runtime
-        ``init`` defined at ``where``."""
-        return self.reports.setdefault((init, label, where), KernelReport(label, where))
+        ``init`` defined at ``where``, Quadrants' kernel ``kernel_id``."""
+        return self.reports.setdefault((init, label, where, kernel_id), KernelReport(label, where))
 
     def replay_call(self, call: Call) -> None:
         kernel = call["kernel"]
-        # One report per kernel: two of one name (in two runtimes, or two
-        # functions) are two, told apart by where each is defined; a
-        # kernel's derivative is one of its own (`k.grad`).
-        rep = self.report_for(call.get("init", 0), kernel_label(kernel, call.get("derivative")), call.get("where"))
+        # One report per kernel: two of one name (in two runtimes, two
+        # functions, or two a factory made) are two, told apart by where
+        # each is defined and Quadrants' number for it; a kernel's
+        # derivative is one of its own (`k.grad`). Its compilations (one
+        # per set of template arguments) are one kernel.
+        rep = self.report_for(call.get("init", 0), kernel_label(kernel, call.get("derivative")), call.get("where"), call.get("kernel_id"))
         rep.calls += 1
         error = call.get("error")
         if error:
@@ -454,9 +484,18 @@ class Replay:
         if log is None or self.compiled_no_task(log):
             self.check_untouched(call, rep)
             return
+        if call.get("interleaved"):
+            self.interleaved[log] = call["interleaved"]
         kir, err = self.import_log(log, call.get("init", 0))
         if kir is None:
             rep.import_error = err
+            stray = self.interleaved.get(log)
+            if stray:
+                # Those lines were left out; output written into a dump
+                # cannot be told from the dump's own lines.
+                rep.import_error = (f"{err}\n(output was written among the IR while the kernel compiled, "
+                                    f"{len(stray)} line{'s' if len(stray) != 1 else ''} of it found, e.g. {stray[0]!r}: "
+                                    "the dumps may hold more)")
             return
         declared = kir_fields(kir)
         scaled = sums_in_any_order(kir.read_text())
@@ -515,6 +554,8 @@ class Replay:
                         rep.out_of_bounds.append(text)
                     continue
                 what = "data race" if engine == "races" and "data race" in r.stderr else f"kiln-run ({engine}) failed"
+                if r.returncode < 0:  # a crash: said by its signal
+                    what = f"kiln-run ({engine}) {_ended(r.returncode)}"
                 target = rep.races if engine == "races" else rep.failures
                 target.append(f"call {call['call']}: {what}:\n{_indent(r.stderr.strip())}")
                 continue
@@ -554,17 +595,24 @@ class Replay:
 
     def label(self, key: ReportKey, rep: KernelReport) -> str:
         """A kernel's name in the summary: its Python name, and where it is
-        defined when another kernel has the name too (and the runtime, when
-        the same function was compiled in more than one)."""
+        defined when another kernel has the name too; and the runtime, when
+        the same function was compiled in more than one; and Quadrants' name
+        for the kernel (`fill_c62`), when one place made more than one
+        kernel in one runtime (a factory)."""
         same = [k for k, r in self.reports.items() if r.name == rep.name]
         if len(same) == 1:
             return rep.name
         parts = [rep.where] if rep.where else []
-        if [k for k in same if k[2] == key[2]] != [key]:
+        here = [k for k in same if k[2] == key[2]]
+        if any(k[0] != key[0] for k in here):
             parts.append(f"init {key[0]}")
+        if any(k[0] == key[0] and k[3] != key[3] for k in here) and key[3] is not None:
+            parts.append(f"{rep.name.split('.')[0]}_c{key[3]}")
         return f"{rep.name} ({', '.join(parts)})"
 
-    def report(self) -> int:
+    def report(self, incomplete: str | None = None) -> int:
+        """One line per kernel, the summary and the manifest (``incomplete``:
+        why the calls replayed are not all the program's); the status."""
         status = 0
         agree = differ = unimported = raised = 0
         for key, rep in self.reports.items():
@@ -603,8 +651,7 @@ class Replay:
         if self.ns.keep is None and any(r.import_error or r.failures or r.races or r.out_of_bounds for r in self.reports.values()):
             # The logs and .kir named above were in the temporary directory.
             print(KEEP_HINT)
-        manifest: Manifest = {"calls": self.manifest}
-        (self.work / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+        self.write_manifest(incomplete)
         return status
 
 
@@ -648,64 +695,95 @@ def _usage_error(text: str) -> int:
     return 2
 
 
-def _lower_first(text: str) -> str:
-    """An OS error's text as Kiln words its messages: `No such file` as `no such file`."""
-    return text[:1].lower() + text[1:]
-
-
 def _keep_dir(keep: str) -> Path | str:
     """The --keep directory, made when new; or why it cannot be used."""
     work = Path(keep)
     try:
-        if work.exists() and not work.is_dir():
-            return f"--keep {keep}: not a directory"
         if work.exists() and any(work.iterdir()):
             return f"--keep {keep}: the directory is not empty"
         work.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        return f"--keep {keep}: {_lower_first(e.strerror or str(e))}"
+        return f"--keep {keep}: {lower_first(e.strerror or str(e))}"
     return work
 
 
-def _program_error(program: str) -> str | None:
-    """Why PROGRAM cannot be run, before anything is captured: missing,
-    not a file, unreadable, or not Python (its syntax error, at its line)."""
-    p = Path(program)
-    if not p.exists():
-        return f"{program}: no such file"
-    if not p.is_file():
-        return f"{program}: not a file"
-    try:
-        compile(p.read_bytes(), program, "exec")
-    except OSError as e:
-        return f"{program}: {_lower_first(e.strerror or str(e))}"
-    except SyntaxError as e:
-        return f"{e.filename}:{e.lineno}:{e.offset}: {e.msg}"
-    except ValueError as e:  # null bytes
-        return f"{program}: {e}"
-    return None
-
-
 def _arguments_error(ns: argparse.Namespace) -> str | None:
-    """Why the numbers given are not ones the run can use, or None."""
-    if ns.ulps < 0:
+    """Why an argument is not one the run can use, or None: checked before
+    anything is looked for, imported or made. The numbers arrive as
+    written, and are put in ``ns`` as numbers here."""
+    try:
+        ns.ulps = int(ns.ulps)
+        if ns.ulps < 0:
+            raise ValueError
+    except ValueError:
         return f"--ulps takes 0 or more units in the last place, not {ns.ulps}"
-    if ns.calls < 0:
+    try:
+        ns.calls = int(ns.calls)
+        if ns.calls < 0:
+            raise ValueError
+    except ValueError:
         return f"--calls takes 0 (every call) or more, not {ns.calls}"
-    if ns.timeout is not None and not ns.timeout > 0:
-        return f"--timeout takes a number of seconds above 0, not {ns.timeout:g}"
-    return None
+    if ns.timeout is not None:
+        try:
+            seconds = float(ns.timeout)
+            if not seconds > 0:  # nan too
+                raise ValueError
+        except ValueError:
+            return f"--timeout takes a number of seconds above 0, not {ns.timeout}"
+        ns.timeout = None if math.isinf(seconds) else seconds
+    if ns.keep is not None:
+        keep = directory_error("--keep", ns.keep)
+        if keep is not None:
+            return keep
+        if Path(ns.keep).is_dir() and any(Path(ns.keep).iterdir()):
+            return f"--keep {ns.keep}: the directory is not empty"
+    return program_error(ns.program)
 
 
 def _ended(status: int) -> str:
-    """How a process ended, as a person reads it: 'ended with status 3',
+    """How a process ended, as a person reads it: 'exited with status 3',
     or 'was killed by SIGKILL' for a negative status (a signal)."""
     if status < 0:
         try:
             return f"was killed by {signal.Signals(-status).name}"
         except ValueError:
             return f"was killed by signal {-status}"
-    return f"ended with status {status}"
+    return f"exited with status {status}"
+
+
+def _stop(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    """Ends the capture's whole session: ``sig``, then SIGKILL when it has
+    not ended a grace period later."""
+    for send, grace in ((sig, TIMEOUT_GRACE), (signal.SIGKILL, None)):
+        try:
+            os.killpg(proc.pid, send)
+            proc.wait(timeout=grace)
+            return
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            continue
+
+
+def why_stopped(program: str, ended: int | None, timeout: float | None, cap: CaptureFile | None) -> str | None:
+    """Why the capture holds fewer calls than the program would have made,
+    in one line, or None when the program ran to its end: it outlived
+    --timeout (``ended`` None), the capture failed, the program raised, was
+    killed by a signal (in which call, when it was in one), or exited with
+    a status other than 0."""
+    if ended is None:
+        return f"{program} did not finish within {timeout:g} s (--timeout)"
+    if cap is None:
+        return f"{program} {_ended(ended)}, and the capture wrote nothing" if ended else "the capture wrote nothing"
+    if "capture_error" in cap:
+        return cap["capture_error"]
+    if "raised" in cap:  # KeyboardInterrupt too, which then ends it by SIGINT
+        return f"{program} raised {cap['raised']}"
+    if ended < 0:
+        running = cap.get("running")
+        during = f" during call {running['call']} ({running['kernel']})" if running else ""
+        return f"{program} {_ended(ended)}{during}"
+    if ended != 0:
+        return f"{program} {_ended(ended)}"
+    return None
 
 
 def _missing_packages() -> list[str]:
@@ -716,15 +794,15 @@ def _missing_packages() -> list[str]:
 
 
 def run(ns: argparse.Namespace) -> int:
+    why = _arguments_error(ns)
+    if why is not None:
+        return _usage_error(why)
     missing = _missing_packages()
     if missing:
         return _usage_error(
             f"{sys.executable} has no {' or '.join(missing)}: run `make quadrants` (a venv under target/), "
             "or set KILN_QUADRANTS_PYTHON to a Python that has Quadrants 1.3.3 and numpy"
         )
-    why = _arguments_error(ns) or _program_error(ns.program)
-    if why is not None:
-        return _usage_error(why)
     found = tool_dir(dict(os.environ), Path(__file__).resolve().parent)
     if isinstance(found, str):
         print(f"{TOOL}: error: {found}", file=sys.stderr)
@@ -732,7 +810,7 @@ def run(ns: argparse.Namespace) -> int:
     tools, how = found
     if ns.verbose:
         print(f"{TOOL}: using the tools in {tools} (found {how})", file=sys.stderr)
-    if ns.keep:
+    if ns.keep is not None:
         work = _keep_dir(ns.keep)
         if isinstance(work, str):
             return _usage_error(work)
@@ -743,47 +821,59 @@ def run(ns: argparse.Namespace) -> int:
 
 def _run_in(work: Path, ns: argparse.Namespace, tools: Path) -> int:
     replay = Replay(work, ns, tools)
-    ended = replay.capture()
-    if ended is None:
-        if not (replay.cap / "capture.json").exists():
-            print(f"{TOOL}: error: {ns.program} did not finish within {ns.timeout:g} s (--timeout) and left no call", file=sys.stderr)
-            return 1
-        print(f"{TOOL}: error: {ns.program} did not finish within {ns.timeout:g} s (--timeout): checking the calls made before",
-              file=sys.stderr)
-    elif ended != 0:
-        print(f"{TOOL}: error: {ns.program} {_ended(ended)}", file=sys.stderr)
-        return 1
     try:
-        # Both of the capture's files are checked as they are read (the
-        # field table at the first import): never replayed from a record
-        # records.py does not describe.
-        cap = load_capture(replay.cap / "capture.json")
+        return _capture_and_replay(replay, ns)
+    except KeyboardInterrupt:
+        replay.write_manifest("interrupted")
+        raise
+
+
+def _capture_and_replay(replay: Replay, ns: argparse.Namespace) -> int:
+    ended = replay.capture()
+    # The capture writes capture.json before and after every call: a
+    # program that ended early leaves every call it completed, and they are
+    # checked. Both of the capture's files are checked as they are read
+    # (the field table at the first import): never replayed from a record
+    # records.py does not describe.
+    path = replay.cap / "capture.json"
+    try:
+        cap = load_capture(path) if path.exists() else None
+    except RecordError as e:
+        return replay.stop(str(e))
+    why = why_stopped(ns.program, ended, ns.timeout, cap)
+    if cap is None or (why is not None and not cap["calls"]):
+        return replay.stop(f"{why}: no call was captured" if cap is not None else str(why))
+    if why is not None:
+        n = len(cap["calls"])
+        print(f"{TOOL}: error: {why}: checking the {n} call{'s' if n != 1 else ''} made before", file=sys.stderr)
+    try:
         for call in cap["calls"]:
             replay.replay_call(call)
     except RecordError as e:
-        print(f"{TOOL}: error: {e}", file=sys.stderr)
-        return 1
+        return replay.stop(str(e))
     for u in cap.get("unchecked", []):
         # The capture counts a derivative's calls under its label already.
-        replay.report_for(u["init"], u["kernel"], u["where"]).unchecked += u["calls"]
-    status = replay.report()
-    # A program stopped by --timeout fails the run, whatever its calls say.
-    return 1 if ended is None else status
+        replay.report_for(u["init"], u["kernel"], u["where"], u.get("kernel_id")).unchecked += u["calls"]
+    status = replay.report(f"{why}: these are the calls made before" if why is not None else None)
+    # A program that did not run to its end fails the run, whatever its calls say.
+    return 1 if why is not None else status
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=TOOL, description="Run Quadrants programs through Kiln and check Kiln against Quadrants.")
+    ap = OneLineParser(prog=TOOL, description="Run Quadrants programs through Kiln and check Kiln against Quadrants.")
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser(
         "run",
+        tool=TOOL,
         help="run an unmodified Quadrants program on the CPU, replay every kernel call in Kiln (JIT and interpreter) and compare",
         description="Runs PROGRAM.py with Quadrants on the CPU (fast_math off, IR printing on), imports each kernel with "
         "kiln-import, replays every call with kiln-run (the JIT through the cache, and the interpreter) from the values "
         "Quadrants had before it, and compares: integers exactly, floats within --ulps "
         "(at each field's scale after a kernel whose parallel float atomics sum in any order). "
-        "Exit status: 0 when everything agrees, 1 on a disagreement, a race (--check-races), a program that raises "
+        "Exit status: 0 when everything agrees, 1 on a disagreement, a race (--check-races), a program that ends early "
+        "(raises, exits with another status, is killed, outlives --timeout; its calls before are checked) "
         "or no Kiln tools found, "
-        "2 when a kernel cannot be imported.",
+        "2 when a kernel cannot be imported, and on bad usage (one line, found before anything is run).",
     )
     r.add_argument("--keep", metavar="DIR", help="keep the logs, each kernel's .kir, the values and DIR/manifest.json in DIR (empty or new); "
                    "the messages then name the files kept there")
@@ -792,21 +882,31 @@ def main(argv: list[str] | None = None) -> int:
                    "$PATH, or the newer of the checkout's target/release and target/debug")
     r.add_argument("--check-races", action="store_true", help="also replay under kiln-run --check-races and report every data race")
     r.add_argument("--cache-dir", metavar="DIR", help="the per-task cache the JIT replays through (default: kiln-run's)")
+    # The numbers are taken as written and checked by _arguments_error,
+    # which says what each takes.
     r.add_argument(
         "--calls",
-        type=int,
         default=DEFAULT_CALLS,
         metavar="N",
         help=f"check the first N calls of each kernel; 0 checks every call (default {DEFAULT_CALLS})",
     )
-    r.add_argument("--ulps", type=int, default=DEFAULT_ULPS, metavar="N", help=f"float tolerance in units in the last place (default {DEFAULT_ULPS})")
-    r.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+    r.add_argument("--ulps", default=DEFAULT_ULPS, metavar="N", help=f"float tolerance in units in the last place (default {DEFAULT_ULPS})")
+    r.add_argument("--timeout", default=None, metavar="SECONDS",
                    help="stop a program that runs longer (SIGTERM, then SIGKILL after "
                    f"{TIMEOUT_GRACE:g} s) and check the calls it made before; exit 1 (default: no limit)")
     r.add_argument("program", metavar="PROGRAM.py")
-    r.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
+    r.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS").required = False
     ns = ap.parse_args(argv)
-    return run(ns)
+    try:
+        return run(ns)
+    except KeyboardInterrupt:  # Ctrl-C: the program has been stopped too
+        print(f"{TOOL}: error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # Whoever read the report has gone (`| head`): nothing more to say,
+        # and nothing for the interpreter to flush there at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

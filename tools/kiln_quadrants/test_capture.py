@@ -24,7 +24,7 @@ CAPTURED = CORPUS / "captured"
 
 sys.path.insert(0, str(HERE.parent))
 from kiln_quadrants import records  # noqa: E402
-from kiln_quadrants.capture import OFFLOAD_STAGE, split_stages  # noqa: E402
+from kiln_quadrants.capture import OFFLOAD_STAGE, read_log, split_stages  # noqa: E402
 from kiln_quadrants.records import RecordError, check, load_capture, load_table  # noqa: E402
 
 
@@ -198,10 +198,183 @@ def test_a_kernel_that_does_not_compile(tmp_path):
     out = tmp_path / "out"
     r = capture(prog, out)
     assert r.returncode == 1
-    assert 'bad.py", line 8' in r.stderr
-    (call,) = assert_records(out)[1]["calls"]
+    # The program's traceback, as Python prints it for the program alone:
+    # from its own frame, through Quadrants', without the bridge's.
+    assert r.stderr.index("Traceback (most recent call last):\n  File \"" + str(prog) + '", line 8, in <module>') >= 0, r.stderr
+    assert "kiln_quadrants" not in r.stderr and "runpy" not in r.stderr, r.stderr
+    _, cap = assert_records(out)
+    (call,) = cap["calls"]
     assert call["error"] == 'QuadrantsNameError: Name "undefined_name" is not defined'
     assert call["log"] is None and "values" not in call
+    assert cap["raised"] == call["error"] and "running" not in cap
+
+
+KILLED_IN_A_CALL = (
+    "import os, signal\n"
+    "import quadrants as qd\n"
+    "qd.init(arch=qd.cpu)\n"
+    "x = qd.field(qd.i32, shape=4)\n"
+    "@qd.kernel\n"
+    "def k():\n"
+    "    for i in x:\n"
+    "        x[i] = i\n"
+    "@qd.kernel\n"
+    "def dies():\n"
+    "    # Evaluated while Quadrants compiles the kernel: a crash in a call.\n"
+    "    if qd.static(os.kill(os.getpid(), signal.SIGKILL) is None):\n"
+    "        x[0] = 1\n"
+    "k()\n"
+    "k()\n"
+    "dies()\n"
+)
+
+
+def test_a_program_killed_in_a_call_keeps_the_calls_before(tmp_path):
+    """capture.json is written before and after every call: a program
+    killed (SIGKILL, a crash in Quadrants) keeps every call it completed,
+    whole, and the record says which call it was in."""
+    prog = tmp_path / "dies.py"
+    prog.write_text(KILLED_IN_A_CALL)
+    out = tmp_path / "out"
+    r = capture(prog, out)
+    assert r.returncode == -9, r.stderr
+    table, cap = assert_records(out)
+    assert [c["kernel"] for c in cap["calls"]] == ["k", "k"]
+    assert all("values" in c for c in cap["calls"])
+    assert cap["running"] == {"kernel": "dies", "call": 2, "where": "dies.py:9"}
+    assert [f["name"] for f in table["fields"]] == ["x"] and "k" in table["kernels"]
+    assert not list(out.glob("*.part")), list(out.iterdir())
+
+
+def test_a_program_that_leaves_by_os_exit_keeps_its_calls(tmp_path):
+    prog = tmp_path / "leaves.py"
+    prog.write_text(KILLED_IN_A_CALL.replace("dies()\n", "os._exit(0)\n"))
+    out = tmp_path / "out"
+    r = capture(prog, out)
+    assert r.returncode == 0, r.stderr
+    _, cap = assert_records(out)
+    assert [c["kernel"] for c in cap["calls"]] == ["k", "k"] and "running" not in cap
+
+
+def test_a_failure_of_the_capture_is_its_own_not_the_programs(tmp_path):
+    """The capture's own failure (here the file it saves the next call's
+    value in made a directory) is one line naming the call, never an
+    exception the program's `except Exception` takes for its kernel call's,
+    nor a traceback through the bridge; the calls before it are kept."""
+    out = tmp_path / "out"
+    blocked = out / "values" / "001-k-x.before.npy"
+    prog = tmp_path / "breaks.py"
+    prog.write_text(
+        "import os\n"
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.i32, shape=4)\n"
+        "@qd.kernel\n"
+        "def k():\n"
+        "    for i in x:\n"
+        "        x[i] += 1\n"
+        "k()\n"
+        f"os.mkdir({str(blocked)!r})\n"
+        "try:\n"
+        "    k()\n"
+        "except Exception as e:\n"
+        "    print('the program caught', type(e).__name__)\n"
+        "print('the program went on')\n"
+    )
+    r = capture(prog, out)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "the program caught" not in r.stdout and "the program went on" not in r.stdout, r.stdout
+    said = f"the capture failed in call 1 (k): IsADirectoryError: [Errno 21] Is a directory: '{blocked}'"
+    assert r.stderr.endswith(f"python -m kiln_quadrants: error: {said}\n"), r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    _, cap = assert_records(out)
+    assert cap["capture_error"] == said and [c["call"] for c in cap["calls"]] == [0]
+
+
+def test_output_written_while_a_kernel_compiles_is_the_programs(tmp_path):
+    """A thread's print while a kernel compiles (Python's sys.stdout) goes
+    where the program's output goes, not into the log among the IR; what
+    reaches fd 1 itself in the call (C's, a subprocess's) is passed through
+    from the log."""
+    prog = tmp_path / "chatty.py"
+    prog.write_text(
+        "import os, threading\n"
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.i32, shape=4)\n"
+        "def chatter():\n"
+        "    t = threading.Thread(target=lambda: print('a thread speaks while k compiles', flush=True))\n"
+        "    t.start()\n"
+        "    t.join()\n"
+        "    os.write(1, b'straight to fd 1\\n')\n"
+        "    return True\n"
+        "@qd.kernel\n"
+        "def k():\n"
+        "    if qd.static(chatter()):\n"
+        "        for i in x:\n"
+        "            x[i] = i\n"
+        "k()\n"
+        "print('after', x.to_numpy().sum())\n"
+    )
+    out = tmp_path / "out"
+    r = capture(prog, out)
+    assert r.returncode == 0, r.stderr
+    # (Quadrants evaluates the kernel's qd.static twice: so would it without the capture.)
+    said = "a thread speaks while k compiles\n" * 2 + "straight to fd 1\n" * 2
+    assert r.stdout.endswith(said + "after 6\n"), r.stdout
+    (call,) = assert_records(out)[1]["calls"]
+    full = (out / call["full_log"]).read_text()
+    assert "a thread speaks" not in full and "straight to fd 1" in full, full[:300]
+    assert "interleaved" not in call and "fd 1" not in (out / call["log"]).read_text()
+
+
+def test_a_failure_of_the_capture_around_an_uncaptured_call_is_its_own(tmp_path):
+    """Quadrants' own kernels (behind `to_numpy`) and calls past --calls
+    are run uncaptured, through a scratch log: the capture failing there
+    is its own failure too, one line, never the program's exception."""
+    out = tmp_path / "out"
+    prog = tmp_path / "breaks.py"
+    prog.write_text(KILLED_IN_A_CALL.replace(
+        "dies()\n",
+        f"os.mkdir({str(out / 'calls' / 'unchecked.log')!r})\n"
+        "try:\n    x.to_numpy()\nexcept Exception:\n    print('the program caught it')\n",
+    ))
+    r = capture(prog, out)
+    assert r.returncode == 1 and "the program caught it" not in r.stdout, r.stdout + r.stderr
+    said = f"the capture failed around a call of Quadrants' own: IsADirectoryError: [Errno 21] Is a directory: '{out / 'calls' / 'unchecked.log'}'"
+    assert r.stderr == f"python -m kiln_quadrants: error: {said}\n", r.stderr
+    assert assert_records(out)[1]["capture_error"] == said
+
+
+def test_quadrants_that_cannot_be_imported_is_one_line(tmp_path):
+    """Quadrants failing as the capture imports it (a broken install, its
+    banner printed to a closed pipe) gave a traceback through the bridge:
+    it is one line naming Quadrants, and capture.json says it."""
+    fake = tmp_path / "fake" / "quadrants"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('planted: libLLVM not found')\n")
+    prog = tmp_path / "p.py"
+    prog.write_text("print('never')\n")
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=f"{fake.parent}{os.pathsep}{HERE.parent}")
+    r = subprocess.run([sys.executable, "-m", "kiln_quadrants", "-o", str(out), str(prog)], env=env,
+                       capture_output=True, text=True, timeout=60)
+    said = "Quadrants could not be imported: ImportError: planted: libLLVM not found"
+    assert (r.returncode, r.stdout, r.stderr) == (1, "", f"python -m kiln_quadrants: error: {said}\n"), r.stderr
+    _, cap = assert_records(out)
+    assert cap["capture_error"] == said and cap["calls"] == []
+
+
+def test_a_program_that_changes_directory_is_captured_where_asked(tmp_path):
+    """The output directory is taken as given, before the program runs:
+    a relative -o is not moved by the program's os.chdir."""
+    prog = tmp_path / "moves.py"
+    prog.write_text(KILLED_IN_A_CALL.replace("k()\nk()\ndies()\n", "os.chdir('/')\nk()\nprint('done', x.to_numpy())\n"))
+    env = dict(os.environ, PYTHONPATH=str(HERE.parent))
+    r = subprocess.run([sys.executable, "-m", "kiln_quadrants", "-o", "out", str(prog)], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "done [0 1 2 3]" in r.stdout, r.stdout + r.stderr
+    assert [c["kernel"] for c in assert_records(tmp_path / "out")[1]["calls"]] == ["k"]
 
 
 def test_a_program_that_calls_init_twice(tmp_path):
@@ -237,11 +410,74 @@ def test_a_program_that_calls_init_twice(tmp_path):
     np.testing.assert_array_equal(load(out, calls[1]["values"]["y"]["after"]), np.full(3, 1.5, np.float32))
 
 
+def test_each_call_names_the_compilation_it_ran(tmp_path):
+    """A call that compiles nothing points at the log of the compilation it
+    ran: of its kernel object (two a factory made share name and place)
+    and of its template arguments (`kernel_id` and `instance`, the `c60`
+    and `0` of `fill_c60_0`)."""
+    prog = tmp_path / "made.py"
+    prog.write_text(
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.i32, shape=4)\n"
+        "z = qd.field(qd.i32, shape=8)\n"
+        "def make(c):\n"
+        "    @qd.kernel\n"
+        "    def fill(t: qd.template()):\n"
+        "        for i in t:\n"
+        "            t[i] = c\n"
+        "    return fill\n"
+        "one, two = make(1), make(2)\n"
+        "one(x)\n"
+        "one(z)\n"
+        "two(x)\n"
+        "one(x)\n"
+        "one(z)\n"
+    )
+    out = tmp_path / "out"
+    r = capture(prog, out)
+    assert r.returncode == 0, r.stderr
+    calls = assert_records(out)[1]["calls"]
+    compiled = [c.get("compiled_name") for c in calls]
+    ids = [(c["kernel_id"], c["instance"]) for c in calls]
+    assert [n is not None for n in compiled] == [True, True, True, False, False]
+    for c, n, (kid, inst) in zip(calls[:3], compiled, ids, strict=False):
+        assert n == f"fill_c{kid}_{inst}", c
+    assert ids[3] == ids[0] and ids[4] == ids[1] and len({i[0] for i in ids}) == 2, ids
+    assert [c["log"] for c in calls[3:]] == [calls[0]["log"], calls[1]["log"]]
+
+
 def test_program_argv_and_exit_status(tmp_path):
     prog = tmp_path / "args.py"
     prog.write_text("import sys\nsys.exit(int(sys.argv[1]) + len(sys.argv))\n")
     assert capture(prog, tmp_path / "o1", "3").returncode == 5
     assert capture(prog, tmp_path / "o2", "-2").returncode == 0
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["-o", "{tmp}/out", "no/such/program.py"], "no/such/program.py: no such file"),
+        (["-o", "{tmp}/out", "{tmp}/broken.py"], "{tmp}/broken.py:2:5: '(' was never closed"),
+        (["-o", "{tmp}/out", "{tmp}"], "{tmp}: not a file"),
+        (["-o", "/etc/passwd", "testdata/quadrants/saxpy.py"], "-o /etc/passwd: not a directory"),
+        (["-o", "{tmp}/out", "--calls", "x", "testdata/quadrants/saxpy.py"], "argument --calls: invalid int value: 'x'"),
+        (["testdata/quadrants/saxpy.py"], "the following arguments are required: -o/--output"),
+    ],
+    ids=["missing", "syntax-error", "directory", "output-a-file", "calls-not-a-number", "no-output"],
+)
+def test_the_capture_alone_refuses_bad_usage_in_one_line(tmp_path: Path, args: list[str], said: str):
+    """`python -m kiln_quadrants` (the capture, usable alone) checks its
+    program and output directory before it runs anything: one line, status
+    2, where a missing program or a syntax error gave a traceback that
+    started inside the bridge (runpy)."""
+    (tmp_path / "broken.py").write_text("import quadrants as qd\nx = (1,\n")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    env = dict(os.environ, PYTHONPATH=str(HERE.parent))
+    r = subprocess.run([sys.executable, "-m", "kiln_quadrants", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr == f"python -m kiln_quadrants: error: {said.replace('{tmp}', str(tmp_path))}\n", r.stderr
+    assert not (tmp_path / "out").exists()
 
 
 def test_split_stages_on_committed_logs():
@@ -349,6 +585,22 @@ def test_every_record_key_is_documented():
         assert len(keys) > 5, tp
         missing = sorted(k for k in keys if f"`{k}`" not in text and f'"{k}"' not in text)
         assert not missing, f"{tp.__name__}: the doc does not name {missing}"
+
+
+def test_output_interleaved_with_the_ir_is_left_out_of_the_dumps():
+    """Output written between a stage label and its dump cut the label from
+    its dump, and the dump (a task) was lost without a word: it is now left
+    out, and listed apart. A label alone (the next stage's header) still
+    has no dump; output outside the dumps is output too."""
+    text = (CAPTURED / "saxpy" / "calls" / "001-saxpy.offload.log").read_text()
+    lines = text.splitlines(keepends=True)
+    assert lines[0].endswith("Start offload_to_executable:\n") and lines[1] == "kernel {\n"
+    noisy = "".join([lines[0], "tick 1\n", "tick 2\n", *lines[1:], "tick 3\n"])
+    log = read_log(noisy)
+    assert log.dumps == split_stages(text) == read_log(text).dumps
+    assert [len(d["lines"]) for d in log.dumps] == [len(lines) - 2, 0]
+    assert log.interleaved == ["tick 1", "tick 2"] and log.output == ["tick 1", "tick 2", "tick 3"]
+    assert read_log(text).output == [] and read_log(text).interleaved == []
 
 
 def test_truncated_log_leaves_an_unterminated_dump():

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -41,6 +42,7 @@ from kiln_quadrants.replay import (  # noqa: E402
     tool_dir,
     ulp_distance,
 )
+from kiln_quadrants.test_capture import KILLED_IN_A_CALL  # noqa: E402
 
 PROGRAMS = sorted(CORPUS.glob("*.py"))
 REFUSED = sorted((CORPUS / "refused").glob("*.py"))
@@ -227,6 +229,46 @@ def test_two_kernels_of_one_name_in_one_runtime(tmp_path: Path, cache: str):
     assert "ok   k (same.py:12): 1 call, 1 field," in r.stdout, r.stdout
 
 
+def test_kernels_are_told_apart_by_their_compilation(tmp_path: Path, cache: str):
+    """Issue 42: kernels one factory makes share a name and a place: they
+    were one summary line, the second imported with the first's argument
+    types ('cannot be imported'), and a call that compiled nothing replayed
+    the last compilation of the name, another kernel's. A template kernel's
+    call replayed the last instance compiled, not its own. Now each call
+    replays the compilation it ran, and each kernel is a line."""
+    prog = tmp_path / "made.py"
+    prog.write_text(
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.i32, shape=4)\n"
+        "y = qd.field(qd.f32, shape=4)\n"
+        "z = qd.field(qd.i32, shape=8)\n"
+        "def make(dt, f):\n"
+        "    @qd.kernel\n"
+        "    def put(a: dt):\n"
+        "        for i in f:\n"
+        "            f[i] = a + i\n"
+        "    return put\n"
+        "@qd.kernel\n"
+        "def fill(t: qd.template(), v: qd.i32):\n"
+        "    for i in t:\n"
+        "        t[i] = v\n"
+        "put_i, put_f = make(qd.i32, x), make(qd.f32, y)\n"
+        "put_i(7)\n"
+        "put_f(0.5)\n"
+        "put_i(9)\n"
+        "fill(x, 1)\n"
+        "fill(z, 2)\n"
+        "fill(x, 3)\n"
+    )
+    r = kq("run", "--cache-dir", cache, str(prog))
+    assert r.returncode == 0, r.stdout + r.stderr
+    puts = re.findall(r"^ok   put \(made.py:7, put_c(\d+)\): (\d) calls?, 1 field,", r.stdout, re.M)
+    assert len(puts) == 2 and puts[0][0] != puts[1][0] and sorted(n for _, n in puts) == ["1", "2"], r.stdout
+    assert "ok   fill: 3 calls, 2 fields," in r.stdout, r.stdout
+    assert "3 kernels: 3 agree, 0 differ, 0 not imported" in r.stdout, r.stdout
+
+
 def test_a_capture_the_records_do_not_describe_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
     """The replay reads capture.json through records.py's checked loader: a
     call without `compiled` stops the run with one line naming it, and
@@ -245,7 +287,76 @@ def test_a_capture_the_records_do_not_describe_is_refused(tmp_path: Path, monkey
     err = capsys.readouterr().err
     assert "kiln-quadrants: error: " in err and "capture.json: not a CaptureFile" in err, err
     assert err.rstrip().endswith("calls[0]: no key 'compiled' (Call)"), err
-    assert not (tmp_path / "manifest.json").exists()
+    # --keep DIR says why it holds no replayed call.
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["calls"] == [] and manifest["incomplete"] == err.strip().removeprefix("kiln-quadrants: error: "), manifest
+
+
+def test_an_import_error_says_when_output_was_interleaved_with_the_ir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]):
+    """Output written into a dump cannot be told from the dump's own lines;
+    kiln-import refuses the line, and when the capture found output among
+    the IR (between a label and its dump), the report says so, so that
+    the refusal is not a mystery."""
+    committed = CORPUS / "captured" / "saxpy"
+
+    def noisy_capture(self: Replay) -> int:
+        shutil.copytree(committed, self.cap)
+        log = self.cap / "calls" / "001-saxpy.offload.log"
+        log.write_text(log.read_text().replace("$2 = argload[0]", "$2 = argltick 7\noad[0]", 1))
+        cap = json.loads((self.cap / "capture.json").read_text())
+        cap["calls"] = cap["calls"][1:2]
+        cap["calls"][0]["interleaved"] = ["tick 6"]
+        (self.cap / "capture.json").write_text(json.dumps(cap))
+        return 0
+
+    monkeypatch.setattr(Replay, "capture", noisy_capture)
+    ns = argparse.Namespace(program="saxpy.py", keep=str(tmp_path), timeout=None, ulps=4, check_races=False, cache_dir=None)
+    assert _run_in(tmp_path / "work", ns, Path(os.environ["KILN_BIN_DIR"])) == 2
+    out = capsys.readouterr().out
+    assert "SKIP saxpy: cannot be imported:" in out and "001-saxpy.offload.log:9:" in out, out
+    assert ("(output was written among the IR while the kernel compiled, 1 line of it found, e.g. 'tick 6': "
+            "the dumps may hold more)") in out, out
+
+
+def test_a_thread_printing_while_kernels_compile_leaves_them_importable(tmp_path: Path, cache: str):
+    """Issue 42: a background thread printing while a kernel compiled made
+    it 'cannot be imported'; its output now passes through, every line."""
+    prog = tmp_path / "chatty.py"
+    prog.write_text(
+        "import threading, time\n"
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "x = qd.field(qd.f32, shape=64)\n"
+        "running = True\n"
+        "def chatter():\n"
+        "    n = 0\n"
+        "    while running:\n"
+        "        print('tick', n)\n"
+        "        n += 1\n"
+        "        time.sleep(0)\n"
+        "    print('ticks', n)\n"
+        "t = threading.Thread(target=chatter)\n"
+        "t.start()\n"
+        "@qd.kernel\n"
+        "def a():\n"
+        "    for i in x:\n"
+        "        x[i] = qd.sin(i * 0.5) + qd.cos(i * 0.25)\n"
+        "@qd.kernel\n"
+        "def b(s: qd.f32):\n"
+        "    for i in x:\n"
+        "        x[i] = x[i] * s + qd.sqrt(qd.abs(x[i]))\n"
+        "a()\n"
+        "b(2.0)\n"
+        "running = False\n"
+        "t.join()\n"
+    )
+    r = kq("run", "--cache-dir", cache, str(prog))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ok   a: 1 call" in r.stdout and "ok   b: 1 call" in r.stdout, r.stdout
+    ticks = [int(ln.split()[1]) for ln in r.stdout.splitlines() if ln.startswith("tick ")]
+    total = int(re.search(r"^ticks (\d+)$", r.stdout, re.M).group(1))  # type: ignore[union-attr]
+    assert sorted(ticks) == list(range(total)), r.stdout
 
 
 def test_keep_writes_the_manifest(tmp_path: Path, cache: str):
@@ -339,14 +450,44 @@ def test_a_kernel_of_no_task_agrees_and_one_quadrants_refuses_is_not_compared(tm
         (["--ulps", "-3", "testdata/quadrants/saxpy.py"], "--ulps takes 0 or more units in the last place, not -3"),
         (["--calls", "-1", "testdata/quadrants/saxpy.py"], "--calls takes 0 (every call) or more, not -1"),
         (["--timeout", "0", "testdata/quadrants/saxpy.py"], "--timeout takes a number of seconds above 0, not 0"),
+        (["--keep", "", "testdata/quadrants/saxpy.py"], "--keep takes a directory (new or empty), not ''"),
+        (["--ulps", "abc", "testdata/quadrants/saxpy.py"], "--ulps takes 0 or more units in the last place, not abc"),
+        (["--ulps", "1.5", "testdata/quadrants/saxpy.py"], "--ulps takes 0 or more units in the last place, not 1.5"),
+        (["--calls", "ten", "testdata/quadrants/saxpy.py"], "--calls takes 0 (every call) or more, not ten"),
+        (["--timeout", "soon", "testdata/quadrants/saxpy.py"], "--timeout takes a number of seconds above 0, not soon"),
+        (["--timeout", "nan", "testdata/quadrants/saxpy.py"], "--timeout takes a number of seconds above 0, not nan"),
+        (["--ulps"], "argument --ulps: expected one argument"),
+        ([], "the following arguments are required: PROGRAM.py"),
+        (["--no-such-option", "testdata/quadrants/saxpy.py"], "unrecognized arguments: --no-such-option"),
     ],
-    ids=["keep-file", "keep-under-file", "keep-dev-null", "missing", "directory", "negative-ulps", "negative-calls", "zero-timeout"],
+    ids=["keep-file", "keep-under-file", "keep-dev-null", "missing", "directory", "negative-ulps", "negative-calls", "zero-timeout",
+         "keep-empty-name", "ulps-not-a-number", "ulps-not-an-integer", "calls-not-a-number", "timeout-not-a-number", "timeout-nan",
+         "ulps-without-value", "no-program", "unknown-option"],
 )
 def test_bad_arguments_are_one_line_and_status_2(args: list[str], said: str):
-    """Issue 42: these gave Python tracebacks that started inside the bridge."""
+    """Issue 42: these gave Python tracebacks that started inside the
+    bridge, or argparse's usage text before its error; an empty --keep was
+    taken for no --keep."""
     r = kq("run", *args)
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr == f"kiln-quadrants: error: {said}\n", r.stderr
+    assert r.stdout == "", r.stdout
+
+
+def test_usage_errors_come_before_the_tools_are_looked_for(tmp_path: Path):
+    """Every argument is checked before anything else: with no Kiln tools
+    either, a bad --keep, --ulps or program is still the usage error
+    (status 2), not the tools' (status 1), and no --keep directory is made."""
+    env = dict(os.environ, KILN_BIN_DIR=str(tmp_path / "no-tools"))
+    keep = tmp_path / "keep"
+    for args, said in [
+        (["--keep", "/etc/passwd", "testdata/quadrants/saxpy.py"], "--keep /etc/passwd: not a directory"),
+        (["--keep", str(keep), "--ulps", "-1", "testdata/quadrants/saxpy.py"], "--ulps takes 0 or more units in the last place, not -1"),
+        (["--keep", str(keep), "no/such/program.py"], "no/such/program.py: no such file"),
+    ]:
+        r = kq("run", *args, env=env)
+        assert (r.returncode, r.stderr) == (2, f"kiln-quadrants: error: {said}\n"), r.stderr
+    assert not keep.exists()
 
 
 def test_a_syntax_error_is_the_programs_at_its_line(tmp_path: Path):
@@ -364,6 +505,137 @@ def test_a_program_killed_by_a_signal_says_which(tmp_path: Path):
     r = kq("run", str(prog))
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"kiln-quadrants: error: {prog} was killed by SIGKILL" in r.stderr, r.stderr
+
+
+def test_a_program_killed_in_a_call_is_named_and_its_calls_before_checked(tmp_path: Path, cache: str):
+    """Killed while Quadrants compiled a kernel: one line naming the signal
+    and the call, the calls completed before it checked, exit 1; --keep
+    DIR's manifest says why it holds no more."""
+    prog = tmp_path / "dies.py"
+    prog.write_text(KILLED_IN_A_CALL)
+    keep = tmp_path / "keep"
+    r = kq("run", "--keep", str(keep), "--cache-dir", cache, str(prog))
+    assert r.returncode == 1, r.stdout + r.stderr
+    said = f"{prog} was killed by SIGKILL during call 2 (dies)"
+    assert r.stderr.endswith(f"kiln-quadrants: error: {said}: checking the 2 calls made before\n"), r.stderr
+    assert "ok   k: 2 calls, 1 field," in r.stdout and "1 kernels: 1 agree" in r.stdout, r.stdout
+    manifest = json.loads((keep / "manifest.json").read_text())
+    assert records.check(manifest, records.Manifest) == []
+    assert [c["call"] for c in manifest["calls"]] == [0, 1]
+    assert manifest["incomplete"] == f"{said}: these are the calls made before", manifest
+
+
+@pytest.mark.parametrize(
+    "ending, said",
+    [
+        ("raise ValueError('planted')\n", "raised ValueError: planted"),
+        ("import sys; sys.exit(3)\n", "exited with status 3"),
+        ("os.kill(os.getpid(), signal.SIGTERM)\n", "was killed by SIGTERM"),
+        ("raise KeyboardInterrupt\n", "raised KeyboardInterrupt"),
+    ],
+    ids=["raises", "exits-3", "sigterm", "keyboard-interrupt"],
+)
+def test_a_program_that_ends_early_is_one_line_and_its_calls_are_checked(tmp_path: Path, cache: str, ending: str, said: str):
+    """Whatever ends the program before its end, one line says what (a
+    SIGTERM read as the signal, not as status 143), and the calls it made
+    are checked; exit 1."""
+    prog = tmp_path / "early.py"
+    prog.write_text(KILLED_IN_A_CALL.replace("dies()\n", ending))
+    r = kq("run", "--cache-dir", cache, str(prog))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"kiln-quadrants: error: {prog} {said}: checking the 2 calls made before\n" in r.stderr, r.stderr
+    assert "ok   k: 2 calls, 1 field," in r.stdout, r.stdout
+
+
+def test_a_failure_of_the_capture_is_one_line_naming_it(tmp_path: Path, cache: str):
+    """The capture's own failure is said as the capture's, in one line
+    naming the call, not as the program's (which cannot catch it). Here
+    the file the capture saves the next call's value in is made a
+    directory under it."""
+    keep = tmp_path / "keep"
+    blocked = keep.resolve() / "capture" / "values" / "002-k-x.before.npy"
+    prog = tmp_path / "breaks.py"
+    prog.write_text(KILLED_IN_A_CALL.replace(
+        "dies()\n",
+        f"os.mkdir({str(blocked)!r})\n"
+        "try:\n    k()\nexcept Exception:\n    print('the program caught it')\n",
+    ))
+    r = kq("run", "--keep", str(keep), "--cache-dir", cache, str(prog))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "the program caught it" not in r.stdout and "Traceback" not in r.stderr, r.stdout + r.stderr
+    said = f"the capture failed in call 2 (k): IsADirectoryError: [Errno 21] Is a directory: '{blocked}'"
+    assert r.stderr.endswith(f"kiln-quadrants: error: {said}: checking the 2 calls made before\n"), r.stderr
+    assert "ok   k: 2 calls, 1 field," in r.stdout, r.stdout
+
+
+def test_a_relative_keep_is_not_moved_by_the_programs_chdir(tmp_path: Path, cache: str):
+    """A program that changes directory gave a traceback through the
+    capture (its files went under the new directory, where there was none)."""
+    prog = tmp_path / "moves.py"
+    prog.write_text(KILLED_IN_A_CALL.replace("dies()\n", "os.chdir('/')\nk()\n"))
+    r = kq("run", "--keep", "keep", "--cache-dir", cache, str(prog), cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ok   k: 3 calls, 1 field," in r.stdout, r.stdout
+    assert "incomplete" not in json.loads((tmp_path / "keep" / "manifest.json").read_text())
+
+
+def test_a_tool_killed_by_a_signal_says_which(tmp_path: Path, cache: str):
+    """A kiln-run that crashes is named with its signal, not an empty error."""
+    tools = _tool_links(tmp_path / "tools", tools=("kiln-import",))
+    (tools / "kiln-run").write_text("#!/bin/sh\nkill -SEGV $$\n")
+    (tools / "kiln-run").chmod(0o755)
+    r = kq("run", str(CORPUS / "saxpy.py"), env=dict(os.environ, KILN_BIN_DIR=str(tools)))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "FAIL saxpy\n    call 1: kiln-run (jit) was killed by SIGSEGV" in r.stdout, r.stdout
+
+
+def test_ctrl_c_stops_the_program_too(tmp_path: Path):
+    """Ctrl-C (SIGINT to the run's process group, as a terminal sends it)
+    reaches the program, which runs in a session of its own: it ends with
+    its KeyboardInterrupt, the run says so in one line, exit 130, and
+    nothing outlives it."""
+    prog = tmp_path / "forever.py"
+    prog.write_text(KILLED_IN_A_CALL.replace("dies()\n", "import time\nprint('ready', flush=True)\nwhile True:\n    time.sleep(0.05)\n"))
+    env = dict(os.environ, KILN_QUADRANTS_PYTHON=sys.executable)
+    p = subprocess.Popen([str(WRAPPER), "run", str(prog)], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert p.stdout is not None
+        while "ready" not in p.stdout.readline():
+            pass
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130, out + err
+    assert err.endswith("KeyboardInterrupt\nkiln-quadrants: error: interrupted\n"), err
+    assert f'File "{prog}", line' in err and "kiln_quadrants" not in err, err
+    left = subprocess.run(["pgrep", "-f", str(prog)], capture_output=True, text=True).stdout
+    assert not left, left
+
+
+def test_a_report_nobody_reads_ends_without_a_traceback(tmp_path: Path):
+    """`kiln-quadrants run ... | head`, the reader gone before the start:
+    Quadrants itself fails as it prints its banner (it would without the
+    bridge too), which is one line naming Quadrants, and the run's own
+    report to the closed pipe ends it quietly, never with a traceback."""
+    def unread(program: Path, **env: str) -> str:
+        p = subprocess.Popen([str(WRAPPER), "run", str(program)], cwd=ROOT, env=dict(os.environ, KILN_QUADRANTS_PYTHON=sys.executable, **env),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert p.stdout is not None and p.stderr is not None
+        p.stdout.close()
+        err = p.stderr.read()
+        assert p.wait(timeout=120) == 1, err
+        return err
+
+    assert unread(CORPUS / "saxpy.py") == ("kiln-quadrants: error: Quadrants could not be imported: BrokenPipeError: "
+                                           "[Errno 32] Broken pipe: no call was captured\n")
+    # Without Quadrants' banner, a program that prints nothing runs and is
+    # checked; the report is what meets the closed pipe.
+    quiet = tmp_path / "quiet.py"
+    quiet.write_text(KILLED_IN_A_CALL.replace("dies()\n", ""))
+    assert unread(quiet, ENABLE_QUADRANTS_HEADER_PRINT="0") == ""
 
 
 def test_a_python_without_quadrants_is_told_to_run_make_quadrants():
@@ -655,5 +927,5 @@ def test_a_program_that_never_ends_is_stopped_and_its_calls_checked(tmp_path: Pa
     )
     r = kq("run", "--timeout", "6", "--cache-dir", cache, str(prog))
     assert r.returncode == 1, r.stdout + r.stderr
-    assert f"kiln-quadrants: error: {prog} did not finish within 6 s (--timeout): checking the calls made before" in r.stderr, r.stderr
+    assert f"kiln-quadrants: error: {prog} did not finish within 6 s (--timeout): checking the 1 call made before\n" in r.stderr, r.stderr
     assert "ok   bump: 1 call, 1 field," in r.stdout and "1 kernels: 1 agree" in r.stdout, r.stdout
