@@ -50,6 +50,13 @@ class Module:
         fields: dict[str, npt.NDArray[Any]] | None = None,
         cache_dir: str | PathLike[str] | None = None,
         engine: Literal["jit", "interp"] = "jit",
+        *,
+        fast_math: bool = False,
+        opt_level: int = 2,
+        bounds_checks: bool = True,
+        denormals: Literal["preserve", "flush"] = "preserve",
+        threads: int | None = None,
+        check_races: bool = False,
     ) -> dict[str, Any]:
         """Runs `kernel` with `args` (by parameter name; a left-out
         parameter takes its default) on `fields`, numpy arrays bound by
@@ -57,7 +64,13 @@ class Module:
         shape, C-contiguous and writeable. Fields left out start at zero
         and are dropped. `engine` "jit" compiles through the per-task cache
         at `cache_dir` (else kiln-run's default cache); "interp" is the
-        reference interpreter. Returns this call's statistics (kiln-run
+        reference interpreter. The keyword options are kiln-run's flags of
+        the same names: fast_math, opt_level (0-3) and bounds_checks are
+        the JIT's compile configuration (each a key of its own), threads
+        its threads (default: every core), denormals ("preserve" or
+        "flush") either engine's subnormal mode, check_races the
+        interpreter's race check; an option of the other engine is a
+        ValueError. Returns this call's statistics (kiln-run
         --stats=json). Raises ValueError or TypeError for a bad argument,
         RunError for a run that failed; a cache that cannot be used is a
         RuntimeWarning, and the run goes on without it."""

@@ -260,3 +260,72 @@ def test_a_cache_that_cannot_be_used_is_one_warning_and_a_right_run(tmp_path: Pa
         stats = kiln.Module(SAXPY).run("saxpy", args={"a": 2.0}, fields={"x": np.ones(8, np.float32), "y": y}, cache_dir=not_a_dir)
     np.testing.assert_array_equal(y, np.full(8, 2.0, np.float32))
     assert stats["compiled"] == 1 and stats["cache_dir"] is None
+
+
+SCALE = """field @x : f32[4]
+field @y : f32[4]
+
+kernel @scale() {
+  for %i in 0 .. 4 {
+    %xi = load @x[%i]
+    %k = const 1.0e-10 : f32
+    %p = mul %xi, %k
+    store @y[%i], %p
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_denormals_flush_as_kiln_run_flushes(engine: Engine, tmp_path: Path) -> None:
+    m = kiln.Module(SCALE)
+    x = np.full(4, 1e-30, dtype=np.float32)
+    kept, flushed = np.zeros(4, np.float32), np.zeros(4, np.float32)
+    m.run("scale", fields={"x": x, "y": kept}, cache_dir=tmp_path, engine=engine)
+    m.run("scale", fields={"x": x, "y": flushed}, cache_dir=tmp_path, engine=engine, denormals="flush")
+    assert (kept != 0).all() and (flushed == 0).all(), (kept, flushed)
+
+
+def test_fast_math_and_the_opt_level_are_compiles_of_their_own(tmp_path: Path) -> None:
+    m = kiln.Module(SAXPY)
+    plain, fast = np.ones(8, np.float32), np.ones(8, np.float32)
+    x = np.arange(8, dtype=np.float32)
+    m.run("saxpy", args={"a": 0.1}, fields={"x": x, "y": plain}, cache_dir=tmp_path)
+    stats = m.run("saxpy", args={"a": 0.1}, fields={"x": x, "y": fast}, cache_dir=tmp_path, fast_math=True)
+    assert (stats["compiled"], stats["hits"]) == (1, 0)
+    np.testing.assert_allclose(fast, plain, rtol=1e-6)
+    stats = m.run("saxpy", args={"a": 0.1}, fields={"x": x, "y": np.ones(8, np.float32)}, cache_dir=tmp_path, opt_level=0)
+    assert (stats["compiled"], stats["hits"]) == (1, 0)
+
+
+RACY = """field @y : i32[4]
+
+kernel @racy() {
+  for %i in 0 .. 64 {
+    %z = const 0 : i32
+    store @y[%z], %i
+  }
+}
+"""
+
+
+def test_check_races_reports_a_race() -> None:
+    y = np.zeros(4, np.int32)
+    with pytest.raises(kiln.RunError, match=r"(?i)data race"):
+        kiln.Module(RACY, "racy.kir").run("racy", fields={"y": y}, engine="interp", check_races=True)
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (dict(opt_level=5), r"opt_level: expected 0, 1, 2 or 3, got '5'"),
+        (dict(denormals="zero"), r"denormals must be 'preserve' or 'flush', not 'zero'"),
+        (dict(check_races=True), r"check_races applies only to engine='interp'"),
+        (dict(engine="interp", fast_math=True), r"fast_math applies only to engine='jit'"),
+        (dict(engine="interp", threads=2), r"threads applies only to engine='jit'"),
+        (dict(threads=0), r"threads must be 1 or more"),
+    ],
+)
+def test_a_bad_option_is_a_value_error_naming_it(options: dict[str, Any], said: str) -> None:
+    with pytest.raises(ValueError, match=said):
+        kiln.Module(SAXPY).run("saxpy", args={"a": 1.0}, **options)

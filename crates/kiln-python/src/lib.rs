@@ -42,6 +42,13 @@ struct Module {
 struct RunnerKey {
     engine: EngineKind,
     cache_dir: Option<PathBuf>,
+    /// The JIT's compile configuration; the interpreter's subnormal mode
+    /// is its `denormals`.
+    config: CompileConfig,
+    /// The JIT's threads.
+    threads: usize,
+    /// The interpreter's race check.
+    check_races: bool,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -88,9 +95,15 @@ impl Module {
     /// when left out) on the numpy arrays `fields` binds by field name, in
     /// place; fields left out start at zero and are dropped after the
     /// run. `engine` is `"jit"` (through the per-task cache at `cache_dir`,
-    /// else the default one `kiln-run` uses) or `"interp"`. Returns the
-    /// run's statistics (`kiln-run --stats=json`'s object).
-    #[pyo3(signature = (kernel, args = None, fields = None, cache_dir = None, engine = "jit"))]
+    /// else the default one `kiln-run` uses) or `"interp"`; the other
+    /// options are `kiln-run`'s flags of the same names. Returns the run's
+    /// statistics (`kiln-run --stats=json`'s object).
+    #[pyo3(signature = (
+        kernel, args = None, fields = None, cache_dir = None, engine = "jit", *,
+        fast_math = false, opt_level = 2, bounds_checks = true, denormals = "preserve",
+        threads = None, check_races = false
+    ))]
+    #[allow(clippy::too_many_arguments)] // a Python method's keyword arguments
     fn run(
         &self,
         py: Python<'_>,
@@ -99,18 +112,20 @@ impl Module {
         fields: Option<&Bound<'_, PyDict>>,
         cache_dir: Option<PathBuf>,
         engine: &str,
+        fast_math: bool,
+        opt_level: u8,
+        bounds_checks: bool,
+        denormals: &str,
+        threads: Option<u32>,
+        check_races: bool,
     ) -> PyResult<Py<PyAny>> {
-        let engine = match engine {
-            "jit" => EngineKind::Jit,
-            "interp" => EngineKind::Interp,
-            other => return Err(PyValueError::new_err(format!("engine must be 'jit' or 'interp', not {other:?}"))),
-        };
+        let options = Options { fast_math, opt_level, bounds_checks, denormals, threads, check_races };
+        let key = runner_key(engine, cache_dir, &options)?;
         let k = self.kernel(kernel)?;
         let args = bind_args(k, args)?;
         let mut storage = Fields::try_zeroed(&self.stream).map_err(RunError::new_err)?;
         // The arrays' borrows: held until the run has returned.
         let _lent = lend_fields(&mut storage, fields)?;
-        let key = RunnerKey { engine, cache_dir };
         let (stream, name) = (&self.stream, k.name.as_str());
         // Everything from the engine's lock on runs without the GIL: a
         // second thread's call waits for the first without holding it.
@@ -145,6 +160,51 @@ impl Module {
             PyValueError::new_err(format!("no kernel @{name} (the module has: {})", self.kernels().join(", ")))
         })
     }
+}
+
+/// `Module.run`'s options beyond the engine and the cache.
+struct Options<'a> {
+    fast_math: bool,
+    opt_level: u8,
+    bounds_checks: bool,
+    denormals: &'a str,
+    threads: Option<u32>,
+    check_races: bool,
+}
+
+/// The engine a call asks for, its options checked as `kiln-run` checks
+/// its flags (an option of the other engine is an error, not ignored).
+fn runner_key(engine: &str, cache_dir: Option<PathBuf>, o: &Options) -> PyResult<RunnerKey> {
+    let bad = |m: String| Err(PyValueError::new_err(m));
+    let engine = match engine {
+        "jit" => EngineKind::Jit,
+        "interp" => EngineKind::Interp,
+        other => return bad(format!("engine must be 'jit' or 'interp', not '{other}'")),
+    };
+    let mut config = CompileConfig::default();
+    config.opt_level = match kiln::cli::parse_opt_level(&o.opt_level.to_string()) {
+        Ok(level) => level,
+        Err(e) => return bad(format!("opt_level: {e}")),
+    };
+    config.denormals = match kiln::config::Denormals::ALL.into_iter().find(|d| d.keyword() == o.denormals) {
+        Some(d) => d,
+        None => return bad(format!("denormals must be 'preserve' or 'flush', not '{}'", o.denormals)),
+    };
+    (config.fast_math, config.bounds_checks) = (o.fast_math, o.bounds_checks);
+    let jit_only = [(o.fast_math, "fast_math"), (o.opt_level != 2, "opt_level"), (!o.bounds_checks, "bounds_checks")];
+    let given = jit_only.into_iter().chain([(o.threads.is_some(), "threads")]);
+    if engine == EngineKind::Interp {
+        if let Some((_, name)) = given.into_iter().find(|(set, _)| *set) {
+            return bad(format!("{name} applies only to engine='jit'"));
+        }
+    } else if o.check_races {
+        return bad("check_races applies only to engine='interp'".to_string());
+    }
+    if o.threads == Some(0) {
+        return bad("threads must be 1 or more".to_string());
+    }
+    let threads = kiln::cli::thread_count(o.threads);
+    Ok(RunnerKey { engine, cache_dir, config, threads, check_races: o.check_races })
 }
 
 /// `KirError` with the diagnostics rendered against the module's text.
@@ -311,14 +371,13 @@ fn make_runner(key: &RunnerKey) -> Result<(Runner, Option<String>), String> {
     let (settings, _) = kiln::settings::Settings::load_for_run(&flags).map_err(|e| e.to_string())?;
     if key.engine == EngineKind::Interp {
         let order = kiln::races::IterationOrder::default();
-        let denormals = CompileConfig::default().denormals;
-        return Ok((Runner::Interp(kiln::interp::Interpreter { order, check_races: false, denormals }), None));
+        let (check_races, denormals) = (key.check_races, key.config.denormals);
+        return Ok((Runner::Interp(kiln::interp::Interpreter { order, check_races, denormals }), None));
     }
     use kiln::jit::engine::{JitEngine, JitPath};
     let target = kiln::codegen::HostTarget::detect().map_err(|e| e.message)?;
-    let compiler = kiln::codegen::Compiler::new(CompileConfig::default(), target.clone()).map_err(|e| e.message)?;
-    let threads = kiln::cli::thread_count(None);
-    let mut engine = JitEngine::new(compiler, JitPath::PerTask, threads).map_err(|e| e.message)?;
+    let compiler = kiln::codegen::Compiler::new(key.config.clone(), target.clone()).map_err(|e| e.message)?;
+    let mut engine = JitEngine::new(compiler, JitPath::PerTask, key.threads).map_err(|e| e.message)?;
     let remote = kiln::remote::RemoteSettings::from_settings(&settings).map_err(|e| e.to_string())?;
     let session = settings.cache_root().and_then(|root| {
         let session = kiln::cached::Session::open(&root, &target, &settings, remote)?;
