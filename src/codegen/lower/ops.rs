@@ -35,7 +35,20 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         args: &[BasicMetadataValueEnum<'ctx>],
     ) -> Result<BasicValueEnum<'ctx>> {
         let f = self.intrinsic(l, name, l.reg_ty(ty))?;
+        self.call_math(l, f, args, |_| {})
+    }
+
+    /// Calls intrinsic `f` with the compile's fast-math flags; `decorate`
+    /// may add to the call before its value is taken.
+    pub(super) fn call_math(
+        &self,
+        l: &Lowering<'a, 'ctx>,
+        f: FunctionValue<'ctx>,
+        args: &[BasicMetadataValueEnum<'ctx>],
+        decorate: impl FnOnce(inkwell::values::CallSiteValue<'ctx>),
+    ) -> Result<BasicValueEnum<'ctx>> {
         let c = self.b.build_call(f, args, "")?;
+        decorate(c);
         self.fmf(l, c);
         c.try_as_basic_value().basic().ok_or_else(|| bug("intrinsic without a result"))
     }
@@ -136,35 +149,28 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             BinOp::Add => self.b.build_int_add(x, y, "")?,
             BinOp::Sub => self.b.build_int_sub(x, y, "")?,
             BinOp::Mul => self.b.build_int_mul(x, y, "")?,
-            BinOp::Div | BinOp::Rem if unsigned => {
-                // x / 0 = 0 (rem: 0): divide by 1 instead, then fix it.
-                let zero = it.const_zero();
-                let by0 = self.b.build_int_compare(IntPredicate::EQ, y, zero, "")?;
-                let d = self.b.build_select(by0, it.const_int(1, false), y, "")?.into_int_value();
-                let q = if op == BinOp::Div {
-                    self.b.build_int_unsigned_div(x, d, "")?
-                } else {
-                    self.b.build_int_unsigned_rem(x, d, "")?
-                };
-                self.b.build_select(by0, zero, q, "")?.into_int_value()
-            }
             BinOp::Div | BinOp::Rem => {
-                // x / 0 = 0 and MIN / -1 = MIN (rem: 0) without undefined
-                // behaviour: divide by 1 instead, then fix the x / 0 case.
+                // x / 0 = 0 (rem: 0), and signed MIN / -1 = MIN (rem: 0),
+                // without undefined behaviour: divide by 1 instead, then
+                // fix the x / 0 case.
                 let zero = it.const_zero();
                 let one = it.const_int(1, false);
-                let minus1 = it.const_all_ones();
-                let min = it.const_int(1u64 << (bits - 1), false);
                 let by0 = self.b.build_int_compare(IntPredicate::EQ, y, zero, "")?;
-                let xmin = self.b.build_int_compare(IntPredicate::EQ, x, min, "")?;
-                let ym1 = self.b.build_int_compare(IntPredicate::EQ, y, minus1, "")?;
-                let ovf = self.b.build_and(xmin, ym1, "")?;
-                let bad = self.b.build_or(by0, ovf, "")?;
-                let d = self.b.build_select(bad, one, y, "")?.into_int_value();
-                let q = if op == BinOp::Div {
-                    self.b.build_int_signed_div(x, d, "")?
+                let bad = if unsigned {
+                    by0
                 } else {
-                    self.b.build_int_signed_rem(x, d, "")?
+                    let min = it.const_int(1u64 << (bits - 1), false);
+                    let xmin = self.b.build_int_compare(IntPredicate::EQ, x, min, "")?;
+                    let ym1 = self.b.build_int_compare(IntPredicate::EQ, y, it.const_all_ones(), "")?;
+                    let ovf = self.b.build_and(xmin, ym1, "")?;
+                    self.b.build_or(by0, ovf, "")?
+                };
+                let d = self.b.build_select(bad, one, y, "")?.into_int_value();
+                let q = match (op == BinOp::Div, unsigned) {
+                    (true, true) => self.b.build_int_unsigned_div(x, d, "")?,
+                    (false, true) => self.b.build_int_unsigned_rem(x, d, "")?,
+                    (true, false) => self.b.build_int_signed_div(x, d, "")?,
+                    (false, false) => self.b.build_int_signed_rem(x, d, "")?,
                 };
                 self.b.build_select(by0, zero, q, "")?.into_int_value()
             }

@@ -100,10 +100,8 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             l.declare_vector(&vector, ty, lanes, args.len())?;
             names.push(format!("_ZGV_LLVM_N{lanes}{params}_{scalar}({vector})"));
         }
-        let c = self.b.build_call(f, args, "")?;
-        c.add_attribute(AttributeLoc::Function, self.cx.create_string_attribute(VARIANTS_ATTR, &names.join(",")));
-        self.fmf(l, c);
-        c.try_as_basic_value().basic().ok_or_else(|| bug("intrinsic without a result"))
+        let variants = self.cx.create_string_attribute(VARIANTS_ATTR, &names.join(","));
+        self.call_math(l, f, args, |c| c.add_attribute(AttributeLoc::Function, variants))
     }
 }
 
