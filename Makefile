@@ -11,7 +11,7 @@ CARGO ?= cargo
 DEBUG_BIN := $(CURDIR)/target/debug
 RELEASE_BIN := $(CURDIR)/target/release
 
-.PHONY: all deps deps-static deps-bench build build-release install test test-fmt test-clippy test-cargo test-nollvm test-lit fuzz-smoke fuzz demo bench accuracy clean quadrants test-quadrants quadrants-captured python-module python-wheel plots
+.PHONY: all deps deps-static deps-bench build build-release install test test-fmt test-clippy test-cargo test-lit fuzz-smoke fuzz demo bench accuracy clean quadrants test-quadrants quadrants-captured python-module python-wheel plots
 
 all: build
 
@@ -86,7 +86,6 @@ test: deps quadrants
 	$(MAKE) --no-print-directory test-clippy
 	$(MAKE) --no-print-directory test-cargo
 	$(MAKE) --no-print-directory fuzz-smoke
-	$(MAKE) --no-print-directory test-nollvm
 	$(MAKE) --no-print-directory test-lit
 	$(MAKE) --no-print-directory test-quadrants
 
@@ -94,13 +93,10 @@ test: deps quadrants
 test-fmt:
 	$(CARGO) fmt --all --check
 
-# Every lint is an error, in every target (tests and examples too). Without
-# the llvm feature the library and the tools that need no LLVM (kiln-opt,
-# kiln-key, kiln-import, kiln-reduce, kiln-cache-inspect: every bin without
-# required-features) must build: the compiler holds the wall for them.
+# Every lint is an error, in every target (tests and examples too), in every
+# crate of the workspace.
 test-clippy:
 	$(CARGO) clippy --all-targets -- -D warnings
-	$(CARGO) clippy --no-default-features --lib --bins -- -D warnings
 	$(CARGO) clippy -p kiln-python -- -D warnings
 
 # insta: a stale or missing snapshot fails (nothing is written). The doc
@@ -109,11 +105,6 @@ test-clippy:
 test-cargo:
 	INSTA_UPDATE=no INSTA_FORCE_PASS=0 $(CARGO) test --all-targets
 	$(CARGO) test --doc
-
-# The LLVM boundary is a wall: the library up to the key and the cache store
-# builds and passes its tests without the llvm feature.
-test-nollvm:
-	INSTA_UPDATE=no INSTA_FORCE_PASS=0 $(CARGO) test --no-default-features --lib
 
 test-lit:
 	$(CARGO) build --bins --examples
@@ -207,10 +198,10 @@ bench: deps-bench
 # bit for bit against the interpreter) and --fast-math's (glibc's libmvec,
 # vectorised). Markdown tables for docs/performance.md ("Default-mode
 # math" and "Fast-math accuracy"). Slow (minutes per function);
-# `make test` runs a sample of it (tests/math_accuracy.rs).
+# `make test` runs a sample of it (crates/kiln-jit/tests/math_accuracy.rs).
 accuracy: deps-static
-	$(CARGO) run --release --example accuracy -- --default
-	$(CARGO) run --release --example accuracy
+	$(CARGO) run --release -p kiln-jit --example accuracy -- --default
+	$(CARGO) run --release -p kiln-jit --example accuracy
 
 # The plots of docs/performance.md (docs/perf/*.svg), drawn by
 # scripts/plots.py from the recorded results (docs/perf/results/*.csv),

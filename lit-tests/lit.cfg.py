@@ -38,8 +38,8 @@ config.substitutions.append(("%update-checks", "python3 %s --bin-dir %s" % (os.p
 # Cargo examples used as test tools (built by `make test-lit`).
 config.substitutions.append(("%cache-fill", os.path.join(bin_dir, "examples", "cache-fill")))
 
-# `REQUIRES: kiln-run` for tests that run kernels: an LLVM-free build
-# (`cargo build --no-default-features --bins`) has no kiln-run.
+# `REQUIRES: kiln-run` for tests that run kernels: a build of the LLVM-free
+# root package alone (`cargo build -p kiln --bins`) has no kiln-run.
 if os.path.exists(os.path.join(bin_dir, "kiln-run")):
     config.available_features.add("kiln-run")
 

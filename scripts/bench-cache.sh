@@ -13,8 +13,8 @@ cd "$(dirname "$0")/.."
 
 RECORDS=${RECORDS:-100000}
 SIZE=${SIZE:-10000}
-# The cache tools are LLVM-free: build them without the llvm feature.
-cargo build --release --no-default-features --bin kiln-cache-inspect --example cache-fill --example bench-cache-get >&2
+# The cache tools are LLVM-free (the root package, which links no LLVM).
+cargo build --release --bin kiln-cache-inspect --example cache-fill --example bench-cache-get >&2
 BIN=target/release
 INSPECT=$BIN/kiln-cache-inspect
 

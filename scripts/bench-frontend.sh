@@ -23,7 +23,7 @@ if [ ! -x /usr/bin/time ]; then
 fi
 [ -x "$OPT" ] || { echo "bench-frontend: $OPT is missing (make deps installs LLVM 22)" >&2; exit 1; }
 
-cargo build --release --quiet --no-default-features --bin kiln-opt --example gen-large
+cargo build --release --quiet --bin kiln-opt --example gen-large
 BIN=target/release
 
 "$BIN/examples/gen-large" --kir "$WORK/large.kir" --ll "$WORK/large.ll" --mb "$MB"

@@ -8,8 +8,8 @@
 #
 #   scripts/bench-ir.sh BEFORE_DIR [ROUNDS]     (default 5 rounds)
 #
-# BEFORE_DIR holds release builds of the earlier commit: kiln-opt (built
-# --no-default-features), bench-key, bench-percache. This tree's are built
+# BEFORE_DIR holds release builds of the earlier commit: kiln-opt,
+# bench-key, bench-percache. This tree's are built
 # here. Prints a markdown table: best wall and CPU of the front end, best
 # keying MB/s, median warm kernel-ready; and the after/before ratios.
 set -euo pipefail
@@ -24,7 +24,7 @@ command -v hyperfine > /dev/null || { echo "bench-ir: hyperfine is missing (apt-
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kiln-bench-ir.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
-nice -n 10 cargo build --release --quiet --no-default-features --bin kiln-opt --example gen-large --example gen-tasks
+nice -n 10 cargo build --release --quiet --bin kiln-opt --example gen-large --example gen-tasks
 mkdir -p "$WORK/after"
 cp target/release/kiln-opt target/release/examples/gen-large target/release/examples/gen-tasks "$WORK/after/"
 nice -n 10 cargo build --release --quiet --example bench-key --example bench-percache

@@ -11,7 +11,7 @@
 # plus Kiln's per-task warm load (key, read, verify, add, link, look up),
 # median over every task of the three kernels, many times each.
 #
-# Kiln: examples/bench-percache.rs (release build) times parse, verify,
+# Kiln: crates/kiln-jit/examples/bench-percache.rs (release build) times parse, verify,
 # split, key and load/compile of every task, in-process. Quadrants:
 # scripts/quadrants/harness.py times the kernel's first call minus its
 # second (compile or cache load, then launch; minus the launch), with its

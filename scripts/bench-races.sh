@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 N=${1:-1048576}
 REPS=${2:-10}
 ROUNDS=${3:-5}
-cargo build --release --no-default-features --example bench-interp >&2
+cargo build --release --example bench-interp >&2
 EXE=target/release/examples/bench-interp
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"

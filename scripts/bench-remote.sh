@@ -3,7 +3,7 @@
 # fleet simulation, and a remote that is down, in one run.
 #
 # For testdata/ten_tasks.kir (and, in the fleet, saxpy and reduce_sum
-# too), in fresh processes of examples/bench-percache.rs (release, -O2),
+# too), in fresh processes of crates/kiln-jit/examples/bench-percache.rs (release, -O2),
 # the time from "kernel requested" to "kernel ready to launch":
 #   - cold: an empty local store, no remote;
 #   - local-warm: the local store a cold run filled, no remote;

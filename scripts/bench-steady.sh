@@ -22,7 +22,7 @@
 #     with CALLGRIND=1, also the instructions LLVM executes in that compile
 #     (valgrind's callgrind, counting inside LLVMRunPasses and the object's
 #     emission only: LLVMTargetMachineEmitToMemoryBuffer before 7c2d86b,
-#     then Kiln's own emitter, src/codegen/emitter.cpp, its pipeline's
+#     then Kiln's own emitter, crates/kiln-codegen/src/emitter.cpp, its pipeline's
 #     building counted too): a figure the machine's load does not move.
 # Each figure is the median of REPEATS processes. Ratios are to the C of
 # the same mode: default and Quadrants off to C without -ffast-math,

@@ -9,7 +9,7 @@
 #   - cold `kiln-run testdata/ten_tasks.kir` (an empty cache each run);
 #   - `kiln-opt testdata/ten_tasks.kir`;
 #   - the per-task warm load (key, read, verify, add, link, look up:
-#     examples/bench-percache.rs --per-task-loads);
+#     crates/kiln-jit/examples/bench-percache.rs --per-task-loads);
 #   - the release binaries' sizes.
 #
 # Whole-process times are hyperfine's (Debian package `hyperfine`): wall

@@ -24,7 +24,7 @@
 using namespace llvm;
 using namespace llvm::orc;
 
-// Kiln's out-of-bounds reporter (`kiln_rt_oob`, src/codegen/abi.rs), which
+// Kiln's out-of-bounds reporter (`kiln_rt_oob`, crates/kiln-llvm/src/abi.rs), which
 // an object with bounds checks calls: defined in each dylib as Kiln's JIT
 // defines it, an absolute symbol. A load never calls it.
 extern "C" void kiln_rt_oob(const void *, unsigned, unsigned, unsigned, const long *) {}

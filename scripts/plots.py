@@ -422,7 +422,7 @@ def remote() -> None:
     right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=7)
     footnote(
         fig,
-        "Left: examples/bench-percache.rs in fresh processes (the fetched records written after ready; 'at once' is the old way). Right: the local\n"
+        "Left: crates/kiln-jit/examples/bench-percache.rs in fresh processes (the fetched records written after ready; 'at once' is the old way). Right: the local\n"
         "copies of the fetched records are what costs: read-only (no writes) is 1.0–1.15× local-warm on both; above each bar, its ratio to\n"
         "local-warm. Source: docs/perf/results/remote.csv.",
         y=-0.12,

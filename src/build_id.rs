@@ -3,7 +3,8 @@
 //!
 //! Owns: which sources those are, by construction: the closure of the
 //! modules that make or call an object ([`ROOTS`]) under their `mod`
-//! declarations and their `crate::` and `super::` paths, with the
+//! declarations and their `crate::` and `super::` paths and the paths
+//! into the workspace's other crates ([`CRATES`]), with the
 //! non-Rust sources that live beside a module reached (`emitter.cpp` beside
 //! `emitter.rs`, the grammar beside the parser), less the modules where the
 //! walk stops on purpose ([`BOUNDARIES`], each with its reason); the locked
@@ -23,15 +24,27 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// Where the walk starts (relative to the crate root): the code generator
-/// (`codegen/mod.rs` and every module it declares: the lowering, the
-/// runtime ABI a task is called with, the back end's pipeline), the JIT's
-/// launch of a task (`jit/runtime.rs`: the parameter slots), the key and
-/// the configuration it hashes, the record format, and the printer and
-/// parser (a `kiln-compile` process re-parses the task text it is sent).
+/// The workspace's crates whose paths the walk follows: each crate's name
+/// in paths and its source directory (relative to the workspace root).
+pub const CRATES: &[(&str, &str)] = &[
+    ("kiln", "src"),
+    ("kiln_llvm", "crates/kiln-llvm/src"),
+    ("kiln_codegen", "crates/kiln-codegen/src"),
+    ("kiln_jit", "crates/kiln-jit/src"),
+];
+
+/// Where the walk starts (relative to the workspace root): the code
+/// generator (`kiln-codegen`'s root and every module it declares: the
+/// lowering, the back end's pipeline), what it shares with the JIT
+/// (`kiln-llvm`'s root: the loaded LLVM's check, the host target, and the
+/// runtime ABI a task is called with), the JIT's launch of a task
+/// (`runtime.rs`: the parameter slots), the key and the configuration it
+/// hashes, the record format, and the printer and parser (a
+/// `kiln-compile` process re-parses the task text it is sent).
 pub const ROOTS: &[&str] = &[
-    "src/codegen/mod.rs",
-    "src/jit/runtime.rs",
+    "crates/kiln-codegen/src/lib.rs",
+    "crates/kiln-llvm/src/lib.rs",
+    "crates/kiln-jit/src/runtime.rs",
     "src/key.rs",
     "src/config.rs",
     "src/cache/record.rs",
@@ -49,10 +62,20 @@ pub const BOUNDARIES: &[(&str, &str)] = &[
     ("src/races.rs", "the race detector's reports: it checks runs, it compiles nothing"),
     ("src/npy.rs", "reads and writes field values as .npy files"),
     ("src/cache/mod.rs", "the store's policy: where records live and when they go, never what they hold"),
-    ("src/codegen/backend.rs", "spawns and talks to the compiler process; the bytes are the lowering's"),
+    ("crates/kiln-llvm/src/backend.rs", "spawns and talks to the compiler process; the bytes are the lowering's"),
+    (
+        "crates/kiln-llvm/src/session.rs",
+        "assembles the store, the remote tier and single flight: where objects are kept",
+    ),
+    (
+        "crates/kiln-llvm/src/target.rs",
+        "checks CPU and feature names against LLVM's tables; the target is in the scope",
+    ),
+    ("crates/kiln-llvm/src/target_tables.cpp", "LLVM's CPU and feature tables, for the names' check"),
+    ("crates/kiln-codegen/src/fill.rs", "stores objects the compiler made into a cache; it makes none"),
     ("src/diag.rs", "renders diagnostics"),
     ("src/trace.rs", "the time trace's spans"),
-    ("src/jit/orc_session.cpp", "the JIT session loads and links objects, it makes none"),
+    ("crates/kiln-jit/src/orc_session.cpp", "the JIT session loads and links objects, it makes none"),
 ];
 
 /// The non-Rust sources a module's directory may hold beside it.
@@ -116,10 +139,11 @@ fn code_of(text: &str) -> String {
 }
 
 /// The module files that module `rel`'s code refers to: its `mod NAME;`
-/// children, and the module each `crate::a::b` and `super::a` path names
-/// (the longest prefix that is a module file).
+/// children, and the module each `crate::a::b`, `super::a` and
+/// `other_crate::a` path names (the longest prefix that is a module file;
+/// a crate's root only through a `mod` line or [`ROOTS`]).
 fn references(root: &Path, rel: &Path, code: &str) -> Vec<PathBuf> {
-    let path = module_path(rel);
+    let (src, path) = module_path(rel);
     let mut out = Vec::new();
     let words: Vec<&str> = code.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')).collect();
     for (i, w) in words.iter().enumerate() {
@@ -127,49 +151,57 @@ fn references(root: &Path, rel: &Path, code: &str) -> Vec<PathBuf> {
             if let Some(name) = words[i + 1..].iter().find(|w| !w.is_empty()) {
                 let mut child = path.clone();
                 child.push(name.to_string());
-                out.extend(module_file(root, &child, child.len()));
+                out.extend(module_file(root, src, &child, child.len()));
             }
             continue;
         }
         let mut parts: Vec<&str> = w.split("::").filter(|p| !p.is_empty()).collect();
-        // `crate::` names a module below the root; `super::` the parent
-        // itself too (`use super::{item}`).
-        let (base, min): (Vec<String>, usize) = match parts.first() {
-            Some(&"crate") => {
+        // `crate::` and another crate's name name a module below a crate's
+        // root; `super::` the parent itself too (`use super::{item}`).
+        let first = parts.first().copied().unwrap_or_default();
+        let (src, base, min): (&str, Vec<String>, usize) = match CRATES.iter().find(|(name, _)| *name == first) {
+            _ if first == "crate" => {
                 parts.remove(0);
-                (Vec::new(), 1)
+                (src, Vec::new(), 1)
             }
-            Some(&"super") => {
+            Some((_, other)) => {
+                parts.remove(0);
+                (other, Vec::new(), 1)
+            }
+            None if first == "super" => {
                 let ups = parts.iter().take_while(|p| **p == "super").count();
                 parts.drain(..ups);
                 let base = path[..path.len().saturating_sub(ups)].to_vec();
                 let min = base.len();
-                (base, min)
+                (src, base, min)
             }
-            _ => continue,
+            None => continue,
         };
         let full: Vec<String> = base.into_iter().chain(parts.iter().map(|p| p.to_string())).collect();
-        out.extend(module_file(root, &full, min));
+        out.extend(module_file(root, src, &full, min));
     }
     out
 }
 
-/// The module path of a file (`src/codegen/lower.rs` is `codegen::lower`,
-/// `src/ir/mod.rs` is `ir`).
-fn module_path(rel: &Path) -> Vec<String> {
-    let rel = rel.strip_prefix("src").unwrap_or(rel).with_extension("");
+/// The source directory of a file's crate ([`CRATES`]) and its module
+/// path there (`crates/kiln-codegen/src/lower.rs` is `lower` of
+/// `crates/kiln-codegen/src`, `src/ir/mod.rs` is `ir` of `src`).
+fn module_path(rel: &Path) -> (&'static str, Vec<String>) {
+    let (_, src) = CRATES.iter().find(|(_, src)| rel.starts_with(src)).unwrap_or(&CRATES[0]);
+    let rel = rel.strip_prefix(src).unwrap_or(rel).with_extension("");
     let mut parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
     if parts.last().is_some_and(|l| l == "mod" || l == "lib") {
         parts.pop();
     }
-    parts
+    (src, parts)
 }
 
 /// The file of the longest prefix of `path`, at least `min` long, that is
-/// a module: `src/a/b.rs` or `src/a/b/mod.rs`.
-fn module_file(root: &Path, path: &[String], min: usize) -> Option<PathBuf> {
+/// a module of the crate whose sources are in `src`: `SRC/a/b.rs` or
+/// `SRC/a/b/mod.rs`.
+fn module_file(root: &Path, src: &str, path: &[String], min: usize) -> Option<PathBuf> {
     (min.max(1)..=path.len()).rev().find_map(|n| {
-        let stem: PathBuf = std::iter::once("src".to_string()).chain(path[..n].iter().cloned()).collect();
+        let stem: PathBuf = std::iter::once(src.to_string()).chain(path[..n].iter().cloned()).collect();
         [stem.with_extension("rs"), stem.join("mod.rs")].into_iter().find(|f| root.join(f).is_file())
     })
 }

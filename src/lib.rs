@@ -1,14 +1,15 @@
 //! Kiln: a toolchain for KIR, a textual kernel IR, built around a
 //! cross-process per-task artifact cache.
 //!
-//! The library holds nearly everything; the binaries in `tools/` are
-//! `main`s over it, though `kiln-run`, `kiln-compile` and
-//! `kiln-cache-inspect` still hold their commands' sequencing. See
-//! `docs/ARCHITECTURE.md` for the code map and invariants.
-//!
-//! The LLVM boundary is a wall: everything up to the key and the cache store
-//! (`ir` .. `cache`) builds and tests without LLVM; only `codegen` and `jit`
-//! touch inkwell, behind the `llvm` feature.
+//! This crate is the LLVM-free core: everything up to the key, the cache
+//! store, the remote tier, the interpreter, the importer and the reducer,
+//! and the tools over them. The LLVM boundary is a crate boundary: the code
+//! generator (`crates/kiln-codegen`) and the JIT (`crates/kiln-jit`) build
+//! on this crate through `crates/kiln-llvm`, and nothing here can name
+//! them. The binaries in `tools/` are `main`s over the libraries, though
+//! `kiln-run`, `kiln-compile` and `kiln-cache-inspect` still hold their
+//! commands' sequencing. See `docs/ARCHITECTURE.md` for the code map and
+//! invariants.
 //!
 //! `unsafe` is forbidden in every LLVM-free module but three, whose few
 //! blocks say why they are sound (`// SAFETY:`, which clippy's
@@ -83,17 +84,6 @@ pub mod tool;
 pub mod trace;
 #[forbid(unsafe_code)]
 pub mod version;
-
-#[cfg(feature = "llvm")]
-pub mod cached;
-#[cfg(feature = "llvm")]
-pub mod codegen;
-#[cfg(feature = "llvm")]
-pub mod fill;
-#[cfg(feature = "llvm")]
-pub mod jit;
-#[cfg(feature = "llvm")]
-pub mod target;
 
 /// Kiln's version, part of every cache key and record.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -219,19 +219,6 @@ fn print_input(tool: &str, text: &str) {
     };
 }
 
-/// A target that cannot be used ([`crate::target::resolve`]): `help`
-/// prints LLVM's lists on standard output and succeeds; an unknown name
-/// is a usage error; LLVM failing is an error.
-#[cfg(feature = "llvm")]
-pub fn target_error<T>(e: crate::target::TargetError) -> Result<T, ToolError> {
-    use crate::target::TargetError;
-    match e {
-        TargetError::Help(text) => write_output(None, text.as_bytes()).and(Err(ToolError::Done)),
-        TargetError::Unknown(m) => Err(ToolError::Usage(m)),
-        TargetError::Llvm(e) => Err(ToolError::msg(e)),
-    }
-}
-
 /// What a tool gives [`run_tool`] besides its clap definition.
 pub struct ToolSpec {
     /// The tool's name (`kiln-opt`), the location of its own errors.

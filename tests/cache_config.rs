@@ -15,7 +15,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-const RUN: &str = env!("CARGO_BIN_EXE_kiln-run");
+const RUN: &str = concat!(env!("KILN_BINARIES_DIR"), "/kiln-run");
 const INSPECT: &str = env!("CARGO_BIN_EXE_kiln-cache-inspect");
 
 fn testdata(name: &str) -> String {
@@ -42,7 +42,7 @@ fn public_copy(dir: &Path, bin: &str) -> String {
         to
     };
     if bin == RUN {
-        copy(Path::new(env!("CARGO_BIN_EXE_kiln-compile")));
+        copy(Path::new(concat!(env!("KILN_BINARIES_DIR"), "/kiln-compile")));
     }
     copy(Path::new(bin)).to_str().unwrap().to_string()
 }

@@ -12,8 +12,8 @@ use std::process::Output;
 
 const OPT: &str = env!("CARGO_BIN_EXE_kiln-opt");
 const KEY: &str = env!("CARGO_BIN_EXE_kiln-key");
-const COMPILE: &str = env!("CARGO_BIN_EXE_kiln-compile");
-const RUN: &str = env!("CARGO_BIN_EXE_kiln-run");
+const COMPILE: &str = concat!(env!("KILN_BINARIES_DIR"), "/kiln-compile");
+const RUN: &str = concat!(env!("KILN_BINARIES_DIR"), "/kiln-run");
 
 const STOP: &str = "error: too many errors emitted, stopping now [-ferror-limit=]";
 

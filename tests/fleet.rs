@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const RUN: &str = env!("CARGO_BIN_EXE_kiln-run");
+const RUN: &str = concat!(env!("KILN_BINARIES_DIR"), "/kiln-run");
 
 fn ten_tasks() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/ten_tasks.kir")
@@ -38,7 +38,7 @@ fn kiln_run(home: &Path, remote: Option<&str>, env: &[(&str, &str)]) -> Command 
 /// `kiln-compile ten_tasks.kir --cache-dir` into the cache of `home` (as
 /// [`kiln_run`]'s), with `env`, standard streams piped.
 fn kiln_compile(home: &Path, env: &[(&str, &str)]) -> Command {
-    let mut c = common::tool(env!("CARGO_BIN_EXE_kiln-compile"), home);
+    let mut c = common::tool(concat!(env!("KILN_BINARIES_DIR"), "/kiln-compile"), home);
     c.arg(ten_tasks()).arg("--cache-dir").arg(home.join("env-cache")).args(["--stats=json", "-O0"]);
     for var in ["KILN_REMOTE", "KILN_COMPILE_WAIT", "KILN_TEST_COMPILE_DELAY", "KILN_REMOTE_LEASE_TTL"] {
         c.env_remove(var);

@@ -10,8 +10,8 @@ use common::redis_server::RedisServer;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-const RUN: &str = env!("CARGO_BIN_EXE_kiln-run");
-const COMPILE: &str = env!("CARGO_BIN_EXE_kiln-compile");
+const RUN: &str = concat!(env!("KILN_BINARIES_DIR"), "/kiln-run");
+const COMPILE: &str = concat!(env!("KILN_BINARIES_DIR"), "/kiln-compile");
 const INSPECT: &str = env!("CARGO_BIN_EXE_kiln-cache-inspect");
 
 /// `k` kernels, each calling the head of one chain of `n` one-call

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-const RUN: &str = env!("CARGO_BIN_EXE_kiln-run");
+const RUN: &str = concat!(env!("KILN_BINARIES_DIR"), "/kiln-run");
 
 /// Two kernels, two tasks and one task.
 const TWO_KERNELS: &str = "\

@@ -11,8 +11,8 @@ use std::process::{Command, Output};
 
 const OPT: &str = env!("CARGO_BIN_EXE_kiln-opt");
 const KEY: &str = env!("CARGO_BIN_EXE_kiln-key");
-const RUN: &str = env!("CARGO_BIN_EXE_kiln-run");
-const COMPILE: &str = env!("CARGO_BIN_EXE_kiln-compile");
+const RUN: &str = concat!(env!("KILN_BINARIES_DIR"), "/kiln-run");
+const COMPILE: &str = concat!(env!("KILN_BINARIES_DIR"), "/kiln-compile");
 
 /// A command whose default cache lies inside `home`.
 fn tool(bin: &str, home: &Path, args: &[&str]) -> Output {

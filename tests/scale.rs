@@ -13,7 +13,7 @@ use std::process::Output;
 
 const OPT: &str = env!("CARGO_BIN_EXE_kiln-opt");
 const KEY: &str = env!("CARGO_BIN_EXE_kiln-key");
-const RUN: &str = env!("CARGO_BIN_EXE_kiln-run");
+const RUN: &str = concat!(env!("KILN_BINARIES_DIR"), "/kiln-run");
 
 /// The address space every tool run here gets.
 const CAP: u64 = 2 << 30;
@@ -127,7 +127,7 @@ fn inputs_larger_than_max_input_size_are_an_error() {
     // A regular file over the setting is refused before it is read, by
     // every tool that reads one; a file within it is read.
     let big = write(dir.path(), "big.kir", &gen_scale("statements", 100_000));
-    for bin in [OPT, KEY, RUN, env!("CARGO_BIN_EXE_kiln-compile")] {
+    for bin in [OPT, KEY, RUN, concat!(env!("KILN_BINARIES_DIR"), "/kiln-compile")] {
         let out = run_capped(bin, dir.path(), &[&big], &[("KILN_MAX_INPUT_SIZE", "1M")], CAP);
         assert_eq!(out.status.code(), Some(1), "{bin}");
         let err = String::from_utf8_lossy(&out.stderr);
@@ -146,7 +146,7 @@ fn inputs_larger_than_max_input_size_are_an_error() {
 fn threads_beyond_the_maximum_are_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "k.kir", &gen_scale("loops", 2));
-    for bin in [RUN, env!("CARGO_BIN_EXE_kiln-compile")] {
+    for bin in [RUN, concat!(env!("KILN_BINARIES_DIR"), "/kiln-compile")] {
         let out = run_capped(bin, dir.path(), &["--threads", "65535", &file], &[], CAP);
         assert_eq!(out.status.code(), Some(2), "{bin}");
         let err = String::from_utf8_lossy(&out.stderr);
@@ -315,7 +315,7 @@ fn names_of_any_length_compile_and_run() {
     assert_eq!(stdout(&out), "@out : i32[4] = [0, 1, 2, 3]\n");
     let objs = dir.path().join("objs");
     let objs_arg = format!("{}/", objs.display());
-    run(env!("CARGO_BIN_EXE_kiln-compile"), dir.path(), &["-filetype=obj", "-o", &objs_arg, &file]);
+    run(concat!(env!("KILN_BINARIES_DIR"), "/kiln-compile"), dir.path(), &["-filetype=obj", "-o", &objs_arg, &file]);
     let names: Vec<String> =
         std::fs::read_dir(&objs).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(names.len(), 1);

@@ -15,8 +15,8 @@ use kiln::cache::Key;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-const RUN: &str = env!("CARGO_BIN_EXE_kiln-run");
-const COMPILE: &str = env!("CARGO_BIN_EXE_kiln-compile");
+const RUN: &str = concat!(env!("KILN_BINARIES_DIR"), "/kiln-run");
+const COMPILE: &str = concat!(env!("KILN_BINARIES_DIR"), "/kiln-compile");
 
 /// A kernel file: `@fill` is a loop, `@count` a serial store.
 const UNSPLIT: &str = "\

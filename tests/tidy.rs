@@ -5,15 +5,19 @@
 //!   `KILN_UPDATE_DOCS=1 cargo test --test tidy` rewrites them.
 //! - Every `KILN_*` variable named in the sources and docs is a row of the
 //!   settings table, or one of the few that are not settings (below).
+//! - The LLVM wall is a crate boundary: the root package (the LLVM-free
+//!   core and its tools) depends on no LLVM crate, and the JIT's crate
+//!   (`kiln-run`) on no code generator, as `cargo metadata` resolves them.
 //! - The code map of `docs/ARCHITECTURE.md`, a `### ` section per folder
-//!   or group of modules, names every file of `src/`: a section's heading
+//!   or group of modules, names every file of `src/` and of each crate's
+//!   `crates/*/src/`: a section's heading
 //!   names the file's path, or a folder above it while the section names
 //!   the file by its path below that folder. Every path and test
 //!   (`FILE::FUNCTION`) the document names exists, and each invariant it
 //!   lists says what holds it, a test or no test.
 //! - A constant is defined once: no two files define a top-level constant
 //!   of the same name and value.
-//! - No function of `src/` or `tools/` is longer than [`MAX_FN_LINES`]
+//! - No function of the libraries or `tools/` is longer than [`MAX_FN_LINES`]
 //!   lines: each can be reviewed in one screen.
 //! - No KIR is spelt in a string outside the printer (`KIR_SPELT`): a
 //!   front end that makes IR builds it with `ir::Builder`, and the one
@@ -39,6 +43,13 @@ fn files(dir: &str, exts: &[&str]) -> Vec<PathBuf> {
         .collect();
     out.sort();
     out
+}
+
+/// The libraries' sources ending in one of `exts`: the root package's
+/// `src/` and each workspace crate's `crates/*/src/`, sorted.
+fn sources(exts: &[&str]) -> Vec<PathBuf> {
+    let crates = files("crates", exts).into_iter().filter(|p| p.iter().nth(2).is_some_and(|d| d == "src"));
+    files("src", exts).into_iter().chain(crates).collect()
 }
 
 fn read(path: &Path) -> String {
@@ -170,7 +181,7 @@ fn quoted(text: &str) -> Vec<&str> {
 
 /// A section names a file when its heading names the file's path, or a
 /// folder above it while its text names the path below that folder
-/// (`src/cache/` and `fs.rs`, `src/codegen/` and `lower/ops.rs`).
+/// (`src/cache/` and `fs.rs`, `crates/kiln-codegen/src/` and `lower/ops.rs`).
 fn names(heading: &[String], text: &str, path: &str) -> bool {
     heading.iter().any(|h| {
         h == path
@@ -183,7 +194,7 @@ fn the_code_map_names_every_source_file() {
     let sections = code_map();
     assert!(sections.len() >= 10, "the code map's sections: {sections:#?}");
     let mut missing = Vec::new();
-    for file in files("src", &["rs", "lalrpop", "cpp"]) {
+    for file in sources(&["rs", "lalrpop", "cpp"]) {
         let path = file.to_str().unwrap();
         let name = file.file_name().unwrap().to_str().unwrap();
         // Test modules belong to the module they test.
@@ -204,7 +215,7 @@ fn the_code_map_names_every_source_file() {
 }
 
 /// Where the paths this repository's documents name begin.
-const TREES: &[&str] = &["src/", "tests/", "lit-tests/", "tools/", "scripts/", "docs/", "testdata/"];
+const TREES: &[&str] = &["src/", "crates/", "tests/", "lit-tests/", "tools/", "scripts/", "docs/", "testdata/"];
 
 /// Every path `docs/ARCHITECTURE.md` names in backticks exists, and every
 /// test it names as `FILE::FUNCTION` is a function of that file (`fn` in
@@ -250,7 +261,7 @@ fn constants_are_defined_once() {
     let re =
         regex_lite::Regex::new(r"(?m)^(?:pub(?:\([a-z]+\))? )?const ([A-Z][A-Z0-9_]*): ([^=]+) = ([^;]+);").unwrap();
     let mut seen: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
-    for file in files("src", &["rs"]) {
+    for file in sources(&["rs"]) {
         for c in re.captures_iter(&read(&file)) {
             let key = (c[1].to_string(), c[3].trim().to_string());
             seen.entry(key).or_default().insert(file.display().to_string());
@@ -294,7 +305,7 @@ fn no_function_is_longer_than_a_screen() {
     let sample = format!("fn short() {{\n}}\n\n    pub(crate) fn long() {{\n{}    }}\n", "        x;\n".repeat(150));
     assert_eq!(long_functions(&sample, MAX_FN_LINES), [(4, "long".to_string(), 152)], "the check itself");
     let mut found = Vec::new();
-    for file in files("src", &["rs"]).into_iter().chain(files("tools", &["rs"])) {
+    for file in sources(&["rs"]).into_iter().chain(files("tools", &["rs"])) {
         for (line, name, n) in long_functions(&read(&file), MAX_FN_LINES) {
             found.push(format!("{}:{line}: fn {name} is {n} lines", file.display()));
         }
@@ -328,7 +339,7 @@ fn no_kir_is_spelt_outside_the_printer() {
     }
     assert!(!re.is_match(r#"format!("kernel @{}: task @{}: no field @{name}", k, t)"#), "the check itself");
     let mut found = Vec::new();
-    for file in files("src", &["rs"]).into_iter().chain(files("tools", &["rs"])) {
+    for file in sources(&["rs"]).into_iter().chain(files("tools", &["rs"])) {
         let name = file.file_name().unwrap().to_str().unwrap();
         if file == Path::new("src/printer.rs") || name == "tests.rs" || name.ends_with("_tests.rs") {
             continue;
@@ -340,4 +351,56 @@ fn no_kir_is_spelt_outside_the_printer() {
         }
     }
     assert!(found.is_empty(), "KIR spelt outside the printer (build IR with ir::Builder): {found:#?}");
+}
+
+/// The packages the normal and build dependencies of `package` reach in
+/// the workspace's resolved graph (`cargo metadata`), by name.
+fn dependency_closure(metadata: &serde_json::Value, package: &str) -> BTreeSet<String> {
+    let name_of = |id: &str| id_name(metadata, id);
+    let nodes = metadata["resolve"]["nodes"].as_array().expect("cargo metadata resolves the graph");
+    let start = nodes.iter().find(|n| name_of(n["id"].as_str().unwrap()) == package).expect("the package");
+    let (mut seen, mut todo) = (BTreeSet::new(), vec![start]);
+    while let Some(node) = todo.pop() {
+        for dep in node["deps"].as_array().unwrap() {
+            let kinds = dep["dep_kinds"].as_array().unwrap();
+            if kinds.iter().all(|k| k["kind"].as_str() == Some("dev")) {
+                continue;
+            }
+            let id = dep["pkg"].as_str().unwrap();
+            if seen.insert(name_of(id)) {
+                todo.push(nodes.iter().find(|n| n["id"].as_str() == Some(id)).unwrap());
+            }
+        }
+    }
+    seen
+}
+
+/// A package's name from its id in `cargo metadata`'s output.
+fn id_name(metadata: &serde_json::Value, id: &str) -> String {
+    let packages = metadata["packages"].as_array().unwrap();
+    let p = packages.iter().find(|p| p["id"].as_str() == Some(id)).unwrap_or_else(|| panic!("no package {id}"));
+    p["name"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn the_llvm_wall_is_a_crate_boundary() {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--offline", "--manifest-path"])
+        .arg(root().join("Cargo.toml"))
+        .output()
+        .expect("run cargo metadata");
+    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
+    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let llvm = ["inkwell", "llvm-sys", "kiln-llvm", "kiln-codegen", "kiln-jit"];
+    let core = dependency_closure(&metadata, "kiln");
+    assert!(core.contains("blake3") && core.contains("redis"), "the check reads the graph: {core:?}");
+    let crossing: Vec<_> = llvm.iter().filter(|c| core.contains(**c)).collect();
+    assert!(crossing.is_empty(), "the LLVM-free core (and kiln-opt, kiln-key, ...) depends on {crossing:?}");
+    let jit = dependency_closure(&metadata, "kiln-jit");
+    assert!(jit.contains("inkwell") && jit.contains("kiln-llvm"), "{jit:?}");
+    assert!(!jit.contains("kiln-codegen"), "the JIT (and kiln-run) depends on the code generator");
+    assert!(
+        !dependency_closure(&metadata, "kiln-codegen").contains("kiln-jit"),
+        "the code generator depends on the JIT"
+    );
 }

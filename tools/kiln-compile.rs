@@ -5,17 +5,17 @@
 //! outputs. See `docs/tools/kiln-compile.md`.
 
 use clap::Parser;
-use kiln::cached;
-use kiln::codegen::{self, Compiler, Emit};
 use kiln::compile_protocol::{self as protocol, Requested, Wanted};
 use kiln::config::CompileConfig;
-use kiln::fill;
 use kiln::ir::Module;
 use kiln::settings::{self, Settings};
 use kiln::stats::RunReport;
-use kiln::target::Override;
 use kiln::tool::{self, ToolError};
 use kiln::trace;
+use kiln_codegen::fill;
+use kiln_codegen::{Compiler, Emit};
+use kiln_llvm::session;
+use kiln_llvm::target::Override;
 use rayon::prelude::*;
 use std::io::{IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -181,7 +181,7 @@ const MANUAL: kiln::manual::Manual = kiln::manual::Manual {
 
 const SPEC: tool::ToolSpec = tool::ToolSpec {
     name: "kiln-compile",
-    version: || kiln::version::text("kiln-compile", Some(kiln::target::host_facts())),
+    version: || kiln::version::text("kiln-compile", Some(kiln_llvm::target::host_facts())),
     manual: &MANUAL,
 };
 
@@ -196,9 +196,9 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     let setup = trace::span("phase", "setup", trace::WHOLE_INPUT);
     let cpu = Override { value: cli.target_cpu.as_deref(), source: "--target-cpu" };
     let features = Override { value: cli.target_features.as_deref(), source: "--target-features" };
-    let target = match kiln::target::resolve(cpu, features) {
+    let target = match kiln_llvm::target::resolve(cpu, features) {
         Ok(t) => t,
-        Err(e) => return tool::target_error(e),
+        Err(e) => return kiln_llvm::target::tool_error(e),
     };
     if cli.print_target {
         let text = format!("triple: {}\ncpu: {}\nfeatures: {}\n", target.triple, target.cpu, target.features);
@@ -311,7 +311,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
 
 /// Compiles one output of the request: a task's object, or a function
 /// record's.
-fn emit_output(u: &Requested, compiler: &Compiler, emit: Emit) -> Result<Vec<u8>, codegen::CodegenError> {
+fn emit_output(u: &Requested, compiler: &Compiler, emit: Emit) -> Result<Vec<u8>, kiln_llvm::CodegenError> {
     match &u.record {
         Some(key) => compiler.emit_function(u.module, key, emit).map(|(b, _)| b),
         None => compiler.emit_task(u.module, emit).map(|(b, _)| b),
@@ -337,7 +337,7 @@ fn fill_cache(
     let settings = Settings::load(&flags)?;
     tool::warn_ignored_config(&settings);
     let remote = kiln::remote::RemoteSettings::from_settings(&settings).map_err(|e| ToolError::Usage(e.to_string()))?;
-    let session = cached::Session::open(dir, &compiler.target, &settings, remote).map_err(ToolError::msg)?;
+    let session = session::Session::open(dir, &compiler.target, &settings, remote).map_err(ToolError::msg)?;
     let (store, remote, flight) = (&session.store, session.remote.as_ref(), session.flight);
     let pool = thread_pool(cli)?;
     let progress = task_progress(cli, tasks.len());

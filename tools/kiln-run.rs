@@ -5,14 +5,14 @@
 //! arguments and reads and writes fields. See `docs/tools/kiln-run.md`.
 
 use clap::{Parser, ValueEnum};
-use kiln::codegen::HostTarget;
 use kiln::exec::{self, Engine, Fields};
 use kiln::ir::{Const, Kernel, Stream};
 use kiln::settings::{self, Settings};
 use kiln::stats::{RunReport, RunStats};
-use kiln::target::Override;
 use kiln::tool::{self, ToolError};
 use kiln::trace;
+use kiln_llvm::target::Override;
+use kiln_llvm::HostTarget;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -182,7 +182,7 @@ const MANUAL: kiln::manual::Manual = kiln::manual::Manual {
 
 const SPEC: tool::ToolSpec = tool::ToolSpec {
     name: "kiln-run",
-    version: || kiln::version::text("kiln-run", Some(kiln::target::host_facts())),
+    version: || kiln::version::text("kiln-run", Some(kiln_llvm::target::host_facts())),
     manual: &MANUAL,
 };
 
@@ -194,7 +194,7 @@ fn main() -> ExitCode {
 enum Runner {
     Interp(kiln::interp::Interpreter),
     /// The engine, and the cache root and scope it uses (if any).
-    Jit(Box<kiln::jit::engine::JitEngine>, Option<(String, String)>),
+    Jit(Box<kiln_jit::engine::JitEngine>, Option<(String, String)>),
 }
 
 /// The target of the jit engine: this host, or the CPU and features of
@@ -206,7 +206,7 @@ fn resolve_target(settings: &Settings) -> Result<HostTarget, ToolError> {
     let (cpu_at, features_at) = (cpu.source.location("target_cpu"), features.source.location("target_features"));
     let cpu = Override { value: cpu.value.as_deref(), source: &cpu_at };
     let features = Override { value: features.value.as_deref(), source: &features_at };
-    kiln::target::resolve(cpu, features).or_else(tool::target_error)
+    kiln_llvm::target::resolve(cpu, features).or_else(kiln_llvm::target::tool_error)
 }
 
 /// The engine for `cli` and `target` (the interpreter has none), and a
@@ -217,8 +217,8 @@ fn make_engine(
     target: Option<HostTarget>,
     progress: &std::sync::Arc<tool::TaskProgress>,
 ) -> Result<(Runner, Option<String>), ToolError> {
-    use kiln::codegen::CompileProcess;
-    use kiln::jit::engine::{JitEngine, JitPath};
+    use kiln_jit::engine::{JitEngine, JitPath};
+    use kiln_llvm::CompileProcess;
     let Some(target) = target else {
         let interp = kiln::interp::Interpreter {
             order: cli.iteration_order.unwrap_or_default(),
@@ -235,9 +235,9 @@ fn make_engine(
     // The compiler process reports each task it compiles: the same
     // progress as kiln-compile's, on a terminal.
     let p = std::sync::Arc::clone(progress);
-    let compiler = compiler.with_progress(kiln::codegen::ProgressHook(std::sync::Arc::new(move |event| match event {
-        kiln::codegen::Progress::Started(n) => p.add(n),
-        kiln::codegen::Progress::Done => p.done(),
+    let compiler = compiler.with_progress(kiln_llvm::ProgressHook(std::sync::Arc::new(move |event| match event {
+        kiln_llvm::Progress::Started(n) => p.add(n),
+        kiln_llvm::Progress::Done => p.done(),
     })));
     let threads = kiln::cli::thread_count(cli.threads);
     let path = if cli.no_cache { JitPath::WholeKernel } else { JitPath::PerTask };
@@ -256,12 +256,13 @@ fn make_engine(
 /// read-only file system, a directory that is not a cache): such a cache
 /// never fails a run, which goes on without it and says so once.
 fn attach_cache(
-    engine: &mut kiln::jit::engine::JitEngine,
+    engine: &mut kiln_jit::engine::JitEngine,
     settings: &Settings,
     target: &HostTarget,
     remote: Option<kiln::remote::RemoteSettings>,
 ) -> (Option<(String, String)>, Option<String>) {
-    use kiln::cached::{CachedTasks, Session};
+    use kiln_jit::cached::CachedTasks;
+    use kiln_llvm::session::Session;
     let opened = settings.cache_root().and_then(|dir| Session::open(&dir, target, settings, remote));
     match opened {
         Ok(session) => {
@@ -270,7 +271,7 @@ fn attach_cache(
             (Some(root), None)
         }
         Err(e) => {
-            engine.path = kiln::jit::engine::JitPath::WholeKernel;
+            engine.path = kiln_jit::engine::JitPath::WholeKernel;
             (None, Some(format!("{e}; running without a cache")))
         }
     }

@@ -2,7 +2,6 @@
 //! uses some of them, so the others are dead code there.
 #![allow(dead_code)]
 
-pub mod accuracy;
 pub mod kernelgen;
 pub mod racegen;
 pub mod redis_server;
@@ -13,10 +12,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use walkdir::WalkDir;
 
+/// The workspace's root (where `Cargo.lock` is): the tests of the LLVM
+/// crates include this module too, from their own package's directory.
+pub fn repo() -> &'static Path {
+    let package = Path::new(env!("CARGO_MANIFEST_DIR"));
+    package.ancestors().find(|d| d.join("Cargo.lock").is_file()).expect("the package is in the workspace")
+}
+
 /// Every `.kir` file under `testdata/` and `lit-tests/`, sorted by path,
 /// leaving out lit's scratch directories (copies and outputs, not tests).
 pub fn kir_files() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = repo();
     let mut files = Vec::new();
     for dir in ["testdata", "lit-tests"] {
         for entry in WalkDir::new(root.join(dir)).sort_by_file_name() {
@@ -75,7 +81,7 @@ pub fn ok(mut c: Command) -> Output {
 /// `kiln-key -O0 FILE` run with `tool`: every task's name (without `@`)
 /// and key, in stream order.
 pub fn kiln_key_tasks(home: &Path, file: &Path) -> Vec<(String, kiln::cache::record::Key)> {
-    let mut c = tool(env!("CARGO_BIN_EXE_kiln-key"), home);
+    let mut c = tool(concat!(env!("KILN_BINARIES_DIR"), "/kiln-key"), home);
     c.arg(file).arg("-O0");
     String::from_utf8(ok(c).stdout)
         .unwrap()
@@ -107,7 +113,7 @@ pub fn cap_memory(c: &mut Command, bytes: u64) {
 /// The text `scripts/gen-scale.py DIMENSION N` writes: the scaling
 /// benchmark's inputs, which the scaling tests run too.
 pub fn gen_scale(dimension: &str, n: usize) -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gen-scale.py");
+    let script = repo().join("scripts/gen-scale.py");
     let out = Command::new("python3").arg(script).arg(dimension).arg(n.to_string()).output().expect("python3");
     assert!(out.status.success(), "gen-scale.py {dimension} {n}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).expect("UTF-8")
@@ -131,7 +137,10 @@ pub fn lock_files(dir: &Path) -> usize {
 
 /// The directory of the freshly built tools.
 pub fn bin_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_kiln-opt")).parent().expect("binaries have a directory").to_path_buf()
+    Path::new(concat!(env!("KILN_BINARIES_DIR"), "/kiln-opt"))
+        .parent()
+        .expect("binaries have a directory")
+        .to_path_buf()
 }
 
 /// Runs `cmd` with bash (`pipefail` on) in `dir`, as a user would after the

@@ -58,7 +58,7 @@ enum EngineKind {
 }
 
 enum Runner {
-    Jit(Box<kiln::jit::engine::JitEngine>, Option<(String, String)>),
+    Jit(Box<kiln_jit::engine::JitEngine>, Option<(String, String)>),
     Interp(kiln::interp::Interpreter),
 }
 
@@ -374,19 +374,19 @@ fn make_runner(key: &RunnerKey) -> Result<(Runner, Option<String>), String> {
         let (check_races, denormals) = (key.check_races, key.config.denormals);
         return Ok((Runner::Interp(kiln::interp::Interpreter { order, check_races, denormals }), None));
     }
-    use kiln::jit::engine::{JitEngine, JitPath};
-    let target = kiln::codegen::HostTarget::detect().map_err(|e| e.message)?;
-    let compiler = kiln::codegen::Compiler::new(key.config.clone(), target.clone()).map_err(|e| e.message)?;
+    use kiln_jit::engine::{JitEngine, JitPath};
+    let target = kiln_llvm::HostTarget::detect().map_err(|e| e.message)?;
+    let compiler = kiln_codegen::Compiler::new(key.config.clone(), target.clone()).map_err(|e| e.message)?;
     let mut engine = JitEngine::new(compiler, JitPath::PerTask, key.threads).map_err(|e| e.message)?;
     let remote = kiln::remote::RemoteSettings::from_settings(&settings).map_err(|e| e.to_string())?;
     let session = settings.cache_root().and_then(|root| {
-        let session = kiln::cached::Session::open(&root, &target, &settings, remote)?;
+        let session = kiln_llvm::session::Session::open(&root, &target, &settings, remote)?;
         Ok((root, session))
     });
     match session {
         Ok((root, session)) => {
             let scope = (root.display().to_string(), session.store.scope_name().to_string());
-            engine.set_provider(Box::new(kiln::cached::CachedTasks::of_session(session)));
+            engine.set_provider(Box::new(kiln_jit::cached::CachedTasks::of_session(session)));
             Ok((Runner::Jit(Box::new(engine), Some(scope)), None))
         }
         Err(e) => Ok((Runner::Jit(Box::new(engine), None), Some(format!("kiln: running without the cache: {e}")))),

@@ -1,0 +1,715 @@
+//! The JIT engine of `kiln-run`: runs a kernel of a split stream by
+//! loading its tasks, one dylib per task (the per-task path, where a
+//! [`TaskProvider`] decides where a task's object comes from: compiled
+//! now, or read from the cache), or all of them in one dylib (the
+//! whole-kernel path).
+//!
+//! Owns: [`JitEngine`], its [`TaskProvider`] hook and its [`JitStats`].
+//!
+//! Must never: touch the cache directly (a provider does), or print.
+
+use super::runtime::{self, LaunchNames};
+use super::{Jit, JitError, LoadedFunction, LoadedTask};
+use kiln::config::MetaKind;
+use kiln::exec::{Engine, Fields, RunError};
+use kiln::ir::{Const, Item, Kernel, Module, Scalar, Stream, TaskItem};
+use kiln::key::functions::{FuncPlan, NeededRecord};
+use kiln::key::Key;
+use kiln_llvm::{self, Backend, CodegenError, CompiledTask};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Which compiled form a kernel runs from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JitPath {
+    /// Each task its own object and dylib (the cacheable form).
+    PerTask,
+    /// All tasks of a kernel in one module, one object, one dylib.
+    WholeKernel,
+}
+
+/// Counters of one engine (for `kiln-run --stats`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JitStats {
+    /// Task launches seen.
+    pub launches: u64,
+    /// Task objects loaded (per-task path).
+    pub tasks_loaded: u64,
+    /// The counters `--stats` reports.
+    pub run: kiln::stats::RunStats,
+    /// Cache problems the run survived (a record that could not be
+    /// written, a shard that could not be read): the tool shows them.
+    pub warnings: Vec<String>,
+    /// The remote tier's URL (password redacted) and counters, when one
+    /// is configured.
+    pub remote: Option<(String, kiln::remote::RemoteStats)>,
+}
+
+impl JitStats {
+    /// Tasks made ready to launch, on either path.
+    pub fn tasks(&self) -> u64 {
+        self.tasks_loaded + self.run.whole_kernel_tasks
+    }
+
+    /// The `--stats` report of this engine's run; `cache` is the root and
+    /// scope of its store, if it had one.
+    pub fn report(&self, cache: Option<(String, String)>) -> kiln::stats::RunReport {
+        kiln::stats::RunReport { cache, tasks: self.tasks(), run: self.run.clone(), remote: self.remote.clone() }
+    }
+}
+
+/// Where the per-task path gets a loaded task from. The default,
+/// [`CompileAndLoad`], compiles every task; the cache supplies another
+/// that looks the object up first.
+pub trait TaskProvider: Send {
+    /// A loaded task for the per-task module `module` (whose task item is
+    /// named `task`), updating `stats`.
+    fn provide(
+        &mut self,
+        jit: &Jit,
+        backend: &dyn Backend,
+        module: &Module,
+        task: &str,
+        stats: &mut JitStats,
+    ) -> Result<LoadedTask, ProvideError>;
+
+    /// Called with a kernel's task modules not loaded yet, before the
+    /// first [`TaskProvider::provide`] of them: a provider may look them
+    /// up together (the remote tier's one round trip per kernel) and
+    /// compile the ones it lacks together (one `kiln-compile` process per
+    /// kernel, see [`kiln_llvm::CompileProcess`]).
+    fn prefetch(&mut self, _backend: &dyn Backend, _modules: &[&Module], _stats: &mut JitStats) {}
+
+    /// Called when [`JitEngine::prepare`] has made a kernel's tasks ready:
+    /// a provider may start work it held back until then (the cache's
+    /// local writes of records the remote returned).
+    fn ready(&mut self, _stats: &mut JitStats) {}
+
+    /// Completes work left running in the background (the cache's record
+    /// writes) and counts it in `stats`.
+    fn finish(&mut self, _stats: &mut JitStats) {}
+}
+
+/// Why a task could not be made ready.
+#[derive(Debug)]
+pub enum ProvideError {
+    Codegen(CodegenError),
+    Jit(JitError),
+    Other(String),
+}
+
+impl std::fmt::Display for ProvideError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProvideError::Codegen(e) => write!(f, "{e}"),
+            ProvideError::Jit(e) => write!(f, "{e}"),
+            ProvideError::Other(e) => f.write_str(e),
+        }
+    }
+}
+
+/// What a provider's [`TaskProvider::prefetch`] made for each of its
+/// modules, for the [`TaskProvider::provide`] calls that follow. The
+/// engine provides the prefetched modules in prefetch's order while the
+/// kernel's stream is borrowed, so a module is found at the front by its
+/// address, and nothing is printed or hashed again; a module not found
+/// there is worked out afresh by the provider.
+#[derive(Debug)]
+pub struct Prefetched<T> {
+    queue: VecDeque<(usize, T)>,
+}
+
+impl<T> Default for Prefetched<T> {
+    fn default() -> Self {
+        Prefetched { queue: VecDeque::new() }
+    }
+}
+
+impl<T> Prefetched<T> {
+    /// Forgets everything (a new prefetch, or the kernel is ready).
+    pub fn clear(&mut self) {
+        self.queue.clear();
+    }
+
+    /// Keeps `value` for `module`, after the ones kept before.
+    pub fn push(&mut self, module: &Module, value: T) {
+        self.queue.push_back((address(module), value));
+    }
+
+    /// The value kept for `module`, when it is the next one.
+    pub fn take(&mut self, module: &Module) -> Option<T> {
+        let next = self.queue.front().is_some_and(|(a, _)| *a == address(module));
+        next.then(|| self.queue.pop_front().map(|(_, v)| v)).flatten()
+    }
+}
+
+/// What names a value while it is borrowed: its address (only compared,
+/// never followed).
+fn address<T>(x: &T) -> usize {
+    x as *const T as usize
+}
+
+/// Where a provider gets the objects of the function records
+/// (`kiln::key::functions`) a task needs and the session has not loaded.
+pub trait RecordSource {
+    /// One object per record of `wanted` (records of one per-task module,
+    /// callees first). With `fresh`, compiled whatever a store holds: the
+    /// copy given before failed to load.
+    fn objects(
+        &mut self,
+        backend: &dyn Backend,
+        wanted: &[NeededRecord<'_>],
+        fresh: bool,
+        stats: &mut JitStats,
+    ) -> Vec<Result<Vec<u8>, ProvideError>>;
+
+    /// The object given for `key` loaded: a source may now store it.
+    fn loaded(&mut self, _key: &Key, _stats: &mut JitStats) {}
+}
+
+/// Compiles every record asked for.
+struct CompileRecords;
+
+impl RecordSource for CompileRecords {
+    fn objects(
+        &mut self,
+        backend: &dyn Backend,
+        wanted: &[NeededRecord<'_>],
+        _fresh: bool,
+        stats: &mut JitStats,
+    ) -> Vec<Result<Vec<u8>, ProvideError>> {
+        compile_records(backend, wanted, stats).into_iter().map(|r| r.map(|c| c.object)).collect()
+    }
+}
+
+/// Compiles records, counting them.
+pub fn compile_records(
+    backend: &dyn Backend,
+    wanted: &[NeededRecord<'_>],
+    stats: &mut JitStats,
+) -> Vec<Result<CompiledTask, ProvideError>> {
+    let compiled = backend.compile_functions(wanted);
+    for c in compiled.iter().flatten() {
+        stats.run.functions_compiled += 1;
+        stats.run.compile_time += c.compile_time;
+    }
+    compiled.into_iter().map(|r| r.map_err(ProvideError::Codegen)).collect()
+}
+
+/// Loads into `jit` the function records the task of `module` needs, each
+/// once per session (callees first, each linked to the records it calls),
+/// and returns the ones the task's object declares, to link it to.
+pub fn ready_functions(
+    jit: &Jit,
+    backend: &dyn Backend,
+    module: &Module,
+    source: &mut dyn RecordSource,
+    stats: &mut JitStats,
+) -> Result<Vec<LoadedFunction>, ProvideError> {
+    let Some(task) = module.tasks().next() else { return Ok(Vec::new()) };
+    let plan = FuncPlan::of(module, backend.config());
+    let needed = plan.records_needed(&task.body);
+    let missing: Vec<NeededRecord> = needed
+        .iter()
+        .map(|&i| &plan.funcs[i])
+        .filter(|f| jit.function(&f.key).is_none())
+        .map(|f| NeededRecord::of(module, f))
+        .collect();
+    if !missing.is_empty() {
+        let objects = source.objects(backend, &missing, false, stats);
+        for (r, object) in missing.iter().zip(objects) {
+            load_record(jit, backend, &plan, r, object?, source, stats)?;
+        }
+    }
+    let declared = plan.task_object(&task.body).declared;
+    linked(jit, &plan, &declared)
+}
+
+/// The loaded records of `indices` of `plan`.
+fn linked(jit: &Jit, plan: &FuncPlan<'_>, indices: &[usize]) -> Result<Vec<LoadedFunction>, ProvideError> {
+    let find = |&i: &usize| {
+        let f = &plan.funcs[i];
+        jit.function(&f.key)
+            .ok_or_else(|| ProvideError::Other(format!("function record @{} is not loaded", f.func.name)))
+    };
+    indices.iter().map(find).collect()
+}
+
+/// Loads record `r` from `object`; an object that does not load is asked
+/// for afresh once.
+fn load_record(
+    jit: &Jit,
+    backend: &dyn Backend,
+    plan: &FuncPlan<'_>,
+    r: &NeededRecord<'_>,
+    object: Vec<u8>,
+    source: &mut dyn RecordSource,
+    stats: &mut JitStats,
+) -> Result<(), ProvideError> {
+    let i = plan.index(&r.name).ok_or_else(|| ProvideError::Other(format!("no function @{}", r.name)))?;
+    let deps = linked(jit, plan, &plan.record_object(i).declared)?;
+    let meta = &r.meta;
+    let t0 = Instant::now();
+    if jit.load_function(&r.key, &r.name, &object, meta, &deps).is_err() {
+        // A damaged or unloadable record: compiled afresh, once.
+        stats.run.corrupt_replaced += 1;
+        let again = source.objects(backend, std::slice::from_ref(r), true, stats).pop();
+        let object = again.unwrap_or_else(|| Err(ProvideError::Other("the compiler returned no object".into())))?;
+        jit.load_function(&r.key, &r.name, &object, meta, &deps).map_err(ProvideError::Jit)?;
+    }
+    stats.run.load_time += t0.elapsed();
+    source.loaded(&r.key, stats);
+    Ok(())
+}
+
+/// Compiles each task and loads it (no cache): a kernel's tasks are
+/// compiled together when it is prepared.
+#[derive(Debug, Default)]
+pub struct CompileAndLoad {
+    /// Compiled by [`TaskProvider::prefetch`], not loaded yet.
+    compiled: Prefetched<Result<CompiledTask, CodegenError>>,
+}
+
+impl TaskProvider for CompileAndLoad {
+    fn provide(
+        &mut self,
+        jit: &Jit,
+        backend: &dyn Backend,
+        module: &Module,
+        task: &str,
+        stats: &mut JitStats,
+    ) -> Result<LoadedTask, ProvideError> {
+        let compiled = self.compiled.take(module);
+        let c = compiled.unwrap_or_else(|| backend.compile_task(module)).map_err(ProvideError::Codegen)?;
+        stats.run.compiled += 1;
+        stats.run.compile_time += c.compile_time;
+        let deps = ready_functions(jit, backend, module, &mut CompileRecords, stats)?;
+        let t0 = Instant::now();
+        let t = jit.load_task_with(task, &c.object, &c.meta, &deps).map_err(ProvideError::Jit)?;
+        stats.tasks_loaded += 1;
+        stats.run.load_time += t0.elapsed();
+        Ok(t)
+    }
+
+    fn prefetch(&mut self, backend: &dyn Backend, modules: &[&Module], _stats: &mut JitStats) {
+        self.compiled.clear();
+        for (m, c) in modules.iter().zip(backend.compile_tasks(modules)) {
+            self.compiled.push(m, c);
+        }
+    }
+}
+
+/// A kernel file split by the default pipeline: its text, its statements'
+/// spans (the split stream's spans locate run-time errors, so a file that
+/// prints the same but is laid out otherwise is split again) and the split
+/// stream.
+struct Split {
+    text: String,
+    spans: Vec<(u32, u32)>,
+    stream: Arc<Stream>,
+    /// Every kernel's launches in `stream`, indexed once.
+    launches: kiln::plan::LaunchTable,
+}
+
+/// Runs kernels through the JIT.
+pub struct JitEngine {
+    pub jit: Jit,
+    pub backend: Box<dyn Backend>,
+    pub path: JitPath,
+    pub stats: JitStats,
+    provider: Box<dyn TaskProvider>,
+    /// Threads for parallel tasks, and their pool once a parallel task
+    /// has been launched (a run of serial tasks never starts it).
+    threads: usize,
+    pool: Option<rayon::ThreadPool>,
+    /// Loaded tasks by the digest of their module's canonical text
+    /// (per-task path): a digest, not the text, so that what the session
+    /// keeps is a few bytes per task however many functions its module
+    /// holds a copy of.
+    tasks: HashMap<TextDigest, LoadedTask>,
+    /// Loaded kernels by the digest of their launched modules' texts and
+    /// launch order (whole-kernel path).
+    kernels: HashMap<TextDigest, Vec<LoadedTask>>,
+    /// The last kernel file split by the default pipeline.
+    split: Option<Split>,
+    /// While [`Engine::run_kernels`] runs, the one stream it was given
+    /// (borrowed for the whole batch, so its address names it there):
+    /// `split` known to be its split, and its own launch table once asked.
+    batch: Option<Batch>,
+}
+
+/// What a batch of runs of one stream works out once, not once per run.
+struct Batch {
+    /// The stream's address: what names it while the batch runs (only
+    /// compared, never followed).
+    stream: usize,
+    split_checked: bool,
+    launches: Option<kiln::plan::LaunchTable>,
+}
+
+impl JitEngine {
+    /// An engine running parallel tasks on `threads` threads (1: all on
+    /// the calling thread); the threads start with the first parallel task.
+    pub fn new(backend: impl Backend + 'static, path: JitPath, threads: usize) -> Result<JitEngine, RunError> {
+        let jit = Jit::new().map_err(|e| RunError::new(e.to_string()))?;
+        Ok(JitEngine {
+            jit,
+            backend: Box::new(backend),
+            path,
+            stats: JitStats::default(),
+            provider: Box::<CompileAndLoad>::default(),
+            threads,
+            pool: None,
+            tasks: HashMap::new(),
+            kernels: HashMap::new(),
+            split: None,
+            batch: None,
+        })
+    }
+
+    /// Runs parallel tasks on `threads` threads from now on (loaded tasks
+    /// stay loaded).
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), RunError> {
+        self.threads = threads;
+        self.pool = None;
+        Ok(())
+    }
+
+    /// The per-task form of `stream` for `kernel`: `None` when the kernel
+    /// is already split (a sequence of launches), else
+    /// [`kiln::passes::to_task_stream`]'s result (cached for the last
+    /// stream seen).
+    pub fn split(&mut self, stream: &Stream, kernel: &str) -> Result<Option<Arc<Stream>>, RunError> {
+        let (_, k) = self.find_kernel(stream, kernel)?;
+        if !kiln::passes::task_form::is_unsplit(k) {
+            return Ok(None);
+        }
+        if let (Some(b), Some(s)) = (&self.batch, &self.split) {
+            if b.split_checked && b.stream == address(stream) {
+                return Ok(Some(s.stream.clone()));
+            }
+        }
+        let split = self.split_anew(stream)?;
+        if let Some(b) = self.batch.as_mut().filter(|b| b.stream == address(stream)) {
+            b.split_checked = true;
+        }
+        Ok(Some(split))
+    }
+
+    /// The split of `stream`: the cached one if its text and spans are the
+    /// same, else a new one.
+    fn split_anew(&mut self, stream: &Stream) -> Result<Arc<Stream>, RunError> {
+        let text = stream.to_string();
+        let spans = stmt_spans(stream);
+        if let Some(s) = &self.split {
+            if s.text == text && s.spans == spans {
+                return Ok(s.stream.clone());
+            }
+        }
+        let s = kiln::passes::to_task_stream(stream.clone()).map_err(|ds| {
+            let msgs: Vec<String> = ds.0.iter().map(|d| d.message.clone()).collect();
+            RunError::new(format!("cannot split the kernels into tasks: {}", msgs.join("; ")))
+        })?;
+        let s = Arc::new(s);
+        let launches = kiln::plan::LaunchTable::new(&s);
+        self.split = Some(Split { text, spans, stream: s.clone(), launches });
+        Ok(s)
+    }
+
+    /// Replaces where the per-task path gets its tasks from (the cache).
+    pub fn set_provider(&mut self, p: Box<dyn TaskProvider>) {
+        self.provider = p;
+    }
+
+    /// Waits for the provider's background work (records being written)
+    /// and completes the counters; call it before reading `stats` at the
+    /// end of a run.
+    pub fn finish(&mut self) {
+        self.provider.finish(&mut self.stats);
+    }
+
+    /// Ends the engine of a process about to exit, leaving the JIT's
+    /// session and its loaded code to the exit: clearing each dylib and
+    /// ending the session only give back memory the exit gives back anyway
+    /// (a quarter of a millisecond of a warm `kiln-run`). The rest (the
+    /// compiler process, the cache provider, the pool) ends as a drop ends
+    /// it; call [`JitEngine::finish`] first.
+    pub fn end_for_exit(self) {
+        let JitEngine { jit, tasks, kernels, .. } = self;
+        std::mem::forget((jit, tasks, kernels));
+    }
+
+    /// The table of `stream`'s kernels and launches: the split's when
+    /// `stream` is the split this engine made, the batch's (made at the
+    /// first ask) when it is the batch's stream; `None` for any other
+    /// stream, which a lookup then scans.
+    fn table(&mut self, stream: &Stream) -> Option<&kiln::plan::LaunchTable> {
+        match (&self.split, self.batch.as_mut()) {
+            (Some(s), _) if std::ptr::eq(stream, &*s.stream) => Some(&s.launches),
+            (_, Some(b)) if b.stream == address(stream) => {
+                Some(b.launches.get_or_insert_with(|| kiln::plan::LaunchTable::new(stream)))
+            }
+            _ => None,
+        }
+    }
+
+    /// The launched task items of `kernel`, in order.
+    fn launched<'s>(&mut self, stream: &'s Stream, kernel: &str) -> Result<Vec<(&'s Module, &'s TaskItem)>, RunError> {
+        let found = match self.table(stream) {
+            Some(t) => t.launched(stream, kernel),
+            None => kiln::plan::launched_tasks(stream, kernel),
+        };
+        found.map_err(|e| RunError::new(e.message))
+    }
+
+    /// The first kernel named `kernel` in `stream`, with its module.
+    fn find_kernel<'s>(&mut self, stream: &'s Stream, kernel: &str) -> Result<(&'s Module, &'s Kernel), RunError> {
+        let found = match self.table(stream) {
+            Some(t) => t.kernel(stream, kernel),
+            None => stream.modules.iter().find_map(|m| Some((m, m.kernel(kernel)?))),
+        };
+        found.ok_or_else(|| RunError::new(format!("no kernel @{kernel}")))
+    }
+
+    /// The loaded tasks of a kernel's launches, in order (loading what is
+    /// not loaded yet).
+    pub fn prepare(&mut self, stream: &Stream, kernel: &str) -> Result<Vec<LoadedTask>, RunError> {
+        let launched = self.launched(stream, kernel)?;
+        self.prepare_launched(stream, kernel, &launched)
+    }
+
+    /// [`JitEngine::prepare`] of the task items `kernel` launches, already
+    /// looked up.
+    fn prepare_launched(
+        &mut self,
+        stream: &Stream,
+        kernel: &str,
+        launched: &[(&Module, &TaskItem)],
+    ) -> Result<Vec<LoadedTask>, RunError> {
+        match self.path {
+            JitPath::PerTask => {
+                let (digests, text_of) = module_digests(launched);
+                // Each module not loaded yet, once (a kernel may launch a
+                // task twice).
+                let mut seen = std::collections::HashSet::new();
+                let fresh: Vec<&Module> = launched
+                    .iter()
+                    .zip(&text_of)
+                    .filter(|(_, &i)| seen.insert(i) && !self.tasks.contains_key(&digests[i]))
+                    .map(|((m, _), _)| *m)
+                    .collect();
+                if !fresh.is_empty() {
+                    self.provider.prefetch(&*self.backend, &fresh, &mut self.stats);
+                }
+                // Each distinct module looked up (its text hashed) once.
+                let mut ready: Vec<Option<LoadedTask>> = digests.iter().map(|d| self.tasks.get(d).cloned()).collect();
+                let mut out = Vec::with_capacity(launched.len());
+                for (&(m, t), &i) in launched.iter().zip(&text_of) {
+                    if let Some(l) = &ready[i] {
+                        out.push(l.clone());
+                        continue;
+                    }
+                    let l = self
+                        .provider
+                        .provide(&self.jit, &*self.backend, m, &t.name, &mut self.stats)
+                        .map_err(|e| RunError::new(format!("kernel @{kernel}, task @{}: {e}", t.name)))?;
+                    self.tasks.insert(digests[i], l.clone());
+                    ready[i] = Some(l.clone());
+                    out.push(l);
+                }
+                self.provider.ready(&mut self.stats);
+                Ok(out)
+            }
+            JitPath::WholeKernel => {
+                // The distinct modules' texts and the order they are
+                // launched in: a task launched n times is in it once.
+                let (digests, text_of) = module_digests(launched);
+                let mut h = blake3::Hasher::new();
+                for d in &digests {
+                    h.update(d.as_bytes());
+                }
+                for &i in &text_of {
+                    h.update(&(i as u64).to_le_bytes());
+                }
+                let key = h.finalize();
+                if let Some(ls) = self.kernels.get(&key) {
+                    return Ok(ls.clone());
+                }
+                let ls = if launched.is_empty() {
+                    Vec::new()
+                } else {
+                    let own = kernel_stream(self.find_kernel(stream, kernel)?, launched);
+                    let c = self
+                        .backend
+                        .compile_kernel(&own, kernel)
+                        .map_err(|e| RunError::new(format!("kernel @{kernel}: {e}")))?;
+                    self.stats.run.compile_time += c.compile_time;
+                    let t0 = Instant::now();
+                    let ls = self
+                        .jit
+                        .load_kernel(kernel, &c.object, &c.launches)
+                        .map_err(|e| RunError::new(format!("kernel @{kernel}: {e}")))?;
+                    self.stats.run.load_time += t0.elapsed();
+                    self.stats.run.whole_kernel_tasks += ls.len() as u64;
+                    ls
+                };
+                self.kernels.insert(key, ls.clone());
+                Ok(ls)
+            }
+        }
+    }
+}
+
+/// The stream of one kernel of a split stream: the modules of the tasks
+/// it launches, each once, in order of first launch, then its own module
+/// holding the kernel alone. A whole-kernel compile is given this, not the
+/// stream, so a program of many kernels costs what its kernels cost: a
+/// compiler process is sent, and parses, the kernel's own text.
+fn kernel_stream((module, kernel): (&Module, &Kernel), launched: &[(&Module, &TaskItem)]) -> Stream {
+    let mut seen = std::collections::HashSet::new();
+    let mut modules: Vec<Module> =
+        launched.iter().filter(|(m, _)| seen.insert(*m as *const Module)).map(|(m, _)| (*m).clone()).collect();
+    let items = vec![Item::Kernel(kernel.clone())];
+    modules.push(Module { name: module.name.clone(), items, span: module.span });
+    Stream { modules }
+}
+
+/// What names a loaded module in a session: the digest of its canonical
+/// text.
+type TextDigest = blake3::Hash;
+
+/// The digest of the canonical text of each distinct module of a kernel's
+/// launches, in order of first launch, and for each launch the index of
+/// its module's digest: a task launched many times is printed once, not
+/// once per launch (a 9,000-statement task launched 9,000 times was
+/// printed 9,000 times).
+fn module_digests(launched: &[(&Module, &kiln::ir::TaskItem)]) -> (Vec<TextDigest>, Vec<usize>) {
+    let mut digests = Vec::new();
+    let mut index: HashMap<*const Module, usize> = HashMap::new();
+    let text_of = launched
+        .iter()
+        .map(|&(m, _)| {
+            *index.entry(m as *const Module).or_insert_with(|| {
+                digests.push(blake3::hash(m.to_string().as_bytes()));
+                digests.len() - 1
+            })
+        })
+        .collect();
+    (digests, text_of)
+}
+
+/// The span of every statement of every body of `stream`, in order.
+fn stmt_spans(stream: &Stream) -> Vec<(u32, u32)> {
+    let bodies = stream.modules.iter().flat_map(|m| &m.items).filter_map(|item| match item {
+        Item::Func(f) => Some(&f.body),
+        Item::Kernel(k) => Some(&k.body),
+        Item::Task(t) => Some(&t.body),
+        Item::Field(_) => None,
+    });
+    bodies.flat_map(|b| b.stmts().iter().map(|s| (s.span.start, s.span.end))).collect()
+}
+
+/// The stack of each worker thread: 64 MiB, eight times a main thread's
+/// usual 8 MiB, so that what runs on the calling thread with `--threads 1`
+/// also runs on a worker: a call chain as deep as the verifier allows
+/// (`MAX_CALL_DEPTH`, 512) of functions with hundreds of parameters, at any
+/// `-O` (at `-O 0` every value has a stack slot). It is address space, not
+/// memory: pages are touched only as deep as the calls go.
+pub const WORKER_STACK: usize = 64 << 20;
+
+/// A pool of `threads` threads of [`WORKER_STACK`] each; none for one
+/// thread (chunks then run on the calling thread).
+fn make_pool(threads: usize) -> Result<Option<rayon::ThreadPool>, RunError> {
+    if threads <= 1 {
+        return Ok(None);
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("kiln-worker-{i}"))
+        .stack_size(WORKER_STACK)
+        .build()
+        .map(Some)
+        .map_err(|e| RunError::new(format!("cannot start {threads} threads: {e}")))
+}
+
+impl Engine for JitEngine {
+    /// The runs of one stream: the stream is split (or its split checked)
+    /// once, and its kernels' launches indexed once, for all of them.
+    fn run_kernels(&mut self, stream: &Stream, runs: &[(&str, &[Const])], fields: &mut Fields) -> Result<(), RunError> {
+        self.batch = Some(Batch { stream: address(stream), split_checked: false, launches: None });
+        let result = runs.iter().try_for_each(|(kernel, args)| self.run_kernel(stream, kernel, args, fields));
+        self.batch = None;
+        result
+    }
+
+    fn run_kernel(
+        &mut self,
+        stream: &Stream,
+        kernel: &str,
+        args: &[Const],
+        fields: &mut Fields,
+    ) -> Result<(), RunError> {
+        // Interrupted: no kernel is prepared or launched after it (its
+        // tool stores what was compiled and exits).
+        if let Some(sig) = kiln::interrupt::requested() {
+            return Err(RunError::new(format!("interrupted by signal {sig}")));
+        }
+        let split = self.split(stream, kernel)?;
+        let stream = split.as_deref().unwrap_or(stream);
+        let (_, k) = self.find_kernel(stream, kernel)?;
+        if args.len() != k.params.len() {
+            return Err(RunError::new(format!(
+                "kernel @{kernel} takes {} arguments, {} given",
+                k.params.len(),
+                args.len()
+            )));
+        }
+        let kparams: Vec<(&str, Scalar)> =
+            k.params.iter().zip(&k.body.params).map(|(p, v)| (k.body.name(*v), p.ty)).collect();
+        // The launched task items, looked up once: what `tasks` loads, in
+        // its order, and their names (a record may come from a task of
+        // another name) and where their statements are.
+        let launched = self.launched(stream, kernel)?;
+        let tasks = self.prepare_launched(stream, kernel, &launched)?;
+        // The kernel-scoped temporaries offload made exist for this run.
+        let used = tasks.iter().flat_map(|t| &t.meta.fields).map(|f| (f.name.as_str(), f.elem, f.shape.as_slice()));
+        let temps = fields.add_temporaries(used)?;
+        if self.pool.is_none() && tasks.iter().any(|t| !matches!(t.meta.kind, MetaKind::Serial)) {
+            self.pool = make_pool(self.threads)?;
+        }
+        let path = self.path;
+        let fp = self.backend.config().denormals;
+        let t0 = Instant::now();
+        let pool = self.pool.as_ref();
+        let launches = &mut self.stats.launches;
+        let mut run = || -> Result<(), RunError> {
+            for (t, &(m, item)) in tasks.iter().zip(&launched) {
+                let names = LaunchNames { kernel, task: &item.name };
+                let slots = runtime::param_slots(&t.meta, &kparams, args, names)?;
+                // The statement numbers of the object: one task module's,
+                // or the whole kernel's.
+                let locate = |n: u32| match path {
+                    JitPath::PerTask => kiln_llvm::sites::locate(&[(m, item)], n),
+                    JitPath::WholeKernel => kiln_llvm::sites::locate(&launched, n),
+                };
+                *launches += 1;
+                let _span = kiln::trace::span("launch", "launch", &item.name);
+                let on = runtime::RunOn { pool, denormals: fp };
+                runtime::launch(t.entry, &t.meta, names, &slots, fields, on, &locate)?;
+            }
+            Ok(())
+        };
+        // The kernel's launches are made from one of the pool's threads,
+        // which works on each launch's chunks too, so the pool stays awake
+        // between launches; made from this thread, each launch woke a
+        // sleeping worker and then this thread again.
+        let result = match pool {
+            Some(p) => p.install(run),
+            None => run(),
+        };
+        self.stats.run.run_time += t0.elapsed();
+        fields.drop_temporaries(temps);
+        result
+    }
+}

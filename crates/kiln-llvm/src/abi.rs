@@ -1,0 +1,191 @@
+//! The task ABI (`docs/runtime.md`): the context a task's entry receives
+//! and the error slot its code writes, as the Rust types the runtime fills
+//! and reads, and the member positions and byte offsets lowering uses,
+//! derived from those types.
+//!
+//! Owns: [`TaskContext`], [`ErrorSlot`], [`EntryFn`], the LLVM type of the
+//! context ([`context_type`]), its member positions (`CTX_*`, each checked
+//! at compile time against `offset_of!`), and the one runtime function objects
+//! call by name: the out-of-bounds reporter ([`OOB_REPORTER`],
+//! [`kiln_rt_oob`], the only writer of an [`ErrorSlot`]), which the JIT
+//! defines in every session ([`RUNTIME_SYMBOLS`]).
+//!
+//! Must never: hold a layout fact that is not checked against the Rust
+//! type it describes; change without the build identity changing (this
+//! file is one of its inputs); unwind out of the reporter.
+
+use inkwell::context::Context;
+use inkwell::types::StructType;
+use inkwell::AddressSpace;
+use kiln::ir::MAX_RANK;
+use std::mem::{offset_of, size_of};
+use std::sync::atomic::AtomicU32;
+
+/// A task's entry: `void kiln_task(const TaskContext *)`.
+pub type EntryFn = unsafe extern "C" fn(*const TaskContext);
+
+/// What a task entry receives.
+#[repr(C)]
+#[derive(Debug)]
+pub struct TaskContext {
+    /// Base pointers of the fields, in the order of `LaunchMeta::fields`.
+    pub fields: *const *mut u8,
+    /// The task's parameters as 64-bit slots, in the order of
+    /// `LaunchMeta::params`.
+    pub params: *const u64,
+    pub error: *mut ErrorSlot,
+    /// The chunk of linear iterations to run, `[begin, end)` (parallel
+    /// tasks; a serial task ignores them).
+    pub begin: i64,
+    pub end: i64,
+}
+
+/// Where compiled code reports the first run-time error of a launch.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct ErrorSlot {
+    /// 0: no error; 1: an error was recorded (the first wins, by a
+    /// compare-and-swap from 0 to 1).
+    pub state: AtomicU32,
+    /// The field's position in `LaunchMeta::fields`.
+    pub field: u32,
+    /// How many of `index` are set.
+    pub rank: u32,
+    /// The statement that failed, by its number in the object
+    /// (`kiln_llvm::sites`).
+    pub stmt: u32,
+    pub index: [i64; MAX_RANK],
+}
+
+/// The field number with which a failed `assert` reports through
+/// [`kiln_rt_oob`] (no field has it: a launch has fewer than `u32::MAX`
+/// fields); its `index` then holds the assert's values' bits, `rank` of
+/// them.
+pub const ASSERT_FIELD: u32 = u32::MAX;
+
+/// The symbol of the out-of-bounds reporter, [`kiln_rt_oob`], which every
+/// object with a bounds check declares and calls on a failed check.
+pub const OOB_REPORTER: &str = "kiln_rt_oob";
+
+/// The reporter's C signature: `void kiln_rt_oob(const TaskContext *ctx,
+/// uint32_t field, uint32_t rank, uint32_t stmt, const int64_t *index)`.
+pub type OobReporterFn = unsafe extern "C" fn(*const TaskContext, u32, u32, u32, *const i64);
+
+/// Reports a failed bounds check of the launch `ctx` belongs to: the
+/// first failure claims its error slot (a compare-and-swap of `state` from
+/// 0 to 1) and writes the field, the rank, the statement and the `rank`
+/// indices at `index` (at most `MAX_RANK` are read); a later failure
+/// changes nothing. One function of the runtime instead of a copy in every
+/// object: each copy was a function for LLVM to optimise and compile in
+/// every task (`docs/performance.md`, "Runs 29–31").
+///
+/// # Safety
+///
+/// `ctx` is the context the running entry received, whose `error` points
+/// to the launch's slot, and `index` holds `rank` readable `i64`s.
+pub unsafe extern "C" fn kiln_rt_oob(ctx: *const TaskContext, field: u32, rank: u32, stmt: u32, index: *const i64) {
+    use std::sync::atomic::Ordering::Relaxed;
+    // SAFETY: the caller's contract; the slot outlives the launch.
+    let slot = unsafe { (*ctx).error };
+    // The state is the slot's only member written by more than one thread;
+    // the rest is written by the winner alone and read after the launch.
+    // SAFETY: `slot` is the launch's live slot; its state is an atomic.
+    let state = unsafe { &*std::ptr::addr_of!((*slot).state) };
+    if state.compare_exchange(0, 1, Relaxed, Relaxed).is_err() {
+        return;
+    }
+    let n = (rank as usize).min(MAX_RANK);
+    // SAFETY: `slot` is valid and now this thread's to write; `index`
+    // holds `rank >= n` values.
+    unsafe {
+        std::ptr::addr_of_mut!((*slot).field).write(field);
+        std::ptr::addr_of_mut!((*slot).rank).write(n as u32);
+        std::ptr::addr_of_mut!((*slot).stmt).write(stmt);
+        std::ptr::copy_nonoverlapping(index, std::ptr::addr_of_mut!((*slot).index).cast::<i64>(), n);
+    }
+}
+
+/// The runtime functions the JIT defines in each session for objects to
+/// call, by symbol.
+pub const RUNTIME_SYMBOLS: &[(&str, OobReporterFn)] = &[(OOB_REPORTER, kiln_rt_oob)];
+
+/// Positions of the members of [`TaskContext`] in [`context_type`].
+pub const CTX_FIELDS: u32 = 0;
+pub const CTX_PARAMS: u32 = 1;
+pub const CTX_ERROR: u32 = 2;
+pub const CTX_BEGIN: u32 = 3;
+pub const CTX_END: u32 = 4;
+
+/// Every member of the context is 8 bytes and 8-aligned (a pointer or an
+/// `i64` on the 64-bit targets Kiln compiles for), so member `k` of
+/// [`context_type`] is at `8 * k`: checked here against the Rust type.
+const _: () = {
+    const fn at(k: u32) -> usize {
+        8 * k as usize
+    }
+    assert!(size_of::<*const u8>() == 8);
+    assert!(offset_of!(TaskContext, fields) == at(CTX_FIELDS));
+    assert!(offset_of!(TaskContext, params) == at(CTX_PARAMS));
+    assert!(offset_of!(TaskContext, error) == at(CTX_ERROR));
+    assert!(offset_of!(TaskContext, begin) == at(CTX_BEGIN));
+    assert!(offset_of!(TaskContext, end) == at(CTX_END));
+    assert!(size_of::<TaskContext>() == at(CTX_END + 1));
+};
+
+/// Compiled code reads the slot's `state` (a function's caller, after a
+/// call that may fail) at the slot's start.
+const _: () = assert!(offset_of!(ErrorSlot, state) == 0);
+
+/// The LLVM type of [`TaskContext`]: `{ ptr, ptr, ptr, i64, i64 }`.
+pub fn context_type(cx: &Context) -> StructType<'_> {
+    let ptr = cx.ptr_type(AddressSpace::default());
+    let i64t = cx.i64_type();
+    cx.struct_type(&[ptr.into(), ptr.into(), ptr.into(), i64t.into(), i64t.into()], false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inkwell::targets::TargetData;
+
+    /// LLVM lays the context type out as the Rust type is laid out, under
+    /// the x86-64 data layout codegen compiles with.
+    #[test]
+    fn llvm_layout_matches_the_rust_types() {
+        let cx = Context::create();
+        let td = TargetData::create("e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128");
+        let ty = context_type(&cx);
+        let rust = [
+            offset_of!(TaskContext, fields),
+            offset_of!(TaskContext, params),
+            offset_of!(TaskContext, error),
+            offset_of!(TaskContext, begin),
+            offset_of!(TaskContext, end),
+        ];
+        for (k, want) in [CTX_FIELDS, CTX_PARAMS, CTX_ERROR, CTX_BEGIN, CTX_END].into_iter().zip(rust) {
+            assert_eq!(td.offset_of_element(&ty, k), Some(want as u64), "member {k}");
+        }
+        assert_eq!(td.get_abi_size(&ty), size_of::<TaskContext>() as u64);
+        assert_eq!(offset_of!(ErrorSlot, index), 16);
+    }
+
+    fn report(ctx: &TaskContext, field: u32, index: &[i64]) {
+        // SAFETY: `ctx.error` is the test's live slot; `index` holds its
+        // length of values.
+        unsafe { kiln_rt_oob(ctx, field, index.len() as u32, 7 + field, index.as_ptr()) }
+    }
+
+    /// The first report claims the slot whole; a later one changes
+    /// nothing.
+    #[test]
+    fn the_first_out_of_bounds_report_wins() {
+        let mut slot = ErrorSlot::default();
+        let ctx =
+            TaskContext { fields: std::ptr::null(), params: std::ptr::null(), error: &mut slot, begin: 0, end: 0 };
+        report(&ctx, 2, &[5, -1]);
+        report(&ctx, 3, &[9]);
+        assert_eq!(slot.state.load(std::sync::atomic::Ordering::Relaxed), 1);
+        assert_eq!((slot.field, slot.rank, slot.stmt), (2, 2, 9));
+        assert_eq!(&slot.index[..3], &[5, -1, 0]);
+    }
+}

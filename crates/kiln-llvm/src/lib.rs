@@ -1,0 +1,210 @@
+//! What both sides of the LLVM wall's upper floor share: the code
+//! generator (`kiln-codegen`) and the JIT (`kiln-jit`) each build on this
+//! crate, and neither on the other, so `kiln-run` links no code generator
+//! and `kiln-compile` no JIT, by construction.
+//!
+//! Owns: the check that the loaded LLVM is the one this build expects and
+//! its X86 machine-code layer's registration ([`init_llvm`]); the machine
+//! objects are compiled for ([`HostTarget`], detected through LLVM); the
+//! compiled object types ([`CompiledTask`], [`CompiledKernel`]) and their
+//! error ([`CodegenError`]); the [`backend::Backend`] interface objects are
+//! compiled through, with its out-of-process implementation; the task ABI
+//! ([`abi`]); statement sites ([`sites`]); LLVM's CPU and feature tables
+//! ([`target`]); and the cache session both sides store objects through
+//! ([`session`]).
+//!
+//! Must never: lower IR or run LLVM's optimiser or code generator (that is
+//! `kiln-codegen`), load or run an object (that is `kiln-jit`).
+
+pub mod abi;
+pub mod backend;
+pub mod session;
+pub mod sites;
+pub mod target;
+
+pub use backend::{Backend, CompileProcess, Progress, ProgressHook};
+
+use inkwell::llvm_sys;
+use inkwell::targets::TargetMachine;
+use kiln::config::LaunchMeta;
+use kiln::plan::PlanError;
+use std::fmt;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// Why a module could not be compiled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodegenError {
+    pub message: String,
+}
+
+impl CodegenError {
+    pub fn new(message: impl Into<String>) -> CodegenError {
+        CodegenError { message: message.into() }
+    }
+}
+
+impl fmt::Display for CodegenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CodegenError {}
+
+/// A builder call the lowering made wrongly: a bug of the lowering's.
+impl From<inkwell::builder::BuilderError> for CodegenError {
+    fn from(e: inkwell::builder::BuilderError) -> CodegenError {
+        CodegenError::new(format!("internal codegen error: {e}"))
+    }
+}
+
+impl From<PlanError> for CodegenError {
+    fn from(e: PlanError) -> CodegenError {
+        CodegenError::new(e.message)
+    }
+}
+
+/// The machine objects are compiled for: triple, CPU name and the CPU
+/// features as LLVM spells them (`+avx2,-avx512f,...`). [`HostTarget::detect`]
+/// asks LLVM what this host really has; the cache scopes its directory by
+/// these three.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HostTarget {
+    pub triple: String,
+    pub cpu: String,
+    pub features: String,
+}
+
+impl HostTarget {
+    /// This host: its triple, CPU name and *detected* features (what the
+    /// CPU reports, not the CPU model's default set, which can name
+    /// features a virtual machine masks off).
+    /// Asked once per process (a run asks for it more than once).
+    pub fn detect() -> Result<HostTarget, CodegenError> {
+        static HOST: OnceLock<Result<HostTarget, CodegenError>> = OnceLock::new();
+        HOST.get_or_init(|| {
+            init_llvm()?;
+            Ok(HostTarget {
+                triple: TargetMachine::get_default_triple().as_str().to_string_lossy().into_owned(),
+                cpu: TargetMachine::get_host_cpu_name().to_string(),
+                features: TargetMachine::get_host_cpu_features().to_string(),
+            })
+        })
+        .clone()
+    }
+
+    /// This host with the CPU name and/or the feature string replaced (to
+    /// build for, and test, another host: `--target-cpu`,
+    /// `--target-features`).
+    pub fn detect_with(cpu: Option<&str>, features: Option<&str>) -> Result<HostTarget, CodegenError> {
+        let mut t = HostTarget::detect()?;
+        if let Some(c) = cpu {
+            t.cpu = c.to_string();
+        }
+        if let Some(f) = features {
+            t.features = f.to_string();
+        }
+        Ok(t)
+    }
+
+    /// The features sorted and deduplicated (a stable form for scoping).
+    pub fn sorted_features(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.features.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+/// The version of the LLVM library loaded at run time (`major.minor.patch`).
+pub fn llvm_library_version() -> (u32, u32, u32) {
+    let (mut a, mut b, mut c) = (0u32, 0u32, 0u32);
+    // SAFETY: three valid out-parameters.
+    unsafe { llvm_sys::core::LLVMGetVersion(&mut a, &mut b, &mut c) };
+    (a, b, c)
+}
+
+/// Checks once that the loaded library's major.minor version is the one
+/// this build was made for ([`kiln::config::LLVM_VERSION`]: objects and
+/// keys depend on it), and registers the X86 target's description and
+/// machine-code layer: what detecting the host, LLVM's CPU and feature
+/// tables ([`target`]) and loading objects (`jit`) use. Not the code
+/// generator: that is `kiln_codegen::init_codegen`, which only its `Compiler` calls,
+/// so a tool that never compiles in-process (`kiln-run`) links none of it.
+pub fn init_llvm() -> Result<(), CodegenError> {
+    static INIT: OnceLock<Result<(), CodegenError>> = OnceLock::new();
+    INIT.get_or_init(|| {
+        check_llvm_version(llvm_library_version(), kiln::config::LLVM_VERSION)?;
+        init_x86_mc()
+    })
+    .clone()
+}
+
+/// Registers the X86 target's description and machine-code layer — not
+/// the assembly parser or the disassembler, which Kiln never uses.
+#[cfg(target_arch = "x86_64")]
+fn init_x86_mc() -> Result<(), CodegenError> {
+    // SAFETY: each only registers the target's factories (idempotent).
+    unsafe {
+        llvm_sys::target::LLVMInitializeX86TargetInfo();
+        llvm_sys::target::LLVMInitializeX86TargetMC();
+    }
+    Ok(())
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn init_x86_mc() -> Result<(), CodegenError> {
+    Err(CodegenError::new("Kiln's code generator and JIT are built for x86-64 hosts only"))
+}
+
+/// Checks that the loaded LLVM library (`major.minor.patch`) is the
+/// major.minor release `built` (what `llvm-config --version` said at build
+/// time) names.
+pub fn check_llvm_version(loaded: (u32, u32, u32), built: &str) -> Result<(), CodegenError> {
+    let (maj, min, patch) = loaded;
+    let want: Vec<&str> = built.split('.').collect();
+    if want.len() >= 2 && want[0] == maj.to_string() && want[1] == min.to_string() {
+        return Ok(());
+    }
+    Err(CodegenError::new(format!(
+        "the loaded LLVM library is version {maj}.{min}.{patch}, but Kiln was built for LLVM {built} \
+         (major.minor must match)"
+    )))
+}
+
+/// One task compiled: the object's bytes and how to launch it.
+#[derive(Clone, Debug)]
+pub struct CompiledTask {
+    pub object: Vec<u8>,
+    pub meta: LaunchMeta,
+    /// Time spent lowering, optimising and emitting.
+    pub compile_time: Duration,
+}
+
+/// A whole kernel compiled into one object: one entry per launched task.
+#[derive(Clone, Debug)]
+pub struct CompiledKernel {
+    pub object: Vec<u8>,
+    /// One per `launch` of the kernel, in order; `entry_symbol` names each
+    /// task's entry in the object.
+    pub launches: Vec<LaunchMeta>,
+    pub compile_time: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn llvm_version_check_compares_major_and_minor() {
+        assert!(check_llvm_version((22, 1, 8), "22.1.8").is_ok());
+        assert!(check_llvm_version((22, 1, 3), "22.1.8").is_ok());
+        let e = check_llvm_version((21, 1, 8), "22.1.8").unwrap_err();
+        assert!(e.message.contains("21.1.8") && e.message.contains("22.1.8"), "{e}");
+        assert!(check_llvm_version((22, 2, 0), "22.1.8").is_err());
+        assert!(check_llvm_version((22, 1, 0), "none").is_err());
+        // This build's own library passes.
+        assert!(check_llvm_version(llvm_library_version(), kiln::config::LLVM_VERSION).is_ok());
+    }
+}
