@@ -123,7 +123,7 @@ mod tests {
     /// reaches the next.
     #[test]
     fn a_reused_pipeline_emits_what_a_fresh_one_does() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata");
         let c = Compiler::host(CompileConfig::default()).unwrap();
         let mut files: Vec<_> = std::fs::read_dir(dir)
             .unwrap()

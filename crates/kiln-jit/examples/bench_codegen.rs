@@ -72,7 +72,7 @@ fn rust_saxpy(a: f32, x: &[f32], y: &mut [f32]) {
 
 fn main() {
     let repeats: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(20);
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
     let text = std::fs::read_to_string(root.join("testdata/ten_tasks.kir")).expect("testdata/ten_tasks.kir");
     let stream = split(&text);
     let tasks: Vec<(&Module, String)> =
