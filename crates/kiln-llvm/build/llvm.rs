@@ -69,9 +69,12 @@ const STATIC_SYSTEM_LIBS: &[&str] = &["z", "zstd"];
 const STATIC_LINK_FLAGS: &[&str] = &["-Wl,-Bstatic", "-lstdc++", "-Wl,-Bdynamic", "-Wl,-z,pack-relative-relocs"];
 
 /// Tells rustc what to link for LLVM (llvm-sys is built with
-/// `no-llvm-linking`, so this is the only place that decides) for the
-/// package's binaries `bins` and its tests and examples.
-pub fn link_llvm(config: &str, bins: &[&str]) {
+/// `no-llvm-linking`, so this is the only place that decides): the shared
+/// library for every crate above (a dynamic link), or the static archives
+/// on the link lines of the package's own binaries, tests and examples
+/// (every one of which calls LLVM: the LLVM-free tools are another
+/// package's).
+pub fn link_llvm(config: &str) {
     let run = |args: &[&str]| {
         llvm_config(config, args)
             .unwrap_or_else(|| panic!("`{config} {}` failed: LLVM 22 is needed (run `make deps`)", args.join(" ")))
@@ -87,11 +90,7 @@ pub fn link_llvm(config: &str, bins: &[&str]) {
     }
     let mut args = vec!["--link-static", "--libs"];
     args.extend(LLVM_COMPONENTS);
-    // Static archives go on the link lines of the binaries that call LLVM
-    // (and of tests and examples), not into the library: an
-    // archive on the line of a binary that never calls LLVM (`kiln-opt`)
-    // would still be pulled in, with its static constructors, through
-    // library code that binary does not run.
+    // Static archives go on link lines, not into the library.
     let mut flags = vec!["-Wl,-Bstatic".to_string()];
     flags.extend(run(&args).split_whitespace().map(str::to_string));
     flags.push("-Wl,-Bdynamic".into());
@@ -109,12 +108,7 @@ pub fn link_llvm(config: &str, bins: &[&str]) {
     }
     flags.extend(STATIC_LINK_FLAGS.iter().map(|f| f.to_string()));
     for flag in &flags {
-        for bin in bins {
-            println!("cargo:rustc-link-arg-bin={bin}={flag}");
-        }
-        for kind in ["tests", "examples"] {
-            println!("cargo:rustc-link-arg-{kind}={flag}");
-        }
+        println!("cargo:rustc-link-arg={flag}");
     }
 }
 
