@@ -10,11 +10,15 @@ kernel call it keeps:
   ``Start offload_to_executable:`` dump of each offloaded task);
 * the scalar and ndarray arguments;
 * every field's value, and every ndarray argument's, before and after the
-  call (``values/NNN-NAME.{before,after}.npy``).
+  call, each distinct value once (``pack.py``: the store ``values.pack``
+  and its index ``values.idx``; a field a call leaves as it was costs
+  nothing), within the ``--max-disk`` budget.
 
-It writes ``fields.json`` (the field table: names, dtypes, shapes, SNode ids)
-and ``capture.json`` (the calls, in order). docs/quadrants-ir.md describes
-the log and both files; ``records.py`` types both files' records.
+It writes ``fields.json`` (the field table: names, dtypes, shapes, SNode ids),
+``capture.json`` (the run) and ``calls.jsonl`` (the calls, one line each,
+appended as each ends: the cost of a call never grows with the calls
+before it). docs/quadrants-ir.md describes the log and the files;
+``records.py`` types their records.
 
 The IR is printed by C++ straight to fd 1 (the statements) and fd 2 (the
 stage labels, through the logger), never through ``sys.stdout``, so this
@@ -50,8 +54,10 @@ from pathlib import Path
 from typing import Any, NamedTuple, NoReturn, TypedDict
 
 from .records import (
+    CALLS_FILE,
     Arg,
     ArgValue,
+    Budget,
     Call,
     CaptureFile,
     FieldEntry,
@@ -442,8 +448,17 @@ class Capture:
     # written call's line, and fields.json as last written.
     pid: int = dc_field(default_factory=os.getpid)
     writing: bool = False
-    call_lines: list[str] = dc_field(default_factory=list)
+    written: int = 0  # calls appended to calls.jsonl
     table_text: str = ""
+    # --max-disk in bytes (None: no limit), and the store of the values
+    # (made at the first value saved).
+    max_disk: int | None = None
+    budget: Budget | None = None
+    store: Any = None
+    # fields() as last found, and what it was found for: the runtime, and
+    # how many field members were made and trees destroyed by then (a
+    # field is only ever made or destroyed through those).
+    found: tuple[tuple[int, int, int], list[FieldInfo]] | None = None
 
     # -- the program's fields ---------------------------------------------
 
@@ -475,7 +490,15 @@ class Capture:
                 note(k, v, 0)
 
     def fields(self) -> list[FieldInfo]:
-        """Every live field, named after the global that holds it, by SNode id."""
+        """Every live field, named after the global that holds it, by SNode
+        id: looked for again only when a field was made or a tree destroyed
+        since the last time (the search walks every object of the heap)."""
+        now = (self.generation, len(self.member_gen), len(self.dead))
+        if self.found is None or self.found[0] != now:
+            self.found = (now, self._find_fields())
+        return self.found[1]
+
+    def _find_fields(self) -> list[FieldInfo]:
         from quadrants.lang.field import Field
 
         self.note_names(self._globals())
@@ -527,13 +550,11 @@ class Capture:
             fi.entry["name"] = fi.name
             self.seen[(self.generation, place)] = fi.entry
 
-    def _snapshot(self, fields: list[FieldInfo], nd: dict[str, Any], tag: str, when: str) -> dict[str, str]:
-        """Save every field and ndarray argument as .npy; returns name -> relative path."""
+    def _values(self, fields: list[FieldInfo], nd: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+        """Each field's and ndarray argument's value now (`arg:NAME` for an
+        argument), one at a time, so that only one is held at once."""
         import numpy as np
 
-        saved = {}
-        vdir = self.out / "values"
-        vdir.mkdir(exist_ok=True)
         with redirect_fds(None):  # the readers are kernels too: their IR is noise here
             for fi in fields:
                 if fi.entry["kind"] not in ("scalar", "matrix"):
@@ -542,15 +563,32 @@ class Capture:
                     arr = fi.obj.to_numpy()
                 except Exception:  # a sparse field that cannot be read whole, say
                     continue
-                rel = f"values/{tag}-{_safe(fi.name)}.{when}.npy"
-                np.save(self.out / rel, arr)
-                saved[fi.name] = rel
+                yield fi.name, arr
             for name, val in nd.items():
-                arr = val.to_numpy() if hasattr(val, "to_numpy") else np.array(val, copy=True)
-                rel = f"values/{tag}-arg.{_safe(name)}.{when}.npy"
-                np.save(self.out / rel, arr)
-                saved[f"arg:{name}"] = rel
-        return saved
+                yield f"arg:{name}", val.to_numpy() if hasattr(val, "to_numpy") else np.array(val, copy=True)
+
+    def _snapshot(self, fields: list[FieldInfo], nd: dict[str, Any], n: int | None) -> dict[str, str] | None:
+        """Stores every field's and ndarray argument's value (``pack.py``:
+        a value stored already costs nothing); name -> blob id. Before call
+        ``n`` (``n`` not None), None when its values, before and after,
+        might not fit in --max-disk: nothing is stored then, and the
+        budget says it was reached."""
+        from .pack import Pack, blob_id
+
+        if self.store is None:
+            self.store = Pack(self.out, "values", self.max_disk)
+        if n is None or self.max_disk is None:
+            return {name: self.store.put(arr) for name, arr in self._values(fields, nd)}
+        # Held until they are known to fit: the values after the call may
+        # all be new, so room for them is wanted too.
+        now = list(self._values(fields, nd))
+        new = sum(a.nbytes for _, a in now if blob_id(a) not in self.store.known)
+        if not self.store.fits(new + sum(a.nbytes + 64 for _, a in now) + 64 * len(now)):
+            if self.budget is not None and "reached_at" not in self.budget:
+                self.budget["reached_at"] = n
+                self.budget["kept"] = self.store.size
+            return None
+        return {name: self.store.put(arr) for name, arr in now}
 
     # -- kernel calls -----------------------------------------------------
 
@@ -614,7 +652,7 @@ class Capture:
             primal = (cap.generation, name, where, kid)
             key = (cap.generation, kernel_label(name, derivative), where, kid)
             cap.counted[key] = cap.counted.get(key, 0) + 1
-            if cap.max_calls and cap.counted[key] > cap.max_calls:
+            if (cap.max_calls and cap.counted[key] > cap.max_calls) or (cap.budget is not None and "reached_at" in cap.budget):
                 return cap.run_unchecked(key, lambda: orig_call(kernel, *args, **kwargs))
             cap.busy = True
             n = len(cap.calls)
@@ -632,11 +670,18 @@ class Capture:
                     cap.declaring, cap.params = [], None
                     schema, argvals, nds = cap._describe_args(kernel, args, kwargs)
                     fields = cap.fields()
-                    before = cap._snapshot(fields, nds, tag, "before")
-                    log_rel = f"calls/{tag}.log"
-                    (cap.out / "calls").mkdir(exist_ok=True)
-                    redirect = redirect_fds(cap.out / log_rel)
-                    redirect.__enter__()
+                    before = cap._snapshot(fields, nds, n)
+                    if before is not None:
+                        log_rel = f"calls/{tag}.log"
+                        (cap.out / "calls").mkdir(exist_ok=True)
+                        redirect = redirect_fds(cap.out / log_rel)
+                        redirect.__enter__()
+                if before is None:
+                    # Past --max-disk: this call and every later one run
+                    # as they would without the capture, counted.
+                    cap.running = None
+                    cap.busy = False
+                    return cap.run_unchecked(key, lambda: orig_call(kernel, *args, **kwargs))
                 raised: BaseException | None = None
                 try:
                     cap.busy = False
@@ -648,13 +693,14 @@ class Capture:
                     cap.busy = True
                     with cap.own_work(during):
                         redirect.__exit__(None, None, None)
+                kept: dict[str, str] = before if before is not None else {}
                 with cap.own_work(during):
                     entry = cap.record_call(n, name, where, derivative, key, cap.calling[1], primal, log_rel, argvals, schema, kernel)
                     if raised is None:
                         fields = cap.fields()
-                        after = cap._snapshot(fields, nds, tag, "after")
+                        after = cap._snapshot(fields, nds, None) or {}  # never None: no budget check
                         entry["values"] = {
-                            k: {"before": before.get(k), "after": after.get(k)} for k in sorted(set(before) | set(after))
+                            k: {"before": kept.get(k), "after": after.get(k)} for k in sorted(set(kept) | set(after))
                         }
                         if result is not None:
                             # The scalars returned, in order, as the kernel's
@@ -934,7 +980,7 @@ class Capture:
                 "argv": self.argv,
                 "init": self.init_kwargs,
                 "forced": FORCED_INIT,
-                "calls": self.calls,
+                "calls": [],  # calls.jsonl's
             }
             if self.unchecked:  # calls past --calls, by kernel
                 cap["unchecked"] = []
@@ -949,13 +995,25 @@ class Capture:
                 cap["raised"] = self.raised
             if self.failure is not None:
                 cap["capture_error"] = self.failure
-            # Each call's line is made once: a call's entry is final once
-            # it is in `calls`.
-            one = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
-            self.call_lines += [f"  {one(in_declared_order(c, Call))}" for c in self.calls[len(self.call_lines):]]
-            _replace(self.out / "capture.json", _dump_capture(cap, self.call_lines))
+            if self.budget is not None:
+                cap["budget"] = self.budget
+            # Each call's line is written once, when the call ends (and
+            # flushed: it outlives os._exit), never rewritten: writing costs
+            # the same at the ten-thousandth call as at the first.
+            self._append_calls()
+            _replace(self.out / "capture.json", _dump_capture(cap))
         finally:
             self.writing = False
+
+
+    def _append_calls(self) -> None:
+        """The calls ended since the last write, appended to calls.jsonl
+        (made, empty, at the first write), one line each."""
+        one = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
+        lines = "".join(one(in_declared_order(c, Call)) + "\n" for c in self.calls[self.written:])
+        with open(self.out / CALLS_FILE, "a") as f:
+            f.write(lines)
+        self.written = len(self.calls)
 
 
 def _replace(path: Path, text: str) -> None:
@@ -1008,14 +1066,12 @@ def _dump_kernels(kernels: dict[str, KernelEntry], pad: str) -> list[str]:
     return lines
 
 
-def _dump_capture(cap: CaptureFile, call_lines: list[str]) -> str:
-    """capture.json with one call per line (``call_lines``, each call's
-    JSON with its keys in the order `records.Call` declares them), the
-    other keys in the order `records.CaptureFile` declares them."""
+def _dump_capture(cap: CaptureFile) -> str:
+    """capture.json without its calls (calls.jsonl holds them), one key a
+    line, in the order `records.CaptureFile` declares them."""
     one = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
-    head = [f" {one(k)}: {one(v)}," for k, v in in_declared_order(cap, CaptureFile).items() if k != "calls"]
-    calls = ",\n".join(call_lines)
-    return "\n".join(["{", *head, ' "calls": [', *([calls] if calls else []), " ]", "}"]) + "\n"
+    head = [f" {one(k)}: {one(v)}" for k, v in in_declared_order(cap, CaptureFile).items() if k != "calls"]
+    return "{\n" + ",\n".join(head) + "\n}\n"
 
 
 def _NONE_MODE() -> Any:
@@ -1172,9 +1228,34 @@ def _scalar(v: Any) -> JsonScalar:
     return repr(v) if isinstance(x, list) else x
 
 
-def run(program: str | os.PathLike[str], argv: list[str], out_dir: str | os.PathLike[str], max_calls: int = 0) -> int:
+# What --max-disk's suffixes multiply by.
+SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str) -> int | None:
+    """A size as --max-disk takes it (`500K`, `10M`, `2G`, `1T`, or bytes;
+    a `B` or `iB` may follow the letter, any case; binary units), or None
+    when ``text`` is not one."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)(?:i?b)?\s*", text, re.I)
+    if m is None:
+        return None
+    return int(float(m.group(1)) * SIZE_UNITS[m.group(2).upper()])
+
+
+def size_error(option: str, text: str) -> str | None:
+    """Why ``text`` is not a size ``option`` takes, or None."""
+    n = parse_size(text)
+    if n is None or n <= 0:
+        return f"{option} takes a size above 0, as 500K, 10M or 2G, not {text!r}"
+    return None
+
+
+def run(
+    program: str | os.PathLike[str], argv: list[str], out_dir: str | os.PathLike[str], max_calls: int = 0, max_disk: int | None = None
+) -> int:
     """Run ``program`` with ``argv`` under capture into ``out_dir``,
-    capturing the first ``max_calls`` calls of each kernel (0: all); the
+    capturing the first ``max_calls`` calls of each kernel (0: all), their
+    values within ``max_disk`` bytes (None: no limit); the
     exit status: the program's (1 when it raised), 1 when the capture
     failed (``capture_error`` in capture.json says how), or minus SIGINT
     when the program was interrupted (KeyboardInterrupt)."""
@@ -1182,7 +1263,12 @@ def run(program: str | os.PathLike[str], argv: list[str], out_dir: str | os.Path
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     program = Path(program)
-    cap = Capture(out=out, program=program, argv=list(argv), max_calls=max_calls)
+    cap = Capture(out=out, program=program, argv=list(argv), max_calls=max_calls, max_disk=max_disk)
+    if max_disk is not None:
+        cap.budget = {"limit": max_disk}
+    # A fresh store and list of calls, whatever an earlier capture left here.
+    for name in ("values.pack", "values.idx", CALLS_FILE):
+        (out / name).unlink(missing_ok=True)
     # Quadrants' own failure before the program runs (a broken install; its
     # banner printed to a closed pipe) is said as Quadrants', in one line.
     try:
@@ -1391,13 +1477,16 @@ def main(args: list[str] | None = None) -> int:
     )
     ap.add_argument("-o", "--output", required=True, help="output directory")
     ap.add_argument("--calls", type=int, default=0, metavar="N", help="capture the first N calls of each kernel (default 0: all)")
+    ap.add_argument("--max-disk", metavar="SIZE", help="keep the values within SIZE bytes (500K, 10M, 2G): "
+                    "the call whose values might not fit, and every later one, runs uncaptured (default: no limit)")
     ap.add_argument("program", help="the Quadrants program (a .py file)")
     # `kiln-quadrants run` says how the capture ended, from capture.json:
     # the capture then says nothing of it itself.
     ap.add_argument("--for-replay", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("argv", nargs=argparse.REMAINDER, help="the program's own arguments").required = False
     ns = ap.parse_args(args)
-    why = directory_error("-o", ns.output) or program_error(ns.program)
+    why = directory_error("-o", ns.output) or (size_error("--max-disk", ns.max_disk) if ns.max_disk is not None else None)
+    why = why or program_error(ns.program)
     if why is None:
         try:
             Path(ns.output).mkdir(parents=True, exist_ok=True)
@@ -1406,7 +1495,7 @@ def main(args: list[str] | None = None) -> int:
     if why is not None:
         ap.error(why)
     out = Path(ns.output).resolve()  # the program may change directory
-    status = run(ns.program, ns.argv, out, max(ns.calls, 0))
+    status = run(ns.program, ns.argv, out, max(ns.calls, 0), parse_size(ns.max_disk) if ns.max_disk is not None else None)
     if status == 1 and not ns.for_replay:
         failure = json.loads((out / "capture.json").read_text()).get("capture_error")
         if failure:

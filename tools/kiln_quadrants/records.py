@@ -162,8 +162,9 @@ ArgValue: TypeAlias = ScalarValue | NdarrayValue | StructValue | OtherValue
 
 
 class Saved(TypedDict):
-    """A field's (or ndarray argument's) .npy files around a call, relative
-    to the capture's directory; null where it could not be read."""
+    """A field's (or ndarray argument's) values around a call: the ids of
+    their blobs in the capture's store ``values`` (``pack.py``,
+    docs/quadrants-ir.md §5.4); null where it could not be read."""
 
     before: str | None
     after: str | None
@@ -239,9 +240,22 @@ class Running(TypedDict):
     where: NotRequired[str]
 
 
+class Budget(TypedDict):
+    """``--max-disk``: the most bytes the capture's values may take, and,
+    once the next call's values would not have fitted, that call's number
+    (it and every later call ran uncaptured) and the bytes kept."""
+
+    limit: int
+    reached_at: NotRequired[int]
+    kept: NotRequired[int]
+
+
 class CaptureFile(TypedDict):
-    """``capture.json``: written before and after every call, and when the
-    program ends."""
+    """``capture.json`` with its calls: the file is written before and after
+    every call, and when the program ends, and holds the rest; the calls
+    are ``calls.jsonl``, one line each, appended as each call ends
+    (``load_capture`` puts them under `calls`). A capture.json that lists
+    its `calls` itself (a hand-made one) is read as it is."""
 
     program: str
     argv: list[str]
@@ -255,13 +269,15 @@ class CaptureFile(TypedDict):
     raised: NotRequired[str]
     # Why the capture itself stopped (the calls before it are whole).
     capture_error: NotRequired[str]
+    budget: NotRequired[Budget]
     calls: list[Call]
 
 
 # -- manifest.json of `kiln-quadrants run --keep` (docs/quadrants.md) ---------
 
-# What each engine computed for a field, and what Quadrants had: .npy paths
-# relative to the --keep directory. Functional syntax: `kiln-interp`.
+# What each engine computed for a field, and what Quadrants had: the ids of
+# the values in the manifest's `stores` (one id for equal values).
+# Functional syntax: `kiln-interp`.
 ManifestField = TypedDict(
     "ManifestField",
     {
@@ -292,6 +308,9 @@ class ManifestCall(TypedDict):
 
 
 class Manifest(TypedDict):
+    # The stores (`pack.py`: NAME.pack and NAME.idx, relative to the --keep
+    # directory) that hold the values the calls name by id.
+    stores: list[str]
     calls: list[ManifestCall]
     # Why the calls are not all the program's (it raised, was killed, ...),
     # in the one line the run printed; absent when they are.
@@ -385,11 +404,13 @@ class RecordError(ValueError):
     """A file that is not the record its name says (docs/quadrants-ir.md §5)."""
 
 
-def _load(path: Path, tp: type) -> object:
+def _load(path: Path, tp: type, complete: typing.Callable[[dict[str, object]], object] | None = None) -> object:
     try:
         value = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise RecordError(f"{path}: not JSON: {e}") from None
+    if complete is not None and isinstance(value, dict):
+        complete(value)
     errors = check(value, tp)
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
@@ -402,9 +423,31 @@ def load_table(path: Path) -> FieldTable:
     return cast(FieldTable, _load(path, FieldTable))
 
 
+# The file beside capture.json that holds its calls, one JSON line each.
+CALLS_FILE = "calls.jsonl"
+
+
+def read_calls(path: Path) -> list[object]:
+    """The calls of a ``calls.jsonl``, in order (none when there is no such
+    file): a last line cut short (the program ended as it was written) is
+    not read."""
+    if not path.exists():
+        return []
+    out = []
+    for i, line in enumerate(path.read_text().splitlines(keepends=True)):
+        if not line.endswith("\n"):
+            break
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise RecordError(f"{path}:{i + 1}: not JSON: {e}") from None
+    return out
+
+
 def load_capture(path: Path) -> CaptureFile:
-    """A ``capture.json``, checked; RecordError when it is not one."""
-    return cast(CaptureFile, _load(path, CaptureFile))
+    """A ``capture.json`` and its calls (``calls.jsonl`` beside it, unless
+    it lists them itself), checked; RecordError when they are not one."""
+    return cast(CaptureFile, _load(path, CaptureFile, lambda v: v.setdefault("calls", read_calls(path.parent / CALLS_FILE))))
 
 
 def in_declared_order(record: typing.Mapping[str, object], tp: type) -> dict[str, object]:

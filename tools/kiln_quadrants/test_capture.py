@@ -23,7 +23,7 @@ CORPUS = ROOT / "testdata" / "quadrants"
 CAPTURED = CORPUS / "captured"
 
 sys.path.insert(0, str(HERE.parent))
-from kiln_quadrants import records  # noqa: E402
+from kiln_quadrants import pack, records  # noqa: E402
 from kiln_quadrants.capture import OFFLOAD_STAGE, read_log, split_stages  # noqa: E402
 from kiln_quadrants.records import RecordError, check, load_capture, load_table  # noqa: E402
 
@@ -46,10 +46,14 @@ def assert_records(out: Path) -> tuple[records.FieldTable, records.CaptureFile]:
     return load_table(out / "fields.json"), load_capture(out / "capture.json")
 
 
-def load(out: Path, rel: str | None) -> np.ndarray:
-    assert rel is not None, "the capture saved no such value"
-    arr: np.ndarray = np.load(out / rel)
-    return arr
+def any_capture(out: Path) -> typing.Any:
+    """A capture's record, checked, as plain JSON for the tests to index."""
+    return load_capture(out / "capture.json")
+
+
+def load(out: Path, bid: str | None) -> np.ndarray:
+    assert bid is not None, "the capture saved no such value"
+    return pack.load(out, bid)
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +96,7 @@ def test_saxpy_log_names_the_fields_snodes(saxpy):
     """The SNode ids in the IR are the ones the field table gives."""
     table = json.loads((saxpy / "fields.json").read_text())
     x, y = sorted(table["fields"], key=lambda f: f["name"])
-    calls = json.loads((saxpy / "capture.json").read_text())["calls"]
+    calls = any_capture(saxpy)["calls"]
     log = (saxpy / calls[1]["log"]).read_text()
     dumps = [d for d in split_stages(log) if d["stage"] == OFFLOAD_STAGE]
     assert len(dumps) == 1 and calls[1]["tasks"] == 1
@@ -105,7 +109,7 @@ def test_saxpy_log_names_the_fields_snodes(saxpy):
 
 
 def test_saxpy_calls_and_values(saxpy):
-    cap = json.loads((saxpy / "capture.json").read_text())
+    cap = any_capture(saxpy)
     calls = cap["calls"]
     assert [c["kernel"] for c in calls] == ["init_xy", "saxpy", "saxpy"]
     assert [c["call"] for c in calls] == [0, 1, 2]
@@ -139,7 +143,7 @@ def test_ndarray_args(ndarrays):
     assert k["add_rows"]["args"][0] == {"name": "m", "kind": "ndarray", "dtype": "i32", "shape": [3, 4]}
     assert k["axpy_nd"]["args"][0] == {"name": "a", "kind": "scalar", "dtype": "f64"}
     assert k["axpy_nd"]["args"][1]["dtype"] == "f64"
-    calls = {c["kernel"]: c for c in json.loads((ndarrays / "capture.json").read_text())["calls"]}
+    calls = {c["kernel"]: c for c in any_capture(ndarrays)["calls"]}
     v = calls["scale"]["values"]["arg:arr"]
     np.testing.assert_array_equal(load(ndarrays, v["after"]), load(ndarrays, v["before"]) * np.float32(0.5))
     m = load(ndarrays, calls["add_rows"]["values"]["arg:m"]["before"])
@@ -257,12 +261,12 @@ def test_a_program_that_leaves_by_os_exit_keeps_its_calls(tmp_path):
 
 
 def test_a_failure_of_the_capture_is_its_own_not_the_programs(tmp_path):
-    """The capture's own failure (here the file it saves the next call's
-    value in made a directory) is one line naming the call, never an
+    """The capture's own failure (here the file it writes the next call's
+    log in made a directory) is one line naming the call, never an
     exception the program's `except Exception` takes for its kernel call's,
     nor a traceback through the bridge; the calls before it are kept."""
     out = tmp_path / "out"
-    blocked = out / "values" / "001-k-x.before.npy"
+    blocked = out / "calls" / "001-k.log"
     prog = tmp_path / "breaks.py"
     prog.write_text(
         "import os\n"
@@ -404,7 +408,7 @@ def test_a_program_that_calls_init_twice(tmp_path):
     fields = json.loads((out / "fields.json").read_text())["fields"]
     assert [(f["name"], f["init"]) for f in fields] == [("x", 0), ("y", 1)]
     assert fields[0]["place"] == fields[1]["place"]
-    calls = json.loads((out / "capture.json").read_text())["calls"]
+    calls = any_capture(out)["calls"]
     assert [c.get("init", 0) for c in calls] == [0, 1]
     assert list(calls[1]["values"]) == ["y"]
     np.testing.assert_array_equal(load(out, calls[1]["values"]["y"]["after"]), np.full(3, 1.5, np.float32))
@@ -544,7 +548,7 @@ def test_records_refuse_what_the_types_do_not_describe(saxpy, tmp_path):
     the types cannot drift apart unseen: each change to a real capture is
     found, at its place."""
     table = json.loads((saxpy / "fields.json").read_text())
-    cap = json.loads((saxpy / "capture.json").read_text())
+    cap = any_capture(saxpy)
     assert check(table, records.FieldTable) == [] and check(cap, records.CaptureFile) == []
     for path, value, said in BROKEN_CAPTURE:
         assert check(edited(cap, path, value), records.CaptureFile) == [said], path
