@@ -455,10 +455,10 @@ class Capture:
     max_disk: int | None = None
     budget: Budget | None = None
     store: Any = None
-    # fields() as last found, and what it was found for: the runtime, and
-    # how many field members were made and trees destroyed by then (a
+    # live_fields() as last found, and what it was found for: the runtime,
+    # and how many field members were made and trees destroyed by then (a
     # field is only ever made or destroyed through those).
-    found: tuple[tuple[int, int, int], list[FieldInfo]] | None = None
+    found: tuple[tuple[int, int, int], list[Any]] | None = None
 
     # -- the program's fields ---------------------------------------------
 
@@ -489,35 +489,42 @@ class Capture:
             if not k.startswith("__"):
                 note(k, v, 0)
 
-    def fields(self) -> list[FieldInfo]:
-        """Every live field, named after the global that holds it, by SNode
-        id: looked for again only when a field was made or a tree destroyed
-        since the last time (the search walks every object of the heap)."""
-        now = (self.generation, len(self.member_gen), len(self.dead))
-        if self.found is None or self.found[0] != now:
-            self.found = (now, self._find_fields())
-        return self.found[1]
-
-    def _find_fields(self) -> list[FieldInfo]:
+    def live_fields(self) -> list[Any]:
+        """The field objects of the current runtime: looked for again only
+        when a field was made or a tree destroyed since the last time (the
+        search walks every object of the heap, too slow for every call)."""
         from quadrants.lang.field import Field
 
-        self.note_names(self._globals())
-        self.note_names(self.caller_locals)
-        names = self.names
+        now = (self.generation, len(self.member_gen), len(self.dead))
+        if self.found is not None and self.found[0] == now:
+            return self.found[1]
         # Only fields of the current runtime: after a second qd.init, the
         # old ones point at freed SNodes (reading them crashes or lies).
         # Every field member was made by create_field_member, which patch()
         # wraps to note the runtime it was made in.
-        found = [o for o in gc.get_objects() if isinstance(o, Field)]
-        infos = []
-        for f in found:
+        live = []
+        for f in (o for o in gc.get_objects() if isinstance(o, Field)):
             if id(f) in self.dead:
                 continue
             try:
                 gens = {self.member_gen.get(id(v), (None, -2))[1] for v in f.vars}
             except Exception:  # a field that cannot be described: leave it out
                 continue
-            entry = _describe_field(f) if gens == {self.generation} else None
+            if gens == {self.generation}:
+                live.append(f)
+        self.found = (now, live)
+        return live
+
+    def fields(self) -> list[FieldInfo]:
+        """Every live field, named after the global that holds it, by SNode
+        id, described as it is now (a matrix field's stride is known once
+        a kernel used it)."""
+        self.note_names(self._globals())
+        self.note_names(self.caller_locals)
+        names = self.names
+        infos = []
+        for f in self.live_fields():
+            entry = _describe_field(f)
             if entry is not None:
                 infos.append(FieldInfo(f, names.get(id(f), ""), entry))
         infos.sort(key=lambda fi: fi.entry["place"])

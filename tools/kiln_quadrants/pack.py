@@ -45,13 +45,20 @@ class BudgetExceeded(Exception):
     """Storing a blob would take a store past its budget (``--max-disk``)."""
 
 
+def _c_order(arr: Any) -> np.ndarray:
+    """``arr`` as a C-ordered array of its own shape (np.ascontiguousarray
+    would make a 0-D array 1-D)."""
+    a = np.asarray(arr)
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
 def blob_id(arr: np.ndarray) -> str:
     """A value's name in a store: 32 hex digits of BLAKE2b over its dtype,
     shape and bytes (C order). Equal values of one dtype and shape have
     one id; any other two have different ids."""
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{arr.dtype.str}{list(arr.shape)}".encode())
-    h.update(np.ascontiguousarray(arr).reshape(-1).view(np.uint8).data)
+    h.update(_c_order(arr).reshape(-1).view(np.uint8).data)
     return h.hexdigest()
 
 
@@ -99,7 +106,7 @@ class Pack:
     def put(self, arr: Any) -> str:
         """Stores ``arr`` unless a value equal to it is stored already; its
         id. BudgetExceeded when it does not fit."""
-        arr = np.ascontiguousarray(arr)
+        arr = _c_order(arr)
         bid = blob_id(arr)
         if bid in self.known:
             return bid

@@ -561,8 +561,6 @@ class Replay:
                 rep.fields.add(fname)
                 got = bound[fname]
                 want = np.array(returned[fname], dtype=got.dtype) if fname in returned else self.values.load(saved[fname].after)
-                if want.shape != got.shape and want.size == got.size:  # a 0-D field read out as [1]
-                    want = want.reshape(got.shape)
                 worst, d = compare(want, got, tolerance, scaled)
                 rep.worst_ulps = max(rep.worst_ulps, worst)
                 if d is not None:
@@ -612,16 +610,13 @@ class Replay:
         """The arrays a run writes in place, by KIR field: a copy of what
         Quadrants had before the call for each saved field, zero for each
         value returned (the 0-D fields ``@k.retN``), each of its field's
-        dtype and shape (a value saved as another is converted)."""
+        dtype (a value saved as another is converted)."""
         declared = module.fields
         out = {}
         for fname in saved:
             arr = self.values.load(saved[fname].before)
-            want, shape = NUMPY_DTYPES.get(declared[fname][0]), tuple(declared[fname][1])
-            if want is not None and arr.dtype != want:
-                arr = arr.astype(want)
-            # A 0-D field Quadrants reads out as [1], as kiln-run takes it.
-            out[fname] = arr.reshape(shape) if arr.shape != shape and arr.size == math.prod(shape) else arr
+            want = NUMPY_DTYPES.get(declared[fname][0])
+            out[fname] = arr if want is None or arr.dtype == want else arr.astype(want)
         for fname in returned:
             out[fname] = np.zeros(declared[fname][1], dtype=NUMPY_DTYPES.get(declared[fname][0], np.float64))
         return out
