@@ -10,7 +10,8 @@ kernel call it keeps:
   ``Start offload_to_executable:`` dump of each offloaded task);
 * the scalar and ndarray arguments;
 * every field's value, and every ndarray argument's, before and after the
-  call, each distinct value once (``pack.py``: the store ``values.pack``
+  call (with ``--kiln-import``, once a kernel's compilations are imported,
+  only those its KIR declares), each distinct value once (``pack.py``: the store ``values.pack``
   and its index ``values.idx``; a field a call leaves as it was costs
   nothing), within the ``--max-disk`` budget.
 
@@ -46,7 +47,7 @@ import signal
 import sys
 import traceback
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import field as dc_field
@@ -299,6 +300,17 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
+def kir_name(name: str) -> str:
+    """The KIR name kiln-import gives a field or argument (its `sanitize`)."""
+    out = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return out if re.match(r"[A-Za-z_]", out) else "_" + out
+
+
+def ALL(_name: str) -> bool:  # noqa: N802 (a constant, as a function)
+    """Every value: what a call saves when which it needs is not known."""
+    return True
+
+
 # A kernel as the capture counts it: its runtime (the qd.init, from 0), its
 # label (`k`, `k.grad`), where its function is defined, and Quadrants' number
 # for the kernel object (the `c60` of its compiled name `k_c60_0`).
@@ -455,6 +467,12 @@ class Capture:
     max_disk: int | None = None
     budget: Budget | None = None
     store: Any = None
+    # kiln-import, to learn which fields each compilation reads or writes
+    # (None: every field is saved); the KIR fields of each imported log
+    # (None: it cannot be imported); calls not captured for want of them.
+    kiln_import: str | None = None
+    kir_fields: dict[str, set[str] | None] = dc_field(default_factory=dict)
+    skipped: int = 0
     # live_fields() as last found, and what it was found for: the runtime,
     # and how many field members were made and trees destroyed by then (a
     # field is only ever made or destroyed through those).
@@ -557,14 +575,56 @@ class Capture:
             fi.entry["name"] = fi.name
             self.seen[(self.generation, place)] = fi.entry
 
-    def _values(self, fields: list[FieldInfo], nd: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    def keeper(self, key: KernelKey, name: str, schema: list[Arg]) -> Callable[[str], bool]:
+        """Which values (by field name, `arg:NAME`) a call of kernel ``key``
+        saves: those its compilations read or write, once each of them has
+        been imported (``kir_fields``); every value (``ALL``) until then,
+        without kiln-import, for a kernel that one of them cannot be
+        imported for, and for a kernel a call may compile anew (a template
+        or ndarray argument: the new compilation's fields are not known
+        before it runs)."""
+        logs = [log for (k, _inst), log in self.last_log.items() if k == key]
+        if self.kiln_import is None or not logs or any(a["kind"] in ("other", "ndarray") for a in schema):
+            return ALL
+        wanted: set[str] = set()
+        for log in logs:
+            if log not in self.kir_fields:
+                self.kir_fields[log] = self._imported_fields(log)
+            found = self.kir_fields[log]
+            if found is None:
+                return ALL
+            wanted |= found
+        return lambda k: (f"{name}.{kir_name(k[4:])}" if k.startswith("arg:") else kir_name(k)) in wanted
+
+    def _imported_fields(self, log: str) -> set[str] | None:
+        """The fields the KIR that kiln-import makes of ``log`` declares
+        (with the table of the runtime as it stands), or None when it cannot
+        be imported."""
+        import subprocess
+        import tempfile
+
+        table: FieldTable = {
+            "quadrants": _quadrants_version(),
+            "fields": [e for (g, _p), e in sorted(self.seen.items()) if g == self.generation],
+            "kernels": self.kernels.get(self.generation, {}),
+        }
+        with tempfile.TemporaryDirectory(prefix="kiln-capture.") as d:
+            (Path(d) / "fields.json").write_text(json.dumps(table))
+            r = subprocess.run([str(self.kiln_import), str(self.out / log), "--fields", str(Path(d) / "fields.json"),
+                                "-o", str(Path(d) / "k.kir"), "--color=never"], capture_output=True, text=True)
+            if r.returncode != 0:
+                return None
+            return set(re.findall(r"^\s*field @(\S+) :", (Path(d) / "k.kir").read_text(), re.M))
+
+    def _values(self, fields: list[FieldInfo], nd: dict[str, Any], keep: Callable[[str], bool]) -> Iterator[tuple[str, Any]]:
         """Each field's and ndarray argument's value now (`arg:NAME` for an
-        argument), one at a time, so that only one is held at once."""
+        argument) that ``keep`` wants, one at a time, so that only one is
+        held at once."""
         import numpy as np
 
         with redirect_fds(None):  # the readers are kernels too: their IR is noise here
             for fi in fields:
-                if fi.entry["kind"] not in ("scalar", "matrix"):
+                if fi.entry["kind"] not in ("scalar", "matrix") or not keep(fi.name):
                     continue
                 try:
                     arr = fi.obj.to_numpy()
@@ -572,9 +632,10 @@ class Capture:
                     continue
                 yield fi.name, arr
             for name, val in nd.items():
-                yield f"arg:{name}", val.to_numpy() if hasattr(val, "to_numpy") else np.array(val, copy=True)
+                if keep(f"arg:{name}"):
+                    yield f"arg:{name}", val.to_numpy() if hasattr(val, "to_numpy") else np.array(val, copy=True)
 
-    def _snapshot(self, fields: list[FieldInfo], nd: dict[str, Any], n: int | None) -> dict[str, str] | None:
+    def _snapshot(self, fields: list[FieldInfo], nd: dict[str, Any], n: int | None, keep: Callable[[str], bool]) -> dict[str, str] | None:
         """Stores every field's and ndarray argument's value (``pack.py``:
         a value stored already costs nothing); name -> blob id. Before call
         ``n`` (``n`` not None), None when its values, before and after,
@@ -585,11 +646,11 @@ class Capture:
         if self.store is None:
             self.store = Pack(self.out, "values", self.max_disk)
         if n is None or self.max_disk is None:
-            return {name: self.store.put(arr) for name, arr in self._values(fields, nd)}
+            return {name: self.store.put(arr) for name, arr in self._values(fields, nd, keep)}
         # Held until they are known to fit: the values after the call may
         # all be new, so room for them is wanted too.
-        now = list(self._values(fields, nd))
-        new = sum(a.nbytes for _, a in now if blob_id(a) not in self.store.known)
+        now = list(self._values(fields, nd, keep))
+        new = sum({bid: a.nbytes for _, a in now if (bid := blob_id(a)) not in self.store.known}.values())
         if not self.store.fits(new + sum(a.nbytes + 64 for _, a in now) + 64 * len(now)):
             if self.budget is not None and "reached_at" not in self.budget:
                 self.budget["reached_at"] = n
@@ -662,7 +723,7 @@ class Capture:
             if (cap.max_calls and cap.counted[key] > cap.max_calls) or (cap.budget is not None and "reached_at" in cap.budget):
                 return cap.run_unchecked(key, lambda: orig_call(kernel, *args, **kwargs))
             cap.busy = True
-            n = len(cap.calls)
+            n = len(cap.calls) + cap.skipped
             during = f"in call {n} ({key[1]})"
             try:
                 with cap.own_work(during):
@@ -677,7 +738,9 @@ class Capture:
                     cap.declaring, cap.params = [], None
                     schema, argvals, nds = cap._describe_args(kernel, args, kwargs)
                     fields = cap.fields()
-                    before = cap._snapshot(fields, nds, n)
+                    keep = cap.keeper(key, name, schema)
+                    compiled_before = {inst for (k, inst) in cap.last_log if k == key}
+                    before = cap._snapshot(fields, nds, n, keep)
                     if before is not None:
                         log_rel = f"calls/{tag}.log"
                         (cap.out / "calls").mkdir(exist_ok=True)
@@ -705,7 +768,7 @@ class Capture:
                     entry = cap.record_call(n, name, where, derivative, key, cap.calling[1], primal, log_rel, argvals, schema, kernel)
                     if raised is None:
                         fields = cap.fields()
-                        after = cap._snapshot(fields, nds, None) or {}  # never None: no budget check
+                        after = cap._snapshot(fields, nds, None, keep) or {}  # never None: no budget check
                         entry["values"] = {
                             k: {"before": kept.get(k), "after": after.get(k)} for k in sorted(set(kept) | set(after))
                         }
@@ -716,8 +779,15 @@ class Capture:
                             entry["return"] = _flat(_jsonable(list(result) if isinstance(result, tuple) else [result]))
                     else:
                         entry["error"] = _one_line(raised)
-                    # The call is complete: written before the program goes on.
-                    cap.calls.append(entry)
+                    if keep is not ALL and cap.calling[1] not in compiled_before:
+                        # A compilation the kernel had not run before, whose
+                        # fields were not known when the values were taken:
+                        # not checked (its number is not given again).
+                        cap.unchecked[key] = cap.unchecked.get(key, 0) + 1
+                        cap.skipped += 1
+                    else:
+                        # The call is complete: written before the program goes on.
+                        cap.calls.append(entry)
                     cap.running = None
                     cap.write()
                 if raised is not None:
@@ -1258,7 +1328,12 @@ def size_error(option: str, text: str) -> str | None:
 
 
 def run(
-    program: str | os.PathLike[str], argv: list[str], out_dir: str | os.PathLike[str], max_calls: int = 0, max_disk: int | None = None
+    program: str | os.PathLike[str],
+    argv: list[str],
+    out_dir: str | os.PathLike[str],
+    max_calls: int = 0,
+    max_disk: int | None = None,
+    kiln_import: str | None = None,
 ) -> int:
     """Run ``program`` with ``argv`` under capture into ``out_dir``,
     capturing the first ``max_calls`` calls of each kernel (0: all), their
@@ -1270,7 +1345,7 @@ def run(
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     program = Path(program)
-    cap = Capture(out=out, program=program, argv=list(argv), max_calls=max_calls, max_disk=max_disk)
+    cap = Capture(out=out, program=program, argv=list(argv), max_calls=max_calls, max_disk=max_disk, kiln_import=kiln_import)
     if max_disk is not None:
         cap.budget = {"limit": max_disk}
     # A fresh store and list of calls, whatever an earlier capture left here.
@@ -1490,6 +1565,9 @@ def main(args: list[str] | None = None) -> int:
     # `kiln-quadrants run` says how the capture ended, from capture.json:
     # the capture then says nothing of it itself.
     ap.add_argument("--for-replay", action="store_true", help=argparse.SUPPRESS)
+    # kiln-quadrants run's kiln-import: with it, a kernel's calls after its
+    # compilations are imported save only the fields those read or write.
+    ap.add_argument("--kiln-import", help=argparse.SUPPRESS)
     ap.add_argument("argv", nargs=argparse.REMAINDER, help="the program's own arguments").required = False
     ns = ap.parse_args(args)
     why = directory_error("-o", ns.output) or (size_error("--max-disk", ns.max_disk) if ns.max_disk is not None else None)
@@ -1502,7 +1580,7 @@ def main(args: list[str] | None = None) -> int:
     if why is not None:
         ap.error(why)
     out = Path(ns.output).resolve()  # the program may change directory
-    status = run(ns.program, ns.argv, out, max(ns.calls, 0), parse_size(ns.max_disk) if ns.max_disk is not None else None)
+    status = run(ns.program, ns.argv, out, max(ns.calls, 0), parse_size(ns.max_disk) if ns.max_disk is not None else None, ns.kiln_import)
     if status == 1 and not ns.for_replay:
         failure = json.loads((out / "capture.json").read_text()).get("capture_error")
         if failure:

@@ -5,9 +5,10 @@ call, and how ``kiln-quadrants run --keep`` keeps Kiln's: every distinct
 value once, named by its content (``blob_id``: a hash of its dtype, shape
 and bytes), so that a field a call leaves unchanged costs no new byte. A
 store ``NAME`` is two files in one directory: ``NAME.pack``, the values'
-bytes (C order, each blob starting at a multiple of ``ALIGN``), and
+bytes (C order, each blob starting at a multiple of ``ALIGN``; compressed
+with zlib when that saves an eighth of them), and
 ``NAME.idx``, one JSON line per blob (``BlobEntry``: its id, offset, numpy
-dtype and shape), appended after the blob's bytes are written. Both are
+dtype and shape, and its codec and stored size when compressed), appended after the blob's bytes are written. Both are
 only appended to, and flushed after every blob, so a process that ends at
 any point (``os._exit``, a signal) leaves a store whose every indexed blob
 is whole; a last index line cut short is not read. docs/quadrants-ir.md §5.4.
@@ -21,14 +22,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import zlib
 from pathlib import Path
-from typing import IO, Any, TypedDict
+from typing import IO, Any, NotRequired, TypedDict
 
 import numpy as np
 
 # Each blob starts at a multiple of this many bytes (a cache line), so
 # that a blob mapped from the file is aligned for any dtype.
 ALIGN = 64
+# A value is stored compressed (zlib, its fastest level) when that saves at
+# least an eighth of its bytes: a grid mostly zero, a field of few values.
+CODEC = "zlib"
 
 
 class BlobEntry(TypedDict):
@@ -39,6 +44,9 @@ class BlobEntry(TypedDict):
     # numpy's spelling of the dtype, with its byte order (`<f4`, `|b1`).
     dtype: str
     shape: list[int]
+    # Only for a value stored compressed: `zlib`, and the bytes it takes.
+    codec: NotRequired[str]
+    size: NotRequired[int]
 
 
 class BudgetExceeded(Exception):
@@ -114,11 +122,16 @@ class Pack:
             raise BudgetExceeded(f"{arr.nbytes} bytes more would pass the budget of {self.budget}")
         pack, idx = self._open()
         offset = -(-self.size // ALIGN) * ALIGN
-        pack.write(b"\0" * (offset - self.size))
-        pack.write(arr.reshape(-1).view(np.uint8).data)
-        pack.flush()
-        self.size = offset + arr.nbytes
+        raw = arr.reshape(-1).view(np.uint8).data
+        packed = zlib.compress(raw, 1) if arr.nbytes >= ALIGN else None
         entry: BlobEntry = {"id": bid, "offset": offset, "dtype": arr.dtype.str, "shape": [int(s) for s in arr.shape]}
+        data: bytes | memoryview = raw
+        if packed is not None and len(packed) <= arr.nbytes - arr.nbytes // 8:
+            entry["codec"], entry["size"], data = CODEC, len(packed), packed
+        pack.write(b"\0" * (offset - self.size))
+        pack.write(data)
+        pack.flush()
+        self.size = offset + len(data)
         idx.write(json.dumps(entry) + "\n")
         idx.flush()
         self.known.add(bid)
@@ -154,7 +167,11 @@ class Reader:
         dtype = np.dtype(e["dtype"])
         count = int(np.prod(e["shape"], dtype=np.int64))
         with open(path, "rb") as f:
-            arr = np.fromfile(f, dtype=dtype, count=count, offset=e["offset"])
+            if "codec" in e:
+                f.seek(e["offset"])
+                arr = np.frombuffer(bytearray(zlib.decompress(f.read(e.get("size", 0)))), dtype=dtype)
+            else:
+                arr = np.fromfile(f, dtype=dtype, count=count, offset=e["offset"])
         if arr.size != count:
             raise ValueError(f"{path}: blob {bid} is cut short ({arr.size} of {count} elements)")
         return arr.reshape(e["shape"])

@@ -1,8 +1,8 @@
 """The JSON records of the Quadrants bridge, typed once.
 
 Owns: the shape of every JSON file the bridge writes: ``fields.json`` (the
-field table ``kiln-import`` reads, ``FieldTable``), ``capture.json`` (the
-calls, ``CaptureFile``), both described in docs/quadrants-ir.md §5, and
+field table ``kiln-import`` reads, ``FieldTable``), ``capture.json`` and
+``calls.jsonl`` (the run and its calls, read as one ``CaptureFile``), both described in docs/quadrants-ir.md §5, and
 ``kiln-quadrants run``'s ``manifest.json`` (``Manifest``, docs/quadrants.md);
 and the one checked way to read them back (``load_table``,
 ``load_capture``): the parsed JSON is walked against these types

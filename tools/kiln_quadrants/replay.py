@@ -50,7 +50,7 @@ try:
 except ImportError:  # run() says so in one line; --help needs no numpy
     np = None  # type: ignore[assignment]
 
-from .capture import OFFLOAD_STAGE, OneLineParser, directory_error, kernel_label, lower_first, program_error, size_error
+from .capture import OFFLOAD_STAGE, OneLineParser, directory_error, kernel_label, kir_name, lower_first, program_error, size_error
 from .records import (
     Call,
     CaptureFile,
@@ -77,6 +77,10 @@ DEFAULT_ULPS = 4
 # rarely finds what its first ten did not, and each costs a snapshot of
 # every field and two kiln-run processes (docs/quadrants.md).
 DEFAULT_CALLS = 10
+# Kiln's values are kept (--keep) for each kernel's first this many calls,
+# and for every call where they differ from Quadrants': past them, a value
+# within --ulps of Quadrants' would only cost disk.
+KEPT_CALLS = DEFAULT_CALLS
 # What Quadrants's CPU backend does with subnormal floats (it runs with
 # the SSE control register's flush-to-zero and denormals-are-zero bits).
 QUADRANTS_DENORMALS = "flush"
@@ -335,12 +339,6 @@ def _calls(rep: KernelReport, budget: bool = False) -> str:
     return f"{rep.calls} call{s}" if not rep.unchecked else f"{rep.calls} of {total} call{s} ({why})"
 
 
-def _kir_name(name: str) -> str:
-    """The KIR name kiln-import gives an argument (its `sanitize`)."""
-    out = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    return out if re.match(r"[A-Za-z_]", out) else "_" + out
-
-
 FIELD_RE = re.compile(r"^\s*field @(\S+) :", re.M)
 
 
@@ -388,7 +386,8 @@ class Replay:
         # This run says how the capture ended (from capture.json), so the
         # capture does not; its directory is absolute, so that a program
         # that changes directory does not move it.
-        cmd = [sys.executable, "-m", "kiln_quadrants", "-o", str(self.cap.resolve()), *calls, "--for-replay", self.ns.program, *self.ns.args]
+        cmd = [sys.executable, "-m", "kiln_quadrants", "-o", str(self.cap.resolve()), *calls, "--for-replay", "--kiln-import", self.kiln_import,
+               self.ns.program, *self.ns.args]
         proc = subprocess.Popen(cmd, env=env, start_new_session=True)
         try:
             return proc.wait(timeout=self.ns.timeout)
@@ -526,9 +525,9 @@ class Replay:
         args: dict[str, JsonScalar] = {}
         for name, a in call["args"].items():
             if a["kind"] == "scalar":
-                args[_kir_name(name)] = a["value"]
+                args[kir_name(name)] = a["value"]
             elif a["kind"] == "struct":  # a struct's scalars are `%p.0`, `%p.1`, ...
-                args.update((f"{_kir_name(name)}.{i}", v) for i, v in enumerate(a["members"]))
+                args.update((f"{kir_name(name)}.{i}", v) for i, v in enumerate(a["members"]))
         # What Quadrants had, by KIR field: the .npy files around the call
         # of each field and ndarray argument the KIR declares, and the
         # values the kernel returned (the 0-D fields @k.ret0, @k.ret1, ...
@@ -536,7 +535,7 @@ class Replay:
         saved: dict[str, _Paths] = {}
         returned: dict[str, JsonScalar] = {}
         for key, v in call.get("values", {}).items():
-            fname = f"{kernel}.{_kir_name(key[4:])}" if key.startswith("arg:") else _kir_name(key)
+            fname = f"{kernel}.{kir_name(key[4:])}" if key.startswith("arg:") else kir_name(key)
             if fname not in declared:
                 continue
             paths = _paths(v)
@@ -574,9 +573,11 @@ class Replay:
                 if kept is None:
                     kept = self.manifest_value(saved.get(fname), returned.get(fname))
                     entry["values"][fname] = kept
-                # Kiln's value, stored once: one equal to Quadrants' is
-                # Quadrants' blob, and costs nothing.
-                kept["kiln" if engine == "jit" else "kiln-interp"] = self.kept.put(got)
+                # Kiln's value, stored once (one equal to Quadrants' is
+                # Quadrants' blob, and costs nothing): for a kernel's first
+                # calls, and for every call where it differs.
+                if rep.calls <= KEPT_CALLS or d is not None:
+                    kept["kiln" if engine == "jit" else "kiln-interp"] = self.kept.put(got)
         self.manifest.append(entry)
 
     def manifest_value(self, saved: _Paths | None, returned: JsonScalar) -> ManifestField | ManifestReturned:

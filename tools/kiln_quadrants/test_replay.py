@@ -42,7 +42,7 @@ from kiln_quadrants.replay import (  # noqa: E402
     tool_dir,
     ulp_distance,
 )
-from kiln_quadrants.test_capture import KILLED_IN_A_CALL  # noqa: E402
+from kiln_quadrants.test_capture import CHANGES_X_ONLY, KILLED_IN_A_CALL, NOISE  # noqa: E402
 
 PROGRAMS = sorted(CORPUS.glob("*.py"))
 REFUSED = sorted((CORPUS / "refused").glob("*.py"))
@@ -956,3 +956,48 @@ def test_a_program_that_never_ends_is_stopped_and_its_calls_checked(tmp_path: Pa
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"kiln-quadrants: error: {prog} did not finish within 6 s (--timeout): checking the 1 call made before\n" in r.stderr, r.stderr
     assert "ok   bump: 1 call, 1 field," in r.stdout and "1 kernels: 1 agree" in r.stdout, r.stdout
+
+
+def test_max_disk_is_said_and_the_calls_kept_are_checked(tmp_path: Path, cache: str):
+    """--max-disk passes to the capture; when it is reached one note says
+    at which call and what was kept, the calls before it are checked, the
+    kernel's line says why not every call was, and the run still agrees.
+    A size that is not one is one line and exit 2, before anything runs."""
+    prog = tmp_path / "budget.py"
+    prog.write_text(CHANGES_X_ONLY.replace("(1.0, 2.0, 3.0)", "(1.0, 2.0, 3.0, 4.0, 5.0, 6.0)").replace(
+        "a * qd.sin(i * 0.01)", NOISE))
+    r = kq("run", "--calls", "0", "--max-disk", "64K", "--cache-dir", cache, str(prog))
+    assert r.returncode == 0, r.stdout + r.stderr
+    m = re.search(r"^kiln-quadrants: note: the --max-disk 64K budget was reached at call (\d): the values of the \1 calls "
+                  r"before it were kept \(\d+\.\d MiB\); the later calls ran unchecked$", r.stderr, re.M)
+    assert m is not None, r.stderr
+    n = int(m.group(1))
+    assert f"ok   k: {n} of 6 calls (--calls, --max-disk), 1 field," in r.stdout, r.stdout
+    bad = kq("run", "--max-disk", "lots", str(prog))
+    assert bad.returncode == 2 and bad.stdout == "", bad.stdout
+    assert bad.stderr == "kiln-quadrants: error: --max-disk takes a size above 0, as 500K, 10M or 2G, not 'lots'\n", bad.stderr
+
+
+def test_a_program_that_leaves_by_os_exit_is_checked(tmp_path: Path, cache: str):
+    """os._exit after the calls ends the program at its end: every call it
+    made is replayed and agrees."""
+    prog = tmp_path / "leaves.py"
+    prog.write_text(KILLED_IN_A_CALL.replace("dies()\n", "k()\nos._exit(0)\n"))
+    r = kq("run", "--cache-dir", cache, str(prog))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ok   k: 3 calls, 1 field, JIT and interpreter agree" in r.stdout, r.stdout
+
+
+def test_a_kernels_later_calls_save_only_the_fields_it_touches(tmp_path: Path, cache: str):
+    """Once a kernel's compilation is imported (in the capture, with the
+    run's kiln-import), its later calls save only the fields its KIR
+    declares: k writes x and never reads y, so y is saved at the first
+    call alone; every call still agrees."""
+    prog = tmp_path / "touch.py"
+    prog.write_text(CHANGES_X_ONLY)
+    keep = tmp_path / "keep"
+    r = kq("run", "--keep", str(keep), "--cache-dir", cache, str(prog))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ok   k: 3 calls, 1 field, JIT and interpreter agree" in r.stdout, r.stdout
+    calls = records.load_capture(keep / "capture" / "capture.json")["calls"]
+    assert [sorted(c.get("values", {})) for c in calls] == [["x", "y"], ["x"], ["x"]], calls
