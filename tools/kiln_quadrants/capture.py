@@ -56,6 +56,7 @@ from typing import Any, NamedTuple, NoReturn, TypedDict
 
 from .records import (
     CALLS_FILE,
+    RUNNING_FILE,
     Arg,
     ArgValue,
     Budget,
@@ -462,6 +463,8 @@ class Capture:
     writing: bool = False
     written: int = 0  # calls appended to calls.jsonl
     table_text: str = ""
+    head_text: str = ""  # capture.json as last written
+    running_fd: int | None = None  # running.json, written in place
     # --max-disk in bytes (None: no limit), and the store of the values
     # (made at the first value saved).
     max_disk: int | None = None
@@ -1066,8 +1069,7 @@ class Capture:
                     if kid is not None:
                         u["kernel_id"] = kid
                     cap["unchecked"].append(u)
-            if self.running is not None:
-                cap["running"] = self.running
+            self._say_running()
             if self.raised is not None:
                 cap["raised"] = self.raised
             if self.failure is not None:
@@ -1078,18 +1080,34 @@ class Capture:
             # flushed: it outlives os._exit), never rewritten: writing costs
             # the same at the ten-thousandth call as at the first.
             self._append_calls()
-            _replace(self.out / "capture.json", _dump_capture(cap))
+            text = _dump_capture(cap)
+            if text != self.head_text:  # a rename costs milliseconds on some file systems
+                _replace(self.out / "capture.json", text)
+                self.head_text = text
         finally:
             self.writing = False
 
+
+    def _say_running(self) -> None:
+        """running.json: the call under way, or nothing between calls.
+        Written in place, in one write of a few bytes (never renamed, which
+        costs milliseconds a call on some file systems); a reader that
+        finds it torn (the program killed as it was written) reads no call
+        under way."""
+        if self.running_fd is None:
+            self.running_fd = os.open(self.out / RUNNING_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        data = (json.dumps(self.running) + "\n").encode() if self.running is not None else b""
+        os.pwrite(self.running_fd, data, 0)
+        os.ftruncate(self.running_fd, len(data))
 
     def _append_calls(self) -> None:
         """The calls ended since the last write, appended to calls.jsonl
         (made, empty, at the first write), one line each."""
         one = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
         lines = "".join(one(in_declared_order(c, Call)) + "\n" for c in self.calls[self.written:])
-        with open(self.out / CALLS_FILE, "a") as f:
-            f.write(lines)
+        if lines or self.written == 0:
+            with open(self.out / CALLS_FILE, "a") as f:
+                f.write(lines)
         self.written = len(self.calls)
 
 
@@ -1349,7 +1367,7 @@ def run(
     if max_disk is not None:
         cap.budget = {"limit": max_disk}
     # A fresh store and list of calls, whatever an earlier capture left here.
-    for name in ("values.pack", "values.idx", CALLS_FILE):
+    for name in ("values.pack", "values.idx", CALLS_FILE, RUNNING_FILE):
         (out / name).unlink(missing_ok=True)
     # Quadrants' own failure before the program runs (a broken install; its
     # banner printed to a closed pipe) is said as Quadrants', in one line.

@@ -21,6 +21,7 @@ __future__ import annotations`` here:
 ``__required_keys__`` (and ``check``) to know which keys may be absent.
 """
 
+import functools
 import json
 import types
 import typing
@@ -251,10 +252,11 @@ class Budget(TypedDict):
 
 
 class CaptureFile(TypedDict):
-    """``capture.json`` with its calls: the file is written before and after
-    every call, and when the program ends, and holds the rest; the calls
-    are ``calls.jsonl``, one line each, appended as each call ends
-    (``load_capture`` puts them under `calls`). A capture.json that lists
+    """``capture.json`` with its calls: the file is written when what it
+    holds changes, and when the program ends; the calls are
+    ``calls.jsonl``, one line each, appended as each call ends, and the
+    call under way is ``running.json`` (``load_capture`` puts them under
+    `calls` and `running`). A capture.json that lists
     its `calls` itself (a hand-made one) is read as it is."""
 
     program: str
@@ -380,11 +382,18 @@ def _describe(tp: object) -> str:
     return names.get(cast(type, tp), repr(tp))
 
 
+@functools.cache
+def _hints(tp: type) -> dict[str, object]:
+    """A TypedDict's keys and their types, worked out once per type (each
+    call's record asks)."""
+    return typing.get_type_hints(tp)
+
+
 def _check_record(value: object, tp: type, where: str) -> list[str]:
     at = where or "the record"
     if not isinstance(value, dict):
         return [f"{at}: {_json(value)} is not an object ({tp.__name__})"]
-    hints = typing.get_type_hints(tp)  # NotRequired[X] as X
+    hints = _hints(tp)  # NotRequired[X] as X
     required: frozenset[str] = getattr(tp, "__required_keys__", frozenset())
     out = [f"{at}: no key {k!r} ({tp.__name__})" for k in hints if k in required and k not in value]
     out += [f"{at}: a {tp.__name__} has no key {k!r}" for k in value if k not in hints]
@@ -423,8 +432,25 @@ def load_table(path: Path) -> FieldTable:
     return cast(FieldTable, _load(path, FieldTable))
 
 
-# The file beside capture.json that holds its calls, one JSON line each.
+# The file beside capture.json that holds its calls, one JSON line each,
+# and the one that says which call is under way (`running`).
 CALLS_FILE = "calls.jsonl"
+RUNNING_FILE = "running.json"
+
+
+def _complete(path: Path, value: dict[str, object]) -> None:
+    """A capture.json's record made whole from the files beside it: its
+    calls, and the call under way (unless it says them itself). A
+    running.json torn by a program killed as it was written says none."""
+    value.setdefault("calls", read_calls(path.parent / CALLS_FILE))
+    running = path.parent / RUNNING_FILE
+    if "running" not in value and running.exists():
+        try:
+            said = json.loads(running.read_text() or "null")
+        except json.JSONDecodeError:
+            said = None
+        if said is not None:
+            value["running"] = said
 
 
 def read_calls(path: Path) -> list[object]:
@@ -447,7 +473,7 @@ def read_calls(path: Path) -> list[object]:
 def load_capture(path: Path) -> CaptureFile:
     """A ``capture.json`` and its calls (``calls.jsonl`` beside it, unless
     it lists them itself), checked; RecordError when they are not one."""
-    return cast(CaptureFile, _load(path, CaptureFile, lambda v: v.setdefault("calls", read_calls(path.parent / CALLS_FILE))))
+    return cast(CaptureFile, _load(path, CaptureFile, lambda v: _complete(path, v)))
 
 
 def in_declared_order(record: typing.Mapping[str, object], tp: type) -> dict[str, object]:
