@@ -77,6 +77,9 @@ def capture_only(work: Path, prog: str, *args: str) -> float:
     return wall
 
 
+LOAD_START = f"{os.getloadavg()[0]:.1f}"
+
+
 def main() -> int:
     out_csv = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "perf" / "results" / "bridge-cost.csv"
     rows: list[dict[str, object]] = []
@@ -103,7 +106,11 @@ def main() -> int:
                      "kept_mb": "", "per_call_ms": "", "peak_mb": base_peak / 1024})
         rows.append({"case": "large_field 2^24 f32, --calls 0", "calls": 2, "plain_s": base, "bridge_s": wall, "ratio": wall / base,
                      "kept_mb": kept / 1e6, "per_call_ms": "", "peak_mb": peak / 1024})
-    fields = ["case", "calls", "plain_s", "bridge_s", "ratio", "kept_mb", "per_call_ms", "peak_mb"]
+    # Each row with when, under what load and by what command it was measured.
+    stamp = {"date": time.strftime("%Y-%m-%d"), "load": f"{LOAD_START}-{os.getloadavg()[0]:.1f}",
+             "command": "KILN_BIN_DIR=DIR target/quadrants-venv/bin/python scripts/bench-bridge.py"}
+    rows = [{**r, **stamp} for r in rows]
+    fields = ["case", "calls", "plain_s", "bridge_s", "ratio", "kept_mb", "per_call_ms", "peak_mb", "date", "load", "command"]
     out_csv.parent.mkdir(parents=True, exist_ok=True)
     with open(out_csv, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)

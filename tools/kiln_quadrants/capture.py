@@ -766,33 +766,13 @@ class Capture:
                     cap.busy = True
                     with cap.own_work(during):
                         redirect.__exit__(None, None, None)
-                kept: dict[str, str] = before if before is not None else {}
                 with cap.own_work(during):
                     entry = cap.record_call(n, name, where, derivative, key, cap.calling[1], primal, log_rel, argvals, schema, kernel)
                     if raised is None:
-                        fields = cap.fields()
-                        after = cap._snapshot(fields, nds, None, keep) or {}  # never None: no budget check
-                        entry["values"] = {
-                            k: {"before": kept.get(k), "after": after.get(k)} for k in sorted(set(kept) | set(after))
-                        }
-                        if result is not None:
-                            # The scalars returned, in order, as the kernel's
-                            # `return` lists them: a vector or matrix is its
-                            # components, row-major, a tuple its members'.
-                            entry["return"] = _flat(_jsonable(list(result) if isinstance(result, tuple) else [result]))
+                        cap.end_call(entry, before or {}, nds, keep, result)
                     else:
                         entry["error"] = _one_line(raised)
-                    if keep is not ALL and cap.calling[1] not in compiled_before:
-                        # A compilation the kernel had not run before, whose
-                        # fields were not known when the values were taken:
-                        # not checked (its number is not given again).
-                        cap.unchecked[key] = cap.unchecked.get(key, 0) + 1
-                        cap.skipped += 1
-                    else:
-                        # The call is complete: written before the program goes on.
-                        cap.calls.append(entry)
-                    cap.running = None
-                    cap.write()
+                    cap.keep_call(entry, key, keep is not ALL and cap.calling[1] not in compiled_before)
                 if raised is not None:
                     raise raised
                 return result
@@ -801,6 +781,30 @@ class Capture:
 
         __call__._kiln_wrapped = True  # type: ignore[attr-defined]
         return __call__
+
+    def end_call(self, entry: Call, before: dict[str, str], nds: dict[str, Any], keep: Callable[[str], bool], result: Any) -> None:
+        """A call that returned: its values after it (those ``keep`` wants,
+        as before it), beside those before, and what it returned."""
+        after = self._snapshot(self.fields(), nds, None, keep) or {}  # never None: no budget check
+        entry["values"] = {k: {"before": before.get(k), "after": after.get(k)} for k in sorted(set(before) | set(after))}
+        if result is not None:
+            # The scalars returned, in order, as the kernel's `return` lists
+            # them: a vector or matrix is its components, row-major, a
+            # tuple its members'.
+            entry["return"] = _flat(_jsonable(list(result) if isinstance(result, tuple) else [result]))
+
+    def keep_call(self, entry: Call, key: KernelKey, unknown: bool) -> None:
+        """The call complete, written before the program goes on; or, when
+        it ran a compilation the kernel had not run before while only the
+        fields of the others were saved (``unknown``), not checked, and its
+        number not given again."""
+        if unknown:
+            self.unchecked[key] = self.unchecked.get(key, 0) + 1
+            self.skipped += 1
+        else:
+            self.calls.append(entry)
+        self.running = None
+        self.write()
 
     def record_call(
         self,
