@@ -10,11 +10,16 @@ kernel call it keeps:
   ``Start offload_to_executable:`` dump of each offloaded task);
 * the scalar and ndarray arguments;
 * every field's value, and every ndarray argument's, before and after the
-  call (``values/NNN-NAME.{before,after}.npy``).
+  call (with ``--kiln-import``, once a kernel's compilations are imported,
+  only those its KIR declares), each distinct value once (``pack.py``: the store ``values.pack``
+  and its index ``values.idx``; a field a call leaves as it was costs
+  nothing), within the ``--max-disk`` budget.
 
-It writes ``fields.json`` (the field table: names, dtypes, shapes, SNode ids)
-and ``capture.json`` (the calls, in order). docs/quadrants-ir.md describes
-the log and both files; ``records.py`` types both files' records.
+It writes ``fields.json`` (the field table: names, dtypes, shapes, SNode ids),
+``capture.json`` (the run) and ``calls.jsonl`` (the calls, one line each,
+appended as each ends: the cost of a call never grows with the calls
+before it). docs/quadrants-ir.md describes the log and the files;
+``records.py`` types their records.
 
 The IR is printed by C++ straight to fd 1 (the statements) and fd 2 (the
 stage labels, through the logger), never through ``sys.stdout``, so this
@@ -42,7 +47,7 @@ import signal
 import sys
 import traceback
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import field as dc_field
@@ -50,8 +55,11 @@ from pathlib import Path
 from typing import Any, NamedTuple, NoReturn, TypedDict
 
 from .records import (
+    CALLS_FILE,
+    RUNNING_FILE,
     Arg,
     ArgValue,
+    Budget,
     Call,
     CaptureFile,
     FieldEntry,
@@ -293,6 +301,17 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
+def kir_name(name: str) -> str:
+    """The KIR name kiln-import gives a field or argument (its `sanitize`)."""
+    out = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return out if re.match(r"[A-Za-z_]", out) else "_" + out
+
+
+def ALL(_name: str) -> bool:  # noqa: N802 (a constant, as a function)
+    """Every value: what a call saves when which it needs is not known."""
+    return True
+
+
 # A kernel as the capture counts it: its runtime (the qd.init, from 0), its
 # label (`k`, `k.grad`), where its function is defined, and Quadrants' number
 # for the kernel object (the `c60` of its compiled name `k_c60_0`).
@@ -442,8 +461,25 @@ class Capture:
     # written call's line, and fields.json as last written.
     pid: int = dc_field(default_factory=os.getpid)
     writing: bool = False
-    call_lines: list[str] = dc_field(default_factory=list)
+    written: int = 0  # calls appended to calls.jsonl
     table_text: str = ""
+    head_text: str = ""  # capture.json as last written
+    running_fd: int | None = None  # running.json, written in place
+    # --max-disk in bytes (None: no limit), and the store of the values
+    # (made at the first value saved).
+    max_disk: int | None = None
+    budget: Budget | None = None
+    store: Any = None
+    # kiln-import, to learn which fields each compilation reads or writes
+    # (None: every field is saved); the KIR fields of each imported log
+    # (None: it cannot be imported); calls not captured for want of them.
+    kiln_import: str | None = None
+    kir_fields: dict[str, set[str] | None] = dc_field(default_factory=dict)
+    skipped: int = 0
+    # live_fields() as last found, and what it was found for: the runtime,
+    # and how many field members were made and trees destroyed by then (a
+    # field is only ever made or destroyed through those).
+    found: tuple[tuple[int, int, int], list[Any]] | None = None
 
     # -- the program's fields ---------------------------------------------
 
@@ -474,27 +510,42 @@ class Capture:
             if not k.startswith("__"):
                 note(k, v, 0)
 
-    def fields(self) -> list[FieldInfo]:
-        """Every live field, named after the global that holds it, by SNode id."""
+    def live_fields(self) -> list[Any]:
+        """The field objects of the current runtime: looked for again only
+        when a field was made or a tree destroyed since the last time (the
+        search walks every object of the heap, too slow for every call)."""
         from quadrants.lang.field import Field
 
-        self.note_names(self._globals())
-        self.note_names(self.caller_locals)
-        names = self.names
+        now = (self.generation, len(self.member_gen), len(self.dead))
+        if self.found is not None and self.found[0] == now:
+            return self.found[1]
         # Only fields of the current runtime: after a second qd.init, the
         # old ones point at freed SNodes (reading them crashes or lies).
         # Every field member was made by create_field_member, which patch()
         # wraps to note the runtime it was made in.
-        found = [o for o in gc.get_objects() if isinstance(o, Field)]
-        infos = []
-        for f in found:
+        live = []
+        for f in (o for o in gc.get_objects() if isinstance(o, Field)):
             if id(f) in self.dead:
                 continue
             try:
                 gens = {self.member_gen.get(id(v), (None, -2))[1] for v in f.vars}
             except Exception:  # a field that cannot be described: leave it out
                 continue
-            entry = _describe_field(f) if gens == {self.generation} else None
+            if gens == {self.generation}:
+                live.append(f)
+        self.found = (now, live)
+        return live
+
+    def fields(self) -> list[FieldInfo]:
+        """Every live field, named after the global that holds it, by SNode
+        id, described as it is now (a matrix field's stride is known once
+        a kernel used it)."""
+        self.note_names(self._globals())
+        self.note_names(self.caller_locals)
+        names = self.names
+        infos = []
+        for f in self.live_fields():
+            entry = _describe_field(f)
             if entry is not None:
                 infos.append(FieldInfo(f, names.get(id(f), ""), entry))
         infos.sort(key=lambda fi: fi.entry["place"])
@@ -527,30 +578,88 @@ class Capture:
             fi.entry["name"] = fi.name
             self.seen[(self.generation, place)] = fi.entry
 
-    def _snapshot(self, fields: list[FieldInfo], nd: dict[str, Any], tag: str, when: str) -> dict[str, str]:
-        """Save every field and ndarray argument as .npy; returns name -> relative path."""
+    def keeper(self, key: KernelKey, name: str, schema: list[Arg]) -> Callable[[str], bool]:
+        """Which values (by field name, `arg:NAME`) a call of kernel ``key``
+        saves: those its compilations read or write, once each of them has
+        been imported (``kir_fields``); every value (``ALL``) until then,
+        without kiln-import, for a kernel that one of them cannot be
+        imported for, and for a kernel a call may compile anew (a template
+        or ndarray argument: the new compilation's fields are not known
+        before it runs)."""
+        logs = [log for (k, _inst), log in self.last_log.items() if k == key]
+        if self.kiln_import is None or not logs or any(a["kind"] in ("other", "ndarray") for a in schema):
+            return ALL
+        wanted: set[str] = set()
+        for log in logs:
+            if log not in self.kir_fields:
+                self.kir_fields[log] = self._imported_fields(log)
+            found = self.kir_fields[log]
+            if found is None:
+                return ALL
+            wanted |= found
+        return lambda k: (f"{name}.{kir_name(k[4:])}" if k.startswith("arg:") else kir_name(k)) in wanted
+
+    def _imported_fields(self, log: str) -> set[str] | None:
+        """The fields the KIR that kiln-import makes of ``log`` declares
+        (with the table of the runtime as it stands), or None when it cannot
+        be imported."""
+        import subprocess
+        import tempfile
+
+        table: FieldTable = {
+            "quadrants": _quadrants_version(),
+            "fields": [e for (g, _p), e in sorted(self.seen.items()) if g == self.generation],
+            "kernels": self.kernels.get(self.generation, {}),
+        }
+        with tempfile.TemporaryDirectory(prefix="kiln-capture.") as d:
+            (Path(d) / "fields.json").write_text(json.dumps(table))
+            r = subprocess.run([str(self.kiln_import), str(self.out / log), "--fields", str(Path(d) / "fields.json"),
+                                "-o", str(Path(d) / "k.kir"), "--color=never"], capture_output=True, text=True)
+            if r.returncode != 0:
+                return None
+            return set(re.findall(r"^\s*field @(\S+) :", (Path(d) / "k.kir").read_text(), re.M))
+
+    def _values(self, fields: list[FieldInfo], nd: dict[str, Any], keep: Callable[[str], bool]) -> Iterator[tuple[str, Any]]:
+        """Each field's and ndarray argument's value now (`arg:NAME` for an
+        argument) that ``keep`` wants, one at a time, so that only one is
+        held at once."""
         import numpy as np
 
-        saved = {}
-        vdir = self.out / "values"
-        vdir.mkdir(exist_ok=True)
         with redirect_fds(None):  # the readers are kernels too: their IR is noise here
             for fi in fields:
-                if fi.entry["kind"] not in ("scalar", "matrix"):
+                if fi.entry["kind"] not in ("scalar", "matrix") or not keep(fi.name):
                     continue
                 try:
                     arr = fi.obj.to_numpy()
                 except Exception:  # a sparse field that cannot be read whole, say
                     continue
-                rel = f"values/{tag}-{_safe(fi.name)}.{when}.npy"
-                np.save(self.out / rel, arr)
-                saved[fi.name] = rel
+                yield fi.name, arr
             for name, val in nd.items():
-                arr = val.to_numpy() if hasattr(val, "to_numpy") else np.array(val, copy=True)
-                rel = f"values/{tag}-arg.{_safe(name)}.{when}.npy"
-                np.save(self.out / rel, arr)
-                saved[f"arg:{name}"] = rel
-        return saved
+                if keep(f"arg:{name}"):
+                    yield f"arg:{name}", val.to_numpy() if hasattr(val, "to_numpy") else np.array(val, copy=True)
+
+    def _snapshot(self, fields: list[FieldInfo], nd: dict[str, Any], n: int | None, keep: Callable[[str], bool]) -> dict[str, str] | None:
+        """Stores every field's and ndarray argument's value (``pack.py``:
+        a value stored already costs nothing); name -> blob id. Before call
+        ``n`` (``n`` not None), None when its values, before and after,
+        might not fit in --max-disk: nothing is stored then, and the
+        budget says it was reached."""
+        from .pack import Pack, blob_id
+
+        if self.store is None:
+            self.store = Pack(self.out, "values", self.max_disk)
+        if n is None or self.max_disk is None:
+            return {name: self.store.put(arr) for name, arr in self._values(fields, nd, keep)}
+        # Held until they are known to fit: the values after the call may
+        # all be new, so room for them is wanted too.
+        now = list(self._values(fields, nd, keep))
+        new = sum({bid: a.nbytes for _, a in now if (bid := blob_id(a)) not in self.store.known}.values())
+        if not self.store.fits(new + sum(a.nbytes + 64 for _, a in now) + 64 * len(now)):
+            if self.budget is not None and "reached_at" not in self.budget:
+                self.budget["reached_at"] = n
+                self.budget["kept"] = self.store.size
+            return None
+        return {name: self.store.put(arr) for name, arr in now}
 
     # -- kernel calls -----------------------------------------------------
 
@@ -614,10 +723,10 @@ class Capture:
             primal = (cap.generation, name, where, kid)
             key = (cap.generation, kernel_label(name, derivative), where, kid)
             cap.counted[key] = cap.counted.get(key, 0) + 1
-            if cap.max_calls and cap.counted[key] > cap.max_calls:
+            if (cap.max_calls and cap.counted[key] > cap.max_calls) or (cap.budget is not None and "reached_at" in cap.budget):
                 return cap.run_unchecked(key, lambda: orig_call(kernel, *args, **kwargs))
             cap.busy = True
-            n = len(cap.calls)
+            n = len(cap.calls) + cap.skipped
             during = f"in call {n} ({key[1]})"
             try:
                 with cap.own_work(during):
@@ -632,11 +741,20 @@ class Capture:
                     cap.declaring, cap.params = [], None
                     schema, argvals, nds = cap._describe_args(kernel, args, kwargs)
                     fields = cap.fields()
-                    before = cap._snapshot(fields, nds, tag, "before")
-                    log_rel = f"calls/{tag}.log"
-                    (cap.out / "calls").mkdir(exist_ok=True)
-                    redirect = redirect_fds(cap.out / log_rel)
-                    redirect.__enter__()
+                    keep = cap.keeper(key, name, schema)
+                    compiled_before = {inst for (k, inst) in cap.last_log if k == key}
+                    before = cap._snapshot(fields, nds, n, keep)
+                    if before is not None:
+                        log_rel = f"calls/{tag}.log"
+                        (cap.out / "calls").mkdir(exist_ok=True)
+                        redirect = redirect_fds(cap.out / log_rel)
+                        redirect.__enter__()
+                if before is None:
+                    # Past --max-disk: this call and every later one run
+                    # as they would without the capture, counted.
+                    cap.running = None
+                    cap.busy = False
+                    return cap.run_unchecked(key, lambda: orig_call(kernel, *args, **kwargs))
                 raised: BaseException | None = None
                 try:
                     cap.busy = False
@@ -651,22 +769,10 @@ class Capture:
                 with cap.own_work(during):
                     entry = cap.record_call(n, name, where, derivative, key, cap.calling[1], primal, log_rel, argvals, schema, kernel)
                     if raised is None:
-                        fields = cap.fields()
-                        after = cap._snapshot(fields, nds, tag, "after")
-                        entry["values"] = {
-                            k: {"before": before.get(k), "after": after.get(k)} for k in sorted(set(before) | set(after))
-                        }
-                        if result is not None:
-                            # The scalars returned, in order, as the kernel's
-                            # `return` lists them: a vector or matrix is its
-                            # components, row-major, a tuple its members'.
-                            entry["return"] = _flat(_jsonable(list(result) if isinstance(result, tuple) else [result]))
+                        cap.end_call(entry, before or {}, nds, keep, result)
                     else:
                         entry["error"] = _one_line(raised)
-                    # The call is complete: written before the program goes on.
-                    cap.calls.append(entry)
-                    cap.running = None
-                    cap.write()
+                    cap.keep_call(entry, key, keep is not ALL and cap.calling[1] not in compiled_before)
                 if raised is not None:
                     raise raised
                 return result
@@ -675,6 +781,30 @@ class Capture:
 
         __call__._kiln_wrapped = True  # type: ignore[attr-defined]
         return __call__
+
+    def end_call(self, entry: Call, before: dict[str, str], nds: dict[str, Any], keep: Callable[[str], bool], result: Any) -> None:
+        """A call that returned: its values after it (those ``keep`` wants,
+        as before it), beside those before, and what it returned."""
+        after = self._snapshot(self.fields(), nds, None, keep) or {}  # never None: no budget check
+        entry["values"] = {k: {"before": before.get(k), "after": after.get(k)} for k in sorted(set(before) | set(after))}
+        if result is not None:
+            # The scalars returned, in order, as the kernel's `return` lists
+            # them: a vector or matrix is its components, row-major, a
+            # tuple its members'.
+            entry["return"] = _flat(_jsonable(list(result) if isinstance(result, tuple) else [result]))
+
+    def keep_call(self, entry: Call, key: KernelKey, unknown: bool) -> None:
+        """The call complete, written before the program goes on; or, when
+        it ran a compilation the kernel had not run before while only the
+        fields of the others were saved (``unknown``), not checked, and its
+        number not given again."""
+        if unknown:
+            self.unchecked[key] = self.unchecked.get(key, 0) + 1
+            self.skipped += 1
+        else:
+            self.calls.append(entry)
+        self.running = None
+        self.write()
 
     def record_call(
         self,
@@ -934,7 +1064,7 @@ class Capture:
                 "argv": self.argv,
                 "init": self.init_kwargs,
                 "forced": FORCED_INIT,
-                "calls": self.calls,
+                "calls": [],  # calls.jsonl's
             }
             if self.unchecked:  # calls past --calls, by kernel
                 cap["unchecked"] = []
@@ -943,19 +1073,46 @@ class Capture:
                     if kid is not None:
                         u["kernel_id"] = kid
                     cap["unchecked"].append(u)
-            if self.running is not None:
-                cap["running"] = self.running
+            self._say_running()
             if self.raised is not None:
                 cap["raised"] = self.raised
             if self.failure is not None:
                 cap["capture_error"] = self.failure
-            # Each call's line is made once: a call's entry is final once
-            # it is in `calls`.
-            one = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
-            self.call_lines += [f"  {one(in_declared_order(c, Call))}" for c in self.calls[len(self.call_lines):]]
-            _replace(self.out / "capture.json", _dump_capture(cap, self.call_lines))
+            if self.budget is not None:
+                cap["budget"] = self.budget
+            # Each call's line is written once, when the call ends (and
+            # flushed: it outlives os._exit), never rewritten: writing costs
+            # the same at the ten-thousandth call as at the first.
+            self._append_calls()
+            text = _dump_capture(cap)
+            if text != self.head_text:  # a rename costs milliseconds on some file systems
+                _replace(self.out / "capture.json", text)
+                self.head_text = text
         finally:
             self.writing = False
+
+
+    def _say_running(self) -> None:
+        """running.json: the call under way, or nothing between calls.
+        Written in place, in one write of a few bytes (never renamed, which
+        costs milliseconds a call on some file systems); a reader that
+        finds it torn (the program killed as it was written) reads no call
+        under way."""
+        if self.running_fd is None:
+            self.running_fd = os.open(self.out / RUNNING_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        data = (json.dumps(self.running) + "\n").encode() if self.running is not None else b""
+        os.pwrite(self.running_fd, data, 0)
+        os.ftruncate(self.running_fd, len(data))
+
+    def _append_calls(self) -> None:
+        """The calls ended since the last write, appended to calls.jsonl
+        (made, empty, at the first write), one line each."""
+        one = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
+        lines = "".join(one(in_declared_order(c, Call)) + "\n" for c in self.calls[self.written:])
+        if lines or self.written == 0:
+            with open(self.out / CALLS_FILE, "a") as f:
+                f.write(lines)
+        self.written = len(self.calls)
 
 
 def _replace(path: Path, text: str) -> None:
@@ -1008,14 +1165,12 @@ def _dump_kernels(kernels: dict[str, KernelEntry], pad: str) -> list[str]:
     return lines
 
 
-def _dump_capture(cap: CaptureFile, call_lines: list[str]) -> str:
-    """capture.json with one call per line (``call_lines``, each call's
-    JSON with its keys in the order `records.Call` declares them), the
-    other keys in the order `records.CaptureFile` declares them."""
+def _dump_capture(cap: CaptureFile) -> str:
+    """capture.json without its calls (calls.jsonl holds them), one key a
+    line, in the order `records.CaptureFile` declares them."""
     one = lambda v: json.dumps(v, separators=(", ", ": "))  # noqa: E731
-    head = [f" {one(k)}: {one(v)}," for k, v in in_declared_order(cap, CaptureFile).items() if k != "calls"]
-    calls = ",\n".join(call_lines)
-    return "\n".join(["{", *head, ' "calls": [', *([calls] if calls else []), " ]", "}"]) + "\n"
+    head = [f" {one(k)}: {one(v)}" for k, v in in_declared_order(cap, CaptureFile).items() if k != "calls"]
+    return "{\n" + ",\n".join(head) + "\n}\n"
 
 
 def _NONE_MODE() -> Any:
@@ -1172,9 +1327,39 @@ def _scalar(v: Any) -> JsonScalar:
     return repr(v) if isinstance(x, list) else x
 
 
-def run(program: str | os.PathLike[str], argv: list[str], out_dir: str | os.PathLike[str], max_calls: int = 0) -> int:
+# What --max-disk's suffixes multiply by.
+SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str) -> int | None:
+    """A size as --max-disk takes it (`500K`, `10M`, `2G`, `1T`, or bytes;
+    a `B` or `iB` may follow the letter, any case; binary units), or None
+    when ``text`` is not one."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)(?:i?b)?\s*", text, re.I)
+    if m is None:
+        return None
+    return int(float(m.group(1)) * SIZE_UNITS[m.group(2).upper()])
+
+
+def size_error(option: str, text: str) -> str | None:
+    """Why ``text`` is not a size ``option`` takes, or None."""
+    n = parse_size(text)
+    if n is None or n <= 0:
+        return f"{option} takes a size above 0, as 500K, 10M or 2G, not {text!r}"
+    return None
+
+
+def run(
+    program: str | os.PathLike[str],
+    argv: list[str],
+    out_dir: str | os.PathLike[str],
+    max_calls: int = 0,
+    max_disk: int | None = None,
+    kiln_import: str | None = None,
+) -> int:
     """Run ``program`` with ``argv`` under capture into ``out_dir``,
-    capturing the first ``max_calls`` calls of each kernel (0: all); the
+    capturing the first ``max_calls`` calls of each kernel (0: all), their
+    values within ``max_disk`` bytes (None: no limit); the
     exit status: the program's (1 when it raised), 1 when the capture
     failed (``capture_error`` in capture.json says how), or minus SIGINT
     when the program was interrupted (KeyboardInterrupt)."""
@@ -1182,7 +1367,12 @@ def run(program: str | os.PathLike[str], argv: list[str], out_dir: str | os.Path
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     program = Path(program)
-    cap = Capture(out=out, program=program, argv=list(argv), max_calls=max_calls)
+    cap = Capture(out=out, program=program, argv=list(argv), max_calls=max_calls, max_disk=max_disk, kiln_import=kiln_import)
+    if max_disk is not None:
+        cap.budget = {"limit": max_disk}
+    # A fresh store and list of calls, whatever an earlier capture left here.
+    for name in ("values.pack", "values.idx", CALLS_FILE, RUNNING_FILE):
+        (out / name).unlink(missing_ok=True)
     # Quadrants' own failure before the program runs (a broken install; its
     # banner printed to a closed pipe) is said as Quadrants', in one line.
     try:
@@ -1391,13 +1581,19 @@ def main(args: list[str] | None = None) -> int:
     )
     ap.add_argument("-o", "--output", required=True, help="output directory")
     ap.add_argument("--calls", type=int, default=0, metavar="N", help="capture the first N calls of each kernel (default 0: all)")
+    ap.add_argument("--max-disk", metavar="SIZE", help="keep the values within SIZE bytes (500K, 10M, 2G): "
+                    "the call whose values might not fit, and every later one, runs uncaptured (default: no limit)")
     ap.add_argument("program", help="the Quadrants program (a .py file)")
     # `kiln-quadrants run` says how the capture ended, from capture.json:
     # the capture then says nothing of it itself.
     ap.add_argument("--for-replay", action="store_true", help=argparse.SUPPRESS)
+    # kiln-quadrants run's kiln-import: with it, a kernel's calls after its
+    # compilations are imported save only the fields those read or write.
+    ap.add_argument("--kiln-import", help=argparse.SUPPRESS)
     ap.add_argument("argv", nargs=argparse.REMAINDER, help="the program's own arguments").required = False
     ns = ap.parse_args(args)
-    why = directory_error("-o", ns.output) or program_error(ns.program)
+    why = directory_error("-o", ns.output) or (size_error("--max-disk", ns.max_disk) if ns.max_disk is not None else None)
+    why = why or program_error(ns.program)
     if why is None:
         try:
             Path(ns.output).mkdir(parents=True, exist_ok=True)
@@ -1406,7 +1602,7 @@ def main(args: list[str] | None = None) -> int:
     if why is not None:
         ap.error(why)
     out = Path(ns.output).resolve()  # the program may change directory
-    status = run(ns.program, ns.argv, out, max(ns.calls, 0))
+    status = run(ns.program, ns.argv, out, max(ns.calls, 0), parse_size(ns.max_disk) if ns.max_disk is not None else None, ns.kiln_import)
     if status == 1 and not ns.for_replay:
         failure = json.loads((out / "capture.json").read_text()).get("capture_error")
         if failure:

@@ -1,8 +1,8 @@
 """The JSON records of the Quadrants bridge, typed once.
 
 Owns: the shape of every JSON file the bridge writes: ``fields.json`` (the
-field table ``kiln-import`` reads, ``FieldTable``), ``capture.json`` (the
-calls, ``CaptureFile``), both described in docs/quadrants-ir.md §5, and
+field table ``kiln-import`` reads, ``FieldTable``), ``capture.json`` and
+``calls.jsonl`` (the run and its calls, read as one ``CaptureFile``), both described in docs/quadrants-ir.md §5, and
 ``kiln-quadrants run``'s ``manifest.json`` (``Manifest``, docs/quadrants.md);
 and the one checked way to read them back (``load_table``,
 ``load_capture``): the parsed JSON is walked against these types
@@ -21,6 +21,7 @@ __future__ import annotations`` here:
 ``__required_keys__`` (and ``check``) to know which keys may be absent.
 """
 
+import functools
 import json
 import types
 import typing
@@ -162,8 +163,9 @@ ArgValue: TypeAlias = ScalarValue | NdarrayValue | StructValue | OtherValue
 
 
 class Saved(TypedDict):
-    """A field's (or ndarray argument's) .npy files around a call, relative
-    to the capture's directory; null where it could not be read."""
+    """A field's (or ndarray argument's) values around a call: the ids of
+    their blobs in the capture's store ``values`` (``pack.py``,
+    docs/quadrants-ir.md §5.4); null where it could not be read."""
 
     before: str | None
     after: str | None
@@ -239,9 +241,23 @@ class Running(TypedDict):
     where: NotRequired[str]
 
 
+class Budget(TypedDict):
+    """``--max-disk``: the most bytes the capture's values may take, and,
+    once the next call's values would not have fitted, that call's number
+    (it and every later call ran uncaptured) and the bytes kept."""
+
+    limit: int
+    reached_at: NotRequired[int]
+    kept: NotRequired[int]
+
+
 class CaptureFile(TypedDict):
-    """``capture.json``: written before and after every call, and when the
-    program ends."""
+    """``capture.json`` with its calls: the file is written when what it
+    holds changes, and when the program ends; the calls are
+    ``calls.jsonl``, one line each, appended as each call ends, and the
+    call under way is ``running.json`` (``load_capture`` puts them under
+    `calls` and `running`). A capture.json that lists
+    its `calls` itself (a hand-made one) is read as it is."""
 
     program: str
     argv: list[str]
@@ -255,13 +271,15 @@ class CaptureFile(TypedDict):
     raised: NotRequired[str]
     # Why the capture itself stopped (the calls before it are whole).
     capture_error: NotRequired[str]
+    budget: NotRequired[Budget]
     calls: list[Call]
 
 
 # -- manifest.json of `kiln-quadrants run --keep` (docs/quadrants.md) ---------
 
-# What each engine computed for a field, and what Quadrants had: .npy paths
-# relative to the --keep directory. Functional syntax: `kiln-interp`.
+# What each engine computed for a field, and what Quadrants had: the ids of
+# the values in the manifest's `stores` (one id for equal values).
+# Functional syntax: `kiln-interp`.
 ManifestField = TypedDict(
     "ManifestField",
     {
@@ -292,6 +310,9 @@ class ManifestCall(TypedDict):
 
 
 class Manifest(TypedDict):
+    # The stores (`pack.py`: NAME.pack and NAME.idx, relative to the --keep
+    # directory) that hold the values the calls name by id.
+    stores: list[str]
     calls: list[ManifestCall]
     # Why the calls are not all the program's (it raised, was killed, ...),
     # in the one line the run printed; absent when they are.
@@ -361,11 +382,18 @@ def _describe(tp: object) -> str:
     return names.get(cast(type, tp), repr(tp))
 
 
+@functools.cache
+def _hints(tp: type) -> dict[str, object]:
+    """A TypedDict's keys and their types, worked out once per type (each
+    call's record asks)."""
+    return typing.get_type_hints(tp)
+
+
 def _check_record(value: object, tp: type, where: str) -> list[str]:
     at = where or "the record"
     if not isinstance(value, dict):
         return [f"{at}: {_json(value)} is not an object ({tp.__name__})"]
-    hints = typing.get_type_hints(tp)  # NotRequired[X] as X
+    hints = _hints(tp)  # NotRequired[X] as X
     required: frozenset[str] = getattr(tp, "__required_keys__", frozenset())
     out = [f"{at}: no key {k!r} ({tp.__name__})" for k in hints if k in required and k not in value]
     out += [f"{at}: a {tp.__name__} has no key {k!r}" for k in value if k not in hints]
@@ -385,11 +413,13 @@ class RecordError(ValueError):
     """A file that is not the record its name says (docs/quadrants-ir.md §5)."""
 
 
-def _load(path: Path, tp: type) -> object:
+def _load(path: Path, tp: type, complete: typing.Callable[[dict[str, object]], object] | None = None) -> object:
     try:
         value = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise RecordError(f"{path}: not JSON: {e}") from None
+    if complete is not None and isinstance(value, dict):
+        complete(value)
     errors = check(value, tp)
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
@@ -402,9 +432,48 @@ def load_table(path: Path) -> FieldTable:
     return cast(FieldTable, _load(path, FieldTable))
 
 
+# The file beside capture.json that holds its calls, one JSON line each,
+# and the one that says which call is under way (`running`).
+CALLS_FILE = "calls.jsonl"
+RUNNING_FILE = "running.json"
+
+
+def _complete(path: Path, value: dict[str, object]) -> None:
+    """A capture.json's record made whole from the files beside it: its
+    calls, and the call under way (unless it says them itself). A
+    running.json torn by a program killed as it was written says none."""
+    value.setdefault("calls", read_calls(path.parent / CALLS_FILE))
+    running = path.parent / RUNNING_FILE
+    if "running" not in value and running.exists():
+        try:
+            said = json.loads(running.read_text() or "null")
+        except json.JSONDecodeError:
+            said = None
+        if said is not None:
+            value["running"] = said
+
+
+def read_calls(path: Path) -> list[object]:
+    """The calls of a ``calls.jsonl``, in order (none when there is no such
+    file): a last line cut short (the program ended as it was written) is
+    not read."""
+    if not path.exists():
+        return []
+    out = []
+    for i, line in enumerate(path.read_text().splitlines(keepends=True)):
+        if not line.endswith("\n"):
+            break
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise RecordError(f"{path}:{i + 1}: not JSON: {e}") from None
+    return out
+
+
 def load_capture(path: Path) -> CaptureFile:
-    """A ``capture.json``, checked; RecordError when it is not one."""
-    return cast(CaptureFile, _load(path, CaptureFile))
+    """A ``capture.json`` and its calls (``calls.jsonl`` beside it, unless
+    it lists them itself), checked; RecordError when they are not one."""
+    return cast(CaptureFile, _load(path, CaptureFile, lambda v: _complete(path, v)))
 
 
 def in_declared_order(record: typing.Mapping[str, object], tp: type) -> dict[str, object]:

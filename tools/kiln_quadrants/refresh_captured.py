@@ -1,8 +1,9 @@
 """Re-make testdata/quadrants/captured/: captures of a few corpus programs, for tests that need no Python.
 
 Run from the repository's root with the venv's python (`make quadrants-captured`).
-Keeps fields.json, capture.json and the offload logs; drops the .npy values and
-the full logs (too large to commit; truncated/ keeps the head of one, which
+Keeps fields.json, capture.json, calls.jsonl and the offload logs; drops the
+store of values (values.pack, values.idx), running.json and the full logs (too
+large to commit; truncated/ keeps the head of one, which
 shows how every stage looks). The truncated/ and other-shapes/ examples are
 made by hand (see their README) and kept as they are.
 """
@@ -59,7 +60,8 @@ def main() -> int:
             sys.stderr.write(r.stderr)
             print(f"refresh_captured: {prog} failed", file=sys.stderr)
             return 1
-        shutil.rmtree(dest / "values", ignore_errors=True)
+        for name in ("values.pack", "values.idx", "running.json"):
+            (dest / name).unlink(missing_ok=True)
         for log in (dest / "calls").glob("*.log"):
             if not log.name.endswith(".offload.log"):
                 log.unlink()

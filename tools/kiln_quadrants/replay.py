@@ -2,9 +2,11 @@
 
 Owns: the ``run`` command. It captures the program (``capture.py``, in a
 process of its own), imports each compiled kernel with ``kiln-import``,
-replays every call through ``kiln-run`` twice, the JIT (through the
-per-task cache) and the interpreter, from the values Quadrants had before
-the call, and compares what Kiln computed with what Quadrants computed:
+replays every call twice in this process through ``import kiln`` (one
+``kiln.Module`` per kernel, its engines warm from call to call), the JIT
+(through the per-task cache) and the interpreter, from the values
+Quadrants had before the call (read from the capture's store, ``pack.py``),
+and compares what Kiln computed with what Quadrants computed:
 integers exactly, floats within ``--ulps`` units in the last place (of
 each field's largest magnitude, too, after a kernel whose parallel float
 atomics sum in any order; ``docs/quadrants.md`` says why that bound). One line per kernel, then a
@@ -48,7 +50,7 @@ try:
 except ImportError:  # run() says so in one line; --help needs no numpy
     np = None  # type: ignore[assignment]
 
-from .capture import OFFLOAD_STAGE, OneLineParser, directory_error, kernel_label, lower_first, program_error
+from .capture import OFFLOAD_STAGE, OneLineParser, directory_error, kernel_label, kir_name, lower_first, program_error, size_error
 from .records import (
     Call,
     CaptureFile,
@@ -75,11 +77,23 @@ DEFAULT_ULPS = 4
 # rarely finds what its first ten did not, and each costs a snapshot of
 # every field and two kiln-run processes (docs/quadrants.md).
 DEFAULT_CALLS = 10
+# Kiln's values are kept (--keep) for each kernel's first this many calls,
+# and for every call where they differ from Quadrants': past them, a value
+# within --ulps of Quadrants' would only cost disk.
+KEPT_CALLS = DEFAULT_CALLS
 # What Quadrants's CPU backend does with subnormal floats (it runs with
 # the SSE control register's flush-to-zero and denormals-are-zero bits).
 QUADRANTS_DENORMALS = "flush"
 
 TOOL = "kiln-quadrants"
+
+# The numpy dtype of each KIR element type (``kiln.Module.fields`` names them).
+NUMPY_DTYPES: dict[str, Any] = {
+    k: np.dtype(v) for k, v in (
+        ("f32", "float32"), ("f64", "float64"), ("i1", "bool"), ("i8", "int8"), ("i16", "int16"), ("i32", "int32"),
+        ("i64", "int64"), ("u8", "uint8"), ("u16", "uint16"), ("u32", "uint32"), ("u64", "uint64"),
+    )
+} if np is not None else {}
 # How long a program stopped by --timeout has to write its calls (SIGTERM)
 # before it is killed (SIGKILL), in seconds.
 TIMEOUT_GRACE = 10.0
@@ -217,16 +231,16 @@ def sums_in_any_order(kir_text: str) -> bool:
     return False
 
 
-def reorder_factor(arrays: Any) -> int:
+def reorder_factor(shapes: list[list[int]]) -> int:
     """How much further apart two sums of the same terms added in different
     orders may be than two single operations: `2 * ceil(sqrt(n))`, for `n`
-    the element count of the largest field or ndarray of the call (``arrays``:
-    their .npy paths), a bound on the terms one element sums. The rounding
+    the element count of the largest field or ndarray of the call (``shapes``:
+    their shapes), a bound on the terms one element sums. The rounding
     errors of `n` additions in another order grow as `sqrt(n)` (and at worst
     as `n`, which would hide a dropped term): 184 ulps at the field's scale
     for 512 terms against the 12 a simulation of 300 random orders of
     particles.py's energy sum reached."""
-    n = max((np.load(a, mmap_mode="r").size for a in arrays), default=1)
+    n = max((math.prod(s) for s in shapes), default=1)
     return 1 if n <= 1 else 2 * math.ceil(math.sqrt(n))
 
 
@@ -245,6 +259,8 @@ def compare(want: np.ndarray, got: np.ndarray, ulps: int, scaled: bool = False) 
         worst, one = compare(want.reshape(1), got.reshape(1), ulps, scaled)
         return worst, Difference((), one.quadrants, one.kiln, one.ulps) if one is not None else None
     if want.dtype.kind == "f":
+        if np.array_equal(want.view(f"u{want.dtype.itemsize}"), got.view(f"u{got.dtype.itemsize}")):
+            return 0, None  # the same bits: nothing to measure
         d = scaled_ulp_distance(want, got) if scaled else ulp_distance(want, got)
         worst = int(d.max()) if d.size else 0
         bad = np.argwhere(d > ulps)
@@ -316,22 +332,13 @@ def out_of_bounds(stderr: str) -> str | None:
     return f"the program {verb} out of bounds: index {m.group(1)} of @{m.group(2)}, of shape [{m.group(3)}]{where}"
 
 
-def _calls(rep: KernelReport) -> str:
-    """`3 calls`, or `10 of 300 calls` when --calls left some unchecked."""
+def _calls(rep: KernelReport, budget: bool = False) -> str:
+    """`3 calls`, or `10 of 300 calls` when --calls (or --max-disk, once
+    ``budget`` was reached) left some unchecked."""
     total = rep.calls + rep.unchecked
     s = "s" if total != 1 else ""
-    return f"{rep.calls} call{s}" if not rep.unchecked else f"{rep.calls} of {total} call{s} (--calls)"
-
-
-def _kir_name(name: str) -> str:
-    """The KIR name kiln-import gives an argument (its `sanitize`)."""
-    out = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    return out if re.match(r"[A-Za-z_]", out) else "_" + out
-
-
-def _arg(name: str, value: JsonScalar) -> str:
-    """`--arg`'s operand: a float in full (repr), others as printed."""
-    return f"{name}={value!r}" if isinstance(value, float) else f"{name}={value}"
+    why = "--calls, --max-disk" if budget else "--calls"
+    return f"{rep.calls} call{s}" if not rep.unchecked else f"{rep.calls} of {total} call{s} ({why})"
 
 
 FIELD_RE = re.compile(r"^\s*field @(\S+) :", re.M)
@@ -360,6 +367,14 @@ class Replay:
         # The output the capture found among each log's dumps.
         self.interleaved: dict[str, list[str]] = {}
         self.table: FieldTable | None = None
+        # Each kernel's KIR, parsed once (kiln.Module), by its .kir file.
+        self.modules: dict[Path, Any] = {}
+        # The capture's values, and the store of Kiln's (--keep's kiln.pack),
+        # ready once the capture has ended (``open_values``).
+        self.values: Any = None
+        self.kept: Any = None
+        # Whether --max-disk left calls uncaptured.
+        self.budget_reached = False
         self.reports: dict[ReportKey, KernelReport] = {}
         self.manifest: list[ManifestCall] = []
 
@@ -369,11 +384,12 @@ class Replay:
         capture turns into an exit that writes the calls so far; SIGKILL
         to its whole session a grace period later)."""
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
-        calls = ["--calls", str(self.ns.calls)]
+        calls = ["--calls", str(self.ns.calls)] + (["--max-disk", str(self.ns.max_disk)] if self.ns.max_disk is not None else [])
         # This run says how the capture ended (from capture.json), so the
         # capture does not; its directory is absolute, so that a program
         # that changes directory does not move it.
-        cmd = [sys.executable, "-m", "kiln_quadrants", "-o", str(self.cap.resolve()), *calls, "--for-replay", self.ns.program, *self.ns.args]
+        cmd = [sys.executable, "-m", "kiln_quadrants", "-o", str(self.cap.resolve()), *calls, "--for-replay", "--kiln-import", self.kiln_import,
+               self.ns.program, *self.ns.args]
         proc = subprocess.Popen(cmd, env=env, start_new_session=True)
         try:
             return proc.wait(timeout=self.ns.timeout)
@@ -412,6 +428,14 @@ class Replay:
             path.write_text(json.dumps(part, indent=1) + "\n")
         return path
 
+    def open_values(self) -> None:
+        """The capture's store of values, to read, and Kiln's, to add to
+        (a value the capture holds already is not stored again)."""
+        from .pack import Pack, Reader
+
+        self.values = Reader((self.cap, "values"), (self.work, "kiln"))
+        self.kept = Pack(self.work, "kiln", elsewhere=self.values.ids())
+
     def stop(self, why: str) -> int:
         """The run stops short: ``why`` in one line, and (with --keep) a
         manifest of the calls replayed so far that says why it stops there."""
@@ -422,7 +446,7 @@ class Replay:
     def write_manifest(self, incomplete: str | None = None) -> None:
         """DIR/manifest.json: every call replayed, and, when the run did not
         check every call of the program, ``incomplete``: why not."""
-        manifest: Manifest = {"calls": self.manifest}
+        manifest: Manifest = {"stores": ["capture/values", "kiln"], "calls": self.manifest}
         if incomplete is not None:
             manifest["incomplete"] = incomplete
         (self.work / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
@@ -454,7 +478,7 @@ class Replay:
         for key, v in call.get("values", {}).items():
             if v["before"] is None or v["after"] is None:
                 continue
-            before, after = np.load(self.cap / v["before"]), np.load(self.cap / v["after"])
+            before, after = self.values.load(v["before"]), self.values.load(v["after"])
             d = first_difference(before, after, 0)
             if d is not None:
                 at = f"[{', '.join(map(str, d.index))}]" if d.index else ""
@@ -500,13 +524,12 @@ class Replay:
         declared = kir_fields(kir)
         scaled = sums_in_any_order(kir.read_text())
         rep.scaled = rep.scaled or scaled
-        args: list[str] = []
-        inputs: list[str] = []
+        args: dict[str, JsonScalar] = {}
         for name, a in call["args"].items():
             if a["kind"] == "scalar":
-                args += ["--arg", _arg(_kir_name(name), a["value"])]
+                args[kir_name(name)] = a["value"]
             elif a["kind"] == "struct":  # a struct's scalars are `%p.0`, `%p.1`, ...
-                args += [x for i, v in enumerate(a["members"]) for x in ("--arg", _arg(f"{_kir_name(name)}.{i}", v))]
+                args.update((f"{kir_name(name)}.{i}", v) for i, v in enumerate(a["members"]))
         # What Quadrants had, by KIR field: the .npy files around the call
         # of each field and ndarray argument the KIR declares, and the
         # values the kernel returned (the 0-D fields @k.ret0, @k.ret1, ...
@@ -514,7 +537,7 @@ class Replay:
         saved: dict[str, _Paths] = {}
         returned: dict[str, JsonScalar] = {}
         for key, v in call.get("values", {}).items():
-            fname = f"{kernel}.{_kir_name(key[4:])}" if key.startswith("arg:") else _kir_name(key)
+            fname = f"{kernel}.{kir_name(key[4:])}" if key.startswith("arg:") else kir_name(key)
             if fname not in declared:
                 continue
             paths = _paths(v)
@@ -522,50 +545,23 @@ class Replay:
                 rep.failures.append(f"call {call['call']}: field @{fname}: the capture saved no value of it {paths} the call")
                 continue
             saved[fname] = paths
-            inputs += ["--input", f"@{fname}={self.cap / paths.before}"]
         for i, value in enumerate(call.get("return", [])):
             if f"{kernel}.ret{i}" in declared:
                 returned[f"{kernel}.ret{i}"] = value
         compared = [*saved, *returned]
         entry: ManifestCall = {"kernel": kernel, "call": call["call"], "kir": str(kir.relative_to(self.work)), "args": call["args"], "values": {}}
-        engines = [("jit", ["--threads", "2"] + (["--cache-dir", self.ns.cache_dir] if self.ns.cache_dir else [])), ("interp", ["--engine", "interp"])]
-        if self.ns.check_races:
-            engines.append(("races", ["--engine", "interp", "--check-races"]))
-        for engine, extra in engines:
-            outputs: list[str] = []
-            outs: dict[str, Path] = {}
-            for fname in compared:
-                p = self.work / "values" / f"{call['call']:03d}-{_safe(fname)}.kiln-{engine}.npy"
-                p.parent.mkdir(parents=True, exist_ok=True)
-                outs[fname] = p
-                outputs += ["--output", f"@{fname}={p}"]
-            # Quadrants' CPU backend flushes subnormal floats to zero: so
-            # does the replay, on both engines (docs/language.md).
-            cmd = [self.kiln_run, str(kir), "--kernel", kernel, "--color=never", f"--denormals={QUADRANTS_DENORMALS}", *extra, *args, *inputs, *outputs]
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            if r.returncode != 0:
-                oob = out_of_bounds(r.stderr)
-                if oob is not None and engine != "races":
-                    # The program's bug, which Quadrants (without
-                    # debug=True) lets into padding or a neighbour: said
-                    # once per call, whichever engine found it first.
-                    text = f"call {call['call']}: {oob}:\n{_indent(r.stderr.strip())}"
-                    if not any(t.startswith(f"call {call['call']}: the program ") for t in rep.out_of_bounds):
-                        rep.out_of_bounds.append(text)
-                    continue
-                what = "data race" if engine == "races" and "data race" in r.stderr else f"kiln-run ({engine}) failed"
-                if r.returncode < 0:  # a crash: said by its signal
-                    what = f"kiln-run ({engine}) {_ended(r.returncode)}"
-                target = rep.races if engine == "races" else rep.failures
-                target.append(f"call {call['call']}: {what}:\n{_indent(r.stderr.strip())}")
+        module = self.module(kir)
+        sizes = [self.values.entry(saved[f].before)["shape"] for f in saved]
+        tolerance = self.ns.ulps * (reorder_factor(sizes) if scaled else 1)
+        for engine, options in self.engines():
+            bound = self.bind(module, saved, returned)
+            failed = self.run_engine(module, kernel, args, bound, engine, options, call["call"], rep)
+            if failed or engine == "races":
                 continue
-            if engine == "races":
-                continue
-            tolerance = self.ns.ulps * (reorder_factor(outs[f] for f in compared) if scaled else 1)
             for fname in compared:
                 rep.fields.add(fname)
-                got = np.load(outs[fname])
-                want = np.array(returned[fname], dtype=got.dtype) if fname in returned else np.load(self.cap / saved[fname].after)
+                got = bound[fname]
+                want = np.array(returned[fname], dtype=got.dtype) if fname in returned else self.values.load(saved[fname].after)
                 worst, d = compare(want, got, tolerance, scaled)
                 rep.worst_ulps = max(rep.worst_ulps, worst)
                 if d is not None:
@@ -579,19 +575,83 @@ class Replay:
                 if kept is None:
                     kept = self.manifest_value(saved.get(fname), returned.get(fname))
                     entry["values"][fname] = kept
-                if engine == "jit":
-                    kept["kiln"] = _rel(outs[fname], self.work)
-                else:
-                    kept["kiln-interp"] = _rel(outs[fname], self.work)
+                # Kiln's value, stored once (one equal to Quadrants' is
+                # Quadrants' blob, and costs nothing): for a kernel's first
+                # calls, and for every call where it differs.
+                if rep.calls <= KEPT_CALLS or d is not None:
+                    kept["kiln" if engine == "jit" else "kiln-interp"] = self.kept.put(got)
         self.manifest.append(entry)
 
     def manifest_value(self, saved: _Paths | None, returned: JsonScalar) -> ManifestField | ManifestReturned:
         """A field's entry in the manifest, before Kiln's values are added:
-        Quadrants' files around the call, or the value it returned."""
+        Quadrants' values around the call (their ids), or the value it returned."""
         if saved is None:
             value: ManifestReturned = {"quadrants_returned": returned}
             return value
-        return {"before": _rel(self.cap / saved.before, self.work), "quadrants": _rel(self.cap / saved.after, self.work)}
+        return {"before": saved.before, "quadrants": saved.after}
+
+    def module(self, kir: Path) -> Any:
+        """The KIR of ``kir`` as a ``kiln.Module``, parsed once: every call
+        of the kernel runs in this process, on warm engines."""
+        import kiln
+
+        if kir not in self.modules:
+            self.modules[kir] = kiln.Module(kir.read_text(), str(kir))
+        return self.modules[kir]
+
+    def engines(self) -> list[tuple[str, dict[str, Any]]]:
+        """Each engine a call is replayed on, with its options. Quadrants'
+        CPU backend flushes subnormal floats to zero: so does the replay,
+        on every engine (docs/language.md)."""
+        flush = {"denormals": QUADRANTS_DENORMALS}
+        out = [("jit", {"engine": "jit", "threads": 2, "cache_dir": self.ns.cache_dir, **flush}), ("interp", {"engine": "interp", **flush})]
+        if self.ns.check_races:
+            out.append(("races", {"engine": "interp", "check_races": True, **flush}))
+        return out
+
+    def bind(self, module: Any, saved: dict[str, _Paths], returned: dict[str, JsonScalar]) -> dict[str, np.ndarray]:
+        """The arrays a run writes in place, by KIR field: a copy of what
+        Quadrants had before the call for each saved field, zero for each
+        value returned (the 0-D fields ``@k.retN``), each of its field's
+        dtype (a value saved as another is converted)."""
+        declared = module.fields
+        out = {}
+        for fname in saved:
+            arr = self.values.load(saved[fname].before)
+            want = NUMPY_DTYPES.get(declared[fname][0])
+            out[fname] = arr if want is None or arr.dtype == want else arr.astype(want)
+        for fname in returned:
+            out[fname] = np.zeros(declared[fname][1], dtype=NUMPY_DTYPES.get(declared[fname][0], np.float64))
+        return out
+
+    def run_engine(
+        self, module: Any, kernel: str, args: dict[str, JsonScalar], bound: dict[str, np.ndarray], engine: str, options: dict[str, Any],
+        n: int, rep: KernelReport,
+    ) -> bool:
+        """Runs one call on one engine, in this process; whether it failed
+        (said in ``rep``: an access out of bounds once per call, a race, or
+        the failure itself)."""
+        import kiln
+
+        try:
+            module.run(kernel, args=args, fields=bound, **options)
+            return False
+        except kiln.RunError as e:
+            text = str(e).strip()
+        except (ValueError, TypeError) as e:  # the call's values do not fit the KIR
+            rep.failures.append(f"call {n}: Kiln ({engine}) refused the call's values: {e}")
+            return True
+        oob = out_of_bounds(text)
+        if oob is not None and engine != "races":
+            # The program's bug, which Quadrants (without debug=True) lets
+            # into padding or a neighbour: said once per call, whichever
+            # engine found it first.
+            if not any(t.startswith(f"call {n}: the program ") for t in rep.out_of_bounds):
+                rep.out_of_bounds.append(f"call {n}: {oob}:\n{_indent(text)}")
+            return True
+        what = "data race" if engine == "races" and "data race" in text else f"Kiln ({engine}) failed"
+        (rep.races if engine == "races" else rep.failures).append(f"call {n}: {what}:\n{_indent(text)}")
+        return True
 
     def label(self, key: ReportKey, rep: KernelReport) -> str:
         """A kernel's name in the summary: its Python name, and where it is
@@ -636,11 +696,11 @@ class Replay:
                     print(_indent(f))
             elif rep.empty_calls == rep.calls - len(rep.raised):
                 agree += 1
-                print(f"ok   {label}: {_calls(rep)}, no task to run "
+                print(f"ok   {label}: {_calls(rep, self.budget_reached)}, no task to run "
                       f"(Quadrants compiled none), no field changed{_raised_note(rep)}")
             else:
                 agree += 1
-                print(f"ok   {label}: {_calls(rep)}, "
+                print(f"ok   {label}: {_calls(rep, self.budget_reached)}, "
                       f"{len(rep.fields)} field{'s' if len(rep.fields) != 1 else ''}, JIT and interpreter agree with Quadrants"
                       f" (max {rep.worst_ulps} ulp{'s' if rep.worst_ulps != 1 else ''}"
                       f"{SCALED_NOTE if rep.scaled else ''}){_raised_note(rep)}")
@@ -656,7 +716,7 @@ class Replay:
 
 
 class _Paths(NamedTuple):
-    """A value's .npy files around a call, relative to the capture."""
+    """A value's blob ids around a call, in the capture's store."""
 
     before: str
     after: str
@@ -737,6 +797,10 @@ def _arguments_error(ns: argparse.Namespace) -> str | None:
             return keep
         if Path(ns.keep).is_dir() and any(Path(ns.keep).iterdir()):
             return f"--keep {ns.keep}: the directory is not empty"
+    if getattr(ns, "max_disk", None) is not None:
+        why = size_error("--max-disk", ns.max_disk)
+        if why is not None:
+            return why
     return program_error(ns.program)
 
 
@@ -790,7 +854,7 @@ def _missing_packages() -> list[str]:
     """The packages the bridge needs that this Python lacks."""
     import importlib.util
 
-    return [m for m in ("numpy", "quadrants") if importlib.util.find_spec(m) is None]
+    return [m for m in ("numpy", "quadrants", "kiln") if importlib.util.find_spec(m) is None]
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -800,8 +864,8 @@ def run(ns: argparse.Namespace) -> int:
     missing = _missing_packages()
     if missing:
         return _usage_error(
-            f"{sys.executable} has no {' or '.join(missing)}: run `make quadrants` (a venv under target/), "
-            "or set KILN_QUADRANTS_PYTHON to a Python that has Quadrants 1.3.3 and numpy"
+            f"{sys.executable} has no {' or '.join(missing)}: run `make quadrants` and `make python-module` (a venv under target/), "
+            "or set KILN_QUADRANTS_PYTHON to a Python that has Quadrants 1.3.3, numpy and kiln"
         )
     found = tool_dir(dict(os.environ), Path(__file__).resolve().parent)
     if isinstance(found, str):
@@ -846,11 +910,19 @@ def _capture_and_replay(replay: Replay, ns: argparse.Namespace) -> int:
     if why is not None:
         n = len(cap["calls"])
         print(f"{TOOL}: error: {why}: checking the {n} call{'s' if n != 1 else ''} made before", file=sys.stderr)
+    replay.open_values()
     try:
         for call in cap["calls"]:
             replay.replay_call(call)
     except RecordError as e:
         return replay.stop(str(e))
+    budget = cap.get("budget", {})
+    if "reached_at" in budget:
+        replay.budget_reached = True
+        n = len(cap["calls"])
+        print(f"{TOOL}: note: the --max-disk {ns.max_disk} budget was reached at call {budget['reached_at']}: the values "
+              f"of the {n} call{'s' if n != 1 else ''} before it were kept ({budget.get('kept', 0) / 2**20:.1f} MiB); "
+              "the later calls ran unchecked", file=sys.stderr)
     for u in cap.get("unchecked", []):
         # The capture counts a derivative's calls under its label already.
         replay.report_for(u["init"], u["kernel"], u["where"], u.get("kernel_id")).unchecked += u["calls"]
@@ -867,7 +939,7 @@ def main(argv: list[str] | None = None) -> int:
         tool=TOOL,
         help="run an unmodified Quadrants program on the CPU, replay every kernel call in Kiln (JIT and interpreter) and compare",
         description="Runs PROGRAM.py with Quadrants on the CPU (fast_math off, IR printing on), imports each kernel with "
-        "kiln-import, replays every call with kiln-run (the JIT through the cache, and the interpreter) from the values "
+        "kiln-import, replays every call in process through import kiln (the JIT through the cache, and the interpreter) from the values "
         "Quadrants had before it, and compares: integers exactly, floats within --ulps "
         "(at each field's scale after a kernel whose parallel float atomics sum in any order). "
         "Exit status: 0 when everything agrees, 1 on a disagreement, a race (--check-races), a program that ends early "
@@ -880,7 +952,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("-v", "--verbose", action="store_true", help="say on standard error which directory the Kiln tools are run from, "
                    "and which rule of the lookup order chose it: $KILN_BIN_DIR, beside an installed kiln-quadrants, "
                    "$PATH, or the newer of the checkout's target/release and target/debug")
-    r.add_argument("--check-races", action="store_true", help="also replay under kiln-run --check-races and report every data race")
+    r.add_argument("--check-races", action="store_true", help="also replay on the interpreter with its race check and report every data race")
     r.add_argument("--cache-dir", metavar="DIR", help="the per-task cache the JIT replays through (default: kiln-run's)")
     # The numbers are taken as written and checked by _arguments_error,
     # which says what each takes.
@@ -890,6 +962,8 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help=f"check the first N calls of each kernel; 0 checks every call (default {DEFAULT_CALLS})",
     )
+    r.add_argument("--max-disk", metavar="SIZE", help="keep the capture's values within SIZE (500K, 10M, 2G): the first call "
+                   "whose values might not fit, and every later one, runs unchecked, and a note says so (default: no limit)")
     r.add_argument("--ulps", default=DEFAULT_ULPS, metavar="N", help=f"float tolerance in units in the last place (default {DEFAULT_ULPS})")
     r.add_argument("--timeout", default=None, metavar="SECONDS",
                    help="stop a program that runs longer (SIGTERM, then SIGKILL after "

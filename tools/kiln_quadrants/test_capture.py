@@ -7,8 +7,10 @@ Each capture runs in a child process: Quadrants' runtime is per process.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import typing
@@ -23,7 +25,7 @@ CORPUS = ROOT / "testdata" / "quadrants"
 CAPTURED = CORPUS / "captured"
 
 sys.path.insert(0, str(HERE.parent))
-from kiln_quadrants import records  # noqa: E402
+from kiln_quadrants import pack, records  # noqa: E402
 from kiln_quadrants.capture import OFFLOAD_STAGE, read_log, split_stages  # noqa: E402
 from kiln_quadrants.records import RecordError, check, load_capture, load_table  # noqa: E402
 
@@ -46,10 +48,14 @@ def assert_records(out: Path) -> tuple[records.FieldTable, records.CaptureFile]:
     return load_table(out / "fields.json"), load_capture(out / "capture.json")
 
 
-def load(out: Path, rel: str | None) -> np.ndarray:
-    assert rel is not None, "the capture saved no such value"
-    arr: np.ndarray = np.load(out / rel)
-    return arr
+def any_capture(out: Path) -> typing.Any:
+    """A capture's record, checked, as plain JSON for the tests to index."""
+    return load_capture(out / "capture.json")
+
+
+def load(out: Path, bid: str | None) -> np.ndarray:
+    assert bid is not None, "the capture saved no such value"
+    return pack.load(out, bid)
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +98,7 @@ def test_saxpy_log_names_the_fields_snodes(saxpy):
     """The SNode ids in the IR are the ones the field table gives."""
     table = json.loads((saxpy / "fields.json").read_text())
     x, y = sorted(table["fields"], key=lambda f: f["name"])
-    calls = json.loads((saxpy / "capture.json").read_text())["calls"]
+    calls = any_capture(saxpy)["calls"]
     log = (saxpy / calls[1]["log"]).read_text()
     dumps = [d for d in split_stages(log) if d["stage"] == OFFLOAD_STAGE]
     assert len(dumps) == 1 and calls[1]["tasks"] == 1
@@ -105,7 +111,7 @@ def test_saxpy_log_names_the_fields_snodes(saxpy):
 
 
 def test_saxpy_calls_and_values(saxpy):
-    cap = json.loads((saxpy / "capture.json").read_text())
+    cap = any_capture(saxpy)
     calls = cap["calls"]
     assert [c["kernel"] for c in calls] == ["init_xy", "saxpy", "saxpy"]
     assert [c["call"] for c in calls] == [0, 1, 2]
@@ -139,7 +145,7 @@ def test_ndarray_args(ndarrays):
     assert k["add_rows"]["args"][0] == {"name": "m", "kind": "ndarray", "dtype": "i32", "shape": [3, 4]}
     assert k["axpy_nd"]["args"][0] == {"name": "a", "kind": "scalar", "dtype": "f64"}
     assert k["axpy_nd"]["args"][1]["dtype"] == "f64"
-    calls = {c["kernel"]: c for c in json.loads((ndarrays / "capture.json").read_text())["calls"]}
+    calls = {c["kernel"]: c for c in any_capture(ndarrays)["calls"]}
     v = calls["scale"]["values"]["arg:arr"]
     np.testing.assert_array_equal(load(ndarrays, v["after"]), load(ndarrays, v["before"]) * np.float32(0.5))
     m = load(ndarrays, calls["add_rows"]["values"]["arg:m"]["before"])
@@ -257,12 +263,12 @@ def test_a_program_that_leaves_by_os_exit_keeps_its_calls(tmp_path):
 
 
 def test_a_failure_of_the_capture_is_its_own_not_the_programs(tmp_path):
-    """The capture's own failure (here the file it saves the next call's
-    value in made a directory) is one line naming the call, never an
+    """The capture's own failure (here the file it writes the next call's
+    log in made a directory) is one line naming the call, never an
     exception the program's `except Exception` takes for its kernel call's,
     nor a traceback through the bridge; the calls before it are kept."""
     out = tmp_path / "out"
-    blocked = out / "values" / "001-k-x.before.npy"
+    blocked = out / "calls" / "001-k.log"
     prog = tmp_path / "breaks.py"
     prog.write_text(
         "import os\n"
@@ -404,7 +410,7 @@ def test_a_program_that_calls_init_twice(tmp_path):
     fields = json.loads((out / "fields.json").read_text())["fields"]
     assert [(f["name"], f["init"]) for f in fields] == [("x", 0), ("y", 1)]
     assert fields[0]["place"] == fields[1]["place"]
-    calls = json.loads((out / "capture.json").read_text())["calls"]
+    calls = any_capture(out)["calls"]
     assert [c.get("init", 0) for c in calls] == [0, 1]
     assert list(calls[1]["values"]) == ["y"]
     np.testing.assert_array_equal(load(out, calls[1]["values"]["y"]["after"]), np.full(3, 1.5, np.float32))
@@ -544,7 +550,7 @@ def test_records_refuse_what_the_types_do_not_describe(saxpy, tmp_path):
     the types cannot drift apart unseen: each change to a real capture is
     found, at its place."""
     table = json.loads((saxpy / "fields.json").read_text())
-    cap = json.loads((saxpy / "capture.json").read_text())
+    cap = any_capture(saxpy)
     assert check(table, records.FieldTable) == [] and check(cap, records.CaptureFile) == []
     for path, value, said in BROKEN_CAPTURE:
         assert check(edited(cap, path, value), records.CaptureFile) == [said], path
@@ -676,3 +682,116 @@ def test_corpus_program(program, tmp_path):
         assert (out / "fields.json").read_text() == (committed / "fields.json").read_text()
         for log in (committed / "calls").glob("*.offload.log"):
             assert (out / "calls" / log.name).read_text() == log.read_text(), log
+
+
+# Three calls that each change x (4,096 f32) and never y.
+CHANGES_X_ONLY = (
+    "import quadrants as qd\n"
+    "qd.init(arch=qd.cpu)\n"
+    "x = qd.field(qd.f32, shape=4096)\n"
+    "y = qd.field(qd.f32, shape=4096)\n"
+    "@qd.kernel\n"
+    "def k(a: qd.f32):\n"
+    "    for i in x:\n"
+    "        x[i] = x[i] * 0.5 + a * qd.sin(i * 0.01)\n"
+    "for a in (1.0, 2.0, 3.0):\n"
+    "    k(a)\n"
+)
+
+
+# Values that compress little, computed alike by Quadrants and Kiln.
+NOISE = "qd.cast((i * 7919 + qd.cast(a, qd.i32) * 104729) % 65521, qd.f32) * 0.0001"
+
+
+def test_a_value_is_stored_once(tmp_path):
+    """Each distinct value costs its bytes once: y, which no call changes,
+    and x before the first call (both zero) are one value; each call adds
+    only the x it made. The ids are the values' own, read back whole."""
+    prog = tmp_path / "once.py"
+    prog.write_text(CHANGES_X_ONLY)
+    out = tmp_path / "out"
+    r = capture(prog, out)
+    assert r.returncode == 0, r.stderr
+    calls = any_capture(out)["calls"]
+    ys = {v for c in calls for v in (c["values"]["y"]["before"], c["values"]["y"]["after"])}
+    assert ys == {calls[0]["values"]["x"]["before"]}, calls
+    for c, d in itertools.pairwise(calls):
+        assert c["values"]["x"]["after"] == d["values"]["x"]["before"]
+    index = pack.read_index(out, "values")
+    assert len(index) == 4 and len((out / "values.idx").read_text().splitlines()) == 4, index
+    x = np.zeros(4096, np.float32)
+    for c, a in zip(calls, (1.0, 2.0, 3.0), strict=True):
+        x = (x * np.float32(0.5) + np.float32(a) * np.sin(np.arange(4096) * np.float32(0.01), dtype=np.float32)).astype(np.float32)
+        np.testing.assert_allclose(load(out, c["values"]["x"]["after"]), x, rtol=1e-5, atol=1e-6)
+        assert c["values"]["x"]["after"] == pack.blob_id(load(out, c["values"]["x"]["after"]))
+    assert not list(out.glob("values/*")) and not (out / "values").exists()
+
+
+def test_the_store_reads_back_every_kind_of_value(tmp_path):
+    """What `Pack.put` stores, `Reader.load` gives back: dtype, shape and
+    bytes, 0-D, empty, bool, Fortran-ordered and compressible alike, each
+    once (an equal value is the same id, no byte more)."""
+    values: list[np.ndarray] = [np.arange(7, dtype=np.int64), np.array(2.5, np.float32), np.zeros((0, 3), np.float64),
+              np.array([True, False, True]), np.asfortranarray(np.arange(12, dtype=np.int16).reshape(3, 4)),
+              np.zeros(100_000, np.float32), np.random.default_rng(1).random(1000).astype(np.float32)]
+    store = pack.Pack(tmp_path, "v")
+    ids = [store.put(v) for v in values]
+    size = store.size
+    assert [store.put(v.copy()) for v in values] == ids and store.size == size
+    store.close()
+    index = pack.read_index(tmp_path, "v")
+    assert index[ids[5]].get("codec") == "zlib" and index[ids[6]].get("codec") is None, index
+    assert size < 100_000 * 4, "a field of zeros was stored whole"
+    reader = pack.Reader((tmp_path, "v"))
+    for v, i in zip(values, ids, strict=True):
+        got = reader.load(i)
+        assert got.dtype == v.dtype and got.shape == v.shape and np.array_equal(got, v), (v, got)
+        got[...] = 0  # a copy of its own, writeable
+
+
+def test_a_capture_cut_short_reads_back(tmp_path, saxpy):
+    """A program killed while the capture wrote leaves at most a last line
+    cut short (of calls.jsonl, of values.idx) and bytes no index line
+    names: the calls and values before them read back whole."""
+    cut = tmp_path / "cut"
+    shutil.copytree(saxpy, cut)
+    whole = any_capture(saxpy)["calls"]
+    with open(cut / "calls.jsonl", "a") as f:
+        f.write('{"kernel": "saxpy", "call": 3, "lo')
+    with open(cut / "values.idx", "a") as f:
+        f.write('{"id": "0123')
+    with open(cut / "values.pack", "ab") as f:
+        f.write(b"\1" * 100)
+    assert any_capture(cut)["calls"] == whole
+    for c in whole:
+        for v in c["values"].values():
+            np.testing.assert_array_equal(load(cut, v["after"]), load(saxpy, v["after"]))
+
+
+def test_max_disk_keeps_the_values_within_it(tmp_path):
+    """--max-disk: the first call whose values might not fit, and every
+    later one, run uncaptured (counted); the store never passes the
+    budget, and capture.json says where it was reached and what it kept."""
+    prog = tmp_path / "budget.py"
+    prog.write_text(CHANGES_X_ONLY.replace("(1.0, 2.0, 3.0)", "(1.0, 2.0, 3.0, 4.0, 5.0, 6.0)").replace(
+        "a * qd.sin(i * 0.01)", NOISE))
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "kiln_quadrants", "-o", str(out), "--max-disk", "64K", str(prog)],
+                       env=dict(os.environ, PYTHONPATH=str(HERE.parent)), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    cap = any_capture(out)
+    budget = cap["budget"]
+    n = len(cap["calls"])
+    assert 1 <= n < 6 and budget == {"limit": 64 << 10, "reached_at": n, "kept": (out / "values.pack").stat().st_size}, cap
+    assert budget["kept"] <= budget["limit"]
+    assert cap["unchecked"] == [{"kernel": "k", "init": 0, "where": "budget.py:5", "kernel_id": cap["calls"][0]["kernel_id"],
+                                 "calls": 6 - n}], cap
+
+
+@pytest.mark.parametrize("size", ["10Q", "", "0", "M", "1.5.2G"])
+def test_a_bad_size_is_one_line(tmp_path, size):
+    r = subprocess.run([sys.executable, "-m", "kiln_quadrants", "-o", str(tmp_path / "out"), "--max-disk", size, str(CORPUS / "saxpy.py")],
+                       env=dict(os.environ, PYTHONPATH=str(HERE.parent)), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stdout == "", r.stdout
+    assert r.stderr == f"python -m kiln_quadrants: error: --max-disk takes a size above 0, as 500K, 10M or 2G, not {size!r}\n", r.stderr
+    assert not (tmp_path / "out").exists()
