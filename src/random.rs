@@ -135,8 +135,11 @@ mod tests {
         let w = [0xffff_ffff, 0x8000_0001, 0, 0];
         let f = f32::from_bits(value_bits(Scalar::F32, w).unwrap() as u32);
         assert_eq!(f, 1.0 - 2f32.powi(-24));
-        let d = f64::from_bits(value_bits(Scalar::F64, w).unwrap());
+        let d = f64::from_bits(value_bits(Scalar::F64, [u32::MAX; 4]).unwrap());
         assert_eq!(d, 1.0 - 2f64.powi(-53));
+        // The first word is the high half: its top bits make the value.
+        let half = f64::from_bits(value_bits(Scalar::F64, [0x8000_0000, 0, 0, 0]).unwrap());
+        assert_eq!(half, 0.5);
         assert_eq!(f32::from_bits(value_bits(Scalar::F32, [0xff, 1, 2, 3]).unwrap() as u32), 0.0);
         assert_eq!(value_bits(Scalar::I32, w), Some(u64::MAX));
         assert_eq!(value_bits(Scalar::U32, w), Some(0xffff_ffff));
