@@ -455,6 +455,17 @@ pub fn threads_parser() -> clap::builder::RangedI64ValueParser<u32> {
     clap::value_parser!(u32).range(1..=i64::from(MAX_THREADS))
 }
 
+/// The parser of `--seed N`: an integer from 0 to 2^64 - 1, decimal or
+/// `0x` hexadecimal.
+pub fn parse_seed(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => t.parse::<u64>(),
+    };
+    parsed.map_err(|_| format!("the seed must be an integer from 0 to {}, not '{s}'", u64::MAX))
+}
+
 /// The threads to use: `--threads`, else every core (at most
 /// [`MAX_THREADS`]).
 pub fn thread_count(flag: Option<u32>) -> usize {

@@ -146,6 +146,10 @@ pub enum Tok<'a> {
     Atomic,
     #[token("alloca")]
     Alloca,
+    #[token("random")]
+    Random,
+    #[token("site")]
+    Site,
     #[token("call")]
     Call,
     /// `ret` followed by its operand (the lexer looks ahead, see [`Lexer`]).
@@ -253,6 +257,8 @@ impl Tok<'_> {
             Tok::Store => "store",
             Tok::Atomic => "atomic",
             Tok::Alloca => "alloca",
+            Tok::Random => "random",
+            Tok::Site => "site",
             Tok::Call => "call",
             Tok::Ret | Tok::RetVoid => "ret",
             Tok::If => "if",

@@ -46,6 +46,8 @@ pub mod passes;
 pub mod plan;
 #[forbid(unsafe_code)]
 pub mod races;
+#[forbid(unsafe_code)]
+pub mod random;
 pub mod reduce;
 #[forbid(unsafe_code)]
 pub mod semantics;

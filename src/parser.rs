@@ -315,6 +315,9 @@ struct BodyLower<'a, 's, 'd> {
     /// The spans of the uses since the last statement was made: its
     /// operands, for [`Body::operand_spans`].
     uses: Vec<Span>,
+    /// How many `random` statements the body has so far (the default
+    /// `site` of the next).
+    randoms: u32,
 }
 
 impl crate::ir::TypeEnv for BodyLower<'_, '_, '_> {
@@ -355,6 +358,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
             pending: FxMap::default(),
             resolved: Vec::new(),
             uses: Vec::with_capacity(8),
+            randoms: 0,
         }
     }
 
@@ -520,6 +524,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                 StmtKind::Atomic(op, r, self.use_(v))
             }
             SKind::Alloca(t) => StmtKind::Alloca(t),
+            SKind::Random(ty, site) => StmtKind::Random { ty, site: self.random_site(site) },
             SKind::Call(f, args) => {
                 let args = args.into_iter().map(|a| self.use_(a)).collect();
                 let f = self.nm(f);
@@ -673,6 +678,28 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
                     field_span: field.span,
                     block_dim: self.block_dim(dim),
                 }
+            }
+        }
+    }
+
+    /// A `random`'s site: as written, or its ordinal among the item's
+    /// `random` statements (`docs/language.md`, "random").
+    fn random_site(&mut self, site: Option<LitTok>) -> u32 {
+        let ordinal = self.randoms;
+        self.randoms += 1;
+        let Some(l) = site else { return ordinal };
+        let l = l.with_text(self.src);
+        match lit_u64(&l) {
+            Ok(n) if n <= u64::from(crate::random::MAX_SITE) => n as u32,
+            Ok(_) => {
+                let max = crate::random::MAX_SITE;
+                self.diags
+                    .push(Diagnostic::error(format!("site must be between 0 and {max}, found `{}`", l.text), l.span));
+                ordinal
+            }
+            Err(e) => {
+                self.diags.push(e);
+                ordinal
             }
         }
     }

@@ -213,11 +213,14 @@ struct Printer<'a, W: Write + ?Sized, N: Namer> {
     out: &'a mut W,
     indent: usize,
     namer: N,
+    /// How many `random` statements of the body were printed: the site a
+    /// `random` has when it prints without `site N`.
+    randoms: u32,
 }
 
 impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
     fn new(out: &'a mut W, indent: usize, namer: N) -> Self {
-        Printer { out, indent, namer }
+        Printer { out, indent, namer, randoms: 0 }
     }
 
     fn line_start(&mut self) -> fmt::Result {
@@ -313,6 +316,7 @@ impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
     /// namer the body begins.
     fn params(&mut self, body: &Body, params: &[Param]) -> fmt::Result {
         self.namer.begin_body(body);
+        self.randoms = 0;
         self.out.write_char('(')?;
         for (i, p) in params.iter().enumerate() {
             if i > 0 {
@@ -484,6 +488,14 @@ impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
                 self.v(body, *v)?
             }
             StmtKind::Alloca(ty) => write!(self.out, "alloca {ty}")?,
+            StmtKind::Random { ty, site } => {
+                write!(self.out, "random {ty}")?;
+                // The parser's default site is the statement's ordinal.
+                if *site != self.randoms {
+                    write!(self.out, " site {site}")?;
+                }
+                self.randoms += 1;
+            }
             StmtKind::LoadSlot(p) => {
                 self.out.write_str("load ")?;
                 self.v(body, *p)?

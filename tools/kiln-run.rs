@@ -80,6 +80,10 @@ struct Cli {
     #[arg(long, value_name = "N", value_parser = kiln::cli::threads_parser())]
     threads: Option<u32>,
 
+    /// The seed of the `random` statements' numbers, 0 to 2^64-1 (default 0)
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = kiln::cli::parse_seed)]
+    seed: u64,
+
     /// Compile each kernel whole (in a kiln-compile process) into one object and one JIT dylib; read and write no cache
     #[arg(long, conflicts_with = "cache_dir")]
     no_cache: bool,
@@ -224,6 +228,7 @@ fn make_engine(
             order: cli.iteration_order.unwrap_or_default(),
             check_races: cli.check_races,
             denormals: cli.config.denormals,
+            seed: cli.seed,
         };
         return Ok((Runner::Interp(interp), None));
     };
@@ -242,6 +247,7 @@ fn make_engine(
     let threads = kiln::cli::thread_count(cli.threads);
     let path = if cli.no_cache { JitPath::WholeKernel } else { JitPath::PerTask };
     let mut engine = JitEngine::new(compiler, path, threads).map_err(|e| ToolError::msg(e.message))?;
+    engine.set_seed(cli.seed);
     if cli.no_cache {
         return Ok((Runner::Jit(Box::new(engine), None), None));
     }

@@ -57,6 +57,7 @@ class Module:
         denormals: Literal["preserve", "flush"] = "preserve",
         threads: int | None = None,
         check_races: bool = False,
+        seed: int = 0,
     ) -> dict[str, Any]:
         """Runs `kernel` with `args` (by parameter name; a left-out
         parameter takes its default) on `fields`, numpy arrays bound by
@@ -69,8 +70,9 @@ class Module:
         the JIT's compile configuration (each a key of its own), threads
         its threads (default: every core), denormals ("preserve" or
         "flush") either engine's subnormal mode, check_races the
-        interpreter's race check; an option of the other engine is a
-        ValueError. Returns this call's statistics (kiln-run
+        interpreter's race check, seed the random statements' seed (0 to
+        2**64 - 1, either engine; another seed compiles nothing again); an
+        option of the other engine is a ValueError. Returns this call's statistics (kiln-run
         --stats=json). Raises ValueError or TypeError for a bad argument,
         RunError for a run that failed; a cache that cannot be used is a
         RuntimeWarning, and the run goes on without it."""

@@ -159,6 +159,8 @@ pub enum Kind {
         val: u32,
     },
     Alloca,
+    /// `rand()`: a random number of the statement's type.
+    Rand,
     LocalLoad(u32),
     LocalStore {
         dest: u32,
@@ -245,7 +247,6 @@ pub fn refusal(name: &str) -> Refusal {
         | "linearized" | "offset" => "a sparse SNode (or a lowered SNode access); KIR fields are dense",
         n if n.starts_with("sparse SNode") => "KIR fields are dense arrays",
         "print" => "KIR has no output statement",
-        "rand" => "KIR has no random numbers",
         "internal call" | "call" | "so" | "asm" | "bc" => "KIR cannot call into Quadrants' runtime or external code",
         "tls prologue" | "tls_epilogue" | "bls prologue" | "bls_epilogue" => {
             "thread- or block-local storage of a later stage; import the 'offload_to_executable' stage"
@@ -678,6 +679,11 @@ impl<'a> Parser<'_, 'a> {
                     _ => return Err(c.unexpected("a constant")),
                 };
                 Kind::Const(if neg { format!("-{v}") } else { v.to_string() })
+            }
+            "rand" => {
+                c.expect(Tok::LParen, "'('")?;
+                c.expect(Tok::RParen, "')'")?;
+                Kind::Rand
             }
             "alloca" => {
                 if c.eat(Tok::LParen) {

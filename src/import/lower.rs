@@ -838,6 +838,10 @@ impl Module<'_> {
                 let args = args.iter().map(|a| self.val(b, *a, s).map(|v| v.0)).collect::<Result<_, _>>()?;
                 b.bld.assert(c, message.clone(), args);
             }
+            Kind::Rand => {
+                let v = b.bld.ins(n.clone()).random(need_ty()?);
+                b.vals.insert(s.id, V::Val(v));
+            }
             Kind::Alloca => {
                 let elem = need_ty()?;
                 let v = tensor::alloca(b, s, elem, n);

@@ -168,6 +168,17 @@ pub(super) enum Inst {
     },
     /// Ends the current parallel launch (an error if it raced).
     ParEnd,
+    /// Starts the random stream of the kernel's `ordinal`-th launch:
+    /// iteration 0, no draws yet (`crate::random`).
+    BeginTask {
+        ordinal: u32,
+    },
+    /// `random`: a value of `ty` from the stream, at `site`.
+    Random {
+        dst: Reg,
+        ty: Scalar,
+        site: u32,
+    },
     /// Sets the task named in run-time errors (`u32::MAX`: none).
     SetTask {
         task: u32,
@@ -250,6 +261,9 @@ pub(super) struct ProgramBuilder<'s> {
     /// Blocks being lowered, counted across calls: see [`MAX_DEPTH`].
     pub(super) depth: usize,
     pub(super) sites: Vec<Span>,
+    /// How many tasks the kernel launched before the one being lowered
+    /// (a task statement or a `launch`): the next one's random stream.
+    pub(super) launches: u32,
 }
 
 /// How deeply blocks and calls may nest, counted together (every function
@@ -614,6 +628,9 @@ impl<'s> ProgramBuilder<'s> {
             StmtKind::Alloca(_) => {
                 lw.emit(Inst::Const { dst: need(dst)?, bits: 0 });
             }
+            StmtKind::Random { ty, site } => {
+                lw.emit(Inst::Random { dst: need(dst)?, ty: *ty, site: *site });
+            }
             StmtKind::LoadSlot(p) => {
                 lw.emit(Inst::Copy { dst: need(dst)?, src: lw.reg(p) });
             }
@@ -691,6 +708,7 @@ impl<'s> ProgramBuilder<'s> {
             }
             StmtKind::Task { name, kind, body: b } => {
                 let task = self.task_name_id(name);
+                lw.emit(Inst::BeginTask { ordinal: self.next_launch() });
                 lw.emit(Inst::SetTask { task });
                 // A parallel task's loop is not a loop `break` in an
                 // enclosing kernel statement could leave: tasks sit at the
@@ -700,10 +718,17 @@ impl<'s> ProgramBuilder<'s> {
             }
             StmtKind::Launch(name) => {
                 let code = self.task_item(name)?;
+                lw.emit(Inst::BeginTask { ordinal: self.next_launch() });
                 lw.emit(Inst::Launch { code });
             }
         }
         Ok(())
+    }
+
+    /// The number of the kernel's next launch, counted.
+    fn next_launch(&mut self) -> u32 {
+        self.launches += 1;
+        self.launches - 1
     }
 
     pub(super) fn reserve(&mut self) -> u32 {
@@ -802,6 +827,7 @@ impl Program {
             in_progress_names: Vec::new(),
             depth: 0,
             sites: Vec::new(),
+            launches: 0,
         };
         let entry = b.reserve();
         let mut lw = BodyLowerer::new(&kernel.body, mi, false);

@@ -57,6 +57,8 @@ pub struct Interpreter {
     /// What float operations do with subnormal numbers: the run computes
     /// in this mode ([`crate::fpenv`]), as the JIT's code does.
     pub denormals: crate::config::Denormals,
+    /// The seed of the `random` statements' streams (`crate::random`).
+    pub seed: u64,
 }
 
 impl Interpreter {
@@ -81,14 +83,14 @@ impl Engine for Interpreter {
     fn run_kernels(&mut self, stream: &Stream, runs: &[(&str, &[Const])], fields: &mut Fields) -> Result<(), RunError> {
         let _env = crate::fpenv::FpEnv::enter(self.denormals);
         let mut scopes = Scopes::new();
-        if self.order == IterationOrder::Ascending && !self.check_races {
+        if self.order == IterationOrder::Ascending && !self.check_races && !draws_random(stream) {
             let items = StreamIndex::new(stream);
             return runs
                 .iter()
                 .try_for_each(|&(kernel, args)| Program::lower(&items, &mut scopes, kernel)?.run(args, fields, *self));
         }
-        // Iteration orders and races are properties of parallel tasks:
-        // run the kernels as offload makes them.
+        // Iteration orders, races and random streams are properties of
+        // tasks: run the kernels as offload makes them.
         let mut tasks = stream.clone();
         for m in &mut tasks.modules {
             crate::passes::offload::offload_module(m)
@@ -104,6 +106,23 @@ impl Engine for Interpreter {
             r
         })
     }
+}
+
+/// Whether a kernel or task of the stream holds a `random` statement
+/// (which draws from its task's stream, so the kernel runs as tasks).
+fn draws_random(stream: &Stream) -> bool {
+    let mut found = false;
+    for m in &stream.modules {
+        for it in &m.items {
+            let body = match it {
+                Item::Kernel(k) => &k.body,
+                Item::Task(t) => &t.body,
+                Item::Field(_) | Item::Func(_) => continue,
+            };
+            body.walk(body.entry, &mut |s| found |= matches!(body.stmt(s).kind, StmtKind::Random { .. }));
+        }
+    }
+    found
 }
 
 #[cfg(test)]

@@ -60,6 +60,7 @@ impl Program {
             task: NO_TASK,
             opts,
             par: Vec::new(),
+            rand: RandAt::default(),
         };
         let result = self.exec_entry(&mut st);
         for (f, bytes) in self.fields.iter().zip(st.fields) {
@@ -213,6 +214,8 @@ impl Program {
                 }
                 Inst::ParEnd => self.par_end(code, st)?,
                 Inst::SetTask { task } => st.task = task,
+                Inst::BeginTask { ordinal } => st.rand = RandAt { task: ordinal, iteration: 0, draws: 0 },
+                Inst::Random { dst, ty, site } => regs[dst as usize] = st.random(ty, site)?,
                 Inst::Launch { code: t } => {
                     let c = &self.codes[t as usize];
                     let mut frame = st.frames[t as usize]
@@ -269,7 +272,7 @@ impl Program {
             None
         };
         let mut run = ParRun { par, order: st.opts.order.permutation(n), k: 0, lo, shadow };
-        set_iteration(p, &mut run, regs);
+        st.begin_iteration(set_iteration(p, &mut run, regs));
         st.par.push(run);
         Ok(true)
     }
@@ -282,7 +285,8 @@ impl Program {
         if run.k >= run.order.len() {
             return false;
         }
-        set_iteration(&code.pars[run.par as usize], run, regs);
+        let it = set_iteration(&code.pars[run.par as usize], run, regs);
+        st.begin_iteration(it);
         true
     }
 
@@ -344,20 +348,27 @@ pub(super) fn unravel(mut lin: u64, shape: &[u64]) -> Vec<u64> {
 
 /// Sets the loop variables of the current iteration of a launch.
 #[inline(always)]
-pub(super) fn set_iteration(p: &ParLoop, run: &mut ParRun, regs: &mut [u64]) {
+/// Sets the loop variables to the current iteration's; returns its linear
+/// index (a `range_for`'s variable, a `struct_for`'s row-major index).
+pub(super) fn set_iteration(p: &ParLoop, run: &mut ParRun, regs: &mut [u64]) -> i64 {
     let idx = run.order.index(run.k);
     if let Some(sh) = run.shadow.as_deref_mut() {
         // k + 1 fits: a checked launch has at most MAX_CHECKED_ITERATIONS.
         sh.begin_iteration(run.k as u32 + 1);
     }
     match &p.space {
-        Space::Range { .. } => regs[p.vars[0] as usize] = run.lo.wrapping_add(idx as i64) as u64,
+        Space::Range { .. } => {
+            let it = run.lo.wrapping_add(idx as i64);
+            regs[p.vars[0] as usize] = it as u64;
+            it
+        }
         Space::Struct { shape } => {
             let mut rest = idx;
             for (&v, &ext) in p.vars.iter().zip(shape.iter()).rev() {
                 regs[v as usize] = rest % ext;
                 rest /= ext;
             }
+            idx as i64
         }
     }
 }
@@ -389,6 +400,17 @@ pub(super) struct State {
     /// The parallel launches running (innermost last; tasks do not nest in
     /// verified code).
     pub(super) par: Vec<ParRun>,
+    /// Where the next `random` draws (`crate::random`).
+    pub(super) rand: RandAt,
+}
+
+/// The random stream's position: the launch, the iteration, how many
+/// draws the iteration made.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct RandAt {
+    pub(super) task: u32,
+    pub(super) iteration: i64,
+    pub(super) draws: u32,
 }
 
 /// One launch of a parallel task in progress.
@@ -404,6 +426,19 @@ pub(super) struct ParRun {
 }
 
 impl State {
+    /// The next number of the stream, of type `ty`, drawn at `site`.
+    fn random(&mut self, ty: Scalar, site: u32) -> Result<u64, RunError> {
+        let at = self.rand;
+        self.rand.draws = at.draws.wrapping_add(1);
+        let d = crate::random::Draw { task: at.task, iteration: at.iteration, site, draw: at.draws };
+        crate::random::draw(ty, self.opts.seed, d).ok_or_else(|| err(format!("random makes no {ty} values")))
+    }
+
+    /// Starts an iteration of a parallel launch: its draws start again.
+    fn begin_iteration(&mut self, iteration: i64) {
+        self.rand.iteration = iteration;
+        self.rand.draws = 0;
+    }
     /// Records an access to element `at` (a byte offset) in the current
     /// launch's shadow, when races are checked.
     #[inline(always)]

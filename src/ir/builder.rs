@@ -253,6 +253,13 @@ impl Ins<'_, '_> {
     pub fn alloca(self, elem: Scalar) -> Value {
         self.define(StmtKind::Alloca(elem), None)
     }
+    /// `random ty`, its site the count of the body's `random` statements
+    /// before it (its ordinal when the body is built in program order).
+    pub fn random(self, ty: Scalar) -> Value {
+        let before = self.b.body.stmts().iter().filter(|d| matches!(d.kind, StmtKind::Random { .. })).count();
+        let site = u32::try_from(before).unwrap_or(u32::MAX).min(crate::random::MAX_SITE);
+        self.define(StmtKind::Random { ty, site }, None)
+    }
     pub fn load_slot(self, slot: Value) -> Value {
         self.define(StmtKind::LoadSlot(slot), None)
     }

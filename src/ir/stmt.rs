@@ -99,6 +99,13 @@ pub enum StmtKind {
     Atomic(AtomicOp, FieldRef, Value),
     /// `%p = alloca f32` (a zero-initialised slot)
     Alloca(Scalar),
+    /// `%r = random f32` (`site N` when the number is not the statement's
+    /// ordinal among its item's `random` statements): a number of the
+    /// counter-based stream of `crate::random`, drawn where it runs.
+    Random {
+        ty: Scalar,
+        site: u32,
+    },
     /// `%v = load %p`
     LoadSlot(Value),
     /// `store %p, %v`
@@ -266,7 +273,7 @@ macro_rules! stmt_table {
                 $op(v);
                 ATOMIC
             }
-            StmtKind::Alloca(_) => READS,
+            StmtKind::Alloca(_) | StmtKind::Random { .. } => READS,
             StmtKind::Launch(_) => EFFECT,
             StmtKind::LoadSlot(p) => {
                 $op(p);

@@ -43,6 +43,7 @@ pub fn result_type(kind: &StmtKind, env: &impl TypeEnv) -> Option<Type> {
         StmtKind::Cast(_, t) => Some(Type::Scalar(*t)),
         StmtKind::Load(r) | StmtKind::Atomic(_, r, _) => env.field_elem(&r.field).map(Type::Scalar),
         StmtKind::Alloca(t) => Some(Type::Slot(*t)),
+        StmtKind::Random { ty, .. } => Some(Type::Scalar(*ty)),
         StmtKind::Call(f, _, _) => env.func_ret(f).flatten().map(Type::Scalar),
         StmtKind::Store(..)
         | StmtKind::StoreSlot(..)

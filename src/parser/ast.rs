@@ -200,6 +200,8 @@ pub enum SKind {
     /// The operator as written (`atomic` accepts a subset of `BinOp`).
     Atomic(BinOp, Span, FieldRefAst, Sym),
     Alloca(Scalar),
+    /// The type and the `site` literal, if written.
+    Random(Scalar, Option<LitTok>),
     Call(Sym, Vec<Sym>),
     Ret(Option<Sym>),
     If(Sym, Vec<StmtAst>, Option<Vec<StmtAst>>),

@@ -265,6 +265,7 @@ impl Cx {
                 Action::Keep
             }
             StmtKind::Load(_)
+            | StmtKind::Random { .. }
             | StmtKind::Store(..)
             | StmtKind::Atomic(..)
             | StmtKind::Call(..)

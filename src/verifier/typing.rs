@@ -64,6 +64,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             }
             StmtKind::Atomic(op, r, v) => self.atomic(s, *op, r, *v),
             StmtKind::Alloca(_) => true,
+            StmtKind::Random { ty, .. } => self.random(s, *ty),
             StmtKind::LoadSlot(p) => self.slot(s, *p, "load from").is_some(),
             StmtKind::StoreSlot(p, v) => {
                 self.store_slot(s, *p, *v);
@@ -75,6 +76,20 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
             }
             _ => unreachable!("calls and statements with blocks are checked elsewhere"),
         }
+    }
+
+    /// `random T`: in a kernel or a task (a function has no stream of its
+    /// own), of a type `crate::random` makes values of.
+    fn random(&mut self, s: Stmt, ty: Scalar) -> bool {
+        let span = self.body.stmt(s).span;
+        if let Owner::Func(f) = self.owner {
+            self.err(format!("random in function @{}: only a kernel or a task draws random numbers", f.name), span);
+        }
+        if !crate::random::supports(ty) {
+            self.err(format!("random makes no {ty} values"), span);
+            return false;
+        }
+        true
     }
 
     /// `assert %c, "...", args`: an `i1` condition, scalar values, at most

@@ -213,6 +213,70 @@ ATOMIC_RE = re.compile(r"\batomic (?:add|sub) @(\S+?)\[([^\]]*)\]")
 SCALED_NOTE = "; atomic float sums in any order: floats compared at each field's scale"
 
 
+RANDOM_RE = re.compile(r"= random [a-z0-9]+")
+
+# A kernel that draws random numbers cannot be compared value by value:
+# Quadrants' generator keeps a state per thread, so its numbers depend on
+# the schedule, and Kiln's are its own counter-based stream. Its fields are
+# checked by distribution instead (docs/quadrants.md, "Random numbers"):
+# every Kiln value within Quadrants' range widened by RANGE_SLACK / n of its
+# width on each side, and mean and variance within DIST_SIGMAS standard
+# errors of the difference of two samples of n; a field of fewer than
+# SMALL_FIELD elements (a Monte-Carlo estimate), each value within
+# SMALL_REL of Quadrants' (relative).
+DIST_SIGMAS = 6.0
+RANGE_SLACK = 20.0
+SMALL_FIELD = 30
+SMALL_REL = 0.02
+DISTRIBUTION_NOTE = ("checked by distribution (random numbers: range, mean and variance within the bounds of "
+                     "docs/quadrants.md, not compared value by value; JIT and interpreter identical)")
+
+
+def draws_random(kir_text: str) -> bool:
+    """Whether an imported kernel draws random numbers (a `random` statement)."""
+    return RANDOM_RE.search(kir_text) is not None
+
+
+def _moments(x: np.ndarray) -> tuple[float, float, float]:
+    """Mean, variance and the squared standard error of the variance."""
+    m = float(x.mean())
+    d2 = (x - m) ** 2
+    v = float(d2.mean())
+    return m, v, float(max((d2 * d2).mean() - v * v, 0.0)) / x.size
+
+
+def distribution_difference(want: np.ndarray, got: np.ndarray) -> str | None:
+    """Why Kiln's values ``got`` are not draws of the distribution
+    Quadrants' ``want`` come from, or None when they may be (the bounds
+    above)."""
+    w, g = want.astype(np.float64).ravel(), got.astype(np.float64).ravel()
+    if w.shape != g.shape:
+        return f"Quadrants has {w.size} values, Kiln {g.size}"
+    if not np.all(np.isfinite(g) == np.isfinite(w)):
+        return "Kiln's values are finite where Quadrants' are not, or the other way"
+    w, g = w[np.isfinite(w)], g[np.isfinite(g)]
+    n = w.size
+    if n == 0:
+        return None
+    if n < SMALL_FIELD:
+        far = np.abs(g - w) > SMALL_REL * np.maximum(np.abs(w), np.abs(g))
+        if far.any():
+            i = int(np.argmax(far))
+            return f"element {i}: Quadrants {float(w[i])!r}, Kiln {float(g[i])!r}: more than {SMALL_REL:.0%} apart"
+        return None
+    lo, hi = float(w.min()), float(w.max())
+    slack = RANGE_SLACK * (hi - lo) / n
+    if g.min() < lo - slack or g.max() > hi + slack:
+        return f"Kiln's values span [{float(g.min())!r}, {float(g.max())!r}], Quadrants' [{lo!r}, {hi!r}]"
+    (mw, vw, sw), (mg, vg, sg) = _moments(w), _moments(g)
+    tiny = 1e-12 * max(abs(mw), abs(mg), 1.0)
+    if abs(mg - mw) > DIST_SIGMAS * np.sqrt((vw + vg) / n) + tiny:
+        return f"mean: Quadrants {mw:.6g}, Kiln {mg:.6g} (more than {DIST_SIGMAS:g} standard errors apart)"
+    if abs(vg - vw) > DIST_SIGMAS * np.sqrt(sw + sg) + tiny * tiny + 1e-12 * max(vw, vg):
+        return f"variance: Quadrants {vw:.6g}, Kiln {vg:.6g} (more than {DIST_SIGMAS:g} standard errors apart)"
+    return None
+
+
 def sums_in_any_order(kir_text: str) -> bool:
     """Whether a parallel task of the KIR adds floats atomically into a
     field element other iterations may add into too."""
@@ -312,6 +376,9 @@ class KernelReport:
     out_of_bounds: list[str] = field(default_factory=list)
     # Calls past --calls: run by the program, not captured nor compared.
     unchecked: int = 0
+    # Whether the kernel draws random numbers: its fields are checked by
+    # distribution, never reported as agreeing.
+    by_distribution: bool = False
 
 
 OOB_RE = re.compile(r"index (\S+) out of bounds for field @(\S+) of shape \[([^\]]*)\]")
@@ -524,6 +591,8 @@ class Replay:
         declared = kir_fields(kir)
         scaled = sums_in_any_order(kir.read_text())
         rep.scaled = rep.scaled or scaled
+        random = draws_random(kir.read_text())
+        rep.by_distribution = rep.by_distribution or random
         args: dict[str, JsonScalar] = {}
         for name, a in call["args"].items():
             if a["kind"] == "scalar":
@@ -553,15 +622,24 @@ class Replay:
         module = self.module(kir)
         sizes = [self.values.entry(saved[f].before)["shape"] for f in saved]
         tolerance = self.ns.ulps * (reorder_factor(sizes) if scaled else 1)
+        jit_values: dict[str, np.ndarray] = {}
         for engine, options in self.engines():
+            if random:  # each call draws other numbers, as it does in Quadrants
+                options = {**options, "seed": call["call"]}
             bound = self.bind(module, saved, returned)
             failed = self.run_engine(module, kernel, args, bound, engine, options, call["call"], rep)
             if failed or engine == "races":
                 continue
+            if engine == "jit":
+                jit_values = bound
             for fname in compared:
                 rep.fields.add(fname)
                 got = bound[fname]
                 want = np.array(returned[fname], dtype=got.dtype) if fname in returned else self.values.load(saved[fname].after)
+                if random:
+                    self.check_distribution(rep, call["call"], fname, engine, want, got, jit_values.get(fname))
+                    self.keep_value(entry, fname, engine, got, saved, returned, rep.calls <= KEPT_CALLS)
+                    continue
                 worst, d = compare(want, got, tolerance, scaled)
                 rep.worst_ulps = max(rep.worst_ulps, worst)
                 if d is not None:
@@ -571,16 +649,39 @@ class Replay:
                     rep.failures.append(
                         f"call {call['call']}: field @{fname}{at}: Quadrants {d.quadrants!r}, Kiln ({engine}) {d.kiln!r}{ulps}"
                     )
-                kept = entry["values"].get(fname)
-                if kept is None:
-                    kept = self.manifest_value(saved.get(fname), returned.get(fname))
-                    entry["values"][fname] = kept
                 # Kiln's value, stored once (one equal to Quadrants' is
                 # Quadrants' blob, and costs nothing): for a kernel's first
                 # calls, and for every call where it differs.
-                if rep.calls <= KEPT_CALLS or d is not None:
-                    kept["kiln" if engine == "jit" else "kiln-interp"] = self.kept.put(got)
+                self.keep_value(entry, fname, engine, got, saved, returned, rep.calls <= KEPT_CALLS or d is not None)
         self.manifest.append(entry)
+
+    def keep_value(self, entry: ManifestCall, fname: str, engine: str, got: np.ndarray,
+                   saved: dict[str, _Paths], returned: dict[str, JsonScalar], keep: bool) -> None:
+        """Records a field in the call's manifest entry, with the engine's
+        output when ``keep`` (stored once: one equal to Quadrants' is
+        Quadrants' blob)."""
+        kept = entry["values"].get(fname)
+        if kept is None:
+            kept = self.manifest_value(saved.get(fname), returned.get(fname))
+            entry["values"][fname] = kept
+        if keep:
+            kept["kiln" if engine == "jit" else "kiln-interp"] = self.kept.put(got)
+
+    def check_distribution(self, rep: KernelReport, call: int, fname: str, engine: str,
+                           want: np.ndarray, got: np.ndarray, jit_got: np.ndarray | None) -> None:
+        """A field of a kernel that draws random numbers: Kiln's values
+        against Quadrants' by distribution, and the interpreter's against
+        the JIT's bit for bit (the same stream)."""
+        if engine == "jit":
+            why = distribution_difference(want, got)
+            if why is not None:
+                rep.failures.append(f"call {call}: field @{fname}: not Quadrants' distribution: {why}")
+            return
+        if jit_got is not None:
+            d = first_difference(jit_got, got, 0)
+            if d is not None:
+                at = f"[{', '.join(map(str, d.index))}]" if d.index else ""
+                rep.failures.append(f"call {call}: field @{fname}{at}: the JIT drew {d.quadrants!r}, the interpreter {d.kiln!r}")
 
     def manifest_value(self, saved: _Paths | None, returned: JsonScalar) -> ManifestField | ManifestReturned:
         """A field's entry in the manifest, before Kiln's values are added:
@@ -674,7 +775,7 @@ class Replay:
         """One line per kernel, the summary and the manifest (``incomplete``:
         why the calls replayed are not all the program's); the status."""
         status = 0
-        agree = differ = unimported = raised = 0
+        agree = differ = unimported = raised = by_distribution = 0
         for key, rep in self.reports.items():
             label = self.label(key, rep)
             if rep.raised and rep.calls == len(rep.raised):
@@ -694,6 +795,10 @@ class Replay:
                 print(f"FAIL {label}{oob}")
                 for f in rep.out_of_bounds + rep.failures + rep.races:
                     print(_indent(f))
+            elif rep.by_distribution:
+                by_distribution += 1
+                print(f"ok   {label}: {_calls(rep)}, {len(rep.fields)} field{'s' if len(rep.fields) != 1 else ''} "
+                      f"{DISTRIBUTION_NOTE}{_raised_note(rep)}")
             elif rep.empty_calls == rep.calls - len(rep.raised):
                 agree += 1
                 print(f"ok   {label}: {_calls(rep, self.budget_reached)}, no task to run "
@@ -707,7 +812,8 @@ class Replay:
         if status == 2 and any(r.failures or r.races for r in self.reports.values()):
             status = 1
         tail = f", {raised} raised in Quadrants" if raised else ""
-        print(f"{len(self.reports)} kernels: {agree} agree, {differ} differ, {unimported} not imported{tail}")
+        checked = f", {by_distribution} checked by distribution" if by_distribution else ""
+        print(f"{len(self.reports)} kernels: {agree} agree{checked}, {differ} differ, {unimported} not imported{tail}")
         if self.ns.keep is None and any(r.import_error or r.failures or r.races or r.out_of_bounds for r in self.reports.values()):
             # The logs and .kir named above were in the temporary directory.
             print(KEEP_HINT)
@@ -739,10 +845,6 @@ def _raised_note(rep: KernelReport) -> str:
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
-
-
-def _rel(p: Path, base: Path) -> str:
-    return str(Path(p).resolve().relative_to(base.resolve()))
 
 
 def _indent(text: str) -> str:

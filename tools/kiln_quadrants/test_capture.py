@@ -623,9 +623,9 @@ REFUSED_MARKS = {
     "print_in_kernel": 'print "x[ ", $',
 }
 # Forms no importable program may produce at Start offload_to_executable.
-FOREIGN = ("listgen", "clear_list", "    print ", "tls prologue", "rand()")
-# The vector, matrix, struct and assert forms the corpus must show (kiln-import
-# scalarises or imports them), by program.
+FOREIGN = ("listgen", "clear_list", "    print ", "tls prologue")
+# The vector, matrix, struct, assert and random forms the corpus must show
+# (kiln-import scalarises or imports them), by program.
 VECTOR_MARKS = {
     "vector_field": "<*[Tensor (2, 2) f32]> ",
     "dyn_index": "shift ptr [",
@@ -634,6 +634,7 @@ VECTOR_MARKS = {
     "particles": "<[Tensor (3) f32]> ",
     "mat3_field": "<[Tensor (3, 3) f64]> ",
     "assert_in_kernel": ': assert $9, "k must be positive"',
+    "random_init": "<f64> $2 = rand()",
 }
 PROGRAMS = sorted(p.relative_to(ROOT) for p in CORPUS.glob("**/*.py") if "captured" not in p.parts)
 

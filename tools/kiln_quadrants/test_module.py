@@ -329,3 +329,36 @@ def test_check_races_reports_a_race() -> None:
 def test_a_bad_option_is_a_value_error_naming_it(options: dict[str, Any], said: str) -> None:
     with pytest.raises(ValueError, match=said):
         kiln.Module(SAXPY).run("saxpy", args={"a": 1.0}, **options)
+
+
+RANDOM = """field @u : f64[64]
+
+kernel @draw() {
+  for %i in 0 .. 64 {
+    %r = random f64
+    store @u[%i], %r
+  }
+}
+"""
+
+
+def test_seed_draws_the_same_numbers_on_both_engines_and_others_for_another() -> None:
+    """`seed=` is the random statements' seed: both engines draw the same
+    numbers from it, the same seed repeats, another draws others, and one
+    out of range is an error."""
+    m = kiln.Module(RANDOM, "random.kir")
+
+    def draw(engine: Engine, seed: int) -> np.ndarray:
+        u = np.zeros(64)
+        m.run("draw", fields={"u": u}, engine=engine, seed=seed)
+        return u
+
+    for seed in (0, 7, 2**64 - 1):
+        jit = draw("jit", seed)
+        assert np.array_equal(jit, draw("interp", seed)) and np.array_equal(jit, draw("jit", seed))
+        assert np.all((jit >= 0) & (jit < 1))
+    assert not np.array_equal(draw("jit", 0), draw("jit", 7))
+    with pytest.raises(OverflowError):
+        draw("jit", 2**64)
+    with pytest.raises(OverflowError):
+        draw("interp", -1)

@@ -32,8 +32,10 @@ from kiln_quadrants import pack, records  # noqa: E402
 from kiln_quadrants.capture import FORCED_INIT  # noqa: E402
 from kiln_quadrants.replay import (  # noqa: E402
     KEEP_HINT,
+    KernelReport,
     Replay,
     _run_in,
+    distribution_difference,
     first_difference,
     max_ulps,
     newer_build,
@@ -678,6 +680,52 @@ def test_a_python_without_quadrants_is_told_to_run_make_quadrants():
     assert "run `make quadrants`" in r.stderr and "Traceback" not in r.stderr, r.stderr
     h = subprocess.run([str(WRAPPER), "--help"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert h.returncode == 0 and "usage: kiln-quadrants" in h.stdout, h.stderr
+
+
+def test_random_kernels_are_checked_by_distribution_never_agree(corpus_runs):
+    """random_init.py's kernels that draw are reported as checked by
+    distribution, and the summary counts them apart from those that agree."""
+    out = corpus_runs["random_init.py"].stdout
+    for kernel in ["seed_board", "draw_noise", "throw_darts"]:
+        line = next(ln for ln in out.splitlines() if ln.startswith(f"ok   {kernel}:"))
+        assert "checked by distribution" in line and "agree with Quadrants" not in line, line
+    assert "4 kernels: 1 agree, 3 checked by distribution, 0 differ, 0 not imported" in out, out
+
+
+def test_a_wrong_distribution_is_reported():
+    """Two samples of one distribution pass; Kiln's values in [0, 0.5)
+    where Quadrants' are in [0, 1), a shifted mean, a wider spread and a
+    far Monte-Carlo estimate do not."""
+    rng = np.random.default_rng(5)
+    quadrants = rng.random(20_000, dtype=np.float32)
+    assert distribution_difference(quadrants, rng.random(20_000, dtype=np.float32)) is None
+    half = (rng.random(20_000, dtype=np.float32) * 0.5).astype(np.float32)
+    why = distribution_difference(quadrants, half)
+    assert why is not None and why.startswith("mean"), why
+    assert "span" in (distribution_difference(quadrants, quadrants + 2.0) or "")
+    # The mean of two uniform draws: the same range and mean, half the variance.
+    narrow = (rng.random(20_000) + rng.random(20_000)) / 2
+    assert "variance" in (distribution_difference(rng.random(20_000), narrow) or "")
+    bits = rng.integers(0, 2**32, 20_000, dtype=np.uint32)
+    assert distribution_difference(bits, rng.integers(0, 2**32, 20_000, dtype=np.uint32)) is None
+    assert distribution_difference(np.array(3.1416, dtype=np.float32), np.array(3.139, dtype=np.float32)) is None
+    assert "apart" in (distribution_difference(np.array(3.1416, dtype=np.float32), np.array(2.9, dtype=np.float32)) or "")
+
+
+def test_a_wrong_distribution_makes_the_kernel_differ(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """A kernel whose values are not Quadrants' distribution is a FAIL that
+    names the field and the moment, counted among those that differ."""
+    ns = argparse.Namespace(keep=str(tmp_path))
+    replay = Replay(tmp_path, ns, tmp_path)
+    rep = replay.report_for(0, "k", None, None)
+    rep.calls, rep.by_distribution = 1, True
+    rng = np.random.default_rng(9)
+    replay.check_distribution(rep, 0, "x", "jit", rng.random(4096), rng.random(4096) * 0.5, None)
+    assert replay.report() == 1
+    out = capsys.readouterr().out
+    assert "FAIL k\n" in out and "field @x: not Quadrants' distribution: mean" in out, out
+    assert "1 kernels: 0 agree, 0 differ" not in out and "0 agree, 1 differ" in out, out
+    assert isinstance(rep, KernelReport)
 
 
 def test_ulp_distance():

@@ -19,6 +19,7 @@ mod access;
 mod kmath;
 mod loops;
 mod ops;
+mod random;
 mod vecmath;
 mod versioning;
 
@@ -440,6 +441,9 @@ struct FnCx<'a, 'ctx> {
     /// linear index; `struct_for`: its index before truncation), which the
     /// fast copy's proven indices are computed from.
     wide: HashMap<Value, IntValue<'ctx>>,
+    /// The random stream of a task entry whose body draws
+    /// (`lower::random`).
+    rand: Option<random::Stream<'ctx>>,
 }
 
 impl<'a, 'ctx> FnCx<'a, 'ctx> {
@@ -476,6 +480,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             cur: None,
             proven: HashMap::new(),
             wide: HashMap::new(),
+            rand: None,
         })
     }
 
@@ -618,6 +623,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
                 None
             }
             StmtKind::Atomic(op, r, v) => Some(self.atomic(l, *op, r, *v)?),
+            StmtKind::Random { ty, site } => Some(self.random_stmt(*ty, *site)?),
             StmtKind::Alloca(_) | StmtKind::LoadSlot(_) | StmtKind::StoreSlot(..) => self.slot_stmt(l, &data.kind)?,
             StmtKind::Call(name, args, _) => self.call(l, name, args)?,
             StmtKind::Assert { cond, args, .. } => {

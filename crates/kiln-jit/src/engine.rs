@@ -323,6 +323,8 @@ pub struct JitEngine {
     /// has been launched (a run of serial tasks never starts it).
     threads: usize,
     pool: Option<rayon::ThreadPool>,
+    /// The seed of the `random` streams (a launch input, not compiled in).
+    seed: u64,
     /// Loaded tasks by the digest of their module's canonical text
     /// (per-task path): a digest, not the text, so that what the session
     /// keeps is a few bytes per task however many functions its module
@@ -361,6 +363,7 @@ impl JitEngine {
             provider: Box::<CompileAndLoad>::default(),
             threads,
             pool: None,
+            seed: 0,
             tasks: HashMap::new(),
             kernels: HashMap::new(),
             split: None,
@@ -374,6 +377,12 @@ impl JitEngine {
         self.threads = threads;
         self.pool = None;
         Ok(())
+    }
+
+    /// Draws `random` numbers from `seed`'s streams from now on (nothing
+    /// is recompiled: the seed is a launch input).
+    pub fn set_seed(&mut self, seed: u64) {
+        self.seed = seed;
     }
 
     /// The per-task form of `stream` for `kernel`: `None` when the kernel
@@ -680,11 +689,12 @@ impl Engine for JitEngine {
         }
         let path = self.path;
         let fp = self.backend.config().denormals;
+        let seed = self.seed;
         let t0 = Instant::now();
         let pool = self.pool.as_ref();
         let launches = &mut self.stats.launches;
         let mut run = || -> Result<(), RunError> {
-            for (t, &(m, item)) in tasks.iter().zip(&launched) {
+            for (ordinal, (t, &(m, item))) in tasks.iter().zip(&launched).enumerate() {
                 let names = LaunchNames { kernel, task: &item.name };
                 let slots = runtime::param_slots(&t.meta, &kparams, args, names)?;
                 // The statement numbers of the object: one task module's,
@@ -695,7 +705,7 @@ impl Engine for JitEngine {
                 };
                 *launches += 1;
                 let _span = kiln::trace::span("launch", "launch", &item.name);
-                let on = runtime::RunOn { pool, denormals: fp };
+                let on = runtime::RunOn { pool, denormals: fp, seed, task: ordinal as u32 };
                 runtime::launch(t.entry, &t.meta, names, &slots, fields, on, &locate)?;
             }
             Ok(())

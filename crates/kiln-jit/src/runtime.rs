@@ -36,6 +36,8 @@ struct Shared {
     fields: *const *mut u8,
     params: *const u64,
     error: *mut ErrorSlot,
+    seed: u64,
+    task: u64,
 }
 // SAFETY: the pointers are to the launch's field bases, parameter slots
 // and error slot, which outlive the launch; the pool's threads only read
@@ -289,7 +291,15 @@ fn run_chunks(
         if unsafe { (*s.error).state.load(Ordering::Relaxed) } != 0 {
             return;
         }
-        let ctx = TaskContext { fields: s.fields, params: s.params, error: s.error, begin: b, end: e };
+        let ctx = TaskContext {
+            fields: s.fields,
+            params: s.params,
+            error: s.error,
+            begin: b,
+            end: e,
+            seed: s.seed,
+            task: s.task,
+        };
         // The code runs in the mode it was compiled for, on whichever
         // thread takes the chunk, and the thread's own mode comes back.
         let _env = kiln::fpenv::FpEnv::enter(fp);
@@ -337,6 +347,10 @@ fn run_chunks(
 pub struct RunOn<'p> {
     pub pool: Option<&'p rayon::ThreadPool>,
     pub denormals: Denormals,
+    /// The seed of the `random` streams, and the task's position among
+    /// its kernel's launches (`crate::random`).
+    pub seed: u64,
+    pub task: u32,
 }
 
 /// Runs a loaded task once over `fields`: `slots` are its parameters
@@ -360,7 +374,13 @@ pub fn launch(
     let mut bases = bind_fields(meta, names, fields)?;
     let ptrs: Vec<*mut u8> = bases.iter_mut().map(|b| b.ptr()).collect();
     let mut slot = ErrorSlot::default();
-    let shared = Shared { fields: ptrs.as_ptr(), params: slots.as_ptr(), error: &mut slot };
+    let shared = Shared {
+        fields: ptrs.as_ptr(),
+        params: slots.as_ptr(),
+        error: &mut slot,
+        seed: on.seed,
+        task: u64::from(on.task),
+    };
     run_chunks(entry, matches!(meta.kind, MetaKind::Serial), space, shared, on.pool, on.denormals);
     drop(ptrs);
     for b in bases {

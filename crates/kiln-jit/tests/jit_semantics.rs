@@ -285,3 +285,135 @@ fn comparisons_and_casts() {
     let s = one_op(Scalar::I1, Scalar::F64, |x, _| StmtKind::Cast(x, Scalar::F64));
     check("i1->f64", &s, &[(0, 0), (1, 0)], |x, _| (x as f64).to_bits());
 }
+
+/// A kernel drawing `random T` for every type: a `range_for` with two
+/// draws per iteration and more in an inner loop, a `struct_for` over a
+/// 2-D field, and a serial task.
+fn random_kernel(ty: Scalar) -> String {
+    format!(
+        "field @x : {ty}[300]\nfield @y : {ty}[300]\nfield @z : {ty}[300]\nfield @g : {ty}[7, 5]\nfield @s : {ty}[4]\n\
+         kernel @k() {{\n  for %i in 0 .. 300 {{\n    %a = random {ty}\n    store @x[%i], %a\n    %b = random {ty}\n\
+         store @y[%i], %b\n    for %j in 0 .. 3 {{\n      %c = random {ty}\n      store @z[%i], %c\n    }}\n  }}\n\
+         for %p in 0 .. 7 {{\n    for %q in 0 .. 5 {{\n      %d = random {ty}\n      store @g[%p, %q], %d\n    }}\n  }}\n\
+         for %m in 0 .. 4 serial {{\n    %e = random {ty}\n    store @s[%m], %e\n  }}\n}}\n"
+    )
+}
+
+const RANDOM_TYPES: [Scalar; 10] = [
+    Scalar::F32,
+    Scalar::F64,
+    Scalar::I32,
+    Scalar::I64,
+    Scalar::U32,
+    Scalar::U64,
+    Scalar::I8,
+    Scalar::I16,
+    Scalar::U8,
+    Scalar::U16,
+];
+
+fn random_run(engine: &mut dyn Engine, stream: &Stream) -> Fields {
+    let mut fields = Fields::zeroed(stream);
+    engine.run_kernel(stream, "k", &[], &mut fields).unwrap();
+    fields
+}
+
+/// `random` at every type: the JIT (per task and whole kernel, 1 and 3
+/// threads) writes the interpreter's bytes exactly, for several seeds; the
+/// same seed repeats and another differs.
+#[test]
+fn random_agrees_bit_for_bit_at_every_type_and_thread_count() {
+    use kiln::interp::Interpreter;
+    let cfg = CompileConfig::default();
+    let mut jits: Vec<JitEngine> = [JitPath::PerTask, JitPath::WholeKernel]
+        .into_iter()
+        .map(|p| JitEngine::new(Compiler::host(cfg.clone()).unwrap(), p, 1).unwrap())
+        .collect();
+    for ty in RANDOM_TYPES {
+        let stream = kiln::parser::parse(&random_kernel(ty)).unwrap();
+        kiln::verifier::verify(&stream).unwrap();
+        let mut seen = Vec::new();
+        for seed in [0, 1, u64::MAX] {
+            let want = random_run(&mut Interpreter { seed, ..Interpreter::new() }, &stream);
+            for jit in jits.iter_mut() {
+                jit.set_seed(seed);
+                for threads in [1, 3] {
+                    jit.set_threads(threads).unwrap();
+                    let got = random_run(jit, &stream);
+                    for f in ["x", "y", "z", "g", "s"] {
+                        assert_eq!(got.get(f).unwrap().bytes, want.get(f).unwrap().bytes, "{ty} seed {seed} @{f}");
+                    }
+                }
+            }
+            let again = random_run(&mut Interpreter { seed, ..Interpreter::new() }, &stream);
+            assert_eq!(again.get("x").unwrap().bytes, want.get("x").unwrap().bytes, "{ty}: a seed repeats");
+            seen.push(want.get("x").unwrap().bytes.to_vec());
+        }
+        assert!(seen[0] != seen[1] && seen[1] != seen[2], "{ty}: other seeds draw other numbers");
+    }
+}
+
+/// The interpreter's values are `kiln::random::draw` at the documented
+/// counter: launch 0 (the `range_for`), iteration `i`, sites 0 and 1, draws
+/// 0 and 1; the serial task is launch 2, iteration 0, draw `m`.
+#[test]
+fn random_values_follow_the_documented_stream() {
+    use kiln::random::{draw, Draw};
+    let stream = kiln::parser::parse(&random_kernel(Scalar::U64)).unwrap();
+    let seed = 0x0123_4567_89ab_cdef;
+    let cfg = CompileConfig::default();
+    let mut jit = JitEngine::new(Compiler::host(cfg).unwrap(), JitPath::PerTask, 2).unwrap();
+    jit.set_seed(seed);
+    let got = random_run(&mut jit, &stream);
+    let word = |f: &str, k: usize| {
+        let b = &got.get(f).unwrap().bytes[8 * k..8 * k + 8];
+        u64::from_le_bytes(b.try_into().unwrap())
+    };
+    for i in [0usize, 1, 157, 299] {
+        let at = |site, d| draw(Scalar::U64, seed, Draw { task: 0, iteration: i as i64, site, draw: d }).unwrap();
+        assert_eq!(word("x", i), at(0, 0), "x[{i}]");
+        assert_eq!(word("y", i), at(1, 1), "y[{i}]");
+        // The inner loop's last draw (site 2) is the iteration's fifth.
+        assert_eq!(word("z", i), at(2, 4), "z[{i}]");
+    }
+    // The struct_for's iteration is its row-major index.
+    let g = |lin: usize| draw(Scalar::U64, seed, Draw { task: 1, iteration: lin as i64, site: 3, draw: 0 }).unwrap();
+    assert_eq!(word("g", 5 * 3 + 2), g(17));
+    for m in 0..4 {
+        let want = draw(Scalar::U64, seed, Draw { task: 2, iteration: 0, site: 4, draw: m as u32 }).unwrap();
+        assert_eq!(word("s", m), want, "s[{m}]");
+    }
+}
+
+/// Statistical sanity of the JIT's draws: floats in [0, 1) with mean 1/2
+/// and variance 1/12, integers with the mean of their range, within 6
+/// standard errors.
+#[test]
+fn random_draws_have_the_uniform_mean_and_variance() {
+    let n = 100_000usize;
+    let text = format!(
+        "field @f : f64[{n}]\nfield @u : u32[{n}]\nkernel @k() {{\n  for %i in 0 .. {n} {{\n    %a = random f64\n\
+         store @f[%i], %a\n    %b = random u32\n    store @u[%i], %b\n  }}\n}}\n"
+    );
+    let stream = kiln::parser::parse(&text).unwrap();
+    let cfg = CompileConfig::default();
+    let mut jit = JitEngine::new(Compiler::host(cfg).unwrap(), JitPath::PerTask, 2).unwrap();
+    jit.set_seed(7);
+    let got = random_run(&mut jit, &stream);
+    let f: Vec<f64> =
+        got.get("f").unwrap().bytes.chunks(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
+    let u: Vec<f64> =
+        got.get("u").unwrap().bytes.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap()) as f64).collect();
+    let stats = |xs: &[f64]| {
+        let m = xs.iter().sum::<f64>() / xs.len() as f64;
+        (m, xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / xs.len() as f64)
+    };
+    let (m, v) = stats(&f);
+    let nf = n as f64;
+    assert!(f.iter().all(|x| (0.0..1.0).contains(x)));
+    assert!((m - 0.5).abs() < 6.0 * (1.0 / 12.0 / nf).sqrt(), "mean {m}");
+    assert!((v - 1.0 / 12.0).abs() < 6.0 * (1.0 / 180.0 / nf).sqrt(), "variance {v}");
+    let (mu, _) = stats(&u);
+    let top = u32::MAX as f64;
+    assert!((mu / top - 0.5).abs() < 6.0 * (1.0 / 12.0 / nf).sqrt(), "u32 mean {mu}");
+}

@@ -38,6 +38,11 @@ pub struct TaskContext {
     /// tasks; a serial task ignores them).
     pub begin: i64,
     pub end: i64,
+    /// The seed of the launch's `random` streams (`crate::random`).
+    pub seed: u64,
+    /// The task's position among its kernel's launches (0 for the first),
+    /// which `random` draws with.
+    pub task: u64,
 }
 
 /// Where compiled code reports the first run-time error of a launch.
@@ -115,6 +120,8 @@ pub const CTX_PARAMS: u32 = 1;
 pub const CTX_ERROR: u32 = 2;
 pub const CTX_BEGIN: u32 = 3;
 pub const CTX_END: u32 = 4;
+pub const CTX_SEED: u32 = 5;
+pub const CTX_TASK: u32 = 6;
 
 /// Every member of the context is 8 bytes and 8-aligned (a pointer or an
 /// `i64` on the 64-bit targets Kiln compiles for), so member `k` of
@@ -129,18 +136,20 @@ const _: () = {
     assert!(offset_of!(TaskContext, error) == at(CTX_ERROR));
     assert!(offset_of!(TaskContext, begin) == at(CTX_BEGIN));
     assert!(offset_of!(TaskContext, end) == at(CTX_END));
-    assert!(size_of::<TaskContext>() == at(CTX_END + 1));
+    assert!(offset_of!(TaskContext, seed) == at(CTX_SEED));
+    assert!(offset_of!(TaskContext, task) == at(CTX_TASK));
+    assert!(size_of::<TaskContext>() == at(CTX_TASK + 1));
 };
 
 /// Compiled code reads the slot's `state` (a function's caller, after a
 /// call that may fail) at the slot's start.
 const _: () = assert!(offset_of!(ErrorSlot, state) == 0);
 
-/// The LLVM type of [`TaskContext`]: `{ ptr, ptr, ptr, i64, i64 }`.
+/// The LLVM type of [`TaskContext`]: `{ ptr, ptr, ptr, i64, i64, i64, i64 }`.
 pub fn context_type(cx: &Context) -> StructType<'_> {
     let ptr = cx.ptr_type(AddressSpace::default());
     let i64t = cx.i64_type();
-    cx.struct_type(&[ptr.into(), ptr.into(), ptr.into(), i64t.into(), i64t.into()], false)
+    cx.struct_type(&[ptr.into(), ptr.into(), ptr.into(), i64t.into(), i64t.into(), i64t.into(), i64t.into()], false)
 }
 
 #[cfg(test)]
@@ -161,8 +170,12 @@ mod tests {
             offset_of!(TaskContext, error),
             offset_of!(TaskContext, begin),
             offset_of!(TaskContext, end),
+            offset_of!(TaskContext, seed),
+            offset_of!(TaskContext, task),
         ];
-        for (k, want) in [CTX_FIELDS, CTX_PARAMS, CTX_ERROR, CTX_BEGIN, CTX_END].into_iter().zip(rust) {
+        for (k, want) in
+            [CTX_FIELDS, CTX_PARAMS, CTX_ERROR, CTX_BEGIN, CTX_END, CTX_SEED, CTX_TASK].into_iter().zip(rust)
+        {
             assert_eq!(td.offset_of_element(&ty, k), Some(want as u64), "member {k}");
         }
         assert_eq!(td.get_abi_size(&ty), size_of::<TaskContext>() as u64);
@@ -180,8 +193,15 @@ mod tests {
     #[test]
     fn the_first_out_of_bounds_report_wins() {
         let mut slot = ErrorSlot::default();
-        let ctx =
-            TaskContext { fields: std::ptr::null(), params: std::ptr::null(), error: &mut slot, begin: 0, end: 0 };
+        let ctx = TaskContext {
+            fields: std::ptr::null(),
+            params: std::ptr::null(),
+            error: &mut slot,
+            begin: 0,
+            end: 0,
+            seed: 0,
+            task: 0,
+        };
         report(&ctx, 2, &[5, -1]);
         report(&ctx, 3, &[9]);
         assert_eq!(slot.state.load(std::sync::atomic::Ordering::Relaxed), 1);

@@ -101,7 +101,7 @@ impl Module {
     #[pyo3(signature = (
         kernel, args = None, fields = None, cache_dir = None, engine = "jit", *,
         fast_math = false, opt_level = 2, bounds_checks = true, denormals = "preserve",
-        threads = None, check_races = false
+        threads = None, check_races = false, seed = 0
     ))]
     #[allow(clippy::too_many_arguments)] // a Python method's keyword arguments
     fn run(
@@ -118,6 +118,7 @@ impl Module {
         denormals: &str,
         threads: Option<u32>,
         check_races: bool,
+        seed: u64,
     ) -> PyResult<Py<PyAny>> {
         let options = Options { fast_math, opt_level, bounds_checks, denormals, threads, check_races };
         let key = runner_key(engine, cache_dir, &options)?;
@@ -138,6 +139,11 @@ impl Module {
                 warning = w;
             }
             let (_, runner) = slot.as_mut().expect("made above");
+            // The seed is a launch input: the same engine draws from it.
+            match runner {
+                Runner::Interp(i) => i.seed = seed,
+                Runner::Jit(e, _) => e.set_seed(seed),
+            }
             let t0 = std::time::Instant::now();
             let result = run_on(runner, stream, name, &args, &mut storage);
             Ok::<_, String>((result, report(runner, t0.elapsed()), warning))
@@ -372,7 +378,8 @@ fn make_runner(key: &RunnerKey) -> Result<(Runner, Option<String>), String> {
     if key.engine == EngineKind::Interp {
         let order = kiln::races::IterationOrder::default();
         let (check_races, denormals) = (key.check_races, key.config.denormals);
-        return Ok((Runner::Interp(kiln::interp::Interpreter { order, check_races, denormals }), None));
+        let interp = kiln::interp::Interpreter { order, check_races, denormals, seed: 0 };
+        return Ok((Runner::Interp(interp), None));
     }
     use kiln_jit::engine::{JitEngine, JitPath};
     let target = kiln_llvm::HostTarget::detect().map_err(|e| e.message)?;

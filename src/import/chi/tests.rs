@@ -86,7 +86,6 @@ fn meshes_and_other_statements_are_refused_by_name() {
     assert!(matches!(parse(text), Err(Error::Refused { refusal, .. }) if refusal.name == "mesh_for"));
     for (line, name) in [
         ("    <i32> $2 = mesh patch idx", "mesh patch idx"),
-        ("    <f32> $2 = rand()", "rand"),
         ("    <f32> $2 = asin $1", "asin"),
         ("    <i32> $2 = atomic cas($1, $1, $1)", "atomic cas"),
         ("    $2 : while control $1, $1", "while control with a mask"),
@@ -100,6 +99,15 @@ fn meshes_and_other_statements_are_refused_by_name() {
             other => panic!("{line}: {other:?}"),
         }
     }
+}
+
+#[test]
+fn rand_parses_with_its_type() {
+    let text = "kernel {\n  $0 = offloaded  \n  body {\n    <f64> $1 = rand()\n    <u32> $2 = rand()\n  }\n}\n";
+    let tasks = parse(text).expect("parses");
+    assert_eq!(tasks[0].body[0].kind, Kind::Rand);
+    assert_eq!(tasks[0].body[0].ty, Some(Ty::Prim("f64".into())));
+    assert_eq!(tasks[0].body[1].kind, Kind::Rand);
 }
 
 #[test]

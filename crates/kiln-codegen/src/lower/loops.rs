@@ -56,6 +56,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
         self.load_params(&mut fx, task)?;
         let (begin, end) = self.load_chunk(&mut fx)?;
         self.assume_chunk(&mut fx, task.kind, begin, end)?;
+        self.random_stream(&mut fx)?;
         let start = fx.start;
         fx.b.position_at_end(start);
         match task.kind {
@@ -493,6 +494,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             for (v, iv) in vars(fx, l, lp.iv)? {
                 fx.vals[v] = Some(iv.into());
             }
+            fx.begin_iteration(lp.iv)?;
             // `ret` in a parallel task's body ends its iteration, and so
             // does `continue` (the verifier refuses `break` there: its
             // iterations run independently).
