@@ -368,6 +368,68 @@ fn scalar_text(ty: Scalar, bits: u64) -> String {
     crate::printer::fmt_const(Const { ty, bits })
 }
 
+/// The most lines (executed `print` statements) one run of a kernel may
+/// print, all its launches together. A run that prints more fails with
+/// [`too_much_output`] and none of its lines are kept: the bound keeps
+/// memory finite (a launch's lines are held until it ends, to be put in
+/// iteration order), and an error says so where a silent cut would lose
+/// lines. Per run, not per launch, so that the interpreter (which runs a
+/// kernel without splitting it into launches) fails exactly when the JIT
+/// does, with the same lines (none).
+pub const MAX_PRINT_LINES: usize = 1 << 20;
+
+/// The error of a run of `kernel` that printed more than
+/// [`MAX_PRINT_LINES`] lines.
+pub fn too_much_output(kernel: &str) -> RunError {
+    RunError::new(format!(
+        "kernel @{kernel}: printed more than {MAX_PRINT_LINES} lines in one run (none of them is kept)"
+    ))
+}
+
+/// The text a `print` appends: its pieces in order, each string as it is
+/// and each value (its type and bits, from `values` in order) as
+/// [`print_value`] writes it. A value missing from `values` is written
+/// as nothing.
+pub fn print_text(pieces: &[crate::ir::PrintPiece], mut values: impl Iterator<Item = (Scalar, u64)>) -> String {
+    let mut out = String::new();
+    for p in pieces {
+        match p {
+            crate::ir::PrintPiece::Str(text) => out.push_str(text),
+            crate::ir::PrintPiece::Value(_) => {
+                if let Some((ty, bits)) = values.next() {
+                    out.push_str(&print_value(ty, bits))
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A value as Quadrants' `print` writes it (printf's conversions on the
+/// CPU): an integer in decimal (`i1` as 0 or 1), an `f32` as `%f` and an
+/// `f64` as `%.12f` of its value, infinities as `inf`/`-inf` and NaN as
+/// `nan` (`-nan` with its sign bit set), as glibc's printf does. `bits`
+/// are an integer's at least zero-extended to its width, or a float's.
+pub fn print_value(ty: Scalar, bits: u64) -> String {
+    if !ty.is_float() {
+        return ty.int_value(bits).to_string();
+    }
+    let (v, digits) = match ty {
+        Scalar::F32 => (f32::from_bits(bits as u32) as f64, 6),
+        _ => (f64::from_bits(bits), 12),
+    };
+    let sign = if v.is_sign_negative() { "-" } else { "" };
+    if v.is_nan() {
+        format!("{sign}nan")
+    } else if v.is_infinite() {
+        format!("{sign}inf")
+    } else {
+        // Rust's fixed-precision formatting is exact and rounds half to
+        // even, as glibc's printf does (in its default rounding mode).
+        format!("{v:.digits$}")
+    }
+}
+
 impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
@@ -395,6 +457,14 @@ pub trait Engine {
     fn run_kernels(&mut self, stream: &Stream, runs: &[(&str, &[Const])], fields: &mut Fields) -> Result<(), RunError> {
         runs.iter().try_for_each(|(kernel, args)| self.run_kernel(stream, kernel, args, fields))
     }
+
+    /// The text each `print` executed since the last call appended, in
+    /// order (`docs/runtime.md`, "Printing"): launches in the order they
+    /// ran, a parallel launch's lines in iteration order, one iteration's
+    /// in program order. A run that failed keeps the lines of its launches
+    /// before the failure, and of the failed launch those it printed before
+    /// (none after [`too_much_output`]).
+    fn take_printed(&mut self) -> Vec<String>;
 }
 
 // ---------------------------------------------------------------------------

@@ -36,7 +36,9 @@
 //! bits in the low half, `f64` its bits. Every arithmetic rule of the
 //! language is `crate::semantics`', which passes and tests share.
 
-use crate::exec::{assert_message, assertion_failed, out_of_bounds, Engine, FieldData, Fields, RunError};
+use crate::exec::{
+    assert_message, assertion_failed, out_of_bounds, print_text, too_much_output, Engine, FieldData, Fields, RunError,
+};
 use crate::ir::*;
 use crate::races::{AccessKind, IterationOrder, Permutation, Race, RaceReport, Shadow};
 use std::collections::HashMap;
@@ -48,7 +50,7 @@ use crate::semantics::*;
 use code::*;
 
 /// The reference interpreter engine (each run lowers what it needs).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Interpreter {
     /// The order the iterations of parallel tasks run in.
     pub order: IterationOrder,
@@ -57,6 +59,8 @@ pub struct Interpreter {
     /// What float operations do with subnormal numbers: the run computes
     /// in this mode ([`crate::fpenv`]), as the JIT's code does.
     pub denormals: crate::config::Denormals,
+    /// What the `print`s of its runs wrote, until [`Engine::take_printed`].
+    pub printed: Vec<String>,
 }
 
 impl Interpreter {
@@ -80,12 +84,15 @@ impl Engine for Interpreter {
     /// offloaded) once for all the runs.
     fn run_kernels(&mut self, stream: &Stream, runs: &[(&str, &[Const])], fields: &mut Fields) -> Result<(), RunError> {
         let _env = crate::fpenv::FpEnv::enter(self.denormals);
+        // The options each run reads (its output goes to `printed`).
+        let opts = Interpreter { printed: Vec::new(), ..*self };
+        let printed = &mut self.printed;
         let mut scopes = Scopes::new();
         if self.order == IterationOrder::Ascending && !self.check_races {
             let items = StreamIndex::new(stream);
-            return runs
-                .iter()
-                .try_for_each(|&(kernel, args)| Program::lower(&items, &mut scopes, kernel)?.run(args, fields, *self));
+            return runs.iter().try_for_each(|&(kernel, args)| {
+                Program::lower(&items, &mut scopes, kernel)?.run(args, fields, opts.clone(), printed)
+            });
         }
         // Iteration orders and races are properties of parallel tasks:
         // run the kernels as offload makes them.
@@ -99,10 +106,14 @@ impl Engine for Interpreter {
             let prog = Program::lower(&items, &mut scopes, kernel)?;
             let used = prog.fields.iter().map(|f| (f.name.as_str(), f.elem, f.shape.as_slice()));
             let temps = fields.add_temporaries(used)?;
-            let r = prog.run(args, fields, *self);
+            let r = prog.run(args, fields, opts.clone(), printed);
             fields.drop_temporaries(temps);
             r
         })
+    }
+
+    fn take_printed(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.printed)
     }
 }
 

@@ -337,6 +337,8 @@ pub struct JitEngine {
     /// (borrowed for the whole batch, so its address names it there):
     /// `split` known to be its split, and its own launch table once asked.
     batch: Option<Batch>,
+    /// What the `print`s of its runs wrote, until [`Engine::take_printed`].
+    printed: Vec<String>,
 }
 
 /// What a batch of runs of one stream works out once, not once per run.
@@ -365,6 +367,7 @@ impl JitEngine {
             kernels: HashMap::new(),
             split: None,
             batch: None,
+            printed: Vec::new(),
         })
     }
 
@@ -683,6 +686,7 @@ impl Engine for JitEngine {
         let t0 = Instant::now();
         let pool = self.pool.as_ref();
         let launches = &mut self.stats.launches;
+        let mut out = runtime::PrintOut::new(&mut self.printed);
         let mut run = || -> Result<(), RunError> {
             for (t, &(m, item)) in tasks.iter().zip(&launched) {
                 let names = LaunchNames { kernel, task: &item.name };
@@ -696,7 +700,7 @@ impl Engine for JitEngine {
                 *launches += 1;
                 let _span = crate::trace::span("launch", "launch", &item.name);
                 let on = runtime::RunOn { pool, denormals: fp };
-                runtime::launch(t.entry, &t.meta, names, &slots, fields, on, &locate)?;
+                runtime::launch(t.entry, &t.meta, names, &slots, fields, on, &locate, &mut out)?;
             }
             Ok(())
         };
@@ -711,5 +715,9 @@ impl Engine for JitEngine {
         self.stats.run.run_time += t0.elapsed();
         fields.drop_temporaries(temps);
         result
+    }
+
+    fn take_printed(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.printed)
     }
 }

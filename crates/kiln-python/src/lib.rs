@@ -372,7 +372,10 @@ fn make_runner(key: &RunnerKey) -> Result<(Runner, Option<String>), String> {
     if key.engine == EngineKind::Interp {
         let order = kiln::races::IterationOrder::default();
         let (check_races, denormals) = (key.check_races, key.config.denormals);
-        return Ok((Runner::Interp(kiln::interp::Interpreter { order, check_races, denormals }), None));
+        return Ok((
+            Runner::Interp(kiln::interp::Interpreter { order, check_races, denormals, printed: Vec::new() }),
+            None,
+        ));
     }
     use kiln::jit::engine::{JitEngine, JitPath};
     let target = kiln::codegen::HostTarget::detect().map_err(|e| e.message)?;
