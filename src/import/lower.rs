@@ -18,8 +18,8 @@
 use super::chi::{self, Bound, Error, Kind, PyLoc, Refusal, Stmt, Task, TaskKind, Ty};
 use super::table::{self, Table};
 use crate::ir::{
-    self, AtomicOp, BinOp, Builder, CmpOp, Const, FieldRef, Ins, Item, Loc, Name, Scalar, Span, Stream, UnOp, Value,
-    MAX_RANK,
+    self, AtomicOp, BinOp, Builder, CmpOp, Const, FieldRef, Ins, Item, Loc, Name, PrintPiece, Scalar, Span, Stream,
+    UnOp, Value, MAX_RANK,
 };
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -622,7 +622,7 @@ impl Module<'_> {
     }
 
     fn stmt(&mut self, kc: &mut Kernel, b: &mut Body, loops: &mut Loops, s: &Stmt) -> Result<(), Error> {
-        if !b.seen.insert(s.id) {
+        if s.id != chi::NO_ID && !b.seen.insert(s.id) {
             return Err(located(format!("${} is numbered twice in this task (is the log damaged?)", s.id), s));
         }
         let n = Name::from(s.id.to_string());
@@ -837,6 +837,16 @@ impl Module<'_> {
                 let c = self.cond(b, *cond, s)?;
                 let args = args.iter().map(|a| self.val(b, *a, s).map(|v| v.0)).collect::<Result<_, _>>()?;
                 b.bld.assert(c, message.clone(), args);
+            }
+            Kind::Print(pieces) => {
+                let pieces = pieces
+                    .iter()
+                    .map(|p| match p {
+                        chi::Piece::Str(t) => Ok(PrintPiece::Str(t.clone())),
+                        chi::Piece::Value(id) => self.val(b, *id, s).map(|v| PrintPiece::Value(v.0)),
+                    })
+                    .collect::<Result<_, _>>()?;
+                b.bld.print(pieces);
             }
             Kind::Alloca => {
                 let elem = need_ty()?;

@@ -39,6 +39,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -316,6 +317,25 @@ def out_of_bounds(stderr: str) -> str | None:
     return f"the program {verb} out of bounds: index {m.group(1)} of @{m.group(2)}, of shape [{m.group(3)}]{where}"
 
 
+def printed_difference(quadrants: list[str], kiln: list[str], shown: int = 3) -> str | None:
+    """How the lines a call printed differ, as multisets (Quadrants prints a
+    parallel loop's iterations in whatever order its threads ran them; Kiln
+    in iteration order), or None when they are the same: the lines only
+    one of them printed, a few of each, with how many there are."""
+    want, got = Counter(quadrants), Counter(kiln)
+    if want == got:
+        return None
+    missing = list((want - got).elements())
+    extra = list((got - want).elements())
+    parts = []
+    for what, lines in (("only Quadrants printed", missing), ("only Kiln printed", extra)):
+        if lines:
+            more = f" and {len(lines) - shown} more" if len(lines) > shown else ""
+            parts.append(f"{what} {len(lines)} line{'s' if len(lines) != 1 else ''}: "
+                         f"{', '.join(repr(ln) for ln in lines[:shown])}{more}")
+    return "; ".join(parts)
+
+
 def _calls(rep: KernelReport) -> str:
     """`3 calls`, or `10 of 300 calls` when --calls left some unchecked."""
     total = rep.calls + rep.unchecked
@@ -561,6 +581,9 @@ class Replay:
                 continue
             if engine == "races":
                 continue
+            printing = printed_difference(call.get("printed", []), r.stdout.splitlines())
+            if printing is not None:
+                rep.failures.append(f"call {call['call']}: Kiln ({engine}) printed other lines than Quadrants: {printing}")
             tolerance = self.ns.ulps * (reorder_factor(outs[f] for f in compared) if scaled else 1)
             for fname in compared:
                 rep.fields.add(fname)
