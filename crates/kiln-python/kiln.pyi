@@ -71,7 +71,10 @@ class Module:
         "flush") either engine's subnormal mode, check_races the
         interpreter's race check; an option of the other engine is a
         ValueError. Returns this call's statistics (kiln-run
-        --stats=json). Raises ValueError or TypeError for a bad argument,
+        --stats=json's object) and, under "printed", the text each of its
+        `print` statements wrote, in order (a parallel task's in iteration
+        order; each entry one executed print, its newlines as printed).
+        Raises ValueError or TypeError for a bad argument,
         RunError for a run that failed; a cache that cannot be used is a
         RuntimeWarning, and the run goes on without it."""
 

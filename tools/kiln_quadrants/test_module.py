@@ -329,3 +329,24 @@ def test_check_races_reports_a_race() -> None:
 def test_a_bad_option_is_a_value_error_naming_it(options: dict[str, Any], said: str) -> None:
     with pytest.raises(ValueError, match=said):
         kiln.Module(SAXPY).run("saxpy", args={"a": 1.0}, **options)
+
+
+PRINTS = """kernel @show(%n: i32 = 300, %h: f64 = 0.5) {
+  print "start ", %h, "\\0A"
+  for %i in 0 .. %n {
+    %f = cast %i to f32
+    print "i=", %i, " f=", %f, "\\0A"
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_run_returns_the_printed_lines_in_iteration_order(engine: Engine, tmp_path: Path) -> None:
+    m = kiln.Module(PRINTS, "prints.kir")
+    threads = 2 if engine == "jit" else None
+    stats = m.run("show", cache_dir=tmp_path, engine=engine, threads=threads)
+    assert stats["printed"] == ["start 0.500000000000\n"] + [f"i={i} f={i}.000000\n" for i in range(300)]
+    # Each call returns its own lines only.
+    assert m.run("show", args={"n": 1}, cache_dir=tmp_path, engine=engine, threads=threads)["printed"] == [
+        "start 0.500000000000\n", "i=0 f=0.000000\n"]
