@@ -3,7 +3,9 @@
 //!
 //! Owns: [`Fields`] (every field of a program as little-endian bytes, the
 //! layout both the interpreter and the JIT read and write), the digest of a
-//! field, and the [`Engine`] trait `kiln-run` drives.
+//! field, the [`Engine`] trait `kiln-run` drives, and the text of a
+//! `print` ([`print_text`]) with the bound on a run's lines
+//! ([`MAX_PRINT_LINES`]), which both engines use.
 //!
 //! Must never: execute anything itself, or print.
 
@@ -755,6 +757,61 @@ mod assert_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    extern "C" {
+        fn snprintf(buf: *mut std::ffi::c_char, n: usize, format: *const std::ffi::c_char, ...) -> std::ffi::c_int;
+    }
+
+    /// `format` (a printf conversion of one double) of `v`, as the C
+    /// library writes it: what Quadrants' print calls on the CPU.
+    fn c_printf(format: &std::ffi::CStr, v: f64) -> String {
+        let mut buf = vec![0u8; 512];
+        // SAFETY: `buf` holds `buf.len()` writable bytes; `format` is a
+        // NUL-terminated conversion of exactly one double, which is passed.
+        let n = unsafe { snprintf(buf.as_mut_ptr().cast(), buf.len(), format.as_ptr(), v) };
+        buf.truncate(n.clamp(0, 511) as usize);
+        String::from_utf8(buf).unwrap()
+    }
+
+    /// A print's float text is the C library's `%f` (f32) and `%.12f`
+    /// (f64), digit for digit: exact ties (round half to even), huge and
+    /// tiny magnitudes, signed zeros, infinities and NaNs of either sign.
+    #[test]
+    fn print_floats_as_printf_does() {
+        let mut f64s = vec![0.0, -0.0, 0.5, 2.5, 0.0078125, 1e-7, 5e-7, 0.1, 1.0 / 3.0, 123_456_789.987_654_3, 1e300];
+        f64s.extend([f64::MAX, f64::MIN_POSITIVE, 5e-324, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, -f64::NAN]);
+        // A fixed pseudo-random walk over bit patterns.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = f64::from_bits(x);
+            // Magnitudes printf writes in under 512 bytes, plus every scale.
+            f64s.push(if v.abs() < 1e200 { v } else { v / 1e200 });
+            f64s.push((x % 2_000_000) as f64 / 64.0 - 15625.0);
+        }
+        for &v in &f64s {
+            assert_eq!(print_value(Scalar::F64, v.to_bits()), c_printf(c"%.12f", v), "{v:e}");
+            let f = v as f32;
+            assert_eq!(print_value(Scalar::F32, f.to_bits() as u64), c_printf(c"%f", f as f64), "{f:e}");
+        }
+    }
+
+    #[test]
+    fn print_integers_in_decimal_by_their_signedness() {
+        assert_eq!(print_value(Scalar::I32, (-3i32) as u32 as u64), "-3");
+        assert_eq!(print_value(Scalar::I32, (-3i64) as u64), "-3");
+        assert_eq!(print_value(Scalar::U32, 4_000_000_000), "4000000000");
+        assert_eq!(print_value(Scalar::U64, u64::MAX), "18446744073709551615");
+        assert_eq!(print_value(Scalar::I64, i64::MIN as u64), "-9223372036854775808");
+        assert_eq!(print_value(Scalar::I8, 0x80), "-128");
+        assert_eq!(print_value(Scalar::U8, 0xff), "255");
+        assert_eq!(print_value(Scalar::I1, 1), "1");
+        let pieces =
+            [crate::ir::PrintPiece::Str("a=".into()), crate::ir::PrintPiece::Value(crate::ir::Value::numbered(0))];
+        assert_eq!(print_text(&pieces, [(Scalar::I16, 0xffff)].into_iter()), "a=-1");
+    }
 
     #[test]
     fn lent_storage_reads_and_writes_the_lenders_memory() {

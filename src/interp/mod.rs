@@ -13,6 +13,11 @@
 //! for parallel tasks, so the interpreter then runs kernels as `offload`
 //! makes them (with its temporaries for the run only).
 //!
+//! A `print` appends its text to the run's output, keyed by its iteration
+//! in the parallel launch running; a launch's lines are sorted by that key
+//! when it ends (a stable sort), so they come in iteration order whatever
+//! order the iterations ran in, as the JIT's do ([`Engine::take_printed`]).
+//!
 //! Must never: print, panic on any input (a stream that slipped past the
 //! verifier gives a [`RunError`]), or skip a bounds check: the interpreter
 //! always checks, whatever the compile configuration says, because an

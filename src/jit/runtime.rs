@@ -4,7 +4,9 @@
 //! `struct_for` in chunks of `block_dim` iterations over a thread pool.
 //!
 //! Owns: [`launch`] of a task over the ABI of `codegen::abi` (in phases: the
-//! iteration space, the fields' storage, the chunks, the error slot) and
+//! iteration space, the fields' storage, the chunks, the error slot, the
+//! print sink, whose records it puts in iteration order and formats into
+//! a [`PrintOut`]) and
 //! the run-time errors of compiled code (their text is the interpreter's,
 //! `exec::out_of_bounds`; their location comes from the task's module).
 //!
