@@ -148,6 +148,25 @@ struct Module<'t> {
     names: Names,
 }
 
+/// The pieces of a vector or matrix as Quadrants prints it: its
+/// components (row-major over `axes`) in brackets, one pair per axis,
+/// separated by `, ` (`[1, 2]`, `[[1, 2], [3, 4]]`).
+fn print_tensor(out: &mut Vec<PrintPiece>, comps: &[Value], axes: &[u64]) {
+    let Some((&n, inner)) = axes.split_first() else {
+        out.extend(comps.first().map(|&c| PrintPiece::Value(c)));
+        return;
+    };
+    let step = comps.len() / (n.max(1) as usize);
+    out.push(PrintPiece::Str("[".into()));
+    for k in 0..n as usize {
+        if k > 0 {
+            out.push(PrintPiece::Str(", ".into()));
+        }
+        print_tensor(out, comps.get(k * step..(k + 1) * step).unwrap_or_default(), inner);
+    }
+    out.push(PrintPiece::Str("]".into()));
+}
+
 /// What a Quadrants statement stands for in KIR.
 #[derive(Clone, Debug)]
 enum V {
@@ -839,14 +858,20 @@ impl Module<'_> {
                 b.bld.assert(c, message.clone(), args);
             }
             Kind::Print(pieces) => {
-                let pieces = pieces
-                    .iter()
-                    .map(|p| match p {
-                        chi::Piece::Str(t) => Ok(PrintPiece::Str(t.clone())),
-                        chi::Piece::Value(id) => self.val(b, *id, s).map(|v| PrintPiece::Value(v.0)),
-                    })
-                    .collect::<Result<_, _>>()?;
-                b.bld.print(pieces);
+                let mut out = Vec::new();
+                for p in pieces {
+                    match p {
+                        chi::Piece::Str(t) => out.push(PrintPiece::Str(t.clone())),
+                        chi::Piece::Value(id) => match b.vals.get(id) {
+                            Some(V::Vec(c)) => {
+                                let axes = b.axes.get(id).cloned().unwrap_or(vec![c.len() as u64]);
+                                print_tensor(&mut out, c, &axes);
+                            }
+                            _ => out.push(PrintPiece::Value(self.val(b, *id, s)?.0)),
+                        },
+                    }
+                }
+                b.bld.print(out);
             }
             Kind::Alloca => {
                 let elem = need_ty()?;

@@ -2,12 +2,13 @@
 # end=, an f-string, in a parallel loop (Quadrants prints its iterations in
 # whatever order its threads run them; Kiln in iteration order, and the
 # replay compares the lines as multisets), in a serial loop and in a
-# function.
+# function; a vector and a matrix print in brackets.
 import quadrants as qd
 
 qd.init(arch=qd.cpu)
 
 x = qd.field(qd.f32, shape=16)
+v = qd.Vector.field(3, qd.f32, shape=4)
 
 
 @qd.func
@@ -32,6 +33,15 @@ def fill(n: qd.i32):
 
 
 @qd.kernel
+def tensors(a: qd.i32):
+    for i in v:
+        v[i] = qd.Vector([i, a, 0.5])
+        print("v =", v[i])
+    m = qd.Matrix([[1, a], [3, 4]])
+    print("m =", m)
+
+
+@qd.kernel
 def total() -> qd.f32:
     s = 0.0
     for _ in range(1):
@@ -43,4 +53,5 @@ def total() -> qd.f32:
 
 show(-3, 1.5, 2.25, 1 << 40, 200, 4000000000)
 fill(16)
+tensors(7)
 print("print_kernel", total())
