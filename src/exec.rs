@@ -3,7 +3,9 @@
 //!
 //! Owns: [`Fields`] (every field of a program as little-endian bytes, the
 //! layout both the interpreter and the JIT read and write), the digest of a
-//! field, and the [`Engine`] trait `kiln-run` drives.
+//! field, the [`Engine`] trait `kiln-run` drives, and the text of a
+//! `print` ([`print_text`]) with the bound on a run's lines
+//! ([`MAX_PRINT_LINES`]), which both engines use.
 //!
 //! Must never: execute anything itself, or print.
 
@@ -368,6 +370,68 @@ fn scalar_text(ty: Scalar, bits: u64) -> String {
     crate::printer::fmt_const(Const { ty, bits })
 }
 
+/// The most lines (executed `print` statements) one run of a kernel may
+/// print, all its launches together. A run that prints more fails with
+/// [`too_much_output`] and none of its lines are kept: the bound keeps
+/// memory finite (a launch's lines are held until it ends, to be put in
+/// iteration order), and an error says so where a silent cut would lose
+/// lines. Per run, not per launch, so that the interpreter (which runs a
+/// kernel without splitting it into launches) fails exactly when the JIT
+/// does, with the same lines (none).
+pub const MAX_PRINT_LINES: usize = 1 << 20;
+
+/// The error of a run of `kernel` that printed more than
+/// [`MAX_PRINT_LINES`] lines.
+pub fn too_much_output(kernel: &str) -> RunError {
+    RunError::new(format!(
+        "kernel @{kernel}: printed more than {MAX_PRINT_LINES} lines in one run (none of them is kept)"
+    ))
+}
+
+/// The text a `print` appends: its pieces in order, each string as it is
+/// and each value (its type and bits, from `values` in order) as
+/// [`print_value`] writes it. A value missing from `values` is written
+/// as nothing.
+pub fn print_text(pieces: &[crate::ir::PrintPiece], mut values: impl Iterator<Item = (Scalar, u64)>) -> String {
+    let mut out = String::new();
+    for p in pieces {
+        match p {
+            crate::ir::PrintPiece::Str(text) => out.push_str(text),
+            crate::ir::PrintPiece::Value(_) => {
+                if let Some((ty, bits)) = values.next() {
+                    out.push_str(&print_value(ty, bits))
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A value as Quadrants' `print` writes it (printf's conversions on the
+/// CPU): an integer in decimal (`i1` as 0 or 1), an `f32` as `%f` and an
+/// `f64` as `%.12f` of its value, infinities as `inf`/`-inf` and NaN as
+/// `nan` (`-nan` with its sign bit set), as glibc's printf does. `bits`
+/// are an integer's at least zero-extended to its width, or a float's.
+pub fn print_value(ty: Scalar, bits: u64) -> String {
+    if !ty.is_float() {
+        return ty.int_value(bits).to_string();
+    }
+    let (v, digits) = match ty {
+        Scalar::F32 => (f32::from_bits(bits as u32) as f64, 6),
+        _ => (f64::from_bits(bits), 12),
+    };
+    let sign = if v.is_sign_negative() { "-" } else { "" };
+    if v.is_nan() {
+        format!("{sign}nan")
+    } else if v.is_infinite() {
+        format!("{sign}inf")
+    } else {
+        // Rust's fixed-precision formatting is exact and rounds half to
+        // even, as glibc's printf does (in its default rounding mode).
+        format!("{v:.digits$}")
+    }
+}
+
 impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
@@ -395,6 +459,14 @@ pub trait Engine {
     fn run_kernels(&mut self, stream: &Stream, runs: &[(&str, &[Const])], fields: &mut Fields) -> Result<(), RunError> {
         runs.iter().try_for_each(|(kernel, args)| self.run_kernel(stream, kernel, args, fields))
     }
+
+    /// The text each `print` executed since the last call appended, in
+    /// order (`docs/runtime.md`, "Printing"): launches in the order they
+    /// ran, a parallel launch's lines in iteration order, one iteration's
+    /// in program order. A run that failed keeps the lines of its launches
+    /// before the failure, and of the failed launch those it printed before
+    /// (none after [`too_much_output`]).
+    fn take_printed(&mut self) -> Vec<String>;
 }
 
 // ---------------------------------------------------------------------------
@@ -685,6 +757,61 @@ mod assert_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    extern "C" {
+        fn snprintf(buf: *mut std::ffi::c_char, n: usize, format: *const std::ffi::c_char, ...) -> std::ffi::c_int;
+    }
+
+    /// `format` (a printf conversion of one double) of `v`, as the C
+    /// library writes it: what Quadrants' print calls on the CPU.
+    fn c_printf(format: &std::ffi::CStr, v: f64) -> String {
+        let mut buf = vec![0u8; 512];
+        // SAFETY: `buf` holds `buf.len()` writable bytes; `format` is a
+        // NUL-terminated conversion of exactly one double, which is passed.
+        let n = unsafe { snprintf(buf.as_mut_ptr().cast(), buf.len(), format.as_ptr(), v) };
+        buf.truncate(n.clamp(0, 511) as usize);
+        String::from_utf8(buf).unwrap()
+    }
+
+    /// A print's float text is the C library's `%f` (f32) and `%.12f`
+    /// (f64), digit for digit: exact ties (round half to even), huge and
+    /// tiny magnitudes, signed zeros, infinities and NaNs of either sign.
+    #[test]
+    fn print_floats_as_printf_does() {
+        let mut f64s = vec![0.0, -0.0, 0.5, 2.5, 0.0078125, 1e-7, 5e-7, 0.1, 1.0 / 3.0, 123_456_789.987_654_3, 1e300];
+        f64s.extend([f64::MAX, f64::MIN_POSITIVE, 5e-324, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, -f64::NAN]);
+        // A fixed pseudo-random walk over bit patterns.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = f64::from_bits(x);
+            // Magnitudes printf writes in under 512 bytes, plus every scale.
+            f64s.push(if v.abs() < 1e200 { v } else { v / 1e200 });
+            f64s.push((x % 2_000_000) as f64 / 64.0 - 15625.0);
+        }
+        for &v in &f64s {
+            assert_eq!(print_value(Scalar::F64, v.to_bits()), c_printf(c"%.12f", v), "{v:e}");
+            let f = v as f32;
+            assert_eq!(print_value(Scalar::F32, f.to_bits() as u64), c_printf(c"%f", f as f64), "{f:e}");
+        }
+    }
+
+    #[test]
+    fn print_integers_in_decimal_by_their_signedness() {
+        assert_eq!(print_value(Scalar::I32, (-3i32) as u32 as u64), "-3");
+        assert_eq!(print_value(Scalar::I32, (-3i64) as u64), "-3");
+        assert_eq!(print_value(Scalar::U32, 4_000_000_000), "4000000000");
+        assert_eq!(print_value(Scalar::U64, u64::MAX), "18446744073709551615");
+        assert_eq!(print_value(Scalar::I64, i64::MIN as u64), "-9223372036854775808");
+        assert_eq!(print_value(Scalar::I8, 0x80), "-128");
+        assert_eq!(print_value(Scalar::U8, 0xff), "255");
+        assert_eq!(print_value(Scalar::I1, 1), "1");
+        let pieces =
+            [crate::ir::PrintPiece::Str("a=".into()), crate::ir::PrintPiece::Value(crate::ir::Value::numbered(0))];
+        assert_eq!(print_text(&pieces, [(Scalar::I16, 0xffff)].into_iter()), "a=-1");
+    }
 
     #[test]
     fn lent_storage_reads_and_writes_the_lenders_memory() {

@@ -128,6 +128,8 @@ pub enum Tok<'a> {
     Launch,
     #[token("assert")]
     Assert,
+    #[token("print")]
+    Print,
     #[token("const")]
     Const,
     #[token("cmp")]
@@ -248,6 +250,7 @@ impl Tok<'_> {
             Tok::BlockDim => "block_dim",
             Tok::Launch => "launch",
             Tok::Assert => "assert",
+            Tok::Print => "print",
             Tok::Const => "const",
             Tok::Cmp => "cmp",
             Tok::Cast => "cast",

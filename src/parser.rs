@@ -31,7 +31,7 @@ lalrpop_util::lalrpop_mod!(
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::*;
 use crate::lexer::{decode_string, split_items, ChunkKind, Lexer};
-use ast::{BoundAst, LitKind, LitTok, Name as AName, RangeAst, SKind, StmtAst, Sym, TaskKindAst, Top};
+use ast::{BoundAst, LitKind, LitTok, Name as AName, PieceAst, RangeAst, SKind, StmtAst, Sym, TaskKindAst, Top};
 use errors::{more_syntax_errors, syntax_error, unclosed_delimiter};
 use rayon::prelude::*;
 
@@ -422,6 +422,16 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
         v
     }
 
+    /// The text of the string literal at `m` (quotes included), its
+    /// escapes decoded; a bad escape is an error at it.
+    fn string(&mut self, m: Span) -> String {
+        let quoted = self.src.get(m.range()).unwrap_or("\"\"");
+        decode_string(&quoted[1..quoted.len() - 1]).unwrap_or_else(|e| {
+            self.diags.push(Diagnostic::error(e, m));
+            String::new()
+        })
+    }
+
     fn use_(&mut self, n: Sym) -> Value {
         let n = self.nm(n);
         self.uses.push(n.span);
@@ -535,15 +545,21 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
             SKind::Continue => StmtKind::Continue,
             SKind::Launch(t) => StmtKind::Launch(t.text(self.src).into()),
             SKind::Assert(c, m, args) => {
-                let quoted = self.src.get(m.range()).unwrap_or("\"\"");
-                let message = decode_string(&quoted[1..quoted.len() - 1]).unwrap_or_else(|e| {
-                    self.diags.push(Diagnostic::error(e, m));
-                    String::new()
-                });
+                let message = self.string(m);
                 // Operands in print order: their spans are recorded so.
                 let cond = self.use_(c);
                 let args = args.into_iter().map(|a| self.use_(a)).collect();
                 StmtKind::Assert { cond, message, args }
+            }
+            SKind::Print(pieces) => {
+                let pieces = pieces
+                    .into_iter()
+                    .map(|p| match p {
+                        PieceAst::Str(m) => PrintPiece::Str(self.string(m)),
+                        PieceAst::Value(v) => PrintPiece::Value(self.use_(v)),
+                    })
+                    .collect();
+                StmtKind::Print { pieces }
             }
 
             // Statements with blocks.

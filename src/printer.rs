@@ -514,6 +514,18 @@ impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
                     self.v(body, *a)?;
                 }
             }
+            StmtKind::Print { pieces } => {
+                self.out.write_str("print ")?;
+                for (i, p) in pieces.iter().enumerate() {
+                    if i > 0 {
+                        self.out.write_str(", ")?;
+                    }
+                    match p {
+                        PrintPiece::Str(text) => self.out.write_str(&crate::lexer::quote_string(text))?,
+                        PrintPiece::Value(v) => self.v(body, *v)?,
+                    }
+                }
+            }
             StmtKind::Call(name, args, _) => {
                 self.out.write_str("call @")?;
                 self.out.write_str(name)?;

@@ -26,7 +26,9 @@ Reads a KIR file (or standard input), verifies it, and runs its kernels in \
 order, or the ones named with --kernel, over fields that start zeroed \
 (unless loaded with --input). Kernel parameters take their default values \
 unless set with --arg. A split stream (the output of split-tasks) runs the \
-kernels of its launch module. Afterwards it prints the fields asked for \
+kernels of its launch module. What the kernels' `print` statements write \
+goes to standard output, in order (a parallel task's lines in iteration \
+order), even when a kernel then fails. Afterwards it prints the fields asked for \
 with --print/--print-all and their digests with --digest, and writes the \
 --output files. The jit engine compiles tasks the cache lacks in the \
 kiln-compile installed beside kiln-run, one process per kernel.";
@@ -229,6 +231,7 @@ fn make_engine(
             check_races: cli.check_races,
             denormals: cli.config.denormals,
             seed: cli.seed,
+            printed: Vec::new(),
         };
         return Ok((Runner::Interp(interp), None));
     };
@@ -353,6 +356,15 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     drop(running);
     progress.finish();
     let output = span("output");
+    // The kernels' `print` output, before anything else on stdout and
+    // whether or not the run failed (what it printed before is true).
+    let printed = match &mut runner {
+        Runner::Interp(i) => i.take_printed(),
+        Runner::Jit(j, _) => j.take_printed(),
+    };
+    if !printed.is_empty() {
+        tool::write_output(None, printed.concat().as_bytes())?;
+    }
     report(cli, &runner, result.1);
     if let Some(signal) = kiln::interrupt::requested() {
         let kept = match &runner {

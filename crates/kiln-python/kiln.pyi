@@ -72,8 +72,11 @@ class Module:
         "flush") either engine's subnormal mode, check_races the
         interpreter's race check, seed the random statements' seed (0 to
         2**64 - 1, either engine; another seed compiles nothing again); an
-        option of the other engine is a ValueError. Returns this call's statistics (kiln-run
-        --stats=json). Raises ValueError or TypeError for a bad argument,
+        option of the other engine is a ValueError. Returns this call's
+        statistics (kiln-run --stats=json's object) and, under "printed", the
+        text each of its `print` statements wrote, in order (a parallel
+        task's in iteration order; each entry one executed print, its
+        newlines as printed). Raises ValueError or TypeError for a bad argument,
         RunError for a run that failed; a cache that cannot be used is a
         RuntimeWarning, and the run goes on without it."""
 

@@ -225,6 +225,19 @@ pub enum Kind {
         message: String,
         args: Vec<u32>,
     },
+    /// `print "TEXT", $A, ...`: its pieces, strings unquoted. Quadrants
+    /// prints it without a number; its statement's `id` is [`NO_ID`].
+    Print(Vec<Piece>),
+}
+
+/// The `id` of a statement Quadrants prints without a `$N` (`print`).
+pub const NO_ID: u32 = u32::MAX;
+
+/// A piece of a `print`: a string or a value `$N`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Piece {
+    Str(String),
+    Value(u32),
 }
 
 /// A statement kiln-import does not import, by name, with why.
@@ -246,7 +259,6 @@ pub fn refusal(name: &str) -> Refusal {
         "clear_list" | "offloaded listgen" | "offloaded garbage" | "get root" | "get child" | "lookup"
         | "linearized" | "offset" => "a sparse SNode (or a lowered SNode access); KIR fields are dense",
         n if n.starts_with("sparse SNode") => "KIR fields are dense arrays",
-        "print" => "KIR has no output statement",
         "internal call" | "call" | "so" | "asm" | "bc" => "KIR cannot call into Quadrants' runtime or external code",
         "tls prologue" | "tls_epilogue" | "bls prologue" | "bls_epilogue" => {
             "thread- or block-local storage of a later stage; import the 'offload_to_executable' stage"
@@ -559,7 +571,8 @@ impl<'a> Parser<'_, 'a> {
         let mut c = Cursor::new(line);
         // Statements printed without a `$N` name: `print ...`, `N : assert`.
         match c.peek() {
-            Some(Tok::Word(w @ ("print" | "so" | "asm" | "bc"))) => return Err(self.refuse(w, line)),
+            Some(Tok::Word("print")) => return self.print(&mut c, line),
+            Some(Tok::Word(w @ ("so" | "asm" | "bc"))) => return Err(self.refuse(w, line)),
             Some(Tok::Word(_)) => {
                 return Err(syntax("not a statement of Quadrants' IR (is the log interleaved?)", line.span()))
             }
@@ -647,6 +660,32 @@ impl<'a> Parser<'_, 'a> {
             None => (self.last_loc.clone(), true),
         };
         Ok(Stmt { id, ty: None, kind: Kind::Assert { cond, message, args }, span: line.span(), loc, near })
+    }
+
+    /// `print "TEXT", $A, ...` (`c` at `print`): strings and values,
+    /// separated by commas.
+    fn print(&mut self, c: &mut Cursor<'_, 'a>, line: Line<'a>) -> Result<Stmt, Error> {
+        c.bump();
+        let mut pieces = Vec::new();
+        loop {
+            match c.peek() {
+                Some(Tok::Str(q)) => {
+                    c.bump();
+                    pieces.push(Piece::Str(super::lexer::c_unquote(q)));
+                }
+                Some(Tok::Id(_)) => pieces.push(Piece::Value(c.id()?)),
+                _ => return Err(c.unexpected("a string or '$N'")),
+            }
+            if !c.eat(Tok::Comma) {
+                break;
+            }
+        }
+        c.end()?;
+        let (loc, near) = match self.location() {
+            Some(l) => (Some(l), false),
+            None => (self.last_loc.clone(), true),
+        };
+        Ok(Stmt { id: NO_ID, ty: None, kind: Kind::Print(pieces), span: line.span(), loc, near })
     }
 
     fn refuse_type(&mut self, ty: &str, line: Line<'_>) -> Error {

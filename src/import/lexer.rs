@@ -85,6 +85,32 @@ pub fn tokens(line: &str) -> Vec<Spanned<'_>> {
     out
 }
 
+/// The text of a C-quoted string as Quadrants' IR printer writes it
+/// (`c_quoted`: `\n \t \a \b \v \f \? \' \" \\` escaped, every other
+/// character as it is), quotes included.
+pub fn c_unquote(quoted: &str) -> String {
+    let body = quoted.strip_prefix('"').and_then(|q| q.strip_suffix('"')).unwrap_or(quoted);
+    let mut out = String::with_capacity(body.len());
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('a') => out.push('\u{7}'),
+            Some('b') => out.push('\u{8}'),
+            Some('v') => out.push('\u{b}'),
+            Some('f') => out.push('\u{c}'),
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

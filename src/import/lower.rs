@@ -18,8 +18,8 @@
 use super::chi::{self, Bound, Error, Kind, PyLoc, Refusal, Stmt, Task, TaskKind, Ty};
 use super::table::{self, Table};
 use crate::ir::{
-    self, AtomicOp, BinOp, Builder, CmpOp, Const, FieldRef, Ins, Item, Loc, Name, Scalar, Span, Stream, UnOp, Value,
-    MAX_RANK,
+    self, AtomicOp, BinOp, Builder, CmpOp, Const, FieldRef, Ins, Item, Loc, Name, PrintPiece, Scalar, Span, Stream,
+    UnOp, Value, MAX_RANK,
 };
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -146,6 +146,25 @@ struct Module<'t> {
     /// Fields made for one kernel: ndarrays and global temporaries.
     extra: Vec<(String, Scalar, Vec<u64>)>,
     names: Names,
+}
+
+/// The pieces of a vector or matrix as Quadrants prints it: its
+/// components (row-major over `axes`) in brackets, one pair per axis,
+/// separated by `, ` (`[1, 2]`, `[[1, 2], [3, 4]]`).
+fn print_tensor(out: &mut Vec<PrintPiece>, comps: &[Value], axes: &[u64]) {
+    let Some((&n, inner)) = axes.split_first() else {
+        out.extend(comps.first().map(|&c| PrintPiece::Value(c)));
+        return;
+    };
+    let step = comps.len() / (n.max(1) as usize);
+    out.push(PrintPiece::Str("[".into()));
+    for k in 0..n as usize {
+        if k > 0 {
+            out.push(PrintPiece::Str(", ".into()));
+        }
+        print_tensor(out, comps.get(k * step..(k + 1) * step).unwrap_or_default(), inner);
+    }
+    out.push(PrintPiece::Str("]".into()));
 }
 
 /// What a Quadrants statement stands for in KIR.
@@ -622,7 +641,7 @@ impl Module<'_> {
     }
 
     fn stmt(&mut self, kc: &mut Kernel, b: &mut Body, loops: &mut Loops, s: &Stmt) -> Result<(), Error> {
-        if !b.seen.insert(s.id) {
+        if s.id != chi::NO_ID && !b.seen.insert(s.id) {
             return Err(located(format!("${} is numbered twice in this task (is the log damaged?)", s.id), s));
         }
         let n = Name::from(s.id.to_string());
@@ -841,6 +860,22 @@ impl Module<'_> {
             Kind::Rand => {
                 let v = b.bld.ins(n.clone()).random(need_ty()?);
                 b.vals.insert(s.id, V::Val(v));
+            }
+            Kind::Print(pieces) => {
+                let mut out = Vec::new();
+                for p in pieces {
+                    match p {
+                        chi::Piece::Str(t) => out.push(PrintPiece::Str(t.clone())),
+                        chi::Piece::Value(id) => match b.vals.get(id) {
+                            Some(V::Vec(c)) => {
+                                let axes = b.axes.get(id).cloned().unwrap_or(vec![c.len() as u64]);
+                                print_tensor(&mut out, c, &axes);
+                            }
+                            _ => out.push(PrintPiece::Value(self.val(b, *id, s)?.0)),
+                        },
+                    }
+                }
+                b.bld.print(out);
             }
             Kind::Alloca => {
                 let elem = need_ty()?;

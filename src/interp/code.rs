@@ -41,6 +41,13 @@ pub(super) struct AssertSite {
     pub(super) at: Span,
 }
 
+/// A `print`: its pieces and the values they take (registers and types).
+#[derive(Clone, Debug)]
+pub(super) struct PrintSite {
+    pub(super) pieces: Box<[PrintPiece]>,
+    pub(super) args: Box<[(Reg, Scalar)]>,
+}
+
 /// The iterations of a parallel task (`range_for`, `struct_for`).
 #[derive(Clone, Debug)]
 pub(super) struct ParLoop {
@@ -64,6 +71,10 @@ pub(super) enum Inst {
     /// Fails the run with `Code::asserts[site]` when `cond` is false.
     Assert {
         cond: Reg,
+        site: u32,
+    },
+    /// Appends the text of `Code::prints[site]` to the run's output.
+    Print {
         site: u32,
     },
     Const {
@@ -198,6 +209,7 @@ pub(super) struct Code {
     pub(super) params: Vec<Reg>,
     pub(super) accesses: Vec<Access>,
     pub(super) asserts: Vec<AssertSite>,
+    pub(super) prints: Vec<PrintSite>,
     pub(super) pars: Vec<ParLoop>,
     /// Argument register lists of calls.
     pub(super) arglists: Vec<Box<[Reg]>>,
@@ -290,6 +302,7 @@ pub(super) struct BodyLowerer<'a> {
     regs: SecondaryMap<Value, Reg>,
     pub(super) accesses: Vec<Access>,
     pub(super) asserts: Vec<AssertSite>,
+    pub(super) prints: Vec<PrintSite>,
     pub(super) pars: Vec<ParLoop>,
     pub(super) arglists: Vec<Box<[Reg]>>,
     pub(super) loops: Vec<LoopPatches>,
@@ -314,6 +327,7 @@ impl<'a> BodyLowerer<'a> {
             regs,
             accesses: Vec::new(),
             asserts: Vec::new(),
+            prints: Vec::new(),
             pars: Vec::new(),
             arglists: Vec::new(),
             loops: Vec::new(),
@@ -366,6 +380,7 @@ impl<'a> BodyLowerer<'a> {
             params,
             accesses: self.accesses,
             asserts: self.asserts,
+            prints: self.prints,
             pars: self.pars,
             arglists: self.arglists,
             param_from_kernel: Vec::new(),
@@ -641,6 +656,12 @@ impl<'s> ProgramBuilder<'s> {
                 let args = args.iter().map(|a| Ok((lw.reg(a), lw.scalar(*a)?))).collect::<Result<_, RunError>>()?;
                 lw.asserts.push(AssertSite { message: message.clone(), args, at: data.span });
                 lw.emit(Inst::Assert { cond: lw.reg(cond), site: lw.asserts.len() as u32 - 1 });
+            }
+            StmtKind::Print { pieces } => {
+                let values = data.kind.print_values();
+                let args = values.iter().map(|a| Ok((lw.reg(a), lw.scalar(*a)?))).collect::<Result<_, RunError>>()?;
+                lw.prints.push(PrintSite { pieces: pieces.clone().into(), args });
+                lw.emit(Inst::Print { site: lw.prints.len() as u32 - 1 });
             }
             StmtKind::Call(name, args, _) => {
                 let code = self.func(lw.module, name)?;

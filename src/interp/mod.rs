@@ -13,6 +13,11 @@
 //! for parallel tasks, so the interpreter then runs kernels as `offload`
 //! makes them (with its temporaries for the run only).
 //!
+//! A `print` appends its text to the run's output, keyed by its iteration
+//! in the parallel launch running; a launch's lines are sorted by that key
+//! when it ends (a stable sort), so they come in iteration order whatever
+//! order the iterations ran in, as the JIT's do ([`Engine::take_printed`]).
+//!
 //! Must never: print, panic on any input (a stream that slipped past the
 //! verifier gives a [`RunError`]), or skip a bounds check: the interpreter
 //! always checks, whatever the compile configuration says, because an
@@ -36,7 +41,9 @@
 //! bits in the low half, `f64` its bits. Every arithmetic rule of the
 //! language is `crate::semantics`', which passes and tests share.
 
-use crate::exec::{assert_message, assertion_failed, out_of_bounds, Engine, FieldData, Fields, RunError};
+use crate::exec::{
+    assert_message, assertion_failed, out_of_bounds, print_text, too_much_output, Engine, FieldData, Fields, RunError,
+};
 use crate::ir::*;
 use crate::races::{AccessKind, IterationOrder, Permutation, Race, RaceReport, Shadow};
 use std::collections::HashMap;
@@ -48,7 +55,7 @@ use crate::semantics::*;
 use code::*;
 
 /// The reference interpreter engine (each run lowers what it needs).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Interpreter {
     /// The order the iterations of parallel tasks run in.
     pub order: IterationOrder,
@@ -59,6 +66,8 @@ pub struct Interpreter {
     pub denormals: crate::config::Denormals,
     /// The seed of the `random` statements' streams (`crate::random`).
     pub seed: u64,
+    /// What the `print`s of its runs wrote, until [`Engine::take_printed`].
+    pub printed: Vec<String>,
 }
 
 impl Interpreter {
@@ -82,12 +91,15 @@ impl Engine for Interpreter {
     /// offloaded) once for all the runs.
     fn run_kernels(&mut self, stream: &Stream, runs: &[(&str, &[Const])], fields: &mut Fields) -> Result<(), RunError> {
         let _env = crate::fpenv::FpEnv::enter(self.denormals);
+        // The options each run reads (its output goes to `printed`).
+        let opts = Interpreter { printed: Vec::new(), ..*self };
+        let printed = &mut self.printed;
         let mut scopes = Scopes::new();
         if self.order == IterationOrder::Ascending && !self.check_races && !draws_random(stream) {
             let items = StreamIndex::new(stream);
-            return runs
-                .iter()
-                .try_for_each(|&(kernel, args)| Program::lower(&items, &mut scopes, kernel)?.run(args, fields, *self));
+            return runs.iter().try_for_each(|&(kernel, args)| {
+                Program::lower(&items, &mut scopes, kernel)?.run(args, fields, opts.clone(), printed)
+            });
         }
         // Iteration orders, races and random streams are properties of
         // tasks: run the kernels as offload makes them.
@@ -101,10 +113,14 @@ impl Engine for Interpreter {
             let prog = Program::lower(&items, &mut scopes, kernel)?;
             let used = prog.fields.iter().map(|f| (f.name.as_str(), f.elem, f.shape.as_slice()));
             let temps = fields.add_temporaries(used)?;
-            let r = prog.run(args, fields, *self);
+            let r = prog.run(args, fields, opts.clone(), printed);
             fields.drop_temporaries(temps);
             r
         })
+    }
+
+    fn take_printed(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.printed)
     }
 }
 

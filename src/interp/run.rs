@@ -11,7 +11,15 @@
 use super::*;
 
 impl Program {
-    pub(super) fn run(&self, args: &[Const], fields: &mut Fields, opts: Interpreter) -> Result<(), RunError> {
+    /// Runs the kernel with `args` over `fields`; what its `print`s
+    /// wrote is appended to `printed`, in order.
+    pub(super) fn run(
+        &self,
+        args: &[Const],
+        fields: &mut Fields,
+        opts: Interpreter,
+        printed: &mut Vec<String>,
+    ) -> Result<(), RunError> {
         if args.len() != self.kernel_params.len() {
             return Err(err(format!(
                 "kernel @{} takes {} arguments, {} given",
@@ -61,8 +69,10 @@ impl Program {
             opts,
             par: Vec::new(),
             rand: RandAt::default(),
+            printed: Vec::new(),
         };
         let result = self.exec_entry(&mut st);
+        printed.extend(st.printed.into_iter().map(|(_, text)| text));
         for (f, bytes) in self.fields.iter().zip(st.fields) {
             if let Some(d) = fields.get_mut(&f.name) {
                 d.bytes = bytes;
@@ -90,6 +100,19 @@ impl Program {
         let task = (st.task != NO_TASK).then(|| self.task_names[st.task as usize].as_str());
         let args: Vec<(Scalar, u64)> = site.args.iter().map(|&(r, ty)| (ty, regs[r as usize])).collect();
         assertion_failed(&self.kernel, task, &assert_message(&site.message, &args)).at(Some(site.at))
+    }
+
+    /// Appends a `print`'s text to the run's output, keyed by the current
+    /// iteration of the parallel launch running (0 outside one).
+    fn print(&self, site: &PrintSite, regs: &[u64], st: &mut State) -> Result<(), RunError> {
+        if st.printed.len() >= crate::exec::MAX_PRINT_LINES {
+            st.printed.clear();
+            return Err(too_much_output(&self.kernel));
+        }
+        let values = site.args.iter().map(|&(r, ty)| (ty, regs[r as usize]));
+        let key = st.par.last().map_or(0, |run| run.order.index(run.k));
+        st.printed.push((key, print_text(&site.pieces, values)));
+        Ok(())
     }
 
     /// The byte offset of an element, bounds-checked.
@@ -120,6 +143,7 @@ impl Program {
                         return Err(self.assert_failed(st, &code.asserts[site as usize], regs));
                     }
                 }
+                Inst::Print { site } => self.print(&code.prints[site as usize], regs, st)?,
                 Inst::Const { dst, bits } => regs[dst as usize] = bits,
                 Inst::Copy { dst, src } => regs[dst as usize] = regs[src as usize],
                 Inst::Bin { op, ty, dst, a, b } => {
@@ -271,7 +295,8 @@ impl Program {
         } else {
             None
         };
-        let mut run = ParRun { par, order: st.opts.order.permutation(n), k: 0, lo, shadow };
+        let printed_from = st.printed.len();
+        let mut run = ParRun { par, order: st.opts.order.permutation(n), k: 0, lo, shadow, printed_from };
         st.begin_iteration(set_iteration(p, &mut run, regs));
         st.par.push(run);
         Ok(true)
@@ -293,6 +318,11 @@ impl Program {
     /// Ends the current launch: the races it found are the error.
     pub(super) fn par_end(&self, code: &Code, st: &mut State) -> Result<(), RunError> {
         let Some(run) = st.par.pop() else { return Ok(()) };
+        // The launch's lines in iteration order (a stable sort: one
+        // iteration's stay in program order), whatever order it ran in.
+        if let Some(lines) = st.printed.get_mut(run.printed_from..) {
+            lines.sort_by_key(|&(key, _)| key);
+        }
         let Some(shadow) = &run.shadow else { return Ok(()) };
         let (found, more) = shadow.conflicts();
         if found.is_empty() {
@@ -400,6 +430,9 @@ pub(super) struct State {
     /// The parallel launches running (innermost last; tasks do not nest in
     /// verified code).
     pub(super) par: Vec<ParRun>,
+    /// What the run's `print`s wrote, each with its iteration in the
+    /// parallel launch that printed it (0 outside one).
+    pub(super) printed: Vec<(u64, String)>,
     /// Where the next `random` draws (`crate::random`).
     pub(super) rand: RandAt,
 }
@@ -423,6 +456,8 @@ pub(super) struct ParRun {
     /// A `range_for`'s lower bound.
     pub(super) lo: i64,
     pub(super) shadow: Option<Box<Shadow>>,
+    /// Where its lines start in [`State::printed`].
+    pub(super) printed_from: usize,
 }
 
 impl State {

@@ -108,6 +108,11 @@ impl<'b> Builder<'b> {
         self.append(StmtKind::Assert { cond, message, args });
     }
 
+    /// `print pieces...`.
+    pub fn print(&mut self, pieces: Vec<super::stmt::PrintPiece>) {
+        self.append(StmtKind::Print { pieces });
+    }
+
     pub fn break_(&mut self) {
         self.append(StmtKind::Break);
     }

@@ -44,7 +44,8 @@ pub use module::{Field, Func, Item, Kernel, Module, Param, Stream, StreamIndex, 
 pub use ops::{AtomicOp, BinOp, CmpOp, UnOp};
 pub use span::{Loc, OperandSpans, Span};
 pub use stmt::{
-    operands_mut, Bound, ChildBlocks, Class, Defines, FieldRef, StmtData, StmtKind, TaskKind, DEFAULT_BLOCK_DIM,
+    operands_mut, Bound, ChildBlocks, Class, Defines, FieldRef, PrintPiece, StmtData, StmtKind, TaskKind,
+    DEFAULT_BLOCK_DIM, MAX_PRINT_VALUES,
 };
 pub use types::{Const, Scalar, Type};
 pub use typing::{loop_var_type, result_type, TypeEnv};

@@ -157,6 +157,40 @@ pub enum StmtKind {
         message: String,
         args: Vec<Value>,
     },
+    /// `print "x = ", %x, "\0A"`: appends the text of its pieces, in
+    /// order, to the launch's output (`docs/runtime.md`, "Printing"):
+    /// strings as they are, values formatted as Quadrants prints them
+    /// (`crate::exec::print_text`). At most [`MAX_PRINT_VALUES`] values.
+    Print {
+        pieces: Vec<PrintPiece>,
+    },
+}
+
+/// The most values one `print` may hold (the JIT passes them in an array
+/// on the stack).
+pub const MAX_PRINT_VALUES: usize = 32;
+
+/// One piece of a `print`: a string or a scalar value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PrintPiece {
+    Str(String),
+    Value(Value),
+}
+
+impl StmtKind {
+    /// A `print`'s values, in order (empty for any other statement).
+    pub fn print_values(&self) -> Vec<Value> {
+        match self {
+            StmtKind::Print { pieces } => pieces
+                .iter()
+                .filter_map(|p| match p {
+                    PrintPiece::Value(v) => Some(*v),
+                    PrintPiece::Str(_) => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// A statement's data.
@@ -296,6 +330,14 @@ macro_rules! stmt_table {
             StmtKind::Assert { cond, args, .. } => {
                 $op(cond);
                 args.$iter().for_each(&mut $op);
+                EFFECT
+            }
+            StmtKind::Print { pieces } => {
+                for p in pieces.$iter() {
+                    if let PrintPiece::Value(v) = p {
+                        $op(v);
+                    }
+                }
                 EFFECT
             }
             StmtKind::If { cond, then_blk, else_blk } => {

@@ -55,6 +55,7 @@ pub fn result_type(kind: &StmtKind, env: &impl TypeEnv) -> Option<Type> {
         | StmtKind::Continue
         | StmtKind::Task { .. }
         | StmtKind::Assert { .. }
+        | StmtKind::Print { .. }
         | StmtKind::Launch(_) => None,
     }
 }

@@ -214,4 +214,13 @@ pub enum SKind {
     Launch(Sym),
     /// The condition, the message's span (quotes included), the values.
     Assert(Sym, Span, Vec<Sym>),
+    /// A `print`'s pieces.
+    Print(Vec<PieceAst>),
+}
+
+/// A piece of a `print`: a string's span (quotes included), or a value.
+#[derive(Clone, Debug)]
+pub enum PieceAst {
+    Str(Span),
+    Value(Sym),
 }

@@ -273,6 +273,7 @@ impl Cx {
             | StmtKind::Break
             | StmtKind::Continue
             | StmtKind::Assert { .. }
+            | StmtKind::Print { .. }
             | StmtKind::Launch(_) => Action::Keep,
         }
     }

@@ -18,7 +18,10 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 self.call(name, args, *cspan, s, Self::level(cx))
             }
             Defines::Never
-                if !matches!(kind, StmtKind::Store(..) | StmtKind::StoreSlot(..) | StmtKind::Assert { .. }) =>
+                if !matches!(
+                    kind,
+                    StmtKind::Store(..) | StmtKind::StoreSlot(..) | StmtKind::Assert { .. } | StmtKind::Print { .. }
+                ) =>
             {
                 self.control(s, cx);
                 (ResultRule::Forbidden, None)
@@ -74,6 +77,10 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 self.assert(s, *cond, args);
                 false
             }
+            StmtKind::Print { .. } => {
+                self.print(s, &sd.kind.print_values());
+                false
+            }
             _ => unreachable!("calls and statements with blocks are checked elsewhere"),
         }
     }
@@ -106,6 +113,17 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         if args.len() > crate::ir::MAX_RANK {
             let at = self.operand_span(s, crate::ir::MAX_RANK + 1);
             self.err(format!("assert takes at most {} values, not {}", crate::ir::MAX_RANK, args.len()), at);
+        }
+    }
+
+    /// `print pieces...`: scalar values, at most `MAX_PRINT_VALUES` of them.
+    fn print(&mut self, s: Stmt, values: &[Value]) {
+        for &v in values {
+            self.scalar(v, s);
+        }
+        if values.len() > MAX_PRINT_VALUES {
+            let at = self.operand_span(s, MAX_PRINT_VALUES);
+            self.err(format!("print takes at most {MAX_PRINT_VALUES} values, not {}", values.len()), at);
         }
     }
 

@@ -190,6 +190,9 @@ class Log(NamedTuple):
     # while the kernel compiled, among the IR (they would have cut the
     # label from its dump).
     interleaved: list[str]
+    # Those of them after the last dump (all of them when there is none):
+    # what the kernel printed while it ran, once compiled.
+    tail: list[str]
 
 
 def read_log(text: str) -> Log:
@@ -206,6 +209,7 @@ def read_log(text: str) -> Log:
     dumps: list[Dump] = []
     output: list[str] = []
     interleaved: list[str] = []
+    tail: list[str] = []
     lines = text.splitlines()
     i = 0
     while i < len(lines):
@@ -213,7 +217,9 @@ def read_log(text: str) -> Log:
         i += 1
         if not m:
             output.append(lines[i - 1])
+            tail.append(lines[i - 1])
             continue
+        tail = []
         body: list[str] = []
         # A label's dump, after whatever else was written in between; a
         # label alone (the next stage's header of an .offload.log) has none.
@@ -231,7 +237,20 @@ def read_log(text: str) -> Log:
                 if body[-1] == "}":
                     break
         dumps.append({"kernel": m["kernel"], "stage": m["stage"], "lines": body})
-    return Log(dumps, output, interleaved)
+    return Log(dumps, output, interleaved, tail)
+
+
+# A line of Quadrants' own logger (`[W 12/05/26 01:52:50.799 23606] ...`),
+# never a kernel's print.
+LOGGER_RE = re.compile(r"^\[[DIWE] \d\d/\d\d/\d\d \d")
+
+
+def printed_lines(log: Log) -> list[str]:
+    """The lines a call's kernel printed while it ran: the log's output
+    after its last IR dump (compiling comes first), without the logger's
+    lines. Quadrants' own warnings are written while it compiles, before
+    the last dump; a logger line after it is dropped in case."""
+    return [ln for ln in log.tail if not LOGGER_RE.match(ln)]
 
 
 def split_stages(text: str) -> list[Dump]:
@@ -859,6 +878,9 @@ class Capture:
             entry["output"] = log_rel
         if log.interleaved:  # left out of the dumps, and said
             entry["interleaved"] = log.interleaved
+        printed = printed_lines(log)
+        if printed:  # what the kernel printed, compared as a multiset
+            entry["printed"] = printed
         kernels = cap.kernels.setdefault(cap.generation, {})
         # A derivative takes its primal's arguments.
         tkey = cap.kernel_table_key(primal, entry.get("compiled_name"))

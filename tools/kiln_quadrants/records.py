@@ -200,6 +200,10 @@ Call = TypedDict(
         # Lines found among the IR dumps that are not the printer's (output
         # written while the kernel compiled), left out of `log`.
         "interleaved": NotRequired[list[str]],
+        # The lines the kernel's `print`s wrote while it ran (what reached
+        # fds 1 and 2 after the call's last IR dump, without Quadrants' own
+        # log lines), newlines dropped; absent when it printed nothing.
+        "printed": NotRequired[list[str]],
         "compiled": bool,
         "error": NotRequired[str],
         "args": dict[str, ArgValue],

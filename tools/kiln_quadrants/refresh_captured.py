@@ -34,7 +34,7 @@ PROGRAMS = [
     "particles.py",  # vec3 fields, whole-vector atomics into a 0-D vector field
     "mat3_field.py",  # mat3 fields, a 2-D field of f64 mat3
     "data_oriented.py",  # fields and ndarrays held by self (__qd_struct_nd_<id>)
-    "refused/print_in_kernel.py",
+    "print_in_kernel.py",  # print in a kernel
     "assert_in_kernel.py",  # asserts: the program's own, and the bounds checks debug=True adds
 ]
 

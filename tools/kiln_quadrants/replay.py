@@ -41,6 +41,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -399,6 +400,25 @@ def out_of_bounds(stderr: str) -> str | None:
     return f"the program {verb} out of bounds: index {m.group(1)} of @{m.group(2)}, of shape [{m.group(3)}]{where}"
 
 
+def printed_difference(quadrants: list[str], kiln: list[str], shown: int = 3) -> str | None:
+    """How the lines a call printed differ, as multisets (Quadrants prints a
+    parallel loop's iterations in whatever order its threads ran them; Kiln
+    in iteration order), or None when they are the same: the lines only
+    one of them printed, a few of each, with how many there are."""
+    want, got = Counter(quadrants), Counter(kiln)
+    if want == got:
+        return None
+    missing = list((want - got).elements())
+    extra = list((got - want).elements())
+    parts = []
+    for what, lines in (("only Quadrants printed", missing), ("only Kiln printed", extra)):
+        if lines:
+            more = f" and {len(lines) - shown} more" if len(lines) > shown else ""
+            parts.append(f"{what} {len(lines)} line{'s' if len(lines) != 1 else ''}: "
+                         f"{', '.join(repr(ln) for ln in lines[:shown])}{more}")
+    return "; ".join(parts)
+
+
 def _calls(rep: KernelReport, budget: bool = False) -> str:
     """`3 calls`, or `10 of 300 calls` when --calls (or --max-disk, once
     ``budget`` was reached) left some unchecked."""
@@ -627,9 +647,12 @@ class Replay:
             if random:  # each call draws other numbers, as it does in Quadrants
                 options = {**options, "seed": call["call"]}
             bound = self.bind(module, saved, returned)
-            failed = self.run_engine(module, kernel, args, bound, engine, options, call["call"], rep)
-            if failed or engine == "races":
+            stats = self.run_engine(module, kernel, args, bound, engine, options, call["call"], rep)
+            if stats is None or engine == "races":
                 continue
+            printing = printed_difference(call.get("printed", []), "".join(stats["printed"]).splitlines())
+            if printing is not None:
+                rep.failures.append(f"call {call['call']}: Kiln ({engine}) printed other lines than Quadrants: {printing}")
             if engine == "jit":
                 jit_values = bound
             for fname in compared:
@@ -728,20 +751,20 @@ class Replay:
     def run_engine(
         self, module: Any, kernel: str, args: dict[str, JsonScalar], bound: dict[str, np.ndarray], engine: str, options: dict[str, Any],
         n: int, rep: KernelReport,
-    ) -> bool:
-        """Runs one call on one engine, in this process; whether it failed
-        (said in ``rep``: an access out of bounds once per call, a race, or
-        the failure itself)."""
+    ) -> dict[str, Any] | None:
+        """Runs one call on one engine, in this process: its statistics (with
+        the lines it printed), or None when it failed (said in ``rep``: an
+        access out of bounds once per call, a race, or the failure itself)."""
         import kiln
 
         try:
-            module.run(kernel, args=args, fields=bound, **options)
-            return False
+            stats: dict[str, Any] = module.run(kernel, args=args, fields=bound, **options)
+            return stats
         except kiln.RunError as e:
             text = str(e).strip()
         except (ValueError, TypeError) as e:  # the call's values do not fit the KIR
             rep.failures.append(f"call {n}: Kiln ({engine}) refused the call's values: {e}")
-            return True
+            return None
         oob = out_of_bounds(text)
         if oob is not None and engine != "races":
             # The program's bug, which Quadrants (without debug=True) lets
@@ -749,10 +772,10 @@ class Replay:
             # engine found it first.
             if not any(t.startswith(f"call {n}: the program ") for t in rep.out_of_bounds):
                 rep.out_of_bounds.append(f"call {n}: {oob}:\n{_indent(text)}")
-            return True
+            return None
         what = "data race" if engine == "races" and "data race" in text else f"Kiln ({engine}) failed"
         (rep.races if engine == "races" else rep.failures).append(f"call {n}: {what}:\n{_indent(text)}")
-        return True
+        return None
 
     def label(self, key: ReportKey, rep: KernelReport) -> str:
         """A kernel's name in the summary: its Python name, and where it is

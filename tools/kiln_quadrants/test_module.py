@@ -341,6 +341,15 @@ kernel @draw() {
 }
 """
 
+PRINTS = """kernel @show(%n: i32 = 300, %h: f64 = 0.5) {
+  print "start ", %h, "\\0A"
+  for %i in 0 .. %n {
+    %f = cast %i to f32
+    print "i=", %i, " f=", %f, "\\0A"
+  }
+}
+"""
+
 
 def test_seed_draws_the_same_numbers_on_both_engines_and_others_for_another() -> None:
     """`seed=` is the random statements' seed: both engines draw the same
@@ -362,3 +371,14 @@ def test_seed_draws_the_same_numbers_on_both_engines_and_others_for_another() ->
         draw("jit", 2**64)
     with pytest.raises(OverflowError):
         draw("interp", -1)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_run_returns_the_printed_lines_in_iteration_order(engine: Engine, tmp_path: Path) -> None:
+    m = kiln.Module(PRINTS, "prints.kir")
+    threads = 2 if engine == "jit" else None
+    stats = m.run("show", cache_dir=tmp_path, engine=engine, threads=threads)
+    assert stats["printed"] == ["start 0.500000000000\n"] + [f"i={i} f={i}.000000\n" for i in range(300)]
+    # Each call returns its own lines only.
+    assert m.run("show", args={"n": 1}, cache_dir=tmp_path, engine=engine, threads=threads)["printed"] == [
+        "start 0.500000000000\n", "i=0 f=0.000000\n"]

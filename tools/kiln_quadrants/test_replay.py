@@ -31,6 +31,7 @@ sys.path.insert(0, str(HERE.parent))
 from kiln_quadrants import pack, records  # noqa: E402
 from kiln_quadrants.capture import FORCED_INIT  # noqa: E402
 from kiln_quadrants.replay import (  # noqa: E402
+    DEFAULT_CALLS,
     KEEP_HINT,
     KernelReport,
     Replay,
@@ -961,7 +962,7 @@ def test_the_lookup_order(tmp_path: Path):
 def test_a_failed_run_without_keep_says_to_rerun_with_keep(cache: str):
     """The import error names a log of the deleted temporary directory: the
     run ends by saying how to keep it."""
-    r = kq("run", "--cache-dir", cache, "testdata/quadrants/refused/print_in_kernel.py")
+    r = kq("run", "--cache-dir", cache, "testdata/quadrants/refused/bitmasked.py")
     assert r.returncode == 2, r.stdout + r.stderr
     assert ".offload.log:" in r.stdout and r.stdout.splitlines()[-1] == KEEP_HINT, r.stdout
     assert "--keep DIR" in KEEP_HINT
@@ -969,7 +970,7 @@ def test_a_failed_run_without_keep_says_to_rerun_with_keep(cache: str):
 
 @pytest.mark.parametrize(
     "args, kind",
-    [(["testdata/quadrants/refused/print_in_kernel.py"], ".offload.log"), (["--check-races", "testdata/quadrants/racy/prefix_sum.py"], ".kir")],
+    [(["testdata/quadrants/refused/bitmasked.py"], ".offload.log"), (["--check-races", "testdata/quadrants/racy/prefix_sum.py"], ".kir")],
     ids=["import-error", "race"],
 )
 def test_with_keep_the_messages_name_the_kept_files(tmp_path: Path, cache: str, args: list[str], kind: str):
@@ -1049,3 +1050,55 @@ def test_a_kernels_later_calls_save_only_the_fields_it_touches(tmp_path: Path, c
     assert "ok   k: 3 calls, 1 field, JIT and interpreter agree" in r.stdout, r.stdout
     calls = records.load_capture(keep / "capture" / "capture.json")["calls"]
     assert [sorted(c.get("values", {})) for c in calls] == [["x", "y"], ["x"], ["x"]], calls
+
+
+PRINTING = (
+    "import quadrants as qd\n"
+    "qd.init(arch=qd.cpu)\n"
+    "x = qd.field(qd.i32, shape=4096)\n"
+    "@qd.kernel\n"
+    "def k(s: qd.f32):\n"
+    "    print('start', s)\n"
+    "    for i in x:\n"
+    "        x[i] = i\n"
+    "        print('i', i, i * s)\n"
+    "k(0.5)\n"
+)
+
+
+def test_printed_lines_agree_as_multisets(tmp_path: Path, cache: str):
+    """A parallel loop's prints come in whatever order Quadrants' threads
+    ran them, Kiln's in iteration order: the lines agree as multisets."""
+    prog = tmp_path / "printing.py"
+    prog.write_text(PRINTING)
+    r = kq("run", "--cache-dir", cache, str(prog))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ok   k: 1 call, 1 field," in r.stdout, r.stdout
+    assert "i 4095 2047.500000" in r.stdout, "the program's output passes through"
+
+
+def test_a_printing_difference_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """A line Quadrants printed that Kiln did not (here: one the capture is
+    made to say differently) is a difference of the call, with the lines."""
+    prog = tmp_path / "printing.py"
+    prog.write_text(PRINTING)
+    real_capture = Replay.capture
+
+    def edited_capture(self: Replay) -> int | None:
+        done = real_capture(self)
+        lines = (self.cap / "calls.jsonl").read_text().splitlines()
+        first = json.loads(lines[0])
+        printed = first["printed"]
+        assert "i 7 3.500000" in printed and len(printed) == 4097, printed[:3]
+        printed[printed.index("i 7 3.500000")] = "i 7 3.5"
+        (self.cap / "calls.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+        return done
+
+    monkeypatch.setattr(Replay, "capture", edited_capture)
+    ns = argparse.Namespace(program=str(prog), args=[], calls=DEFAULT_CALLS, keep=str(tmp_path / "keep"), timeout=None,
+                            ulps=4, check_races=False, cache_dir=None, verbose=False, max_disk=None)
+    assert _run_in(tmp_path / "work", ns, Path(os.environ["KILN_BIN_DIR"])) == 1
+    out = capsys.readouterr().out
+    assert ("call 0: Kiln (jit) printed other lines than Quadrants: only Quadrants printed 1 line: 'i 7 3.5'; "
+            "only Kiln printed 1 line: 'i 7 3.500000'") in out, out
+    assert "call 0: Kiln (interp) printed other lines than Quadrants:" in out, out

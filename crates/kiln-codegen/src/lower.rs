@@ -19,6 +19,7 @@ mod access;
 mod kmath;
 mod loops;
 mod ops;
+mod print;
 mod random;
 mod vecmath;
 mod versioning;
@@ -426,6 +427,9 @@ struct FnCx<'a, 'ctx> {
     /// The array a failed access's indices are passed to the reporter in
     /// (`lower::access`), allocated in the prologue on first use.
     oob_index: Option<PointerValue<'ctx>>,
+    /// The array a `print`'s values are passed to the printer in
+    /// (`lower::print`), allocated in the prologue on first use.
+    print_values: Option<PointerValue<'ctx>>,
     /// Where a versioned loop's checked copy goes (`lower::loops`).
     checked: loops::Checked<'a>,
     /// The number of each statement of `body` (`kiln_llvm::sites`), and of
@@ -474,6 +478,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             exit,
             abort: None,
             oob_index: None,
+            print_values: None,
             checked: loops::Checked::Inline,
             stmt_no: SecondaryMap::with_default(NO_STMT),
             cur_stmt: NO_STMT,
@@ -628,6 +633,10 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             StmtKind::Call(name, args, _) => self.call(l, name, args)?,
             StmtKind::Assert { cond, args, .. } => {
                 self.assert_stmt(l, *cond, args)?;
+                None
+            }
+            StmtKind::Print { .. } => {
+                self.print_stmt(l, &data.kind.print_values())?;
                 None
             }
             StmtKind::Ret(v) => {

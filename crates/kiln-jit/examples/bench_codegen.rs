@@ -189,8 +189,17 @@ fn main() {
         let mut jt = Vec::new();
         for _ in 0..repeats {
             let t0 = Instant::now();
-            runtime::launch(t.entry, &t.meta, names, &slots, &mut fields, Default::default(), &|_| Default::default())
-                .unwrap();
+            runtime::launch(
+                t.entry,
+                &t.meta,
+                names,
+                &slots,
+                &mut fields,
+                Default::default(),
+                &|_| Default::default(),
+                &mut runtime::PrintOut::new(&mut Vec::new()),
+            )
+            .unwrap();
             jt.push(t0.elapsed());
         }
         // Same arithmetic as the Rust loop, so the same result bits.

@@ -339,6 +339,8 @@ pub struct JitEngine {
     /// (borrowed for the whole batch, so its address names it there):
     /// `split` known to be its split, and its own launch table once asked.
     batch: Option<Batch>,
+    /// What the `print`s of its runs wrote, until [`Engine::take_printed`].
+    printed: Vec<String>,
 }
 
 /// What a batch of runs of one stream works out once, not once per run.
@@ -368,6 +370,7 @@ impl JitEngine {
             kernels: HashMap::new(),
             split: None,
             batch: None,
+            printed: Vec::new(),
         })
     }
 
@@ -693,6 +696,7 @@ impl Engine for JitEngine {
         let t0 = Instant::now();
         let pool = self.pool.as_ref();
         let launches = &mut self.stats.launches;
+        let mut out = runtime::PrintOut::new(&mut self.printed);
         let mut run = || -> Result<(), RunError> {
             for (ordinal, (t, &(m, item))) in tasks.iter().zip(&launched).enumerate() {
                 let names = LaunchNames { kernel, task: &item.name };
@@ -706,7 +710,7 @@ impl Engine for JitEngine {
                 *launches += 1;
                 let _span = kiln::trace::span("launch", "launch", &item.name);
                 let on = runtime::RunOn { pool, denormals: fp, seed, task: ordinal as u32 };
-                runtime::launch(t.entry, &t.meta, names, &slots, fields, on, &locate)?;
+                runtime::launch(t.entry, &t.meta, names, &slots, fields, on, &locate, &mut out)?;
             }
             Ok(())
         };
@@ -721,5 +725,9 @@ impl Engine for JitEngine {
         self.stats.run.run_time += t0.elapsed();
         fields.drop_temporaries(temps);
         result
+    }
+
+    fn take_printed(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.printed)
     }
 }

@@ -123,7 +123,7 @@ fn define_runtime(inner: &JitInner) -> Result<(), JitError> {
         let name = inner.intern(name)?;
         pairs.push(LLVMOrcCSymbolMapPair {
             Name: name,
-            Sym: LLVMJITEvaluatedSymbol { Address: f as usize as u64, Flags: flags() },
+            Sym: LLVMJITEvaluatedSymbol { Address: f.address(), Flags: flags() },
         });
     }
     // SAFETY: `pairs` holds `pairs.len()` initialised pairs whose names

@@ -4,7 +4,9 @@
 //! `struct_for` in chunks of `block_dim` iterations over a thread pool.
 //!
 //! Owns: [`launch`] of a task over the ABI of `kiln_llvm::abi` (in phases: the
-//! iteration space, the fields' storage, the chunks, the error slot) and
+//! iteration space, the fields' storage, the chunks, the error slot, the
+//! print sink, whose records it puts in iteration order and formats into
+//! a [`PrintOut`]) and
 //! the run-time errors of compiled code (their text is the interpreter's,
 //! `exec::out_of_bounds`; their location comes from the task's module).
 //!
@@ -13,12 +15,15 @@
 //! launch).
 
 use kiln::config::{Denormals, LaunchMeta, MetaBound, MetaField, MetaKind};
-use kiln::exec::{assert_message, assertion_failed, out_of_bounds, FieldData, Fields, RunError};
-use kiln::ir::{Scalar, DEFAULT_BLOCK_DIM};
-use kiln_llvm::abi::ASSERT_FIELD;
+use kiln::exec::{
+    assert_message, assertion_failed, out_of_bounds, print_text, too_much_output, FieldData, Fields, RunError,
+    MAX_PRINT_LINES,
+};
+use kiln::ir::{PrintPiece, Scalar, DEFAULT_BLOCK_DIM};
+use kiln_llvm::abi::{PrintRecords, PrintSink, ASSERT_FIELD};
 use kiln_llvm::sites::Site;
 use rayon::prelude::*;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 
 pub use kiln_llvm::abi::{EntryFn, ErrorSlot, TaskContext};
@@ -38,10 +43,12 @@ struct Shared {
     error: *mut ErrorSlot,
     seed: u64,
     task: u64,
+    prints: *const PrintSink,
 }
-// SAFETY: the pointers are to the launch's field bases, parameter slots
-// and error slot, which outlive the launch; the pool's threads only read
-// them, and write the error slot through its atomic state (`kiln_rt_oob`).
+// SAFETY: the pointers are to the launch's field bases, parameter slots,
+// error slot and print sink, which outlive the launch; the pool's threads
+// only read them, write the error slot through its atomic state
+// (`kiln_rt_oob`) and the sink under its lock (`kiln_rt_print`).
 unsafe impl Send for Shared {}
 // SAFETY: as for Send.
 unsafe impl Sync for Shared {}
@@ -299,6 +306,7 @@ fn run_chunks(
             end: e,
             seed: s.seed,
             task: s.task,
+            prints: s.prints,
         };
         // The code runs in the mode it was compiled for, on whichever
         // thread takes the chunk, and the thread's own mode comes back.
@@ -348,9 +356,46 @@ pub struct RunOn<'p> {
     pub pool: Option<&'p rayon::ThreadPool>,
     pub denormals: Denormals,
     /// The seed of the `random` streams, and the task's position among
-    /// its kernel's launches (`crate::random`).
+    /// its kernel's launches (`kiln::random`).
     pub seed: u64,
     pub task: u32,
+}
+
+/// Where a launch's printed lines go: appended to `lines`, of which those
+/// from `run_from` on are the current run's (at most
+/// [`MAX_PRINT_LINES`] of them: `exec::too_much_output`).
+pub struct PrintOut<'o> {
+    pub lines: &'o mut Vec<String>,
+    pub run_from: usize,
+}
+
+impl<'o> PrintOut<'o> {
+    /// The output of a run whose lines are appended to `lines`.
+    pub fn new(lines: &'o mut Vec<String>) -> PrintOut<'o> {
+        let run_from = lines.len();
+        PrintOut { lines, run_from }
+    }
+
+    /// How many more lines the run may print.
+    fn room(&self) -> usize {
+        MAX_PRINT_LINES.saturating_sub(self.lines.len().saturating_sub(self.run_from))
+    }
+
+    /// Appends a launch's records as text, in their (iteration) order;
+    /// each statement's pieces and value types are located once.
+    fn append(&mut self, r: PrintRecords, kernel: &str, locate: &dyn Fn(u32) -> Site) -> Result<(), RunError> {
+        if r.overflow {
+            self.lines.truncate(self.run_from);
+            return Err(too_much_output(kernel));
+        }
+        let mut sites: HashMap<u32, (Vec<PrintPiece>, Vec<Scalar>)> = HashMap::new();
+        for line in &r.lines {
+            let (pieces, types) = sites.entry(line.stmt).or_insert_with(|| locate(line.stmt).print.unwrap_or_default());
+            let bits = r.values.get(line.at..line.at + line.count as usize).unwrap_or_default();
+            self.lines.push(print_text(pieces, types.iter().copied().zip(bits.iter().copied())));
+        }
+        Ok(())
+    }
 }
 
 /// Runs a loaded task once over `fields`: `slots` are its parameters
@@ -359,7 +404,8 @@ pub struct RunOn<'p> {
 /// run-time error is located with `locate`, which maps the object's
 /// statement numbers to spans of the task's module
 /// (`kiln_llvm::sites::locate`; `&|_| Site::default()` leaves errors
-/// unlocated).
+/// unlocated); what its `print`s wrote is appended to `out`.
+#[allow(clippy::too_many_arguments)]
 pub fn launch(
     entry: EntryFn,
     meta: &LaunchMeta,
@@ -368,24 +414,28 @@ pub fn launch(
     fields: &mut Fields,
     on: RunOn<'_>,
     locate: &dyn Fn(u32) -> Site,
+    out: &mut PrintOut<'_>,
 ) -> Result<(), RunError> {
     // The iteration space first (it may read 0-D fields).
     let space = iteration_space(meta, names, slots, fields)?;
     let mut bases = bind_fields(meta, names, fields)?;
     let ptrs: Vec<*mut u8> = bases.iter_mut().map(|b| b.ptr()).collect();
     let mut slot = ErrorSlot::default();
+    let sink = PrintSink::new(out.room());
     let shared = Shared {
         fields: ptrs.as_ptr(),
         params: slots.as_ptr(),
         error: &mut slot,
         seed: on.seed,
         task: u64::from(on.task),
+        prints: &sink,
     };
     run_chunks(entry, matches!(meta.kind, MetaKind::Serial), space, shared, on.pool, on.denormals);
     drop(ptrs);
     for b in bases {
         b.finish();
     }
+    out.append(sink.into_records(), names.kernel, locate)?;
     if slot.state.load(Ordering::Acquire) != 0 {
         return Err(slot_error(&slot, meta, names, locate));
     }

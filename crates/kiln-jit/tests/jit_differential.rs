@@ -18,6 +18,10 @@
 //!
 //! A generated module the verifier rejects is a bug of the generator and
 //! fails the test like a disagreement does.
+//!
+//! What the kernels `print` must be the same text, line for line, on every
+//! path and thread count: a parallel task's lines come in iteration order
+//! (`docs/runtime.md`, "Printing"), never in the order threads ran.
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
@@ -25,7 +29,7 @@ mod common;
 use common::kernelgen::{generate, GenConfig};
 use common::run_all;
 use kiln::config::{CompileConfig, OptLevel};
-use kiln::exec::{FieldData, Fields};
+use kiln::exec::{Engine, FieldData, Fields};
 use kiln::interp::Interpreter;
 use kiln::ir::{Body, Scalar, SecondaryMap, StmtKind, Stream, Value};
 use kiln_codegen::Compiler;
@@ -145,7 +149,9 @@ fn load(text: &str) -> Result<Stream, String> {
 /// Checks one module's text on both paths of the given engines.
 fn check(text: &str, engines: &mut [(JitPath, JitEngine)]) -> Result<(), String> {
     let stream = load(text)?;
-    let want = run_all(&mut Interpreter::new(), &stream).map_err(|e| format!("interpreter: {e}"))?;
+    let mut interp = Interpreter::new();
+    let want = run_all(&mut interp, &stream).map_err(|e| format!("interpreter: {e}"))?;
+    let want_printed = interp.take_printed();
     let tolerant = order_dependent_fields(&stream);
     for (path, engine) in engines.iter_mut() {
         for threads in [1, 2] {
@@ -153,6 +159,17 @@ fn check(text: &str, engines: &mut [(JitPath, JitEngine)]) -> Result<(), String>
             let label = format!("{path:?} path, {threads} thread(s)");
             let got = run_all(engine, &stream).map_err(|e| format!("{label}: {e}"))?;
             compare(&label, &want, &got, &tolerant, threads)?;
+            let printed = engine.take_printed();
+            if printed != want_printed {
+                let at = printed.iter().zip(&want_printed).position(|(a, b)| a != b).unwrap_or(printed.len());
+                return Err(format!(
+                    "{label}: printed {} lines, the interpreter {}; first difference at line {at}: {:?} vs {:?}",
+                    printed.len(),
+                    want_printed.len(),
+                    printed.get(at),
+                    want_printed.get(at)
+                ));
+            }
         }
     }
     Ok(())
@@ -269,4 +286,72 @@ kernel @use() {
 fn handwritten_kernels_agree_with_the_interpreter() {
     let mut es = engines(OptLevel::O2, OptLevel::O0);
     check(HANDWRITTEN, &mut es).unwrap();
+}
+
+/// Kernels that print: parallel tasks of many chunks (a small block, so
+/// two threads split them), prints in a function, in a nested loop, under
+/// a condition, in serial code between parallel loops, of every type.
+const PRINTING: &str = "\
+field @x : f64[3000]
+func @twice(%i: i32) -> f64 {
+  %f = cast %i to f64
+  %two = const 2.0 : f64
+  %v = mul %f, %two
+  print \"  twice \", %v, \"\\0A\"
+  ret %v
+}
+kernel @k(%n: i32 = 3000, %b: u8 = 200, %c: i16 = -7, %w: u64 = 18446744073709551615) {
+  print \"start \", %n, \" \", %b, \" \", %c, \" \", %w, \"\\0A\"
+  for %i in 0 .. %n {
+    %seven = const 7 : i32
+    %r = rem %i, %seven
+    %z = const 0 : i32
+    %hit = cmp eq %r, %z
+    if %hit {
+      %v = call @twice(%i)
+      store @x[%i], %v
+    }
+    %f = cast %i to f32
+    %s = sqrt %f
+    print \"i=\", %i, \" sqrt=\", %s, \"\\0A\"
+    for %j in 0 .. 2 {
+      print \"  j=\", %j
+    }
+    print \"\\0A\"
+  }
+  print \"between\\0A\"
+  for %m in 0 .. 100 {
+    %l = cast %m to i64
+    %t = cmp lt %m, %n
+    print %l, \" \", %t, \"\\0A\"
+  }
+}
+";
+
+#[test]
+fn printed_lines_agree_with_the_interpreter() {
+    let mut es = engines(OptLevel::O2, OptLevel::O0);
+    check(PRINTING, &mut es).unwrap();
+}
+
+/// A run that prints more than the bound fails the same way on every
+/// engine, and prints nothing from the launch that went over.
+#[test]
+fn a_run_that_prints_too_much_fails_alike() {
+    let text = format!(
+        "kernel @k(%n: i32 = {}) {{\n  print \"first\"\n  for %i in 0 .. %n {{\n    print %i\n  }}\n}}\n",
+        kiln::exec::MAX_PRINT_LINES
+    );
+    let stream = load(&text).unwrap();
+    let mut interp = Interpreter::new();
+    let want = run_all(&mut interp, &stream).unwrap_err();
+    assert!(want.contains("printed more than 1048576 lines in one run"), "{want}");
+    let want_printed = interp.take_printed();
+    for (path, engine) in engines(OptLevel::O1, OptLevel::O1).iter_mut() {
+        engine.set_threads(2).unwrap();
+        let got = run_all(engine, &stream).unwrap_err();
+        assert_eq!(got, want, "{path:?}");
+        let printed = engine.take_printed();
+        assert_eq!(printed, want_printed, "{path:?}");
+    }
 }

@@ -223,9 +223,16 @@ fn tasks_defining_the_same_helper_symbol_load_and_run_side_by_side() {
     fill(&mut fields, "x", |k| k as f32);
     for l in [&l2, &l1, &l2] {
         let names = kiln_jit::runtime::LaunchNames { kernel: "k", task: &l.meta.task };
-        kiln_jit::runtime::launch(l.entry, &l.meta, names, &[], &mut fields, Default::default(), &|_| {
-            Default::default()
-        })
+        kiln_jit::runtime::launch(
+            l.entry,
+            &l.meta,
+            names,
+            &[],
+            &mut fields,
+            Default::default(),
+            &|_| Default::default(),
+            &mut kiln_jit::runtime::PrintOut::new(&mut Vec::new()),
+        )
         .unwrap();
     }
     for (k, (y, z)) in floats(&fields, "y").iter().zip(floats(&fields, "z")).enumerate() {
@@ -284,8 +291,17 @@ fn an_object_that_parses_but_does_not_link_is_an_error_at_load() {
     let mut fields = Fields::zeroed(&stream);
     fields.get_mut("t").unwrap().bytes.copy_from_slice(&0.5f32.to_le_bytes());
     let names = kiln_jit::runtime::LaunchNames { kernel: "s", task: "s.0" };
-    kiln_jit::runtime::launch(ok.entry, &ok.meta, names, &[], &mut fields, Default::default(), &|_| Default::default())
-        .unwrap();
+    kiln_jit::runtime::launch(
+        ok.entry,
+        &ok.meta,
+        names,
+        &[],
+        &mut fields,
+        Default::default(),
+        &|_| Default::default(),
+        &mut kiln_jit::runtime::PrintOut::new(&mut Vec::new()),
+    )
+    .unwrap();
     assert_eq!(*fields.get("t").unwrap().bytes, 0.5f32.atan().to_le_bytes());
     // Rename the undefined symbol `atanf` to one no library defines: the
     // object still parses (add succeeds), and the forced lookup reports the

@@ -3,16 +3,18 @@
 //! and reads, and the member positions and byte offsets lowering uses,
 //! derived from those types.
 //!
-//! Owns: [`TaskContext`], [`ErrorSlot`], [`EntryFn`], the LLVM type of the
-//! context ([`context_type`]), its member positions (`CTX_*`, each checked
-//! at compile time against `offset_of!`), and the one runtime function objects
-//! call by name: the out-of-bounds reporter ([`OOB_REPORTER`],
-//! [`kiln_rt_oob`], the only writer of an [`ErrorSlot`]), which the JIT
-//! defines in every session ([`RUNTIME_SYMBOLS`]).
+//! Owns: [`TaskContext`], [`ErrorSlot`], [`PrintSink`], [`EntryFn`], the
+//! LLVM type of the context ([`context_type`]), its member positions
+//! (`CTX_*`, each checked at compile time against `offset_of!`), and the
+//! runtime functions objects call by name, which the JIT defines in every
+//! session ([`RUNTIME_SYMBOLS`]): the out-of-bounds reporter
+//! ([`OOB_REPORTER`], [`kiln_rt_oob`], the only writer of an
+//! [`ErrorSlot`]) and the printer ([`PRINTER`], [`kiln_rt_print`], the only
+//! writer of a [`PrintSink`]).
 //!
 //! Must never: hold a layout fact that is not checked against the Rust
 //! type it describes; change without the build identity changing (this
-//! file is one of its inputs); unwind out of the reporter.
+//! file is one of its inputs); unwind out of a runtime function.
 
 use inkwell::context::Context;
 use inkwell::types::StructType;
@@ -20,6 +22,7 @@ use inkwell::AddressSpace;
 use kiln::ir::MAX_RANK;
 use std::mem::{offset_of, size_of};
 use std::sync::atomic::AtomicU32;
+use std::sync::Mutex;
 
 /// A task's entry: `void kiln_task(const TaskContext *)`.
 pub type EntryFn = unsafe extern "C" fn(*const TaskContext);
@@ -38,11 +41,13 @@ pub struct TaskContext {
     /// tasks; a serial task ignores them).
     pub begin: i64,
     pub end: i64,
-    /// The seed of the launch's `random` streams (`crate::random`).
+    /// The seed of the launch's `random` streams (`kiln::random`).
     pub seed: u64,
     /// The task's position among its kernel's launches (0 for the first),
     /// which `random` draws with.
     pub task: u64,
+    /// Where the launch's `print`s go ([`kiln_rt_print`]).
+    pub prints: *const PrintSink,
 }
 
 /// Where compiled code reports the first run-time error of a launch.
@@ -110,9 +115,110 @@ pub unsafe extern "C" fn kiln_rt_oob(ctx: *const TaskContext, field: u32, rank: 
     }
 }
 
+/// The symbol of the printer, [`kiln_rt_print`], which every object with
+/// a `print` declares and calls.
+pub const PRINTER: &str = "kiln_rt_print";
+
+/// The printer's C signature: `void kiln_rt_print(const TaskContext *ctx,
+/// uint32_t stmt, uint32_t count, const uint64_t *values)`.
+pub type PrinterFn = unsafe extern "C" fn(*const TaskContext, u32, u32, *const u64);
+
+/// One executed `print` of a launch: the chunk it ran in (the chunk's
+/// first iteration, `TaskContext::begin`), its statement (by its number in
+/// the object, `codegen::sites`) and where its values start in
+/// [`PrintRecords::values`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PrintRecord {
+    pub chunk: i64,
+    pub stmt: u32,
+    pub count: u32,
+    pub at: usize,
+}
+
+/// What a launch's `print`s recorded: their values' bits, not their text,
+/// so that the code does not format (the launch's caller does, once it
+/// knows each statement's pieces: `jit::runtime`).
+#[derive(Debug, Default)]
+pub struct PrintRecords {
+    /// In the order the calls took the lock: a chunk's in program order
+    /// (a chunk runs on one thread, its iterations in increasing order).
+    pub lines: Vec<PrintRecord>,
+    pub values: Vec<u64>,
+    /// Whether a `print` found the sink full (its line was dropped).
+    pub overflow: bool,
+}
+
+/// Where the `print`s of one launch go, reached from its context: at most
+/// `room` lines, after which a `print` marks the sink overflowed.
+#[derive(Debug, Default)]
+pub struct PrintSink {
+    pub records: Mutex<PrintRecords>,
+    pub room: usize,
+}
+
+impl PrintSink {
+    /// An empty sink for at most `room` lines.
+    pub fn new(room: usize) -> PrintSink {
+        PrintSink { records: Mutex::default(), room }
+    }
+
+    /// The records, sorted into iteration order: by chunk, a stable sort,
+    /// so one chunk's keep their program order.
+    pub fn into_records(self) -> PrintRecords {
+        let mut r = self.records.into_inner().unwrap_or_else(|e| e.into_inner());
+        r.lines.sort_by_key(|l| l.chunk);
+        r
+    }
+}
+
+/// Records a `print` of the launch `ctx` belongs to: statement `stmt`
+/// with the `count` values' bits at `values` (each zero-extended to 64
+/// bits), in the launch's sink, under its lock; when the sink already
+/// holds its `room` of lines, marks it overflowed instead.
+///
+/// # Safety
+///
+/// `ctx` is the context the running entry received, whose `prints` points
+/// to the launch's live sink, and `values` holds `count` readable `u64`s.
+pub unsafe extern "C" fn kiln_rt_print(ctx: *const TaskContext, stmt: u32, count: u32, values: *const u64) {
+    // SAFETY: the caller's contract: the context and its sink are live.
+    let (sink, chunk) = unsafe { (&*(*ctx).prints, (*ctx).begin) };
+    // SAFETY: the caller's contract: `count` values at `values`.
+    let vals = unsafe { std::slice::from_raw_parts(values, count as usize) };
+    // A panic while holding the lock is impossible here (no code that can
+    // panic runs under it but an allocation, which aborts); take the data
+    // of a poisoned lock anyway rather than unwind.
+    let mut r = sink.records.lock().unwrap_or_else(|e| e.into_inner());
+    if r.lines.len() >= sink.room {
+        r.overflow = true;
+        return;
+    }
+    let at = r.values.len();
+    r.values.extend_from_slice(vals);
+    r.lines.push(PrintRecord { chunk, stmt, count, at });
+}
+
+/// A runtime function objects call by symbol.
+#[derive(Clone, Copy, Debug)]
+pub enum RuntimeFn {
+    Oob(OobReporterFn),
+    Print(PrinterFn),
+}
+
+impl RuntimeFn {
+    /// Its address in this process.
+    pub fn address(self) -> u64 {
+        match self {
+            RuntimeFn::Oob(f) => f as usize as u64,
+            RuntimeFn::Print(f) => f as usize as u64,
+        }
+    }
+}
+
 /// The runtime functions the JIT defines in each session for objects to
 /// call, by symbol.
-pub const RUNTIME_SYMBOLS: &[(&str, OobReporterFn)] = &[(OOB_REPORTER, kiln_rt_oob)];
+pub const RUNTIME_SYMBOLS: &[(&str, RuntimeFn)] =
+    &[(OOB_REPORTER, RuntimeFn::Oob(kiln_rt_oob)), (PRINTER, RuntimeFn::Print(kiln_rt_print))];
 
 /// Positions of the members of [`TaskContext`] in [`context_type`].
 pub const CTX_FIELDS: u32 = 0;
@@ -122,6 +228,7 @@ pub const CTX_BEGIN: u32 = 3;
 pub const CTX_END: u32 = 4;
 pub const CTX_SEED: u32 = 5;
 pub const CTX_TASK: u32 = 6;
+pub const CTX_PRINTS: u32 = 7;
 
 /// Every member of the context is 8 bytes and 8-aligned (a pointer or an
 /// `i64` on the 64-bit targets Kiln compiles for), so member `k` of
@@ -138,18 +245,20 @@ const _: () = {
     assert!(offset_of!(TaskContext, end) == at(CTX_END));
     assert!(offset_of!(TaskContext, seed) == at(CTX_SEED));
     assert!(offset_of!(TaskContext, task) == at(CTX_TASK));
-    assert!(size_of::<TaskContext>() == at(CTX_TASK + 1));
+    assert!(offset_of!(TaskContext, prints) == at(CTX_PRINTS));
+    assert!(size_of::<TaskContext>() == at(CTX_PRINTS + 1));
 };
 
 /// Compiled code reads the slot's `state` (a function's caller, after a
 /// call that may fail) at the slot's start.
 const _: () = assert!(offset_of!(ErrorSlot, state) == 0);
 
-/// The LLVM type of [`TaskContext`]: `{ ptr, ptr, ptr, i64, i64, i64, i64 }`.
+/// The LLVM type of [`TaskContext`]: `{ ptr, ptr, ptr, i64, i64, i64, i64, ptr }`.
 pub fn context_type(cx: &Context) -> StructType<'_> {
     let ptr = cx.ptr_type(AddressSpace::default());
     let i64t = cx.i64_type();
-    cx.struct_type(&[ptr.into(), ptr.into(), ptr.into(), i64t.into(), i64t.into(), i64t.into(), i64t.into()], false)
+    let members = [ptr.into(), ptr.into(), ptr.into(), i64t.into(), i64t.into(), i64t.into(), i64t.into(), ptr.into()];
+    cx.struct_type(&members, false)
 }
 
 #[cfg(test)]
@@ -172,10 +281,10 @@ mod tests {
             offset_of!(TaskContext, end),
             offset_of!(TaskContext, seed),
             offset_of!(TaskContext, task),
+            offset_of!(TaskContext, prints),
         ];
-        for (k, want) in
-            [CTX_FIELDS, CTX_PARAMS, CTX_ERROR, CTX_BEGIN, CTX_END, CTX_SEED, CTX_TASK].into_iter().zip(rust)
-        {
+        let members = [CTX_FIELDS, CTX_PARAMS, CTX_ERROR, CTX_BEGIN, CTX_END, CTX_SEED, CTX_TASK, CTX_PRINTS];
+        for (k, want) in members.into_iter().zip(rust) {
             assert_eq!(td.offset_of_element(&ty, k), Some(want as u64), "member {k}");
         }
         assert_eq!(td.get_abi_size(&ty), size_of::<TaskContext>() as u64);
@@ -201,11 +310,46 @@ mod tests {
             end: 0,
             seed: 0,
             task: 0,
+            prints: std::ptr::null(),
         };
         report(&ctx, 2, &[5, -1]);
         report(&ctx, 3, &[9]);
         assert_eq!(slot.state.load(std::sync::atomic::Ordering::Relaxed), 1);
         assert_eq!((slot.field, slot.rank, slot.stmt), (2, 2, 9));
         assert_eq!(&slot.index[..3], &[5, -1, 0]);
+    }
+
+    /// Records come out by chunk, each chunk's in the order it printed
+    /// them, whatever order the chunks took the lock in; past its room, a
+    /// sink drops the line and says so.
+    #[test]
+    fn a_sink_sorts_by_chunk_and_bounds_its_lines() {
+        let sink = PrintSink::new(4);
+        let ctx = |begin| TaskContext {
+            fields: std::ptr::null(),
+            params: std::ptr::null(),
+            error: std::ptr::null_mut(),
+            begin,
+            end: begin + 1,
+            seed: 0,
+            task: 0,
+            prints: &sink,
+        };
+        let print = |begin: i64, stmt: u32, vals: &[u64]| {
+            // SAFETY: the context points to the live sink; `vals` holds
+            // its length of values.
+            unsafe { kiln_rt_print(&ctx(begin), stmt, vals.len() as u32, vals.as_ptr()) }
+        };
+        print(8, 1, &[80]);
+        print(0, 2, &[1, 2]);
+        print(8, 3, &[]);
+        print(0, 4, &[3]);
+        assert!(!sink.records.lock().unwrap().overflow);
+        print(4, 5, &[4]);
+        let r = sink.into_records();
+        assert!(r.overflow);
+        let lines: Vec<(i64, u32, Vec<u64>)> =
+            r.lines.iter().map(|l| (l.chunk, l.stmt, r.values[l.at..l.at + l.count as usize].to_vec())).collect();
+        assert_eq!(lines, [(0, 2, vec![1, 2]), (0, 4, vec![3]), (8, 1, vec![80]), (8, 3, vec![])]);
     }
 }

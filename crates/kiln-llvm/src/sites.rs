@@ -16,7 +16,7 @@
 //! Must never: touch LLVM, or depend on spans (they only come out of
 //! [`locate`]).
 
-use kiln::ir::{Body, Func, Module, Scalar, SecondaryMap, Span, Stmt, StmtKind, TaskItem};
+use kiln::ir::{Body, Func, Module, PrintPiece, Scalar, SecondaryMap, Span, Stmt, StmtKind, TaskItem};
 use std::collections::HashSet;
 
 /// The number codegen passes when a failure has no statement (never
@@ -72,6 +72,9 @@ pub struct Site {
     /// For an `assert`: its message and the types of its values (the
     /// error slot holds their bits).
     pub assert: Option<(String, Vec<Scalar>)>,
+    /// For a `print`: its pieces and the types of its values (its record
+    /// holds their bits).
+    pub print: Option<(Vec<PrintPiece>, Vec<Scalar>)>,
 }
 
 /// Statement `n` of the object built from `launched`: nothing known for
@@ -95,7 +98,13 @@ pub fn locate(launched: &[(&Module, &TaskItem)], n: u32) -> Site {
                     }
                     _ => None,
                 };
-                return Site { span, assert };
+                let print = match &data.kind {
+                    StmtKind::Print { pieces } => {
+                        Some((pieces.clone(), data.kind.print_values().iter().map(|a| body.ty(*a).elem()).collect()))
+                    }
+                    _ => None,
+                };
+                return Site { span, assert, print };
             }
             None => rest -= order.len(),
         }

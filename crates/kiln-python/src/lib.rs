@@ -145,15 +145,17 @@ impl Module {
                 Runner::Jit(e, _) => e.set_seed(seed),
             }
             let t0 = std::time::Instant::now();
-            let result = run_on(runner, stream, name, &args, &mut storage);
-            Ok::<_, String>((result, report(runner, t0.elapsed()), warning))
+            let (result, printed) = run_on(runner, stream, name, &args, &mut storage);
+            Ok::<_, String>((result, report(runner, t0.elapsed()), warning, printed))
         });
-        let (result, stats, warning) = outcome.map_err(RunError::new_err)?;
+        let (result, stats, warning, printed) = outcome.map_err(RunError::new_err)?;
         if let Some(w) = warning {
             PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &std::ffi::CString::new(w)?, 1)?;
         }
         result.map_err(|e| run_error(&self.source, &self.stream, &e))?;
-        py.import("json")?.call_method1("loads", (stats,)).map(Bound::unbind)
+        let stats = py.import("json")?.call_method1("loads", (stats,))?;
+        stats.set_item("printed", printed)?;
+        Ok(stats.unbind())
     }
 }
 
@@ -378,7 +380,7 @@ fn make_runner(key: &RunnerKey) -> Result<(Runner, Option<String>), String> {
     if key.engine == EngineKind::Interp {
         let order = kiln::races::IterationOrder::default();
         let (check_races, denormals) = (key.check_races, key.config.denormals);
-        let interp = kiln::interp::Interpreter { order, check_races, denormals, seed: 0 };
+        let interp = kiln::interp::Interpreter { order, check_races, denormals, seed: 0, printed: Vec::new() };
         return Ok((Runner::Interp(interp), None));
     }
     use kiln_jit::engine::{JitEngine, JitPath};
@@ -400,22 +402,22 @@ fn make_runner(key: &RunnerKey) -> Result<(Runner, Option<String>), String> {
     }
 }
 
-/// One call: its statistics start from zero (the engine's tasks stay
-/// loaded from the calls before).
+/// One call, and what its `print`s wrote: its statistics start from zero
+/// (the engine's tasks stay loaded from the calls before).
 fn run_on(
     runner: &mut Runner,
     stream: &Stream,
     kernel: &str,
     args: &[Const],
     fields: &mut Fields,
-) -> Result<(), KilnRunError> {
+) -> (Result<(), KilnRunError>, Vec<String>) {
     match runner {
-        Runner::Interp(i) => i.run_kernel(stream, kernel, args, fields),
+        Runner::Interp(i) => (i.run_kernel(stream, kernel, args, fields), i.take_printed()),
         Runner::Jit(j, _) => {
             j.stats = Default::default();
             let result = j.run_kernel(stream, kernel, args, fields);
             j.finish();
-            result
+            (result, j.take_printed())
         }
     }
 }

@@ -52,9 +52,24 @@ fn asserts_with_their_values_and_a_message_over_several_lines() {
 }
 
 #[test]
+fn a_print_keeps_its_pieces_unquoted() {
+    let text = "kernel {\n  $0 = offloaded  \n  body {\n    print \"x =\\t\\\"\", $1, \" \", $2, \"!\\n\"\n  }\n}\n";
+    let tasks = parse(text).unwrap();
+    let b = &tasks[0].body;
+    let pieces = vec![
+        Piece::Str("x =\t\"".into()),
+        Piece::Value(1),
+        Piece::Str(" ".into()),
+        Piece::Value(2),
+        Piece::Str("!\n".into()),
+    ];
+    assert_eq!(b[0].kind, Kind::Print(pieces));
+    assert_eq!(b[0].id, NO_ID);
+}
+
+#[test]
 fn refusals_name_the_statement() {
     for (line, name) in [
-        ("    print $1, \"\\n\"", "print"),
         ("    <f32> $2 = stack alloc (max_size=5)", "stack alloc"),
         (
             "    <*struct[none]{0(x, at 0B): f32}> $2 = global ptr [S4place<f32>], index [$1] activate=true",

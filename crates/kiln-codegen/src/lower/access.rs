@@ -253,19 +253,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
     /// arguments' bits (zero-extended to 64) for the indices (the message
     /// is formatted from them after the launch), then the way out.
     pub(super) fn assert_stmt(&mut self, l: &mut Lowering<'a, 'ctx>, cond: Value, args: &[Value]) -> Result<()> {
-        let i64t = self.cx.i64_type();
-        let mut bits = Vec::with_capacity(args.len());
-        for &a in args {
-            let v = self.val(a)?;
-            let int = match v {
-                BasicValueEnum::FloatValue(f) => {
-                    let width = if self.scalar(a)? == Scalar::F32 { self.cx.i32_type() } else { i64t };
-                    self.b.build_bit_cast(f, width, "")?.into_int_value()
-                }
-                other => other.into_int_value(),
-            };
-            bits.push(self.b.build_int_z_extend_or_bit_cast(int, i64t, "")?);
-        }
+        let bits = args.iter().map(|&a| self.value_bits(a)).collect::<Result<Vec<_>>>()?;
         let ok = self.ival(cond)?;
         let fail = self.cx.append_basic_block(self.func, "assert.fail");
         let cont = self.cx.append_basic_block(self.func, "assert.ok");

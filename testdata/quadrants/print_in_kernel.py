@@ -1,4 +1,5 @@
-# refused/print_in_kernel: print inside a kernel (a print statement in the IR).
+# print_in_kernel: print inside a kernel (a print statement in the IR), in a
+# struct-for over a field; imported as a KIR print.
 import quadrants as qd
 
 qd.init(arch=qd.cpu)
