@@ -9,7 +9,7 @@ mod llvm;
 fn main() {
     let config = config::config();
     llvm::compile_shims(&config, &["src/emitter.cpp"], "kiln_codegen_emitter");
-    llvm::link_llvm(&config);
+    llvm::link_static_here(&config);
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=../kiln-llvm/build/config.rs");
     println!("cargo:rerun-if-changed=../kiln-llvm/build/llvm.rs");

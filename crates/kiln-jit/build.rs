@@ -10,7 +10,7 @@ fn main() {
     let config = config::config();
     config::tell_tests_the_binaries();
     llvm::compile_shims(&config, &["src/orc_session.cpp"], "kiln_jit_orc_session");
-    llvm::link_llvm(&config);
+    llvm::link_static_here(&config);
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=../kiln-llvm/build/config.rs");
     println!("cargo:rerun-if-changed=../kiln-llvm/build/llvm.rs");

@@ -10,7 +10,8 @@ mod llvm;
 fn main() {
     let config = config::config();
     llvm::compile_shims(&config, &["src/target_tables.cpp"], "kiln_llvm_target_tables");
-    llvm::link_llvm(&config);
+    llvm::link_shared(&config);
+    llvm::link_static_here(&config);
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=build/config.rs");
     println!("cargo:rerun-if-changed=build/llvm.rs");

@@ -11,7 +11,6 @@ pub fn config() -> String {
     let prefix = std::env::var("LLVM_SYS_221_PREFIX").unwrap_or_else(|_| "/usr/lib/llvm-22".into());
     let config = format!("{prefix}/bin/llvm-config");
     println!("cargo:rerun-if-env-changed=LLVM_SYS_221_PREFIX");
-    println!("cargo:rerun-if-env-changed=KILN_LLVM_LINK");
     println!("cargo:rerun-if-changed={config}");
     config
 }
@@ -31,7 +30,10 @@ pub fn llvm_config(config: &str, args: &[&str]) -> Option<String> {
 /// `<target>/<profile>/build/<package>-<hash>/out`). Cargo's
 /// `CARGO_BIN_EXE_*` names only the package's own binaries, and the tools
 /// of the workspace are in three packages (the LLVM wall is a crate
-/// boundary); `cargo test` at the workspace root builds them all.
+/// boundary). `cargo test` builds a package's binaries only for its own
+/// integration tests, so build them all first (`cargo build --bins`, as
+/// `make test-cargo` does); a stale `kiln-compile` is refused by
+/// `kiln-run` (it belongs to another build).
 pub fn tell_tests_the_binaries() {
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let dir = out.ancestors().nth(3).expect("OUT_DIR is <target>/<profile>/build/<package>-<hash>/out");

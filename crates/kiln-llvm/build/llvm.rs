@@ -68,35 +68,47 @@ const STATIC_SYSTEM_LIBS: &[&str] = &["z", "zstd"];
 /// 1.2 MB). See `docs/performance.md`, "Warm start".
 const STATIC_LINK_FLAGS: &[&str] = &["-Wl,-Bstatic", "-lstdc++", "-Wl,-Bdynamic", "-Wl,-z,pack-relative-relocs"];
 
-/// Tells rustc what to link for LLVM (llvm-sys is built with
-/// `no-llvm-linking`, so this is the only place that decides): the shared
-/// library for every crate above (a dynamic link), or the static archives
-/// on the link lines of the package's own binaries, tests and examples
-/// (every one of which calls LLVM: the LLVM-free tools are another
-/// package's).
-pub fn link_llvm(config: &str) {
-    let run = |args: &[&str]| {
-        llvm_config(config, args)
-            .unwrap_or_else(|| panic!("`{config} {}` failed: LLVM 22 is needed (run `make deps`)", args.join(" ")))
-    };
-    println!("cargo:rustc-link-search=native={}", run(&["--libdir"]));
-    if !link_static() {
-        // The shared library; binaries that call none of it do not load it
-        // (rustc links with --as-needed).
-        for name in run(&["--link-shared", "--libs"]).split_whitespace().filter_map(|l| l.strip_prefix("-l")) {
-            println!("cargo:rustc-link-lib=dylib={name}");
-        }
+/// `llvm-config ARGS`'s output, or a panic saying LLVM 22 is needed.
+fn run(config: &str, args: &[&str]) -> String {
+    llvm_config(config, args)
+        .unwrap_or_else(|| panic!("`{config} {}` failed: LLVM 22 is needed (run `make deps`)", args.join(" ")))
+}
+
+/// In a dynamic link, the shared libLLVM (llvm-sys is built with
+/// `no-llvm-linking`, so these two functions are the only place that
+/// decides), stated once by the lowest LLVM crate: the directive reaches
+/// every crate above it, and binaries that call none of it do not load it
+/// (rustc links with --as-needed). Nothing in a static link.
+pub fn link_shared(config: &str) {
+    println!("cargo:rerun-if-env-changed=KILN_LLVM_LINK");
+    if link_static() {
         return;
     }
+    println!("cargo:rustc-link-search=native={}", run(config, &["--libdir"]));
+    for name in run(config, &["--link-shared", "--libs"]).split_whitespace().filter_map(|l| l.strip_prefix("-l")) {
+        println!("cargo:rustc-link-lib=dylib={name}");
+    }
+}
+
+/// In a static link, the archives of the components Kiln calls on the link
+/// lines of this package's own binaries, tests and examples (every one of
+/// which calls LLVM: the LLVM-free tools are another package's). Nothing
+/// in a dynamic link.
+pub fn link_static_here(config: &str) {
+    println!("cargo:rerun-if-env-changed=KILN_LLVM_LINK");
+    if !link_static() {
+        return;
+    }
+    println!("cargo:rustc-link-search=native={}", run(config, &["--libdir"]));
     let mut args = vec!["--link-static", "--libs"];
     args.extend(LLVM_COMPONENTS);
     // Static archives go on link lines, not into the library.
     let mut flags = vec!["-Wl,-Bstatic".to_string()];
-    flags.extend(run(&args).split_whitespace().map(str::to_string));
+    flags.extend(run(config, &args).split_whitespace().map(str::to_string));
     flags.push("-Wl,-Bdynamic".into());
     // System libraries come as `-lNAME` or as a path to a shared library;
     // then the C++ runtime (the shared libLLVM brings its own).
-    for word in run(&["--link-static", "--system-libs"]).split_whitespace() {
+    for word in run(config, &["--link-static", "--system-libs"]).split_whitespace() {
         if word.strip_prefix("-l").is_some_and(|name| STATIC_SYSTEM_LIBS.contains(&name)) {
             flags.extend(["-Wl,-Bstatic", word, "-Wl,-Bdynamic"].map(str::to_string));
         } else if word.starts_with("-l") {
