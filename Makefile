@@ -99,14 +99,16 @@ test-clippy:
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) clippy -p kiln-python -- -D warnings
 
-# The tools first: the tests run them, and cargo builds a package's
+# The tools and `import kiln` first: the tests run them (the README's
+# bridge example replays through the module), and cargo builds a package's
 # binaries only for that package's own tests (kiln-compile is
 # kiln-codegen's, which has none). insta: a stale or missing snapshot fails
 # (nothing is written). The doc tests are the compile_fail ones that show
 # what the compiler refuses (src/ir/entities.rs: no entity minted or
 # numbered outside ir).
-test-cargo:
+test-cargo: quadrants
 	$(CARGO) build --bins
+	$(MAKE) --no-print-directory python-module
 	INSTA_UPDATE=no INSTA_FORCE_PASS=0 $(CARGO) test --all-targets
 	$(CARGO) test --doc
 
