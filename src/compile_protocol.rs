@@ -17,8 +17,8 @@
 //! [`Wanted`]) and the record list's format (written by
 //! [`write_record_list`], read by [`read_record_list`]), the outputs a
 //! request asks for ([`outputs`]) and their file names, the progress line,
-//! running the program ([`run`]) and the directory it answers in
-//! ([`ask`]).
+//! running the program ([`run`]; in the background, [`start`]) and the
+//! directory it answers in ([`ask`]).
 //!
 //! Must never: depend on LLVM (the client side links no code generator),
 //! tell the process the configuration any other way than whole, start a
@@ -281,14 +281,97 @@ pub fn run(program: &Path, args: &[String], input: &str, on_done: Option<&dyn Fn
     if out.status.success() {
         return Ok(out.stdout);
     }
+    Err(failure(program, out.status, &out.stderr))
+}
+
+/// Why a compiler process failed: its exit status and what it wrote on
+/// standard error, each line without the program's prefix.
+fn failure(program: &Path, status: std::process::ExitStatus, stderr: &[u8]) -> String {
     let prefix = format!("{COMPILE_PROGRAM}: ");
-    let said = String::from_utf8_lossy(&out.stderr);
+    let said = String::from_utf8_lossy(stderr);
     let said = said.trim().lines().map(|l| l.strip_prefix(&prefix).unwrap_or(l)).collect::<Vec<_>>().join("; ");
-    let status = match out.status.code() {
+    let status = match status.code() {
         Some(c) => format!("exit status {c}"),
         None => "killed by a signal".to_string(),
     };
-    Err(format!("the compiler {shown} failed ({status}): {said}"))
+    let said = if said.is_empty() { String::new() } else { format!(": {said}") };
+    format!("the compiler {} failed ({status}){said}", program.display())
+}
+
+/// A compiler process working in the background ([`start`]): nobody waits
+/// for it. Dropped while it runs, it is left to finish on its own (a cache
+/// fill stores what it compiles whether or not its starter is still
+/// there); [`Started::kill`] ends it instead.
+#[derive(Debug)]
+pub struct Started {
+    child: Child,
+    program: PathBuf,
+    /// Its standard error: a temporary file without a name (nothing is
+    /// left behind however the processes end), read once it has ended.
+    stderr: std::fs::File,
+}
+
+/// How much lower than its starter's a background process's scheduling
+/// priority is (a `nice` value): it must not slow the run it serves.
+pub const BACKGROUND_NICENESS: i32 = 10;
+
+/// Starts `program` with `args` in the background, `input` on its standard
+/// input and its standard output discarded, at a scheduling priority
+/// [`BACKGROUND_NICENESS`] lower than this process's.
+pub fn start(program: &Path, args: &[String], input: &str) -> Result<Started, String> {
+    if let Some(sig) = crate::interrupt::requested() {
+        return Err(format!("interrupted by signal {sig}"));
+    }
+    let shown = program.display();
+    let stderr = tempfile::tempfile().map_err(|e| format!("cannot make a file for the compiler's messages: {e}"))?;
+    let to_child = stderr.try_clone().map_err(|e| format!("cannot make a file for the compiler's messages: {e}"))?;
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(to_child)
+        .spawn()
+        .map_err(|e| format!("cannot run the compiler {shown}: {e}"))?;
+    // Before it reads its input, so before it starts its threads (which
+    // inherit the priority). Only a preference: a system that refuses it
+    // runs the process at the usual priority.
+    let pid = rustix::process::Pid::from_child(&child);
+    let ours = rustix::process::getpriority_process(None).unwrap_or(0);
+    let _ = rustix::process::setpriority_process(Some(pid), ours + BACKGROUND_NICENESS);
+    if let Some(mut stdin) = child.stdin.take() {
+        // A write error shows in its exit status.
+        let _ = stdin.write_all(input.as_bytes());
+    }
+    Ok(Started { child, program: program.to_path_buf(), stderr })
+}
+
+impl Started {
+    /// The process's id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `None` while the process runs; once it has ended, whether it
+    /// succeeded (or why not, as [`run`] says it).
+    pub fn poll(&mut self) -> Option<Result<(), String>> {
+        let status = match self.child.try_wait() {
+            Ok(None) => return None,
+            Ok(Some(status)) => status,
+            Err(e) => return Some(Err(format!("cannot wait for the compiler {}: {e}", self.program.display()))),
+        };
+        if status.success() {
+            return Some(Ok(()));
+        }
+        let mut said = Vec::new();
+        let _ = std::io::Seek::rewind(&mut self.stderr).and_then(|()| self.stderr.read_to_end(&mut said));
+        Some(Err(failure(&self.program, status, &said)))
+    }
+
+    /// Ends the process now and reaps it.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// Waits for `child`, calling `done` for each progress line of its

@@ -67,6 +67,39 @@ impl std::fmt::Display for CodeModel {
     }
 }
 
+/// Which tiers a run compiles (`--tier`, the `tier` setting).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TierPolicy {
+    /// A task the cache lacks in its optimised tier starts on its quick
+    /// tier while the optimised one compiles in the background and
+    /// replaces it at a launch boundary; the best tier present is loaded.
+    #[default]
+    Auto,
+    /// The quick tier only.
+    Quick,
+    /// The optimised tier only (compiled before the first launch).
+    Opt,
+}
+
+impl TierPolicy {
+    /// Every policy, in the order `--help` lists them.
+    pub const ALL: [TierPolicy; 3] = [TierPolicy::Auto, TierPolicy::Quick, TierPolicy::Opt];
+
+    /// The policy's name, as `--tier` spells it.
+    pub fn keyword(self) -> &'static str {
+        match self {
+            TierPolicy::Auto => "auto",
+            TierPolicy::Quick => "quick",
+            TierPolicy::Opt => "opt",
+        }
+    }
+
+    /// The policy `--tier` names.
+    pub fn from_keyword(s: &str) -> Option<TierPolicy> {
+        TierPolicy::ALL.into_iter().find(|p| p.keyword() == s)
+    }
+}
+
 /// What float operations do with subnormal numbers
 /// ([`crate::fpenv`]; `docs/language.md`, "Subnormal numbers").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -167,6 +200,21 @@ impl CompileConfig {
 }
 
 impl CompileConfig {
+    /// This configuration's quick tier (`--tier`, `docs/runtime.md`,
+    /// "Tiers"): the same settings at `-O0`, LLVM's fastest compile (the
+    /// lighter pipelines measured cost more to compile than they saved in
+    /// a first launch: `docs/performance.md`, "Tiered compilation"). Its
+    /// records are `-O0`'s, whatever the run's `-O` level.
+    pub fn quick(&self) -> CompileConfig {
+        CompileConfig { opt_level: OptLevel::O0, ..self.clone() }
+    }
+
+    /// Whether a quick tier is worth having: the optimised tier optimises
+    /// (at `-O0` the two are the same code).
+    pub fn has_quick_tier(&self) -> bool {
+        self.opt_level != OptLevel::O0
+    }
+
     /// The configuration as one line of JSON: exactly the fields the key
     /// hashes, for a `kiln-compile` process (`--compile-config`).
     pub fn to_wire(&self) -> String {

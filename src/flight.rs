@@ -154,6 +154,11 @@ const MAX_REMOTE_PAUSE: Duration = Duration::from_millis(10);
 const MAX_LOCAL_PAUSE: Duration = Duration::from_millis(20);
 
 impl Flight {
+    /// The options it shares compiles by.
+    pub fn options(&self) -> FlightOptions {
+        self.options
+    }
+
     pub fn new(options: FlightOptions) -> Flight {
         Flight {
             options,

@@ -201,6 +201,20 @@ impl SettingValue for Option<Duration> {
     }
 }
 
+/// A tier policy: `auto`, `quick` or `opt`.
+impl SettingValue for crate::config::TierPolicy {
+    const TYPE: &'static str = "a tier policy (auto, quick or opt)";
+    fn from_toml(v: &toml::Value) -> Result<Self, String> {
+        v.as_str().ok_or_else(|| expected(Self::TYPE, v)).and_then(Self::from_text)
+    }
+    fn from_text(s: &str) -> Result<Self, String> {
+        Self::from_keyword(s).ok_or_else(|| format!("expected auto, quick or opt, found '{s}'"))
+    }
+    fn show(&self) -> Option<String> {
+        Some(self.keyword().to_string())
+    }
+}
+
 /// One row of the table, as `config` and the docs show it.
 #[derive(Clone, Copy, Debug)]
 pub struct Info {
@@ -352,6 +366,8 @@ settings! {
         "kiln-run compiles for this CPU instead of the detected one (a simulated host), checked against LLVM's list (help lists them); never from the cache's own file, which hosts share.";
     target_features: Option<String> = None, env "KILN_TARGET_FEATURES", flag Some("--target-features"), cache_file false,
         "kiln-run compiles for these CPU features (+sse2,-avx,...) instead of the detected ones, checked against LLVM's list; never from the cache's own file.";
+    tier: crate::config::TierPolicy = crate::config::TierPolicy::Auto, env "KILN_TIER", flag Some("--tier"), cache_file true,
+        "Which tiers kiln-run compiles: auto (a task the cache lacks starts on its quick tier while the optimised one compiles in the background and replaces it), quick, or opt (optimised before the first launch).";
     max_input_size: Size = Size(256 << 20), env "KILN_MAX_INPUT_SIZE", flag None, cache_file false,
         "The largest input file a tool reads (default 256 MiB; 0 no limit): a larger one is an error before it is read.";
 }

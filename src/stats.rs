@@ -204,6 +204,17 @@ counters! {
         /// Function records compiled: each once per process, and with a
         /// cache once across processes.
         functions_compiled: Count = ("functions_compiled", "functions compiled"),
+        /// Task launches of objects of the quick tier (`--tier`).
+        quick_launches: Count = ("quick_launches", "quick launches"),
+        /// Task launches of objects of the optimised tier.
+        opt_launches: Count = ("opt_launches", "opt launches"),
+        /// Tasks that started on their quick tier and were replaced by
+        /// their optimised tier in this process.
+        upgraded: Count = ("upgraded", "upgraded"),
+        /// Tasks whose optimised tier was still compiling in the
+        /// background when the run ended: that compile stores it for the
+        /// next process.
+        opt_pending: Count = ("opt_pending", "opt pending"),
     }
 }
 

@@ -125,6 +125,10 @@ struct Cli {
     #[arg(long, value_name = "FEATURES", allow_hyphen_values = true)]
     target_features: Option<String>,
 
+    /// Which tiers to compile: auto (start on a quickly compiled tier, replaced by the optimised one when its background compile is done), quick, or opt (env KILN_TIER, or tier in kiln.toml; default auto)
+    #[arg(long, value_name = "TIER", value_parser = parse_tier)]
+    tier: Option<String>,
+
     /// Load field @X from a numpy .npy file before running (dtype and shape must match)
     #[arg(long = "input", value_name = "@X=FILE", value_parser = parse_pair)]
     inputs: Vec<(String, String)>,
@@ -151,6 +155,14 @@ struct Cli {
 
     #[command(flatten)]
     tool: kiln::cli::TracedToolArgs,
+}
+
+/// `--tier`'s value, checked here so that a bad one is a usage error
+/// with clap's message (the settings table then reads it).
+fn parse_tier(s: &str) -> Result<String, String> {
+    kiln::config::TierPolicy::from_keyword(s)
+        .map(|_| s.to_string())
+        .ok_or_else(|| "expected auto, quick or opt".to_string())
 }
 
 /// `--iteration-order`'s value.
@@ -235,18 +247,17 @@ fn make_engine(
         };
         return Ok((Runner::Interp(interp), None));
     };
-    let config = cli.config.config();
+    let config = match settings.tier.value {
+        kiln::config::TierPolicy::Quick => cli.config.config().quick(),
+        _ => cli.config.config(),
+    };
     // Tasks are compiled by a kiln-compile process, so that this one never
     // links or initialises LLVM's code generator (docs/performance.md,
     // "Warm start").
     let compiler = CompileProcess::beside_this_program(config, target.clone()).map_err(ToolError::msg)?;
     // The compiler process reports each task it compiles: the same
     // progress as kiln-compile's, on a terminal.
-    let p = std::sync::Arc::clone(progress);
-    let compiler = compiler.with_progress(kiln_llvm::ProgressHook(std::sync::Arc::new(move |event| match event {
-        kiln_llvm::Progress::Started(n) => p.add(n),
-        kiln_llvm::Progress::Done => p.done(),
-    })));
+    let compiler = compiler.with_progress(progress_hook(progress));
     let threads = kiln::cli::thread_count(cli.threads);
     let path = if cli.no_cache { JitPath::WholeKernel } else { JitPath::PerTask };
     let mut engine = JitEngine::new(compiler, path, threads).map_err(|e| ToolError::msg(e.message))?;
@@ -255,8 +266,49 @@ fn make_engine(
         return Ok((Runner::Jit(Box::new(engine), None), None));
     }
     let remote = remote_settings(settings)?;
-    let (store_root, warning) = attach_cache(&mut engine, settings, &target, remote);
+    let (store_root, warning) = attach_cache(&mut engine, settings, &target, remote, progress);
     Ok((Runner::Jit(Box::new(engine), store_root), warning))
+}
+
+/// The compiler process's progress, reported to the tool's bar.
+fn progress_hook(progress: &std::sync::Arc<tool::TaskProgress>) -> kiln_llvm::ProgressHook {
+    let p = std::sync::Arc::clone(progress);
+    kiln_llvm::ProgressHook(std::sync::Arc::new(move |event| match event {
+        kiln_llvm::Progress::Started(n) => p.add(n),
+        kiln_llvm::Progress::Done => p.done(),
+    }))
+}
+
+/// The tiers of a run with the `auto` policy (`docs/runtime.md`, "Tiers")
+/// over the cache `provider` reads: none when the policy is another, when
+/// the configuration has no quick tier (`-O0`), or when the cache is only
+/// read (the background compile could not store the optimised tier).
+fn tiers_for(
+    provider: &kiln_jit::cached::CachedTasks,
+    config: &kiln::config::CompileConfig,
+    settings: &Settings,
+    target: &HostTarget,
+    progress: &std::sync::Arc<tool::TaskProgress>,
+) -> Option<kiln_jit::tiers::Tiers> {
+    use kiln_llvm::CompileProcess;
+    let auto = settings.tier.value == kiln::config::TierPolicy::Auto;
+    if !auto || !config.has_quick_tier() || provider.read_only() {
+        return None;
+    }
+    let quick = CompileProcess::beside_this_program(config.quick(), target.clone()).ok()?;
+    let quick = quick.with_progress(progress_hook(progress));
+    let opt = CompileProcess::beside_this_program(config.clone(), target.clone()).ok()?;
+    let mut cache_args = vec![format!("--cache-dir={}", provider.root().display())];
+    if settings.allow_insecure.value {
+        cache_args.push("--allow-insecure-cache".into());
+    }
+    cache_args.extend(settings.remote.value.as_ref().map(|url| format!("--remote={url}")));
+    if settings.remote_read_only.value {
+        cache_args.push("--remote-read-only".into());
+    }
+    let start_fill: kiln_jit::tiers::StartFill =
+        Box::new(move |modules| opt.start_fill(modules, &cache_args).map_err(|e| e.to_string()));
+    Some(kiln_jit::tiers::Tiers::new(Box::new(quick), Box::new(provider.sibling()), start_fill))
 }
 
 /// Gives `engine` the per-task cache (and the remote tier behind it);
@@ -269,6 +321,7 @@ fn attach_cache(
     settings: &Settings,
     target: &HostTarget,
     remote: Option<kiln::remote::RemoteSettings>,
+    progress: &std::sync::Arc<tool::TaskProgress>,
 ) -> (Option<(String, String)>, Option<String>) {
     use kiln_jit::cached::CachedTasks;
     use kiln_llvm::session::Session;
@@ -276,7 +329,11 @@ fn attach_cache(
     match opened {
         Ok(session) => {
             let root = (session.store.root().display().to_string(), session.store.scope_name().to_string());
-            engine.set_provider(Box::new(CachedTasks::of_session(session)));
+            let provider = CachedTasks::of_session(session);
+            if let Some(tiers) = tiers_for(&provider, engine.backend.config(), settings, target, progress) {
+                engine.set_tiers(tiers);
+            }
+            engine.set_provider(Box::new(provider));
             (Some(root), None)
         }
         Err(e) => {
@@ -317,7 +374,8 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     flags.extend(
         kiln::remote::RemoteFlags { url: cli.remote.clone(), read_only: cli.remote_read_only }.settings_flags(),
     );
-    let target_flags = [("target_cpu", &cli.target_cpu), ("target_features", &cli.target_features)];
+    let target_flags =
+        [("target_cpu", &cli.target_cpu), ("target_features", &cli.target_features), ("tier", &cli.tier)];
     flags.extend(target_flags.into_iter().filter_map(|(name, v)| Some(settings::Flag::new(name, v.clone()?))));
     // The cache's own kiln.toml in error never fails a run: one warning,
     // and the cache is only read.

@@ -3,6 +3,10 @@
 # Usage: python steady.py on|off CALLS [THREADS]   (fast_math on or off;
 # default 2 threads)
 # Prints the median milliseconds per call of CALLS calls (after one).
+# Or: python steady.py first [THREADS]   (scripts/bench-tiers.py): the cold
+# start after `qd.init` (not counted), fast_math off: prints `FIRST RUN`,
+# the milliseconds of the first calls of init and steady (each compiled,
+# then run) and of the second calls (run only).
 import statistics
 import sys
 import time
@@ -10,6 +14,9 @@ import time
 import quadrants as qd
 
 threads = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+first = sys.argv[1] == "first"
+if first:
+    threads = int(sys.argv[2]) if len(sys.argv) > 2 else 2
 qd.init(arch=qd.cpu, cpu_max_num_threads=threads, fast_math=sys.argv[1] == "on", offline_cache=False)
 N = 1 << 20
 x, a, b, c, d, e, f, g, h = (qd.field(qd.f32, shape=N) for _ in range(9))
@@ -42,6 +49,18 @@ def steady():
         h[i8] = qd.floor(g[i8] * 100.0 + x[i8])
 
 
+def both_calls():
+    t0 = time.perf_counter()
+    init()
+    steady()
+    qd.sync()
+    return (time.perf_counter() - t0) * 1e3
+
+
+if first:
+    cold = both_calls()
+    print(f"{cold:.3f} {both_calls():.3f}")
+    sys.exit(0)
 init()
 steady()
 qd.sync()

@@ -126,6 +126,9 @@ pub struct CachedTasks {
     deps: Vec<LoadedFunction>,
 }
 
+/// Modules with their keys.
+type Keyed<'m> = Vec<(&'m Module, Key)>;
+
 /// A record to write: key, metadata, object, and its compile time.
 type Job = (Key, LaunchMeta, Vec<u8>, Duration);
 
@@ -168,8 +171,34 @@ impl Repeats {
 impl CachedTasks {
     /// A provider over an open store (see [`open_store`]).
     pub fn new(store: Store) -> CachedTasks {
+        CachedTasks::over(Arc::new(store))
+    }
+
+    /// A provider of the same cache (store, remote tier, sharing of
+    /// compiles, when fetched records are written) with state of its own:
+    /// a run's quick tier ([`crate::tiers`]), whose keys are not the
+    /// optimised tier's.
+    pub fn sibling(&self) -> CachedTasks {
+        let mut sibling = CachedTasks::over(self.store.clone());
+        sibling.remote = self.remote.clone();
+        sibling.flight = Flight::new(self.flight.options());
+        sibling.fetched_writes = self.fetched_writes;
+        sibling
+    }
+
+    /// Whether the store is only read (nothing compiled is stored).
+    pub fn read_only(&self) -> bool {
+        self.store.read_only()
+    }
+
+    /// The cache root.
+    pub fn root(&self) -> &std::path::Path {
+        self.store.root()
+    }
+
+    fn over(store: Arc<Store>) -> CachedTasks {
         CachedTasks {
-            store: Arc::new(store),
+            store,
             writes: VecDeque::new(),
             compiled: HashMap::new(),
             fetched_writes: FetchedWrites::default(),
@@ -383,6 +412,47 @@ impl CachedTasks {
                 self.fetched.insert(*key, r);
             }
         }
+    }
+
+    /// Keys `modules` (kept for `provide`), and looks each key up: in
+    /// what this process made, in the local store, and (for the keys
+    /// neither holds, at once) in the remote. Every module that keys, with
+    /// its key; and those of them no tier holds.
+    fn look_up_all<'m>(
+        &mut self,
+        backend: &dyn Backend,
+        modules: &[&'m Module],
+        stats: &mut JitStats,
+    ) -> (Keyed<'m>, Keyed<'m>) {
+        let t0 = Instant::now();
+        // A module that does not key fails in `provide`, with its error.
+        let keyed: Vec<(&Module, (Key, LaunchMeta))> =
+            modules.iter().map_while(|m| key_and_meta(m, backend.config()).ok().map(|k| (*m, k))).collect();
+        // Local first: a key the local store holds (or this process made)
+        // is neither asked of the remote nor compiled here.
+        let mut absent: Vec<(&Module, Key)> = Vec::new();
+        for (m, (key, _)) in &keyed {
+            if !self.compiled.contains_key(key)
+                && !absent.iter().any(|(_, k)| k == key)
+                && !self.store.record_path(key).exists()
+            {
+                absent.push((m, *key));
+            }
+        }
+        let all: Vec<(&Module, Key)> = keyed.iter().map(|(m, (k, _))| (*m, *k)).collect();
+        self.keyed.clear();
+        for (m, k) in keyed {
+            self.keyed.push(m, k);
+        }
+        stats.run.key_time += t0.elapsed();
+        if let Some(remote) = self.remote.clone().filter(|r| r.is_on()) {
+            let keys: Vec<Key> = absent.iter().map(|(_, k)| *k).filter(|k| !self.asked.contains(k)).collect();
+            if !keys.is_empty() {
+                self.ask_remote(&remote, &keys);
+            }
+        }
+        absent.retain(|(_, k)| !self.fetched.contains_key(k) && !self.precompiled.contains_key(k));
+        (all, absent)
     }
 
     /// Waits for the oldest write in flight and counts it.
@@ -606,36 +676,9 @@ impl TaskProvider for CachedTasks {
     }
 
     fn prefetch(&mut self, backend: &dyn Backend, modules: &[&Module], stats: &mut JitStats) {
-        let t0 = Instant::now();
-        // A module that does not key fails in `provide`, with its error.
-        let keyed: Vec<(&Module, (Key, LaunchMeta))> =
-            modules.iter().map_while(|m| key_and_meta(m, backend.config()).ok().map(|k| (*m, k))).collect();
-        // Local first: a key the local store holds (or this process made)
-        // is neither asked of the remote nor compiled here.
-        let mut absent: Vec<(&Module, Key)> = Vec::new();
-        for (m, (key, _)) in &keyed {
-            if !self.compiled.contains_key(key)
-                && !absent.iter().any(|(_, k)| k == key)
-                && !self.store.record_path(key).exists()
-            {
-                absent.push((m, *key));
-            }
-        }
-        let all: Vec<(&Module, Key)> = keyed.iter().map(|(m, (k, _))| (*m, *k)).collect();
-        self.keyed.clear();
-        for (m, k) in keyed {
-            self.keyed.push(m, k);
-        }
-        stats.run.key_time += t0.elapsed();
-        if let Some(remote) = self.remote.clone().filter(|r| r.is_on()) {
-            let keys: Vec<Key> = absent.iter().map(|(_, k)| *k).filter(|k| !self.asked.contains(k)).collect();
-            if !keys.is_empty() {
-                self.ask_remote(&remote, &keys);
-            }
-        }
+        let (all, mut absent) = self.look_up_all(backend, modules, stats);
         // What neither tier holds and no other process or machine is
         // compiling is compiled together.
-        absent.retain(|(_, k)| !self.fetched.contains_key(k) && !self.precompiled.contains_key(k));
         let remote = self.remote.clone().filter(|r| r.is_on());
         if !absent.is_empty() {
             let keys: Vec<Key> = absent.iter().map(|(_, k)| *k).collect();
@@ -649,6 +692,13 @@ impl TaskProvider for CachedTasks {
         }
         self.note_awaited(&all);
         self.count_bytes(stats);
+    }
+
+    fn lookup(&mut self, backend: &dyn Backend, modules: &[&Module], stats: &mut JitStats) -> Vec<bool> {
+        let (all, absent) = self.look_up_all(backend, modules, stats);
+        self.count_bytes(stats);
+        let keyed = |m: &Module| all.iter().find(|(k, _)| std::ptr::eq(*k, m)).map(|(_, key)| *key);
+        modules.iter().map(|m| keyed(m).is_some_and(|key| !absent.iter().any(|(_, k)| *k == key))).collect()
     }
 
     fn ready(&mut self, stats: &mut JitStats) {

@@ -10,13 +10,14 @@
 
 use super::runtime::{self, LaunchNames};
 use super::{Jit, JitError, LoadedFunction, LoadedTask};
+use crate::tiers::{Polled, Quick, Tier, Tiers};
 use kiln::config::MetaKind;
 use kiln::exec::{Engine, Fields, RunError};
 use kiln::ir::{Const, Item, Kernel, Module, Scalar, Stream, TaskItem};
 use kiln::key::functions::{FuncPlan, NeededRecord};
 use kiln::key::Key;
 use kiln_llvm::{self, Backend, CodegenError, CompiledTask};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -81,6 +82,14 @@ pub trait TaskProvider: Send {
     /// kernel, see [`kiln_llvm::CompileProcess`]).
     fn prefetch(&mut self, _backend: &dyn Backend, _modules: &[&Module], _stats: &mut JitStats) {}
 
+    /// Looks `modules` up as [`TaskProvider::prefetch`] does, compiling
+    /// none of them: which of them [`TaskProvider::provide`] can now make
+    /// ready without compiling (a tiered run's optimised tier,
+    /// [`crate::tiers`]). A provider without a cache has none.
+    fn lookup(&mut self, _backend: &dyn Backend, modules: &[&Module], _stats: &mut JitStats) -> Vec<bool> {
+        vec![false; modules.len()]
+    }
+
     /// Called when [`JitEngine::prepare`] has made a kernel's tasks ready:
     /// a provider may start work it held back until then (the cache's
     /// local writes of records the remote returned).
@@ -112,8 +121,9 @@ impl std::fmt::Display for ProvideError {
 /// What a provider's [`TaskProvider::prefetch`] made for each of its
 /// modules, for the [`TaskProvider::provide`] calls that follow. The
 /// engine provides the prefetched modules in prefetch's order while the
-/// kernel's stream is borrowed, so a module is found at the front by its
-/// address, and nothing is printed or hashed again; a module not found
+/// kernel's stream is borrowed, so a module is found by its address (at
+/// the front, unless a tiered run provided the ones before it from the
+/// other tier), and nothing is printed or hashed again; a module not found
 /// there is worked out afresh by the provider.
 #[derive(Debug)]
 pub struct Prefetched<T> {
@@ -137,10 +147,13 @@ impl<T> Prefetched<T> {
         self.queue.push_back((address(module), value));
     }
 
-    /// The value kept for `module`, when it is the next one.
+    /// The value kept for `module`, when it is kept: the values kept
+    /// before it are dropped (their modules were not provided: a tiered
+    /// run provides some of a lookup's modules from the other tier).
     pub fn take(&mut self, module: &Module) -> Option<T> {
-        let next = self.queue.front().is_some_and(|(a, _)| *a == address(module));
-        next.then(|| self.queue.pop_front().map(|(_, v)| v)).flatten()
+        let at = self.queue.iter().position(|(a, _)| *a == address(module))?;
+        self.queue.drain(..at);
+        self.queue.pop_front().map(|(_, v)| v)
     }
 }
 
@@ -341,6 +354,9 @@ pub struct JitEngine {
     batch: Option<Batch>,
     /// What the `print`s of its runs wrote, until [`Engine::take_printed`].
     printed: Vec<String>,
+    /// The quick tier and the background compiles of the optimised one,
+    /// when tasks may start on their quick tier (per-task path).
+    tiers: Option<Tiers>,
 }
 
 /// What a batch of runs of one stream works out once, not once per run.
@@ -371,6 +387,7 @@ impl JitEngine {
             split: None,
             batch: None,
             printed: Vec::new(),
+            tiers: None,
         })
     }
 
@@ -434,11 +451,75 @@ impl JitEngine {
         self.provider = p;
     }
 
-    /// Waits for the provider's background work (records being written)
+    /// Lets tasks the provider lacks in their optimised tier start on
+    /// their quick tier, from `tiers` (per-task path).
+    pub fn set_tiers(&mut self, tiers: Tiers) {
+        self.tiers = Some(tiers);
+    }
+
+    /// Waits for the providers' background work (records being written)
     /// and completes the counters; call it before reading `stats` at the
-    /// end of a run.
+    /// end of a run. A background compile of the optimised tier is not
+    /// waited for: it stores its records on its own.
     pub fn finish(&mut self) {
+        if let Some(t) = self.tiers.as_mut() {
+            t.finish(&mut self.stats);
+            t.provider.finish(&mut self.stats);
+        }
         self.provider.finish(&mut self.stats);
+    }
+
+    /// At a launch boundary: replaces each task whose optimised tier the
+    /// finished background compile stored (a task is replaced whole,
+    /// before its kernel's launches are looked up), and starts the next
+    /// background compile.
+    fn upgrade(&mut self) {
+        let Some(tiers) = self.tiers.as_mut() else { return };
+        if let Polled::Done(tasks) = tiers.poll(&mut self.stats) {
+            let modules: Vec<&Module> = tasks.iter().map(|q| &q.module).collect();
+            let present = self.provider.lookup(&*self.backend, &modules, &mut self.stats);
+            for (q, _) in tasks.iter().zip(present).filter(|(_, here)| *here) {
+                // A record that will not load leaves the quick tier running.
+                if let Ok(l) = self.provider.provide(&self.jit, &*self.backend, &q.module, &q.task, &mut self.stats) {
+                    self.tasks.insert(q.digest, l);
+                    self.stats.run.upgraded += 1;
+                }
+            }
+            self.provider.ready(&mut self.stats);
+        }
+        tiers.start_waiting(&mut self.stats);
+    }
+
+    /// Looks up or compiles, together, the modules of a kernel not loaded
+    /// yet, each in the tier it starts on: the optimised tier when a cache
+    /// tier holds it (or no quick tier is set), else the quick tier. The
+    /// modules that start on their quick tier.
+    fn prefetch_tiers(&mut self, fresh: &[&Module]) -> HashSet<*const Module> {
+        let Some(tiers) = self.tiers.as_mut() else {
+            self.provider.prefetch(&*self.backend, fresh, &mut self.stats);
+            return HashSet::new();
+        };
+        // The optimised tier's lookup keys them all for `provide`.
+        let present = self.provider.lookup(&*self.backend, fresh, &mut self.stats);
+        let quick: Vec<&Module> = fresh.iter().zip(present).filter(|(_, here)| !here).map(|(m, _)| *m).collect();
+        if !quick.is_empty() {
+            tiers.provider.prefetch(&*tiers.backend, &quick, &mut self.stats);
+        }
+        quick.into_iter().map(|m| m as *const Module).collect()
+    }
+
+    /// A loaded task for `module`, from the tier `prefetch_tiers` chose.
+    fn provide(&mut self, module: &Module, task: &str, quick: bool) -> Result<LoadedTask, ProvideError> {
+        let (jit, stats) = (&self.jit, &mut self.stats);
+        match self.tiers.as_mut().filter(|_| quick) {
+            Some(t) => {
+                t.provider.provide(jit, &*t.backend, module, task, stats).map(|l| LoadedTask { tier: Tier::Quick, ..l })
+            }
+            None => {
+                let l = self.provider.provide(jit, &*self.backend, module, task, stats)?;
+                Ok(LoadedTask { tier: Tier::of(self.backend.config()), ..l })
+            }
+        }
     }
 
     /// Ends the engine of a process about to exit, leaving the JIT's
@@ -511,9 +592,7 @@ impl JitEngine {
                     .filter(|(_, &i)| seen.insert(i) && !self.tasks.contains_key(&digests[i]))
                     .map(|((m, _), _)| *m)
                     .collect();
-                if !fresh.is_empty() {
-                    self.provider.prefetch(&*self.backend, &fresh, &mut self.stats);
-                }
+                let quick = if fresh.is_empty() { HashSet::new() } else { self.prefetch_tiers(&fresh) };
                 // Each distinct module looked up (its text hashed) once.
                 let mut ready: Vec<Option<LoadedTask>> = digests.iter().map(|d| self.tasks.get(d).cloned()).collect();
                 let mut out = Vec::with_capacity(launched.len());
@@ -522,15 +601,22 @@ impl JitEngine {
                         out.push(l.clone());
                         continue;
                     }
+                    let on_quick = quick.contains(&(m as *const Module));
                     let l = self
-                        .provider
-                        .provide(&self.jit, &*self.backend, m, &t.name, &mut self.stats)
+                        .provide(m, &t.name, on_quick)
                         .map_err(|e| RunError::new(format!("kernel @{kernel}, task @{}: {e}", t.name)))?;
                     self.tasks.insert(digests[i], l.clone());
+                    if let Some(tiers) = self.tiers.as_mut().filter(|_| on_quick) {
+                        tiers.started_quick(Quick { digest: digests[i], module: m.clone(), task: t.name.to_string() });
+                    }
                     ready[i] = Some(l.clone());
                     out.push(l);
                 }
                 self.provider.ready(&mut self.stats);
+                if let Some(tiers) = self.tiers.as_mut() {
+                    tiers.provider.ready(&mut self.stats);
+                    tiers.start_waiting(&mut self.stats);
+                }
                 Ok(out)
             }
             JitPath::WholeKernel => {
@@ -564,7 +650,8 @@ impl JitEngine {
                         .map_err(|e| RunError::new(format!("kernel @{kernel}: {e}")))?;
                     self.stats.run.load_time += t0.elapsed();
                     self.stats.run.whole_kernel_tasks += ls.len() as u64;
-                    ls
+                    let tier = Tier::of(self.backend.config());
+                    ls.into_iter().map(|l| LoadedTask { tier, ..l }).collect()
                 };
                 self.kernels.insert(key, ls.clone());
                 Ok(ls)
@@ -589,7 +676,7 @@ fn kernel_stream((module, kernel): (&Module, &Kernel), launched: &[(&Module, &Ta
 
 /// What names a loaded module in a session: the digest of its canonical
 /// text.
-type TextDigest = blake3::Hash;
+use crate::tiers::TextDigest;
 
 /// The digest of the canonical text of each distinct module of a kernel's
 /// launches, in order of first launch, and for each launch the index of
@@ -667,6 +754,7 @@ impl Engine for JitEngine {
         if let Some(sig) = kiln::interrupt::requested() {
             return Err(RunError::new(format!("interrupted by signal {sig}")));
         }
+        self.upgrade();
         let split = self.split(stream, kernel)?;
         let stream = split.as_deref().unwrap_or(stream);
         let (_, k) = self.find_kernel(stream, kernel)?;
@@ -695,7 +783,7 @@ impl Engine for JitEngine {
         let seed = self.seed;
         let t0 = Instant::now();
         let pool = self.pool.as_ref();
-        let launches = &mut self.stats.launches;
+        let stats = &mut self.stats;
         let mut out = runtime::PrintOut::new(&mut self.printed);
         let mut run = || -> Result<(), RunError> {
             for (ordinal, (t, &(m, item))) in tasks.iter().zip(&launched).enumerate() {
@@ -707,7 +795,11 @@ impl Engine for JitEngine {
                     JitPath::PerTask => kiln_llvm::sites::locate(&[(m, item)], n),
                     JitPath::WholeKernel => kiln_llvm::sites::locate(&launched, n),
                 };
-                *launches += 1;
+                stats.launches += 1;
+                match t.tier {
+                    Tier::Quick => stats.run.quick_launches += 1,
+                    Tier::Opt => stats.run.opt_launches += 1,
+                }
                 let _span = kiln::trace::span("launch", "launch", &item.name);
                 let on = runtime::RunOn { pool, denormals: fp, seed, task: ordinal as u32 };
                 runtime::launch(t.entry, &t.meta, names, &slots, fields, on, &locate, &mut out)?;

@@ -10,8 +10,8 @@
 //! (add an object to a uniquely named dylib and look its entry symbols up
 //! at once, so a damaged or unlinkable object is an error value right
 //! there), the runtime that launches a loaded task ([`runtime`]), the
-//! JIT [`engine`] of `kiln-run`, and the cached per-task provider it runs
-//! with ([`cached`]).
+//! JIT [`engine`] of `kiln-run`, the cached per-task provider it runs
+//! with ([`cached`]), and its two tiers ([`tiers`]).
 //!
 //! Must never: compile (that is `kiln-codegen`, which this crate does not
 //! depend on: objects come from the cache or through a
@@ -22,6 +22,7 @@
 pub mod cached;
 pub mod engine;
 pub mod runtime;
+pub mod tiers;
 
 use inkwell::llvm_sys;
 use kiln::cache::Key;
@@ -262,6 +263,9 @@ pub struct LoadedTask {
     pub entry: EntryFn,
     pub meta: LaunchMeta,
     pub times: LoadTimes,
+    /// The tier its object was compiled in (`--stats` counts launches per
+    /// tier): set by the engine, which knows whose backend compiled it.
+    pub tier: crate::tiers::Tier,
     dylib: Arc<Dylib>,
 }
 
@@ -358,7 +362,8 @@ impl Jit {
     ) -> Result<LoadedTask, JitError> {
         let _span = kiln::trace::span("load", "load", name_hint);
         let (dylib, addrs, times) = self.add_object(name_hint, object, &[meta.entry_symbol.as_str()], deps)?;
-        Ok(LoadedTask { entry: runtime::entry_from_address(addrs[0]), meta: meta.clone(), times, dylib })
+        let entry = runtime::entry_from_address(addrs[0]);
+        Ok(LoadedTask { entry, meta: meta.clone(), times, tier: crate::tiers::Tier::Opt, dylib })
     }
 
     /// Loads a function record's object (`meta` from
@@ -406,6 +411,7 @@ impl Jit {
                 entry: runtime::entry_from_address(a),
                 meta: m.clone(),
                 times,
+                tier: crate::tiers::Tier::Opt,
                 dylib: dylib.clone(),
             })
             .collect())

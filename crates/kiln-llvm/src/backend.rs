@@ -110,6 +110,20 @@ impl CompileProcess {
         self
     }
 
+    /// Starts a `kiln-compile --cache-dir` fill of `modules` (per-task
+    /// modules) in the background (see [`protocol::start`]): it compiles
+    /// and stores their tasks and the function records they call, with
+    /// this backend's configuration and target, into the cache that
+    /// `cache_args` name (`--cache-dir DIR` and the flags of the settings
+    /// given on the command line; the rest it reads as any run does).
+    pub fn start_fill(&self, modules: &[&Module], cache_args: &[String]) -> Result<protocol::Started, CodegenError> {
+        let input = Stream { modules: modules.iter().map(|m| (*m).clone()).collect() }.to_string();
+        let mut args = vec!["-".to_string(), "--quiet".to_string()];
+        args.extend(cache_args.iter().cloned());
+        args.extend(protocol::request_flags(&self.config, &self.target.cpu, &self.target.features));
+        protocol::start(&self.program, &args, &input).map_err(CodegenError::new)
+    }
+
     /// The flags of a request for `wanted` ([`protocol::request_flags`]).
     fn flags(&self, wanted: &Wanted) -> Vec<String> {
         let mut flags = protocol::request_flags(&self.config, &self.target.cpu, &self.target.features);

@@ -1,0 +1,219 @@
+//! Tiered compilation (`docs/runtime.md`, "Tiers").
+//!
+//! - The quick tier (`-O0`) and the optimised tier (`-O2`) compute the same
+//!   results bit for bit on every `.kir` file of `testdata/` and
+//!   `lit-tests/` that runs: every field's digest, every printed line, and
+//!   the same error for a run that fails. One thread, so that a float
+//!   `atomic` sums in one order on both.
+//! - A run whose background compile of the optimised tier is killed mid-way
+//!   goes on with its quick tier: right results and one warning.
+//! - A run whose background compile ends replaces its tasks at a launch
+//!   boundary: every later launch is of the optimised tier, with the same
+//!   results, and the records are in the cache for the next process.
+
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+
+use common::run_all;
+use kiln::config::CompileConfig;
+use kiln::exec::{Engine, FieldData, Fields};
+use kiln::interp::Interpreter;
+use kiln::ir::Stream;
+use kiln_codegen::Compiler;
+use kiln_jit::cached::CachedTasks;
+use kiln_jit::engine::{JitEngine, JitPath};
+use kiln_jit::tiers::{StartFill, Tiers};
+use kiln_llvm::{session, CompileProcess, HostTarget};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const COMPILE: &str = concat!(env!("KILN_BINARIES_DIR"), "/kiln-compile");
+
+fn engine(config: CompileConfig) -> JitEngine {
+    JitEngine::new(Compiler::host(config).unwrap(), JitPath::PerTask, 1).unwrap()
+}
+
+/// What a run of every kernel of `stream` leaves: each field's bytes, and
+/// what it printed; or its error.
+fn outcome(engine: &mut dyn Engine, stream: &Stream) -> Result<(Digests, Vec<String>), String> {
+    let fields = run_all(engine, stream)?;
+    Ok((field_bytes(&fields), engine.take_printed()))
+}
+
+/// Every field's name and digest (of its bytes).
+type Digests = Vec<(String, String)>;
+
+fn field_bytes(fields: &Fields) -> Digests {
+    fields.names().map(|n| (n.to_string(), fields.get(n).map(FieldData::digest).unwrap_or_default())).collect()
+}
+
+#[test]
+fn both_tiers_compute_the_same_results_on_the_whole_corpus() {
+    let opt = CompileConfig::default();
+    let (mut quick_engine, mut opt_engine) = (engine(opt.quick()), engine(opt));
+    let (mut compared, mut failures) = (0, Vec::new());
+    for file in common::kir_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let Ok(stream) = kiln::parser::parse(&text) else { continue };
+        if kiln::verifier::verify(&stream).is_err() {
+            continue;
+        }
+        let quick = outcome(&mut quick_engine, &stream);
+        let optimised = outcome(&mut opt_engine, &stream);
+        if quick != optimised {
+            failures.push(format!("{}: quick {quick:?}\n  opt {optimised:?}", file.display()));
+        }
+        compared += 1;
+    }
+    assert!(compared >= 60, "only {compared} files ran");
+    assert!(failures.is_empty(), "the tiers differ:\n{}", failures.join("\n"));
+}
+
+/// Eight loops of math over 64K floats: long enough to compile at `-O2`
+/// that a background compile can be caught mid-way.
+const MATH: &str = "\
+field @x : f32[65536]
+field @y : f32[65536]
+kernel @init(%n: i32 = 65536) {
+  for %i in 0 .. %n {
+    %f = cast %i to f32
+    %s = const 0.001 : f32
+    %v = mul %f, %s
+    store @x[%i], %v
+  }
+}
+kernel @math(%n: i32 = 65536) {
+  for %i in 0 .. %n {
+    %a = load @x[%i]
+    %b = sin %a
+    %c = exp %b
+    %d = sqrt %c
+    %e = cos %d
+    %g = log %c
+    %h = add %e, %g
+    %k = abs %h
+    %l = floor %k
+    %m = add %k, %l
+    store @y[%i], %m
+  }
+}
+";
+
+/// A run over the cache at `root` with the tiers `kiln-run --tier=auto`
+/// has: the quick tier compiled here, the optimised one by a
+/// `kiln-compile --cache-dir` fill in the background, whose process ids
+/// go to `fills`.
+fn tiered_engine(root: &Path, fills: Arc<Mutex<Vec<u32>>>) -> JitEngine {
+    let config = CompileConfig::default();
+    let target = HostTarget::detect().unwrap();
+    let store = session::open_store(root, &target, Default::default()).unwrap();
+    let provider = CachedTasks::new(store);
+    let opt = CompileProcess::new(config.clone(), target, COMPILE.into()).unwrap();
+    let args = vec![format!("--cache-dir={}", root.display())];
+    let start_fill: StartFill = Box::new(move |modules| {
+        let started = opt.start_fill(modules, &args).map_err(|e| e.to_string())?;
+        fills.lock().unwrap().push(started.id());
+        Ok(started)
+    });
+    let quick = Compiler::host(config.quick()).unwrap();
+    let mut e = engine(config);
+    e.set_tiers(Tiers::new(Box::new(quick), Box::new(provider.sibling()), start_fill));
+    e.set_provider(Box::new(provider));
+    e
+}
+
+fn run(e: &mut JitEngine, stream: &Stream, fields: &mut Fields, kernel: &str) {
+    e.run_kernel(stream, kernel, &[kiln::ir::Const::i32(65536)], fields).unwrap();
+}
+
+fn want() -> (Stream, Digests) {
+    let stream = kiln::parser::parse(MATH).unwrap();
+    let mut fields = Fields::zeroed(&stream);
+    let mut interp = Interpreter::new();
+    for k in ["init", "math"] {
+        interp.run_kernel(&stream, k, &[kiln::ir::Const::i32(65536)], &mut fields).unwrap();
+    }
+    (stream, field_bytes(&fields))
+}
+
+/// A tiered engine over a fresh cache, [`MATH`] and what it must leave.
+struct Lab {
+    dir: tempfile::TempDir,
+    fills: Arc<Mutex<Vec<u32>>>,
+    e: JitEngine,
+    stream: Stream,
+    want: Digests,
+}
+
+fn lab() -> Lab {
+    let dir = tempfile::tempdir().unwrap();
+    let fills = Arc::new(Mutex::new(Vec::new()));
+    let e = tiered_engine(dir.path(), fills.clone());
+    let (stream, want) = want();
+    Lab { dir, fills, e, stream, want }
+}
+
+#[test]
+fn a_killed_background_compile_leaves_the_quick_tier_running() {
+    let Lab { dir: _dir, fills, mut e, stream, want } = lab();
+    let mut fields = Fields::zeroed(&stream);
+    run(&mut e, &stream, &mut fields, "init");
+    // The first kernel's tasks started on their quick tier, and their
+    // optimised tier's compile with them: killed at once, mid-way.
+    let pid = fills.lock().unwrap()[0];
+    let killed = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap();
+    assert!(killed.success());
+    std::thread::sleep(Duration::from_millis(100));
+    run(&mut e, &stream, &mut fields, "math");
+    run(&mut e, &stream, &mut fields, "math");
+    e.finish();
+    assert_eq!(field_bytes(&fields), want);
+    let s = &e.stats;
+    assert_eq!((s.run.upgraded, s.run.opt_launches, s.run.quick_launches), (0, 0, 3), "{s:?}");
+    assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+    assert!(
+        s.warnings[0].contains("could not be compiled in the background")
+            && s.warnings[0].contains("killed by a signal"),
+        "{:?}",
+        s.warnings
+    );
+    // No other compile was started after the failure.
+    assert_eq!(fills.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn a_finished_background_compile_replaces_the_tasks_at_a_launch_boundary() {
+    let Lab { dir, fills, mut e, stream, want } = lab();
+    let mut fields = Fields::zeroed(&stream);
+    run(&mut e, &stream, &mut fields, "init");
+    run(&mut e, &stream, &mut fields, "math");
+    // Both kernels' optimised tiers: the first's compile, then the
+    // second's, started at the boundary after the first ended.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while e.stats.run.upgraded < 2 {
+        assert!(Instant::now() < deadline, "the background compiles did not end: {:?}", e.stats);
+        std::thread::sleep(Duration::from_millis(50));
+        fields = Fields::zeroed(&stream);
+        run(&mut e, &stream, &mut fields, "init");
+        run(&mut e, &stream, &mut fields, "math");
+    }
+    let before = e.stats.run.opt_launches;
+    fields = Fields::zeroed(&stream);
+    run(&mut e, &stream, &mut fields, "init");
+    run(&mut e, &stream, &mut fields, "math");
+    e.finish();
+    assert_eq!(field_bytes(&fields), want);
+    let s = &e.stats;
+    assert_eq!(s.run.opt_launches, before + 2, "{s:?}");
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    assert_eq!(fills.lock().unwrap().len(), 2);
+    // The next process finds the optimised tier in the cache.
+    let mut next = tiered_engine(dir.path(), Arc::new(Mutex::new(Vec::new())));
+    let mut fields = Fields::zeroed(&stream);
+    run(&mut next, &stream, &mut fields, "init");
+    run(&mut next, &stream, &mut fields, "math");
+    next.finish();
+    assert_eq!(field_bytes(&fields), want);
+    assert_eq!((next.stats.run.quick_launches, next.stats.run.opt_launches), (0, 2), "{:?}", next.stats);
+}
