@@ -139,7 +139,8 @@ const MAX_WRITES_IN_FLIGHT: usize = 8;
 /// At most this many warnings are kept per run (the first ones explain).
 const MAX_WARNINGS: usize = 16;
 
-fn warn(stats: &mut JitStats, text: String) {
+/// Adds a warning of the run (the first [`MAX_WARNINGS`] are kept).
+pub(crate) fn warn(stats: &mut JitStats, text: String) {
     if stats.warnings.len() < MAX_WARNINGS {
         stats.warnings.push(text);
     }

@@ -508,6 +508,20 @@ impl JitEngine {
         quick.into_iter().map(|m| m as *const Module).collect()
     }
 
+    /// A loaded task for `module`, from the tier `prefetch_tiers` chose:
+    /// a quick tier that cannot be made ready (an LLVM error, a killed
+    /// compiler) leaves the task to the optimised one, with a warning.
+    fn provide_tiered(&mut self, module: &Module, task: &str, quick: bool) -> Result<LoadedTask, ProvideError> {
+        match self.provide(module, task, quick) {
+            Err(e) if quick => {
+                let warning = format!("task @{task}: the quick tier failed ({e}); it runs its optimised tier");
+                crate::cached::warn(&mut self.stats, warning);
+                self.provide(module, task, false)
+            }
+            done => done,
+        }
+    }
+
     /// A loaded task for `module`, from the tier `prefetch_tiers` chose.
     fn provide(&mut self, module: &Module, task: &str, quick: bool) -> Result<LoadedTask, ProvideError> {
         let (jit, stats) = (&self.jit, &mut self.stats);
@@ -601,12 +615,11 @@ impl JitEngine {
                         out.push(l.clone());
                         continue;
                     }
-                    let on_quick = quick.contains(&(m as *const Module));
                     let l = self
-                        .provide(m, &t.name, on_quick)
+                        .provide_tiered(m, &t.name, quick.contains(&(m as *const Module)))
                         .map_err(|e| RunError::new(format!("kernel @{kernel}, task @{}: {e}", t.name)))?;
                     self.tasks.insert(digests[i], l.clone());
-                    if let Some(tiers) = self.tiers.as_mut().filter(|_| on_quick) {
+                    if let Some(tiers) = self.tiers.as_mut().filter(|_| l.tier == Tier::Quick) {
                         tiers.started_quick(Quick { digest: digests[i], module: m.clone(), task: t.name.to_string() });
                     }
                     ready[i] = Some(l.clone());

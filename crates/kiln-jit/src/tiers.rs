@@ -166,9 +166,8 @@ impl Tiers {
     fn fail(&mut self, why: &str, stats: &mut JitStats) {
         self.failed = true;
         self.waiting.clear();
-        stats
-            .warnings
-            .push(format!("the optimised tier could not be compiled in the background ({why}); the quick tier ran"));
+        let warning = format!("the optimised tier could not be compiled in the background ({why}); the quick tier ran");
+        crate::cached::warn(stats, warning);
     }
 
     /// At the end of a run: the tasks that waited for the running

@@ -217,3 +217,56 @@ fn a_finished_background_compile_replaces_the_tasks_at_a_launch_boundary() {
     assert_eq!(field_bytes(&fields), want);
     assert_eq!((next.stats.run.quick_launches, next.stats.run.opt_launches), (0, 2), "{:?}", next.stats);
 }
+
+/// A code generator that fails every compile, as a killed compiler
+/// process does.
+struct Failing(CompileConfig, HostTarget);
+
+impl kiln_llvm::Backend for Failing {
+    fn config(&self) -> &CompileConfig {
+        &self.0
+    }
+    fn target(&self) -> &HostTarget {
+        &self.1
+    }
+    fn compile_tasks(
+        &self,
+        modules: &[&kiln::ir::Module],
+    ) -> Vec<Result<kiln_llvm::CompiledTask, kiln_llvm::CodegenError>> {
+        modules.iter().map(|_| Err(kiln_llvm::CodegenError::new("killed by SIGKILL"))).collect()
+    }
+    fn compile_kernel(&self, _: &Stream, _: &str) -> Result<kiln_llvm::CompiledKernel, kiln_llvm::CodegenError> {
+        Err(kiln_llvm::CodegenError::new("killed by SIGKILL"))
+    }
+    fn compile_functions(
+        &self,
+        records: &[kiln::key::functions::NeededRecord<'_>],
+    ) -> Vec<Result<kiln_llvm::CompiledTask, kiln_llvm::CodegenError>> {
+        records.iter().map(|_| Err(kiln_llvm::CodegenError::new("killed by SIGKILL"))).collect()
+    }
+}
+
+#[test]
+fn a_quick_tier_that_fails_leaves_the_task_to_the_optimised_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = CompileConfig::default();
+    let target = HostTarget::detect().unwrap();
+    let provider = CachedTasks::new(session::open_store(dir.path(), &target, Default::default()).unwrap());
+    let no_fill: StartFill = Box::new(|_| Err("no background compile in this test".into()));
+    let mut e = engine(config.clone());
+    e.set_tiers(Tiers::new(Box::new(Failing(config.quick(), target)), Box::new(provider.sibling()), no_fill));
+    e.set_provider(Box::new(provider));
+    let (stream, want) = want();
+    let mut fields = Fields::zeroed(&stream);
+    run(&mut e, &stream, &mut fields, "init");
+    run(&mut e, &stream, &mut fields, "math");
+    e.finish();
+    assert_eq!(field_bytes(&fields), want);
+    let s = &e.stats;
+    assert_eq!((s.run.quick_launches, s.run.opt_launches), (0, 2), "{s:?}");
+    assert_eq!(s.warnings.len(), 2, "{:?}", s.warnings);
+    assert!(s
+        .warnings
+        .iter()
+        .all(|w| w.contains("the quick tier failed (killed by SIGKILL); it runs its optimised tier")));
+}
