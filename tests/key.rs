@@ -118,6 +118,60 @@ fn changing_a_constant_changes_the_key() {
     assert_eq!(edited["k.1"], base()["k.1"], "a function the task does not call is not");
 }
 
+/// Tasks that call through chains of functions: `k.0` reaches `@inner`
+/// through `@outer`, `k.1` calls `@other`, `k.2` calls nothing.
+const CHAINS: &str = "\
+field @x : f32[64]
+
+func @inner(%v: f32) -> f32 {
+  %r = add %v, %v
+  ret %r
+}
+
+func @outer(%v: f32) -> f32 {
+  %r = call @inner(%v)
+  ret %r
+}
+
+func @other(%v: f32) -> f32 {
+  %r = mul %v, %v
+  ret %r
+}
+
+kernel @k() {
+  for %i in 0 .. 64 {
+    %xi = load @x[%i]
+    %u = call @outer(%xi)
+    store @x[%i], %u
+  }
+  for %j in 0 .. 64 {
+    %xj = load @x[%j]
+    %w = call @other(%xj)
+    store @x[%j], %w
+  }
+  for %l in 0 .. 64 {
+    %c = const 1.0 : f32
+    store @x[%l], %c
+  }
+}
+";
+
+#[test]
+fn editing_a_callee_changes_exactly_the_keys_of_the_tasks_that_reach_it() {
+    let base = keys(CHAINS);
+    assert_eq!(base.keys().collect::<Vec<_>>(), ["k.0", "k.1", "k.2"]);
+    // A callee's callee, two calls down.
+    let edited = keys(&CHAINS.replacen("%r = add %v, %v", "%r = sub %v, %v", 1));
+    assert_ne!(edited["k.0"], base["k.0"], "k.0 reaches @inner through @outer");
+    assert_eq!(edited["k.1"], base["k.1"]);
+    assert_eq!(edited["k.2"], base["k.2"]);
+    // A function called directly by another task.
+    let edited = keys(&CHAINS.replace("%r = mul %v, %v", "%r = add %v, %v"));
+    assert_eq!(edited["k.0"], base["k.0"]);
+    assert_ne!(edited["k.1"], base["k.1"], "k.1 calls @other");
+    assert_eq!(edited["k.2"], base["k.2"]);
+}
+
 #[test]
 fn changing_a_type_changes_the_key() {
     let edited = keys(&BASE.replace("%n: i32 = 1024", "%n: i64 = 1024"));

@@ -5,7 +5,7 @@
 //! `lexer`'s tokens, one line at a time.
 //!
 //! Owns: the syntax tree of a task-form dump ([`Task`], [`Stmt`], [`Kind`])
-//! and its parser; the names of the statements kiln-import refuses
+//! and of a real function's dump (its statements), and their parser; the names of the statements kiln-import refuses
 //! ([`Refusal`]), found here when their syntax alone says so.
 //!
 //! Must never: decide what a statement becomes in KIR (that is `lower`'s),
@@ -228,6 +228,14 @@ pub enum Kind {
     /// `print "TEXT", $A, ...`: its pieces, strings unquoted. Quadrants
     /// prints it without a number; its statement's `id` is [`NO_ID`].
     Print(Vec<Piece>),
+    /// `call "F", args = {$a, $b}`: a call of the real function (a
+    /// `qd.real_func`) compiled as `F`. Its type is a pointer to the struct
+    /// of its results (`{}` when it returns nothing), which `get_element`
+    /// reads.
+    Call {
+        func: String,
+        args: Vec<u32>,
+    },
 }
 
 /// The `id` of a statement Quadrants prints without a `$N` (`print`).
@@ -259,7 +267,7 @@ pub fn refusal(name: &str) -> Refusal {
         "clear_list" | "offloaded listgen" | "offloaded garbage" | "get root" | "get child" | "lookup"
         | "linearized" | "offset" => "a sparse SNode (or a lowered SNode access); KIR fields are dense",
         n if n.starts_with("sparse SNode") => "KIR fields are dense arrays",
-        "internal call" | "call" | "so" | "asm" | "bc" => "KIR cannot call into Quadrants' runtime or external code",
+        "internal call" | "so" | "asm" | "bc" => "KIR cannot call into Quadrants' runtime or external code",
         "tls prologue" | "tls_epilogue" | "bls prologue" | "bls_epilogue" => {
             "thread- or block-local storage of a later stage; import the 'offload_to_executable' stage"
         }
@@ -363,7 +371,7 @@ pub const UNARY_OPS: &[&str] = &[
 
 /// The tasks of one dump: the lines strictly inside its `kernel {` ... `}`.
 pub fn parse_dump(lines: &[Line<'_>]) -> Result<Vec<Task>, Error> {
-    let mut p = Parser { lines, pos: 0, last_loc: None, depth: 0 };
+    let mut p = Parser { lines, pos: 0, last_loc: None, depth: 0, top_level_body: false };
     let mut tasks = Vec::new();
     while p.pos < lines.len() {
         let line = lines[p.pos];
@@ -382,6 +390,18 @@ pub fn parse_dump(lines: &[Line<'_>]) -> Result<Vec<Task>, Error> {
     Ok(tasks)
 }
 
+/// The statements of a real function's dump (a `qd.real_func`'s body in
+/// statement form, not offloaded): the lines strictly inside its
+/// `kernel {` ... `}`.
+pub fn parse_function(lines: &[Line<'_>]) -> Result<Vec<Stmt>, Error> {
+    let mut p = Parser { lines, pos: 0, last_loc: None, depth: 0, top_level_body: true };
+    let body = p.block()?;
+    match lines.get(p.pos) {
+        Some(line) => Err(syntax("a '}' that closes no block", line.span())),
+        None => Ok(body),
+    }
+}
+
 struct Parser<'l, 'a> {
     lines: &'l [Line<'a>],
     pos: usize,
@@ -389,6 +409,9 @@ struct Parser<'l, 'a> {
     last_loc: Option<PyLoc>,
     /// Blocks open around the line being read.
     depth: usize,
+    /// The lines are a real function's body (statements at the top
+    /// level), not offloaded tasks.
+    top_level_body: bool,
 }
 
 /// How deeply blocks may nest in a dump: KIR's own limit (253 levels in a
@@ -506,6 +529,9 @@ impl<'a> Parser<'_, 'a> {
 
     fn block_inner(&mut self) -> Result<Vec<Stmt>, Error> {
         let mut out = Vec::new();
+        // A real function's body is the dump's top level: it ends with the
+        // lines.
+        let top = self.depth == 1 && self.top_level_body;
         while self.pos < self.lines.len() {
             let line = self.lines[self.pos];
             if line.text.trim_start().starts_with('}') {
@@ -518,6 +544,9 @@ impl<'a> Parser<'_, 'a> {
                 continue;
             }
             out.push(self.stmt(line)?);
+        }
+        if top {
+            return Ok(out);
         }
         Err(syntax("a block without its closing '}'", self.at_end_line().span()))
     }
@@ -607,8 +636,9 @@ impl<'a> Parser<'_, 'a> {
         } else {
             return Err(c.unexpected("'=', ':' or 'continue'"));
         };
-        // Only an ndarray's address has a type that is no scalar or pointer.
-        if let (Some(Ty::Other(t)), false) = (&ty, matches!(kind, Kind::ArgAddr(_))) {
+        // Only an ndarray's address and a call's results have a type that
+        // is no scalar or pointer.
+        if let (Some(Ty::Other(t)), false) = (&ty, matches!(kind, Kind::ArgAddr(_) | Kind::Call { .. })) {
             return Err(self.refuse_type(t, line));
         }
         let (loc, near) = match self.location() {
@@ -780,6 +810,14 @@ impl<'a> Parser<'_, 'a> {
                 c.expect(Tok::RBracket, "']'")?;
                 Kind::ShiftPtr { base, offset }
             }
+            "call" => {
+                let Some(Tok::Str(q)) = c.bump() else { return Err(c.unexpected("the called function's name")) };
+                let func = super::lexer::c_unquote(q);
+                c.expect(Tok::Comma, "','")?;
+                c.expect_word("args")?;
+                c.expect(Tok::Eq, "'='")?;
+                Kind::Call { func, args: c.id_set()? }
+            }
             "get_element" => {
                 c.expect(Tok::LParen, "'('")?;
                 let base = c.id()?;
@@ -945,8 +983,12 @@ impl<'a> Parser<'_, 'a> {
                     Kind::While(body)
                 }
                 Some("control") => {
+                    // The mask (`nullptr` once simplified; an `alloca` of -1
+                    // in a real function's dump, which is not) matters
+                    // only to a SIMD backend: Quadrants' LLVM code
+                    // generator breaks when the condition is zero.
                     if !c.eat_word("nullptr") {
-                        return Err(self.refuse("while control with a mask", line));
+                        c.id()?;
                     }
                     c.expect(Tok::Comma, "','")?;
                     let cond = c.id()?;

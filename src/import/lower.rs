@@ -23,6 +23,7 @@ use crate::ir::{
 };
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+mod call;
 mod ops;
 mod tensor;
 
@@ -39,9 +40,19 @@ pub struct KernelIn {
     pub tasks: Vec<Task>,
 }
 
-/// The KIR of all kernels, with the fields they use: one module, built
-/// through [`Builder`] (the caller verifies it).
-pub fn lower(table: &Table, kernels: &[KernelIn]) -> Result<Stream, Error> {
+/// One real function (a `qd.real_func`) the kernels may call: its body as
+/// its dump before Quadrants lowers field accesses.
+pub struct FuncIn {
+    /// Quadrants' name (`sq_143_0`), what a `call` names.
+    pub quadrants_name: String,
+    pub body: Vec<Stmt>,
+}
+
+/// The KIR of all kernels, with the fields they use and the functions
+/// they call: one module, built through [`Builder`] (the caller verifies
+/// it). `funcs` are the real functions of the log by Quadrants' name;
+/// only those called are lowered.
+pub fn lower(table: &Table, kernels: &[KernelIn], funcs: &HashMap<String, FuncIn>) -> Result<Stream, Error> {
     let mut names = Names::default();
     for k in kernels {
         names.reserve(&k.kir_name);
@@ -50,7 +61,17 @@ pub fn lower(table: &Table, kernels: &[KernelIn]) -> Result<Stream, Error> {
         }
     }
     let field_names: Vec<String> = table.fields.iter().map(|f| names.unique(&sanitize(&f.name))).collect();
-    let mut m = Module { table, field_names, used: BTreeMap::new(), extra: Vec::new(), names };
+    let mut m = Module {
+        table,
+        field_names,
+        used: BTreeMap::new(),
+        extra: Vec::new(),
+        names,
+        funcs,
+        lowered: HashMap::new(),
+        active: Vec::new(),
+        func_items: Vec::new(),
+    };
     let mut kernel_items = Vec::new();
     for k in kernels {
         kernel_items.push(Item::Kernel(m.kernel(k)?));
@@ -61,6 +82,7 @@ pub fn lower(table: &Table, kernels: &[KernelIn]) -> Result<Stream, Error> {
     let mut items: Vec<Item> =
         m.used.iter().map(|(&i, &ty)| field(&m.field_names[i], ty, kir_shape(&table.fields[i]))).collect();
     items.extend(m.extra.iter().map(|(name, ty, sh)| field(name, *ty, sh.clone())));
+    items.append(&mut m.func_items);
     items.extend(kernel_items);
     Ok(Stream { modules: vec![ir::Module { name: None, items, span: Span::DUMMY }] })
 }
@@ -146,6 +168,21 @@ struct Module<'t> {
     /// Fields made for one kernel: ndarrays and global temporaries.
     extra: Vec<(String, Scalar, Vec<u64>)>,
     names: Names,
+    /// The log's real functions, by Quadrants' name.
+    funcs: &'t HashMap<String, FuncIn>,
+    /// The functions lowered so far, by Quadrants' name.
+    lowered: HashMap<String, FuncSig>,
+    /// The functions being lowered, outermost first: a call of one of
+    /// them is recursion.
+    active: Vec<String>,
+    func_items: Vec<Item>,
+}
+
+/// A real function lowered: its KIR name and signature.
+struct FuncSig {
+    name: String,
+    params: Vec<Scalar>,
+    ret: Option<Scalar>,
 }
 
 /// The pieces of a vector or matrix as Quadrants prints it: its
@@ -192,6 +229,9 @@ enum V {
     Struct { arg: usize, paths: Vec<Vec<u32>> },
     /// A loop (task or `for`), for `loop $L index K`.
     Loop { vars: Vec<Value> },
+    /// A call's results, for `get_element($call, 0)`: its one value, or
+    /// none.
+    Results(Option<Value>),
 }
 
 /// A task statement built: its body, its variables, and the shape of the
@@ -219,6 +259,8 @@ struct Kernel<'k> {
     /// length a component chosen at run time is checked against (a load
     /// of it at the index: out of range is the field's bounds error).
     components: BTreeMap<u64, String>,
+    /// When this is a real function rather than a kernel: its return type.
+    func_ret: Option<Option<Scalar>>,
 }
 
 /// One task's body being built.
@@ -376,6 +418,7 @@ impl Module<'_> {
             tmps: BTreeMap::new(),
             rets: BTreeMap::new(),
             components: BTreeMap::new(),
+            func_ret: None,
         };
         for (i, t) in k.tasks.iter().enumerate() {
             self.task(&mut kc, &mut body, i, t)?;
@@ -443,6 +486,9 @@ impl Module<'_> {
     /// frame stays small (blocks nest 64 deep on a test thread's stack).
     #[inline(never)]
     fn ret(&mut self, kc: &mut Kernel, b: &mut Body, vals: &[u32], s: &Stmt) -> Result<(), Error> {
+        if let Some(want) = kc.func_ret {
+            return self.func_ret(b, vals, want, s);
+        }
         for (i, id) in vals.iter().enumerate() {
             // A vector or matrix is returned in a field of its axes.
             let (comps, axes) = match b.vals.get(id) {
@@ -646,7 +692,7 @@ impl Module<'_> {
         }
         let n = Name::from(s.id.to_string());
         // An ndarray's address is typed as the ndarray's struct.
-        let ty = if matches!(s.kind, Kind::ArgAddr(_)) { None } else { hint(s)? };
+        let ty = if matches!(s.kind, Kind::ArgAddr(_) | Kind::Call { .. }) { None } else { hint(s)? };
         let outer = b.bld.set_loc(py_loc(s.loc.as_ref(), s.near));
         let done = self.stmt_kind(kc, b, loops, s, &n, ty);
         b.bld.set_loc(outer);
@@ -832,6 +878,10 @@ impl Module<'_> {
                 let v = tensor::field_ptr(b, s, f, idx)?;
                 b.vals.insert(s.id, v);
             }
+            Kind::GlobalTmp { .. } if kc.func_ret.is_some() => {
+                return Err(refused_stmt("global tmp var in a qd.real_func", s)
+                    .with_why("a real function's KIR is one function for every kernel that calls it"))
+            }
             Kind::GlobalTmp { offset } => {
                 let elem = need_ty()?;
                 let axes = tensor::axes_of(s);
@@ -896,15 +946,8 @@ impl Module<'_> {
                 let v = tensor::shift(b, s, *base, *offset, &mut check)?;
                 b.vals.insert(s.id, v);
             }
-            Kind::GetElement { base, path } => {
-                let Some(V::Struct { arg, paths }) = b.vals.get(base) else {
-                    return Err(located(format!("${base} is not a struct argument"), s));
-                };
-                let Some(i) = paths.iter().position(|p| p == path) else {
-                    return Err(located(format!("the struct argument has no scalar member at {path:?}"), s));
-                };
-                b.vals.insert(s.id, V::Val(kc.params[*arg][i]));
-            }
+            Kind::Call { func, args } => self.call(b, s, func, args, n)?,
+            Kind::GetElement { base, path } => get_element(kc, b, s, *base, path)?,
             Kind::Unary { op, a } => self.unary(b, s, op, *a, ty)?,
             Kind::Cast { to, a } => {
                 let to = stmt_scalar(to, s)?;
@@ -956,6 +999,9 @@ impl Module<'_> {
     /// `argload`: a scalar parameter, numbered as Quadrants numbers the
     /// runtime arguments; anything else is refused by name.
     fn arg_load(&mut self, kc: &mut Kernel, b: &mut Body, s: &Stmt, i: u32, ty: Option<Scalar>) -> Result<(), Error> {
+        if kc.func_ret.is_some() {
+            return call::func_arg(kc, b, s, i, ty);
+        }
         let j = self.runtime_arg(kc, i, s)?;
         let a = &self.args_of(kc)[j];
         let (Some(&[v]), "scalar") = (kc.params.get(j).map(Vec::as_slice), a.kind.as_str()) else {
@@ -1009,6 +1055,10 @@ impl Module<'_> {
     /// arguments and flattens dataclasses: the table records it); a part
     /// of an argument is refused by name, an unknown number is an error.
     fn runtime_arg(&self, kc: &Kernel, i: u32, s: &Stmt) -> Result<usize, Error> {
+        if kc.func_ret.is_some() {
+            return Err(refused_stmt(format!("argument {i} of a qd.real_func that is not a scalar"), s)
+                .with_why("KIR function parameters are scalars"));
+        }
         let Some(args) = self.table.kernel_args(&kc.k.quadrants_name) else {
             return Err(located(format!("kernel '{}' has no arguments in the field table", kc.k.python_name), s));
         };
@@ -1069,6 +1119,26 @@ impl Module<'_> {
         kc.ndarrays.insert(i, f.clone());
         Ok(f)
     }
+}
+
+/// `get_element($base, path...)`: a scalar of a struct argument, or a
+/// call's result.
+fn get_element(kc: &Kernel, b: &mut Body, s: &Stmt, base: u32, path: &[u32]) -> Result<(), Error> {
+    let v = match b.vals.get(&base) {
+        Some(&V::Results(r)) => match (r, path) {
+            (Some(v), [0]) => v,
+            _ => return Err(located(format!("the call ${base} has no result {path:?}"), s)),
+        },
+        Some(V::Struct { arg, paths }) => {
+            let Some(i) = paths.iter().position(|p| p == path) else {
+                return Err(located(format!("the struct argument has no scalar member at {path:?}"), s));
+            };
+            kc.params[*arg][i]
+        }
+        _ => return Err(located(format!("${base} is not a struct argument"), s)),
+    };
+    b.vals.insert(s.id, V::Val(v));
+    Ok(())
 }
 
 /// The KIR location of a statement's own Python location; none for a

@@ -12,7 +12,9 @@
 //! caller gets is a verified [`Stream`] (printed by the one printer).
 //!
 //! Owns: the import as a whole, the stage's selection, the grouping of
-//! dumps into kernels and the kernels' KIR names.
+//! dumps into kernels, the choice of each real function's dump
+//! (`qd.real_func`: its `Initial IR` whose next stage is `Access lowered`)
+//! and the kernels' KIR names.
 //!
 //! Must never: print, exit or panic on any input; touch LLVM (the importer
 //! is on the LLVM-free side of the wall); change the KIR language to fit
@@ -262,11 +264,31 @@ pub fn import(log_text: &str, table_text: &str, stage: &str) -> Result<Imported,
             tasks,
         });
     }
-    let stream = lower::lower(&table, &kernels).map_err(|e| ImportError::Log(e.diagnostic()))?;
+    let funcs = real_functions(&scanned).map_err(|e| ImportError::Log(e.diagnostic()))?;
+    let stream = lower::lower(&table, &kernels, &funcs).map_err(|e| ImportError::Log(e.diagnostic()))?;
     if crate::verifier::verify(&stream).is_err() {
         return Err(invalid(&stream));
     }
     Ok(Imported { stream, left_out })
+}
+
+/// The real functions (`qd.real_func`) of a log, by Quadrants' name, each
+/// parsed from its dump in statement form with field accesses not yet
+/// lowered: the function's `Initial IR` dump whose next dump is its
+/// `Access lowered` (its first `Initial IR` is in Quadrants' frontend
+/// syntax). A kernel's `Initial IR` is followed by its tasks' offloading
+/// instead, so is never taken for a function's.
+fn real_functions(scanned: &log::Log) -> Result<HashMap<String, lower::FuncIn>, chi::Error> {
+    let mut funcs = HashMap::new();
+    for (i, d) in scanned.dumps.iter().enumerate() {
+        let Some((first, last)) = d.body.filter(|_| d.label == "Initial IR") else { continue };
+        let next = scanned.dumps[i + 1..].iter().find(|n| n.kernel == d.kernel);
+        if next.is_some_and(|n| n.label == "Access lowered") {
+            let body = chi::parse_function(&scanned.lines[first + 1..last])?;
+            funcs.insert(d.kernel.clone(), lower::FuncIn { quadrants_name: d.kernel.clone(), body });
+        }
+    }
+    Ok(funcs)
 }
 
 /// The error of a stream built that does not verify: its text, and the

@@ -30,9 +30,9 @@ pub struct Builder<'b> {
     loc: Option<Box<Loc>>,
 }
 
-/// The operand types typing asks for, from the body being built. Loads
-/// and atomics are typed by their caller (a builder knows no fields), and
-/// a builder makes no calls.
+/// The operand types typing asks for, from the body being built. Loads,
+/// atomics and calls are typed by their caller (a builder knows no
+/// fields and no functions).
 struct Operands<'a>(&'a Body);
 
 impl TypeEnv for Operands<'_> {
@@ -111,6 +111,16 @@ impl<'b> Builder<'b> {
     /// `print pieces...`.
     pub fn print(&mut self, pieces: Vec<super::stmt::PrintPiece>) {
         self.append(StmtKind::Print { pieces });
+    }
+
+    /// `call @f(args...)` whose result, if any, is not named.
+    pub fn call(&mut self, func: impl Into<Name>, args: Vec<Value>) {
+        self.append(StmtKind::Call(func.into(), args, Span::DUMMY));
+    }
+
+    /// `ret` or `ret %v`.
+    pub fn ret(&mut self, v: Option<Value>) {
+        self.append(StmtKind::Ret(v));
     }
 
     pub fn break_(&mut self) {
@@ -267,6 +277,10 @@ impl Ins<'_, '_> {
     }
     pub fn load_slot(self, slot: Value) -> Value {
         self.define(StmtKind::LoadSlot(slot), None)
+    }
+    /// `call @f(args...)` of a function that returns `ret`: its result.
+    pub fn call(self, func: impl Into<Name>, args: Vec<Value>, ret: Scalar) -> Value {
+        self.define(StmtKind::Call(func.into(), args, Span::DUMMY), Some(Type::Scalar(ret)))
     }
 }
 

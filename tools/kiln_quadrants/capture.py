@@ -269,16 +269,58 @@ def _pass_through(lines: list[str]) -> None:
             pass
 
 
-def offload_dumps(text: str, root: str | os.PathLike[str] | None = None) -> str:
+# A call of a real function (``qd.real_func``) in a dump: ``call "sq_143_0", args = {$2, $1}``.
+CALL_RE = re.compile(r' = call "([^"]+)", args = \{')
+FUNCTION_STAGE = "Initial IR"
+FUNCTION_NEXT = "Access lowered"
+
+
+def function_dumps(text: str) -> dict[str, str]:
+    """The dump of each real function (``qd.real_func``) a log compiles, by
+    its compiled name: its ``Initial IR`` dump whose next dump is its
+    ``Access lowered`` (statement form, field accesses not yet lowered;
+    its first ``Initial IR`` is in the frontend's syntax), then that next
+    stage's header alone. kiln-import reads it (docs/quadrants-ir.md §5.3)."""
+    dumps = split_stages(text)
+    out: dict[str, str] = {}
+    for i, d in enumerate(dumps):
+        if d["stage"] != FUNCTION_STAGE or not d["lines"]:
+            continue
+        nxt = next((n for n in dumps[i + 1 :] if n["kernel"] == d["kernel"]), None)
+        if nxt is not None and nxt["stage"] == FUNCTION_NEXT:
+            k = d["kernel"]
+            out[k] = f"[{k}] {FUNCTION_STAGE}:\n" + "\n".join(d["lines"]) + f"\n[{k}] {FUNCTION_NEXT}:\n"
+    return out
+
+
+def _called(text: str, funcs: dict[str, str]) -> list[str]:
+    """The real functions ``text`` calls, through the dumps in ``funcs`` too,
+    in the order first called."""
+    seen: list[str] = []
+    todo = CALL_RE.findall(text)
+    while todo:
+        f = todo.pop(0)
+        if f not in seen:
+            seen.append(f)
+            todo += CALL_RE.findall(funcs.get(f, ""))
+    return seen
+
+
+def offload_dumps(text: str, root: str | os.PathLike[str] | None = None, funcs: dict[str, str] | None = None) -> str:
     """The ``Start offload_to_executable:`` dumps of a log (one per task), label lines kept,
-    each followed by the header of its task's next stage (without its dump).
+    each followed by the header of its task's next stage (without its dump);
+    before them, the dump of each real function the tasks call
+    (``function_dumps``), from this log or, when an earlier call compiled
+    it, from ``funcs``: each ``.offload.log`` holds every function its
+    kernel reaches.
 
     Python file names under ``root`` (the working directory by default) are
     written relative to it, so that a capture does not depend on where the
     checkout or the virtual environment is.
     """
     prefix = str(Path(root if root is not None else Path.cwd()).resolve()) + os.sep
-    parts = []
+    known = {**(funcs or {}), **function_dumps(text)}
+    parts = [known[f] for f in _called(text, known) if f in known]
     after: set[str] = set()  # kernels whose last dump kept was of the stage
     for d in split_stages(text):
         if d["stage"] == OFFLOAD_STAGE:
@@ -432,6 +474,10 @@ class Capture:
     # arguments) by (KernelKey, Quadrants' instance number): the log of a
     # call that compiled nothing is the one of the compilation it ran.
     last_log: dict[tuple[KernelKey, int | None], str] = dc_field(default_factory=dict)
+    # By runtime (qd.init), the dump of each real function compiled so
+    # far: a function is compiled once, by the first kernel that calls it,
+    # and each later caller's .offload.log holds it too.
+    functions: dict[int, dict[str, str]] = dc_field(default_factory=dict)
     # The function (`where`) that owns each kernel name's plain entry in a
     # runtime's table; another function of the name is keyed by its
     # compiled function name (`k_c62`), kept here once known.
@@ -851,7 +897,9 @@ class Capture:
         _pass_through(log.output)
         if compiled:
             off_rel = log_rel.removesuffix(".log") + ".offload.log"
-            (cap.out / off_rel).write_text(offload_dumps(text))
+            funcs = cap.functions.setdefault(cap.generation, {})
+            (cap.out / off_rel).write_text(offload_dumps(text, funcs=funcs))
+            funcs.update(function_dumps(text))
             cap.last_log[(key, instance)] = off_rel
         # `log`: this call's, or when the kernel was already
         # compiled (no IR this time), the log of the call that

@@ -609,6 +609,33 @@ def test_output_interleaved_with_the_ir_is_left_out_of_the_dumps():
     assert read_log(text).output == [] and read_log(text).interleaved == []
 
 
+def test_each_offload_log_holds_the_real_functions_its_kernel_reaches(tmp_path):
+    """A qd.real_func is compiled once, by the first kernel that calls it:
+    the .offload.log of a later caller still holds its dump (its `Initial
+    IR` before `Access lowered`, then that header alone), before the tasks,
+    and only the functions the kernel reaches, through other functions
+    too."""
+    out = tmp_path / "cap"
+    r = capture(CORPUS / "real_func.py", out)
+    assert r.returncode == 0, r.stderr
+
+    def functions(call: str) -> list[str]:
+        text = (out / "calls" / f"{call}.offload.log").read_text()
+        dumps = split_stages(text)
+        first_task = next(i for i, d in enumerate(dumps) if d["stage"] == OFFLOAD_STAGE)
+        before = dumps[:first_task]
+        assert [d["stage"] for d in before] == ["Initial IR", "Access lowered"] * (len(before) // 2)
+        assert all(d["lines"][0] == "kernel {" and "argload[0]" in "".join(d["lines"]) for d in before[::2])
+        return [d["kernel"].rsplit("_", 2)[0] for d in before[::2]]
+
+    # fill compiles smooth and mark; combine reuses both, compiling
+    # weigh and collatz_steps; count reuses collatz_steps alone.
+    assert sorted(functions("000-fill")) == ["mark", "smooth"]
+    assert sorted(functions("001-combine")) == ["collatz_steps", "mark", "smooth", "weigh"]
+    assert functions("004-count") == ["collatz_steps"]
+    assert not (out / "calls" / "002-fill.offload.log").exists()
+
+
 def test_truncated_log_leaves_an_unterminated_dump():
     text = (CAPTURED / "truncated" / "saxpy.truncated.log").read_text()
     dumps = split_stages(text)
@@ -620,6 +647,8 @@ def test_truncated_log_leaves_an_unterminated_dump():
 REFUSED_MARKS = {
     "pointer_snode": "offloaded listgen S1pointer",
     "bitmasked": "struct_for(S1bitmasked)",
+    # fib's own dump calls fib.
+    "recursive_real_func": 'call "fib_',
 }
 # Forms no importable program may produce at Start offload_to_executable.
 FOREIGN = ("listgen", "clear_list", "tls prologue")
@@ -635,6 +664,7 @@ VECTOR_MARKS = {
     "assert_in_kernel": ': assert $9, "k must be positive"',
     "random_init": "<f64> $2 = rand()",
     "print_in_kernel": 'print "x[ ", $',
+    "real_func": '= call "weigh_',
 }
 PROGRAMS = sorted(p.relative_to(ROOT) for p in CORPUS.glob("**/*.py") if "captured" not in p.parts)
 

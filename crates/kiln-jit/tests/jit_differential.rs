@@ -288,6 +288,124 @@ fn handwritten_kernels_agree_with_the_interpreter() {
     check(HANDWRITTEN, &mut es).unwrap();
 }
 
+/// Functions and calls, as `kiln-import` makes them of `qd.real_func`s:
+/// called from parallel loops and from serial code, a chain of calls, a
+/// callee with callers in two kernels and two tasks, an early `ret` under a
+/// condition, a loop in a callee, a callee that writes a field (atomically)
+/// and returns nothing, and parameters of narrow, unsigned and float types.
+const CALLS: &str = "\
+field @x : f32[200]
+field @y : f64[200]
+field @hits : i32[16]
+field @total : i64
+
+func @collatz(%start: i32) -> i32 {
+  %n = alloca i32
+  store %n, %start
+  %steps = alloca i32
+  %zero = const 0 : i32
+  store %steps, %zero
+  while {
+    %v = load %n
+    %one = const 1 : i32
+    %done = cmp le %v, %one
+    if %done {
+      break
+    }
+    %two = const 2 : i32
+    %r = rem %v, %two
+    %even = cmp eq %r, %zero
+    if %even {
+      %h = div %v, %two
+      store %n, %h
+    } else {
+      %three = const 3 : i32
+      %t = mul %v, %three
+      %u = add %t, %one
+      store %n, %u
+    }
+    %s = load %steps
+    %s1 = add %s, %one
+    store %steps, %s1
+  }
+  %out = load %steps
+  ret %out
+}
+
+func @clamp(%v: f32, %lo: f32, %hi: f32) -> f32 {
+  %under = cmp lt %v, %lo
+  if %under {
+    ret %lo
+  }
+  %m = min %v, %hi
+  ret %m
+}
+
+func @weigh(%v: f32, %k: i32, %b: u8) -> f64 {
+  %c = call @clamp(%v, %v, %v)
+  %steps = call @collatz(%k)
+  %sf = cast %steps to f64
+  %cf = cast %c to f64
+  %bf = cast %b to f64
+  %p = mul %cf, %sf
+  %q = div %p, %bf
+  %w = sqrt %q
+  ret %w
+}
+
+func @mark(%i: i32, %by: i32) {
+  %sixteen = const 16 : i32
+  %slot = rem %i, %sixteen
+  %old = atomic add @hits[%slot], %by
+}
+
+kernel @fill(%scale: f32 = 0.37, %b: u8 = 250) {
+  for %i in 0 .. 200 {
+    %f = cast %i to f32
+    %g = mul %f, %scale
+    %lo = const 3.0 : f32
+    %hi = const 40.0 : f32
+    %c = call @clamp(%g, %lo, %hi)
+    store @x[%i], %c
+    %w = call @weigh(%c, %i, %b)
+    store @y[%i], %w
+    %one = const 1 : i32
+    call @mark(%i, %one)
+  }
+  %k27 = const 27 : i32
+  %s = call @collatz(%k27)
+  %sl = cast %s to i64
+  store @total[], %sl
+}
+
+kernel @count() {
+  %acc = alloca i64
+  %z = const 0 : i64
+  store %acc, %z
+  for %i in 1 .. 50 serial {
+    %n = call @collatz(%i)
+    %l = cast %n to i64
+    %a = load %acc
+    %a1 = add %a, %l
+    store %acc, %a1
+  }
+  %t = load %acc
+  store @total[], %t
+  for %j in 0 .. 16 {
+    %two = const 2 : i32
+    call @mark(%j, %two)
+  }
+}
+";
+
+#[test]
+fn calls_agree_with_the_interpreter() {
+    let mut es = engines(OptLevel::O2, OptLevel::O0);
+    check(CALLS, &mut es).unwrap();
+    let mut es = engines(OptLevel::O0, OptLevel::O2);
+    check(CALLS, &mut es).unwrap();
+}
+
 /// Kernels that print: parallel tasks of many chunks (a small block, so
 /// two threads split them), prints in a function, in a nested loop, under
 /// a condition, in serial code between parallel loops, of every type.

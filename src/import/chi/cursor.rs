@@ -152,9 +152,16 @@ impl<'a> Cursor<'_, 'a> {
     }
     /// `[$1, $2]` of statements.
     pub(super) fn id_list(&mut self) -> Result<Vec<u32>, Error> {
-        self.expect(Tok::LBracket, "'['")?;
+        self.ids_between((Tok::LBracket, "'['"), Tok::RBracket)
+    }
+    /// `{$1, $2}` of statements (a call's arguments).
+    pub(super) fn id_set(&mut self) -> Result<Vec<u32>, Error> {
+        self.ids_between((Tok::LBrace, "'{'"), Tok::RBrace)
+    }
+    fn ids_between(&mut self, (open, what): (Tok<'_>, &str), close: Tok<'_>) -> Result<Vec<u32>, Error> {
+        self.expect(open, what)?;
         let mut out = Vec::new();
-        while !self.eat(Tok::RBracket) {
+        while !self.eat(close) {
             if !out.is_empty() {
                 self.expect(Tok::Comma, "','")?;
             }

@@ -103,7 +103,7 @@ fn meshes_and_other_statements_are_refused_by_name() {
         ("    <i32> $2 = mesh patch idx", "mesh patch idx"),
         ("    <f32> $2 = asin $1", "asin"),
         ("    <i32> $2 = atomic cas($1, $1, $1)", "atomic cas"),
-        ("    $2 : while control $1, $1", "while control with a mask"),
+        ("    $2 = internal call test(args=[$1])", "internal call test"),
         ("    <*f32> $2 = alloca(shared)", "alloca(shared)"),
     ] {
         let text = format!("kernel {{\n  $0 = offloaded  \n  body {{\n    <f32> $1 = const 1\n{line}\n  }}\n}}\n");
@@ -172,4 +172,35 @@ fn vectors_and_matrices_parse() {
     assert_eq!(body[4].kind, Kind::ExternalPtr { base: 1, indices: vec![1], element_shape: vec![3] });
     assert_eq!(body[5].kind, Kind::Cast { to: "i32".into(), a: 2 });
     assert_eq!(body[6].kind, Kind::GetElement { base: 1, path: vec![1, 0] });
+}
+
+/// A real function's dump: statements at the top level (no offloaded
+/// task), its calls (`call "F", args = {...}`, typed by the struct of its
+/// results), `get_element` of a call, `return tmpN`, and a `while control`
+/// whose mask is an `alloca` (read as the condition alone: Quadrants' LLVM
+/// code generator ignores the mask).
+#[test]
+fn a_real_function_body_parses() {
+    let body = parse_fn("kernel {\n  <i32> $0 = argload[0]\n  <*i32> $1 = alloca\n  $2 : while true {\n    $3 : while control $1, $0\n  }\n  <*struct[e-m:e-S128]{0(ret_0, at 0B): i32}> $4 = call \"g_145_0\", args = {$0, $0}\n  <i32> $5 = get_element($4, 0)\n  <*struct[e-m:e-S128]{}> $6 = call \"h_146_0\", args = {}\n  $7 : return tmp5\n}\n")
+        .expect("parses");
+    assert_eq!(body[0].kind, Kind::ArgLoad(0));
+    let Kind::While(inner) = &body[2].kind else { panic!("{:?}", body[2]) };
+    assert_eq!(inner[0].kind, Kind::WhileControl { cond: 0 });
+    assert_eq!(body[3].kind, Kind::Call { func: "g_145_0".into(), args: vec![0, 0] });
+    assert!(matches!(&body[3].ty, Some(Ty::Other(t)) if struct_leaves(t) == Some(vec![(vec![0], "i32".to_string())])));
+    assert_eq!(body[4].kind, Kind::GetElement { base: 4, path: vec![0] });
+    assert_eq!(body[5].kind, Kind::Call { func: "h_146_0".into(), args: vec![] });
+    assert!(matches!(&body[5].ty, Some(Ty::Other(t)) if struct_leaves(t) == Some(Vec::new())));
+    assert_eq!(body[6].kind, Kind::Return(vec![5]));
+    // A stray closing brace is an error, not the end of the body.
+    let e =
+        parse_fn("kernel {\n  <i32> $0 = argload[0]\n  }\n  <i32> $1 = argload[0]\n}\n").expect_err("a stray brace");
+    assert!(matches!(e, Error::Syntax { ref message, .. } if message.contains("closes no block")), "{e:?}");
+}
+
+fn parse_fn(text: &str) -> Result<Vec<Stmt>, Error> {
+    let text = format!("[I 1 2] [ir_printer.cpp:operator()@912] [g_145_0] Initial IR:\n{text}");
+    let log = scan(&text).expect("scans");
+    let n = log.lines.len();
+    parse_function(&log.lines[2..n - 1])
 }
