@@ -35,7 +35,7 @@ trap 'rm -rf "$WORK"' EXIT
 unset KILN_TARGET_CPU KILN_TARGET_FEATURES
 
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-12s %-16s %12s %12s %12s | %12s %12s %12s | %8s %8s\n' program kernel q-cold-ms q-warm-ms q-call-ms k-cold-ms k-warm-ms k-call-ms cold-x warm-x
+printf '%-12s %-16s %12s %12s %12s | %12s %12s %12s %12s | %8s %8s %8s\n' program kernel q-cold-ms q-warm-ms q-call-ms k-cold-ms k-cold-opt k-warm-ms k-call-ms cold-x opt-x warm-x
 for prog in saxpy fill memcpy stencil2d math_opts atomic_ops; do
   src=testdata/quadrants/$prog.py
   keep=$WORK/$prog
@@ -60,7 +60,7 @@ for k, kv in kiln.items():
     qc = statistics.median(r[k]["first_ms"] for r in cold if k in r)
     qw = statistics.median(r[k]["first_ms"] for r in warm if k in r)
     qs = statistics.median(r[k]["steady_ms"] for r in warm if k in r)
-    print(f"{prog:<12} {k:<16} {qc:12.2f} {qw:12.2f} {qs:12.3f} | {kv['cold_ms']:12.2f} {kv['warm_ms']:12.2f} {kv['steady_ms']:12.3f} | {qc / kv['cold_ms']:8.1f} {qw / kv['warm_ms']:8.1f}")
+    print(f"{prog:<12} {k:<16} {qc:12.2f} {qw:12.2f} {qs:12.3f} | {kv['cold_ms']:12.2f} {kv['cold_opt_ms']:12.2f} {kv['warm_ms']:12.2f} {kv['steady_ms']:12.3f} | {qc / kv['cold_ms']:8.1f} {qc / kv['cold_opt_ms']:8.1f} {qw / kv['warm_ms']:8.1f}")
 PYEOF
 done
-echo "cold-x, warm-x: Quadrants' first call over Kiln's whole process (how many times sooner Kiln's kernel is ready)"
+echo "cold-x, opt-x, warm-x: Quadrants' first call over Kiln's whole process (how many times sooner Kiln's kernel is ready); cold: --tier=auto (the default), opt: --tier=opt"

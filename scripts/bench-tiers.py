@@ -60,7 +60,7 @@ def kiln(tier: str) -> tuple[float, float]:
 def quadrants() -> tuple[float, float]:
     out = subprocess.run([PY, str(REPO / "scripts/steady/steady.py"), "first", "2"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    first, run = (float(x) for x in out.stdout.split())
+    first, run = (float(x) for x in out.stdout.strip().splitlines()[-1].split())
     return first, first - run
 
 

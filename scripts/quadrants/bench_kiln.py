@@ -7,12 +7,15 @@ values before its first call). For each kernel's first call, in fresh
 `kiln-run` processes (from $KILN_BIN_DIR), with the call's arguments and
 input values:
   - cold: an empty cache (parse, key, compile every task in a kiln-compile
-    process, load, run);
+    process, load, run), with the default tiers (`--tier=auto`: the quick
+    tier, its optimised one compiled in the background, which is waited
+    for, not counted, before the next process); cold_opt: the same with
+    `--tier=opt` (the optimised tier before the first launch);
   - warm: the cache the cold runs filled (parse, key, load, run);
   - steady: per call, from one process that runs the kernel once and one
     that runs it 1 + CALLS times, warm: (t(1 + CALLS) - t(1)) / CALLS.
 Each figure is the median of REPEATS. Prints one JSON line:
-{"kernel": {"cold_ms": C, "warm_ms": W, "steady_ms": S}, ...}.
+{"kernel": {"cold_ms": C, "cold_opt_ms": O, "warm_ms": W, "steady_ms": S}, ...}.
 """
 
 import json
@@ -25,8 +28,23 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+from kiln_quadrants import pack  # noqa: E402
+
 CALLS = 50
 keep, reps = Path(sys.argv[1]), int(sys.argv[2])
+# The values a call starts from, as .npy files (the keep directory holds
+# them by id in its packs).
+inputs = Path(tempfile.mkdtemp(prefix="kiln-bench-q-inputs."))
+
+
+def npy(bid: str) -> Path:
+    path = inputs / f"{bid}.npy"
+    if not path.exists():
+        np.save(path, pack.load(keep, bid))
+    return path
 run = str(Path(os.environ["KILN_BIN_DIR"]) / "kiln-run")
 manifest = json.loads((keep / "manifest.json").read_text())
 
@@ -39,7 +57,7 @@ def command(call: dict, cache: Path, times: int) -> list[str]:
             cmd += ["--arg", f"{name}={a['value']!r}"]
     for field, v in call["values"].items():
         if "before" in v:
-            cmd += ["--input", f"@{field}={keep / v['before']}"]
+            cmd += ["--input", f"@{field}={npy(v['before'])}"]
     return cmd
 
 
@@ -49,6 +67,14 @@ def wall(cmd: list[str]) -> float:
     return (time.perf_counter() - t0) * 1e3
 
 
+def background_done(cache: Path) -> None:
+    """Waits (up to a minute) until no background kiln-compile fills `cache`."""
+    mark = f"--cache-dir={cache}"
+    deadline = time.time() + 60
+    while time.time() < deadline and mark in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout:
+        time.sleep(0.02)
+
+
 out = {}
 seen = set()
 for call in manifest["calls"]:
@@ -56,10 +82,12 @@ for call in manifest["calls"]:
         continue
     seen.add(call["kernel"])
     with tempfile.TemporaryDirectory(prefix="kiln-bench-q.") as d:
-        cold, warm, steady = [], [], []
+        cold, cold_opt, warm, steady = [], [], [], []
         for i in range(reps):
             cache = Path(d) / f"cold{i}"
-            cold.append(wall(command(call, cache, 1)))
+            cold.append(wall(command(call, cache, 1) + ["--tier=auto"]))
+            background_done(cache)
+            cold_opt.append(wall(command(call, Path(d) / f"opt{i}", 1) + ["--tier=opt"]))
         cache = Path(d) / "cold0"
         for _ in range(reps):
             warm.append(wall(command(call, cache, 1)))
@@ -67,8 +95,10 @@ for call in manifest["calls"]:
             steady.append((many - warm[-1]) / CALLS)
         out[call["kernel"]] = {
             "cold_ms": statistics.median(cold),
+            "cold_opt_ms": statistics.median(cold_opt),
             "warm_ms": statistics.median(warm),
             "steady_ms": max(statistics.median(steady), 0.0),
         }
         shutil.rmtree(d, ignore_errors=True)
+shutil.rmtree(inputs, ignore_errors=True)
 print(json.dumps(out))

@@ -10,7 +10,7 @@
 
 use super::runtime::{self, LaunchNames};
 use super::{Jit, JitError, LoadedFunction, LoadedTask};
-use crate::tiers::{Polled, Quick, Tier, Tiers};
+use crate::tiers::{Quick, Tier, Tiers};
 use kiln::config::MetaKind;
 use kiln::exec::{Engine, Fields, RunError};
 use kiln::ir::{Const, Item, Kernel, Module, Scalar, Stream, TaskItem};
@@ -475,19 +475,21 @@ impl JitEngine {
     /// background compile.
     fn upgrade(&mut self) {
         let Some(tiers) = self.tiers.as_mut() else { return };
-        if let Polled::Done(tasks) = tiers.poll(&mut self.stats) {
+        if let Some(tasks) = tiers.poll(&mut self.stats) {
             let modules: Vec<&Module> = tasks.iter().map(|q| &q.module).collect();
             let present = self.provider.lookup(&*self.backend, &modules, &mut self.stats);
             for (q, _) in tasks.iter().zip(present).filter(|(_, here)| *here) {
                 // A record that will not load leaves the quick tier running.
-                if let Ok(l) = self.provider.provide(&self.jit, &*self.backend, &q.module, &q.task, &mut self.stats) {
+                if let Ok(l) = self.provide(&q.module, &q.task, false) {
                     self.tasks.insert(q.digest, l);
                     self.stats.run.upgraded += 1;
                 }
             }
             self.provider.ready(&mut self.stats);
         }
-        tiers.start_waiting(&mut self.stats);
+        if let Some(tiers) = self.tiers.as_mut() {
+            tiers.start_waiting(&mut self.stats);
+        }
     }
 
     /// Looks up or compiles, together, the modules of a kernel not loaded

@@ -43,23 +43,6 @@ impl Tier {
             Tier::Quick
         }
     }
-
-    /// Both tiers, quick first.
-    pub const ALL: [Tier; 2] = [Tier::Quick, Tier::Opt];
-
-    /// The tier's name, as `--tier` and `--stats` spell it.
-    pub fn keyword(self) -> &'static str {
-        match self {
-            Tier::Quick => "quick",
-            Tier::Opt => "opt",
-        }
-    }
-}
-
-impl std::fmt::Display for Tier {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.keyword())
-    }
 }
 
 /// What names a loaded module in a session: the digest of its canonical
@@ -105,14 +88,6 @@ pub struct Tiers {
     failed: bool,
 }
 
-/// What the background compile has made ready at a launch boundary.
-pub(crate) enum Polled {
-    /// Nothing new.
-    Nothing,
-    /// It ended well: these tasks' optimised tier is in the cache.
-    Done(Vec<Quick>),
-}
-
 impl Tiers {
     /// Tiers that compile the quick tier with `backend` and get it from
     /// `provider`, and start the optimised tier's compiles with
@@ -147,16 +122,16 @@ impl Tiers {
         }
     }
 
-    /// At a launch boundary: what the background compile has made ready.
-    pub(crate) fn poll(&mut self, stats: &mut JitStats) -> Polled {
-        let Some(running) = self.running.as_mut() else { return Polled::Nothing };
-        let Some(ended) = running.process.poll() else { return Polled::Nothing };
-        let Some(done) = self.running.take() else { return Polled::Nothing };
+    /// At a launch boundary: the tasks whose optimised tier the
+    /// background compile has stored, once it has ended well.
+    pub(crate) fn poll(&mut self, stats: &mut JitStats) -> Option<Vec<Quick>> {
+        let ended = self.running.as_mut()?.process.poll()?;
+        let done = self.running.take()?;
         match ended {
-            Ok(()) => Polled::Done(done.tasks),
+            Ok(()) => Some(done.tasks),
             Err(e) => {
                 self.fail(&e, stats);
-                Polled::Nothing
+                None
             }
         }
     }
@@ -172,14 +147,13 @@ impl Tiers {
 
     /// At the end of a run: the tasks that waited for the running
     /// compile get one of their own, and every task whose optimised tier
-    /// is still being compiled is counted. The compiles are left running:
-    /// they store what they compile for the next process.
+    /// is still being compiled is counted. The compiles are left running
+    /// (dropping a [`Started`] leaves its process be): they store what
+    /// they compile for the next process.
     pub(crate) fn finish(&mut self, stats: &mut JitStats) {
-        let running = self.running.take();
+        let running = self.running.take().map_or(0, |r| r.tasks.len());
         self.start_waiting(stats);
-        let pending =
-            [running.as_ref(), self.running.as_ref()].into_iter().flatten().map(|r| r.tasks.len()).sum::<usize>();
-        stats.run.opt_pending = pending as u64;
-        self.running = None;
+        let started = self.running.take().map_or(0, |r| r.tasks.len());
+        stats.run.opt_pending += (running + started) as u64;
     }
 }
