@@ -105,9 +105,11 @@ impl Tiers {
     }
 
     /// Starts a background compile of the waiting tasks, unless one is
-    /// running (they wait for the next launch boundary after it).
+    /// running (they wait for the next launch boundary after it) or the
+    /// run was interrupted (nothing new is started after a Ctrl-C).
     pub(crate) fn start_waiting(&mut self, stats: &mut JitStats) {
-        if self.running.is_some() || self.waiting.is_empty() || self.failed {
+        let interrupted = kiln::interrupt::requested().is_some();
+        if self.running.is_some() || self.waiting.is_empty() || self.failed || interrupted {
             return;
         }
         let tasks = std::mem::take(&mut self.waiting);
@@ -147,13 +149,15 @@ impl Tiers {
 
     /// At the end of a run: the tasks that waited for the running
     /// compile get one of their own, and every task whose optimised tier
-    /// is still being compiled is counted. The compiles are left running
+    /// is still being compiled (or, after an interrupt, was never asked
+    /// for) is counted. The compiles are left running
     /// (dropping a [`Started`] leaves its process be): they store what
     /// they compile for the next process.
     pub(crate) fn finish(&mut self, stats: &mut JitStats) {
         let running = self.running.take().map_or(0, |r| r.tasks.len());
         self.start_waiting(stats);
         let started = self.running.take().map_or(0, |r| r.tasks.len());
-        stats.run.opt_pending += (running + started) as u64;
+        let never = std::mem::take(&mut self.waiting).len();
+        stats.run.opt_pending += (running + started + never) as u64;
     }
 }
