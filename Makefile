@@ -209,6 +209,23 @@ genesis:
 	echo "$(GS_PKGS)" > $(GS_STAMP)
 	VIRTUAL_ENV=$(GS_VENV) $(GS_VENV)/bin/maturin develop -q -m crates/kiln-python/Cargo.toml
 
+# The Genesis scenes of testdata/genesis/ through the bridge, with the venv
+# `make genesis` makes (minutes: Quadrants compiles every kernel cold under
+# the capture). Each scene must run whole with no kernel that differs and
+# at least 90% of its kernels agreeing (docs/quadrants.md, "Genesis").
+genesis-check: genesis
+	$(CARGO) build --bins
+	@for scene in testdata/genesis/*.py; do \
+	  echo "make: $$scene through the bridge"; \
+	  KILN_BIN_DIR=$(DEBUG_BIN) KILN_QUADRANTS_PYTHON=$(GS_PY) tools/kiln-quadrants run $$scene > target/genesis-check.out; \
+	  status=$$?; grep -v '^ok ' target/genesis-check.out | grep -v '^\[' ; \
+	  summary=$$(grep -E '^[0-9]+ kernels: ' target/genesis-check.out); \
+	  set -- $$(echo "$$summary" | sed -E 's/^([0-9]+) kernels: ([0-9]+) agree.* ([0-9]+) differ.*/\1 \2 \3/'); \
+	  if [ $$status -gt 2 ] || [ $$status -eq 1 ] || [ -z "$$summary" ] || [ "$$3" != 0 ] || [ $$(( $$2 * 10 )) -lt $$(( $$1 * 9 )) ]; then \
+	    echo "make: $$scene: status $$status, $${summary:-no summary}: wanted none differing and 90% agreeing"; exit 1; \
+	  fi; \
+	done
+
 # Re-make the committed captures under testdata/quadrants/captured/.
 quadrants-captured: quadrants
 	nice -n 15 $(QD_PY) tools/kiln_quadrants/refresh_captured.py

@@ -429,6 +429,16 @@ def _calls(rep: KernelReport, budget: bool = False) -> str:
 
 
 FIELD_RE = re.compile(r"^\s*field @(\S+) :", re.M)
+KERNEL_RE = re.compile(r"^kernel @(\S+)\(([^)]*)\)", re.M)
+
+
+def kernel_params(kir_text: str, kernel: str) -> set[str] | None:
+    """The parameters (without `%`) kernel ``kernel`` of the KIR declares,
+    or None when it declares no kernel of that name."""
+    for name, params in KERNEL_RE.findall(kir_text):
+        if name == kernel:
+            return {p.split(":")[0].strip().lstrip("%") for p in params.split(",") if p.strip()}
+    return None
 
 
 def kir_fields(kir: Path) -> set[str]:
@@ -619,6 +629,10 @@ class Replay:
                 args[kir_name(name)] = a["value"]
             elif a["kind"] == "struct":  # a struct's scalars are `%p.0`, `%p.1`, ...
                 args.update((f"{kir_name(name)}.{i}", v) for i, v in enumerate(a["members"]))
+        # An argument the compiled kernel never reads (Quadrants declares it,
+        # the IR loads it nowhere) is no parameter of the KIR: left out.
+        params = kernel_params(kir.read_text(), kernel)
+        args = {k: v for k, v in args.items() if params is None or k in params}
         # What Quadrants had, by KIR field: the .npy files around the call
         # of each field and ndarray argument the KIR declares, and the
         # values the kernel returned (the 0-D fields @k.ret0, @k.ret1, ...

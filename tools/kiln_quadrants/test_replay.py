@@ -38,6 +38,7 @@ from kiln_quadrants.replay import (  # noqa: E402
     _run_in,
     distribution_difference,
     first_difference,
+    kernel_params,
     max_ulps,
     newer_build,
     reorder_factor,
@@ -1102,3 +1103,13 @@ def test_a_printing_difference_is_reported(tmp_path: Path, monkeypatch: pytest.M
     assert ("call 0: Kiln (jit) printed other lines than Quadrants: only Quadrants printed 1 line: 'i 7 3.5'; "
             "only Kiln printed 1 line: 'i 7 3.500000'") in out, out
     assert "call 0: Kiln (interp) printed other lines than Quadrants:" in out, out
+
+
+def test_the_parameters_a_kernel_declares():
+    """`kernel_params` reads a KIR kernel's parameters (the replay passes
+    no argument the compiled kernel does not declare: one Quadrants never
+    loads is no parameter, and is no disagreement)."""
+    kir = "field @x : f32[8]\n\nkernel @k(%a: f32, %n: i32) {\n}\n\nkernel @j() {\n}\n"
+    assert kernel_params(kir, "k") == {"a", "n"}
+    assert kernel_params(kir, "j") == set()
+    assert kernel_params(kir, "other") is None
