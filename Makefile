@@ -11,7 +11,7 @@ CARGO ?= cargo
 DEBUG_BIN := $(CURDIR)/target/debug
 RELEASE_BIN := $(CURDIR)/target/release
 
-.PHONY: all deps deps-static deps-bench build build-release install test test-fmt test-clippy test-cargo test-lit fuzz-smoke fuzz demo bench accuracy clean quadrants test-quadrants quadrants-captured python-module python-wheel plots
+.PHONY: all deps deps-static deps-bench build build-release install test test-fmt test-clippy test-cargo test-lit fuzz-smoke fuzz demo bench accuracy clean quadrants test-quadrants quadrants-captured python-module python-wheel plots genesis genesis-check
 
 all: build
 
@@ -180,6 +180,51 @@ python-module: quadrants
 # machine that installs it needs LLVM 22, as docs/python.md says.
 python-wheel: quadrants
 	KILN_LLVM_LINK=dynamic $(QD_VENV)/bin/maturin build --release --auditwheel skip -m crates/kiln-python/Cargo.toml
+
+# Genesis (the physics engine built on Quadrants 1.3.3) through the bridge
+# (docs/quadrants-ir.md, "Genesis"): a venv of its own, not part of
+# `make test` (torch from PyPI brings its CUDA libraries: several GB and a
+# few minutes). GENESIS_TORCH_INDEX, when set, is a pip index to take torch
+# from first (PyTorch's CPU wheel index keeps the venv small where it can be
+# reached); PyPI otherwise. Made anew, like `make quadrants`, only when the
+# stamp or an import says so; the `kiln` module is built into it by maturin.
+GS_VENV := $(CURDIR)/target/genesis-venv
+GS_PY := $(GS_VENV)/bin/python
+GS_PKGS := genesis-world==1.4.5 quadrants==1.3.3 torch numpy pytest maturin==1.16.0
+GS_STAMP := $(GS_VENV)/.kiln-stamp
+GENESIS_TORCH_INDEX ?=
+genesis:
+	@if [ -f $(GS_STAMP) ] && [ "$$(cat $(GS_STAMP))" = "$(GS_PKGS)" ] && \
+	    $(GS_PY) -c 'import importlib.util as u, sys; sys.exit(not all(map(u.find_spec, ("genesis", "quadrants", "torch", "numpy", "maturin"))))' \
+	      >/dev/null 2>&1; then exit 0; fi; \
+	echo "make: creating $(GS_VENV) ($(GS_PKGS)); a few minutes, several GB"; \
+	rm -rf $(GS_VENV) && mkdir -p $(dir $(GS_VENV)) && \
+	$(PYTHON3) -m venv $(GS_VENV) && \
+	if [ -n "$(GENESIS_TORCH_INDEX)" ]; then \
+	  $(GS_PY) -m pip install -q --disable-pip-version-check --timeout 20 --index-url $(GENESIS_TORCH_INDEX) torch || \
+	  echo "make: torch from $(GENESIS_TORCH_INDEX) failed; taking it from PyPI"; \
+	fi && \
+	$(GS_PY) -m pip install -q --disable-pip-version-check $(GS_PKGS) && \
+	$(GS_PY) -c 'import genesis, quadrants, torch, numpy' && \
+	echo "$(GS_PKGS)" > $(GS_STAMP)
+	VIRTUAL_ENV=$(GS_VENV) $(GS_VENV)/bin/maturin develop -q -m crates/kiln-python/Cargo.toml
+
+# The Genesis scenes of testdata/genesis/ through the bridge, with the venv
+# `make genesis` makes (minutes: Quadrants compiles every kernel cold under
+# the capture). Each scene must run whole with no kernel that differs and
+# at least 90% of its kernels agreeing (docs/quadrants.md, "Genesis").
+genesis-check: genesis
+	$(CARGO) build --bins
+	@for scene in testdata/genesis/*.py; do \
+	  echo "make: $$scene through the bridge"; \
+	  KILN_BIN_DIR=$(DEBUG_BIN) KILN_QUADRANTS_PYTHON=$(GS_PY) tools/kiln-quadrants run $$scene > target/genesis-check.out; \
+	  status=$$?; grep -v '^ok ' target/genesis-check.out | grep -v '^\[' ; \
+	  summary=$$(grep -E '^[0-9]+ kernels: ' target/genesis-check.out); \
+	  set -- $$(echo "$$summary" | sed -E 's/^([0-9]+) kernels: ([0-9]+) agree.* ([0-9]+) differ.*/\1 \2 \3/'); \
+	  if [ $$status -gt 2 ] || [ $$status -eq 1 ] || [ -z "$$summary" ] || [ "$$3" != 0 ] || [ $$(( $$2 * 10 )) -lt $$(( $$1 * 9 )) ]; then \
+	    echo "make: $$scene: status $$status, $${summary:-no summary}: wanted none differing and 90% agreeing"; exit 1; \
+	  fi; \
+	done
 
 # Re-make the committed captures under testdata/quadrants/captured/.
 quadrants-captured: quadrants

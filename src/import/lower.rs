@@ -1040,7 +1040,7 @@ impl Module<'_> {
             return Err(located(what, s));
         }
         let idx = indices.iter().map(|i| self.val(b, *i, s).map(|v| v.0)).collect::<Result<_, _>>()?;
-        let v = tensor::ndarray_ptr(s, &nd, element_shape, idx)?;
+        let v = tensor::ndarray_ptr(b, s, &nd, element_shape, idx)?;
         b.vals.insert(s.id, v);
         Ok(())
     }

@@ -132,11 +132,14 @@ impl KernelArgs {
 
 impl Table {
     /// The arguments of the kernel Quadrants compiled as `quadrants_name`:
-    /// by its function's name (`k_c62`, how the table keys a second Python
+    /// by that compilation's own name (`k_c62_1`, how the table keys a
+    /// compilation whose parameters are not its kernel's first one's), by
+    /// its function's name (`k_c62`, how the table keys a second Python
     /// function of one name) or else by its Python name (`k`).
     pub fn kernel_args(&self, quadrants_name: &str) -> Option<&KernelArgs> {
-        let by_function = self.kernels.get(super::function_name(quadrants_name));
-        by_function.or_else(|| self.kernels.get(super::python_name(quadrants_name)))
+        let by_compilation = self.kernels.get(quadrants_name);
+        let by_function = || self.kernels.get(super::function_name(quadrants_name));
+        by_compilation.or_else(by_function).or_else(|| self.kernels.get(super::python_name(quadrants_name)))
     }
 }
 
@@ -276,6 +279,22 @@ mod tests {
             args_of(r#"{"args": [{"name": "t", "kind": "other"}, {"name": "b", "kind": "scalar", "dtype": "i32"}]}"#);
         let e = templated.slot(0).expect_err("unknown numbering");
         assert!(e.contains("argument 't' (other) may have shifted them"), "{e}");
+    }
+
+    #[test]
+    fn a_compilation_of_its_own_is_found_by_its_whole_name_first() {
+        let table = parse(
+            r#"{"quadrants": "1.3.3", "fields": [], "kernels": {
+                 "k": {"args": [{"name": "a", "kind": "scalar", "dtype": "f32"}]},
+                 "k_c7": {"args": [{"name": "b", "kind": "scalar", "dtype": "f32"}]},
+                 "k_c7_1": {"args": [{"name": "c", "kind": "scalar", "dtype": "f32"}]}}}"#,
+        )
+        .expect("parses");
+        let first = |name: &str| table.kernel_args(name).map(|k| k.args[0].name.as_str());
+        assert_eq!(first("k_c7_1"), Some("c"));
+        assert_eq!(first("k_c7_0"), Some("b"), "the function's other compilations");
+        assert_eq!(first("k_c8_0"), Some("a"), "another function of the name");
+        assert_eq!(first("j_c8_0"), None);
     }
 
     #[test]

@@ -5,7 +5,8 @@ backend and to printing the IR after every pass, with debug info. For every
 kernel call it keeps:
 
 * the IR Quadrants printed while the call compiled (``calls/NNN-KERNEL.log``,
-  everything the C++ side wrote to file descriptors 1 and 2, in order), and
+  everything the C++ side wrote to file descriptors 1 and 2, in order; kept
+  gzipped, ``.log.gz``), and
   the importer's input cut out of it (``calls/NNN-KERNEL.offload.log``: the
   ``Start offload_to_executable:`` dump of each offloaded task);
 * the scalar and ndarray arguments;
@@ -242,7 +243,7 @@ def read_log(text: str) -> Log:
 
 # A line of Quadrants' own logger (`[W 12/05/26 01:52:50.799 23606] ...`),
 # never a kernel's print.
-LOGGER_RE = re.compile(r"^\[[DIWE] \d\d/\d\d/\d\d \d")
+LOGGER_RE = re.compile(r"^\[[TDIWEC] \d\d/\d\d/\d\d \d")
 
 
 def printed_lines(log: Log) -> list[str]:
@@ -256,6 +257,60 @@ def printed_lines(log: Log) -> list[str]:
 def split_stages(text: str) -> list[Dump]:
     """A log's dumps, in order (``read_log``)."""
     return read_log(text).dumps
+
+
+# The logger's levels, from the most verbose, and the letter its lines start with.
+LOG_LEVELS = (("trace", "T"), ("debug", "D"), ("info", "I"), ("warn", "W"), ("error", "E"), ("critical", "C"))
+# The level the IR printer's stage labels are logged at.
+LABEL_LEVEL = "info"
+
+
+@contextmanager
+def stage_labels_logged() -> Iterator[list[str]]:
+    """For the block, Quadrants' logger at ``LABEL_LEVEL`` at least: the IR
+    printer logs its stage labels there, and a program may have set a
+    quieter level (Genesis does), which would leave the dumps without
+    them. Yields the levels the program had silenced (their lines are not
+    passed through: ``silenced``); the program's level is put back after."""
+    from quadrants import _logging
+
+    names = [n for n, _ in LOG_LEVELS]
+    now = next((n for n in names if _logging.is_logging_effective(n)), names[-1])
+    if names.index(now) <= names.index(LABEL_LEVEL):
+        yield []
+        return
+    _logging.set_logging_level(LABEL_LEVEL)
+    try:
+        yield names[names.index(LABEL_LEVEL):names.index(now)]
+    finally:
+        _logging.set_logging_level(now)
+
+
+def silenced(line: str, levels: list[str]) -> bool:
+    """Whether ``line`` is a logger's line of one of ``levels``."""
+    letters = {letter for n, letter in LOG_LEVELS if n in levels}
+    return bool(letters) and LOGGER_RE.match(line) is not None and line[1] in letters
+
+
+def _compressed(out: Path, log_rel: str, text: str) -> str:
+    """A compiled call's whole log, every stage of every task (a large
+    program's run to hundreds of MB), gzipped in place of the log
+    (`NNN-k.log.gz`, a tenth of it): its path. The importer reads the
+    ``.offload.log`` cut out of it."""
+    import gzip
+
+    gz = log_rel + ".gz"
+    with gzip.open(out / gz, "wt", compresslevel=1) as f:
+        f.write(text)
+    (out / log_rel).unlink()
+    return gz
+
+
+def _note_returns(entry: KernelEntry, kernel: Any) -> None:
+    """The types ``kernel`` returns, in its table entry (when it returns)."""
+    rets = getattr(kernel, "return_type", None) or ()
+    if rets:
+        entry["returns"] = [_type_name(r) for r in rets]
 
 
 def _pass_through(lines: list[str]) -> None:
@@ -414,15 +469,20 @@ def _describe_field(f: Any) -> FieldEntry | None:
         kind = "scalar"
     else:
         kind = type(f).__name__
+    layout = permuted_layout(f)
     entry: FieldEntry = {
         "name": "",
         "dtype": _dtype_name(f.dtype),
-        "shape": [int(s) for s in f.shape],
+        # The shape the SNodes have, which a kernel's IR indexes: for a
+        # field of a permuted layout, its axes in memory order.
+        "shape": physical_shape([int(s) for s in f.shape], layout),
         "place": int(place),
         "ancestors": ancestors,
         "ancestor_kinds": kinds,
         "kind": kind,
     }
+    if layout is not None:
+        entry["layout"] = layout
     if isinstance(f, MatrixField):
         entry["element_shape"] = [int(f.n), int(f.m)]
         # Each component's place SNode, row-major: a kernel's IR may
@@ -435,6 +495,36 @@ def _describe_field(f: Any) -> FieldEntry | None:
         except Exception:  # an older Quadrants: the first component only
             pass
     return entry
+
+
+def permuted_layout(obj: Any) -> list[int] | None:
+    """The axis permutation of a field or ndarray made with ``layout=`` (or
+    ``order=``): memory axis ``p`` is the program's axis ``layout[p]``; None
+    for the identity. Quadrants permutes the indices as it compiles, so the
+    IR indexes the memory order while ``.shape`` and ``to_numpy()`` give the
+    program's."""
+    layout = getattr(obj, "_qd_layout", None)
+    if layout is None:
+        return None
+    perm = [int(a) for a in layout]
+    return None if perm == list(range(len(perm))) else perm
+
+
+def physical_shape(shape: list[int], layout: list[int] | None) -> list[int]:
+    """A shape in memory order (``permuted_layout``)."""
+    return shape if layout is None or len(layout) != len(shape) else [shape[a] for a in layout]
+
+
+def physical_value(obj: Any, arr: Any) -> Any:
+    """``obj``'s value ``arr`` (``to_numpy()``'s, in the program's axis
+    order) in memory order, the order its IR indexes; element axes (a
+    vector's, a matrix's) stay last."""
+    import numpy as np
+
+    layout = permuted_layout(obj)
+    if layout is None or arr.ndim < len(layout):
+        return arr
+    return np.ascontiguousarray(np.transpose(arr, layout + list(range(len(layout), arr.ndim))))
 
 
 def _grad_of(f: Any) -> Any:
@@ -561,6 +651,7 @@ class Capture:
         from quadrants.lang.util import is_data_oriented
 
         def note(name: str, v: Any, depth: int) -> None:
+            v = _unwrapped(v)
             if isinstance(v, StructField):
                 for key, member in v.field_dict.items():
                     note(f"{name}.{key}", member, depth)
@@ -688,20 +779,18 @@ class Capture:
         """Each field's and ndarray argument's value now (`arg:NAME` for an
         argument) that ``keep`` wants, one at a time, so that only one is
         held at once."""
-        import numpy as np
-
         with redirect_fds(None):  # the readers are kernels too: their IR is noise here
             for fi in fields:
                 if fi.entry["kind"] not in ("scalar", "matrix") or not keep(fi.name):
                     continue
                 try:
-                    arr = fi.obj.to_numpy()
+                    arr = physical_value(fi.obj, fi.obj.to_numpy())
                 except Exception:  # a sparse field that cannot be read whole, say
                     continue
                 yield fi.name, arr
             for name, val in nd.items():
                 if keep(f"arg:{name}"):
-                    yield f"arg:{name}", val.to_numpy() if hasattr(val, "to_numpy") else np.array(val, copy=True)
+                    yield f"arg:{name}", physical_value(val, ndarray_value(val))
 
     def _snapshot(self, fields: list[FieldInfo], nd: dict[str, Any], n: int | None, keep: Callable[[str], bool]) -> dict[str, str] | None:
         """Stores every field's and ndarray argument's value (``pack.py``:
@@ -824,7 +913,8 @@ class Capture:
                 try:
                     cap.busy = False
                     cap.calling = (kernel, None)
-                    result = orig_call(kernel, *args, **kwargs)
+                    with stage_labels_logged() as quieter:
+                        result = orig_call(kernel, *args, **kwargs)
                 except BaseException as e:
                     raised = e
                 finally:
@@ -832,7 +922,7 @@ class Capture:
                     with cap.own_work(during):
                         redirect.__exit__(None, None, None)
                 with cap.own_work(during):
-                    entry = cap.record_call(n, name, where, derivative, key, cap.calling[1], primal, log_rel, argvals, schema, kernel)
+                    entry = cap.record_call(n, name, where, derivative, key, cap.calling[1], primal, log_rel, argvals, schema, kernel, quieter)
                     if raised is None:
                         cap.end_call(entry, before or {}, nds, keep, result)
                     else:
@@ -884,17 +974,21 @@ class Capture:
         argvals: dict[str, ArgValue],
         schema: list[Arg],
         kernel: Any,
+        quieter: list[str],
     ) -> Call:
         """Call ``n``'s entry, from the log its compile printed (when it
-        compiled), and the kernel's entry in its runtime's table."""
+        compiled), and the kernel's entry in its runtime's table.
+        ``quieter``: the logger's levels the program had silenced, which
+        the capture turned on for the call (``stage_labels_logged``)."""
         cap = self
         text = (cap.out / log_rel).read_text(errors="replace")
         log = read_log(text)
         stages = log.dumps
         compiled = bool(stages)
         # What else reached fds 1 and 2 in the call (a kernel's print, a
-        # subprocess's output) is the program's: passed through.
-        _pass_through(log.output)
+        # subprocess's output) is the program's: passed through, but for
+        # the logger's lines the program had silenced.
+        _pass_through([ln for ln in log.output if not silenced(ln, quieter)])
         if compiled:
             off_rel = log_rel.removesuffix(".log") + ".offload.log"
             funcs = cap.functions.setdefault(cap.generation, {})
@@ -919,7 +1013,7 @@ class Capture:
             # The name the log's stage lines use, e.g. saxpy_c60_0.
             entry["compiled_name"] = stages[0]["kernel"]
             entry["tasks"] = sum(1 for d in stages if d["stage"] == OFFLOAD_STAGE)
-            entry["full_log"] = log_rel
+            entry["full_log"] = _compressed(cap.out, log_rel, text)
         elif not text:
             (cap.out / log_rel).unlink()
         else:
@@ -934,11 +1028,18 @@ class Capture:
         tkey = cap.kernel_table_key(primal, entry.get("compiled_name"))
         if tkey is not None and tkey not in kernels:
             kernels[tkey] = {"args": schema}
-        if tkey is not None and compiled and cap.params is not None and "params" not in kernels[tkey]:
-            kernels[tkey]["params"] = _bind_params(cap.params, schema, cap.nd_ids)
-            rets = getattr(kernel, "return_type", None) or ()
-            if rets:
-                kernels[tkey]["returns"] = [_type_name(r) for r in rets]
+        if tkey is not None and compiled and cap.params is not None:
+            params = _bind_params(cap.params, schema, cap.nd_ids)
+            if "params" not in kernels[tkey]:
+                kernels[tkey]["params"] = params
+                _note_returns(kernels[tkey], kernel)
+            elif kernels[tkey]["params"] != params or kernels[tkey]["args"] != schema:
+                # Another compilation of the kernel (other template
+                # arguments) numbers its parameters its own way: keyed by
+                # its compiled name (`k_c62_1`), which kiln-import tries first.
+                own: KernelEntry = {"args": schema, "params": params}
+                _note_returns(own, kernel)
+                kernels.setdefault(stages[0]["kernel"], own)
         return entry
 
     def patch(self) -> None:
@@ -1249,12 +1350,49 @@ def _NONE_MODE() -> Any:
     return _NONE
 
 
+def _unwrapped(v: Any) -> Any:
+    """The ndarray or field a ``qd.Tensor`` (``qd.tensor()``'s) wraps; any
+    other value as it is."""
+    unwrap = getattr(v, "_unwrap", None)
+    return unwrap() if callable(unwrap) and type(v).__module__.startswith("quadrants") else v
+
+
+def _is_torch(v: Any) -> bool:
+    """Whether ``v`` is a torch tensor (without importing torch)."""
+    return type(v).__module__.startswith("torch") and hasattr(v, "detach")
+
+
+def _numpy_dtype(dt: Any) -> Any:
+    """numpy's dtype for a numpy or torch dtype (``torch.float32``:
+    ``float32``); TypeError for one numpy has not (``bfloat16``)."""
+    import numpy as np
+
+    try:
+        return np.dtype(dt)
+    except TypeError:
+        return np.dtype(str(dt).rsplit(".", 1)[-1])
+
+
+def ndarray_value(v: Any) -> Any:
+    """An ndarray argument's value as a numpy array of its own (a copy): a
+    Quadrants ndarray's, a torch tensor's or a numpy array's."""
+    import numpy as np
+
+    if _is_torch(v):
+        return np.array(v.detach().cpu().numpy(), copy=True)
+    return v.to_numpy() if hasattr(v, "to_numpy") else np.array(v, copy=True)
+
+
 def _np_to_qd(dt: Any) -> str:
     import numpy as np
 
     dt = np.dtype(dt)
     kind = {"f": "f", "i": "i", "u": "u", "b": "u"}[dt.kind]
     return f"{kind}{dt.itemsize * 8}" if dt.kind != "b" else "u1"
+
+
+# The dtype Quadrants declares a parameter annotated with a Python type as.
+PYTHON_SCALARS: dict[Any, str] = {int: "i32", float: "f32", bool: "u1"}
 
 
 def _describe_arg(
@@ -1274,9 +1412,11 @@ def _describe_arg(
     from quadrants.lang.struct import StructType
     from quadrants.types import ndarray_type, primitive_types
 
-    if isinstance(ann, ndarray_type.NdarrayType) or isinstance(v, (np.ndarray, Ndarray)):
-        dt = _np_to_qd(v.dtype) if isinstance(v, np.ndarray) else _dtype_name(v.dtype)
-        shape = [int(s) for s in v.shape]
+    v = _unwrapped(v)
+    if isinstance(ann, ndarray_type.NdarrayType) or isinstance(v, (np.ndarray, Ndarray)) or _is_torch(v):
+        # numpy's and torch's dtypes are spelt as Quadrants spells its own.
+        dt = _dtype_name(v.dtype) if isinstance(v, Ndarray) else _np_to_qd(_numpy_dtype(v.dtype))
+        shape = physical_shape([int(s) for s in v.shape], permuted_layout(v))
         entry: NdarrayArg = {"name": name, "kind": "ndarray", "dtype": dt, "shape": shape}
         # An ndarray of vectors or matrices: its elements' axes, the
         # trailing axes of its numpy value.
@@ -1287,10 +1427,10 @@ def _describe_arg(
         values[name] = {"kind": "ndarray", "dtype": dt, "shape": shape}
         nds[name] = v
         nd_ids[id(v)] = name
-    elif any(ann is t for t in primitive_types.all_types) or ann in (int, float):
-        dt = _dtype_name(ann) if ann not in (int, float) else {int: "i32", float: "f32"}[ann]
+    elif any(ann is t for t in primitive_types.all_types) or ann in PYTHON_SCALARS:
+        dt = PYTHON_SCALARS[ann] if ann in PYTHON_SCALARS else _dtype_name(ann)
         schema.append({"name": name, "kind": "scalar", "dtype": dt})
-        values[name] = {"kind": "scalar", "dtype": dt, "value": _scalar(v)}
+        values[name] = {"kind": "scalar", "dtype": dt, "value": _as_dtype(_scalar(v), dt)}
     elif isinstance(ann, (StructType, MatrixType)) and v is not None:
         # Quadrants passes a vector or matrix by value as a struct of its
         # components.
@@ -1341,6 +1481,14 @@ def _struct_leaves(ann: Any, v: Any) -> list[tuple[str, JsonScalar]]:
         else:
             out.append((_dtype_name(dt), _scalar(x)))
     return out
+
+
+def _as_dtype(x: JsonScalar, dt: str) -> JsonScalar:
+    """A Python `bool` passed for a number (`True` for an `i32`) as the
+    number Quadrants makes of it (1); any other value as it is."""
+    if isinstance(x, bool) and dt != "u1":
+        return float(x) if dt.startswith("f") else int(x)
+    return x
 
 
 def _flat(v: JsonValue) -> list[JsonScalar]:

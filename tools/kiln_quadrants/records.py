@@ -56,6 +56,10 @@ class FieldEntry(TypedDict):
     element_shape: NotRequired[list[int]]
     components: NotRequired[list[int]]
     dynamic_index_stride: NotRequired[int]
+    # Only for a field made with a permuted layout (`order="ji"`): memory
+    # axis p is the program's axis layout[p]. `shape` and the values saved
+    # are in memory order, the order the IR indexes.
+    layout: NotRequired[list[int]]
     # Only for a program that calls qd.init more than once.
     init: NotRequired[int]
 

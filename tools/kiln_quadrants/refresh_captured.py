@@ -62,7 +62,7 @@ def main() -> int:
             return 1
         for name in ("values.pack", "values.idx", "running.json"):
             (dest / name).unlink(missing_ok=True)
-        for log in (dest / "calls").glob("*.log"):
+        for log in [*(dest / "calls").glob("*.log"), *(dest / "calls").glob("*.log.gz")]:
             if not log.name.endswith(".offload.log"):
                 log.unlink()
         print(f"captured {prog} -> {dest}")

@@ -100,6 +100,10 @@ NUMPY_DTYPES: dict[str, Any] = {
 TIMEOUT_GRACE = 10.0
 
 
+# The JIT's threads for a call, unless the program gave Quadrants its own
+# number (``threads_of``).
+JIT_THREADS = 2
+
 # The tools a run needs; all come from one directory (see ``tool_dir``).
 NEEDED = ("kiln-run", "kiln-import")
 NOT_FOUND = "set KILN_BIN_DIR, put the tools on PATH, or build them (make build)"
@@ -429,6 +433,16 @@ def _calls(rep: KernelReport, budget: bool = False) -> str:
 
 
 FIELD_RE = re.compile(r"^\s*field @(\S+) :", re.M)
+KERNEL_RE = re.compile(r"^kernel @(\S+)\(([^)]*)\)", re.M)
+
+
+def kernel_params(kir_text: str, kernel: str) -> set[str] | None:
+    """The parameters (without `%`) kernel ``kernel`` of the KIR declares,
+    or None when it declares no kernel of that name."""
+    for name, params in KERNEL_RE.findall(kir_text):
+        if name == kernel:
+            return {p.split(":")[0].strip().lstrip("%") for p in params.split(",") if p.strip()}
+    return None
 
 
 def kir_fields(kir: Path) -> set[str]:
@@ -463,6 +477,9 @@ class Replay:
         # Whether --max-disk left calls uncaptured.
         self.budget_reached = False
         self.reports: dict[ReportKey, KernelReport] = {}
+        # The JIT's threads for each runtime whose qd.init set Quadrants'
+        # (capture.json's `init`; JIT_THREADS for the others).
+        self.threads: dict[int, int] = {}
         self.manifest: list[ManifestCall] = []
 
     def capture(self) -> int | None:
@@ -619,6 +636,10 @@ class Replay:
                 args[kir_name(name)] = a["value"]
             elif a["kind"] == "struct":  # a struct's scalars are `%p.0`, `%p.1`, ...
                 args.update((f"{kir_name(name)}.{i}", v) for i, v in enumerate(a["members"]))
+        # An argument the compiled kernel never reads (Quadrants declares it,
+        # the IR loads it nowhere) is no parameter of the KIR: left out.
+        params = kernel_params(kir.read_text(), kernel)
+        args = {k: v for k, v in args.items() if params is None or k in params}
         # What Quadrants had, by KIR field: the .npy files around the call
         # of each field and ndarray argument the KIR declares, and the
         # values the kernel returned (the 0-D fields @k.ret0, @k.ret1, ...
@@ -643,7 +664,7 @@ class Replay:
         sizes = [self.values.entry(saved[f].before)["shape"] for f in saved]
         tolerance = self.ns.ulps * (reorder_factor(sizes) if scaled else 1)
         jit_values: dict[str, np.ndarray] = {}
-        for engine, options in self.engines():
+        for engine, options in self.engines(call.get("init", 0)):
             if random:  # each call draws other numbers, as it does in Quadrants
                 options = {**options, "seed": call["call"]}
             bound = self.bind(module, saved, returned)
@@ -723,12 +744,14 @@ class Replay:
             self.modules[kir] = kiln.Module(kir.read_text(), str(kir))
         return self.modules[kir]
 
-    def engines(self) -> list[tuple[str, dict[str, Any]]]:
-        """Each engine a call is replayed on, with its options. Quadrants'
-        CPU backend flushes subnormal floats to zero: so does the replay,
-        on every engine (docs/language.md)."""
+    def engines(self, init: int = 0) -> list[tuple[str, dict[str, Any]]]:
+        """Each engine a call of runtime ``init`` is replayed on, with its
+        options. Quadrants' CPU backend flushes subnormal floats to zero: so
+        does the replay, on every engine (docs/language.md). The JIT runs
+        on as many threads as the program gave Quadrants (`threads_of`)."""
         flush = {"denormals": QUADRANTS_DENORMALS}
-        out = [("jit", {"engine": "jit", "threads": 2, "cache_dir": self.ns.cache_dir, **flush}), ("interp", {"engine": "interp", **flush})]
+        threads = self.threads.get(init, JIT_THREADS)
+        out = [("jit", {"engine": "jit", "threads": threads, "cache_dir": self.ns.cache_dir, **flush}), ("interp", {"engine": "interp", **flush})]
         if self.ns.check_races:
             out.append(("races", {"engine": "interp", "check_races": True, **flush}))
         return out
@@ -952,6 +975,19 @@ def _stop(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
             continue
 
 
+def threads_of(cap: CaptureFile) -> dict[int, int]:
+    """The CPU threads each runtime's `qd.init` gave Quadrants
+    (`cpu_max_num_threads`: Genesis gives it one), by runtime: a kernel
+    whose parallel atomics hand out slots (a counting sort's) fills them in
+    its threads' order, so the JIT replays it on as many."""
+    out = {}
+    for i, kwargs in enumerate(cap.get("init", [])):
+        value = kwargs.get("cpu_max_num_threads", "")
+        if value.isdigit() and int(value) > 0:
+            out[i] = int(value)
+    return out
+
+
 def why_stopped(program: str, ended: int | None, timeout: float | None, cap: CaptureFile | None) -> str | None:
     """Why the capture holds fewer calls than the program would have made,
     in one line, or None when the program ran to its end: it outlived
@@ -1035,6 +1071,7 @@ def _capture_and_replay(replay: Replay, ns: argparse.Namespace) -> int:
     if why is not None:
         n = len(cap["calls"])
         print(f"{TOOL}: error: {why}: checking the {n} call{'s' if n != 1 else ''} made before", file=sys.stderr)
+    replay.threads = threads_of(cap)
     replay.open_values()
     try:
         for call in cap["calls"]:

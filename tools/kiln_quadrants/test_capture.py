@@ -7,6 +7,7 @@ Each capture runs in a child process: Quadrants' runtime is per process.
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
 import os
@@ -329,7 +330,8 @@ def test_output_written_while_a_kernel_compiles_is_the_programs(tmp_path):
     said = "a thread speaks while k compiles\n" * 2 + "straight to fd 1\n" * 2
     assert r.stdout.endswith(said + "after 6\n"), r.stdout
     (call,) = assert_records(out)[1]["calls"]
-    full = (out / call["full_log"]).read_text()
+    assert call["full_log"].endswith(".log.gz") and not (out / call["full_log"].removesuffix(".gz")).exists()
+    full = gzip.decompress((out / call["full_log"]).read_bytes()).decode()
     assert "a thread speaks" not in full and "straight to fd 1" in full, full[:300]
     assert "interleaved" not in call and "fd 1" not in (out / call["log"]).read_text()
 
@@ -826,3 +828,95 @@ def test_a_bad_size_is_one_line(tmp_path, size):
     assert r.returncode == 2 and r.stdout == "", r.stdout
     assert r.stderr == f"python -m kiln_quadrants: error: --max-disk takes a size above 0, as 500K, 10M or 2G, not {size!r}\n", r.stderr
     assert not (tmp_path / "out").exists()
+
+
+# -- programs that quiet the logger, permuted layouts ---------------------
+
+
+def test_a_quieter_logger_still_gets_the_ir_and_the_program_keeps_its_quiet(tmp_path):
+    """quiet_logger.py lowers Quadrants' logger below the level of the IR
+    printer's stage labels (at init, and again between calls, as Genesis
+    does): both calls' IR is still captured, the program's level is put
+    back after each call, and the logger lines the capture turned on never
+    reach the program's output."""
+    r = capture(CORPUS / "quiet_logger.py", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    cap = any_capture(tmp_path / "out")
+    assert [c["compiled"] for c in cap["calls"]] == [True, False]
+    assert all(c["log"] for c in cap["calls"]), cap["calls"]
+    noise = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.startswith(("[I ", "[D ", "[T "))]
+    assert r.stdout.splitlines()[-1] == "done" and not noise, noise
+
+
+def test_the_stage_labels_level_is_forced_for_a_call_and_put_back():
+    """In process: a program at `error` gets `info` for the call (the levels
+    `info` and `warn` said to be silenced), and `error` back; one already at
+    `info` or below is left alone."""
+    from quadrants import _logging
+
+    from kiln_quadrants.capture import silenced, stage_labels_logged
+
+    _logging.set_logging_level("error")
+    with stage_labels_logged() as quieter:
+        assert _logging.is_logging_effective("info")
+        assert quieter == ["info", "warn"]
+    assert not _logging.is_logging_effective("warn") and _logging.is_logging_effective("error")
+    _logging.set_logging_level("debug")
+    with stage_labels_logged() as quieter:
+        assert quieter == []
+    assert _logging.is_logging_effective("debug")
+    _logging.set_logging_level("info")
+    line = "[I 12/05/26 01:52:50.799 23606] [kernel.cpp:f@1] compiling"
+    assert silenced(line, ["info", "warn"]) and not silenced(line, []) and not silenced(line.replace("[I", "[E"), ["info", "warn"])
+    assert not silenced("[I am the program's own line]", ["info"])
+
+
+def test_a_permuted_layout_is_recorded_in_memory_order(tmp_path):
+    """layouts.py's fields of `order="ji"` and `order="kij"`, and its
+    ndarray of `layout=(1, 0)`: the table gives the shape in memory order
+    (the one the IR indexes) and the layout, and the values saved are in
+    that order (the program's `a[i, j]` at `[j, i]`)."""
+    out = tmp_path / "out"
+    r = capture(CORPUS / "layouts.py", out)
+    assert r.returncode == 0, r.stderr
+    table, cap = assert_records(out)
+    by_name = {f["name"]: f for f in table["fields"]}
+    assert (by_name["a"]["shape"], by_name["a"]["layout"]) == ([3, 4], [1, 0])
+    assert (by_name["c"]["shape"], by_name["c"]["layout"]) == ([5, 2, 3], [2, 0, 1])
+    assert (by_name["v"]["shape"], by_name["v"]["layout"]) == ([4, 3], [1, 0])
+    assert "layout" not in by_name["b"]
+    fill = next(c for c in cap["calls"] if c["kernel"] == "fill")
+    a = load(out, fill["values"]["a"]["after"])
+    assert a.shape == (3, 4) and a[2, 1] == 12.0  # the program's a[1, 2]
+    c = load(out, fill["values"]["c"]["after"])
+    assert c.shape == (5, 2, 3) and c[4, 1, 2] == 124.0  # the program's c[1, 2, 4]
+    total = next(c for c in cap["calls"] if c["kernel"] == "total")
+    assert total["args"]["t"] == {"kind": "ndarray", "dtype": "f32", "shape": [4, 3]}
+    t = load(out, total["values"]["arg:t"]["before"])
+    assert t.shape == (4, 3) and t[3, 1] == 7.0  # the program's t[1, 3]
+
+
+def test_layouts_and_the_values_of_torch_tensors():
+    """`permuted_layout` reads the permutation a field or ndarray carries
+    (None for the identity), `physical_shape` and `physical_value` put a
+    shape and a value in memory order (element axes last), and an ndarray
+    argument's value is read from numpy whatever holds it."""
+    from kiln_quadrants.capture import _np_to_qd, _numpy_dtype, ndarray_value, permuted_layout, physical_shape, physical_value
+
+    class Tagged:
+        _qd_layout = (1, 0)
+
+    class Identity:
+        _qd_layout = (0, 1)
+
+    assert permuted_layout(Tagged()) == [1, 0] and permuted_layout(Identity()) is None and permuted_layout(object()) is None
+    assert physical_shape([4, 3], [1, 0]) == [3, 4] and physical_shape([4, 3], None) == [4, 3]
+    v = np.arange(4 * 3 * 2).reshape(4, 3, 2)
+    p = physical_value(Tagged(), v)
+    assert p.shape == (3, 4, 2) and p.flags.c_contiguous and p[2, 1, 1] == v[1, 2, 1]
+    assert physical_value(Identity(), v) is v
+    x = np.ones(3, np.float32)
+    got = ndarray_value(x)
+    assert got is not x and got.dtype == np.float32
+    assert _np_to_qd(_numpy_dtype(np.dtype("bool"))) == "u1"
+    assert _np_to_qd(_numpy_dtype("torch.float32")) == "f32" and _np_to_qd(_numpy_dtype("torch.int64")) == "i64"

@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import numpy as np
@@ -38,10 +39,12 @@ from kiln_quadrants.replay import (  # noqa: E402
     _run_in,
     distribution_difference,
     first_difference,
+    kernel_params,
     max_ulps,
     newer_build,
     reorder_factor,
     sums_in_any_order,
+    threads_of,
     tool_dir,
     ulp_distance,
 )
@@ -1102,3 +1105,29 @@ def test_a_printing_difference_is_reported(tmp_path: Path, monkeypatch: pytest.M
     assert ("call 0: Kiln (jit) printed other lines than Quadrants: only Quadrants printed 1 line: 'i 7 3.5'; "
             "only Kiln printed 1 line: 'i 7 3.500000'") in out, out
     assert "call 0: Kiln (interp) printed other lines than Quadrants:" in out, out
+
+
+def test_the_parameters_a_kernel_declares():
+    """`kernel_params` reads a KIR kernel's parameters (the replay passes
+    no argument the compiled kernel does not declare: one Quadrants never
+    loads is no parameter, and is no disagreement)."""
+    kir = "field @x : f32[8]\n\nkernel @k(%a: f32, %n: i32) {\n}\n\nkernel @j() {\n}\n"
+    assert kernel_params(kir, "k") == {"a", "n"}
+    assert kernel_params(kir, "j") == set()
+    assert kernel_params(kir, "other") is None
+
+
+def test_the_jit_runs_on_the_threads_the_program_gave_quadrants(tmp_path: Path):
+    """Genesis gives Quadrants one CPU thread and counts out slots with
+    parallel atomics, which then follow the iteration order: the JIT
+    replays a runtime whose qd.init set `cpu_max_num_threads` on as many,
+    the others on two; the interpreter is serial anyway."""
+    cap = typing.cast(records.CaptureFile, {"init": [{"arch": "Arch.x64"}, {"arch": "Arch.x64", "cpu_max_num_threads": "1"},
+                                                      {"cpu_max_num_threads": "'many'"}]})
+    assert threads_of(cap) == {1: 1}
+    ns = argparse.Namespace(cache_dir=None, check_races=False)
+    replay = Replay(tmp_path, ns, tmp_path)
+    replay.threads = threads_of(cap)
+    jit = [dict(options) for engine, options in replay.engines(1) if engine == "jit"]
+    assert jit and jit[0]["threads"] == 1
+    assert [o["threads"] for e, o in replay.engines(0) if e == "jit"] == [2]

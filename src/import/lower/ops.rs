@@ -132,6 +132,10 @@ impl Module<'_> {
         n: Name,
     ) -> Result<Value, Error> {
         let (xt, yt) = (b.ty(x), b.ty(y));
+        if op == "pow" && xt.is_float() && yt.is_int() && yt != Scalar::I1 {
+            // A float to an integer power: Quadrants multiplies it out.
+            return Ok(float_int_pow(b, s.id, n, (x, y), (xt, yt)));
+        }
         if xt != yt {
             return Err(located(format!("'{op}' of {xt} and {yt}"), s));
         }
@@ -306,16 +310,45 @@ fn atomic_of(b: &mut Body, s: &Stmt, op: &str, p: &V, x: Value, n: Name) -> Resu
 /// wrapping, by squaring over the exponent's `w` bits: a loop of `w`
 /// iterations over three slots, so the IR stays small.
 fn int_pow(b: &mut Body, id: u32, n: Name, (x, y): (Value, Value), t: Scalar) -> Value {
-    let [ans, base, exp, one, zero, mag, i] = [(); 7].map(|_| b.fresh(id));
+    let mag = b.at(id).unary(UnOp::Abs, y);
+    pow_by_squaring(b, id, n, (x, mag), (t, t))
+}
+
+/// `n = x ** y` for a float `x` (of `tx`) and an integer `y` (of `ty`), as
+/// Quadrants' `demote_operations` computes it: the product of squarings
+/// over the bits of `|y|` (none when `|y|` is not above 0: 0, or `MIN`,
+/// whose magnitude is itself), in the same order, then its reciprocal
+/// when `y` is not above 0.
+fn float_int_pow(b: &mut Body, id: u32, n: Name, (x, y): (Value, Value), (tx, ty): (Scalar, Scalar)) -> Value {
+    let mag = b.at(id).unary(UnOp::Abs, y);
+    let product = b.fresh(id);
+    let product = pow_by_squaring(b, id, product, (x, mag), (tx, ty));
+    let zero = b.at(id).konst(Const::int(ty, 0));
+    let one = b.at(id).konst(Const::int(tx, 1));
+    let ran = b.at(id).cmp(CmpOp::Gt, mag, zero);
+    let r = b.at(id).select(ran, product, one);
+    let inverse = b.at(id).binary(BinOp::Div, one, r);
+    let not_above = b.at(id).cmp(CmpOp::Le, y, zero);
+    b.bld.ins(n).select(not_above, inverse, r)
+}
+
+/// `n = x ** mag` (`x` of `tx`, `mag` of `te`, its bits read as unsigned):
+/// by squaring over `mag`'s `w` bits, a loop of `w` iterations over three
+/// slots, so the IR stays small; each set bit multiplies the result by
+/// the base (`result * base`, as Quadrants orders it).
+fn pow_by_squaring(b: &mut Body, id: u32, n: Name, (x, mag): (Value, Value), (tx, te): (Scalar, Scalar)) -> Value {
+    let [ans, base, exp, one, zero, i] = [(); 6].map(|_| b.fresh(id));
     let [ev, bit, odd, av, bv, prod, next, sq, shifted] = [(); 9].map(|_| b.fresh(id));
-    let [ans, base, exp] = [ans, base, exp].map(|slot| b.bld.ins(slot).alloca(t));
-    let one = b.bld.ins(one).konst(Const::int(t, 1));
-    let zero = b.bld.ins(zero).konst(Const::int(t, 0));
-    b.bld.store_slot(ans, one);
+    let ans = b.bld.ins(ans).alloca(tx);
+    let base = b.bld.ins(base).alloca(tx);
+    let exp = b.bld.ins(exp).alloca(te);
+    let one_x = b.at(id).konst(Const::int(tx, 1));
+    let one = b.bld.ins(one).konst(Const::int(te, 1));
+    let zero = b.bld.ins(zero).konst(Const::int(te, 0));
+    b.bld.store_slot(ans, one_x);
     b.bld.store_slot(base, x);
-    let mag = b.bld.ins(mag).unary(UnOp::Abs, y);
     b.bld.store_slot(exp, mag);
-    let (_, body) = b.bld.for_(i, ir::Bound::Const(0), ir::Bound::Const(i64::from(t.bits())));
+    let (_, body) = b.bld.for_(i, ir::Bound::Const(0), ir::Bound::Const(i64::from(te.bits())));
     let outer = b.enter(body);
     let ev = b.bld.ins(ev).load_slot(exp);
     let bit = b.bld.ins(bit).binary(BinOp::And, ev, one);

@@ -142,11 +142,28 @@ pub(super) fn field_ptr(b: &mut Body, s: &Stmt, f: FieldAt, idx: Vec<Value>) -> 
 /// element, to a whole vector or matrix element, or (with the element's
 /// indices among `idx`) to one component. The log's element shape must be
 /// the last axes of the ndarray's (the table keeps them apart for a
-/// Quadrants ndarray, together for a numpy array passed in its place).
-pub(super) fn ndarray_ptr(s: &Stmt, nd: &Nd, element_shape: &[u32], idx: Vec<Value>) -> Result<V, Error> {
+/// Quadrants ndarray, together for a numpy array passed in its place), or
+/// a matrix element's flattened (`(9)` for a 3x3: see [`flat_matrix`]).
+pub(super) fn ndarray_ptr(
+    b: &mut Body,
+    s: &Stmt,
+    nd: &Nd,
+    element_shape: &[u32],
+    mut idx: Vec<Value>,
+) -> Result<V, Error> {
     let field = Name::from(nd.name.as_str());
-    let axes: Vec<u64> = element_shape.iter().map(|&d| u64::from(d)).collect();
+    let mut axes: Vec<u64> = element_shape.iter().map(|&d| u64::from(d)).collect();
     let full = [nd.shape.as_slice(), &nd.axes].concat();
+    if let Some(matrix) = flat_matrix(nd, &full, &axes) {
+        // Quadrants numbers a matrix element's components row-major, as
+        // the field's last two axes hold them: one flat index is two.
+        if idx.len() + 1 == full.len() && !is_tensor_ptr(s) {
+            if let Some(k) = idx.pop() {
+                idx.extend(dyn_index(b, s, &matrix, k));
+            }
+        }
+        axes = matrix;
+    }
     if !full.ends_with(&axes) || (axes.is_empty() && !nd.axes.is_empty()) {
         return Err(located(
             format!(
@@ -165,6 +182,16 @@ pub(super) fn ndarray_ptr(s: &Stmt, nd: &Nd, element_shape: &[u32], idx: Vec<Val
         n if n == full.len() && !is_tensor_ptr(s) => Ok(V::Ptr { field, idx, elem, comp: None }),
         n => Err(located(format!("ndarray @{field} has rank {rank} but is indexed with {n}"), s)),
     }
+}
+
+/// The matrix axes `[n, m]` of `nd`'s elements when the log addresses
+/// them flattened (`log_axes` is `[n * m]`): the table's element axes, or
+/// for an array passed without them (a numpy array, a torch tensor) its
+/// last two axes; None when the log's elements are the table's own.
+fn flat_matrix(nd: &Nd, full: &[u64], log_axes: &[u64]) -> Option<Vec<u64>> {
+    let [flat] = log_axes else { return None };
+    let matrix = if nd.axes.is_empty() { full.get(full.len().checked_sub(2)?..)? } else { &nd.axes };
+    (matrix.len() == 2 && count(matrix) == *flat && full.last() != Some(flat)).then(|| matrix.to_vec())
 }
 
 /// `alloca` of a scalar (named `n`) or of a vector or matrix (one slot

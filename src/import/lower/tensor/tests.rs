@@ -133,3 +133,40 @@ fn a_struct_argument_is_a_parameter_per_scalar() {
     let e = run(&body(&lines), &table("", "[3, 1]", args)).unwrap_err();
     assert!(e.contains("struct argument 'p' with a member of type f16"), "{e}");
 }
+
+/// A table whose kernel `k` takes `m`, an ndarray of 4 elements of 3x3
+/// matrices (`entry`: its shape and element shape as the table gives them).
+fn matrix_nd_table(entry: &str) -> String {
+    format!(
+        r#"{{"quadrants": "1.3.3", "fields": [],
+  "kernels": {{"k": {{"args": [{{"name": "m", "kind": "ndarray", "dtype": "f32", {entry}}}],
+                    "params": [{{"id": 0, "name": "_m", "kind": "ndarray", "arg": "m"}}]}}}}}}"#
+    )
+}
+
+/// Component 4 (row 1, column 1) of element `$1` of ndarray 0, addressed
+/// as Quadrants addresses a matrix element's component: flattened, `(9)`.
+const FLAT: [&str; 3] = [
+    "<*struct[none]{0(shape, at 0B): struct[none]{0(dim_0, at 0B): i32}, 1(data_ptr, at 0B): *f32}> $2 = argaddr[0]",
+    "<i32> $3 = const 4",
+    "<*f32> $4 = external_ptr $2, [$1, $3], (9) layout=AOS is_grad=false",
+];
+
+#[test]
+fn a_matrix_ndarrays_flattened_component_is_its_row_and_column() {
+    let lines = [FLAT[0], FLAT[1], FLAT[2], "<f32> $5 = global load $4", "$6 : global store [$4 <- $5]"];
+    for entry in [r#""shape": [4], "element_shape": [3, 3]"#, r#""shape": [4, 3, 3]"#] {
+        let kir = run(&body(&lines), &matrix_nd_table(entry)).unwrap();
+        assert!(kir.contains("field @k.m : f32[4, 3, 3]"), "{entry}: {kir}");
+        // Component 4 is 4 / 3 and 4 % 3 of the element's axes.
+        assert!(kir.contains(" = div %") && kir.contains(" = rem %"), "{entry}: {kir}");
+        assert_eq!(kir.matches("= load @k.m[%i.0, %").count(), 1, "{entry}: {kir}");
+    }
+    // Nine components are not a 2x2 matrix's; an array whose last axis is
+    // the nine is indexed as it is, not split.
+    let e = run(&body(&lines), &matrix_nd_table(r#""shape": [4], "element_shape": [2, 2]"#)).unwrap_err();
+    assert!(e.contains("does not end in the log's elements (9)"), "{e}");
+    let kir = run(&body(&lines), &matrix_nd_table(r#""shape": [4, 9]"#)).unwrap();
+    assert!(kir.contains("field @k.m : f32[4, 9]") && kir.contains("= load @k.m[%i.0, %3]"), "{kir}");
+    assert!(!kir.contains(" = div %"), "{kir}");
+}
