@@ -698,8 +698,12 @@ impl TaskProvider for CachedTasks {
     fn lookup(&mut self, backend: &dyn Backend, modules: &[&Module], stats: &mut JitStats) -> Vec<bool> {
         let (all, absent) = self.look_up_all(backend, modules, stats);
         self.count_bytes(stats);
-        let keyed = |m: &Module| all.iter().find(|(k, _)| std::ptr::eq(*k, m)).map(|(_, key)| *key);
-        modules.iter().map(|m| keyed(m).is_some_and(|key| !absent.iter().any(|(_, k)| *k == key))).collect()
+        // `all` is the modules that key, in order, up to the first that
+        // does not (which `provide` then reports).
+        let absent: HashSet<Key> = absent.into_iter().map(|(_, k)| k).collect();
+        let mut present: Vec<bool> = all.iter().map(|(_, k)| !absent.contains(k)).collect();
+        present.resize(modules.len(), false);
+        present
     }
 
     fn ready(&mut self, stats: &mut JitStats) {
