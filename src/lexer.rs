@@ -136,6 +136,8 @@ pub enum Tok<'a> {
     Cmp,
     #[token("cast")]
     Cast,
+    #[token("bitcast")]
+    Bitcast,
     #[token("to")]
     To,
     #[token("select")]
@@ -254,6 +256,7 @@ impl Tok<'_> {
             Tok::Const => "const",
             Tok::Cmp => "cmp",
             Tok::Cast => "cast",
+            Tok::Bitcast => "bitcast",
             Tok::To => "to",
             Tok::Select => "select",
             Tok::Load => "load",

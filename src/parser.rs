@@ -520,6 +520,7 @@ impl<'a, 's, 'd> BodyLower<'a, 's, 'd> {
             SKind::Unary(op, a) => StmtKind::Unary(op, self.use_(a)),
             SKind::Cmp(op, a, c) => StmtKind::Cmp(op, self.use_(a), self.use_(c)),
             SKind::Cast(a, t) => StmtKind::Cast(self.use_(a), t),
+            SKind::BitCast(a, t) => StmtKind::BitCast(self.use_(a), t),
             SKind::Select(c, x, y) => StmtKind::Select(self.use_(c), self.use_(x), self.use_(y)),
             SKind::Load(r) => StmtKind::Load(self.field_ref(r)),
             SKind::LoadSlot(p) => StmtKind::LoadSlot(self.use_(p)),

@@ -459,8 +459,9 @@ impl<'a, W: Write + ?Sized, N: Namer> Printer<'a, W, N> {
                 self.out.write_char(' ')?;
                 self.vals(body, &[*a, *b])?
             }
-            StmtKind::Cast(a, ty) => {
-                self.out.write_str("cast ")?;
+            StmtKind::Cast(a, ty) | StmtKind::BitCast(a, ty) => {
+                let bit = matches!(data.kind, StmtKind::BitCast(..));
+                self.out.write_str(if bit { "bitcast " } else { "cast " })?;
                 self.v(body, *a)?;
                 self.out.write_str(" to ")?;
                 self.out.write_str(ty.keyword())?

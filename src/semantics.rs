@@ -358,6 +358,17 @@ pub fn cast_reg(from: Scalar, to: Scalar, a: u64) -> u64 {
     }
 }
 
+/// `bitcast` of a register of type `from` to `to`, a type of the same
+/// width: the same bits, put back in `to`'s register form.
+pub fn bitcast_reg(from: Scalar, to: Scalar, a: u64) -> u64 {
+    let bits = from.wrap_bits(a);
+    if to.is_float() {
+        bits
+    } else {
+        norm_int(to, bits as i64)
+    }
+}
+
 /// `a OP b` on constants of one type, with KIR's semantics.
 pub fn eval_binary(op: BinOp, a: Const, b: Const) -> Const {
     from_reg(a.ty, bin_reg(op, a.ty, to_reg(a), to_reg(b)))

@@ -176,6 +176,11 @@ pub enum Kind {
         to: String,
         a: u32,
     },
+    /// `reinterpret_cast_bits<T> $a` (from `qd.bit_cast`).
+    BitCast {
+        to: String,
+        a: u32,
+    },
     /// A binary operator by Quadrants' name (`add`, `floordiv`, `cmp_lt`, ...).
     Binary {
         op: String,
@@ -849,12 +854,17 @@ impl<'a> Parser<'_, 'a> {
                 }
                 Kind::Atomic { op: op.to_string(), dest, val }
             }
-            "cast_value" => {
+            op @ ("cast_value" | "reinterpret_cast_bits") => {
                 // A vector's cast is its components', each to the element type.
                 let (Some(Ty::Prim(to)) | Some(Ty::Tensor { prim: to, ptr: false, .. })) = c.type_hint()? else {
-                    return Err(self.refuse("cast_value to a non-scalar type", line));
+                    return Err(self.refuse(&format!("{op} to a non-scalar type"), line));
                 };
-                Kind::Cast { to, a: c.id()? }
+                let a = c.id()?;
+                if op == "cast_value" {
+                    Kind::Cast { to, a }
+                } else {
+                    Kind::BitCast { to, a }
+                }
             }
             op if BINARY_OPS.contains(&op) && matches!(c.peek2(), (Some(Tok::Id(_)), Some(Tok::Id(_)))) => {
                 let a = c.id()?;

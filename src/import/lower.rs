@@ -953,6 +953,7 @@ impl Module<'_> {
                 let to = stmt_scalar(to, s)?;
                 self.each(b, s, [*a], |_, b, [x], n| Ok(b.bld.ins(n).cast(x, to)))?;
             }
+            Kind::BitCast { to, a } => self.bitcast(b, s, to, *a)?,
             Kind::Binary { op, a, b: rhs } => self.binary(b, s, op, *a, *rhs, ty)?,
             Kind::Select { c, a, b: other } => {
                 self.each(b, s, [*c, *a, *other], |m, b, [c, x, y], n| {

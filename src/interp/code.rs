@@ -111,6 +111,12 @@ pub(super) enum Inst {
         dst: Reg,
         a: Reg,
     },
+    BitCast {
+        from: Scalar,
+        to: Scalar,
+        dst: Reg,
+        a: Reg,
+    },
     Select {
         dst: Reg,
         c: Reg,
@@ -619,9 +625,10 @@ impl<'s> ProgramBuilder<'s> {
                 let ty = lw.scalar(*a)?;
                 lw.emit(Inst::Cmp { op: *op, ty, dst: need(dst)?, a: lw.reg(a), b: lw.reg(b) });
             }
-            StmtKind::Cast(a, to) => {
-                let from = lw.scalar(*a)?;
-                lw.emit(Inst::Cast { from, to: *to, dst: need(dst)?, a: lw.reg(a) });
+            StmtKind::Cast(a, to) | StmtKind::BitCast(a, to) => {
+                let (from, to, dst, a) = (lw.scalar(*a)?, *to, need(dst)?, lw.reg(a));
+                let bits = matches!(data.kind, StmtKind::BitCast(..));
+                lw.emit(if bits { Inst::BitCast { from, to, dst, a } } else { Inst::Cast { from, to, dst, a } });
             }
             StmtKind::Select(c, a, b) => {
                 lw.emit(Inst::Select { dst: need(dst)?, c: lw.reg(c), a: lw.reg(a), b: lw.reg(b) });

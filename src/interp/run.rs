@@ -154,6 +154,7 @@ impl Program {
                     regs[dst as usize] = cmp_reg(op, ty, regs[a as usize], regs[b as usize])
                 }
                 Inst::Cast { from, to, dst, a } => regs[dst as usize] = cast_reg(from, to, regs[a as usize]),
+                Inst::BitCast { from, to, dst, a } => regs[dst as usize] = bitcast_reg(from, to, regs[a as usize]),
                 Inst::Select { dst, c, a, b } => {
                     regs[dst as usize] = if regs[c as usize] & 1 != 0 { regs[a as usize] } else { regs[b as usize] }
                 }

@@ -254,6 +254,9 @@ impl Ins<'_, '_> {
     pub fn cast(self, a: Value, to: Scalar) -> Value {
         self.define(StmtKind::Cast(a, to), None)
     }
+    pub fn bitcast(self, a: Value, to: Scalar) -> Value {
+        self.define(StmtKind::BitCast(a, to), None)
+    }
     pub fn select(self, c: Value, a: Value, b: Value) -> Value {
         self.define(StmtKind::Select(c, a, b), None)
     }

@@ -89,6 +89,9 @@ pub enum StmtKind {
     Cmp(CmpOp, Value, Value),
     /// `%r = cast %a to f32`
     Cast(Value, Scalar),
+    /// `%r = bitcast %a to i32`: the same bits read as a scalar type of the
+    /// same width
+    BitCast(Value, Scalar),
     /// `%r = select %c, %a, %b`
     Select(Value, Value, Value),
     /// `%v = load @x[%i]`
@@ -280,7 +283,7 @@ macro_rules! stmt_table {
                 $op(b);
                 PURE
             }
-            StmtKind::Unary(_, a) | StmtKind::Cast(a, _) => {
+            StmtKind::Unary(_, a) | StmtKind::Cast(a, _) | StmtKind::BitCast(a, _) => {
                 $op(a);
                 PURE
             }

@@ -40,7 +40,7 @@ pub fn result_type(kind: &StmtKind, env: &impl TypeEnv) -> Option<Type> {
         StmtKind::Binary(_, a, _) | StmtKind::Unary(_, a) | StmtKind::LoadSlot(a) => scalar(a),
         StmtKind::Select(_, a, _) => scalar(a),
         StmtKind::Cmp(..) => Some(Type::Scalar(Scalar::I1)),
-        StmtKind::Cast(_, t) => Some(Type::Scalar(*t)),
+        StmtKind::Cast(_, t) | StmtKind::BitCast(_, t) => Some(Type::Scalar(*t)),
         StmtKind::Load(r) | StmtKind::Atomic(_, r, _) => env.field_elem(&r.field).map(Type::Scalar),
         StmtKind::Alloca(t) => Some(Type::Slot(*t)),
         StmtKind::Random { ty, .. } => Some(Type::Scalar(*ty)),

@@ -192,6 +192,7 @@ pub enum SKind {
     Unary(UnOp, Sym),
     Cmp(CmpOp, Sym, Sym),
     Cast(Sym, Scalar),
+    BitCast(Sym, Scalar),
     Select(Sym, Sym, Sym),
     Load(FieldRefAst),
     LoadSlot(Sym),

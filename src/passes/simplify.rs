@@ -197,6 +197,9 @@ impl Cx {
                 }
                 Action::Keep
             }
+            // Not folded on constants: a literal need not keep a NaN's payload.
+            StmtKind::BitCast(a, to) if body.ty(a) == Type::Scalar(to) => Action::Replace(a),
+            StmtKind::BitCast(..) => Action::Keep,
             StmtKind::Select(cond, x, y) => {
                 if let Some(k) = c(cond) {
                     return Action::Replace(if k.bits & 1 != 0 { x } else { y });

@@ -59,6 +59,7 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
                 self.scalar(*a, s);
                 true
             }
+            StmtKind::BitCast(a, to) => self.bitcast(s, *a, *to),
             StmtKind::Select(c, a, b) => self.select(s, *c, *a, *b),
             StmtKind::Load(r) => self.field_ref(r, s).is_some(),
             StmtKind::Store(r, v) => {
@@ -168,6 +169,19 @@ impl<'a, 'd> BodyChecker<'a, 'd> {
         if !op.accepts(t) {
             let at = self.operand_span(s, 0);
             self.err(format!("{} does not accept an operand of type {t}", op.keyword()), at);
+            return false;
+        }
+        true
+    }
+
+    /// A bit cast keeps every bit, so both types have one width.
+    fn bitcast(&mut self, s: Stmt, a: Value, to: Scalar) -> bool {
+        let Some(t) = self.scalar(a, s) else {
+            return false;
+        };
+        if t.bits() != to.bits() {
+            let at = self.operand_span(s, 0);
+            self.err(format!("bitcast from {t} to {to} changes the width ({} to {} bits)", t.bits(), to.bits()), at);
             return false;
         }
         true

@@ -621,6 +621,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             | StmtKind::Unary(..)
             | StmtKind::Cmp(..)
             | StmtKind::Cast(..)
+            | StmtKind::BitCast(..)
             | StmtKind::Select(..) => Some(self.value_stmt(l, &data.kind)?),
             StmtKind::Load(r) => Some(self.load(l, r)?),
             StmtKind::Store(r, v) => {
@@ -674,7 +675,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
     }
 
     /// The statements that compute a value from values: constants,
-    /// operators, comparisons, casts and `select`.
+    /// operators, comparisons, casts, bit casts and `select`.
     fn value_stmt(&mut self, l: &mut Lowering<'a, 'ctx>, kind: &StmtKind) -> Result<BasicValueEnum<'ctx>> {
         Ok(match kind {
             StmtKind::Const(c) if c.ty.is_float() => self.float_constant(l, *c)?,
@@ -683,6 +684,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             StmtKind::Unary(op, a) => self.unary(l, *op, *a)?,
             StmtKind::Cmp(op, a, b) => self.cmp(l, *op, *a, *b)?.into(),
             StmtKind::Cast(a, to) => self.cast(l, *a, *to)?,
+            StmtKind::BitCast(a, to) => self.bitcast(l, *a, *to)?,
             StmtKind::Select(c, a, b) => {
                 let c = self.ival(*c)?;
                 self.b.build_select(c, self.val(*a)?, self.val(*b)?, "")?

@@ -286,6 +286,43 @@ fn comparisons_and_casts() {
     check("i1->f64", &s, &[(0, 0), (1, 0)], |x, _| (x as f64).to_bits());
 }
 
+/// `bitcast` keeps every bit, on the JIT at both levels and on the
+/// interpreter: NaN payloads (quiet and signalling, either sign), `-0.0`,
+/// subnormals and integers whose signedness changes. A field of a type
+/// narrower than 64 bits holds the low bits of the pattern.
+#[test]
+fn bit_casts_keep_every_bit() {
+    const PATTERNS: [u64; 10] = [
+        0,
+        1,
+        0x8000_0000,
+        0x7fc0_1234,
+        0xffa0_0001,
+        0x007f_ffff,
+        0x7ff4_0000_0000_beef,
+        0x8000_0000_0000_0000,
+        0x000f_ffff_ffff_ffff,
+        u64::MAX,
+    ];
+    use Scalar::*;
+    let pairs = [(F32, I32), (I32, F32), (F32, U32), (U32, F32), (F64, I64), (I64, F64), (U64, F64), (F64, U64)];
+    let ints = [(I8, U8), (U8, I8), (I16, U16), (U16, I16), (I32, U32), (I64, U64), (I1, I1), (F32, F32)];
+    for (from, to) in pairs.into_iter().chain(ints) {
+        let name = format!("bitcast {} to {}", from.keyword(), to.keyword());
+        let s = one_op(from, to, |x, _| StmtKind::BitCast(x, to));
+        let mask = from.wrap_bits(u64::MAX);
+        let inputs: Vec<(u64, u64)> = PATTERNS.iter().map(|&p| (p & mask, 0)).collect();
+        check(&name, &s, &inputs, |x, _| x);
+        let mut interp = kiln::interp::Interpreter::new();
+        for &(a, _) in &inputs {
+            let mut fields = Fields::zeroed(&s);
+            set(&mut fields, "a", a);
+            interp.run_kernel(&s, "k", &[], &mut fields).unwrap();
+            assert_eq!(get(&fields, "r"), a, "{name} on the interpreter: a={a:#x}");
+        }
+    }
+}
+
 /// A kernel drawing `random T` for every type: a `range_for` with two
 /// draws per iteration and more in an inner loop, a `struct_for` over a
 /// 2-D field, and a serial task.

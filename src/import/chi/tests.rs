@@ -160,6 +160,7 @@ fn vectors_and_matrices_parse() {
         "    <*[Tensor (3) f32]> $5 = external_ptr $1, [$1], (3) layout=AOS is_grad=false",
         "    <[Tensor (3) i32]> $6 = cast_value<[Tensor (3) i32]> $2",
         "    <f32> $7 = get_element($1, 1, 0)",
+        "    <i32> $8 = reinterpret_cast_bits<i32> $1",
     ];
     let text =
         format!("kernel {{\n  $0 = offloaded  \n  body {{\n    <f32> $1 = const 1\n{}\n  }}\n}}\n", lines.join("\n"));
@@ -172,6 +173,7 @@ fn vectors_and_matrices_parse() {
     assert_eq!(body[4].kind, Kind::ExternalPtr { base: 1, indices: vec![1], element_shape: vec![3] });
     assert_eq!(body[5].kind, Kind::Cast { to: "i32".into(), a: 2 });
     assert_eq!(body[6].kind, Kind::GetElement { base: 1, path: vec![1, 0] });
+    assert_eq!(body[7].kind, Kind::BitCast { to: "i32".into(), a: 1 });
 }
 
 /// A real function's dump: statements at the top level (no offloaded

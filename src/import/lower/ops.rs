@@ -1,4 +1,4 @@
-//! The operators of an imported statement: unary and binary arithmetic
+//! The operators of an imported statement: bit casts, unary and binary arithmetic
 //! (with the expansions KIR needs: `floordiv`, `sgn`, `rsqrt`, an ordered
 //! float `cmp_ne`) and atomics (on a field, or on a local by load and
 //! store).
@@ -13,6 +13,19 @@ use super::*;
 
 impl Module<'_> {
     /// A unary operator, component-wise on a vector.
+    /// `reinterpret_cast_bits<T>` (`qd.bit_cast`): KIR's `bitcast`, of
+    /// each component of a vector; the types have one width.
+    pub(super) fn bitcast(&mut self, b: &mut Body, s: &Stmt, to: &str, a: u32) -> Result<(), Error> {
+        let to = stmt_scalar(to, s)?;
+        self.each(b, s, [a], |_, b, [x], n| {
+            let from = b.ty(x);
+            if from.bits() != to.bits() {
+                return Err(located(format!("reinterpret_cast_bits of {from} to {to}, another width"), s));
+            }
+            Ok(b.bld.ins(n).bitcast(x, to))
+        })
+    }
+
     pub(super) fn unary(&mut self, b: &mut Body, s: &Stmt, op: &str, a: u32, ty: Option<Scalar>) -> Result<(), Error> {
         self.each(b, s, [a], |_, b, [x], n| unary_of(b, s, op, x, ty, n))
     }

@@ -7,7 +7,7 @@
 //! methods call it, and float constants LLVM cannot fold.
 //!
 //! Owns: [`FnCx::binary`], [`FnCx::unary`], [`FnCx::cmp`], [`FnCx::cast`],
-//! the intrinsic and libm calls they make, and [`FnCx::float_constant`].
+//! [`FnCx::bitcast`], the intrinsic and libm calls they make, and [`FnCx::float_constant`].
 //!
 //! Must never: emit an instruction whose result can be undefined on some
 //! input, or let LLVM rewrite a libm call into one that is not bit for bit
@@ -95,8 +95,20 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
     /// Values stay in registers and the statement is hoisted out of loops.
     pub(super) fn float_constant(&mut self, l: &Lowering<'a, 'ctx>, c: Const) -> Result<BasicValueEnum<'ctx>> {
         let v = l.constant(c);
+        self.float_barrier(l, v, c.ty)
+    }
+
+    /// `v`, a float of type `t`, passed through the empty inline-asm
+    /// statement of [`FnCx::float_constant`]: LLVM sees a float it knows
+    /// nothing about (on targets without one, `v` itself).
+    fn float_barrier(
+        &mut self,
+        l: &Lowering<'a, 'ctx>,
+        v: BasicValueEnum<'ctx>,
+        t: Scalar,
+    ) -> Result<BasicValueEnum<'ctx>> {
         let Some(constraint) = l.float_barrier else { return Ok(v) };
-        let ty = l.reg_ty(c.ty);
+        let ty = l.reg_ty(t);
         let fn_ty = ty.fn_type(&[ty.into()], false);
         let asm = self.cx.create_inline_asm(fn_ty, String::new(), constraint.to_string(), false, false, None, false);
         let call = self.b.build_indirect_call(fn_ty, asm, &[v.into()], "")?;
@@ -273,6 +285,29 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             (CmpOp::Ne, _) => IntPredicate::NE,
         };
         Ok(self.b.build_int_compare(p, self.ival(a)?, self.ival(b)?, "")?)
+    }
+
+    /// `bitcast`: the verifier admits only types of one width, which LLVM's
+    /// `bitcast` reinterprets (a no-op between integers of one width). The
+    /// float side goes through [`FnCx::float_barrier`]: LLVM takes a NaN's
+    /// sign as unspecified, so it would otherwise turn integer sign-bit
+    /// operations on a float's bits into float ones and fold those
+    /// (`xor` of the sign into `fneg`, then `fneg (fmul x, y)` into
+    /// `fmul x, (fneg y)`), changing the bits of a NaN.
+    pub(super) fn bitcast(&mut self, l: &Lowering<'a, 'ctx>, a: Value, to: Scalar) -> Result<BasicValueEnum<'ctx>> {
+        let from = self.scalar(a)?;
+        let mut v = self.val(a)?;
+        if from == to {
+            return Ok(v);
+        }
+        if from.is_float() {
+            v = self.float_barrier(l, v, from)?;
+        }
+        let r = self.b.build_bit_cast(v, l.reg_ty(to), "")?;
+        if to.is_float() {
+            return self.float_barrier(l, r, to);
+        }
+        Ok(r)
     }
 
     pub(super) fn cast(&mut self, l: &Lowering<'a, 'ctx>, a: Value, to: Scalar) -> Result<BasicValueEnum<'ctx>> {
