@@ -21,6 +21,7 @@ const NO_OP: &[(&str, &[&str])] = &[
     (
         "demote-atomics",
         &[
+            "bitcast",
             "fold_edges",
             "heat2d",
             "histogram",
@@ -36,6 +37,7 @@ const NO_OP: &[(&str, &[&str])] = &[
     (
         "cse",
         &[
+            "bitcast",
             "heat2d",
             "histogram",
             "mandelbrot",
@@ -50,6 +52,7 @@ const NO_OP: &[(&str, &[&str])] = &[
     (
         "dce",
         &[
+            "bitcast",
             "fold_edges",
             "heat2d",
             "histogram",
@@ -66,6 +69,7 @@ const NO_OP: &[(&str, &[&str])] = &[
     (
         "simplify",
         &[
+            "bitcast",
             "heat2d",
             "histogram",
             "mandelbrot",
