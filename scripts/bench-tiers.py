@@ -27,20 +27,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts/lib"))
+from background import background_done  # noqa: E402
 BIN = Path(os.environ.get("KILN_BIN_DIR", REPO / "target/release"))
 PY = os.environ.get("PYTHON", str(REPO / "target/quadrants-venv/bin/python"))
 KIR = REPO / "scripts/steady/steady.kir"
-
-
-def background_done(cache: Path) -> None:
-    """Waits until no kiln-compile fills `cache`."""
-    mark = f"--cache-dir={cache}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-        if mark not in ps:
-            return
-        time.sleep(0.05)
 
 
 def kiln(tier: str) -> tuple[float, float]:

@@ -571,6 +571,13 @@ impl Flag {
         let flag = info.and_then(|i| i.flag).unwrap_or_else(|| panic!("setting {name} has no flag in the table"));
         Flag { name, flag, text: text.into() }
     }
+
+    /// The flag as a tool's command line takes it: `--flag=TEXT`, or the
+    /// switch alone for a boolean setting (a switch is only given as true).
+    pub fn to_arg(&self) -> String {
+        let switch = TABLE.iter().any(|i| i.name == self.name && i.ty == <bool as SettingValue>::TYPE);
+        if switch { self.flag.to_string() } else { format!("{}={}", self.flag, self.text) }
+    }
 }
 
 /// The flags every cache-using tool has: `--cache-dir DIR` and

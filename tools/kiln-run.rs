@@ -298,14 +298,9 @@ fn tiers_for(
     let quick = CompileProcess::beside_this_program(config.quick(), target.clone()).ok()?;
     let quick = quick.with_progress(progress_hook(progress));
     let opt = CompileProcess::beside_this_program(config.clone(), target.clone()).ok()?;
-    let mut cache_args = vec![format!("--cache-dir={}", provider.root().display())];
-    if settings.allow_insecure.value {
-        cache_args.push("--allow-insecure-cache".into());
-    }
-    cache_args.extend(settings.remote.value.as_ref().map(|url| format!("--remote={url}")));
-    if settings.remote_read_only.value {
-        cache_args.push("--remote-read-only".into());
-    }
+    let remote = kiln::remote::RemoteFlags { url: settings.remote.value.clone(), read_only: settings.remote_read_only.value };
+    let flags = settings::cache_flags(Some(provider.root()), settings.allow_insecure.value);
+    let cache_args: Vec<String> = flags.iter().chain(&remote.settings_flags()).map(settings::Flag::to_arg).collect();
     let start_fill: kiln_jit::tiers::StartFill =
         Box::new(move |modules| opt.start_fill(modules, &cache_args).map_err(|e| e.to_string()));
     Some(kiln_jit::tiers::Tiers::new(Box::new(quick), Box::new(provider.sibling()), start_fill))

@@ -31,6 +31,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+from background import background_done  # noqa: E402
 from kiln_quadrants import pack  # noqa: E402
 
 CALLS = 50
@@ -65,14 +67,6 @@ def wall(cmd: list[str]) -> float:
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return (time.perf_counter() - t0) * 1e3
-
-
-def background_done(cache: Path) -> None:
-    """Waits (up to a minute) until no background kiln-compile fills `cache`."""
-    mark = f"--cache-dir={cache}"
-    deadline = time.time() + 60
-    while time.time() < deadline and mark in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout:
-        time.sleep(0.02)
 
 
 out = {}

@@ -305,3 +305,14 @@ fn a_cache_file_that_is_a_fifo_leaves_a_run_read_only_and_never_blocks() {
     let e = set_in_cache_file(&dir.path().join("cache"), "max_size", "3G").expect_err("not replaced");
     assert_eq!(e.message, "not read: a FIFO, not a regular file");
 }
+
+/// A flag given back to a child process reads as the tool's own command
+/// line spells it, and loads to the same setting.
+#[test]
+fn flags_as_arguments() {
+    let flags = cache_flags(Some(Path::new("/c d")), true);
+    let args: Vec<String> = flags.iter().map(Flag::to_arg).collect();
+    assert_eq!(args, ["--cache-dir=/c d", "--allow-insecure-cache"]);
+    let url = Flag::new("remote", "redis://127.0.0.1:1");
+    assert_eq!(url.to_arg(), "--remote=redis://127.0.0.1:1");
+}

@@ -432,11 +432,9 @@ impl CachedTasks {
         // Local first: a key the local store holds (or this process made)
         // is neither asked of the remote nor compiled here.
         let mut absent: Vec<(&Module, Key)> = Vec::new();
+        let mut seen = HashSet::new();
         for (m, (key, _)) in &keyed {
-            if !self.compiled.contains_key(key)
-                && !absent.iter().any(|(_, k)| k == key)
-                && !self.store.record_path(key).exists()
-            {
+            if !self.compiled.contains_key(key) && seen.insert(*key) && !self.store.record_path(key).exists() {
                 absent.push((m, *key));
             }
         }

@@ -6,7 +6,7 @@ use kiln::exec::{Engine, Fields};
 use kiln::ir::*;
 use kiln_codegen::{Compiler, Emit};
 use kiln_jit::engine::{JitEngine, JitPath};
-use kiln_jit::{Jit, JitErrorKind};
+use kiln_jit::{Jit, JitErrorKind, LoadedTask};
 use kiln_llvm::HostTarget;
 
 fn field(name: &str, elem: Scalar, shape: &[u64]) -> Field {
@@ -71,6 +71,16 @@ fn fill(fields: &mut Fields, name: &str, f: impl Fn(usize) -> f32) {
 
 fn floats(fields: &Fields, name: &str) -> Vec<f32> {
     fields.get(name).unwrap().bytes.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+/// Launches the loaded task `l` of `kernel` once, with no slots and its
+/// printed output dropped; a launch error fails the test.
+fn launch_quietly(l: &LoadedTask, kernel: &str, fields: &mut Fields) {
+    let names = kiln_jit::runtime::LaunchNames { kernel, task: &l.meta.task };
+    let mut printed = Vec::new();
+    let mut out = kiln_jit::runtime::PrintOut::new(&mut printed);
+    kiln_jit::runtime::launch(l.entry, &l.meta, names, &[], fields, Default::default(), &|_| Default::default(), &mut out)
+        .unwrap();
 }
 
 fn compiler() -> Compiler {
@@ -222,18 +232,7 @@ fn tasks_defining_the_same_helper_symbol_load_and_run_side_by_side() {
     let mut fields = Fields::zeroed(&stream);
     fill(&mut fields, "x", |k| k as f32);
     for l in [&l2, &l1, &l2] {
-        let names = kiln_jit::runtime::LaunchNames { kernel: "k", task: &l.meta.task };
-        kiln_jit::runtime::launch(
-            l.entry,
-            &l.meta,
-            names,
-            &[],
-            &mut fields,
-            Default::default(),
-            &|_| Default::default(),
-            &mut kiln_jit::runtime::PrintOut::new(&mut Vec::new()),
-        )
-        .unwrap();
+        launch_quietly(l, "k", &mut fields);
     }
     for (k, (y, z)) in floats(&fields, "y").iter().zip(floats(&fields, "z")).enumerate() {
         assert_eq!(*y, 2.0 * k as f32);
@@ -290,18 +289,7 @@ fn an_object_that_parses_but_does_not_link_is_an_error_at_load() {
     let stream = Stream { modules: vec![atan_module()] };
     let mut fields = Fields::zeroed(&stream);
     fields.get_mut("t").unwrap().bytes.copy_from_slice(&0.5f32.to_le_bytes());
-    let names = kiln_jit::runtime::LaunchNames { kernel: "s", task: "s.0" };
-    kiln_jit::runtime::launch(
-        ok.entry,
-        &ok.meta,
-        names,
-        &[],
-        &mut fields,
-        Default::default(),
-        &|_| Default::default(),
-        &mut kiln_jit::runtime::PrintOut::new(&mut Vec::new()),
-    )
-    .unwrap();
+    launch_quietly(&ok, "s", &mut fields);
     assert_eq!(*fields.get("t").unwrap().bytes, 0.5f32.atan().to_le_bytes());
     // Rename the undefined symbol `atanf` to one no library defines: the
     // object still parses (add succeeds), and the forced lookup reports the
