@@ -1177,14 +1177,14 @@ fn field_kind_ok(f: &table::Field) -> Result<(), (String, &'static str)> {
     Ok(())
 }
 
-/// A shape of the table KIR can declare: rank at most [`MAX_RANK`], extents from 1
-/// to 2^40 (the verifier's own bound on a field's bytes is checked after).
-/// A shape KIR can hold for a field of `dtype` (a dtype KIR lacks is
-/// refused where it is used; its size counts as one byte here).
+/// A shape of the table KIR can declare for a field of `dtype`: rank at
+/// most [`MAX_RANK`], at most 2^40 bytes (a dtype KIR lacks is refused
+/// where it is used; its size counts as one byte here). An extent may be 0
+/// (an ndarray of no elements).
 fn check_shape(name: &str, shape: &[u64], dtype: &str) -> Result<(), String> {
-    if shape.len() > MAX_RANK || shape.contains(&0) {
+    if shape.len() > MAX_RANK {
         return Err(format!(
-            "'{name}' has the shape {shape:?} in the field table; KIR fields have 0 to {MAX_RANK} extents of at least 1"
+            "'{name}' has the shape {shape:?} in the field table; KIR fields have 0 to {MAX_RANK} extents"
         ));
     }
     let elem = table::scalar(dtype).map_or(1, |s| s.size_bytes() as u64);

@@ -16,10 +16,6 @@ pub(super) fn check_field(f: &Field, diags: &mut Vec<Diagnostic>) {
         ));
         return;
     }
-    if let Some(d) = f.shape.iter().position(|&e| e == 0) {
-        diags.push(Diagnostic::error(format!("field @{name} has extent 0 in dimension {}", d + 1), f.span));
-        return;
-    }
     let bytes = f
         .shape
         .iter()

@@ -464,7 +464,9 @@ class Replay:
         # One directory for every tool: a run never mixes two builds.
         self.kiln_import = str(tools / "kiln-import")
         self.kiln_run = str(tools / "kiln-run")
-        self.imported: dict[str, tuple[Path | None, str | None]] = {}
+        # By log and the table it was imported with (see `table_with`).
+        self.imported: dict[tuple[str, str], tuple[Path | None, str | None]] = {}
+        self.shape_tables = 0  # tables written for calls of other ndarray shapes
         # The output the capture found among each log's dumps.
         self.interleaved: dict[str, list[str]] = {}
         self.table: FieldTable | None = None
@@ -555,19 +557,46 @@ class Replay:
             manifest["incomplete"] = incomplete
         (self.work / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
-    def import_log(self, log: str, init: int) -> tuple[Path | None, str | None]:
-        """The KIR of a call's log (imported once per log), or why it cannot be imported."""
-        if log not in self.imported:
-            out = self.work / "kir" / (Path(log).name.removesuffix(".offload.log") + ".kir")
+    def table_with(self, init: int, shapes: dict[str, list[int]]) -> Path:
+        """The field table of runtime `init` with the ndarray arguments in
+        `shapes` (a call's) of those shapes. Quadrants compiles a kernel
+        once for ndarrays of any shape, where a KIR field has one: a call
+        whose ndarrays have other shapes than the call the table describes
+        is imported again, against a table of its own."""
+        base = self.table_for(init)
+        table = json.loads(base.read_text())
+        changed = False
+        for entry in table["kernels"].values():
+            for a in entry["args"]:
+                if a["kind"] == "ndarray" and a["name"] in shapes and a["shape"] != shapes[a["name"]]:
+                    a["shape"] = shapes[a["name"]]
+                    changed = True
+        if not changed:
+            return base
+        self.shape_tables += 1
+        path = self.work / "tables" / f"fields.init{init}.shapes{self.shape_tables}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(table, indent=1) + "\n")
+        return path
+
+    def import_log(self, log: str, init: int, shapes: dict[str, list[int]]) -> tuple[Path | None, str | None]:
+        """The KIR of a call's log, its ndarrays of the call's `shapes`
+        (imported once per log and distinct shapes), or why it cannot be
+        imported."""
+        key = (log, json.dumps(shapes, sort_keys=True))
+        if key not in self.imported:
+            variant = sum(1 for k in self.imported if k[0] == log)
+            stem = Path(log).name.removesuffix(".offload.log") + (f".shapes{variant}" if variant else "")
+            out = self.work / "kir" / (stem + ".kir")
             out.parent.mkdir(parents=True, exist_ok=True)
-            table = self.table_for(init)
+            table = self.table_with(init, shapes)
             r = subprocess.run(
                 [self.kiln_import, str(self.cap / log), "--fields", str(table), "-o", str(out), "--color=never"],
                 capture_output=True, text=True,
             )
             why = r.stderr.strip() if r.returncode >= 0 else f"kiln-import {_ended(r.returncode)}\n{r.stderr.strip()}".strip()
-            self.imported[log] = (out, None) if r.returncode == 0 else (None, why)
-        return self.imported[log]
+            self.imported[key] = (out, None) if r.returncode == 0 else (None, why)
+        return self.imported[key]
 
     def compiled_no_task(self, log: str | None) -> bool:
         """Whether Quadrants compiled the call's kernel (whose log is
@@ -614,7 +643,8 @@ class Replay:
             return
         if call.get("interleaved"):
             self.interleaved[log] = call["interleaved"]
-        kir, err = self.import_log(log, call.get("init", 0))
+        shapes = {name: a["shape"] for name, a in call["args"].items() if a["kind"] == "ndarray"}
+        kir, err = self.import_log(log, call.get("init", 0), shapes)
         if kir is None:
             rep.import_error = err
             stray = self.interleaved.get(log)

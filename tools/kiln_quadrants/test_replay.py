@@ -235,6 +235,35 @@ def test_two_kernels_of_one_name_in_one_runtime(tmp_path: Path, cache: str):
     assert "ok   k (same.py:12): 1 call, 1 field," in r.stdout, r.stdout
 
 
+def test_calls_with_ndarrays_of_other_shapes_and_of_no_elements(tmp_path: Path, cache: str):
+    """Quadrants compiles a kernel once for ndarrays of any shape; a KIR
+    field has one: each call whose ndarrays have other shapes is imported
+    against a table of its own shapes, an ndarray of no elements included
+    (its loops run no iteration), and every call is checked."""
+    prog = tmp_path / "shapes.py"
+    prog.write_text(
+        "import numpy as np\n"
+        "import quadrants as qd\n"
+        "qd.init(arch=qd.cpu)\n"
+        "@qd.kernel\n"
+        "def scale(a: qd.types.ndarray(dtype=qd.f32, ndim=2), b: qd.types.ndarray(dtype=qd.f32, ndim=1), s: qd.f32):\n"
+        "    for i, j in a:\n"
+        "        a[i, j] = a[i, j] * s + j\n"
+        "    for k in range(a.shape[0]):\n"
+        "        b[k % b.shape[0]] += a[k, 1]\n"
+        "b = np.zeros(2, dtype=np.float32)\n"
+        "for rows in (0, 3, 5, 3, 0):\n"
+        "    scale(np.arange(rows * 2, dtype=np.float32).reshape(rows, 2), b, 2.0)\n"
+        "scale(np.ones((4, 2), dtype=np.float32), np.zeros(3, dtype=np.float32), 0.5)\n"
+    )
+    keep = tmp_path / "keep"
+    r = kq("run", "--cache-dir", cache, "--keep", str(keep), str(prog))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ok   scale: 6 calls, 2 fields, JIT and interpreter agree" in r.stdout, r.stdout
+    # One import per distinct set of shapes: (0, 2) and 2; (3, 2); (5, 2); (4, 2) and 3.
+    assert len(list((keep / "kir").glob("*.kir"))) == 4, sorted(p.name for p in (keep / "kir").iterdir())
+
+
 def test_kernels_are_told_apart_by_their_compilation(tmp_path: Path, cache: str):
     """Issue 42: kernels one factory makes share a name and a place: they
     were one summary line, the second imported with the first's argument
