@@ -56,6 +56,7 @@ pub enum Tok<'a> {
     #[token("u16", |_| Scalar::U16)]
     #[token("u32", |_| Scalar::U32)]
     #[token("u64", |_| Scalar::U64)]
+    #[token("f16", |_| Scalar::F16)]
     #[token("f32", |_| Scalar::F32)]
     #[token("f64", |_| Scalar::F64)]
     Type(Scalar),

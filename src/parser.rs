@@ -817,6 +817,16 @@ pub fn lit_const(l: &ast::Lit<'_>, ty: Scalar) -> Result<Const, Diagnostic> {
             }
             Ok(Const::f32(v))
         }
+        (LitKind::Int | LitKind::Float, Scalar::F16) => {
+            // Rounded to f64, then to f16 (both to nearest even): exact for
+            // every literal the printer writes (`printer::fmt_const`).
+            let v = if l.text == "nan" { f64::NAN } else { l.text.parse::<f64>().map_err(|_| out_of_range())? };
+            let h = half::f16::from_f64(v);
+            if h.is_infinite() && !l.text.ends_with("inf") {
+                return Err(out_of_range());
+            }
+            Ok(Const::f16(h))
+        }
         (LitKind::Int | LitKind::Float, _) => {
             let v = if l.text == "nan" { f64::NAN } else { l.text.parse::<f64>().map_err(|_| out_of_range())? };
             if v.is_infinite() && !l.text.ends_with("inf") {
