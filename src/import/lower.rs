@@ -342,7 +342,7 @@ fn refused_stmt(name: impl Into<String>, s: &Stmt) -> Error {
 /// KIR's scalar for a Quadrants primitive type, or a refusal naming it.
 fn scalar_of(prim: &str, span: Span, loc: Option<&PyLoc>) -> Result<Scalar, Error> {
     table::scalar(prim).ok_or_else(|| {
-        refused(format!("type {prim}"), "KIR's types are i1, i8 to i64, u8 to u64, f32 and f64", span, loc)
+        refused(format!("type {prim}"), "KIR's types are i1, i8 to i64, u8 to u64, f16, f32 and f64", span, loc)
     })
 }
 
@@ -1086,7 +1086,7 @@ impl Module<'_> {
         };
         if let Some(d) = a.members.iter().find(|d| table::scalar(d).is_none()) {
             return Err(refused_stmt(format!("struct argument '{}' with a member of type {d}", a.name), s)
-                .with_why("KIR's types are i1, i8 to i64, u8 to u64, f32 and f64"));
+                .with_why("KIR's types are i1, i8 to i64, u8 to u64, f16, f32 and f64"));
         }
         let table_types: Vec<&str> = a.members.iter().map(String::as_str).collect();
         let logged: Vec<&str> = leaves.iter().map(|(_, t)| t.as_str()).collect();
