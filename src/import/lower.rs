@@ -378,8 +378,18 @@ fn float_const(text: &str, ty: Scalar) -> Option<Const> {
         _ => return None,
     };
     let v = if neg { -v } else { v };
+    let f32 = || -> Option<f32> {
+        if mag == "inf" || mag == "nan" {
+            Some(v as f32)
+        } else {
+            text.parse().ok()
+        }
+    };
     Some(match ty {
-        Scalar::F32 => Const::f32(if mag == "inf" || mag == "nan" { v as f32 } else { text.parse().ok()? }),
+        // Quadrants keeps an f16 constant as the f32 it prints, and rounds
+        // it to f16 where it is used.
+        Scalar::F16 => Const::f16(half::f16::from_f32(f32()?)),
+        Scalar::F32 => Const::f32(f32()?),
         _ => Const::f64(v),
     })
 }
@@ -980,7 +990,7 @@ impl Module<'_> {
                 "false" | "0" => Some(Const::bool(false)),
                 _ => None,
             },
-            Scalar::F32 | Scalar::F64 => float_const(text, ty),
+            Scalar::F16 | Scalar::F32 | Scalar::F64 => float_const(text, ty),
             // The printer writes an integer as its type reads it;
             // take either reading of its bits.
             t => text
