@@ -81,6 +81,30 @@ fn f32_literals_are_not_double_rounded() {
 }
 
 #[test]
+fn f16_literals_are_not_double_rounded() {
+    let h = |text: &str| match last(&format!("%r = const {text} : f16")).0 {
+        StmtKind::Const(c) => c.bits,
+        k => panic!("{k:?}"),
+    };
+    // 1 + 2^-11 is halfway between 1.0 (0x3c00) and 1 + 2^-10 (0x3c01),
+    // and so is the f64 nearest each of the longer literals: their own
+    // digits decide, where rounding the f64 would give 1.0 for all three.
+    assert_eq!(h("1.00048828125"), 0x3c00, "a tie goes to even");
+    assert_eq!(h("1.000488281250000000000001"), 0x3c01);
+    assert_eq!(h("-1.000488281250000000000001"), 0xbc01);
+    assert_eq!(h("1.000488281249999999999999"), 0x3c00);
+    assert_eq!(h("100048828125000000000001e-23"), 0x3c01);
+    assert_eq!(h("1.00146484375"), 0x3c02, "1 + 3 * 2^-11: a tie goes to even");
+    assert_eq!(h("1.001464843749999999999999"), 0x3c01);
+    // Halfway between 65504 and 2^16: below it is the greatest f16.
+    assert_eq!(h("65519.99999999999999999"), 0x7bff);
+    assert_eq!(h("2.98023223876953125e-8"), 0x0000, "half the least subnormal: a tie goes to even");
+    assert_eq!(h("2.980232238769531250001e-8"), 0x0001);
+    assert_eq!((h("0.1"), h("65504"), h("-0.0"), h("6e-8")), (0x2e66, 0x7bff, 0x8000, 0x0001));
+    assert_eq!(err("kernel @k() {\n  %r = const 65520 : f16\n}\n").0, "literal `65520` is out of range for f16");
+}
+
+#[test]
 fn operations_and_their_result_types() {
     let (k, ty) = last("%r = add %a, %b");
     assert!(matches!(k, StmtKind::Binary(BinOp::Add, a, b) if (a, b) == (v(0), v(1))));
