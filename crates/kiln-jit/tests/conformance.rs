@@ -214,8 +214,7 @@ fn disagreements(ty: Scalar, opt: OptLevel) -> Vec<String> {
 /// Runs `ops` on `ty` over `pairs` in both engines and returns the
 /// disagreements, one line each.
 fn disagreements_over(ty: Scalar, pairs: &[(u64, u64)], ops: &[Op], opt: OptLevel) -> Vec<String> {
-    let (pairs, ops) = (pairs.to_vec(), ops);
-    let text = kernel(ty, pairs.len(), &ops);
+    let text = kernel(ty, pairs.len(), ops);
     let stream = kiln::parser::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     kiln::verifier::verify(&stream).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let run = |engine: &mut dyn Engine| {
@@ -228,7 +227,7 @@ fn disagreements_over(ty: Scalar, pairs: &[(u64, u64)], ops: &[Op], opt: OptLeve
     let config = CompileConfig { opt_level: opt, ..CompileConfig::default() };
     let mut jit = JitEngine::new(Compiler::host(config).unwrap(), JitPath::PerTask, 1).unwrap();
     match run(&mut jit) {
-        Ok(got) => compare(ops, &pairs, &want, &got, &format!("{} at {opt:?}", ty.keyword())),
+        Ok(got) => compare(ops, pairs, &want, &got, &format!("{} at {opt:?}", ty.keyword())),
         Err(e) => vec![format!("{} at {opt:?}: the JIT fails: {e}", ty.keyword())],
     }
 }
