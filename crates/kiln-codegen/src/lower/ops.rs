@@ -161,6 +161,19 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         Ok(self.b.build_float_trunc(x.into_float_value(), self.cx.f16_type(), "")?.into())
     }
 
+    /// `f` (an `f32` operation) on `x` and `y`, `f16`s widened, its result
+    /// rounded back to `f16`.
+    fn in_f32(
+        &mut self,
+        x: FloatValue<'ctx>,
+        y: FloatValue<'ctx>,
+        f: impl FnOnce(&mut Self, FloatValue<'ctx>, FloatValue<'ctx>) -> Result<BasicValueEnum<'ctx>>,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let (x, y) = (self.widen16(x)?, self.widen16(y)?);
+        let r = f(self, x, y)?;
+        self.narrow16(r)
+    }
+
     /// A float operator. On `f16` it is the `f32` one on the operands
     /// widened, its result rounded back to `f16` (`kiln::semantics`), in
     /// the IR itself rather than left to LLVM's legalisation of `half`.
@@ -173,8 +186,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         y: FloatValue<'ctx>,
     ) -> Result<BasicValueEnum<'ctx>> {
         if ty == Scalar::F16 {
-            let r = self.float_binary(l, op, Scalar::F32, self.widen16(x)?, self.widen16(y)?)?;
-            return self.narrow16(r);
+            return self.in_f32(x, y, |me, x, y| me.float_binary(l, op, Scalar::F32, x, y));
         }
         if let Some(name) = op.libm() {
             return self.call_libm(l, name, ty, &[x.into(), y.into()]);
@@ -277,8 +289,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         x: FloatValue<'ctx>,
     ) -> Result<BasicValueEnum<'ctx>> {
         if ty == Scalar::F16 && !matches!(op, UnOp::Neg | UnOp::Abs) {
-            let r = self.float_unary(l, op, Scalar::F32, self.widen16(x)?)?;
-            return self.narrow16(r);
+            return self.in_f32(x, x, |me, x, _| me.float_unary(l, op, Scalar::F32, x));
         }
         if let Some(f) = l.math_calls().kiln_func(op, ty) {
             return self.kiln_math(l, f, x);
@@ -469,8 +480,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         y: FloatValue<'ctx>,
     ) -> Result<BasicValueEnum<'ctx>> {
         if ty == Scalar::F16 {
-            let r = self.float_min_max(l, min, Scalar::F32, self.widen16(x)?, self.widen16(y)?)?;
-            return self.narrow16(r);
+            return self.in_f32(x, y, |me, x, y| me.float_min_max(l, min, Scalar::F32, x, y));
         }
         let name = if min { "llvm.minimumnum" } else { "llvm.maximumnum" };
         let r = self.call_intrinsic(l, name, ty, &[x.into(), y.into()])?;
