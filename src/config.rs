@@ -434,7 +434,8 @@ mod tests {
         assert_eq!(serde_json::from_str::<LaunchMeta>(&json).unwrap(), meta);
         // A type no build knows makes the metadata unreadable (a damaged
         // record), never a wrong launch.
-        for bad in [json.replace(r#""elem":"f32""#, r#""elem":"f16""#), json.replace(r#"["n","i32"]"#, r#"["n","q8"]"#)]
+        for bad in
+            [json.replace(r#""elem":"f32""#, r#""elem":"f128""#), json.replace(r#"["n","i32"]"#, r#"["n","q8"]"#)]
         {
             let e = serde_json::from_str::<LaunchMeta>(&bad).unwrap_err();
             assert!(e.to_string().contains("unknown element type"), "{e}");

@@ -417,6 +417,8 @@ pub fn print_value(ty: Scalar, bits: u64) -> String {
         return ty.int_value(bits).to_string();
     }
     let (v, digits) = match ty {
+        // Quadrants prints an f16 as the f32 it widens to.
+        Scalar::F16 => (half::f16::from_bits(bits as u16).to_f64(), 6),
         Scalar::F32 => (f32::from_bits(bits as u32) as f64, 6),
         _ => (f64::from_bits(bits), 12),
     };
@@ -562,6 +564,7 @@ impl FieldData {
             Scalar::U16 => write(shape, bits.map(|b| b as u16)),
             Scalar::U32 => write(shape, bits.map(|b| b as u32)),
             Scalar::U64 => write(shape, bits),
+            Scalar::F16 => write(shape, bits.map(|b| half::f16::from_bits(b as u16))),
             Scalar::F32 => write(shape, bits.map(|b| f32::from_bits(b as u32))),
             Scalar::F64 => write(shape, bits.map(f64::from_bits)),
         }
@@ -601,6 +604,7 @@ impl FieldData {
             Scalar::U16 => le_bytes(npy, n, u16::to_le_bytes),
             Scalar::U32 => le_bytes(npy, n, u32::to_le_bytes),
             Scalar::U64 => le_bytes(npy, n, u64::to_le_bytes),
+            Scalar::F16 => le_bytes(npy, n, half::f16::to_le_bytes),
             Scalar::F32 => le_bytes(npy, n, f32::to_le_bytes),
             Scalar::F64 => le_bytes(npy, n, f64::to_le_bytes),
         }
@@ -848,6 +852,8 @@ mod tests {
                     [1.5f32, -0.0, f32::INFINITY, 2.0, 3.0, 4.0].iter().map(|v| v.to_bits() as u64).collect()
                 }
                 Scalar::F64 => [1.5f64, -0.0, f64::NAN, 2.0, 3.0, 4.0].iter().map(|v| v.to_bits()).collect(),
+                // 1.5, -0.0, inf, a payload NaN, the least subnormal, 65504.
+                Scalar::F16 => vec![0x3e00, 0x8000, 0x7c00, 0x7d01, 0x0001, 0x7bff],
                 Scalar::I32 => [1i32, -1, i32::MIN, 4, 5, 6].iter().map(|v| *v as u32 as u64).collect(),
                 Scalar::I64 => [1i64, -1, i64::MIN, 4, 5, 6].iter().map(|v| *v as u64).collect(),
                 t => [1i64, -1, 127, -128, 255, 6].iter().map(|v| t.wrap_bits(*v as u64)).collect(),

@@ -56,6 +56,7 @@ pub enum Tok<'a> {
     #[token("u16", |_| Scalar::U16)]
     #[token("u32", |_| Scalar::U32)]
     #[token("u64", |_| Scalar::U64)]
+    #[token("f16", |_| Scalar::F16)]
     #[token("f32", |_| Scalar::F32)]
     #[token("f64", |_| Scalar::F64)]
     Type(Scalar),
@@ -187,7 +188,7 @@ pub enum Tok<'a> {
     #[regex(r#""([^"\\{};\x00-\x1f\x7f]|\\[0-9A-Fa-f][0-9A-Fa-f])*""#, |lex| { let s = lex.slice(); &s[1..s.len() - 1] })]
     Str(&'a str),
     /// Any other bare word (never valid; kept whole so that errors can
-    /// name it, e.g. an unknown type `f16`).
+    /// name it, e.g. an unknown type `f128`).
     #[regex(r"[A-Za-z_][A-Za-z0-9_]*", |lex| lex.slice(), priority = 1)]
     Word(&'a str),
 
@@ -645,12 +646,12 @@ mod tests {
     #[test]
     fn keywords_words_and_comments() {
         assert_eq!(
-            toks("add atan2 f32 f16 range_for ; a comment { }\n->"),
+            toks("add atan2 f32 f128 range_for ; a comment { }\n->"),
             vec![
                 Tok::BinOp(BinOp::Add),
                 Tok::BinOp(BinOp::Atan2),
                 Tok::Type(Scalar::F32),
-                Tok::Word("f16"),
+                Tok::Word("f128"),
                 Tok::RangeFor,
                 Tok::Arrow
             ]

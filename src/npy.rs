@@ -37,7 +37,7 @@ pub struct Header {
     /// The dtype as written (`<f4`).
     pub descr: String,
     /// The element type, when the dtype is one of Kiln's (`b1`, `i1` …
-    /// `i8`, `u1` … `u8`, `f4`, `f8`).
+    /// `i8`, `u1` … `u8`, `f2`, `f4`, `f8`).
     pub elem: Option<Scalar>,
     pub fortran_order: bool,
     pub shape: Vec<u64>,
@@ -251,7 +251,7 @@ impl<'a> Dict<'a> {
 
 /// The field element type of a dtype name: a byte order (`<`, `>`, or `|`
 /// for one-byte types only, as npyz insists; npyz has no `=`) and `b1`,
-/// `i1`, `i2`, `i4`, `i8`, `u1`, `u2`, `u4`, `u8`, `f4` or `f8` (numpy's
+/// `i1`, `i2`, `i4`, `i8`, `u1`, `u2`, `u4`, `u8`, `f2`, `f4` or `f8` (numpy's
 /// `i8` is KIR's `i64`, its `i1` KIR's `i8`).
 fn kiln_elem(descr: &str) -> Option<Scalar> {
     let (order, t) = (descr.get(..1)?, descr.get(1..)?);
@@ -271,6 +271,7 @@ fn kiln_elem(descr: &str) -> Option<Scalar> {
         "u2" => Scalar::U16,
         "u4" => Scalar::U32,
         "u8" => Scalar::U64,
+        "f2" => Scalar::F16,
         "f4" => Scalar::F32,
         "f8" => Scalar::F64,
         _ => return None,

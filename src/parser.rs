@@ -817,6 +817,14 @@ pub fn lit_const(l: &ast::Lit<'_>, ty: Scalar) -> Result<Const, Diagnostic> {
             }
             Ok(Const::f32(v))
         }
+        (LitKind::Int | LitKind::Float, Scalar::F16) => {
+            let v = if l.text == "nan" { f64::NAN } else { l.text.parse::<f64>().map_err(|_| out_of_range())? };
+            let h = f16_nearest(l.text, v);
+            if h.is_infinite() && !l.text.ends_with("inf") {
+                return Err(out_of_range());
+            }
+            Ok(Const::f16(h))
+        }
         (LitKind::Int | LitKind::Float, _) => {
             let v = if l.text == "nan" { f64::NAN } else { l.text.parse::<f64>().map_err(|_| out_of_range())? };
             if v.is_infinite() && !l.text.ends_with("inf") {
@@ -825,6 +833,49 @@ pub fn lit_const(l: &ast::Lit<'_>, ty: Scalar) -> Result<Const, Diagnostic> {
             Ok(Const::f64(v))
         }
     }
+}
+
+/// The `f16` nearest the decimal `text` (ties to even), given `v`, the
+/// `f64` nearest it: rounding `v` again is exact unless `v` lies halfway
+/// between two `f16`s while `text` does not, and then `text`'s digits,
+/// compared with `v`'s exact ones, say which way.
+fn f16_nearest(text: &str, v: f64) -> half::f16 {
+    use half::f16;
+    let h = f16::from_f64(v);
+    // An f16's value, infinity standing for 2^16, where the rounding puts it.
+    let at = |x: f16| if x.is_infinite() { 65536f64.copysign(x.to_f64()) } else { x.to_f64() };
+    if !v.is_finite() || at(h) == v {
+        return h;
+    }
+    // The neighbour on v's other side: one step up or down in magnitude.
+    let away = at(h).abs() < v.abs();
+    let other = f16::from_bits(if away { h.to_bits() + 1 } else { h.to_bits() - 1 });
+    if (v - at(h)).abs() != (at(other) - v).abs() {
+        return h;
+    }
+    let (nearer, farther) = if away { (h, other) } else { (other, h) };
+    match decimal_magnitude(text).cmp(&decimal_magnitude(&format!("{v:.60e}"))) {
+        std::cmp::Ordering::Less => nearer,
+        std::cmp::Ordering::Greater => farther,
+        std::cmp::Ordering::Equal => h,
+    }
+}
+
+/// A decimal's magnitude in a form that orders as the numbers do: the
+/// power of ten of its first significant digit, then its significant
+/// digits (no trailing zeros); zero is `(i64::MIN, "")`.
+fn decimal_magnitude(text: &str) -> (i64, String) {
+    let t = text.trim_start_matches('-');
+    let (mantissa, exp) = t.split_once(['e', 'E']).unwrap_or((t, "0"));
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let exp: i64 = exp.parse().unwrap_or(0);
+    let digits = format!("{int}{frac}");
+    let lead = digits.len() - digits.trim_start_matches('0').len();
+    let digits = digits.trim_start_matches('0').trim_end_matches('0');
+    if digits.is_empty() {
+        return (i64::MIN, String::new());
+    }
+    (exp + int.len() as i64 - 1 - lead as i64, digits.to_string())
 }
 
 /// An integer or hex literal's sign and magnitude; None if it overflows

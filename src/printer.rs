@@ -171,6 +171,18 @@ pub const MODULE_SEPARATOR: &str = "\n";
 pub fn fmt_const(c: Const) -> String {
     match c.ty {
         Scalar::I1 => if c.bits & 1 != 0 { "true" } else { "false" }.to_string(),
+        Scalar::F16 => {
+            let v = half::f16::from_bits(c.bits as u16);
+            if v.is_nan() {
+                if v.to_bits() == half::f16::NAN.to_bits() {
+                    "nan".into()
+                } else {
+                    format!("0x{:04x}", v.to_bits())
+                }
+            } else {
+                fmt_finite_or_inf(v.is_infinite(), v.is_sign_negative(), || shortest_f16(v))
+            }
+        }
         Scalar::F32 => {
             let v = f32::from_bits(c.bits as u32);
             if v.is_nan() {
@@ -197,6 +209,18 @@ pub fn fmt_const(c: Const) -> String {
         }
         t => t.int_value(c.bits).to_string(),
     }
+}
+
+/// The shortest decimal that the parser reads back as `v` (at most five
+/// significant digits, the most an `f16` needs), printed as `{:?}` prints
+/// the `f64` it reads as: `0.1` for the `f16` nearest 0.1, whose exact
+/// value is 0.0999755859375.
+fn shortest_f16(v: half::f16) -> String {
+    let exact = v.to_f64();
+    (0..5)
+        .filter_map(|digits| format!("{exact:.digits$e}").parse::<f64>().ok())
+        .find(|&d| half::f16::from_f64(d).to_bits() == v.to_bits())
+        .map_or_else(|| format!("{exact:?}"), |d| format!("{d:?}"))
 }
 
 fn fmt_finite_or_inf(inf: bool, neg: bool, finite: impl FnOnce() -> String) -> String {
@@ -633,6 +657,14 @@ mod tests {
         assert_eq!(fmt_const(Const { ty: Scalar::F32, bits: 0x7fc0_0001 }), "0x7fc00001");
         assert_eq!(fmt_const(Const::f64(1e300)), "1e300");
         assert_eq!(fmt_const(Const::f32(0.1)), "0.1");
+        let h = |v: f64| fmt_const(Const::f16(half::f16::from_f64(v)));
+        assert_eq!(
+            (h(0.1), h(65504.0), h(-0.0), h(1.0), h(f64::INFINITY)),
+            ("0.1".into(), "65500.0".into(), "-0.0".into(), "1.0".into(), "inf".into())
+        );
+        assert_eq!(h(5.960464477539063e-8), "6e-8");
+        assert_eq!(fmt_const(Const { ty: Scalar::F16, bits: 0x7e00 }), "nan");
+        assert_eq!(fmt_const(Const { ty: Scalar::F16, bits: 0xfe01 }), "0xfe01");
         assert_eq!(fmt_const(Const::i32(-7)), "-7");
         assert_eq!(fmt_const(Const::bool(true)), "true");
     }

@@ -75,7 +75,8 @@ pub fn key(seed: u64) -> [u32; 2] {
 /// The bits of a value of type `ty` made from one draw's words `w` (as
 /// Quadrants makes them from its generator's: a 64-bit value is the first
 /// word above the second): an integer of 32 bits or fewer is the low bits
-/// of `w[0]`, one of 64 bits `w[0] << 32 | w[1]`; an `f32` is
+/// of `w[0]`, one of 64 bits `w[0] << 32 | w[1]`; an `f16` is the `f32`
+/// rounded to `f16` (as Quadrants makes it: so 1.0 at the top), an `f32`
 /// `(w[0] >> 8) * 2^-24` and an `f64` `(w64 >> 11) * 2^-53`, uniform in
 /// [0, 1) with 24 and 53 bits. Register form (`semantics`): a float's
 /// bits, an integer's value extended by its signedness. `None` for `i1`.
@@ -83,6 +84,7 @@ pub fn value_bits(ty: Scalar, w: [u32; 4]) -> Option<u64> {
     let w64 = (u64::from(w[0]) << 32) | u64::from(w[1]);
     Some(match ty {
         Scalar::I1 => return None,
+        Scalar::F16 => half::f16::from_f32(f32::from_bits(value_bits(Scalar::F32, w)? as u32)).to_bits().into(),
         Scalar::F32 => ((w[0] >> 8) as f32 * (1.0 / 16_777_216.0f32)).to_bits().into(),
         Scalar::F64 => ((w64 >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0f64)).to_bits(),
         t if t.bits() == 64 => w64,

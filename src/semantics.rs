@@ -192,9 +192,28 @@ macro_rules! float_bin {
     }};
 }
 
+/// An `f16` register widened to `f32` (exact; a NaN comes out quiet, as
+/// the F16C conversion makes it).
+#[inline(always)]
+fn widen16(a: u64) -> u64 {
+    half::f16::from_bits(a as u16).to_f32().to_bits() as u64
+}
+
+/// An `f32` register rounded to `f16` (nearest even; a NaN keeps its sign
+/// and the top of its payload, quieted). `f16` subnormals are kept in
+/// either subnormal mode: the conversions ignore it, in Quadrants too.
+#[inline(always)]
+fn narrow16(r: u64) -> u64 {
+    half::f16::from_f32(f32::from_bits(r as u32)).to_bits() as u64
+}
+
+/// `a OP b` on registers of `ty`. An `f16` operation is the `f32` one on
+/// its operands widened, rounded back to `f16` (what Quadrants computes on
+/// the CPU, and LLVM's code for `half` on a host without AVX512-FP16).
 #[inline(always)]
 pub fn bin_reg(op: BinOp, ty: Scalar, a: u64, b: u64) -> u64 {
     match ty {
+        Scalar::F16 => narrow16(bin_reg(op, Scalar::F32, widen16(a), widen16(b))),
         Scalar::F32 => {
             let r = float_bin!(op, f32::from_bits(a as u32), f32::from_bits(b as u32), fmin32, fmax32);
             r.to_bits() as u64
@@ -264,9 +283,16 @@ macro_rules! float_un {
     }};
 }
 
+/// `OP a` on a register of `ty`; on `f16` as [`bin_reg`] says, but `neg`
+/// and `abs`, which change the sign bit alone.
 #[inline(always)]
 pub fn un_reg(op: UnOp, ty: Scalar, a: u64) -> u64 {
     match ty {
+        Scalar::F16 => match op {
+            UnOp::Neg => a ^ 0x8000,
+            UnOp::Abs => a & 0x7fff,
+            _ => narrow16(un_reg(op, Scalar::F32, widen16(a))),
+        },
         Scalar::F32 => {
             let x = f32::from_bits(a as u32);
             let y = match op.kiln_math(ty) {
@@ -309,6 +335,7 @@ pub fn cmp_reg(op: CmpOp, ty: Scalar, a: u64, b: u64) -> u64 {
         }};
     }
     let r = match ty {
+        Scalar::F16 => return cmp_reg(op, Scalar::F32, widen16(a), widen16(b)),
         Scalar::F32 => cmp!(f32::from_bits(a as u32), f32::from_bits(b as u32)),
         Scalar::F64 => cmp!(f64::from_bits(a), f64::from_bits(b)),
         // Signed integers compare signed; `i1` (0 or 1 in register form,
@@ -330,6 +357,9 @@ pub fn cast_reg(from: Scalar, to: Scalar, a: u64) -> u64 {
         let i = a as i64;
         match to {
             Scalar::I1 => (i != 0) as u64,
+            // Through f32 as LLVM converts (exact up to 2^24; past 65520
+            // both roundings give infinity).
+            Scalar::F16 => narrow16(cast_reg(from, Scalar::F32, a)),
             Scalar::F32 if from.is_signed() => (i as f32).to_bits() as u64,
             Scalar::F64 if from.is_signed() => (i as f64).to_bits(),
             Scalar::F32 => (a as f32).to_bits() as u64,
@@ -337,9 +367,13 @@ pub fn cast_reg(from: Scalar, to: Scalar, a: u64) -> u64 {
             _ => norm_int(to, i),
         }
     } else {
-        // Widening f32 to f64 is exact, so every conversion from f32 can go
-        // through f64 without changing its result.
-        let x = if from == Scalar::F32 { f32::from_bits(a as u32) as f64 } else { f64::from_bits(a) };
+        // Widening f16 or f32 to f64 is exact, so every conversion from
+        // them can go through f64 without changing its result.
+        let x = match from {
+            Scalar::F16 => half::f16::from_bits(a as u16).to_f64(),
+            Scalar::F32 => f32::from_bits(a as u32) as f64,
+            _ => f64::from_bits(a),
+        };
         match to {
             // NaN != 0.0 is true, as KIR's unordered `ne`.
             Scalar::I1 => (x != 0.0) as u64,
@@ -352,6 +386,9 @@ pub fn cast_reg(from: Scalar, to: Scalar, a: u64) -> u64 {
             Scalar::U16 => x as u16 as u64,
             Scalar::U32 => x as u32 as u64,
             Scalar::U64 => x as u64,
+            // f64 to f16 rounds to f32 first, as Quadrants converts it
+            // (so twice: 1 + 2^-11 + 2^-40 gives 1.0, not the nearest f16).
+            Scalar::F16 => narrow16((x as f32).to_bits() as u64),
             Scalar::F32 => (x as f32).to_bits() as u64,
             Scalar::F64 => x.to_bits(),
         }

@@ -177,6 +177,13 @@ fn changing_a_type_changes_the_key() {
     let edited = keys(&BASE.replace("%n: i32 = 1024", "%n: i64 = 1024"));
     assert_ne!(edited["k.0"], base()["k.0"]);
     assert_eq!(edited["k.1"], base()["k.1"]);
+    let half = keys(&BASE.replace("f32", "f16"));
+    assert!(half["k.0"] != base()["k.0"] && half["k.1"] != base()["k.1"], "f16 is a type of its own");
+    // Neighbouring f16 constants (3.0 and the next, 3.00195...) differ in
+    // the canonical text, as their shortest decimals.
+    let next = keys(&BASE.replace("f32", "f16").replace("const 3.0 : f16", "const 3.002 : f16"));
+    assert_ne!(next["k.1"], half["k.1"]);
+    assert_eq!(next["k.0"], half["k.0"]);
 }
 
 #[test]

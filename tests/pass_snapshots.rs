@@ -22,6 +22,7 @@ const NO_OP: &[(&str, &[&str])] = &[
         "demote-atomics",
         &[
             "bitcast",
+            "f16",
             "fold_edges",
             "heat2d",
             "histogram",
@@ -38,6 +39,7 @@ const NO_OP: &[(&str, &[&str])] = &[
         "cse",
         &[
             "bitcast",
+            "f16",
             "heat2d",
             "histogram",
             "mandelbrot",
@@ -53,6 +55,7 @@ const NO_OP: &[(&str, &[&str])] = &[
         "dce",
         &[
             "bitcast",
+            "f16",
             "fold_edges",
             "heat2d",
             "histogram",

@@ -342,7 +342,7 @@ fn refused_stmt(name: impl Into<String>, s: &Stmt) -> Error {
 /// KIR's scalar for a Quadrants primitive type, or a refusal naming it.
 fn scalar_of(prim: &str, span: Span, loc: Option<&PyLoc>) -> Result<Scalar, Error> {
     table::scalar(prim).ok_or_else(|| {
-        refused(format!("type {prim}"), "KIR's types are i1, i8 to i64, u8 to u64, f32 and f64", span, loc)
+        refused(format!("type {prim}"), "KIR's types are i1, i8 to i64, u8 to u64, f16, f32 and f64", span, loc)
     })
 }
 
@@ -378,8 +378,18 @@ fn float_const(text: &str, ty: Scalar) -> Option<Const> {
         _ => return None,
     };
     let v = if neg { -v } else { v };
+    let f32 = || -> Option<f32> {
+        if mag == "inf" || mag == "nan" {
+            Some(v as f32)
+        } else {
+            text.parse().ok()
+        }
+    };
     Some(match ty {
-        Scalar::F32 => Const::f32(if mag == "inf" || mag == "nan" { v as f32 } else { text.parse().ok()? }),
+        // Quadrants keeps an f16 constant as the f32 it prints, and rounds
+        // it to f16 where it is used.
+        Scalar::F16 => Const::f16(half::f16::from_f32(f32()?)),
+        Scalar::F32 => Const::f32(f32()?),
         _ => Const::f64(v),
     })
 }
@@ -980,7 +990,7 @@ impl Module<'_> {
                 "false" | "0" => Some(Const::bool(false)),
                 _ => None,
             },
-            Scalar::F32 | Scalar::F64 => float_const(text, ty),
+            Scalar::F16 | Scalar::F32 | Scalar::F64 => float_const(text, ty),
             // The printer writes an integer as its type reads it;
             // take either reading of its bits.
             t => text
@@ -1086,7 +1096,7 @@ impl Module<'_> {
         };
         if let Some(d) = a.members.iter().find(|d| table::scalar(d).is_none()) {
             return Err(refused_stmt(format!("struct argument '{}' with a member of type {d}", a.name), s)
-                .with_why("KIR's types are i1, i8 to i64, u8 to u64, f32 and f64"));
+                .with_why("KIR's types are i1, i8 to i64, u8 to u64, f16, f32 and f64"));
         }
         let table_types: Vec<&str> = a.members.iter().map(String::as_str).collect();
         let logged: Vec<&str> = leaves.iter().map(|(_, t)| t.as_str()).collect();

@@ -218,7 +218,7 @@ fn offset_of(text: &str, line: usize, column: usize) -> usize {
 }
 
 /// KIR's scalar for a Quadrants dtype (`u1`, Quadrants' boolean, is `i1`);
-/// `None` for those KIR lacks (`f16`, quantised types).
+/// `None` for those KIR lacks (quantised types).
 pub fn scalar(dtype: &str) -> Option<Scalar> {
     match dtype {
         "u1" => Some(Scalar::I1),
@@ -312,6 +312,7 @@ mod tests {
         assert_eq!(scalar("f64"), Some(Scalar::F64));
         assert_eq!(scalar("u8"), Some(Scalar::U8));
         assert_eq!(scalar("i1"), None, "Quadrants has no i1: its boolean is u1");
-        assert_eq!(scalar("f16"), None);
+        assert_eq!(scalar("f16"), Some(Scalar::F16));
+        assert_eq!(scalar("qi4"), None);
     }
 }

@@ -34,6 +34,36 @@ fn integers_wrap() {
     assert_eq!(eval_unary(UnOp::Abs, i32c(-5)), i32c(5));
 }
 
+/// `docs/language.md`, "Half precision": each f16 operation is the f32 one
+/// rounded to f16; `neg` and `abs` change the sign bit only; f64 converts
+/// through f32; f16 subnormals stay in flush mode.
+#[test]
+fn f16_rounds_each_operation_from_f32() {
+    let h = |bits: u16| Const { ty: Scalar::F16, bits: bits as u64 };
+    // 100.5 * 100.5 is 10100.25, which rounds to 10104 (0x70ef); adding
+    // 100.5 then gives 0x70fc, where rounding the f32 result 10200.75 once
+    // would give 0x70fb (Quadrants computes 0x70fc).
+    let x = h(0x5648);
+    let m = bin(BinOp::Mul, x, x);
+    assert_eq!(m, h(0x70ef));
+    assert_eq!(bin(BinOp::Add, m, x), h(0x70fc));
+    // 2049 is no f16: it rounds to even, 2048.
+    assert_eq!(eval_cast(i32c(2049), Scalar::F16), h(0x6800));
+    // 1 + 2^-11 + 2^-40: f32 holds 1 + 2^-11, a tie that goes to 1.0.
+    assert_eq!(eval_cast(f64c(1.0 + 2f64.powi(-11) + 2f64.powi(-40)), Scalar::F16), h(0x3c00));
+    assert_eq!(eval_cast(f32c(1.0 + 2f32.powi(-11) + 2f32.powi(-20)), Scalar::F16), h(0x3c01));
+    // A signalling NaN: neg flips its sign bit, an arithmetic operation quiets it.
+    assert_eq!(eval_unary(UnOp::Neg, h(0x7c01)), h(0xfc01));
+    assert_eq!(eval_unary(UnOp::Abs, h(0xfc01)), h(0x7c01));
+    assert_eq!(bin(BinOp::Add, h(0x7c01), h(0x3c00)), h(0x7e01));
+    assert_eq!(eval_cast(h(0x7c01), Scalar::F32), f32c(f32::from_bits(0x7fc0_2000)));
+    // The least subnormal times one stays, in either mode.
+    for mode in crate::config::Denormals::ALL {
+        let _env = crate::fpenv::FpEnv::enter(mode);
+        assert_eq!(bin(BinOp::Mul, h(0x0001), h(0x3c00)), h(0x0001), "{mode}");
+    }
+}
+
 #[test]
 fn division_by_zero_gives_zero() {
     assert_eq!(bin(BinOp::Div, i32c(7), i32c(0)), i32c(0));

@@ -27,6 +27,7 @@ pub enum Scalar {
     U16,
     U32,
     U64,
+    F16,
 }
 
 /// What a scalar is: the one table every fact about a type comes from.
@@ -50,6 +51,7 @@ const fn facts(t: Scalar) -> Facts {
         Scalar::U16 => ("u16", 16, false, false),
         Scalar::U32 => ("u32", 32, false, false),
         Scalar::U64 => ("u64", 64, false, false),
+        Scalar::F16 => ("f16", 16, true, true),
         Scalar::F32 => ("f32", 32, true, true),
         Scalar::F64 => ("f64", 64, true, true),
     };
@@ -58,7 +60,7 @@ const fn facts(t: Scalar) -> Facts {
 
 impl Scalar {
     /// Every scalar type, in the order the language reference lists them.
-    pub const ALL: [Scalar; 11] = [
+    pub const ALL: [Scalar; 12] = [
         Scalar::I1,
         Scalar::I8,
         Scalar::I16,
@@ -68,6 +70,7 @@ impl Scalar {
         Scalar::U16,
         Scalar::U32,
         Scalar::U64,
+        Scalar::F16,
         Scalar::F32,
         Scalar::F64,
     ];
@@ -189,6 +192,9 @@ impl Const {
     pub fn i64(v: i64) -> Const {
         Const { ty: Scalar::I64, bits: v as u64 }
     }
+    pub fn f16(v: half::f16) -> Const {
+        Const { ty: Scalar::F16, bits: v.to_bits() as u64 }
+    }
     pub fn f32(v: f32) -> Const {
         Const { ty: Scalar::F32, bits: v.to_bits() as u64 }
     }
@@ -198,6 +204,8 @@ impl Const {
     /// An integer constant of type `ty`, wrapped to its width.
     pub fn int(ty: Scalar, v: i64) -> Const {
         match ty {
+            // Through f64, exact below 2^53; above it every f16 is inf.
+            Scalar::F16 => Const::f16(half::f16::from_f64(v as f64)),
             Scalar::F32 => Const::f32(v as f32),
             Scalar::F64 => Const::f64(v as f64),
             _ => Const { ty, bits: ty.wrap_bits(v as u64) },
@@ -212,6 +220,7 @@ impl Const {
     /// The float value, widened to f64. None for integers.
     pub fn as_f64(self) -> Option<f64> {
         match self.ty {
+            Scalar::F16 => Some(half::f16::from_bits(self.bits as u16).to_f64()),
             Scalar::F32 => Some(f32::from_bits(self.bits as u32) as f64),
             Scalar::F64 => Some(f64::from_bits(self.bits)),
             _ => None,

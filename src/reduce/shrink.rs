@@ -356,10 +356,10 @@ fn halve_const(stream: &mut Stream, t: &Target) {
 }
 
 fn float(ty: Scalar, f: f64) -> Const {
-    if ty == Scalar::F32 {
-        Const::f32(f as f32)
-    } else {
-        Const::f64(f)
+    match ty {
+        Scalar::F16 => Const::f16(half::f16::from_f64(f)),
+        Scalar::F32 => Const::f32(f as f32),
+        _ => Const::f64(f),
     }
 }
 

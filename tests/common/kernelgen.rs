@@ -76,7 +76,7 @@ impl Rng {
 }
 
 const INT_TYPES: [Scalar; 2] = [Scalar::I32, Scalar::I64];
-const ALL_TYPES: [Scalar; 11] = Scalar::ALL;
+const ALL_TYPES: [Scalar; 12] = Scalar::ALL;
 
 /// A field of the generated module.
 struct FieldDecl {
@@ -209,6 +209,28 @@ fn edge_const(rng: &mut Rng, ty: Scalar) -> Const {
             f64::NAN,
             (r % 2000) as f64 / 8.0 - 120.0,
         ])),
+        // Halves, subnormals (6e-8 the least), the greatest, and values
+        // that round on the way to f16.
+        Scalar::F16 => kiln::semantics::eval_cast(
+            Const::f64(*rng.pick(&[
+                0.0,
+                -0.0,
+                1.0,
+                -1.0,
+                0.5,
+                -2.5,
+                0.1,
+                65504.0,
+                -6e-8,
+                1e-5,
+                2049.0,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                f64::NAN,
+                (r % 2000) as f64 / 16.0 - 60.0,
+            ])),
+            Scalar::F16,
+        ),
         // The narrow and unsigned integers: around zero, the sign bit and
         // all ones of their width.
         t => Const::int(
@@ -407,6 +429,7 @@ impl<'c> Gen<'c> {
             Scalar::I8,
             Scalar::U16,
             Scalar::U64,
+            Scalar::F16,
         ]);
         let ops: &[&str] = match ty {
             Scalar::I1 => &["not"],

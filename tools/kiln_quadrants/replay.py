@@ -91,7 +91,7 @@ TOOL = "kiln-quadrants"
 # The numpy dtype of each KIR element type (``kiln.Module.fields`` names them).
 NUMPY_DTYPES: dict[str, Any] = {
     k: np.dtype(v) for k, v in (
-        ("f32", "float32"), ("f64", "float64"), ("i1", "bool"), ("i8", "int8"), ("i16", "int16"), ("i32", "int32"),
+        ("f16", "float16"), ("f32", "float32"), ("f64", "float64"), ("i1", "bool"), ("i8", "int8"), ("i16", "int16"), ("i32", "int32"),
         ("i64", "int64"), ("u8", "uint8"), ("u16", "uint16"), ("u32", "uint32"), ("u64", "uint64"),
     )
 } if np is not None else {}
@@ -167,8 +167,8 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     can pass 2**63).
     """
     size = a.dtype.itemsize
-    bits = {4: np.int32, 8: np.int64}[size]
-    wide = np.int64 if size == 4 else object
+    bits = {2: np.int16, 4: np.int32, 8: np.int64}[size]
+    wide = np.int64 if size < 8 else object
     bottom = -(1 << (8 * size - 1))
 
     def line(x: np.ndarray) -> np.ndarray:
@@ -211,7 +211,7 @@ def scaled_ulp_distance(want: np.ndarray, got: np.ndarray) -> np.ndarray:
 # variables (`x[i] += ...`, which Quadrants also makes an atomic) is one
 # iteration's alone.
 TASK_RE = re.compile(r"^\s*task @\S+ (serial|range_for|struct_for) ((?:%[\w.]+(?:, )?)*)")
-FLOAT_FIELD_RE = re.compile(r"^field @(\S+) : f(?:32|64)\b", re.M)
+FLOAT_FIELD_RE = re.compile(r"^field @(\S+) : f(?:16|32|64)\b", re.M)
 ATOMIC_RE = re.compile(r"\batomic (?:add|sub) @(\S+?)\[([^\]]*)\]")
 
 

@@ -31,7 +31,7 @@ Engine = Literal["jit", "interp"]
 ENGINES: list[Engine] = ["jit", "interp"]
 
 # Each KIR type, its numpy dtype, a start value, and that value plus one
-# as the type computes it (wrapping).
+# as the type computes it (wrapping, or rounding).
 TYPES = [
     ("i8", np.int8, 127, -128),
     ("i16", np.int16, -2, -1),
@@ -43,6 +43,8 @@ TYPES = [
     ("u64", np.uint64, 2**64 - 1, 0),
     ("f32", np.float32, 0.5, 1.5),
     ("f64", np.float64, -1.25, -0.25),
+    # 2048 + 1 is 2049, which f16 rounds to even: 2048.
+    ("f16", np.float16, 2048.0, 2048.0),
 ]
 
 

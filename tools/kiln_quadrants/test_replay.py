@@ -769,6 +769,10 @@ def test_ulp_distance():
     assert list(ulp_distance(tiny, -tiny)) == [2]
     x = np.array([1.0, 2.0], dtype=np.float64)
     assert list(ulp_distance(x, x)) == [0, 0]
+    # f16: two bytes, the same line (the least subnormal is one step from 0).
+    h = np.array([1.0, 65504.0, 6e-8, np.inf], dtype=np.float16)
+    h1 = np.array([np.nextafter(np.float16(1.0), np.float16(0.0)), np.inf, -6e-8, np.inf], dtype=np.float16)
+    assert list(ulp_distance(h, h1)) == [1, 1, 2, 0]
     d = first_difference(np.array([1, 2, 3], dtype=np.int32), np.array([1, 2, 4], dtype=np.int32), 4)
     assert d is not None
     assert d.index == (2,) and d.quadrants == 3 and d.kiln == 4

@@ -323,6 +323,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
 
     fn reg_ty(&self, t: Scalar) -> BasicTypeEnum<'ctx> {
         match t {
+            Scalar::F16 => self.cx.f16_type().into(),
             Scalar::F32 => self.cx.f32_type().into(),
             Scalar::F64 => self.cx.f64_type().into(),
             // Signed and unsigned integers of one width are one LLVM type;
@@ -346,9 +347,9 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
     fn constant(&self, c: Const) -> BasicValueEnum<'ctx> {
         match c.ty {
             // Through the integer bits, so NaN payloads and -0.0 survive.
-            Scalar::F32 | Scalar::F64 => {
+            Scalar::F16 | Scalar::F32 | Scalar::F64 => {
                 let ty = self.reg_ty(c.ty);
-                let words = [if c.ty == Scalar::F32 { c.bits & 0xffff_ffff } else { c.bits }];
+                let words = [c.ty.wrap_bits(c.bits)];
                 // SAFETY: `ty` is a float type of this context and `words`
                 // holds the one word its bits need; the result is a constant
                 // of that type.

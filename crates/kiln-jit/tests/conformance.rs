@@ -57,6 +57,28 @@ fn edges(ty: Scalar) -> Vec<u64> {
         .iter()
         .map(|&b| b as u64)
         .collect(),
+        Scalar::F16 => vec![
+            0x0000, // 0.0
+            0x8000, // -0.0
+            0x3c00, // 1.0
+            0xbc00, // -1.0
+            0x3800, // 0.5
+            0xc100, // -2.5
+            0x3555, // the f16 nearest 1/3
+            0x6800, // 2048, past which not every integer is an f16
+            0x7bff, // 65504, the greatest
+            0xfbff, // its negative
+            0x0400, // the least normal
+            0x0001, // the smallest subnormal
+            0x8001, // its negative
+            0x03ff, // the largest subnormal
+            0x7c00, // inf
+            0xfc00, // -inf
+            0x7e00, // the canonical quiet NaN
+            0xfe00, // the x86 default NaN
+            0x7e5a, // a quiet NaN with a payload
+            0x7c01, // a signalling NaN
+        ],
         Scalar::F64 => vec![
             0.0f64.to_bits(),
             (-0.0f64).to_bits(),
@@ -186,8 +208,13 @@ fn element(fields: &Fields, name: &str, k: usize) -> u64 {
 fn disagreements(ty: Scalar, opt: OptLevel) -> Vec<String> {
     let vals = edges(ty);
     let pairs: Vec<(u64, u64)> = vals.iter().flat_map(|&a| vals.iter().map(move |&b| (a, b))).collect();
-    let ops = operations(ty);
-    let text = kernel(ty, pairs.len(), &ops);
+    disagreements_over(ty, &pairs, &operations(ty), opt)
+}
+
+/// Runs `ops` on `ty` over `pairs` in both engines and returns the
+/// disagreements, one line each.
+fn disagreements_over(ty: Scalar, pairs: &[(u64, u64)], ops: &[Op], opt: OptLevel) -> Vec<String> {
+    let text = kernel(ty, pairs.len(), ops);
     let stream = kiln::parser::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     kiln::verifier::verify(&stream).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let run = |engine: &mut dyn Engine| {
@@ -200,7 +227,7 @@ fn disagreements(ty: Scalar, opt: OptLevel) -> Vec<String> {
     let config = CompileConfig { opt_level: opt, ..CompileConfig::default() };
     let mut jit = JitEngine::new(Compiler::host(config).unwrap(), JitPath::PerTask, 1).unwrap();
     match run(&mut jit) {
-        Ok(got) => compare(&ops, &pairs, &want, &got, &format!("{} at {opt:?}", ty.keyword())),
+        Ok(got) => compare(ops, pairs, &want, &got, &format!("{} at {opt:?}", ty.keyword())),
         Err(e) => vec![format!("{} at {opt:?}: the JIT fails: {e}", ty.keyword())],
     }
 }
@@ -224,6 +251,10 @@ fn check(ty: Scalar) {
     for opt in [OptLevel::O0, OptLevel::O2] {
         bad.extend(disagreements(ty, opt));
     }
+    assert_agree(&bad);
+}
+
+fn assert_agree(bad: &[String]) {
     assert!(
         bad.is_empty(),
         "{} disagreements:\n{}",
@@ -287,11 +318,67 @@ fn f64_operations() {
     check(Scalar::F64);
 }
 
+#[test]
+fn f16_operations() {
+    check(Scalar::F16);
+}
+
+/// The operations of `ty` of one operand: unary operators and casts.
+fn unary_operations(ty: Scalar) -> Vec<Op> {
+    operations(ty).into_iter().filter(|op| op.field.starts_with("un_") || op.field.starts_with("cast_")).collect()
+}
+
+/// Every unary operator and cast of `f16`, on every one of its 65536
+/// values, and every 16-bit integer cast to `f16`.
+#[test]
+fn f16_unary_operations_and_casts_on_every_input() {
+    let every: Vec<(u64, u64)> = (0..1u64 << 16).map(|a| (a, 0)).collect();
+    let to_f16 = |ty| operations(ty).into_iter().filter(|op| op.field == "cast_f16").collect::<Vec<_>>();
+    let mut bad = Vec::new();
+    for opt in [OptLevel::O0, OptLevel::O2] {
+        bad.extend(disagreements_over(Scalar::F16, &every, &unary_operations(Scalar::F16), opt));
+        for ty in [Scalar::I16, Scalar::U16] {
+            bad.extend(disagreements_over(ty, &every, &to_f16(ty), opt));
+        }
+    }
+    assert_agree(&bad);
+}
+
+/// Every binary operator and comparison of `f16` over 2^18 pairs of
+/// values drawn from all of them, and `f32` and `f64` values spread over
+/// every exponent cast to `f16` (where rounding twice, through `f32`, is
+/// what both engines must do).
+#[test]
+fn f16_binary_operations_and_narrowing_casts_over_many_inputs() {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let pairs: Vec<(u64, u64)> = (0..1 << 18).map(|_| (next() & 0xffff, next() & 0xffff)).collect();
+    let binary = operations(Scalar::F16)
+        .into_iter()
+        .filter(|op| op.field.starts_with("bin_") || op.field.starts_with("cmp_"))
+        .collect::<Vec<_>>();
+    let wide: Vec<(u64, u64)> = (0..1 << 18).map(|_| (next(), 0)).collect();
+    let narrow32: Vec<(u64, u64)> = wide.iter().map(|&(a, _)| (a & 0xffff_ffff, 0)).collect();
+    let to_f16 = |ty| operations(ty).into_iter().filter(|op| op.field == "cast_f16").collect::<Vec<_>>();
+    let mut bad = Vec::new();
+    for opt in [OptLevel::O0, OptLevel::O2] {
+        bad.extend(disagreements_over(Scalar::F16, &pairs, &binary, opt));
+        bad.extend(disagreements_over(Scalar::F32, &narrow32, &to_f16(Scalar::F32), opt));
+        bad.extend(disagreements_over(Scalar::F64, &wide, &to_f16(Scalar::F64), opt));
+    }
+    assert_agree(&bad);
+}
+
 /// Every type of the IR has its test above, and every operation table is
 /// reached: a new type or operation cannot slip past unchecked.
 #[test]
 fn the_tables_are_covered() {
-    assert_eq!(Scalar::ALL.len(), 11, "a new type needs its test here");
+    assert_eq!(Scalar::ALL.len(), 12, "a new type needs its test here");
     for op in BinOp::ALL {
         assert!(Scalar::ALL.iter().any(|&t| op.accepts(t)), "{} accepts no type", op.keyword());
     }

@@ -1,10 +1,12 @@
 //! Subnormal numbers in both modes (`--denormals`, `config::Denormals`):
-//! every float operator, comparison and cast, at f32 and f64, over inputs
+//! every float operator, comparison and cast, at f16, f32 and f64, over inputs
 //! that are subnormal or make subnormal results, computes the same bits
 //! under the JIT (1 and 2 threads, so on pool threads too) as under the
 //! interpreter; in `flush` mode no result is subnormal, and in `preserve`
-//! mode some are (so the test sees the difference it claims). The mode is
-//! part of every key.
+//! mode some are (so the test sees the difference it claims). An `f16`
+//! is never flushed (its conversions ignore the mode, as in Quadrants):
+//! its results are the same in both modes, subnormals included. The mode
+//! is part of every key.
 
 use kiln::config::{CompileConfig, Denormals, OptLevel};
 use kiln::exec::{Engine, FieldData, Fields};
@@ -19,6 +21,7 @@ use kiln_jit::engine::{JitEngine, JitPath};
 /// largest, infinities and NaN.
 fn values(ty: Scalar) -> Vec<f64> {
     let (min, sub) = match ty {
+        Scalar::F16 => (2f64.powi(-14), 2f64.powi(-24)),
         Scalar::F32 => (f32::MIN_POSITIVE as f64, f32::from_bits(1) as f64),
         _ => (f64::MIN_POSITIVE, f64::from_bits(1)),
     };
@@ -64,7 +67,7 @@ fn program(ty: Scalar) -> (String, Vec<String>) {
     for op in CmpOp::ALL {
         kernel(format!("cmp_{}_{ty}", op.keyword()), Scalar::I1, format!("cmp {} %a, %b", op.keyword()));
     }
-    for to in [Scalar::F32, Scalar::F64, Scalar::I32, Scalar::I64, Scalar::I1] {
+    for to in [Scalar::F16, Scalar::F32, Scalar::F64, Scalar::I32, Scalar::I64, Scalar::I1] {
         kernel(format!("cast_{ty}_to_{to}"), to, format!("cast %a to {to}"));
     }
     (text, results)
@@ -81,6 +84,7 @@ fn inputs(stream: &kiln::ir::Stream, ty: Scalar) -> Fields {
         for p in &pairs {
             let x = if pick == 0 { p.0 } else { p.1 };
             match ty {
+                Scalar::F16 => bytes.extend((cast(x, ty).bits as u16).to_le_bytes()),
                 Scalar::F32 => bytes.extend((x as f32).to_le_bytes()),
                 _ => bytes.extend(x.to_le_bytes()),
             }
@@ -88,6 +92,11 @@ fn inputs(stream: &kiln::ir::Stream, ty: Scalar) -> Fields {
         d.bytes = bytes.into();
     }
     fields
+}
+
+/// `x` cast to `ty` with KIR's semantics.
+fn cast(x: f64, ty: Scalar) -> kiln::ir::Const {
+    kiln::semantics::eval_cast(kiln::ir::Const::f64(x), ty)
 }
 
 /// A field's elements as bits.
@@ -106,6 +115,7 @@ fn bits(d: &FieldData) -> Vec<u64> {
 /// Whether a float field holds a subnormal.
 fn has_subnormal(d: &FieldData) -> bool {
     match d.elem {
+        Scalar::F16 => bits(d).iter().any(|&b| b & 0x7c00 == 0 && b & 0x3ff != 0),
         Scalar::F32 => bits(d).iter().any(|&b| f32::from_bits(b as u32).is_subnormal()),
         Scalar::F64 => bits(d).iter().any(|&b| f64::from_bits(b).is_subnormal()),
         _ => false,
@@ -122,7 +132,7 @@ fn run(engine: &mut dyn Engine, stream: &kiln::ir::Stream, ty: Scalar, kernels: 
 
 #[test]
 fn every_float_operator_agrees_in_both_modes_and_flush_leaves_no_subnormal() {
-    for ty in [Scalar::F32, Scalar::F64] {
+    for ty in [Scalar::F16, Scalar::F32, Scalar::F64] {
         let (text, results) = program(ty);
         let stream = kiln::parser::parse(&text).expect("parses");
         kiln::verifier::verify(&stream).expect("verifies");
@@ -131,6 +141,14 @@ fn every_float_operator_agrees_in_both_modes_and_flush_leaves_no_subnormal() {
             let want = run(&mut interp, &stream, ty, &results);
             let subnormal: Vec<&String> = results.iter().filter(|r| has_subnormal(want.get(r).unwrap())).collect();
             match mode {
+                Denormals::Flush if ty == Scalar::F16 => {
+                    let mut preserve = Interpreter { denormals: Denormals::Preserve, ..Interpreter::default() };
+                    let kept = run(&mut preserve, &stream, ty, &results);
+                    let moved: Vec<&String> =
+                        results.iter().filter(|r| bits(want.get(r).unwrap()) != bits(kept.get(r).unwrap())).collect();
+                    assert!(moved.is_empty(), "f16: flush mode changed {moved:?}");
+                    assert!(subnormal.len() >= 5, "f16: only {subnormal:?} are subnormal");
+                }
                 // Only what can return an operand's bits keeps one, as the
                 // hardware does in Quadrants: `neg`, `abs`, a cast to the
                 // same type, `min`/`max` of a NaN and a number, `rem` of a

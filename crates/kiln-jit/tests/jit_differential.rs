@@ -473,3 +473,78 @@ fn a_run_that_prints_too_much_fails_alike() {
         assert_eq!(printed, want_printed, "{path:?}");
     }
 }
+
+/// `f16` in loops LLVM vectorises (`<32 x half>` on this host), with
+/// Kiln's own `sin` and a libm `pow`: every operation is rounded to `f16`,
+/// so the JIT writes the interpreter's bits at -O2. In fast-math mode no
+/// rounding is dropped either (the `f16` values between operations are
+/// still `f16`): arithmetic that leaves fast math nothing to rewrite
+/// writes the same bits, and the math functions (libmvec's `f32` ones
+/// there) come within one `f16` ulp. (What fast math may rewrite, it
+/// does: `((v * v + v) * t) / t - v` became `v * v`.)
+const F16_LOOPS: &str = "\
+field @x : f16[4099]
+field @arith : f16[4099]
+field @math : f16[4099]
+field @sum : f16
+
+kernel @f16_loops() {
+  for %i in 0 .. 4099 {
+    %f = cast %i to f16
+    %c = const 0.0123 : f16
+    %a = mul %f, %c
+    %b = sub %a, %c
+    store @x[%i], %b
+  }
+  for %j in 0 .. 4099 {
+    %v = load @x[%j]
+    %t = const 0.3 : f16
+    %m = mul %v, %v
+    %p = add %m, %v
+    %q = mul %p, %t
+    %d = div %q, %v
+    %h = max %d, %v
+    store @arith[%j], %h
+    %s = sin %v
+    %w = pow %v, %t
+    %e = add %s, %w
+    store @math[%j], %e
+  }
+  for %k in 0 .. 4099 serial {
+    %u = load @arith[%k]
+    %o = load @sum[]
+    %n = add %o, %u
+    store @sum[], %n
+  }
+}
+";
+
+#[test]
+fn f16_vector_loops_round_every_operation_in_default_and_fast_math_mode() {
+    let stream = load(F16_LOOPS).unwrap();
+    let want = run_all(&mut Interpreter::new(), &stream).unwrap();
+    let ulps = |name: &str, got: &Fields| -> u32 {
+        let (w, g) = (&want.get(name).unwrap().bytes, &got.get(name).unwrap().bytes);
+        // Sign-magnitude bits to a line on which neighbouring values of
+        // one sign are 1 apart.
+        let line = |c: &[u8]| {
+            let b = u16::from_le_bytes([c[0], c[1]]) as i32;
+            if b & 0x8000 != 0 {
+                -(b & 0x7fff)
+            } else {
+                b
+            }
+        };
+        w.chunks(2).zip(g.chunks(2)).map(|(a, b)| line(a).abs_diff(line(b))).max().unwrap_or(0)
+    };
+    for fast_math in [false, true] {
+        let cfg = CompileConfig { fast_math, ..Default::default() };
+        let mut jit = JitEngine::new(Compiler::host(cfg).unwrap(), JitPath::PerTask, 2).unwrap();
+        let got = run_all(&mut jit, &stream).unwrap();
+        for name in ["x", "arith", "sum"] {
+            assert_eq!(ulps(name, &got), 0, "fast math {fast_math}: @{name}");
+        }
+        let most = if fast_math { 1 } else { 0 };
+        assert!(ulps("math", &got) <= most, "fast math {fast_math}: @math is {} ulps off", ulps("math", &got));
+    }
+}

@@ -305,7 +305,20 @@ fn bit_casts_keep_every_bit() {
         u64::MAX,
     ];
     use Scalar::*;
-    let pairs = [(F32, I32), (I32, F32), (F32, U32), (U32, F32), (F64, I64), (I64, F64), (U64, F64), (F64, U64)];
+    let pairs = [
+        (F32, I32),
+        (I32, F32),
+        (F32, U32),
+        (U32, F32),
+        (F64, I64),
+        (I64, F64),
+        (U64, F64),
+        (F64, U64),
+        (F16, I16),
+        (I16, F16),
+        (F16, U16),
+        (U16, F16),
+    ];
     let ints = [(I8, U8), (U8, I8), (I16, U16), (U16, I16), (I32, U32), (I64, U64), (I1, I1), (F32, F32)];
     for (from, to) in pairs.into_iter().chain(ints) {
         let name = format!("bitcast {} to {}", from.keyword(), to.keyword());
@@ -336,7 +349,8 @@ fn random_kernel(ty: Scalar) -> String {
     )
 }
 
-const RANDOM_TYPES: [Scalar; 10] = [
+const RANDOM_TYPES: [Scalar; 11] = [
+    Scalar::F16,
     Scalar::F32,
     Scalar::F64,
     Scalar::I32,
@@ -453,4 +467,44 @@ fn random_draws_have_the_uniform_mean_and_variance() {
     let (mu, _) = stats(&u);
     let top = u32::MAX as f64;
     assert!((mu / top - 0.5).abs() < 6.0 * (1.0 / 12.0 / nf).sqrt(), "u32 mean {mu}");
+}
+
+/// `f16` as Quadrants 1.3.3 computes it on the CPU, in both engines: the
+/// expected bits were measured there (`x * x + x` and `sin(x) + 1` on
+/// fields of `qd.f16`, casts with `qd.cast`). Each operation is rounded to
+/// `f16` (the 7th `x * x + x` differs from one rounding of the `f32`
+/// result), subnormals are kept, and `f64` converts through `f32` (so
+/// 1 + 2^-11 + 2^-40 gives 1.0, not the nearest `f16`, 1 + 2^-10).
+#[test]
+fn f16_computes_what_quadrants_computes() {
+    let text = "field @x : f16[8]\nfield @y : f16[8]\nfield @s : f16[8]\nfield @d : f64[2]\nfield @h : f16[3]\n\
+                field @t : i32\nkernel @k() {\n  for %i in 0 .. 8 {\n    %a = load @x[%i]\n    %m = mul %a, %a\n\
+                %y = add %m, %a\n    store @y[%i], %y\n    %sn = sin %a\n    %one = const 1.0 : f16\n\
+                %t = add %sn, %one\n    store @s[%i], %t\n  }\n  %k0 = const 0 : i32\n  %k1 = const 1 : i32\n\
+                %d0 = load @d[%k0]\n  %h0 = cast %d0 to f16\n  store @h[%k0], %h0\n  %d1 = load @d[%k1]\n\
+                %h1 = cast %d1 to f16\n  store @h[%k1], %h1\n  %n = const 2049 : i32\n  %h2 = cast %n to f16\n\
+                %k2 = const 2 : i32\n  store @h[%k2], %h2\n  %k7 = const 7 : i32\n  %x7 = load @x[%k7]\n\
+                %tr = cast %x7 to i32\n  store @t[], %tr\n}\n";
+    let stream = kiln::parser::parse(text).unwrap();
+    kiln::verifier::verify(&stream).unwrap();
+    let xs: [u16; 8] = [0x3c01, 0x3554, 0x0001, 0x8001, 0x7bff, 0x4248, 0x00a8, 0x5648];
+    let halves = |f: &Fields, name: &str| -> Vec<u16> {
+        f.get(name).unwrap().bytes.chunks(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()
+    };
+    let run = |engine: &mut dyn Engine| {
+        let mut fields = Fields::zeroed(&stream);
+        fields.get_mut("x").unwrap().bytes = xs.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>().into();
+        let d = [1.0 + 2f64.powi(-11) + 2f64.powi(-40), 65519.99];
+        fields.get_mut("d").unwrap().bytes = d.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>().into();
+        engine.run_kernel(&stream, "k", &[], &mut fields).unwrap();
+        fields
+    };
+    let cfg = CompileConfig::default();
+    let mut jit = JitEngine::new(Compiler::host(cfg).unwrap(), JitPath::PerTask, 2).unwrap();
+    for (what, f) in [("interp", run(&mut kiln::interp::Interpreter::new())), ("jit", run(&mut jit))] {
+        assert_eq!(halves(&f, "y"), [0x4002, 0x371a, 0x0001, 0x8001, 0x7c00, 0x4a81, 0x00a8, 0x70fc], "{what} x*x+x");
+        assert_eq!(halves(&f, "s"), [0x3f5e, 0x3d4f, 0x3c00, 0x3c00, 0x3fe7, 0x3c01, 0x3c00, 0x3bc1], "{what} sin");
+        assert_eq!(halves(&f, "h"), [0x3c00, 0x7bff, 0x6800], "{what} casts to f16");
+        assert_eq!(f.get("t").unwrap().bytes[..], 100i32.to_le_bytes(), "{what} 100.5 to i32");
+    }
 }

@@ -257,7 +257,8 @@ fn bind_args(k: &Kernel, given: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<Cons
 
 /// A Python bool, int or float as a constant of type `ty`: an int must
 /// fit the type; a float argument of an `f32` parameter is rounded as
-/// numpy's `float32(x)` rounds it.
+/// numpy's `float32(x)` rounds it, of an `f16` one to `f32` and then to
+/// `f16`, as KIR's cast from `f64` does (and Quadrants).
 fn to_const(v: &Bound<'_, PyAny>, ty: Scalar) -> Result<Const, String> {
     if v.is_instance_of::<PyBool>() {
         let b: bool = v.extract().map_err(|e: PyErr| e.to_string())?;
@@ -285,6 +286,8 @@ fn to_const(v: &Bound<'_, PyAny>, ty: Scalar) -> Result<Const, String> {
 
 fn float_const(x: f64, ty: Scalar) -> Const {
     match ty {
+        // Through f32, as a cast of an f64 to f16 is (`docs/language.md`).
+        Scalar::F16 => kiln::semantics::eval_cast(Const::f64(x), Scalar::F16),
         Scalar::F32 => Const::f32(x as f32),
         _ => Const::f64(x),
     }
@@ -345,7 +348,7 @@ fn borrow_as<'py>(array: &Bound<'py, PyAny>, elem: Scalar, name: &str) -> PyResu
             }
         };
     }
-    lend!(I1 => bool, I8 => i8, I16 => i16, I32 => i32, I64 => i64, U8 => u8, U16 => u16, U32 => u32, U64 => u64, F32 => f32, F64 => f64)
+    lend!(I1 => bool, I8 => i8, I16 => i16, I32 => i32, I64 => i64, U8 => u8, U16 => u16, U32 => u32, U64 => u64, F16 => half::f16, F32 => f32, F64 => f64)
 }
 
 /// `array` as a writeable numpy array of `T` (the field's element type),

@@ -318,7 +318,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         v: FloatValue<'ctx>,
         min: bool,
     ) -> Result<BasicValueEnum<'ctx>> {
-        let ity = fx_int_ty(self.cx, if elem == Scalar::F32 { Scalar::I32 } else { Scalar::I64 });
+        let ity = fx_int_ty(self.cx, elem);
         let fty = l.reg_ty(elem);
         let pre = self.b.get_insert_block().ok_or_else(|| bug("no insert block"))?;
         let first = self.b.build_load(ity, ptr, "cas.first")?;

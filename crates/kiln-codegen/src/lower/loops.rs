@@ -136,9 +136,9 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
             let raw = fx.pb.build_load(i64t, at, "")?.into_int_value();
             let val: BasicValueEnum = match ty {
                 Scalar::F64 => fx.pb.build_bit_cast(raw, cx.f64_type(), "")?,
-                Scalar::F32 => {
-                    let lo = fx.pb.build_int_truncate(raw, cx.i32_type(), "")?;
-                    fx.pb.build_bit_cast(lo, cx.f32_type(), "")?
+                t if t.is_float() => {
+                    let lo = fx.pb.build_int_truncate(raw, fx_int_ty(cx, t), "")?;
+                    fx.pb.build_bit_cast(lo, self.reg_ty(t), "")?
                 }
                 t if t.bits() == 64 => raw.into(),
                 t => fx.pb.build_int_truncate(raw, self.reg_ty(t).into_int_type(), "")?.into(),

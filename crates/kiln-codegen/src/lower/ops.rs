@@ -108,6 +108,18 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         t: Scalar,
     ) -> Result<BasicValueEnum<'ctx>> {
         let Some(constraint) = l.float_barrier else { return Ok(v) };
+        if t == Scalar::F16 {
+            // No register constraint takes a `half`: its bits go through
+            // as the low bits of an `f32`'s.
+            let (i16t, i32t) = (self.cx.i16_type(), self.cx.i32_type());
+            let bits = self.b.build_bit_cast(v, i16t, "")?.into_int_value();
+            let wide = self.b.build_int_z_extend(bits, i32t, "")?;
+            let f = self.b.build_bit_cast(wide, self.cx.f32_type(), "")?;
+            let f = self.float_barrier(l, f, Scalar::F32)?;
+            let wide = self.b.build_bit_cast(f, i32t, "")?.into_int_value();
+            let bits = self.b.build_int_truncate(wide, i16t, "")?;
+            return Ok(self.b.build_bit_cast(bits, self.cx.f16_type(), "")?);
+        }
         let ty = l.reg_ty(t);
         let fn_ty = ty.fn_type(&[ty.into()], false);
         let asm = self.cx.create_inline_asm(fn_ty, String::new(), constraint.to_string(), false, false, None, false);
@@ -133,25 +145,71 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         if ty.is_float() {
             let x = self.val(a)?.into_float_value();
             let y = self.val(b)?.into_float_value();
-            if let Some(name) = op.libm() {
-                return self.call_libm(l, name, ty, &[x.into(), y.into()]);
-            }
-            let r: BasicValueEnum = match op {
-                BinOp::Add => self.b.build_float_add(x, y, "")?.into(),
-                BinOp::Sub => self.b.build_float_sub(x, y, "")?.into(),
-                BinOp::Mul => self.b.build_float_mul(x, y, "")?.into(),
-                BinOp::Div => self.b.build_float_div(x, y, "")?.into(),
-                // frem is C's fmod, as is Rust's `%` on floats.
-                BinOp::Rem => self.b.build_float_rem(x, y, "")?.into(),
-                // IEEE 754-2019 minimumNumber: a NaN operand gives the
-                // other one, and -0.0 < +0.0, so the result never depends
-                // on operand order (unlike minnum).
-                BinOp::Min | BinOp::Max => return self.float_min_max(l, op == BinOp::Min, ty, x, y),
-                _ => return Err(CodegenError::new(format!("`{}` on {ty}", op.keyword()))),
-            };
-            self.fmf(l, r);
-            return Ok(r);
+            return self.float_binary(l, op, ty, x, y);
         }
+        self.int_binary(op, ty, a, b)
+    }
+
+    /// `f16` widened to `f32`: exact (a NaN comes out quiet).
+    fn widen16(&self, x: FloatValue<'ctx>) -> Result<FloatValue<'ctx>> {
+        Ok(self.b.build_float_ext(x, self.cx.f32_type(), "")?)
+    }
+
+    /// An `f32` rounded to `f16`, to nearest even. No fast-math flag can
+    /// remove it, so fast math rounds every `f16` operation too.
+    fn narrow16(&self, x: BasicValueEnum<'ctx>) -> Result<BasicValueEnum<'ctx>> {
+        Ok(self.b.build_float_trunc(x.into_float_value(), self.cx.f16_type(), "")?.into())
+    }
+
+    /// `f` (an `f32` operation) on `x` and `y`, `f16`s widened, its result
+    /// rounded back to `f16`.
+    fn in_f32(
+        &mut self,
+        x: FloatValue<'ctx>,
+        y: FloatValue<'ctx>,
+        f: impl FnOnce(&mut Self, FloatValue<'ctx>, FloatValue<'ctx>) -> Result<BasicValueEnum<'ctx>>,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let (x, y) = (self.widen16(x)?, self.widen16(y)?);
+        let r = f(self, x, y)?;
+        self.narrow16(r)
+    }
+
+    /// A float operator. On `f16` it is the `f32` one on the operands
+    /// widened, its result rounded back to `f16` (`kiln::semantics`), in
+    /// the IR itself rather than left to LLVM's legalisation of `half`.
+    fn float_binary(
+        &mut self,
+        l: &Lowering<'a, 'ctx>,
+        op: BinOp,
+        ty: Scalar,
+        x: FloatValue<'ctx>,
+        y: FloatValue<'ctx>,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        if ty == Scalar::F16 {
+            return self.in_f32(x, y, |me, x, y| me.float_binary(l, op, Scalar::F32, x, y));
+        }
+        if let Some(name) = op.libm() {
+            return self.call_libm(l, name, ty, &[x.into(), y.into()]);
+        }
+        let r: BasicValueEnum = match op {
+            BinOp::Add => self.b.build_float_add(x, y, "")?.into(),
+            BinOp::Sub => self.b.build_float_sub(x, y, "")?.into(),
+            BinOp::Mul => self.b.build_float_mul(x, y, "")?.into(),
+            BinOp::Div => self.b.build_float_div(x, y, "")?.into(),
+            // frem is C's fmod, as is Rust's `%` on floats.
+            BinOp::Rem => self.b.build_float_rem(x, y, "")?.into(),
+            // IEEE 754-2019 minimumNumber: a NaN operand gives the
+            // other one, and -0.0 < +0.0, so the result never depends
+            // on operand order (unlike minnum).
+            BinOp::Min | BinOp::Max => return self.float_min_max(l, op == BinOp::Min, ty, x, y),
+            _ => return Err(CodegenError::new(format!("`{}` on {ty}", op.keyword()))),
+        };
+        self.fmf(l, r);
+        Ok(r)
+    }
+
+    /// An integer operator, wrapping, with no undefined behaviour.
+    fn int_binary(&mut self, op: BinOp, ty: Scalar, a: Value, b: Value) -> Result<BasicValueEnum<'ctx>> {
         let x = self.ival(a)?;
         let y = self.ival(b)?;
         let it = x.get_type();
@@ -216,26 +274,46 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let ty = self.scalar(a)?;
         if ty.is_float() {
             let x: FloatValue = self.val(a)?.into_float_value();
-            if let Some(f) = l.math_calls().kiln_func(op, ty) {
-                return self.kiln_math(l, f, x);
-            }
-            if let Some(name) = op.libm() {
-                return self.call_libm(l, name, ty, &[x.into()]);
-            }
-            let r: BasicValueEnum = match op {
-                UnOp::Neg => self.b.build_float_neg(x, "")?.into(),
-                UnOp::Abs => return self.call_intrinsic(l, "llvm.fabs", ty, &[x.into()]),
-                UnOp::Sqrt => return self.call_intrinsic(l, "llvm.sqrt", ty, &[x.into()]),
-                UnOp::Floor => return self.call_intrinsic(l, "llvm.floor", ty, &[x.into()]),
-                UnOp::Ceil => return self.call_intrinsic(l, "llvm.ceil", ty, &[x.into()]),
-                // llvm.round rounds half away from zero.
-                UnOp::Round => return self.call_intrinsic(l, "llvm.round", ty, &[x.into()]),
-                // `not`, and the libm operators handled above.
-                _ => return Err(CodegenError::new(format!("`{}` on {ty}", op.keyword()))),
-            };
-            self.fmf(l, r);
-            return Ok(r);
+            return self.float_unary(l, op, ty, x);
         }
+        self.int_unary(l, op, ty, a)
+    }
+
+    /// A float operator of one operand; on `f16` as [`FnCx::float_binary`]
+    /// says, but `neg` and `abs`, which change the sign bit alone.
+    fn float_unary(
+        &mut self,
+        l: &Lowering<'a, 'ctx>,
+        op: UnOp,
+        ty: Scalar,
+        x: FloatValue<'ctx>,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        if ty == Scalar::F16 && !matches!(op, UnOp::Neg | UnOp::Abs) {
+            return self.in_f32(x, x, |me, x, _| me.float_unary(l, op, Scalar::F32, x));
+        }
+        if let Some(f) = l.math_calls().kiln_func(op, ty) {
+            return self.kiln_math(l, f, x);
+        }
+        if let Some(name) = op.libm() {
+            return self.call_libm(l, name, ty, &[x.into()]);
+        }
+        let r: BasicValueEnum = match op {
+            UnOp::Neg => self.b.build_float_neg(x, "")?.into(),
+            UnOp::Abs => return self.call_intrinsic(l, "llvm.fabs", ty, &[x.into()]),
+            UnOp::Sqrt => return self.call_intrinsic(l, "llvm.sqrt", ty, &[x.into()]),
+            UnOp::Floor => return self.call_intrinsic(l, "llvm.floor", ty, &[x.into()]),
+            UnOp::Ceil => return self.call_intrinsic(l, "llvm.ceil", ty, &[x.into()]),
+            // llvm.round rounds half away from zero.
+            UnOp::Round => return self.call_intrinsic(l, "llvm.round", ty, &[x.into()]),
+            // `not`, and the libm operators handled above.
+            _ => return Err(CodegenError::new(format!("`{}` on {ty}", op.keyword()))),
+        };
+        self.fmf(l, r);
+        Ok(r)
+    }
+
+    /// An integer operator of one operand.
+    fn int_unary(&mut self, l: &Lowering<'a, 'ctx>, op: UnOp, ty: Scalar, a: Value) -> Result<BasicValueEnum<'ctx>> {
         let x = self.ival(a)?;
         let r = match op {
             UnOp::Neg => self.b.build_int_neg(x, "")?,
@@ -313,8 +391,29 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
     pub(super) fn cast(&mut self, l: &Lowering<'a, 'ctx>, a: Value, to: Scalar) -> Result<BasicValueEnum<'ctx>> {
         let from = self.scalar(a)?;
         let v = self.val(a)?;
+        self.cast_value(l, v, from, to)
+    }
+
+    /// `cast` of `v`, of type `from`, to `to`. Every conversion to `f16` is
+    /// to `f32` first, then rounded (`f64` too: twice, as Quadrants does),
+    /// and every one from `f16` widens it to `f32` first (exact).
+    fn cast_value(
+        &mut self,
+        l: &Lowering<'a, 'ctx>,
+        v: BasicValueEnum<'ctx>,
+        from: Scalar,
+        to: Scalar,
+    ) -> Result<BasicValueEnum<'ctx>> {
         if from == to {
             return Ok(v);
+        }
+        if to == Scalar::F16 {
+            let w = self.cast_value(l, v, from, Scalar::F32)?;
+            return self.narrow16(w);
+        }
+        if from == Scalar::F16 {
+            let w = self.widen16(v.into_float_value())?;
+            return self.cast_value(l, w.into(), Scalar::F32, to);
         }
         let cx = self.cx;
         Ok(match (from.is_float(), to.is_float()) {
@@ -380,12 +479,15 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         x: FloatValue<'ctx>,
         y: FloatValue<'ctx>,
     ) -> Result<BasicValueEnum<'ctx>> {
+        if ty == Scalar::F16 {
+            return self.in_f32(x, y, |me, x, y| me.float_min_max(l, min, Scalar::F32, x, y));
+        }
         let name = if min { "llvm.minimumnum" } else { "llvm.maximumnum" };
         let r = self.call_intrinsic(l, name, ty, &[x.into(), y.into()])?;
         let x_nan = self.b.build_float_compare(FloatPredicate::UNO, x, x, "")?;
         let y_nan = self.b.build_float_compare(FloatPredicate::UNO, y, y, "")?;
         let both = self.b.build_and(x_nan, y_nan, "")?;
-        let ity = fx_int_ty(self.cx, if ty == Scalar::F32 { Scalar::I32 } else { Scalar::I64 });
+        let ity = fx_int_ty(self.cx, ty);
         let quiet_bit = 1u64 << (if ty == Scalar::F32 { f32::MANTISSA_DIGITS } else { f64::MANTISSA_DIGITS } - 2);
         let y_bits = self.b.build_bit_cast(y, ity, "")?.into_int_value();
         let quieted = self.b.build_or(y_bits, ity.const_int(quiet_bit, false), "")?;

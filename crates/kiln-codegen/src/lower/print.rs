@@ -8,13 +8,13 @@
 //! from the records: `jit::runtime`), or let a `print` change what the
 //! code computes.
 
-use super::{FnCx, Lowering, Result};
+use super::{fx_int_ty, FnCx, Lowering, Result};
 use inkwell::attributes::AttributeLoc;
 use inkwell::module::Linkage;
 use inkwell::types::BasicMetadataTypeEnum;
 use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, FunctionValue, IntValue};
 use inkwell::AddressSpace;
-use kiln::ir::{Scalar, Value, MAX_PRINT_VALUES};
+use kiln::ir::{Value, MAX_PRINT_VALUES};
 use kiln_llvm::abi::PRINTER;
 
 impl<'a, 'ctx> Lowering<'a, 'ctx> {
@@ -43,7 +43,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let i64t = self.cx.i64_type();
         let int = match self.val(a)? {
             BasicValueEnum::FloatValue(f) => {
-                let width = if self.scalar(a)? == Scalar::F32 { self.cx.i32_type() } else { i64t };
+                let width = fx_int_ty(self.cx, self.scalar(a)?);
                 self.b.build_bit_cast(f, width, "")?.into_int_value()
             }
             other => other.into_int_value(),

@@ -130,6 +130,11 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             Scalar::I1 => return Err(bug("random i1")),
             // Integers below 2^24 (2^53) convert exactly, and the scale is
             // a power of two: the product is exact in any rounding mode.
+            // The f32, rounded (as Quadrants makes an f16).
+            Scalar::F16 => {
+                let f = self.random_value(Scalar::F32, w)?.into_float_value();
+                b.build_float_trunc(f, self.cx.f16_type(), "")?.into()
+            }
             Scalar::F32 => {
                 let m = b.build_right_shift(w[0], i32t.const_int(8, false), false, "")?;
                 let f = b.build_unsigned_int_to_float(m, self.cx.f32_type(), "")?;

@@ -129,9 +129,9 @@ fn a_struct_argument_is_a_parameter_per_scalar() {
     let args = r#"{"name": "p", "kind": "struct", "members": ["f32", "f32"]}"#;
     let e = run(&body(&lines), &table("", "[3, 1]", args)).unwrap_err();
     assert!(e.contains("in the field table but"), "{e}");
-    let args = r#"{"name": "p", "kind": "struct", "members": ["f32", "f16", "f32"]}"#;
+    let args = r#"{"name": "p", "kind": "struct", "members": ["f32", "qi4", "f32"]}"#;
     let e = run(&body(&lines), &table("", "[3, 1]", args)).unwrap_err();
-    assert!(e.contains("struct argument 'p' with a member of type f16"), "{e}");
+    assert!(e.contains("struct argument 'p' with a member of type qi4"), "{e}");
 }
 
 /// A table whose kernel `k` takes `m`, an ndarray of 4 elements of 3x3
