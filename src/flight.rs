@@ -182,8 +182,15 @@ impl Flight {
     pub fn claim(&mut self, store: &Store, remote: Option<&RemoteTier>, keys: &[Key]) -> Vec<Key> {
         let start = if keys.is_empty() { 0 } else { std::process::id() as usize % keys.len() };
         let mut mine = Vec::new();
+        // A key this run claimed before and still holds (its compile
+        // failed, or its record is not written yet) is its own: locking or
+        // leasing it again would wait on itself.
+        let held: Vec<Key> = keys.iter().copied().filter(|k| self.held.contains_key(k)).collect();
         let mut open = self.open_locks();
         for key in keys[start..].iter().chain(&keys[..start]) {
+            if held.contains(key) {
+                continue;
+            }
             let claim = if open < self.options.max_locks { store.claim(key) } else { Claim::Unavailable };
             let lock = match claim {
                 Claim::Mine(lock) => {
@@ -216,6 +223,7 @@ impl Flight {
             }
             mine.retain(|k| !self.waiting.contains_key(k));
         }
+        mine.extend(held);
         keys.iter().copied().filter(|k| mine.contains(k)).collect()
     }
 
@@ -495,5 +503,24 @@ mod tests {
         assert_eq!(b.open_locks(), 2);
         let waited = keys.iter().filter(|k| b.is_waiting(k)).count();
         assert_eq!((waited, theirs.len()), (2, 8));
+    }
+
+    /// A run that claims keys it already holds (a compile that failed
+    /// and is tried again in the same process) gets them at once: it never
+    /// waits on its own locks.
+    #[test]
+    fn a_key_claimed_again_is_still_mine() {
+        let dir = tempfile::tempdir().unwrap();
+        let scope = HostScope::new("x86_64-unknown-linux-gnu", "flight", ["+a"]);
+        let store = Store::open(dir.path(), scope, StoreOptions { fsync: false, ..Default::default() }).unwrap();
+        let keys: Vec<Key> = (0..4u8).map(|i| Key::from(blake3::hash(&[i]))).collect();
+        let mut a = Flight::new(FlightOptions::default());
+        assert_eq!(a.claim(&store, None, &keys[..2]), &keys[..2]);
+        let again = a.claim(&store, None, &keys);
+        assert_eq!(again, keys, "held keys and new ones alike are this run's");
+        assert!(keys.iter().all(|k| !a.is_waiting(k)));
+        // Another run still waits on all of them.
+        let mut b = Flight::new(FlightOptions::default());
+        assert!(b.claim(&store, None, &keys).is_empty());
     }
 }
