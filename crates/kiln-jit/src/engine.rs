@@ -581,51 +581,6 @@ impl JitEngine {
         found.ok_or_else(|| RunError::new(format!("no kernel @{kernel}")))
     }
 
-    /// The modules of `launched` not loaded yet, each once (a kernel may
-    /// launch a task twice), with [`module_digests`]' digests and indices.
-    fn fresh_modules<'m>(
-        &self,
-        launched: &[(&'m Module, &TaskItem)],
-    ) -> (Vec<TextDigest>, Vec<usize>, Vec<&'m Module>) {
-        let (digests, text_of) = module_digests(launched);
-        let mut seen = HashSet::new();
-        let fresh = launched
-            .iter()
-            .zip(&text_of)
-            .filter(|(_, &i)| seen.insert(i) && !self.tasks.contains_key(&digests[i]))
-            .map(|((m, _), _)| *m)
-            .collect();
-        (digests, text_of, fresh)
-    }
-
-    /// Loads the tasks of every kernel a batch of runs names (per-task
-    /// path), compiling together what no cache holds: one compile serves
-    /// them all, a kernel's compile does not wait for the kernels before it
-    /// to run, and with tiers one background compile makes all their
-    /// optimised tiers. A kernel that cannot be split or found, or a task
-    /// that cannot be provided, is left to its own run to report, after the
-    /// runs before it.
-    fn prefetch_batch(&mut self, stream: &Stream, runs: &[(&str, &[Const])]) {
-        let mut kernels: Vec<&str> = Vec::new();
-        for (k, _) in runs {
-            if !kernels.contains(k) {
-                kernels.push(k);
-            }
-        }
-        if self.path != JitPath::PerTask || kernels.len() < 2 {
-            return;
-        }
-        let Ok(splits) = kernels.iter().map(|k| self.split(stream, k)).collect::<Result<Vec<_>, _>>() else { return };
-        let mut launched = Vec::new();
-        for (k, split) in kernels.iter().zip(&splits) {
-            match self.launched(split.as_deref().unwrap_or(stream), k) {
-                Ok(l) => launched.extend(l),
-                Err(_) => return,
-            }
-        }
-        let _ = self.prepare_launched(stream, kernels[0], &launched);
-    }
-
     /// The loaded tasks of a kernel's launches, in order (loading what is
     /// not loaded yet).
     pub fn prepare(&mut self, stream: &Stream, kernel: &str) -> Result<Vec<LoadedTask>, RunError> {
@@ -643,7 +598,16 @@ impl JitEngine {
     ) -> Result<Vec<LoadedTask>, RunError> {
         match self.path {
             JitPath::PerTask => {
-                let (digests, text_of, fresh) = self.fresh_modules(launched);
+                let (digests, text_of) = module_digests(launched);
+                // Each module not loaded yet, once (a kernel may launch a
+                // task twice).
+                let mut seen = std::collections::HashSet::new();
+                let fresh: Vec<&Module> = launched
+                    .iter()
+                    .zip(&text_of)
+                    .filter(|(_, &i)| seen.insert(i) && !self.tasks.contains_key(&digests[i]))
+                    .map(|((m, _), _)| *m)
+                    .collect();
                 let quick = if fresh.is_empty() { HashSet::new() } else { self.prefetch_tiers(&fresh) };
                 // Each distinct module looked up (its text hashed) once.
                 let mut ready: Vec<Option<LoadedTask>> = digests.iter().map(|d| self.tasks.get(d).cloned()).collect();
@@ -788,7 +752,6 @@ impl Engine for JitEngine {
     /// once, and its kernels' launches indexed once, for all of them.
     fn run_kernels(&mut self, stream: &Stream, runs: &[(&str, &[Const])], fields: &mut Fields) -> Result<(), RunError> {
         self.batch = Some(Batch { stream: address(stream), split_checked: false, launches: None });
-        self.prefetch_batch(stream, runs);
         let result = runs.iter().try_for_each(|(kernel, args)| self.run_kernel(stream, kernel, args, fields));
         self.batch = None;
         result

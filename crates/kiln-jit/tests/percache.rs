@@ -537,43 +537,6 @@ fn kiln_run_compiles_in_the_kiln_compile_beside_it() {
     assert!(args.contains("--kernel ten_tasks"), "{args}");
 }
 
-/// The kernels one run names compile together: one `kiln-compile` for all
-/// their tasks, not one per kernel started after the kernels before it
-/// ran; what a later run finds in the cache is not compiled again, and the
-/// results are the interpreter's.
-#[test]
-fn the_kernels_of_one_run_compile_in_one_process() {
-    use std::os::unix::fs::PermissionsExt;
-    let tmp = tempfile::tempdir().unwrap();
-    let (home, cache) = (tmp.path(), tmp.path().join("c"));
-    let file = testdata("offload_shapes.kir");
-    let bin = tmp.path().join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    std::fs::copy(RUN, bin.join("kiln-run")).unwrap();
-    let calls = tmp.path().join("calls");
-    let wrapper = format!("#!/bin/sh\necho \"$@\" >> {}\nexec {COMPILE} \"$@\"\n", calls.display());
-    std::fs::write(bin.join("kiln-compile"), wrapper).unwrap();
-    std::fs::set_permissions(bin.join("kiln-compile"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let run = |extra: &[&str]| {
-        let mut c = tool(bin.join("kiln-run").to_str().unwrap(), home);
-        c.arg(&file).args(["--digest", "--stats=json", "-O0", "--cache-dir", cache.to_str().unwrap()]).args(extra);
-        let out = ok(c);
-        Run { digests: String::from_utf8(out.stdout).unwrap(), stats: stats_json(&out.stderr) }
-    };
-    let processes = || std::fs::read_to_string(&calls).map_or(0, |t| t.lines().count());
-
-    let first = run(&[]);
-    assert_eq!(processes(), 1, "one compile for the four kernels");
-    let tasks = first.count("tasks");
-    assert!(tasks >= 4, "{}", first.stats);
-    assert_eq!(first.outcome(), (0, tasks, 0, tasks));
-    assert_eq!(first.digests, interp_digests(home, &file));
-    // Run again, in another order: everything is a hit, nothing compiles.
-    let again = run(&["--kernel", "@early", "--kernel", "@fill", "--kernel", "@carry", "--kernel", "@sequential"]);
-    assert_eq!(processes(), 1);
-    assert_eq!(again.count("compiled"), 0);
-}
-
 /// The configuration crosses the process boundary whole: every field of
 /// a non-default configuration reaches the `kiln-compile` child (its
 /// objects are byte for byte the in-process compiler's under that
