@@ -576,7 +576,11 @@ impl Flag {
     /// switch alone for a boolean setting (a switch is only given as true).
     pub fn to_arg(&self) -> String {
         let switch = TABLE.iter().any(|i| i.name == self.name && i.ty == <bool as SettingValue>::TYPE);
-        if switch { self.flag.to_string() } else { format!("{}={}", self.flag, self.text) }
+        if switch {
+            self.flag.to_string()
+        } else {
+            format!("{}={}", self.flag, self.text)
+        }
     }
 }
 

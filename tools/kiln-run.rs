@@ -298,7 +298,8 @@ fn tiers_for(
     let quick = CompileProcess::beside_this_program(config.quick(), target.clone()).ok()?;
     let quick = quick.with_progress(progress_hook(progress));
     let opt = CompileProcess::beside_this_program(config.clone(), target.clone()).ok()?;
-    let remote = kiln::remote::RemoteFlags { url: settings.remote.value.clone(), read_only: settings.remote_read_only.value };
+    let remote =
+        kiln::remote::RemoteFlags { url: settings.remote.value.clone(), read_only: settings.remote_read_only.value };
     let flags = settings::cache_flags(Some(provider.root()), settings.allow_insecure.value);
     let cache_args: Vec<String> = flags.iter().chain(&remote.settings_flags()).map(settings::Flag::to_arg).collect();
     let start_fill: kiln_jit::tiers::StartFill =

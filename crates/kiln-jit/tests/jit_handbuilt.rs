@@ -79,8 +79,17 @@ fn launch_quietly(l: &LoadedTask, kernel: &str, fields: &mut Fields) {
     let names = kiln_jit::runtime::LaunchNames { kernel, task: &l.meta.task };
     let mut printed = Vec::new();
     let mut out = kiln_jit::runtime::PrintOut::new(&mut printed);
-    kiln_jit::runtime::launch(l.entry, &l.meta, names, &[], fields, Default::default(), &|_| Default::default(), &mut out)
-        .unwrap();
+    kiln_jit::runtime::launch(
+        l.entry,
+        &l.meta,
+        names,
+        &[],
+        fields,
+        Default::default(),
+        &|_| Default::default(),
+        &mut out,
+    )
+    .unwrap();
 }
 
 fn compiler() -> Compiler {
