@@ -208,7 +208,7 @@ fn a_writer_killed_mid_pack_leaves_only_a_temporary_that_prune_removes() {
 fn eviction_removes_packed_records_and_the_counters_stay_exact() {
     let dir = tempfile::tempdir().unwrap();
     // Each group's share: 16 KiB, about five records of 3 KiB.
-    let store = open(dir.path(), StoreOptions { max_size: 16 * 16 << 10, ..Default::default() });
+    let store = open(dir.path(), StoreOptions { max_size: 256 << 10, ..Default::default() });
     for round in 0..4 {
         let batch = Batch::new(1000 + round * 100, 40, 3 << 10);
         assert_eq!(store.put_fetched_all(batch.fetched()).unwrap(), 40);
@@ -218,7 +218,7 @@ fn eviction_removes_packed_records_and_the_counters_stay_exact() {
     let cache = Cache::open(dir.path(), &opts("a")).unwrap();
     let stats = cache.stats().unwrap();
     assert_eq!(stats.total.records + store.stats().evicted, 160);
-    assert!(stats.total.bytes <= 16 * 16 << 10, "{stats:?}");
+    assert!(stats.total.bytes <= 256 << 10, "{stats:?}");
 }
 
 #[test]
