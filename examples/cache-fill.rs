@@ -11,6 +11,10 @@
 //! `--pause-before-rename MS` stages each record (written and synced under
 //! its temporary name) and sleeps before renaming it into place: the real
 //! write path, only paused, so a test can kill a writer mid-write.
+//!
+//! `--packed` stores the records as one batch fetched from the remote
+//! (`Store::put_fetched_all`): packs in the scope's `packed/` directory,
+//! linked under each record's name.
 
 use clap::Parser;
 use kiln::cache::size::{parse_duration, parse_size};
@@ -67,6 +71,9 @@ struct Args {
     /// Print nothing
     #[arg(long)]
     quiet: bool,
+    /// Store the records as one fetched batch: packs linked under each record's name
+    #[arg(long, conflicts_with = "pause_before_rename")]
+    packed: bool,
 }
 
 /// The synthetic key of record `i` of `seed`.
@@ -107,6 +114,9 @@ fn run(args: Args) -> Result<(), String> {
         ..Default::default()
     };
     let store = Store::open(&args.cache_dir, scope, options).map_err(|e| e.to_string())?;
+    if args.packed {
+        return fill_packed(&store, &args);
+    }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut object = vec![0u8; args.size];
     for i in args.start..args.start + args.count {
@@ -133,6 +143,36 @@ fn run(args: Args) -> Result<(), String> {
         }
     }
     let _ = out.flush();
+    Ok(())
+}
+
+/// The object of the record of key `k`: `size` bytes derived from it.
+fn object_of(k: &Key, size: usize) -> Vec<u8> {
+    let mut object = vec![0u8; size];
+    blake3::Hasher::new().update(&k.0).finalize_xof().fill(&mut object);
+    object
+}
+
+/// `--packed`: every record in one fetched batch, as a remote-warm run
+/// stores them; the pack's one mtime aged by `--last-use-ago`.
+fn fill_packed(store: &Store, args: &Args) -> Result<(), String> {
+    let range = args.start..args.start + args.count;
+    let keys: Vec<Key> = range.clone().map(|i| key(args.seed, i)).collect();
+    let metas: Vec<LaunchMeta> = range.map(|i| meta(args.seed, i)).collect();
+    let objects: Vec<Vec<u8>> = keys.iter().map(|k| object_of(k, args.size)).collect();
+    let batch = (0..keys.len()).map(|i| (&keys[i], &metas[i], objects[i].as_slice(), Duration::ZERO));
+    store.put_fetched_all(batch).map_err(|e| e.to_string())?;
+    for (k, ago) in keys.iter().zip(args.last_use_ago.iter().cycle()) {
+        let path = store.packed_path(k);
+        let file = std::fs::File::options().write(true).open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        file.set_modified(SystemTime::now() - *ago).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if !args.quiet {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        for k in &keys {
+            let _ = writeln!(out, "{k}");
+        }
+    }
     Ok(())
 }
 

@@ -79,7 +79,8 @@ const BOUND: u64 = 1 << 20;
 /// Keys of the `bounded` scenario: about 6.5 MB of records.
 const BOUNDED_KEYS: u32 = 400;
 
-/// A worker: `OPS_PER_WORKER` mixed gets (60%), puts (35%) and erases on
+/// A worker: `OPS_PER_WORKER` mixed gets (60%), puts (25% one record,
+/// 10% a fetched batch of three in one pack) and erases on
 /// `keys` shared keys; every hit is checked byte for byte; any corrupt
 /// record or error fails it. Prints its counters.
 fn mixed_worker(store: Store, id: u32, keys: u32) -> Result<(), String> {
@@ -104,7 +105,15 @@ fn mixed_worker(store: Store, id: u32, keys: u32) -> Result<(), String> {
                 Lookup::Miss => {}
                 Lookup::Corrupt(c) => return Err(format!("key {k}: a reader saw a corrupt record: {c}")),
             },
-            60..=94 => store.put(&key(k), &meta(k), &object(k, id, round)).map_err(|e| format!("put: {e}"))?,
+            60..=84 => store.put(&key(k), &meta(k), &object(k, id, round)).map_err(|e| format!("put: {e}"))?,
+            // A fetched batch: three keys in one pack.
+            85..=94 => {
+                let ks: Vec<u32> = (0..3).map(|i| (k + i) % keys).collect();
+                let (keys_, metas): (Vec<Key>, Vec<_>) = ks.iter().map(|&k| (key(k), meta(k))).unzip();
+                let objects: Vec<Vec<u8>> = ks.iter().map(|&k| object(k, id, round)).collect();
+                let batch = (0..ks.len()).map(|i| (&keys_[i], &metas[i], objects[i].as_slice(), Duration::ZERO));
+                store.put_fetched_all(batch).map_err(|e| format!("put_fetched_all: {e}"))?;
+            }
             _ => {
                 store.erase(&key(k)).map_err(|e| format!("erase: {e}"))?;
             }

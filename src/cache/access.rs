@@ -84,10 +84,11 @@ impl Access {
     /// Creates a directory if missing (a concurrent creator is fine). In a
     /// shared cache the new directory gets the group and the mode whatever
     /// the umask; an existing one is left as it is, for the trust check.
-    pub fn make_dir(&self, path: &Path) -> Result<(), CacheError> {
+    /// Whether this call created it.
+    pub fn make_dir(&self, path: &Path) -> Result<bool, CacheError> {
         match fs::DirBuilder::new().mode(self.dir_mode()).create(path) {
-            Ok(()) => self.share(path),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+            Ok(()) => self.share(path).map(|()| true),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
             Err(e) => Err(CacheError::io(path, "create directory", e)),
         }
     }

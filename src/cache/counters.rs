@@ -201,10 +201,28 @@ pub fn merge_stats(scope: &OwnedFd, delta: &CacheStats, access: &Access) -> io::
 }
 
 /// Opens the root's counter directory (creating it with `access`'s
-/// mode and group), refusing a link.
+/// mode and group), refusing a link. The process that creates it creates
+/// the sixteen (empty, so new: recounted on first use) counter files with
+/// it, so that later stores, a fetched kernel's pack among them, make no
+/// inode for a group they are the first to touch; a file that cannot be
+/// made now is made by its group's first store, as before.
 pub fn open_counters_dir(root: &Path, access: &Access) -> io::Result<OwnedFd> {
-    access.make_dir(&root.join(COUNTERS_DIR)).map_err(super::CacheError::into_io)?;
-    cfs::open_dir(cfs::open_dir_path(root)?, COUNTERS_DIR)
+    let created = access.make_dir(&root.join(COUNTERS_DIR)).map_err(super::CacheError::into_io)?;
+    let dir = cfs::open_dir(cfs::open_dir_path(root)?, COUNTERS_DIR)?;
+    if created {
+        for g in 0..GROUPS {
+            let made = cfs::open_at(
+                &dir,
+                &group_file(g),
+                OFlags::RDWR | OFlags::CREATE | OFlags::NONBLOCK,
+                access.file_mode(),
+            );
+            if let (Ok(fd), Some(_)) = (made, &access.group) {
+                let _ = cfs::set_mode(&fd, access.file_mode());
+            }
+        }
+    }
+    Ok(dir)
 }
 
 /// Every record of group `g` in every scope of `root` (the walk of

@@ -168,6 +168,13 @@ pub fn rename_at(dir: impl AsFd, from: &str, to: &str) -> io::Result<()> {
     Ok(rfs::renameat(&dir, from, &dir, to)?)
 }
 
+/// `linkat` within one directory, never following a link: another name
+/// for the file `from` (no new inode). An existing `to` is an error of
+/// kind `AlreadyExists`.
+pub fn link_at(dir: impl AsFd, from: &str, to: &str) -> io::Result<()> {
+    Ok(rfs::linkat(&dir, from, &dir, to, AtFlags::empty())?)
+}
+
 /// `unlinkat` of a file or a link (a link itself, never its target).
 pub fn unlink_at(dir: impl AsFd, name: &str) -> io::Result<()> {
     Ok(rfs::unlinkat(dir, name, AtFlags::empty())?)

@@ -18,6 +18,7 @@ use super::counters::{self, GroupSize, Locked};
 use super::fs as cfs;
 use super::host::{self, HostFile};
 use super::layout::{COUNTERS_DIR, HOST_FILE, STATS_FILE};
+use super::pack::{self, PackError};
 pub use super::prune::{PrunePlan, PruneReason, Removal};
 use super::record::{self, Corrupt, Header, Key, Producer, Record, MAX_RECORD_LEN};
 use super::root::{check_markers, is_unfinished_root};
@@ -58,26 +59,36 @@ fn read_prefix(at: &At, limit: u64) -> io::Result<Vec<u8>> {
     cfs::read_prefix(&*at.dir, &at.name, limit)
 }
 
+/// The bytes of `key`'s record in the file the walk found (its slice,
+/// when the file is a pack), at most `limit` bytes of a plain record.
+fn read_record(at: &At, key: &Key, limit: u64) -> Result<Vec<u8>, Corrupt> {
+    // A link (ELOOP), or unreadable: either way not a record here.
+    let file = cfs::open_read(&*at.dir, &at.name).map_err(|_| Corrupt::NotAFile)?;
+    let len = cfs::stat_fd(&file).map_err(|_| Corrupt::NotAFile)?.size;
+    match pack::read_record(&file, len, key, limit) {
+        Ok(bytes) => Ok(bytes),
+        Err(PackError::Corrupt(c)) => Err(c),
+        Err(PackError::Io(_)) => Err(Corrupt::NotAFile),
+    }
+}
+
 /// The header, metadata and producer of a record file, unverified.
-fn peek_file(f: &FileEntry) -> Result<(Header, LaunchMeta, Producer), Corrupt> {
-    let first = read_prefix(&f.at, 4096.min(f.size)).map_err(|_| Corrupt::TooShort { len: 0 })?;
+fn peek_file(f: &FileEntry, key: &Key) -> Result<(Header, LaunchMeta, Producer), Corrupt> {
+    let first = read_record(&f.at, key, 4096.min(f.size)).map_err(|_| Corrupt::TooShort { len: 0 })?;
     let header = record::decode_header(&first, f.size)?;
     let need = record::peek_len(Some(&header)) as u64;
     let bytes = if need as usize <= first.len() {
         first
     } else {
-        read_prefix(&f.at, need).map_err(|_| Corrupt::TooShort { len: 0 })?
+        read_record(&f.at, key, need).map_err(|_| Corrupt::TooShort { len: 0 })?
     };
     record::peek(&bytes, f.size)
 }
 
-/// Reads and fully verifies the record file of `key`.
+/// Reads and fully verifies the record file of `key` (or its record in
+/// the pack it links to).
 pub(super) fn verify_file(at: &At, key: &Key) -> Result<record::Record, Corrupt> {
-    let bytes = match read_prefix(at, MAX_RECORD_LEN + 1) {
-        Ok(b) => b,
-        // A link (ELOOP), or unreadable: either way not a record here.
-        Err(_) => return Err(Corrupt::NotAFile),
-    };
+    let bytes = read_record(at, key, MAX_RECORD_LEN + 1)?;
     if bytes.len() as u64 > MAX_RECORD_LEN {
         return Err(Corrupt::TooLarge { len: bytes.len() as u64 });
     }
@@ -305,7 +316,7 @@ impl Cache {
                             last_use_unix: unix_secs(r.file.mtime),
                             problem: None,
                         };
-                        let peeked = if r.not_a_file { Err(Corrupt::NotAFile) } else { peek_file(&r.file) };
+                        let peeked = if r.not_a_file { Err(Corrupt::NotAFile) } else { peek_file(&r.file, &r.key) };
                         match peeked {
                             Ok((_, meta, producer)) => {
                                 summary.kind = Some(kind_name(&meta.kind));
@@ -572,7 +583,7 @@ pub(crate) mod tests {
         let r = scan.scopes[0].records.iter().find(|r| r.key == key(1000)).expect("scanned");
         // The record the walk found, in its own directory: sound.
         assert_eq!(verify_file(&r.file.at, &r.key).unwrap().meta.task, "t0");
-        assert!(peek_file(&r.file).is_ok());
+        assert!(peek_file(&r.file, &r.key).is_ok());
         // A walk from now on sees the link, and reports it.
         let report = cache.verify(false).unwrap();
         assert_eq!(report.bad_entries.len(), 1, "{:?}", report.bad_entries);

@@ -10,7 +10,8 @@
 //! names are `host`'s, re-exported here), the patterns that tell Kiln's
 //! names from anything else (records, shards, temporary files
 //! `NAME.tmp-PID-RANDOM`, compile locks `<62 hex>.lock` beside their
-//! records), and the key a record's name stands for.
+//! records, the pack directory and its links `<64 hex>.kpack`), and the
+//! key a record's name stands for.
 //!
 //! Must never: touch the file system, or use a module of the cache other
 //! than `record` (the key) and `host` (scope names): everything else
@@ -64,6 +65,34 @@ pub fn record_file_name(key: &Key) -> String {
     format!("{}.{RECORD_EXT}", &key.to_hex()[2..])
 }
 
+/// The directory of a scope holding the links into packs: records a
+/// process fetched from the remote, written together as one file (one
+/// inode) and linked under each record's name (see `pack`).
+pub const PACKED_DIR: &str = "packed";
+
+/// The extension of a link into a pack.
+pub const PACKED_EXT: &str = "kpack";
+
+/// The name a pack's temporary file is made from (`pack.tmp-PID-RANDOM`).
+pub const PACK_TEMP_BASE: &str = "pack";
+
+/// The name of `key`'s link into a pack, in the pack directory: the
+/// key's 64 hex digits and `.kpack`.
+pub fn packed_name(key: &Key) -> String {
+    format!("{}.{PACKED_EXT}", key.to_hex())
+}
+
+/// The key of the link `name` in a pack directory, if the name is Kiln's.
+pub fn packed_key_of(name: &str) -> Option<Key> {
+    let stem = name.strip_suffix(PACKED_EXT)?.strip_suffix('.')?;
+    let hex = stem.len() == 64 && stem.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'));
+    if hex {
+        stem.parse().ok()
+    } else {
+        None
+    }
+}
+
 /// The extension of a compile lock's file (see `lock`).
 pub const LOCK_EXT: &str = "lock";
 
@@ -105,7 +134,7 @@ pub fn is_temp_name(name: &str) -> bool {
     let Some((base, rest)) = name.split_once(".tmp-") else { return false };
     let Some((pid, random)) = rest.split_once('-') else { return false };
     let base_ok = is_record_name(base)
-        || [CACHEDIR_TAG, MARKER, HOST_FILE, SETTINGS_FILE].contains(&base)
+        || [CACHEDIR_TAG, MARKER, HOST_FILE, SETTINGS_FILE, PACK_TEMP_BASE].contains(&base)
         || base.strip_suffix(".json").is_some_and(|m| m.len() == 16 && m.bytes().all(|c| c.is_ascii_hexdigit()));
     base_ok
         && !pid.is_empty()

@@ -5,7 +5,8 @@
 //! trust check ([`access`]), host scopes and their directory
 //! names ([`host`]), how every file under a root is named ([`layout`]),
 //! the file-system layer of records, shards, counters, locks and the
-//! walk ([`fs`]), the root's set-up and markers ([`root`]), the store
+//! walk ([`fs`]), packs of fetched records linked under each record's
+//! name ([`pack`]), the root's set-up and markers ([`root`]), the store
 //! with its trust checks ([`store`]), the per-key compile locks
 //! ([`lock`]), the size counters, lasting
 //! statistics and size-bound eviction ([`counters`]), the one walk of a
@@ -16,7 +17,7 @@
 //! that every tool shares.
 //!
 //! The modules form layers, each using only those below it: `record`,
-//! `host`, `size`; `layout`; `fs`; `access`; `root`, `scan`; `counters`,
+//! `host`, `size`; `layout`; `fs`; `pack`, `access`; `root`, `scan`; `counters`,
 //! `lock`; `store`, `prune`; `inspect`; `repair`; `render`.
 //!
 //! Must never: touch LLVM (codegen hands in the detected host and the
@@ -34,6 +35,9 @@ pub mod host;
 pub mod inspect;
 pub mod layout;
 pub mod lock;
+pub mod pack;
+#[cfg(test)]
+mod packed_tests;
 mod prune;
 pub mod record;
 pub mod render;

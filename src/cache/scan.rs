@@ -2,7 +2,8 @@
 //! temporary files, by Kiln's names only, every directory opened relative
 //! to its parent's handle.
 //!
-//! Owns: [`Scan`] and its entries, each with where the walk found it
+//! Owns: [`Scan`] and its entries (records in shards and links into
+//! packs in the pack directory alike), each with where the walk found it
 //! ([`At`]: the directory handle it opened and the entry's name, through
 //! which every later read and removal goes), [`Shards`] (which shards a
 //! walk visits), and [`scan`], the walk that eviction (one shard group,
@@ -12,13 +13,15 @@
 //! Must never: follow a symbolic link (each directory is opened with
 //! `O_NOFOLLOW` relative to its parent's handle; a link or a file where
 //! Kiln keeps a directory is reported as misplaced, never entered), read
-//! a file's contents, consider a name that is not Kiln's, or run a shard
+//! a file's contents (but a pack's index, for the size of a link into
+//! it), consider a name that is not Kiln's, or run a shard
 //! group's walk on the rayon pool (it runs under the group's lock, and a
 //! job the pool's work stealing ran meanwhile could wait on that lock).
 
 use super::fs::{self, Entry, FileStat, Identity};
 use super::layout::{group_of_shard, is_scope_name, is_shard_name, is_temp_name, key_of};
-use super::layout::{COUNTERS_DIR, HOST_FILE, STATS_FILE};
+use super::layout::{packed_key_of, COUNTERS_DIR, HOST_FILE, PACKED_DIR, STATS_FILE};
+use super::pack;
 use super::record::Key;
 use super::CacheError;
 use rayon::prelude::*;
@@ -88,6 +91,7 @@ pub struct ScopeScan {
     pub temps: Vec<FileEntry>,
     /// Files of the layout other than records (`host.json`, `stats`).
     pub layout_files: Vec<FileEntry>,
+    /// The shard directories, and the pack directory last.
     pub shards: Vec<DirEntry>,
     /// The scope directory itself, in the root.
     pub at: At,
@@ -248,10 +252,17 @@ fn scan_scope(
         at: entry.at,
     };
     let mut shard_dirs = Vec::new();
+    let mut packed = None;
     for e in list(&dir, &scope.dir, |name| !is_shard_name(name) || shards.wants(name))? {
         let path = scope.dir.join(&e.name);
         let at = At { dir: dir.clone(), name: e.name.clone() };
-        if is_shard_name(&e.name) && !e.stat.is_dir() {
+        if e.name == PACKED_DIR && !e.stat.is_dir() {
+            misplaced.push(Misplaced { path, at, role: "pack directory", link: e.stat.is_symlink() });
+        } else if e.name == PACKED_DIR {
+            if let Some(fd) = open_child(&at, &path, "pack directory", misplaced)? {
+                packed = Some((DirEntry { path, at }, fd));
+            }
+        } else if is_shard_name(&e.name) && !e.stat.is_dir() {
             misplaced.push(Misplaced { path, at, role: "shard", link: e.stat.is_symlink() });
         } else if is_shard_name(&e.name) {
             if let Some(fd) = open_child(&at, &path, "shard", misplaced)? {
@@ -273,8 +284,33 @@ fn scan_scope(
         scope.records.extend(records);
         scope.temps.extend(temps);
     }
-    scope.shards = shard_dirs.into_iter().map(|(d, _)| d).collect();
+    if let Some((entry, fd)) = &packed {
+        let (records, temps) = scan_packed(entry, fd, shards)?;
+        scope.records.extend(records);
+        scope.temps.extend(temps);
+    }
+    scope.shards = shard_dirs.into_iter().chain(packed).map(|(d, _)| d).collect();
     Ok(scope)
+}
+
+/// The links into packs (of the shards asked for) and the temporary
+/// files of the open pack directory. A link's size is its own record's
+/// length in its pack's index (`pack::counted_len`).
+fn scan_packed(dir: &DirEntry, fd: &Arc<OwnedFd>, shards: Shards) -> Result<ShardScan, CacheError> {
+    let mut records = Vec::new();
+    let mut temps = Vec::new();
+    for e in list(fd, &dir.path, |_| true)? {
+        if let Some(key) = packed_key_of(&e.name).filter(|k| shards.wants(&k.shard())) {
+            let mut file = FileEntry::new(fd, &dir.path, &e);
+            if e.stat.is_file() {
+                file.size = pack::counted_len(&**fd, &e.name, &key, e.stat.size);
+            }
+            records.push(RecordEntry { key, not_a_file: !e.stat.is_file(), file });
+        } else if e.stat.is_file() && is_temp_name(&e.name) {
+            temps.push(FileEntry::new(fd, &dir.path, &e));
+        }
+    }
+    Ok((records, temps))
 }
 
 /// The records and temporary files of one shard.

@@ -18,9 +18,10 @@ use super::access::Access;
 use super::counters::{self, CacheStats, GroupSize, Locked};
 use super::fs::{self as cfs, Identity};
 use super::host::{self, HostFile, HostScope, NativeFile, HOSTS_DIR, HOST_FILE};
-use super::layout::temp_name;
 pub use super::layout::{is_record_name, is_shard_name, is_temp_name, key_of};
+use super::layout::{packed_name, temp_name, PACKED_DIR, PACK_TEMP_BASE};
 use super::lock::{Claim, KeyLock};
+use super::pack::{self, PackError};
 use super::record::{self, Corrupt, Key, Producer, Record, MAX_RECORD_LEN};
 use super::root::{check_dir, open_root, write_json};
 pub use super::root::{check_markers, check_trusted, init_root, is_unfinished_root};
@@ -126,6 +127,58 @@ pub struct Store {
     counters: Counters,
 }
 
+/// Where a record of the scope may be: its own file in its shard, or its
+/// link into a pack in the pack directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    Shard,
+    Packed,
+}
+
+impl Place {
+    /// The directory below the scope.
+    fn dir(self, key: &Key) -> String {
+        match self {
+            Place::Shard => key.shard(),
+            Place::Packed => PACKED_DIR.to_string(),
+        }
+    }
+
+    /// The file's name in that directory.
+    fn name(self, key: &Key) -> String {
+        match self {
+            Place::Shard => key.file_name(),
+            Place::Packed => packed_name(key),
+        }
+    }
+}
+
+/// A decoded record, if it holds `key`.
+fn checked(decoded: Result<Record, Corrupt>, key: &Key) -> Result<Record, Corrupt> {
+    match decoded {
+        Ok(r) if r.key == *key => Ok(r),
+        Ok(r) => Err(Corrupt::KeyMismatch { found: r.key.to_hex() }),
+        Err(c) => Err(c),
+    }
+}
+
+/// A fetched record to store: its key, launch metadata, object and the
+/// time it took to compile where it was made.
+pub type Fetched<'a> = (&'a Key, &'a LaunchMeta, &'a [u8], Duration);
+
+/// A temporary file that is removed when dropped (a pack's name of its
+/// own, once its links are made or its write failed).
+struct TempName<'a> {
+    dir: &'a OwnedFd,
+    name: String,
+}
+
+impl Drop for TempName<'_> {
+    fn drop(&mut self) {
+        let _ = cfs::unlink_at(self.dir, &self.name);
+    }
+}
+
 /// Whether an I/O error means "the file is not there (any more)".
 fn vanished(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::NotFound
@@ -209,6 +262,20 @@ impl Store {
         super::layout::record_path(&self.scope_dir, key)
     }
 
+    /// Whether a record of `key` is there, in its shard or linked into a
+    /// pack (a look by name, not a lookup: it may still prove damaged).
+    pub fn holds(&self, key: &Key) -> bool {
+        let there =
+            |p: Place| cfs::open_dir(&self.scope_fd, &p.dir(key)).is_ok_and(|d| cfs::stat_at(d, &p.name(key)).is_ok());
+        there(Place::Shard) || there(Place::Packed)
+    }
+
+    /// Where the link of `key` into a pack lives (whether or not it
+    /// exists).
+    pub fn packed_path(&self, key: &Key) -> PathBuf {
+        self.scope_dir.join(PACKED_DIR).join(packed_name(key))
+    }
+
     /// The counters so far.
     pub fn stats(&self) -> CacheStats {
         self.counters.now.lock().unwrap_or_else(|p| p.into_inner()).0
@@ -288,81 +355,73 @@ impl Store {
         }
     }
 
-    /// Unlinks `name` in `shard` (only if it is still `identity`, when
-    /// given: `fs::remove_if_unchanged`) and takes it off its group's
-    /// counter; whether it was there.
-    fn remove_counted(
-        &self,
-        shard: &OwnedFd,
-        shard_name: &str,
-        name: &str,
-        identity: Option<Identity>,
-    ) -> io::Result<bool> {
-        let lock = self.lock_group(shard_name);
-        let Some(st) = cfs::remove_if_unchanged(shard, name, identity)? else { return Ok(false) };
+    /// Unlinks the record of `key` at `place` in `dir` (only if it is
+    /// still `identity`, when given: `fs::remove_if_unchanged`) and takes
+    /// what it counted off its group's counter; whether it was there.
+    fn remove_counted(&self, dir: &OwnedFd, place: Place, key: &Key, identity: Option<Identity>) -> io::Result<bool> {
+        let name = place.name(key);
+        let lock = self.lock_group(&key.shard());
+        // A link into a pack counts its own record's length, read before
+        // the link goes (packs never change once linked).
+        let packed = match place {
+            Place::Packed => cfs::stat_at(dir, &name).ok().map(|st| pack::counted_len(dir, &name, key, st.size)),
+            Place::Shard => None,
+        };
+        let Some(st) = cfs::remove_if_unchanged(dir, &name, identity)? else { return Ok(false) };
         if let Ok((g, lock)) = &lock {
-            self.account(*g, lock, None, st.is_file().then_some(st.size));
+            self.account(*g, lock, None, st.is_file().then(|| packed.unwrap_or(st.size)));
         }
         Ok(true)
     }
 
     /// Looks a key up: a verified record, a miss, or a damaged record
-    /// (removed and counted). On a hit the record's mtime becomes now, its
-    /// recency for LRU pruning. Errors are for what is neither: a shard
-    /// that is a symlink, or a file the process may not read.
+    /// (removed and counted). The record's own file in its shard is
+    /// looked for first, then its link into a pack. On a hit the record's
+    /// mtime becomes now, its recency for LRU pruning (a pack's records
+    /// share theirs). Errors are for what is neither: a shard that is a
+    /// symlink, or a file the process may not read.
     pub fn get(&self, key: &Key) -> Result<Lookup, CacheError> {
-        let path = || self.record_path(key);
-        let shard = match cfs::open_dir(&self.scope_fd, &key.shard()) {
+        for place in [Place::Shard, Place::Packed] {
+            if let Some(found) = self.find(key, place)? {
+                return Ok(found);
+            }
+        }
+        Ok(self.miss())
+    }
+
+    /// The lookup of `key` at one place: `None` when nothing is there (no
+    /// directory, no file, or one removed while reading).
+    fn find(&self, key: &Key, place: Place) -> Result<Option<Lookup>, CacheError> {
+        let dir_name = place.dir(key);
+        let dir_path = self.scope_dir.join(&dir_name);
+        let dir = match cfs::open_dir(&self.scope_fd, &dir_name) {
             Ok(fd) => fd,
-            Err(e) if vanished(&e) => return Ok(self.miss()),
-            Err(e) => return Err(CacheError::io(self.scope_dir.join(key.shard()), "open", e)),
+            Err(e) if vanished(&e) => return Ok(None),
+            Err(e) => return Err(CacheError::io(dir_path, "open", e)),
         };
-        self.check_fd(&shard, &self.scope_dir.join(key.shard()))?;
-        let name = key.file_name();
+        self.check_fd(&dir, &dir_path)?;
+        let name = place.name(key);
+        let path = || dir_path.join(&name);
+        let corrupt = |identity, why| Ok(Some(self.corrupt_at(&dir, place, key, identity, why)));
         // O_NONBLOCK: a FIFO planted under a record's name must not hang us.
-        let mut file = match cfs::open_read(&shard, &name) {
+        let file = match cfs::open_read(&dir, &name) {
             Ok(file) => file,
-            Err(e) if vanished(&e) => return Ok(self.miss()),
-            Err(e) if cfs::is_link_error(&e) => return Ok(self.corrupt_at(&shard, key, None, Corrupt::NotAFile)),
+            Err(e) if vanished(&e) => return Ok(None),
+            Err(e) if cfs::is_link_error(&e) => return corrupt(None, Corrupt::NotAFile),
             Err(e) => return Err(CacheError::io(path(), "open", e)),
         };
         let meta = cfs::stat_fd(&file).map_err(|e| CacheError::io(path(), "inspect", e))?;
         let identity = Some(meta.identity());
         if !meta.is_file() {
-            return Ok(self.corrupt_at(&shard, key, identity, Corrupt::NotAFile));
+            return corrupt(identity, Corrupt::NotAFile);
         }
         self.access.check_ids(&path(), meta.uid, meta.gid, meta.mode)?;
         if meta.size > MAX_RECORD_LEN {
-            return Ok(self.corrupt_at(&shard, key, identity, Corrupt::TooLarge { len: meta.size }));
+            return corrupt(identity, Corrupt::TooLarge { len: meta.size });
         }
-        // The header first: its magic, version, lengths (against fstat's)
-        // and key are checked before the body is read, and the body is
-        // read no further than the length both agree on.
-        let mut bytes = Vec::new();
-        if let Err(e) = (&mut file).take(record::HEADER_LEN as u64).read_to_end(&mut bytes) {
-            return Err(CacheError::io(path(), "read", e));
-        }
-        self.counters.bump(|s| s.bytes_read += bytes.len() as u64);
-        let head = bytes.len();
-        let declared = match record::decode_header(&bytes, meta.size) {
-            Ok(h) if h.key == *key => meta.size,
-            Ok(h) => return Ok(self.corrupt_at(&shard, key, identity, Corrupt::KeyMismatch { found: h.key.to_hex() })),
-            Err(c) => return Ok(self.corrupt_at(&shard, key, identity, c)),
-        };
-        if bytes.try_reserve_exact((declared as usize).saturating_sub(bytes.len())).is_err() {
-            return Err(CacheError::io(path(), "read", io::ErrorKind::OutOfMemory.into()));
-        }
-        if let Err(e) = (&mut file).take(declared - bytes.len() as u64).read_to_end(&mut bytes) {
-            return Err(CacheError::io(path(), "read", e));
-        }
-        self.counters.bump(|s| s.bytes_read += (bytes.len() - head) as u64);
-        let record = match record::decode(&bytes) {
-            Ok(r) if r.key == *key => r,
-            Ok(r) => {
-                let found = r.key.to_hex();
-                return Ok(self.corrupt_at(&shard, key, identity, Corrupt::KeyMismatch { found }));
-            }
-            Err(c) => return Ok(self.corrupt_at(&shard, key, identity, c)),
+        let record = match self.read_record(&file, meta.size, key).map_err(|e| CacheError::io(path(), "read", e))? {
+            Ok(r) => r,
+            Err(c) => return corrupt(identity, c),
         };
         // Recency is best effort: a record another user wrote into a
         // shared cache cannot be touched, and is still a hit.
@@ -373,7 +432,39 @@ impl Store {
             s.hits += 1;
             s.compile_ms_saved += record.producer.compile_ms;
         });
-        Ok(Lookup::Hit(record))
+        Ok(Some(Lookup::Hit(record)))
+    }
+
+    /// Reads and verifies `key`'s record from the open `file` of `len`
+    /// bytes: a record file, or a pack holding it.
+    fn read_record(&self, mut file: &fs::File, len: u64, key: &Key) -> io::Result<Result<Record, Corrupt>> {
+        // The header first: its magic, version, lengths (against fstat's)
+        // and key are checked before the body is read, and the body is
+        // read no further than the length both agree on.
+        let mut bytes = Vec::new();
+        (&mut file).take(record::HEADER_LEN as u64).read_to_end(&mut bytes)?;
+        self.counters.bump(|s| s.bytes_read += bytes.len() as u64);
+        if pack::is_pack(&bytes) {
+            let bytes = match pack::locate(file, len, key).and_then(|slice| pack::read_slice(file, slice, len)) {
+                Ok(bytes) => bytes,
+                Err(PackError::Io(e)) => return Err(e),
+                Err(PackError::Corrupt(c)) => return Ok(Err(c)),
+            };
+            self.counters.bump(|s| s.bytes_read += bytes.len() as u64);
+            return Ok(checked(record::decode(&bytes), key));
+        }
+        let head = bytes.len();
+        match record::decode_header(&bytes, len) {
+            Ok(h) if h.key == *key => {}
+            Ok(h) => return Ok(Err(Corrupt::KeyMismatch { found: h.key.to_hex() })),
+            Err(c) => return Ok(Err(c)),
+        };
+        if bytes.try_reserve_exact((len as usize).saturating_sub(bytes.len())).is_err() {
+            return Err(io::ErrorKind::OutOfMemory.into());
+        }
+        (&mut file).take(len - bytes.len() as u64).read_to_end(&mut bytes)?;
+        self.counters.bump(|s| s.bytes_read += (bytes.len() - head) as u64);
+        Ok(checked(record::decode(&bytes), key))
     }
 
     /// The owner and mode check of a shard directory, as of the root and
@@ -410,15 +501,15 @@ impl Store {
         Lookup::Miss
     }
 
-    /// Removes the damaged record `name` in `shard` (unless another writer
-    /// replaced it since it was read: `identity` is what was read) and
-    /// counts it.
-    fn corrupt_at(&self, shard: &OwnedFd, key: &Key, identity: Option<Identity>, why: Corrupt) -> Lookup {
+    /// Removes the damaged record of `key` at `place` in `dir` (unless
+    /// another writer replaced it since it was read: `identity` is what
+    /// was read) and counts it.
+    fn corrupt_at(&self, dir: &OwnedFd, place: Place, key: &Key, identity: Option<Identity>, why: Corrupt) -> Lookup {
         // Already gone or replaced is fine; any other failure leaves the
         // record to be found damaged again, which is still correct. A
         // read-only store removes nothing.
         if !self.options.read_only {
-            let _ = self.remove_counted(shard, &key.shard(), &key.file_name(), identity);
+            let _ = self.remove_counted(dir, place, key, identity);
         }
         self.counters.bump(|s| s.corrupt += 1);
         Lookup::Corrupt(why)
@@ -432,20 +523,27 @@ impl Store {
         Ok(())
     }
 
-    /// Removes the record for `key`; whether there was one.
+    /// Removes the record for `key`, its own file and its link into a
+    /// pack; whether there was one.
     /// A read-only store removes nothing: the record stays for its owner
     /// to replace.
     pub fn erase(&self, key: &Key) -> Result<bool, CacheError> {
         if self.options.read_only {
             return Ok(false);
         }
-        let shard = match cfs::open_dir(&self.scope_fd, &key.shard()) {
-            Ok(fd) => fd,
-            Err(e) if vanished(&e) => return Ok(false),
-            Err(e) => return Err(CacheError::io(self.scope_dir.join(key.shard()), "open", e)),
-        };
-        self.remove_counted(&shard, &key.shard(), &key.file_name(), None)
-            .map_err(|e| CacheError::io(self.record_path(key), "remove", e))
+        let mut erased = false;
+        for place in [Place::Shard, Place::Packed] {
+            let dir_name = place.dir(key);
+            let dir = match cfs::open_dir(&self.scope_fd, &dir_name) {
+                Ok(fd) => fd,
+                Err(e) if vanished(&e) => continue,
+                Err(e) => return Err(CacheError::io(self.scope_dir.join(dir_name), "open", e)),
+            };
+            erased |= self
+                .remove_counted(&dir, place, key, None)
+                .map_err(|e| CacheError::io(self.scope_dir.join(&dir_name).join(place.name(key)), "remove", e))?;
+        }
+        Ok(erased)
     }
 
     /// Stores a record: written whole to a temporary file in the record's
@@ -475,19 +573,87 @@ impl Store {
         self.stage_compiled(key, meta, object, Duration::ZERO)
     }
 
-    /// [`Store::put_compiled`] of a record fetched from the remote tier,
-    /// not synced before its rename (whatever [`StoreOptions::fsync`]
-    /// says): it can be fetched again, so a power cut costs one fetch, and
-    /// a torn copy fails its checksum, is removed and replaced like any
-    /// damaged record. The rename still makes it appear whole.
-    pub fn put_fetched(
-        &self,
-        key: &Key,
-        meta: &LaunchMeta,
-        object: &[u8],
-        compile: Duration,
-    ) -> Result<(), CacheError> {
-        self.stage_with(key, meta, object, compile, false)?.commit()
+    /// Stores records fetched from the remote tier together, at the cost
+    /// of one inode per pack rather than one file (and shard directory)
+    /// per record: their encodings are written as one pack file under a
+    /// temporary name
+    /// in the scope's pack directory, linked under each record's name
+    /// there (each link counted in its group, under the group's lock),
+    /// and the temporary name removed. A reader sees a record's link only
+    /// once the whole pack is written; a writer killed before its links
+    /// leaves a temporary file only (`prune --temp` removes it). A record
+    /// already linked (another process's copy) is kept. On a file system
+    /// without hard links each record is stored in a file of its own.
+    /// Nothing is synced: a fetched record can be fetched again, so a
+    /// power cut costs one fetch, and a torn pack fails its index's or
+    /// its records' checksums, and each link is removed and replaced like
+    /// any damaged record. Returns how many records were stored.
+    pub fn put_fetched_all<'a>(&self, records: impl IntoIterator<Item = Fetched<'a>>) -> Result<usize, CacheError> {
+        if self.options.read_only {
+            return Err(CacheError::ReadOnly);
+        }
+        let mut encoded = Vec::new();
+        for (key, meta, object, compile) in records {
+            encoded.push((*key, self.encode(key, meta, object, compile)?));
+        }
+        let lens: Vec<u64> = encoded.iter().map(|(_, b)| b.len() as u64).collect();
+        let mut stored = 0;
+        for run in pack::chunks(&lens) {
+            stored += self.write_pack(&encoded[run])?;
+        }
+        Ok(stored)
+    }
+
+    /// Writes one pack of encoded records and links it under each one's
+    /// name; how many links were made.
+    fn write_pack(&self, records: &[(Key, Vec<u8>)]) -> Result<usize, CacheError> {
+        let refs: Vec<(Key, &[u8])> = records.iter().map(|(k, b)| (*k, b.as_slice())).collect();
+        let bytes = pack::encode(&refs);
+        let (dir, dir_path) = self.make_dir(PACKED_DIR)?;
+        let (tmp, mut file) = cfs::create_temp(&dir, PACK_TEMP_BASE, self.access.new_file_mode())
+            .map_err(|e| CacheError::io(dir_path.join(temp_name(PACK_TEMP_BASE)), "create", e))?;
+        let temp = TempName { dir: &dir, name: tmp };
+        file.write_all(&bytes).map_err(|e| CacheError::io(dir_path.join(&temp.name), "write", e))?;
+        drop(file);
+        let mut stored = 0;
+        for (i, (key, record)) in records.iter().enumerate() {
+            match self.link_counted(&dir, &temp.name, key, record.len() as u64) {
+                Ok(linked) => stored += linked as usize,
+                // No hard links here (the first link fails): each record
+                // in a file of its own.
+                Err(_) if i == 0 => return self.put_each(records),
+                Err(e) => return Err(CacheError::io(dir_path.join(packed_name(key)), "link", e)),
+            }
+        }
+        Ok(stored)
+    }
+
+    /// Links the pack `tmp` in `dir` under `key`'s name and counts the
+    /// record's `len` bytes in its group; `false` when a link of that name
+    /// is there already (kept: a whole record of the same key).
+    fn link_counted(&self, dir: &OwnedFd, tmp: &str, key: &Key, len: u64) -> io::Result<bool> {
+        let lock = self.lock_group(&key.shard());
+        match cfs::link_at(dir, tmp, &packed_name(key)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        self.counters.bump(|s| {
+            s.puts += 1;
+            s.bytes_written += len;
+        });
+        if let Ok((g, lock)) = &lock {
+            self.account(*g, lock, Some(len), None);
+        }
+        Ok(true)
+    }
+
+    /// Stores encoded records each in its own file, unsynced.
+    fn put_each(&self, records: &[(Key, Vec<u8>)]) -> Result<usize, CacheError> {
+        for (key, bytes) in records {
+            self.stage_bytes(key, bytes, false)?.commit()?;
+        }
+        Ok(records.len())
     }
 
     /// [`Store::stage`] of an object that took `compile` to compile.
@@ -512,13 +678,25 @@ impl Store {
         if self.options.read_only {
             return Err(CacheError::ReadOnly);
         }
+        let bytes = self.encode(key, meta, object, compile)?;
+        self.stage_bytes(key, &bytes, fsync)
+    }
+
+    /// A record's encoding, stamped with this store's producer; an empty
+    /// object is refused.
+    fn encode(&self, key: &Key, meta: &LaunchMeta, object: &[u8], compile: Duration) -> Result<Vec<u8>, CacheError> {
         if object.is_empty() {
             return Err(CacheError::EmptyObject);
         }
         let compile_ms = compile.as_millis().try_into().unwrap_or(u64::MAX);
         let producer = Producer { compile_ms, ..Producer::now(&self.options.llvm_version) };
-        let bytes = record::encode(key, meta, &producer, object).map_err(CacheError::Encode)?;
-        let (shard, shard_path) = self.make_shard(key)?;
+        record::encode(key, meta, &producer, object).map_err(CacheError::Encode)
+    }
+
+    /// An encoded record written (and synced when `fsync`) under a
+    /// temporary name in its shard.
+    fn stage_bytes(&self, key: &Key, bytes: &[u8], fsync: bool) -> Result<Staged<'_>, CacheError> {
+        let (shard, shard_path) = self.make_dir(&key.shard())?;
         let final_name = key.file_name();
         // In a shared cache the mode is set whatever the umask (which may
         // have taken the group's write bit).
@@ -526,26 +704,26 @@ impl Store {
             .map_err(|e| CacheError::io(shard_path.join(temp_name(&final_name)), "create", e))?;
         let staged =
             Staged { store: self, shard, shard_path, tmp, final_name, len: bytes.len() as u64, committed: false };
-        file.write_all(&bytes).map_err(|e| CacheError::io(staged.shard_path.join(&staged.tmp), "write", e))?;
+        file.write_all(bytes).map_err(|e| CacheError::io(staged.shard_path.join(&staged.tmp), "write", e))?;
         if fsync {
             file.sync_all().map_err(|e| CacheError::io(staged.shard_path.join(&staged.tmp), "sync", e))?;
         }
         Ok(staged)
     }
 
-    /// The shard directory of `key`, created (with the cache's group and
-    /// mode) when missing, opened and checked.
-    fn make_shard(&self, key: &Key) -> Result<(OwnedFd, PathBuf), CacheError> {
-        let shard_name = key.shard();
-        let shard_path = self.scope_dir.join(&shard_name);
-        let created = cfs::mkdir_at(&self.scope_fd, &shard_name, self.access.dir_mode())
-            .map_err(|e| CacheError::io(&shard_path, "create directory", e))?;
-        let shard = cfs::open_dir(&self.scope_fd, &shard_name).map_err(|e| CacheError::io(&shard_path, "open", e))?;
+    /// The directory `name` below the scope (a shard, the pack
+    /// directory), created (with the cache's group and mode) when
+    /// missing, opened and checked.
+    fn make_dir(&self, name: &str) -> Result<(OwnedFd, PathBuf), CacheError> {
+        let path = self.scope_dir.join(name);
+        let created = cfs::mkdir_at(&self.scope_fd, name, self.access.dir_mode())
+            .map_err(|e| CacheError::io(&path, "create directory", e))?;
+        let dir = cfs::open_dir(&self.scope_fd, name).map_err(|e| CacheError::io(&path, "open", e))?;
         if created {
-            self.share_fd(&shard, &shard_path)?;
+            self.share_fd(&dir, &path)?;
         }
-        self.check_fd(&shard, &shard_path)?;
-        Ok((shard, shard_path))
+        self.check_fd(&dir, &path)?;
+        Ok((dir, path))
     }
 
     /// Tries the compile lock of `key` (see `lock`): held by this process,
@@ -555,7 +733,7 @@ impl Store {
         if self.options.read_only {
             return Claim::Unavailable;
         }
-        match self.make_shard(key) {
+        match self.make_dir(&key.shard()) {
             Ok((shard, _)) => KeyLock::claim(shard, key, self.access.file_mode()),
             Err(_) => Claim::Unavailable,
         }

@@ -331,8 +331,9 @@ impl CachedTasks {
         }
     }
 
-    /// Starts writing the held-back fetched records, in order, on one
-    /// thread; the first failure ends the batch (and later writes).
+    /// Starts writing the held-back fetched records on one thread, as
+    /// packs (`Store::put_fetched_all`: one inode for them all, not one
+    /// file and shard directory each); a failure ends later writes.
     fn write_held(&mut self, stats: &mut JitStats) {
         let jobs = std::mem::take(&mut self.held);
         if jobs.is_empty() || !self.writes_locally() {
@@ -340,16 +341,11 @@ impl CachedTasks {
         }
         let (n, store) = (jobs.len(), self.store.clone());
         let write = move || {
-            let mut done = Vec::with_capacity(jobs.len());
-            for j in &jobs {
-                let put = store.put_fetched(&j.0, &j.1, &j.2, j.3);
-                let failed = put.is_err();
-                done.push(put);
-                if failed {
-                    break;
-                }
+            let records = jobs.iter().map(|j| (&j.0, &j.1, j.2.as_slice(), j.3));
+            match store.put_fetched_all(records) {
+                Ok(stored) => (0..stored).map(|_| Ok(())).collect(),
+                Err(e) => vec![Err(e)],
             }
-            done
         };
         self.spawn_write(format!("{n} records fetched from the remote"), write, stats);
     }
@@ -434,7 +430,7 @@ impl CachedTasks {
         let mut absent: Vec<(&Module, Key)> = Vec::new();
         let mut seen = HashSet::new();
         for (m, (key, _)) in &keyed {
-            if !self.compiled.contains_key(key) && seen.insert(*key) && !self.store.record_path(key).exists() {
+            if !self.compiled.contains_key(key) && seen.insert(*key) && !self.store.holds(key) {
                 absent.push((m, *key));
             }
         }

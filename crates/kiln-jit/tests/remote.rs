@@ -267,12 +267,15 @@ fn files_named(dir: &Path, part: &str) -> Vec<PathBuf> {
 }
 
 /// The copies a remote-warm run writes in the background are all there and
-/// whole once the process has exited, with no temporary left. A copy is
-/// not synced, so a power cut may leave one torn: cut short, it fails its
-/// checksum on the next run, which fetches that record again and copies
-/// it anew; the run after that finds every record locally.
+/// whole once the process has exited, with no temporary left: one pack
+/// (one inode) linked under each record's name. A copy is not synced, so
+/// a power cut may leave the pack torn: cut short in its last record, that
+/// record fails its checksum on the next run, which fetches it again and
+/// copies it anew (a pack of its own); the others stay, and the run after
+/// that finds every record locally.
 #[test]
 fn fetched_copies_land_whole_and_a_torn_one_is_replaced() {
+    use std::os::unix::fs::MetadataExt;
     let (lab, server) = (Lab::new(), RedisServer::start());
     let file = testdata("ten_tasks.kir");
     let interp = lab.interp(&file);
@@ -281,16 +284,18 @@ fn fetched_copies_land_whole_and_a_torn_one_is_replaced() {
     assert_eq!(b.outcome(), (0, 10, 0, 0, 0, 0), "{}", b.stats);
     assert_eq!(b.n("stored"), 10, "{}", b.stats);
     let cache = lab.path().join("b/cache");
-    let copies = files_named(&cache, ".kobj");
-    assert_eq!(copies.len(), 10, "{copies:?}");
+    let links = files_named(&cache, ".kpack");
+    assert_eq!(links.len(), 10, "{links:?}");
+    assert!(files_named(&cache, ".kobj").is_empty());
+    let inodes: std::collections::BTreeSet<u64> = links.iter().map(|l| std::fs::metadata(l).unwrap().ino()).collect();
+    assert_eq!(inodes.len(), 1, "one pack: {inodes:?}");
     assert!(files_named(&cache, ".tmp-").is_empty());
-    let torn = &copies[3];
-    let len = std::fs::metadata(torn).unwrap().len();
-    std::fs::OpenOptions::new().write(true).open(torn).unwrap().set_len(len / 2).unwrap();
+    let len = std::fs::metadata(&links[0]).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&links[0]).unwrap().set_len(len - 40).unwrap();
     let again = lab.run("b", &file, &server.url(), &[], &[]);
     assert_eq!(again.outcome(), (9, 1, 0, 0, 0, 0), "{}", again.stats);
     assert_eq!(again.n("stored"), 1, "{}", again.stats);
-    assert_eq!(std::fs::metadata(torn).unwrap().len(), len, "copied anew, whole");
+    assert_eq!(files_named(&cache, ".kpack").len(), 10, "copied anew");
     let last = lab.run("b", &file, &server.url(), &[], &[]);
     assert_eq!(last.outcome(), (10, 0, 0, 0, 0, 0), "{}", last.stats);
     for r in [&b, &again, &last] {
