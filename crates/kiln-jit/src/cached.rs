@@ -21,7 +21,7 @@
 //! record is erased, counted, compiled afresh and stored again; ask the
 //! remote for a key the local store holds.
 
-use crate::engine::{ready_functions, JitStats, Prefetched, ProvideError, RecordSource, TaskProvider};
+use crate::provide::{ready_functions, JitStats, Prefetched, ProvideError, RecordSource, TaskProvider};
 use crate::{Jit, LoadedFunction, LoadedTask};
 use kiln::cache::record::{self, Producer};
 use kiln::cache::{CacheError, Key, Lookup, Store};
@@ -136,16 +136,6 @@ type Job = (Key, LaunchMeta, Vec<u8>, Duration);
 /// oldest.
 const MAX_WRITES_IN_FLIGHT: usize = 8;
 
-/// At most this many warnings are kept per run (the first ones explain).
-const MAX_WARNINGS: usize = 16;
-
-/// Adds a warning of the run (the first [`MAX_WARNINGS`] are kept).
-pub(crate) fn warn(stats: &mut JitStats, text: String) {
-    if stats.warnings.len() < MAX_WARNINGS {
-        stats.warnings.push(text);
-    }
-}
-
 /// The run's per-task cache warnings by cause (the message without its
 /// task): one line per cause, naming the first task, with a count when
 /// the cause repeats; said once the run is finished.
@@ -164,7 +154,7 @@ impl Repeats {
     fn flush(&mut self, stats: &mut JitStats) {
         for (cause, task, n) in self.0.drain(..) {
             let more = if n > 1 { format!(", and {} more tasks", n - 1) } else { String::new() };
-            warn(stats, format!("{cause} (task @{task}{more})"));
+            stats.warn(format!("{cause} (task @{task}{more})"));
         }
     }
 }
@@ -455,7 +445,7 @@ impl CachedTasks {
         let Some((what, h)) = self.writes.pop_front() else { return };
         match h.join() {
             Ok(done) => done.into_iter().for_each(|put| self.count_write(put, stats)),
-            Err(_) => warn(stats, format!("the cache write of {what} failed")),
+            Err(_) => stats.warn(format!("the cache write of {what} failed")),
         }
     }
 
@@ -713,11 +703,11 @@ impl TaskProvider for CachedTasks {
         self.flight.release_all(self.remote.as_deref());
         self.repeats.flush(stats);
         if let Some(line) = self.flight.ran_out_warning() {
-            warn(stats, line);
+            stats.warn(line);
             self.flight.ran_out = 0;
         }
         if let Some(line) = self.summary() {
-            warn(stats, line);
+            stats.warn(line);
             // Said once, however often the run is finished.
             self.not_stored = 0;
         }
@@ -841,7 +831,7 @@ impl CachedTasks {
         let todo: Vec<NeededRecord> = batch.iter().map(|&i| wanted[i].clone()).collect();
         let remote = self.remote.clone().filter(|r| r.is_on());
         let compiled =
-            self.flight.renewing(remote.as_deref(), || crate::engine::compile_records(backend, &todo, stats));
+            self.flight.renewing(remote.as_deref(), || crate::provide::compile_records(backend, &todo, stats));
         let mut compiled = compiled.into_iter();
         for &i in batch {
             let c = compiled

@@ -21,6 +21,7 @@
 
 pub mod cached;
 pub mod engine;
+pub mod provide;
 pub mod runtime;
 pub mod tiers;
 

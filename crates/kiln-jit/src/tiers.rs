@@ -16,7 +16,7 @@
 //! otherwise never get one); fail a run because of it (a failed one is one
 //! warning, and the quick tier runs on); or print.
 
-use crate::engine::{JitStats, TaskProvider};
+use crate::provide::{JitStats, TaskProvider};
 use kiln::compile_protocol::Started;
 use kiln::ir::Module;
 use kiln_llvm::Backend;
@@ -144,7 +144,7 @@ impl Tiers {
         self.failed = true;
         self.waiting.clear();
         let warning = format!("the optimised tier could not be compiled in the background ({why}); the quick tier ran");
-        crate::cached::warn(stats, warning);
+        stats.warn(warning);
     }
 
     /// At the end of a run: the tasks that waited for the running
