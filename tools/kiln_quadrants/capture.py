@@ -330,13 +330,13 @@ FUNCTION_STAGE = "Initial IR"
 FUNCTION_NEXT = "Access lowered"
 
 
-def function_dumps(text: str) -> dict[str, str]:
-    """The dump of each real function (``qd.real_func``) a log compiles, by
+def function_dumps(dumps: list[Dump]) -> dict[str, str]:
+    """The dump of each real function (``qd.real_func``) a log compiles
+    (its ``dumps``, as ``split_stages`` reads them), by
     its compiled name: its ``Initial IR`` dump whose next dump is its
     ``Access lowered`` (statement form, field accesses not yet lowered;
     its first ``Initial IR`` is in the frontend's syntax), then that next
     stage's header alone. kiln-import reads it (docs/quadrants-ir.md §5.3)."""
-    dumps = split_stages(text)
     out: dict[str, str] = {}
     for i, d in enumerate(dumps):
         if d["stage"] != FUNCTION_STAGE or not d["lines"]:
@@ -361,7 +361,12 @@ def _called(text: str, funcs: dict[str, str]) -> list[str]:
     return seen
 
 
-def offload_dumps(text: str, root: str | os.PathLike[str] | None = None, funcs: dict[str, str] | None = None) -> str:
+def offload_dumps(
+    text: str,
+    root: str | os.PathLike[str] | None = None,
+    funcs: dict[str, str] | None = None,
+    dumps: list[Dump] | None = None,
+) -> str:
     """The ``Start offload_to_executable:`` dumps of a log (one per task), label lines kept,
     each followed by the header of its task's next stage (without its dump);
     before them, the dump of each real function the tasks call
@@ -371,13 +376,15 @@ def offload_dumps(text: str, root: str | os.PathLike[str] | None = None, funcs: 
 
     Python file names under ``root`` (the working directory by default) are
     written relative to it, so that a capture does not depend on where the
-    checkout or the virtual environment is.
+    checkout or the virtual environment is. ``dumps``: the log's dumps
+    when the caller has read them already (``split_stages``).
     """
     prefix = str(Path(root if root is not None else Path.cwd()).resolve()) + os.sep
-    known = {**(funcs or {}), **function_dumps(text)}
+    dumps = split_stages(text) if dumps is None else dumps
+    known = {**(funcs or {}), **function_dumps(dumps)}
     parts = [known[f] for f in _called(text, known) if f in known]
     after: set[str] = set()  # kernels whose last dump kept was of the stage
-    for d in split_stages(text):
+    for d in dumps:
         if d["stage"] == OFFLOAD_STAGE:
             parts.append(f"[{d['kernel']}] {d['stage']}:\n" + "\n".join(d["lines"]) + "\n")
             after.add(d["kernel"])
@@ -992,8 +999,8 @@ class Capture:
         if compiled:
             off_rel = log_rel.removesuffix(".log") + ".offload.log"
             funcs = cap.functions.setdefault(cap.generation, {})
-            (cap.out / off_rel).write_text(offload_dumps(text, funcs=funcs))
-            funcs.update(function_dumps(text))
+            (cap.out / off_rel).write_text(offload_dumps(text, funcs=funcs, dumps=stages))
+            funcs.update(function_dumps(stages))
             cap.last_log[(key, instance)] = off_rel
         # `log`: this call's, or when the kernel was already
         # compiled (no IR this time), the log of the call that
