@@ -40,6 +40,9 @@ pub struct KernelIn {
     pub tasks: Vec<Task>,
 }
 
+/// Why a type is refused: the scalar types KIR has (`Scalar::ALL`).
+const KIR_TYPES: &str = "KIR's types are i1, i8 to i64, u8 to u64, f16, f32 and f64";
+
 /// One real function (a `qd.real_func`) the kernels may call: its body as
 /// its dump before Quadrants lowers field accesses.
 pub struct FuncIn {
@@ -341,9 +344,7 @@ fn refused_stmt(name: impl Into<String>, s: &Stmt) -> Error {
 
 /// KIR's scalar for a Quadrants primitive type, or a refusal naming it.
 fn scalar_of(prim: &str, span: Span, loc: Option<&PyLoc>) -> Result<Scalar, Error> {
-    table::scalar(prim).ok_or_else(|| {
-        refused(format!("type {prim}"), "KIR's types are i1, i8 to i64, u8 to u64, f16, f32 and f64", span, loc)
-    })
+    table::scalar(prim).ok_or_else(|| refused(format!("type {prim}"), KIR_TYPES, span, loc))
 }
 
 /// [`scalar_of`] for a statement's type, located as the statement is.
@@ -1095,8 +1096,9 @@ impl Module<'_> {
             return Err(located(format!("struct argument '{}' without its struct type", a.name), s));
         };
         if let Some(d) = a.members.iter().find(|d| table::scalar(d).is_none()) {
-            return Err(refused_stmt(format!("struct argument '{}' with a member of type {d}", a.name), s)
-                .with_why("KIR's types are i1, i8 to i64, u8 to u64, f16, f32 and f64"));
+            return Err(
+                refused_stmt(format!("struct argument '{}' with a member of type {d}", a.name), s).with_why(KIR_TYPES)
+            );
         }
         let table_types: Vec<&str> = a.members.iter().map(String::as_str).collect();
         let logged: Vec<&str> = leaves.iter().map(|(_, t)| t.as_str()).collect();
