@@ -480,14 +480,19 @@ mod tests {
     use super::*;
     use crate::cache::{HostScope, StoreOptions};
 
+    /// A store of one scope under `dir`, unsynced.
+    fn store_in(dir: &std::path::Path) -> Store {
+        let scope = HostScope::new("x86_64-unknown-linux-gnu", "flight", ["+a"]);
+        Store::open(dir, scope, StoreOptions { fsync: false, ..Default::default() }).unwrap()
+    }
+
     /// Past the lock budget a key is still this run's to compile, without
     /// a lock file: a kernel of more tasks than the process may open files
     /// never fails for it. The budget counts the locks waited on too.
     #[test]
     fn claims_past_the_lock_budget_compile_without_a_lock() {
         let dir = tempfile::tempdir().unwrap();
-        let scope = HostScope::new("x86_64-unknown-linux-gnu", "flight", ["+a"]);
-        let store = Store::open(dir.path(), scope, StoreOptions { fsync: false, ..Default::default() }).unwrap();
+        let store = store_in(dir.path());
         let keys: Vec<Key> = (0..10u8).map(|i| Key::from(blake3::hash(&[i]))).collect();
         let options = FlightOptions { max_locks: 3, ..FlightOptions::default() };
         let mut a = Flight::new(options);
@@ -511,8 +516,7 @@ mod tests {
     #[test]
     fn a_key_claimed_again_is_still_mine() {
         let dir = tempfile::tempdir().unwrap();
-        let scope = HostScope::new("x86_64-unknown-linux-gnu", "flight", ["+a"]);
-        let store = Store::open(dir.path(), scope, StoreOptions { fsync: false, ..Default::default() }).unwrap();
+        let store = store_in(dir.path());
         let keys: Vec<Key> = (0..4u8).map(|i| Key::from(blake3::hash(&[i]))).collect();
         let mut a = Flight::new(FlightOptions::default());
         assert_eq!(a.claim(&store, None, &keys[..2]), &keys[..2]);
