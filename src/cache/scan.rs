@@ -3,7 +3,9 @@
 //! to its parent's handle.
 //!
 //! Owns: [`Scan`] and its entries (records in shards and links into
-//! packs in the pack directory alike), each with where the walk found it
+//! packs in the pack directory alike; at the root, a `sizes` that is not
+//! a regular file and an older build's `counters`), each with where the
+//! walk found it
 //! ([`At`]: the directory handle it opened and the entry's name, through
 //! which every later read and removal goes), [`Shards`] (which shards a
 //! walk visits), and [`scan`], the walk that eviction (one shard group,
