@@ -121,7 +121,8 @@ pub fn group_limit(max_size: u64) -> u64 {
 /// `g`'s size, slot 0 of a scope's `stats` file its statistics. Each slot
 /// is a lock of its own (an open file description lock on its
 /// [`SLOT_LEN`] bytes, `fs::lock_range`), so groups never wait for each
-/// other, and every open is a holder of its own, as with `flock`.
+/// other, and every open is a holder of its own, as with `flock`. The
+/// lock goes with the file: when it is dropped, or its process dies.
 pub struct Locked {
     file: File,
     slot: u8,
@@ -183,20 +184,21 @@ impl Locked {
         Ok(buf)
     }
 
-    /// Whether the slot was never written: past the end of the file, or
-    /// blank (spaces, or the zeros of a hole a later slot's write left).
-    pub fn is_new(&self) -> bool {
-        self.bytes().is_ok_and(|b| is_blank(&b))
-    }
-
-    /// The value in the slot: the default for a new one, `None` for a
-    /// damaged one.
+    /// The value in the slot: the default for a new one (never written:
+    /// past the end of the file, or blank: spaces, or the zeros of a hole
+    /// a later slot's write left), `None` for a damaged one.
     pub fn read<T: DeserializeOwned + Default>(&self) -> Option<T> {
         let text = self.bytes().ok()?;
         if is_blank(&text) {
             return Some(T::default());
         }
         serde_json::from_slice(&text).ok()
+    }
+
+    /// The value written in the slot: `None` for a new slot as for a
+    /// damaged one (one read).
+    pub fn read_written<T: DeserializeOwned>(&self) -> Option<T> {
+        serde_json::from_slice(&self.bytes().ok()?).ok()
     }
 
     /// Replaces the value: one write of [`SLOT_LEN`] bytes at the slot.
@@ -208,14 +210,6 @@ impl Locked {
         text.resize(SLOT_LEN - 1, b' ');
         text.push(b'\n');
         self.file.write_all_at(&text, slot_start(self.slot))
-    }
-}
-
-impl Drop for Locked {
-    /// Lets go of the slot at once (closing the file would too, unless a
-    /// child process forked meanwhile still shares the open file).
-    fn drop(&mut self) {
-        let _ = cfs::lock_range(&self.file, slot_start(self.slot), SLOT_LEN as u64, RangeLock::Unlock, true);
     }
 }
 
@@ -637,14 +631,18 @@ mod tests {
         text.resize(SLOT_LEN, b' ');
         fs::write(&path, &text).unwrap();
         let root = cfs::open_dir_path(dir.path()).unwrap();
-        assert!(lock_group(&root, 7, &Access::default()).unwrap().is_new());
+        let is_new = |g| {
+            let lock = lock_group(&root, g, &Access::default()).unwrap();
+            lock.read::<GroupSize>() == Some(GroupSize::default()) && lock.read_written::<GroupSize>().is_none()
+        };
+        assert!(is_new(7));
         store.put(&keys[1], &meta("t"), b"two").unwrap();
         let sizes = read_sizes(dir.path()).unwrap();
         assert_eq!((sizes[0], sizes[7]), (Some(zero), Some(recounted(dir.path())[7])));
         assert_eq!(sizes[7].unwrap().records, 2, "recounted from disk, both records");
         // The slots between (a hole: zeros) are new too, and read as zero.
         assert_eq!(fs::metadata(&path).unwrap().len(), 8 * SLOT_LEN as u64);
-        assert!((1..7).all(|g| lock_group(&root, g, &Access::default()).unwrap().is_new()));
+        assert!((1..7).all(is_new) && !is_new(0) && !is_new(7));
         assert_eq!(sizes[1..7], [Some(GroupSize::default()); 6]);
     }
 

@@ -222,15 +222,14 @@ pub fn set_group(fd: impl AsFd, gid: u32) -> io::Result<()> {
     Ok(rfs::fchown(fd, None, Some(Gid::from_raw(gid)))?)
 }
 
-/// What [`lock_range`] does to a range.
+/// The lock [`lock_range`] takes of a range (released when the open file
+/// is closed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RangeLock {
     /// `F_RDLCK`: readers share it.
     Shared,
     /// `F_WRLCK`: one holder (the file must be open for writing).
     Exclusive,
-    /// `F_UNLCK`: lets go.
-    Unlock,
 }
 
 /// Locks `len` bytes from `start` of an open file with an open file
@@ -247,7 +246,6 @@ pub fn lock_range(file: impl AsFd, start: u64, len: u64, how: RangeLock, wait: b
     let l_type = match how {
         RangeLock::Shared => libc::F_RDLCK,
         RangeLock::Exclusive => libc::F_WRLCK,
-        RangeLock::Unlock => libc::F_UNLCK,
     };
     let too_far = || io::Error::new(io::ErrorKind::InvalidInput, "a lock range past the largest offset");
     let lock = libc::flock {

@@ -321,7 +321,7 @@ impl Store {
         // A new counter (a cache older than the counters, or a first
         // store) or a damaged one is recounted from the group's records,
         // which already include this change.
-        let size = match lock.read::<GroupSize>().filter(|_| !lock.is_new()) {
+        let size = match lock.read_written::<GroupSize>() {
             Some(mut size) => {
                 let one = |b: Option<u64>| GroupSize { records: b.is_some() as u64, bytes: b.unwrap_or(0) };
                 let (plus, minus) = (one(added), one(removed));
