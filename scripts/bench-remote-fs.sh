@@ -13,7 +13,7 @@
 #     redis-server on a free loopback port, without persistence, stopped by
 #     its pid);
 #   - remote-warm, young: a local cache that holds two other kernels only
-#     (few shard directories and counters exist yet);
+#     (few shard directories exist yet; the counters' file does);
 #   - remote-warm, young, read-only: the same, with KILN_CACHE_READ_ONLY=1,
 #     so the fetched records are not written: what the writes cost is the
 #     difference from the row above.

@@ -4,39 +4,43 @@
 //! lock, and least-recently-used eviction of one shard group.
 //!
 //! Owns: [`CacheStats`] (what a store counts, and a scope's lasting
-//! statistics), the counter files (`counters/<g>` at the root: records
-//! and bytes of shard group `g` over every scope; `stats` in each scope:
-//! its lasting [`CacheStats`]), their fixed-size JSON format, the `flock`
-//! held around each update (`std::fs::File::lock`), the recount of a
-//! group from disk (the walk of `scan`, one group), and the eviction of a
-//! group down to 90 % of its share of `max_size`.
+//! statistics), the counter files (`sizes` at the root: slot `g` holds
+//! the records and bytes of shard group `g` over every scope; `stats` in
+//! each scope: its lasting [`CacheStats`] in slot 0), their fixed-size
+//! JSON slots, the lock of one slot held around each update (an open
+//! file description lock of the slot's bytes, `fs::lock_range`), the
+//! recount of a group from disk (the walk of `scan`, one group), and the
+//! eviction of a group down to 90 % of its share of `max_size`.
 //!
 //! Must never: hold a lock while compiling or reading a record (only a
 //! rename, an unlink, a counter update or one group's directory walk
 //! happens under one), follow a link below the root (the walk and the
 //! removals go through directory handles opened with `O_NOFOLLOW`),
 //! remove anything but a record file that is still the one the walk saw
-//! (`fs::remove_if_unchanged`), or fail a store because a counter file is
-//! damaged (the group is recounted instead).
+//! (`fs::remove_if_unchanged`), fail a store because a counter slot is
+//! damaged (the group is recounted instead), open a counter file through
+//! a link or block on a FIFO (`O_NOFOLLOW`, `O_NONBLOCK`, and anything
+//! but a regular file is refused), or lock more than one slot.
 
 use super::access::Access;
-use super::fs::{self as cfs, OFlags};
-pub use super::layout::{group_of_shard, COUNTERS_DIR, STATS_FILE};
+use super::fs::{self as cfs, OFlags, RangeLock};
+pub use super::layout::{group_of_shard, SIZES_FILE, STATS_FILE};
 use super::scan::{self, RecordEntry, Scan, Shards};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// Shard groups: records are grouped by the first hex digit of their key,
 /// each group with its own size counter, lock and share of `max_size`.
 pub const GROUPS: u8 = 16;
-/// Every counter file is exactly this long: JSON padded with spaces, so
-/// an update is one write at offset 0 and never leaves a shorter tail.
-const FILE_LEN: usize = 512;
+/// Every slot of a counter file is exactly this long: JSON padded with
+/// spaces, so an update is one write of the slot and never leaves a
+/// shorter tail.
+const SLOT_LEN: usize = 512;
 /// Eviction brings a group down to this fraction of its share (percent).
 const EVICT_TO_PERCENT: u64 = 90;
 
@@ -102,8 +106,8 @@ impl CacheStats {
     }
 }
 
-/// The file name of group `g`'s size counter.
-pub fn group_file(g: u8) -> String {
+/// The name of group `g` in reports: its hex digit.
+pub fn group_name(g: u8) -> String {
     format!("{g:x}")
 }
 
@@ -112,117 +116,138 @@ pub fn group_limit(max_size: u64) -> u64 {
     max_size.div_ceil(GROUPS as u64)
 }
 
-/// A counter file, open and locked (exclusively, or shared for readers)
-/// until dropped.
-pub struct Locked(File);
+/// One slot of a counter file, open and locked (exclusively, or shared
+/// for readers) until dropped: slot `g` of the `sizes` file holds group
+/// `g`'s size, slot 0 of a scope's `stats` file its statistics. Each slot
+/// is a lock of its own (an open file description lock on its
+/// [`SLOT_LEN`] bytes, `fs::lock_range`), so groups never wait for each
+/// other, and every open is a holder of its own, as with `flock`. The
+/// lock goes with the file: when it is dropped, or its process dies.
+pub struct Locked {
+    file: File,
+    slot: u8,
+}
 
 impl Locked {
     /// Opens (creating, with `access`'s file mode whatever the umask)
-    /// `name` below `dir` for update and locks it exclusively. Refuses a
-    /// link or anything but a regular file.
-    pub fn exclusive(dir: &OwnedFd, name: &str, access: &Access) -> io::Result<Locked> {
-        let mode = access.file_mode();
-        let fd = cfs::open_at(dir, name, OFlags::RDWR | OFlags::CREATE | OFlags::NONBLOCK, mode)?;
-        let locked = Self::checked(File::from(fd), true)?;
-        // A new file of a shared cache: group-writable for the others.
-        if access.group.is_some() && locked.is_new() {
-            cfs::set_mode(&locked.0, mode)?;
+    /// `name` below `dir` for update and locks its slot `slot`
+    /// exclusively. Refuses a link or anything but a regular file.
+    pub fn exclusive(dir: &OwnedFd, name: &str, slot: u8, access: &Access) -> io::Result<Locked> {
+        let fd = cfs::open_at(dir, name, OFlags::RDWR | OFlags::CREATE | OFlags::NONBLOCK, access.file_mode())?;
+        let st = regular(&fd)?;
+        // A shared cache's file must be the group's to update, whoever
+        // made it and whatever their umask: its maker (only they may)
+        // gives it the group and the mode.
+        if let Some(group) = access.group.as_ref().filter(|_| st.uid == cfs::euid()) {
+            if st.gid != group.gid {
+                cfs::set_group(&fd, group.gid)?;
+            }
+            if st.mode != access.file_mode() {
+                cfs::set_mode(&fd, access.file_mode())?;
+            }
         }
-        Ok(locked)
+        Self::lock(File::from(fd), slot, RangeLock::Exclusive)
     }
 
-    /// Opens an existing `path` for reading under a shared lock; `None`
-    /// when there is no such file.
-    pub fn shared(path: &Path) -> io::Result<Option<Locked>> {
+    /// Opens an existing `path` for reading under a shared lock of slot
+    /// `slot`; `None` when there is no such file.
+    pub fn shared(path: &Path, slot: u8) -> io::Result<Option<Locked>> {
         match cfs::open_read_path(path) {
-            Ok(file) => Self::checked(file, false).map(Some),
+            Ok(file) => {
+                regular(&file)?;
+                Self::lock(file, slot, RangeLock::Shared).map(Some)
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
     }
 
-    fn checked(file: File, exclusive: bool) -> io::Result<Locked> {
-        if !file.metadata()?.is_file() {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "a counter file is not a regular file"));
-        }
-        if exclusive {
-            file.lock()?;
-        } else {
-            file.lock_shared()?;
-        }
-        Ok(Locked(file))
+    fn lock(file: File, slot: u8, how: RangeLock) -> io::Result<Locked> {
+        cfs::lock_range(&file, slot_start(slot), SLOT_LEN as u64, how, true)?;
+        Ok(Locked { file, slot })
     }
 
-    /// Whether the file is empty: just created, never written.
-    pub fn is_new(&self) -> bool {
-        self.0.metadata().is_ok_and(|m| m.len() == 0)
-    }
-
-    /// The value in the file: the default for an empty (new) file, `None`
-    /// for a damaged one.
-    pub fn read<T: DeserializeOwned + Default>(&self) -> Option<T> {
-        let mut buf = vec![0u8; FILE_LEN];
+    /// The slot's bytes: fewer than [`SLOT_LEN`] (none) past the end of
+    /// the file.
+    fn bytes(&self) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; SLOT_LEN];
         let mut n = 0;
-        while n < FILE_LEN {
-            match self.0.read_at(&mut buf[n..], n as u64) {
+        while n < SLOT_LEN {
+            match self.file.read_at(&mut buf[n..], slot_start(self.slot) + n as u64) {
                 Ok(0) => break,
                 Ok(k) => n += k,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return None,
+                Err(e) => return Err(e),
             }
         }
-        let text = &buf[..n];
-        if text.iter().all(|b| b.is_ascii_whitespace()) {
-            return Some(T::default());
-        }
-        serde_json::from_slice(text).ok()
+        buf.truncate(n);
+        Ok(buf)
     }
 
-    /// Replaces the value: one write of [`FILE_LEN`] bytes at offset 0.
+    /// The value in the slot: the default for a new one (never written:
+    /// past the end of the file, or blank: spaces, or the zeros of a hole
+    /// a later slot's write left), `None` for a damaged one.
+    pub fn read<T: DeserializeOwned + Default>(&self) -> Option<T> {
+        let text = self.bytes().ok()?;
+        if is_blank(&text) {
+            return Some(T::default());
+        }
+        serde_json::from_slice(&text).ok()
+    }
+
+    /// The value written in the slot: `None` for a new slot as for a
+    /// damaged one (one read).
+    pub fn read_written<T: DeserializeOwned>(&self) -> Option<T> {
+        serde_json::from_slice(&self.bytes().ok()?).ok()
+    }
+
+    /// Replaces the value: one write of [`SLOT_LEN`] bytes at the slot.
     pub fn write<T: Serialize>(&self, value: &T) -> io::Result<()> {
         let mut text = serde_json::to_vec(value).map_err(io::Error::other)?;
-        if text.len() >= FILE_LEN {
-            return Err(io::Error::other("counters do not fit their file"));
+        if text.len() >= SLOT_LEN {
+            return Err(io::Error::other("counters do not fit their slot"));
         }
-        text.resize(FILE_LEN - 1, b' ');
+        text.resize(SLOT_LEN - 1, b' ');
         text.push(b'\n');
-        self.0.write_all_at(&text, 0)
+        self.file.write_all_at(&text, slot_start(self.slot))
     }
+}
+
+/// Where slot `slot` starts.
+fn slot_start(slot: u8) -> u64 {
+    slot as u64 * SLOT_LEN as u64
+}
+
+/// Whether a slot's bytes say nothing: none, spaces or zeros.
+fn is_blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(|&b| b == 0 || b.is_ascii_whitespace())
+}
+
+/// Refuses anything but a regular file.
+fn regular(fd: impl AsFd) -> io::Result<cfs::FileStat> {
+    let st = cfs::stat_fd(fd)?;
+    if !st.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "a counter file is not a regular file"));
+    }
+    Ok(st)
 }
 
 /// Adds `delta` to the statistics of the scope whose directory handle is
 /// `scope`, under its lock.
 pub fn merge_stats(scope: &OwnedFd, delta: &CacheStats, access: &Access) -> io::Result<()> {
-    let file = Locked::exclusive(scope, STATS_FILE, access)?;
+    let file = Locked::exclusive(scope, STATS_FILE, 0, access)?;
     // A damaged file starts again from zero: statistics only inform.
     let mut stats: CacheStats = file.read().unwrap_or_default();
     stats.add(delta);
     file.write(&stats)
 }
 
-/// Opens the root's counter directory (creating it with `access`'s
-/// mode and group), refusing a link. The process that creates it creates
-/// the sixteen (empty, so new: recounted on first use) counter files with
-/// it, so that later stores, a fetched kernel's pack among them, make no
-/// inode for a group they are the first to touch; a file that cannot be
-/// made now is made by its group's first store, as before.
-pub fn open_counters_dir(root: &Path, access: &Access) -> io::Result<OwnedFd> {
-    let created = access.make_dir(&root.join(COUNTERS_DIR)).map_err(super::CacheError::into_io)?;
-    let dir = cfs::open_dir(cfs::open_dir_path(root)?, COUNTERS_DIR)?;
-    if created {
-        for g in 0..GROUPS {
-            let made = cfs::open_at(
-                &dir,
-                &group_file(g),
-                OFlags::RDWR | OFlags::CREATE | OFlags::NONBLOCK,
-                access.file_mode(),
-            );
-            if let (Ok(fd), Some(_)) = (made, &access.group) {
-                let _ = cfs::set_mode(&fd, access.file_mode());
-            }
-        }
-    }
-    Ok(dir)
+/// Locks group `g`'s slot of the `sizes` file below the root's handle
+/// `root` (creating the file with `access`'s mode and group when
+/// missing: one inode for all sixteen groups, made by the cache's first
+/// store).
+pub fn lock_group(root: &OwnedFd, g: u8, access: &Access) -> io::Result<Locked> {
+    Locked::exclusive(root, SIZES_FILE, g, access)
 }
 
 /// Every record of group `g` in every scope of `root` (the walk of
@@ -251,7 +276,7 @@ pub fn size_of_group(root: &Path, g: u8) -> io::Result<GroupSize> {
 }
 
 /// Recounts group `g` from disk and writes its counter; the caller holds
-/// `lock`, the group's counter file.
+/// `lock`, the group's slot.
 pub fn recount(root: &Path, g: u8, lock: &Locked) -> io::Result<GroupSize> {
     let size = size_of_group(root, g)?;
     lock.write(&size)?;
@@ -269,7 +294,7 @@ pub struct Eviction {
 
 /// Removes group `g`'s least recently used records (over every scope)
 /// until it holds at most 90 % of `limit` bytes, recounting it from the
-/// same scan; the caller holds `lock`, the group's counter file, so no
+/// same scan; the caller holds `lock`, the group's slot, so no
 /// store renames or removes a record of the group meanwhile. A record
 /// changed since the scan (another inode, or used: a newer mtime) stays.
 pub fn evict(root: &Path, g: u8, limit: u64, lock: &Locked) -> io::Result<Eviction> {
@@ -324,11 +349,11 @@ fn remove_if_unchanged(r: &RecordEntry) -> io::Result<bool> {
     }
 }
 
-/// The sum of every group's counter of `root` (shared locks; a missing
-/// file counts as zero, a damaged one as `None`).
+/// Every group's counter of `root` (shared locks; a missing file or slot
+/// counts as zero, a damaged slot as `None`).
 pub fn read_sizes(root: &Path) -> io::Result<Vec<Option<GroupSize>>> {
     (0..GROUPS)
-        .map(|g| match Locked::shared(&root.join(COUNTERS_DIR).join(group_file(g)))? {
+        .map(|g| match Locked::shared(&root.join(SIZES_FILE), g)? {
             Some(f) => Ok(f.read::<GroupSize>()),
             None => Ok(Some(GroupSize::default())),
         })
@@ -346,7 +371,7 @@ pub fn total(sizes: &[Option<GroupSize>]) -> GroupSize {
 
 /// Reads a scope's lasting statistics (zero when it has none yet).
 pub fn read_stats(scope_dir: &Path) -> io::Result<CacheStats> {
-    Ok(Locked::shared(&scope_dir.join(STATS_FILE))?.and_then(|f| f.read()).unwrap_or_default())
+    Ok(Locked::shared(&scope_dir.join(STATS_FILE), 0)?.and_then(|f| f.read()).unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -355,6 +380,7 @@ mod tests {
     use crate::cache::store::tests::meta;
     use crate::cache::{HostScope, Key, Lookup, Store, StoreOptions};
     use std::fs;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     use std::time::{Duration, SystemTime};
 
     fn scope(cpu: &str) -> HostScope {
@@ -411,7 +437,9 @@ mod tests {
         let store = open(dir.path(), "a", 0);
         let keys = keys_in_group(3, 0, 3);
         store.put(&keys[0], &meta("t"), b"one").unwrap();
-        fs::write(dir.path().join(COUNTERS_DIR).join("3"), "{damaged").unwrap();
+        let sizes = File::options().write(true).open(dir.path().join(SIZES_FILE)).unwrap();
+        sizes.write_all_at(b"{damaged", slot_start(3)).unwrap();
+        assert_eq!(read_sizes(dir.path()).unwrap()[3], None);
         store.put(&keys[1], &meta("t"), b"two").unwrap();
         assert_eq!(read_sizes(dir.path()).unwrap()[3], Some(recounted(dir.path())[3]));
         assert_eq!(recounted(dir.path())[3].records, 2);
@@ -428,7 +456,7 @@ mod tests {
         let one = fs::metadata(store.record_path(&keys[0])).unwrap().len();
         drop(store);
         // As if written by a build without counters.
-        fs::remove_dir_all(dir.path().join(COUNTERS_DIR)).unwrap();
+        fs::remove_file(dir.path().join(SIZES_FILE)).unwrap();
         let store = open(dir.path(), "a", one * 10 * GROUPS as u64);
         store.put(&keys[10], &meta("t"), &[1; 1000]).unwrap();
         let after = recounted(dir.path())[9];
@@ -506,25 +534,180 @@ mod tests {
     fn a_counter_file_round_trips_and_damage_reads_as_none() {
         let dir = tempfile::tempdir().unwrap();
         let fd = cfs::open_dir_path(dir.path()).unwrap();
-        let f = Locked::exclusive(&fd, "c", &Access::default()).unwrap();
+        let f = Locked::exclusive(&fd, "c", 0, &Access::default()).unwrap();
         assert_eq!(f.read::<GroupSize>(), Some(GroupSize::default()));
         f.write(&GroupSize { records: 3, bytes: 12345 }).unwrap();
         f.write(&GroupSize { records: 1, bytes: 7 }).unwrap();
-        assert_eq!(fs::metadata(dir.path().join("c")).unwrap().len(), FILE_LEN as u64);
+        assert_eq!(fs::metadata(dir.path().join("c")).unwrap().len(), SLOT_LEN as u64);
         assert_eq!(f.read::<GroupSize>(), Some(GroupSize { records: 1, bytes: 7 }));
         drop(f);
         fs::write(dir.path().join("c"), "{\"records\": 1, \"by").unwrap();
-        assert_eq!(Locked::exclusive(&fd, "c", &Access::default()).unwrap().read::<GroupSize>(), None);
-        std::os::unix::fs::symlink("/etc/passwd", dir.path().join("l")).unwrap();
-        assert!(Locked::exclusive(&fd, "l", &Access::default()).is_err());
+        assert_eq!(Locked::exclusive(&fd, "c", 0, &Access::default()).unwrap().read::<GroupSize>(), None);
+    }
+
+    #[test]
+    fn anything_but_a_regular_file_is_refused_without_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let fd = cfs::open_dir_path(dir.path()).unwrap();
+        fs::write(dir.path().join("target"), "").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("target"), dir.path().join("l")).unwrap();
         fs::create_dir(dir.path().join("d")).unwrap();
-        assert!(Locked::exclusive(&fd, "d", &Access::default()).is_err());
+        nix::unistd::mkfifo(&dir.path().join("p"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        for name in ["l", "d", "p"] {
+            assert!(Locked::exclusive(&fd, name, 2, &Access::default()).is_err(), "{name} locked for update");
+            assert!(Locked::shared(&dir.path().join(name), 2).is_err(), "{name} locked for reading");
+        }
+        assert_eq!(fs::metadata(dir.path().join("target")).unwrap().len(), 0, "nothing written through the link");
+    }
+
+    /// Tries (never waits for) group `g`'s slot through `file`, an open of
+    /// its own: whether the lock was had.
+    fn try_slot(file: &File, g: u8, how: RangeLock) -> bool {
+        match cfs::lock_range(file, slot_start(g), SLOT_LEN as u64, how, false) {
+            Ok(()) => true,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn each_group_is_a_lock_of_its_own_and_each_open_a_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(SIZES_FILE);
+        let root = cfs::open_dir_path(dir.path()).unwrap();
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            let root = &root;
+            s.spawn(move || {
+                let lock = lock_group(root, 3, &Access::default()).unwrap();
+                lock.write(&GroupSize { records: 3, bytes: 3 }).unwrap();
+                held_tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+                drop(lock);
+                held_tx.send(()).unwrap();
+            });
+            held_rx.recv().unwrap();
+            // Group 4 is free while another thread holds group 3 ...
+            let four = lock_group(root, 4, &Access::default()).unwrap();
+            four.write(&GroupSize { records: 4, bytes: 4 }).unwrap();
+            drop(four);
+            // ... and another open of the same file, in the same process,
+            // may have group 4 but neither group 3 nor a read of it.
+            let other = File::options().read(true).write(true).open(&path).unwrap();
+            assert!(try_slot(&other, 4, RangeLock::Exclusive));
+            assert!(!try_slot(&other, 3, RangeLock::Exclusive) && !try_slot(&other, 3, RangeLock::Shared));
+            go_tx.send(()).unwrap();
+            held_rx.recv().unwrap();
+            // Dropped: free at once.
+            assert!(try_slot(&other, 3, RangeLock::Exclusive));
+            // Readers share a slot with each other, not with a writer.
+            drop(other);
+            let reader = Locked::shared(&path, 3).unwrap().unwrap();
+            let other = File::open(&path).unwrap();
+            assert!(try_slot(&other, 3, RangeLock::Shared));
+            let writer = File::options().read(true).write(true).open(&path).unwrap();
+            assert!(!try_slot(&writer, 3, RangeLock::Exclusive));
+            assert_eq!(reader.read::<GroupSize>(), Some(GroupSize { records: 3, bytes: 3 }));
+        });
+        let sizes = read_sizes(dir.path()).unwrap();
+        assert_eq!(
+            (sizes[3], sizes[4]),
+            (Some(GroupSize { records: 3, bytes: 3 }), Some(GroupSize { records: 4, bytes: 4 }))
+        );
+    }
+
+    #[test]
+    fn a_short_file_or_a_blank_slot_is_new_and_recounted_on_first_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path(), "a", 0);
+        let keys = keys_in_group(7, 0, 2);
+        store.put(&keys[0], &meta("t"), b"one").unwrap();
+        // Only slot 0 is left, holding a value of its own: group 7's slot
+        // is past the end.
+        let path = dir.path().join(SIZES_FILE);
+        let zero = GroupSize { records: 5, bytes: 50 };
+        let mut text = serde_json::to_vec(&zero).unwrap();
+        text.resize(SLOT_LEN, b' ');
+        fs::write(&path, &text).unwrap();
+        let root = cfs::open_dir_path(dir.path()).unwrap();
+        let is_new = |g| {
+            let lock = lock_group(&root, g, &Access::default()).unwrap();
+            lock.read::<GroupSize>() == Some(GroupSize::default()) && lock.read_written::<GroupSize>().is_none()
+        };
+        assert!(is_new(7));
+        store.put(&keys[1], &meta("t"), b"two").unwrap();
+        let sizes = read_sizes(dir.path()).unwrap();
+        assert_eq!((sizes[0], sizes[7]), (Some(zero), Some(recounted(dir.path())[7])));
+        assert_eq!(sizes[7].unwrap().records, 2, "recounted from disk, both records");
+        // The slots between (a hole: zeros) are new too, and read as zero.
+        assert_eq!(fs::metadata(&path).unwrap().len(), 8 * SLOT_LEN as u64);
+        assert!((1..7).all(is_new) && !is_new(0) && !is_new(7));
+        assert_eq!(sizes[1..7], [Some(GroupSize::default()); 6]);
+    }
+
+    #[test]
+    fn a_shared_caches_counter_file_is_the_groups_whoever_made_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = cfs::open_dir_path(dir.path()).unwrap();
+        let gid = rustix::process::getegid().as_raw();
+        let shared =
+            Access { group: Some(super::super::access::Group { name: gid.to_string(), gid }), ..Default::default() };
+        // Made by a process whose umask left it private, another slot
+        // already written.
+        lock_group(&root, 9, &Access::default()).unwrap().write(&GroupSize { records: 1, bytes: 1 }).unwrap();
+        let path = dir.path().join(SIZES_FILE);
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        lock_group(&root, 2, &shared).unwrap();
+        let meta = fs::metadata(&path).unwrap();
+        assert_eq!((meta.permissions().mode() & 0o7777, meta.gid()), (0o664, gid));
+        // A private cache's file stays as its maker's umask left it.
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        lock_group(&root, 2, &Access::default()).unwrap();
+        assert_eq!(fs::metadata(&path).unwrap().permissions().mode() & 0o7777, 0o600);
+    }
+
+    #[test]
+    fn an_older_builds_counter_directory_is_ignored_and_verify_fix_removes_it() {
+        use crate::cache::inspect::{Cache, InspectOptions};
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path(), "a", 0);
+        let keys: Vec<Key> = (0..20u32).map(|i| Key::from(blake3::hash(&i.to_le_bytes()))).collect();
+        store.put(&keys[0], &meta("t"), b"zero").unwrap();
+        // What a layout-1 build before the `sizes` file keeps, all wrong.
+        let old = dir.path().join(super::super::layout::OLD_COUNTERS_DIR);
+        fs::create_dir(&old).unwrap();
+        for g in 0..GROUPS {
+            fs::write(old.join(group_name(g)), "{\"records\":99,\"bytes\":99}").unwrap();
+        }
+        for k in &keys[1..] {
+            store.put(k, &meta("t"), b"object").unwrap();
+        }
+        let counted: Vec<GroupSize> = read_sizes(dir.path()).unwrap().into_iter().map(Option::unwrap).collect();
+        assert_eq!(counted, recounted(dir.path()), "the old files are neither read nor written");
+        let cache = Cache::open(dir.path(), &InspectOptions::default()).unwrap();
+        let report = cache.verify(false).unwrap();
+        assert!(report.bad_entries.is_empty() && report.counter_drift.is_empty(), "{report:?}");
+        assert!(report.old_counters.as_ref().is_some_and(|o| o.path.ends_with("counters") && !o.removed));
+        // Something not Kiln's inside keeps the directory (its counters go).
+        fs::write(old.join("README"), "mine").unwrap();
+        assert!(!cache.verify(true).unwrap().old_counters.unwrap().removed);
+        assert_eq!(fs::read_dir(&old).unwrap().count(), 1);
+        fs::remove_file(old.join("README")).unwrap();
+        assert!(cache.verify(true).unwrap().old_counters.unwrap().removed);
+        assert!(!old.exists() && cache.verify(false).unwrap().old_counters.is_none());
+        // A link under its name goes, never what it points to.
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("0"), "precious").unwrap();
+        std::os::unix::fs::symlink(outside.path(), &old).unwrap();
+        assert!(cache.verify(true).unwrap().old_counters.unwrap().removed);
+        assert!(fs::symlink_metadata(&old).is_err() && outside.path().join("0").exists());
     }
 
     #[test]
     fn groups_and_limits() {
         assert_eq!((group_of_shard("00"), group_of_shard("a7"), group_of_shard("ff")), (0, 10, 15));
-        assert_eq!(group_file(11), "b");
+        assert_eq!(group_name(11), "b");
         assert_eq!((group_limit(0), group_limit(16), group_limit(17)), (0, 1, 2));
     }
 }

@@ -1,5 +1,6 @@
-//! The cache's file-system layer, on `rustix` (no `unsafe` code): the
-//! system calls on records, shards, counters, compile locks and the walk,
+//! The cache's file-system layer, on `rustix` (no `unsafe` code; `nix`
+//! for the byte-range lock rustix lacks): the system calls on records,
+//! shards, counters, compile locks and the walk,
 //! and the settings writer's. The root's own set-up, markers and trust
 //! checks, the scope directory and its `host.json`, and this machine's
 //! host file still use `std::fs` by path.
@@ -12,7 +13,9 @@
 //! small-file write ([`write_atomic`]: temporary named by
 //! `layout::temp_name`, synced unless its bytes can be made again,
 //! renamed); and the one fd-relative
-//! directory listing ([`list`]) that the scan is built on.
+//! directory listing ([`list`]) that the scan is built on; and the
+//! open-file-description byte-range lock ([`lock_range`]) of the size
+//! counters' slots.
 //!
 //! Must never: follow a symbolic link, block on a FIFO (reads open with
 //! `O_NONBLOCK`), remove a directory or a file that is no longer the one
@@ -217,6 +220,50 @@ pub fn set_mode(fd: impl AsFd, mode: u32) -> io::Result<()> {
 /// `fchown` of the group alone.
 pub fn set_group(fd: impl AsFd, gid: u32) -> io::Result<()> {
     Ok(rfs::fchown(fd, None, Some(Gid::from_raw(gid)))?)
+}
+
+/// The lock [`lock_range`] takes of a range (released when the open file
+/// is closed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RangeLock {
+    /// `F_RDLCK`: readers share it.
+    Shared,
+    /// `F_WRLCK`: one holder (the file must be open for writing).
+    Exclusive,
+}
+
+/// Locks `len` bytes from `start` of an open file with an open file
+/// description lock (`fcntl(F_OFD_SETLKW)`, or `F_OFD_SETLK` when not
+/// `wait`: then a conflict is `io::ErrorKind::WouldBlock`). Unlike a
+/// classic POSIX lock it belongs to the open file, not the process, so two
+/// opens of one file in one process exclude each other as `flock` does,
+/// and closing another descriptor of the file releases nothing; closing
+/// the last descriptor of the open file releases it, so a dead holder
+/// blocks no one. Retried when interrupted.
+pub fn lock_range(file: impl AsFd, start: u64, len: u64, how: RangeLock, wait: bool) -> io::Result<()> {
+    use nix::fcntl::{fcntl, FcntlArg};
+    use nix::libc;
+    let l_type = match how {
+        RangeLock::Shared => libc::F_RDLCK,
+        RangeLock::Exclusive => libc::F_WRLCK,
+    };
+    let too_far = || io::Error::new(io::ErrorKind::InvalidInput, "a lock range past the largest offset");
+    let lock = libc::flock {
+        l_type: l_type as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: libc::off_t::try_from(start).map_err(|_| too_far())?,
+        l_len: libc::off_t::try_from(len).map_err(|_| too_far())?,
+        // Must be 0 for an open file description lock.
+        l_pid: 0,
+    };
+    loop {
+        let arg = if wait { FcntlArg::F_OFD_SETLKW(&lock) } else { FcntlArg::F_OFD_SETLK(&lock) };
+        match fcntl(&file, arg) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(io::Error::from(e)),
+            Ok(_) => return Ok(()),
+        }
+    }
 }
 
 /// The effective user id of this process.

@@ -17,7 +17,7 @@ use super::access::Access;
 use super::counters::{self, GroupSize, Locked};
 use super::fs as cfs;
 use super::host::{self, HostFile};
-use super::layout::{COUNTERS_DIR, HOST_FILE, STATS_FILE};
+use super::layout::{HOST_FILE, SIZES_FILE, STATS_FILE};
 use super::pack::{self, PackError};
 pub use super::prune::{PrunePlan, PruneReason, Removal};
 use super::record::{self, Corrupt, Header, Key, Producer, Record, MAX_RECORD_LEN};
@@ -372,7 +372,7 @@ impl Cache {
         }
         stats.hit_rate = stats.lasting.hit_rate();
         let sizes =
-            counters::read_sizes(&self.root).map_err(|e| CacheError::io(self.root.join(COUNTERS_DIR), "read", e))?;
+            counters::read_sizes(&self.root).map_err(|e| CacheError::io(self.root.join(SIZES_FILE), "read", e))?;
         stats.counted = counters::total(&sizes);
         Ok(stats)
     }
@@ -386,7 +386,7 @@ impl Cache {
             let path = s.dir.join(STATS_FILE);
             let zero = || -> io::Result<()> {
                 let scope = cfs::open_dir(&*s.at.dir, &s.at.name)?;
-                Locked::exclusive(&scope, STATS_FILE, &self.access)?.write(&CacheStats::default())
+                Locked::exclusive(&scope, STATS_FILE, 0, &self.access)?.write(&CacheStats::default())
             };
             zero().map_err(|e| CacheError::io(&path, "reset", e))?;
             zeroed.push(s.name);

@@ -5,8 +5,9 @@
 //! Owns: a record's place (`<scope>/<shard>/<file>`: the key's first two
 //! hex digits name the shard, the other 62 and `.kobj` the file; [`Key`]'s
 //! `shard` and `file_name`), the names of the small files (`CACHEDIR.TAG`
-//! and Kiln's marker with the layout version they carry, the counter
-//! directory and `stats`, the cache's `kiln.toml`; `host.json` and scope
+//! and Kiln's marker with the layout version they carry, the `sizes`
+//! file of the size counters (and the counter directory older builds
+//! kept) and `stats`, the cache's `kiln.toml`; `host.json` and scope
 //! names are `host`'s, re-exported here), the patterns that tell Kiln's
 //! names from anything else (records, shards, temporary files
 //! `NAME.tmp-PID-RANDOM`, compile locks `<62 hex>.lock` beside their
@@ -33,8 +34,15 @@ pub const MARKER: &str = ".kiln-cache";
 pub const MARKER_PREFIX: &str = "kiln-cache layout ";
 /// The directory layout this build writes and reads.
 pub const LAYOUT_VERSION: u32 = 1;
-/// The directory at the root holding the size counters of the groups.
-pub const COUNTERS_DIR: &str = "counters";
+/// The file at the root holding the size counters of the sixteen shard
+/// groups, one fixed slot each (`counters`).
+pub const SIZES_FILE: &str = "sizes";
+/// The directory of one size counter file per group (`counters/0` ..
+/// `counters/f`) that Kiln kept before the `sizes` file. Counters are
+/// state derived from the records, so the layout stays 1: a newer build
+/// ignores a leftover directory and `verify --fix` removes it (an older
+/// build still using the cache makes it again, and keeps its own counts).
+pub const OLD_COUNTERS_DIR: &str = "counters";
 /// The file in each scope directory holding its lasting statistics.
 pub const STATS_FILE: &str = "stats";
 /// The settings file: the cache's own at its root, and the user's in

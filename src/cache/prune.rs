@@ -265,7 +265,12 @@ mod tests {
             vec![file("/c/a/00/r1.tmp-1-0000000000000000", 5, 2 * h)],
         );
         let b = scope("b", vec![record("/c/b/00/r9", 900, h)], vec![]);
-        Scan { scopes: vec![a, b], root_temps: vec![file("/c/x.tmp-1-0000000000000000", 7, 2 * h)], misplaced: vec![] }
+        Scan {
+            scopes: vec![a, b],
+            root_temps: vec![file("/c/x.tmp-1-0000000000000000", 7, 2 * h)],
+            misplaced: vec![],
+            old_counters: None,
+        }
     }
 
     fn plan(p: PrunePlan) -> Vec<(String, &'static str, PruneReason)> {

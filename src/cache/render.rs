@@ -229,6 +229,14 @@ impl VerifyReport {
                 if d.fixed { " (recounted)" } else { "" }
             );
         }
+        if let Some(o) = &self.old_counters {
+            let _ = writeln!(
+                out,
+                "note {}: an older Kiln's size counters, unused by this build{}",
+                rel(root, &o.path),
+                if o.removed { " (removed)" } else { "; `verify --fix` removes them" }
+            );
+        }
         out
     }
 }

@@ -17,10 +17,10 @@
 use super::counters::{self, GroupSize, Locked, GROUPS};
 use super::fs as cfs;
 use super::inspect::{verify_file, Cache, Totals};
-use super::layout::COUNTERS_DIR;
+use super::layout::SIZES_FILE;
 use super::prune::{dir_removal, dry_run, plan_prune, Planned, PrunePlan, Removal};
 use super::record::{Corrupt, Key};
-use super::scan::{At, FileEntry, RecordEntry, ScopeScan, Shards};
+use super::scan::{At, DirEntry, FileEntry, RecordEntry, ScopeScan, Shards};
 use super::CacheError;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -61,6 +61,16 @@ pub struct CounterDrift {
     pub fixed: bool,
 }
 
+/// The counter directory an older Kiln build kept (`counters/`), which
+/// this build neither reads nor writes (see `layout::OLD_COUNTERS_DIR`).
+#[derive(Clone, Debug, Serialize)]
+pub struct OldCounters {
+    pub path: PathBuf,
+    /// Removed by `--fix` (its sixteen counter files, then the directory
+    /// if that emptied it; a link or a file under its name itself).
+    pub removed: bool,
+}
+
 /// `verify`: every record checked in full, the tree's directories, and
 /// the size counters.
 #[derive(Clone, Debug, Serialize)]
@@ -70,6 +80,8 @@ pub struct VerifyReport {
     pub bad: Vec<BadRecord>,
     pub bad_entries: Vec<BadEntry>,
     pub counter_drift: Vec<CounterDrift>,
+    /// A leftover of an older build: a note, not damage.
+    pub old_counters: Option<OldCounters>,
     pub fixed: bool,
 }
 
@@ -124,28 +136,32 @@ impl Cache {
             bad_entries.push(BadEntry { path: m.path.clone(), problem: m.text(), removed });
         }
         let counter_drift = self.check_counters(fix)?;
+        let old_counters = match &scan.old_counters {
+            Some(d) => Some(OldCounters { path: d.path.clone(), removed: fix && remove_old_counters(d)? }),
+            None => None,
+        };
         let checked = all.len() as u64;
-        Ok(VerifyReport { checked, healthy: checked - bad.len() as u64, bad, bad_entries, counter_drift, fixed: fix })
+        let healthy = checked - bad.len() as u64;
+        Ok(VerifyReport { checked, healthy, bad, bad_entries, counter_drift, old_counters, fixed: fix })
     }
 
     /// Compares each group's size counter with the records on disk, under
     /// the group's lock (so no store changes the group meanwhile); with
     /// `fix`, rewrites those that are off.
     fn check_counters(&self, fix: bool) -> Result<Vec<CounterDrift>, CacheError> {
-        let dir = self.root.join(COUNTERS_DIR);
-        let io_err = |e| CacheError::io(&dir, "check counters in", e);
-        // A link or a file in its place is reported (and removed by
-        // `--fix`) as misplaced; nothing is read through it.
-        if !fix && fs::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {
+        let path = self.root.join(SIZES_FILE);
+        let io_err = |e| CacheError::io(&path, "check counters in", e);
+        // Anything but a regular file in its place is reported (and
+        // removed by `--fix`) as misplaced; nothing is read through it.
+        if !fix && fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
             return Ok(Vec::new());
         }
-        let fd = if fix { Some(counters::open_counters_dir(&self.root, &self.access).map_err(io_err)?) } else { None };
+        let fd = if fix { Some(cfs::open_dir_path(&self.root).map_err(io_err)?) } else { None };
         let mut drift = Vec::new();
         for g in 0..GROUPS {
-            let name = counters::group_file(g);
             let lock = match &fd {
-                Some(fd) => Some(Locked::exclusive(fd, &name, &self.access)),
-                None => Locked::shared(&dir.join(&name)).transpose(),
+                Some(fd) => Some(counters::lock_group(fd, g, &self.access)),
+                None => Locked::shared(&path, g).transpose(),
             };
             let counted = match &lock {
                 Some(Ok(l)) => l.read::<GroupSize>(),
@@ -158,7 +174,7 @@ impl Cache {
                     Some(Ok(l)) if fix => l.write(&actual).is_ok(),
                     _ => false,
                 };
-                drift.push(CounterDrift { group: name, counted, actual, fixed });
+                drift.push(CounterDrift { group: counters::group_name(g), counted, actual, fixed });
             }
         }
         Ok(drift)
@@ -167,13 +183,11 @@ impl Cache {
     /// Recounts every group's size counter (after a prune removed records
     /// behind the stores' backs), each under its lock.
     fn recount_all(&self) -> Result<(), CacheError> {
-        let dir = self.root.join(COUNTERS_DIR);
-        let fd = counters::open_counters_dir(&self.root, &self.access).map_err(|e| CacheError::io(&dir, "open", e))?;
+        let path = self.root.join(SIZES_FILE);
+        let fd = cfs::open_dir_path(&self.root).map_err(|e| CacheError::io(&self.root, "open", e))?;
         for g in 0..GROUPS {
-            let name = counters::group_file(g);
-            let lock =
-                Locked::exclusive(&fd, &name, &self.access).map_err(|e| CacheError::io(dir.join(&name), "lock", e))?;
-            counters::recount(&self.root, g, &lock).map_err(|e| CacheError::io(dir.join(&name), "recount", e))?;
+            let lock = counters::lock_group(&fd, g, &self.access).map_err(|e| CacheError::io(&path, "lock", e))?;
+            counters::recount(&self.root, g, &lock).map_err(|e| CacheError::io(&path, "recount", e))?;
         }
         Ok(())
     }
@@ -254,6 +268,27 @@ fn remove_all(planned: Vec<Removal>) -> Result<Vec<Removal>, CacheError> {
         }
     }
     Ok(removed)
+}
+
+/// Removes an older build's counter directory (`verify --fix`): its
+/// sixteen counter files (`0` .. `f`, each if a file), then the
+/// directory if that emptied it (one holding anything else stays); a
+/// link or a file under its name is removed itself. Whether it went.
+fn remove_old_counters(d: &DirEntry) -> Result<bool, CacheError> {
+    let dir = match cfs::open_dir(&*d.at.dir, &d.at.name) {
+        Ok(dir) => std::sync::Arc::new(dir),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if cfs::is_link_error(&e) || cfs::is_not_dir_error(&e) => return remove_entry(&d.at, &d.path, None),
+        Err(e) => return Err(CacheError::io(&d.path, "open", e)),
+    };
+    for g in 0..GROUPS {
+        let at = At { dir: dir.clone(), name: counters::group_name(g) };
+        remove_entry(&at, &d.path.join(&at.name), None)?;
+    }
+    match cfs::remove_empty_dir(&*d.at.dir, &d.at.name) {
+        Err(e) if e.kind() == io::ErrorKind::DirectoryNotEmpty => Ok(false),
+        r => r.map_err(|e| CacheError::io(&d.path, "remove", e)),
+    }
 }
 
 /// Removes what sits under a record's name (`verify --fix`): a file as

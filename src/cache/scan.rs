@@ -3,7 +3,9 @@
 //! to its parent's handle.
 //!
 //! Owns: [`Scan`] and its entries (records in shards and links into
-//! packs in the pack directory alike), each with where the walk found it
+//! packs in the pack directory alike; at the root, a `sizes` that is not
+//! a regular file and an older build's `counters`), each with where the
+//! walk found it
 //! ([`At`]: the directory handle it opened and the entry's name, through
 //! which every later read and removal goes), [`Shards`] (which shards a
 //! walk visits), and [`scan`], the walk that eviction (one shard group,
@@ -20,7 +22,7 @@
 
 use super::fs::{self, Entry, FileStat, Identity};
 use super::layout::{group_of_shard, is_scope_name, is_shard_name, is_temp_name, key_of};
-use super::layout::{packed_key_of, COUNTERS_DIR, HOST_FILE, PACKED_DIR, STATS_FILE};
+use super::layout::{packed_key_of, HOST_FILE, OLD_COUNTERS_DIR, PACKED_DIR, SIZES_FILE, STATS_FILE};
 use super::pack;
 use super::record::Key;
 use super::CacheError;
@@ -109,10 +111,14 @@ pub struct DirEntry {
 pub struct Scan {
     pub scopes: Vec<ScopeScan>,
     pub root_temps: Vec<FileEntry>,
-    /// Entries with the name of a scope, a shard or the counter directory
-    /// that are not real directories (a link, a file): the store cannot
-    /// use them, and they are Kiln's to remove.
+    /// Entries with the name of a scope, a shard or the pack directory
+    /// that are not real directories (a link, a file), or with the name of
+    /// the `sizes` file that are not a regular file: the store cannot use
+    /// them, and they are Kiln's to remove.
     pub misplaced: Vec<Misplaced>,
+    /// The counter directory of an older Kiln build (`counters`, or
+    /// whatever took its name), which this build does not use.
+    pub old_counters: Option<DirEntry>,
 }
 
 impl Scan {
@@ -122,20 +128,26 @@ impl Scan {
     }
 }
 
-/// A link or a file where Kiln keeps a directory.
+/// A link or a file where Kiln keeps a directory, or anything but a
+/// regular file where it keeps the `sizes` file.
 #[derive(Clone, Debug)]
 pub struct Misplaced {
     pub path: PathBuf,
     pub at: At,
-    /// `scope`, `shard` or `counter directory`.
+    /// `scope`, `shard`, `pack directory` or `size counter file`.
     pub role: &'static str,
     pub link: bool,
 }
 
+/// The role of the `sizes` file, the one misplaced entry that should be a
+/// regular file.
+const SIZES_ROLE: &str = "size counter file";
+
 impl Misplaced {
     /// What the entry is, in words.
     pub fn text(&self) -> String {
-        format!("{} that is {}", self.role, if self.link { "a symbolic link" } else { "not a directory" })
+        let not = if self.role == SIZES_ROLE { "not a regular file" } else { "not a directory" };
+        format!("{} that is {}", self.role, if self.link { "a symbolic link" } else { not })
     }
 }
 
@@ -211,24 +223,24 @@ fn open_child(
 /// and is reported as misplaced).
 pub fn scan(root: &Path, shards: Shards) -> Result<Scan, CacheError> {
     let root_fd = Arc::new(fs::open_dir_path(root).map_err(|e| CacheError::io(root, "open", e))?);
-    let mut scan = Scan { scopes: Vec::new(), root_temps: Vec::new(), misplaced: Vec::new() };
+    let mut scan = Scan { scopes: Vec::new(), root_temps: Vec::new(), misplaced: Vec::new(), old_counters: None };
     for e in list(&root_fd, root, |_| true)? {
-        let role = if is_scope_name(&e.name) {
-            Some("scope")
-        } else {
-            (e.name == COUNTERS_DIR).then_some("counter directory")
-        };
         let at = At { dir: root_fd.clone(), name: e.name.clone() };
         let path = root.join(&e.name);
-        if e.stat.is_dir() && role == Some("scope") {
+        let link = e.stat.is_symlink();
+        if is_scope_name(&e.name) && e.stat.is_dir() {
             if let Some(dir) = open_child(&at, &path, "scope", &mut scan.misplaced)? {
                 let scope = scan_scope(DirEntry { path, at }, dir, shards, &mut scan.misplaced)?;
                 scan.scopes.push(scope);
             }
+        } else if is_scope_name(&e.name) {
+            scan.misplaced.push(Misplaced { path, at, role: "scope", link });
+        } else if e.name == SIZES_FILE && !e.stat.is_file() {
+            scan.misplaced.push(Misplaced { path, at, role: SIZES_ROLE, link });
+        } else if e.name == OLD_COUNTERS_DIR {
+            scan.old_counters = Some(DirEntry { path, at });
         } else if e.stat.is_file() && is_temp_name(&e.name) {
             scan.root_temps.push(FileEntry::new(&root_fd, root, &e));
-        } else if let Some(role) = role.filter(|_| !e.stat.is_dir()) {
-            scan.misplaced.push(Misplaced { path, at, role, link: e.stat.is_symlink() });
         }
     }
     Ok(scan)
@@ -351,7 +363,8 @@ mod tests {
             Store::open(dir.path(), scope.clone(), StoreOptions { fsync: false, ..Default::default() }).unwrap();
         store.put(&key(1), &meta("t"), b"object").unwrap();
         // A directory outside the root full of record-like names, linked
-        // in as a shard, as a scope and as the counter directory.
+        // in as a shard and as a scope, and a link in place of the
+        // counters' file.
         let shard = outside.path().join("ff");
         sfs::create_dir(&shard).unwrap();
         sfs::write(shard.join(key(2).file_name()), "not yours").unwrap();
@@ -359,8 +372,8 @@ mod tests {
         symlink(&shard, root.join(scope.name()).join("ff")).unwrap();
         let other = HostScope::new("x86_64-unknown-linux-gnu", "linked", ["+a"]);
         symlink(outside.path(), root.join(other.name())).unwrap();
-        sfs::remove_dir_all(root.join(COUNTERS_DIR)).unwrap();
-        symlink(outside.path(), root.join(COUNTERS_DIR)).unwrap();
+        sfs::remove_file(root.join(SIZES_FILE)).unwrap();
+        symlink(outside.path().join("sizes"), root.join(SIZES_FILE)).unwrap();
         let scan = scan(&root, Shards::All).unwrap();
         let keys: Vec<Key> = scan.records().map(|(_, r)| r.key).collect();
         assert_eq!(keys, [key(1)]);
@@ -369,9 +382,9 @@ mod tests {
         assert_eq!(
             misplaced,
             [
-                "counter directory that is a symbolic link",
                 "scope that is a symbolic link",
-                "shard that is a symbolic link"
+                "shard that is a symbolic link",
+                "size counter file that is a symbolic link"
             ]
         );
         // A group's walk sees only its own shards.

@@ -98,12 +98,12 @@ pub enum Lookup {
 }
 
 /// The counters of one store: everything so far, and what of it has been
-/// merged into the scope's lasting statistics; and the root's counter
-/// directory, opened on first use.
+/// merged into the scope's lasting statistics; and the root's handle,
+/// which the `sizes` file is opened below, opened on first use.
 #[derive(Default)]
 struct Counters {
     now: Mutex<(CacheStats, CacheStats)>,
-    dir: OnceLock<OwnedFd>,
+    root: OnceLock<OwnedFd>,
 }
 
 impl Counters {
@@ -302,15 +302,15 @@ impl Store {
     }
 
     /// Locks the size counter of the shard group of `shard` (creating the
-    /// counter directory and file when missing).
+    /// `sizes` file when missing).
     fn lock_group(&self, shard: &str) -> io::Result<(u8, Locked)> {
         let g = counters::group_of_shard(shard);
-        if self.counters.dir.get().is_none() {
+        if self.counters.root.get().is_none() {
             // Two threads may race here; the loser's handle is dropped.
-            let _ = self.counters.dir.set(counters::open_counters_dir(&self.root, &self.access)?);
+            let _ = self.counters.root.set(cfs::open_dir_path(&self.root)?);
         }
-        let dir = self.counters.dir.get().ok_or_else(|| io::Error::other("no counter directory"))?;
-        Ok((g, Locked::exclusive(dir, &counters::group_file(g), &self.access)?))
+        let root = self.counters.root.get().ok_or_else(|| io::Error::other("no root handle"))?;
+        Ok((g, counters::lock_group(root, g, &self.access)?))
     }
 
     /// Changes group `g`'s counter by `added` less `removed` (under its
@@ -321,7 +321,7 @@ impl Store {
         // A new counter (a cache older than the counters, or a first
         // store) or a damaged one is recounted from the group's records,
         // which already include this change.
-        let size = match lock.read::<GroupSize>().filter(|_| !lock.is_new()) {
+        let size = match lock.read_written::<GroupSize>() {
             Some(mut size) => {
                 let one = |b: Option<u64>| GroupSize { records: b.is_some() as u64, bytes: b.unwrap_or(0) };
                 let (plus, minus) = (one(added), one(removed));
