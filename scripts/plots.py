@@ -430,9 +430,50 @@ def remote() -> None:
     save(fig, "remote.svg")
 
 
+# The three designs of a fetched kernel's local copies (issue 44, item 13):
+# the benchmark's name in remote.csv and how a row of that design is told.
+REMOTE_FS_DESIGNS = [
+    ("one file a record\n(2026-12-04)", "bench-remote-fs", lambda case: True),
+    ("packs, sixteen counter\nfiles (12-05 morning)", "bench-remote-fs-packs", lambda case: case.endswith(", packs")),
+    ("packs and the\nsizes file (12-05)", "bench-remote-fs-sizes", lambda case: case.endswith(", sizes file")),
+]
+
+
+def remote_fs() -> None:
+    """Remote-warm / local-warm per run, on both file systems, for each design."""
+    data = rows("remote.csv")
+    systems = ["/work (ext4 without a journal)", "/mnt/j (journalled ext4, loop-mounted)"]
+    fig, axes = plt.subplots(1, 2, figsize=(12.5, 4.2), sharey=True)
+    for ax, system in zip(axes, systems):
+        for d, (_, bench, ours) in enumerate(REMOTE_FS_DESIGNS):
+            for k, (cache, colour) in enumerate([("empty", KILN), ("young", QUADRANTS)]):
+                ratios = [
+                    float(r["ratio"])
+                    for r in data
+                    if r["benchmark"] == bench and r["filesystem"] == system and ours(r["case"])
+                    and r["case"].startswith(f"remote-warm, {cache}") and "read-only" not in r["case"]
+                ]
+                x = d + (k - 0.5) * 0.3
+                ax.scatter([x] * len(ratios), ratios, color=colour, s=22, label=f"{cache} cache, each run" if d == 0 else None)
+        ax.axhline(1.5, color=TARGET, linestyle="--", linewidth=1, label="target: 1.5× local-warm")
+        ax.set_xticks(range(len(REMOTE_FS_DESIGNS)), [name for name, _, _ in REMOTE_FS_DESIGNS], fontsize=8)
+        ax.set_title(system)
+        ax.set_ylim(0.9, 3.1)
+    axes[0].set_ylabel("remote-warm / local-warm, whole kiln-run process")
+    axes[0].legend(loc="upper right", fontsize=7)
+    footnote(
+        fig,
+        "Each point one run of scripts/bench-remote-fs.sh (median of 40-60 interleaved rounds, ten_tasks.kir, release, loads 0.3-7.7). A fetched kernel's local\n"
+        "copies made 38 inodes into an empty cache, then 27 with packs, then 11 with one sizes file (docs/performance.md, 'Remote-warm on two file systems').\n"
+        "Source: docs/perf/results/remote.csv.",
+        y=-0.06,
+    )
+    save(fig, "remote-fs.svg")
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    for plot in (scaling_growth, scaling_instructions, quadrants, steady_state, warm_start, fleet, remote):
+    for plot in (scaling_growth, scaling_instructions, quadrants, steady_state, warm_start, fleet, remote, remote_fs):
         plot()
 
 
