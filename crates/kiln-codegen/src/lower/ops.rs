@@ -412,7 +412,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             return self.narrow16(w);
         }
         if from == Scalar::F16 {
-            let w = self.widen16(v.into_float_value())?;
+            let w = self.extend_quiet(v.into_float_value(), Scalar::F32)?;
             return self.cast_value(l, w.into(), Scalar::F32, to);
         }
         let cx = self.cx;
@@ -455,14 +455,35 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             }
             (true, true) => {
                 let x = v.into_float_value();
-                let t = l.reg_ty(to).into_float_type();
                 if to.bits() > from.bits() {
-                    self.b.build_float_ext(x, t, "")?.into()
+                    self.extend_quiet(x, to)?.into()
                 } else {
-                    self.b.build_float_trunc(x, t, "")?.into()
+                    self.b.build_float_trunc(x, l.reg_ty(to).into_float_type(), "")?.into()
                 }
             }
         })
+    }
+
+    /// `x` extended to the wider float type `to`, exactly, a NaN quiet
+    /// (its quiet bit set, as the language and the interpreter have it):
+    /// the hardware's conversion quiets a signalling NaN, but LLVM folds an
+    /// extension and the rounding back (`fptrunc (fpext x)`, in the IR and
+    /// in the code generator even at `-O0`) to `x`, which would keep it
+    /// signalling in one tier and not in another. The NaN's bits are set
+    /// by integer operations, which no float fold sees through.
+    fn extend_quiet(&self, x: FloatValue<'ctx>, to: Scalar) -> Result<FloatValue<'ctx>> {
+        // The quiet bit: the stored significand's top bit.
+        let (t, int, quiet) = if to == Scalar::F64 {
+            (self.cx.f64_type(), self.cx.i64_type(), 1u64 << (f64::MANTISSA_DIGITS - 2))
+        } else {
+            (self.cx.f32_type(), self.cx.i32_type(), 1u64 << (f32::MANTISSA_DIGITS - 2))
+        };
+        let r = self.b.build_float_ext(x, t, "")?;
+        let bits = self.b.build_bit_cast(r, int, "")?.into_int_value();
+        let quieted = self.b.build_or(bits, int.const_int(quiet, false), "")?;
+        let quieted = self.b.build_bit_cast(quieted, t, "")?.into_float_value();
+        let nan = self.b.build_float_compare(FloatPredicate::UNO, r, r, "")?;
+        Ok(self.b.build_select(nan, quieted, r, "")?.into_float_value())
     }
 
     /// Float `min` (or `max`): IEEE 754-2019 minimumNumber (LLVM's
