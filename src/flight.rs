@@ -127,8 +127,13 @@ pub enum Waited {
 /// A run's single-flight state (see the module's doc).
 pub struct Flight {
     options: FlightOptions,
-    /// What is left of the bound.
+    /// What is left of the bound (on the remote: in all).
     left: Duration,
+    /// How long this run has watched this machine's holders with no
+    /// awaited record appearing since the last one did: the bound on
+    /// idleness holds across the run's waits, so a run of many kernels
+    /// whose holders are idle waits the bound once, not once a kernel.
+    idle: Duration,
     held: HashMap<Key, Held>,
     waiting: HashMap<Key, Wait>,
     /// Records of awaited keys a look at the remote returned before their
@@ -163,6 +168,7 @@ impl Flight {
         Flight {
             options,
             left: options.wait,
+            idle: Duration::ZERO,
             held: HashMap::new(),
             waiting: HashMap::new(),
             arrived: HashMap::new(),
@@ -371,12 +377,16 @@ impl Flight {
     /// on the wait in all: it starts again whenever an awaited record
     /// appears, so a holder that is storing its tasks is waited for; past
     /// it, with no record appearing, every key still watched is taken
-    /// over (its holder is idle: no lock, counted in `ran_out`). How each
-    /// wait that ended, ended.
+    /// over (its holder is idle: no lock, counted in `ran_out`). The
+    /// idleness adds up over the run's watches (`idle`): a later kernel's
+    /// wait on holders that stayed idle is what was left of the bound,
+    /// not the bound again. How each wait that ended, ended.
     fn watch_local(&mut self, store: &Store, mut keys: Vec<Key>, until: Option<Key>) -> HashMap<Key, Waited> {
         let t0 = Instant::now();
         let mut out: HashMap<Key, Waited> = HashMap::new();
         let (mut idle_since, mut pause) = (Instant::now(), FIRST_PAUSE);
+        let idle = |since: Instant, earlier: Duration| earlier + since.elapsed();
+        let mut idle_earlier = self.idle;
         let done = |out: &HashMap<Key, Waited>, keys: &[Key]| match until {
             Some(k) => out.contains_key(&k),
             None => keys.is_empty(),
@@ -386,7 +396,7 @@ impl Flight {
             keys.retain(|key| match self.try_local(store, key) {
                 Some(w) => {
                     if matches!(w, Waited::Appeared) {
-                        idle_since = Instant::now();
+                        (idle_since, idle_earlier) = (Instant::now(), Duration::ZERO);
                     }
                     out.insert(*key, w);
                     false
@@ -400,12 +410,13 @@ impl Flight {
                 keys.clear();
                 break;
             }
-            if idle_since.elapsed() >= self.options.wait {
+            if idle(idle_since, idle_earlier) >= self.options.wait {
                 break;
             }
-            std::thread::sleep(pause.min(self.options.wait.saturating_sub(idle_since.elapsed())));
+            std::thread::sleep(pause.min(self.options.wait.saturating_sub(idle(idle_since, idle_earlier))));
             pause = (pause * 2).min(MAX_LOCAL_PAUSE);
         }
+        self.idle = idle(idle_since, idle_earlier);
         // No progress for the bound: compile what is left, without locks.
         for key in keys {
             self.waiting.remove(&key);
@@ -508,6 +519,30 @@ mod tests {
         assert_eq!(b.open_locks(), 2);
         let waited = keys.iter().filter(|k| b.is_waiting(k)).count();
         assert_eq!((waited, theirs.len()), (2, 8));
+    }
+
+    /// The bound on idleness holds across a run's waits: a run that
+    /// waited the bound on idle holders for one kernel's tasks does not
+    /// wait it again for the next kernel's, which the same idle holders
+    /// hold (before, `compile_wait` was spent once a kernel).
+    #[test]
+    fn idle_holders_are_waited_for_once_a_run_not_once_a_kernel() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_in(dir.path());
+        let keys: Vec<Key> = (0..4u8).map(|i| Key::from(blake3::hash(&[i]))).collect();
+        // The idle holder: it claims every key and never stores a record.
+        let mut holder = Flight::new(FlightOptions::default());
+        assert_eq!(holder.claim(&store, None, &keys), keys);
+        let wait = Duration::from_millis(300);
+        let mut run = Flight::new(FlightOptions { wait, ..FlightOptions::default() });
+        for kernel in keys.chunks(2) {
+            assert!(run.claim(&store, None, kernel).is_empty(), "the holder has them");
+            let waited = run.wait_all(&store, None, kernel);
+            assert!(waited.iter().all(|w| matches!(w, Waited::Compile)));
+        }
+        assert_eq!(run.ran_out, 4);
+        assert!(run.wait_time >= wait, "the bound was waited once: {:?}", run.wait_time);
+        assert!(run.wait_time < wait + wait / 2, "and not again for the second kernel: {:?}", run.wait_time);
     }
 
     /// A run that claims keys it already holds (a compile that failed
