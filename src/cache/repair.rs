@@ -132,7 +132,7 @@ impl Cache {
         let bad: Vec<BadRecord> = results.into_iter().flatten().collect();
         let mut bad_entries = Vec::new();
         for m in &scan.misplaced {
-            let removed = fix && remove_entry(&m.at, &m.path, None)?;
+            let removed = fix && remove_misplaced(&m.at, &m.path)?;
             bad_entries.push(BadEntry { path: m.path.clone(), problem: m.text(), removed });
         }
         let counter_drift = self.check_counters(fix)?;
@@ -180,13 +180,24 @@ impl Cache {
         Ok(drift)
     }
 
+    /// Group `g`'s size counter, locked (the `sizes` file made if
+    /// missing); an error names the file and how to mend it.
+    fn lock_counter(&self, g: u8) -> Result<counters::Locked, CacheError> {
+        let path = self.root.join(SIZES_FILE);
+        let fd = cfs::open_dir_path(&self.root).map_err(|e| CacheError::io(&self.root, "open", e))?;
+        counters::lock_group(&fd, g, &self.access).map_err(|e| {
+            let why = crate::diag::io_reason(&e);
+            let hint = format!("{why} (`kiln-cache-inspect verify --fix` removes a {SIZES_FILE} that is not a file)");
+            CacheError::io(&path, "lock", std::io::Error::other(hint))
+        })
+    }
+
     /// Recounts every group's size counter (after a prune removed records
     /// behind the stores' backs), each under its lock.
     fn recount_all(&self) -> Result<(), CacheError> {
         let path = self.root.join(SIZES_FILE);
-        let fd = cfs::open_dir_path(&self.root).map_err(|e| CacheError::io(&self.root, "open", e))?;
         for g in 0..GROUPS {
-            let lock = counters::lock_group(&fd, g, &self.access).map_err(|e| CacheError::io(&path, "lock", e))?;
+            let lock = self.lock_counter(g)?;
             counters::recount(&self.root, g, &lock).map_err(|e| CacheError::io(&path, "recount", e))?;
         }
         Ok(())
@@ -222,6 +233,12 @@ impl Cache {
     /// Returns what was removed and the directories kept because they
     /// hold something that is not Kiln's.
     fn execute_prune(&self, planned: Planned) -> Result<(Vec<Removal>, Vec<PathBuf>), CacheError> {
+        // The counters must be there to recount before anything goes: a
+        // prune that removed records and then could not recount would
+        // fail with the records gone and the counters wrong.
+        if !planned.files.is_empty() {
+            drop(self.lock_counter(0)?);
+        }
         let mut removed = remove_all(planned.files)?;
         if !removed.is_empty() {
             self.recount_all()?;
@@ -318,6 +335,19 @@ fn remove_entry(at: &At, path: &Path, expect: Option<cfs::Identity>) -> Result<b
     }
 }
 
+/// Removes an entry found where Kiln keeps something else: a link or a
+/// file itself, a directory if it is empty (one that holds anything
+/// stays, reported as not removed).
+fn remove_misplaced(at: &At, path: &Path) -> Result<bool, CacheError> {
+    match cfs::remove_if_unchanged(&*at.dir, &at.name, None) {
+        Ok(removed) => Ok(removed.is_some()),
+        Err(e) if e.kind() == io::ErrorKind::IsADirectory => {
+            Ok(cfs::remove_empty_dir(&*at.dir, &at.name).unwrap_or(false))
+        }
+        Err(e) => Err(CacheError::io(path, "remove", e)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,6 +403,37 @@ mod tests {
         assert!(matches!(store.get(&key(1004)).unwrap(), crate::cache::Lookup::Hit(_)));
         cache.prune(&PrunePlan { max_size: Some(one * 5), ..Default::default() }).unwrap();
         assert!(store.record_path(&key(1004)).exists() && !store.record_path(&key(1005)).exists());
+    }
+
+    /// A prune (by size or by age; a clear is a prune too) whose size
+    /// counters cannot be locked (a FIFO
+    /// in place of `sizes`) fails before it removes anything, saying how
+    /// to mend it: it removed every record and then failed, with no word
+    /// of what it had removed.
+    #[test]
+    fn a_prune_that_could_not_recount_removes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = filled(dir.path(), "a", 4, 100);
+        let sizes = dir.path().join(SIZES_FILE);
+        fs::remove_file(&sizes).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &sizes,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .unwrap();
+        let cache = Cache::open(dir.path(), &InspectOptions::default()).unwrap();
+        let by_age = PrunePlan { older_than: Some(std::time::Duration::ZERO), ..Default::default() };
+        for plan in [PrunePlan { max_size: Some(1), ..Default::default() }, by_age] {
+            let e = cache.prune(&plan).unwrap_err().to_string();
+            assert!(e.contains("sizes") && e.contains("verify --fix"), "{e}");
+            assert!((0..4).all(|i| store.record_path(&key(1000 + i)).exists()), "nothing removed: {e}");
+        }
+        // Mended, it prunes.
+        assert!(!cache.verify(true).unwrap().bad_entries.is_empty());
+        assert_eq!(cache.prune(&PrunePlan { max_size: Some(1), ..Default::default() }).unwrap().removed.len(), 4);
     }
 
     #[test]

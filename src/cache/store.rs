@@ -104,6 +104,11 @@ pub enum Lookup {
 struct Counters {
     now: Mutex<(CacheStats, CacheStats)>,
     root: OnceLock<OwnedFd>,
+    /// Why the size counters could not be locked, the first time they
+    /// could not (no count is kept, so the size bound is not either),
+    /// and whether that was said.
+    problem: OnceLock<String>,
+    problem_said: std::sync::atomic::AtomicBool,
 }
 
 impl Counters {
@@ -310,7 +315,22 @@ impl Store {
             let _ = self.counters.root.set(cfs::open_dir_path(&self.root)?);
         }
         let root = self.counters.root.get().ok_or_else(|| io::Error::other("no root handle"))?;
-        Ok((g, counters::lock_group(root, g, &self.access)?))
+        let locked = counters::lock_group(root, g, &self.access);
+        if let Err(e) = &locked {
+            let why = crate::diag::io_reason(e);
+            let _ = self.counters.problem.set(format!("{}: {why}", self.root.join(counters::SIZES_FILE).display()));
+        }
+        Ok((g, locked?))
+    }
+
+    /// Once a store: why its size counters could not be used, if they
+    /// could not (the stores went on uncounted, and nothing was evicted
+    /// for the size bound), for the tool's one warning.
+    pub fn take_counter_problem(&self) -> Option<String> {
+        let said = self.counters.problem_said.swap(true, std::sync::atomic::Ordering::Relaxed);
+        self.counters.problem.get().filter(|_| !said).map(|why| {
+            format!("the cache's size counters cannot be used ({why}); the size bound is not kept until `kiln-cache-inspect verify --fix` mends them")
+        })
     }
 
     /// Changes group `g`'s counter by `added` less `removed` (under its

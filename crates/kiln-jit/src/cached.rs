@@ -711,6 +711,9 @@ impl TaskProvider for CachedTasks {
             // Said once, however often the run is finished.
             self.not_stored = 0;
         }
+        if let Some(line) = self.store.take_counter_problem() {
+            stats.warn(line);
+        }
         self.count_bytes(stats);
         // Statistics inform: one that cannot be added up (a read-only file
         // system, a full disk) is skipped without a warning.
