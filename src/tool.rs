@@ -483,8 +483,7 @@ pub fn write_output_with(
         Some(p) => {
             let done = (|| match output_target(Path::new(p))? {
                 Target::Direct(path) => {
-                    let mut out =
-                        io::BufWriter::with_capacity(1 << 16, std::fs::OpenOptions::new().write(true).open(path)?);
+                    let mut out = io::BufWriter::with_capacity(1 << 16, open_direct(&path)?);
                     write(&mut out)?;
                     out.flush()
                 }
@@ -511,7 +510,7 @@ pub fn write_output_with(
 /// records cost a compile, does sync).
 pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     match output_target(path)? {
-        Target::Direct(path) => std::fs::OpenOptions::new().write(true).open(path)?.write_all(bytes),
+        Target::Direct(path) => open_direct(&path)?.write_all(bytes),
         Target::Replace { path, mode } => {
             let mut tmp = temp_beside(&path, mode)?;
             tmp.write_all(bytes)?;
@@ -523,9 +522,9 @@ pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 /// Writes several files all or none, as far as the file system allows:
 /// every regular target is first written whole to a temporary beside it,
-/// and only when all of them (and the opening of every non-regular target,
-/// such as a FIFO) succeeded are they renamed into place. An error names
-/// its path.
+/// then every non-regular target (a device, a FIFO) is written, and only
+/// when all of that succeeded are the temporaries renamed into place. An
+/// error names its path.
 pub fn write_files_atomic(files: &[(&Path, &[u8])]) -> Result<(), (std::path::PathBuf, io::Error)> {
     let mut direct = Vec::new();
     let mut staged = Vec::new();
@@ -533,7 +532,7 @@ pub fn write_files_atomic(files: &[(&Path, &[u8])]) -> Result<(), (std::path::Pa
         let fail = |e| (path.to_path_buf(), e);
         match output_target(path).map_err(fail)? {
             Target::Direct(p) => {
-                direct.push((std::fs::OpenOptions::new().write(true).open(&p).map_err(fail)?, bytes, path));
+                direct.push((open_direct(&p).map_err(fail)?, bytes, path));
             }
             Target::Replace { path: real, mode } => {
                 let mut tmp = temp_beside(&real, mode).map_err(fail)?;
@@ -542,11 +541,14 @@ pub fn write_files_atomic(files: &[(&Path, &[u8])]) -> Result<(), (std::path::Pa
             }
         }
     }
-    for (tmp, real, path) in staged {
-        tmp.persist(&real).map_err(|e| (path.to_path_buf(), e.error))?;
-    }
+    // What cannot be taken back (a device, a FIFO) is written first: if
+    // it fails, no regular file has been replaced yet (the temporaries go
+    // when dropped).
     for (mut f, bytes, path) in direct {
         f.write_all(bytes).map_err(|e| (path.to_path_buf(), e))?;
+    }
+    for (tmp, real, path) in staged {
+        tmp.persist(&real).map_err(|e| (path.to_path_buf(), e.error))?;
     }
     Ok(())
 }
@@ -560,6 +562,28 @@ enum Target {
     /// symlink already resolved, so the link survives), with the mode of
     /// the file it replaces (`None`: new, 0666 less the umask).
     Replace { path: std::path::PathBuf, mode: Option<u32> },
+}
+
+/// Opens an output that is not a regular file (a device, a FIFO) for
+/// writing without waiting: a FIFO no process reads is an error at once
+/// (opening it would block until a reader came, and a signal could not
+/// end the wait), and once open the writes block as usual.
+fn open_direct(path: &Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file =
+        std::fs::OpenOptions::new().write(true).custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32).open(path);
+    let file = match file {
+        Err(e)
+            if e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error())
+                && std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo()) =>
+        {
+            return Err(io::Error::other("a FIFO that no process has open for reading"));
+        }
+        other => other?,
+    };
+    let flags = rustix::fs::fcntl_getfl(&file)?;
+    rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)?;
+    Ok(file)
 }
 
 fn output_target(path: &Path) -> io::Result<Target> {

@@ -499,9 +499,16 @@ impl FieldIo {
         let pairs = |list: &[(String, String)], what: &str| -> Result<Vec<(String, String)>, ToolError> {
             list.iter().map(|(name, file)| Ok((known(name, what)?, file.clone()))).collect()
         };
+        let saves = pairs(&cli.outputs, "--output")?;
+        // Two fields into one file: the last would win, silently.
+        for (i, (name, file)) in saves.iter().enumerate() {
+            if let Some((first, _)) = saves[..i].iter().find(|(_, f)| f == file) {
+                return Err(ToolError::msg(format!("--output names {file} twice (@{first} and @{name})")));
+            }
+        }
         Ok(FieldIo {
             loads: pairs(&cli.inputs, "--input")?,
-            saves: pairs(&cli.outputs, "--output")?,
+            saves,
             prints: cli.prints.iter().map(|n| known(n, "--print")).collect::<Result<_, _>>()?,
         })
     }
