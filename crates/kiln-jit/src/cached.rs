@@ -334,7 +334,15 @@ impl CachedTasks {
             let records = jobs.iter().map(|j| (&j.0, &j.1, j.2.as_slice(), j.3));
             match store.put_fetched_all(records) {
                 Ok(stored) => (0..stored).map(|_| Ok(())).collect(),
-                Err(e) => vec![Err(e)],
+                // The batch failed: each of its records counts as not
+                // stored (the warning said "1 record" for ten), under the
+                // first error's reason, which the warning shows.
+                Err(e) => {
+                    let same =
+                        || CacheError::Io { path: Default::default(), op: "write", err: std::io::Error::other("") };
+                    let rest = (1..n).map(|_| Err(same()));
+                    std::iter::once(Err(e)).chain(rest).collect()
+                }
             }
         };
         self.spawn_write(format!("{n} records fetched from the remote"), write, stats);

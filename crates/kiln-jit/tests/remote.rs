@@ -166,6 +166,27 @@ fn a_second_machine_compiles_nothing_and_then_reads_locally() {
     assert!(names(&server).iter().all(|n| n.starts_with(&format!("kiln:r{}:{scope}:", kiln::config::RECORD_VERSION))));
 }
 
+/// A scope whose `packed/` is a file: the records fetched from the remote
+/// cannot be written locally. The run is right, and its one warning counts
+/// every record not stored (it said "1 record" for ten: the batch's one
+/// failure was counted once).
+#[test]
+fn fetched_records_that_cannot_be_written_are_each_counted() {
+    let (lab, server) = (Lab::new(), RedisServer::start());
+    let file = testdata("ten_tasks.kir");
+    lab.run("a", &file, &server.url(), &[], &[]);
+    // b's cache and scope, made by a run of another kernel.
+    let other = lab.run("b", &testdata("saxpy.kir"), &server.url(), &[], &[]);
+    let scope = lab.path().join("b/cache").join(other.stats["scope"].as_str().unwrap());
+    std::fs::write(scope.join("packed"), "not a directory").unwrap();
+    let b = lab.run("b", &file, &server.url(), &[], &[]);
+    assert_eq!(b.digests, lab.interp(&file));
+    assert_eq!(b.n("remote_hits"), 10, "{}", b.stats);
+    let said: Vec<&str> = b.stderr.lines().filter(|l| l.contains("not stored")).collect();
+    assert_eq!(said.len(), 1, "{}", b.stderr);
+    assert!(said[0].contains("cannot write to the cache, 10 records not stored"), "{}", b.stderr);
+}
+
 /// `rediss://`: the same two machines over TLS, the server's certificate
 /// checked against the authorities the system trusts (here the test's own,
 /// through `SSL_CERT_FILE`, which rustls-native-certs reads); with an
