@@ -72,16 +72,14 @@ fn read_record(at: &At, key: &Key, limit: u64) -> Result<Vec<u8>, Corrupt> {
     }
 }
 
-/// The header, metadata and producer of a record file, unverified.
+/// The header, metadata and producer of a record file, unverified; a
+/// damaged one's reason is the one `verify` gives (a pack's broken index
+/// was "truncated: 0 bytes").
 fn peek_file(f: &FileEntry, key: &Key) -> Result<(Header, LaunchMeta, Producer), Corrupt> {
-    let first = read_record(&f.at, key, 4096.min(f.size)).map_err(|_| Corrupt::TooShort { len: 0 })?;
+    let first = read_record(&f.at, key, 4096.min(f.size))?;
     let header = record::decode_header(&first, f.size)?;
     let need = record::peek_len(Some(&header)) as u64;
-    let bytes = if need as usize <= first.len() {
-        first
-    } else {
-        read_record(&f.at, key, need).map_err(|_| Corrupt::TooShort { len: 0 })?
-    };
+    let bytes = if need as usize <= first.len() { first } else { read_record(&f.at, key, need)? };
     record::peek(&bytes, f.size)
 }
 
