@@ -150,6 +150,33 @@ def test_a_run_error_names_the_python_line_a_statement_came_from(tmp_path: Path)
         kiln.Module(located, "saxpy.kir").run("saxpy", args={"a": 1.0, "n": 9}, fields={"y": y}, engine="interp")
 
 
+def store_param(ty: str) -> str:
+    return f"""field @x : {ty}
+
+kernel @put(%v: {ty}) {{
+  store @x[], %v
+}}
+"""
+
+
+@pytest.mark.parametrize(("ty", "dtype", "value", "_"), TYPES)
+def test_a_numpy_scalar_is_an_argument_as_its_value(ty: str, dtype: Any, value: Any, _: Any) -> None:
+    # np.float32(x) and the like were refused ("a float32 for a parameter
+    # of type f32"): a numpy scalar, or a 0-d array, is its exact value.
+    for arg in (dtype(value), np.array(value, dtype=dtype)):
+        x = np.zeros((), dtype=dtype)
+        kiln.Module(store_param(ty)).run("put", args={"v": arg}, fields={"x": x}, engine="interp")
+        assert x == dtype(value) and x.tobytes() == dtype(value).tobytes(), (ty, arg)
+    flag = np.zeros((), dtype=np.bool_)
+    kiln.Module(store_param("i1")).run("put", args={"v": np.bool_(True)}, fields={"x": flag}, engine="interp")
+    assert flag
+
+
+def test_a_numpy_array_of_more_than_one_value_is_not_an_argument() -> None:
+    with pytest.raises(TypeError, match=r"argument %v: a ndarray for a parameter of type f32"):
+        kiln.Module(store_param("f32")).run("put", args={"v": np.zeros(2, np.float32)}, fields={"x": np.zeros((), np.float32)})
+
+
 @pytest.mark.parametrize(
     ("call", "error", "said"),
     [

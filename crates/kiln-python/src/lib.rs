@@ -260,6 +260,11 @@ fn bind_args(k: &Kernel, given: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<Cons
 /// numpy's `float32(x)` rounds it, of an `f16` one to `f32` and then to
 /// `f16`, as KIR's cast from `f64` does (and Quadrants).
 fn to_const(v: &Bound<'_, PyAny>, ty: Scalar) -> Result<Const, String> {
+    // A numpy scalar (`np.float32(2)`, `np.int64(3)`, `np.bool_(True)`)
+    // or 0-d array is its value as a Python scalar (`item()`: exact).
+    if let Some(item) = numpy_item(v) {
+        return to_const(&item, ty);
+    }
     if v.is_instance_of::<PyBool>() {
         let b: bool = v.extract().map_err(|e: PyErr| e.to_string())?;
         return match ty {
@@ -282,6 +287,21 @@ fn to_const(v: &Bound<'_, PyAny>, ty: Scalar) -> Result<Const, String> {
         return Ok(float_const(v.extract().map_err(|e: PyErr| e.to_string())?, ty));
     }
     Err(format!("a {} for a parameter of type {ty}", v.get_type().name().map_or("value".into(), |n| n.to_string())))
+}
+
+/// The Python scalar a numpy scalar or 0-d array holds, if `v` is one
+/// (and not already a Python `bool`, `int` or `float`, as `np.float64` is).
+fn numpy_item<'py>(v: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+    if v.is_instance_of::<PyBool>() || v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>() {
+        return None;
+    }
+    let numpy = |o: &Bound<'py, PyAny>| o.get_type().module().is_ok_and(|m| m == "numpy");
+    let from_numpy = numpy(v);
+    let zero_d = v.getattr("ndim").and_then(|n| n.extract::<usize>()).is_ok_and(|n| n == 0);
+    if !(from_numpy && zero_d) {
+        return None;
+    }
+    v.call_method0("item").ok().filter(|i| !numpy(i))
 }
 
 fn float_const(x: f64, ty: Scalar) -> Const {
