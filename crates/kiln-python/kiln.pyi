@@ -8,6 +8,7 @@ is copied. The GIL is released while a kernel compiles and runs.
 from os import PathLike
 from typing import Any, Literal
 
+import numpy as np
 import numpy.typing as npt
 
 __version__: str
@@ -46,7 +47,7 @@ class Module:
     def run(
         self,
         kernel: str,
-        args: dict[str, bool | int | float] | None = None,
+        args: dict[str, bool | int | float | np.generic | npt.NDArray[Any]] | None = None,
         fields: dict[str, npt.NDArray[Any]] | None = None,
         cache_dir: str | PathLike[str] | None = None,
         engine: Literal["jit", "interp"] = "jit",
