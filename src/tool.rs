@@ -123,6 +123,11 @@ impl ToolError {
     /// An error writing the output `path`: `PATH: error: cannot write
     /// output: REASON`, so that it never reads like a missing input.
     pub fn output(path: impl std::fmt::Display, e: &io::Error) -> ToolError {
+        // Ctrl-C while an output waited (for a FIFO's reader): the
+        // interrupt's status and note, not an error.
+        if let Some(signal) = crate::interrupt::requested().filter(|_| e.kind() == io::ErrorKind::Interrupted) {
+            return ToolError::Interrupted { signal, text: format!("interrupted: {path} not written") };
+        }
         ToolError::at(path, format!("cannot write output: {}", io_reason(e)))
     }
     /// An unlocated error line, then diagnostics rendered against their
@@ -565,21 +570,30 @@ enum Target {
 }
 
 /// Opens an output that is not a regular file (a device, a FIFO) for
-/// writing without waiting: a FIFO no process reads is an error at once
-/// (opening it would block until a reader came, and a signal could not
-/// end the wait), and once open the writes block as usual.
+/// writing. A FIFO is opened once a process opens it for reading, as a
+/// blocking open would, but looking without blocking: a blocking open
+/// restarts after the signal handler and could not be ended by Ctrl-C,
+/// where this wait ends at the interrupt (`kiln::interrupt`). Once open,
+/// the writes block as usual.
 fn open_direct(path: &Path) -> io::Result<std::fs::File> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let file =
-        std::fs::OpenOptions::new().write(true).custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32).open(path);
-    let file = match file {
-        Err(e)
-            if e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error())
-                && std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo()) =>
-        {
-            return Err(io::Error::other("a FIFO that no process has open for reading"));
+    let no_reader = |e: &io::Error| {
+        e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error())
+            && std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())
+    };
+    let mut pause = std::time::Duration::from_millis(1);
+    let file = loop {
+        let nonblocking = rustix::fs::OFlags::NONBLOCK.bits() as i32;
+        match std::fs::OpenOptions::new().write(true).custom_flags(nonblocking).open(path) {
+            Err(e) if no_reader(&e) => {
+                if crate::interrupt::requested().is_some() {
+                    return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted waiting for a reader"));
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            other => break other?,
         }
-        other => other?,
     };
     let flags = rustix::fs::fcntl_getfl(&file)?;
     rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)?;
