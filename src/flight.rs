@@ -253,6 +253,13 @@ impl Flight {
         })
     }
 
+    /// Ends a run: the next one's waits start with the whole bound on
+    /// idleness (a process may run many, as the Python module's does,
+    /// one a call).
+    pub fn end_run(&mut self) {
+        self.idle = Duration::ZERO;
+    }
+
     /// Whether `key` is being compiled by another (this process waits).
     pub fn is_waiting(&self, key: &Key) -> bool {
         self.waiting.contains_key(key)
@@ -543,6 +550,15 @@ mod tests {
         assert_eq!(run.ran_out, 4);
         assert!(run.wait_time >= wait, "the bound was waited once: {:?}", run.wait_time);
         assert!(run.wait_time < wait + wait / 2, "and not again for the second kernel: {:?}", run.wait_time);
+        // The next run of the same process (a Python call) has the bound
+        // again.
+        run.end_run();
+        let more: Vec<Key> = (4..6u8).map(|i| Key::from(blake3::hash(&[i]))).collect();
+        assert_eq!(holder.claim(&store, None, &more), more);
+        assert!(run.claim(&store, None, &more).is_empty());
+        let before = run.wait_time;
+        run.wait_all(&store, None, &more);
+        assert!(run.wait_time - before >= wait, "a new run waits the bound: {:?}", run.wait_time - before);
     }
 
     /// A run that claims keys it already holds (a compile that failed

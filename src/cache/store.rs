@@ -327,10 +327,13 @@ impl Store {
     /// could not (the stores went on uncounted, and nothing was evicted
     /// for the size bound), for the tool's one warning.
     pub fn take_counter_problem(&self) -> Option<String> {
-        let said = self.counters.problem_said.swap(true, std::sync::atomic::Ordering::Relaxed);
-        self.counters.problem.get().filter(|_| !said).map(|why| {
-            format!("the cache's size counters cannot be used ({why}); the size bound is not kept until `kiln-cache-inspect verify --fix` mends them")
-        })
+        let why = self.counters.problem.get()?;
+        if self.counters.problem_said.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        Some(format!(
+            "the cache's size counters cannot be used ({why}); the size bound is not kept until `kiln-cache-inspect verify --fix` mends them"
+        ))
     }
 
     /// Changes group `g`'s counter by `added` less `removed` (under its

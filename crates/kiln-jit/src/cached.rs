@@ -709,6 +709,7 @@ impl TaskProvider for CachedTasks {
             self.join_oldest(stats);
         }
         self.flight.release_all(self.remote.as_deref());
+        self.flight.end_run();
         self.repeats.flush(stats);
         if let Some(line) = self.flight.ran_out_warning() {
             stats.warn(line);
