@@ -872,6 +872,25 @@ pub(crate) mod tests {
         assert_eq!(host.host(), scope());
     }
 
+    /// A `sizes` that cannot be locked (here a directory) leaves the
+    /// stores right and uncounted, and is said once, also when an earlier
+    /// finish of the same store had nothing to say.
+    #[test]
+    fn counters_that_cannot_be_used_are_said_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), scope(), StoreOptions::default()).unwrap();
+        store.put(&key(1), &meta("t"), b"obj").unwrap();
+        assert_eq!(store.take_counter_problem(), None);
+        fs::remove_file(dir.path().join(counters::SIZES_FILE)).unwrap();
+        fs::create_dir(dir.path().join(counters::SIZES_FILE)).unwrap();
+        store.put(&key(2), &meta("t"), b"obj").unwrap();
+        assert!(matches!(store.get(&key(2)).unwrap(), Lookup::Hit(_)));
+        let said = store.take_counter_problem().expect("said");
+        assert!(said.contains("sizes: is a directory") && said.contains("verify --fix"), "{said}");
+        store.put(&key(3), &meta("t"), b"obj").unwrap();
+        assert_eq!(store.take_counter_problem(), None, "once");
+    }
+
     #[test]
     fn hit_refreshes_mtime() {
         let dir = tempfile::tempdir().unwrap();
