@@ -472,18 +472,22 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
     /// signalling in one tier and not in another. The NaN's bits are set
     /// by integer operations, which no float fold sees through.
     fn extend_quiet(&self, x: FloatValue<'ctx>, to: Scalar) -> Result<FloatValue<'ctx>> {
-        // The quiet bit: the stored significand's top bit.
-        let (t, int, quiet) = if to == Scalar::F64 {
-            (self.cx.f64_type(), self.cx.i64_type(), 1u64 << (f64::MANTISSA_DIGITS - 2))
-        } else {
-            (self.cx.f32_type(), self.cx.i32_type(), 1u64 << (f32::MANTISSA_DIGITS - 2))
-        };
+        let t = if to == Scalar::F64 { self.cx.f64_type() } else { self.cx.f32_type() };
         let r = self.b.build_float_ext(x, t, "")?;
-        let bits = self.b.build_bit_cast(r, int, "")?.into_int_value();
-        let quieted = self.b.build_or(bits, int.const_int(quiet, false), "")?;
-        let quieted = self.b.build_bit_cast(quieted, t, "")?.into_float_value();
         let nan = self.b.build_float_compare(FloatPredicate::UNO, r, r, "")?;
+        let quieted = self.with_quiet_bit(r, to)?;
         Ok(self.b.build_select(nan, quieted, r, "")?.into_float_value())
+    }
+
+    /// `x` (of the `f32` or `f64` type `ty`) with its quiet bit (the
+    /// stored significand's top bit) set, by integer operations on its
+    /// bits, where no float folder can change the payload.
+    fn with_quiet_bit(&self, x: FloatValue<'ctx>, ty: Scalar) -> Result<FloatValue<'ctx>> {
+        let digits = if ty == Scalar::F32 { f32::MANTISSA_DIGITS } else { f64::MANTISSA_DIGITS };
+        let ity = fx_int_ty(self.cx, ty);
+        let bits = self.b.build_bit_cast(x, ity, "")?.into_int_value();
+        let quieted = self.b.build_or(bits, ity.const_int(1u64 << (digits - 2), false), "")?;
+        Ok(self.b.build_bit_cast(quieted, x.get_type(), "")?.into_float_value())
     }
 
     /// Float `min` (or `max`): IEEE 754-2019 minimumNumber (LLVM's
@@ -508,11 +512,7 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         let x_nan = self.b.build_float_compare(FloatPredicate::UNO, x, x, "")?;
         let y_nan = self.b.build_float_compare(FloatPredicate::UNO, y, y, "")?;
         let both = self.b.build_and(x_nan, y_nan, "")?;
-        let ity = fx_int_ty(self.cx, ty);
-        let quiet_bit = 1u64 << (if ty == Scalar::F32 { f32::MANTISSA_DIGITS } else { f64::MANTISSA_DIGITS } - 2);
-        let y_bits = self.b.build_bit_cast(y, ity, "")?.into_int_value();
-        let quieted = self.b.build_or(y_bits, ity.const_int(quiet_bit, false), "")?;
-        let quieted = self.b.build_bit_cast(quieted, l.reg_ty(ty), "")?;
+        let quieted: BasicValueEnum = self.with_quiet_bit(y, ty)?.into();
         Ok(self.b.build_select(both, quieted, r, "")?)
     }
 }
