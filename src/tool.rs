@@ -569,12 +569,16 @@ enum Target {
     Replace { path: std::path::PathBuf, mode: Option<u32> },
 }
 
+/// How long an output waits for a FIFO's reader before it says so.
+const FIFO_WAIT_NOTE: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// Opens an output that is not a regular file (a device, a FIFO) for
 /// writing. A FIFO is opened once a process opens it for reading, as a
 /// blocking open would, but looking without blocking: a blocking open
 /// restarts after the signal handler and could not be ended by Ctrl-C,
-/// where this wait ends at the interrupt (`kiln::interrupt`). Once open,
-/// the writes block as usual.
+/// where this wait ends at the interrupt (`kiln::interrupt`). A wait
+/// longer than [`FIFO_WAIT_NOTE`] is said once on standard error (`PATH:
+/// note: waiting ...`). Once open, the writes block as usual.
 fn open_direct(path: &Path) -> io::Result<std::fs::File> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let no_reader = |e: &io::Error| {
@@ -582,12 +586,23 @@ fn open_direct(path: &Path) -> io::Result<std::fs::File> {
             && std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())
     };
     let mut pause = std::time::Duration::from_millis(1);
+    let started = std::time::Instant::now();
+    let mut said = false;
     let file = loop {
         let nonblocking = rustix::fs::OFlags::NONBLOCK.bits() as i32;
         match std::fs::OpenOptions::new().write(true).custom_flags(nonblocking).open(path) {
             Err(e) if no_reader(&e) => {
                 if crate::interrupt::requested().is_some() {
                     return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted waiting for a reader"));
+                }
+                // A wait longer than a reader started beside the tool
+                // takes is said once: a run that seems to hang says why.
+                if !said && started.elapsed() >= FIFO_WAIT_NOTE {
+                    said = true;
+                    let text = "waiting for a process to read this FIFO (Ctrl-C stops)";
+                    let _ = io::stderr()
+                        .lock()
+                        .write_all(line(Some(&path.display().to_string()), Severity::Note, text).as_bytes());
                 }
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(std::time::Duration::from_millis(50));
