@@ -228,20 +228,29 @@ impl<O: Ops> E<'_, O> {
     /// operations is about 2 log₂ n long, where Horner's rule's is 2n; the
     /// vectorised loop is bound by that chain's latency.
     fn poly(&mut self, x: O::F, coef: &[f64]) -> O::F {
-        let mut terms: Vec<O::F> = coef.iter().map(|&k| self.c(k)).collect();
-        let mut x = x;
-        while terms.len() > 1 {
-            let mut next = Vec::with_capacity(terms.len().div_ceil(2));
-            for pair in terms.chunks(2) {
-                next.push(if let [lo, hi] = *pair {
-                    let t = self.mul(hi, x);
-                    self.add(lo, t)
+        // In place, on the stack: the interpreter and the runtime's copy
+        // (`kiln_llvm::abi::MATH_RUNTIME`) run this once a value, where
+        // two allocations a level cost more than the arithmetic.
+        const MOST: usize = 16;
+        assert!(!coef.is_empty() && coef.len() <= MOST, "a polynomial of 1 to {MOST} terms");
+        let mut terms = [x; MOST];
+        for (t, &k) in terms.iter_mut().zip(coef) {
+            *t = self.c(k);
+        }
+        let (mut n, mut x) = (coef.len(), x);
+        while n > 1 {
+            // Pair `i` is terms 2i and 2i+1, read before slot i (≤ 2i) is
+            // written.
+            for i in 0..n.div_ceil(2) {
+                terms[i] = if 2 * i + 1 < n {
+                    let t = self.mul(terms[2 * i + 1], x);
+                    self.add(terms[2 * i], t)
                 } else {
-                    pair[0]
-                });
+                    terms[2 * i]
+                };
             }
-            terms = next;
-            if terms.len() > 1 {
+            n = n.div_ceil(2);
+            if n > 1 {
                 x = self.mul(x, x);
             }
         }

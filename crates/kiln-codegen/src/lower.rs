@@ -82,6 +82,9 @@ pub struct Lowering<'a, 'ctx> {
     pub module: Module<'ctx>,
     fast_math: bool,
     bounds_checks: bool,
+    /// Whether the compile is at `-O0` (Kiln's math is then called, not
+    /// inlined: [`MathCalls::KilnCalls`]).
+    quick: bool,
     /// The field table: the position of a field is the index of its base
     /// pointer in the context.
     fields: Vec<&'a Field>,
@@ -123,6 +126,11 @@ enum MathCalls {
     /// Default mode: Kiln's own `f32` functions inline (`lower::kmath`),
     /// the other operators libm's scalar functions.
     Kiln,
+    /// Default mode at `-O0`: Kiln's own functions called in the runtime
+    /// (`kiln_llvm::abi::MATH_RUNTIME`, the same operations compiled
+    /// once, optimised), which keeps a quick compile quick and its code
+    /// fast; nothing vectorises at `-O0`.
+    KilnCalls,
     /// Fast-math on a target with libmvec's variants (`lower::vecmath`):
     /// every operator vectorises.
     VectorLibm,
@@ -133,11 +141,13 @@ enum MathCalls {
 impl MathCalls {
     /// Kiln's own function computing `op` on `ty` in this compile, if any.
     fn kiln_func(self, op: UnOp, ty: Scalar) -> Option<kiln::math::MathFunc> {
-        op.kiln_math(ty).filter(|_| self == MathCalls::Kiln)
+        op.kiln_math(ty).filter(|_| matches!(self, MathCalls::Kiln | MathCalls::KilnCalls))
     }
     /// Whether a loop computing `op` on `ty` can vectorise.
     fn unary_vectorises(self, op: UnOp, ty: Scalar) -> bool {
-        self == MathCalls::VectorLibm || op.libm().is_none() || self.kiln_func(op, ty).is_some()
+        self == MathCalls::VectorLibm
+            || op.libm().is_none()
+            || (self == MathCalls::Kiln && self.kiln_func(op, ty).is_some())
     }
     /// Whether a loop computing `op` can vectorise.
     fn binary_vectorises(self, op: BinOp) -> bool {
@@ -164,6 +174,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
             module: cx.create_module(name),
             fast_math: config.fast_math,
             bounds_checks: config.bounds_checks,
+            quick: config.opt_level == kiln::config::OptLevel::O0,
             fields,
             field_pos,
             funcs: HashMap::new(),
@@ -307,6 +318,7 @@ impl<'a, 'ctx> Lowering<'a, 'ctx> {
     /// How this compile computes the math operators.
     fn math_calls(&self) -> MathCalls {
         match (self.fast_math, self.vector_isas.is_empty()) {
+            (false, _) if self.quick => MathCalls::KilnCalls,
             (false, _) => MathCalls::Kiln,
             (true, false) => MathCalls::VectorLibm,
             (true, true) => MathCalls::ScalarLibm,

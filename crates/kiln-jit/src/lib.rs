@@ -4,7 +4,7 @@
 //! Owns: the [`Jit`] (an ORC execution session over this process with
 //! JITLink's object layer, made by `src/orc_session.cpp`; the process's
 //! symbols, libm included, and the runtime functions objects call by name
-//! (`kiln_llvm::abi::RUNTIME_SYMBOLS`, defined at their addresses), in one
+//! (`kiln_llvm::abi::runtime_symbols`, defined at their addresses), in one
 //! dylib of the session, last in every loaded dylib's link order),
 //! [`Jit::load_task`] / [`Jit::load_kernel`]
 //! (add an object to a uniquely named dylib and look its entry symbols up
@@ -109,7 +109,7 @@ impl JitInner {
 }
 
 /// Defines the runtime's functions that objects call by name
-/// (`abi::RUNTIME_SYMBOLS`) in the session's process dylib, at their
+/// (`abi::runtime_symbols`) in the session's process dylib, at their
 /// addresses in this process: found from every dylib, as libm is, and not
 /// exported from the executable.
 fn define_runtime(inner: &JitInner) -> Result<(), JitError> {
@@ -119,7 +119,7 @@ fn define_runtime(inner: &JitInner) -> Result<(), JitError> {
         TargetFlags: 0,
     };
     let mut pairs = Vec::new();
-    for &(name, f) in kiln_llvm::abi::RUNTIME_SYMBOLS {
+    for (name, f) in kiln_llvm::abi::runtime_symbols() {
         // The interned name is retained for the pair, which the
         // materialisation unit takes.
         let name = inner.intern(name)?;

@@ -2,13 +2,15 @@
 //! code (`make accuracy` measures every `f32` input; these are samples
 //! spread over all bit patterns, and the special values): fast-math's
 //! libmvec functions, and default mode's own functions, which must also
-//! round correctly and give the interpreter's bits.
+//! round correctly and give the interpreter's bits, inline (`-O2`) and as
+//! the runtime's calls (`-O0`).
 
 #[path = "support/accuracy.rs"]
 #[allow(dead_code)] // `exhaustive` is for crates/kiln-jit/examples/accuracy.rs
 mod accuracy;
 
 use accuracy::{default_funcs, Harness, Mode, FUNCS};
+use kiln::config::OptLevel;
 
 /// `n` bit patterns spread over all signs, exponents and NaN payloads
 /// (every `step`th, `step` odd so the low bits vary too), then the values
@@ -67,11 +69,12 @@ fn default_mode_functions_round_correctly_and_match_the_interpreter() {
     let xs = sample(1 << 20, 4097);
     let funcs = default_funcs();
     assert_eq!(funcs.len(), 6, "sin, cos, tan, exp, log and tanh");
-    for f in &funcs {
-        let mut h = Harness::new(f, xs.len(), 2, Mode::Default);
+    // At -O0 the functions are the runtime's calls, not inline code.
+    for (f, opt) in funcs.iter().flat_map(|f| [(f, OptLevel::O2), (f, OptLevel::O0)]) {
+        let mut h = Harness::at(f, xs.len(), 2, Mode::Default, opt);
         let r = h.measure(f, &xs, 0);
         assert_eq!(r.inputs, xs.len() as u64);
-        assert_eq!(r.engine_mismatches, 0, "{}: first at x = {:#010x?}", f.op, r.first_engine_mismatch);
+        assert_eq!(r.engine_mismatches, 0, "{} {opt:?}: first at x = {:#010x?}", f.op, r.first_engine_mismatch);
         assert_eq!(r.special_mismatches, 0, "{}: first at {:?}", f.op, r.first_special);
         assert_eq!(r.misrounded, 0, "{}: max {} ulps at x = {:#010x}", f.op, r.max_ulps, r.worst.0);
         assert!(r.max_ulps <= f.max_ulps, "{}: {} ulps", f.op, r.max_ulps);

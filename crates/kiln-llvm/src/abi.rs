@@ -7,10 +7,11 @@
 //! LLVM type of the context ([`context_type`]), its member positions
 //! (`CTX_*`, each checked at compile time against `offset_of!`), and the
 //! runtime functions objects call by name, which the JIT defines in every
-//! session ([`RUNTIME_SYMBOLS`]): the out-of-bounds reporter
+//! session ([`runtime_symbols`]): the out-of-bounds reporter
 //! ([`OOB_REPORTER`], [`kiln_rt_oob`], the only writer of an
-//! [`ErrorSlot`]) and the printer ([`PRINTER`], [`kiln_rt_print`], the only
-//! writer of a [`PrintSink`]).
+//! [`ErrorSlot`]), the printer ([`PRINTER`], [`kiln_rt_print`], the only
+//! writer of a [`PrintSink`]) and Kiln's math for `-O0` code
+//! ([`MATH_RUNTIME`]).
 //!
 //! Must never: hold a layout fact that is not checked against the Rust
 //! type it describes; change without the build identity changing (this
@@ -198,11 +199,66 @@ pub unsafe extern "C" fn kiln_rt_print(ctx: *const TaskContext, stmt: u32, count
     r.lines.push(PrintRecord { chunk, stmt, count, at });
 }
 
+/// A math function's C signature: `float kiln_rt_sin(float)`.
+pub type MathFn = extern "C" fn(f32) -> f32;
+
+/// Kiln's own `f32` math ([`kiln::math`]) compiled with the runtime, for
+/// code compiled at `-O0` to call: inlined there, each function is dozens
+/// of unoptimised instructions in every task that uses it, slow to compile
+/// and to run. These compute what the interpreter computes (its
+/// [`MathFunc::eval`](kiln::math::MathFunc::eval)), which is what the
+/// inline IR computes: the tiers agree bit for bit. One row a function,
+/// in the order of [`kiln::math::MathFunc::ALL`] (checked below).
+pub const MATH_RUNTIME: [(kiln::math::MathFunc, &str, MathFn); 6] = {
+    use kiln::math::MathFunc as M;
+    extern "C" fn sin(x: f32) -> f32 {
+        M::Sin.eval(x)
+    }
+    extern "C" fn cos(x: f32) -> f32 {
+        M::Cos.eval(x)
+    }
+    extern "C" fn tan(x: f32) -> f32 {
+        M::Tan.eval(x)
+    }
+    extern "C" fn exp(x: f32) -> f32 {
+        M::Exp.eval(x)
+    }
+    extern "C" fn log(x: f32) -> f32 {
+        M::Log.eval(x)
+    }
+    extern "C" fn tanh(x: f32) -> f32 {
+        M::Tanh.eval(x)
+    }
+    [
+        (M::Sin, "kiln_rt_sin", sin),
+        (M::Cos, "kiln_rt_cos", cos),
+        (M::Tan, "kiln_rt_tan", tan),
+        (M::Exp, "kiln_rt_exp", exp),
+        (M::Log, "kiln_rt_log", log),
+        (M::Tanh, "kiln_rt_tanh", tanh),
+    ]
+};
+
+const _: () = {
+    let all = kiln::math::MathFunc::ALL;
+    let mut i = 0;
+    while i < all.len() {
+        assert!(all[i] as usize == MATH_RUNTIME[i].0 as usize);
+        i += 1;
+    }
+};
+
+/// The symbol under which the runtime defines `f` ([`MATH_RUNTIME`]).
+pub fn math_symbol(f: kiln::math::MathFunc) -> &'static str {
+    MATH_RUNTIME[f as usize].1
+}
+
 /// A runtime function objects call by symbol.
 #[derive(Clone, Copy, Debug)]
 pub enum RuntimeFn {
     Oob(OobReporterFn),
     Print(PrinterFn),
+    Math(MathFn),
 }
 
 impl RuntimeFn {
@@ -211,14 +267,18 @@ impl RuntimeFn {
         match self {
             RuntimeFn::Oob(f) => f as usize as u64,
             RuntimeFn::Print(f) => f as usize as u64,
+            RuntimeFn::Math(f) => f as usize as u64,
         }
     }
 }
 
 /// The runtime functions the JIT defines in each session for objects to
-/// call, by symbol.
-pub const RUNTIME_SYMBOLS: &[(&str, RuntimeFn)] =
-    &[(OOB_REPORTER, RuntimeFn::Oob(kiln_rt_oob)), (PRINTER, RuntimeFn::Print(kiln_rt_print))];
+/// call, by symbol: the reporter, the printer and [`MATH_RUNTIME`].
+pub fn runtime_symbols() -> impl Iterator<Item = (&'static str, RuntimeFn)> {
+    [(OOB_REPORTER, RuntimeFn::Oob(kiln_rt_oob)), (PRINTER, RuntimeFn::Print(kiln_rt_print))]
+        .into_iter()
+        .chain(MATH_RUNTIME.iter().map(|&(_, name, f)| (name, RuntimeFn::Math(f))))
+}
 
 /// Positions of the members of [`TaskContext`] in [`context_type`].
 pub const CTX_FIELDS: u32 = 0;

@@ -87,6 +87,31 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
         c.try_as_basic_value().basic().ok_or_else(|| bug("libm call without a result"))
     }
 
+    /// Calls the runtime's copy of Kiln's `func` on the `f32` value `x`
+    /// (`kiln_llvm::abi::MATH_RUNTIME`): what [`FnCx::kiln_math`] would
+    /// emit, compiled once.
+    fn call_kiln_math(
+        &self,
+        l: &Lowering<'a, 'ctx>,
+        func: kiln::math::MathFunc,
+        x: FloatValue<'ctx>,
+    ) -> Result<BasicValueEnum<'ctx>> {
+        let sym = kiln_llvm::abi::math_symbol(func);
+        let f = match l.module.get_function(sym) {
+            Some(f) => f,
+            None => {
+                let t = self.cx.f32_type();
+                let f = l.module.add_function(sym, t.fn_type(&[t.into()], false), Some(Linkage::External));
+                for a in ["nounwind", "willreturn", "nosync"] {
+                    f.add_attribute(AttributeLoc::Function, l.enum_attr(a));
+                }
+                f
+            }
+        };
+        let c = self.b.build_call(f, &[x.into()], "")?;
+        c.try_as_basic_value().basic().ok_or_else(|| bug("math call without a result"))
+    }
+
     /// A float constant, passed through an empty inline-asm statement so
     /// that LLVM cannot fold operations on it at compile time. The reason
     /// is NaN: an invalid operation (`0.0 / 0.0`, `inf - inf`) gives the
@@ -292,6 +317,9 @@ impl<'a, 'ctx> FnCx<'a, 'ctx> {
             return self.in_f32(x, x, |me, x, _| me.float_unary(l, op, Scalar::F32, x));
         }
         if let Some(f) = l.math_calls().kiln_func(op, ty) {
+            if l.math_calls() == MathCalls::KilnCalls {
+                return self.call_kiln_math(l, f, x);
+            }
             return self.kiln_math(l, f, x);
         }
         if let Some(name) = op.libm() {

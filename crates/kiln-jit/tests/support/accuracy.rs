@@ -12,7 +12,7 @@
 //! each of them as `x`, with `y` a value of a fixed pseudo-random sequence
 //! in the function's table range (2^64 pairs cannot all be run).
 
-use kiln::config::CompileConfig;
+use kiln::config::{CompileConfig, OptLevel};
 use kiln::exec::{Engine, Fields};
 use kiln::ir::{Const, Scalar, Stream, UnOp};
 use kiln::semantics::eval_unary;
@@ -142,6 +142,11 @@ pub struct Harness {
 
 impl Harness {
     pub fn new(f: &MathFn, n: usize, threads: usize, mode: Mode) -> Harness {
+        Harness::at(f, n, threads, mode, CompileConfig::default().opt_level)
+    }
+
+    /// [`Harness::new`], its kernel compiled at `opt_level`.
+    pub fn at(f: &MathFn, n: usize, threads: usize, mode: Mode, opt_level: OptLevel) -> Harness {
         let operands = if f.arity == 1 { "%a".to_string() } else { "%a, %b".to_string() };
         let text = format!(
             "field @x : f32[{n}]\nfield @y : f32[{n}]\nfield @r : f32[{n}]\n\
@@ -151,7 +156,7 @@ impl Harness {
         );
         let stream = kiln::parser::parse(&text).expect("the accuracy kernel parses");
         kiln::verifier::verify(&stream).expect("the accuracy kernel verifies");
-        let cfg = CompileConfig { fast_math: mode == Mode::Fast, ..Default::default() };
+        let cfg = CompileConfig { fast_math: mode == Mode::Fast, opt_level, ..Default::default() };
         let engine = JitEngine::new(Compiler::host(cfg).unwrap(), JitPath::PerTask, threads).unwrap();
         let fields = Fields::zeroed(&stream);
         Harness { engine, stream, fields, n, mode }
