@@ -260,7 +260,10 @@ fn make_engine(
     let compiler = compiler.with_progress(progress_hook(progress));
     let threads = kiln::cli::thread_count(cli.threads);
     let path = if cli.no_cache { JitPath::WholeKernel } else { JitPath::PerTask };
-    let mut engine = JitEngine::new(compiler, path, threads).map_err(|e| ToolError::msg(e.message))?;
+    // This process's one engine runs its kernels from this thread, which
+    // can then be one of the pool's threads.
+    let mut engine =
+        JitEngine::new(compiler, path, threads).map_err(|e| ToolError::msg(e.message))?.with_calling_thread();
     engine.set_seed(cli.seed);
     if cli.no_cache {
         return Ok((Runner::Jit(Box::new(engine), None), None));

@@ -58,6 +58,9 @@ pub struct JitEngine {
     /// has been launched (a run of serial tasks never starts it).
     threads: usize,
     pool: Option<rayon::ThreadPool>,
+    /// Whether the next pool takes the calling thread as one of its
+    /// threads ([`JitEngine::with_calling_thread`]).
+    join_pool: bool,
     /// The seed of the `random` streams (a launch input, not compiled in).
     seed: u64,
     /// Loaded tasks by the digest of their module's canonical text
@@ -103,6 +106,7 @@ impl JitEngine {
             provider: Box::<CompileAndLoad>::default(),
             threads,
             pool: None,
+            join_pool: false,
             seed: 0,
             tasks: HashMap::new(),
             kernels: HashMap::new(),
@@ -111,6 +115,19 @@ impl JitEngine {
             printed: Vec::new(),
             tiers: None,
         })
+    }
+
+    /// This engine, whose pool makes the calling thread one of its
+    /// `threads` instead of leaving it waiting while they run: one thread
+    /// fewer to start, and no hand-off of each kernel to a worker and
+    /// back. For a process whose one engine runs its kernels from one
+    /// thread (`kiln-run`): a thread belongs to one pool for good (rayon
+    /// keeps that pool's threads until the process ends), so a later pool
+    /// ([`JitEngine::set_threads`]) is an ordinary one. The calling
+    /// thread keeps its own stack, on which `--threads 1` runs everything.
+    pub fn with_calling_thread(mut self) -> JitEngine {
+        self.join_pool = true;
+        self
     }
 
     /// Runs parallel tasks on `threads` threads from now on (loaded tasks
@@ -455,18 +472,24 @@ fn stmt_spans(stream: &Stream) -> Vec<(u32, u32)> {
 pub const WORKER_STACK: usize = 64 << 20;
 
 /// A pool of `threads` threads of [`WORKER_STACK`] each; none for one
-/// thread (chunks then run on the calling thread).
-fn make_pool(threads: usize) -> Result<Option<rayon::ThreadPool>, RunError> {
+/// thread (chunks then run on the calling thread). With `join`, the
+/// calling thread is the first of them, where it may be (a thread that
+/// already belongs to a pool gets an ordinary one).
+fn make_pool(threads: usize, join: bool) -> Result<Option<rayon::ThreadPool>, RunError> {
     if threads <= 1 {
         return Ok(None);
     }
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("kiln-worker-{i}"))
-        .stack_size(WORKER_STACK)
-        .build()
-        .map(Some)
-        .map_err(|e| RunError::new(format!("cannot start {threads} threads: {e}")))
+    let builder = || {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("kiln-worker-{i}"))
+            .stack_size(WORKER_STACK)
+    };
+    let joined = if join { builder().use_current_thread().build().ok() } else { None };
+    match joined {
+        Some(pool) => Ok(Some(pool)),
+        None => builder().build().map(Some).map_err(|e| RunError::new(format!("cannot start {threads} threads: {e}"))),
+    }
 }
 
 impl Engine for JitEngine {
@@ -513,7 +536,7 @@ impl Engine for JitEngine {
         let used = tasks.iter().flat_map(|t| &t.meta.fields).map(|f| (f.name.as_str(), f.elem, f.shape.as_slice()));
         let temps = fields.add_temporaries(used)?;
         if self.pool.is_none() && tasks.iter().any(|t| !matches!(t.meta.kind, MetaKind::Serial)) {
-            self.pool = make_pool(self.threads)?;
+            self.pool = make_pool(self.threads, std::mem::take(&mut self.join_pool))?;
         }
         let path = self.path;
         let fp = self.backend.config().denormals;

@@ -508,3 +508,38 @@ fn f16_computes_what_quadrants_computes() {
         assert_eq!(f.get("t").unwrap().bytes[..], 100i32.to_le_bytes(), "{what} 100.5 to i32");
     }
 }
+
+/// An engine whose pool takes the calling thread (`kiln-run`'s) computes
+/// what one with threads of its own does; the thread is then one of the
+/// pool's, and a second such engine on the same thread gets an ordinary
+/// pool (a thread belongs to one pool) and the same results.
+#[test]
+fn a_pool_that_takes_the_calling_thread_computes_the_same() {
+    let text = "field @x : f32[100000]\nkernel @k() {\n  for %i in 0 .. 100000 {\n    %f = cast %i to f32\n    \
+                %s = sin %f\n    store @x[%i], %s\n  }\n}\n";
+    // A thread of its own: the test harness's thread may have joined a
+    // pool in an earlier test.
+    std::thread::spawn(move || {
+        let stream = kiln::parser::parse(text).unwrap();
+        let run = |engine: &mut JitEngine| {
+            let mut fields = Fields::zeroed(&stream);
+            engine.run_kernel(&stream, "k", &[], &mut fields).unwrap();
+            fields.get("x").unwrap().digest()
+        };
+        let engine = |join: bool| {
+            let e = JitEngine::new(Compiler::host(CompileConfig::default()).unwrap(), JitPath::PerTask, 2).unwrap();
+            if join {
+                e.with_calling_thread()
+            } else {
+                e
+            }
+        };
+        let want = run(&mut engine(false));
+        assert_eq!(rayon::current_thread_index(), None, "an ordinary pool leaves the thread alone");
+        assert_eq!(run(&mut engine(true)), want);
+        assert_eq!(rayon::current_thread_index(), Some(0), "the calling thread is the pool's first");
+        assert_eq!(run(&mut engine(true)), want, "a second joining engine falls back to threads of its own");
+    })
+    .join()
+    .unwrap();
+}

@@ -92,7 +92,10 @@ impl CompileProcess {
     /// directory. Fails when the running executable cannot be found; a missing
     /// `kiln-compile` is found at the first compile, naming the path.
     pub fn beside_this_program(config: CompileConfig, target: HostTarget) -> Result<CompileProcess, CodegenError> {
-        let exe = std::env::current_exe().map_err(|e| {
+        // Looked up once a process (a run makes up to three: the compiler,
+        // and each tier's).
+        static EXE: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+        let exe = EXE.get_or_init(|| std::env::current_exe().map_err(|e| e.to_string())).as_ref().map_err(|e| {
             CodegenError::new(format!("cannot find the running program (to run {COMPILE_PROGRAM} beside it): {e}"))
         })?;
         CompileProcess::new(config, target, exe.with_file_name(COMPILE_PROGRAM))
