@@ -1,6 +1,6 @@
 // The JIT's ORC session without LLJIT: an ExecutionSession over this
 // process, and JITLink's object linking layer with .eh_frame
-// registration. LLJIT would also make two target machines (for its data
+// registration and a slab memory manager. LLJIT would also make two target machines (for its data
 // layout and its IR compile layer) that loading objects never uses. Kiln
 // adds only objects, so nothing here registers or needs a target or the
 // code generator; the rest of `jit` drives the session through LLVM's C
@@ -10,6 +10,8 @@
 #include "llvm/ExecutionEngine/Orc/Core.h"
 #include "llvm/ExecutionEngine/Orc/EHFrameRegistrationPlugin.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/MapperJITLinkMemoryManager.h"
+#include "llvm/ExecutionEngine/Orc/MemoryMapper.h"
 #include "llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h"
 #include "llvm/ExecutionEngine/Orc/SelfExecutorProcessControl.h"
 #include "llvm/ExecutionEngine/Orc/TaskDispatch.h"
@@ -54,7 +56,18 @@ extern "C" void *kiln_orc_create(LLVMErrorRef *error) {
   }
   auto S = std::make_unique<Session>();
   S->ES = std::make_unique<ExecutionSession>(std::move(*EPC));
-  S->Layer = std::make_unique<ObjectLinkingLayer>(*S->ES);
+  // The objects' memory is carved from slabs reserved 1 MiB at a time,
+  // not mapped object by object as the default manager does: a warm run
+  // loads every task of a kernel, and a mapping each cost it about 8 us a
+  // task (docs/performance.md, "Warm start"). Each object's segments still
+  // get their own pages and protections.
+  auto MM = MapperJITLinkMemoryManager::CreateWithMapper<InProcessMemoryMapper>(1 << 20);
+  if (!MM) {
+    *error = wrap(MM.takeError());
+    consumeError(S->ES->endSession());
+    return nullptr;
+  }
+  S->Layer = std::make_unique<ObjectLinkingLayer>(*S->ES, std::move(*MM));
   auto EH = EHFrameRegistrationPlugin::Create(*S->ES);
   if (!EH) {
     *error = wrap(EH.takeError());
