@@ -128,8 +128,8 @@ enum MathCalls {
     Kiln,
     /// Default mode at `-O0`: Kiln's own functions called in the runtime
     /// (`kiln_llvm::abi::MATH_RUNTIME`, the same operations compiled
-    /// once, optimised), which keeps a quick compile quick and its code
-    /// fast; nothing vectorises at `-O0`.
+    /// once, optimised), which keeps a quick compile quick; nothing
+    /// vectorises at `-O0`.
     KilnCalls,
     /// Fast-math on a target with libmvec's variants (`lower::vecmath`):
     /// every operator vectorises.

@@ -202,42 +202,34 @@ pub unsafe extern "C" fn kiln_rt_print(ctx: *const TaskContext, stmt: u32, count
 /// A math function's C signature: `float kiln_rt_sin(float)`.
 pub type MathFn = extern "C" fn(f32) -> f32;
 
+/// The rows of [`MATH_RUNTIME`]: each function under its symbol, with a
+/// C-ABI function computing it.
+macro_rules! math_runtime {
+    ($($func:ident: $symbol:literal,)*) => {
+        [$({
+            extern "C" fn computes(x: f32) -> f32 {
+                kiln::math::MathFunc::$func.eval(x)
+            }
+            (kiln::math::MathFunc::$func, $symbol, computes as MathFn)
+        }),*]
+    };
+}
+
 /// Kiln's own `f32` math ([`kiln::math`]) compiled with the runtime, for
 /// code compiled at `-O0` to call: inlined there, each function is dozens
-/// of unoptimised instructions in every task that uses it, slow to compile
-/// and to run. These compute what the interpreter computes (its
+/// of unoptimised instructions for the quick compile in every task that
+/// uses it. These compute what the interpreter computes (its
 /// [`MathFunc::eval`](kiln::math::MathFunc::eval)), which is what the
 /// inline IR computes: the tiers agree bit for bit. One row a function,
 /// in the order of [`kiln::math::MathFunc::ALL`] (checked below).
-pub const MATH_RUNTIME: [(kiln::math::MathFunc, &str, MathFn); 6] = {
-    use kiln::math::MathFunc as M;
-    extern "C" fn sin(x: f32) -> f32 {
-        M::Sin.eval(x)
-    }
-    extern "C" fn cos(x: f32) -> f32 {
-        M::Cos.eval(x)
-    }
-    extern "C" fn tan(x: f32) -> f32 {
-        M::Tan.eval(x)
-    }
-    extern "C" fn exp(x: f32) -> f32 {
-        M::Exp.eval(x)
-    }
-    extern "C" fn log(x: f32) -> f32 {
-        M::Log.eval(x)
-    }
-    extern "C" fn tanh(x: f32) -> f32 {
-        M::Tanh.eval(x)
-    }
-    [
-        (M::Sin, "kiln_rt_sin", sin),
-        (M::Cos, "kiln_rt_cos", cos),
-        (M::Tan, "kiln_rt_tan", tan),
-        (M::Exp, "kiln_rt_exp", exp),
-        (M::Log, "kiln_rt_log", log),
-        (M::Tanh, "kiln_rt_tanh", tanh),
-    ]
-};
+pub const MATH_RUNTIME: [(kiln::math::MathFunc, &str, MathFn); 6] = math_runtime![
+    Sin: "kiln_rt_sin",
+    Cos: "kiln_rt_cos",
+    Tan: "kiln_rt_tan",
+    Exp: "kiln_rt_exp",
+    Log: "kiln_rt_log",
+    Tanh: "kiln_rt_tanh",
+];
 
 const _: () = {
     let all = kiln::math::MathFunc::ALL;
