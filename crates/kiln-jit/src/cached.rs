@@ -52,9 +52,29 @@ enum Found {
     Remote(LoadedTask),
 }
 
-/// Record writes running in the background: the result of each local
-/// write (none when nothing was written locally).
-type Writer = JoinHandle<Vec<Result<(), CacheError>>>;
+/// Record writes running in the background, and what each wrote.
+type Writer = JoinHandle<Written>;
+
+/// What a background write did locally: the records it stored, those it
+/// could not, and the first reason why.
+#[derive(Default)]
+struct Written {
+    stored: u64,
+    failed: u64,
+    error: Option<CacheError>,
+}
+
+impl Written {
+    /// `n` records written as one batch (one error fails them all), or
+    /// none when `put` is `None` (nothing was written locally).
+    fn of(n: usize, put: Option<Result<usize, CacheError>>) -> Written {
+        match put {
+            None => Written::default(),
+            Some(Ok(stored)) => Written { stored: stored as u64, ..Written::default() },
+            Some(Err(e)) => Written { failed: n as u64, error: Some(e), ..Written::default() },
+        }
+    }
+}
 
 /// When the local copies of the records the remote returned are written.
 /// They are not needed for the kernel to be ready, and on a warm remote a
@@ -286,7 +306,7 @@ impl CachedTasks {
             if let Some(h) = held.lock().ok().and_then(|mut h| h.take()) {
                 h.finish(&j.0, lease_tier.as_deref());
             }
-            put.into_iter().collect()
+            Written::of(1, put.map(|r| r.map(|()| 1)))
         };
         self.spawn_write(format!("task @{task}"), write, stats);
     }
@@ -295,7 +315,7 @@ impl CachedTasks {
     /// [`MAX_WRITES_IN_FLIGHT`] at once), or now when no thread can start.
     fn spawn_write<W>(&mut self, what: String, write: W, stats: &mut JitStats)
     where
-        W: FnOnce() -> Vec<Result<(), CacheError>> + Clone + Send + 'static,
+        W: FnOnce() -> Written + Clone + Send + 'static,
     {
         while self.writes.len() >= MAX_WRITES_IN_FLIGHT {
             self.join_oldest(stats);
@@ -303,7 +323,7 @@ impl CachedTasks {
         match std::thread::Builder::new().name("kiln-cache-write".into()).spawn(write.clone()) {
             Ok(h) => self.writes.push_back((what, h)),
             // No thread to spare: write it now.
-            Err(_) => write().into_iter().for_each(|put| self.count_write(put, stats)),
+            Err(_) => self.count_write(write(), stats),
         }
     }
 
@@ -332,30 +352,19 @@ impl CachedTasks {
         let (n, store) = (jobs.len(), self.store.clone());
         let write = move || {
             let records = jobs.iter().map(|j| (&j.0, &j.1, j.2.as_slice(), j.3));
-            match store.put_fetched_all(records) {
-                Ok(stored) => (0..stored).map(|_| Ok(())).collect(),
-                // The batch failed: each of its records counts as not
-                // stored (the warning said "1 record" for ten), under the
-                // first error's reason, which the warning shows.
-                Err(e) => {
-                    let same =
-                        || CacheError::Io { path: Default::default(), op: "write", err: std::io::Error::other("") };
-                    let rest = (1..n).map(|_| Err(same()));
-                    std::iter::once(Err(e)).chain(rest).collect()
-                }
-            }
+            // A failed batch counts each of its records as not stored
+            // (the warning said "1 record" for ten).
+            Written::of(n, Some(store.put_fetched_all(records)))
         };
         self.spawn_write(format!("{n} records fetched from the remote"), write, stats);
     }
 
     /// Counts a finished write; the first failure stops further writes.
-    fn count_write(&mut self, result: Result<(), CacheError>, stats: &mut JitStats) {
-        match result {
-            Ok(()) => stats.run.stored += 1,
-            Err(e) => {
-                self.not_stored += 1;
-                self.store_error.get_or_insert_with(|| e.to_string());
-            }
+    fn count_write(&mut self, written: Written, stats: &mut JitStats) {
+        stats.run.stored += written.stored;
+        self.not_stored += written.failed;
+        if let Some(e) = written.error {
+            self.store_error.get_or_insert_with(|| e.to_string());
         }
     }
 
@@ -452,7 +461,7 @@ impl CachedTasks {
     fn join_oldest(&mut self, stats: &mut JitStats) {
         let Some((what, h)) = self.writes.pop_front() else { return };
         match h.join() {
-            Ok(done) => done.into_iter().for_each(|put| self.count_write(put, stats)),
+            Ok(done) => self.count_write(done, stats),
             Err(_) => stats.warn(format!("the cache write of {what} failed")),
         }
     }
