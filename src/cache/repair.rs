@@ -339,13 +339,9 @@ fn remove_entry(at: &At, path: &Path, expect: Option<cfs::Identity>) -> Result<b
 /// file itself, a directory if it is empty (one that holds anything
 /// stays, reported as not removed).
 fn remove_misplaced(at: &At, path: &Path) -> Result<bool, CacheError> {
-    match cfs::remove_if_unchanged(&*at.dir, &at.name, None) {
-        Ok(removed) => Ok(removed.is_some()),
-        Err(e) if e.kind() == io::ErrorKind::IsADirectory => {
-            Ok(cfs::remove_empty_dir(&*at.dir, &at.name).unwrap_or(false))
-        }
-        Err(e) => Err(CacheError::io(path, "remove", e)),
-    }
+    // What `remove_entry` leaves is a directory, or gone already (then
+    // the directory's removal fails too).
+    Ok(remove_entry(at, path, None)? || cfs::remove_empty_dir(&*at.dir, &at.name).unwrap_or(false))
 }
 
 #[cfg(test)]
