@@ -1,13 +1,16 @@
 //! Ctrl-C and `kill` keep what is done (issue 44): a cold `kiln-run`
 //! interrupted between its kernels' compiles stores every task compiled
-//! before the signal, leaves no temporary directory behind, prints one
-//! line saying how many tasks it kept, writes no output, and exits with
-//! `128 + signal`. Before, it kept nothing and left an empty
+//! and loaded before the signal, leaves no temporary directory behind,
+//! prints one line saying how many tasks it kept, writes no output, and
+//! exits with `128 + signal`. Before, it kept nothing and left an empty
 //! `kiln-compile.XXXX` directory every time.
 //!
-//! The signal is sent once the first kernel's records are in the cache,
-//! while the second kernel's compile waits out `KILN_TEST_COMPILE_DELAY`,
-//! so the moment does not depend on the machine's speed.
+//! The run compiles each next kernel ahead, while the one before it is
+//! compiled and run: the signal is sent once the first two kernels'
+//! records are in the cache, while the third kernel's compile (started
+//! ahead when the second began) waits out `KILN_TEST_COMPILE_DELAY`, so
+//! the moment does not depend on the machine's speed. That compile is
+//! waited for and dropped: the third kernel never ran.
 
 mod common;
 
@@ -17,8 +20,8 @@ use std::time::{Duration, Instant};
 
 const RUN: &str = concat!(env!("KILN_BINARIES_DIR"), "/kiln-run");
 
-/// Two kernels, two tasks and one task.
-const TWO_KERNELS: &str = "\
+/// Three kernels: two tasks, one task and one task.
+const KERNELS: &str = "\
 field @a : f32[64]
 field @b : f32[64]
 kernel @first() {
@@ -39,6 +42,13 @@ kernel @second() {
     store @a[%i], %w
   }
 }
+kernel @third() {
+  for %i in 0 .. 64 {
+    %v = load @a[%i]
+    %w = sub %v, %v
+    store @b[%i], %w
+  }
+}
 ";
 
 fn records(cache: &Path) -> usize {
@@ -49,13 +59,13 @@ fn records(cache: &Path) -> usize {
         .count()
 }
 
-/// A cold run of [`TWO_KERNELS`] in `lab`, its own process group (so a
+/// A cold run of [`KERNELS`] in `lab`, its own process group (so a
 /// signal to the group reaches its compiler too, as Ctrl-C does).
 fn start(lab: &Path) -> Child {
-    std::fs::write(lab.join("two.kir"), TWO_KERNELS).unwrap();
+    std::fs::write(lab.join("three.kir"), KERNELS).unwrap();
     std::fs::create_dir_all(lab.join("tmp")).unwrap();
     let mut c = common::tool(RUN, lab);
-    c.arg(lab.join("two.kir"))
+    c.arg(lab.join("three.kir"))
         .args(["--print", "@a", "--cache-dir"])
         .arg(lab.join("cache"))
         .env("TMPDIR", lab.join("tmp"))
@@ -66,11 +76,11 @@ fn start(lab: &Path) -> Child {
     c.spawn().expect("kiln-run starts")
 }
 
-/// Waits until the first kernel's records are stored.
-fn first_kernel_stored(lab: &Path) {
+/// Waits until the first two kernels' records are stored.
+fn two_kernels_stored(lab: &Path) {
     let t0 = Instant::now();
-    while records(&lab.join("cache")) < 2 {
-        assert!(t0.elapsed() < Duration::from_secs(120), "the first kernel was never stored");
+    while records(&lab.join("cache")) < 3 {
+        assert!(t0.elapsed() < Duration::from_secs(120), "the first two kernels were never stored");
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -78,7 +88,7 @@ fn first_kernel_stored(lab: &Path) {
 fn interrupted(signal: i32, to_group: bool, status: i32) {
     let lab = tempfile::tempdir().unwrap();
     let child = start(lab.path());
-    first_kernel_stored(lab.path());
+    two_kernels_stored(lab.path());
     let pid = child.id() as i32;
     // SAFETY: kill(2) of the child this test started (or of its own
     // process group, which holds only it and its compiler).
@@ -87,9 +97,9 @@ fn interrupted(signal: i32, to_group: bool, status: i32) {
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(status), "{err}");
-    assert_eq!(err.trim_end(), "kiln-run: note: interrupted: 2 compiled tasks kept in the cache");
+    assert_eq!(err.trim_end(), "kiln-run: note: interrupted: 3 compiled tasks kept in the cache");
     assert!(out.stdout.is_empty(), "no output after an interrupted run");
-    assert_eq!(records(&lab.path().join("cache")), 2, "the first kernel's tasks, stored");
+    assert_eq!(records(&lab.path().join("cache")), 3, "the first two kernels' tasks, stored");
     let left: Vec<_> = std::fs::read_dir(lab.path().join("tmp")).unwrap().collect();
     assert!(left.is_empty(), "temporary files left: {left:?}");
     assert_eq!(common::lock_files(&lab.path().join("cache")), 0);

@@ -8,7 +8,10 @@
 //! both look tasks up by [`kiln::plan::key_and_meta`]). With a remote tier ([`kiln::remote`]) a local miss asks the remote (a
 //! kernel's tasks together, see [`TaskProvider::prefetch`]); a remote hit
 //! is loaded and written into the local store once the kernel is ready
-//! (see [`FetchedWrites`]), and what is compiled is written to both.
+//! (see [`FetchedWrites`]), and what is compiled is written to both. A
+//! later kernel's misses may be compiled ahead, on a thread of their own
+//! ([`TaskProvider::compile_ahead`]), their locks claimed first as any
+//! compile's.
 //!
 //! Must never: compute a key any other way than [`kiln::key::task_key`]
 //! (through [`kiln::plan::key_and_meta`])
@@ -125,6 +128,10 @@ pub struct CachedTasks {
     /// What the last prefetch compiled (the tasks neither tier held), not
     /// loaded yet.
     precompiled: HashMap<Key, Result<CompiledTask, CodegenError>>,
+    /// Batches of a later kernel's tasks compiling on threads of their own
+    /// ([`TaskProvider::compile_ahead`]), taken into `precompiled` when a
+    /// prefetch or a provide needs one of their keys.
+    ahead: Vec<Ahead>,
     /// The modules of tasks others were compiling when claimed, by key,
     /// until their wait ends ([`CachedTasks::compile_taken`]).
     awaited: HashMap<Key, Module>,
@@ -148,6 +155,14 @@ pub struct CachedTasks {
 
 /// Modules with their keys.
 type Keyed<'m> = Vec<(&'m Module, Key)>;
+
+/// Tasks compiled ahead, on a thread of their own, while the run prepares
+/// and launches the kernels before theirs: their keys (whose locks this
+/// process holds), and the thread that returns one result a key, in order.
+struct Ahead {
+    keys: Vec<Key>,
+    thread: JoinHandle<Vec<Result<CompiledTask, CodegenError>>>,
+}
 
 /// A record to write: key, metadata, object, and its compile time.
 type Job = (Key, LaunchMeta, Vec<u8>, Duration);
@@ -219,6 +234,7 @@ impl CachedTasks {
             asked: HashSet::new(),
             keyed: Prefetched::default(),
             precompiled: HashMap::new(),
+            ahead: Vec::new(),
             awaited: HashMap::new(),
             not_stored: 0,
             store_error: None,
@@ -512,6 +528,25 @@ impl CachedTasks {
         }
     }
 
+    /// Takes the objects of every batch compiled ahead that holds a key
+    /// `wanted` accepts into `precompiled`, waiting for its thread. A
+    /// thread that panicked leaves its keys to be compiled again here.
+    fn join_ahead(&mut self, wanted: impl Fn(&Key) -> bool) {
+        let (join, keep) = std::mem::take(&mut self.ahead).into_iter().partition(|a| a.keys.iter().any(&wanted));
+        self.ahead = keep;
+        for Ahead { keys, thread } in join {
+            let _span = kiln::trace::span("compile", "wait for the compile ahead", &format!("({} tasks)", keys.len()));
+            if let Ok(results) = thread.join() {
+                self.precompiled.extend(keys.into_iter().zip(results));
+            }
+        }
+    }
+
+    /// Whether a batch compiled ahead holds `key`.
+    fn compiling_ahead(&self, key: &Key) -> bool {
+        self.ahead.iter().any(|a| a.keys.contains(key))
+    }
+
     /// Compiles, as one batch, the tasks a wait took over besides the one
     /// it waited for (and that one, `this`, when it was taken over too).
     fn compile_taken(&mut self, backend: &dyn Backend, this: Option<(&Module, Key)>, taken: Vec<Key>) {
@@ -657,6 +692,7 @@ impl TaskProvider for CachedTasks {
                     Found::Missing => stats.run.misses += 1,
                     _ => stats.run.corrupt_replaced += 1,
                 }
+                self.join_ahead(|k| *k == key);
                 let compiled = self.precompiled.remove(&key);
                 let remote = self.remote.as_deref();
                 let c = compiled
@@ -679,6 +715,9 @@ impl TaskProvider for CachedTasks {
 
     fn prefetch(&mut self, backend: &dyn Backend, modules: &[&Module], stats: &mut JitStats) {
         let (all, mut absent) = self.look_up_all(backend, modules, stats);
+        let keys: HashSet<Key> = absent.iter().map(|(_, k)| *k).collect();
+        self.join_ahead(|k| keys.contains(k));
+        absent.retain(|(_, k)| !self.precompiled.contains_key(k));
         // What neither tier holds and no other process or machine is
         // compiling is compiled together.
         let remote = self.remote.clone().filter(|r| r.is_on());
@@ -694,6 +733,41 @@ impl TaskProvider for CachedTasks {
         }
         self.note_awaited(&all);
         self.count_bytes(stats);
+    }
+
+    fn can_compile_ahead(&self) -> bool {
+        // A remote's leases are renewed by a compile on the run's own
+        // thread (`Flight::renewing`), and a read-only cache keeps nothing.
+        self.remote.is_none() && !self.store.read_only()
+    }
+
+    fn compile_ahead(&mut self, backend: Arc<dyn Backend>, modules: &[&Module], stats: &mut JitStats) {
+        if !self.can_compile_ahead() {
+            return;
+        }
+        let (_, mut absent) = self.look_up_all(&*backend, modules, stats);
+        self.keyed.clear();
+        absent.retain(|(_, k)| !self.compiling_ahead(k));
+        if absent.is_empty() {
+            return;
+        }
+        let keys: Vec<Key> = absent.iter().map(|(_, k)| *k).collect();
+        let mine = self.flight.claim(&self.store, None, &keys);
+        let batch: Vec<(Module, Key)> =
+            absent.into_iter().filter(|(_, k)| mine.contains(k)).map(|(m, k)| (m.clone(), k)).collect();
+        if batch.is_empty() {
+            return;
+        }
+        let keys = batch.iter().map(|(_, k)| *k).collect();
+        let compile = move || {
+            let modules: Vec<&Module> = batch.iter().map(|(m, _)| m).collect();
+            backend.compile_tasks(&modules)
+        };
+        // A thread that cannot be started leaves the claimed keys to the
+        // kernel's own prefetch, which compiles what this process holds.
+        if let Ok(thread) = std::thread::Builder::new().name("kiln-ahead".into()).spawn(compile) {
+            self.ahead.push(Ahead { keys, thread });
+        }
     }
 
     fn lookup(&mut self, backend: &dyn Backend, modules: &[&Module], stats: &mut JitStats) -> Vec<bool> {
@@ -713,6 +787,12 @@ impl TaskProvider for CachedTasks {
     }
 
     fn finish(&mut self, stats: &mut JitStats) {
+        // A batch compiled ahead for a kernel that never ran (the run
+        // failed or was interrupted first) is waited for, so that its
+        // compiler process and temporary directory are gone, and dropped:
+        // only a task that loaded is stored.
+        self.join_ahead(|_| true);
+        self.precompiled.clear();
         self.write_held(stats);
         while !self.writes.is_empty() {
             self.join_oldest(stats);

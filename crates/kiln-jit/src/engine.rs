@@ -5,7 +5,8 @@
 //! whole-kernel path).
 //!
 //! Owns: [`JitEngine`]: splitting, preparing and launching a kernel's
-//! tasks, on either path, and the tiers' swap at a launch boundary (the
+//! tasks, on either path, which kernel of a batch is compiled ahead, and
+//! the tiers' swap at a launch boundary (the
 //! provider contract, [`TaskProvider`] and [`JitStats`], is
 //! `crate::provide`'s; they are named here too, where users find them).
 //!
@@ -50,7 +51,7 @@ struct Split {
 /// Runs kernels through the JIT.
 pub struct JitEngine {
     pub jit: Jit,
-    pub backend: Box<dyn Backend>,
+    pub backend: Arc<dyn Backend>,
     pub path: JitPath,
     pub stats: JitStats,
     provider: Box<dyn TaskProvider>,
@@ -100,7 +101,7 @@ impl JitEngine {
         let jit = Jit::new().map_err(|e| RunError::new(e.to_string()))?;
         Ok(JitEngine {
             jit,
-            backend: Box::new(backend),
+            backend: Arc::new(backend),
             path,
             stats: JitStats::default(),
             provider: Box::<CompileAndLoad>::default(),
@@ -142,6 +143,45 @@ impl JitEngine {
     /// is recompiled: the seed is a launch input).
     pub fn set_seed(&mut self, seed: u64) {
         self.seed = seed;
+    }
+
+    /// Starts compiling `next`'s tasks ahead (per-task path): those not
+    /// loaded, that `current` does not launch and that no tier holds, each
+    /// in the tier it will start on, on a thread of the provider's, while
+    /// this one prepares and launches `current`. One `kiln-compile`
+    /// process then runs beside the other, not after it (the first calls
+    /// of a two-kernel run: docs/performance.md, "Tiered compilation").
+    /// Anything wrong with `next` (a split or a lookup that fails) is left
+    /// for its own run to report.
+    fn compile_ahead(&mut self, stream: &Stream, current: &str, next: &str) {
+        let tiers_can = self.tiers.as_ref().is_some_and(|t| t.provider.can_compile_ahead());
+        if self.path != JitPath::PerTask || !(self.provider.can_compile_ahead() || tiers_can) {
+            return;
+        }
+        let Ok(split) = self.split(stream, next) else { return };
+        let stream = split.as_deref().unwrap_or(stream);
+        let (Ok(now), Ok(later)) = (self.launched(stream, current), self.launched(stream, next)) else { return };
+        let (now, _) = module_digests(&now);
+        let (digests, text_of) = module_digests(&later);
+        let mut seen = HashSet::new();
+        let fresh: Vec<&Module> = later
+            .iter()
+            .zip(&text_of)
+            .filter(|(_, &i)| seen.insert(i) && !self.tasks.contains_key(&digests[i]) && !now.contains(&digests[i]))
+            .map(|((m, _), _)| *m)
+            .collect();
+        if fresh.is_empty() {
+            return;
+        }
+        let Some(tiers) = self.tiers.as_mut() else {
+            self.provider.compile_ahead(self.backend.clone(), &fresh, &mut self.stats);
+            return;
+        };
+        let present = self.provider.lookup(&*self.backend, &fresh, &mut self.stats);
+        let quick: Vec<&Module> = fresh.iter().zip(present).filter(|(_, here)| !here).map(|(m, _)| *m).collect();
+        if !quick.is_empty() {
+            tiers.provider.compile_ahead(tiers.backend.clone(), &quick, &mut self.stats);
+        }
     }
 
     /// The per-task form of `stream` for `kernel`: `None` when the kernel
@@ -348,6 +388,12 @@ impl JitEngine {
                     .map(|((m, _), _)| *m)
                     .collect();
                 let quick = if fresh.is_empty() { HashSet::new() } else { self.prefetch_tiers(&fresh) };
+                // Interrupted while they compiled (here or ahead): the run
+                // stops before loading any, so what it keeps is what was
+                // loaded before the signal, whatever the compile's timing.
+                if let Some(sig) = kiln::interrupt::requested() {
+                    return Err(RunError::new(format!("interrupted by signal {sig}")));
+                }
                 // Each distinct module looked up (its text hashed) once.
                 let mut ready: Vec<Option<LoadedTask>> = digests.iter().map(|d| self.tasks.get(d).cloned()).collect();
                 let mut out = Vec::with_capacity(launched.len());
@@ -497,7 +543,17 @@ impl Engine for JitEngine {
     /// once, and its kernels' launches indexed once, for all of them.
     fn run_kernels(&mut self, stream: &Stream, runs: &[(&str, &[Const])], fields: &mut Fields) -> Result<(), RunError> {
         self.batch = Some(Batch { stream: address(stream), split_checked: false, launches: None });
-        let result = runs.iter().try_for_each(|(kernel, args)| self.run_kernel(stream, kernel, args, fields));
+        let mut ahead: HashSet<&str> = HashSet::new();
+        let result = runs.iter().enumerate().try_for_each(|(i, (kernel, args))| {
+            // The next other kernel of the batch compiles while this one
+            // is prepared and run (each kernel once a batch).
+            if let Some((next, _)) = runs[i + 1..].iter().find(|(k, _)| k != kernel) {
+                if ahead.insert(next) && kiln::interrupt::requested().is_none() {
+                    self.compile_ahead(stream, kernel, next);
+                }
+            }
+            self.run_kernel(stream, kernel, args, fields)
+        });
         self.batch = None;
         result
     }

@@ -16,6 +16,7 @@ use kiln::key::functions::{FuncPlan, NeededRecord};
 use kiln::key::Key;
 use kiln_llvm::{self, Backend, CodegenError, CompiledTask};
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Counters of one engine (for `kiln-run --stats`).
@@ -79,6 +80,20 @@ pub trait TaskProvider: Send {
     /// compile the ones it lacks together (one `kiln-compile` process per
     /// kernel, see [`kiln_llvm::CompileProcess`]).
     fn prefetch(&mut self, _backend: &dyn Backend, _modules: &[&Module], _stats: &mut JitStats) {}
+
+    /// Whether [`TaskProvider::compile_ahead`] compiles anything.
+    fn can_compile_ahead(&self) -> bool {
+        false
+    }
+
+    /// Starts compiling, on a thread of its own, the task modules of a
+    /// kernel the run launches later that no tier holds and no other
+    /// process is compiling, while this thread prepares and launches the
+    /// kernels before it. That kernel's [`TaskProvider::prefetch`] and
+    /// [`TaskProvider::provide`] then take the objects, waiting for the
+    /// thread if need be. A provider without a cache compiles nothing
+    /// ahead.
+    fn compile_ahead(&mut self, _backend: Arc<dyn Backend>, _modules: &[&Module], _stats: &mut JitStats) {}
 
     /// Looks `modules` up as [`TaskProvider::prefetch`] does, compiling
     /// none of them: which of them [`TaskProvider::provide`] can now make

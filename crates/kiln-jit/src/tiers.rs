@@ -75,7 +75,7 @@ struct Running {
 pub struct Tiers {
     /// The quick tier's code generator (the run's configuration,
     /// [`kiln::config::CompileConfig::quick`]).
-    pub(crate) backend: Box<dyn Backend>,
+    pub(crate) backend: std::sync::Arc<dyn Backend>,
     /// Where the quick tier's tasks come from.
     pub(crate) provider: Box<dyn TaskProvider>,
     start_fill: StartFill,
@@ -93,7 +93,7 @@ impl Tiers {
     /// `provider`, and start the optimised tier's compiles with
     /// `start_fill`.
     pub fn new(backend: Box<dyn Backend>, provider: Box<dyn TaskProvider>, start_fill: StartFill) -> Tiers {
-        Tiers { backend, provider, start_fill, waiting: Vec::new(), running: None, failed: false }
+        Tiers { backend: backend.into(), provider, start_fill, waiting: Vec::new(), running: None, failed: false }
     }
 
     /// Notes that a task runs its quick tier: its optimised tier is

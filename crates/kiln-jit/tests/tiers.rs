@@ -10,6 +10,10 @@
 //! - A run whose background compile ends replaces its tasks at a launch
 //!   boundary: every later launch is of the optimised tier, with the same
 //!   results, and the records are in the cache for the next process.
+//! - A run of several kernels compiles the next kernel's tasks ahead, on a
+//!   thread of their own, in the tier they start on, with the same results
+//!   and counters; a kernel compiled ahead that never runs is waited for
+//!   and not stored.
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
@@ -269,4 +273,107 @@ fn a_quick_tier_that_fails_leaves_the_task_to_the_optimised_one() {
         .warnings
         .iter()
         .all(|w| w.contains("the quick tier failed (killed by SIGKILL); it runs its optimised tier")));
+}
+
+/// A code generator that notes the thread each batch is compiled on and
+/// its size, around the host's.
+struct Noting {
+    inner: Compiler,
+    batches: Arc<Mutex<Vec<(String, usize)>>>,
+}
+
+impl kiln_llvm::Backend for Noting {
+    fn config(&self) -> &CompileConfig {
+        self.inner.config()
+    }
+    fn target(&self) -> &HostTarget {
+        self.inner.target()
+    }
+    fn compile_tasks(
+        &self,
+        modules: &[&kiln::ir::Module],
+    ) -> Vec<Result<kiln_llvm::CompiledTask, kiln_llvm::CodegenError>> {
+        let thread = std::thread::current().name().unwrap_or("").to_string();
+        self.batches.lock().unwrap().push((thread, modules.len()));
+        self.inner.compile_tasks(modules)
+    }
+    fn compile_kernel(&self, s: &Stream, k: &str) -> Result<kiln_llvm::CompiledKernel, kiln_llvm::CodegenError> {
+        self.inner.compile_kernel(s, k)
+    }
+    fn compile_functions(
+        &self,
+        records: &[kiln::key::functions::NeededRecord<'_>],
+    ) -> Vec<Result<kiln_llvm::CompiledTask, kiln_llvm::CodegenError>> {
+        self.inner.compile_functions(records)
+    }
+}
+
+/// A run of `runs` through `Engine::run_kernels` over a fresh cache, with
+/// or without tiers, whose compiles (of the quick tier, when tiered) are
+/// noted: the batches, the engine after `finish`, and the fields.
+fn run_batch(text: &str, tiered: bool, runs: &[&str]) -> (Vec<(String, usize)>, JitEngine, Result<Fields, String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = CompileConfig::default();
+    let target = HostTarget::detect().unwrap();
+    let provider = CachedTasks::new(session::open_store(dir.path(), &target, Default::default()).unwrap());
+    let batches = Arc::new(Mutex::new(Vec::new()));
+    let noting = |config: CompileConfig| Noting { inner: Compiler::host(config).unwrap(), batches: batches.clone() };
+    let mut e = if tiered {
+        let no_fill: StartFill = Box::new(|_| Err("no background compile in this test".into()));
+        let mut e = engine(config.clone());
+        e.set_tiers(Tiers::new(Box::new(noting(config.quick())), Box::new(provider.sibling()), no_fill));
+        e
+    } else {
+        JitEngine::new(noting(config), JitPath::PerTask, 1).unwrap()
+    };
+    e.set_provider(Box::new(provider));
+    let stream = kiln::parser::parse(text).unwrap();
+    let mut fields = Fields::zeroed(&stream);
+    let arg = [kiln::ir::Const::i32(65536)];
+    let runs: Vec<(&str, &[kiln::ir::Const])> = runs.iter().map(|k| (*k, &arg[..])).collect();
+    let result = e.run_kernels(&stream, &runs, &mut fields).map(|()| fields).map_err(|e| e.message);
+    e.finish();
+    let batches = batches.lock().unwrap().clone();
+    (batches, e, result)
+}
+
+/// The batches in a stable order (the two threads race to note theirs).
+fn noted(mut batches: Vec<(String, usize)>) -> Vec<(String, usize)> {
+    batches.sort();
+    batches
+}
+
+/// One task compiled ahead, and one on the test's own thread.
+fn ahead_and_main() -> Vec<(String, usize)> {
+    let main = std::thread::current().name().unwrap_or("").to_string();
+    noted(vec![("kiln-ahead".to_string(), 1), (main, 1)])
+}
+
+#[test]
+fn a_run_of_two_kernels_compiles_the_second_ahead_with_the_same_results() {
+    let (_, want) = want();
+    for tiered in [false, true] {
+        let (batches, e, fields) = run_batch(MATH, tiered, &["init", "math", "math"]);
+        assert_eq!(field_bytes(&fields.unwrap()), want, "tiered: {tiered}");
+        // @init's task on the run's thread, @math's on the thread that
+        // compiles ahead, while @init was prepared and run.
+        assert_eq!(noted(batches), ahead_and_main(), "tiered: {tiered}");
+        let s = &e.stats;
+        assert_eq!((s.run.misses, s.run.compiled, s.run.stored, s.launches), (2, 2, 2, 3), "{s:?}");
+        // Tiered, the optimised tier's compile is refused in this test.
+        assert!(s.warnings.iter().all(|w| w.contains("no background compile in this test")), "{:?}", s.warnings);
+    }
+}
+
+#[test]
+fn a_kernel_compiled_ahead_that_never_runs_is_waited_for_and_not_stored() {
+    // @bad fails at its launch while @math compiles ahead: the run's
+    // error, @bad's task stored (it loaded), @math's compiled and dropped.
+    let bad = "kernel @bad(%n: i32 = 65536) {\n  for %i in 0 .. %n {\n    %j = add %i, %n\n    %f = cast %i to f32\n    store @y[%j], %f\n  }\n}\n";
+    let (batches, e, fields) = run_batch(&format!("{MATH}{bad}"), false, &["bad", "math"]);
+    let err = fields.err().unwrap();
+    assert!(err.contains("out of bounds"), "{err}");
+    assert_eq!(noted(batches), ahead_and_main());
+    let s = &e.stats;
+    assert_eq!((s.run.compiled, s.run.stored), (1, 1), "{s:?}");
 }
