@@ -791,8 +791,9 @@ impl TaskProvider for CachedTasks {
         // failed or was interrupted first) is waited for, so that its
         // compiler process and temporary directory are gone, and dropped:
         // only a task that loaded is stored.
-        self.join_ahead(|_| true);
-        self.precompiled.clear();
+        for Ahead { thread, .. } in std::mem::take(&mut self.ahead) {
+            let _ = thread.join();
+        }
         self.write_held(stats);
         while !self.writes.is_empty() {
             self.join_oldest(stats);

@@ -154,8 +154,12 @@ impl JitEngine {
     /// Anything wrong with `next` (a split or a lookup that fails) is left
     /// for its own run to report.
     fn compile_ahead(&mut self, stream: &Stream, current: &str, next: &str) {
-        let tiers_can = self.tiers.as_ref().is_some_and(|t| t.provider.can_compile_ahead());
-        if self.path != JitPath::PerTask || !(self.provider.can_compile_ahead() || tiers_can) {
+        // The provider of the tier `next`'s missing tasks start on.
+        let can = match &self.tiers {
+            Some(t) => t.provider.can_compile_ahead(),
+            None => self.provider.can_compile_ahead(),
+        };
+        if self.path != JitPath::PerTask || !can {
             return;
         }
         let Ok(split) = self.split(stream, next) else { return };
