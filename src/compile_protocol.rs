@@ -253,9 +253,7 @@ pub fn ask(
 /// process writes calls it as it comes (and is not part of the output).
 pub fn run(program: &Path, args: &[String], input: &str, on_done: Option<&dyn Fn()>) -> Result<Vec<u8>, String> {
     let shown = program.display();
-    if let Some(sig) = crate::interrupt::requested() {
-        return Err(format!("interrupted by signal {sig}"));
-    }
+    crate::interrupt::check()?;
     let mut child = Command::new(program)
         .args(args)
         .args(on_done.map(|_| "--report-progress"))
@@ -319,9 +317,7 @@ pub const BACKGROUND_NICENESS: i32 = 10;
 /// input and its standard output discarded, at a scheduling priority
 /// [`BACKGROUND_NICENESS`] lower than this process's.
 pub fn start(program: &Path, args: &[String], input: &str) -> Result<Started, String> {
-    if let Some(sig) = crate::interrupt::requested() {
-        return Err(format!("interrupted by signal {sig}"));
-    }
+    crate::interrupt::check()?;
     let shown = program.display();
     let stderr = tempfile::tempfile().map_err(|e| format!("cannot make a file for the compiler's messages: {e}"))?;
     let to_child = stderr.try_clone().map_err(|e| format!("cannot make a file for the compiler's messages: {e}"))?;

@@ -45,6 +45,15 @@ pub fn requested() -> Option<i32> {
     }
 }
 
+/// `Err` naming the signal once one has come: what work that stops at its
+/// next boundary returns.
+pub fn check() -> Result<(), String> {
+    match requested() {
+        Some(sig) => Err(format!("interrupted by signal {sig}")),
+        None => Ok(()),
+    }
+}
+
 /// The process's exit status after `signal`, as the shell reports one.
 pub fn exit_status(signal: i32) -> u8 {
     u8::try_from(128 + signal).unwrap_or(130)

@@ -167,25 +167,45 @@ impl JitEngine {
         let (Ok(now), Ok(later)) = (self.launched(stream, current), self.launched(stream, next)) else { return };
         let (now, _) = module_digests(&now);
         let (digests, text_of) = module_digests(&later);
-        let mut seen = HashSet::new();
-        let fresh: Vec<&Module> = later
-            .iter()
-            .zip(&text_of)
-            .filter(|(_, &i)| seen.insert(i) && !self.tasks.contains_key(&digests[i]) && !now.contains(&digests[i]))
-            .map(|((m, _), _)| *m)
-            .collect();
+        let fresh = self.unloaded(&later, &digests, &text_of, |d| now.contains(d));
         if fresh.is_empty() {
             return;
         }
-        let Some(tiers) = self.tiers.as_mut() else {
+        if self.tiers.is_none() {
             self.provider.compile_ahead(self.backend.clone(), &fresh, &mut self.stats);
             return;
-        };
-        let present = self.provider.lookup(&*self.backend, &fresh, &mut self.stats);
-        let quick: Vec<&Module> = fresh.iter().zip(present).filter(|(_, here)| !here).map(|(m, _)| *m).collect();
-        if !quick.is_empty() {
+        }
+        let quick = self.lacking_opt(&fresh);
+        if let Some(tiers) = self.tiers.as_mut().filter(|_| !quick.is_empty()) {
             tiers.provider.compile_ahead(tiers.backend.clone(), &quick, &mut self.stats);
         }
+    }
+
+    /// The modules of `launched` not loaded yet, each once (a kernel may
+    /// launch a task twice), less those `skip` names by their digest
+    /// (`digests` and `text_of` are `module_digests(launched)`).
+    fn unloaded<'s>(
+        &self,
+        launched: &[(&'s Module, &TaskItem)],
+        digests: &[TextDigest],
+        text_of: &[usize],
+        skip: impl Fn(&TextDigest) -> bool,
+    ) -> Vec<&'s Module> {
+        let mut seen = HashSet::new();
+        launched
+            .iter()
+            .zip(text_of)
+            .filter(|(_, &i)| seen.insert(i) && !self.tasks.contains_key(&digests[i]) && !skip(&digests[i]))
+            .map(|((m, _), _)| *m)
+            .collect()
+    }
+
+    /// Those of `modules` no cache tier holds in their optimised tier (the
+    /// lookup keys them all for `provide`): the ones a tiered run starts
+    /// on their quick tier.
+    fn lacking_opt<'m>(&mut self, modules: &[&'m Module]) -> Vec<&'m Module> {
+        let present = self.provider.lookup(&*self.backend, modules, &mut self.stats);
+        modules.iter().zip(present).filter(|(_, here)| !here).map(|(m, _)| *m).collect()
     }
 
     /// The per-task form of `stream` for `kernel`: `None` when the kernel
@@ -280,14 +300,12 @@ impl JitEngine {
     /// tier holds it (or no quick tier is set), else the quick tier. The
     /// modules that start on their quick tier.
     fn prefetch_tiers(&mut self, fresh: &[&Module]) -> HashSet<*const Module> {
-        let Some(tiers) = self.tiers.as_mut() else {
+        if self.tiers.is_none() {
             self.provider.prefetch(&*self.backend, fresh, &mut self.stats);
             return HashSet::new();
-        };
-        // The optimised tier's lookup keys them all for `provide`.
-        let present = self.provider.lookup(&*self.backend, fresh, &mut self.stats);
-        let quick: Vec<&Module> = fresh.iter().zip(present).filter(|(_, here)| !here).map(|(m, _)| *m).collect();
-        if !quick.is_empty() {
+        }
+        let quick = self.lacking_opt(fresh);
+        if let Some(tiers) = self.tiers.as_mut().filter(|_| !quick.is_empty()) {
             tiers.provider.prefetch(&*tiers.backend, &quick, &mut self.stats);
         }
         quick.into_iter().map(|m| m as *const Module).collect()
@@ -382,22 +400,12 @@ impl JitEngine {
         match self.path {
             JitPath::PerTask => {
                 let (digests, text_of) = module_digests(launched);
-                // Each module not loaded yet, once (a kernel may launch a
-                // task twice).
-                let mut seen = std::collections::HashSet::new();
-                let fresh: Vec<&Module> = launched
-                    .iter()
-                    .zip(&text_of)
-                    .filter(|(_, &i)| seen.insert(i) && !self.tasks.contains_key(&digests[i]))
-                    .map(|((m, _), _)| *m)
-                    .collect();
+                let fresh = self.unloaded(launched, &digests, &text_of, |_| false);
                 let quick = if fresh.is_empty() { HashSet::new() } else { self.prefetch_tiers(&fresh) };
                 // Interrupted while they compiled (here or ahead): the run
                 // stops before loading any, so what it keeps is what was
                 // loaded before the signal, whatever the compile's timing.
-                if let Some(sig) = kiln::interrupt::requested() {
-                    return Err(RunError::new(format!("interrupted by signal {sig}")));
-                }
+                kiln::interrupt::check().map_err(RunError::new)?;
                 // Each distinct module looked up (its text hashed) once.
                 let mut ready: Vec<Option<LoadedTask>> = digests.iter().map(|d| self.tasks.get(d).cloned()).collect();
                 let mut out = Vec::with_capacity(launched.len());
@@ -571,9 +579,7 @@ impl Engine for JitEngine {
     ) -> Result<(), RunError> {
         // Interrupted: no kernel is prepared or launched after it (its
         // tool stores what was compiled and exits).
-        if let Some(sig) = kiln::interrupt::requested() {
-            return Err(RunError::new(format!("interrupted by signal {sig}")));
-        }
+        kiln::interrupt::check().map_err(RunError::new)?;
         self.upgrade();
         let split = self.split(stream, kernel)?;
         let stream = split.as_deref().unwrap_or(stream);
