@@ -209,6 +209,14 @@ impl CompileConfig {
         CompileConfig { opt_level: OptLevel::O0, ..self.clone() }
     }
 
+    /// Whether the interpreter computes what code compiled with this
+    /// configuration computes, bit for bit, errors included: in the
+    /// default mode (not `--fast-math`), with bounds checks (the
+    /// interpreter always checks).
+    pub fn interpreter_agrees(&self) -> bool {
+        !self.fast_math && self.bounds_checks
+    }
+
     /// Whether a quick tier is worth having: the optimised tier optimises
     /// (at `-O0` the two are the same code).
     pub fn has_quick_tier(&self) -> bool {

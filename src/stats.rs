@@ -208,6 +208,9 @@ counters! {
         quick_launches: Count = ("quick_launches", "quick launches"),
         /// Task launches of objects of the optimised tier.
         opt_launches: Count = ("opt_launches", "opt launches"),
+        /// Task launches run by the interpreter: a kernel too small to be
+        /// worth compiling, while its optimised tier compiles (`--tier`).
+        interp_launches: Count = ("interp_launches", "interp launches"),
         /// Tasks that started on their quick tier and were replaced by
         /// their optimised tier in this process.
         upgraded: Count = ("upgraded", "upgraded"),

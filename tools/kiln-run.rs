@@ -307,7 +307,8 @@ fn tiers_for(
     let cache_args: Vec<String> = flags.iter().chain(&remote.settings_flags()).map(settings::Flag::to_arg).collect();
     let start_fill: kiln_jit::tiers::StartFill =
         Box::new(move |modules| opt.start_fill(modules, &cache_args).map_err(|e| e.to_string()));
-    Some(kiln_jit::tiers::Tiers::new(Box::new(quick), Box::new(provider.sibling()), start_fill))
+    let tiers = kiln_jit::tiers::Tiers::new(Box::new(quick), Box::new(provider.sibling()), start_fill);
+    Some(tiers.interpreting(kiln_jit::tiers::InterpretBudget::default()))
 }
 
 /// Gives `engine` the per-task cache (and the remote tier behind it);

@@ -49,6 +49,7 @@ use crate::races::{AccessKind, IterationOrder, Permutation, Race, RaceReport, Sh
 use std::collections::HashMap;
 
 mod code;
+pub mod cost;
 mod run;
 
 use crate::semantics::*;

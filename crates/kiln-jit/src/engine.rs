@@ -152,8 +152,9 @@ impl JitEngine {
     /// process then runs beside the other, not after it (the first calls
     /// of a two-kernel run: docs/performance.md, "Tiered compilation").
     /// Anything wrong with `next` (a split or a lookup that fails) is left
-    /// for its own run to report.
-    fn compile_ahead(&mut self, stream: &Stream, current: &str, next: &str) {
+    /// for its own run to report; a `next` small enough to be interpreted
+    /// (with `args`, see [`Tiers`]) compiles nothing ahead.
+    fn compile_ahead(&mut self, stream: &Stream, current: &str, next: &str, args: &[Const]) {
         // The provider of the tier `next`'s missing tasks start on.
         let can = match &self.tiers {
             Some(t) => t.provider.can_compile_ahead(),
@@ -176,8 +177,12 @@ impl JitEngine {
             return;
         }
         let quick = self.lacking_opt(&fresh);
+        let Ok((_, k)) = self.find_kernel(stream, next) else { return };
+        let bound = || kiln::interp::cost::statements_bound(&later, &named_args(k, args));
         if let Some(tiers) = self.tiers.as_mut().filter(|_| !quick.is_empty()) {
-            tiers.provider.compile_ahead(tiers.backend.clone(), &quick, &mut self.stats);
+            if tiers.interprets(bound).is_none() {
+                tiers.provider.compile_ahead(tiers.backend.clone(), &quick, &mut self.stats);
+            }
         }
     }
 
@@ -297,18 +302,77 @@ impl JitEngine {
 
     /// Looks up or compiles, together, the modules of a kernel not loaded
     /// yet, each in the tier it starts on: the optimised tier when a cache
-    /// tier holds it (or no quick tier is set), else the quick tier. The
-    /// modules that start on their quick tier.
-    fn prefetch_tiers(&mut self, fresh: &[&Module]) -> HashSet<*const Module> {
+    /// tier holds it (or no quick tier is set), else the quick tier,
+    /// compiled, or interpreted with the whole kernel when the kernel is
+    /// small enough (`statements`, its launches' bound, is asked only
+    /// then).
+    fn prefetch_tiers<'m>(&mut self, fresh: &[&'m Module], statements: impl FnOnce() -> Option<u64>) -> Start<'m> {
         if self.tiers.is_none() {
             self.provider.prefetch(&*self.backend, fresh, &mut self.stats);
-            return HashSet::new();
+            return Start::Compiled(HashSet::new());
         }
         let quick = self.lacking_opt(fresh);
-        if let Some(tiers) = self.tiers.as_mut().filter(|_| !quick.is_empty()) {
-            tiers.provider.prefetch(&*tiers.backend, &quick, &mut self.stats);
+        let Some(tiers) = self.tiers.as_mut().filter(|_| !quick.is_empty()) else {
+            return Start::Compiled(HashSet::new());
+        };
+        if let Some(n) = tiers.interprets(statements) {
+            tiers.charge(n);
+            return Start::Interpreted(quick);
         }
-        quick.into_iter().map(|m| m as *const Module).collect()
+        tiers.provider.prefetch(&*tiers.backend, &quick, &mut self.stats);
+        Start::Compiled(quick.into_iter().map(|m| m as *const Module).collect())
+    }
+
+    /// A kernel to be interpreted whose tasks in `quick` lack their
+    /// optimised tier: each not already waiting for the background compile
+    /// is given to it, as a task started on its quick tier is.
+    fn start_interpreted(
+        &mut self,
+        launched: &[(&Module, &TaskItem)],
+        digests: &[TextDigest],
+        text_of: &[usize],
+        quick: &[&Module],
+    ) {
+        self.provider.ready(&mut self.stats);
+        let Some(tiers) = self.tiers.as_mut() else { return };
+        let mut seen = HashSet::new();
+        for (&(m, t), &i) in launched.iter().zip(text_of) {
+            let asked = quick.iter().any(|q| std::ptr::eq(*q, m));
+            if asked && seen.insert(i) && !tiers.pending(&digests[i]) {
+                tiers.started_quick(Quick { digest: digests[i], module: m.clone(), task: t.name.to_string() });
+            }
+        }
+        tiers.start_waiting(&mut self.stats);
+    }
+
+    /// Runs `kernel` in the interpreter, on the fields its launches use
+    /// (the kernel-scoped temporaries made for the run), counting its
+    /// launches as interpreted.
+    fn interpret(
+        &mut self,
+        stream: &Stream,
+        kernel: &str,
+        args: &[Const],
+        launched: &[(&Module, &TaskItem)],
+        fields: &mut Fields,
+    ) -> Result<(), RunError> {
+        let own = kernel_stream(self.find_kernel(stream, kernel)?, launched);
+        let used = launched.iter().flat_map(|(m, _)| m.fields());
+        let temps = fields.add_temporaries(used.map(|f| (f.name.as_str(), f.elem, f.shape.as_slice())))?;
+        let config = self.backend.config();
+        let mut interp =
+            kiln::interp::Interpreter { denormals: config.denormals, seed: self.seed, ..Default::default() };
+        let t0 = Instant::now();
+        let result = {
+            let _span = kiln::trace::span("launch", "interpreted", kernel);
+            interp.run_kernel(&own, kernel, args, fields)
+        };
+        self.stats.run.run_time += t0.elapsed();
+        self.stats.launches += launched.len() as u64;
+        self.stats.run.interp_launches += launched.len() as u64;
+        self.printed.extend(interp.take_printed());
+        fields.drop_temporaries(temps);
+        result
     }
 
     /// A loaded task for `module`, from the tier `prefetch_tiers` chose:
@@ -386,22 +450,40 @@ impl JitEngine {
     /// not loaded yet).
     pub fn prepare(&mut self, stream: &Stream, kernel: &str) -> Result<Vec<LoadedTask>, RunError> {
         let launched = self.launched(stream, kernel)?;
-        self.prepare_launched(stream, kernel, &launched)
+        match self.prepare_launched(stream, kernel, &launched, None)? {
+            Prepared::Tasks(tasks) => Ok(tasks),
+            // Only a kernel with its arguments is interpreted.
+            Prepared::Interpret => {
+                Err(RunError::new(format!("kernel @{kernel} cannot be prepared without its arguments")))
+            }
+        }
     }
 
     /// [`JitEngine::prepare`] of the task items `kernel` launches, already
-    /// looked up.
+    /// looked up; with `args` (the kernel's arguments by parameter name), a
+    /// kernel small enough may be interpreted instead (see [`Tiers`]).
     fn prepare_launched(
         &mut self,
         stream: &Stream,
         kernel: &str,
         launched: &[(&Module, &TaskItem)],
-    ) -> Result<Vec<LoadedTask>, RunError> {
+        args: Option<&[(&str, Const)]>,
+    ) -> Result<Prepared, RunError> {
         match self.path {
             JitPath::PerTask => {
                 let (digests, text_of) = module_digests(launched);
                 let fresh = self.unloaded(launched, &digests, &text_of, |_| false);
-                let quick = if fresh.is_empty() { HashSet::new() } else { self.prefetch_tiers(&fresh) };
+                let bound = || args.and_then(|a| kiln::interp::cost::statements_bound(launched, a));
+                let quick = match fresh.is_empty() {
+                    true => HashSet::new(),
+                    false => match self.prefetch_tiers(&fresh, bound) {
+                        Start::Compiled(quick) => quick,
+                        Start::Interpreted(quick) => {
+                            self.start_interpreted(launched, &digests, &text_of, &quick);
+                            return Ok(Prepared::Interpret);
+                        }
+                    },
+                };
                 // Interrupted while they compiled (here or ahead): the run
                 // stops before loading any, so what it keeps is what was
                 // loaded before the signal, whatever the compile's timing.
@@ -429,7 +511,7 @@ impl JitEngine {
                     tiers.provider.ready(&mut self.stats);
                     tiers.start_waiting(&mut self.stats);
                 }
-                Ok(out)
+                Ok(Prepared::Tasks(out))
             }
             JitPath::WholeKernel => {
                 // The distinct modules' texts and the order they are
@@ -444,7 +526,7 @@ impl JitEngine {
                 }
                 let key = h.finalize();
                 if let Some(ls) = self.kernels.get(&key) {
-                    return Ok(ls.clone());
+                    return Ok(Prepared::Tasks(ls.clone()));
                 }
                 let ls = if launched.is_empty() {
                     Vec::new()
@@ -466,10 +548,31 @@ impl JitEngine {
                     ls.into_iter().map(|l| LoadedTask { tier, ..l }).collect()
                 };
                 self.kernels.insert(key, ls.clone());
-                Ok(ls)
+                Ok(Prepared::Tasks(ls))
             }
         }
     }
+}
+
+/// Where a kernel's tasks not loaded yet start (`prefetch_tiers`).
+enum Start<'m> {
+    /// Loaded from a cache tier or compiled; those on their quick tier.
+    Compiled(HashSet<*const Module>),
+    /// Interpreted with their kernel: these lack their optimised tier.
+    Interpreted(Vec<&'m Module>),
+}
+
+/// A kernel's launches made ready ([`JitEngine::prepare_launched`]).
+enum Prepared {
+    /// Each launch's loaded task, in order.
+    Tasks(Vec<LoadedTask>),
+    /// The kernel runs in the interpreter this time.
+    Interpret,
+}
+
+/// A kernel's arguments by its parameters' names.
+fn named_args<'k>(kernel: &'k Kernel, args: &[Const]) -> Vec<(&'k str, Const)> {
+    kernel.body.params.iter().map(|&v| kernel.body.name(v)).zip(args.iter().copied()).collect()
 }
 
 /// The stream of one kernel of a split stream: the modules of the tasks
@@ -559,9 +662,9 @@ impl Engine for JitEngine {
         let result = runs.iter().enumerate().try_for_each(|(i, (kernel, args))| {
             // The next other kernel of the batch compiles while this one
             // is prepared and run (each kernel once a batch).
-            if let Some((next, _)) = runs[i + 1..].iter().find(|(k, _)| k != kernel) {
+            if let Some((next, next_args)) = runs[i + 1..].iter().find(|(k, _)| k != kernel) {
                 if ahead.insert(next) && kiln::interrupt::requested().is_none() {
-                    self.compile_ahead(stream, kernel, next);
+                    self.compile_ahead(stream, kernel, next, next_args);
                 }
             }
             self.run_kernel(stream, kernel, args, fields)
@@ -597,7 +700,11 @@ impl Engine for JitEngine {
         // its order, and their names (a record may come from a task of
         // another name) and where their statements are.
         let launched = self.launched(stream, kernel)?;
-        let tasks = self.prepare_launched(stream, kernel, &launched)?;
+        let named = named_args(k, args);
+        let tasks = match self.prepare_launched(stream, kernel, &launched, Some(&named))? {
+            Prepared::Tasks(tasks) => tasks,
+            Prepared::Interpret => return self.interpret(stream, kernel, args, &launched, fields),
+        };
         // The kernel-scoped temporaries offload made exist for this run.
         let used = tasks.iter().flat_map(|t| &t.meta.fields).map(|f| (f.name.as_str(), f.elem, f.shape.as_slice()));
         let temps = fields.add_temporaries(used)?;

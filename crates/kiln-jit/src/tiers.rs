@@ -4,8 +4,13 @@
 //! compiles the optimised tier into the cache; at a launch boundary the
 //! engine replaces the task with it.
 //!
+//! A kernel small enough ([`Tiers::interpreting`]) starts in the
+//! interpreter instead of compiling its quick tier: no compile stands
+//! before its first launch.
+//!
 //! Owns: [`Tiers`], the quick tier's backend and provider, the tasks
-//! running their quick tier, and the background compile of their
+//! running their quick tier (compiled or interpreted), which kernels are
+//! small enough to interpret, and the background compile of their
 //! optimised tier (a cache fill, started by the tool's [`StartFill`]) and
 //! its state.
 //!
@@ -54,7 +59,32 @@ pub type TextDigest = blake3::Hash;
 /// `kiln-compile --cache-dir` process).
 pub type StartFill = Box<dyn Fn(&[&Module]) -> Result<Started, String> + Send>;
 
-/// A task running its quick tier.
+/// How much a tiered run interprets instead of compiling quick tiers,
+/// in statements executed ([`kiln::interp::cost::statements_bound`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InterpretBudget {
+    /// The most a kernel's launches may execute to be interpreted.
+    pub kernel: u64,
+    /// The most all the interpreted launches of a run may execute: past
+    /// it, kernels compile their quick tier (a kernel called many times
+    /// before its optimised tier is ready costs the run at most this much
+    /// interpreting).
+    pub run: u64,
+}
+
+impl Default for InterpretBudget {
+    /// `kiln-run`'s: the interpreter runs about 130 statements a
+    /// microsecond, so a kernel at most 2 ms and a run at most 12 ms, where
+    /// a quick compile costs 8 to 9 ms more than interpreting a small
+    /// kernel (a `kiln-compile` process; docs/performance.md, "Tiered
+    /// compilation").
+    fn default() -> InterpretBudget {
+        InterpretBudget { kernel: 250_000, run: 1_500_000 }
+    }
+}
+
+/// A task running its quick tier (compiled, or interpreted with its
+/// kernel).
 pub(crate) struct Quick {
     pub digest: TextDigest,
     pub module: Module,
@@ -86,6 +116,11 @@ pub struct Tiers {
     /// A background compile failed: no other is started (its warning said
     /// so once).
     failed: bool,
+    /// How much kernels run in the interpreter until their optimised
+    /// tier is ready; `None`: every kernel compiles its quick tier.
+    interpret: Option<InterpretBudget>,
+    /// The statements the run's interpreted launches executed at most.
+    interpreted: u64,
 }
 
 impl Tiers {
@@ -93,7 +128,52 @@ impl Tiers {
     /// `provider`, and start the optimised tier's compiles with
     /// `start_fill`.
     pub fn new(backend: Box<dyn Backend>, provider: Box<dyn TaskProvider>, start_fill: StartFill) -> Tiers {
-        Tiers { backend: backend.into(), provider, start_fill, waiting: Vec::new(), running: None, failed: false }
+        Tiers {
+            backend: backend.into(),
+            provider,
+            start_fill,
+            waiting: Vec::new(),
+            running: None,
+            failed: false,
+            interpret: None,
+            interpreted: 0,
+        }
+    }
+
+    /// These tiers, which run a kernel small enough for `budget`
+    /// (the default's for `kiln-run`) in the interpreter
+    /// instead of compiling its quick tier, until the background compile
+    /// has stored its optimised tier; only where the interpreter computes
+    /// what the compiled code would
+    /// ([`kiln::config::CompileConfig::interpreter_agrees`]).
+    pub fn interpreting(mut self, budget: InterpretBudget) -> Tiers {
+        self.interpret = Some(budget);
+        self
+    }
+
+    /// The bound of a kernel whose launches execute at most `statements`
+    /// (`None`: not known before they run) when it is to be interpreted:
+    /// within the budget, where the interpreter agrees with the compiled
+    /// code, and not after a background compile failed (its optimised
+    /// tier would then never come). [`Tiers::charge`] it when
+    /// it is.
+    pub(crate) fn interprets(&self, statements: impl FnOnce() -> Option<u64>) -> Option<u64> {
+        let agrees = self.backend.config().interpreter_agrees();
+        let budget = self.interpret.filter(|_| agrees && !self.failed)?;
+        let n = statements()?;
+        (n <= budget.kernel && self.interpreted.saturating_add(n) <= budget.run).then_some(n)
+    }
+
+    /// Counts an interpreted kernel's bound against the run's budget.
+    pub(crate) fn charge(&mut self, statements: u64) {
+        self.interpreted = self.interpreted.saturating_add(statements);
+    }
+
+    /// Whether the task of `digest` waits for, or is in, a background
+    /// compile.
+    pub(crate) fn pending(&self, digest: &TextDigest) -> bool {
+        let running = self.running.iter().flat_map(|r| &r.tasks);
+        self.waiting.iter().chain(running).any(|q| q.digest == *digest)
     }
 
     /// Notes that a task runs its quick tier: its optimised tier is

@@ -1,6 +1,7 @@
 //! Tiered compilation (`docs/runtime.md`, "Tiers").
 //!
-//! - The quick tier (`-O0`) and the optimised tier (`-O2`) compute the same
+//! - The quick tier (`-O0`), the optimised tier (`-O2`) and a kernel
+//!   interpreted while its optimised tier compiles compute the same
 //!   results bit for bit on every `.kir` file of `testdata/` and
 //!   `lit-tests/` that runs: every field's digest, every printed line, and
 //!   the same error for a run that fails. One thread, so that a float
@@ -14,6 +15,10 @@
 //!   thread of their own, in the tier they start on, with the same results
 //!   and counters; a kernel compiled ahead that never runs is waited for
 //!   and not stored.
+//! - A kernel small enough is interpreted, compiling nothing before its
+//!   launches (nor ahead), until its optimised tier is ready; the next
+//!   process loads that. Past the run's budget, or with `--fast-math`,
+//!   kernels compile their quick tier.
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
@@ -26,7 +31,7 @@ use kiln::ir::Stream;
 use kiln_codegen::Compiler;
 use kiln_jit::cached::CachedTasks;
 use kiln_jit::engine::{JitEngine, JitPath};
-use kiln_jit::tiers::{StartFill, Tiers};
+use kiln_jit::tiers::{InterpretBudget, StartFill, Tiers};
 use kiln_llvm::{session, CompileProcess, HostTarget};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -53,9 +58,27 @@ fn field_bytes(fields: &Fields) -> Digests {
 }
 
 #[test]
-fn both_tiers_compute_the_same_results_on_the_whole_corpus() {
+fn the_tiers_compute_the_same_results_on_the_whole_corpus() {
     let opt = CompileConfig::default();
-    let (mut quick_engine, mut opt_engine) = (engine(opt.quick()), engine(opt));
+    let (mut quick_engine, mut opt_engine) = (engine(opt.quick()), engine(opt.clone()));
+    // Every kernel whose launches' bound is known is interpreted: its
+    // optimised tier's background compile (a `sleep`, killed at the end)
+    // never ends.
+    let dir = tempfile::tempdir().unwrap();
+    let target = HostTarget::detect().unwrap();
+    let provider = CachedTasks::new(session::open_store(dir.path(), &target, Default::default()).unwrap());
+    let fills = Arc::new(Mutex::new(Vec::new()));
+    let noted = fills.clone();
+    let never_ends: StartFill = Box::new(move |_| {
+        let started = kiln::compile_protocol::start(Path::new("sleep"), &["600".into()], "")?;
+        noted.lock().unwrap().push(started.id());
+        Ok(started)
+    });
+    let all = InterpretBudget { kernel: 100_000_000, run: u64::MAX };
+    let tiers = Tiers::new(Box::new(Compiler::host(opt.quick()).unwrap()), Box::new(provider.sibling()), never_ends);
+    let mut interp_engine = engine(opt);
+    interp_engine.set_tiers(tiers.interpreting(all));
+    interp_engine.set_provider(Box::new(provider));
     let (mut compared, mut failures) = (0, Vec::new());
     for file in common::kir_files() {
         let text = std::fs::read_to_string(&file).unwrap();
@@ -65,13 +88,20 @@ fn both_tiers_compute_the_same_results_on_the_whole_corpus() {
         }
         let quick = outcome(&mut quick_engine, &stream);
         let optimised = outcome(&mut opt_engine, &stream);
-        if quick != optimised {
-            failures.push(format!("{}: quick {quick:?}\n  opt {optimised:?}", file.display()));
+        let interpreted = outcome(&mut interp_engine, &stream);
+        if quick != optimised || interpreted != optimised {
+            let shown = format!("quick {quick:?}\n  opt {optimised:?}\n  interpreted {interpreted:?}");
+            failures.push(format!("{}: {shown}", file.display()));
         }
         compared += 1;
     }
+    for pid in fills.lock().unwrap().iter() {
+        std::process::Command::new("kill").arg(pid.to_string()).status().unwrap();
+    }
     assert!(compared >= 60, "only {compared} files ran");
     assert!(failures.is_empty(), "the tiers differ:\n{}", failures.join("\n"));
+    let s = &interp_engine.stats.run;
+    assert!(s.interp_launches >= 150, "only {} launches were interpreted: {s:?}", s.interp_launches);
 }
 
 /// Eight loops of math over 64K floats: long enough to compile at `-O2`
@@ -109,6 +139,16 @@ kernel @math(%n: i32 = 65536) {
 /// `kiln-compile --cache-dir` fill in the background, whose process ids
 /// go to `fills`.
 fn tiered_engine(root: &Path, fills: Arc<Mutex<Vec<u32>>>) -> JitEngine {
+    tiered(root, fills, None)
+}
+
+/// [`tiered_engine`], interpreting kernels within `budget` (as `kiln-run`
+/// does with [`InterpretBudget::default()`]).
+fn interpreting(root: &Path, fills: Arc<Mutex<Vec<u32>>>, budget: InterpretBudget) -> JitEngine {
+    tiered(root, fills, Some(budget))
+}
+
+fn tiered(root: &Path, fills: Arc<Mutex<Vec<u32>>>, budget: Option<InterpretBudget>) -> JitEngine {
     let config = CompileConfig::default();
     let target = HostTarget::detect().unwrap();
     let store = session::open_store(root, &target, Default::default()).unwrap();
@@ -122,7 +162,11 @@ fn tiered_engine(root: &Path, fills: Arc<Mutex<Vec<u32>>>) -> JitEngine {
     });
     let quick = Compiler::host(config.quick()).unwrap();
     let mut e = engine(config);
-    e.set_tiers(Tiers::new(Box::new(quick), Box::new(provider.sibling()), start_fill));
+    let tiers = Tiers::new(Box::new(quick), Box::new(provider.sibling()), start_fill);
+    e.set_tiers(match budget {
+        Some(b) => tiers.interpreting(b),
+        None => tiers,
+    });
     e.set_provider(Box::new(provider));
     e
 }
@@ -139,6 +183,118 @@ fn want() -> (Stream, Digests) {
         interp.run_kernel(&stream, k, &[kiln::ir::Const::i32(65536)], &mut fields).unwrap();
     }
     (stream, field_bytes(&fields))
+}
+
+/// [`tiered_engine`] on `MATH`'s kernels at `n` elements (`MATH` is
+/// declared for 65536): the fields it leaves after `@init` then `@math`,
+/// run as one batch, and the engine.
+fn small_batch(e: &mut JitEngine, n: i32) -> Digests {
+    let stream = kiln::parser::parse(MATH).unwrap();
+    let mut fields = Fields::zeroed(&stream);
+    let arg = [kiln::ir::Const::i32(n)];
+    e.run_kernels(&stream, &[("init", &arg), ("math", &arg)], &mut fields).unwrap();
+    field_bytes(&fields)
+}
+
+/// What the interpreter leaves after `@init` then `@math` at `n`.
+fn small_want(n: i32) -> Digests {
+    let stream = kiln::parser::parse(MATH).unwrap();
+    let mut fields = Fields::zeroed(&stream);
+    let arg = [kiln::ir::Const::i32(n)];
+    Interpreter::new().run_kernels(&stream, &[("init", &arg), ("math", &arg)], &mut fields).unwrap();
+    field_bytes(&fields)
+}
+
+/// Waits until none of the processes `pids` runs any more (a child left
+/// unreaped, a zombie, has ended).
+fn wait_for(pids: &[u32]) {
+    let runs = |p: &u32| {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z'))
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while pids.iter().any(runs) {
+        assert!(Instant::now() < deadline, "the background compiles did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_small_kernel_is_interpreted_until_its_optimised_tier_is_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let fills = Arc::new(Mutex::new(Vec::new()));
+    let mut e = interpreting(dir.path(), fills.clone(), InterpretBudget::default());
+    // 1024 elements: both kernels well within the budget.
+    assert_eq!(small_batch(&mut e, 1024), small_want(1024));
+    e.finish();
+    let s = &e.stats;
+    // Nothing compiled here, not even ahead: each kernel's optimised tier
+    // in a background compile of its own (the second waited for the
+    // first, and got its own at the end).
+    assert_eq!((s.run.interp_launches, s.run.compiled, s.run.quick_launches), (2, 0, 0), "{s:?}");
+    assert_eq!((s.run.opt_pending, s.launches), (2, 2), "{s:?}");
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    wait_for(&fills.lock().unwrap());
+    // The next process loads the optimised tier those compiles stored.
+    let mut next = interpreting(dir.path(), Arc::new(Mutex::new(Vec::new())), InterpretBudget::default());
+    assert_eq!(small_batch(&mut next, 1024), small_want(1024));
+    next.finish();
+    let s = &next.stats.run;
+    assert_eq!((s.hits, s.opt_launches, s.interp_launches), (2, 2, 0), "{s:?}");
+}
+
+#[test]
+fn the_same_process_replaces_an_interpreted_kernel_by_its_optimised_tier() {
+    let dir = tempfile::tempdir().unwrap();
+    let fills = Arc::new(Mutex::new(Vec::new()));
+    let mut e = interpreting(dir.path(), fills.clone(), InterpretBudget::default());
+    let want = small_want(512);
+    assert_eq!(small_batch(&mut e, 512), want);
+    // Launches go on in the interpreter until the compiles end, then
+    // load the optimised tier at a launch boundary.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while e.stats.run.upgraded < 2 {
+        assert!(Instant::now() < deadline, "the background compiles did not end: {:?}", e.stats);
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(small_batch(&mut e, 512), want);
+    }
+    let before = e.stats.run.opt_launches;
+    assert_eq!(small_batch(&mut e, 512), want);
+    e.finish();
+    let s = &e.stats;
+    assert_eq!((s.run.opt_launches, s.run.compiled, s.run.quick_launches), (before + 2, 0, 0), "{s:?}");
+    assert_eq!(fills.lock().unwrap().len(), 2, "one background compile a kernel, never two");
+}
+
+#[test]
+fn past_the_budget_or_with_fast_math_a_kernel_compiles_its_quick_tier() {
+    // @init (1024 x 5 statements) fits a run's budget of 6000; @math then
+    // does not, and compiles its quick tier. At 65536 neither fits a
+    // kernel's.
+    let budget = InterpretBudget { kernel: 250_000, run: 6_000 };
+    for (n, interpreted, quick) in [(1024, 1, 1), (65536, 0, 2)] {
+        let dir = tempfile::tempdir().unwrap();
+        let fills = Arc::new(Mutex::new(Vec::new()));
+        let mut e = interpreting(dir.path(), fills.clone(), budget);
+        assert_eq!(small_batch(&mut e, n), small_want(n));
+        e.finish();
+        let s = &e.stats.run;
+        assert_eq!((s.interp_launches, s.quick_launches), (interpreted, quick), "n = {n}: {s:?}");
+        wait_for(&fills.lock().unwrap());
+    }
+    // --fast-math: the interpreter does not compute what fast code does.
+    let dir = tempfile::tempdir().unwrap();
+    let config = CompileConfig { fast_math: true, ..CompileConfig::default() };
+    let target = HostTarget::detect().unwrap();
+    let provider = CachedTasks::new(session::open_store(dir.path(), &target, Default::default()).unwrap());
+    let no_fill: StartFill = Box::new(|_| Err("no background compile in this test".into()));
+    let quick = Compiler::host(config.quick()).unwrap();
+    let mut e = engine(config);
+    e.set_tiers(Tiers::new(Box::new(quick), Box::new(provider.sibling()), no_fill).interpreting(budget));
+    e.set_provider(Box::new(provider));
+    small_batch(&mut e, 16);
+    e.finish();
+    assert_eq!((e.stats.run.interp_launches, e.stats.run.quick_launches), (0, 2), "{:?}", e.stats);
 }
 
 /// A tiered engine over a fresh cache, [`MATH`] and what it must leave.
