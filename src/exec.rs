@@ -231,6 +231,10 @@ impl Fields {
             self.map.remove(&n);
         }
     }
+    /// The value of the 0-D field `name` (`@n[]`), if it has storage.
+    pub fn scalar(&self, name: &str) -> Option<Const> {
+        self.map.get(name).filter(|d| d.shape.is_empty()).and_then(|d| d.element(0))
+    }
     pub fn get(&self, name: &str) -> Option<&FieldData> {
         self.map.get(name)
     }

@@ -6,31 +6,80 @@
 //! Owns: [`statements_bound`] and the rules it counts by.
 //!
 //! Must never: run anything, or give a bound lower than what a run
-//! executes: what it cannot know before the launch (a bound read from a
-//! field or computed in the task, a `while` loop, a call chain deeper than
-//! the verifier allows) makes the whole bound unknown.
+//! executes: what it cannot know before the launch (a bound computed in
+//! the task, or read from a field that a launch before it writes with a
+//! value not known, a `while` loop, a call chain deeper than the verifier
+//! allows) makes the whole bound unknown.
 
-use crate::ir::{Block, Body, Bound, Const, Module, StmtKind, TaskItem, TaskKind, Value, ValueDef};
+use crate::ir::{Block, Body, Bound, Const, Module, Stmt, StmtKind, TaskItem, TaskKind, Value, ValueDef};
 use std::collections::HashMap;
 
 /// An upper bound on the statements the interpreter executes to run the
 /// launches `launched` (a kernel of a split stream, in launch order) with
 /// `args`, the kernel's arguments by parameter name; `None` when one is
-/// not known before the launches run, or is above `u64::MAX`.
-pub fn statements_bound(launched: &[(&Module, &TaskItem)], args: &[(&str, Const)]) -> Option<u64> {
-    launched.iter().try_fold(0u64, |sum, (m, t)| sum.checked_add(launch(m, t, args)?))
+/// not known before the launches run, or is above `u64::MAX`. A range
+/// bound read from a 0-D field (`@n[]`, offload's and Quadrants' way of
+/// passing a bound computed in a serial task) is the value a serial
+/// launch before it stores there when that is known (a literal or an
+/// argument, stored unconditionally), else, when no launch before it
+/// writes the field, `field`'s value of it now.
+pub fn statements_bound(
+    launched: &[(&Module, &TaskItem)],
+    args: &[(&str, Const)],
+    field: &dyn Fn(&str) -> Option<i64>,
+) -> Option<u64> {
+    let mut stored: HashMap<&str, Option<i64>> = HashMap::new();
+    let mut sum = 0u64;
+    for (m, t) in launched {
+        let read = |f: &str| stored.get(f).copied().unwrap_or_else(|| field(f));
+        sum = sum.checked_add(launch(m, t, args, &read)?)?;
+        note_stores(t, args, &mut stored);
+    }
+    Some(sum)
 }
 
-/// One launch: its iterations times its body.
-fn launch(module: &Module, task: &TaskItem, args: &[(&str, Const)]) -> Option<u64> {
-    let body = &task.body;
-    let known = |v: Value| match body.value(v).def {
+/// A value of `body` known before the launch: an argument (by its
+/// parameter's name) or a literal.
+fn known_in(body: &Body, args: &[(&str, Const)], v: Value) -> Option<i64> {
+    match body.value(v).def {
         ValueDef::Param(_) => args.iter().find(|(n, _)| *n == body.name(v)).and_then(|(_, c)| c.as_i64()),
         _ => constant(body, v),
+    }
+}
+
+/// Notes what `task` leaves in the fields it writes: a serial task's
+/// stores at the top of its body of a known value, that value; any other
+/// write, a value not known.
+fn note_stores<'t>(task: &'t TaskItem, args: &[(&str, Const)], stored: &mut HashMap<&'t str, Option<i64>>) {
+    let body = &task.body;
+    let top: &[Stmt] = match task.kind {
+        TaskKind::Serial => body.block(body.entry),
+        _ => &[],
+    };
+    body.walk(body.entry, &mut |s| match &body.stmt(s).kind {
+        StmtKind::Store(r, v) => {
+            let value = top.contains(&s).then(|| known_in(body, args, *v)).flatten();
+            stored.insert(&r.field, value);
+        }
+        StmtKind::Atomic(_, r, _) => {
+            stored.insert(&r.field, None);
+        }
+        _ => {}
+    });
+}
+
+/// One launch: its iterations times its body; `read` gives a 0-D field's
+/// value when it is known.
+fn launch(module: &Module, task: &TaskItem, args: &[(&str, Const)], read: &dyn Fn(&str) -> Option<i64>) -> Option<u64> {
+    let body = &task.body;
+    let known = |v: Value| known_in(body, args, v);
+    let range = |b: &Bound| match b {
+        Bound::Field(f, _) => read(f),
+        other => bound(other, &known),
     };
     let iterations = match &task.kind {
         TaskKind::Serial => 1,
-        TaskKind::RangeFor { lo, hi, .. } => trips(bound(lo, &known)?, bound(hi, &known)?),
+        TaskKind::RangeFor { lo, hi, .. } => trips(range(lo)?, range(hi)?),
         TaskKind::StructFor { field, .. } => {
             module.field(field)?.shape.iter().try_fold(1u64, |n, &e| n.checked_mul(e))?
         }
@@ -39,8 +88,8 @@ fn launch(module: &Module, task: &TaskItem, args: &[(&str, Const)]) -> Option<u6
     iterations.checked_mul(costs.block(body, body.entry, &known)?.checked_add(1)?)
 }
 
-/// A bound's value, when `known` or a literal gives it (a field read at
-/// the launch does not).
+/// A bound's value, when `known` or a literal gives it (a field read in a
+/// task's body does not).
 fn bound(b: &Bound, known: &impl Fn(Value) -> Option<i64>) -> Option<i64> {
     match b {
         Bound::Const(c) => Some(*c),
@@ -128,7 +177,7 @@ mod tests {
         let stream = crate::parser::parse(text).unwrap();
         let split = crate::passes::to_task_stream(stream).unwrap();
         let launched = crate::plan::launched_tasks(&split, kernel).unwrap();
-        statements_bound(&launched, args)
+        statements_bound(&launched, args, &|_| None)
     }
 
     const FIELDS: &str = "field @x : f32[64]\nfield @g : i32[4, 8]\nfield @n : i32\n";
@@ -166,6 +215,28 @@ mod tests {
         assert_eq!(bound_of(&format!("{FIELDS}{k}"), "k", &[]), None);
         let w = "kernel @w() {\n  while {\n    break\n  }\n}\n";
         assert_eq!(bound_of(&format!("{FIELDS}{w}"), "w", &[]), None);
+    }
+
+    #[test]
+    fn a_bound_a_serial_task_stores_in_a_field_is_known() {
+        // Quadrants' form: a literal stored by a serial task, read as the
+        // loop's bound. Serial: 2 statements and 1; the loop: 20 trips of
+        // 2 and 1.
+        let q = "field @t : i32\nkernel @q() {\n  task @q.0 serial {\n    %c = const 20 : i32\n    store @t[], %c\n  }\n  task @q.1 range_for %i in 0 .. @t[] block_dim 32 {\n    %v = const 2.0 : f32\n    store @x[%i], %v\n  }\n}\n";
+        assert_eq!(bound_of(&format!("{FIELDS}{q}"), "q", &[]), Some(3 + 20 * 3));
+        // A value read there is not known, whatever the field holds.
+        let c = q.replace("%c = const 20 : i32\n", "%c = load @n[]\n");
+        let text = format!("{FIELDS}{c}");
+        assert_eq!(bound_of(&text, "q", &[]), None);
+        let split = crate::passes::to_task_stream(crate::parser::parse(&text).unwrap()).unwrap();
+        let launched = crate::plan::launched_tasks(&split, "q").unwrap();
+        assert_eq!(statements_bound(&launched, &[], &|_| Some(20)), None);
+        // A field no launch writes: its value now.
+        let r = "field @t : i32\nkernel @r() {\n  task @r.0 range_for %i in 0 .. @t[] block_dim 32 {\n    %v = const 2.0 : f32\n    store @x[%i], %v\n  }\n}\n";
+        let split = crate::passes::to_task_stream(crate::parser::parse(&format!("{FIELDS}{r}")).unwrap()).unwrap();
+        let launched = crate::plan::launched_tasks(&split, "r").unwrap();
+        assert_eq!(statements_bound(&launched, &[], &|f| (f == "t").then_some(5)), Some(15));
+        assert_eq!(statements_bound(&launched, &[], &|_| None), None);
     }
 
     #[test]

@@ -178,7 +178,9 @@ impl JitEngine {
         }
         let quick = self.lacking_opt(&fresh);
         let Ok((_, k)) = self.find_kernel(stream, next) else { return };
-        let bound = || kiln::interp::cost::statements_bound(&later, &named_args(k, args));
+        // The fields are those before `current` runs: no 0-D field's
+        // value is taken from them.
+        let bound = || kiln::interp::cost::statements_bound(&later, &named_args(k, args), &|_| None);
         if let Some(tiers) = self.tiers.as_mut().filter(|_| !quick.is_empty()) {
             if tiers.interprets(bound).is_none() {
                 tiers.provider.compile_ahead(tiers.backend.clone(), &quick, &mut self.stats);
@@ -460,20 +462,25 @@ impl JitEngine {
     }
 
     /// [`JitEngine::prepare`] of the task items `kernel` launches, already
-    /// looked up; with `args` (the kernel's arguments by parameter name), a
-    /// kernel small enough may be interpreted instead (see [`Tiers`]).
+    /// looked up; with `args` (the kernel's arguments by parameter name,
+    /// and the fields it runs on), a kernel small enough may be
+    /// interpreted instead (see [`Tiers`]).
     fn prepare_launched(
         &mut self,
         stream: &Stream,
         kernel: &str,
         launched: &[(&Module, &TaskItem)],
-        args: Option<&[(&str, Const)]>,
+        args: Option<(&[(&str, Const)], &Fields)>,
     ) -> Result<Prepared, RunError> {
         match self.path {
             JitPath::PerTask => {
                 let (digests, text_of) = module_digests(launched);
                 let fresh = self.unloaded(launched, &digests, &text_of, |_| false);
-                let bound = || args.and_then(|a| kiln::interp::cost::statements_bound(launched, a));
+                let bound = || {
+                    let (args, fields) = args?;
+                    let scalar = |f: &str| fields.scalar(f).and_then(Const::as_i64);
+                    kiln::interp::cost::statements_bound(launched, args, &scalar)
+                };
                 let quick = match fresh.is_empty() {
                     true => HashSet::new(),
                     false => match self.prefetch_tiers(&fresh, bound) {
@@ -701,7 +708,7 @@ impl Engine for JitEngine {
         // another name) and where their statements are.
         let launched = self.launched(stream, kernel)?;
         let named = named_args(k, args);
-        let tasks = match self.prepare_launched(stream, kernel, &launched, Some(&named))? {
+        let tasks = match self.prepare_launched(stream, kernel, &launched, Some((&named, fields)))? {
             Prepared::Tasks(tasks) => tasks,
             Prepared::Interpret => return self.interpret(stream, kernel, args, &launched, fields),
         };
