@@ -17,13 +17,18 @@
 # that Kiln agrees with Quadrants on every call first). Each figure is the
 # median of REPEATS (default 5) processes.
 #
-# Usage: scripts/bench-quadrants.sh [REPEATS]
-# Needs `make quadrants` and `make build-release`. Figures go to
-# docs/performance.md, section "Quadrants side by side".
+# Usage: scripts/bench-quadrants.sh [REPEATS [PROGRAM.py ...]]
+# (default: the six programs; scripts/quadrants/medium.py has kernels above
+# the interpreter tier's bound). Needs `make quadrants` and `make
+# build-release`. Figures go to docs/performance.md, sections "Quadrants
+# side by side" and "Tiered compilation".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 REPS=${1:-5}
+shift || true
+PROGRAMS=("$@")
+[ ${#PROGRAMS[@]} -gt 0 ] || PROGRAMS=(testdata/quadrants/{saxpy,fill,memcpy,stencil2d,math_opts,atomic_ops}.py)
 PY=$ROOT/target/quadrants-venv/bin/python
 export KILN_BIN_DIR=$ROOT/target/release
 for t in kiln-run kiln-compile kiln-import; do
@@ -36,8 +41,8 @@ unset KILN_TARGET_CPU KILN_TARGET_FEATURES
 
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-12s %-16s %12s %12s %12s | %12s %12s %12s %12s | %8s %8s %8s\n' program kernel q-cold-ms q-warm-ms q-call-ms k-cold-ms k-cold-opt k-warm-ms k-call-ms cold-x opt-x warm-x
-for prog in saxpy fill memcpy stencil2d math_opts atomic_ops; do
-  src=testdata/quadrants/$prog.py
+for src in "${PROGRAMS[@]}"; do
+  prog=$(basename "$src" .py)
   keep=$WORK/$prog
   KILN_QUADRANTS_PYTHON=$PY tools/kiln-quadrants run --keep "$keep" --cache-dir "$WORK/replay-cache" "$src" > "$WORK/$prog.check" 2>&1 ||
     { echo "bench-quadrants: Kiln does not agree with Quadrants on $src:" >&2; cat "$WORK/$prog.check" >&2; exit 1; }

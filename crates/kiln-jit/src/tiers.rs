@@ -74,12 +74,12 @@ pub struct InterpretBudget {
 
 impl Default for InterpretBudget {
     /// `kiln-run`'s: the interpreter runs about 130 statements a
-    /// microsecond, so a kernel at most 2 ms and a run at most 12 ms, where
-    /// a quick compile costs 8 to 9 ms more than interpreting a small
-    /// kernel (a `kiln-compile` process; docs/performance.md, "Tiered
-    /// compilation").
+    /// microsecond, so a kernel at most about 5 ms and a run at most
+    /// about 15 ms, where a quick compile costs 8 to 9 ms more than
+    /// interpreting a small kernel, and more for a larger one (a
+    /// `kiln-compile` process; docs/performance.md, "Tiered compilation").
     fn default() -> InterpretBudget {
-        InterpretBudget { kernel: 250_000, run: 1_500_000 }
+        InterpretBudget { kernel: 600_000, run: 2_000_000 }
     }
 }
 
