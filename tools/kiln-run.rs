@@ -125,7 +125,7 @@ struct Cli {
     #[arg(long, value_name = "FEATURES", allow_hyphen_values = true)]
     target_features: Option<String>,
 
-    /// Which tiers to compile: auto (start on a quickly compiled tier, replaced by the optimised one when its background compile is done), quick, or opt (env KILN_TIER, or tier in kiln.toml; default auto)
+    /// Which tiers to compile: auto (start on a quickly compiled tier, or a small kernel in the interpreter, replaced by the optimised one when its background compile is done), quick, or opt (env KILN_TIER, or tier in kiln.toml; default auto)
     #[arg(long, value_name = "TIER", value_parser = parse_tier)]
     tier: Option<String>,
 

@@ -9,7 +9,7 @@ mod llvm;
 
 fn main() {
     let config = config::config();
-    llvm::compile_shims(&config, &["src/target_tables.cpp"], "kiln_llvm_target_tables");
+    llvm::compile_shims(&config, &["src/target_tables.cpp", "src/host.cpp"], "kiln_llvm_target_tables");
     llvm::link_shared(&config);
     llvm::link_static_here(&config);
     println!("cargo:rerun-if-changed=build.rs");

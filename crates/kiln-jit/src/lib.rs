@@ -104,7 +104,7 @@ impl JitInner {
             .map_err(|_| JitError::new(JitErrorKind::Link, format!("bad symbol name {symbol:?}")))?;
         // SAFETY: `es` is the live session this `JitInner` owns; `c` is a
         // NUL-terminated string that outlives the call (ORC copies it).
-        Ok(unsafe { LLVMOrcExecutionSessionIntern(self.es, c.as_ptr()) })
+        Ok(unsafe { kiln_orc_intern(self.es, c.as_ptr()) })
     }
 }
 
@@ -129,12 +129,9 @@ fn define_runtime(inner: &JitInner) -> Result<(), JitError> {
         });
     }
     // SAFETY: `pairs` holds `pairs.len()` initialised pairs whose names
-    // are retained entries the materialisation unit takes over; the unit is
-    // handed at once to the live process dylib, which takes it over too.
-    let e = unsafe {
-        let mu = LLVMOrcAbsoluteSymbols(pairs.as_mut_ptr(), pairs.len());
-        LLVMOrcJITDylibDefine(inner.process, mu)
-    };
+    // are retained entries the definition takes over, in the live process
+    // dylib.
+    let e = unsafe { kiln_orc_define_absolute(inner.process, pairs.as_mut_ptr(), pairs.len()) };
     if e.is_null() {
         Ok(())
     } else {
@@ -156,6 +153,30 @@ extern "C" {
     fn kiln_orc_global_prefix() -> libc::c_char;
     fn kiln_orc_dispose(session: *mut c_void) -> LLVMErrorRef;
     fn kiln_orc_link_after(jd: LLVMOrcJITDylibRef, dep: LLVMOrcJITDylibRef);
+    fn kiln_orc_intern(es: LLVMOrcExecutionSessionRef, name: *const libc::c_char) -> LLVMOrcSymbolStringPoolEntryRef;
+    fn kiln_orc_release(name: LLVMOrcSymbolStringPoolEntryRef);
+    fn kiln_orc_set_error_reporter(
+        es: LLVMOrcExecutionSessionRef,
+        report: extern "C" fn(*mut c_void, LLVMErrorRef),
+        ctx: *mut c_void,
+    );
+    fn kiln_orc_create_dylib(es: LLVMOrcExecutionSessionRef, name: *const libc::c_char) -> LLVMOrcJITDylibRef;
+    fn kiln_orc_define_absolute(jd: LLVMOrcJITDylibRef, pairs: LLVMOrcCSymbolMapPairs, n: usize) -> LLVMErrorRef;
+    fn kiln_orc_add_object(
+        layer: LLVMOrcObjectLayerRef,
+        jd: LLVMOrcJITDylibRef,
+        bytes: *const libc::c_char,
+        size: usize,
+    ) -> LLVMErrorRef;
+    fn kiln_orc_lookup(
+        es: LLVMOrcExecutionSessionRef,
+        jd: LLVMOrcJITDylibRef,
+        names: *const LLVMOrcSymbolStringPoolEntryRef,
+        n: usize,
+        done: extern "C" fn(LLVMErrorRef, LLVMOrcCSymbolMapPairs, usize, *mut c_void),
+        ctx: *mut c_void,
+    );
+    fn kiln_orc_clear(jd: LLVMOrcJITDylibRef) -> LLVMErrorRef;
 }
 
 struct JitInner {
@@ -250,7 +271,7 @@ impl Drop for Dylib {
     fn drop(&mut self) {
         // SAFETY: `jd` is a dylib of the session `_jit` keeps alive; it is
         // cleared once, when the last task using it is dropped.
-        let e = unsafe { LLVMOrcJITDylibClear(self.jd) };
+        let e = unsafe { kiln_orc_clear(self.jd) };
         if !e.is_null() {
             let _ = take_error(e);
         }
@@ -338,7 +359,7 @@ impl Jit {
         // SAFETY: `reported` is boxed (its address is stable) and moved into
         // the JitInner that owns the session, so it outlives every report.
         unsafe {
-            LLVMOrcExecutionSessionSetErrorReporter(es, report_error, &*reported as *const _ as *mut c_void);
+            kiln_orc_set_error_reporter(es, report_error, &*reported as *const _ as *mut c_void);
         }
         let inner = Arc::new(JitInner { session, es, layer, process, reported, prefix });
         define_runtime(&inner)?;
@@ -445,7 +466,7 @@ impl Jit {
         // constructors, `atexit` or TLS to support).
         // SAFETY: `es` is the live session; `cname` is NUL-terminated and
         // outlives the call (ORC copies the name).
-        let jd = unsafe { LLVMOrcExecutionSessionCreateBareJITDylib(inner.es, cname.as_ptr()) };
+        let jd = unsafe { kiln_orc_create_dylib(inner.es, cname.as_ptr()) };
         let deps: Vec<Arc<Dylib>> = deps.iter().map(|d| d.dylib.clone()).collect();
         for d in &deps {
             // SAFETY: both are dylibs of this session; `d` is kept alive by
@@ -458,20 +479,9 @@ impl Jit {
         unsafe { kiln_orc_link_after(jd, inner.process) };
         let dylib = Arc::new(Dylib { _jit: inner.clone(), jd, name, _deps: deps });
 
-        let buf_name = CString::new("kiln-object").unwrap();
-        // SAFETY: `object` is `object.len()` readable bytes, which LLVM
-        // copies; `buf_name` is NUL-terminated and outlives the call.
-        let buf = unsafe {
-            llvm_sys::core::LLVMCreateMemoryBufferWithMemoryRangeCopy(
-                object.as_ptr() as *const libc::c_char,
-                object.len(),
-                buf_name.as_ptr(),
-            )
-        };
-        // Takes ownership of the buffer, also on failure.
-        // SAFETY: `layer` and `jd` belong to the live session; `buf` is a
-        // fresh buffer handed over whole.
-        let e = unsafe { LLVMOrcObjectLayerAddObjectFile(inner.layer, jd, buf) };
+        // SAFETY: `layer` and `jd` belong to the live session; `object` is
+        // `object.len()` readable bytes, which ORC copies.
+        let e = unsafe { kiln_orc_add_object(inner.layer, jd, object.as_ptr() as *const libc::c_char, object.len()) };
         if !e.is_null() {
             return Err(JitError::new(JitErrorKind::Add, take_error(e)));
         }
@@ -497,34 +507,12 @@ impl Jit {
             distinct.insert(s, names.len());
             names.push(name);
         }
-        let mut set: Vec<LLVMOrcCLookupSetElement> = names
-            .iter()
-            .map(|&n| LLVMOrcCLookupSetElement {
-                Name: n,
-                LookupFlags: LLVMOrcSymbolLookupFlags::LLVMOrcSymbolLookupFlagsRequiredSymbol,
-            })
-            .collect();
-        let mut order = [LLVMOrcCJITDylibSearchOrderElement {
-            JD: jd,
-            JDLookupFlags: LLVMOrcJITDylibLookupFlags::LLVMOrcJITDylibLookupFlagsMatchAllSymbols,
-        }];
         let (tx, rx) = mpsc::sync_channel::<LookupResult>(1);
         let ctx = Box::into_raw(Box::new(tx)) as *mut c_void;
-        // SAFETY: `order` (one element) and `set` (`set.len()` elements of
-        // retained names) are valid for the call, which copies them; `ctx`
-        // is the boxed sender `lookup_done` takes back, called exactly once.
-        unsafe {
-            LLVMOrcExecutionSessionLookup(
-                inner.es,
-                LLVMOrcLookupKind::LLVMOrcLookupKindStatic,
-                order.as_mut_ptr(),
-                1,
-                set.as_mut_ptr(),
-                set.len(),
-                lookup_done,
-                ctx,
-            );
-        }
+        // SAFETY: `names` (`names.len()` retained names) is valid for the
+        // call, which retains its own; `ctx` is the boxed sender
+        // `lookup_done` takes back, called exactly once.
+        unsafe { kiln_orc_lookup(inner.es, jd, names.as_ptr(), names.len(), lookup_done, ctx) };
         let r = rx.recv();
         // The result is a map: match it to the request by interned name
         // (one pool entry per string, so equal names are equal pointers).
@@ -540,7 +528,7 @@ impl Jit {
         for n in names {
             // SAFETY: each entry was retained by `intern` for this lookup and
             // is released once, after the lookup has completed.
-            unsafe { LLVMOrcReleaseSymbolStringPoolEntry(n) };
+            unsafe { kiln_orc_release(n) };
         }
         match r {
             Ok(Ok(addrs)) if addrs.iter().all(|&a| a != 0) => Ok(addrs),

@@ -3,10 +3,19 @@
 // registration and a slab memory manager. LLJIT would also make two target machines (for its data
 // layout and its IR compile layer) that loading objects never uses. Kiln
 // adds only objects, so nothing here registers or needs a target or the
-// code generator; the rest of `jit` drives the session through LLVM's C
-// API. Called by crates/kiln-jit/src/lib.rs only.
+// code generator. The session is driven through the calls below, with the
+// C API's handle types (llvm-c/Orc.h) but not its functions: LLVM's C
+// bindings of ORC are one archive member with LLJIT's, which would pull
+// LLJIT, its target machines and through them most of LLVM's analyses
+// into a static link, with their static constructors, which every
+// process runs at its start (docs/performance.md, "Warm start"). Called
+// by crates/kiln-jit/src/lib.rs only.
 #include "llvm-c/Error.h"
 #include "llvm-c/Orc.h"
+#include "llvm/ExecutionEngine/JITLink/COFF.h"
+#include "llvm/ExecutionEngine/JITLink/MachO.h"
+#include "llvm/ExecutionEngine/JITLink/XCOFF.h"
+#include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
 #include "llvm/ExecutionEngine/Orc/Core.h"
 #include "llvm/ExecutionEngine/Orc/EHFrameRegistrationPlugin.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
@@ -15,16 +24,111 @@
 #include "llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h"
 #include "llvm/ExecutionEngine/Orc/SelfExecutorProcessControl.h"
 #include "llvm/ExecutionEngine/Orc/TaskDispatch.h"
+#include "llvm/ExecutionEngine/Orc/ThreadSafeModule.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <dlfcn.h>
 #include <memory>
+#include <string>
+#include <vector>
 
 using namespace llvm;
 using namespace llvm::orc;
 
+#ifdef KILN_STATIC_LLVM
+// kiln-run adds objects only, never IR modules, so ORC's IR layers are
+// never used; but they share their archive member (Layer.cpp) with the
+// object layer, and two of their calls out of it, into
+// ThreadSafeModule.cpp (a module cloned into a new context) and
+// ExecutionUtils.cpp (whether a global is a static initialiser), would
+// pull LLVM's module cloning, IR parsers and object readers into a static
+// link and, through them, most of its transforms and analyses, with their
+// static constructors, which every process runs at its start
+// (docs/performance.md, "Warm start"). Defined here, the calls are
+// resolved without them; a later LLVM whose link needs those members for
+// other symbols too fails to link here, loudly. Reaching either would be
+// a bug in this file.
+ThreadSafeModule llvm::orc::cloneToNewContext(const ThreadSafeModule &, GVPredicate, GVModifier) {
+  report_fatal_error("kiln: ORC's IR layers are not linked into this program");
+}
+
+bool llvm::orc::StaticInitGVIterator::isStaticInitGlobal(GlobalValue &) {
+  report_fatal_error("kiln: ORC's IR layers are not linked into this program");
+}
+
+// JITLink reads an object by its format; Kiln's objects are the host's
+// ELF (docs/runtime.md, "Target"). The readers of the other formats would
+// pull LLVM's whole object-file layer, with its IR and bitcode readers,
+// into a static link. An object of another format (a damaged record, say)
+// is an error here, as any object that cannot be linked is.
+static Error notELF(const char *Format) {
+  return make_error<StringError>(std::string("not an ELF object (") + Format + "): Kiln links ELF objects only",
+                                 inconvertibleErrorCode());
+}
+
+Expected<std::unique_ptr<jitlink::LinkGraph>>
+llvm::jitlink::createLinkGraphFromMachOObject(MemoryBufferRef, std::shared_ptr<SymbolStringPool>) {
+  return notELF("Mach-O");
+}
+
+Expected<std::unique_ptr<jitlink::LinkGraph>>
+llvm::jitlink::createLinkGraphFromCOFFObject(MemoryBufferRef, std::shared_ptr<SymbolStringPool>) {
+  return notELF("COFF");
+}
+
+Expected<std::unique_ptr<jitlink::LinkGraph>>
+llvm::jitlink::createLinkGraphFromXCOFFObject(MemoryBufferRef, std::shared_ptr<SymbolStringPool>) {
+  return notELF("XCOFF");
+}
+
+void llvm::jitlink::link_MachO(std::unique_ptr<jitlink::LinkGraph>, std::unique_ptr<jitlink::JITLinkContext> Ctx) {
+  Ctx->notifyFailed(notELF("Mach-O"));
+}
+
+void llvm::jitlink::link_COFF(std::unique_ptr<jitlink::LinkGraph>, std::unique_ptr<jitlink::JITLinkContext> Ctx) {
+  Ctx->notifyFailed(notELF("COFF"));
+}
+
+void llvm::jitlink::link_XCOFF(std::unique_ptr<jitlink::LinkGraph>, std::unique_ptr<jitlink::JITLinkContext> Ctx) {
+  Ctx->notifyFailed(notELF("XCOFF"));
+}
+#endif
+
 namespace {
+// The symbols of this process (libm, libmvec once loaded, the C library)
+// for the objects' undefined references, found as the dynamic loader
+// finds them (dlsym over the global scope). ORC's own generator for
+// this (DynamicLibrarySearchGenerator) shares its archive member with
+// ORC's archive and IR loading utilities, which would pull LLVM's IR
+// parsers and object readers into a static link, with their static
+// constructors (docs/performance.md, "Warm start").
+class ProcessSymbols : public DefinitionGenerator {
+public:
+  explicit ProcessSymbols(char Prefix) : Prefix(Prefix) {}
+
+  Error tryToGenerate(LookupState &, LookupKind, JITDylib &JD, JITDylibLookupFlags,
+                      const SymbolLookupSet &Symbols) override {
+    SymbolMap Found;
+    for (const auto &[Name, Flags] : Symbols) {
+      StringRef N = *Name;
+      if (Prefix && !N.consume_front(StringRef(&Prefix, 1)))
+        continue;
+      std::string C = N.str();
+      if (void *Address = dlsym(RTLD_DEFAULT, C.c_str()))
+        Found[Name] = ExecutorSymbolDef(ExecutorAddr::fromPtr(Address), JITSymbolFlags::Exported);
+    }
+    if (Found.empty())
+      return Error::success();
+    return JD.define(absoluteSymbols(std::move(Found)));
+  }
+
+private:
+  char Prefix;
+};
+
 struct Session {
   std::unique_ptr<ExecutionSession> ES;
   std::unique_ptr<ObjectLinkingLayer> Layer;
@@ -77,14 +181,8 @@ extern "C" void *kiln_orc_create(LLVMErrorRef *error) {
     return nullptr;
   }
   S->Layer->addPlugin(std::move(*EH));
-  auto G = DynamicLibrarySearchGenerator::GetForCurrentProcess(kiln_orc_global_prefix());
-  if (!G) {
-    *error = wrap(G.takeError());
-    consumeError(S->ES->endSession());
-    return nullptr;
-  }
   S->Process = &S->ES->createBareJITDylib("kiln-process");
-  S->Process->addGenerator(std::move(*G));
+  S->Process->addGenerator(std::make_unique<ProcessSymbols>(kiln_orc_global_prefix()));
   return S.release();
 }
 
@@ -118,3 +216,97 @@ extern "C" void kiln_orc_link_after(LLVMOrcJITDylibRef JD, LLVMOrcJITDylibRef De
   auto *J = reinterpret_cast<JITDylib *>(JD);
   J->addToLinkOrder(*reinterpret_cast<JITDylib *>(Dep), JITDylibLookupFlags::MatchAllSymbols);
 }
+
+static ExecutionSession &unwrapES(LLVMOrcExecutionSessionRef ES) { return *reinterpret_cast<ExecutionSession *>(ES); }
+static JITDylib &unwrapJD(LLVMOrcJITDylibRef JD) { return *reinterpret_cast<JITDylib *>(JD); }
+static SymbolStringPoolEntryUnsafe::PoolEntry *unwrapName(LLVMOrcSymbolStringPoolEntryRef N) {
+  return reinterpret_cast<SymbolStringPoolEntryUnsafe::PoolEntry *>(N);
+}
+static LLVMOrcSymbolStringPoolEntryRef wrapName(SymbolStringPoolEntryUnsafe::PoolEntry *N) {
+  return reinterpret_cast<LLVMOrcSymbolStringPoolEntryRef>(N);
+}
+
+// The session's entry for Name, retained for the caller (who hands it on
+// or releases it with kiln_orc_release).
+extern "C" LLVMOrcSymbolStringPoolEntryRef kiln_orc_intern(LLVMOrcExecutionSessionRef ES, const char *Name) {
+  return wrapName(SymbolStringPoolEntryUnsafe::take(unwrapES(ES).intern(Name)).rawPtr());
+}
+
+extern "C" void kiln_orc_release(LLVMOrcSymbolStringPoolEntryRef N) { SymbolStringPoolEntryUnsafe(unwrapName(N)).release(); }
+
+// Errors no caller waits for (a materialisation that fails after its
+// lookup) go to Report, with Ctx, instead of ORC's default, which prints.
+extern "C" void kiln_orc_set_error_reporter(LLVMOrcExecutionSessionRef ES, void (*Report)(void *, LLVMErrorRef),
+                                            void *Ctx) {
+  unwrapES(ES).setErrorReporter([=](Error E) { Report(Ctx, wrap(std::move(E))); });
+}
+
+// A dylib with no generator and no platform (task objects have no static
+// constructors, atexit or TLS to support).
+extern "C" LLVMOrcJITDylibRef kiln_orc_create_dylib(LLVMOrcExecutionSessionRef ES, const char *Name) {
+  return reinterpret_cast<LLVMOrcJITDylibRef>(&unwrapES(ES).createBareJITDylib(Name));
+}
+
+// The C API's flags (llvm-c/Orc.h numbers them otherwise than
+// JITSymbolFlags does).
+static JITSymbolFlags toFlags(LLVMJITSymbolFlags F) {
+  JITSymbolFlags Flags;
+  if (F.GenericFlags & LLVMJITSymbolGenericFlagsExported)
+    Flags |= JITSymbolFlags::Exported;
+  if (F.GenericFlags & LLVMJITSymbolGenericFlagsWeak)
+    Flags |= JITSymbolFlags::Weak;
+  if (F.GenericFlags & LLVMJITSymbolGenericFlagsCallable)
+    Flags |= JITSymbolFlags::Callable;
+  if (F.GenericFlags & LLVMJITSymbolGenericFlagsMaterializationSideEffectsOnly)
+    Flags |= JITSymbolFlags::MaterializationSideEffectsOnly;
+  Flags.getTargetFlags() = F.TargetFlags;
+  return Flags;
+}
+
+// Defines the N symbols of Pairs in JD at their absolute addresses; the
+// pairs' names are taken over (each was retained for them).
+extern "C" LLVMErrorRef kiln_orc_define_absolute(LLVMOrcJITDylibRef JD, LLVMOrcCSymbolMapPairs Pairs, size_t N) {
+  SymbolMap Map;
+  for (size_t I = 0; I < N; ++I) {
+    JITSymbolFlags Flags = toFlags(Pairs[I].Sym.Flags);
+    SymbolStringPtr Name = SymbolStringPoolEntryUnsafe(unwrapName(Pairs[I].Name)).moveToSymbolStringPtr();
+    Map[std::move(Name)] = ExecutorSymbolDef(ExecutorAddr(Pairs[I].Sym.Address), Flags);
+  }
+  return wrap(unwrapJD(JD).define(absoluteSymbols(std::move(Map))));
+}
+
+// Adds a copy of the Size bytes at Bytes, a relocatable object, to JD
+// through the object layer; the object is linked when a symbol of it is
+// looked up.
+extern "C" LLVMErrorRef kiln_orc_add_object(LLVMOrcObjectLayerRef Layer, LLVMOrcJITDylibRef JD, const char *Bytes,
+                                            size_t Size) {
+  auto Buffer = MemoryBuffer::getMemBufferCopy(StringRef(Bytes, Size), "kiln-object");
+  return wrap(reinterpret_cast<ObjectLayer *>(Layer)->add(unwrapJD(JD), std::move(Buffer)));
+}
+
+// Looks the N names of Names (each required) up in JD alone, linking what
+// they need; Done gets the error, or each name (not retained) with its
+// address (its flags left zero), once, with Ctx.
+extern "C" void kiln_orc_lookup(LLVMOrcExecutionSessionRef ES, LLVMOrcJITDylibRef JD,
+                                const LLVMOrcSymbolStringPoolEntryRef *Names, size_t N,
+                                void (*Done)(LLVMErrorRef, LLVMOrcCSymbolMapPairs, size_t, void *), void *Ctx) {
+  SymbolLookupSet Symbols;
+  for (size_t I = 0; I < N; ++I)
+    Symbols.add(SymbolStringPoolEntryUnsafe(unwrapName(Names[I])).copyToSymbolStringPtr());
+  auto Order = makeJITDylibSearchOrder(&unwrapJD(JD), JITDylibLookupFlags::MatchAllSymbols);
+  auto Complete = [=](Expected<SymbolMap> Result) {
+    if (!Result) {
+      Done(wrap(Result.takeError()), nullptr, 0, Ctx);
+      return;
+    }
+    std::vector<LLVMOrcCSymbolMapPair> Pairs;
+    for (auto &[Name, Def] : *Result)
+      Pairs.push_back({wrapName(SymbolStringPoolEntryUnsafe::from(Name).rawPtr()), {Def.getAddress().getValue(), {}}});
+    Done(nullptr, Pairs.data(), Pairs.size(), Ctx);
+  };
+  unwrapES(ES).lookup(LookupKind::Static, Order, std::move(Symbols), SymbolState::Ready, std::move(Complete),
+                      NoDependenciesToRegister);
+}
+
+// Removes everything JD holds (its memory released); what that reported.
+extern "C" LLVMErrorRef kiln_orc_clear(LLVMOrcJITDylibRef JD) { return wrap(unwrapJD(JD).clear()); }

@@ -32,6 +32,7 @@ pub fn compile_shims(config: &str, shims: &[&str], name: &str) {
     if link_static() {
         // `link_llvm` links the C++ runtime statically instead.
         build.cpp_link_stdlib(None);
+        build.define("KILN_STATIC_LLVM", None);
     }
     for flag in flags.split_whitespace() {
         build.flag(flag);

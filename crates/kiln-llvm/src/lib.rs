@@ -25,7 +25,6 @@ pub mod target;
 pub use backend::{Backend, CompileProcess, Progress, ProgressHook};
 
 use inkwell::llvm_sys;
-use inkwell::targets::TargetMachine;
 use kiln::config::LaunchMeta;
 use kiln::plan::PlanError;
 use std::fmt;
@@ -76,6 +75,32 @@ pub struct HostTarget {
     pub features: String,
 }
 
+// `src/host.cpp`: what LLVMGetDefaultTargetTriple, LLVMGetHostCPUName and
+// LLVMGetHostCPUFeatures give, without the archive member of the C API's
+// target machines (a `kiln-run` that only loads objects would otherwise
+// link the code generator's analyses and run their static constructors).
+extern "C" {
+    fn kiln_host_triple() -> *mut libc::c_char;
+    fn kiln_host_cpu_name() -> *mut libc::c_char;
+    fn kiln_host_cpu_features() -> *mut libc::c_char;
+}
+
+/// The string one of `src/host.cpp`'s functions makes (freed here).
+fn host_string(f: unsafe extern "C" fn() -> *mut libc::c_char) -> Result<String, CodegenError> {
+    // SAFETY: the function takes nothing and returns a malloc'd,
+    // NUL-terminated string or null.
+    let p = unsafe { f() };
+    if p.is_null() {
+        return Err(CodegenError::new("out of memory detecting the host"));
+    }
+    // SAFETY: `p` is a NUL-terminated string this function now owns.
+    let s = unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned();
+    // SAFETY: `p` was malloc'd by the shim and is freed once, after its
+    // last read.
+    unsafe { libc::free(p as *mut libc::c_void) };
+    Ok(s)
+}
+
 impl HostTarget {
     /// This host: its triple, CPU name and *detected* features (what the
     /// CPU reports, not the CPU model's default set, which can name
@@ -86,9 +111,9 @@ impl HostTarget {
         HOST.get_or_init(|| {
             init_llvm()?;
             Ok(HostTarget {
-                triple: TargetMachine::get_default_triple().as_str().to_string_lossy().into_owned(),
-                cpu: TargetMachine::get_host_cpu_name().to_string(),
-                features: TargetMachine::get_host_cpu_features().to_string(),
+                triple: host_string(kiln_host_triple)?,
+                cpu: host_string(kiln_host_cpu_name)?,
+                features: host_string(kiln_host_cpu_features)?,
             })
         })
         .clone()
@@ -206,5 +231,17 @@ mod tests {
         assert!(check_llvm_version((22, 1, 0), "none").is_err());
         // This build's own library passes.
         assert!(check_llvm_version(llvm_library_version(), kiln::config::LLVM_VERSION).is_ok());
+    }
+
+    #[test]
+    fn the_host_is_what_llvms_c_api_detects() {
+        // The cache's scope and every key name these strings: they must
+        // stay what the C API's functions give.
+        use inkwell::targets::TargetMachine;
+        let host = HostTarget::detect().unwrap();
+        assert_eq!(host.triple, TargetMachine::get_default_triple().as_str().to_string_lossy());
+        assert_eq!(host.cpu, TargetMachine::get_host_cpu_name().to_string());
+        assert_eq!(host.features, TargetMachine::get_host_cpu_features().to_string());
+        assert!(host.features.contains("+sse2"), "{}", host.features);
     }
 }

@@ -1,0 +1,36 @@
+// This host as LLVM detects it: its default triple, its CPU's name and the
+// features the CPU reports, with the C API's spellings (LLVMGetHostCPUName
+// and its siblings) but not its functions: those share their archive
+// member (TargetMachineC.cpp) with the C API's target machines, which
+// would pull the code generator's analyses into a static link that only
+// loads objects (kiln-run), with their static constructors, which every
+// process runs at its start (docs/performance.md, "Warm start"). Called
+// by crates/kiln-llvm/src/lib.rs only. Each string is malloc'd; the caller
+// frees it.
+#include "llvm/ADT/StringMap.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+static char *dup_string(const std::string &S) {
+  char *P = static_cast<char *>(std::malloc(S.size() + 1));
+  if (P)
+    std::memcpy(P, S.c_str(), S.size() + 1);
+  return P;
+}
+
+extern "C" char *kiln_host_triple(void) { return dup_string(llvm::Triple::normalize(llvm::sys::getDefaultTargetTriple())); }
+
+extern "C" char *kiln_host_cpu_name(void) { return dup_string(llvm::sys::getHostCPUName().str()); }
+
+// "+feature,-feature,...": every feature the detection names, on or off.
+extern "C" char *kiln_host_cpu_features(void) {
+  llvm::SubtargetFeatures Features;
+  for (const auto &[Name, On] : llvm::sys::getHostCPUFeatures())
+    Features.AddFeature(Name, On);
+  return dup_string(Features.getString());
+}
