@@ -347,18 +347,18 @@ impl JitEngine {
         tiers.start_waiting(&mut self.stats);
     }
 
-    /// Runs `kernel` in the interpreter, on the fields its launches use
-    /// (the kernel-scoped temporaries made for the run), counting its
-    /// launches as interpreted.
+    /// Runs `kernel` (found in its module) in the interpreter, on the
+    /// fields its launches use (the kernel-scoped temporaries made for the
+    /// run), counting its launches as interpreted.
     fn interpret(
         &mut self,
-        stream: &Stream,
-        kernel: &str,
+        kernel: (&Module, &Kernel),
         args: &[Const],
         launched: &[(&Module, &TaskItem)],
         fields: &mut Fields,
     ) -> Result<(), RunError> {
-        let own = kernel_stream(self.find_kernel(stream, kernel)?, launched);
+        let name = kernel.1.name.clone();
+        let own = kernel_stream(kernel, launched);
         let used = launched.iter().flat_map(|(m, _)| m.fields());
         let temps = fields.add_temporaries(used.map(|f| (f.name.as_str(), f.elem, f.shape.as_slice())))?;
         let config = self.backend.config();
@@ -366,8 +366,8 @@ impl JitEngine {
             kiln::interp::Interpreter { denormals: config.denormals, seed: self.seed, ..Default::default() };
         let t0 = Instant::now();
         let result = {
-            let _span = kiln::trace::span("launch", "interpreted", kernel);
-            interp.run_kernel(&own, kernel, args, fields)
+            let _span = kiln::trace::span("launch", "interpreted", &name);
+            interp.run_kernel(&own, &name, args, fields)
         };
         self.stats.run.run_time += t0.elapsed();
         self.stats.launches += launched.len() as u64;
@@ -693,7 +693,7 @@ impl Engine for JitEngine {
         self.upgrade();
         let split = self.split(stream, kernel)?;
         let stream = split.as_deref().unwrap_or(stream);
-        let (_, k) = self.find_kernel(stream, kernel)?;
+        let (module, k) = self.find_kernel(stream, kernel)?;
         if args.len() != k.params.len() {
             return Err(RunError::new(format!(
                 "kernel @{kernel} takes {} arguments, {} given",
@@ -710,7 +710,7 @@ impl Engine for JitEngine {
         let named = named_args(k, args);
         let tasks = match self.prepare_launched(stream, kernel, &launched, Some((&named, fields)))? {
             Prepared::Tasks(tasks) => tasks,
-            Prepared::Interpret => return self.interpret(stream, kernel, args, &launched, fields),
+            Prepared::Interpret => return self.interpret((module, k), args, &launched, fields),
         };
         // The kernel-scoped temporaries offload made exist for this run.
         let used = tasks.iter().flat_map(|t| &t.meta.fields).map(|f| (f.name.as_str(), f.elem, f.shape.as_slice()));

@@ -73,7 +73,7 @@ pub struct InterpretBudget {
 }
 
 impl Default for InterpretBudget {
-    /// `kiln-run`'s: the interpreter runs about 130 statements a
+    /// `kiln-run`'s: the interpreter runs 100 to 130 statements a
     /// microsecond, so a kernel at most about 5 ms and a run at most
     /// about 15 ms, where a quick compile costs 8 to 9 ms more than
     /// interpreting a small kernel, and more for a larger one (a
