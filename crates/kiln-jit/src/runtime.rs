@@ -19,7 +19,7 @@ use kiln::exec::{
     assert_message, assertion_failed, out_of_bounds, print_text, too_much_output, FieldData, Fields, RunError,
     MAX_PRINT_LINES,
 };
-use kiln::ir::{PrintPiece, Scalar, DEFAULT_BLOCK_DIM};
+use kiln::ir::{Const, PrintPiece, Scalar, DEFAULT_BLOCK_DIM};
 use kiln_llvm::abi::{PrintRecords, PrintSink, ASSERT_FIELD};
 use kiln_llvm::sites::Site;
 use rayon::prelude::*;
@@ -137,11 +137,8 @@ fn read_int_field(fields: &Fields, name: &str, names: LaunchNames) -> Result<i64
             names.kernel, names.task
         )));
     }
-    let b = &f.bytes;
-    Ok(match f.elem {
-        Scalar::I1 => (b[0] != 0) as i64,
-        Scalar::I32 => i32::from_le_bytes(b[..4].try_into().unwrap()) as i64,
-        _ => i64::from_le_bytes(b[..8].try_into().unwrap()),
+    f.element(0).and_then(Const::as_i64).ok_or_else(|| {
+        RunError::new(format!("kernel @{}: task @{}: the bound @{name} has no value", names.kernel, names.task))
     })
 }
 

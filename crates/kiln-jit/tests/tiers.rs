@@ -176,33 +176,22 @@ fn run(e: &mut JitEngine, stream: &Stream, fields: &mut Fields, kernel: &str) {
 }
 
 fn want() -> (Stream, Digests) {
-    let stream = kiln::parser::parse(MATH).unwrap();
-    let mut fields = Fields::zeroed(&stream);
-    let mut interp = Interpreter::new();
-    for k in ["init", "math"] {
-        interp.run_kernel(&stream, k, &[kiln::ir::Const::i32(65536)], &mut fields).unwrap();
-    }
-    (stream, field_bytes(&fields))
+    (kiln::parser::parse(MATH).unwrap(), small_want(65536))
 }
 
-/// [`tiered_engine`] on `MATH`'s kernels at `n` elements (`MATH` is
-/// declared for 65536): the fields it leaves after `@init` then `@math`,
-/// run as one batch, and the engine.
-fn small_batch(e: &mut JitEngine, n: i32) -> Digests {
+/// What `engine` leaves running `MATH`'s `@init` then `@math` at `n`
+/// elements (`MATH` is declared for 65536), as one batch.
+fn small_batch(engine: &mut dyn Engine, n: i32) -> Digests {
     let stream = kiln::parser::parse(MATH).unwrap();
     let mut fields = Fields::zeroed(&stream);
     let arg = [kiln::ir::Const::i32(n)];
-    e.run_kernels(&stream, &[("init", &arg), ("math", &arg)], &mut fields).unwrap();
+    engine.run_kernels(&stream, &[("init", &arg), ("math", &arg)], &mut fields).unwrap();
     field_bytes(&fields)
 }
 
 /// What the interpreter leaves after `@init` then `@math` at `n`.
 fn small_want(n: i32) -> Digests {
-    let stream = kiln::parser::parse(MATH).unwrap();
-    let mut fields = Fields::zeroed(&stream);
-    let arg = [kiln::ir::Const::i32(n)];
-    Interpreter::new().run_kernels(&stream, &[("init", &arg), ("math", &arg)], &mut fields).unwrap();
-    field_bytes(&fields)
+    small_batch(&mut Interpreter::new(), n)
 }
 
 /// Waits until none of the processes `pids` runs any more (a child left

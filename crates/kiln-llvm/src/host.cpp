@@ -12,16 +12,9 @@
 #include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/TargetParser/Triple.h"
 
-#include <cstdlib>
-#include <cstring>
-#include <string>
+#include "shim_string.h"
 
-static char *dup_string(const std::string &S) {
-  char *P = static_cast<char *>(std::malloc(S.size() + 1));
-  if (P)
-    std::memcpy(P, S.c_str(), S.size() + 1);
-  return P;
-}
+#include <string>
 
 extern "C" char *kiln_host_triple(void) { return dup_string(llvm::Triple::normalize(llvm::sys::getDefaultTargetTriple())); }
 

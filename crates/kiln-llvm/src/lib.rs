@@ -85,20 +85,11 @@ extern "C" {
     fn kiln_host_cpu_features() -> *mut libc::c_char;
 }
 
-/// The string one of `src/host.cpp`'s functions makes (freed here).
+/// The string one of `src/host.cpp`'s functions makes.
 fn host_string(f: unsafe extern "C" fn() -> *mut libc::c_char) -> Result<String, CodegenError> {
     // SAFETY: the function takes nothing and returns a malloc'd,
-    // NUL-terminated string or null.
-    let p = unsafe { f() };
-    if p.is_null() {
-        return Err(CodegenError::new("out of memory detecting the host"));
-    }
-    // SAFETY: `p` is a NUL-terminated string this function now owns.
-    let s = unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned();
-    // SAFETY: `p` was malloc'd by the shim and is freed once, after its
-    // last read.
-    unsafe { libc::free(p as *mut libc::c_void) };
-    Ok(s)
+    // NUL-terminated string or null, which `take` reads and frees.
+    target::take(unsafe { f() }).ok_or_else(|| CodegenError::new("out of memory detecting the host"))
 }
 
 impl HostTarget {

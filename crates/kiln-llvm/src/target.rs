@@ -31,8 +31,8 @@ pub struct TargetTables {
     pub features: Vec<(String, String)>,
 }
 
-/// Takes a malloc'd C string from the shim.
-fn take(p: *mut c_char) -> Option<String> {
+/// Takes a malloc'd C string from a shim (`src/shim_string.h`).
+pub(crate) fn take(p: *mut c_char) -> Option<String> {
     if p.is_null() {
         return None;
     }

@@ -5,17 +5,10 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/TargetParser/Triple.h"
 
-#include <cstdlib>
-#include <cstring>
+#include "shim_string.h"
+
 #include <memory>
 #include <string>
-
-static char *dup_string(const std::string &s) {
-  char *p = static_cast<char *>(std::malloc(s.size() + 1));
-  if (p)
-    std::memcpy(p, s.c_str(), s.size() + 1);
-  return p;
-}
 
 // One line per CPU, "c\tNAME\n", then one per feature, "f\tNAME\tDESC\n",
 // in LLVM's (sorted) order, in a malloc'd string the caller frees. On
