@@ -33,7 +33,7 @@ pub fn statements_bound(
     for (m, t) in launched {
         let read = |f: &str| stored.get(f).copied().unwrap_or_else(|| field(f));
         sum = sum.checked_add(launch(m, t, args, &read)?)?;
-        note_stores(t, args, &mut stored);
+        note_stores(m, t, args, &mut stored);
     }
     Some(sum)
 }
@@ -47,15 +47,22 @@ fn known_in(body: &Body, args: &[(&str, Const)], v: Value) -> Option<i64> {
     }
 }
 
-/// Notes what `task` leaves in the fields it writes: a serial task's
-/// stores at the top of its body of a known value, that value; any other
-/// write, a value not known.
-fn note_stores<'t>(task: &'t TaskItem, args: &[(&str, Const)], stored: &mut HashMap<&'t str, Option<i64>>) {
+/// Notes what `task` (of `module`) leaves in the fields it writes: a
+/// serial task's stores at the top of its body of a known value, that
+/// value; any other write, a value not known, and so every write of the
+/// module's functions (those the task reaches) when it calls one.
+fn note_stores<'t>(
+    module: &'t Module,
+    task: &'t TaskItem,
+    args: &[(&str, Const)],
+    stored: &mut HashMap<&'t str, Option<i64>>,
+) {
     let body = &task.body;
     let top: &[Stmt] = match task.kind {
         TaskKind::Serial => body.block(body.entry),
         _ => &[],
     };
+    let mut calls = false;
     body.walk(body.entry, &mut |s| match &body.stmt(s).kind {
         StmtKind::Store(r, v) => {
             let value = top.contains(&s).then(|| known_in(body, args, *v)).flatten();
@@ -64,8 +71,17 @@ fn note_stores<'t>(task: &'t TaskItem, args: &[(&str, Const)], stored: &mut Hash
         StmtKind::Atomic(_, r, _) => {
             stored.insert(&r.field, None);
         }
+        StmtKind::Call(..) => calls = true,
         _ => {}
     });
+    for f in module.funcs().filter(|_| calls) {
+        let fb = &f.body;
+        fb.walk(fb.entry, &mut |s| {
+            if let StmtKind::Store(r, _) | StmtKind::Atomic(_, r, _) = &fb.stmt(s).kind {
+                stored.insert(&r.field, None);
+            }
+        });
+    }
 }
 
 /// One launch: its iterations times its body; `read` gives a 0-D field's
@@ -237,6 +253,19 @@ mod tests {
         let launched = crate::plan::launched_tasks(&split, "r").unwrap();
         assert_eq!(statements_bound(&launched, &[], &|f| (f == "t").then_some(5)), Some(15));
         assert_eq!(statements_bound(&launched, &[], &|_| None), None);
+    }
+
+    #[test]
+    fn a_bound_field_a_called_function_writes_is_not_known() {
+        // The serial task stores 2, then calls a function that stores
+        // @t[] again: the loop's bound is no longer the 2 stored.
+        let f = "func @set(%v: i32) {\n  store @t[], %v\n}\n";
+        let q = "kernel @q(%n: i32 = 9) {\n  task @q.0 serial {\n    %c = const 2 : i32\n    store @t[], %c\n    call @set(%n)\n  }\n  task @q.1 range_for %i in 0 .. @t[] block_dim 32 {\n    %v = const 2.0 : f32\n    store @x[%i], %v\n  }\n}\n";
+        let text = format!("{FIELDS}field @t : i32\n{f}{q}");
+        assert_eq!(bound_of(&text, "q", &[("n", Const::i32(9))]), None);
+        // Without the call, the 2 stored is the bound.
+        let plain = text.replace("    call @set(%n)\n", "");
+        assert_eq!(bound_of(&plain, "q", &[("n", Const::i32(9))]), Some(3 + 2 * 3));
     }
 
     #[test]
