@@ -18,7 +18,7 @@
 
 use clap::Parser;
 use kiln::cache::size::{parse_duration, parse_size};
-use kiln::cache::{HostScope, Key, Store, StoreOptions};
+use kiln::cache::{CacheRoot, HostScope, Key, Native, Store, StoreOptions};
 use kiln::config::{LaunchMeta, MetaBound, MetaField, MetaKind, MetaParam};
 use kiln::ir::Scalar;
 use std::io::Write;
@@ -107,13 +107,14 @@ fn run(args: Args) -> Result<(), String> {
     let scope = HostScope::from_feature_string(&args.triple, &args.cpu, &args.features);
     let options = StoreOptions {
         allow_insecure: args.allow_insecure_cache,
-        native: args.native,
         llvm_version: "none".into(),
         fsync: !args.no_fsync,
         max_size: args.max_size.unwrap_or(kiln::cache::DEFAULT_MAX_SIZE),
         ..Default::default()
     };
-    let store = Store::open(&args.cache_dir, scope, options).map_err(|e| e.to_string())?;
+    let native = if args.native { Native::Told } else { Native::No };
+    let store =
+        CacheRoot::open(&args.cache_dir, options).and_then(|r| r.scope(scope, native)).map_err(|e| e.to_string())?;
     if args.packed {
         return fill_packed(&store, &args);
     }

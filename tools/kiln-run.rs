@@ -215,10 +215,15 @@ enum Runner {
     Jit(Box<kiln_jit::engine::JitEngine>, Option<(String, String)>),
 }
 
+/// Whether the settings simulate another host (`target_cpu` /
+/// `target_features`: `--target-cpu`, `KILN_TARGET_CPU`, ...).
+fn simulates_target(settings: &Settings) -> bool {
+    settings.target_cpu.value.is_some() || settings.target_features.value.is_some()
+}
+
 /// The target of the jit engine: this host, or the CPU and features of
-/// the `target_cpu` / `target_features` settings (`--target-cpu`,
-/// `KILN_TARGET_CPU`, ...), checked against LLVM's lists before anything is
-/// read, compiled or written.
+/// the `target_cpu` / `target_features` settings, checked against LLVM's
+/// lists.
 fn resolve_target(settings: &Settings) -> Result<HostTarget, ToolError> {
     let (cpu, features) = (&settings.target_cpu, &settings.target_features);
     let (cpu_at, features_at) = (cpu.source.location("target_cpu"), features.source.location("target_features"));
@@ -227,17 +232,18 @@ fn resolve_target(settings: &Settings) -> Result<HostTarget, ToolError> {
     kiln_llvm::target::resolve(cpu, features).or_else(kiln_llvm::target::tool_error)
 }
 
-/// The engine for `cli` and `target` (the interpreter has none), and a
-/// warning to show (no cache directory could be derived).
+/// The engine for `cli` (the jit's for the `simulated` target, else for
+/// this host), and a warning to show (no cache directory could be
+/// derived).
 fn make_engine(
     cli: &Cli,
     settings: &Settings,
-    target: Option<HostTarget>,
+    simulated: Option<HostTarget>,
     progress: &std::sync::Arc<tool::TaskProgress>,
 ) -> Result<(Runner, Option<String>), ToolError> {
     use kiln_jit::engine::{JitEngine, JitPath};
     use kiln_llvm::CompileProcess;
-    let Some(target) = target else {
+    if cli.engine == EngineKind::Interp {
         let interp = kiln::interp::Interpreter {
             order: cli.iteration_order.unwrap_or_default(),
             check_races: cli.check_races,
@@ -246,6 +252,19 @@ fn make_engine(
             printed: Vec::new(),
         };
         return Ok((Runner::Interp(interp), None));
+    }
+    // The cache's root is opened first: this host is recalled from it when
+    // a process of this build detected it in this boot.
+    let mut cache_root = (!cli.no_cache)
+        .then(|| settings.cache_root().and_then(|dir| kiln_llvm::session::open_root(&dir, settings.store_options())));
+    let target = match simulated {
+        Some(target) => target,
+        None => {
+            if let Some(Ok(root)) = &mut cache_root {
+                HostTarget::recall(root);
+            }
+            resolve_target(settings)?
+        }
     };
     let config = match settings.tier.value {
         kiln::config::TierPolicy::Quick => cli.config.config().quick(),
@@ -265,11 +284,11 @@ fn make_engine(
     let mut engine =
         JitEngine::new(compiler, path, threads).map_err(|e| ToolError::msg(e.message))?.with_calling_thread();
     engine.set_seed(cli.seed);
-    if cli.no_cache {
+    let Some(cache_root) = cache_root else {
         return Ok((Runner::Jit(Box::new(engine), None), None));
-    }
+    };
     let remote = remote_settings(settings)?;
-    let (store_root, warning) = attach_cache(&mut engine, settings, &target, remote, progress);
+    let (store_root, warning) = attach_cache(&mut engine, cache_root, settings, &target, remote, progress);
     Ok((Runner::Jit(Box::new(engine), store_root), warning))
 }
 
@@ -318,6 +337,7 @@ fn tiers_for(
 /// never fails a run, which goes on without it and says so once.
 fn attach_cache(
     engine: &mut kiln_jit::engine::JitEngine,
+    root: Result<kiln::cache::CacheRoot, kiln::cache::CacheError>,
     settings: &Settings,
     target: &HostTarget,
     remote: Option<kiln::remote::RemoteSettings>,
@@ -325,7 +345,7 @@ fn attach_cache(
 ) -> (Option<(String, String)>, Option<String>) {
     use kiln_jit::cached::CachedTasks;
     use kiln_llvm::session::Session;
-    let opened = settings.cache_root().and_then(|dir| Session::open(&dir, target, settings, remote));
+    let opened = root.and_then(|root| Session::on_root(root, target, settings, remote));
     match opened {
         Ok(session) => {
             let root = (session.store.root().display().to_string(), session.store.scope_name().to_string());
@@ -381,7 +401,13 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     // and the cache is only read.
     let (settings, config_problem) = Settings::load_for_run(&flags)?;
     tool::warn_ignored_config(&settings);
-    let target = if cli.engine == EngineKind::Jit { Some(resolve_target(&settings)?) } else { None };
+    // A simulated target is checked against LLVM's lists before anything
+    // is read, compiled or written; this host is found with the engine.
+    let simulated = if cli.engine == EngineKind::Jit && simulates_target(&settings) {
+        Some(resolve_target(&settings)?)
+    } else {
+        None
+    };
     drop(setup);
     let src = tool::read_source_capped(&cli.input, settings.max_input_size.value.0)?;
     let parsed = span("parse");
@@ -400,7 +426,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     drop(inputs);
     let progress = std::sync::Arc::new(tool::TaskProgress::new(cli.quiet));
     let engine = span("engine");
-    let (mut runner, warning) = make_engine(cli, &settings, target, &progress)?;
+    let (mut runner, warning) = make_engine(cli, &settings, simulated, &progress)?;
     drop(engine);
     // A cache whose own kiln.toml is in error and that then cannot be
     // opened either (a directory that cannot be reached) is one problem:

@@ -4,7 +4,9 @@
 //! one function, [`scope_name`], that turns it into a directory name, so
 //! codegen (which detects the host through LLVM) and the LLVM-free tools
 //! always agree; the `host.json` description in each scope directory; and
-//! the per-machine record of which scope is this machine's own.
+//! the per-machine record of which scope is this machine's own, with what
+//! was detected for the later processes of the same build in the same boot
+//! ([`NativeFile::recall`]).
 //!
 //! Must never: detect the host authoritatively. That is codegen's job
 //! (LLVM's host CPU name and `LLVMGetHostCPUFeatures`, the features the
@@ -13,6 +15,7 @@
 //! takes it for this host's scope (see [`native_scope`]).
 
 use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
 
 /// The host an object was compiled for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -149,23 +152,100 @@ impl HostFile {
     }
 }
 
+/// This machine as LLVM detects it, spelled as LLVM spells it: a
+/// `kiln_llvm::HostTarget`'s three strings (the features in LLVM's order,
+/// unsorted), which compile requests and `--version` show as they are.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DetectedHost {
+    pub triple: String,
+    pub cpu: String,
+    pub features: String,
+}
+
+impl DetectedHost {
+    /// Its scope (see [`scope_name`]).
+    pub fn scope(&self) -> HostScope {
+        HostScope::from_feature_string(&self.triple, &self.cpu, &self.features)
+    }
+}
+
+/// What one process detected, kept for the later processes of the same
+/// build in the same boot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Detected {
+    /// The boot it was detected in ([`boot_id`]).
+    pub boot: String,
+    /// The build that detected it ([`crate::config::BUILD_ID`]): another
+    /// build may link another LLVM, which may detect otherwise.
+    pub build: String,
+    #[serde(flatten)]
+    pub host: DetectedHost,
+}
+
 /// What `hosts/<machine>.json` says: the scope a Kiln process with LLVM
-/// detected as this machine's own.
+/// detected as this machine's own, and what it detected.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NativeFile {
     pub scope: String,
     /// The machine's host name, for people reading the file.
     pub hostname: String,
+    /// What was detected, in which boot, by which build; absent where the
+    /// boot cannot be told (no `boot_id`) and in files of earlier builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detected: Option<Detected>,
+}
+
+impl NativeFile {
+    /// The entry of a process that detected `host`, this machine.
+    pub fn of(host: &DetectedHost) -> NativeFile {
+        let detected =
+            boot_id().map(|boot| Detected { boot, build: crate::config::BUILD_ID.to_string(), host: host.clone() });
+        NativeFile { scope: host.scope().name(), hostname: hostname().unwrap_or_default(), detected }
+    }
+
+    /// The entry of a scope that is this machine's own by a caller's word,
+    /// with nothing to recall.
+    pub fn told(scope: &str) -> NativeFile {
+        NativeFile { scope: scope.to_string(), hostname: hostname().unwrap_or_default(), detected: None }
+    }
+
+    /// The host this entry recalls: what a process of this build detected
+    /// in this boot, which is what detecting again would give, since a
+    /// boot keeps its CPU (Linux fixes the CPU's features at boot, and a
+    /// hypervisor keeps a guest's across a migration). `None` for an entry
+    /// of another boot or build, or one whose scope is not its host's.
+    pub fn recall(&self) -> Option<DetectedHost> {
+        let d = self.detected.as_ref()?;
+        let current = d.build == crate::config::BUILD_ID && Some(&d.boot) == boot_id().as_ref();
+        (current && d.host.scope().name() == self.scope).then(|| d.host.clone())
+    }
+}
+
+/// This boot's identity: Linux's `boot_id`, a random UUID the kernel makes
+/// at every boot; `None` where there is none to read. Read once a process.
+pub fn boot_id() -> Option<String> {
+    static BOOT: OnceLock<Option<String>> = OnceLock::new();
+    BOOT.get_or_init(|| {
+        let text = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+        let id = text.trim();
+        (id.len() == 36 && id.bytes().all(|c| c.is_ascii_hexdigit() || c == b'-')).then(|| id.to_string())
+    })
+    .clone()
 }
 
 /// A stable, non-identifying name for this machine: 16 hex digits of the
 /// blake3 of `/etc/machine-id` (or D-Bus's copy, or the host name).
+/// Read once a process.
 pub fn machine_tag() -> Option<String> {
-    let id = ["/etc/machine-id", "/var/lib/dbus/machine-id"]
-        .iter()
-        .find_map(|p| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
-        .or_else(|| hostname().filter(|h| !h.is_empty()))?;
-    Some(blake3::hash(id.as_bytes()).to_hex()[..16].to_string())
+    static TAG: OnceLock<Option<String>> = OnceLock::new();
+    TAG.get_or_init(|| {
+        let id = ["/etc/machine-id", "/var/lib/dbus/machine-id"]
+            .iter()
+            .find_map(|p| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
+            .or_else(|| hostname().filter(|h| !h.is_empty()))?;
+        Some(blake3::hash(id.as_bytes()).to_hex()[..16].to_string())
+    })
+    .clone()
 }
 
 /// The machine's host name, if it has one (`uname`'s node name).
@@ -215,6 +295,46 @@ mod tests {
         assert_ne!(scope_name("a-b", "c", &["+f"]), scope_name("a", "b-c", &["+f"]));
         for bad in ["hosts", "ab", "x86_64-linux-generic-12345678901", "a-b-ABCDEF012345", "a/b-c-0123456789ab"] {
             assert!(!is_scope_name(bad), "{bad}");
+        }
+    }
+
+    fn detected() -> DetectedHost {
+        DetectedHost { triple: "x86_64-pc-linux-gnu".into(), cpu: "znver4".into(), features: "+avx2,-avx512f".into() }
+    }
+
+    #[test]
+    fn an_entry_recalls_its_host_only_in_its_boot_and_build() {
+        let Some(boot) = boot_id() else { return };
+        let entry = NativeFile::of(&detected());
+        assert_eq!(entry.scope, detected().scope().name());
+        assert_eq!(
+            entry.detected.as_ref().map(|d| (d.boot.as_str(), d.build.as_str())),
+            Some((boot.as_str(), crate::config::BUILD_ID))
+        );
+        assert_eq!(entry.recall(), Some(detected()));
+        let text = serde_json::to_string(&entry).unwrap();
+        assert_eq!(serde_json::from_str::<NativeFile>(&text).unwrap().recall(), Some(detected()));
+        let changed = |f: fn(&mut NativeFile)| {
+            let mut e = entry.clone();
+            f(&mut e);
+            e.recall()
+        };
+        assert_eq!(
+            changed(|e| e.detected.as_mut().unwrap().boot = "00000000-0000-4000-8000-000000000000".into()),
+            None
+        );
+        assert_eq!(changed(|e| e.detected.as_mut().unwrap().build = "another build".into()), None);
+        assert_eq!(changed(|e| e.detected.as_mut().unwrap().host.features = "+avx2".into()), None, "not its scope");
+        assert_eq!(changed(|e| e.detected = None), None);
+        // An earlier build's entry (no `detected`) still names the scope.
+        let old: NativeFile = serde_json::from_str(r#"{"scope": "x86_64-a-b-0123456789ab", "hostname": "h"}"#).unwrap();
+        assert_eq!((old.scope.as_str(), old.recall()), ("x86_64-a-b-0123456789ab", None));
+    }
+
+    #[test]
+    fn the_boot_id_is_linuxs() {
+        if let Ok(text) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id") {
+            assert_eq!(boot_id().as_deref(), Some(text.trim()));
         }
     }
 

@@ -51,7 +51,7 @@ pub use counters::CacheStats;
 pub use host::HostScope;
 pub use layout::{CACHEDIR_TAG, CACHEDIR_TAG_SIGNATURE, LAYOUT_VERSION, MARKER, MARKER_PREFIX};
 pub use record::{Corrupt, Key, Producer, Record};
-pub use store::{Lookup, Store, StoreOptions, DEFAULT_MAX_SIZE};
+pub use store::{CacheRoot, Lookup, Native, Store, StoreOptions, DEFAULT_MAX_SIZE};
 
 use std::ffi::OsString;
 use std::fmt;

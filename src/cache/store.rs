@@ -1,8 +1,9 @@
 //! The store: get, put and erase records in one host scope of a cache
 //! root, safely under many concurrent processes.
 //!
-//! Owns: opening a scope of a root (the root's set-up is `root`'s) and
-//! its trust checks, the record paths, the temporary-file-then-rename
+//! Owns: opening a root ([`CacheRoot`]; its set-up is `root`'s), reading
+//! this machine's host back from its `hosts/` entry, opening a scope of it
+//! and its trust checks, the record paths, the temporary-file-then-rename
 //! write protocol, the [`CacheStats`] a store counts (and their flush into
 //! the scope's lasting statistics), and the accounting of every rename and
 //! unlink in its shard group's size counter, under the group's lock
@@ -40,9 +41,6 @@ pub struct StoreOptions {
     /// Accept a root or scope directory that another user owns or that is
     /// group- or world-writable (`--allow-insecure-cache`).
     pub allow_insecure: bool,
-    /// The scope is this machine's detected host (not a simulated one):
-    /// record it under `hosts/` so LLVM-free tools can tell it apart.
-    pub native: bool,
     /// The LLVM version stamped into the producer of each record.
     pub llvm_version: String,
     /// Sync each record to disk before renaming it into place. Turn off
@@ -66,7 +64,6 @@ impl Default for StoreOptions {
     fn default() -> StoreOptions {
         StoreOptions {
             allow_insecure: false,
-            native: false,
             llvm_version: "none".into(),
             fsync: true,
             read_only: false,
@@ -189,18 +186,85 @@ fn vanished(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::NotFound
 }
 
-impl Store {
-    /// Opens (creating if needed) the cache at `root` and its directory for
-    /// `scope`, after the trust checks.
-    /// A read-only store creates and writes nothing: a missing root or
-    /// scope is [`CacheError::NoCache`].
-    pub fn open(root: &Path, scope: HostScope, options: StoreOptions) -> Result<Store, CacheError> {
+/// Whether a scope a store opens is this machine's own, for its `hosts/`
+/// entry.
+#[derive(Clone, Copy, Debug)]
+pub enum Native<'a> {
+    /// A simulated host (or one not known to be this machine): nothing is
+    /// recorded.
+    No,
+    /// This machine as LLVM detected it: recorded with what was detected,
+    /// for the later processes of this boot to recall.
+    Detected(&'a host::DetectedHost),
+    /// This machine's own by the caller's word (a test's stand-in for the
+    /// detected host): recorded with nothing to recall.
+    Told,
+}
+
+/// A cache root, opened after its trust checks: what a store of one of
+/// its scopes is opened from, and where this machine's host is recalled
+/// from before its scope is known ([`CacheRoot::recall_host`]).
+pub struct CacheRoot {
+    root: PathBuf,
+    options: StoreOptions,
+    access: Access,
+    /// The host recalled from this machine's `hosts/` entry, which then
+    /// needs no rewriting.
+    recalled: Option<host::DetectedHost>,
+}
+
+impl CacheRoot {
+    /// Opens (creating if needed, unless read-only) the cache at `root`,
+    /// after the trust checks. A read-only open creates nothing: a missing
+    /// root is [`CacheError::NoCache`].
+    pub fn open(root: &Path, options: StoreOptions) -> Result<CacheRoot, CacheError> {
         let access = options.access()?;
-        let ro = options.read_only;
-        let root = if ro { open_root(root, &access)? } else { init_root(root, &access)? };
-        if ro {
+        let root = if options.read_only { open_root(root, &access)? } else { init_root(root, &access)? };
+        if options.read_only {
             check_markers(&root).map_err(|reason| CacheError::NotACache { path: root.clone(), reason })?;
         }
+        Ok(CacheRoot { root, options, access, recalled: None })
+    }
+
+    /// The canonical cache root.
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// This machine's host as its `hosts/` entry recalls it
+    /// ([`NativeFile::recall`]): what a process of this build detected in
+    /// this boot. Read with the checks a record gets (no link followed, the
+    /// directory's and the file's owners and modes); `None` when there is
+    /// no such entry, or it cannot be read or trusted.
+    pub fn recall_host(&mut self) -> Option<host::DetectedHost> {
+        self.recalled = self.read_recalled();
+        self.recalled.clone()
+    }
+
+    fn read_recalled(&self) -> Option<host::DetectedHost> {
+        let tag = host::machine_tag()?;
+        let trusted = |st: &cfs::FileStat| self.access.check_ids(&self.root, st.uid, st.gid, st.mode).is_ok();
+        let dir = cfs::open_dir(cfs::open_dir_path(&self.root).ok()?, HOSTS_DIR).ok()?;
+        let file = cfs::open_read(&dir, &format!("{tag}.json")).ok()?;
+        let (dir_stat, file_stat) = (cfs::stat_fd(&dir).ok()?, cfs::stat_fd(&file).ok()?);
+        if !(trusted(&dir_stat) && file_stat.is_file() && trusted(&file_stat)) {
+            return None;
+        }
+        let mut text = Vec::new();
+        file.take(MAX_NATIVE_FILE_LEN).read_to_end(&mut text).ok()?;
+        serde_json::from_slice::<NativeFile>(&text).ok()?.recall()
+    }
+
+    /// Opens (creating if needed) the root's directory for `scope`, after
+    /// the trust checks. A scope that is this machine's own (`native`) is
+    /// recorded under `hosts/` (unless it was recalled from there), for
+    /// LLVM-free tools to tell it apart and, with what was detected, for
+    /// the later processes of this boot to recall. A read-only store
+    /// creates and writes nothing: a missing scope is
+    /// [`CacheError::NoCache`].
+    pub fn scope(self, scope: HostScope, native: Native) -> Result<Store, CacheError> {
+        let CacheRoot { root, options, access, recalled } = self;
+        let ro = options.read_only;
         let scope_name = scope.name();
         let scope_dir = root.join(&scope_name);
         if !ro {
@@ -235,16 +299,34 @@ impl Store {
             Err(e) if vanished(&e) => {}
             Err(e) => return Err(CacheError::io(scope_dir.join(HOST_FILE), "read", e)),
         }
-        if options.native && !ro {
-            if let Some(tag) = host::machine_tag() {
-                let hosts = root.join(HOSTS_DIR);
-                access.make_dir(&hosts)?;
-                let native = NativeFile { scope: scope_name.clone(), hostname: host::hostname().unwrap_or_default() };
-                let fd = cfs::open_dir_path(&hosts).map_err(|e| CacheError::io(&hosts, "open", e))?;
-                write_json(&access, &fd, &hosts, &format!("{tag}.json"), &native)?;
-            }
+        let entry = match native {
+            Native::Detected(host) if recalled.as_ref() == Some(host) => None,
+            Native::Detected(host) => Some(NativeFile::of(host)),
+            Native::Told => Some(NativeFile::told(&scope_name)),
+            Native::No => None,
+        };
+        if let (Some(entry), Some(tag), false) = (entry, host::machine_tag(), ro) {
+            let hosts = root.join(HOSTS_DIR);
+            access.make_dir(&hosts)?;
+            let fd = cfs::open_dir_path(&hosts).map_err(|e| CacheError::io(&hosts, "open", e))?;
+            write_json(&access, &fd, &hosts, &format!("{tag}.json"), &entry)?;
         }
         Ok(Store { root, scope, scope_name, scope_dir, scope_fd, options, access, counters: Counters::default() })
+    }
+}
+
+/// The most of a machine's `hosts/` entry read (a few hundred bytes, with
+/// the detected features).
+const MAX_NATIVE_FILE_LEN: u64 = 64 << 10;
+
+impl Store {
+    /// Opens (creating if needed) the cache at `root` and its directory for
+    /// `scope`, after the trust checks, as a simulated host (nothing
+    /// recorded under `hosts/`; see [`CacheRoot`]). A read-only store
+    /// creates and writes nothing: a missing root or scope is
+    /// [`CacheError::NoCache`].
+    pub fn open(root: &Path, scope: HostScope, options: StoreOptions) -> Result<Store, CacheError> {
+        CacheRoot::open(root, options)?.scope(scope, Native::No)
     }
 
     /// The canonical cache root.
@@ -843,6 +925,48 @@ pub(crate) mod tests {
 
     fn key(n: u32) -> Key {
         Key::from(blake3::hash(&n.to_le_bytes()))
+    }
+
+    #[test]
+    fn this_host_is_recalled_from_a_trusted_entry_of_its_own_only() {
+        if host::boot_id().is_none() || host::machine_tag().is_none() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("cache");
+        let detected =
+            host::DetectedHost { triple: "x86_64-unknown-linux-gnu".into(), cpu: "test".into(), features: "+a".into() };
+        let open = |options: StoreOptions| CacheRoot::open(&root, StoreOptions { fsync: false, ..options }).unwrap();
+        let recall = |options: StoreOptions| open(options).recall_host();
+        // A simulated host's store records nothing to recall.
+        open(StoreOptions::default()).scope(scope(), Native::No).unwrap();
+        assert_eq!(recall(StoreOptions::default()), None);
+        open(StoreOptions::default()).scope(detected.scope(), Native::Detected(&detected)).unwrap();
+        assert_eq!(recall(StoreOptions::default()), Some(detected.clone()));
+        let ro = StoreOptions { read_only: true, ..Default::default() };
+        assert_eq!(recall(ro), Some(detected.clone()));
+        // An entry anyone may write is not believed, unless told to.
+        let entry = root.join(HOSTS_DIR).join(format!("{}.json", host::machine_tag().unwrap()));
+        fs::set_permissions(&entry, fs::Permissions::from_mode(0o666)).unwrap();
+        assert_eq!(recall(StoreOptions::default()), None);
+        let insecure = StoreOptions { allow_insecure: true, ..Default::default() };
+        assert_eq!(recall(insecure), Some(detected.clone()));
+        // Nor is a damaged one, which the next native open makes again.
+        fs::write(&entry, b"{\"scope\": ").unwrap();
+        fs::set_permissions(&entry, fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(recall(StoreOptions::default()), None);
+        open(StoreOptions::default()).scope(detected.scope(), Native::Detected(&detected)).unwrap();
+        assert_eq!(recall(StoreOptions::default()), Some(detected.clone()));
+        // A recalled entry is not written again.
+        let text = fs::read_to_string(&entry).unwrap();
+        let edited =
+            text.replace(&format!("\"hostname\": \"{}\"", host::hostname().unwrap()), "\"hostname\": \"edited\"");
+        assert_ne!(text, edited);
+        fs::write(&entry, &edited).unwrap();
+        let mut root = open(StoreOptions::default());
+        assert_eq!(root.recall_host().as_ref(), Some(&detected));
+        root.scope(detected.scope(), Native::Detected(&detected)).unwrap();
+        assert_eq!(fs::read_to_string(&entry).unwrap(), edited);
     }
 
     #[test]

@@ -408,6 +408,54 @@ fn simulated_hosts_never_share_objects() {
     verify_clean(home, &cache);
 }
 
+/// A run takes this host from the cache's `hosts/` entry when a process
+/// of this build wrote it in this boot, and detects it otherwise. The
+/// entry is planted naming another CPU (one this machine can run the
+/// code of), so which one a run took shows in the scope it used.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn a_run_takes_this_host_from_this_boots_entry_only() {
+    use kiln::cache::host::{machine_tag, NativeFile};
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, cache) = (tmp.path(), tmp.path().join("c"));
+    let file = testdata("ten_tasks.kir");
+    let expected = interp_digests(home, &file);
+    let detected_run = run_cached(home, &cache, &file);
+    let detected_scope = detected_run.stats["scope"].clone();
+    let entry_path = cache.join("hosts").join(format!("{}.json", machine_tag().unwrap()));
+    let entry: NativeFile = serde_json::from_slice(&std::fs::read(&entry_path).unwrap()).unwrap();
+    let memo = entry.detected.clone().expect("the entry keeps what was detected");
+    assert_eq!(
+        (memo.build.as_str(), memo.host.clone().into()),
+        (kiln::config::BUILD_ID, HostTarget::detect().unwrap())
+    );
+    assert_eq!(entry.recall(), Some(memo.host.clone()));
+
+    let plant = |boot: &str, build: &str| {
+        let mut planted = entry.clone();
+        let memo = planted.detected.as_mut().unwrap();
+        (memo.boot, memo.build, memo.host.cpu) = (boot.into(), build.into(), "x86-64".into());
+        planted.scope = memo.host.scope().name();
+        std::fs::write(&entry_path, serde_json::to_vec(&planted).unwrap()).unwrap();
+        planted.scope
+    };
+    // This boot, this build: the entry's host is taken, not detected.
+    let simulated_scope = plant(&memo.boot, &memo.build);
+    let recalled = run_cached(home, &cache, &file);
+    assert_eq!(recalled.stats["scope"], simulated_scope.as_str(), "{}", recalled.stats);
+    assert_eq!((recalled.outcome(), recalled.digests.as_str()), ((0, 10, 0, 10), expected.as_str()));
+    // Another boot, or another build: detected again, and the entry made
+    // this boot's again.
+    for (boot, build) in [("00000000-0000-4000-8000-000000000000", memo.build.as_str()), (&memo.boot, "0123abcd")] {
+        plant(boot, build);
+        let detected = run_cached(home, &cache, &file);
+        assert_eq!(detected.stats["scope"], detected_scope, "{boot} {build}: {}", detected.stats);
+        assert_eq!((detected.outcome(), detected.digests.as_str()), ((10, 0, 0, 0), expected.as_str()));
+        let rewritten: NativeFile = serde_json::from_slice(&std::fs::read(&entry_path).unwrap()).unwrap();
+        assert_eq!(rewritten, entry);
+    }
+}
+
 #[test]
 fn kiln_compile_fills_the_cache_kiln_run_loads() {
     let tmp = tempfile::tempdir().unwrap();

@@ -25,6 +25,7 @@ pub mod target;
 pub use backend::{Backend, CompileProcess, Progress, ProgressHook};
 
 use inkwell::llvm_sys;
+use kiln::cache::host::DetectedHost;
 use kiln::config::LaunchMeta;
 use kiln::plan::PlanError;
 use std::fmt;
@@ -98,7 +99,6 @@ impl HostTarget {
     /// features a virtual machine masks off).
     /// Asked once per process (a run asks for it more than once).
     pub fn detect() -> Result<HostTarget, CodegenError> {
-        static HOST: OnceLock<Result<HostTarget, CodegenError>> = OnceLock::new();
         HOST.get_or_init(|| {
             init_llvm()?;
             Ok(HostTarget {
@@ -108,6 +108,21 @@ impl HostTarget {
             })
         })
         .clone()
+    }
+
+    /// Takes this host from the cache at `root` when a process of this
+    /// build detected it in this boot ([`kiln::cache::host::NativeFile::recall`]):
+    /// what [`HostTarget::detect`] gives from then on, without asking the
+    /// CPU again. Detecting asks it about twenty times, and in a virtual
+    /// machine each `cpuid` traps to the hypervisor (3.5 to 7.6 us here):
+    /// a tenth of a warm `kiln-run` (docs/performance.md, "Warm start").
+    /// Does nothing once this process knows its host.
+    pub fn recall(root: &mut kiln::cache::CacheRoot) {
+        if HOST.get().is_none() {
+            if let Some(host) = root.recall_host() {
+                let _ = HOST.set(init_llvm().map(|()| HostTarget::from(host)));
+            }
+        }
     }
 
     /// This host with the CPU name and/or the feature string replaced (to
@@ -130,6 +145,21 @@ impl HostTarget {
         v.sort();
         v.dedup();
         v
+    }
+}
+
+/// This process's host, once detected or recalled.
+static HOST: OnceLock<Result<HostTarget, CodegenError>> = OnceLock::new();
+
+impl From<DetectedHost> for HostTarget {
+    fn from(h: DetectedHost) -> HostTarget {
+        HostTarget { triple: h.triple, cpu: h.cpu, features: h.features }
+    }
+}
+
+impl From<&HostTarget> for DetectedHost {
+    fn from(t: &HostTarget) -> DetectedHost {
+        DetectedHost { triple: t.triple.clone(), cpu: t.cpu.clone(), features: t.features.clone() }
     }
 }
 

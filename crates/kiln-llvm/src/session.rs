@@ -3,7 +3,8 @@
 //! --cache-dir`'s fill (`kiln_codegen::fill`).
 //!
 //! Owns: [`host_scope`] (the one mapping from the target objects are
-//! compiled for to the cache scope read and written), [`open_store`],
+//! compiled for to the cache scope read and written), [`open_root`],
+//! [`open_store`],
 //! [`Session`] (store, remote tier and single-flight options, assembled
 //! once from the settings) and [`same_launch`] (whether a stored record
 //! launches as expected).
@@ -12,7 +13,8 @@
 //! compute a key (that is [`kiln::plan::key_and_meta`]).
 
 use crate::HostTarget;
-use kiln::cache::{CacheError, HostScope, Store, StoreOptions};
+use kiln::cache::host::DetectedHost;
+use kiln::cache::{CacheError, CacheRoot, HostScope, Native, Store, StoreOptions};
 use kiln::config::{LaunchMeta, LLVM_VERSION};
 use kiln::flight::FlightOptions;
 use kiln::remote::{RemoteSettings, RemoteTier};
@@ -32,9 +34,24 @@ pub fn host_scope(target: &HostTarget) -> HostScope {
 /// detected host (not one simulated with `--target-cpu` /
 /// `--target-features`).
 pub fn open_store(root: &Path, target: &HostTarget, options: StoreOptions) -> Result<Store, CacheError> {
+    store_of(open_root(root, options)?, target)
+}
+
+/// Opens the cache root at `root` with the options the settings decide
+/// (see [`kiln::settings::Settings::store_options`]): where this host can
+/// be recalled from ([`HostTarget::recall`]) before its store is opened
+/// ([`Session::on_root`]).
+pub fn open_root(root: &Path, options: StoreOptions) -> Result<CacheRoot, CacheError> {
+    CacheRoot::open(root, StoreOptions { llvm_version: LLVM_VERSION.to_string(), fsync: true, ..options })
+}
+
+/// The store of `root` for objects compiled for `target`, which is
+/// recorded as this machine's own only when it is the host (detected or
+/// recalled), not one simulated with `--target-cpu` / `--target-features`.
+fn store_of(root: CacheRoot, target: &HostTarget) -> Result<Store, CacheError> {
     let native = HostTarget::detect().is_ok_and(|h| h == *target);
-    let options = StoreOptions { native, llvm_version: LLVM_VERSION.to_string(), fsync: true, ..options };
-    Store::open(root, host_scope(target), options)
+    let detected = DetectedHost::from(target);
+    root.scope(host_scope(target), if native { Native::Detected(&detected) } else { Native::No })
 }
 
 /// A cache session: what a tool that reads and writes the cache works
@@ -59,7 +76,18 @@ impl Session {
         settings: &Settings,
         remote: Option<RemoteSettings>,
     ) -> Result<Session, CacheError> {
-        let store = open_store(root, target, settings.store_options())?;
+        Session::on_root(open_root(root, settings.store_options())?, target, settings, remote)
+    }
+
+    /// The session of the cache root `root` (opened by [`open_root`] with
+    /// `settings`' store options), as [`Session::open`].
+    pub fn on_root(
+        root: CacheRoot,
+        target: &HostTarget,
+        settings: &Settings,
+        remote: Option<RemoteSettings>,
+    ) -> Result<Session, CacheError> {
+        let store = store_of(root, target)?;
         let remote = remote.map(|r| RemoteTier::new(r, store.scope_name()));
         Ok(Session { store, remote, flight: FlightOptions::from_settings(settings) })
     }
