@@ -20,7 +20,7 @@
 use crate::config::{CompileConfig, LaunchMeta, MetaError};
 use crate::ir::{Field, Module, Stmt, StmtKind, Stream, StreamIndex, TaskItem};
 use crate::key::Key;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::fmt;
 
 /// The entry symbol of every per-task object (the same in all of them: each
@@ -95,7 +95,7 @@ impl<'s> KernelPlan<'s> {
     pub fn of(stream: &'s Stream, kernel: &str) -> Result<KernelPlan<'s>, PlanError> {
         let launched = launched_tasks(stream, kernel)?;
         let mut fields: Vec<&Field> = Vec::new();
-        let mut field_at: HashMap<&str, usize> = HashMap::new();
+        let mut field_at: FxHashMap<&str, usize> = FxHashMap::default();
         for f in launched.iter().flat_map(|(m, _)| m.fields()) {
             match field_at.get(f.name.as_str()).map(|&i| fields[i]) {
                 None => {
@@ -112,7 +112,7 @@ impl<'s> KernelPlan<'s> {
             }
         }
         let mut entries: Vec<(&TaskItem, String)> = Vec::new();
-        let mut entry_at: HashMap<&str, usize> = HashMap::new();
+        let mut entry_at: FxHashMap<&str, usize> = FxHashMap::default();
         let mut launches = Vec::with_capacity(launched.len());
         for (_, task) in &launched {
             // A kernel that launches one task twice gets one entry for it.
@@ -163,18 +163,18 @@ pub fn launched_tasks<'s>(stream: &'s Stream, kernel: &str) -> Result<Vec<(&'s M
 /// run of 100 kernels quadratic in them).
 pub struct LaunchTable {
     /// Per kernel: the (module, item) positions of its launched tasks.
-    by_kernel: HashMap<String, Result<Vec<(usize, usize)>, PlanError>>,
+    by_kernel: FxHashMap<String, Result<Vec<(usize, usize)>, PlanError>>,
     /// Per kernel name: the (module, item) position of the first kernel
     /// of that name.
-    kernel_at: HashMap<String, (usize, usize)>,
+    kernel_at: FxHashMap<String, (usize, usize)>,
 }
 
 impl LaunchTable {
     /// The table of `stream`, which [`LaunchTable::launched`] must be given.
     pub fn new(stream: &Stream) -> LaunchTable {
         let items = StreamIndex::new(stream);
-        let mut at: HashMap<*const TaskItem, (usize, usize)> = HashMap::new();
-        let mut kernel_at = HashMap::new();
+        let mut at: FxHashMap<*const TaskItem, (usize, usize)> = FxHashMap::default();
+        let mut kernel_at = FxHashMap::default();
         for (mi, m) in stream.modules.iter().enumerate() {
             for (ii, item) in m.items.iter().enumerate() {
                 match item {

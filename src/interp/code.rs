@@ -518,7 +518,11 @@ impl<'s> ProgramBuilder<'s> {
     /// The kernel's own block, each top-level statement outside a `task`
     /// run as part of the task offload puts it in (`tasks`), so that its
     /// errors and races name that task as the JIT's do.
-    fn kernel_block(&mut self, lw: &mut BodyLowerer, tasks: &HashMap<Stmt, Name>) -> Result<(), RunError> {
+    fn kernel_block(
+        &mut self,
+        lw: &mut BodyLowerer,
+        tasks: &rustc_hash::FxHashMap<Stmt, Name>,
+    ) -> Result<(), RunError> {
         let body = lw.body;
         let mut current = NO_TASK;
         for &s in body.block(body.entry) {
@@ -870,7 +874,7 @@ impl Program {
             let scope = scopes.entry(mi).or_insert_with(|| ModuleScope::of(&stream.modules[mi]));
             crate::passes::offload::top_level_tasks(kernel, scope)
         } else {
-            HashMap::new()
+            rustc_hash::FxHashMap::default()
         };
         b.kernel_block(&mut lw, &tasks)?;
         let end = lw.here();

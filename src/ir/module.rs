@@ -197,8 +197,8 @@ impl Stream {
 /// first item of a kind and name in stream order wins, as the scans did.
 pub struct StreamIndex<'a> {
     stream: &'a Stream,
-    first: std::collections::HashMap<(ItemTag, &'a str), (usize, &'a Item)>,
-    in_module: std::collections::HashMap<(usize, ItemTag, &'a str), &'a Item>,
+    first: rustc_hash::FxHashMap<(ItemTag, &'a str), (usize, &'a Item)>,
+    in_module: rustc_hash::FxHashMap<(usize, ItemTag, &'a str), &'a Item>,
 }
 
 /// Which kind of item a name is looked up as.
@@ -223,8 +223,8 @@ impl Item {
 
 impl<'a> StreamIndex<'a> {
     pub fn new(stream: &'a Stream) -> StreamIndex<'a> {
-        let mut first = std::collections::HashMap::new();
-        let mut in_module = std::collections::HashMap::new();
+        let mut first = rustc_hash::FxHashMap::default();
+        let mut in_module = rustc_hash::FxHashMap::default();
         for (mi, m) in stream.modules.iter().enumerate() {
             for it in &m.items {
                 let tag = it.tag();

@@ -14,7 +14,7 @@
 use super::util::{self, resolve};
 use crate::diag::Diagnostics;
 use crate::ir::*;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// The `cse` pass.
 pub struct Cse;
@@ -34,14 +34,14 @@ impl super::Pass for Cse {
 
 /// Eliminates common subexpressions in one body.
 pub fn cse_body(body: &mut Body) {
-    let mut cx = Cx { table: HashMap::new(), subst: HashMap::new() };
+    let mut cx = Cx { table: FxHashMap::default(), subst: FxHashMap::default() };
     let entry = body.entry;
     cx.block(body, entry);
 }
 
 struct Cx {
-    table: HashMap<StmtKind, Value>,
-    subst: HashMap<Value, Value>,
+    table: FxHashMap<StmtKind, Value>,
+    subst: FxHashMap<Value, Value>,
 }
 
 impl Cx {

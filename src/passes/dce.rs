@@ -16,7 +16,7 @@
 use super::util;
 use crate::diag::Diagnostics;
 use crate::ir::*;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The `dce` pass.
 pub struct Dce;
@@ -44,7 +44,7 @@ impl super::Pass for Dce {
 /// point as sweeping until nothing changes, in time linear in the body.
 /// `shapes` gives the fields' extents (to know which field loads cannot
 /// fail).
-pub fn dce_body(body: &mut Body, shapes: &HashMap<Name, Vec<u64>>) {
+pub fn dce_body(body: &mut Body, shapes: &FxHashMap<Name, Vec<u64>>) {
     let entry = body.entry;
     drop_unreachable(body, entry);
     let mut cx = Cx::new(body, shapes);
@@ -77,28 +77,28 @@ struct Cx<'a> {
     /// Uses of each value by statements not removed.
     uses: SecondaryMap<Value, u32>,
     /// Loads of each slot by statements not removed.
-    loaded: HashMap<Value, u32>,
+    loaded: FxHashMap<Value, u32>,
     /// The stores to each slot.
-    stores: HashMap<Value, Vec<Stmt>>,
-    consts: HashMap<Value, Const>,
+    stores: FxHashMap<Value, Vec<Stmt>>,
+    consts: FxHashMap<Value, Const>,
     /// The statement and child block that hold each nested statement.
-    parent: HashMap<Stmt, (Stmt, Block)>,
+    parent: FxHashMap<Stmt, (Stmt, Block)>,
     /// Statements not removed in each block.
-    live: HashMap<Block, usize>,
-    removed: HashSet<Stmt>,
-    shapes: &'a HashMap<Name, Vec<u64>>,
+    live: FxHashMap<Block, usize>,
+    removed: FxHashSet<Stmt>,
+    shapes: &'a FxHashMap<Name, Vec<u64>>,
 }
 
 impl<'a> Cx<'a> {
-    fn new(body: &Body, shapes: &'a HashMap<Name, Vec<u64>>) -> Cx<'a> {
+    fn new(body: &Body, shapes: &'a FxHashMap<Name, Vec<u64>>) -> Cx<'a> {
         let mut cx = Cx {
             uses: util::use_counts(body),
-            loaded: HashMap::new(),
-            stores: HashMap::new(),
-            consts: HashMap::new(),
-            parent: HashMap::new(),
-            live: HashMap::new(),
-            removed: HashSet::new(),
+            loaded: FxHashMap::default(),
+            stores: FxHashMap::default(),
+            consts: FxHashMap::default(),
+            parent: FxHashMap::default(),
+            live: FxHashMap::default(),
+            removed: FxHashSet::default(),
             shapes,
         };
         body.walk(body.entry, &mut |s| {

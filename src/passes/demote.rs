@@ -21,7 +21,7 @@ use super::util;
 use super::Pass;
 use crate::diag::Diagnostics;
 use crate::ir::*;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 pub struct DemoteAtomics;
 
@@ -69,7 +69,7 @@ fn demote_tasks(body: &mut Body, tasks: &[(TaskKind, Block)]) {
         return;
     }
     let mut names = util::NameGen::new(body);
-    let mut after: HashMap<Stmt, [Stmt; 2]> = HashMap::new();
+    let mut after: FxHashMap<Stmt, [Stmt; 2]> = FxHashMap::default();
     for s in demote {
         after.insert(s, load_op_store(body, s, &mut names));
     }
@@ -88,8 +88,8 @@ fn demote_tasks(body: &mut Body, tasks: &[(TaskKind, Block)]) {
 /// iteration can race with.
 fn race_free_atomics(body: &Body, kind: &TaskKind, b: Block) -> Vec<Stmt> {
     let stmts = util::reachable_from(body, b);
-    let unique: HashSet<Name> = match kind {
-        TaskKind::Serial => HashSet::new(),
+    let unique: FxHashSet<Name> = match kind {
+        TaskKind::Serial => FxHashSet::default(),
         _ if stmts.iter().any(|&s| matches!(body.stmt(s).kind, StmtKind::Call(..))) => return Vec::new(),
         _ => own_fields(body, &stmts, kind.vars()),
     };
@@ -104,8 +104,8 @@ fn race_free_atomics(body: &Body, kind: &TaskKind, b: Block) -> Vec<Stmt> {
 
 /// The fields every access of which in `stmts` is indexed first by `vars`,
 /// in order: no two iterations reach one element of them.
-fn own_fields(body: &Body, stmts: &[Stmt], vars: &[Value]) -> HashSet<Name> {
-    let mut own: HashMap<Name, bool> = HashMap::new();
+fn own_fields(body: &Body, stmts: &[Stmt], vars: &[Value]) -> FxHashSet<Name> {
+    let mut own: FxHashMap<Name, bool> = FxHashMap::default();
     for &s in stmts {
         let r = match &body.stmt(s).kind {
             StmtKind::Load(r) | StmtKind::Store(r, _) | StmtKind::Atomic(_, r, _) => r,

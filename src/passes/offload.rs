@@ -42,7 +42,8 @@
 use super::util;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::*;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeSet;
 
 /// The `offload` pass.
 pub struct Offload;
@@ -69,7 +70,7 @@ impl super::Pass for Offload {
 /// need.
 pub fn offload_module(m: &mut Module) -> Result<(), Diagnostic> {
     let mut globals = util::NameGen::with_taken(m.items.iter().map(|i| Name::from(i.name())));
-    let shapes: HashMap<Name, (Scalar, Vec<u64>)> =
+    let shapes: FxHashMap<Name, (Scalar, Vec<u64>)> =
         m.fields().map(|f| (f.name.clone(), (f.elem, f.shape.clone()))).collect();
     let mut items = Vec::with_capacity(m.items.len());
     for mut it in std::mem::take(&mut m.items) {
@@ -88,7 +89,7 @@ pub fn offload_module(m: &mut Module) -> Result<(), Diagnostic> {
 /// kernels ([`top_level_tasks`]).
 pub struct ModuleScope {
     names: BTreeSet<Name>,
-    shapes: HashMap<Name, (Scalar, Vec<u64>)>,
+    shapes: FxHashMap<Name, (Scalar, Vec<u64>)>,
 }
 
 impl ModuleScope {
@@ -120,8 +121,8 @@ impl ModuleScope {
 /// and its temporaries `@<kernel>.tmp<n>`, so no other kernel's names can
 /// take theirs, only items that exist under that prefix, and the cost is
 /// this kernel's, not the module's.
-pub fn top_level_tasks(before: &Kernel, scope: &ModuleScope) -> HashMap<Stmt, Name> {
-    let mut out = HashMap::new();
+pub fn top_level_tasks(before: &Kernel, scope: &ModuleScope) -> FxHashMap<Stmt, Name> {
+    let mut out = FxHashMap::default();
     let mut k = before.clone();
     let mut globals = scope.taken_by(&before.name);
     if offload_kernel(&mut k, &scope.shapes, &mut globals).is_err() {
@@ -166,7 +167,7 @@ struct Group {
 /// [`store_carried`] (producers), then [`build_task`] for each group.
 pub fn offload_kernel(
     k: &mut Kernel,
-    shapes: &HashMap<Name, (Scalar, Vec<u64>)>,
+    shapes: &FxHashMap<Name, (Scalar, Vec<u64>)>,
     globals: &mut util::NameGen,
 ) -> Result<Vec<Field>, Diagnostic> {
     let Some((top, has_ret)) = top_level(k)? else { return Ok(Vec::new()) };
@@ -233,7 +234,7 @@ fn top_level(k: &mut Kernel) -> Result<Option<(Vec<Stmt>, bool)>, Diagnostic> {
 
 /// Groups the top-level statements: each parallel loop (nest) alone, each
 /// maximal run of the others together (all of them when the body `ret`s).
-fn partition(body: &Body, top: &[Stmt], has_ret: bool, shapes: &HashMap<Name, (Scalar, Vec<u64>)>) -> Vec<Group> {
+fn partition(body: &Body, top: &[Stmt], has_ret: bool, shapes: &FxHashMap<Name, (Scalar, Vec<u64>)>) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
     for &s in top {
         let kind = if has_ret { None } else { parallel_kind(body, s, shapes) };
@@ -255,7 +256,7 @@ struct Carried {
     per_group: Vec<Vec<Value>>,
     /// Carried constants: copied into each task that reads them rather
     /// than passed through memory.
-    consts: HashMap<Value, Const>,
+    consts: FxHashMap<Value, Const>,
     /// The other carried values, in definition order: each gets a
     /// temporary field.
     through_memory: Vec<Value>,
@@ -263,7 +264,7 @@ struct Carried {
 
 fn carried_values(body: &Body, groups: &[Group], top: &[Stmt]) -> Carried {
     // Which group defines each top-level value.
-    let mut def_group: HashMap<Value, usize> = HashMap::new();
+    let mut def_group: FxHashMap<Value, usize> = FxHashMap::default();
     for (gi, g) in groups.iter().enumerate() {
         for &s in &g.stmts {
             if let Some(r) = body.stmt(s).result {
@@ -273,9 +274,9 @@ fn carried_values(body: &Body, groups: &[Group], top: &[Stmt]) -> Carried {
     }
     let mut per_group: Vec<Vec<Value>> = vec![Vec::new(); groups.len()];
     let mut any: Vec<Value> = Vec::new();
-    let mut in_any: HashSet<Value> = HashSet::new();
+    let mut in_any: FxHashSet<Value> = FxHashSet::default();
     for (gi, g) in groups.iter().enumerate() {
-        let mut seen = HashSet::new();
+        let mut seen = FxHashSet::default();
         for &s in &g.stmts {
             let mut visit = |t: Stmt| {
                 for v in body.operands(t) {
@@ -293,7 +294,7 @@ fn carried_values(body: &Body, groups: &[Group], top: &[Stmt]) -> Carried {
             }
         }
     }
-    let position: HashMap<Stmt, usize> = top.iter().enumerate().map(|(i, &t)| (t, i)).collect();
+    let position: FxHashMap<Stmt, usize> = top.iter().enumerate().map(|(i, &t)| (t, i)).collect();
     any.sort_by_key(|v| {
         let ValueDef::Result(s) = body.value(*v).def else { return usize::MAX };
         position.get(&s).copied().unwrap_or(usize::MAX)
@@ -305,7 +306,7 @@ fn carried_values(body: &Body, groups: &[Group], top: &[Stmt]) -> Carried {
         },
         _ => None,
     };
-    let consts: HashMap<Value, Const> = any.iter().filter_map(|&v| Some((v, const_of(v)?))).collect();
+    let consts: FxHashMap<Value, Const> = any.iter().filter_map(|&v| Some((v, const_of(v)?))).collect();
     any.retain(|v| !consts.contains_key(v));
     Carried { per_group, consts, through_memory: any }
 }
@@ -317,9 +318,9 @@ fn temp_fields(
     kernel: &str,
     carried: &[Value],
     globals: &mut util::NameGen,
-) -> (Vec<Field>, HashMap<Value, Name>) {
+) -> (Vec<Field>, FxHashMap<Value, Name>) {
     let mut temps = Vec::new();
-    let mut temp_of: HashMap<Value, Name> = HashMap::new();
+    let mut temp_of: FxHashMap<Value, Name> = FxHashMap::default();
     for &v in carried {
         let name = fresh_global(globals, kernel, "tmp");
         let elem = match body.ty(v) {
@@ -333,7 +334,7 @@ fn temp_fields(
 
 /// Slots shared between tasks: every load and store goes to the slot's
 /// temporary field instead.
-fn redirect_shared_slots(body: &mut Body, carried: &[Value], temp_of: &HashMap<Value, Name>) {
+fn redirect_shared_slots(body: &mut Body, carried: &[Value], temp_of: &FxHashMap<Value, Name>) {
     if !carried.iter().any(|v| matches!(body.ty(*v), Type::Slot(_))) {
         return;
     }
@@ -353,7 +354,7 @@ fn redirect_shared_slots(body: &mut Body, carried: &[Value], temp_of: &HashMap<V
 
 /// Producers: stores each carried scalar right after its definition; a
 /// shared slot's `alloca` becomes `store @tmp[], 0`.
-fn store_carried(body: &mut Body, groups: &mut [Group], temp_of: &HashMap<Value, Name>, names: &mut util::NameGen) {
+fn store_carried(body: &mut Body, groups: &mut [Group], temp_of: &FxHashMap<Value, Name>, names: &mut util::NameGen) {
     for g in groups {
         let mut out = Vec::with_capacity(g.stmts.len());
         for &s in &g.stmts {
@@ -389,8 +390,8 @@ fn store_carried(body: &mut Body, groups: &mut [Group], temp_of: &HashMap<Value,
 struct TaskInputs<'a> {
     /// The values it reads that other tasks define.
     carried: &'a [Value],
-    consts: &'a HashMap<Value, Const>,
-    temp_of: &'a HashMap<Value, Name>,
+    consts: &'a FxHashMap<Value, Const>,
+    temp_of: &'a FxHashMap<Value, Name>,
 }
 
 /// How a task reads its carried values: statements at the start of its
@@ -400,22 +401,22 @@ struct TaskInputs<'a> {
 #[derive(Default)]
 struct Reads {
     loads: Vec<Stmt>,
-    subst: HashMap<Value, Value>,
-    header_fields: HashMap<Value, Name>,
-    header_consts: HashMap<Value, Const>,
+    subst: FxHashMap<Value, Value>,
+    header_fields: FxHashMap<Value, Name>,
+    header_consts: FxHashMap<Value, Const>,
 }
 
 fn task_reads(body: &mut Body, g: &Group, inputs: &TaskInputs, names: &mut util::NameGen) -> Reads {
     let mut r = Reads::default();
-    let (header_vals, body_uses): (HashSet<Value>, HashSet<Value>) = match g.kind {
+    let (header_vals, body_uses): (FxHashSet<Value>, FxHashSet<Value>) = match g.kind {
         GroupKind::Range => {
-            let mut u = HashSet::new();
+            let mut u = FxHashSet::default();
             for c in body.child_blocks(g.stmts[0]) {
                 body.walk(c, &mut |t| u.extend(body.operands(t)));
             }
             (header_values(body, g.stmts[0]), u)
         }
-        _ => (HashSet::new(), inputs.carried.iter().copied().collect()),
+        _ => (FxHashSet::default(), inputs.carried.iter().copied().collect()),
     };
     for &v in inputs.carried {
         if matches!(body.ty(v), Type::Slot(_)) {
@@ -598,17 +599,17 @@ fn fref(field: &Name, span: Span) -> FieldRef {
 }
 
 /// The values a `for` reads in its bounds.
-fn header_values(body: &Body, s: Stmt) -> HashSet<Value> {
+fn header_values(body: &Body, s: Stmt) -> FxHashSet<Value> {
     match &body.stmt(s).kind {
         StmtKind::For { lo, hi, .. } => {
             [lo, hi].into_iter().filter_map(|b| if let Bound::Value(v) = b { Some(*v) } else { None }).collect()
         }
-        _ => HashSet::new(),
+        _ => FxHashSet::default(),
     }
 }
 
 /// How a top-level statement can run in parallel, if it can.
-fn parallel_kind(body: &Body, s: Stmt, shapes: &HashMap<Name, (Scalar, Vec<u64>)>) -> Option<GroupKind> {
+fn parallel_kind(body: &Body, s: Stmt, shapes: &FxHashMap<Name, (Scalar, Vec<u64>)>) -> Option<GroupKind> {
     let StmtKind::For { body: blk, serial, .. } = &body.stmt(s).kind else { return None };
     if *serial || util::has_loop_exit(body, *blk) || stores_outer_slot(body, s) {
         return None;
@@ -619,12 +620,12 @@ fn parallel_kind(body: &Body, s: Stmt, shapes: &HashMap<Name, (Scalar, Vec<u64>)
 /// Whether a loop stores to a slot made outside it: its iterations then
 /// depend on each other in order.
 fn stores_outer_slot(body: &Body, s: Stmt) -> bool {
-    let mut stored = HashSet::new();
+    let mut stored = FxHashSet::default();
     util::slots_stored_in(body, s, &mut stored);
     if stored.is_empty() {
         return false;
     }
-    let mut inner = HashSet::new();
+    let mut inner = FxHashSet::default();
     for c in body.child_blocks(s) {
         body.walk(c, &mut |t| {
             if let Some(r) = body.stmt(t).result {
@@ -638,7 +639,7 @@ fn stores_outer_slot(body: &Body, s: Stmt) -> bool {
 /// A `struct_for` over a field, if `s` is a loop nest over exactly that
 /// field's index space whose innermost body accesses the field. The
 /// deepest matching nest wins.
-fn struct_nest(body: &Body, s: Stmt, shapes: &HashMap<Name, (Scalar, Vec<u64>)>) -> Option<GroupKind> {
+fn struct_nest(body: &Body, s: Stmt, shapes: &FxHashMap<Name, (Scalar, Vec<u64>)>) -> Option<GroupKind> {
     // The chain of perfectly nested loops over `0 .. N` with i32 variables.
     let mut chain: Vec<(Stmt, u64)> = Vec::new();
     let mut cur = s;

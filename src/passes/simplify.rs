@@ -24,7 +24,7 @@
 use super::util;
 use crate::diag::Diagnostics;
 use crate::ir::*;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The `simplify` pass.
 pub struct Simplify;
@@ -47,9 +47,9 @@ impl super::Pass for Simplify {
 /// bug turning into a hang).
 pub fn simplify_body(body: &mut Body) {
     for _ in 0..32 {
-        let mut cx = Cx { consts: HashMap::new(), subst: HashMap::new(), changed: false, names: None };
+        let mut cx = Cx { consts: FxHashMap::default(), subst: FxHashMap::default(), changed: false, names: None };
         let entry = body.entry;
-        cx.block(body, entry, &mut HashMap::new());
+        cx.block(body, entry, &mut FxHashMap::default());
         if !cx.changed {
             break;
         }
@@ -67,11 +67,11 @@ enum SlotVal {
 
 struct Cx {
     /// Values known to be constants.
-    consts: HashMap<Value, Const>,
+    consts: FxHashMap<Value, Const>,
     /// Values replaced by earlier ones; uses are rewritten as the walk
     /// reaches them (a use always comes after its definition in print
     /// order, so one walk rewrites them all).
-    subst: HashMap<Value, Value>,
+    subst: FxHashMap<Value, Value>,
     changed: bool,
     /// Name counts, computed the first time a branch is spliced.
     names: Option<util::NameCounts>,
@@ -91,7 +91,7 @@ enum Action {
 }
 
 impl Cx {
-    fn block(&mut self, body: &mut Body, b: Block, slots: &mut HashMap<Value, SlotVal>) {
+    fn block(&mut self, body: &mut Body, b: Block, slots: &mut FxHashMap<Value, SlotVal>) {
         let old = std::mem::take(&mut body[b]);
         let mut out: Vec<Stmt> = Vec::with_capacity(old.len());
         let mut queue: std::collections::VecDeque<Stmt> = old.into();
@@ -146,7 +146,7 @@ impl Cx {
         body[b] = out;
     }
 
-    fn stmt(&mut self, body: &mut Body, s: Stmt, slots: &mut HashMap<Value, SlotVal>) -> Action {
+    fn stmt(&mut self, body: &mut Body, s: Stmt, slots: &mut FxHashMap<Value, SlotVal>) -> Action {
         let kind = body.stmt(s).kind.clone();
         let result = body.stmt(s).result;
         let c = |v: Value| self.consts.get(&v).copied();
@@ -283,7 +283,7 @@ impl Cx {
 
     /// Walks a block that may run many times: what is known on entry holds
     /// in it except for the slots the block itself stores to.
-    fn loop_body(&mut self, body: &mut Body, s: Stmt, blk: Block, slots: &mut HashMap<Value, SlotVal>) {
+    fn loop_body(&mut self, body: &mut Body, s: Stmt, blk: Block, slots: &mut FxHashMap<Value, SlotVal>) {
         forget_stored(body, s, slots);
         let mut inner = slots.clone();
         self.block(body, blk, &mut inner);
@@ -354,11 +354,11 @@ fn def_kind(body: &Body, v: Value) -> Option<StmtKind> {
 
 /// Forgets what is known about the slots `s` (or anything nested in it)
 /// stores to.
-fn forget_stored(body: &Body, s: Stmt, slots: &mut HashMap<Value, SlotVal>) {
+fn forget_stored(body: &Body, s: Stmt, slots: &mut FxHashMap<Value, SlotVal>) {
     if slots.is_empty() {
         return;
     }
-    let mut stored = HashSet::new();
+    let mut stored = FxHashSet::default();
     util::slots_stored_in(body, s, &mut stored);
     for p in stored {
         slots.remove(&p);

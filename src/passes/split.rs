@@ -20,7 +20,8 @@
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::ir::*;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeSet;
 
 /// The `split-tasks` pass.
 pub struct SplitTasks;
@@ -44,7 +45,7 @@ pub fn split_stream(stream: &Stream) -> Result<Stream, Diagnostics> {
     let mut diags = Diagnostics::default();
     // Which input module made each output module: tasks of one name in two
     // modules would give two modules of that name, which do not read back.
-    let mut made_by: std::collections::HashMap<Name, &Module> = std::collections::HashMap::new();
+    let mut made_by: FxHashMap<Name, &Module> = FxHashMap::default();
     let show = |m: &Module| m.name.as_ref().map_or("the unnamed module".to_string(), |n| format!("@{n}"));
     for m in &stream.modules {
         match split_module(m) {
@@ -181,14 +182,14 @@ fn launch_kernel(k: &Kernel) -> Kernel {
 /// following a task's calls costs time linear in what it calls, not in the
 /// module's size for every call.
 pub struct ByName<'m> {
-    fields: HashMap<&'m str, &'m Field>,
+    fields: FxHashMap<&'m str, &'m Field>,
     /// Shared, so a task module's copy of a function is a reference.
-    funcs: HashMap<&'m str, &'m std::sync::Arc<Func>>,
+    funcs: FxHashMap<&'m str, &'m std::sync::Arc<Func>>,
 }
 
 impl<'m> ByName<'m> {
     pub fn new(m: &'m Module) -> Self {
-        let mut index = ByName { fields: HashMap::new(), funcs: HashMap::new() };
+        let mut index = ByName { fields: FxHashMap::default(), funcs: FxHashMap::default() };
         for f in m.fields() {
             index.fields.entry(f.name.as_str()).or_insert(f);
         }
@@ -226,7 +227,7 @@ pub fn task_needs<'m>(
     scan(body, root, &mut fields, &mut calls);
     let mut funcs: Vec<&'m std::sync::Arc<Func>> = Vec::new();
     // A set, not a scan of `funcs`: a task may call thousands of functions.
-    let mut seen: HashSet<&str> = HashSet::new();
+    let mut seen: FxHashSet<&str> = FxHashSet::default();
     while let Some(name) = calls.pop() {
         if !seen.insert(name) {
             continue;
@@ -264,7 +265,7 @@ pub fn extract_task(k: &Kernel, s: Stmt) -> TaskItem {
     // The kernel parameters the task reads, in kernel order. Sets and maps
     // of the values the task touches, not vectors over all the kernel's:
     // a kernel of n tasks is split in time linear in n, not n².
-    let mut read: HashSet<Value> = HashSet::new();
+    let mut read: FxHashSet<Value> = FxHashSet::default();
     let mut mark = |v: Value| {
         read.insert(v);
     };
@@ -277,7 +278,7 @@ pub fn extract_task(k: &Kernel, s: Stmt) -> TaskItem {
     }
     src.walk(*root, &mut |t| src.operands(t).into_iter().for_each(&mut mark));
 
-    let mut cp = Copier { src, dst: Body::new(), map: HashMap::new() };
+    let mut cp = Copier { src, dst: Body::new(), map: FxHashMap::default() };
     let mut params = Vec::new();
     for (i, &p) in src.params.iter().enumerate() {
         if read.contains(&p) {
@@ -299,7 +300,7 @@ pub fn extract_task(k: &Kernel, s: Stmt) -> TaskItem {
 struct Copier<'a> {
     src: &'a Body,
     dst: Body,
-    map: HashMap<Value, Value>,
+    map: FxHashMap<Value, Value>,
 }
 
 impl Copier<'_> {

@@ -7,12 +7,12 @@
 //! Must never: decide what a pass does; these helpers only carry out edits.
 
 use crate::ir::*;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 pub use crate::ir::operands_mut;
 
 /// Follows a substitution map to its end (`a -> b -> c` gives `c`).
-pub fn resolve(subst: &HashMap<Value, Value>, mut v: Value) -> Value {
+pub fn resolve(subst: &FxHashMap<Value, Value>, mut v: Value) -> Value {
     // Chains are short and acyclic by construction (a value is only ever
     // replaced by one defined before it).
     while let Some(&w) = subst.get(&v) {
@@ -22,7 +22,7 @@ pub fn resolve(subst: &HashMap<Value, Value>, mut v: Value) -> Value {
 }
 
 /// Rewrites the operands of one statement through `subst`.
-pub fn substitute(body: &mut Body, s: Stmt, subst: &HashMap<Value, Value>) {
+pub fn substitute(body: &mut Body, s: Stmt, subst: &FxHashMap<Value, Value>) {
     if subst.is_empty() {
         return;
     }
@@ -31,7 +31,7 @@ pub fn substitute(body: &mut Body, s: Stmt, subst: &HashMap<Value, Value>) {
 
 /// Rewrites the operands of every statement reachable from `b` (nested
 /// blocks included) through `subst`.
-pub fn substitute_in_block(body: &mut Body, b: Block, subst: &HashMap<Value, Value>) {
+pub fn substitute_in_block(body: &mut Body, b: Block, subst: &FxHashMap<Value, Value>) {
     if subst.is_empty() {
         return;
     }
@@ -75,7 +75,7 @@ pub fn has_loop_exit(body: &Body, b: Block) -> bool {
 
 /// The slots (`alloca` results) stored to by `s` or any statement nested
 /// in it.
-pub fn slots_stored_in(body: &Body, s: Stmt, out: &mut HashSet<Value>) {
+pub fn slots_stored_in(body: &Body, s: Stmt, out: &mut FxHashSet<Value>) {
     let mut visit = |s: Stmt| {
         if let StmtKind::StoreSlot(p, _) = body.stmt(s).kind {
             out.insert(p);
@@ -94,9 +94,9 @@ pub fn slots_stored_in(body: &Body, s: Stmt, out: &mut HashSet<Value>) {
 /// of one prefix linear in `n`.
 #[derive(Default)]
 pub struct NameGen {
-    taken: HashSet<Name>,
+    taken: FxHashSet<Name>,
     /// The next number to try for each prefix and first number.
-    next: HashMap<(Name, u32), u32>,
+    next: FxHashMap<(Name, u32), u32>,
 }
 
 impl NameGen {
@@ -106,7 +106,7 @@ impl NameGen {
     }
     /// Names that clash with none of `taken`.
     pub fn with_taken(taken: impl IntoIterator<Item = Name>) -> NameGen {
-        NameGen { taken: taken.into_iter().collect(), next: HashMap::new() }
+        NameGen { taken: taken.into_iter().collect(), next: FxHashMap::default() }
     }
     /// Whether `name` is taken.
     pub fn is_taken(&self, name: &str) -> bool {
@@ -141,7 +141,7 @@ impl NameGen {
 /// How many values of a body carry each name, and the names to rename a
 /// shared one to (see [`unshare_name`]).
 pub struct NameCounts {
-    counts: HashMap<Name, u32>,
+    counts: FxHashMap<Name, u32>,
     names: NameGen,
 }
 
@@ -160,7 +160,7 @@ pub fn unshare_name(body: &mut Body, v: Value, counts: &mut NameCounts) {
 
 /// How many values of a body carry each name.
 pub fn name_counts(body: &Body) -> NameCounts {
-    let mut counts = HashMap::new();
+    let mut counts = FxHashMap::default();
     for v in body.values() {
         *counts.entry(v.name.clone()).or_insert(0) += 1;
     }
@@ -169,13 +169,13 @@ pub fn name_counts(body: &Body) -> NameCounts {
 }
 
 /// The shapes of a module's fields, by name.
-pub fn field_shapes(m: &Module) -> HashMap<Name, Vec<u64>> {
+pub fn field_shapes(m: &Module) -> FxHashMap<Name, Vec<u64>> {
     m.fields().map(|f| (f.name.clone(), f.shape.clone())).collect()
 }
 
 /// Calls `f` on every body of every module (functions, kernels, task
 /// items), with the shapes of that module's fields.
-pub fn for_each_body(stream: &mut Stream, mut f: impl FnMut(&mut Body, &HashMap<Name, Vec<u64>>)) {
+pub fn for_each_body(stream: &mut Stream, mut f: impl FnMut(&mut Body, &FxHashMap<Name, Vec<u64>>)) {
     for m in &mut stream.modules {
         let shapes = field_shapes(m);
         for it in &mut m.items {
