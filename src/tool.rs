@@ -259,7 +259,7 @@ pub fn run_tool<C: clap::Parser>(spec: &ToolSpec, body: impl FnOnce(C) -> Result
         Ok(a) => a,
         Err(text) => return main_with(spec.name, || Err(ToolError::Usage(text))),
     };
-    if let Some(generated) = generate(&args, cmd.clone(), spec.manual) {
+    if let Some(generated) = generate(&args, &cmd, spec.manual) {
         return main_with(spec.name, || generated);
     }
     if args.iter().skip(1).take_while(|a| *a != "--").any(|a| a == "--version" || a == "-V") {
@@ -345,10 +345,16 @@ fn clap_error(tool: &str, e: clap::Error) -> ExitCode {
 /// standard output) as the first argument, made from the same clap
 /// definition the tool parses with. Hidden: for `make install`
 /// (`scripts/install.sh`), not for users.
-fn generate(args: &[String], cmd: clap::Command, manual: &crate::manual::Manual) -> Option<Result<(), ToolError>> {
-    let mut cmd = cmd.color(clap::ColorChoice::Never);
+/// The definition is copied only then: a run that parses it does not pay
+/// for a copy.
+fn generate(args: &[String], cmd: &clap::Command, manual: &crate::manual::Manual) -> Option<Result<(), ToolError>> {
+    let first = args.get(1).map(String::as_str)?;
+    if !matches!(first, "--generate-man" | "--generate-completion") {
+        return None;
+    }
+    let mut cmd = cmd.clone().color(clap::ColorChoice::Never);
     let operand = args.get(2).map(String::as_str);
-    match args.get(1).map(String::as_str)? {
+    match first {
         "--generate-man" => {
             let Some(dir) = operand else {
                 return Some(Err(ToolError::Usage("--generate-man takes a directory".into())));
