@@ -13,6 +13,12 @@
 //! compiled; a failure is the exit status and what the program wrote on
 //! its standard error.
 //!
+//! A target check ([`check_target`]) is a run too: a simulated host's
+//! `--target-cpu` / `--target-features`, each with where it came from
+//! (`--target-cpu-from`, `--target-features-from`), and `--print-target`;
+//! the answer is the target printed ([`print_target`]), LLVM's lists for
+//! `help`, or a usage error naming the nearest names.
+//!
 //! Owns: the program's name, the flags of a request ([`request_flags`],
 //! [`Wanted`]) and the record list's format (written by
 //! [`write_record_list`], read by [`read_record_list`]), the outputs a
@@ -296,6 +302,86 @@ fn failure(program: &Path, status: std::process::ExitStatus, stderr: &[u8]) -> S
     format!("the compiler {} failed ({status}){said}", program.display())
 }
 
+/// What one target setting of a simulated host names, and where it came
+/// from for messages (`--target-cpu`, `KILN_TARGET_CPU`, `target_cpu in
+/// user file F`).
+#[derive(Clone, Copy, Debug)]
+pub struct TargetSetting<'a> {
+    pub value: &'a str,
+    pub from: &'a str,
+}
+
+/// What a target check answered ([`check_target`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TargetCheck {
+    /// The target, resolved: triple, CPU and features as LLVM spells them.
+    Target { triple: String, cpu: String, features: String },
+    /// `help` was asked for: LLVM's lists, to print.
+    Help(String),
+    /// A name LLVM does not know: the message, naming the nearest.
+    Unknown(String),
+    /// The check could not be made (no program, another build, a crash).
+    Failed(String),
+}
+
+/// The flags of a target check: the settings, each with where it came
+/// from, and `--print-target`.
+fn target_check_flags(cpu: Option<TargetSetting>, features: Option<TargetSetting>) -> Vec<String> {
+    let mut flags = vec![format!("--build-id={}", crate::config::BUILD_ID), "--color=never".to_string()];
+    for (name, setting) in [("cpu", cpu), ("features", features)] {
+        if let Some(s) = setting {
+            flags.push(format!("--target-{name}={}", s.value));
+            flags.push(format!("--target-{name}-from={}", s.from));
+        }
+    }
+    flags.push("--print-target".to_string());
+    flags
+}
+
+/// What `--print-target` writes: the target, one `name: value` line each.
+pub fn print_target(triple: &str, cpu: &str, features: &str) -> String {
+    format!("triple: {triple}\ncpu: {cpu}\nfeatures: {features}\n")
+}
+
+/// The target [`print_target`] wrote.
+fn read_target(text: &str) -> Option<TargetCheck> {
+    let mut lines = text.lines();
+    let mut field = |name: &str| lines.next()?.strip_prefix(name)?.strip_prefix(": ").map(str::to_string);
+    let (triple, cpu, features) = (field("triple")?, field("cpu")?, field("features")?);
+    Some(TargetCheck::Target { triple, cpu, features })
+}
+
+/// Has `program` check a simulated host's CPU and features against LLVM's
+/// lists, which a program that links no code generator does not have:
+/// the answer is the target resolved, LLVM's lists for `help`, or the
+/// message of a name it does not know (a usage error there, exit status
+/// 2), in the words of the setting it came from.
+pub fn check_target(program: &Path, cpu: Option<TargetSetting>, features: Option<TargetSetting>) -> TargetCheck {
+    let help = [cpu, features].iter().flatten().any(|s| s.value == "help");
+    let shown = program.display();
+    let out = match Command::new(program).args(target_check_flags(cpu, features)).stdin(Stdio::null()).output() {
+        Ok(out) => out,
+        Err(e) => {
+            return TargetCheck::Failed(format!(
+                "cannot run {shown} to check the target: {e} (simulated hosts are checked by the {COMPILE_PROGRAM} installed beside this program)"
+            ))
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    match out.status.code() {
+        Some(0) if help => TargetCheck::Help(stdout.into_owned()),
+        Some(0) => read_target(&stdout)
+            .unwrap_or_else(|| TargetCheck::Failed(format!("{shown} did not print the target it checked"))),
+        Some(2) => {
+            let prefix = format!("{COMPILE_PROGRAM}: error: ");
+            let said = String::from_utf8_lossy(&out.stderr);
+            let said = said.trim();
+            TargetCheck::Unknown(said.strip_prefix(&prefix).unwrap_or(said).to_string())
+        }
+        _ => TargetCheck::Failed(failure(program, out.status, &out.stderr)),
+    }
+}
+
 /// A compiler process working in the background ([`start`]): nobody waits
 /// for it. Dropped while it runs, it is left to finish on its own (a cache
 /// fill stores what it compiles whether or not its starter is still
@@ -400,6 +486,23 @@ fn wait_reporting(mut child: Child, done: &dyn Fn()) -> std::io::Result<Output> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_target_check_asks_with_each_setting_and_reads_the_printed_target() {
+        let cpu = TargetSetting { value: "x86-64", from: "KILN_TARGET_CPU" };
+        let flags = target_check_flags(Some(cpu), None);
+        assert!(flags.contains(&"--target-cpu=x86-64".to_string()), "{flags:?}");
+        assert!(flags.contains(&"--target-cpu-from=KILN_TARGET_CPU".to_string()), "{flags:?}");
+        assert!(!flags.iter().any(|f| f.starts_with("--target-features")), "{flags:?}");
+        assert_eq!(flags.last().map(String::as_str), Some("--print-target"));
+        assert!(flags.contains(&format!("--build-id={}", crate::config::BUILD_ID)));
+        let printed = print_target("x86_64-pc-linux-gnu", "x86-64", "+sse2,-avx");
+        let target =
+            |t: &str, c: &str, f: &str| TargetCheck::Target { triple: t.into(), cpu: c.into(), features: f.into() };
+        assert_eq!(read_target(&printed), Some(target("x86_64-pc-linux-gnu", "x86-64", "+sse2,-avx")));
+        assert_eq!(read_target("triple: t\ncpu: c\n"), None);
+        assert_eq!(read_target("cpu: c\ntriple: t\nfeatures: f\n"), None);
+    }
 
     #[test]
     fn file_stems_fit_a_file_name_and_keep_long_names_apart() {

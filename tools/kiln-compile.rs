@@ -99,6 +99,14 @@ struct Cli {
     #[arg(long)]
     print_target: bool,
 
+    /// Where --target-cpu came from, for messages (a kiln-run checking its setting: `KILN_TARGET_CPU`, ...)
+    #[arg(long, value_name = "WHERE", hide = true, requires = "target_cpu")]
+    target_cpu_from: Option<String>,
+
+    /// Where --target-features came from, for messages (as --target-cpu-from)
+    #[arg(long, value_name = "WHERE", hide = true, requires = "target_features")]
+    target_features_from: Option<String>,
+
     /// Compile the tasks kernel NAME launches into one object (the whole-kernel form `kiln-run --no-cache` runs; entries kiln_task.0, kiln_task.1, ...)
     #[arg(long, value_name = "@NAME", conflicts_with = "cache_dir", value_parser = kiln::cli::parse_kernel_name)]
     kernel: Option<String>,
@@ -194,14 +202,16 @@ fn main() -> ExitCode {
 fn run(cli: &Cli) -> Result<(), ToolError> {
     check_build(cli.build_id.as_deref())?;
     let setup = trace::span("phase", "setup", trace::WHOLE_INPUT);
-    let cpu = Override { value: cli.target_cpu.as_deref(), source: "--target-cpu" };
-    let features = Override { value: cli.target_features.as_deref(), source: "--target-features" };
+    let cpu_from = cli.target_cpu_from.as_deref().unwrap_or("--target-cpu");
+    let features_from = cli.target_features_from.as_deref().unwrap_or("--target-features");
+    let cpu = Override { value: cli.target_cpu.as_deref(), source: cpu_from };
+    let features = Override { value: cli.target_features.as_deref(), source: features_from };
     let target = match kiln_llvm::target::resolve(cpu, features) {
         Ok(t) => t,
         Err(e) => return kiln_llvm::target::tool_error(e),
     };
     if cli.print_target {
-        let text = format!("triple: {}\ncpu: {}\nfeatures: {}\n", target.triple, target.cpu, target.features);
+        let text = kiln::compile_protocol::print_target(&target.triple, &target.cpu, &target.features);
         return tool::write_output(None, text.as_bytes());
     }
     let config = match &cli.compile_config {

@@ -221,15 +221,16 @@ fn simulates_target(settings: &Settings) -> bool {
     settings.target_cpu.value.is_some() || settings.target_features.value.is_some()
 }
 
-/// The target of the jit engine: this host, or the CPU and features of
-/// the `target_cpu` / `target_features` settings, checked against LLVM's
-/// lists.
-fn resolve_target(settings: &Settings) -> Result<HostTarget, ToolError> {
+/// The target of the jit engine when the settings simulate another host:
+/// the CPU and features of the `target_cpu` / `target_features` settings,
+/// checked against LLVM's lists by the `kiln-compile` beside this program
+/// (this one does not link them).
+fn simulated_target(settings: &Settings) -> Result<HostTarget, ToolError> {
     let (cpu, features) = (&settings.target_cpu, &settings.target_features);
     let (cpu_at, features_at) = (cpu.source.location("target_cpu"), features.source.location("target_features"));
     let cpu = Override { value: cpu.value.as_deref(), source: &cpu_at };
     let features = Override { value: features.value.as_deref(), source: &features_at };
-    kiln_llvm::target::resolve(cpu, features).or_else(kiln_llvm::target::tool_error)
+    kiln_llvm::CompileProcess::resolve_target(cpu, features).or_else(kiln_llvm::target::tool_error)
 }
 
 /// The engine for `cli` (the jit's for the `simulated` target, else for
@@ -263,7 +264,7 @@ fn make_engine(
             if let Some(Ok(root)) = &mut cache_root {
                 HostTarget::recall(root);
             }
-            resolve_target(settings)?
+            HostTarget::detect().map_err(ToolError::msg)?
         }
     };
     let config = match settings.tier.value {
@@ -404,7 +405,7 @@ fn run(cli: &Cli) -> Result<(), ToolError> {
     // A simulated target is checked against LLVM's lists before anything
     // is read, compiled or written; this host is found with the engine.
     let simulated = if cli.engine == EngineKind::Jit && simulates_target(&settings) {
-        Some(resolve_target(&settings)?)
+        Some(simulated_target(&settings)?)
     } else {
         None
     };

@@ -69,13 +69,15 @@ impl Emit {
     }
 }
 
-/// [`init_llvm`], and the X86 code generator and assembly printer (which
-/// also writes objects) registered and LLVM's options set
+/// [`init_llvm`], and the X86 machine-code layer, code generator and
+/// assembly printer (which also writes objects) registered and LLVM's
+/// options set
 /// ([`bounds::LLVM_OPTIONS`]): what a [`Compiler`] needs.
 pub fn init_codegen() -> Result<(), CodegenError> {
     static INIT: OnceLock<Result<(), CodegenError>> = OnceLock::new();
     INIT.get_or_init(|| {
         init_llvm()?;
+        kiln_llvm::target::init_x86_mc()?;
         init_x86_codegen()?;
         bounds::set_llvm_options();
         Ok(())

@@ -18,6 +18,7 @@
 //! a mismatch), or read or write a file itself (the protocol's
 //! [`kiln::compile_protocol::Answer`] holds the process's outputs).
 
+use crate::target::{Override, TargetError};
 use crate::{CodegenError, CompiledKernel, CompiledTask, HostTarget};
 use kiln::compile_protocol::{self as protocol, Wanted, COMPILE_PROGRAM};
 use kiln::config::{CompileConfig, LaunchMeta};
@@ -27,6 +28,16 @@ use kiln::key::Key;
 use kiln::plan::{single_task, task_meta, KernelPlan};
 use std::path::PathBuf;
 use std::time::Instant;
+
+/// The `kiln-compile` beside the running executable (found once a
+/// process: a run asks for up to three, the compiler and each tier's).
+fn program_beside_this_one() -> Result<PathBuf, CodegenError> {
+    static EXE: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    let exe = EXE.get_or_init(|| std::env::current_exe().map_err(|e| e.to_string())).as_ref().map_err(|e| {
+        CodegenError::new(format!("cannot find the running program (to run {COMPILE_PROGRAM} beside it): {e}"))
+    })?;
+    Ok(exe.with_file_name(COMPILE_PROGRAM))
+}
 
 /// A code generator for one target and configuration.
 pub trait Backend: Send + Sync {
@@ -92,13 +103,26 @@ impl CompileProcess {
     /// directory. Fails when the running executable cannot be found; a missing
     /// `kiln-compile` is found at the first compile, naming the path.
     pub fn beside_this_program(config: CompileConfig, target: HostTarget) -> Result<CompileProcess, CodegenError> {
-        // Looked up once a process (a run makes up to three: the compiler,
-        // and each tier's).
-        static EXE: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-        let exe = EXE.get_or_init(|| std::env::current_exe().map_err(|e| e.to_string())).as_ref().map_err(|e| {
-            CodegenError::new(format!("cannot find the running program (to run {COMPILE_PROGRAM} beside it): {e}"))
-        })?;
-        CompileProcess::new(config, target, exe.with_file_name(COMPILE_PROGRAM))
+        CompileProcess::new(config, target, program_beside_this_one()?)
+    }
+
+    /// The target a simulated host's `cpu` and `features` settings name
+    /// (the rest detected), checked against LLVM's lists by the
+    /// `kiln-compile` beside the running executable, as
+    /// [`crate::target::resolve`] checks them in a program that links those
+    /// lists: a program that only loads objects (`kiln-run`) then links
+    /// neither them nor LLVM's machine-code layer (docs/performance.md,
+    /// "Warm start").
+    pub fn resolve_target(cpu: Override, features: Override) -> Result<HostTarget, TargetError> {
+        let program = program_beside_this_one().map_err(TargetError::Llvm)?;
+        let cpu = cpu.value.map(|value| protocol::TargetSetting { value, from: cpu.source });
+        let features = features.value.map(|value| protocol::TargetSetting { value, from: features.source });
+        match protocol::check_target(&program, cpu, features) {
+            protocol::TargetCheck::Target { triple, cpu, features } => Ok(HostTarget { triple, cpu, features }),
+            protocol::TargetCheck::Help(text) => Err(TargetError::Help(text)),
+            protocol::TargetCheck::Unknown(message) => Err(TargetError::Unknown(message)),
+            protocol::TargetCheck::Failed(message) => Err(TargetError::Llvm(CodegenError::new(message))),
+        }
     }
 
     /// A backend running `program` (a `kiln-compile`).

@@ -173,35 +173,14 @@ pub fn llvm_library_version() -> (u32, u32, u32) {
 
 /// Checks once that the loaded library's major.minor version is the one
 /// this build was made for ([`kiln::config::LLVM_VERSION`]: objects and
-/// keys depend on it), and registers the X86 target's description and
-/// machine-code layer: what detecting the host, LLVM's CPU and feature
-/// tables ([`target`]) and loading objects (`jit`) use. Not the code
-/// generator: that is `kiln_codegen::init_codegen`, which only its `Compiler` calls,
-/// so a tool that never compiles in-process (`kiln-run`) links none of it.
+/// keys depend on it): what detecting the host and loading objects (`jit`)
+/// need. Nothing is registered: LLVM's CPU and feature tables register the
+/// X86 machine-code layer themselves ([`target::init_x86_mc`]), and the code
+/// generator is `kiln_codegen::init_codegen`'s, so a tool that only loads
+/// objects (`kiln-run`) links neither (docs/performance.md, "Warm start").
 pub fn init_llvm() -> Result<(), CodegenError> {
     static INIT: OnceLock<Result<(), CodegenError>> = OnceLock::new();
-    INIT.get_or_init(|| {
-        check_llvm_version(llvm_library_version(), kiln::config::LLVM_VERSION)?;
-        init_x86_mc()
-    })
-    .clone()
-}
-
-/// Registers the X86 target's description and machine-code layer — not
-/// the assembly parser or the disassembler, which Kiln never uses.
-#[cfg(target_arch = "x86_64")]
-fn init_x86_mc() -> Result<(), CodegenError> {
-    // SAFETY: each only registers the target's factories (idempotent).
-    unsafe {
-        llvm_sys::target::LLVMInitializeX86TargetInfo();
-        llvm_sys::target::LLVMInitializeX86TargetMC();
-    }
-    Ok(())
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn init_x86_mc() -> Result<(), CodegenError> {
-    Err(CodegenError::new("Kiln's code generator and JIT are built for x86-64 hosts only"))
+    INIT.get_or_init(|| check_llvm_version(llvm_library_version(), kiln::config::LLVM_VERSION)).clone()
 }
 
 /// Checks that the loaded LLVM library (`major.minor.patch`) is the

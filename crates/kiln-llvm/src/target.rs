@@ -22,6 +22,24 @@ extern "C" {
     fn kiln_subtarget_tables(triple: *const c_char, error: *mut *mut c_char) -> *mut c_char;
 }
 
+/// Registers the X86 target's description and machine-code layer (what
+/// LLVM's CPU and feature tables and the code generator read) — not the
+/// assembly parser or the disassembler, which Kiln never uses.
+#[cfg(target_arch = "x86_64")]
+pub fn init_x86_mc() -> Result<(), CodegenError> {
+    // SAFETY: each only registers the target's factories (idempotent).
+    unsafe {
+        llvm_sys::target::LLVMInitializeX86TargetInfo();
+        llvm_sys::target::LLVMInitializeX86TargetMC();
+    }
+    Ok(())
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub fn init_x86_mc() -> Result<(), CodegenError> {
+    Err(CodegenError::new("Kiln's code generator and JIT are built for x86-64 hosts only"))
+}
+
 /// The CPUs and features LLVM knows for one triple, in LLVM's order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TargetTables {
@@ -45,9 +63,11 @@ pub(crate) fn take(p: *mut c_char) -> Option<String> {
 }
 
 impl TargetTables {
-    /// LLVM's tables for `triple` (LLVM initialised first).
+    /// LLVM's tables for `triple` (LLVM and its X86 machine-code layer
+    /// initialised first).
     pub fn of(triple: &str) -> Result<TargetTables, CodegenError> {
         crate::init_llvm()?;
+        init_x86_mc()?;
         let c = CString::new(triple).map_err(|_| CodegenError::new("a triple cannot contain NUL"))?;
         let mut err: *mut c_char = std::ptr::null_mut();
         // SAFETY: `c` is a valid C string; `err` receives null or a
