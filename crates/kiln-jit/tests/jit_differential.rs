@@ -476,11 +476,14 @@ fn a_run_that_prints_too_much_fails_alike() {
 
 /// `f16` in loops LLVM vectorises (`<32 x half>` on this host), with
 /// Kiln's own `sin` and a libm `pow`: every operation is rounded to `f16`,
-/// so the JIT writes the interpreter's bits at -O2. In fast-math mode no
-/// rounding is dropped either (the `f16` values between operations are
-/// still `f16`): arithmetic that leaves fast math nothing to rewrite
-/// writes the same bits, and the math functions (libmvec's `f32` ones
-/// there) come within one `f16` ulp. (What fast math may rewrite, it
+/// so the JIT writes the interpreter's bits at -O2. In fast-math mode the
+/// `f16` values between operations are still `f16`, but fast math allows
+/// contraction: on a host with `f16` fused multiply-add (AVX512-FP16, an
+/// Intel Sapphire Rapids class host) LLVM fuses `mul` and `sub` and drops
+/// that one rounding, so arithmetic comes within one `f16` ulp (on hosts
+/// without it, such as AMD Zen 4, it writes the same bits), and the math
+/// functions (libmvec's `f32` ones there) within one ulp of the
+/// interpreter's on the same inputs. (What fast math may rewrite, it
 /// does: `((v * v + v) * t) / t - v` became `v * v`.)
 const F16_LOOPS: &str = "\
 field @x : f16[4099]
@@ -525,26 +528,41 @@ fn f16_vector_loops_round_every_operation_in_default_and_fast_math_mode() {
     let want = run_all(&mut Interpreter::new(), &stream).unwrap();
     let ulps = |name: &str, got: &Fields| -> u32 {
         let (w, g) = (&want.get(name).unwrap().bytes, &got.get(name).unwrap().bytes);
-        // Sign-magnitude bits to a line on which neighbouring values of
-        // one sign are 1 apart.
-        let line = |c: &[u8]| {
-            let b = u16::from_le_bytes([c[0], c[1]]) as i32;
-            if b & 0x8000 != 0 {
-                -(b & 0x7fff)
-            } else {
-                b
-            }
-        };
-        w.chunks(2).zip(g.chunks(2)).map(|(a, b)| line(a).abs_diff(line(b))).max().unwrap_or(0)
+        w.chunks(2).zip(g.chunks(2)).map(|(a, b)| f16_ulps(a, b)).max().unwrap_or(0)
     };
     for fast_math in [false, true] {
         let cfg = CompileConfig { fast_math, ..Default::default() };
         let mut jit = JitEngine::new(Compiler::host(cfg).unwrap(), JitPath::PerTask, 2).unwrap();
         let got = run_all(&mut jit, &stream).unwrap();
-        for name in ["x", "arith", "sum"] {
-            assert_eq!(ulps(name, &got), 0, "fast math {fast_math}: @{name}");
-        }
         let most = if fast_math { 1 } else { 0 };
-        assert!(ulps("math", &got) <= most, "fast math {fast_math}: @math is {} ulps off", ulps("math", &got));
+        for name in ["x", "arith", "sum"] {
+            assert!(ulps(name, &got) <= most, "fast math {fast_math}: @{name} is {} ulps off", ulps(name, &got));
+        }
+        // The math functions on the inputs both engines had: `pow(v, 0.3)`
+        // near 0 turns an ulp of `v` into many.
+        let (want_x, got_x) = (&want.get("x").unwrap().bytes, &got.get("x").unwrap().bytes);
+        let same_input = |i: &usize| want_x[2 * i..2 * i + 2] == got_x[2 * i..2 * i + 2];
+        let (want_m, got_m) = (&want.get("math").unwrap().bytes, &got.get("math").unwrap().bytes);
+        let math_ulps = (0..want_m.len() / 2)
+            .filter(same_input)
+            .map(|i| f16_ulps(&want_m[2 * i..2 * i + 2], &got_m[2 * i..2 * i + 2]))
+            .max()
+            .unwrap_or(0);
+        assert!(math_ulps <= most, "fast math {fast_math}: @math is {math_ulps} ulps off");
     }
+}
+
+/// How many `f16` ulps apart two little-endian `f16`s are, across zero.
+fn f16_ulps(a: &[u8], b: &[u8]) -> u32 {
+    // Sign-magnitude bits to a line on which neighbouring values of one
+    // sign are 1 apart.
+    let line = |c: &[u8]| {
+        let bits = u16::from_le_bytes([c[0], c[1]]) as i32;
+        if bits & 0x8000 != 0 {
+            -(bits & 0x7fff)
+        } else {
+            bits
+        }
+    };
+    line(a).abs_diff(line(b))
 }
