@@ -213,11 +213,13 @@ impl NativeFile {
     /// in this boot, which is what detecting again would give, since a
     /// boot keeps its CPU (Linux fixes the CPU's features at boot, and a
     /// hypervisor keeps a guest's across a migration). `None` for an entry
-    /// of another boot or build, or one whose scope is not its host's.
+    /// of another boot or build. (Whether its `scope` is its host's is the
+    /// store's to check when it opens that scope, which names it anyway:
+    /// an entry that disagrees is written again.)
     pub fn recall(&self) -> Option<DetectedHost> {
         let d = self.detected.as_ref()?;
         let current = d.build == crate::config::BUILD_ID && Some(&d.boot) == boot_id().as_ref();
-        (current && d.host.scope().name() == self.scope).then(|| d.host.clone())
+        current.then(|| d.host.clone())
     }
 }
 
@@ -324,7 +326,6 @@ mod tests {
             None
         );
         assert_eq!(changed(|e| e.detected.as_mut().unwrap().build = "another build".into()), None);
-        assert_eq!(changed(|e| e.detected.as_mut().unwrap().host.features = "+avx2".into()), None, "not its scope");
         assert_eq!(changed(|e| e.detected = None), None);
         // An earlier build's entry (no `detected`) still names the scope.
         let old: NativeFile = serde_json::from_str(r#"{"scope": "x86_64-a-b-0123456789ab", "hostname": "h"}"#).unwrap();

@@ -208,9 +208,9 @@ pub struct CacheRoot {
     root: PathBuf,
     options: StoreOptions,
     access: Access,
-    /// The host recalled from this machine's `hosts/` entry, which then
-    /// needs no rewriting.
-    recalled: Option<host::DetectedHost>,
+    /// The `hosts/` entry this machine's host was recalled from, which
+    /// then needs no rewriting when it names that host's scope.
+    recalled: Option<NativeFile>,
 }
 
 impl CacheRoot {
@@ -237,11 +237,11 @@ impl CacheRoot {
     /// directory's and the file's owners and modes); `None` when there is
     /// no such entry, or it cannot be read or trusted.
     pub fn recall_host(&mut self) -> Option<host::DetectedHost> {
-        self.recalled = self.read_recalled();
-        self.recalled.clone()
+        self.recalled = self.read_entry().filter(|e| e.recall().is_some());
+        self.recalled.as_ref().and_then(NativeFile::recall)
     }
 
-    fn read_recalled(&self) -> Option<host::DetectedHost> {
+    fn read_entry(&self) -> Option<NativeFile> {
         let tag = host::machine_tag()?;
         let trusted = |st: &cfs::FileStat| self.access.check_ids(&self.root, st.uid, st.gid, st.mode).is_ok();
         let dir = cfs::open_dir(cfs::open_dir_path(&self.root).ok()?, HOSTS_DIR).ok()?;
@@ -252,7 +252,7 @@ impl CacheRoot {
         }
         let mut text = Vec::new();
         file.take(MAX_NATIVE_FILE_LEN).read_to_end(&mut text).ok()?;
-        serde_json::from_slice::<NativeFile>(&text).ok()?.recall()
+        serde_json::from_slice::<NativeFile>(&text).ok()
     }
 
     /// Opens (creating if needed) the root's directory for `scope`, after
@@ -300,7 +300,11 @@ impl CacheRoot {
             Err(e) => return Err(CacheError::io(scope_dir.join(HOST_FILE), "read", e)),
         }
         let entry = match native {
-            Native::Detected(host) if recalled.as_ref() == Some(host) => None,
+            Native::Detected(host)
+                if recalled.is_some_and(|e| e.scope == scope_name && e.recall().as_ref() == Some(host)) =>
+            {
+                None
+            }
             Native::Detected(host) => Some(NativeFile::of(host)),
             Native::Told => Some(NativeFile::told(&scope_name)),
             Native::No => None,
@@ -957,6 +961,14 @@ pub(crate) mod tests {
         assert_eq!(recall(StoreOptions::default()), None);
         open(StoreOptions::default()).scope(detected.scope(), Native::Detected(&detected)).unwrap();
         assert_eq!(recall(StoreOptions::default()), Some(detected.clone()));
+        // An entry whose scope is not its host's gives its host, and the
+        // open of that host's scope writes it again.
+        let mut root = open(StoreOptions::default());
+        let good = fs::read_to_string(&entry).unwrap();
+        fs::write(&entry, good.replace(&detected.scope().name(), "x86_64-a-b-0123456789ab")).unwrap();
+        assert_eq!(root.recall_host().as_ref(), Some(&detected));
+        root.scope(detected.scope(), Native::Detected(&detected)).unwrap();
+        assert_eq!(fs::read_to_string(&entry).unwrap(), good);
         // A recalled entry is not written again.
         let text = fs::read_to_string(&entry).unwrap();
         let edited =
