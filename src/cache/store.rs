@@ -226,19 +226,16 @@ impl CacheRoot {
         Ok(CacheRoot { root, options, access, recalled: None })
     }
 
-    /// The canonical cache root.
-    pub fn path(&self) -> &Path {
-        &self.root
-    }
-
     /// This machine's host as its `hosts/` entry recalls it
     /// ([`NativeFile::recall`]): what a process of this build detected in
     /// this boot. Read with the checks a record gets (no link followed, the
     /// directory's and the file's owners and modes); `None` when there is
     /// no such entry, or it cannot be read or trusted.
     pub fn recall_host(&mut self) -> Option<host::DetectedHost> {
-        self.recalled = self.read_entry().filter(|e| e.recall().is_some());
-        self.recalled.as_ref().and_then(NativeFile::recall)
+        let entry = self.read_entry()?;
+        let host = entry.recall()?;
+        self.recalled = Some(entry);
+        Some(host)
     }
 
     fn read_entry(&self) -> Option<NativeFile> {
@@ -301,7 +298,7 @@ impl CacheRoot {
         }
         let entry = match native {
             Native::Detected(host)
-                if recalled.is_some_and(|e| e.scope == scope_name && e.recall().as_ref() == Some(host)) =>
+                if recalled.is_some_and(|e| e.scope == scope_name && e.detected.is_some_and(|d| d.host == *host)) =>
             {
                 None
             }
@@ -319,7 +316,7 @@ impl CacheRoot {
     }
 }
 
-/// The most of a machine's `hosts/` entry read (a few hundred bytes, with
+/// The most of a machine's `hosts/` entry read (about 2.5 KB, most of it
 /// the detected features).
 const MAX_NATIVE_FILE_LEN: u64 = 64 << 10;
 
