@@ -254,8 +254,11 @@ fn make_engine(
         };
         return Ok((Runner::Interp(interp), None));
     }
-    // The cache's root is opened first: this host is recalled from it when
-    // a process of this build detected it in this boot.
+    // The remote tier's settings are checked before anything is made (a
+    // bad one is a usage error); then the cache's root is opened: this
+    // host is recalled from it when a process of this build detected it
+    // in this boot.
+    let remote = if cli.no_cache { None } else { remote_settings(settings)? };
     let mut cache_root = (!cli.no_cache)
         .then(|| settings.cache_root().and_then(|dir| kiln_llvm::session::open_root(&dir, settings.store_options())));
     let target = match simulated {
@@ -288,7 +291,6 @@ fn make_engine(
     let Some(cache_root) = cache_root else {
         return Ok((Runner::Jit(Box::new(engine), None), None));
     };
-    let remote = remote_settings(settings)?;
     let (store_root, warning) = attach_cache(&mut engine, cache_root, settings, &target, remote, progress);
     Ok((Runner::Jit(Box::new(engine), store_root), warning))
 }
