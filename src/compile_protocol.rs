@@ -359,6 +359,9 @@ fn read_target(text: &str) -> Option<TargetCheck> {
 pub fn check_target(program: &Path, cpu: Option<TargetSetting>, features: Option<TargetSetting>) -> TargetCheck {
     let help = [cpu, features].iter().flatten().any(|s| s.value == "help");
     let shown = program.display();
+    if let Err(stopped) = crate::interrupt::check() {
+        return TargetCheck::Failed(stopped);
+    }
     let out = match Command::new(program).args(target_check_flags(cpu, features)).stdin(Stdio::null()).output() {
         Ok(out) => out,
         Err(e) => {
