@@ -257,7 +257,7 @@ pub fn hostname() -> Option<String> {
 }
 
 /// This machine's own scope under `root`, as recorded by a Kiln process
-/// that detected it (`StoreOptions::native`); `None` when no such process
+/// that detected it (`store::Native::Detected`); `None` when no such process
 /// has used this cache on this machine.
 pub fn native_scope(root: &std::path::Path) -> Option<String> {
     let tag = machine_tag()?;
