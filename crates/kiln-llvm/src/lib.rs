@@ -138,14 +138,6 @@ impl HostTarget {
         }
         Ok(t)
     }
-
-    /// The features sorted and deduplicated (a stable form for scoping).
-    pub fn sorted_features(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.features.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect();
-        v.sort();
-        v.dedup();
-        v
-    }
 }
 
 /// This process's host, once detected or recalled.
