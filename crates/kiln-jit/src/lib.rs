@@ -480,7 +480,10 @@ impl Jit {
         let dylib = Arc::new(Dylib { _jit: inner.clone(), jd, name, _deps: deps });
 
         // SAFETY: `layer` and `jd` belong to the live session; `object` is
-        // `object.len()` readable bytes, which ORC copies.
+        // `object.len()` readable bytes, borrowed for this whole call, and
+        // the graph made of them is linked by the lookup below before it
+        // returns, or else `dylib`, the only holder of `jd`, is dropped
+        // (the dylib cleared, its graph unread) on the way out of it.
         let e = unsafe { kiln_orc_add_object(inner.layer, jd, object.as_ptr() as *const libc::c_char, object.len()) };
         if !e.is_null() {
             return Err(JitError::new(JitErrorKind::Add, take_error(e)));

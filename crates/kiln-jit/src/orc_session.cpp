@@ -13,6 +13,7 @@
 #include "llvm-c/Error.h"
 #include "llvm-c/Orc.h"
 #include "llvm/ExecutionEngine/JITLink/COFF.h"
+#include "llvm/ExecutionEngine/JITLink/ELF.h"
 #include "llvm/ExecutionEngine/JITLink/MachO.h"
 #include "llvm/ExecutionEngine/JITLink/XCOFF.h"
 #include "llvm/ExecutionEngine/Orc/AbsoluteSymbols.h"
@@ -21,6 +22,7 @@
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/MapperJITLinkMemoryManager.h"
 #include "llvm/ExecutionEngine/Orc/MemoryMapper.h"
+#include "llvm/ExecutionEngine/Orc/ObjectFileInterface.h"
 #include "llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h"
 #include "llvm/ExecutionEngine/Orc/SelfExecutorProcessControl.h"
 #include "llvm/ExecutionEngine/Orc/TaskDispatch.h"
@@ -60,40 +62,54 @@ bool llvm::orc::StaticInitGVIterator::isStaticInitGlobal(GlobalValue &) {
 }
 
 // JITLink reads an object by its format; Kiln's objects are the host's
-// ELF (docs/runtime.md, "Target"). The readers of the other formats would
+// x86-64 ELF (docs/runtime.md, "Target"). The readers of the other formats would
 // pull LLVM's whole object-file layer, with its IR and bitcode readers,
 // into a static link. An object of another format (a damaged record, say)
 // is an error here, as any object that cannot be linked is.
-static Error notELF(const char *Format) {
-  return make_error<StringError>(std::string("not an ELF object (") + Format + "): Kiln links ELF objects only",
+static Error foreignObject(const char *Kind) {
+  return make_error<StringError>(std::string("a ") + Kind + " object: Kiln links x86-64 ELF objects only",
                                  inconvertibleErrorCode());
 }
 
 Expected<std::unique_ptr<jitlink::LinkGraph>>
 llvm::jitlink::createLinkGraphFromMachOObject(MemoryBufferRef, std::shared_ptr<SymbolStringPool>) {
-  return notELF("Mach-O");
+  return foreignObject("Mach-O");
 }
 
 Expected<std::unique_ptr<jitlink::LinkGraph>>
 llvm::jitlink::createLinkGraphFromCOFFObject(MemoryBufferRef, std::shared_ptr<SymbolStringPool>) {
-  return notELF("COFF");
+  return foreignObject("COFF");
 }
 
 Expected<std::unique_ptr<jitlink::LinkGraph>>
 llvm::jitlink::createLinkGraphFromXCOFFObject(MemoryBufferRef, std::shared_ptr<SymbolStringPool>) {
-  return notELF("XCOFF");
+  return foreignObject("XCOFF");
 }
 
 void llvm::jitlink::link_MachO(std::unique_ptr<jitlink::LinkGraph>, std::unique_ptr<jitlink::JITLinkContext> Ctx) {
-  Ctx->notifyFailed(notELF("Mach-O"));
+  Ctx->notifyFailed(foreignObject("Mach-O"));
 }
 
 void llvm::jitlink::link_COFF(std::unique_ptr<jitlink::LinkGraph>, std::unique_ptr<jitlink::JITLinkContext> Ctx) {
-  Ctx->notifyFailed(notELF("COFF"));
+  Ctx->notifyFailed(foreignObject("COFF"));
 }
 
 void llvm::jitlink::link_XCOFF(std::unique_ptr<jitlink::LinkGraph>, std::unique_ptr<jitlink::JITLinkContext> Ctx) {
-  Ctx->notifyFailed(notELF("XCOFF"));
+  Ctx->notifyFailed(foreignObject("XCOFF"));
+}
+
+// Objects are added as JITLink graphs (kiln_orc_add_object), whose symbols
+// say what each defines: the object layer's own reading of an object's
+// symbols for that, a second parse of it with LLVM's object-file readers,
+// is never used, nor the IR layer's symbol flags. Layer.cpp's calls of
+// them would pull their members into the link (the reader of symbols, and
+// RuntimeDyld, the JIT linker before JITLink).
+Expected<MaterializationUnit::Interface> llvm::orc::getObjectFileInterface(ExecutionSession &, MemoryBufferRef) {
+  report_fatal_error("kiln: LLVM's object-file readers are not linked into this program");
+}
+
+JITSymbolFlags llvm::JITSymbolFlags::fromGlobalValue(const GlobalValue &) {
+  report_fatal_error("kiln: ORC's IR layers are not linked into this program");
 }
 #endif
 
@@ -275,13 +291,20 @@ extern "C" LLVMErrorRef kiln_orc_define_absolute(LLVMOrcJITDylibRef JD, LLVMOrcC
   return wrap(unwrapJD(JD).define(absoluteSymbols(std::move(Map))));
 }
 
-// Adds a copy of the Size bytes at Bytes, a relocatable object, to JD
-// through the object layer; the object is linked when a symbol of it is
-// looked up.
+// Adds the ELF object at Bytes (Size bytes) to JD as the JITLink graph it
+// links as: what the object defines is read from that graph, and the
+// object is parsed once (the object layer's add parses a copy with LLVM's
+// object-file readers for that, and JITLink then parses it again). The
+// graph refers to the bytes, uncopied, until it is linked: the caller
+// keeps them until a lookup has linked it or JD is cleared.
 extern "C" LLVMErrorRef kiln_orc_add_object(LLVMOrcObjectLayerRef Layer, LLVMOrcJITDylibRef JD, const char *Bytes,
                                             size_t Size) {
-  auto Buffer = MemoryBuffer::getMemBufferCopy(StringRef(Bytes, Size), "kiln-object");
-  return wrap(reinterpret_cast<ObjectLayer *>(Layer)->add(unwrapJD(JD), std::move(Buffer)));
+  auto *L = static_cast<ObjectLinkingLayer *>(reinterpret_cast<ObjectLayer *>(Layer));
+  MemoryBufferRef Object(StringRef(Bytes, Size), "kiln-object");
+  auto G = jitlink::createLinkGraphFromELFObject(Object, L->getExecutionSession().getSymbolStringPool());
+  if (!G)
+    return wrap(G.takeError());
+  return wrap(L->add(unwrapJD(JD), std::move(*G)));
 }
 
 // Looks the N names of Names (each required) up in JD alone, linking what

@@ -7,7 +7,9 @@
 // process runs at its start (docs/performance.md, "Warm start"). Called
 // by crates/kiln-llvm/src/lib.rs only. Each string is malloc'd; the caller
 // frees it.
+#include "llvm-c/Core.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/TargetParser/Triple.h"
@@ -26,4 +28,20 @@ extern "C" char *kiln_host_cpu_features(void) {
   for (const auto &[Name, On] : llvm::sys::getHostCPUFeatures())
     Features.AddFeature(Name, On);
   return dup_string(Features.getString());
+}
+
+// The version of the LLVM library this process runs: in a static link,
+// the one whose archives were linked, which is what their headers say
+// (LLVMGetVersion would answer the same from its archive member, the C
+// API of LLVM's IR, Core.cpp, which would pull most of the IR library into
+// a link that only loads objects); in a dynamic link, the shared
+// library's own answer, which may be another build's.
+extern "C" void kiln_llvm_library_version(unsigned *Major, unsigned *Minor, unsigned *Patch) {
+#ifdef KILN_STATIC_LLVM
+  *Major = LLVM_VERSION_MAJOR;
+  *Minor = LLVM_VERSION_MINOR;
+  *Patch = LLVM_VERSION_PATCH;
+#else
+  LLVMGetVersion(Major, Minor, Patch);
+#endif
 }

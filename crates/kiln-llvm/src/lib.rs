@@ -24,7 +24,6 @@ pub mod target;
 
 pub use backend::{Backend, CompileProcess, Progress, ProgressHook};
 
-use inkwell::llvm_sys;
 use kiln::cache::host::DetectedHost;
 use kiln::config::LaunchMeta;
 use kiln::plan::PlanError;
@@ -84,6 +83,7 @@ extern "C" {
     fn kiln_host_triple() -> *mut libc::c_char;
     fn kiln_host_cpu_name() -> *mut libc::c_char;
     fn kiln_host_cpu_features() -> *mut libc::c_char;
+    fn kiln_llvm_library_version(major: *mut u32, minor: *mut u32, patch: *mut u32);
 }
 
 /// The string one of `src/host.cpp`'s functions makes.
@@ -159,7 +159,7 @@ impl From<&HostTarget> for DetectedHost {
 pub fn llvm_library_version() -> (u32, u32, u32) {
     let (mut a, mut b, mut c) = (0u32, 0u32, 0u32);
     // SAFETY: three valid out-parameters.
-    unsafe { llvm_sys::core::LLVMGetVersion(&mut a, &mut b, &mut c) };
+    unsafe { kiln_llvm_library_version(&mut a, &mut b, &mut c) };
     (a, b, c)
 }
 
