@@ -304,6 +304,13 @@ extern "C" LLVMErrorRef kiln_orc_add_object(LLVMOrcObjectLayerRef Layer, LLVMOrc
   auto G = jitlink::createLinkGraphFromELFObject(Object, L->getExecutionSession().getSymbolStringPool());
   if (!G)
     return wrap(G.takeError());
+  // Code of another machine (a record planted in a cache, say) would link
+  // as well as this one's, and then run.
+  const Triple &T = (*G)->getTargetTriple();
+  if (T.getArch() != Triple(sys::getProcessTriple()).getArch())
+    return wrap(make_error<StringError>("an object for " + T.getArchName().str() + ", not for this machine (" +
+                                            Triple(sys::getProcessTriple()).getArchName().str() + ")",
+                                        inconvertibleErrorCode()));
   return wrap(L->add(unwrapJD(JD), std::move(*G)));
 }
 

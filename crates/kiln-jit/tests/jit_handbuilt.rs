@@ -154,6 +154,37 @@ fn bad_object_bytes_are_errors() {
     assert_ne!(again.dylib_name(), good.dylib_name());
 }
 
+/// A relocatable object of `triple` defining `entry`, a function that
+/// returns at once, from LLVM's assembler (installed with LLVM 22).
+fn assembled(triple: &str, dir: &std::path::Path) -> Vec<u8> {
+    let (src, obj) = (dir.join(format!("{triple}.s")), dir.join(format!("{triple}.o")));
+    std::fs::write(&src, ".text\n.globl entry\n.type entry,@function\nentry:\n  ret\n").unwrap();
+    let out = std::process::Command::new("/usr/lib/llvm-22/bin/llvm-mc")
+        .args([&format!("-triple={triple}"), "-filetype=obj", "-o"])
+        .args([&obj, &src])
+        .output()
+        .expect("llvm-mc (LLVM 22) runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::read(obj).unwrap()
+}
+
+#[test]
+fn an_object_of_another_machine_is_refused_before_it_links() {
+    let dir = std::env::temp_dir().join(format!("kiln-foreign-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let jit = Jit::new().unwrap();
+    let (_, mut meta) = compiler().emit_task(&saxpy_stream(10, 10).modules[0], Emit::Object).unwrap();
+    meta.entry_symbol = "entry".into();
+    // The same function for this machine loads: only the machine differs.
+    jit.load_task("x86-64", &assembled("x86_64-linux-gnu", &dir), &meta).unwrap();
+    for (triple, arch) in [("aarch64-linux-gnu", "aarch64"), ("riscv64-linux-gnu", "riscv64")] {
+        let e = jit.load_task(triple, &assembled(triple, &dir), &meta).unwrap_err();
+        assert_eq!(e.kind, JitErrorKind::Add, "{e}");
+        assert!(e.message.contains(&format!("an object for {arch}, not for this machine (x86_64)")), "{e}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn host_target_uses_detected_features() {
     let t = HostTarget::detect().unwrap();
