@@ -469,8 +469,8 @@ pub fn parse_seed(s: &str) -> Result<u64, String> {
 /// The threads to use: `--threads`, else every core (at most
 /// [`MAX_THREADS`]).
 pub fn thread_count(flag: Option<u32>) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    flag.map_or(cores.min(MAX_THREADS as usize), |n| n as usize)
+    let cores = || std::thread::available_parallelism().map_or(1, |n| n.get());
+    flag.map_or_else(|| cores().min(MAX_THREADS as usize), |n| n as usize)
 }
 
 /// The diagnostics flags of every tool that reads KIR (flattened into its

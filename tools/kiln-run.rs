@@ -78,7 +78,7 @@ struct Cli {
     #[arg(long)]
     check_races: bool,
 
-    /// Run parallel tasks on N threads, 1 to 256 (jit engine; default: all cores)
+    /// Run parallel tasks on N threads, 1 to 256 (jit engine; default: all cores, for the launches worth them)
     #[arg(long, value_name = "N", value_parser = kiln::cli::threads_parser())]
     threads: Option<u32>,
 
@@ -281,12 +281,14 @@ fn make_engine(
     // The compiler process reports each task it compiles: the same
     // progress as kiln-compile's, on a terminal.
     let compiler = compiler.with_progress(progress_hook(progress));
-    let threads = kiln::cli::thread_count(cli.threads);
     let path = if cli.no_cache { JitPath::WholeKernel } else { JitPath::PerTask };
     // This process's one engine runs its kernels from this thread, which
-    // can then be one of the pool's threads.
-    let mut engine =
-        JitEngine::new(compiler, path, threads).map_err(|e| ToolError::msg(e.message))?.with_calling_thread();
+    // can then be one of the pool's threads; without --threads the engine
+    // chooses them, and spreads only a launch worth it.
+    let threads = cli.threads.map_or(1, |n| n as usize);
+    let engine = JitEngine::new(compiler, path, threads).map_err(|e| ToolError::msg(e.message))?;
+    let engine = if cli.threads.is_some() { engine } else { engine.with_chosen_threads() };
+    let mut engine = engine.with_calling_thread();
     engine.set_seed(cli.seed);
     let Some(cache_root) = cache_root else {
         return Ok((Runner::Jit(Box::new(engine), None), None));

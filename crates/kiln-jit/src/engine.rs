@@ -19,7 +19,6 @@ pub use crate::provide::{
     compile_records, ready_functions, CompileAndLoad, JitStats, Prefetched, ProvideError, RecordSource, TaskProvider,
 };
 use crate::tiers::{Quick, Tier, Tiers};
-use kiln::config::MetaKind;
 use kiln::exec::{Engine, Fields, RunError};
 use kiln::ir::{Const, Item, Kernel, Module, Scalar, Stream, TaskItem};
 use kiln_llvm::{self, Backend};
@@ -55,13 +54,12 @@ pub struct JitEngine {
     pub path: JitPath,
     pub stats: JitStats,
     provider: Box<dyn TaskProvider>,
-    /// Threads for parallel tasks, and their pool once a parallel task
-    /// has been launched (a run of serial tasks never starts it).
-    threads: usize,
-    pool: Option<rayon::ThreadPool>,
-    /// Whether the next pool takes the calling thread as one of its
-    /// threads ([`JitEngine::with_calling_thread`]).
-    join_pool: bool,
+    /// The threads for parallel tasks, started with the first launch that
+    /// runs on them.
+    pool: Pool,
+    /// Whether a parallel launch runs on the pool only when its work is
+    /// worth it ([`JitEngine::with_chosen_threads`]), or always.
+    chosen_spreading: bool,
     /// The seed of the `random` streams (a launch input, not compiled in).
     seed: u64,
     /// Loaded tasks by the digest of their module's canonical text
@@ -105,9 +103,8 @@ impl JitEngine {
             path,
             stats: JitStats::default(),
             provider: Box::<CompileAndLoad>::default(),
-            threads,
-            pool: None,
-            join_pool: false,
+            pool: Pool::new(Some(threads), false),
+            chosen_spreading: false,
             seed: 0,
             tasks: HashMap::new(),
             kernels: HashMap::new(),
@@ -127,15 +124,27 @@ impl JitEngine {
     /// ([`JitEngine::set_threads`]) is an ordinary one. The calling
     /// thread keeps its own stack, on which `--threads 1` runs everything.
     pub fn with_calling_thread(mut self) -> JitEngine {
-        self.join_pool = true;
+        self.pool.join = true;
+        self
+    }
+
+    /// This engine, whose threads are chosen for it: as many as this
+    /// machine has ([`kiln::cli::thread_count`], asked when the pool
+    /// starts), and a parallel launch runs on them only when its estimated
+    /// work is worth them ([`runtime::worth_spreading`]), a smaller one on
+    /// the calling thread (`kiln-run` without `--threads`). A run whose
+    /// launches are all small never starts the pool.
+    pub fn with_chosen_threads(mut self) -> JitEngine {
+        self.pool = Pool { threads: None, ..self.pool };
+        self.chosen_spreading = true;
         self
     }
 
     /// Runs parallel tasks on `threads` threads from now on (loaded tasks
     /// stay loaded).
     pub fn set_threads(&mut self, threads: usize) -> Result<(), RunError> {
-        self.threads = threads;
-        self.pool = None;
+        self.pool = Pool::new(Some(threads), false);
+        self.chosen_spreading = false;
         Ok(())
     }
 
@@ -506,6 +515,7 @@ impl JitEngine {
                     let l = self
                         .provide_tiered(m, &t.name, quick.contains(&(m as *const Module)))
                         .map_err(|e| RunError::new(format!("kernel @{kernel}, task @{}: {e}", t.name)))?;
+                    let l = LoadedTask { work: runtime::iteration_work(&t.body), ..l };
                     self.tasks.insert(digests[i], l.clone());
                     if let Some(tiers) = self.tiers.as_mut().filter(|_| l.tier == Tier::Quick) {
                         tiers.started_quick(Quick { digest: digests[i], module: m.clone(), task: t.name.to_string() });
@@ -552,7 +562,8 @@ impl JitEngine {
                     self.stats.run.load_time += t0.elapsed();
                     self.stats.run.whole_kernel_tasks += ls.len() as u64;
                     let tier = Tier::of(self.backend.config());
-                    ls.into_iter().map(|l| LoadedTask { tier, ..l }).collect()
+                    let work = launched.iter().map(|(_, t)| runtime::iteration_work(&t.body));
+                    ls.into_iter().zip(work).map(|(l, work)| LoadedTask { tier, work, ..l }).collect()
                 };
                 self.kernels.insert(key, ls.clone());
                 Ok(Prepared::Tasks(ls))
@@ -639,6 +650,37 @@ fn stmt_spans(stream: &Stream) -> Vec<(u32, u32)> {
 /// memory: pages are touched only as deep as the calls go.
 pub const WORKER_STACK: usize = 64 << 20;
 
+/// The threads parallel launches run on, started by the first launch that
+/// runs on them ([`Pool::get`]).
+struct Pool {
+    /// `None`: as many as the machine has.
+    threads: Option<usize>,
+    /// Whether the pool takes the calling thread as one of its threads
+    /// ([`JitEngine::with_calling_thread`]).
+    join: bool,
+    started: std::sync::OnceLock<Option<rayon::ThreadPool>>,
+}
+
+impl Pool {
+    fn new(threads: Option<usize>, join: bool) -> Pool {
+        Pool { threads, join, started: std::sync::OnceLock::new() }
+    }
+
+    /// The pool if it has been started (none for one thread).
+    fn started(&self) -> Option<&rayon::ThreadPool> {
+        self.started.get().and_then(Option::as_ref)
+    }
+
+    /// The pool, started now if it has not been (none for one thread).
+    fn get(&self) -> Result<Option<&rayon::ThreadPool>, RunError> {
+        if self.started.get().is_none() {
+            let threads = self.threads.unwrap_or_else(|| kiln::cli::thread_count(None));
+            let _ = self.started.set(make_pool(threads, self.join)?);
+        }
+        Ok(self.started())
+    }
+}
+
 /// A pool of `threads` threads of [`WORKER_STACK`] each; none for one
 /// thread (chunks then run on the calling thread). With `join`, the
 /// calling thread is the first of them, where it may be (a thread that
@@ -715,14 +757,11 @@ impl Engine for JitEngine {
         // The kernel-scoped temporaries offload made exist for this run.
         let used = tasks.iter().flat_map(|t| &t.meta.fields).map(|f| (f.name.as_str(), f.elem, f.shape.as_slice()));
         let temps = fields.add_temporaries(used)?;
-        if self.pool.is_none() && tasks.iter().any(|t| !matches!(t.meta.kind, MetaKind::Serial)) {
-            self.pool = make_pool(self.threads, std::mem::take(&mut self.join_pool))?;
-        }
         let path = self.path;
         let fp = self.backend.config().denormals;
         let seed = self.seed;
         let t0 = Instant::now();
-        let pool = self.pool.as_ref();
+        let (pool, chosen) = (&self.pool, self.chosen_spreading);
         let stats = &mut self.stats;
         let mut out = runtime::PrintOut::new(&mut self.printed);
         let mut run = || -> Result<(), RunError> {
@@ -741,6 +780,9 @@ impl Engine for JitEngine {
                     Tier::Opt => stats.run.opt_launches += 1,
                 }
                 let _span = kiln::trace::span("launch", "launch", &item.name);
+                let count = runtime::parallel_count(&t.meta, names, &slots, fields);
+                let spread = count.is_some_and(|n| !chosen || runtime::worth_spreading(t.work, n));
+                let pool = if spread { pool.get()? } else { None };
                 let on = runtime::RunOn { pool, denormals: fp, seed, task: ordinal as u32 };
                 runtime::launch(t.entry, &t.meta, names, &slots, fields, on, &locate, &mut out)?;
             }
@@ -750,7 +792,7 @@ impl Engine for JitEngine {
         // which works on each launch's chunks too, so the pool stays awake
         // between launches; made from this thread, each launch woke a
         // sleeping worker and then this thread again.
-        let result = match pool {
+        let result = match self.pool.started() {
             Some(p) => p.install(run),
             None => run(),
         };

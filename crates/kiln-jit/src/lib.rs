@@ -288,6 +288,10 @@ pub struct LoadedTask {
     /// The tier its object was compiled in (`--stats` counts launches per
     /// tier): set by the engine, which knows whose backend compiled it.
     pub tier: crate::tiers::Tier,
+    /// What one iteration of it costs, as [`runtime::iteration_work`]
+    /// estimates it (`None`: not known): set by the engine, which has the
+    /// task's module, and read by its launches.
+    pub work: Option<u64>,
     dylib: Arc<Dylib>,
 }
 
@@ -385,7 +389,7 @@ impl Jit {
         let _span = kiln::trace::span("load", "load", name_hint);
         let (dylib, addrs, times) = self.add_object(name_hint, object, &[meta.entry_symbol.as_str()], deps)?;
         let entry = runtime::entry_from_address(addrs[0]);
-        Ok(LoadedTask { entry, meta: meta.clone(), times, tier: crate::tiers::Tier::Opt, dylib })
+        Ok(LoadedTask { entry, meta: meta.clone(), times, tier: crate::tiers::Tier::Opt, work: None, dylib })
     }
 
     /// Loads a function record's object (`meta` from
@@ -434,6 +438,7 @@ impl Jit {
                 meta: m.clone(),
                 times,
                 tier: crate::tiers::Tier::Opt,
+                work: None,
                 dylib: dylib.clone(),
             })
             .collect())

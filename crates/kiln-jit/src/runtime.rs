@@ -19,7 +19,7 @@ use kiln::exec::{
     assert_message, assertion_failed, out_of_bounds, print_text, too_much_output, FieldData, Fields, RunError,
     MAX_PRINT_LINES,
 };
-use kiln::ir::{Const, PrintPiece, Scalar, DEFAULT_BLOCK_DIM};
+use kiln::ir::{BinOp, Body, Const, PrintPiece, Scalar, StmtKind, UnOp, DEFAULT_BLOCK_DIM};
 use kiln_llvm::abi::{PrintRecords, PrintSink, ASSERT_FIELD};
 use kiln_llvm::sites::Site;
 use rayon::prelude::*;
@@ -171,6 +171,67 @@ struct Space {
     begin: i64,
     count: i64,
     block: i64,
+}
+
+/// The least estimated work ([`iteration_work`] times the iterations) of a
+/// launch that the pool's threads share when the engine chooses
+/// ([`worth_spreading`]): about 64 µs of one thread's work. Waking the
+/// other threads and joining them costs a few microseconds, and starting
+/// the pool, which the first such launch does, about 70
+/// (docs/performance.md, "Warm start").
+pub const PARALLEL_MIN_WORK: u64 = 1 << 18;
+
+/// The estimated work of one iteration of a task whose body is `body`, in
+/// units of about a quarter of a nanosecond, what a statement of
+/// vectorised code costs: a math function (`sin`, `pow`, ...) counts 16,
+/// a division or square root 4, any other statement 1 (measured over a
+/// million `f32`s a launch: 0.32 ns an iteration of four statements, 3.9
+/// of a `sin`, 1.2 of an `exp`). `None` when it cannot be known from the
+/// body alone: a loop, which may run any number of times, or a call.
+pub fn iteration_work(body: &Body) -> Option<u64> {
+    let mut work = 0u64;
+    let mut known = true;
+    body.walk(body.entry, &mut |s| {
+        work += match &body.stmt(s).kind {
+            StmtKind::For { .. } | StmtKind::While { .. } | StmtKind::Call(..) => {
+                known = false;
+                0
+            }
+            StmtKind::Unary(UnOp::Sqrt, _) | StmtKind::Binary(BinOp::Div | BinOp::Rem, ..) => 4,
+            StmtKind::Unary(
+                UnOp::Sin
+                | UnOp::Cos
+                | UnOp::Tan
+                | UnOp::Asin
+                | UnOp::Acos
+                | UnOp::Atan
+                | UnOp::Tanh
+                | UnOp::Exp
+                | UnOp::Log,
+                _,
+            )
+            | StmtKind::Binary(BinOp::Pow | BinOp::Atan2, ..) => 16,
+            _ => 1,
+        }
+    });
+    known.then_some(work)
+}
+
+/// Whether a parallel launch of `count` iterations of `work` each is worth
+/// the pool's threads ([`PARALLEL_MIN_WORK`]): one whose work is not known
+/// always is.
+pub fn worth_spreading(work: Option<u64>, count: i64) -> bool {
+    work.is_none_or(|w| w.saturating_mul(count.max(0) as u64) >= PARALLEL_MIN_WORK)
+}
+
+/// How many iterations a parallel launch of `meta` runs, or `None` for a
+/// serial task or one whose space cannot be worked out ([`launch`] then
+/// says why).
+pub fn parallel_count(meta: &LaunchMeta, names: LaunchNames, slots: &[u64], fields: &Fields) -> Option<i64> {
+    if matches!(meta.kind, MetaKind::Serial) {
+        return None;
+    }
+    iteration_space(meta, names, slots, fields).ok().map(|s| s.count)
 }
 
 /// The iteration space of a task, from its bounds (which may read 0-D

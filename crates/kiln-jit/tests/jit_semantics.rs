@@ -543,3 +543,67 @@ fn a_pool_that_takes_the_calling_thread_computes_the_same() {
     .join()
     .unwrap();
 }
+
+/// The work of one iteration of each task of `text`'s kernel, in launch
+/// order, as the engine estimates it.
+fn task_work(text: &str) -> Vec<Option<u64>> {
+    let split = kiln::passes::to_task_stream(kiln::parser::parse(text).unwrap()).unwrap();
+    split.modules.iter().flat_map(|m| m.tasks()).map(|t| kiln_jit::runtime::iteration_work(&t.body)).collect()
+}
+
+#[test]
+fn a_tasks_work_counts_its_statements_and_is_unknown_past_a_loop_or_call() {
+    let head = "field @x : f32[64]\nfield @y : f32[64]\n";
+    let plain = "kernel @k() {\n  for %i in 0 .. 64 {\n    %v = load @x[%i]\n    %w = add %v, %v\n    store @y[%i], %w\n  }\n}\n";
+    assert_eq!(task_work(&format!("{head}{plain}")), [Some(3)]);
+    let math = "kernel @k() {\n  for %i in 0 .. 64 {\n    %v = load @x[%i]\n    %s = sin %v\n    %q = sqrt %s\n    \
+                %f = floor %q\n    store @y[%i], %f\n  }\n}\n";
+    assert_eq!(task_work(&format!("{head}{math}")), [Some(1 + 16 + 4 + 1 + 1)]);
+    let nested = "kernel @k() {\n  for %i in 0 .. 64 {\n    for %j in 0 .. 8 serial {\n      %v = load @x[%j]\n      \
+                  store @y[%i], %v\n    }\n  }\n}\n";
+    assert_eq!(task_work(&format!("{head}{nested}")), [None]);
+    let call = "func @f(%a: f32) -> f32 {\n  %b = mul %a, %a\n  ret %b\n}\nkernel @k() {\n  for %i in 0 .. 64 {\n    \
+                %v = load @x[%i]\n    %w = call @f(%v)\n    store @y[%i], %w\n  }\n}\n";
+    assert_eq!(task_work(&format!("{head}{call}")), [None]);
+    use kiln_jit::runtime::{worth_spreading, PARALLEL_MIN_WORK};
+    assert!(!worth_spreading(Some(3), (PARALLEL_MIN_WORK / 3) as i64));
+    assert!(worth_spreading(Some(3), (PARALLEL_MIN_WORK / 3 + 1) as i64));
+    assert!(worth_spreading(None, 1), "unknown work is spread");
+    assert!(!worth_spreading(Some(u64::MAX), 0));
+}
+
+/// An engine that chooses its threads (`kiln-run` without `--threads`)
+/// runs a launch too small to gain from the pool on the calling thread,
+/// and a run of such launches never starts the pool; a big launch starts
+/// it, and the results are the same as with threads given.
+#[test]
+fn chosen_threads_spread_only_the_launches_worth_it() {
+    let kernel = |n: u32| {
+        format!(
+            "field @x : f32[{n}]\nkernel @k() {{\n  for %i in 0 .. {n} {{\n    %f = cast %i to f32\n    \
+             %s = sin %f\n    store @x[%i], %s\n  }}\n}}\n"
+        )
+    };
+    // 2 + 16 + 1 work an iteration: 1,024 of them are too few, 1M enough.
+    let (small, big) = (kernel(1024), kernel(1 << 20));
+    // A thread of its own, which the engine's pool may take.
+    std::thread::spawn(move || {
+        let run = |engine: &mut JitEngine, text: &str| {
+            let stream = kiln::parser::parse(text).unwrap();
+            let mut fields = Fields::zeroed(&stream);
+            engine.run_kernel(&stream, "k", &[], &mut fields).unwrap();
+            fields.get("x").unwrap().digest()
+        };
+        let compiler = || Compiler::host(CompileConfig::default()).unwrap();
+        let mut given = JitEngine::new(compiler(), JitPath::PerTask, 2).unwrap();
+        let mut chosen =
+            JitEngine::new(compiler(), JitPath::PerTask, 1).unwrap().with_chosen_threads().with_calling_thread();
+        assert_eq!(run(&mut chosen, &small), run(&mut given, &small));
+        assert_eq!(rayon::current_thread_index(), None, "a small launch starts no pool");
+        assert_eq!(run(&mut chosen, &big), run(&mut given, &big));
+        let many = kiln::cli::thread_count(None) > 1;
+        assert_eq!(rayon::current_thread_index(), many.then_some(0), "a big launch starts the pool, on this thread");
+    })
+    .join()
+    .unwrap();
+}
