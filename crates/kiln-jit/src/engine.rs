@@ -400,16 +400,20 @@ impl JitEngine {
         }
     }
 
-    /// A loaded task for `module`, from the tier `prefetch_tiers` chose.
+    /// A loaded task for `module`, from the tier `prefetch_tiers` chose,
+    /// with its tier and its work an iteration.
     fn provide(&mut self, module: &Module, task: &str, quick: bool) -> Result<LoadedTask, ProvideError> {
         let (jit, stats) = (&self.jit, &mut self.stats);
+        let work = module.tasks().next().and_then(|t| runtime::iteration_work(&t.body));
         match self.tiers.as_mut().filter(|_| quick) {
-            Some(t) => {
-                t.provider.provide(jit, &*t.backend, module, task, stats).map(|l| LoadedTask { tier: Tier::Quick, ..l })
-            }
+            Some(t) => t.provider.provide(jit, &*t.backend, module, task, stats).map(|l| LoadedTask {
+                tier: Tier::Quick,
+                work,
+                ..l
+            }),
             None => {
                 let l = self.provider.provide(jit, &*self.backend, module, task, stats)?;
-                Ok(LoadedTask { tier: Tier::of(self.backend.config()), ..l })
+                Ok(LoadedTask { tier: Tier::of(self.backend.config()), work, ..l })
             }
         }
     }
@@ -515,7 +519,6 @@ impl JitEngine {
                     let l = self
                         .provide_tiered(m, &t.name, quick.contains(&(m as *const Module)))
                         .map_err(|e| RunError::new(format!("kernel @{kernel}, task @{}: {e}", t.name)))?;
-                    let l = LoadedTask { work: runtime::iteration_work(&t.body), ..l };
                     self.tasks.insert(digests[i], l.clone());
                     if let Some(tiers) = self.tiers.as_mut().filter(|_| l.tier == Tier::Quick) {
                         tiers.started_quick(Quick { digest: digests[i], module: m.clone(), task: t.name.to_string() });

@@ -348,6 +348,11 @@ fn a_finished_background_compile_replaces_the_tasks_at_a_launch_boundary() {
         run(&mut e, &stream, &mut fields, "math");
     }
     let before = e.stats.run.opt_launches;
+    // A task replaced by its optimised tier keeps what one iteration of it
+    // costs, which says whether a launch is worth the pool's threads.
+    let split = e.split(&stream, "math").unwrap().unwrap();
+    let work: Vec<Option<u64>> = e.prepare(&split, "math").unwrap().iter().map(|t| t.work).collect();
+    assert_eq!(work, [Some(1 + 16 + 16 + 4 + 16 + 16 + 1 + 1 + 1 + 1 + 1)]);
     fields = Fields::zeroed(&stream);
     run(&mut e, &stream, &mut fields, "init");
     run(&mut e, &stream, &mut fields, "math");
