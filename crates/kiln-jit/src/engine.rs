@@ -57,9 +57,6 @@ pub struct JitEngine {
     /// The threads for parallel tasks, started with the first launch that
     /// runs on them.
     pool: Pool,
-    /// Whether a parallel launch runs on the pool only when its work is
-    /// worth it ([`JitEngine::with_chosen_threads`]), or always.
-    chosen_spreading: bool,
     /// The seed of the `random` streams (a launch input, not compiled in).
     seed: u64,
     /// Loaded tasks by the digest of their module's canonical text
@@ -104,7 +101,6 @@ impl JitEngine {
             stats: JitStats::default(),
             provider: Box::<CompileAndLoad>::default(),
             pool: Pool::new(Some(threads), false),
-            chosen_spreading: false,
             seed: 0,
             tasks: HashMap::new(),
             kernels: HashMap::new(),
@@ -136,7 +132,6 @@ impl JitEngine {
     /// launches are all small never starts the pool.
     pub fn with_chosen_threads(mut self) -> JitEngine {
         self.pool = Pool { threads: None, ..self.pool };
-        self.chosen_spreading = true;
         self
     }
 
@@ -144,7 +139,6 @@ impl JitEngine {
     /// stay loaded).
     pub fn set_threads(&mut self, threads: usize) -> Result<(), RunError> {
         self.pool = Pool::new(Some(threads), false);
-        self.chosen_spreading = false;
         Ok(())
     }
 
@@ -656,7 +650,8 @@ pub const WORKER_STACK: usize = 64 << 20;
 /// The threads parallel launches run on, started by the first launch that
 /// runs on them ([`Pool::get`]).
 struct Pool {
-    /// `None`: as many as the machine has.
+    /// `None`: chosen by the engine ([`JitEngine::with_chosen_threads`]):
+    /// as many as the machine has, for the launches worth them.
     threads: Option<usize>,
     /// Whether the pool takes the calling thread as one of its threads
     /// ([`JitEngine::with_calling_thread`]).
@@ -667,6 +662,13 @@ struct Pool {
 impl Pool {
     fn new(threads: Option<usize>, join: bool) -> Pool {
         Pool { threads, join, started: std::sync::OnceLock::new() }
+    }
+
+    /// Whether a parallel launch of `count` iterations of `work` each runs
+    /// on the pool: always when its threads were given, else when it is
+    /// worth them.
+    fn spreads(&self, work: Option<u64>, count: i64) -> bool {
+        self.threads.is_some() || runtime::worth_spreading(work, count)
     }
 
     /// The pool if it has been started (none for one thread).
@@ -681,6 +683,22 @@ impl Pool {
             let _ = self.started.set(make_pool(threads, self.join)?);
         }
         Ok(self.started())
+    }
+}
+
+/// The threads of one launch of a task whose iteration costs `work`: the
+/// engine's pool when the launch [`Pool::spreads`], else the calling thread.
+struct Spread<'a> {
+    pool: &'a Pool,
+    work: Option<u64>,
+}
+
+impl runtime::LaunchThreads for Spread<'_> {
+    fn pool(&self, count: i64) -> Result<Option<&rayon::ThreadPool>, RunError> {
+        match self.pool.spreads(self.work, count) {
+            true => self.pool.get(),
+            false => Ok(None),
+        }
     }
 }
 
@@ -764,7 +782,7 @@ impl Engine for JitEngine {
         let fp = self.backend.config().denormals;
         let seed = self.seed;
         let t0 = Instant::now();
-        let (pool, chosen) = (&self.pool, self.chosen_spreading);
+        let pool = &self.pool;
         let stats = &mut self.stats;
         let mut out = runtime::PrintOut::new(&mut self.printed);
         let mut run = || -> Result<(), RunError> {
@@ -783,10 +801,8 @@ impl Engine for JitEngine {
                     Tier::Opt => stats.run.opt_launches += 1,
                 }
                 let _span = kiln::trace::span("launch", "launch", &item.name);
-                let count = runtime::parallel_count(&t.meta, names, &slots, fields);
-                let spread = count.is_some_and(|n| !chosen || runtime::worth_spreading(t.work, n));
-                let pool = if spread { pool.get()? } else { None };
-                let on = runtime::RunOn { pool, denormals: fp, seed, task: ordinal as u32 };
+                let threads = Spread { pool, work: t.work };
+                let on = runtime::RunOn { threads: &threads, denormals: fp, seed, task: ordinal as u32 };
                 runtime::launch(t.entry, &t.meta, names, &slots, fields, on, &locate, &mut out)?;
             }
             Ok(())

@@ -6,7 +6,9 @@
 //! Owns: [`launch`] of a task over the ABI of `kiln_llvm::abi` (in phases: the
 //! iteration space, the fields' storage, the chunks, the error slot, the
 //! print sink, whose records it puts in iteration order and formats into
-//! a [`PrintOut`]) and
+//! a [`PrintOut`]), the estimate of a launch's work that decides whether
+//! it is worth a pool's threads ([`iteration_work`], [`worth_spreading`];
+//! the pool itself is the engine's, [`LaunchThreads`]) and
 //! the run-time errors of compiled code (their text is the interpreter's,
 //! `exec::out_of_bounds`; their location comes from the task's module).
 //!
@@ -224,16 +226,6 @@ pub fn worth_spreading(work: Option<u64>, count: i64) -> bool {
     work.is_none_or(|w| w.saturating_mul(count.max(0) as u64) >= PARALLEL_MIN_WORK)
 }
 
-/// How many iterations a parallel launch of `meta` runs, or `None` for a
-/// serial task or one whose space cannot be worked out ([`launch`] then
-/// says why).
-pub fn parallel_count(meta: &LaunchMeta, names: LaunchNames, slots: &[u64], fields: &Fields) -> Option<i64> {
-    if matches!(meta.kind, MetaKind::Serial) {
-        return None;
-    }
-    iteration_space(meta, names, slots, fields).ok().map(|s| s.count)
-}
-
 /// The iteration space of a task, from its bounds (which may read 0-D
 /// fields) at launch.
 fn iteration_space(meta: &LaunchMeta, names: LaunchNames, slots: &[u64], fields: &Fields) -> Result<Space, RunError> {
@@ -406,17 +398,41 @@ fn run_chunks(
     }
 }
 
-/// Where and how a task's code runs: `pool` for a parallel task's chunks
-/// (the calling thread when `None`), in the floating-point mode the code
-/// was compiled for.
-#[derive(Clone, Copy, Default)]
+/// Where and how a task's code runs: a parallel launch on the threads
+/// `threads` gives it, in the floating-point mode the code was compiled
+/// for.
+#[derive(Clone, Copy)]
 pub struct RunOn<'p> {
-    pub pool: Option<&'p rayon::ThreadPool>,
+    pub threads: &'p dyn LaunchThreads,
     pub denormals: Denormals,
     /// The seed of the `random` streams, and the task's position among
     /// its kernel's launches (`kiln::random`).
     pub seed: u64,
     pub task: u32,
+}
+
+/// The threads a parallel launch runs on, chosen once its iteration count
+/// is known (the engine's choice: [`worth_spreading`]).
+pub trait LaunchThreads {
+    /// The pool a launch of `count` iterations runs on, started if it is
+    /// not yet (`None`: the calling thread).
+    fn pool(&self, count: i64) -> Result<Option<&rayon::ThreadPool>, RunError>;
+}
+
+/// Every launch on the calling thread.
+pub struct CallingThread;
+
+impl LaunchThreads for CallingThread {
+    fn pool(&self, _: i64) -> Result<Option<&rayon::ThreadPool>, RunError> {
+        Ok(None)
+    }
+}
+
+impl Default for RunOn<'_> {
+    /// On the calling thread, in the default floating-point mode.
+    fn default() -> Self {
+        RunOn { threads: &CallingThread, denormals: Denormals::default(), seed: 0, task: 0 }
+    }
 }
 
 /// Where a launch's printed lines go: appended to `lines`, of which those
@@ -458,7 +474,8 @@ impl<'o> PrintOut<'o> {
 
 /// Runs a loaded task once over `fields`: `slots` are its parameters
 /// ([`param_slots`]); parallel tasks run in chunks of `block_dim`
-/// iterations on `pool` (on the calling thread when `pool` is `None`). A
+/// iterations on the pool `on.threads` gives (on the calling thread when
+/// it gives none). A
 /// run-time error is located with `locate`, which maps the object's
 /// statement numbers to spans of the task's module
 /// (`kiln_llvm::sites::locate`; `&|_| Site::default()` leaves errors
@@ -474,8 +491,11 @@ pub fn launch(
     locate: &dyn Fn(u32) -> Site,
     out: &mut PrintOut<'_>,
 ) -> Result<(), RunError> {
-    // The iteration space first (it may read 0-D fields).
+    // The iteration space first (it may read 0-D fields), and the threads
+    // it runs on.
     let space = iteration_space(meta, names, slots, fields)?;
+    let serial = matches!(meta.kind, MetaKind::Serial);
+    let pool = if serial { None } else { on.threads.pool(space.count)? };
     let mut bases = bind_fields(meta, names, fields)?;
     let ptrs: Vec<*mut u8> = bases.iter_mut().map(|b| b.ptr()).collect();
     let mut slot = ErrorSlot::default();
@@ -488,7 +508,7 @@ pub fn launch(
         task: u64::from(on.task),
         prints: &sink,
     };
-    run_chunks(entry, matches!(meta.kind, MetaKind::Serial), space, shared, on.pool, on.denormals);
+    run_chunks(entry, serial, space, shared, pool, on.denormals);
     drop(ptrs);
     for b in bases {
         b.finish();
