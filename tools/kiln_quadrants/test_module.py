@@ -81,6 +81,24 @@ def test_saxpy_writes_the_arrays_in_place(engine: Engine, tmp_path: Path) -> Non
     np.testing.assert_array_equal(x, np.arange(8, dtype=np.float32))
 
 
+def pool_workers() -> int:
+    """The JIT pools' worker threads of this process (``kiln-worker-N``)."""
+    tasks = Path("/proc/self/task")
+    return sum((t / "comm").read_text().startswith("kiln-worker") for t in tasks.iterdir())
+
+
+def test_without_threads_a_small_launch_starts_no_thread(tmp_path: Path) -> None:
+    text = SAXPY.replace("[8]", "[4096]").replace("= 8", "= 4096")
+    m = kiln.Module(text, "saxpy.kir")
+    fields = {"x": np.ones(4096, np.float32), "y": np.ones(4096, np.float32)}
+    before = pool_workers()
+    m.run("saxpy", args={"a": 2.0}, fields=fields, cache_dir=tmp_path / "chosen")
+    assert pool_workers() == before, "4,096 iterations of saxpy are not worth a second thread"
+    m.run("saxpy", args={"a": 2.0}, fields=fields, cache_dir=tmp_path / "given", threads=2)
+    assert pool_workers() == before + 2, "with threads given, every parallel launch runs on them"
+    np.testing.assert_array_equal(fields["y"], np.full(4096, 5.0, np.float32))
+
+
 def test_a_view_into_a_larger_array_is_written_where_it_lies(tmp_path: Path) -> None:
     m = kiln.Module(SAXPY)
     base = np.zeros(24, dtype=np.float32)

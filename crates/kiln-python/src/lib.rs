@@ -45,8 +45,9 @@ struct RunnerKey {
     /// The JIT's compile configuration; the interpreter's subnormal mode
     /// is its `denormals`.
     config: CompileConfig,
-    /// The JIT's threads.
-    threads: usize,
+    /// The JIT's threads (`None`: the engine chooses, as `kiln-run`'s does
+    /// without `--threads`).
+    threads: Option<usize>,
     /// The interpreter's race check.
     check_races: bool,
 }
@@ -211,7 +212,7 @@ fn runner_key(engine: &str, cache_dir: Option<PathBuf>, o: &Options) -> PyResult
     if o.threads == Some(0) {
         return bad("threads must be 1 or more".to_string());
     }
-    let threads = kiln::cli::thread_count(o.threads);
+    let threads = o.threads.map(|n| n as usize);
     Ok(RunnerKey { engine, cache_dir, config, threads, check_races: o.check_races })
 }
 
@@ -409,7 +410,8 @@ fn make_runner(key: &RunnerKey) -> Result<(Runner, Option<String>), String> {
     use kiln_jit::engine::{JitEngine, JitPath};
     let target = kiln_llvm::HostTarget::detect().map_err(|e| e.message)?;
     let compiler = kiln_codegen::Compiler::new(key.config.clone(), target.clone()).map_err(|e| e.message)?;
-    let mut engine = JitEngine::new(compiler, JitPath::PerTask, key.threads).map_err(|e| e.message)?;
+    let engine = JitEngine::new(compiler, JitPath::PerTask, key.threads.unwrap_or(1)).map_err(|e| e.message)?;
+    let mut engine = if key.threads.is_some() { engine } else { engine.with_chosen_threads() };
     let remote = kiln::remote::RemoteSettings::from_settings(&settings).map_err(|e| e.to_string())?;
     let session = settings.cache_root().and_then(|root| {
         let session = kiln_llvm::session::Session::open(&root, &target, &settings, remote)?;
