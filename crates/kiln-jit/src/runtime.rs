@@ -178,9 +178,10 @@ struct Space {
 /// The least estimated work ([`iteration_work`] times the iterations) of a
 /// launch that the pool's threads share when the engine chooses
 /// ([`worth_spreading`]): about 64 µs of one thread's work. Waking the
-/// other threads and joining them costs a few microseconds, and starting
-/// the pool, which the first such launch does, about 70
-/// (docs/performance.md, "Warm start").
+/// other threads and joining them costs a launch from a few microseconds
+/// (a pool the calling thread belongs to) to some 40 (one it waits for),
+/// and starting the pool, which the first such launch does, about 70
+/// (docs/performance.md, "Warm start" and "import kiln").
 pub const PARALLEL_MIN_WORK: u64 = 1 << 18;
 
 /// The estimated work of one iteration of a task whose body is `body`, in
