@@ -348,13 +348,9 @@ fn clap_error(tool: &str, e: clap::Error) -> ExitCode {
 /// The definition is copied only then: a run that parses it does not pay
 /// for a copy.
 fn generate(args: &[String], cmd: &clap::Command, manual: &crate::manual::Manual) -> Option<Result<(), ToolError>> {
-    let first = args.get(1).map(String::as_str)?;
-    if !matches!(first, "--generate-man" | "--generate-completion") {
-        return None;
-    }
-    let mut cmd = cmd.clone().color(clap::ColorChoice::Never);
+    let copy = || cmd.clone().color(clap::ColorChoice::Never);
     let operand = args.get(2).map(String::as_str);
-    match first {
+    match args.get(1).map(String::as_str)? {
         "--generate-man" => {
             let Some(dir) = operand else {
                 return Some(Err(ToolError::Usage("--generate-man takes a directory".into())));
@@ -363,7 +359,7 @@ fn generate(args: &[String], cmd: &clap::Command, manual: &crate::manual::Manual
                 let path = Path::new(dir).join(name);
                 std::fs::write(&path, page).map_err(|e| ToolError::output(path.display(), &e))
             };
-            Some(crate::manual::man_pages(&cmd, manual).into_iter().try_for_each(write))
+            Some(crate::manual::man_pages(&copy(), manual).into_iter().try_for_each(write))
         }
         "--generate-completion" => {
             use clap_complete::Shell;
@@ -378,7 +374,7 @@ fn generate(args: &[String], cmd: &clap::Command, manual: &crate::manual::Manual
                     ))));
                 }
             };
-            let mut out = Vec::new();
+            let (mut cmd, mut out) = (copy(), Vec::new());
             let name = cmd.get_name().to_string();
             clap_complete::generate(shell, &mut cmd, name, &mut out);
             Some(write_output(None, &out))

@@ -285,10 +285,11 @@ fn make_engine(
     // This process's one engine runs its kernels from this thread, which
     // can then be one of the pool's threads; without --threads the engine
     // chooses them, and spreads only a launch worth it.
-    let threads = cli.threads.map_or(1, |n| n as usize);
-    let engine = JitEngine::new(compiler, path, threads).map_err(|e| ToolError::msg(e.message))?;
-    let engine = if cli.threads.is_some() { engine } else { engine.with_chosen_threads() };
-    let mut engine = engine.with_calling_thread();
+    let threads = cli.threads.map(|n| n as usize);
+    let mut engine = JitEngine::new(compiler, path, 1)
+        .map_err(|e| ToolError::msg(e.message))?
+        .with_threads(threads)
+        .with_calling_thread();
     engine.set_seed(cli.seed);
     let Some(cache_root) = cache_root else {
         return Ok((Runner::Jit(Box::new(engine), None), None));

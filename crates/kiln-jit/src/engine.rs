@@ -124,14 +124,17 @@ impl JitEngine {
         self
     }
 
-    /// This engine, whose threads are chosen for it: as many as this
-    /// machine has ([`kiln::cli::thread_count`], asked when the pool
-    /// starts), and a parallel launch runs on them only when its estimated
-    /// work is worth them ([`runtime::worth_spreading`]), a smaller one on
-    /// the calling thread (`kiln-run` without `--threads`). A run whose
-    /// launches are all small never starts the pool.
-    pub fn with_chosen_threads(mut self) -> JitEngine {
-        self.pool = Pool { threads: None, ..self.pool };
+    /// This engine, on the threads a user's optional setting says
+    /// (`kiln-run --threads`, `import kiln`'s `threads`): `Some(n)`, every
+    /// parallel launch on `n` threads, as [`JitEngine::new`]'s; `None`,
+    /// threads chosen for it: as many as this machine has
+    /// ([`kiln::cli::thread_count`], asked when the pool starts), and a
+    /// parallel launch runs on them only when its estimated work is worth
+    /// them ([`runtime::worth_spreading`]), a smaller one on the calling
+    /// thread. A run whose launches are all small then never starts the
+    /// pool.
+    pub fn with_threads(mut self, threads: Option<usize>) -> JitEngine {
+        self.pool = Pool { threads, ..self.pool };
         self
     }
 
@@ -650,7 +653,7 @@ pub const WORKER_STACK: usize = 64 << 20;
 /// The threads parallel launches run on, started by the first launch that
 /// runs on them ([`Pool::get`]).
 struct Pool {
-    /// `None`: chosen by the engine ([`JitEngine::with_chosen_threads`]):
+    /// `None`: chosen by the engine ([`JitEngine::with_threads`]):
     /// as many as the machine has, for the launches worth them.
     threads: Option<usize>,
     /// Whether the pool takes the calling thread as one of its threads

@@ -597,7 +597,7 @@ fn chosen_threads_spread_only_the_launches_worth_it() {
         let compiler = || Compiler::host(CompileConfig::default()).unwrap();
         let mut given = JitEngine::new(compiler(), JitPath::PerTask, 2).unwrap();
         let mut chosen =
-            JitEngine::new(compiler(), JitPath::PerTask, 1).unwrap().with_chosen_threads().with_calling_thread();
+            JitEngine::new(compiler(), JitPath::PerTask, 1).unwrap().with_threads(None).with_calling_thread();
         assert_eq!(run(&mut chosen, &small), run(&mut given, &small));
         assert_eq!(rayon::current_thread_index(), None, "a small launch starts no pool");
         assert_eq!(run(&mut chosen, &big), run(&mut given, &big));

@@ -410,8 +410,7 @@ fn make_runner(key: &RunnerKey) -> Result<(Runner, Option<String>), String> {
     use kiln_jit::engine::{JitEngine, JitPath};
     let target = kiln_llvm::HostTarget::detect().map_err(|e| e.message)?;
     let compiler = kiln_codegen::Compiler::new(key.config.clone(), target.clone()).map_err(|e| e.message)?;
-    let engine = JitEngine::new(compiler, JitPath::PerTask, key.threads.unwrap_or(1)).map_err(|e| e.message)?;
-    let mut engine = if key.threads.is_some() { engine } else { engine.with_chosen_threads() };
+    let mut engine = JitEngine::new(compiler, JitPath::PerTask, 1).map_err(|e| e.message)?.with_threads(key.threads);
     let remote = kiln::remote::RemoteSettings::from_settings(&settings).map_err(|e| e.to_string())?;
     let session = settings.cache_root().and_then(|root| {
         let session = kiln_llvm::session::Session::open(&root, &target, &settings, remote)?;
