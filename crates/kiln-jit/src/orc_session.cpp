@@ -306,10 +306,11 @@ extern "C" LLVMErrorRef kiln_orc_add_object(LLVMOrcObjectLayerRef Layer, LLVMOrc
     return wrap(G.takeError());
   // Code of another machine (a record planted in a cache, say) would link
   // as well as this one's, and then run.
+  static const Triple::ArchType Host = Triple(sys::getProcessTriple()).getArch();
   const Triple &T = (*G)->getTargetTriple();
-  if (T.getArch() != Triple(sys::getProcessTriple()).getArch())
+  if (T.getArch() != Host)
     return wrap(make_error<StringError>("an object for " + T.getArchName().str() + ", not for this machine (" +
-                                            Triple(sys::getProcessTriple()).getArchName().str() + ")",
+                                            Triple::getArchTypeName(Host).str() + ")",
                                         inconvertibleErrorCode()));
   return wrap(L->add(unwrapJD(JD), std::move(*G)));
 }
